@@ -1,0 +1,21 @@
+# core/: libwafer. Built once as a convenience library (tests of internals
+# link it directly) and wrapped into the installed libwafer.so.0, whose
+# version script exports only the public wafer_* API.
+noinst_LTLIBRARIES += libwafer-core.la
+libwafer_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DWAFER_BUILDING_LIBRARY
+libwafer_core_la_SOURCES = \
+	core/error.c core/error.h \
+	core/log.c core/log.h \
+	core/status.c \
+	core/storage.c core/storage.h \
+	core/memory/memory.c core/memory/memory.h \
+	core/memory/registry.c \
+	core/memory/exact.c
+
+lib_LTLIBRARIES += libwafer.la
+libwafer_la_SOURCES =
+nodist_EXTRA_libwafer_la_SOURCES = dummy.c
+libwafer_la_LIBADD = libwafer-core.la
+libwafer_la_LDFLAGS = -version-info $(WAFER_LT_VERSION) -no-undefined \
+	-Wl,--version-script=$(top_srcdir)/core/libwafer.map
+EXTRA_libwafer_la_DEPENDENCIES = $(top_srcdir)/core/libwafer.map

@@ -1,0 +1,159 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * memory.c: what every strategy shares — lookup, statistics, the
+ * out-of-memory retry (memory.h). */
+#include "build-config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/memory/memory.h"
+
+struct wafer_memory {
+	const struct wafer_memory_strategy_ops *ops;
+	void *self;
+	struct wafer_storage *storage;
+	uint64_t bytes_in_use;
+	uint64_t peak_in_use;
+	uint64_t reuse_hits;
+};
+
+const struct wafer_memory_strategy_ops *
+wafer_memory_strategy_find(const char *name)
+{
+	for (size_t i = 0; wafer_memory_strategies[i]; i++)
+		if (strcmp(wafer_memory_strategies[i]->name, name) == 0)
+			return wafer_memory_strategies[i];
+	return NULL;
+}
+
+static void list_strategies(char *buf, size_t size)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; wafer_memory_strategies[i] && used < size; i++)
+		used += (size_t)snprintf(buf + used, size - used, "%s%s",
+					 i ? ", " : "",
+					 wafer_memory_strategies[i]->name);
+}
+
+wafer_status wafer_memory_create(const char *name, struct wafer_storage *storage,
+				 const struct wafer_config *config,
+				 struct wafer_memory **out_memory)
+{
+	const char *origin = "the API";
+	*out_memory = NULL;
+	if (!name) {
+		const struct wafer_config_entry *entry =
+			config ? wafer_config_lookup(config, "memory", "strategy")
+			       : NULL;
+		name = entry ? entry->value : wafer_memory_default_strategy;
+		origin = entry ? entry->origin : "default";
+	}
+	const struct wafer_memory_strategy_ops *ops =
+		wafer_memory_strategy_find(name);
+	if (!ops) {
+		char known[256];
+		list_strategies(known, sizeof known);
+		return wafer_fail(WAFER_ERROR_CONFIG,
+				  "%s: unknown memory strategy '%s' (known: %s)",
+				  origin, name, known);
+	}
+	struct wafer_memory *memory = calloc(1, sizeof *memory);
+	if (!memory)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "memory manager: out of host memory");
+	memory->ops = ops;
+	memory->storage = storage;
+	wafer_status status = ops->create(storage, config, &memory->self);
+	if (status != WAFER_OK) {
+		free(memory);
+		return wafer_fail_context(status, "memory strategy %s", name);
+	}
+	*out_memory = memory;
+	return WAFER_OK;
+}
+
+void wafer_memory_destroy(struct wafer_memory *memory)
+{
+	if (!memory)
+		return;
+	memory->ops->destroy(memory->self);
+	free(memory);
+}
+
+const char *wafer_memory_strategy_name(const struct wafer_memory *memory)
+{
+	return memory->ops->name;
+}
+
+static uint64_t storage_calls(const struct wafer_storage *s)
+{
+	const struct wafer_storage_counters *c = &s->counters;
+	return c->allocs + c->maps;
+}
+
+wafer_status wafer_memory_reserve(struct wafer_memory *memory, size_t size,
+				  struct wafer_slice *out_slice)
+{
+	uint64_t calls_before = storage_calls(memory->storage);
+	wafer_status status = memory->ops->reserve(memory->self, size, out_slice);
+	if (status == WAFER_ERROR_OUT_OF_MEMORY) {
+		/* Cached free memory may be what stands in the way. */
+		memory->ops->trim(memory->self);
+		status = memory->ops->reserve(memory->self, size, out_slice);
+	}
+	if (status != WAFER_OK) {
+		memset(out_slice, 0, sizeof *out_slice);
+		if (status != WAFER_ERROR_OUT_OF_MEMORY)
+			return status;
+		return wafer_fail_context(
+			status,
+			"cannot reserve %zu bytes: %llu in use, %llu reserved "
+			"(strategy %s)",
+			size, (unsigned long long)memory->bytes_in_use,
+			(unsigned long long)memory->storage->counters.bytes_reserved,
+			memory->ops->name);
+	}
+	out_slice->size = size;
+	if (storage_calls(memory->storage) == calls_before)
+		memory->reuse_hits++;
+	memory->bytes_in_use += size;
+	if (memory->bytes_in_use > memory->peak_in_use)
+		memory->peak_in_use = memory->bytes_in_use;
+	return WAFER_OK;
+}
+
+void wafer_memory_release(struct wafer_memory *memory,
+			  const struct wafer_slice *slice)
+{
+	memory->bytes_in_use -= slice->size;
+	memory->ops->release(memory->self, slice);
+}
+
+void wafer_memory_trim_cache(struct wafer_memory *memory)
+{
+	memory->ops->trim(memory->self);
+}
+
+void wafer_memory_after_sync(struct wafer_memory *memory)
+{
+	if (memory->ops->after_sync)
+		memory->ops->after_sync(memory->self);
+}
+
+void wafer_memory_get_usage(const struct wafer_memory *memory,
+			    wafer_memory_usage *out)
+{
+	const struct wafer_storage_counters *c = &memory->storage->counters;
+	out->bytes_in_use = memory->bytes_in_use;
+	out->peak_in_use = memory->peak_in_use;
+	out->bytes_reserved = c->bytes_reserved;
+	out->peak_reserved = c->peak_reserved;
+	out->storage_allocs = c->allocs;
+	out->storage_frees = c->frees;
+	out->storage_maps = c->maps;
+	out->storage_unmaps = c->unmaps;
+	out->reuse_hits = memory->reuse_hits;
+}

@@ -1,0 +1,122 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * storage.c: counted wrappers around a plugin's storage ops (storage.h). */
+#include "build-config.h"
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/storage.h"
+
+static void add_reserved(struct wafer_storage *s, size_t bytes)
+{
+	struct wafer_storage_counters *c = &s->counters;
+	c->bytes_reserved += bytes;
+	if (c->bytes_reserved > c->peak_reserved)
+		c->peak_reserved = c->bytes_reserved;
+}
+
+static void sub_reserved(struct wafer_storage *s, size_t bytes)
+{
+	s->counters.bytes_reserved -= bytes;
+}
+
+/* Memory about to go back to the plugin must not be read by queued work. */
+static void quiesce(struct wafer_storage *s)
+{
+	if (!s->quiesce)
+		return;
+	wafer_status status = s->quiesce(s->quiesce_data);
+	if (status != WAFER_OK)
+		wafer_log_warn("memory", "sync before free failed: %s",
+			       wafer_error_detail());
+}
+
+wafer_status wafer_storage_alloc(struct wafer_storage *s, size_t size,
+				 wafer_resource *out_resource)
+{
+	wafer_status status = s->ops->alloc(s->device, size, out_resource);
+	s->counters.allocs++;
+	if (status == WAFER_OK)
+		add_reserved(s, size);
+	else
+		*out_resource = 0;
+	return status;
+}
+
+void wafer_storage_free(struct wafer_storage *s, wafer_resource resource,
+			size_t size)
+{
+	quiesce(s);
+	s->ops->free(s->device, resource);
+	s->counters.frees++;
+	sub_reserved(s, size);
+}
+
+wafer_status wafer_storage_alloc_async(struct wafer_storage *s, size_t size,
+				       wafer_resource *out_resource)
+{
+	if (!wafer_storage_has_async(s))
+		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
+				  "the plugin offers no stream-ordered allocation");
+	wafer_status status =
+		s->ops->alloc_async(s->device, s->queue, size, out_resource);
+	s->counters.allocs++;
+	if (status == WAFER_OK)
+		add_reserved(s, size);
+	else
+		*out_resource = 0;
+	return status;
+}
+
+wafer_status wafer_storage_free_async(struct wafer_storage *s,
+				      wafer_resource resource, size_t size)
+{
+	wafer_status status = s->ops->free_async(s->device, s->queue, resource);
+	s->counters.frees++;
+	if (status == WAFER_OK)
+		sub_reserved(s, size);
+	return status;
+}
+
+wafer_status wafer_storage_vm_reserve(struct wafer_storage *s, size_t size,
+				      wafer_resource *out_range)
+{
+	if (!wafer_storage_has_vm(s))
+		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
+				  "the plugin offers no virtual memory");
+	wafer_status status = s->ops->vm_reserve(s->device, size, out_range);
+	s->counters.allocs++;
+	if (status != WAFER_OK)
+		*out_range = 0;
+	return status;
+}
+
+void wafer_storage_vm_release(struct wafer_storage *s, wafer_resource range,
+			      size_t mapped_bytes)
+{
+	quiesce(s);
+	s->ops->vm_release(s->device, range);
+	s->counters.frees++;
+	sub_reserved(s, mapped_bytes);
+}
+
+wafer_status wafer_storage_vm_map(struct wafer_storage *s, wafer_resource range,
+				  size_t offset, size_t size)
+{
+	wafer_status status = s->ops->vm_map(s->device, range, offset, size);
+	s->counters.maps++;
+	if (status == WAFER_OK)
+		add_reserved(s, size);
+	return status;
+}
+
+wafer_status wafer_storage_vm_unmap(struct wafer_storage *s,
+				    wafer_resource range, size_t offset,
+				    size_t size)
+{
+	quiesce(s);
+	wafer_status status = s->ops->vm_unmap(s->device, range, offset, size);
+	s->counters.unmaps++;
+	if (status == WAFER_OK)
+		sub_reserved(s, size);
+	return status;
+}

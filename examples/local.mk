@@ -1,0 +1,1 @@
+# examples/: small programs a user can copy (built, not installed).

@@ -1,0 +1,97 @@
+/* wafer — vendor-neutral compute runtime.
+ * SPDX-License-Identifier: MIT
+ *
+ * types.h: the few types that both sides of wafer share — the client API
+ * (wafer.h) and the vendor plugin ABI (plugin.h): status codes, element
+ * types, and the symbol-export macro. It needs nothing but the C standard
+ * library, so plugin.h stays free of any other dependency. */
+#ifndef WAFER_TYPES_H
+#define WAFER_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* WAFER_API marks the public entry points of libwafer. The library is
+ * built with -fvisibility=hidden, so everything else stays private. */
+#if defined(_WIN32)
+#define WAFER_API
+#elif defined(__GNUC__) && defined(WAFER_BUILDING_LIBRARY)
+#define WAFER_API __attribute__((visibility("default")))
+#else
+#define WAFER_API
+#endif
+
+/*===----------------------------------------------------------------------===
+ * Status codes
+ *===----------------------------------------------------------------------===*/
+
+/* Every fallible call returns a wafer_status. 0 is success; the numbers are
+ * part of the ABI and never change meaning (new codes are appended). The
+ * human-readable detail of the last failure on the calling thread is in
+ * wafer_last_error() (wafer.h); a plugin reports its detail through the
+ * host's set_error service (plugin.h). */
+typedef enum wafer_status {
+	WAFER_OK = 0,
+	/* An argument is NULL, zero or out of its range where that is not
+	 * allowed. Nothing was changed. */
+	WAFER_ERROR_INVALID_ARGUMENT = 1,
+	/* Neither cached memory nor the device had room for the request. */
+	WAFER_ERROR_OUT_OF_MEMORY = 2,
+	/* A named thing (plugin, device, kernel, config file) does not exist. */
+	WAFER_ERROR_NOT_FOUND = 3,
+	/* The backend does not offer this feature (an optional plugin entry
+	 * was NULL, or a kernel is missing from its catalogue). */
+	WAFER_ERROR_NOT_SUPPORTED = 4,
+	/* A configuration file or option is malformed; the detail names the
+	 * file and line. */
+	WAFER_ERROR_CONFIG = 5,
+	/* A plugin could not be loaded or rejected itself (dlopen failure,
+	 * missing query symbol, ABI mismatch, failing init). */
+	WAFER_ERROR_PLUGIN = 6,
+	/* No loaded plugin has a device matching the selector. */
+	WAFER_ERROR_NO_DEVICE = 7,
+	/* The device or a kernel failed while running queued work. */
+	WAFER_ERROR_DEVICE = 8,
+	/* An offset or size reaches past the end of a handle. */
+	WAFER_ERROR_OUT_OF_RANGE = 9,
+	/* The handle was released (its last reference dropped) or never
+	 * belonged to this client. */
+	WAFER_ERROR_INVALID_HANDLE = 10,
+	/* The handle was given up by WAFER_DONATE_INPUT to an operation; the
+	 * detail names the operation that took it. */
+	WAFER_ERROR_DONATED = 11,
+	/* Reading or writing a file failed (config, cache). */
+	WAFER_ERROR_IO = 12,
+	/* The plugin ABI major the plugin speaks is not the core's. */
+	WAFER_ERROR_ABI_MISMATCH = 13,
+	/* A bug inside wafer or a plugin: an invariant did not hold. */
+	WAFER_ERROR_INTERNAL = 14,
+} wafer_status;
+
+/*===----------------------------------------------------------------------===
+ * Element types
+ *===----------------------------------------------------------------------===*/
+
+/* Element type of tensor data and of kernel variants. The numbers are part
+ * of the ABI. WAFER_DTYPE_NONE is for kernels that move bytes regardless of
+ * type (copy). */
+typedef enum wafer_dtype {
+	WAFER_DTYPE_NONE = 0,
+	WAFER_DTYPE_F32 = 1,
+	WAFER_DTYPE_F16 = 2,
+	WAFER_DTYPE_BF16 = 3,
+	WAFER_DTYPE_I32 = 4,
+	WAFER_DTYPE_U8 = 5,
+	WAFER_DTYPE_F64 = 6,
+	WAFER_DTYPE_I64 = 7,
+} wafer_dtype;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WAFER_TYPES_H */

@@ -1,0 +1,346 @@
+/* wafer — vendor-neutral compute runtime.
+ * SPDX-License-Identifier: MIT
+ *
+ * wafer.h: the client API. Open a runtime (it reads the configuration chain
+ * and loads backend plugins), open a client on a device, reserve and fill
+ * buffers (handles), run kernels on them, read results back.
+ *
+ *   wafer_runtime *rt;  wafer_client *c;  wafer_handle a, b, out;
+ *   wafer_runtime_open(NULL, &rt);
+ *   wafer_client_open(rt, "default", NULL, &c);
+ *   wafer_create(c, xs, sizeof xs, &a);  ...
+ *   wafer_execute(c, &args);              // "add" on a, b into out
+ *   wafer_read(c, out, 0, ys, sizeof ys); // waits for the add
+ *   wafer_release(c, a); ... wafer_client_close(c); wafer_runtime_close(rt);
+ *
+ * Threading: a runtime and its clients may be used from any number of
+ * threads at once (the client's channel decides how calls are serialised;
+ * "direct" is the exception, for single-threaded programs). Commands one
+ * thread issues on a client run in the order issued.
+ *
+ * Errors: every fallible call returns a wafer_status; the detail of the
+ * last failure on the calling thread is in wafer_last_error(). Output
+ * parameters are set on every path (to NULL / WAFER_HANDLE_NULL / 0 on
+ * failure). */
+#ifndef WAFER_WAFER_H
+#define WAFER_WAFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <wafer/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WAFER_VERSION_MAJOR 0
+#define WAFER_VERSION_MINOR 1
+#define WAFER_VERSION_PATCH 0
+
+/*===----------------------------------------------------------------------===
+ * Status and version
+ *===----------------------------------------------------------------------===*/
+
+/* A constant string naming |status| ("WAFER_ERROR_OUT_OF_MEMORY"); never
+ * NULL, also for unknown values. */
+WAFER_API const char *wafer_status_string(wafer_status status);
+
+/* The detail of the most recent failure on the calling thread: what failed
+ * and where (config file:line, plugin path, handle, sizes). Valid until the
+ * next wafer call on this thread; "" when there was none. */
+WAFER_API const char *wafer_last_error(void);
+
+/* "0.1.0": the library's version, which may differ from the header's. */
+WAFER_API const char *wafer_version_string(void);
+
+/*===----------------------------------------------------------------------===
+ * Runtime: configuration, plugins, devices
+ *===----------------------------------------------------------------------===*/
+
+typedef struct wafer_runtime wafer_runtime;
+
+/* A configuration value passed through the API: the last and strongest
+ * source in the configuration chain (see wafer.conf(5)). */
+typedef struct wafer_option {
+	const char *section; /* "core", "memory", "cpu", ... */
+	const char *key;
+	const char *value;
+} wafer_option;
+
+/* wafer_runtime_options.flags */
+/* Keep going past malformed configuration lines and files (each one is
+ * logged and listed by wafer_runtime_config_source); by default a
+ * malformed line makes wafer_runtime_open fail with WAFER_ERROR_CONFIG. */
+#define WAFER_RUNTIME_TOLERATE_CONFIG_ERRORS (1u << 0)
+/* Read no configuration files (environment and options still apply). */
+#define WAFER_RUNTIME_NO_CONFIG_FILES (1u << 1)
+
+typedef struct wafer_runtime_options {
+	size_t struct_size;
+	const wafer_option *options;
+	size_t option_count;
+	uint32_t flags;
+} wafer_runtime_options;
+
+/* Reads the configuration chain (built-in defaults, system file, conf.d
+ * drop-ins, user file, WAFER_CONFIG, environment, |options|), then loads
+ * every plugin the `[core] backend` list names, in order. A plugin that is
+ * missing or fails to load is recorded (wafer_runtime_plugin) and skipped;
+ * only a configuration error fails the open. |options| may be NULL. */
+WAFER_API wafer_status wafer_runtime_open(const wafer_runtime_options *options,
+					  wafer_runtime **out_runtime);
+
+/* Unloads the plugins. Every client of the runtime must be closed first;
+ * closing with open clients is a caller bug that is logged and leaks
+ * them rather than pulling plugins out from under them. NULL is a no-op. */
+WAFER_API void wafer_runtime_close(wafer_runtime *runtime);
+
+/* Device capability bits, as in plugin.h. */
+#ifndef WAFER_CAP_F16
+#define WAFER_CAP_F16 (UINT64_C(1) << 0)
+#define WAFER_CAP_BF16 (UINT64_C(1) << 1)
+#define WAFER_CAP_F64 (UINT64_C(1) << 2)
+#define WAFER_CAP_HOST_MEMORY (UINT64_C(1) << 3)
+#define WAFER_CAP_STREAM_ORDERED_ALLOC (UINT64_C(1) << 4)
+#define WAFER_CAP_VIRTUAL_MEMORY (UINT64_C(1) << 5)
+#define WAFER_CAP_DEVICE_TIMERS (UINT64_C(1) << 6)
+#define WAFER_CAP_PINNED_HOST (UINT64_C(1) << 7)
+#endif
+
+/* A device as the runtime lists it. Strings live as long as the runtime. */
+typedef struct wafer_device_desc {
+	size_t struct_size;
+	const char *backend;  /* plugin name: "cpu" */
+	uint32_t index;       /* index within the backend: the N of "cpu:N" */
+	const char *name;     /* device name from the plugin */
+	uint64_t memory_bytes;
+	uint64_t capabilities; /* WAFER_CAP_* */
+} wafer_device_desc;
+
+/* Devices of every accepted plugin, in the order of the backend list. */
+WAFER_API size_t wafer_runtime_device_count(const wafer_runtime *runtime);
+WAFER_API wafer_status wafer_runtime_device(const wafer_runtime *runtime,
+					    size_t index,
+					    wafer_device_desc *out_desc);
+
+/* Where a configuration source came from and what became of it. */
+typedef enum wafer_config_source_state {
+	WAFER_CONFIG_SOURCE_READ = 0,   /* read and applied */
+	WAFER_CONFIG_SOURCE_ABSENT = 1, /* no such file: fine */
+	WAFER_CONFIG_SOURCE_FAILED = 2, /* unreadable or malformed; detail */
+} wafer_config_source_state;
+
+typedef struct wafer_config_source {
+	size_t struct_size;
+	const char *path; /* file, or "environment" / "options" */
+	wafer_config_source_state state;
+	const char *detail; /* "" or the first problem, "file:line: why" */
+} wafer_config_source;
+
+/* Configuration sources in the order they were applied. */
+WAFER_API size_t wafer_runtime_config_source_count(const wafer_runtime *runtime);
+WAFER_API wafer_status wafer_runtime_config_source(const wafer_runtime *runtime,
+						   size_t index,
+						   wafer_config_source *out_source);
+
+/* One plugin the runtime looked for, loaded or not. */
+typedef struct wafer_plugin_report {
+	size_t struct_size;
+	const char *name;    /* as listed in `backend`, or the plugin's own */
+	const char *path;    /* resolved file, or NULL when none was found */
+	const char *version; /* plugin's version, NULL unless it was loaded */
+	const char *description; /* NULL unless it was loaded */
+	uint32_t abi_major;  /* as the plugin declared; 0 if unknown */
+	uint32_t abi_minor;
+	int accepted;        /* 1: loaded, initialised, has >= 1 device */
+	uint32_t device_count;
+	/* Why it was not accepted ("not found in: ...", "dlopen failed: ...",
+	 * "missing wafer_plugin_query", "ABI major 2, core speaks 1",
+	 * "init failed: ...", "no devices: ..."), or "" when accepted. */
+	const char *reason;
+} wafer_plugin_report;
+
+WAFER_API size_t wafer_runtime_plugin_count(const wafer_runtime *runtime);
+WAFER_API wafer_status wafer_runtime_plugin(const wafer_runtime *runtime,
+					    size_t index,
+					    wafer_plugin_report *out_report);
+
+/* The value a configuration key ended up with after the whole chain, or
+ * NULL when unset. |out_origin| (may be NULL) receives "file:line",
+ * "environment WAFER_X", "options" or "default". */
+WAFER_API const char *wafer_runtime_config_value(const wafer_runtime *runtime,
+						 const char *section,
+						 const char *key,
+						 const char **out_origin);
+
+/*===----------------------------------------------------------------------===
+ * Client
+ *===----------------------------------------------------------------------===*/
+
+typedef struct wafer_client wafer_client;
+
+typedef struct wafer_client_options {
+	size_t struct_size;
+	/* Channel: "direct" (single-threaded, no locking), "mutex". NULL:
+	 * `[core] channel` from the configuration. */
+	const char *channel;
+	/* Memory strategy name, NULL: `[memory] strategy`. */
+	const char *memory;
+} wafer_client_options;
+
+/* Opens a client on the device named by |selector|:
+ *   "default"   the first device of the first backend in `[core] backend`
+ *               that has one;
+ *   "cpu"       device 0 of backend cpu;  "cuda:1"  device 1 of cuda.
+ * Several clients may share a device. |options| may be NULL. Returns
+ * WAFER_ERROR_NO_DEVICE with every backend's reason when nothing matches. */
+WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
+					 const char *selector,
+					 const wafer_client_options *options,
+					 wafer_client **out_client);
+
+/* Finishes queued work, frees every handle still alive (logging how many
+ * leaked at info level) and the client. Returns the first error from the
+ * work it finished, or WAFER_OK. NULL is a no-op returning WAFER_OK. */
+WAFER_API wafer_status wafer_client_close(wafer_client *client);
+
+/* The client's device. */
+WAFER_API wafer_status wafer_client_device(const wafer_client *client,
+					   wafer_device_desc *out_desc);
+
+/*===----------------------------------------------------------------------===
+ * Handles: reference-counted device buffers
+ *===----------------------------------------------------------------------===*/
+
+/* A handle names a buffer of one client. It is a value: copy it freely.
+ * Each handle carries a generation, so using one after its last release
+ * returns WAFER_ERROR_INVALID_HANDLE (never a crash), in every build. */
+typedef struct wafer_handle {
+	uint64_t bits;
+} wafer_handle;
+
+#define WAFER_HANDLE_NULL_INIT {0}
+static inline int wafer_handle_is_null(wafer_handle handle)
+{
+	return handle.bits == 0;
+}
+
+/* Reserves |size| (> 0) bytes on the client's device and returns a handle
+ * holding one reference. Contents are undefined. Cost: a cached size is a
+ * free-list pop; a new size is one storage allocation. Returns
+ * WAFER_ERROR_OUT_OF_MEMORY, with bytes asked, in use and reserved in
+ * wafer_last_error(), when neither the cache nor the device has room. */
+WAFER_API wafer_status wafer_empty(wafer_client *client, size_t size,
+				   wafer_handle *out_handle);
+
+/* wafer_empty, then uploads |size| bytes from |data|. |data| may be
+ * reused as soon as the call returns. */
+WAFER_API wafer_status wafer_create(wafer_client *client, const void *data,
+				    size_t size, wafer_handle *out_handle);
+
+/* Uploads |size| bytes from |data| into the handle at |offset|, ordered
+ * after work issued before it. */
+WAFER_API wafer_status wafer_write(wafer_client *client, wafer_handle handle,
+				   size_t offset, const void *data,
+				   size_t size);
+
+/* Downloads |size| bytes at |offset| of the handle into |dst|, waiting for
+ * the work issued before it. Returns an error from queued work if there
+ * was one (see wafer_sync). WAFER_ERROR_OUT_OF_RANGE when offset + size
+ * passes the handle's end. */
+WAFER_API wafer_status wafer_read(wafer_client *client, wafer_handle handle,
+				  size_t offset, void *dst, size_t size);
+
+/* Adds one reference. */
+WAFER_API wafer_status wafer_retain(wafer_client *client, wafer_handle handle);
+
+/* Drops one reference; the last one frees the buffer for reuse once the
+ * work issued before the release has run. */
+WAFER_API wafer_status wafer_release(wafer_client *client, wafer_handle handle);
+
+/* Size in bytes the handle was created with. */
+WAFER_API wafer_status wafer_handle_size(wafer_client *client,
+					 wafer_handle handle, size_t *out_size);
+
+/*===----------------------------------------------------------------------===
+ * Execution
+ *===----------------------------------------------------------------------===*/
+
+/* A range of a handle bound to a kernel argument. size 0 means "to the
+ * end of the handle". offset must respect the device's alignment for
+ * kernels that need it (the standard catalogue takes offset 0). */
+typedef struct wafer_buffer_binding {
+	wafer_handle handle;
+	size_t offset;
+	size_t size;
+} wafer_buffer_binding;
+
+typedef struct wafer_execute_args {
+	size_t struct_size;
+	/* Kernel: operation name from the plugin's table ("add"), variant
+	 * (NULL: the default one) and dtype. */
+	const char *kernel;
+	const char *variant;
+	wafer_dtype dtype;
+	const wafer_buffer_binding *bindings;
+	size_t binding_count;
+	/* Parameter block, copied before the call returns. */
+	const void *params;
+	size_t params_size;
+	/* Launch shape: total work items per dimension (0 counts as 1) and an
+	 * optional work-group hint (0: plugin chooses). */
+	uint64_t global[3];
+	uint32_t local[3];
+} wafer_execute_args;
+
+/* Runs a kernel on handles. The binding count and parameter size are
+ * checked against the kernel's table entry, each binding against its
+ * handle; an unknown kernel is WAFER_ERROR_NOT_SUPPORTED naming the
+ * plugin. May return before the kernel ran: a failure inside it is
+ * reported by the next wafer_sync or wafer_read. */
+WAFER_API wafer_status wafer_execute(wafer_client *client,
+				     const wafer_execute_args *args);
+
+/* Waits for all work issued on the client and returns the first error it
+ * raised (reported once), or WAFER_OK. */
+WAFER_API wafer_status wafer_sync(wafer_client *client);
+
+/* Planned with autotune (include/wafer/autotune.h, a later release):
+ *   wafer_status wafer_execute_autotune(wafer_client *client,
+ *                                       const wafer_tunable *op,
+ *                                       const void *inputs,
+ *                                       wafer_autotune_result *out);
+ * runs the fastest candidate of |op| for the key of |inputs|, tuning once
+ * per key and device and caching the choice on disk. */
+
+/*===----------------------------------------------------------------------===
+ * Memory
+ *===----------------------------------------------------------------------===*/
+
+typedef struct wafer_memory_usage {
+	size_t struct_size;
+	uint64_t bytes_in_use;    /* held by live handles */
+	uint64_t bytes_reserved;  /* taken from storage, in use or cached */
+	uint64_t peak_in_use;
+	uint64_t peak_reserved;
+	uint64_t storage_allocs;  /* calls to the plugin's storage */
+	uint64_t storage_frees;
+	uint64_t storage_maps;
+	uint64_t storage_unmaps;
+	uint64_t reuse_hits;      /* reserves served from cached memory */
+	uint64_t handles_live;
+} wafer_memory_usage;
+
+/* Memory statistics of the client's memory manager. */
+WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
+					      wafer_memory_usage *out_usage);
+
+/* Returns cached (unused) memory to the device. */
+WAFER_API wafer_status wafer_memory_trim(wafer_client *client);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WAFER_WAFER_H */

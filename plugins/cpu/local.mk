@@ -1,0 +1,1 @@
+# plugins/cpu: the reference plugin (see wafer-plugin(7)).

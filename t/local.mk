@@ -1,0 +1,13 @@
+# t/: TAP tests (make check; prove). Tests run against the build tree's
+# plugins and read no installed configuration.
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
+AM_TESTS_ENVIRONMENT = \
+	WAFER_PLUGIN_PATH='$(abs_top_builddir)/plugins/cpu/.libs:$(abs_top_builddir)/plugins/cuda/.libs:$(abs_top_builddir)/plugins/opencl/.libs:$(abs_top_builddir)/plugins/levelzero/.libs'; \
+	WAFER_SYSCONFDIR='$(abs_top_srcdir)/etc'; \
+	XDG_CONFIG_HOME='$(abs_top_builddir)/t/xdg-config'; \
+	XDG_CACHE_HOME='$(abs_top_builddir)/t/xdg-cache'; \
+	T_BUILDDIR='$(abs_top_builddir)/t'; T_SRCDIR='$(abs_top_srcdir)/t'; \
+	export WAFER_PLUGIN_PATH WAFER_SYSCONFDIR XDG_CONFIG_HOME XDG_CACHE_HOME T_BUILDDIR T_SRCDIR;
+EXTRA_DIST += t/tap.h
+# Test programs link the convenience library to reach internals.
+T_CORE_LIBS = libwafer-core.la

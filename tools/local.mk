@@ -1,0 +1,1 @@
+# tools/: command-line programs installed with the library.
