@@ -46,6 +46,9 @@ struct wafer_config_paths {
 	const char *dropin_dir;    /* default: SYSCONFDIR "/wafer/conf.d" */
 	/* Environment lookup; default secure_getenv. Tests pass a fake. */
 	const char *(*getenv)(const char *name);
+	/* Read no files at all (WAFER_RUNTIME_NO_CONFIG_FILES): only the
+	 * built-in defaults, the environment and the options apply. */
+	bool no_files;
 };
 
 /* Creates an empty configuration holding only the built-in defaults. */
