@@ -50,7 +50,7 @@ static const char *choose_channel(const struct wafer_config *config,
 		return entry->value;
 	}
 	*out_origin = "default";
-	return "mutex";
+	return "auto";
 }
 
 static const char *choose_memory(const wafer_client_options *options)
@@ -114,7 +114,7 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 	wafer_runtime_client_opened(runtime);
 	wafer_log_info("core", "client on %s:%u (%s), channel %s, memory %s",
 		       client->device->backend, client->device->index,
-		       client->device->info.name, channel,
+		       client->device->info.name, client->channel.ops->name,
 		       wafer_memory_strategy_name(client->server.memory));
 	*out_client = client;
 	return WAFER_OK;
@@ -136,8 +136,14 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 {
 	if (!client)
 		return WAFER_OK;
+	/* The sync reports what queued work left unreported; the channel then
+	 * stops (a runner thread is joined) and the server frees the rest. */
+	struct wafer_command sync = {.kind = WAFER_COMMAND_SYNC};
+	wafer_status status = wafer_channel_submit(&client->channel, &sync);
 	wafer_channel_destroy(&client->channel);
-	wafer_status status = wafer_server_fini(&client->server);
+	wafer_status fini = wafer_server_fini(&client->server);
+	if (status == WAFER_OK)
+		status = fini;
 	wafer_kernel_table_fini(&client->kernels);
 	wafer_handle_table_fini(&client->handles);
 	wafer_runtime_release_device(client->runtime, client->device);
@@ -210,6 +216,14 @@ WAFER_API wafer_status wafer_empty(wafer_client *client, size_t size,
 	if (size == 0)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_empty: size is 0");
+	uint64_t capacity = client->device->info.memory_bytes;
+	if (capacity && size > capacity)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "wafer_empty: cannot reserve %zu bytes: "
+				  "%s:%u has %llu bytes in all",
+				  size, client->device->backend,
+				  client->device->index,
+				  (unsigned long long)capacity);
 
 	wafer_handle handle;
 	wafer_status status =
@@ -281,29 +295,45 @@ WAFER_API wafer_status wafer_create(wafer_client *client, const void *data,
 	return WAFER_OK;
 }
 
-WAFER_API wafer_status wafer_read(wafer_client *client, wafer_handle handle,
-				  size_t offset, void *dst, size_t size)
+static wafer_status submit_read(wafer_client *client, const char *what,
+				enum wafer_command_kind kind,
+				wafer_handle handle, size_t offset, void *dst,
+				size_t size)
 {
 	struct wafer_handle_slot *slot;
 
 	if (!client || !dst)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_read: %s is NULL",
-				  client ? "dst" : "client");
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL",
+				  what, client ? "dst" : "client");
 	wafer_status status = wafer_handle_table_lookup(&client->handles,
-							handle, "read", &slot);
+							handle, what, &slot);
 	if (status == WAFER_OK)
-		status = check_range("read", handle, slot, offset, size);
+		status = check_range(what, handle, slot, offset, size);
 	if (status != WAFER_OK)
 		return status;
 	struct wafer_command command = {
-		.kind = WAFER_COMMAND_READ,
+		.kind = kind,
 		.slot = slot,
 		.offset = offset,
 		.size = size,
 		.dst = dst,
 	};
 	return wafer_channel_submit(&client->channel, &command);
+}
+
+WAFER_API wafer_status wafer_read(wafer_client *client, wafer_handle handle,
+				  size_t offset, void *dst, size_t size)
+{
+	return submit_read(client, "read", WAFER_COMMAND_READ, handle, offset,
+			   dst, size);
+}
+
+WAFER_API wafer_status wafer_read_async(wafer_client *client,
+					wafer_handle handle, size_t offset,
+					void *dst, size_t size)
+{
+	return submit_read(client, "read_async", WAFER_COMMAND_READ_ASYNC,
+			   handle, offset, dst, size);
 }
 
 WAFER_API wafer_status wafer_retain(wafer_client *client, wafer_handle handle)

@@ -17,6 +17,7 @@ libwafer_core_la_SOURCES = \
 	core/channel/channel.c core/channel/channel.h \
 	core/channel/direct.c \
 	core/channel/mutex.c \
+	core/channel/mpsc.c \
 	core/client.c core/runtime.h
 
 lib_LTLIBRARIES += libwafer.la

@@ -72,7 +72,8 @@ wafer_status wafer_server_init(struct wafer_server *server,
 static void release_leaked(struct wafer_handle_slot *slot, void *data)
 {
 	struct wafer_server *server = data;
-	wafer_memory_release(server->memory, &slot->slice);
+	if (slot->slice.resource)
+		wafer_memory_release(server->memory, &slot->slice);
 }
 
 wafer_status wafer_server_fini(struct wafer_server *server)
@@ -95,15 +96,20 @@ wafer_status wafer_server_fini(struct wafer_server *server)
 static wafer_status run_reserve(struct wafer_server *server,
 				const struct wafer_command *c)
 {
-	uint64_t capacity = server->device->info.memory_bytes;
-	if (capacity && c->size > capacity)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "cannot reserve %zu bytes: %s:%u has %llu "
-				  "bytes in all",
-				  c->size, server->device->backend,
-				  server->device->index,
-				  (unsigned long long)capacity);
 	return wafer_memory_reserve(server->memory, c->size, &c->slot->slice);
+}
+
+/* A handle whose reservation failed in a queued channel has no memory;
+ * its failure was reported already, and any later use fails here. */
+static wafer_status check_backed(const struct wafer_handle_slot *slot,
+				 const char *what)
+{
+	if (slot->slice.resource)
+		return WAFER_OK;
+	return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+			  "%s: handle slot %u has no memory (reserving its "
+			  "%zu bytes failed)",
+			  what, slot->index, slot->size);
 }
 
 static wafer_status run_execute(struct wafer_server *server,
@@ -112,6 +118,9 @@ static wafer_status run_execute(struct wafer_server *server,
 	struct wafer_binding bindings[WAFER_MAX_BINDINGS];
 	for (uint32_t i = 0; i < c->binding_count; i++) {
 		const struct wafer_command_binding *b = &c->bindings[i];
+		wafer_status status = check_backed(b->slot, c->kernel->op);
+		if (status != WAFER_OK)
+			return status;
 		bindings[i] = (struct wafer_binding){
 			.struct_size = sizeof(struct wafer_binding),
 			.resource = b->slot->slice.resource,
@@ -151,16 +160,24 @@ wafer_status wafer_server_run(struct wafer_server *server,
 	case WAFER_COMMAND_RESERVE:
 		return run_reserve(server, c);
 	case WAFER_COMMAND_WRITE:
+		status = check_backed(c->slot, "write");
+		if (status != WAFER_OK)
+			return status;
 		server->queue_dirty = true;
 		return storage->copy_in(device, server->queue, slice->resource,
 					slice->offset + c->offset, c->src,
 					c->size);
 	case WAFER_COMMAND_READ:
+	case WAFER_COMMAND_READ_ASYNC:
+		status = check_backed(c->slot, "read");
+		if (status != WAFER_OK)
+			return status;
+		server->queue_dirty = true;
 		status = storage->copy_out(device, server->queue,
 					   slice->resource,
 					   slice->offset + c->offset, c->dst,
 					   c->size);
-		if (status != WAFER_OK)
+		if (status != WAFER_OK || c->kind == WAFER_COMMAND_READ_ASYNC)
 			return status;
 		return server_sync(server);
 	case WAFER_COMMAND_EXECUTE:
@@ -169,7 +186,8 @@ wafer_status wafer_server_run(struct wafer_server *server,
 		/* Queue order keeps the memory safe for work issued before
 		 * this release; strategies that give memory back to the plugin
 		 * quiesce first (storage.c). */
-		wafer_memory_release(server->memory, slice);
+		if (slice->resource)
+			wafer_memory_release(server->memory, slice);
 		wafer_handle_table_recycle(server->handles, c->slot);
 		return WAFER_OK;
 	case WAFER_COMMAND_SYNC:

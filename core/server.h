@@ -24,6 +24,7 @@ enum wafer_command_kind {
 	WAFER_COMMAND_RESERVE, /* slot, size: memory for a new handle */
 	WAFER_COMMAND_WRITE,   /* slot, offset, size, src */
 	WAFER_COMMAND_READ,    /* slot, offset, size, dst; waits */
+	WAFER_COMMAND_READ_ASYNC, /* the same; the bytes arrive by the next sync */
 	WAFER_COMMAND_EXECUTE, /* kernel, bindings, params, global, local */
 	WAFER_COMMAND_RELEASE, /* slot: last reference gone */
 	WAFER_COMMAND_SYNC,    /* waits for the queue */

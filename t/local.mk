@@ -11,3 +11,8 @@ AM_TESTS_ENVIRONMENT = \
 EXTRA_DIST += t/tap.h
 # Test programs link the convenience library to reach internals.
 T_CORE_LIBS = libwafer-core.la
+
+# Backend-neutral: the client API on the default device (WAFER_BACKEND).
+check_PROGRAMS += t/client
+TESTS += t/client
+t_client_LDADD = libwafer.la

@@ -10,7 +10,18 @@
 static const struct wafer_channel_ops *const channels[] = {
 	&wafer_channel_direct,
 	&wafer_channel_mutex,
+	&wafer_channel_mpsc,
 };
+
+/* `auto`: a queue and a runner thread pay off when the device works
+ * asynchronously (GPUs); for a backend whose kernels run on host threads
+ * the caller's thread under a lock is the cheaper path (wafer-bench
+ * channel measures both). */
+static const char *resolve_auto(const struct wafer_server *server)
+{
+	uint64_t caps = server->device->info.capabilities;
+	return (caps & WAFER_CAP_HOST_MEMORY) ? "mutex" : "mpsc";
+}
 
 wafer_status wafer_channel_create(const char *name, const char *origin,
 				  struct wafer_server *server,
@@ -18,6 +29,8 @@ wafer_status wafer_channel_create(const char *name, const char *origin,
 {
 	out->ops = NULL;
 	out->self = NULL;
+	if (strcmp(name, "auto") == 0)
+		name = resolve_auto(server);
 	for (size_t i = 0; i < sizeof channels / sizeof channels[0]; i++) {
 		if (strcmp(channels[i]->name, name) == 0) {
 			wafer_status status =
@@ -28,6 +41,6 @@ wafer_status wafer_channel_create(const char *name, const char *origin,
 		}
 	}
 	return wafer_fail(WAFER_ERROR_CONFIG,
-			  "%s: unknown channel '%s' (known: direct, mutex)",
+			  "%s: unknown channel '%s' (known: auto, direct, mutex, mpsc)",
 			  origin, name);
 }

@@ -4,7 +4,9 @@
  * file under core/channel/ behind this ops table:
  *   direct  runs the command in the caller's thread, no locking: for
  *           single-threaded programs, the cheapest path;
- *   mutex   runs it in the caller's thread under one lock per client.
+ *   mutex   runs it in the caller's thread under one lock per client;
+ *   mpsc    queues it to one runner thread per client; calls that return
+ *           no result return at once (see mpsc.c).
  * Whatever the channel, commands one thread submits run in order, and a
  * command that returns a result (read, sync, usage) has run when submit
  * returns. */
@@ -28,6 +30,7 @@ struct wafer_channel {
 
 extern const struct wafer_channel_ops wafer_channel_direct;
 extern const struct wafer_channel_ops wafer_channel_mutex;
+extern const struct wafer_channel_ops wafer_channel_mpsc;
 
 /* Creates channel |name|; |origin| (where the name came from) goes into
  * the error for an unknown name. */
