@@ -194,8 +194,8 @@ static wafer_status load_backends(wafer_runtime *rt)
 		return out_of_memory("backend list");
 	}
 	if (wafer_config_split_list(list, items, count) != count) {
-		status = wafer_fail(WAFER_ERROR_INTERNAL,
-				    "runtime: [core] backend changed size");
+		/* It returns 0, having freed its items, when out of memory. */
+		status = out_of_memory("backend list");
 		goto out;
 	}
 	for (size_t i = 0; i < count && status == WAFER_OK; i++) {
