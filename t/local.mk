@@ -32,3 +32,8 @@ t_channels_LDADD = libwafer.la
 check_PROGRAMS += t/stress
 TESTS += t/stress
 t_stress_LDADD = libwafer.la
+
+# The configuration chain: syntax, errors, order (core/config.c).
+check_PROGRAMS += t/config
+TESTS += t/config
+t_config_LDADD = $(T_CORE_LIBS)
