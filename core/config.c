@@ -241,7 +241,9 @@ static const struct config_default {
 	const char *value;
 } config_defaults[] = {
 	{"core", "backend", "cuda, opencl, levelzero, cpu"},
-	{"core", "channel", "mutex"},
+	/* The client's own default too (wafer.h); kept here so wafer-info
+	 * shows it with origin "default". */
+	{"core", "channel", "auto"},
 	{"core", "log", "warn"},
 };
 
@@ -541,6 +543,18 @@ static wafer_status parse_assignment(struct config_load *load,
 	return load_value(load, parse->origin, parse->section, key, value);
 }
 
+/* Cuts a trailing comment: '#' after a blank, so "a#b" keeps its '#'
+ * and "cpu  # fallback" is "cpu". */
+static void cut_comment(char *text)
+{
+	for (char *c = text + 1; *c; c++) {
+		if (*c == '#' && is_space(c[-1])) {
+			*c = '\0';
+			return;
+		}
+	}
+}
+
 static wafer_status parse_line(struct config_load *load,
 			       struct config_parse *parse, char *line)
 {
@@ -548,6 +562,8 @@ static wafer_status parse_line(struct config_load *load,
 
 	if (!*text || *text == '#' || *text == ';')
 		return WAFER_OK;
+	cut_comment(text);
+	text = trim(text);
 	if (*text == '[')
 		return parse_header(load, parse, text);
 	return parse_assignment(load, parse, text);
@@ -904,11 +920,13 @@ static wafer_status load_options(struct wafer_config *config,
 	if (!count)
 		return WAFER_OK;
 	status = load_begin(&load, config, "options", tolerant);
+	if (status == WAFER_OK && !options)
+		return load_problem(&load, "options",
+				    "%zu options but the array is NULL", count);
 	for (size_t i = 0; i < count && status == WAFER_OK; i++) {
-		const wafer_option *option = options ? &options[i] : NULL;
+		const wafer_option *option = &options[i];
 
-		if (!option || !option->section || !option->key ||
-		    !option->value)
+		if (!option->section || !option->key || !option->value)
 			status = load_problem(&load, "options",
 					      "option %zu has a NULL section, key or value",
 					      i);
@@ -916,6 +934,8 @@ static wafer_status load_options(struct wafer_config *config,
 			status = load_trimmed(&load, "options", option->section,
 					      option->key, option->value);
 	}
+	if (load.source)
+		load_end(&load);
 	return status;
 }
 

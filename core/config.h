@@ -16,13 +16,14 @@
  *   7. API options (wafer_runtime_options)    origin "options"
  *
  * Syntax: `[section]` headers, `key = value` lines, blank lines, and
- * comment lines starting with '#' or ';'. Names are [A-Za-z0-9_.-]+ and
- * case-sensitive; values are trimmed and may be empty ('#' after a value
- * is part of it). A key before any section header is an error, and so is
- * an unknown key in [core] or [memory]; other sections belong to plugins
- * and memory strategies, which check their own keys. Lines end in LF or
- * CRLF and hold at most 4096 characters; a UTF-8 byte order mark at the
- * start of a file is skipped.
+ * comment lines starting with '#' or ';'; a '#' after a blank starts a
+ * comment that runs to the end of the line ("threads = 4  # per socket";
+ * "a#b" keeps its '#'). Names are [A-Za-z0-9_.-]+ and case-sensitive;
+ * values are trimmed and may be empty. A key before any section header is
+ * an error, and so is an unknown key in [core] or [memory]; other
+ * sections belong to plugins and memory strategies, which check their own
+ * keys. Lines end in LF or CRLF and hold at most 4096 characters; a UTF-8
+ * byte order mark at the start of a file is skipped.
  *
  * Threads: load and set from one thread; a loaded configuration may then
  * be read (lookup, get, section, sources) from any number of threads. */

@@ -158,7 +158,7 @@ static void test_defaults(void)
 
 	is_str(wafer_config_get(c, "core", "backend", NULL),
 	       "cuda, opencl, levelzero, cpu", "default backend list");
-	is_str(wafer_config_get(c, "core", "channel", NULL), "mutex",
+	is_str(wafer_config_get(c, "core", "channel", NULL), "auto",
 	       "default channel");
 	is_str(wafer_config_get(c, "core", "log", NULL), "warn", "default log");
 	is_str(origin_of(c, "core", "log"), "default", "origin 'default'");
@@ -187,8 +187,8 @@ static void test_good_file(void)
 		"empty =\n"                                           /* 9 */
 		"[memory.pool]\n"                                     /* 10 */
 		"  growth_factor = 1.5  \n"                           /* 11 */
-		"note = a # not a comment\n"                          /* 12 */
-		"  [ spaced ]  \n"                                    /* 13 */
+		"note = a#b  # a comment\n"                           /* 12 */
+		"  [ spaced ]\t# a comment after a header\n"          /* 13 */
 		"k = first\n"                                         /* 14 */
 		"eq = a=b\n"                                          /* 15 */
 		"k = second";                                         /* 16 */
@@ -210,8 +210,8 @@ static void test_good_file(void)
 	is_str(wafer_config_get(c, "cpu", "empty", NULL), "", "empty value");
 	is_str(wafer_config_get(c, "memory.pool", "growth_factor", NULL), "1.5",
 	       "[memory.<strategy>] is free-form");
-	is_str(wafer_config_get(c, "memory.pool", "note", NULL),
-	       "a # not a comment", "'#' after a value is part of it");
+	is_str(wafer_config_get(c, "memory.pool", "note", NULL), "a#b",
+	       "'#' after a blank starts a comment, other '#' stay");
 	is_str(wafer_config_get(c, "spaced", "eq", NULL), "a=b",
 	       "split at the first '='");
 	is_str(wafer_config_get(c, "spaced", "k", NULL), "second",
@@ -299,8 +299,8 @@ static const struct bad_case bad_cases[] = {
 	 "invalid character '[' in section name '[core' (names use A-Z a-z 0-9 _ . -)"},
 	{"junk after ]", "#\n[cpu]\n", "[core] junk", 0,
 	 "unexpected text 'junk' after '[core]'"},
-	{"comment after ]", "#\n[cpu]\n", "[core] # no", 0,
-	 "unexpected text '# no' after '[core]'"},
+	{"junk then comment after ]", "#\n[cpu]\n", "[core]x # c", 0,
+	 "unexpected text 'x' after '[core]'"},
 	{"no '='", "#\n[cpu]\n", "just words", 0,
 	 "expected 'key = value', '[section]' or a comment, got 'just words'"},
 	{"empty key", "#\n[cpu]\n", " = x", 0, "empty key before '='"},
@@ -809,6 +809,12 @@ static void test_chain_errors(void)
 		  WAFER_OK, "tolerant: bad options skipped");
 	is_str(wafer_config_get(c, "cpu", "threads", NULL), "3",
 	       "tolerant: the good option applied");
+	wafer_config_destroy(c);
+	c = new_config();
+	is_status(wafer_config_load_chain(c, &paths, NULL, 3, false),
+		  WAFER_ERROR_CONFIG, "options count without an array fails");
+	is_str(wafer_last_error(), "options: 3 options but the array is NULL",
+	       "NULL options array named");
 	wafer_config_destroy(c);
 	is_status(wafer_config_load_chain(NULL, NULL, NULL, 0, false),
 		  WAFER_ERROR_INVALID_ARGUMENT, "NULL config");
