@@ -6,6 +6,7 @@ libwafer_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DWAFER_BUILDING_LIBRARY
 libwafer_core_la_SOURCES = \
 	core/error.c core/error.h \
 	core/log.c core/log.h \
+	core/config.c core/config.h \
 	core/status.c \
 	core/storage.c core/storage.h \
 	core/memory/memory.c core/memory/memory.h \

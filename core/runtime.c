@@ -536,6 +536,23 @@ bad:
 			  selector);
 }
 
+/* Whether backend |i| was not found in the very directories an earlier
+ * one was not found in: the detail then says so instead of repeating a
+ * long plugin path, so the reasons after it fit. */
+static bool same_search_as_before(const wafer_runtime *rt, size_t i)
+{
+	const char *reason = rt->backends[i].plugin->reason;
+
+	if (!reason || strncmp(reason, "not found in: ", 14) != 0)
+		return false;
+	for (size_t k = 0; k < i; k++) {
+		const char *earlier = rt->backends[k].plugin->reason;
+		if (earlier && strcmp(earlier, reason) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* WAFER_ERROR_NO_DEVICE for |selector|, with every backend's state:
  * "no device matches 'cuda': cuda: not found in: ...; cpu: 1 device". */
 static wafer_status no_device(const wafer_runtime *rt, const char *selector,
@@ -563,14 +580,17 @@ static wafer_status no_device(const wafer_runtime *rt, const char *selector,
 		APPEND("[core] backend lists no backends");
 	for (size_t i = 0; i < rt->backend_count; i++) {
 		const struct wafer_loaded_plugin *p = rt->backends[i].plugin;
+		const char *reason = p->reason ? p->reason : "(out of memory)";
 
 		if (p->accepted)
 			APPEND("%s%s: %u device%s", i ? "; " : "", p->name,
 			       p->device_count,
 			       p->device_count == 1 ? "" : "s");
+		else if (same_search_as_before(rt, i))
+			APPEND("%s%s: not found (same path)", i ? "; " : "",
+			       p->name);
 		else
-			APPEND("%s%s: %s", i ? "; " : "", p->name,
-			       p->reason ? p->reason : "(out of memory)");
+			APPEND("%s%s: %s", i ? "; " : "", p->name, reason);
 	}
 #undef APPEND
 	return wafer_fail(WAFER_ERROR_NO_DEVICE, "%s", detail);

@@ -20,13 +20,14 @@
 
 #include "core/config.h"
 #include "core/loader.h"
+#include "core/log.h"
 #include "core/runtime.h"
 #include "t/plugins/common.h"
 #include "tap.h"
 
 /* $T_BUILDDIR/plugins/.libs (the modules) and $T_BUILDDIR/plugins (the
  * not-a-plugin.so made at check time). */
-static char plugin_path[4096];
+static char plugin_path[8192];
 static char libs_dir[4096];
 
 #define MAX_OPTIONS 8
@@ -100,7 +101,7 @@ static int ends_with(const char *s, const char *suffix)
 
 static void test_bad_plugins(void)
 {
-	char want[8192];
+	char want[sizeof plugin_path + 256];
 	wafer_runtime *rt = open_runtime(
 		"abi_major, no_symbol, init_fails, no_devices, "
 		"missing_required, null_query, old_struct, not-a-plugin, "
@@ -198,6 +199,17 @@ static void test_bad_plugins(void)
 	     "NO_DEVICE detail: not found");
 	like(wafer_last_error(), "; good: 1 device",
 	     "NO_DEVICE detail: accepted backend's device count");
+	wafer_runtime_close(rt);
+
+	/* The same search repeated is not spelled out again. */
+	rt = open_runtime("nosuch, nosuch2, good", NULL, 0);
+	wafer_runtime_acquire_device(rt, "nosuch2", &dev);
+	snprintf(want, sizeof want,
+		 "no device matches 'nosuch2': nosuch: not found in: %s; "
+		 "nosuch2: not found (same path); good: 1 device",
+		 plugin_path);
+	is_str(wafer_last_error(), want,
+	       "NO_DEVICE detail: a repeated search is abbreviated");
 	wafer_runtime_close(rt);
 }
 
@@ -734,7 +746,7 @@ static void write_file(const char *path, const char *text)
 static void test_config(void)
 {
 	char dir[] = "/tmp/wafer-loader-XXXXXX";
-	char file[256], want[512], name[256];
+	char file[256], want[512], name[512];
 	wafer_runtime *rt = NULL;
 	wafer_status status;
 

@@ -64,3 +64,23 @@ t/plugins/not-a-plugin.so:
 	$(AM_V_GEN)$(MKDIR_P) t/plugins && \
 	echo 'not a shared object' > $@
 CLEANFILES += t/plugins/not-a-plugin.so
+# A plugin whose queues run work later on their own threads, like a GPU:
+# the channel tests check ordering, errors and release against it.
+check_LTLIBRARIES += t/plugins/async.la
+t_plugins_async_la_SOURCES = t/plugins/async.c
+t_plugins_async_la_LDFLAGS = $(WAFER_PLUGIN_LDFLAGS) -rpath /nowhere
+
+# Channel semantics on every channel, default backend and async plugin.
+check_PROGRAMS += t/channels
+TESTS += t/channels
+t_channels_LDADD = libwafer.la
+
+# 16 threads x WAFER_STRESS_OPS mixed operations on one client.
+check_PROGRAMS += t/stress
+TESTS += t/stress
+t_stress_LDADD = libwafer.la
+
+# The configuration chain: syntax, errors, order (core/config.c).
+check_PROGRAMS += t/config
+TESTS += t/config
+t_config_LDADD = $(T_CORE_LIBS)

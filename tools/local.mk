@@ -3,3 +3,8 @@
 bin_PROGRAMS += tools/wafer-info
 tools_wafer_info_SOURCES = tools/wafer-info.c
 tools_wafer_info_LDADD = libwafer.la
+
+bin_PROGRAMS += tools/wafer-bench
+tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
+	tools/bench/dispatch.c tools/bench/alloc.c
+tools_wafer_bench_LDADD = libwafer.la
