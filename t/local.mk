@@ -11,3 +11,12 @@ AM_TESTS_ENVIRONMENT = \
 EXTRA_DIST += t/tap.h
 # Test programs link the convenience library to reach internals.
 T_CORE_LIBS = libwafer-core.la
+
+# The cpu plugin through the vendor ABI alone: dlopen and a fake host.
+check_PROGRAMS += t/cpu_plugin
+TESTS += t/cpu_plugin
+t_cpu_plugin_LDADD = -ldl
+
+# Symbols the built libraries export.
+TESTS += t/exports.sh
+EXTRA_DIST += t/exports.sh
