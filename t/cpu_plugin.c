@@ -23,15 +23,17 @@
 #include "t/tap.h"
 
 #ifdef WAFER_SANITIZED
-/* The out-of-memory test asks for more memory than a sanitizer's allocator
- * serves; let it fail the way malloc does instead of aborting. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
+/* The out-of-memory tests ask for more memory than a sanitizer's allocator
+ * serves; let it fail the way malloc does instead of aborting. The runtime
+ * looks these up dynamically, so they must escape -fvisibility=hidden. */
+#define SANITIZER_HOOK __attribute__((visibility("default"), used))
+SANITIZER_HOOK const char *__asan_default_options(void);
+SANITIZER_HOOK const char *__asan_default_options(void)
 {
 	return "allocator_may_return_null=1";
 }
-const char *__tsan_default_options(void);
-const char *__tsan_default_options(void)
+SANITIZER_HOOK const char *__tsan_default_options(void);
+SANITIZER_HOOK const char *__tsan_default_options(void)
 {
 	return "allocator_may_return_null=1";
 }
@@ -520,7 +522,8 @@ static void test_vm(void *device, void *queue)
 	status_is(st->vm_map(device, range, page, 2 * page), WAFER_OK,
 		  "vm_map pages 1-2");
 	status_is(st->vm_map(device, range, 100, page),
-		  WAFER_ERROR_INVALID_ARGUMENT, "vm_map at an unaligned offset");
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "vm_map at an unaligned offset");
 	status_is(st->vm_map(device, range, 3 * page, 2 * page),
 		  WAFER_ERROR_INVALID_ARGUMENT, "vm_map past the range's end");
 	like(last_error, "outside", "  ... detail: %s", last_error);
@@ -680,7 +683,8 @@ static void test_aliasing(void *device, void *queue)
 static void test_bad_launches(void *device, void *queue)
 {
 	const struct wafer_server_ops *sv = plugin->server;
-	const struct wafer_kernel *fill = find_kernel(device, WAFER_KERNEL_FILL);
+	const struct wafer_kernel *fill =
+		find_kernel(device, WAFER_KERNEL_FILL);
 	struct wafer_kernel foreign = *fill, copied = *fill;
 	struct wafer_fill_params params = {.count = 16, .value = 1.0};
 	wafer_resource r = alloc_or_die(device, 1024);
@@ -889,6 +893,8 @@ int main(void)
 	char path[4096];
 	void *so, *state, *device, *queue;
 	wafer_plugin_query_fn query;
+	/* Odd sizes leave vector tails; 100003 is three of the kernels'
+	 * 32K-element grains, so it runs on the thread pool. */
 	static const size_t sizes[] = {1, 7, 1023, 100003};
 	struct wafer_plugin_option opt = option("threads", "4", "api");
 

@@ -16,7 +16,8 @@ fi
 
 # Names of the defined dynamic symbols of $1, without @VERSION suffixes.
 exports() {
-	nm -D --defined-only "$1" | awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u
+	nm -D --defined-only "$1" |
+		awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u
 }
 
 echo "1..2"

@@ -86,7 +86,8 @@ static wafer_status apply_option(struct cpu_state *state,
  * there is no one to tell, so that failure has no detail. */
 static int host_usable(const struct wafer_host_services *host)
 {
-	return host && WAFER_STRUCT_HAS(host, struct wafer_host_services, log) &&
+	return host &&
+	       WAFER_STRUCT_HAS(host, struct wafer_host_services, log) &&
 	       host->set_error && host->log;
 }
 
@@ -97,7 +98,8 @@ static wafer_status cpu_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	if (!args || !WAFER_STRUCT_HAS(args, struct wafer_plugin_init_args, host) ||
+	if (!args ||
+	    !WAFER_STRUCT_HAS(args, struct wafer_plugin_init_args, host) ||
 	    !host_usable(args->host))
 		return WAFER_ERROR_INVALID_ARGUMENT;
 
@@ -277,8 +279,9 @@ static const struct wafer_plugin cpu_plugin = {
 /* The plugin speaks one ABI major and returns its descriptor whatever the
  * core speaks: on a mismatch the core reports both majors and unloads it.
  * |host| is not kept here; init receives it again, per instance. */
-const struct wafer_plugin *wafer_plugin_query(uint32_t core_abi_major,
-					      const struct wafer_host_services *host)
+const struct wafer_plugin *
+wafer_plugin_query(uint32_t core_abi_major,
+		   const struct wafer_host_services *host)
 {
 	return &cpu_plugin;
 }

@@ -140,7 +140,8 @@ static wafer_status prepare_launch(struct cpu_device *dev,
 	const struct wafer_kernel *entry = NULL;
 	wafer_status status;
 
-	if (launch && WAFER_STRUCT_HAS(launch, struct wafer_launch, params_size) &&
+	if (launch &&
+	    WAFER_STRUCT_HAS(launch, struct wafer_launch, params_size) &&
 	    launch->kernel)
 		entry = cpu_kernel_find(launch->kernel);
 	*out_entry = entry;
@@ -207,7 +208,8 @@ static uint64_t now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) +
+	       (uint64_t)ts.tv_nsec;
 }
 
 static wafer_status cpu_server_timer_begin(void *device, void *queue,

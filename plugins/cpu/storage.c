@@ -124,7 +124,8 @@ static void *range_pages(struct cpu_device *dev, wafer_resource range,
 	pthread_mutex_unlock(&dev->vm_lock);
 
 	if (!r) {
-		host->set_error("cpu: %s: 0x%" PRIx64 " is not a reserved range",
+		host->set_error("cpu: %s: 0x%" PRIx64
+				" is not a reserved range",
 				what, range);
 		return NULL;
 	}
