@@ -310,6 +310,8 @@ static void test_options(void)
 	status_is(plugin->init(NULL, &state), WAFER_ERROR_INVALID_ARGUMENT,
 		  "init without arguments is rejected");
 	ok(state == NULL, "  ... and sets *out_state to NULL");
+	status_is(init_with(NULL, 2, &state), WAFER_ERROR_INVALID_ARGUMENT,
+		  "init with an option count but no options is rejected");
 
 	opts[0] = option("threads", "x", "/etc/wafer/wafer.conf:7");
 	status_is(init_with(opts, 1, &state), WAFER_ERROR_CONFIG,

@@ -102,6 +102,11 @@ static wafer_status cpu_init(const struct wafer_plugin_init_args *args,
 	    !WAFER_STRUCT_HAS(args, struct wafer_plugin_init_args, host) ||
 	    !host_usable(args->host))
 		return WAFER_ERROR_INVALID_ARGUMENT;
+	if (args->option_count && !args->options) {
+		args->host->set_error("cpu: %zu options at NULL",
+				      args->option_count);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
 
 	state = calloc(1, sizeof *state);
 	if (!state) {
