@@ -37,3 +37,12 @@ t_stress_LDADD = libwafer.la
 check_PROGRAMS += t/config
 TESTS += t/config
 t_config_LDADD = $(T_CORE_LIBS)
+
+# The cpu plugin through the vendor ABI alone: dlopen and a fake host.
+check_PROGRAMS += t/cpu_plugin
+TESTS += t/cpu_plugin
+t_cpu_plugin_LDADD = -ldl
+
+# Symbols the built libraries export.
+TESTS += t/exports.sh
+EXTRA_DIST += t/exports.sh
