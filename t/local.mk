@@ -84,6 +84,7 @@ t_stress_LDADD = libwafer.la
 check_PROGRAMS += t/config
 TESTS += t/config
 t_config_LDADD = $(T_CORE_LIBS)
+
 # The cpu plugin through the vendor ABI alone: dlopen and a fake host.
 check_PROGRAMS += t/cpu_plugin
 TESTS += t/cpu_plugin
