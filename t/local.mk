@@ -64,6 +64,7 @@ t/plugins/not-a-plugin.so:
 	$(AM_V_GEN)$(MKDIR_P) t/plugins && \
 	echo 'not a shared object' > $@
 CLEANFILES += t/plugins/not-a-plugin.so
+
 # A plugin whose queues run work later on their own threads, like a GPU:
 # the channel tests check ordering, errors and release against it.
 check_LTLIBRARIES += t/plugins/async.la
