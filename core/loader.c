@@ -171,7 +171,8 @@ static wafer_status search_path(struct wafer_loaded_plugin *p,
 		if (n > 0 && (size_t)n < sizeof candidate &&
 		    file_exists(candidate)) {
 			p->path = resolve_path(candidate);
-			return p->path ? WAFER_OK : out_of_memory("plugin path");
+			return p->path ? WAFER_OK
+				       : out_of_memory("plugin path");
 		}
 		if (used < sizeof searched) {
 			n = snprintf(searched + used, sizeof searched - used,

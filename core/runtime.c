@@ -361,7 +361,8 @@ WAFER_API wafer_status wafer_runtime_device(const wafer_runtime *runtime,
 					    size_t index,
 					    wafer_device_desc *out_desc)
 {
-	wafer_status status = check_out_struct("wafer_runtime_device", out_desc);
+	wafer_status status =
+		check_out_struct("wafer_runtime_device", out_desc);
 	size_t left = index;
 
 	if (status != WAFER_OK)

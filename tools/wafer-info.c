@@ -33,9 +33,16 @@ static const char usage_text[] =
 	"Exit status: 0 if there is a default device, 1 if not, 2 for a\n"
 	"usage error. See wafer-info(1).\n";
 
+/* WAFER_CAP_* bit n is named cap_words[n]. */
 static const char *const cap_words[] = {
-	"f16",          "bf16",           "f64",          "host-memory",
-	"stream-ordered-alloc", "virtual-memory", "device-timers", "pinned-host",
+	"f16",
+	"bf16",
+	"f64",
+	"host-memory",
+	"stream-ordered-alloc",
+	"virtual-memory",
+	"device-timers",
+	"pinned-host",
 };
 
 static void print_caps(uint64_t caps)
@@ -102,7 +109,8 @@ static void print_setting(const wafer_runtime *rt, const char *section,
 			  const char *key, const char *unset)
 {
 	const char *origin = NULL;
-	const char *value = wafer_runtime_config_value(rt, section, key, &origin);
+	const char *value =
+		wafer_runtime_config_value(rt, section, key, &origin);
 	char name[64];
 
 	snprintf(name, sizeof name, "[%s] %s", section, key);
@@ -226,7 +234,8 @@ int main(int argc, char **argv)
 	wafer_status status;
 	int quiet = 0, c, found;
 
-	while ((c = getopt_long(argc, argv, "b:qhV", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:qhV", long_options, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'b':
 			backend.value = optarg;
@@ -240,7 +249,8 @@ int main(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return 0;
 		case 'V':
-			printf("wafer-info (wafer) %s\n", wafer_version_string());
+			printf("wafer-info (wafer) %s\n",
+			       wafer_version_string());
 			return 0;
 		default:
 			fputs(usage_text, stderr);
