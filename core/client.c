@@ -13,6 +13,7 @@
 #include <wafer/wafer.h>
 
 #include "core/channel/channel.h"
+#include "core/client.h"
 #include "core/error.h"
 #include "core/handle_table.h"
 #include "core/kernel_table.h"
@@ -529,4 +530,29 @@ WAFER_API wafer_status wafer_memory_trim(wafer_client *client)
 				  "wafer_memory_trim: client is NULL");
 	struct wafer_command command = {.kind = WAFER_COMMAND_TRIM};
 	return wafer_channel_submit(&client->channel, &command);
+}
+
+//===----------------------------------------------------------------------===//
+// For the rest of the core (client.h)
+//===----------------------------------------------------------------------===//
+
+wafer_runtime *wafer_client_runtime(const wafer_client *client)
+{
+	return client->runtime;
+}
+
+struct wafer_runtime_device *wafer_client_runtime_device(const wafer_client *client)
+{
+	return client->device;
+}
+
+const struct wafer_kernel_table *wafer_client_kernels(const wafer_client *client)
+{
+	return &client->kernels;
+}
+
+wafer_status wafer_client_submit(wafer_client *client,
+				 const struct wafer_command *command)
+{
+	return wafer_channel_submit(&client->channel, command);
 }

@@ -31,3 +31,12 @@ EXTRA_libwafer_la_DEPENDENCIES = $(top_srcdir)/core/libwafer.map
 
 # The runtime: configuration chain, plugin loader, devices.
 libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c
+
+# Autotune: choosing among candidates by measuring (include/wafer/autotune.h).
+libwafer_core_la_SOURCES += core/client.h \
+	core/autotune.c core/autotune.h \
+	core/autotune_settings.c \
+	core/autotune_key.c \
+	core/autotune_index.c \
+	core/autotune_file.c \
+	core/autotune_bench.c

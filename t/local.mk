@@ -94,3 +94,13 @@ t_cpu_plugin_LDADD = -ldl
 # Symbols the built libraries export.
 TESTS += t/exports.sh
 EXTRA_DIST += t/exports.sh
+
+# Autotune: choices, cache files, processes (t/plugins/tunable.c gives
+# kernel variants of known cost on a fake device clock).
+check_LTLIBRARIES += t/plugins/tunable.la
+t_plugins_tunable_la_SOURCES = t/plugins/tunable.c t/plugins/tunable.h \
+	$(T_PLUGIN_COMMON)
+t_plugins_tunable_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
+check_PROGRAMS += t/autotune
+TESTS += t/autotune
+t_autotune_LDADD = libwafer.la
