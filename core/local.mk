@@ -19,7 +19,7 @@ libwafer_core_la_SOURCES = \
 	core/channel/direct.c \
 	core/channel/mutex.c \
 	core/channel/mpsc.c \
-	core/client.c core/runtime.h
+	core/client.c core/client.h core/runtime.h
 
 lib_LTLIBRARIES += libwafer.la
 libwafer_la_SOURCES =
@@ -33,10 +33,20 @@ EXTRA_libwafer_la_DEPENDENCIES = $(top_srcdir)/core/libwafer.map
 libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c
 
 # Autotune: choosing among candidates by measuring (include/wafer/autotune.h).
-libwafer_core_la_SOURCES += core/client.h \
+libwafer_core_la_SOURCES += \
 	core/autotune.c core/autotune.h \
 	core/autotune_settings.c \
 	core/autotune_key.c \
 	core/autotune_index.c \
 	core/autotune_file.c \
 	core/autotune_bench.c
+
+# The ops layer (include/wafer/ops.h): views, donation, operations.
+libwafer_core_la_SOURCES += \
+	core/ops/internal.h \
+	core/ops/view.c \
+	core/ops/call.c \
+	core/ops/launch.c \
+	core/ops/elementwise.c \
+	core/ops/reduce.c \
+	core/ops/matmul.c
