@@ -568,7 +568,9 @@ static wafer_status choose_locked(struct wafer_tuner *tuner,
 	if (n == 0)
 		return none_available(op, key_text);
 
-	if (tuner->settings.mode == WAFER_TUNE_OFF) {
+	if (tuner->settings.mode == WAFER_TUNE_OFF || n == 1) {
+		/* Nothing to choose from with one candidate: it runs as the
+		 * default would, with nothing measured or written. */
 		winner = default_candidate(op, available, n);
 		source = WAFER_AUTOTUNE_SOURCE_DEFAULT;
 	} else if ((winner = from_file(op, l, available, n, &best_ns)) !=

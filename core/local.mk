@@ -49,4 +49,5 @@ libwafer_core_la_SOURCES += \
 	core/ops/launch.c \
 	core/ops/elementwise.c \
 	core/ops/reduce.c \
-	core/ops/matmul.c
+	core/ops/matmul.c \
+	core/ops/tuned.c

@@ -702,15 +702,17 @@ static wafer_status nop_key(const void *inputs, wafer_autotune_key *key)
 	return WAFER_OK;
 }
 
+/* Two candidates: a single one would need no tuning and no cache. */
 static const wafer_autotune_candidate nop_candidates[] = {
 	{.struct_size = sizeof nop_candidates[0], .name = "nop", .run = nop_run},
+	{.struct_size = sizeof nop_candidates[0], .name = "nop2", .run = nop_run},
 };
 
 static const wafer_tunable nop_op = {
 	.struct_size = sizeof nop_op,
 	.name = "nop",
 	.candidates = nop_candidates,
-	.candidate_count = 1,
+	.candidate_count = 2,
 	.key = nop_key,
 	.anchor_level = 1,
 };
@@ -775,6 +777,18 @@ static void test_malformed(void)
 	is_status(wafer_autotune_stats_get(rt, (wafer_autotune_stats *)&old),
 		  WAFER_OK, "stats into an older, shorter struct");
 	is_int((long long)old.canary, 77, "nothing written past it");
+
+	/* Last: the tuner knows operations by address, and this one is on
+	 * the stack. */
+	op = nop_op;
+	op.name = "single";
+	op.candidate_count = 1;
+	wafer_autotune_result r = {.struct_size = sizeof r};
+	is_status(wafer_execute_autotune(client, &op, &size, &r), WAFER_OK,
+		  "a single candidate");
+	is_int(r.source, WAFER_AUTOTUNE_SOURCE_DEFAULT,
+	       "a single candidate runs as the default, unmeasured");
+	is_int((long long)stats_of(rt).benchmark_runs, 0, "no benchmark runs");
 	wafer_client_close(client);
 	wafer_runtime_close(rt);
 }

@@ -104,3 +104,15 @@ t_plugins_tunable_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 check_PROGRAMS += t/autotune
 TESTS += t/autotune
 t_autotune_LDADD = libwafer.la
+
+# The cpu plugin's matmul and reduction variants against a reference, and
+# the ops layer's tuned launches.
+check_PROGRAMS += t/cpu_variants
+TESTS += t/cpu_variants
+t_cpu_variants_LDADD = libwafer.la -lm
+
+# Autotune's cache files of the tests that tune through the ops layer.
+clean-local: clean-local-t
+clean-local-t:
+	-rm -rf t/xdg-cache
+.PHONY: clean-local-t

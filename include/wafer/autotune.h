@@ -213,7 +213,9 @@ typedef enum wafer_autotune_source {
 	WAFER_AUTOTUNE_SOURCE_MEMORY = 0, /* in-memory cache hit */
 	WAFER_AUTOTUNE_SOURCE_DISK = 1,   /* read from the persistent cache */
 	WAFER_AUTOTUNE_SOURCE_TUNED = 2,  /* measured by this call */
-	WAFER_AUTOTUNE_SOURCE_DEFAULT = 3, /* mode off: the default candidate */
+	/* Mode off, or only one candidate available for the key: the
+	 * default candidate, nothing measured. */
+	WAFER_AUTOTUNE_SOURCE_DEFAULT = 3,
 } wafer_autotune_source;
 
 typedef struct wafer_autotune_result {
@@ -287,7 +289,8 @@ typedef struct wafer_autotune_stats {
 	uint64_t disk_hits;
 	/* Candidates disqualified (failed or wrong) while tuning a key. */
 	uint64_t disqualified;
-	/* Calls that ran the default candidate (mode off). */
+	/* Calls that ran the default candidate (mode off, or the only one
+	 * available for the key). */
 	uint64_t default_runs;
 } wafer_autotune_stats;
 

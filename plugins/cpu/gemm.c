@@ -220,6 +220,8 @@ int cpu_gemm_f32(struct cpu_pool *pool, const struct cpu_gemm_blocking *blk,
 			       problem->n * sizeof(float));
 		return 0;
 	}
+	if (!pool)
+		return gemm_serial(blk, uk, problem);
 	cpu_pool_parallel_for(pool, items, grain ? grain : 1, gemm_range,
 			      &job);
 	return job.failed ? -1 : 0;

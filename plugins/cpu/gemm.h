@@ -61,8 +61,7 @@ struct cpu_gemm_blocking {
 
 /* C (m x n, row stride ldc) = A (m x k) x B (k x n), where element (i, p)
  * of A is a[i * a_rs + p * a_cs] and element (p, j) of B is
- * b[p * b_rs + j * b_cs]. Returns 0, or -1 when a packing buffer could
- * not be allocated (C is then partly written). */
+ * b[p * b_rs + j * b_cs]. */
 struct cpu_gemm_problem {
 	size_t m, n, k;
 	const float *a;
@@ -73,6 +72,10 @@ struct cpu_gemm_problem {
 	size_t ldc;
 };
 
+/* Computes |problem| on |pool| (NULL: on the calling thread alone).
+ * Returns 0, or -1 when a packing buffer could not be allocated (C is
+ * then partly written). Each thread allocates its own buffers, about
+ * (mc + nc) x kc floats. */
 int cpu_gemm_f32(struct cpu_pool *pool, const struct cpu_gemm_blocking *blocking,
 		 const struct cpu_gemm_problem *problem);
 

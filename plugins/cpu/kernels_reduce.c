@@ -155,8 +155,8 @@ static const char *check_rows(const struct cpu_kernel_args *args,
 	return problem;
 }
 
-static const char *check_reduce(const struct cpu_kernel_args *args, char *why,
-				size_t size)
+const char *cpu_check_reduce(const struct cpu_kernel_args *args, char *why,
+			     size_t size)
 {
 	return check_rows(args, 0, why, size);
 }
@@ -209,17 +209,17 @@ static wafer_status run_softmax(const struct cpu_kernel_args *args)
 }
 
 static const struct cpu_kernel_impl sum_impl = {
-	.check = check_reduce,
+	.check = cpu_check_reduce,
 	.run = run_sum,
 };
 
 static const struct cpu_kernel_impl max_impl = {
-	.check = check_reduce,
+	.check = cpu_check_reduce,
 	.run = run_max,
 };
 
 static const struct cpu_kernel_impl mean_impl = {
-	.check = check_reduce,
+	.check = cpu_check_reduce,
 	.run = run_mean,
 };
 
