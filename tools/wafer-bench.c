@@ -20,6 +20,8 @@ static const struct {
 	 "no-op kernel per channel: queued execute, round trip, plain plugin call"},
 	{"alloc", bench_alloc,
 	 "reserve+release of a cached size per strategy, beside malloc+free"},
+	{"matmul", bench_matmul,
+	 "f32 matmul GFLOP/s: tuned, each variant, OpenBLAS direct"},
 };
 
 #define N_BENCHES (sizeof benches / sizeof benches[0])

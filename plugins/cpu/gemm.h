@@ -43,6 +43,7 @@ struct cpu_gemm_ukernel {
 enum cpu_gemm_tile {
 	CPU_GEMM_TILE_NARROW, /* 6 x 16 on AVX2 and up; 4 x 8 below */
 	CPU_GEMM_TILE_WIDE,   /* 12 x 32 with AVX-512; else as NARROW */
+	CPU_GEMM_TILE_MEDIUM, /* 8 x 32 with AVX-512; else as NARROW */
 };
 
 /* The best micro-kernel of |tile| this CPU runs. */

@@ -4,6 +4,8 @@
  * GCC vector types and instantiated per instruction set:
  *
  *   avx512  12 x 32: 24 zmm accumulators, 2 zmm of B, a broadcast of A
+ *   avx512   8 x 32: 16 zmm accumulators: less waste at the bottom edge
+ *                    of small matrices (64 rows are 8 tiles, not 5 1/3)
  *   avx2     6 x 16: 12 ymm accumulators (also used on AVX-512 CPUs for
  *                    the narrow tile)
  *   sse2     4 x  8:  8 xmm accumulators, the x86-64 baseline (and what
@@ -73,6 +75,8 @@ GEMM_UKERNEL(ukernel_avx2_6x16, v8sf, 8, 6,
 	     __attribute__((target("avx2,fma"))))
 GEMM_UKERNEL(ukernel_avx512_12x32, v16sf, 16, 12,
 	     __attribute__((target("avx512f,fma"))))
+GEMM_UKERNEL(ukernel_avx512_8x32, v16sf, 16, 8,
+	     __attribute__((target("avx512f,fma"))))
 #endif
 
 static const struct cpu_gemm_ukernel sse2_4x8 = {4, 8, "sse2",
@@ -82,6 +86,8 @@ static const struct cpu_gemm_ukernel avx2_6x16 = {6, 16, "avx2",
 						  ukernel_avx2_6x16};
 static const struct cpu_gemm_ukernel avx512_12x32 = {12, 32, "avx512",
 						     ukernel_avx512_12x32};
+static const struct cpu_gemm_ukernel avx512_8x32 = {8, 32, "avx512",
+						    ukernel_avx512_8x32};
 #endif
 
 const struct cpu_gemm_ukernel *cpu_gemm_ukernel(enum cpu_gemm_tile tile)
@@ -91,6 +97,8 @@ const struct cpu_gemm_ukernel *cpu_gemm_ukernel(enum cpu_gemm_tile tile)
 	 * libgcc); the answers never change, so racing threads agree. */
 	if (tile == CPU_GEMM_TILE_WIDE && __builtin_cpu_supports("avx512f"))
 		return &avx512_12x32;
+	if (tile == CPU_GEMM_TILE_MEDIUM && __builtin_cpu_supports("avx512f"))
+		return &avx512_8x32;
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 		return &avx2_6x16;
 #endif

@@ -5,11 +5,12 @@
  *
  *   variant      register tile  cache tiles (mc/kc/nc)  thread split
  *   tile6x16     6 x 16 (AVX2)  120 / 256 / 4096        columns
+ *   tile8x32     8 x 32 (512)   128 / 256 / 4096        columns
  *   tile12x32    12 x 32 (512)  144 / 256 / 4096        columns
  *   tile12x32_m  12 x 32 (512)  144 / 256 / 4096        rows
  *   tile12x32_k  12 x 32 (512)   48 / 128 / 1024        columns
  *
- * The wide tile needs AVX-512 and falls back to the narrow one without it
+ * The 32-wide tiles need AVX-512 and fall back to 6 x 16 without it
  * (gemm_ukernel.c); the small cache tiles of _k suit CPUs with a small or
  * shared L2; splitting by rows suits wide-and-short outputs less and
  * tall-and-narrow ones more. Which wins where is for autotune to measure.
@@ -118,6 +119,8 @@ static wafer_status run_blocked(const struct cpu_kernel_args *args,
 
 BLOCKED_VARIANT(tile6x16, 120, 256, 4096, CPU_GEMM_TILE_NARROW,
 		CPU_GEMM_SPLIT_N);
+BLOCKED_VARIANT(tile8x32, 128, 256, 4096, CPU_GEMM_TILE_MEDIUM,
+		CPU_GEMM_SPLIT_N);
 BLOCKED_VARIANT(tile12x32, 144, 256, 4096, CPU_GEMM_TILE_WIDE,
 		CPU_GEMM_SPLIT_N);
 BLOCKED_VARIANT(tile12x32_m, 144, 256, 4096, CPU_GEMM_TILE_WIDE,
@@ -131,6 +134,7 @@ BLOCKED_VARIANT(tile12x32_k, 48, 128, 1024, CPU_GEMM_TILE_WIDE,
 
 static const struct wafer_kernel entries[] = {
 	ENTRY(tile6x16),
+	ENTRY(tile8x32),
 	ENTRY(tile12x32),
 	ENTRY(tile12x32_m),
 	ENTRY(tile12x32_k),
