@@ -11,3 +11,8 @@ AM_TESTS_ENVIRONMENT = \
 EXTRA_DIST += t/tap.h
 # Test programs link the convenience library to reach internals.
 T_CORE_LIBS = libwafer-core.la
+
+# The plugin skeleton, built out of tree with pkg-config and its own
+# Makefile, then loaded (t/plugin-skeleton.sh; not part of the main build).
+TESTS += t/plugin-skeleton.sh
+EXTRA_DIST += t/plugin-skeleton.sh t/plugin-skeleton-dlopen.c
