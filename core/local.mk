@@ -10,7 +10,15 @@ libwafer_core_la_SOURCES = \
 	core/storage.c core/storage.h \
 	core/memory/memory.c core/memory/memory.h \
 	core/memory/registry.c \
-	core/memory/exact.c
+	core/memory/exact.c \
+	core/handle_table.c core/handle_table.h \
+	core/kernel_table.c core/kernel_table.h \
+	core/server.c core/server.h \
+	core/channel/channel.c core/channel/channel.h \
+	core/channel/direct.c \
+	core/channel/mutex.c \
+	core/channel/mpsc.c \
+	core/client.c core/runtime.h
 
 lib_LTLIBRARIES += libwafer.la
 libwafer_la_SOURCES =

@@ -1,4 +1,9 @@
-# examples/: small programs a user can copy (built, not installed).
+# examples/: small programs a user can copy (built, not installed). Run
+# them from the build tree with ./uninstalled examples/hello.
+noinst_PROGRAMS += examples/hello
+examples_hello_SOURCES = examples/hello.c
+examples_hello_LDADD = libwafer.la -lm
+
 # examples/plugin-skeleton/: an out-of-tree plugin for vendors to copy. It
 # has its own plain Makefile and is shipped, not built here (see
 # wafer-plugin(7); t/plugin-skeleton.sh builds it against this tree).
