@@ -2,7 +2,7 @@
 # wafer(7) is the overview and wafer-plugin(7) the vendor guide. Each
 # section 3 page documents a group of related calls; the other names of
 # the group are one-line .so pages pointing at it.
-dist_man_MANS += man/wafer.7
+dist_man_MANS += man/wafer.7 man/wafer-plugin.7
 dist_man_MANS += \
 	man/wafer_client_open.3 \
 	man/wafer_empty.3 \
@@ -22,6 +22,7 @@ dist_man_MANS += \
 	man/wafer_last_error.3 \
 	man/wafer_memory_trim.3 \
 	man/wafer_read.3 \
+	man/wafer_read_async.3 \
 	man/wafer_release.3 \
 	man/wafer_runtime_close.3 \
 	man/wafer_runtime_config_source.3 \

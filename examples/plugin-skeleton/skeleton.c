@@ -61,6 +61,16 @@ static void *ptr_of(wafer_resource resource)
 	return (void *)(uintptr_t)resource;
 }
 
+/* Element |i| of an array of ABI structs the core built (options,
+ * bindings). Step by the struct_size the core wrote into the first
+ * element, not by our sizeof: a core built against a later minor version
+ * has longer structs, and this keeps reading them right. */
+static const void *abi_at(const void *array, size_t i)
+{
+	size_t stride = *(const size_t *)array; /* struct_size comes first */
+	return (const char *)array + i * stride;
+}
+
 /*===----------------------------------------------------------------------===
  * Lifetime and devices
  *===----------------------------------------------------------------------===*/
@@ -92,7 +102,7 @@ static wafer_status skeleton_init(const struct wafer_plugin_init_args *args,
 
 	/* Option strings live only until init returns: copy what you keep. */
 	for (size_t i = 0; i < args->option_count; i++) {
-		const struct wafer_plugin_option *o = &args->options[i];
+		const struct wafer_plugin_option *o = abi_at(args->options, i);
 		if (strcmp(o->key, "memory") == 0) {
 			if (parse_memory(o, &state->memory_bytes) != WAFER_OK) {
 				args->host->set_error(
@@ -272,20 +282,22 @@ static wafer_status check_count(struct skeleton_device *device,
 				uint64_t count, size_t element_size)
 {
 	for (uint32_t i = 0; i < launch->binding_count; i++) {
-		if (count > launch->bindings[i].size / element_size) {
+		const struct wafer_binding *b = abi_at(launch->bindings, i);
+		if (count > b->size / element_size) {
 			device->state->host->set_error(
 				"skeleton: %s: count %" PRIu64 " does not fit "
 				"binding %" PRIu32 " of %zu bytes",
-				launch->kernel->op, count, i,
-				launch->bindings[i].size);
-			return WAFER_ERROR_OUT_OF_RANGE;
+				launch->kernel->op, count, i, b->size);
+			return WAFER_ERROR_INVALID_ARGUMENT;
 		}
 	}
 	return WAFER_OK;
 }
 
-static float *f32_at(const struct wafer_binding *b)
+/* Binding |i| of |launch| as an array of floats. */
+static float *f32_at(const struct wafer_launch *launch, uint32_t i)
 {
+	const struct wafer_binding *b = abi_at(launch->bindings, i);
 	return (float *)((char *)ptr_of(b->resource) + b->offset);
 }
 
@@ -298,7 +310,7 @@ static wafer_status skeleton_fill_f32(struct skeleton_device *device,
 	wafer_status status = check_count(device, launch, p.count, sizeof(float));
 	if (status != WAFER_OK)
 		return status;
-	float *out = f32_at(&launch->bindings[0]);
+	float *out = f32_at(launch, 0);
 	float value = (float)p.value;
 	for (uint64_t i = 0; i < p.count; i++)
 		out[i] = value;
@@ -316,9 +328,9 @@ static wafer_status skeleton_add_f32(struct skeleton_device *device,
 	wafer_status status = check_count(device, launch, p.count, sizeof(float));
 	if (status != WAFER_OK)
 		return status;
-	float *out = f32_at(&launch->bindings[0]);
-	const float *a = f32_at(&launch->bindings[1]);
-	const float *b = f32_at(&launch->bindings[2]);
+	float *out = f32_at(launch, 0);
+	const float *a = f32_at(launch, 1);
+	const float *b = f32_at(launch, 2);
 	for (uint64_t i = 0; i < p.count; i++)
 		out[i] = a[i] + b[i];
 	return WAFER_OK;
