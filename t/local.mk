@@ -36,6 +36,15 @@ check_PROGRAMS += t/stress
 TESTS += t/stress
 t_stress_LDADD = libwafer.la
 
+# The cpu plugin through the vendor ABI alone: dlopen and a fake host.
+check_PROGRAMS += t/cpu_plugin
+TESTS += t/cpu_plugin
+t_cpu_plugin_LDADD = -ldl
+
+# Symbols the built libraries export.
+TESTS += t/exports.sh
+EXTRA_DIST += t/exports.sh
+
 # The plugin skeleton, built out of tree with pkg-config and its own
 # Makefile, then loaded (t/plugin-skeleton.sh; not part of the main build).
 TESTS += t/plugin-skeleton.sh
