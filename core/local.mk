@@ -6,6 +6,7 @@ libwafer_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DWAFER_BUILDING_LIBRARY
 libwafer_core_la_SOURCES = \
 	core/error.c core/error.h \
 	core/log.c core/log.h \
+	core/config.c core/config.h \
 	core/status.c \
 	core/storage.c core/storage.h \
 	core/memory/memory.c core/memory/memory.h \
@@ -27,3 +28,6 @@ libwafer_la_LIBADD = libwafer-core.la
 libwafer_la_LDFLAGS = -version-info $(WAFER_LT_VERSION) -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/core/libwafer.map
 EXTRA_libwafer_la_DEPENDENCIES = $(top_srcdir)/core/libwafer.map
+
+# The runtime: configuration chain, plugin loader, devices.
+libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c

@@ -33,3 +33,5 @@ dist_man_MANS += \
 	man/wafer_runtime_plugin_count.3 \
 	man/wafer_version_string.3 \
 	man/wafer_write.3
+dist_man_MANS += man/wafer-info.1
+dist_man_MANS += man/wafer.conf.5

@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * kernels.c: the cpu plugin's kernel table (kernels.h) and the f32 kernels
- * of the standard catalogue in plugin.h: fill, copy, relu, add, mul.
+ * of the standard catalogue in plugin.h: noop, fill, copy, relu, add, mul.
  *
  * A kernel is three layers, bottom up:
  *   - an element function (relu_f32, add_f32) — the arithmetic;
@@ -251,9 +251,26 @@ static wafer_status run_mul(const struct cpu_kernel_args *args)
 	return run_binary(args, mul_range);
 }
 
+/* noop touches nothing: it is what dispatch costs (wafer-bench dispatch). */
+static uint64_t noop_count(const void *params)
+{
+	return 0;
+}
+
+static wafer_status run_noop(const struct cpu_kernel_args *args)
+{
+	return WAFER_OK;
+}
+
 /*===----------------------------------------------------------------------===
  * The kernel table
  *===----------------------------------------------------------------------===*/
+
+static const struct cpu_kernel_impl noop_impl = {
+	.count = noop_count,
+	.element_size = 0,
+	.run = run_noop,
+};
 
 static const struct cpu_kernel_impl fill_impl = {
 	.count = fill_count,
@@ -299,6 +316,15 @@ static const struct cpu_kernel_impl mul_impl = {
 
 /* Bindings and parameter blocks as the catalogue in plugin.h defines them. */
 static const struct wafer_kernel kernel_table[] = {
+	{
+		.struct_size = sizeof(struct wafer_kernel),
+		.op = WAFER_KERNEL_NOOP,
+		.variant = "default",
+		.dtype = WAFER_DTYPE_F32,
+		.binding_count = 0,
+		.params_size = 0,
+		.impl = &noop_impl,
+	},
 	F32_KERNEL(WAFER_KERNEL_FILL, 1, struct wafer_fill_params, fill_impl),
 	F32_KERNEL(WAFER_KERNEL_COPY, 2, struct wafer_elementwise_params,
 		   copy_impl),

@@ -158,7 +158,8 @@ static wafer_status prepare_launch(struct cpu_device *dev,
 				launch->bindings ? launch->binding_count : 0);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	if (launch->params_size != entry->params_size || !launch->params) {
+	if (launch->params_size != entry->params_size ||
+	    (entry->params_size && !launch->params)) {
 		host->set_error("cpu: launch %s: takes a %zu-byte parameter "
 				"block, got %zu bytes",
 				entry->op, entry->params_size,
