@@ -101,6 +101,7 @@ EXTRA_DIST += t/exports.sh
 # The plugin skeleton, built out of tree with pkg-config and its own
 # Makefile, then loaded (t/plugin-skeleton.sh; not part of the main build).
 TESTS += t/plugin-skeleton.sh
-EXTRA_DIST += t/plugin-skeleton.sh t/plugin-skeleton-dlopen.c
+EXTRA_DIST += t/plugin-skeleton.sh t/plugin-skeleton-dlopen.c \
+	t/plugin-skeleton-client.c
 # It loads the built skeleton through the core with the built wafer-info.
 t/plugin-skeleton.log: tools/wafer-info$(EXEEXT)
