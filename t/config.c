@@ -470,7 +470,7 @@ static void test_sources(void)
 	} else {
 		/* root reads mode-000 files: check as nobody, in a child. The
 		 * child opens the directory to nobody first. */
-		chmod(tmp_dir, 0755);
+		chmod(tmp_root, 0755);
 		pid_t pid = fork();
 		if (pid == 0) {
 			if (setgid(65534) || setuid(65534))
@@ -484,7 +484,7 @@ static void test_sources(void)
 		}
 		int wstatus = -1;
 		waitpid(pid, &wstatus, 0);
-		chmod(tmp_dir, 0700);
+		chmod(tmp_root, 0700);
 		ok(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 1 &&
 			   WEXITSTATUS(wstatus) != 3,
 		   "permission denied fails (checked as nobody)");
@@ -964,10 +964,10 @@ static int decimal_comma_locale(void)
 	char command[4096];
 	snprintf(command, sizeof command,
 		 "localedef -i de_DE -f UTF-8 -c %s/de_DE.UTF-8 >/dev/null 2>&1",
-		 tmp_dir);
+		 tmp_root);
 	if (system(command) != 0)
 		return 0;
-	setenv("LOCPATH", tmp_dir, 1);
+	setenv("LOCPATH", tmp_root, 1);
 	return setlocale(LC_NUMERIC, "de_DE.UTF-8") != NULL;
 }
 
