@@ -104,4 +104,4 @@ TESTS += t/plugin-skeleton.sh
 EXTRA_DIST += t/plugin-skeleton.sh t/plugin-skeleton-dlopen.c \
 	t/plugin-skeleton-client.c
 # It loads the built skeleton through the core with the built wafer-info.
-t/plugin-skeleton.log: tools/wafer-info$(EXEEXT)
+t/plugin-skeleton.sh.log: tools/wafer-info$(EXEEXT)
