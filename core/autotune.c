@@ -412,7 +412,7 @@ static wafer_status find_available(wafer_client *client,
 				   const void *inputs, size_t *available,
 				   size_t *out_count)
 {
-	const struct wafer_kernel_table *kernels = wafer_client_kernels(client);
+	struct wafer_kernel_table *kernels = wafer_client_kernels(client);
 	wafer_execute_args bound;
 	bool have_bound = false;
 	size_t n = 0;

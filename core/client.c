@@ -582,7 +582,7 @@ struct wafer_runtime_device *wafer_client_runtime_device(const wafer_client *cli
 	return client->device;
 }
 
-const struct wafer_kernel_table *wafer_client_kernels(const wafer_client *client)
+struct wafer_kernel_table *wafer_client_kernels(wafer_client *client)
 {
 	return &client->kernels;
 }

@@ -52,7 +52,7 @@ wafer_status wafer_client_drop(wafer_client *client, wafer_handle handle,
  * lists a kernel's variants from it). */
 wafer_runtime *wafer_client_runtime(const wafer_client *client);
 struct wafer_runtime_device *wafer_client_runtime_device(const wafer_client *client);
-const struct wafer_kernel_table *wafer_client_kernels(const wafer_client *client);
+struct wafer_kernel_table *wafer_client_kernels(wafer_client *client);
 
 /* Hands |command| to the client's channel as the public calls do, for
  * commands the public API has no call for (device timers); the caller
