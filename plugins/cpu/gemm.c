@@ -13,7 +13,11 @@
  *
  * The first pc slice stores into C, later ones add to it, so C is never
  * cleared separately. Tiles at the right and bottom edges are padded with
- * zeros in the packed panels, computed into a small buffer and copied. */
+ * zeros in the packed panels, computed into a small buffer and copied.
+ *
+ * Small products with row-major A and B (blocking.direct_below) skip the
+ * packing, which for them costs about as much as the arithmetic: whole
+ * tiles are computed straight from A and B, only the edges are packed. */
 #include "build-config.h"
 
 #include <stdbool.h>
@@ -123,9 +127,8 @@ static void macro_kernel(const struct cpu_gemm_ukernel *uk, size_t mc,
 	}
 }
 
-/* The whole product for rows [0, m) and columns [0, n) of |p| on the
- * calling thread. */
-static int gemm_serial(const struct cpu_gemm_blocking *blk,
+/* The whole product |p| on the calling thread, through packed panels. */
+static int gemm_packed(const struct cpu_gemm_blocking *blk,
 		       const struct cpu_gemm_ukernel *uk,
 		       const struct cpu_gemm_problem *p)
 {
@@ -160,6 +163,53 @@ static int gemm_serial(const struct cpu_gemm_blocking *blk,
 	free(pa);
 	free(pb);
 	return 0;
+}
+
+/* Rows [i0, i0 + m) and columns [j0, j0 + n) of |p|, packed. */
+static int gemm_part(const struct cpu_gemm_blocking *blk,
+		     const struct cpu_gemm_ukernel *uk,
+		     const struct cpu_gemm_problem *p, size_t i0, size_t m,
+		     size_t j0, size_t n)
+{
+	struct cpu_gemm_problem part = *p;
+
+	if (!m || !n)
+		return 0;
+	part.m = m;
+	part.n = n;
+	part.a += i0 * p->a_rs;
+	part.b += j0 * p->b_cs;
+	part.c += i0 * p->ldc + j0;
+	return gemm_packed(blk, uk, &part);
+}
+
+/* Small row-major products: whole tiles straight from A and B with the
+ * direct micro-kernel, the bottom and right edges packed. */
+static int gemm_direct(const struct cpu_gemm_blocking *blk,
+		       const struct cpu_gemm_ukernel *uk,
+		       const struct cpu_gemm_problem *p)
+{
+	size_t m_full = p->m / uk->mr * uk->mr, n_full = p->n / uk->nr * uk->nr;
+
+	for (size_t i0 = 0; i0 < m_full; i0 += uk->mr)
+		for (size_t j0 = 0; j0 < n_full; j0 += uk->nr)
+			uk->direct(p->k, p->a + i0 * p->a_rs, p->a_rs, p->b + j0,
+				   p->b_rs, p->c + i0 * p->ldc + j0, p->ldc);
+	if (gemm_part(blk, uk, p, 0, m_full, n_full, p->n - n_full) != 0)
+		return -1;
+	return gemm_part(blk, uk, p, m_full, p->m - m_full, 0, p->n);
+}
+
+static int gemm_serial(const struct cpu_gemm_blocking *blk,
+		       const struct cpu_gemm_ukernel *uk,
+		       const struct cpu_gemm_problem *p)
+{
+	uint64_t work = (uint64_t)p->m * p->n * p->k;
+
+	if (uk->direct && p->a_cs == 1 && p->b_cs == 1 &&
+	    work <= blk->direct_below)
+		return gemm_direct(blk, uk, p);
+	return gemm_packed(blk, uk, p);
 }
 
 //===----------------------------------------------------------------------===//

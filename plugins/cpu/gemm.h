@@ -38,6 +38,11 @@ struct cpu_gemm_ukernel {
 	const char *isa; /* "avx512", "avx2", "sse2": for logs and tests */
 	void (*run)(size_t kc, const float *a, const float *b, float *c,
 		    size_t ldc, int accumulate);
+	/* C[0..mr)[0..nr) = A[0..mr)[0..kc) x B[0..kc)[0..nr) read in place:
+	 * A's rows lda apart, B's rows ldb apart and contiguous. NULL for
+	 * tiles that have no direct form. */
+	void (*direct)(size_t kc, const float *a, size_t lda, const float *b,
+		       size_t ldb, float *c, size_t ldc);
 };
 
 enum cpu_gemm_tile {
@@ -58,6 +63,10 @@ struct cpu_gemm_blocking {
 	unsigned mc, kc, nc; /* cache tiles; mc, nc rounded to mr, nr */
 	enum cpu_gemm_tile tile;
 	enum cpu_gemm_split split;
+	/* Products of at most this many multiply-adds, with row-major A and
+	 * B, skip packing: the tile's direct micro-kernel reads them in
+	 * place (edge tiles still go through packed panels). 0: never. */
+	uint64_t direct_below;
 };
 
 /* C (m x n, row stride ldc) = A (m x k) x B (k x n), where element (i, p)

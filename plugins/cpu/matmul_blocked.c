@@ -9,11 +9,15 @@
  *   tile12x32    12 x 32 (512)  144 / 256 / 4096        columns
  *   tile12x32_m  12 x 32 (512)  144 / 256 / 4096        rows
  *   tile12x32_k  12 x 32 (512)   48 / 128 / 1024        columns
+ *   direct6x16   6 x 16, no packing up to 256^3, rows
+ *   direct8x32   8 x 32, no packing up to 256^3, rows
  *
  * The 32-wide tiles need AVX-512 and fall back to 6 x 16 without it
  * (gemm_ukernel.c); the small cache tiles of _k suit CPUs with a small or
  * shared L2; splitting by rows suits wide-and-short outputs less and
- * tall-and-narrow ones more. Which wins where is for autotune to measure.
+ * tall-and-narrow ones more; the direct variants read small row-major
+ * operands in place, where packing them would cost as much as the
+ * product. Which wins where is for autotune to measure.
  *
  * A batch of matrices too small to keep every thread busy on its own is
  * spread over the threads one matrix each; larger ones run one after
@@ -100,13 +104,14 @@ static wafer_status run_blocked(const struct cpu_kernel_args *args,
 }
 
 /* One variant: its blocking and its run function. */
-#define BLOCKED_VARIANT(name_, mc_, kc_, nc_, tile_, split_)                   \
+#define BLOCKED_VARIANT(name_, mc_, kc_, nc_, tile_, split_, direct_)          \
 	static const struct cpu_gemm_blocking name_##_blocking = {             \
 		.mc = (mc_),                                                   \
 		.kc = (kc_),                                                   \
 		.nc = (nc_),                                                   \
 		.tile = (tile_),                                               \
 		.split = (split_),                                             \
+		.direct_below = (direct_),                                     \
 	};                                                                     \
 	static wafer_status run_##name_(const struct cpu_kernel_args *args)    \
 	{                                                                      \
@@ -117,16 +122,24 @@ static wafer_status run_blocked(const struct cpu_kernel_args *args,
 		.run = run_##name_,                                            \
 	}
 
+/* Up to this many multiply-adds (256^3) the direct variants read A and B
+ * in place. */
+#define DIRECT_BELOW (UINT64_C(1) << 24)
+
 BLOCKED_VARIANT(tile6x16, 120, 256, 4096, CPU_GEMM_TILE_NARROW,
-		CPU_GEMM_SPLIT_N);
+		CPU_GEMM_SPLIT_N, 0);
 BLOCKED_VARIANT(tile8x32, 128, 256, 4096, CPU_GEMM_TILE_MEDIUM,
-		CPU_GEMM_SPLIT_N);
+		CPU_GEMM_SPLIT_N, 0);
 BLOCKED_VARIANT(tile12x32, 144, 256, 4096, CPU_GEMM_TILE_WIDE,
-		CPU_GEMM_SPLIT_N);
+		CPU_GEMM_SPLIT_N, 0);
 BLOCKED_VARIANT(tile12x32_m, 144, 256, 4096, CPU_GEMM_TILE_WIDE,
-		CPU_GEMM_SPLIT_M);
+		CPU_GEMM_SPLIT_M, 0);
 BLOCKED_VARIANT(tile12x32_k, 48, 128, 1024, CPU_GEMM_TILE_WIDE,
-		CPU_GEMM_SPLIT_N);
+		CPU_GEMM_SPLIT_N, 0);
+BLOCKED_VARIANT(direct6x16, 120, 256, 4096, CPU_GEMM_TILE_NARROW,
+		CPU_GEMM_SPLIT_M, DIRECT_BELOW);
+BLOCKED_VARIANT(direct8x32, 128, 256, 4096, CPU_GEMM_TILE_MEDIUM,
+		CPU_GEMM_SPLIT_M, DIRECT_BELOW);
 
 #define ENTRY(name_)                                                           \
 	CPU_KERNEL(WAFER_KERNEL_MATMUL, #name_, WAFER_DTYPE_F32, 3,            \
@@ -138,6 +151,8 @@ static const struct wafer_kernel entries[] = {
 	ENTRY(tile12x32),
 	ENTRY(tile12x32_m),
 	ENTRY(tile12x32_k),
+	ENTRY(direct6x16),
+	ENTRY(direct8x32),
 };
 
 CPU_KERNEL_SET_DEFINE(matmul_blocked, entries);

@@ -11,8 +11,9 @@
  *   openblas  cblas_sgemm called directly on host arrays (when wafer was
  *             configured with OpenBLAS): the reference.
  *
- * One line per shape, GFLOP/s (2mnk per product, best of several runs)
- * and ratios to OpenBLAS, then a summary line for n = 1024:
+ * One line per shape, GFLOP/s (2mnk per product, best of several samples
+ * taken in turns, see measure()) and ratios to OpenBLAS, then a summary
+ * line for n = 1024:
  *
  *   matmul m=M n=N k=K tuned_gflops=T choice=V openblas_gflops=B
  *          tuned_vs_openblas=R own_best=V own_best_gflops=O
@@ -45,8 +46,8 @@
 
 #define MAX_VARIANTS 32
 #define MAX_SHAPES 32
-/* Each measurement runs for about this long (at least 3 runs). */
-#define BUDGET_NS UINT64_C(250000000)
+/* Each contender is measured for about this long (at least 3 rounds). */
+#define BUDGET_NS UINT64_C(150000000)
 
 struct shape {
 	uint64_t m, n, k;
@@ -57,10 +58,12 @@ static const struct shape squares[] = {
 	{512, 512, 512},    {1024, 1024, 1024}, {2048, 2048, 2048},
 };
 
-/* Thin shapes: a vector times a matrix, a few rows, a few columns, a long
- * inner dimension. */
+/* Tiny squares, where the cost of a call dominates, and thin shapes: a
+ * vector times a matrix, a few rows, a few columns, a long inner
+ * dimension. */
 static const struct shape skinny[] = {
-	{1, 1024, 1024}, {16, 1024, 1024}, {1024, 16, 1024}, {64, 64, 4096},
+	{16, 16, 16},      {32, 32, 32},     {1, 1024, 1024},
+	{16, 1024, 1024},  {1024, 16, 1024}, {64, 64, 4096},
 };
 
 /* An operation that only lists the plugin's matmul variants. */
@@ -146,23 +149,59 @@ static void run_openblas(wafer_client *client, const struct problem *p,
 }
 #endif
 
-/* GFLOP/s of the best of a few runs of |run| after one untimed run. */
-static double gflops(wafer_client *client, const struct problem *p,
-		     run_fn run, const char *variant)
+/* One thing measured: the tuned operation, a variant, or OpenBLAS. */
+struct contender {
+	run_fn run;
+	const char *variant;
+	unsigned batch;   /* runs per sample: a sample lasts >= SAMPLE_NS */
+	uint64_t best_ns; /* per run, best sample */
+};
+
+/* A sample is at least this long, so the clock's resolution and the
+ * sync around it do not count. */
+#define SAMPLE_NS UINT64_C(2000000)
+
+static uint64_t sample(wafer_client *client, const struct problem *p,
+		       struct contender *c)
+{
+	uint64_t start = bench_now_ns();
+	for (unsigned i = 0; i < c->batch; i++)
+		c->run(client, p, c->variant);
+	uint64_t ns = (bench_now_ns() - start) / c->batch;
+	if (ns < c->best_ns)
+		c->best_ns = ns;
+	return ns * c->batch;
+}
+
+/* Measures every contender in rounds — each round samples each one once —
+ * for at least 3 rounds and BUDGET_NS per contender, keeping each one's
+ * best sample. Taking turns spreads whatever else the machine does over
+ * all of them alike: on a shared machine the ratios hold when the
+ * absolute figures do not. */
+static void measure(wafer_client *client, const struct problem *p,
+		    struct contender *c, size_t n)
+{
+	uint64_t spent = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		c[i].batch = 1;
+		c[i].best_ns = UINT64_MAX;
+		uint64_t once = sample(client, p, &c[i]); /* warm-up */
+		c[i].best_ns = UINT64_MAX;
+		if (once < SAMPLE_NS)
+			c[i].batch = (unsigned)(SAMPLE_NS / (once ? once : 1)) + 1;
+	}
+	for (unsigned round = 0;
+	     round < 3 || (spent < BUDGET_NS * n && round < 100); round++)
+		for (size_t i = 0; i < n; i++)
+			spent += sample(client, p, &c[i]);
+}
+
+static double gflops_of(const struct problem *p, const struct contender *c)
 {
 	double flop = 2.0 * (double)p->s.m * (double)p->s.n * (double)p->s.k;
-	uint64_t best = UINT64_MAX, spent = 0;
 
-	run(client, p, variant);
-	for (int i = 0; i < 3 || (spent < BUDGET_NS && i < 1000); i++) {
-		uint64_t start = bench_now_ns();
-		run(client, p, variant);
-		uint64_t ns = bench_now_ns() - start;
-		spent += ns;
-		if (ns < best)
-			best = ns;
-	}
-	return flop / (double)(best ? best : 1);
+	return flop / (double)(c->best_ns ? c->best_ns : 1);
 }
 
 static uint64_t benchmark_runs(wafer_runtime *runtime)
@@ -249,22 +288,35 @@ static void bench_shape(wafer_runtime *runtime, wafer_client *client,
 	wafer_tensor_release(client, &first);
 	out->tune_runs = benchmark_runs(runtime) - runs;
 
-	double tuned = gflops(client, &p, run_tuned, NULL);
+	struct contender c[MAX_VARIANTS + 2];
+	size_t n = 0;
+	c[n++] = (struct contender){.run = run_tuned};
+	for (size_t v = 0; v < n_names; v++)
+		c[n++] = (struct contender){.run = run_variant,
+					    .variant = names[v]};
+#ifdef HAVE_OPENBLAS
+	blas_out = malloc(s->m * s->n * sizeof *blas_out);
+	if (!blas_out)
+		bench_check(WAFER_ERROR_OUT_OF_MEMORY, "openblas output");
+	c[n++] = (struct contender){.run = run_openblas};
+#endif
+	measure(client, &p, c, n);
+#ifdef HAVE_OPENBLAS
+	free(blas_out);
+#endif
+
+	double tuned = gflops_of(&p, &c[0]);
 	double own_best = 0, openblas = NAN, variant[MAX_VARIANTS];
 	const char *best_name = "-";
 	for (size_t v = 0; v < n_names; v++) {
-		variant[v] = gflops(client, &p, run_variant, names[v]);
+		variant[v] = gflops_of(&p, &c[1 + v]);
 		if (strcmp(names[v], "openblas") != 0 && variant[v] > own_best) {
 			own_best = variant[v];
 			best_name = names[v];
 		}
 	}
 #ifdef HAVE_OPENBLAS
-	blas_out = malloc(s->m * s->n * sizeof *blas_out);
-	if (!blas_out)
-		bench_check(WAFER_ERROR_OUT_OF_MEMORY, "openblas output");
-	openblas = gflops(client, &p, run_openblas, NULL);
-	free(blas_out);
+	openblas = gflops_of(&p, &c[n - 1]);
 #endif
 
 	char choice[64];
