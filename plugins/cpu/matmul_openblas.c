@@ -18,8 +18,26 @@
 
 #include <cblas.h>
 
+#ifdef __SANITIZE_THREAD__
+#include <pthread.h>
+
+/* OpenBLAS's worker threads synchronise by spinning on plain memory,
+ * which ThreadSanitizer cannot see, so every product they share with the
+ * caller would be reported as a race. In a ThreadSanitizer build OpenBLAS
+ * runs on the calling thread alone. */
+static pthread_once_t single_thread_once = PTHREAD_ONCE_INIT;
+
+static void single_thread(void)
+{
+	openblas_set_num_threads(1);
+}
+#endif
+
 static wafer_status run_openblas(const struct cpu_kernel_args *args)
 {
+#ifdef __SANITIZE_THREAD__
+	pthread_once(&single_thread_once, single_thread);
+#endif
 	struct wafer_matmul_params p =
 		CPU_PARAMS(struct wafer_matmul_params, args->params);
 	float *c = args->data[0];
