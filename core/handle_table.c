@@ -241,20 +241,28 @@ wafer_status wafer_handle_table_unref(struct wafer_handle_table *table,
 		return status;
 	uint64_t state = atomic_load_explicit(&slot->state,
 					      memory_order_relaxed);
+	const char *before =
+		atomic_load_explicit(&slot->ended_by, memory_order_relaxed);
 	do {
-		if (!state_matches(state, handle))
+		if (!state_matches(state, handle)) {
+			atomic_store_explicit(&slot->ended_by, before,
+					      memory_order_relaxed);
 			return dead_handle(slot, state, handle, what);
+		}
 		uint32_t count = WAFER_HANDLE_STATE_REFCOUNT(state);
 		uint32_t generation = WAFER_HANDLE_STATE_GENERATION(state);
-		/* The last reference ends the generation in the same step. */
+		/* The last reference ends the generation in the same step;
+		 * why it ended is written first, so whoever sees the new
+		 * generation (acquire) also sees why. */
+		atomic_store_explicit(&slot->ended_by,
+				      count == 1 ? ended_by : before,
+				      memory_order_relaxed);
 		next = count == 1 ? WAFER_HANDLE_STATE(generation + 1, 0)
 				  : state - 1;
 	} while (!atomic_compare_exchange_weak_explicit(
 		&slot->state, &state, next, memory_order_acq_rel,
 		memory_order_relaxed));
 	if (WAFER_HANDLE_STATE_REFCOUNT(next) == 0) {
-		atomic_store_explicit(&slot->ended_by, ended_by,
-				      memory_order_release);
 		atomic_fetch_sub_explicit(&table->live, 1, memory_order_relaxed);
 		*out_last = slot;
 	}
@@ -278,19 +286,26 @@ wafer_status wafer_handle_table_donate(struct wafer_handle_table *table,
 		return status;
 	uint64_t state = atomic_load_explicit(&slot->state,
 					      memory_order_relaxed);
+	const char *before =
+		atomic_load_explicit(&slot->ended_by, memory_order_relaxed);
 	do {
-		if (!state_matches(state, handle))
-			return dead_handle(slot, state, handle, op);
-		if (WAFER_HANDLE_STATE_REFCOUNT(state) != 1) {
+		if (!state_matches(state, handle) ||
+		    WAFER_HANDLE_STATE_REFCOUNT(state) != 1) {
+			atomic_store_explicit(&slot->ended_by, before,
+					      memory_order_relaxed);
+			if (!state_matches(state, handle))
+				return dead_handle(slot, state, handle, op);
 			*out_slot = slot;
 			return WAFER_OK; /* shared: not donatable */
 		}
+		/* As in unref: the reason first, then the generation. */
+		atomic_store_explicit(&slot->ended_by, op,
+				      memory_order_relaxed);
 		next = WAFER_HANDLE_STATE(
 			WAFER_HANDLE_STATE_GENERATION(state) + 1, 1);
 	} while (!atomic_compare_exchange_weak_explicit(
 		&slot->state, &state, next, memory_order_acq_rel,
 		memory_order_relaxed));
-	atomic_store_explicit(&slot->ended_by, op, memory_order_release);
 	*out_slot = slot;
 	*out_handle = encode(table, slot->index,
 			     WAFER_HANDLE_STATE_GENERATION(next));

@@ -63,7 +63,9 @@ struct wafer_handle_slot {
 	struct wafer_slice slice;  /* set by the server at reserve */
 	/* Why the previous generation ended: NULL for a release, else the
 	 * name of the operation it was donated to (a static string). Written
-	 * by whoever ended it, right after the generation changed. */
+	 * by whoever ends the generation just before the compare-and-swap
+	 * that ends it (and put back if that fails), so a thread that sees
+	 * the new generation also sees why. */
 	const char *_Atomic ended_by;
 	struct wafer_handle_slot *next_free;
 };

@@ -48,6 +48,8 @@ struct wafer_view {
 	uint64_t count;
 	/* Dense row-major at offset 0: a kernel can take the handle as is. */
 	bool dense;
+	/* The handle's size in bytes, when the view was checked. */
+	size_t handle_size;
 };
 
 /* Checks |tensor| (input |name| of operation |op|): dtype, rank, shape,

@@ -164,6 +164,7 @@ wafer_status wafer_view_check(wafer_client *client, const char *op,
 	out->element_size = element_size;
 	out->count = count;
 	out->dense = is_dense(&out->t);
+	out->handle_size = slot->size;
 
 	uint64_t last;
 	size_t elements = slot->size / element_size;
