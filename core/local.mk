@@ -10,7 +10,14 @@ libwafer_core_la_SOURCES = \
 	core/storage.c core/storage.h \
 	core/memory/memory.c core/memory/memory.h \
 	core/memory/registry.c \
-	core/memory/exact.c
+	core/memory/exact.c \
+	core/memory/direct.c \
+	core/memory/chunked.c \
+	core/memory/buckets.c \
+	core/memory/stream.c \
+	core/memory/null_storage.c core/memory/null_storage.h \
+	core/memory/u64map.c core/memory/u64map.h \
+	core/config_stub.c
 
 lib_LTLIBRARIES += libwafer.la
 libwafer_la_SOURCES =

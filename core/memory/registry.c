@@ -5,9 +5,17 @@
 #include "core/memory/memory.h"
 
 extern const struct wafer_memory_strategy_ops wafer_memory_exact;
+extern const struct wafer_memory_strategy_ops wafer_memory_direct;
+extern const struct wafer_memory_strategy_ops wafer_memory_chunked;
+extern const struct wafer_memory_strategy_ops wafer_memory_buckets;
+extern const struct wafer_memory_strategy_ops wafer_memory_stream;
 
 const struct wafer_memory_strategy_ops *const wafer_memory_strategies[] = {
 	&wafer_memory_exact,
+	&wafer_memory_direct,
+	&wafer_memory_chunked,
+	&wafer_memory_buckets,
+	&wafer_memory_stream,
 	NULL,
 };
 
