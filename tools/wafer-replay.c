@@ -25,6 +25,7 @@
 #include <wafer/wafer.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/memory/memory.h"
 #include "core/memory/null_storage.h"
 #include "core/memory/u64map.h"
@@ -319,6 +320,10 @@ int main(int argc, char **argv)
 {
 	struct options o = {0};
 	parse_options(argc, argv, &o);
+	wafer_log_level level;
+	const char *log = getenv("WAFER_LOG");
+	if (log && wafer_log_parse_level(log, &level))
+		wafer_log_set_level(level);
 
 	struct trace t = {0};
 	load_trace(o.trace, &t);

@@ -9,6 +9,7 @@ extern const struct wafer_memory_strategy_ops wafer_memory_direct;
 extern const struct wafer_memory_strategy_ops wafer_memory_chunked;
 extern const struct wafer_memory_strategy_ops wafer_memory_buckets;
 extern const struct wafer_memory_strategy_ops wafer_memory_stream;
+extern const struct wafer_memory_strategy_ops wafer_memory_pool;
 
 const struct wafer_memory_strategy_ops *const wafer_memory_strategies[] = {
 	&wafer_memory_exact,
@@ -16,6 +17,7 @@ const struct wafer_memory_strategy_ops *const wafer_memory_strategies[] = {
 	&wafer_memory_chunked,
 	&wafer_memory_buckets,
 	&wafer_memory_stream,
+	&wafer_memory_pool,
 	NULL,
 };
 
