@@ -16,9 +16,17 @@
  *   7. API options (wafer_runtime_options)    origin "options"
  *
  * Syntax: `[section]` headers, `key = value` lines, blank lines, and
- * comment lines starting with '#' or ';'. Names are [A-Za-z0-9_.-]+ and
- * case-sensitive; values are trimmed and may be empty. A key before any
- * section header is an error. */
+ * comment lines starting with '#' or ';'; a '#' after a blank starts a
+ * comment that runs to the end of the line ("threads = 4  # per socket";
+ * "a#b" keeps its '#'). Names are [A-Za-z0-9_.-]+ and case-sensitive;
+ * values are trimmed and may be empty. A key before any section header is
+ * an error, and so is an unknown key in [core] or [memory]; other
+ * sections belong to plugins and memory strategies, which check their own
+ * keys. Lines end in LF or CRLF and hold at most 4096 characters; a UTF-8
+ * byte order mark at the start of a file is skipped.
+ *
+ * Threads: load and set from one thread; a loaded configuration may then
+ * be read (lookup, get, section, sources) from any number of threads. */
 #ifndef WAFER_CORE_CONFIG_H
 #define WAFER_CORE_CONFIG_H
 
@@ -30,7 +38,9 @@
 
 struct wafer_config;
 
-/* One value, with the place that set it last. */
+/* One value, with the place that set it last. Every string and record a
+ * configuration hands out (entries, their strings, sources) stays valid
+ * until wafer_config_destroy, also after a later source overrode it. */
 struct wafer_config_entry {
 	const char *section;
 	const char *key;
@@ -40,12 +50,18 @@ struct wafer_config_entry {
 
 /* Where the chain's files and directories are; tests point these at
  * temporary directories. NULL members fall back to the built-in paths
- * and the real environment. */
+ * and the real environment. The system directory is $WAFER_SYSCONFDIR
+ * when that is set (it names the directory holding wafer.conf and
+ * conf.d/, like the source tree's etc/), else SYSCONFDIR "/wafer".
+ * Every variable is read through |getenv|; an empty one counts as unset. */
 struct wafer_config_paths {
-	const char *system_file;   /* default: SYSCONFDIR "/wafer/wafer.conf" */
-	const char *dropin_dir;    /* default: SYSCONFDIR "/wafer/conf.d" */
+	const char *system_file;   /* default: <system dir>/wafer.conf */
+	const char *dropin_dir;    /* default: <system dir>/conf.d */
 	/* Environment lookup; default secure_getenv. Tests pass a fake. */
 	const char *(*getenv)(const char *name);
+	/* true: read no files (WAFER_RUNTIME_NO_CONFIG_FILES); defaults,
+	 * environment and options still apply. */
+	bool no_files;
 };
 
 /* Creates an empty configuration holding only the built-in defaults. */
@@ -79,8 +95,9 @@ wafer_status wafer_config_load_string(struct wafer_config *config,
 				      const char *name, const char *text,
 				      bool tolerant);
 
-/* Sets one value (environment, options). Validates names like the
- * parser does. */
+/* Sets one value (environment, options). Validates names and the keys
+ * of [core] and [memory] like the parser does; a problem is
+ * WAFER_ERROR_CONFIG with "origin: reason". |origin| NULL: "options". */
 wafer_status wafer_config_set(struct wafer_config *config, const char *section,
 			      const char *key, const char *value,
 			      const char *origin);
@@ -104,11 +121,13 @@ size_t wafer_config_section(const struct wafer_config *config,
 			    size_t capacity);
 
 /* Typed getters. When the key is unset they store |fallback| and return
- * WAFER_OK; when the value does not parse they return WAFER_ERROR_CONFIG
- * with "origin: [section] key: expected ..., got '...'".
+ * WAFER_OK; when the value does not parse they store |fallback| and
+ * return WAFER_ERROR_CONFIG with
+ * "origin: [section] key: expected ..., got '...'".
  *   bool:  1/0, true/false, yes/no, on/off (case-insensitive)
- *   size:  bytes with an optional suffix K, M, G, T (powers of 1024),
- *          also KiB/MiB/GiB/TiB and KB/MB/GB (powers of 1000)
+ *   size:  bytes with an optional suffix (case-insensitive, blanks
+ *          allowed before it): B; K, M, G, T and KiB/MiB/GiB/TiB
+ *          (powers of 1024); KB/MB/GB/TB (powers of 1000)
  *   uint:  a decimal integer
  *   double: a finite decimal number */
 wafer_status wafer_config_get_bool(const struct wafer_config *config,
@@ -126,7 +145,9 @@ wafer_status wafer_config_get_double(const struct wafer_config *config,
 
 /* Splits a comma-separated list ("cuda, opencl, cpu") into trimmed,
  * non-empty items. Returns the number of items, stores up to |capacity|
- * (each item a malloc'd string the caller frees with free()). */
+ * (each item a malloc'd string the caller frees with free()) and sets
+ * the slots past the last item to NULL. Out of host memory it frees what
+ * it stored and returns 0. */
 size_t wafer_config_split_list(const char *text, char **out_items,
 			       size_t capacity);
 

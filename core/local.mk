@@ -6,6 +6,7 @@ libwafer_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DWAFER_BUILDING_LIBRARY
 libwafer_core_la_SOURCES = \
 	core/error.c core/error.h \
 	core/log.c core/log.h \
+	core/config.c core/config.h \
 	core/status.c \
 	core/storage.c core/storage.h \
 	core/memory/memory.c core/memory/memory.h \
@@ -18,7 +19,14 @@ libwafer_core_la_SOURCES = \
 	core/memory/pool.c core/memory/bitmap.h \
 	core/memory/null_storage.c core/memory/null_storage.h \
 	core/memory/u64map.c core/memory/u64map.h \
-	core/config_stub.c
+	core/handle_table.c core/handle_table.h \
+	core/kernel_table.c core/kernel_table.h \
+	core/server.c core/server.h \
+	core/channel/channel.c core/channel/channel.h \
+	core/channel/direct.c \
+	core/channel/mutex.c \
+	core/channel/mpsc.c \
+	core/client.c core/runtime.h
 
 lib_LTLIBRARIES += libwafer.la
 libwafer_la_SOURCES =

@@ -49,4 +49,9 @@ void wafer_runtime_release_device(wafer_runtime *runtime,
 void wafer_runtime_describe_device(const struct wafer_runtime_device *device,
 				   wafer_device_desc *out_desc);
 
+/* Counts open clients, so that closing a runtime with clients still open
+ * is caught (logged, and the plugins stay loaded under them). */
+void wafer_runtime_client_opened(wafer_runtime *runtime);
+void wafer_runtime_client_closed(wafer_runtime *runtime);
+
 #endif

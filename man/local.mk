@@ -1,1 +1,2 @@
 # man/: manual pages.
+dist_man_MANS += man/wafer.conf.5

@@ -370,6 +370,10 @@ wafer_plugin_query(uint32_t core_abi_major,
  *
  * Element counts never exceed the bindings' sizes (the core checks). */
 
+/* noop — bindings: none; params: none; global = {1, 1, 1}. Does nothing:
+ * wafer-bench measures the cost of dispatch with it. */
+#define WAFER_KERNEL_NOOP "noop"
+
 /* fill — bindings: {out}; params: struct wafer_fill_params;
  * global = {count, 1, 1}. out[i] = value (converted to the dtype). */
 #define WAFER_KERNEL_FILL "fill"

@@ -182,8 +182,11 @@ typedef struct wafer_client wafer_client;
 
 typedef struct wafer_client_options {
 	size_t struct_size;
-	/* Channel: "direct" (single-threaded, no locking), "mutex". NULL:
-	 * `[core] channel` from the configuration. */
+	/* Channel: "direct" (one thread at a time, no locking), "mutex" (one
+	 * lock, calls run in the caller's thread), "mpsc" (a runner thread;
+	 * calls without a result return at once) or "auto" (mpsc for devices
+	 * with their own memory, mutex for host-memory devices). NULL:
+	 * `[core] channel` from the configuration, default auto. */
 	const char *channel;
 	/* Memory strategy name, NULL: `[memory] strategy`. */
 	const char *memory;
@@ -251,6 +254,15 @@ WAFER_API wafer_status wafer_write(wafer_client *client, wafer_handle handle,
  * passes the handle's end. */
 WAFER_API wafer_status wafer_read(wafer_client *client, wafer_handle handle,
 				  size_t offset, void *dst, size_t size);
+
+/* Queues a download of |size| bytes at |offset| into |dst| and returns at
+ * once (on the mpsc channel) or after the copy (direct, mutex). The bytes
+ * are in |dst| when the next wafer_sync on the client returns WAFER_OK;
+ * |dst| must stay valid until then. Argument errors are returned now,
+ * errors of the copy by that sync. */
+WAFER_API wafer_status wafer_read_async(wafer_client *client,
+					wafer_handle handle, size_t offset,
+					void *dst, size_t size);
 
 /* Adds one reference. */
 WAFER_API wafer_status wafer_retain(wafer_client *client, wafer_handle handle);

@@ -1,0 +1,46 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * channel.c: channel lookup by name. */
+#include "build-config.h"
+
+#include <string.h>
+
+#include "core/channel/channel.h"
+#include "core/error.h"
+
+static const struct wafer_channel_ops *const channels[] = {
+	&wafer_channel_direct,
+	&wafer_channel_mutex,
+	&wafer_channel_mpsc,
+};
+
+/* `auto`: a queue and a runner thread pay off when the device works
+ * asynchronously (GPUs); for a backend whose kernels run on host threads
+ * the caller's thread under a lock is the cheaper path (wafer-bench
+ * channel measures both). */
+static const char *resolve_auto(const struct wafer_server *server)
+{
+	uint64_t caps = server->device->info.capabilities;
+	return (caps & WAFER_CAP_HOST_MEMORY) ? "mutex" : "mpsc";
+}
+
+wafer_status wafer_channel_create(const char *name, const char *origin,
+				  struct wafer_server *server,
+				  struct wafer_channel *out)
+{
+	out->ops = NULL;
+	out->self = NULL;
+	if (strcmp(name, "auto") == 0)
+		name = resolve_auto(server);
+	for (size_t i = 0; i < sizeof channels / sizeof channels[0]; i++) {
+		if (strcmp(channels[i]->name, name) == 0) {
+			wafer_status status =
+				channels[i]->create(server, &out->self);
+			if (status == WAFER_OK)
+				out->ops = channels[i];
+			return status;
+		}
+	}
+	return wafer_fail(WAFER_ERROR_CONFIG,
+			  "%s: unknown channel '%s' (known: auto, direct, mutex, mpsc)",
+			  origin, name);
+}

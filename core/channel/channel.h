@@ -1,0 +1,54 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * channel.h: how a client's calls reach its server. Each channel is one
+ * file under core/channel/ behind this ops table:
+ *   direct  runs the command in the caller's thread, no locking: for
+ *           single-threaded programs, the cheapest path;
+ *   mutex   runs it in the caller's thread under one lock per client;
+ *   mpsc    queues it to one runner thread per client; calls that return
+ *           no result return at once (see mpsc.c).
+ * Whatever the channel, commands one thread submits run in order, and a
+ * command that returns a result (read, sync, usage) has run when submit
+ * returns. */
+#ifndef WAFER_CORE_CHANNEL_CHANNEL_H
+#define WAFER_CORE_CHANNEL_CHANNEL_H
+
+#include "core/server.h"
+
+struct wafer_channel_ops {
+	const char *name;
+	wafer_status (*create)(struct wafer_server *server, void **out_self);
+	/* Runs or finishes everything submitted, then frees the channel. */
+	void (*destroy)(void *self);
+	wafer_status (*submit)(void *self, const struct wafer_command *command);
+};
+
+struct wafer_channel {
+	const struct wafer_channel_ops *ops;
+	void *self;
+};
+
+extern const struct wafer_channel_ops wafer_channel_direct;
+extern const struct wafer_channel_ops wafer_channel_mutex;
+extern const struct wafer_channel_ops wafer_channel_mpsc;
+
+/* Creates channel |name|; |origin| (where the name came from) goes into
+ * the error for an unknown name. */
+wafer_status wafer_channel_create(const char *name, const char *origin,
+				  struct wafer_server *server,
+				  struct wafer_channel *out_channel);
+
+static inline wafer_status wafer_channel_submit(struct wafer_channel *channel,
+						const struct wafer_command *command)
+{
+	return channel->ops->submit(channel->self, command);
+}
+
+static inline void wafer_channel_destroy(struct wafer_channel *channel)
+{
+	if (channel->ops)
+		channel->ops->destroy(channel->self);
+	channel->ops = NULL;
+}
+
+#endif

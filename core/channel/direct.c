@@ -1,0 +1,30 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * direct.c: the `direct` channel — the command runs at once in the
+ * caller's thread with no lock. Only for clients used by one thread at a
+ * time; it exists so that such programs pay nothing for thread safety. */
+#include "build-config.h"
+
+#include "core/channel/channel.h"
+
+static wafer_status direct_create(struct wafer_server *server, void **out_self)
+{
+	*out_self = server;
+	return WAFER_OK;
+}
+
+static void direct_destroy(void *self)
+{
+}
+
+static wafer_status direct_submit(void *self, const struct wafer_command *command)
+{
+	return wafer_server_run(self, command);
+}
+
+const struct wafer_channel_ops wafer_channel_direct = {
+	.name = "direct",
+	.create = direct_create,
+	.destroy = direct_destroy,
+	.submit = direct_submit,
+};

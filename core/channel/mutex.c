@@ -1,0 +1,55 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * mutex.c: the `mutex` channel — one lock per client around the server;
+ * every command runs in the caller's thread. Safe for any number of
+ * threads; they take turns. */
+#include "build-config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "core/channel/channel.h"
+#include "core/error.h"
+
+struct mutex_channel {
+	pthread_mutex_t lock;
+	struct wafer_server *server;
+};
+
+static wafer_status mutex_create(struct wafer_server *server, void **out_self)
+{
+	struct mutex_channel *ch = malloc(sizeof *ch);
+	*out_self = NULL;
+	if (!ch)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
+	if (pthread_mutex_init(&ch->lock, NULL) != 0) {
+		free(ch);
+		return wafer_fail(WAFER_ERROR_INTERNAL, "pthread_mutex_init failed");
+	}
+	ch->server = server;
+	*out_self = ch;
+	return WAFER_OK;
+}
+
+static void mutex_destroy(void *self)
+{
+	struct mutex_channel *ch = self;
+	pthread_mutex_destroy(&ch->lock);
+	free(ch);
+}
+
+static wafer_status mutex_submit(void *self, const struct wafer_command *command)
+{
+	struct mutex_channel *ch = self;
+	pthread_mutex_lock(&ch->lock);
+	wafer_status status = wafer_server_run(ch->server, command);
+	pthread_mutex_unlock(&ch->lock);
+	return status;
+}
+
+const struct wafer_channel_ops wafer_channel_mutex = {
+	.name = "mutex",
+	.create = mutex_create,
+	.destroy = mutex_destroy,
+	.submit = mutex_submit,
+};

@@ -1,0 +1,532 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * client.c: the client API of wafer.h. A client validates every argument
+ * in the caller's thread (so a bad call fails at once, with the handle and
+ * sizes in the message, and nothing reaches the device), resolves handles
+ * and kernels, and hands commands to its channel. */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wafer/wafer.h>
+
+#include "core/channel/channel.h"
+#include "core/error.h"
+#include "core/handle_table.h"
+#include "core/kernel_table.h"
+#include "core/log.h"
+#include "core/runtime.h"
+#include "core/server.h"
+
+struct wafer_client {
+	wafer_runtime *runtime;
+	struct wafer_runtime_device *device;
+	struct wafer_handle_table handles;
+	struct wafer_kernel_table kernels;
+	struct wafer_server server;
+	struct wafer_channel channel;
+};
+
+//===----------------------------------------------------------------------===//
+// Open and close
+//===----------------------------------------------------------------------===//
+
+/* The channel name and where it came from: options, then config. */
+static const char *choose_channel(const struct wafer_config *config,
+				  const wafer_client_options *options,
+				  const char **out_origin)
+{
+	if (options && WAFER_STRUCT_HAS(options, wafer_client_options, channel) &&
+	    options->channel) {
+		*out_origin = "wafer_client_options.channel";
+		return options->channel;
+	}
+	const struct wafer_config_entry *entry =
+		wafer_config_lookup(config, "core", "channel");
+	if (entry) {
+		*out_origin = entry->origin;
+		return entry->value;
+	}
+	*out_origin = "default";
+	return "auto";
+}
+
+static const char *choose_memory(const wafer_client_options *options)
+{
+	if (options && WAFER_STRUCT_HAS(options, wafer_client_options, memory))
+		return options->memory;
+	return NULL; /* the memory manager reads [memory] strategy */
+}
+
+WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
+					 const char *selector,
+					 const wafer_client_options *options,
+					 wafer_client **out_client)
+{
+	wafer_status status;
+	const char *origin;
+
+	if (!out_client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_client_open: out_client is NULL");
+	*out_client = NULL;
+	if (!runtime || !selector)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_client_open: %s is NULL",
+				  runtime ? "selector" : "runtime");
+	if (options && options->struct_size < sizeof(size_t))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_client_open: options->struct_size "
+				  "is %zu",
+				  options->struct_size);
+
+	struct wafer_client *client = calloc(1, sizeof *client);
+	if (!client)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
+	client->runtime = runtime;
+	const struct wafer_config *config = wafer_runtime_get_config(runtime);
+
+	status = wafer_runtime_acquire_device(runtime, selector, &client->device);
+	if (status != WAFER_OK)
+		goto fail_free;
+	status = wafer_handle_table_init(&client->handles);
+	if (status != WAFER_OK)
+		goto fail_device;
+	status = wafer_kernel_table_init(&client->kernels,
+					 client->device->backend,
+					 client->device->kernels,
+					 client->device->kernel_count);
+	if (status != WAFER_OK)
+		goto fail_handles;
+	status = wafer_server_init(&client->server, client->device,
+				   &client->handles, config,
+				   choose_memory(options));
+	if (status != WAFER_OK)
+		goto fail_kernels;
+	const char *channel = choose_channel(config, options, &origin);
+	status = wafer_channel_create(channel, origin, &client->server,
+				      &client->channel);
+	if (status != WAFER_OK)
+		goto fail_server;
+
+	wafer_runtime_client_opened(runtime);
+	wafer_log_info("core", "client on %s:%u (%s), channel %s, memory %s",
+		       client->device->backend, client->device->index,
+		       client->device->info.name, client->channel.ops->name,
+		       wafer_memory_strategy_name(client->server.memory));
+	*out_client = client;
+	return WAFER_OK;
+
+fail_server:
+	wafer_server_fini(&client->server);
+fail_kernels:
+	wafer_kernel_table_fini(&client->kernels);
+fail_handles:
+	wafer_handle_table_fini(&client->handles);
+fail_device:
+	wafer_runtime_release_device(runtime, client->device);
+fail_free:
+	free(client);
+	return status;
+}
+
+WAFER_API wafer_status wafer_client_close(wafer_client *client)
+{
+	if (!client)
+		return WAFER_OK;
+	/* The sync reports what queued work left unreported; the channel then
+	 * stops (a runner thread is joined) and the server frees the rest. */
+	struct wafer_command sync = {.kind = WAFER_COMMAND_SYNC};
+	wafer_status status = wafer_channel_submit(&client->channel, &sync);
+	wafer_channel_destroy(&client->channel);
+	wafer_status fini = wafer_server_fini(&client->server);
+	if (status == WAFER_OK)
+		status = fini;
+	wafer_kernel_table_fini(&client->kernels);
+	wafer_handle_table_fini(&client->handles);
+	wafer_runtime_release_device(client->runtime, client->device);
+	wafer_runtime_client_closed(client->runtime);
+	free(client);
+	return status;
+}
+
+/* Copies |full| into a caller's struct whose struct_size may be smaller
+ * (built against an older header): only the fields both sides have. */
+static void copy_out_struct(void *out, const void *full, size_t full_size)
+{
+	size_t caller_size = *(const size_t *)out;
+	size_t n = caller_size < full_size ? caller_size : full_size;
+	memcpy((char *)out + sizeof(size_t), (const char *)full + sizeof(size_t),
+	       n - sizeof(size_t));
+}
+
+WAFER_API wafer_status wafer_client_device(const wafer_client *client,
+					   wafer_device_desc *out_desc)
+{
+	if (!client || !out_desc)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_client_device: %s is NULL",
+				  client ? "out_desc" : "client");
+	if (out_desc->struct_size < sizeof(size_t))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_client_device: out_desc->struct_size "
+				  "is %zu",
+				  out_desc->struct_size);
+	wafer_device_desc desc = {.struct_size = sizeof desc};
+	wafer_runtime_describe_device(client->device, &desc);
+	copy_out_struct(out_desc, &desc, sizeof desc);
+	return WAFER_OK;
+}
+
+//===----------------------------------------------------------------------===//
+// Handles
+//===----------------------------------------------------------------------===//
+
+/* Checks [offset, offset + size) against a handle's size, overflow-safe. */
+static wafer_status check_range(const char *what, wafer_handle handle,
+				const struct wafer_handle_slot *slot,
+				size_t offset, size_t size)
+{
+	if (size == 0)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "%s: size is 0 (handle 0x%016" PRIx64 ")",
+				  what, handle.bits);
+	if (offset > slot->size || size > slot->size - offset)
+		return wafer_fail(WAFER_ERROR_OUT_OF_RANGE,
+				  "%s: offset %zu + size %zu passes the end of "
+				  "handle 0x%016" PRIx64 " (%zu bytes)",
+				  what, offset, size, handle.bits, slot->size);
+	return WAFER_OK;
+}
+
+WAFER_API wafer_status wafer_empty(wafer_client *client, size_t size,
+				   wafer_handle *out_handle)
+{
+	struct wafer_handle_slot *slot;
+
+	if (!out_handle)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_empty: out_handle is NULL");
+	out_handle->bits = 0;
+	if (!client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_empty: client is NULL");
+	if (size == 0)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_empty: size is 0");
+	uint64_t capacity = client->device->info.memory_bytes;
+	if (capacity && size > capacity)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "wafer_empty: cannot reserve %zu bytes: "
+				  "%s:%u has %llu bytes in all",
+				  size, client->device->backend,
+				  client->device->index,
+				  (unsigned long long)capacity);
+
+	wafer_handle handle;
+	wafer_status status =
+		wafer_handle_table_alloc(&client->handles, size, &slot, &handle);
+	if (status != WAFER_OK)
+		return status;
+	struct wafer_command command = {
+		.kind = WAFER_COMMAND_RESERVE,
+		.slot = slot,
+		.size = size,
+	};
+	status = wafer_channel_submit(&client->channel, &command);
+	if (status != WAFER_OK) {
+		/* No memory behind it: retire the slot without a release. */
+		struct wafer_handle_slot *last;
+		wafer_handle_table_unref(&client->handles, handle, NULL, &last);
+		wafer_handle_table_recycle(&client->handles, slot);
+		return status;
+	}
+	*out_handle = handle;
+	return WAFER_OK;
+}
+
+WAFER_API wafer_status wafer_write(wafer_client *client, wafer_handle handle,
+				   size_t offset, const void *data, size_t size)
+{
+	struct wafer_handle_slot *slot;
+
+	if (!client || !data)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_write: %s is NULL",
+				  client ? "data" : "client");
+	wafer_status status = wafer_handle_table_lookup(&client->handles,
+							handle, "write", &slot);
+	if (status == WAFER_OK)
+		status = check_range("write", handle, slot, offset, size);
+	if (status != WAFER_OK)
+		return status;
+	struct wafer_command command = {
+		.kind = WAFER_COMMAND_WRITE,
+		.slot = slot,
+		.offset = offset,
+		.size = size,
+		.src = data,
+	};
+	return wafer_channel_submit(&client->channel, &command);
+}
+
+WAFER_API wafer_status wafer_create(wafer_client *client, const void *data,
+				    size_t size, wafer_handle *out_handle)
+{
+	if (!out_handle)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_create: out_handle is NULL");
+	out_handle->bits = 0;
+	if (!data)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_create: data is NULL");
+	wafer_handle handle;
+	wafer_status status = wafer_empty(client, size, &handle);
+	if (status != WAFER_OK)
+		return status;
+	status = wafer_write(client, handle, 0, data, size);
+	if (status != WAFER_OK) {
+		wafer_release(client, handle);
+		return status;
+	}
+	*out_handle = handle;
+	return WAFER_OK;
+}
+
+static wafer_status submit_read(wafer_client *client, const char *what,
+				enum wafer_command_kind kind,
+				wafer_handle handle, size_t offset, void *dst,
+				size_t size)
+{
+	struct wafer_handle_slot *slot;
+
+	if (!client || !dst)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL",
+				  what, client ? "dst" : "client");
+	wafer_status status = wafer_handle_table_lookup(&client->handles,
+							handle, what, &slot);
+	if (status == WAFER_OK)
+		status = check_range(what, handle, slot, offset, size);
+	if (status != WAFER_OK)
+		return status;
+	struct wafer_command command = {
+		.kind = kind,
+		.slot = slot,
+		.offset = offset,
+		.size = size,
+		.dst = dst,
+	};
+	return wafer_channel_submit(&client->channel, &command);
+}
+
+WAFER_API wafer_status wafer_read(wafer_client *client, wafer_handle handle,
+				  size_t offset, void *dst, size_t size)
+{
+	return submit_read(client, "read", WAFER_COMMAND_READ, handle, offset,
+			   dst, size);
+}
+
+WAFER_API wafer_status wafer_read_async(wafer_client *client,
+					wafer_handle handle, size_t offset,
+					void *dst, size_t size)
+{
+	return submit_read(client, "read_async", WAFER_COMMAND_READ_ASYNC,
+			   handle, offset, dst, size);
+}
+
+WAFER_API wafer_status wafer_retain(wafer_client *client, wafer_handle handle)
+{
+	if (!client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_retain: client is NULL");
+	return wafer_handle_table_retain(&client->handles, handle);
+}
+
+WAFER_API wafer_status wafer_release(wafer_client *client, wafer_handle handle)
+{
+	struct wafer_handle_slot *last;
+
+	if (!client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_release: client is NULL");
+	wafer_status status =
+		wafer_handle_table_unref(&client->handles, handle, NULL, &last);
+	if (status != WAFER_OK || !last)
+		return status;
+	struct wafer_command command = {
+		.kind = WAFER_COMMAND_RELEASE,
+		.slot = last,
+	};
+	return wafer_channel_submit(&client->channel, &command);
+}
+
+WAFER_API wafer_status wafer_handle_size(wafer_client *client,
+					 wafer_handle handle, size_t *out_size)
+{
+	struct wafer_handle_slot *slot;
+
+	if (!out_size)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_handle_size: out_size is NULL");
+	*out_size = 0;
+	if (!client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_handle_size: client is NULL");
+	wafer_status status = wafer_handle_table_lookup(
+		&client->handles, handle, "handle_size", &slot);
+	if (status == WAFER_OK)
+		*out_size = slot->size;
+	return status;
+}
+
+//===----------------------------------------------------------------------===//
+// Execution
+//===----------------------------------------------------------------------===//
+
+static wafer_status check_execute_args(const wafer_execute_args *args)
+{
+	if (args->struct_size < offsetof(wafer_execute_args, local))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_execute: args->struct_size is %zu, "
+				  "expected %zu",
+				  args->struct_size, sizeof *args);
+	if (!args->kernel)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_execute: args->kernel is NULL");
+	if (args->binding_count && !args->bindings)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_execute(%s): bindings is NULL with "
+				  "binding_count %zu",
+				  args->kernel, args->binding_count);
+	if (args->params_size && !args->params)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_execute(%s): params is NULL with "
+				  "params_size %zu",
+				  args->kernel, args->params_size);
+	return WAFER_OK;
+}
+
+/* Resolves each binding to its slot and checks it against the handle. */
+static wafer_status resolve_bindings(wafer_client *client,
+				     const wafer_execute_args *args,
+				     struct wafer_command_binding *out)
+{
+	for (size_t i = 0; i < args->binding_count; i++) {
+		const wafer_buffer_binding *b = &args->bindings[i];
+		struct wafer_handle_slot *slot;
+		wafer_status status = wafer_handle_table_lookup(
+			&client->handles, b->handle, args->kernel, &slot);
+		if (status != WAFER_OK)
+			return wafer_fail_context(status, "binding %zu", i);
+		size_t size = b->size;
+		if (size == 0 && b->offset < slot->size)
+			size = slot->size - b->offset;
+		status = check_range(args->kernel, b->handle, slot, b->offset,
+				     size);
+		if (status != WAFER_OK)
+			return wafer_fail_context(status, "binding %zu", i);
+		if (b->offset % client->device->info.alloc_alignment)
+			return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+					  "%s: binding %zu: offset %zu is not "
+					  "a multiple of the device alignment "
+					  "%zu",
+					  args->kernel, i, b->offset,
+					  client->device->info.alloc_alignment);
+		out[i] = (struct wafer_command_binding){slot, b->offset, size};
+	}
+	return WAFER_OK;
+}
+
+WAFER_API wafer_status wafer_execute(wafer_client *client,
+				     const wafer_execute_args *args)
+{
+	struct wafer_command_binding bindings[WAFER_MAX_BINDINGS];
+
+	if (!client || !args)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_execute: %s is NULL",
+				  client ? "args" : "client");
+	wafer_status status = check_execute_args(args);
+	if (status != WAFER_OK)
+		return status;
+	const struct wafer_kernel *kernel = wafer_kernel_table_find(
+		&client->kernels, args->kernel, args->variant, args->dtype);
+	if (!kernel)
+		return WAFER_ERROR_NOT_SUPPORTED;
+	if (args->binding_count != kernel->binding_count ||
+	    args->binding_count > WAFER_MAX_BINDINGS)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "%s (%s): %zu bindings given, the kernel "
+				  "takes %u",
+				  kernel->op, kernel->variant,
+				  args->binding_count, kernel->binding_count);
+	if (args->params_size != kernel->params_size)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "%s (%s): parameter block of %zu bytes, the "
+				  "kernel takes %zu",
+				  kernel->op, kernel->variant, args->params_size,
+				  kernel->params_size);
+	status = resolve_bindings(client, args, bindings);
+	if (status != WAFER_OK)
+		return status;
+
+	struct wafer_command command = {
+		.kind = WAFER_COMMAND_EXECUTE,
+		.kernel = kernel,
+		.bindings = bindings,
+		.binding_count = (uint32_t)args->binding_count,
+		.params = args->params,
+		.params_size = args->params_size,
+	};
+	for (int d = 0; d < 3; d++)
+		command.global[d] = args->global[d] ? args->global[d] : 1;
+	if (args->struct_size >= sizeof *args)
+		memcpy(command.local, args->local, sizeof command.local);
+	return wafer_channel_submit(&client->channel, &command);
+}
+
+WAFER_API wafer_status wafer_sync(wafer_client *client)
+{
+	if (!client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_sync: client is NULL");
+	struct wafer_command command = {.kind = WAFER_COMMAND_SYNC};
+	return wafer_channel_submit(&client->channel, &command);
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
+					      wafer_memory_usage *out_usage)
+{
+	if (!client || !out_usage)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_memory_usage_get: %s is NULL",
+				  client ? "out_usage" : "client");
+	if (out_usage->struct_size < sizeof(size_t))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_memory_usage_get: struct_size is %zu",
+				  out_usage->struct_size);
+	wafer_memory_usage usage = {.struct_size = sizeof usage};
+	struct wafer_command command = {
+		.kind = WAFER_COMMAND_USAGE,
+		.usage = &usage,
+	};
+	wafer_status status = wafer_channel_submit(&client->channel, &command);
+	usage.handles_live = wafer_handle_table_live(&client->handles);
+	copy_out_struct(out_usage, &usage, sizeof usage);
+	return status;
+}
+
+WAFER_API wafer_status wafer_memory_trim(wafer_client *client)
+{
+	if (!client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_memory_trim: client is NULL");
+	struct wafer_command command = {.kind = WAFER_COMMAND_TRIM};
+	return wafer_channel_submit(&client->channel, &command);
+}

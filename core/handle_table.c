@@ -1,0 +1,233 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * handle_table.c: generation-checked handles (see handle_table.h). */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "core/handle_table.h"
+
+#define SLOT_MASK ((UINT64_C(1) << WAFER_HANDLE_SLOT_BITS) - 1)
+#define GENERATION_MASK ((UINT64_C(1) << WAFER_HANDLE_GENERATION_BITS) - 1)
+#define GENERATION_SHIFT WAFER_HANDLE_SLOT_BITS
+#define TAG_SHIFT (WAFER_HANDLE_SLOT_BITS + WAFER_HANDLE_GENERATION_BITS)
+
+static _Atomic uint32_t next_tag;
+
+static wafer_handle encode(const struct wafer_handle_table *table,
+			   uint32_t index, uint32_t generation)
+{
+	wafer_handle h;
+	h.bits = ((uint64_t)table->tag << TAG_SHIFT) |
+		 (((uint64_t)generation & GENERATION_MASK) << GENERATION_SHIFT) |
+		 index;
+	return h;
+}
+
+wafer_status wafer_handle_table_init(struct wafer_handle_table *table)
+{
+	/* Tags 1..65535: a handle is never all zero, and handles of different
+	 * clients differ (until 65535 clients were opened). */
+	table->tag = (uint16_t)(atomic_fetch_add(&next_tag, 1) % 65535u + 1u);
+	table->free_list = NULL;
+	table->next_unused = 1;
+	atomic_init(&table->live, 0);
+	for (size_t i = 0; i < WAFER_HANDLE_MAX_BLOCKS; i++)
+		atomic_init(&table->blocks[i], NULL);
+	if (pthread_mutex_init(&table->lock, NULL) != 0)
+		return wafer_fail(WAFER_ERROR_INTERNAL, "pthread_mutex_init failed");
+	return WAFER_OK;
+}
+
+void wafer_handle_table_fini(struct wafer_handle_table *table)
+{
+	for (size_t i = 0; i < WAFER_HANDLE_MAX_BLOCKS; i++)
+		free(atomic_load(&table->blocks[i]));
+	pthread_mutex_destroy(&table->lock);
+}
+
+static struct wafer_handle_slot *slot_at(struct wafer_handle_table *table,
+					 uint64_t index)
+{
+	struct wafer_handle_slot *block = atomic_load_explicit(
+		&table->blocks[index / WAFER_HANDLE_BLOCK_SLOTS],
+		memory_order_acquire);
+	return block ? &block[index % WAFER_HANDLE_BLOCK_SLOTS] : NULL;
+}
+
+/* A never-used slot, growing the table by a block when needed. Called with
+ * the lock held. */
+static struct wafer_handle_slot *take_unused(struct wafer_handle_table *table)
+{
+	uint32_t index = table->next_unused;
+	if (index > SLOT_MASK)
+		return NULL;
+	size_t b = index / WAFER_HANDLE_BLOCK_SLOTS;
+	struct wafer_handle_slot *block =
+		atomic_load_explicit(&table->blocks[b], memory_order_relaxed);
+	if (!block) {
+		block = calloc(WAFER_HANDLE_BLOCK_SLOTS, sizeof *block);
+		if (!block)
+			return NULL;
+		atomic_store_explicit(&table->blocks[b], block,
+				      memory_order_release);
+	}
+	struct wafer_handle_slot *slot = &block[index % WAFER_HANDLE_BLOCK_SLOTS];
+	slot->index = index;
+	table->next_unused = index + 1;
+	return slot;
+}
+
+wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
+				      size_t size,
+				      struct wafer_handle_slot **out_slot,
+				      wafer_handle *out_handle)
+{
+	pthread_mutex_lock(&table->lock);
+	struct wafer_handle_slot *slot = table->free_list;
+	if (slot)
+		table->free_list = slot->next_free;
+	else
+		slot = take_unused(table);
+	pthread_mutex_unlock(&table->lock);
+	if (!slot) {
+		out_handle->bits = 0;
+		*out_slot = NULL;
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "no free handle slot (%u in use)",
+				  (unsigned)wafer_handle_table_live(table));
+	}
+	slot->next_free = NULL;
+	slot->size = size;
+	slot->ended_by = NULL;
+	slot->slice = (struct wafer_slice){0};
+	atomic_store_explicit(&slot->refcount, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&table->live, 1, memory_order_relaxed);
+	*out_slot = slot;
+	*out_handle = encode(table, slot->index,
+			     atomic_load_explicit(&slot->generation,
+						  memory_order_relaxed));
+	return WAFER_OK;
+}
+
+void wafer_handle_table_recycle(struct wafer_handle_table *table,
+				struct wafer_handle_slot *slot)
+{
+	pthread_mutex_lock(&table->lock);
+	slot->next_free = table->free_list;
+	table->free_list = slot;
+	pthread_mutex_unlock(&table->lock);
+}
+
+wafer_status wafer_handle_table_lookup(struct wafer_handle_table *table,
+				       wafer_handle handle, const char *what,
+				       struct wafer_handle_slot **out_slot)
+{
+	uint64_t index = handle.bits & SLOT_MASK;
+	uint32_t generation = (uint32_t)((handle.bits >> GENERATION_SHIFT) &
+					 GENERATION_MASK);
+	uint16_t tag = (uint16_t)(handle.bits >> TAG_SHIFT);
+	struct wafer_handle_slot *slot;
+
+	*out_slot = NULL;
+	if (handle.bits == 0)
+		return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+				  "%s: null handle", what);
+	if (tag != table->tag)
+		return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+				  "%s: handle 0x%016" PRIx64
+				  " belongs to another client",
+				  what, handle.bits);
+	slot = index ? slot_at(table, index) : NULL;
+	if (!slot)
+		return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+				  "%s: handle 0x%016" PRIx64 " was never issued",
+				  what, handle.bits);
+	uint32_t current = atomic_load_explicit(&slot->generation,
+						memory_order_acquire);
+	if ((current & GENERATION_MASK) != generation ||
+	    atomic_load_explicit(&slot->refcount, memory_order_acquire) == 0) {
+		/* ended_by describes the generation right after ours only. */
+		if ((current & GENERATION_MASK) ==
+			    ((generation + 1) & GENERATION_MASK) &&
+		    slot->ended_by)
+			return wafer_fail(WAFER_ERROR_DONATED,
+					  "%s: handle 0x%016" PRIx64
+					  " was donated to %s",
+					  what, handle.bits, slot->ended_by);
+		return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+				  "%s: handle 0x%016" PRIx64
+				  " was released (use after last release)",
+				  what, handle.bits);
+	}
+	*out_slot = slot;
+	return WAFER_OK;
+}
+
+wafer_status wafer_handle_table_retain(struct wafer_handle_table *table,
+				       wafer_handle handle)
+{
+	struct wafer_handle_slot *slot;
+	wafer_status status =
+		wafer_handle_table_lookup(table, handle, "retain", &slot);
+	if (status != WAFER_OK)
+		return status;
+	uint32_t count = atomic_load_explicit(&slot->refcount,
+					      memory_order_relaxed);
+	do {
+		if (count == 0 || count == UINT32_MAX)
+			return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+					  "retain: handle 0x%016" PRIx64
+					  " %s",
+					  handle.bits,
+					  count ? "has too many references"
+						: "was released meanwhile");
+	} while (!atomic_compare_exchange_weak_explicit(
+		&slot->refcount, &count, count + 1, memory_order_relaxed,
+		memory_order_relaxed));
+	return WAFER_OK;
+}
+
+wafer_status wafer_handle_table_unref(struct wafer_handle_table *table,
+				      wafer_handle handle, const char *ended_by,
+				      struct wafer_handle_slot **out_last)
+{
+	struct wafer_handle_slot *slot;
+	*out_last = NULL;
+	wafer_status status = wafer_handle_table_lookup(
+		table, handle, ended_by ? ended_by : "release", &slot);
+	if (status != WAFER_OK)
+		return status;
+	uint32_t count = atomic_load_explicit(&slot->refcount,
+					      memory_order_relaxed);
+	do {
+		if (count == 0)
+			return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+					  "release: handle 0x%016" PRIx64
+					  " was released meanwhile",
+					  handle.bits);
+	} while (!atomic_compare_exchange_weak_explicit(
+		&slot->refcount, &count, count - 1, memory_order_acq_rel,
+		memory_order_relaxed));
+	if (count == 1) {
+		slot->ended_by = ended_by;
+		atomic_fetch_add_explicit(&slot->generation, 1,
+					  memory_order_release);
+		atomic_fetch_sub_explicit(&table->live, 1, memory_order_relaxed);
+		*out_last = slot;
+	}
+	return WAFER_OK;
+}
+
+void wafer_handle_table_for_each_live(struct wafer_handle_table *table,
+				      void (*fn)(struct wafer_handle_slot *,
+						 void *),
+				      void *data)
+{
+	for (uint32_t i = 1; i < table->next_unused; i++) {
+		struct wafer_handle_slot *slot = slot_at(table, i);
+		if (slot && atomic_load(&slot->refcount) > 0)
+			fn(slot, data);
+	}
+}

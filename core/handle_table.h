@@ -1,0 +1,99 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * handle_table.h: a client's handles. A wafer_handle is a 64-bit value
+ *
+ *     bits 63..48  client tag   (which client issued it)
+ *     bits 47..24  generation   (bumped when the last reference goes)
+ *     bits 23..0   slot index   (1-based; 0 is never used)
+ *
+ * so a stale or foreign handle is recognised by comparison instead of
+ * being dereferenced: using a released handle is an error in every
+ * build, never a crash. Slots live in fixed blocks that are never moved
+ * or freed while the client lives, so a lookup takes no lock.
+ *
+ * Slot life: FREE → live (refcount ≥ 1) → last release bumps the
+ * generation at once (stale copies fail from then on) → the server
+ * releases the memory once queued work is past it → recycle → FREE. */
+#ifndef WAFER_CORE_HANDLE_TABLE_H
+#define WAFER_CORE_HANDLE_TABLE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <wafer/wafer.h>
+
+#include "core/memory/memory.h"
+
+#define WAFER_HANDLE_SLOT_BITS 24
+#define WAFER_HANDLE_GENERATION_BITS 24
+#define WAFER_HANDLE_BLOCK_SLOTS 4096
+#define WAFER_HANDLE_MAX_BLOCKS                                                \
+	((1u << WAFER_HANDLE_SLOT_BITS) / WAFER_HANDLE_BLOCK_SLOTS)
+
+struct wafer_handle_slot {
+	_Atomic uint32_t generation;
+	_Atomic uint32_t refcount; /* 0: not live */
+	uint32_t index;
+	size_t size;               /* bytes asked at empty/create */
+	struct wafer_slice slice;  /* set by the server at reserve */
+	/* Why the previous generation ended: NULL for a release, else the
+	 * name of the operation it was donated to. */
+	const char *ended_by;
+	struct wafer_handle_slot *next_free;
+};
+
+struct wafer_handle_table {
+	uint16_t tag;
+	pthread_mutex_t lock; /* slot allocation and the free list */
+	struct wafer_handle_slot *free_list;
+	uint32_t next_unused;  /* next never-used slot index */
+	_Atomic uint64_t live;
+	struct wafer_handle_slot *_Atomic blocks[WAFER_HANDLE_MAX_BLOCKS];
+};
+
+wafer_status wafer_handle_table_init(struct wafer_handle_table *table);
+/* Frees the blocks; the caller released every slot's memory first. */
+void wafer_handle_table_fini(struct wafer_handle_table *table);
+
+/* Takes a free slot with refcount 1 and |size|; returns the handle. */
+wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
+				      size_t size,
+				      struct wafer_handle_slot **out_slot,
+				      wafer_handle *out_handle);
+
+/* Puts a slot whose memory the server has given back on the free list. */
+void wafer_handle_table_recycle(struct wafer_handle_table *table,
+				struct wafer_handle_slot *slot);
+
+/* The live slot behind |handle|, or WAFER_ERROR_INVALID_HANDLE /
+ * WAFER_ERROR_DONATED with a detail naming the handle and |what| (the
+ * calling operation). */
+wafer_status wafer_handle_table_lookup(struct wafer_handle_table *table,
+				       wafer_handle handle, const char *what,
+				       struct wafer_handle_slot **out_slot);
+
+/* Adds a reference to a live slot. */
+wafer_status wafer_handle_table_retain(struct wafer_handle_table *table,
+				       wafer_handle handle);
+
+/* Drops a reference. Stores the slot in |*out_last| when this was the
+ * last one (the generation is already bumped: the caller must hand the
+ * slot to the server to release its memory), else NULL. */
+wafer_status wafer_handle_table_unref(struct wafer_handle_table *table,
+				      wafer_handle handle, const char *ended_by,
+				      struct wafer_handle_slot **out_last);
+
+/* Calls |fn| on every live slot (client close). Not thread-safe. */
+void wafer_handle_table_for_each_live(struct wafer_handle_table *table,
+				      void (*fn)(struct wafer_handle_slot *,
+						 void *),
+				      void *data);
+
+static inline uint64_t
+wafer_handle_table_live(struct wafer_handle_table *table)
+{
+	return atomic_load_explicit(&table->live, memory_order_relaxed);
+}
+
+#endif

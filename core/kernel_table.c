@@ -1,0 +1,147 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * kernel_table.c: open-addressing hash of a plugin's kernels. */
+#include "build-config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/kernel_table.h"
+
+struct wafer_kernel_table_entry {
+	uint64_t hash;
+	const char *op;
+	const char *variant; /* NULL: the default-variant alias */
+	wafer_dtype dtype;
+	const struct wafer_kernel *kernel;
+};
+
+const char *wafer_dtype_name(wafer_dtype dtype)
+{
+	switch (dtype) {
+	case WAFER_DTYPE_NONE: return "none";
+	case WAFER_DTYPE_F32: return "f32";
+	case WAFER_DTYPE_F16: return "f16";
+	case WAFER_DTYPE_BF16: return "bf16";
+	case WAFER_DTYPE_I32: return "i32";
+	case WAFER_DTYPE_U8: return "u8";
+	case WAFER_DTYPE_F64: return "f64";
+	case WAFER_DTYPE_I64: return "i64";
+	}
+	return "unknown";
+}
+
+/* FNV-1a over op, a separator, variant and the dtype. */
+static uint64_t key_hash(const char *op, const char *variant, wafer_dtype dtype)
+{
+	uint64_t h = UINT64_C(1469598103934665603);
+	for (const char *p = op; *p; p++)
+		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+	h = (h ^ 0xff) * UINT64_C(1099511628211);
+	for (const char *p = variant ? variant : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+	return (h ^ (uint64_t)dtype) * UINT64_C(1099511628211);
+}
+
+static int same_variant(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static struct wafer_kernel_table_entry *
+probe(const struct wafer_kernel_table *table, const char *op,
+      const char *variant, wafer_dtype dtype)
+{
+	uint64_t h = key_hash(op, variant, dtype);
+	for (size_t i = h & table->mask;; i = (i + 1) & table->mask) {
+		struct wafer_kernel_table_entry *e = &table->entries[i];
+		if (!e->kernel ||
+		    (e->hash == h && e->dtype == dtype &&
+		     strcmp(e->op, op) == 0 && same_variant(e->variant, variant)))
+			return e;
+	}
+}
+
+static void insert(struct wafer_kernel_table *table, const char *variant,
+		   const struct wafer_kernel *k)
+{
+	struct wafer_kernel_table_entry *e = probe(table, k->op, variant, k->dtype);
+	if (e->kernel)
+		return; /* first listed wins: the plugin's default */
+	*e = (struct wafer_kernel_table_entry){
+		.hash = key_hash(k->op, variant, k->dtype),
+		.op = k->op,
+		.variant = variant,
+		.dtype = k->dtype,
+		.kernel = k,
+	};
+}
+
+wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
+				     const char *backend,
+				     const struct wafer_kernel *kernels,
+				     size_t count)
+{
+	size_t capacity = 16;
+	while (capacity < 4 * count) /* two keys per kernel, half full */
+		capacity *= 2;
+	table->entries = calloc(capacity, sizeof *table->entries);
+	if (!table->entries)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
+	table->mask = capacity - 1;
+	table->kernels = kernels;
+	table->kernel_count = count;
+	table->backend = backend;
+	for (size_t i = 0; i < count; i++) {
+		const struct wafer_kernel *k = &kernels[i];
+		if (!k->op || !k->variant)
+			return wafer_fail(WAFER_ERROR_PLUGIN,
+					  "%s: kernel table entry %zu has no %s",
+					  backend, i, k->op ? "variant" : "op");
+		insert(table, k->variant, k);
+		insert(table, NULL, k);
+	}
+	return WAFER_OK;
+}
+
+void wafer_kernel_table_fini(struct wafer_kernel_table *table)
+{
+	free(table->entries);
+	table->entries = NULL;
+}
+
+/* What the plugin does have under |op|, for the error message. */
+static void list_dtypes(const struct wafer_kernel_table *table, const char *op,
+			char *buf, size_t size)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < table->kernel_count && used < size; i++) {
+		const struct wafer_kernel *k = &table->kernels[i];
+		if (strcmp(k->op, op) == 0)
+			used += (size_t)snprintf(buf + used, size - used,
+						 "%s%s/%s", used ? ", " : "",
+						 wafer_dtype_name(k->dtype),
+						 k->variant);
+	}
+}
+
+const struct wafer_kernel *
+wafer_kernel_table_find(const struct wafer_kernel_table *table, const char *op,
+			const char *variant, wafer_dtype dtype)
+{
+	const struct wafer_kernel_table_entry *e =
+		probe(table, op, variant, dtype);
+	if (e->kernel)
+		return e->kernel;
+
+	char have[256];
+	list_dtypes(table, op, have, sizeof have);
+	wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
+		   "kernel '%s' (%s%s%s) is not supported by %s%s%s%s", op,
+		   wafer_dtype_name(dtype), variant ? ", variant " : "",
+		   variant ? variant : "", table->backend,
+		   have[0] ? " (it has: " : "", have, have[0] ? ")" : "");
+	return NULL;
+}

@@ -1,0 +1,36 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * kernel_table.h: finds a plugin kernel by (operation, variant, dtype) in
+ * constant time. Built once per client from the device's kernel table;
+ * read-only afterwards, so lookups take no lock. A NULL variant finds the
+ * first entry the plugin listed for (operation, dtype): its default. */
+#ifndef WAFER_CORE_KERNEL_TABLE_H
+#define WAFER_CORE_KERNEL_TABLE_H
+
+#include <stddef.h>
+
+#include <wafer/plugin.h>
+
+struct wafer_kernel_table {
+	struct wafer_kernel_table_entry *entries;
+	size_t mask; /* capacity - 1, capacity a power of two */
+	const struct wafer_kernel *kernels;
+	size_t kernel_count;
+	const char *backend;
+};
+
+wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
+				     const char *backend,
+				     const struct wafer_kernel *kernels,
+				     size_t count);
+void wafer_kernel_table_fini(struct wafer_kernel_table *table);
+
+/* The kernel, or NULL with WAFER_ERROR_NOT_SUPPORTED recorded: "kernel
+ * 'op' (f32, variant v) is not supported by cpu (it has: f16)". */
+const struct wafer_kernel *
+wafer_kernel_table_find(const struct wafer_kernel_table *table, const char *op,
+			const char *variant, wafer_dtype dtype);
+
+const char *wafer_dtype_name(wafer_dtype dtype);
+
+#endif

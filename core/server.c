@@ -1,0 +1,203 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * server.c: the server bridge (see server.h). */
+#include "build-config.h"
+
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/server.h"
+
+static wafer_status server_sync(struct wafer_server *server)
+{
+	const struct wafer_server_ops *ops = server->device->plugin->server;
+	wafer_status status = ops->sync(server->device->device, server->queue);
+	server->queue_dirty = false;
+	wafer_memory_after_sync(server->memory);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status, "queued work on %s:%u failed",
+					  server->device->backend,
+					  server->device->index);
+	return WAFER_OK;
+}
+
+/* storage.quiesce: memory goes back to the plugin only once no queued
+ * kernel can still read it. */
+static wafer_status server_quiesce(void *data)
+{
+	struct wafer_server *server = data;
+	return server->queue_dirty ? server_sync(server) : WAFER_OK;
+}
+
+static wafer_status server_sync_hook(void *data)
+{
+	return server_sync(data);
+}
+
+wafer_status wafer_server_init(struct wafer_server *server,
+			       struct wafer_runtime_device *device,
+			       struct wafer_handle_table *handles,
+			       const struct wafer_config *config,
+			       const char *memory_strategy)
+{
+	const struct wafer_plugin *plugin = device->plugin;
+	memset(server, 0, sizeof *server);
+	server->device = device;
+	server->handles = handles;
+
+	wafer_status status =
+		plugin->server->queue_create(device->device, &server->queue);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status, "%s: queue_create",
+					  device->backend);
+	server->storage = (struct wafer_storage){
+		.ops = plugin->storage,
+		.device = device->device,
+		.queue = server->queue,
+		.alignment = device->info.alloc_alignment,
+		.vm_granularity = device->info.vm_granularity,
+		.quiesce = server_quiesce,
+		.sync = server_sync_hook,
+		.quiesce_data = server,
+	};
+	status = wafer_memory_create(memory_strategy, &server->storage, config,
+				     &server->memory);
+	if (status != WAFER_OK) {
+		plugin->server->queue_destroy(device->device, server->queue);
+		return status;
+	}
+	return WAFER_OK;
+}
+
+static void release_leaked(struct wafer_handle_slot *slot, void *data)
+{
+	struct wafer_server *server = data;
+	if (slot->slice.resource)
+		wafer_memory_release(server->memory, &slot->slice);
+}
+
+wafer_status wafer_server_fini(struct wafer_server *server)
+{
+	wafer_status status = server_sync(server);
+	uint64_t leaked = wafer_handle_table_live(server->handles);
+	if (leaked)
+		wafer_log_info("core",
+			       "client closed with %llu live handle(s); "
+			       "freeing them",
+			       (unsigned long long)leaked);
+	wafer_handle_table_for_each_live(server->handles, release_leaked,
+					 server);
+	wafer_memory_destroy(server->memory);
+	server->device->plugin->server->queue_destroy(server->device->device,
+						      server->queue);
+	return status;
+}
+
+static wafer_status run_reserve(struct wafer_server *server,
+				const struct wafer_command *c)
+{
+	return wafer_memory_reserve(server->memory, c->size, &c->slot->slice);
+}
+
+/* A handle whose reservation failed in a queued channel has no memory;
+ * its failure was reported already, and any later use fails here. */
+static wafer_status check_backed(const struct wafer_handle_slot *slot,
+				 const char *what)
+{
+	if (slot->slice.resource)
+		return WAFER_OK;
+	return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+			  "%s: handle slot %u has no memory (reserving its "
+			  "%zu bytes failed)",
+			  what, slot->index, slot->size);
+}
+
+static wafer_status run_execute(struct wafer_server *server,
+				const struct wafer_command *c)
+{
+	struct wafer_binding bindings[WAFER_MAX_BINDINGS];
+	for (uint32_t i = 0; i < c->binding_count; i++) {
+		const struct wafer_command_binding *b = &c->bindings[i];
+		wafer_status status = check_backed(b->slot, c->kernel->op);
+		if (status != WAFER_OK)
+			return status;
+		bindings[i] = (struct wafer_binding){
+			.struct_size = sizeof(struct wafer_binding),
+			.resource = b->slot->slice.resource,
+			.offset = b->slot->slice.offset + b->offset,
+			.size = b->size,
+		};
+	}
+	struct wafer_launch launch = {
+		.struct_size = sizeof launch,
+		.kernel = c->kernel,
+		.bindings = bindings,
+		.binding_count = c->binding_count,
+		.params = c->params,
+		.params_size = c->params_size,
+		.global = {c->global[0], c->global[1], c->global[2]},
+		.local = {c->local[0], c->local[1], c->local[2]},
+	};
+	server->queue_dirty = true;
+	wafer_status status = server->device->plugin->server->launch(
+		server->device->device, server->queue, &launch);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status, "kernel '%s' (%s) on %s",
+					  c->kernel->op, c->kernel->variant,
+					  server->device->backend);
+	return WAFER_OK;
+}
+
+wafer_status wafer_server_run(struct wafer_server *server,
+			      const struct wafer_command *c)
+{
+	const struct wafer_storage_ops *storage = server->device->plugin->storage;
+	void *device = server->device->device;
+	const struct wafer_slice *slice = c->slot ? &c->slot->slice : NULL;
+	wafer_status status;
+
+	switch (c->kind) {
+	case WAFER_COMMAND_RESERVE:
+		return run_reserve(server, c);
+	case WAFER_COMMAND_WRITE:
+		status = check_backed(c->slot, "write");
+		if (status != WAFER_OK)
+			return status;
+		server->queue_dirty = true;
+		return storage->copy_in(device, server->queue, slice->resource,
+					slice->offset + c->offset, c->src,
+					c->size);
+	case WAFER_COMMAND_READ:
+	case WAFER_COMMAND_READ_ASYNC:
+		status = check_backed(c->slot, "read");
+		if (status != WAFER_OK)
+			return status;
+		server->queue_dirty = true;
+		status = storage->copy_out(device, server->queue,
+					   slice->resource,
+					   slice->offset + c->offset, c->dst,
+					   c->size);
+		if (status != WAFER_OK || c->kind == WAFER_COMMAND_READ_ASYNC)
+			return status;
+		return server_sync(server);
+	case WAFER_COMMAND_EXECUTE:
+		return run_execute(server, c);
+	case WAFER_COMMAND_RELEASE:
+		/* Queue order keeps the memory safe for work issued before
+		 * this release; strategies that give memory back to the plugin
+		 * quiesce first (storage.c). */
+		if (slice->resource)
+			wafer_memory_release(server->memory, slice);
+		wafer_handle_table_recycle(server->handles, c->slot);
+		return WAFER_OK;
+	case WAFER_COMMAND_SYNC:
+		return server_sync(server);
+	case WAFER_COMMAND_USAGE:
+		wafer_memory_get_usage(server->memory, c->usage);
+		return WAFER_OK;
+	case WAFER_COMMAND_TRIM:
+		wafer_memory_trim_cache(server->memory);
+		return WAFER_OK;
+	}
+	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);
+}

@@ -1,0 +1,345 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * channels.c: the semantics every channel (direct, mutex, mpsc) must keep,
+ * on the default backend (WAFER_BACKEND) and on the `async` test plugin,
+ * whose queues run work later on their own threads like a GPU:
+ *   - a chain of dependent kernels gives the right answer;
+ *   - an error inside queued work is reported once, by the next sync or
+ *     read, and the client stays usable;
+ *   - memory of a released input is not reused while a queued kernel
+ *     still reads it;
+ *   - read_async's bytes are there at sync;
+ *   - close finishes queued work and reports its failure.
+ * And for mpsc: calls return before the plugin is called, and a failed
+ * reservation is reported at the next sync. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wafer/plugin.h>
+#include <wafer/wafer.h>
+
+#include "tap.h"
+
+static wafer_runtime *runtime;
+static const char *const channels[] = {"direct", "mutex", "mpsc"};
+#define N_CHANNELS 3
+
+static wafer_client *open_on(const char *selector, const char *channel)
+{
+	wafer_client *client = NULL;
+	wafer_client_options options = {.struct_size = sizeof options,
+					 .channel = channel};
+	wafer_status status =
+		wafer_client_open(runtime, selector, &options, &client);
+	if (status != WAFER_OK) {
+		printf("Bail out! client_open(%s, %s): %s\n", selector, channel,
+		       wafer_last_error());
+		exit(1);
+	}
+	return client;
+}
+
+static wafer_status exec(wafer_client *client, const char *op,
+			 const wafer_handle *handles, size_t n,
+			 const void *params, size_t params_size, uint64_t count)
+{
+	wafer_buffer_binding bindings[4];
+	for (size_t i = 0; i < n; i++)
+		bindings[i] = (wafer_buffer_binding){handles[i], 0, 0};
+	wafer_execute_args args = {
+		.struct_size = sizeof args,
+		.kernel = op,
+		.dtype = WAFER_DTYPE_F32,
+		.bindings = bindings,
+		.binding_count = n,
+		.params = params,
+		.params_size = params_size,
+		.global = {count, 1, 1},
+	};
+	return wafer_execute(client, &args);
+}
+
+static wafer_status add(wafer_client *client, wafer_handle out, wafer_handle a,
+			wafer_handle b, uint64_t count)
+{
+	struct wafer_elementwise_params p = {count};
+	wafer_handle h[3] = {out, a, b};
+	return exec(client, "add", h, 3, &p, sizeof p, count);
+}
+
+static wafer_status fill(wafer_client *client, wafer_handle out, uint64_t count,
+			 double value)
+{
+	struct wafer_fill_params p = {count, value};
+	return exec(client, "fill", &out, 1, &p, sizeof p, count);
+}
+
+static wafer_status fail(wafer_client *client, wafer_handle out)
+{
+	struct wafer_elementwise_params p = {1};
+	return exec(client, "fail", &out, 1, &p, sizeof p, 1);
+}
+
+//===----------------------------------------------------------------------===//
+
+/* x = 0; one = 1; 500 times x = x + one (in place); read: 500. */
+static void test_chain(const char *selector, const char *channel)
+{
+	wafer_client *c = open_on(selector, channel);
+	enum { n = 4099 };
+	wafer_handle x, one;
+	wafer_empty(c, n * sizeof(float), &x);
+	wafer_empty(c, n * sizeof(float), &one);
+	fill(c, x, n, 0.0);
+	fill(c, one, n, 1.0);
+	int errors = 0;
+	for (int i = 0; i < 500; i++)
+		errors += add(c, x, x, one, n) != WAFER_OK;
+	static float out[n];
+	is_status(wafer_read(c, x, 0, out, sizeof out), WAFER_OK,
+		  "%s/%s: read after chain", selector, channel);
+	int wrong = 0;
+	for (int i = 0; i < n; i++)
+		wrong += out[i] != 500.0f;
+	ok(errors == 0 && wrong == 0,
+	   "%s/%s: 500 dependent adds give 500 (%d errors, %d wrong)",
+	   selector, channel, errors, wrong);
+
+	/* A chain through fresh handles, released as it goes. */
+	wafer_handle cur = one;
+	wafer_retain(c, cur);
+	for (int i = 0; i < 50; i++) {
+		wafer_handle next;
+		wafer_empty(c, n * sizeof(float), &next);
+		add(c, next, cur, one, n);
+		wafer_release(c, cur);
+		cur = next;
+	}
+	wafer_read(c, cur, 0, out, sizeof out);
+	ok(out[0] == 51.0f && out[n - 1] == 51.0f,
+	   "%s/%s: chain through 50 fresh handles", selector, channel);
+	wafer_release(c, cur);
+	wafer_release(c, x);
+	wafer_release(c, one);
+	is_status(wafer_client_close(c), WAFER_OK, "%s/%s: close", selector,
+		  channel);
+}
+
+static void test_errors(const char *channel)
+{
+	wafer_client *c = open_on("async", channel);
+	wafer_handle h, good;
+	float v = 0;
+	wafer_empty(c, 64, &h);
+	wafer_empty(c, 64, &good);
+
+	is_status(fail(c, h), WAFER_OK,
+		  "%s: a failing kernel is queued without error", channel);
+	wafer_status s = wafer_sync(c);
+	is_status(s, WAFER_ERROR_DEVICE, "%s: the next sync reports it",
+		  channel);
+	like(wafer_last_error(), "fail", "%s: detail names the kernel", channel);
+	is_status(wafer_sync(c), WAFER_OK, "%s: reported once only", channel);
+
+	fail(c, h);
+	is_status(wafer_read(c, h, 0, &v, sizeof v), WAFER_ERROR_DEVICE,
+		  "%s: a read reports queued failure", channel);
+	is_status(wafer_read(c, h, 0, &v, sizeof v), WAFER_OK,
+		  "%s: the read after it is clean", channel);
+
+	fail(c, h);
+	fail(c, h);
+	is_status(wafer_sync(c), WAFER_ERROR_DEVICE,
+		  "%s: two failures, one report", channel);
+	is_status(wafer_sync(c), WAFER_OK, "%s: then clean", channel);
+
+	fill(c, good, 16, 3.0);
+	float back[16];
+	is_status(wafer_read(c, good, 0, back, sizeof back), WAFER_OK,
+		  "%s: client usable after errors", channel);
+	ok(back[0] == 3.0f && back[15] == 3.0f, "%s: with right results",
+	   channel);
+
+	fail(c, h);
+	wafer_release(c, h);
+	wafer_release(c, good);
+	is_status(wafer_client_close(c), WAFER_ERROR_DEVICE,
+		  "%s: close reports unreported queued failure", channel);
+}
+
+/* slow_copy reads |in| long after it was released and its memory handed
+ * to a new handle written right away: the copy must still see the old
+ * bytes. */
+static void test_release_order(const char *selector, const char *channel)
+{
+	wafer_client *c = open_on(selector, channel);
+	enum { n = 1024 };
+	static float a[n], b[n], out[n];
+	for (int i = 0; i < n; i++) {
+		a[i] = (float)i;
+		b[i] = -1.0f;
+	}
+	wafer_handle in, dst, reuse;
+	wafer_create(c, a, sizeof a, &in);
+	wafer_empty(c, sizeof out, &dst);
+	struct wafer_elementwise_params slow = {20000}; /* 20 ms */
+	wafer_handle h[2] = {dst, in};
+	wafer_status s = exec(c, "slow_copy", h, 2, &slow, sizeof slow, n);
+	if (s == WAFER_ERROR_NOT_SUPPORTED) {
+		/* The standard catalogue has no slow kernel: copy instead. */
+		struct wafer_elementwise_params p = {n};
+		s = exec(c, "copy", h, 2, &p, sizeof p, n);
+	}
+	is_status(s, WAFER_OK, "%s/%s: queued reader of a released input",
+		  selector, channel);
+	wafer_release(c, in);
+	wafer_create(c, b, sizeof b, &reuse); /* same size: reuses in's chunk */
+	wafer_read(c, dst, 0, out, sizeof out);
+	int wrong = 0;
+	for (int i = 0; i < n; i++)
+		wrong += out[i] != a[i];
+	is_int(wrong, 0, "%s/%s: released input not overwritten before its "
+	       "reader ran", selector, channel);
+
+	/* Trimming hands the memory back to the plugin: it must wait too. */
+	wafer_create(c, a, sizeof a, &in);
+	h[1] = in;
+	if (exec(c, "slow_copy", h, 2, &slow, sizeof slow, n) ==
+	    WAFER_ERROR_NOT_SUPPORTED) {
+		struct wafer_elementwise_params p = {n};
+		exec(c, "copy", h, 2, &p, sizeof p, n);
+	}
+	wafer_release(c, in);
+	wafer_memory_trim(c);
+	wafer_read(c, dst, 0, out, sizeof out);
+	ok(out[n - 1] == a[n - 1], "%s/%s: trim waits for queued readers",
+	   selector, channel);
+	wafer_release(c, dst);
+	wafer_release(c, reuse);
+	wafer_client_close(c);
+}
+
+static void test_read_async(const char *selector, const char *channel)
+{
+	wafer_client *c = open_on(selector, channel);
+	float src[300], dst[300];
+	for (int i = 0; i < 300; i++)
+		src[i] = (float)i * 0.5f;
+	memset(dst, 0, sizeof dst);
+	wafer_handle h;
+	wafer_create(c, src, sizeof src, &h);
+	is_status(wafer_read_async(c, h, 100 * sizeof(float), dst,
+				   200 * sizeof(float)),
+		  WAFER_OK, "%s/%s: read_async", selector, channel);
+	is_status(wafer_read_async(c, h, 0, dst, 301 * sizeof(float)),
+		  WAFER_ERROR_OUT_OF_RANGE,
+		  "%s/%s: read_async range checked at once", selector, channel);
+	is_status(wafer_sync(c), WAFER_OK, "%s/%s: sync", selector, channel);
+	ok(memcmp(dst, src + 100, 200 * sizeof(float)) == 0,
+	   "%s/%s: read_async bytes there at sync", selector, channel);
+	wafer_release(c, h);
+	wafer_client_close(c);
+}
+
+static void test_close_with_queued_work(const char *selector,
+					const char *channel)
+{
+	wafer_client *c = open_on(selector, channel);
+	wafer_handle x, one;
+	wafer_empty(c, 4096 * sizeof(float), &x);
+	wafer_empty(c, 4096 * sizeof(float), &one);
+	for (int i = 0; i < 200; i++)
+		add(c, x, x, one, 4096);
+	/* No sync, handles still live: close finishes and frees all. */
+	is_status(wafer_client_close(c), WAFER_OK,
+		  "%s/%s: close with 200 queued kernels", selector, channel);
+}
+
+/* mpsc only: execute returns although the plugin's launch blocks. */
+static void test_mpsc_returns_at_once(void)
+{
+	wafer_client *c = open_on("async", "mpsc");
+	static int gate;
+	int *addr = &gate;
+	__atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
+	is_status(exec(c, "gate", NULL, 0, &addr, sizeof addr, 1), WAFER_OK,
+		  "mpsc: execute returned while launch is still blocked");
+	wafer_handle h;
+	is_status(wafer_empty(c, 64, &h), WAFER_OK,
+		  "mpsc: empty returns behind a blocked launch");
+	is_status(wafer_release(c, h), WAFER_OK,
+		  "mpsc: release returns behind a blocked launch");
+	__atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+	is_status(wafer_sync(c), WAFER_OK, "mpsc: sync after the gate opens");
+
+	/* A reservation the device refuses is reported by the next sync. */
+	wafer_handle big;
+	is_status(wafer_empty(c, (size_t)3 << 30, &big), WAFER_OK,
+		  "mpsc: empty of 3 GiB queued");
+	is_status(wafer_sync(c), WAFER_ERROR_OUT_OF_MEMORY,
+		  "mpsc: its failure comes at sync");
+	is_status(wafer_sync(c), WAFER_OK, "mpsc: once");
+	float v;
+	is_status(wafer_read(c, big, 0, &v, sizeof v),
+		  WAFER_ERROR_OUT_OF_MEMORY,
+		  "mpsc: using the unbacked handle fails cleanly");
+	is_status(wafer_release(c, big), WAFER_OK,
+		  "mpsc: releasing it is fine");
+	is_status(wafer_client_close(c), WAFER_OK, "mpsc: close");
+
+	wafer_client *d = open_on("async", "direct");
+	is_status(wafer_empty(d, (size_t)3 << 30, &big),
+		  WAFER_ERROR_OUT_OF_MEMORY,
+		  "direct: the same reservation fails at once");
+	wafer_client_close(d);
+}
+
+int main(void)
+{
+	char path[4096], backends[256];
+	const char *env_path = getenv("WAFER_PLUGIN_PATH");
+	const char *builddir = getenv("T_BUILDDIR");
+	const char *backend = getenv("WAFER_BACKEND");
+	if (!builddir) {
+		printf("Bail out! T_BUILDDIR is not set (run through make check)\n");
+		return 1;
+	}
+	snprintf(path, sizeof path, "%s%s%s/plugins/.libs",
+		 env_path ? env_path : "", env_path ? ":" : "", builddir);
+	snprintf(backends, sizeof backends, "%s, async",
+		 backend && *backend ? backend : "cpu");
+	wafer_option options[] = {
+		{"core", "plugin_path", path},
+		{"core", "backend", backends},
+	};
+	wafer_runtime_options ro = {
+		.struct_size = sizeof ro,
+		.options = options,
+		.option_count = 2,
+		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
+	};
+	wafer_status s = wafer_runtime_open(&ro, &runtime);
+	if (s != WAFER_OK) {
+		printf("Bail out! runtime_open: %s\n", wafer_last_error());
+		return 1;
+	}
+
+	for (int ch = 0; ch < N_CHANNELS; ch++) {
+		test_chain("default", channels[ch]);
+		test_chain("async", channels[ch]);
+		test_errors(channels[ch]);
+		test_release_order("default", channels[ch]);
+		test_release_order("async", channels[ch]);
+		test_read_async("default", channels[ch]);
+		test_read_async("async", channels[ch]);
+		test_close_with_queued_work("default", channels[ch]);
+		test_close_with_queued_work("async", channels[ch]);
+	}
+	test_mpsc_returns_at_once();
+	wafer_runtime_close(runtime);
+	done_testing();
+	return exit_status();
+}

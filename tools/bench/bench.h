@@ -1,0 +1,37 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * bench.h: what the wafer-bench subcommands share: a clock, and opening
+ * a runtime and client or failing with the library's message. Each
+ * subcommand is one file under tools/bench/ and prints one line per
+ * measurement, `<name> key=value ...`, so results are easy to compare and
+ * to grep. */
+#ifndef WAFER_TOOLS_BENCH_H
+#define WAFER_TOOLS_BENCH_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include <wafer/wafer.h>
+
+static inline uint64_t bench_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Exits with the library's message when |status| is not WAFER_OK. */
+void bench_check(wafer_status status, const char *what);
+
+/* Opens a client on the default device with the given channel and memory
+ * strategy (NULL: configured). */
+wafer_client *bench_open_client(wafer_runtime *runtime, const char *channel,
+				const char *memory);
+
+/* Keeps the compiler from dropping a value a benchmark computes. */
+extern volatile uint64_t bench_sink;
+
+int bench_dispatch(int argc, char **argv);
+int bench_alloc(int argc, char **argv);
+
+#endif

@@ -1,0 +1,161 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * dispatch.c: `wafer-bench dispatch` — the cost of getting a kernel to the
+ * device. For each channel: nanoseconds per wafer_execute of the no-op
+ * kernel (throughput: 1M launches, then one sync) and per execute+sync
+ * round trip; beside them, in the same run, a plain call of the plugin's
+ * own launch entry with the same kernel (the plugin loaded by hand, no
+ * wafer core in between).
+ *
+ *   dispatch channel=C ns_per_execute=X ns_per_roundtrip=Y plain_call_ns=Z */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wafer/plugin.h>
+
+#include "tools/bench/bench.h"
+
+static uint64_t launches = 1000000;
+static uint64_t roundtrips = 20000;
+
+static void quiet_set_error(const char *format, ...)
+{
+}
+
+static void quiet_log(const struct wafer_host_services *host,
+		      wafer_log_level level, const char *format, ...)
+{
+}
+
+/* The default device's plugin path, found through a runtime. */
+static void default_plugin(char *path, size_t path_size, uint32_t *out_index)
+{
+	wafer_runtime *runtime;
+	wafer_client *client;
+	wafer_device_desc device = {.struct_size = sizeof device};
+	bench_check(wafer_runtime_open(NULL, &runtime), "runtime_open");
+	bench_check(wafer_client_open(runtime, "default", NULL, &client),
+		    "client_open");
+	bench_check(wafer_client_device(client, &device), "client_device");
+	*out_index = device.index;
+	for (size_t i = 0; i < wafer_runtime_plugin_count(runtime); i++) {
+		wafer_plugin_report report = {.struct_size = sizeof report};
+		wafer_runtime_plugin(runtime, i, &report);
+		if (report.accepted && strcmp(report.name, device.backend) == 0)
+			snprintf(path, path_size, "%s", report.path);
+	}
+	wafer_client_close(client);
+	wafer_runtime_close(runtime);
+}
+
+/* ns per plugin->server->launch of noop, called directly. */
+static double plain_call_ns(const char *path, uint32_t index)
+{
+	static struct wafer_host_services host = {
+		.struct_size = sizeof host,
+		.abi_major = WAFER_PLUGIN_ABI_MAJOR,
+		.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+		.set_error = quiet_set_error,
+		.log = quiet_log,
+	};
+	void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!so) {
+		fprintf(stderr, "wafer-bench: dlopen %s: %s\n", path, dlerror());
+		exit(1);
+	}
+	wafer_plugin_query_fn query =
+		(wafer_plugin_query_fn)dlsym(so, WAFER_PLUGIN_QUERY_SYMBOL);
+	const struct wafer_plugin *plugin =
+		query ? query(WAFER_PLUGIN_ABI_MAJOR, &host) : NULL;
+	struct wafer_plugin_init_args init = {.struct_size = sizeof init,
+					      .host = &host};
+	void *state, *device, *queue;
+	const struct wafer_kernel *kernels, *noop = NULL;
+	size_t count;
+	if (!plugin || plugin->init(&init, &state) ||
+	    plugin->device_open(state, index, &device) ||
+	    plugin->device_kernels(device, &kernels, &count) ||
+	    plugin->server->queue_create(device, &queue)) {
+		fprintf(stderr, "wafer-bench: cannot set up %s by hand\n", path);
+		exit(1);
+	}
+	for (size_t i = 0; i < count; i++)
+		if (strcmp(kernels[i].op, WAFER_KERNEL_NOOP) == 0 && !noop)
+			noop = &kernels[i];
+	if (!noop) {
+		fprintf(stderr, "wafer-bench: %s has no noop kernel\n", path);
+		exit(1);
+	}
+	struct wafer_launch launch = {
+		.struct_size = sizeof launch,
+		.kernel = noop,
+		.global = {1, 1, 1},
+	};
+	uint64_t start = bench_now_ns();
+	for (uint64_t i = 0; i < launches; i++)
+		plugin->server->launch(device, queue, &launch);
+	plugin->server->sync(device, queue);
+	double ns = (double)(bench_now_ns() - start) / (double)launches;
+	plugin->server->queue_destroy(device, queue);
+	plugin->device_close(device);
+	plugin->shutdown(state);
+	dlclose(so);
+	return ns;
+}
+
+static void measure_channel(wafer_runtime *runtime, const char *channel,
+			    double plain_ns)
+{
+	wafer_client *client = bench_open_client(runtime, channel, NULL);
+	wafer_execute_args args = {
+		.struct_size = sizeof args,
+		.kernel = WAFER_KERNEL_NOOP,
+		.dtype = WAFER_DTYPE_F32,
+		.global = {1, 1, 1},
+	};
+	for (int i = 0; i < 1000; i++)
+		bench_check(wafer_execute(client, &args), "execute noop");
+	bench_check(wafer_sync(client), "sync");
+
+	uint64_t start = bench_now_ns();
+	for (uint64_t i = 0; i < launches; i++)
+		wafer_execute(client, &args);
+	bench_check(wafer_sync(client), "sync");
+	double execute_ns = (double)(bench_now_ns() - start) / (double)launches;
+
+	start = bench_now_ns();
+	for (uint64_t i = 0; i < roundtrips; i++) {
+		wafer_execute(client, &args);
+		wafer_sync(client);
+	}
+	double roundtrip_ns =
+		(double)(bench_now_ns() - start) / (double)roundtrips;
+	printf("dispatch channel=%s ns_per_execute=%.1f ns_per_roundtrip=%.1f "
+	       "plain_call_ns=%.1f\n",
+	       channel, execute_ns, roundtrip_ns, plain_ns);
+	fflush(stdout);
+	wafer_client_close(client);
+}
+
+int bench_dispatch(int argc, char **argv)
+{
+	static const char *const channels[] = {"direct", "mutex", "mpsc"};
+	char path[4096] = "";
+	uint32_t index;
+	if (argc > 1)
+		launches = strtoull(argv[1], NULL, 10);
+	if (argc > 2)
+		roundtrips = strtoull(argv[2], NULL, 10);
+
+	default_plugin(path, sizeof path, &index);
+	double plain_ns = plain_call_ns(path, index);
+	wafer_runtime *runtime;
+	bench_check(wafer_runtime_open(NULL, &runtime), "runtime_open");
+	for (size_t c = 0; c < sizeof channels / sizeof channels[0]; c++)
+		measure_channel(runtime, channels[c], plain_ns);
+	wafer_runtime_close(runtime);
+	return 0;
+}

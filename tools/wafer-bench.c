@@ -1,0 +1,75 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * wafer-bench: measures wafer beside the thing it wraps, in the same run
+ * (see wafer-bench(1)). Absolute times depend on the machine; the ratios
+ * on each line are the result. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/bench/bench.h"
+
+volatile uint64_t bench_sink;
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help;
+} benches[] = {
+	{"dispatch", bench_dispatch,
+	 "no-op kernel per channel: queued execute, round trip, plain plugin call"},
+	{"alloc", bench_alloc,
+	 "reserve+release of a cached size per strategy, beside malloc+free"},
+};
+
+#define N_BENCHES (sizeof benches / sizeof benches[0])
+
+void bench_check(wafer_status status, const char *what)
+{
+	if (status == WAFER_OK)
+		return;
+	fprintf(stderr, "wafer-bench: %s: %s: %s\n", what,
+		wafer_status_string(status), wafer_last_error());
+	exit(1);
+}
+
+wafer_client *bench_open_client(wafer_runtime *runtime, const char *channel,
+				const char *memory)
+{
+	wafer_client *client;
+	wafer_client_options options = {
+		.struct_size = sizeof options,
+		.channel = channel,
+		.memory = memory,
+	};
+	bench_check(wafer_client_open(runtime, "default", &options, &client),
+		    "client_open");
+	return client;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: wafer-bench BENCHMARK [options]\n\n"
+		     "benchmarks:\n");
+	for (size_t i = 0; i < N_BENCHES; i++)
+		fprintf(out, "  %-10s %s\n", benches[i].name, benches[i].help);
+	fprintf(out, "\nThe device is the default one (WAFER_BACKEND picks "
+		     "another). See wafer-bench(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < N_BENCHES; i++) {
+		if (strcmp(argv[1], benches[i].name) != 0)
+			continue;
+		return benches[i].run(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "wafer-bench: unknown benchmark '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
