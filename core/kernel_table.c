@@ -78,6 +78,15 @@ static void insert(struct wafer_kernel_table *table, const char *variant,
 	};
 }
 
+/* The plugin's table entries may be larger than ours (a plugin built for a
+ * later minor version appends fields): step by the entries' struct_size. */
+static const struct wafer_kernel *kernel_at(const struct wafer_kernel_table *t,
+					    size_t i)
+{
+	return (const struct wafer_kernel *)((const char *)t->kernels +
+					     i * t->stride);
+}
+
 wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
 				     const char *backend,
 				     const struct wafer_kernel *kernels,
@@ -93,8 +102,14 @@ wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
 	table->kernels = kernels;
 	table->kernel_count = count;
 	table->backend = backend;
+	table->stride = count ? kernels[0].struct_size : sizeof *kernels;
+	if (count && table->stride < sizeof *kernels)
+		return wafer_fail(WAFER_ERROR_PLUGIN,
+				  "%s: kernel table entries have struct_size "
+				  "%zu, the core needs at least %zu",
+				  backend, table->stride, sizeof *kernels);
 	for (size_t i = 0; i < count; i++) {
-		const struct wafer_kernel *k = &kernels[i];
+		const struct wafer_kernel *k = kernel_at(table, i);
 		if (!k->op || !k->variant)
 			return wafer_fail(WAFER_ERROR_PLUGIN,
 					  "%s: kernel table entry %zu has no %s",
@@ -118,7 +133,7 @@ static void list_dtypes(const struct wafer_kernel_table *table, const char *op,
 	size_t used = 0;
 	buf[0] = '\0';
 	for (size_t i = 0; i < table->kernel_count && used < size; i++) {
-		const struct wafer_kernel *k = &table->kernels[i];
+		const struct wafer_kernel *k = kernel_at(table, i);
 		if (strcmp(k->op, op) == 0)
 			used += (size_t)snprintf(buf + used, size - used,
 						 "%s%s/%s", used ? ", " : "",

@@ -16,6 +16,7 @@ struct wafer_kernel_table {
 	size_t mask; /* capacity - 1, capacity a power of two */
 	const struct wafer_kernel *kernels;
 	size_t kernel_count;
+	size_t stride; /* bytes between entries: the plugin's struct_size */
 	const char *backend;
 };
 

@@ -35,3 +35,6 @@ libwafer_la_LIBADD = libwafer-core.la
 libwafer_la_LDFLAGS = -version-info $(WAFER_LT_VERSION) -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/core/libwafer.map
 EXTRA_libwafer_la_DEPENDENCIES = $(top_srcdir)/core/libwafer.map
+
+# The runtime: configuration chain, plugin loader, devices.
+libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c

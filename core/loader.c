@@ -1,0 +1,659 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * loader.c: finding, opening and checking one backend plugin (loader.h). */
+#include "build-config.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <wafer/plugin.h>
+#include <wafer/wafer.h>
+
+#include "core/error.h"
+#include "core/loader.h"
+#include "core/log.h"
+
+#ifndef WAFER_PLUGINDIR
+#error "WAFER_PLUGINDIR must name the built-in plugin directory (Makefile.am)"
+#endif
+
+//===----------------------------------------------------------------------===//
+// Small helpers
+//===----------------------------------------------------------------------===//
+
+static size_t min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+/* The calling thread's detail, or |fallback| when the plugin gave none. */
+static const char *detail_or(const char *fallback)
+{
+	const char *detail = wafer_error_detail();
+	return detail[0] ? detail : fallback;
+}
+
+static wafer_status out_of_memory(const char *what)
+{
+	return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+			  "plugin loader: out of host memory (%s)", what);
+}
+
+/* Records why |p| is not accepted and returns |status| with the reason,
+ * the plugin's name and its file as the thread's detail. */
+static wafer_status reject(struct wafer_loaded_plugin *p, wafer_status status,
+			   const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+static wafer_status reject(struct wafer_loaded_plugin *p, wafer_status status,
+			   const char *format, ...)
+{
+	char reason[WAFER_ERROR_DETAIL_MAX];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(reason, sizeof reason, format, ap);
+	va_end(ap);
+	free(p->reason);
+	p->reason = strdup(reason); /* NULL on failure: reported as such */
+	if (p->path)
+		return wafer_fail(status, "%s (%s): %s", p->name, p->path,
+				  reason);
+	return wafer_fail(status, "%s: %s", p->name, reason);
+}
+
+//===----------------------------------------------------------------------===//
+// Host services handed to each plugin
+//===----------------------------------------------------------------------===//
+
+static void host_set_error(const char *format, ...)
+	__attribute__((format(printf, 1, 2)));
+static void host_set_error(const char *format, ...)
+{
+	va_list ap;
+
+	va_start(ap, format);
+	wafer_vfail(WAFER_OK, format, ap); /* only the text is kept */
+	va_end(ap);
+}
+
+static void host_log(const struct wafer_host_services *host,
+		     wafer_log_level level, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+static void host_log(const struct wafer_host_services *host,
+		     wafer_log_level level, const char *format, ...)
+{
+	const struct wafer_loaded_plugin *p = host ? host->host_data : NULL;
+	va_list ap;
+
+	if ((int)level < (int)WAFER_LOG_ERROR)
+		level = WAFER_LOG_ERROR;
+	if ((int)level > (int)WAFER_LOG_DEBUG)
+		level = WAFER_LOG_DEBUG;
+	if (!wafer_log_enabled(level))
+		return;
+	va_start(ap, format);
+	wafer_vlog(level, p && p->name ? p->name : "plugin", format, ap);
+	va_end(ap);
+}
+
+//===----------------------------------------------------------------------===//
+// Finding the file
+//===----------------------------------------------------------------------===//
+
+/* "/a/b/cuda.so" -> "cuda": the name a path-loaded plugin goes by until
+ * its descriptor names it. */
+static char *name_from_path(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t len;
+
+	base = base && base[1] ? base + 1 : path;
+	len = strlen(base);
+	if (len > 3 && strcmp(base + len - 3, ".so") == 0)
+		len -= 3;
+	return strndup(base, len);
+}
+
+/* Absolute, symlink-free form of an existing |path| (kept as is when
+ * realpath cannot resolve it). */
+static char *resolve_path(const char *path)
+{
+	char *resolved = realpath(path, NULL);
+	return resolved ? resolved : strdup(path);
+}
+
+static bool file_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+static wafer_status check_path(struct wafer_loaded_plugin *p, const char *path)
+{
+	if (!file_exists(path))
+		return reject(p, WAFER_ERROR_NOT_FOUND, "not found: %s", path);
+	p->path = resolve_path(path);
+	return p->path ? WAFER_OK : out_of_memory("plugin path");
+}
+
+/* Looks for <name>.so in each directory of `[core] plugin_path`. */
+static wafer_status search_path(struct wafer_loaded_plugin *p,
+				const struct wafer_config *config,
+				const char *name)
+{
+	const char *setting =
+		config ? wafer_config_get(config, "core", "plugin_path", NULL)
+		       : NULL;
+	char searched[WAFER_ERROR_DETAIL_MAX] = "";
+	size_t used = 0;
+	const char *element;
+
+	if (!setting || !setting[0])
+		setting = WAFER_PLUGINDIR;
+	element = setting;
+	for (;;) {
+		const char *end = strchr(element, ':');
+		size_t len = end ? (size_t)(end - element) : strlen(element);
+		const char *dir = element;
+		char candidate[PATH_MAX];
+		int n;
+
+		if (len == 0) { /* empty element: the built-in directory */
+			dir = WAFER_PLUGINDIR;
+			len = strlen(dir);
+		}
+		n = snprintf(candidate, sizeof candidate, "%.*s/%s.so",
+			     (int)len, dir, name);
+		if (n > 0 && (size_t)n < sizeof candidate &&
+		    file_exists(candidate)) {
+			p->path = resolve_path(candidate);
+			return p->path ? WAFER_OK
+				       : out_of_memory("plugin path");
+		}
+		if (used < sizeof searched) {
+			n = snprintf(searched + used, sizeof searched - used,
+				     "%s%.*s", used ? ":" : "", (int)len, dir);
+			if (n > 0)
+				used += (size_t)n;
+		}
+		if (!end)
+			break;
+		element = end + 1;
+	}
+	return reject(p, WAFER_ERROR_NOT_FOUND, "not found in: %s", searched);
+}
+
+//===----------------------------------------------------------------------===//
+// Checking the descriptor
+//===----------------------------------------------------------------------===//
+
+/* A required entry: where it lies in its table, and its name in
+ * messages. */
+struct required_entry {
+	const char *label;
+	size_t offset;
+	size_t end;
+};
+
+#define REQUIRED(type, prefix, field)                                          \
+	{                                                                      \
+		prefix #field, offsetof(type, field),                          \
+			offsetof(type, field) + sizeof(((type *)0)->field)     \
+	}
+
+/* Required per plugin.h. device_close and queue_destroy are the free
+ * entries of device_open and queue_create, so they are required too. */
+static const struct required_entry plugin_required[] = {
+	REQUIRED(struct wafer_plugin, "", name),
+	REQUIRED(struct wafer_plugin, "", init),
+	REQUIRED(struct wafer_plugin, "", shutdown),
+	REQUIRED(struct wafer_plugin, "", device_count),
+	REQUIRED(struct wafer_plugin, "", device_info),
+	REQUIRED(struct wafer_plugin, "", device_open),
+	REQUIRED(struct wafer_plugin, "", device_close),
+	REQUIRED(struct wafer_plugin, "", device_kernels),
+	REQUIRED(struct wafer_plugin, "", storage),
+	REQUIRED(struct wafer_plugin, "", server),
+};
+
+static const struct required_entry storage_required[] = {
+	REQUIRED(struct wafer_storage_ops, "storage.", alloc),
+	REQUIRED(struct wafer_storage_ops, "storage.", free),
+	REQUIRED(struct wafer_storage_ops, "storage.", copy_in),
+	REQUIRED(struct wafer_storage_ops, "storage.", copy_out),
+	REQUIRED(struct wafer_storage_ops, "storage.", copy),
+};
+
+static const struct required_entry server_required[] = {
+	REQUIRED(struct wafer_server_ops, "server.", queue_create),
+	REQUIRED(struct wafer_server_ops, "server.", queue_destroy),
+	REQUIRED(struct wafer_server_ops, "server.", launch),
+	REQUIRED(struct wafer_server_ops, "server.", sync),
+};
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Checks that a table the plugin gave with |given_size| reaches every
+ * required entry and that none is NULL in its normalised copy |table|. */
+static wafer_status check_required(struct wafer_loaded_plugin *p,
+				   const void *table, size_t given_size,
+				   const struct required_entry *entries,
+				   size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		const unsigned char *bytes =
+			(const unsigned char *)table + entries[i].offset;
+		bool present = false;
+
+		if (given_size < entries[i].end)
+			return reject(p, WAFER_ERROR_PLUGIN,
+				      "struct_size %zu too small for required "
+				      "entry %s",
+				      given_size, entries[i].label);
+		for (size_t b = 0; b < entries[i].end - entries[i].offset; b++)
+			present = present || bytes[b] != 0;
+		if (!present)
+			return reject(p, WAFER_ERROR_PLUGIN,
+				      "missing required entry %s",
+				      entries[i].label);
+	}
+	return WAFER_OK;
+}
+
+/* Copies a table of |given_size| bytes into |dst| of |full_size| bytes:
+ * what the plugin lacks reads as NULL, what the core does not know is
+ * dropped. */
+static void normalise(void *dst, size_t full_size, const void *src,
+		      size_t given_size)
+{
+	memset(dst, 0, full_size);
+	memcpy(dst, src, min_size(given_size, full_size));
+	*(size_t *)dst = full_size;
+}
+
+static bool valid_backend_name(const char *name)
+{
+	if (!name[0])
+		return false;
+	for (const char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+		      *c == '_'))
+			return false;
+	return true;
+}
+
+/* Reads the descriptor |d| the query returned into |p|. */
+static wafer_status check_descriptor(struct wafer_loaded_plugin *p,
+				     const struct wafer_plugin *d, bool by_path)
+{
+	static const struct required_entry abi_fields[] = {
+		REQUIRED(struct wafer_plugin, "", abi_major),
+		REQUIRED(struct wafer_plugin, "", abi_minor),
+	};
+	wafer_status status;
+	size_t given;
+
+	/* struct_size, abi_major and abi_minor are read before anything
+	 * else: they stay where they are in every major. */
+	if (d->struct_size < abi_fields[1].end)
+		return reject(p, WAFER_ERROR_PLUGIN,
+			      "struct_size %zu too small for required entry "
+			      "abi_minor",
+			      d->struct_size);
+	p->abi_major = d->abi_major;
+	p->abi_minor = d->abi_minor;
+	if (d->abi_major != WAFER_PLUGIN_ABI_MAJOR)
+		return reject(p, WAFER_ERROR_ABI_MISMATCH,
+			      "ABI major %u, core speaks %u", d->abi_major,
+			      (unsigned)WAFER_PLUGIN_ABI_MAJOR);
+
+	given = d->struct_size;
+	normalise(&p->desc, sizeof p->desc, d, given);
+	status = check_required(p, &p->desc, given, plugin_required,
+				ARRAY_SIZE(plugin_required));
+	if (status != WAFER_OK)
+		return status;
+
+	given = p->desc.storage->struct_size;
+	normalise(&p->storage, sizeof p->storage, p->desc.storage, given);
+	status = check_required(p, &p->storage, given, storage_required,
+				ARRAY_SIZE(storage_required));
+	if (status != WAFER_OK)
+		return status;
+	given = p->desc.server->struct_size;
+	normalise(&p->server, sizeof p->server, p->desc.server, given);
+	status = check_required(p, &p->server, given, server_required,
+				ARRAY_SIZE(server_required));
+	if (status != WAFER_OK)
+		return status;
+	p->desc.storage = &p->storage;
+	p->desc.server = &p->server;
+	p->plugin = &p->desc;
+
+	if (!valid_backend_name(p->desc.name))
+		return reject(p, WAFER_ERROR_PLUGIN,
+			      "invalid name '%.64s' (want [a-z0-9_]+)",
+			      p->desc.name);
+	p->version = strdup(p->desc.version ? p->desc.version : "unknown");
+	p->description =
+		strdup(p->desc.description ? p->desc.description : "");
+	if (!p->version || !p->description)
+		return out_of_memory("plugin version");
+	if (by_path) {
+		char *name = strdup(p->desc.name);
+		if (!name)
+			return out_of_memory("plugin name");
+		free(p->name);
+		p->name = name;
+	} else if (strcmp(p->name, p->desc.name) != 0) {
+		wafer_log_warn("loader",
+			       "%s declares the name '%s'; it is known as "
+			       "'%s', as listed",
+			       p->path, p->desc.name, p->name);
+	}
+	return WAFER_OK;
+}
+
+//===----------------------------------------------------------------------===//
+// Opening, querying, initialising
+//===----------------------------------------------------------------------===//
+
+static wafer_status open_and_query(struct wafer_loaded_plugin *p, bool by_path)
+{
+	wafer_plugin_query_fn query;
+	const struct wafer_plugin *d;
+	void *symbol;
+
+	dlerror();
+	p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+	if (!p->dl) {
+		const char *why = dlerror();
+		return reject(p, WAFER_ERROR_PLUGIN, "dlopen failed: %s",
+			      why ? why : "unknown error");
+	}
+	dlerror();
+	symbol = dlsym(p->dl, WAFER_PLUGIN_QUERY_SYMBOL);
+	if (!symbol)
+		return reject(p, WAFER_ERROR_PLUGIN,
+			      "missing " WAFER_PLUGIN_QUERY_SYMBOL);
+	memcpy(&query, &symbol, sizeof query); /* object to function pointer */
+
+	p->host = (struct wafer_host_services){
+		.struct_size = sizeof p->host,
+		.abi_major = WAFER_PLUGIN_ABI_MAJOR,
+		.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+		.set_error = host_set_error,
+		.log = host_log,
+		.host_data = p,
+	};
+	wafer_error_clear();
+	d = query(WAFER_PLUGIN_ABI_MAJOR, &p->host);
+	if (!d)
+		return reject(p, WAFER_ERROR_PLUGIN, "query returned NULL: %s",
+			      detail_or("(no detail)"));
+	return check_descriptor(p, d, by_path);
+}
+
+/* The plugin's config section as init options; strings stay owned by
+ * |config|. */
+static wafer_status plugin_options(const struct wafer_config *config,
+				   const char *section,
+				   struct wafer_plugin_option **out_options,
+				   size_t *out_count)
+{
+	const struct wafer_config_entry *none = NULL;
+	const struct wafer_config_entry **entries;
+	struct wafer_plugin_option *options;
+	size_t count;
+
+	*out_options = NULL;
+	*out_count = 0;
+	if (!config)
+		return WAFER_OK;
+	count = wafer_config_section(config, section, &none, 0);
+	if (count == 0)
+		return WAFER_OK;
+	entries = calloc(count, sizeof *entries);
+	options = calloc(count, sizeof *options);
+	if (!entries || !options) {
+		free(entries);
+		free(options);
+		return out_of_memory("plugin options");
+	}
+	count = min_size(count,
+			 wafer_config_section(config, section, entries, count));
+	for (size_t i = 0; i < count; i++)
+		options[i] = (struct wafer_plugin_option){
+			.struct_size = sizeof options[i],
+			.key = entries[i]->key,
+			.value = entries[i]->value,
+			.origin = entries[i]->origin,
+		};
+	free(entries);
+	*out_options = options;
+	*out_count = count;
+	return WAFER_OK;
+}
+
+static wafer_status init_plugin(struct wafer_loaded_plugin *p,
+				const struct wafer_config *config)
+{
+	struct wafer_plugin_option *options;
+	size_t option_count;
+	void *state = NULL;
+	wafer_status status;
+
+	status = plugin_options(config, p->name, &options, &option_count);
+	if (status != WAFER_OK)
+		return status;
+	struct wafer_plugin_init_args args = {
+		.struct_size = sizeof args,
+		.options = options,
+		.option_count = option_count,
+		.host = &p->host,
+	};
+	wafer_error_clear();
+	status = p->desc.init(&args, &state);
+	free(options);
+	if (status != WAFER_OK)
+		return reject(p, WAFER_ERROR_PLUGIN, "init failed: %s: %s",
+			      wafer_status_string(status),
+			      detail_or("(no detail)"));
+	p->state = state;
+	p->initialised = true;
+	return WAFER_OK;
+}
+
+static wafer_status count_devices(struct wafer_loaded_plugin *p)
+{
+	uint32_t count = 0;
+	wafer_status status;
+
+	wafer_error_clear();
+	status = p->desc.device_count(p->state, &count);
+	if (status != WAFER_OK)
+		return reject(p, WAFER_ERROR_NO_DEVICE, "no devices: %s",
+			      detail_or(wafer_status_string(status)));
+	if (count == 0)
+		return reject(p, WAFER_ERROR_NO_DEVICE,
+			      "no devices: device_count returned 0");
+	p->device_count = count;
+	return WAFER_OK;
+}
+
+/* Shuts down and unloads whatever of |p| is live; the report stays. */
+static void unload_live(struct wafer_loaded_plugin *p)
+{
+	if (p->initialised)
+		p->desc.shutdown(p->state);
+	p->initialised = false;
+	p->state = NULL;
+	p->plugin = NULL;
+	p->accepted = false;
+	if (p->dl)
+		dlclose(p->dl);
+	p->dl = NULL;
+}
+
+static wafer_status load_steps(struct wafer_loaded_plugin *p,
+			       const struct wafer_config *config,
+			       const char *name_or_path, bool by_path)
+{
+	wafer_status status;
+
+	status = by_path ? check_path(p, name_or_path)
+			 : search_path(p, config, name_or_path);
+	if (status == WAFER_OK)
+		status = open_and_query(p, by_path);
+	if (status == WAFER_OK)
+		status = init_plugin(p, config);
+	if (status == WAFER_OK)
+		status = count_devices(p);
+	return status;
+}
+
+//===----------------------------------------------------------------------===//
+// Public (core-internal) entries
+//===----------------------------------------------------------------------===//
+
+wafer_status wafer_loader_load(const struct wafer_config *config,
+			       const char *name_or_path,
+			       struct wafer_loaded_plugin **out_plugin)
+{
+	struct wafer_loaded_plugin *p;
+	bool by_path;
+	wafer_status status;
+
+	if (!out_plugin)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_loader_load: out_plugin is NULL");
+	*out_plugin = NULL;
+	if (!name_or_path || !name_or_path[0])
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_loader_load: empty plugin name");
+	p = calloc(1, sizeof *p);
+	if (!p)
+		return out_of_memory("plugin record");
+	by_path = strchr(name_or_path, '/') != NULL;
+	p->name = by_path ? name_from_path(name_or_path) : strdup(name_or_path);
+	p->reason = strdup("");
+	if (!p->name || !p->reason) {
+		wafer_loader_unload(p);
+		return out_of_memory("plugin name");
+	}
+
+	status = load_steps(p, config, name_or_path, by_path);
+	if (status == WAFER_OK) {
+		p->accepted = true;
+		wafer_log_info("loader",
+			       "loaded %s %s from %s (ABI %u.%u, %u device%s)",
+			       p->name, p->version, p->path, p->abi_major,
+			       p->abi_minor, p->device_count,
+			       p->device_count == 1 ? "" : "s");
+		*out_plugin = p;
+		return WAFER_OK;
+	}
+
+	/* Keep the reason across the plugin's shutdown and dlclose, which
+	 * may set an error of their own. */
+	char detail[WAFER_ERROR_DETAIL_MAX];
+	snprintf(detail, sizeof detail, "%s", wafer_error_detail());
+	unload_live(p);
+	if (status == WAFER_ERROR_OUT_OF_MEMORY) {
+		wafer_loader_unload(p);
+		return wafer_fail(status, "%s", detail);
+	}
+	/* "Not there" and "there but no device" are normal on a machine
+	 * without that vendor's hardware; anything else is worth a look. */
+	if (status == WAFER_ERROR_NOT_FOUND || status == WAFER_ERROR_NO_DEVICE)
+		wafer_log_info("loader", "skipping %s", detail);
+	else
+		wafer_log_warn("loader", "rejected %s", detail);
+	*out_plugin = p;
+	return wafer_fail(status, "%s", detail);
+}
+
+void wafer_loader_unload(struct wafer_loaded_plugin *plugin)
+{
+	if (!plugin)
+		return;
+	unload_live(plugin);
+	free(plugin->name);
+	free(plugin->path);
+	free(plugin->version);
+	free(plugin->description);
+	free(plugin->reason);
+	free(plugin);
+}
+
+uint64_t wafer_loader_derived_caps(const struct wafer_loaded_plugin *plugin,
+				   size_t vm_granularity)
+{
+	const struct wafer_storage_ops *s = &plugin->storage;
+	const struct wafer_server_ops *q = &plugin->server;
+	uint64_t caps = 0;
+
+	if (s->alloc_async && s->free_async)
+		caps |= WAFER_CAP_STREAM_ORDERED_ALLOC;
+	if (s->vm_reserve && s->vm_release && s->vm_map && s->vm_unmap &&
+	    vm_granularity > 0)
+		caps |= WAFER_CAP_VIRTUAL_MEMORY;
+	if (q->timer_begin && q->timer_end)
+		caps |= WAFER_CAP_DEVICE_TIMERS;
+	if (s->host_alloc && s->host_free)
+		caps |= WAFER_CAP_PINNED_HOST;
+	return caps;
+}
+
+#define DERIVED_CAPS                                                           \
+	(WAFER_CAP_STREAM_ORDERED_ALLOC | WAFER_CAP_VIRTUAL_MEMORY |           \
+	 WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PINNED_HOST)
+
+wafer_status wafer_loader_device_info(const struct wafer_loaded_plugin *plugin,
+				      uint32_t index,
+				      struct wafer_device_info *out)
+{
+	struct wafer_device_info info;
+	wafer_status status;
+
+	if (!out)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_loader_device_info: out is NULL");
+	memset(out, 0, sizeof *out);
+	if (!plugin || !plugin->accepted)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_loader_device_info: plugin %s",
+				  plugin ? "not loaded" : "is NULL");
+	if (index >= plugin->device_count)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "%s:%u: device_info: %s has %u device%s",
+				  plugin->name, index, plugin->name,
+				  plugin->device_count,
+				  plugin->device_count == 1 ? "" : "s");
+
+	memset(&info, 0, sizeof info);
+	info.struct_size = sizeof info;
+	wafer_error_clear();
+	status = plugin->desc.device_info(plugin->state, index, &info);
+	if (status != WAFER_OK)
+		return wafer_fail(status, "%s:%u: device_info: %s",
+				  plugin->name, index,
+				  detail_or(wafer_status_string(status)));
+	info.struct_size = sizeof info;
+	info.name[WAFER_DEVICE_NAME_MAX - 1] = '\0';
+	if (info.alloc_alignment < 16 ||
+	    (info.alloc_alignment & (info.alloc_alignment - 1)) != 0)
+		return wafer_fail(WAFER_ERROR_PLUGIN,
+				  "%s:%u: device_info: alloc_alignment %zu is "
+				  "not a power of two >= 16",
+				  plugin->name, index, info.alloc_alignment);
+	info.capabilities = (info.capabilities & ~DERIVED_CAPS) |
+			    wafer_loader_derived_caps(plugin,
+						      info.vm_granularity);
+	*out = info;
+	return WAFER_OK;
+}

@@ -1,0 +1,93 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * cpu.h: what the files of the cpu plugin share — the plugin instance, the
+ * open device, and the ops tables each file provides. Reading order for a
+ * vendor writing a plugin:
+ *
+ *   plugin.c     the descriptor and wafer_plugin_query; init (options),
+ *                device info, device open/close
+ *   storage.c    wafer_storage_ops: memory, copies, virtual memory
+ *   server.c     wafer_server_ops: queues, launch, sync, timers
+ *   kernels.c    the kernel table and the f32 kernels behind it
+ *   threadpool.c how a launch is spread over the cores
+ *
+ * Nothing here is exported: the plugin is built with -fvisibility=hidden
+ * and a version script, so wafer_plugin_query is its only dynamic symbol.
+ * The plugin never links libwafer; it reaches the core only through the
+ * host services table it is given. */
+#ifndef WAFER_PLUGINS_CPU_CPU_H
+#define WAFER_PLUGINS_CPU_CPU_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <wafer/plugin.h>
+
+/* Every allocation and every binding offset is a multiple of this: one
+ * cache line, and the widest vector load (AVX-512) the kernels could use. */
+#define CPU_ALIGNMENT 64
+
+/* The most threads `threads = N` may ask for. */
+#define CPU_MAX_THREADS 1024
+
+/* The plugin instance: one per init, freed by shutdown. Read-only after
+ * init, so every thread may use it without locking. */
+struct cpu_state {
+	/* The core's services: set_error and log. Checked by init. */
+	const struct wafer_host_services *host;
+	/* Threads a device runs kernels on, the calling thread included. */
+	unsigned threads;
+};
+
+struct cpu_pool;
+struct cpu_vm_range;
+
+/* An open device. The core may call storage and server entries on it from
+ * several threads at once (plugin.h), so everything mutable is either
+ * locked or owned by a queue. */
+struct cpu_device {
+	const struct cpu_state *state;
+	/* Runs the kernels (threadpool.h); safe for concurrent launches. */
+	struct cpu_pool *pool;
+	/* sysconf(_SC_PAGESIZE): the granularity of the vm_* entries. */
+	size_t page_size;
+	/* Address ranges from vm_reserve, with their sizes: munmap needs the
+	 * size, and vm_map checks bounds against it. */
+	pthread_mutex_t vm_lock;
+	struct cpu_vm_range *vm_ranges;
+};
+
+/* storage.c */
+extern const struct wafer_storage_ops cpu_storage_ops;
+/* Prepares and tears down a device's storage bookkeeping. close releases
+ * any range the core left reserved (a core bug; logged). */
+void cpu_storage_open(struct cpu_device *device);
+void cpu_storage_close(struct cpu_device *device);
+
+/* server.c */
+extern const struct wafer_server_ops cpu_server_ops;
+
+/* A resource is a host address widened to 64 bits (plugin.h). */
+static inline void *cpu_resource_ptr(wafer_resource resource)
+{
+	return (void *)(uintptr_t)resource;
+}
+
+static inline wafer_resource cpu_ptr_resource(void *ptr)
+{
+	return (wafer_resource)(uintptr_t)ptr;
+}
+
+/* Element |i| of an array of ABI structs (options, bindings). The core
+ * built the array with its own sizeof, which it wrote into each element's
+ * struct_size: step by that, not by ours, so a core built against a later
+ * minor version (longer structs) is still read right. */
+static inline const void *cpu_abi_array_at(const void *array, size_t i)
+{
+	size_t stride = *(const size_t *)array; /* struct_size comes first */
+
+	return (const char *)array + i * stride;
+}
+
+#endif

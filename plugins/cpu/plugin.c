@@ -1,0 +1,292 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * plugin.c: the cpu plugin's descriptor and its one exported symbol,
+ * wafer_plugin_query; the plugin's lifetime (init, shutdown) and its one
+ * device (count, info, open, close, kernels). Start reading at the
+ * descriptor at the bottom of the file.
+ *
+ * Options, in the [cpu] section of wafer.conf(5):
+ *   threads = N   threads a launch may use, the launching thread included;
+ *                 0 or absent: one per online core. */
+#include "build-config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plugins/cpu/cpu.h"
+#include "plugins/cpu/kernels.h"
+#include "plugins/cpu/threadpool.h"
+
+/*===----------------------------------------------------------------------===
+ * Lifetime and options
+ *===----------------------------------------------------------------------===*/
+
+static unsigned online_cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		return 1;
+	return n > CPU_MAX_THREADS ? CPU_MAX_THREADS : (unsigned)n;
+}
+
+/* Parses a thread count: decimal digits only, 0..CPU_MAX_THREADS. */
+static int parse_threads(const char *text, unsigned *out_threads)
+{
+	unsigned long n;
+	char *end;
+
+	if (!text || text[0] < '0' || text[0] > '9')
+		return -1;
+	errno = 0;
+	n = strtoul(text, &end, 10);
+	if (errno || *end || n > CPU_MAX_THREADS)
+		return -1;
+	*out_threads = (unsigned)n;
+	return 0;
+}
+
+/* Applies one `key = value` line of [cpu] to |state|. Unknown keys are
+ * logged and ignored, so a configuration written for a newer plugin still
+ * loads; a bad value fails init, naming where it was set. */
+static wafer_status apply_option(struct cpu_state *state,
+				 const struct wafer_plugin_option *option)
+{
+	const struct wafer_host_services *host = state->host;
+	const char *origin = "(unknown origin)";
+
+	if (!WAFER_STRUCT_HAS(option, struct wafer_plugin_option, origin) ||
+	    !option->key) {
+		host->set_error("cpu: malformed option (struct_size %zu)",
+				option->struct_size);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (option->origin)
+		origin = option->origin;
+
+	if (strcmp(option->key, "threads") == 0) {
+		if (parse_threads(option->value, &state->threads) == 0)
+			return WAFER_OK;
+		host->set_error("%s: [cpu] threads: expected a number 0..%d, "
+				"got '%s'",
+				origin, CPU_MAX_THREADS,
+				option->value ? option->value : "");
+		return WAFER_ERROR_CONFIG;
+	}
+	host->log(host, WAFER_LOG_WARN, "%s: [cpu] unknown option '%s' ignored",
+		  origin, option->key);
+	return WAFER_OK;
+}
+
+/* The host table must offer what this plugin calls; without set_error
+ * there is no one to tell, so that failure has no detail. */
+static int host_usable(const struct wafer_host_services *host)
+{
+	return host &&
+	       WAFER_STRUCT_HAS(host, struct wafer_host_services, log) &&
+	       host->set_error && host->log;
+}
+
+static wafer_status cpu_init(const struct wafer_plugin_init_args *args,
+			     void **out_state)
+{
+	struct cpu_state *state;
+	wafer_status status;
+
+	*out_state = NULL;
+	if (!args ||
+	    !WAFER_STRUCT_HAS(args, struct wafer_plugin_init_args, host) ||
+	    !host_usable(args->host))
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	if (args->option_count && !args->options) {
+		args->host->set_error("cpu: %zu options at NULL",
+				      args->option_count);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+
+	state = calloc(1, sizeof *state);
+	if (!state) {
+		args->host->set_error("cpu: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	state->host = args->host;
+	for (size_t i = 0; i < args->option_count; i++) {
+		status = apply_option(state,
+				      cpu_abi_array_at(args->options, i));
+		if (status != WAFER_OK) {
+			free(state);
+			return status;
+		}
+	}
+	if (state->threads == 0)
+		state->threads = online_cores();
+
+	*out_state = state;
+	return WAFER_OK;
+}
+
+static void cpu_shutdown(void *state)
+{
+	free(state);
+}
+
+/*===----------------------------------------------------------------------===
+ * The device
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status cpu_device_count(void *state, uint32_t *out_count)
+{
+	*out_count = 1;
+	return WAFER_OK;
+}
+
+/* The processor's marketing name from /proc/cpuinfo ("model name" on x86;
+ * other architectures may have none), or "host CPU". */
+static void read_model_name(char *buf, size_t size)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256];
+
+	snprintf(buf, size, "host CPU");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		char *colon = strchr(line, ':');
+		if (strncmp(line, "model name", 10) != 0 || !colon)
+			continue;
+		char *name = colon + 1 + strspn(colon + 1, " \t");
+		name[strcspn(name, "\n")] = '\0';
+		if (*name)
+			snprintf(buf, size, "%s", name);
+		break;
+	}
+	fclose(f);
+}
+
+static uint64_t physical_memory(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES);
+	long page_size = sysconf(_SC_PAGESIZE);
+
+	if (pages < 1 || page_size < 1)
+		return 0;
+	return (uint64_t)pages * (uint64_t)page_size;
+}
+
+static wafer_status cpu_device_info(void *state, uint32_t index,
+				    struct wafer_device_info *out)
+{
+	const struct cpu_state *st = state;
+	struct wafer_device_info info = {
+		.struct_size = out->struct_size,
+		.memory_bytes = physical_memory(),
+		.capabilities = WAFER_CAP_HOST_MEMORY | WAFER_CAP_F64,
+		.alloc_alignment = CPU_ALIGNMENT,
+		.vm_granularity = (size_t)sysconf(_SC_PAGESIZE),
+		.compute_units = st->threads,
+	};
+	char model[WAFER_DEVICE_NAME_MAX];
+
+	if (index != 0) {
+		st->host->set_error("cpu: no device %" PRIu32
+				    " (the cpu backend has one, cpu:0)",
+				    index);
+		return WAFER_ERROR_NOT_FOUND;
+	}
+	read_model_name(model, sizeof model);
+	snprintf(info.name, sizeof info.name, "cpu: %.80s (%u threads)", model,
+		 st->threads);
+
+	/* Fill a whole struct as we know it, then hand over the part the
+	 * core knows: struct_size may be smaller (an older core) or larger
+	 * (a newer one, whose extra fields we leave alone). */
+	memcpy(out, &info,
+	       out->struct_size < sizeof info ? out->struct_size : sizeof info);
+	return WAFER_OK;
+}
+
+static wafer_status cpu_device_open(void *state, uint32_t index,
+				    void **out_device)
+{
+	const struct cpu_state *st = state;
+	struct cpu_device *dev;
+	int error;
+
+	*out_device = NULL;
+	if (index != 0) {
+		st->host->set_error("cpu: no device %" PRIu32
+				    " (the cpu backend has one, cpu:0)",
+				    index);
+		return WAFER_ERROR_NOT_FOUND;
+	}
+	dev = calloc(1, sizeof *dev);
+	if (!dev) {
+		st->host->set_error("cpu: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	dev->state = st;
+	dev->page_size = (size_t)sysconf(_SC_PAGESIZE);
+	error = cpu_pool_create(st->threads, &dev->pool);
+	if (error) {
+		st->host->set_error("cpu: cannot start %u worker threads: %s",
+				    st->threads - 1, strerror(error));
+		free(dev);
+		return WAFER_ERROR_DEVICE;
+	}
+	cpu_storage_open(dev);
+	*out_device = dev;
+	return WAFER_OK;
+}
+
+static void cpu_device_close(void *device)
+{
+	struct cpu_device *dev = device;
+
+	cpu_storage_close(dev);
+	cpu_pool_destroy(dev->pool);
+	free(dev);
+}
+
+static wafer_status cpu_device_kernels(void *device,
+				       const struct wafer_kernel **out_kernels,
+				       size_t *out_count)
+{
+	*out_kernels = cpu_kernel_table(out_count);
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * The descriptor and the entry point
+ *===----------------------------------------------------------------------===*/
+
+static const struct wafer_plugin cpu_plugin = {
+	.struct_size = sizeof(struct wafer_plugin),
+	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
+	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+	.name = "cpu",
+	.version = PACKAGE_VERSION,
+	.description = "host memory and threaded C kernels (reference backend)",
+	.init = cpu_init,
+	.shutdown = cpu_shutdown,
+	.device_count = cpu_device_count,
+	.device_info = cpu_device_info,
+	.device_open = cpu_device_open,
+	.device_close = cpu_device_close,
+	.device_kernels = cpu_device_kernels,
+	.storage = &cpu_storage_ops,
+	.server = &cpu_server_ops,
+};
+
+/* The plugin speaks one ABI major and returns its descriptor whatever the
+ * core speaks: on a mismatch the core reports both majors and unloads it.
+ * |host| is not kept here; init receives it again, per instance. */
+const struct wafer_plugin *
+wafer_plugin_query(uint32_t core_abi_major,
+		   const struct wafer_host_services *host)
+{
+	return &cpu_plugin;
+}

@@ -1,0 +1,294 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * storage.c: the cpu plugin's wafer_storage_ops. Device memory is host
+ * memory: a resource is a host address, copies are memcpy on the calling
+ * thread, and virtual memory is mmap'd address space whose pages are
+ * committed and dropped with mprotect and madvise.
+ *
+ * Every copy runs at once, synchronously. That keeps queue ordering
+ * trivially true: launches are synchronous too (server.c), so by the time
+ * a copy is issued, everything issued before it on its queue has run. */
+#include "build-config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "plugins/cpu/cpu.h"
+
+/* One vm_reserve'd address range (device->vm_ranges, under vm_lock). */
+struct cpu_vm_range {
+	uintptr_t base;
+	size_t size;
+	struct cpu_vm_range *next;
+};
+
+static const struct wafer_host_services *host_of(void *device)
+{
+	return ((struct cpu_device *)device)->state->host;
+}
+
+/*===----------------------------------------------------------------------===
+ * Allocation and copies
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status cpu_storage_alloc(void *device, size_t size,
+				      wafer_resource *out_resource)
+{
+	void *ptr;
+
+	*out_resource = 0;
+	if (size == 0) {
+		host_of(device)->set_error("cpu: cannot allocate 0 bytes");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (posix_memalign(&ptr, CPU_ALIGNMENT, size) != 0) {
+		host_of(device)->set_error("cpu: cannot allocate %zu bytes",
+					   size);
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	*out_resource = cpu_ptr_resource(ptr);
+	return WAFER_OK;
+}
+
+static void cpu_storage_free(void *device, wafer_resource resource)
+{
+	free(cpu_resource_ptr(resource));
+}
+
+static wafer_status cpu_storage_copy_in(void *device, void *queue,
+					wafer_resource dst, size_t dst_offset,
+					const void *src, size_t size)
+{
+	if (size)
+		memcpy((char *)cpu_resource_ptr(dst) + dst_offset, src, size);
+	return WAFER_OK;
+}
+
+static wafer_status cpu_storage_copy_out(void *device, void *queue,
+					 wafer_resource src, size_t src_offset,
+					 void *dst, size_t size)
+{
+	if (size)
+		memcpy(dst, (const char *)cpu_resource_ptr(src) + src_offset,
+		       size);
+	return WAFER_OK;
+}
+
+/* memmove: two slices of one resource may overlap. */
+static wafer_status cpu_storage_copy(void *device, void *queue,
+				     wafer_resource dst, size_t dst_offset,
+				     wafer_resource src, size_t src_offset,
+				     size_t size)
+{
+	if (size)
+		memmove((char *)cpu_resource_ptr(dst) + dst_offset,
+			(const char *)cpu_resource_ptr(src) + src_offset, size);
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Virtual memory
+ *===----------------------------------------------------------------------===*/
+
+/* Finds the range starting at |range|; with |unlink|, also takes it off
+ * the device's list (the caller frees it). Called with vm_lock held. */
+static struct cpu_vm_range *find_range(struct cpu_device *dev,
+				       wafer_resource range, int unlink)
+{
+	for (struct cpu_vm_range **p = &dev->vm_ranges; *p; p = &(*p)->next) {
+		struct cpu_vm_range *r = *p;
+		if (r->base != (uintptr_t)range)
+			continue;
+		if (unlink)
+			*p = r->next;
+		return r;
+	}
+	return NULL;
+}
+
+/* Checks that [offset, offset + size) is a non-empty, page-aligned part of
+ * the reserved range and returns its address, or NULL after set_error. */
+static void *range_pages(struct cpu_device *dev, wafer_resource range,
+			 size_t offset, size_t size, const char *what)
+{
+	const struct wafer_host_services *host = dev->state->host;
+	size_t range_size = 0;
+
+	pthread_mutex_lock(&dev->vm_lock);
+	struct cpu_vm_range *r = find_range(dev, range, 0);
+	if (r)
+		range_size = r->size;
+	pthread_mutex_unlock(&dev->vm_lock);
+
+	if (!r) {
+		host->set_error("cpu: %s: 0x%" PRIx64
+				" is not a reserved range",
+				what, range);
+		return NULL;
+	}
+	if (size == 0 || offset % dev->page_size || size % dev->page_size) {
+		host->set_error("cpu: %s: offset %zu and size %zu must be "
+				"multiples of the page size %zu (size > 0)",
+				what, offset, size, dev->page_size);
+		return NULL;
+	}
+	if (size > range_size || offset > range_size - size) {
+		host->set_error("cpu: %s: [%zu, +%zu) lies outside the "
+				"%zu-byte range",
+				what, offset, size, range_size);
+		return NULL;
+	}
+	return (char *)cpu_resource_ptr(range) + offset;
+}
+
+/* Address space only: PROT_NONE and MAP_NORESERVE commit no memory and
+ * count against no overcommit limit until vm_map makes pages usable. */
+static wafer_status cpu_storage_vm_reserve(void *device, size_t size,
+					   wafer_resource *out_range)
+{
+	struct cpu_device *dev = device;
+	const struct wafer_host_services *host = dev->state->host;
+	struct cpu_vm_range *r;
+	void *base;
+
+	*out_range = 0;
+	if (size == 0 || size % dev->page_size) {
+		host->set_error("cpu: vm_reserve: size %zu must be a nonzero "
+				"multiple of the page size %zu",
+				size, dev->page_size);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	r = malloc(sizeof *r);
+	if (!r) {
+		host->set_error("cpu: vm_reserve: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	base = mmap(NULL, size, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED) {
+		host->set_error("cpu: cannot reserve %zu bytes of address "
+				"space: %s",
+				size, strerror(errno));
+		free(r);
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	r->base = (uintptr_t)base;
+	r->size = size;
+
+	pthread_mutex_lock(&dev->vm_lock);
+	r->next = dev->vm_ranges;
+	dev->vm_ranges = r;
+	pthread_mutex_unlock(&dev->vm_lock);
+
+	*out_range = cpu_ptr_resource(base);
+	return WAFER_OK;
+}
+
+static void cpu_storage_vm_release(void *device, wafer_resource range)
+{
+	struct cpu_device *dev = device;
+
+	pthread_mutex_lock(&dev->vm_lock);
+	struct cpu_vm_range *r = find_range(dev, range, 1);
+	pthread_mutex_unlock(&dev->vm_lock);
+
+	if (!r) {
+		dev->state->host->log(dev->state->host, WAFER_LOG_WARN,
+				      "vm_release: 0x%" PRIx64
+				      " is not a reserved range; ignored",
+				      range);
+		return;
+	}
+	munmap((void *)r->base, r->size);
+	free(r);
+}
+
+/* Pages become readable and writable; the kernel backs each one with a
+ * zeroed page on first touch. */
+static wafer_status cpu_storage_vm_map(void *device, wafer_resource range,
+				       size_t offset, size_t size)
+{
+	struct cpu_device *dev = device;
+	void *pages = range_pages(dev, range, offset, size, "vm_map");
+
+	if (!pages)
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	if (mprotect(pages, size, PROT_READ | PROT_WRITE) != 0) {
+		dev->state->host->set_error("cpu: vm_map: cannot commit %zu "
+					    "bytes: %s",
+					    size, strerror(errno));
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	return WAFER_OK;
+}
+
+/* MADV_DONTNEED gives the pages back to the system at once (a later map
+ * reads zeros); PROT_NONE makes a stray access fault instead of quietly
+ * committing a fresh page. */
+static wafer_status cpu_storage_vm_unmap(void *device, wafer_resource range,
+					 size_t offset, size_t size)
+{
+	struct cpu_device *dev = device;
+	void *pages = range_pages(dev, range, offset, size, "vm_unmap");
+
+	if (!pages)
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	if (madvise(pages, size, MADV_DONTNEED) != 0 ||
+	    mprotect(pages, size, PROT_NONE) != 0) {
+		dev->state->host->set_error("cpu: vm_unmap: %s",
+					    strerror(errno));
+		return WAFER_ERROR_INTERNAL;
+	}
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * The table
+ *===----------------------------------------------------------------------===*/
+
+const struct wafer_storage_ops cpu_storage_ops = {
+	.struct_size = sizeof(struct wafer_storage_ops),
+	.alloc = cpu_storage_alloc,
+	.free = cpu_storage_free,
+	.copy_in = cpu_storage_copy_in,
+	.copy_out = cpu_storage_copy_out,
+	.copy = cpu_storage_copy,
+	/* alloc_async/free_async: NULL. There is no stream-ordered allocator
+	 * to expose — every cpu queue runs synchronously, so the plain
+	 * alloc already is "ordered" — and the core's `stream` strategy
+	 * reports itself unavailable on cpu. */
+	.vm_reserve = cpu_storage_vm_reserve,
+	.vm_release = cpu_storage_vm_release,
+	.vm_map = cpu_storage_vm_map,
+	.vm_unmap = cpu_storage_vm_unmap,
+	/* host_alloc/host_free: NULL. Device memory is host memory; uploads
+	 * and downloads are a memcpy from the caller's buffer and need no
+	 * page-locked staging. */
+};
+
+void cpu_storage_open(struct cpu_device *device)
+{
+	pthread_mutex_init(&device->vm_lock, NULL);
+	device->vm_ranges = NULL;
+}
+
+void cpu_storage_close(struct cpu_device *device)
+{
+	const struct wafer_host_services *host = device->state->host;
+
+	/* No lock: the core closes a device only when nothing uses it. */
+	while (device->vm_ranges) {
+		struct cpu_vm_range *r = device->vm_ranges;
+		host->log(host, WAFER_LOG_WARN,
+			  "device closed with %zu bytes of address space still "
+			  "reserved at 0x%" PRIxPTR "; released",
+			  r->size, r->base);
+		device->vm_ranges = r->next;
+		munmap((void *)r->base, r->size);
+		free(r);
+	}
+	pthread_mutex_destroy(&device->vm_lock);
+}

@@ -1,0 +1,43 @@
+#!/bin/sh
+# wafer — SPDX-License-Identifier: MIT
+#
+# exports.sh: what the built shared objects export (TAP). A plugin exports
+# exactly wafer_plugin_query; libwafer.so.0 exports only the public wafer_*
+# API (plus its version node, WAFER_0). Anything else leaking out would
+# become ABI that distros have to keep.
+
+plugin="$T_BUILDDIR/../plugins/cpu/.libs/cpu.so"
+library="$T_BUILDDIR/../.libs/libwafer.so.0"
+
+if ! command -v nm >/dev/null 2>&1; then
+	echo "1..0 # SKIP nm not found"
+	exit 0
+fi
+
+# Names of the defined dynamic symbols of $1, without @VERSION suffixes.
+exports() {
+	nm -D --defined-only "$1" |
+		awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u
+}
+
+echo "1..2"
+
+syms=$(exports "$plugin") || syms="(nm failed on $plugin)"
+if [ "$syms" = wafer_plugin_query ]; then
+	echo "ok 1 - cpu.so exports only wafer_plugin_query"
+else
+	echo "not ok 1 - cpu.so exports only wafer_plugin_query"
+	echo "$syms" | sed 's/^/# exported: /'
+fi
+
+if syms=$(exports "$library"); then
+	stray=$(echo "$syms" | grep -v -e '^wafer_' -e '^WAFER_0$')
+else
+	stray="(nm failed on $library)"
+fi
+if [ -z "$stray" ]; then
+	echo "ok 2 - libwafer.so.0 exports only wafer_* symbols"
+else
+	echo "not ok 2 - libwafer.so.0 exports only wafer_* symbols"
+	echo "$stray" | sed 's/^/# stray: /'
+fi

@@ -1,0 +1,26 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * abi_major.c: a test plugin that speaks only ABI major 999. As plugin.h
+ * asks, it returns its own descriptor whatever major the core speaks; the
+ * core must report both numbers and unload it. */
+#include "build-config.h"
+
+#include "t/plugins/common.h"
+
+const struct tp_plugin_defaults tp_plugin = {
+	.name = "abi_major",
+	.version = "999.0.0",
+	.description = "test plugin: from the future",
+	.devices = 1,
+};
+
+WAFER_PLUGIN_EXPORT const struct wafer_plugin *
+wafer_plugin_query(uint32_t core_abi_major,
+		   const struct wafer_host_services *host)
+{
+	static struct wafer_plugin d;
+
+	tp_describe(host, &d);
+	d.abi_major = 999;
+	d.abi_minor = 7;
+	return &d;
+}

@@ -1,0 +1,120 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * common.h: what the test plugins in t/plugins/ share. Each test plugin is
+ * a small file that fills a descriptor from these entries and changes the
+ * one thing it tests (an ABI major, a NULL required entry, a failing
+ * init, ...). The entries implement a minimal host-memory backend: a
+ * resource is a host pointer, launches run at once on the calling thread,
+ * kernels "fill" and "add" on f32.
+ *
+ * Options ([<plugin>] section):
+ *   devices = N          number of devices (default from tp_plugin)
+ *   name = TEXT          device name; shown as "TEXT [<origin>]" so tests
+ *                        see that the origin arrived too
+ *   memory = BYTES       memory_bytes of each device (default 1 GiB)
+ *   caps = BITS          capabilities the plugin claims (default
+ *                        HOST_MEMORY | F64)
+ *   vm_granularity = N   (default from tp_plugin)
+ * An unknown key fails init with "unknown option <key> (<origin>)".
+ *
+ * t/loader.c includes this header to look into struct tp_device (open
+ * and close counts) of a device it acquired. */
+#ifndef WAFER_T_PLUGINS_COMMON_H
+#define WAFER_T_PLUGINS_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <wafer/plugin.h>
+
+#define TP_MAX_DEVICES 8
+
+/* Defined by each plugin file: what differs between them. */
+struct tp_plugin_defaults {
+	const char *name;
+	const char *version;
+	const char *description;
+	uint32_t devices;
+	size_t vm_granularity;
+};
+extern const struct tp_plugin_defaults tp_plugin;
+
+/* One device; device_open hands out a pointer to it. It lives as long as
+ * the plugin state, so a test can read the counts after a close. */
+struct tp_device {
+	uint32_t index;
+	int open_count;
+	int close_count;
+	int queues_live;
+};
+
+struct tp_state {
+	uint32_t device_count;
+	uint64_t memory_bytes;
+	uint64_t caps;
+	size_t vm_granularity;
+	char name[WAFER_DEVICE_NAME_MAX];
+	struct tp_device devices[TP_MAX_DEVICES];
+};
+
+/* The host services the plugin was queried with. */
+extern const struct wafer_host_services *tp_host;
+
+/* Call from wafer_plugin_query: remembers |host| and fills |d| as a
+ * complete, valid descriptor for ABI WAFER_PLUGIN_ABI_MAJOR.MINOR from
+ * tp_plugin and the tp_* entries below (tables with every optional entry
+ * NULL). The plugin then changes the one thing it tests and returns |d|. */
+void tp_describe(const struct wafer_host_services *host,
+		 struct wafer_plugin *d);
+
+/* Lifetime and devices. */
+wafer_status tp_init(const struct wafer_plugin_init_args *args,
+		     void **out_state);
+void tp_shutdown(void *state);
+wafer_status tp_device_count(void *state, uint32_t *out_count);
+wafer_status tp_device_info(void *state, uint32_t index,
+			    struct wafer_device_info *out);
+wafer_status tp_device_open(void *state, uint32_t index, void **out_device);
+void tp_device_close(void *device);
+wafer_status tp_device_kernels(void *device,
+			       const struct wafer_kernel **out_kernels,
+			       size_t *out_count);
+
+/* Required storage and server entries. */
+wafer_status tp_alloc(void *device, size_t size, wafer_resource *out_resource);
+void tp_free(void *device, wafer_resource resource);
+wafer_status tp_copy_in(void *device, void *queue, wafer_resource dst,
+			size_t dst_offset, const void *src, size_t size);
+wafer_status tp_copy_out(void *device, void *queue, wafer_resource src,
+			 size_t src_offset, void *dst, size_t size);
+wafer_status tp_copy(void *device, void *queue, wafer_resource dst,
+		     size_t dst_offset, wafer_resource src, size_t src_offset,
+		     size_t size);
+wafer_status tp_queue_create(void *device, void **out_queue);
+void tp_queue_destroy(void *device, void *queue);
+wafer_status tp_launch(void *device, void *queue,
+		       const struct wafer_launch *launch);
+wafer_status tp_sync(void *device, void *queue);
+
+/* Optional entries (full.c, old_minor.c): host memory standing in for
+ * stream-ordered, virtual and pinned memory; wall-clock timers. */
+wafer_status tp_alloc_async(void *device, void *queue, size_t size,
+			    wafer_resource *out_resource);
+wafer_status tp_free_async(void *device, void *queue, wafer_resource resource);
+wafer_status tp_vm_reserve(void *device, size_t size, wafer_resource *out_range);
+void tp_vm_release(void *device, wafer_resource range);
+wafer_status tp_vm_map(void *device, wafer_resource range, size_t offset,
+		       size_t size);
+wafer_status tp_vm_unmap(void *device, wafer_resource range, size_t offset,
+			 size_t size);
+wafer_status tp_host_alloc(void *device, size_t size, void **out_ptr);
+void tp_host_free(void *device, void *ptr);
+wafer_status tp_timer_begin(void *device, void *queue, void **out_timer);
+wafer_status tp_timer_end(void *device, void *queue, void *timer,
+			  uint64_t *out_ns);
+
+/* Tables with the required entries only (every optional one NULL). */
+extern const struct wafer_storage_ops tp_storage_ops;
+extern const struct wafer_server_ops tp_server_ops;
+
+#endif

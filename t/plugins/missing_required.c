@@ -1,0 +1,32 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * missing_required.c: a test plugin whose server table lacks the required
+ * launch entry. */
+#include "build-config.h"
+
+#include "t/plugins/common.h"
+
+const struct tp_plugin_defaults tp_plugin = {
+	.name = "missing_required",
+	.version = "1.0",
+	.description = "test plugin: no launch",
+	.devices = 1,
+};
+
+static const struct wafer_server_ops no_launch_server_ops = {
+	.struct_size = sizeof(struct wafer_server_ops),
+	.queue_create = tp_queue_create,
+	.queue_destroy = tp_queue_destroy,
+	.launch = NULL, /* required */
+	.sync = tp_sync,
+};
+
+WAFER_PLUGIN_EXPORT const struct wafer_plugin *
+wafer_plugin_query(uint32_t core_abi_major,
+		   const struct wafer_host_services *host)
+{
+	static struct wafer_plugin d;
+
+	tp_describe(host, &d);
+	d.server = &no_launch_server_ops;
+	return &d;
+}

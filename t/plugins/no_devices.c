@@ -1,0 +1,32 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * no_devices.c: a test plugin that initialises but has no device, as a
+ * GPU plugin on a machine without the vendor's driver: device_count
+ * returns WAFER_ERROR_NO_DEVICE with the reason. */
+#include "build-config.h"
+
+#include "t/plugins/common.h"
+
+const struct tp_plugin_defaults tp_plugin = {
+	.name = "no_devices",
+	.version = "1.0",
+	.description = "test plugin: no driver",
+	.devices = 0,
+};
+
+static wafer_status no_devices_count(void *state, uint32_t *out_count)
+{
+	*out_count = 0;
+	tp_host->set_error("fake driver missing");
+	return WAFER_ERROR_NO_DEVICE;
+}
+
+WAFER_PLUGIN_EXPORT const struct wafer_plugin *
+wafer_plugin_query(uint32_t core_abi_major,
+		   const struct wafer_host_services *host)
+{
+	static struct wafer_plugin d;
+
+	tp_describe(host, &d);
+	d.device_count = no_devices_count;
+	return &d;
+}

@@ -1,0 +1,100 @@
+#!/bin/sh
+# wafer — SPDX-License-Identifier: MIT
+#
+# wafer-info.sh: runs the built wafer-info (through its libtool wrapper)
+# with WAFER_CONFIG naming a file with a broken line and a plugin path
+# holding the bad test plugins. It must name the file and line, give each
+# bad plugin's reason, and still list the devices and the default one.
+# The device is cpu:0 when the cpu plugin is built, else good:0.
+set -u
+
+if [ -z "${T_BUILDDIR:-}" ]; then
+	echo "1..0 # SKIP T_BUILDDIR is not set (run through make check)"
+	exit 0
+fi
+tool=$T_BUILDDIR/../tools/wafer-info
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-info.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+if [ -e "$T_BUILDDIR/../plugins/cpu/.libs/cpu.so" ]; then
+	device=cpu
+else
+	device=good
+fi
+
+conf=$tmp/broken.conf
+cat > "$conf" <<CONF
+[core]
+backend = nosuch, abi_major, init_fails, no_devices, not-a-plugin, $device
+this line is broken
+[good]
+name = Good From File
+CONF
+
+WAFER_CONFIG=$conf
+WAFER_PLUGIN_PATH=$T_BUILDDIR/plugins/.libs:$T_BUILDDIR/plugins:${WAFER_PLUGIN_PATH:-}
+export WAFER_CONFIG WAFER_PLUGIN_PATH
+unset WAFER_BACKEND WAFER_LOG WAFER_CHANNEL WAFER_MEMORY
+
+n=0
+failed=0
+check() { # check NAME COMMAND...: one TAP line
+	name=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name"
+		failed=1
+	fi
+}
+has() { # has TEXT: the last output holds TEXT (a fixed string)
+	grep -F -e "$1" "$tmp/out" > /dev/null
+}
+show_output() {
+	sed 's/^/# /' "$tmp/out" "$tmp/err"
+}
+
+echo "1..22"
+
+"$tool" > "$tmp/out" 2> "$tmp/err"
+status=$?
+check "exit status 0 with a default device (got $status)" test "$status" -eq 0
+check "header names the version" has "wafer "
+check "config file FAILED" has "FAILED  $conf:"
+check "broken line named as file:line" has "$conf:3"
+check "backend setting from the file, with its origin" \
+	has "[core] backend"
+check "backend origin is $conf:2" has "($conf:2)"
+check "nosuch: not found in" has "  nosuch: not found in: $T_BUILDDIR/plugins/.libs:"
+check "abi_major: ABI reason" has "  abi_major: ABI major 999, core speaks 1"
+check "abi_major: ABI 999.7 shown" has "ABI:     999.7"
+check "init_fails: init reason" \
+	has "  init_fails: init failed: WAFER_ERROR_DEVICE: cannot reach the widget (code 42)"
+check "no_devices: no devices reason" has "  no_devices: no devices: fake driver missing"
+check "not-a-plugin: dlopen failed" has "  not-a-plugin: dlopen failed: "
+check "$device accepted" has "  $device: accepted"
+check "$device:0 listed among devices" has "  $device:0 "
+check "capabilities line" has "capabilities: "
+check "default device is $device:0" has "Default device: $device:0"
+check "skipped backends say why" has "  skipped abi_major: ABI major 999, core speaks 1"
+[ "$failed" -eq 0 ] || show_output
+
+"$tool" --quiet > "$tmp/out" 2> "$tmp/err"
+status=$?
+check "--quiet: exit 0" test "$status" -eq 0
+check "--quiet: one line, the default device" \
+	test "$(wc -l < "$tmp/out")" -eq 1 -a "$(cut -d' ' -f1 < "$tmp/out")" = "$device:0"
+
+"$tool" --backend "nosuch, no_devices" > "$tmp/out" 2> "$tmp/err"
+status=$?
+check "--backend without a usable backend: exit 1 (got $status)" test "$status" -eq 1
+check "--backend: no default device" has "Default device: none"
+
+"$tool" --no-such-option > "$tmp/out" 2> "$tmp/err"
+status=$?
+check "unknown option: exit 2 (got $status)" test "$status" -eq 2
+
+[ "$failed" -eq 0 ] || show_output
+exit 0

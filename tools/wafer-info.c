@@ -1,0 +1,282 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * wafer-info: what wafer sees on this machine — configuration sources and
+ * the settings they produced, every plugin the backend list names (found
+ * where, which version and ABI, accepted or why not), the devices, and
+ * which device "default" selects and why the backends before it were
+ * skipped. Uses the public API only, like any application. See
+ * wafer-info(1).
+ *
+ * Exit status: 0 when a default device exists, 1 when none does (or the
+ * runtime could not be opened), 2 for a usage error. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wafer/wafer.h>
+
+#ifndef WAFER_PLUGINDIR
+#define WAFER_PLUGINDIR "the built-in plugin directory"
+#endif
+
+static const char usage_text[] =
+	"Usage: wafer-info [OPTION]...\n"
+	"Show wafer's configuration, backend plugins and devices.\n"
+	"\n"
+	"  -b, --backend LIST  use LIST (\"cuda, cpu\") as [core] backend\n"
+	"  -q, --quiet         print only the default device\n"
+	"  -h, --help          show this help and exit\n"
+	"  -V, --version       show the version and exit\n"
+	"\n"
+	"Exit status: 0 if there is a default device, 1 if not, 2 for a\n"
+	"usage error. See wafer-info(1).\n";
+
+/* WAFER_CAP_* bit n is named cap_words[n]. */
+static const char *const cap_words[] = {
+	"f16",
+	"bf16",
+	"f64",
+	"host-memory",
+	"stream-ordered-alloc",
+	"virtual-memory",
+	"device-timers",
+	"pinned-host",
+};
+
+static void print_caps(uint64_t caps)
+{
+	const size_t known = sizeof cap_words / sizeof cap_words[0];
+	int printed = 0;
+
+	for (unsigned bit = 0; bit < 64; bit++) {
+		if (!(caps & (UINT64_C(1) << bit)))
+			continue;
+		if (bit < known)
+			printf("%s%s", printed ? " " : "", cap_words[bit]);
+		else
+			printf("%sbit%u", printed ? " " : "", bit);
+		printed = 1;
+	}
+	printf("%s\n", printed ? "" : "none");
+}
+
+static void print_memory(uint64_t bytes)
+{
+	const double mib = 1024.0 * 1024.0, gib = mib * 1024.0;
+
+	if (bytes >= (UINT64_C(1) << 30))
+		printf("%.1f GiB\n", (double)bytes / gib);
+	else if (bytes >= (UINT64_C(1) << 20))
+		printf("%.1f MiB\n", (double)bytes / mib);
+	else
+		printf("%" PRIu64 " bytes\n", bytes);
+}
+
+static const char *source_state(wafer_config_source_state state)
+{
+	switch (state) {
+	case WAFER_CONFIG_SOURCE_READ: return "read";
+	case WAFER_CONFIG_SOURCE_ABSENT: return "absent";
+	case WAFER_CONFIG_SOURCE_FAILED: return "FAILED";
+	}
+	return "?";
+}
+
+static void print_sources(const wafer_runtime *rt)
+{
+	size_t count = wafer_runtime_config_source_count(rt);
+
+	printf("Configuration sources (in the order applied; later wins):\n");
+	if (!count)
+		printf("  (none)\n");
+	for (size_t i = 0; i < count; i++) {
+		wafer_config_source src = {.struct_size = sizeof src};
+
+		if (wafer_runtime_config_source(rt, i, &src) != WAFER_OK)
+			continue;
+		printf("  %-7s %s", source_state(src.state), src.path);
+		if (src.state == WAFER_CONFIG_SOURCE_FAILED)
+			printf(": %s", src.detail && src.detail[0]
+					       ? src.detail
+					       : "(no detail)");
+		printf("\n");
+	}
+}
+
+static void print_setting(const wafer_runtime *rt, const char *section,
+			  const char *key, const char *unset)
+{
+	const char *origin = NULL;
+	const char *value =
+		wafer_runtime_config_value(rt, section, key, &origin);
+	char name[64];
+
+	snprintf(name, sizeof name, "[%s] %s", section, key);
+	if (value)
+		printf("  %-18s %s  (%s)\n", name, value[0] ? value : "\"\"",
+		       origin ? origin : "?");
+	else
+		printf("  %-18s (unset: %s)\n", name, unset);
+}
+
+static void print_settings(const wafer_runtime *rt)
+{
+	printf("\nSettings:\n");
+	print_setting(rt, "core", "backend", "no backends");
+	print_setting(rt, "core", "plugin_path", WAFER_PLUGINDIR);
+	print_setting(rt, "core", "channel", "the library's default");
+	print_setting(rt, "core", "log", "warn");
+	print_setting(rt, "memory", "strategy", "the library's default");
+}
+
+static void print_plugins(const wafer_runtime *rt)
+{
+	size_t count = wafer_runtime_plugin_count(rt);
+
+	printf("\nPlugins (in [core] backend order):\n");
+	if (!count)
+		printf("  (none: [core] backend names no plugin)\n");
+	for (size_t i = 0; i < count; i++) {
+		wafer_plugin_report r = {.struct_size = sizeof r};
+
+		if (wafer_runtime_plugin(rt, i, &r) != WAFER_OK)
+			continue;
+		if (r.accepted)
+			printf("  %s: accepted, %u device%s\n", r.name,
+			       r.device_count, r.device_count == 1 ? "" : "s");
+		else
+			printf("  %s: %s\n", r.name, r.reason);
+		if (r.path)
+			printf("      path:    %s\n", r.path);
+		if (r.version)
+			printf("      version: %s\n", r.version);
+		if (r.abi_major || r.abi_minor)
+			printf("      ABI:     %u.%u\n", r.abi_major,
+			       r.abi_minor);
+		if (r.description && r.description[0])
+			printf("      about:   %s\n", r.description);
+	}
+}
+
+static void print_devices(const wafer_runtime *rt)
+{
+	size_t count = wafer_runtime_device_count(rt);
+
+	printf("\nDevices:\n");
+	if (!count)
+		printf("  (none)\n");
+	for (size_t i = 0; i < count; i++) {
+		wafer_device_desc d = {.struct_size = sizeof d};
+		char id[96];
+
+		if (wafer_runtime_device(rt, i, &d) != WAFER_OK)
+			continue;
+		snprintf(id, sizeof id, "%s:%u", d.backend, d.index);
+		printf("  %-10s %s\n", id, d.name);
+		printf("  %-10s memory:       ", "");
+		print_memory(d.memory_bytes);
+		printf("  %-10s capabilities: ", "");
+		print_caps(d.capabilities);
+	}
+}
+
+/* The default device is the first one listed: devices come in backend
+ * order, and only accepted plugins (those with a device) have any.
+ * Returns 1 when there is one. */
+static int print_default(const wafer_runtime *rt, int quiet)
+{
+	wafer_device_desc d = {.struct_size = sizeof d};
+	int found = wafer_runtime_device_count(rt) > 0 &&
+		    wafer_runtime_device(rt, 0, &d) == WAFER_OK;
+	size_t count = wafer_runtime_plugin_count(rt);
+
+	if (quiet) {
+		if (found)
+			printf("%s:%u %s\n", d.backend, d.index, d.name);
+		else
+			fprintf(stderr, "wafer-info: no default device\n");
+		return found;
+	}
+	if (found)
+		printf("\nDefault device: %s:%u (%s)\n", d.backend, d.index,
+		       d.name);
+	else
+		printf("\nDefault device: none\n");
+	for (size_t i = 0; i < count; i++) {
+		wafer_plugin_report r = {.struct_size = sizeof r};
+
+		if (wafer_runtime_plugin(rt, i, &r) != WAFER_OK)
+			continue;
+		if (r.accepted)
+			break;
+		printf("  skipped %s: %s\n", r.name, r.reason);
+	}
+	return found;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{"backend", required_argument, NULL, 'b'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	wafer_option backend = {"core", "backend", NULL};
+	wafer_runtime_options options = {
+		.struct_size = sizeof options,
+		.flags = WAFER_RUNTIME_TOLERATE_CONFIG_ERRORS,
+	};
+	wafer_runtime *rt;
+	wafer_status status;
+	int quiet = 0, c, found;
+
+	while ((c = getopt_long(argc, argv, "b:qhV", long_options, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'b':
+			backend.value = optarg;
+			options.options = &backend;
+			options.option_count = 1;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case 'V':
+			printf("wafer-info (wafer) %s\n",
+			       wafer_version_string());
+			return 0;
+		default:
+			fputs(usage_text, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "wafer-info: unexpected argument '%s'\n%s",
+			argv[optind], usage_text);
+		return 2;
+	}
+
+	status = wafer_runtime_open(&options, &rt);
+	if (status != WAFER_OK) {
+		fprintf(stderr, "wafer-info: cannot open the runtime: %s: %s\n",
+			wafer_status_string(status), wafer_last_error());
+		return 1;
+	}
+	if (!quiet) {
+		printf("wafer %s\n\n", wafer_version_string());
+		print_sources(rt);
+		print_settings(rt);
+		print_plugins(rt);
+		print_devices(rt);
+	}
+	found = print_default(rt, quiet);
+	wafer_runtime_close(rt);
+	return found ? 0 : 1;
+}
