@@ -94,3 +94,30 @@ t_cpu_plugin_LDADD = -ldl
 # Symbols the built libraries export.
 TESTS += t/exports.sh
 EXTRA_DIST += t/exports.sh
+
+# Memory strategies, each on a fake storage (t/fake_storage.h) that backs
+# resources with host memory, counts calls and injects failures.
+EXTRA_DIST += t/fake_storage.h
+check_PROGRAMS += t/memory_chunked
+TESTS += t/memory_chunked
+t_memory_chunked_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_buckets
+TESTS += t/memory_buckets
+t_memory_buckets_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_stream
+TESTS += t/memory_stream
+t_memory_stream_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_direct
+TESTS += t/memory_direct
+t_memory_direct_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_pool
+TESTS += t/memory_pool
+t_memory_pool_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_property
+TESTS += t/memory_property
+t_memory_property_LDADD = $(T_CORE_LIBS)
+
+# wafer-replay on a hand-made trace with known answers (t/replay.sh).
+TESTS += t/replay.sh
+EXTRA_DIST += t/replay.sh t/replay-small.trace
+t/replay.log: tools/wafer-replay$(EXEEXT)

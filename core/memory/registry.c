@@ -21,4 +21,4 @@ const struct wafer_memory_strategy_ops *const wafer_memory_strategies[] = {
 	NULL,
 };
 
-const char wafer_memory_default_strategy[] = "exact";
+const char wafer_memory_default_strategy[] = "pool";

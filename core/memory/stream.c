@@ -47,6 +47,9 @@ struct stream_state {
 	uint64_t live_count, pending_count;
 	uint64_t max_pending;
 	uint64_t failed_reaps;
+	/* Inside reap's own sync: the server's sync calls after_sync even
+	 * when the sync failed; reap decides for itself. */
+	bool reaping;
 };
 
 static const char *const stream_options[] = {"max_pending", NULL};
@@ -102,8 +105,11 @@ static wafer_status reap(struct stream_state *st)
 	if (!st->pending_head)
 		return WAFER_OK;
 	wafer_status status = WAFER_OK;
-	if (st->storage->sync)
+	if (st->storage->sync) {
+		st->reaping = true;
 		status = st->storage->sync(st->storage->quiesce_data);
+		st->reaping = false;
+	}
 	if (status != WAFER_OK) {
 		st->failed_reaps++;
 		wafer_log_warn("memory", "stream: reap: queue sync failed, "
@@ -200,7 +206,9 @@ static void stream_trim(void *self)
 
 static void stream_after_sync(void *self)
 {
-	retire_pending(self);
+	struct stream_state *st = self;
+	if (!st->reaping)
+		retire_pending(st);
 }
 
 static void stream_destroy(void *self)
