@@ -440,6 +440,8 @@ static uint64_t release_idle(struct pool_state *p, uint64_t bytes,
 {
 	struct idle_runs runs = {0};
 	collect_idle(p, &runs, ex, ex_first, ex_end);
+	if (!runs.count)
+		return 0;
 	qsort(runs.runs, runs.count, sizeof *runs.runs, by_age);
 	size_t chosen = 0;
 	uint64_t total = 0;
