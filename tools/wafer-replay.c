@@ -24,6 +24,7 @@
 
 #include <wafer/wafer.h>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/memory/memory.h"
@@ -214,7 +215,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: wafer-replay [--strategy S] [--storage null] "
 		"[--granularity B]\n"
-		"                    [--alignment B] [--no-vm] [--svg FILE] "
+		"                    [--alignment B] [--no-vm] [--svg FILE]\n"
+		"                    [--config FILE] [--option SECTION.KEY=VALUE]... "
 		"TRACE\n"
 		"Replays an allocation trace (a <id> <bytes> / f <id> lines, "
 		"plain or gzip)\n"
@@ -233,24 +235,51 @@ struct options {
 	const char *svg;
 	const char *trace;
 	struct wafer_null_storage_options storage;
+	/* Strategy options: none unless --config or --option gives some, so
+	 * a replay does not depend on the machine's wafer.conf. */
+	struct wafer_config *config;
 };
+
+/* SECTION.KEY=VALUE, split at the last '.' before '=': "memory.pool.
+ * overhead=0.05" sets [memory.pool] overhead. */
+static void set_option(struct options *o, const char *text)
+{
+	const char *eq = strchr(text, '=');
+	const char *dot = NULL;
+	for (const char *c = text; eq && c < eq; c++)
+		if (*c == '.')
+			dot = c;
+	if (!eq || !dot || dot == text || dot + 1 == eq)
+		die("--option %s: expected SECTION.KEY=VALUE, like "
+		    "memory.pool.overhead=0.05", text);
+	char section[128], key[128];
+	snprintf(section, sizeof section, "%.*s", (int)(dot - text), text);
+	snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+	if (wafer_config_set(o->config, section, key, eq + 1, "--option") !=
+	    WAFER_OK)
+		die("--option %s: %s", text, wafer_error_detail());
+}
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_NO_VM = 256, OPT_ALIGNMENT };
+	enum { OPT_NO_VM = 256, OPT_ALIGNMENT, OPT_CONFIG };
 	static const struct option longopts[] = {
 		{"strategy", required_argument, NULL, 's'},
 		{"storage", required_argument, NULL, 'b'},
 		{"granularity", required_argument, NULL, 'g'},
 		{"alignment", required_argument, NULL, OPT_ALIGNMENT},
 		{"no-vm", no_argument, NULL, OPT_NO_VM},
-		{"svg", required_argument, NULL, 'o'},
+		{"svg", required_argument, NULL, 'S'},
+		{"config", required_argument, NULL, OPT_CONFIG},
+		{"option", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
-	while ((c = getopt_long(argc, argv, "s:g:h", longopts, NULL)) != -1) {
+	if (wafer_config_create(&o->config) != WAFER_OK)
+		die("%s", wafer_error_detail());
+	while ((c = getopt_long(argc, argv, "s:g:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			o->strategy = optarg;
@@ -272,8 +301,22 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_NO_VM:
 			o->storage.no_vm = true;
 			break;
-		case 'o':
+		case 'S':
 			o->svg = optarg;
+			break;
+		case OPT_CONFIG:
+			if (wafer_config_load_file(o->config, optarg, false) !=
+			    WAFER_OK)
+				die("%s", wafer_error_detail());
+			if (wafer_config_source_count(o->config) &&
+			    wafer_config_source_at(
+				    o->config,
+				    wafer_config_source_count(o->config) - 1)
+					    ->state == WAFER_CONFIG_SOURCE_ABSENT)
+				die("--config %s: no such file", optarg);
+			break;
+		case 'o':
+			set_option(o, optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -332,7 +375,7 @@ int main(int argc, char **argv)
 	if (wafer_null_storage_init(&storage, &o.storage) != WAFER_OK)
 		die("%s", wafer_error_detail());
 	struct wafer_memory *memory;
-	if (wafer_memory_create(o.strategy, &storage, NULL, &memory) !=
+	if (wafer_memory_create(o.strategy, &storage, o.config, &memory) !=
 	    WAFER_OK)
 		die("%s", wafer_error_detail());
 
@@ -436,6 +479,7 @@ int main(int argc, char **argv)
 		rc = 1;
 	}
 	wafer_null_storage_fini(&storage);
+	wafer_config_destroy(o.config);
 	free(series.in_use);
 	free(series.reserved);
 	free(slices);
