@@ -55,6 +55,12 @@
 #include "core/memory/bitmap.h"
 #include "core/memory/memory.h"
 
+/* Idle ages are kept per 64 KiB of address space at least: with small
+ * pages (4 KiB on cpu) a per-page age would cost a release one store per
+ * page; a coarser age only makes a slot look as young as its youngest
+ * page. */
+#define AGE_SLOT ((size_t)64 << 10)
+
 /* Free-block bins: four per power of two (the two bits after the leading
  * one), each list sorted by size, then address, so the first block that
  * fits in a walk from the request's bin up is the best fit. */
@@ -86,13 +92,15 @@ struct pool_segment {
 	bool vm;
 	size_t mapped_bytes;    /* vm: mapped pages; chunk: its size */
 	size_t used_blocks;
-	/* vm: per page, whether it is mapped and the tick at which its last
+	/* vm: per page, whether it is mapped; per age slot (AGE_SLOT bytes
+	 * or one page, whichever is larger), the tick at which its last
 	 * block was released. Kept for pages [0, tracked) only: the pages
 	 * past the highest one ever used were never mapped. */
 	size_t pages;
 	size_t tracked;
 	uint64_t *mapped;
 	uint32_t *idle_since;
+	unsigned age_shift; /* pages per age slot = 1 << age_shift */
 	/* chunk: the tick of its last release */
 	uint32_t chunk_idle_since;
 	struct pool_block *first;
@@ -251,13 +259,23 @@ static bool track_pages(struct pool_segment *s, size_t end)
 		return false;
 	s->mapped = mapped;
 	memset(mapped + old_words, 0, (words - old_words) * sizeof *mapped);
-	uint32_t *idle = realloc(s->idle_since, want * sizeof *idle);
+	size_t slots = (want >> s->age_shift) + 1;
+	size_t old_slots = s->tracked ? (s->tracked >> s->age_shift) + 1 : 0;
+	uint32_t *idle = realloc(s->idle_since, slots * sizeof *idle);
 	if (!idle)
 		return false;
 	s->idle_since = idle;
-	memset(idle + s->tracked, 0, (want - s->tracked) * sizeof *idle);
+	memset(idle + old_slots, 0, (slots - old_slots) * sizeof *idle);
 	s->tracked = want;
 	return true;
+}
+
+static void stamp_pages(struct pool_segment *s, size_t first, size_t end,
+			uint32_t tick)
+{
+	for (size_t q = first >> s->age_shift; q <= (end - 1) >> s->age_shift;
+	     q++)
+		s->idle_since[q] = tick;
 }
 
 static size_t unmapped_pages(const struct pool_state *p,
@@ -281,9 +299,10 @@ static void next_tick(struct pool_state *p)
 	for (int i = 0; i < 2; i++)
 		for (struct pool_segment *s = arena_of(p, i)->segments; s;
 		     s = s->next) {
-			if (s->vm)
+			if (s->vm && s->tracked)
 				memset(s->idle_since, 0,
-				       s->tracked * sizeof *s->idle_since);
+				       ((s->tracked >> s->age_shift) + 1) *
+					       sizeof *s->idle_since);
 			s->chunk_idle_since = 0;
 		}
 	p->tick = 1;
@@ -326,14 +345,18 @@ static void runs_push(struct idle_runs *r, struct idle_run run)
 static void push_pages(const struct pool_state *p, struct idle_runs *out,
 		       struct pool_segment *s, size_t from, size_t to)
 {
+	unsigned sh = s->age_shift;
 	while (from < to) {
-		size_t end = from + 1;
-		while (end < to && s->idle_since[end] == s->idle_since[from])
-			end++;
+		uint32_t since = s->idle_since[from >> sh];
+		size_t end = ((from >> sh) + 1) << sh;
+		while (end < to && s->idle_since[end >> sh] == since)
+			end += (size_t)1 << sh;
+		if (end > to)
+			end = to;
 		runs_push(out, (struct idle_run){
 			.seg = s, .first = from, .end = end,
 			.bytes = (end - from) * p->gran,
-			.since = s->idle_since[from],
+			.since = since,
 		});
 		from = end;
 	}
@@ -520,8 +543,7 @@ static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 			break;
 		wafer_bits_set(s->mapped, from, to);
 		/* Freshly mapped pages are as young as any. */
-		for (size_t q = from; q < to; q++)
-			s->idle_since[q] = p->tick;
+		stamp_pages(s, from, to, p->tick);
 		s->mapped_bytes += (to - from) * p->gran;
 		p->mapped += (to - from) * p->gran;
 		at = to;
@@ -579,6 +601,8 @@ static wafer_status segment_new(struct pool_state *p, struct pool_arena *a,
 		if (s->size < p->va_size)
 			s->size = p->va_size;
 		s->pages = s->size / p->gran;
+		while (((size_t)p->gran << s->age_shift) < AGE_SLOT)
+			s->age_shift++;
 		status = wafer_storage_vm_reserve(p->storage, s->size,
 						  &s->resource);
 	} else {
@@ -793,8 +817,7 @@ static void pool_release(void *self, const struct wafer_slice *slice)
 	if (s->vm) {
 		size_t first, end;
 		page_span(p, b->offset, b->size, &first, &end);
-		for (size_t q = first; q < end; q++)
-			s->idle_since[q] = p->tick;
+		stamp_pages(s, first, end, p->tick);
 	} else {
 		s->chunk_idle_since = p->tick;
 	}
