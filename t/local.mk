@@ -116,6 +116,9 @@ t_memory_pool_LDADD = $(T_CORE_LIBS)
 check_PROGRAMS += t/memory_property
 TESTS += t/memory_property
 t_memory_property_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_null
+TESTS += t/memory_null
+t_memory_null_LDADD = $(T_CORE_LIBS)
 
 # wafer-replay on a hand-made trace with known answers (t/replay.sh).
 TESTS += t/replay.sh

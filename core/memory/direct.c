@@ -54,7 +54,8 @@ static wafer_status direct_reserve(void *self, size_t size,
 	if (!a)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
 				  "direct: out of host memory");
-	wafer_status status = wafer_storage_alloc(st->storage, size, &a->resource);
+	wafer_status status =
+		wafer_storage_alloc(st->storage, size, &a->resource);
 	if (status != WAFER_OK) {
 		free(a);
 		return status;

@@ -190,18 +190,6 @@ wafer_status wafer_memory_option_size(const struct wafer_config *config,
 	return wafer_config_get_size(config, section, key, fallback, out_value);
 }
 
-wafer_status wafer_memory_option_uint(const struct wafer_config *config,
-				      const char *strategy, const char *key,
-				      uint64_t fallback, uint64_t *out_value)
-{
-	char section[SECTION_MAX];
-	*out_value = fallback;
-	if (!config)
-		return WAFER_OK;
-	section_name(section, strategy);
-	return wafer_config_get_uint(config, section, key, fallback, out_value);
-}
-
 wafer_status wafer_memory_option_double(const struct wafer_config *config,
 					const char *strategy, const char *key,
 					double fallback, double *out_value)

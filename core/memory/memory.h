@@ -118,9 +118,6 @@ void wafer_memory_strategy_stats(const struct wafer_memory *memory,
 wafer_status wafer_memory_option_size(const struct wafer_config *config,
 				      const char *strategy, const char *key,
 				      uint64_t fallback, uint64_t *out_value);
-wafer_status wafer_memory_option_uint(const struct wafer_config *config,
-				      const char *strategy, const char *key,
-				      uint64_t fallback, uint64_t *out_value);
 wafer_status wafer_memory_option_double(const struct wafer_config *config,
 					const char *strategy, const char *key,
 					double fallback, double *out_value);

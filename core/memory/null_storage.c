@@ -259,8 +259,9 @@ static bool power_of_two(size_t x)
 	return x && !(x & (x - 1));
 }
 
-wafer_status wafer_null_storage_init(struct wafer_storage *out,
-				     const struct wafer_null_storage_options *options)
+wafer_status
+wafer_null_storage_init(struct wafer_storage *out,
+			const struct wafer_null_storage_options *options)
 {
 	struct wafer_null_storage_options defaults = {0};
 	if (!options)

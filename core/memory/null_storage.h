@@ -34,8 +34,9 @@ struct wafer_null_storage_options {
 
 /* Fills |*out_storage| (ops, device, alignment, granularity; zero
  * counters) with a fresh null storage. |options| may be NULL. */
-wafer_status wafer_null_storage_init(struct wafer_storage *out_storage,
-				     const struct wafer_null_storage_options *options);
+wafer_status
+wafer_null_storage_init(struct wafer_storage *out_storage,
+			const struct wafer_null_storage_options *options);
 
 /* Frees the null storage behind |storage| (whatever it still holds is
  * forgotten, not reported). */

@@ -362,8 +362,41 @@ static void push_pages(const struct pool_state *p, struct idle_runs *out,
 	}
 }
 
-/* Collects every idle run, leaving out pages [ex_first, ex_end) of
- * segment |ex| (the placement being made room for). */
+/* The idle runs of one free block, leaving out pages [ex_first, ex_end)
+ * of segment |ex| (the placement being made room for). */
+static void collect_block(struct pool_state *p, struct idle_runs *out,
+			  const struct pool_block *b,
+			  const struct pool_segment *ex, size_t ex_first,
+			  size_t ex_end)
+{
+	struct pool_segment *s = b->seg;
+	if (!s->vm) {
+		if (s->used_blocks == 0 && s != ex)
+			runs_push(out, (struct idle_run){
+				.seg = s,
+				.bytes = s->size,
+				.since = s->chunk_idle_since,
+			});
+		return;
+	}
+	size_t first, end;
+	interior_pages(p, b, &first, &end);
+	while (first < end) {
+		size_t from = wafer_bits_find(s->mapped, first, end, 1);
+		size_t to = wafer_bits_find(s->mapped, from, end, 0);
+		first = to;
+		if (s != ex || to <= ex_first || ex_end <= from) {
+			push_pages(p, out, s, from, to);
+			continue;
+		}
+		if (from < ex_first)
+			push_pages(p, out, s, from, ex_first);
+		if (ex_end < to)
+			push_pages(p, out, s, ex_end, to);
+	}
+}
+
+/* Collects every idle run but those in [ex_first, ex_end) of |ex|. */
 static void collect_idle(struct pool_state *p, struct idle_runs *out,
 			 const struct pool_segment *ex, size_t ex_first,
 			 size_t ex_end)
@@ -371,41 +404,10 @@ static void collect_idle(struct pool_state *p, struct idle_runs *out,
 	for (int i = 0; i < 2; i++) {
 		struct pool_arena *a = arena_of(p, i);
 		for (unsigned bin = next_bin(a, 0); bin < POOL_BINS;
-		     bin = next_bin(a, bin + 1)) {
+		     bin = next_bin(a, bin + 1))
 			for (struct pool_block *b = a->bins[bin]; b;
-			     b = b->free_next) {
-				struct pool_segment *s = b->seg;
-				if (!s->vm) {
-					if (s->used_blocks == 0 && s != ex)
-						runs_push(out, (struct idle_run){
-							.seg = s,
-							.bytes = s->size,
-							.since = s->chunk_idle_since,
-						});
-					continue;
-				}
-				size_t first, end;
-				interior_pages(p, b, &first, &end);
-				while (first < end) {
-					size_t from = wafer_bits_find(
-						s->mapped, first, end, 1);
-					size_t to = wafer_bits_find(
-						s->mapped, from, end, 0);
-					first = to;
-					if (s == ex && from < ex_end &&
-					    ex_first < to) {
-						if (from < ex_first)
-							push_pages(p, out, s, from,
-								   ex_first);
-						if (ex_end < to)
-							push_pages(p, out, s,
-								   ex_end, to);
-					} else {
-						push_pages(p, out, s, from, to);
-					}
-				}
-			}
-		}
+			     b = b->free_next)
+				collect_block(p, out, b, ex, ex_first, ex_end);
 	}
 }
 
