@@ -37,7 +37,7 @@
  * Offsets and sizes are multiples of the storage alignment. Options,
  * [memory.pool]:
  *   small_max = 1M       requests up to this use the small arena
- *   overhead = 0.03      mapped bytes may exceed the peak in use by this
+ *   overhead = 0.04      mapped bytes may exceed the peak in use by this
  *                        fraction before idle pages are unmapped
  *   max_idle = 0         also unmap at release once idle mapped bytes pass
  *                        this (0: no bound but overhead's)
@@ -867,7 +867,7 @@ static wafer_status read_options(struct pool_state *p,
 						  &p->small_max);
 	if (status == WAFER_OK)
 		status = wafer_memory_option_double(config, "pool", "overhead",
-						    0.03, &p->overhead);
+						    0.04, &p->overhead);
 	if (status == WAFER_OK && (p->overhead < 0 || p->overhead > 100)) {
 		const struct wafer_config_entry *e =
 			wafer_memory_option_entry(config, "pool", "overhead");
