@@ -220,7 +220,7 @@ static void usage(FILE *out)
 		"TRACE\n"
 		"Replays an allocation trace (a <id> <bytes> / f <id> lines, "
 		"plain or gzip)\n"
-		"with a memory strategy on an accounting-only storage. "
+		"with a memory strategy on an accounting-only storage.\n"
 		"Strategies:");
 	for (size_t i = 0; wafer_memory_strategies[i]; i++)
 		fprintf(out, " %s%s", wafer_memory_strategies[i]->name,
