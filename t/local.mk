@@ -136,3 +136,7 @@ t_memory_null_LDADD = $(T_CORE_LIBS)
 # runs the tools/wafer-replay that `all` builds before any test.
 TESTS += t/replay.sh
 EXTRA_DIST += t/replay.sh t/replay-small.trace
+
+# wafer-replay against the default backend's real storage.
+TESTS += t/replay-backend.sh
+EXTRA_DIST += t/replay-backend.sh

@@ -29,6 +29,7 @@
 #include "core/log.h"
 #include "core/memory/memory.h"
 #include "core/memory/null_storage.h"
+#include "tools/replay_backend.h"
 #include "core/memory/u64map.h"
 #include "tools/replay_svg.h"
 
@@ -213,7 +214,7 @@ bad:
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: wafer-replay [--strategy S] [--storage null] "
+		"usage: wafer-replay [--strategy S] [--storage null|BACKEND] "
 		"[--granularity B]\n"
 		"                    [--alignment B] [--no-vm] [--svg FILE]\n"
 		"                    [--config FILE] [--option SECTION.KEY=VALUE]... "
@@ -235,6 +236,8 @@ struct options {
 	const char *svg;
 	const char *trace;
 	struct wafer_null_storage_options storage;
+	/* NULL: the null storage; else a device selector ("cpu", "cuda:0"). */
+	const char *backend;
 	/* Strategy options: none unless --config or --option gives some, so
 	 * a replay does not depend on the machine's wafer.conf. */
 	struct wafer_config *config;
@@ -285,11 +288,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->strategy = optarg;
 			break;
 		case 'b':
-			if (strcmp(optarg, "null") != 0)
-				die("--storage %s: only the null storage is "
-				    "available (replaying on a real backend "
-				    "needs the client API, not built yet)",
-				    optarg);
+			o->backend = strcmp(optarg, "null") ? optarg : NULL;
 			break;
 		case 'g':
 			o->storage.vm_granularity =
@@ -359,6 +358,36 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/* The null storage also checks the strategy kept the storage contract
+ * and freed every object: a replay doubles as a strategy check. */
+static int check_null_storage(struct wafer_storage *storage, const char *name)
+{
+	int rc = 0;
+	const char *first;
+	uint64_t violations = wafer_null_storage_violations(storage, &first);
+	if (violations) {
+		fprintf(stderr, "wafer-replay: strategy %s broke the storage "
+			"contract %" PRIu64 " times; first: %s\n", name,
+			violations, first);
+		rc = 1;
+	}
+	if (wafer_null_storage_bytes(storage) !=
+	    storage->counters.bytes_reserved) {
+		fprintf(stderr, "wafer-replay: storage holds %" PRIu64
+			" bytes but the counters say %" PRIu64 "\n",
+			wafer_null_storage_bytes(storage),
+			storage->counters.bytes_reserved);
+		rc = 1;
+	}
+	if (wafer_null_storage_live(storage)) {
+		fprintf(stderr, "wafer-replay: strategy %s leaked %zu storage "
+			"objects\n", name, wafer_null_storage_live(storage));
+		rc = 1;
+	}
+	wafer_null_storage_fini(storage);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = {0};
@@ -372,8 +401,14 @@ int main(int argc, char **argv)
 	load_trace(o.trace, &t);
 
 	struct wafer_storage storage;
-	if (wafer_null_storage_init(&storage, &o.storage) != WAFER_OK)
+	struct replay_backend backend;
+	if (o.backend) {
+		if (replay_backend_open(o.backend, &backend, &storage) !=
+		    WAFER_OK)
+			die("--storage %s: %s", o.backend, wafer_error_detail());
+	} else if (wafer_null_storage_init(&storage, &o.storage) != WAFER_OK) {
 		die("%s", wafer_error_detail());
+	}
 	struct wafer_memory *memory;
 	if (wafer_memory_create(o.strategy, &storage, o.config, &memory) !=
 	    WAFER_OK)
@@ -451,21 +486,6 @@ int main(int argc, char **argv)
 		if (slices[s].size)
 			wafer_memory_release(memory, &slices[s]);
 	wafer_memory_trim_cache(memory);
-	const char *first;
-	uint64_t violations = wafer_null_storage_violations(&storage, &first);
-	if (violations) {
-		fprintf(stderr, "wafer-replay: strategy %s broke the storage "
-			"contract %" PRIu64 " times; first: %s\n", name,
-			violations, first);
-		rc = 1;
-	}
-	if (wafer_null_storage_bytes(&storage) != storage.counters.bytes_reserved) {
-		fprintf(stderr, "wafer-replay: storage holds %" PRIu64
-			" bytes but the counters say %" PRIu64 "\n",
-			wafer_null_storage_bytes(&storage),
-			storage.counters.bytes_reserved);
-		rc = 1;
-	}
 	if (storage.counters.bytes_reserved) {
 		fprintf(stderr, "wafer-replay: strategy %s still holds %" PRIu64
 			" bytes after releasing everything and trimming\n",
@@ -473,12 +493,10 @@ int main(int argc, char **argv)
 		rc = 1;
 	}
 	wafer_memory_destroy(memory);
-	if (wafer_null_storage_live(&storage)) {
-		fprintf(stderr, "wafer-replay: strategy %s leaked %zu storage "
-			"objects\n", name, wafer_null_storage_live(&storage));
+	if (o.backend)
+		replay_backend_close(&backend);
+	else if (check_null_storage(&storage, name) != 0)
 		rc = 1;
-	}
-	wafer_null_storage_fini(&storage);
 	wafer_config_destroy(o.config);
 	free(series.in_use);
 	free(series.reserved);
