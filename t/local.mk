@@ -140,3 +140,8 @@ EXTRA_DIST += t/replay.sh t/replay-small.trace
 # wafer-replay against the default backend's real storage.
 TESTS += t/replay-backend.sh
 EXTRA_DIST += t/replay-backend.sh
+
+# The direct strategy lets ASan catch a kernel writing past its handle.
+check_PROGRAMS += t/overrun
+TESTS += t/overrun
+t_overrun_LDADD = libwafer.la
