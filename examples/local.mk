@@ -9,3 +9,12 @@ examples_hello_LDADD = libwafer.la -lm
 noinst_PROGRAMS += examples/mlp
 examples_mlp_SOURCES = examples/mlp.c
 examples_mlp_LDADD = libwafer.la -lm
+
+# examples/plugin-skeleton/: an out-of-tree plugin for vendors to copy. It
+# has its own plain Makefile and is shipped, not built here (see
+# wafer-plugin(7); t/plugin-skeleton.sh builds it against this tree).
+EXTRA_DIST += \
+	examples/plugin-skeleton/README \
+	examples/plugin-skeleton/Makefile \
+	examples/plugin-skeleton/skeleton.c \
+	examples/plugin-skeleton/skeleton.map

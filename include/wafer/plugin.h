@@ -106,7 +106,7 @@ struct wafer_host_services {
 /* One `key = value` line of the plugin's own config section ([<name>]),
  * after the whole configuration chain was applied (later sources win).
  * |origin| says where it came from ("/etc/wafer/wafer.conf:12",
- * "environment", "api") for error messages. Strings live until init
+ * "environment WAFER_X", "options") for error messages. Strings live until init
  * returns: copy what you keep. */
 struct wafer_plugin_option {
 	size_t struct_size;
@@ -129,7 +129,8 @@ struct wafer_plugin_init_args {
 #define WAFER_CAP_F64 (UINT64_C(1) << 2)
 /* Device memory is ordinary host memory (cpu, integrated GPUs). */
 #define WAFER_CAP_HOST_MEMORY (UINT64_C(1) << 3)
-/* The next three are set by the core from the optional entries offered. */
+/* The next four are set by the core from the optional entries offered
+ * (and cleared when a plugin claims one without the entries behind it). */
 #define WAFER_CAP_STREAM_ORDERED_ALLOC (UINT64_C(1) << 4)
 #define WAFER_CAP_VIRTUAL_MEMORY (UINT64_C(1) << 5)
 #define WAFER_CAP_DEVICE_TIMERS (UINT64_C(1) << 6)
@@ -276,8 +277,9 @@ struct wafer_launch {
 struct wafer_server_ops {
 	size_t struct_size;
 
-	/* Required. A queue is an in-order stream of copies and launches
-	 * (a CUstream, a cl_command_queue, a task list on cpu). */
+	/* Required, both. A queue is an in-order stream of copies and
+	 * launches (a CUstream, a cl_command_queue, a task list on cpu). The
+	 * core synchronises a queue before it destroys it. */
 	wafer_status (*queue_create)(void *device, void **out_queue);
 	void (*queue_destroy)(void *device, void *queue);
 
@@ -333,7 +335,10 @@ struct wafer_plugin {
 	/* Required. Fills |*out| (whose struct_size the core set). */
 	wafer_status (*device_info)(void *state, uint32_t index,
 				    struct wafer_device_info *out);
-	/* Required. Opens a device for use by one or more clients. */
+	/* Required. Opens a device for use by one or more clients; several
+	 * clients' queues then call storage entries concurrently (see the
+	 * rules at the top). device_close (required) is called once every
+	 * queue on it was destroyed. */
 	wafer_status (*device_open)(void *state, uint32_t index,
 				    void **out_device);
 	void (*device_close)(void *device);
@@ -370,14 +375,27 @@ wafer_plugin_query(uint32_t core_abi_major,
  * and what the kernel computes. The table entry's dtype is the element
  * type of every binding unless the entry says otherwise (cast).
  *
+ * The core checks that every binding lies inside its handle, and the
+ * binding count and parameter-block size against the table entry. Its
+ * operations (ops.h) also check that the element counts, shapes and
+ * strides they put in a parameter block fit the bindings; but a program
+ * may launch a catalogue kernel through wafer_execute with any block, so
+ * a plugin checks that the elements the parameter block reaches fit its
+ * bindings and returns WAFER_ERROR_OUT_OF_RANGE (with the sizes) when
+ * they do not, and WAFER_ERROR_INVALID_ARGUMENT for a malformed block (a
+ * rank of 0, a size of 0, an unknown dtype). It never reads or writes
+ * past a binding.
+ *
+ * Arrays crossing the boundary (kernel tables, options, bindings) are
+ * stepped by their first element's struct_size, so either side may have
+ * been built against a later minor version.
+ *
  * Conventions for every entry below:
  *  - Counts, shapes, strides and offsets are in elements, never bytes.
  *    Strides and offsets are never negative (hence unsigned).
  *  - Every binding starts at offset 0 of its handle as the core binds it
  *    (binding offsets must be aligned; element offsets go in the
- *    parameter block). The core checks that each binding holds every
- *    element the parameters can reach before it calls launch; a plugin
- *    may check again and must never read or write past a binding.
+ *    parameter block).
  *  - Outputs are dense and row-major. Where an entry allows aliasing, it
  *    is exact aliasing only (the same resource, offset and layout); the
  *    core never passes partially overlapping bindings.
