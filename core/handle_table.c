@@ -30,7 +30,7 @@ wafer_status wafer_handle_table_init(struct wafer_handle_table *table)
 	/* Tags 1..65535: a handle is never all zero, and handles of different
 	 * clients differ (until 65535 clients were opened). */
 	table->tag = (uint16_t)(atomic_fetch_add(&next_tag, 1) % 65535u + 1u);
-	table->free_list = NULL;
+	atomic_init(&table->free_head, 0);
 	table->next_unused = 1;
 	atomic_init(&table->live, 0);
 	for (size_t i = 0; i < WAFER_HANDLE_MAX_BLOCKS; i++)
@@ -79,18 +79,56 @@ static struct wafer_handle_slot *take_unused(struct wafer_handle_table *table)
 	return slot;
 }
 
+static uint32_t head_index(uint64_t head)
+{
+	return (uint32_t)head;
+}
+
+static struct wafer_handle_slot *pop_free(struct wafer_handle_table *table)
+{
+	uint64_t head = atomic_load_explicit(&table->free_head,
+					     memory_order_acquire);
+	for (;;) {
+		uint32_t index = head_index(head);
+		if (!index)
+			return NULL;
+		struct wafer_handle_slot *slot = slot_at(table, index);
+		uint32_t next = atomic_load_explicit(&slot->next_free,
+						     memory_order_relaxed);
+		uint64_t new_head = ((head >> 32) + 1) << 32 | next;
+		if (atomic_compare_exchange_weak_explicit(
+			    &table->free_head, &head, new_head,
+			    memory_order_acquire, memory_order_acquire))
+			return slot;
+	}
+}
+
+static void push_free(struct wafer_handle_table *table,
+		      struct wafer_handle_slot *slot)
+{
+	uint64_t head = atomic_load_explicit(&table->free_head,
+					     memory_order_relaxed);
+	uint64_t new_head;
+	do {
+		atomic_store_explicit(&slot->next_free, head_index(head),
+				      memory_order_relaxed);
+		new_head = ((head >> 32) + 1) << 32 | slot->index;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&table->free_head, &head, new_head, memory_order_release,
+		memory_order_relaxed));
+}
+
 wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
 				      size_t size,
 				      struct wafer_handle_slot **out_slot,
 				      wafer_handle *out_handle)
 {
-	pthread_mutex_lock(&table->lock);
-	struct wafer_handle_slot *slot = table->free_list;
-	if (slot)
-		table->free_list = slot->next_free;
-	else
+	struct wafer_handle_slot *slot = pop_free(table);
+	if (!slot) {
+		pthread_mutex_lock(&table->lock);
 		slot = take_unused(table);
-	pthread_mutex_unlock(&table->lock);
+		pthread_mutex_unlock(&table->lock);
+	}
 	if (!slot) {
 		out_handle->bits = 0;
 		*out_slot = NULL;
@@ -98,7 +136,6 @@ wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
 				  "no free handle slot (%u in use)",
 				  (unsigned)wafer_handle_table_live(table));
 	}
-	slot->next_free = NULL;
 	slot->size = size;
 	slot->slice = (struct wafer_slice){0};
 	/* ended_by stays: it tells a stale handle of the generation before
@@ -116,10 +153,7 @@ wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
 void wafer_handle_table_recycle(struct wafer_handle_table *table,
 				struct wafer_handle_slot *slot)
 {
-	pthread_mutex_lock(&table->lock);
-	slot->next_free = table->free_list;
-	table->free_list = slot;
-	pthread_mutex_unlock(&table->lock);
+	push_free(table, slot);
 }
 
 /* The slot |handle| names, whatever its state, or NULL with the error. */
@@ -241,20 +275,28 @@ wafer_status wafer_handle_table_unref(struct wafer_handle_table *table,
 		return status;
 	uint64_t state = atomic_load_explicit(&slot->state,
 					      memory_order_relaxed);
+	const char *before =
+		atomic_load_explicit(&slot->ended_by, memory_order_relaxed);
 	do {
-		if (!state_matches(state, handle))
+		if (!state_matches(state, handle)) {
+			atomic_store_explicit(&slot->ended_by, before,
+					      memory_order_relaxed);
 			return dead_handle(slot, state, handle, what);
+		}
 		uint32_t count = WAFER_HANDLE_STATE_REFCOUNT(state);
 		uint32_t generation = WAFER_HANDLE_STATE_GENERATION(state);
-		/* The last reference ends the generation in the same step. */
+		/* The last reference ends the generation in the same step;
+		 * why it ended is written first, so whoever sees the new
+		 * generation (acquire) also sees why. */
+		atomic_store_explicit(&slot->ended_by,
+				      count == 1 ? ended_by : before,
+				      memory_order_relaxed);
 		next = count == 1 ? WAFER_HANDLE_STATE(generation + 1, 0)
 				  : state - 1;
 	} while (!atomic_compare_exchange_weak_explicit(
 		&slot->state, &state, next, memory_order_acq_rel,
 		memory_order_relaxed));
 	if (WAFER_HANDLE_STATE_REFCOUNT(next) == 0) {
-		atomic_store_explicit(&slot->ended_by, ended_by,
-				      memory_order_release);
 		atomic_fetch_sub_explicit(&table->live, 1, memory_order_relaxed);
 		*out_last = slot;
 	}
@@ -278,19 +320,26 @@ wafer_status wafer_handle_table_donate(struct wafer_handle_table *table,
 		return status;
 	uint64_t state = atomic_load_explicit(&slot->state,
 					      memory_order_relaxed);
+	const char *before =
+		atomic_load_explicit(&slot->ended_by, memory_order_relaxed);
 	do {
-		if (!state_matches(state, handle))
-			return dead_handle(slot, state, handle, op);
-		if (WAFER_HANDLE_STATE_REFCOUNT(state) != 1) {
+		if (!state_matches(state, handle) ||
+		    WAFER_HANDLE_STATE_REFCOUNT(state) != 1) {
+			atomic_store_explicit(&slot->ended_by, before,
+					      memory_order_relaxed);
+			if (!state_matches(state, handle))
+				return dead_handle(slot, state, handle, op);
 			*out_slot = slot;
 			return WAFER_OK; /* shared: not donatable */
 		}
+		/* As in unref: the reason first, then the generation. */
+		atomic_store_explicit(&slot->ended_by, op,
+				      memory_order_relaxed);
 		next = WAFER_HANDLE_STATE(
 			WAFER_HANDLE_STATE_GENERATION(state) + 1, 1);
 	} while (!atomic_compare_exchange_weak_explicit(
 		&slot->state, &state, next, memory_order_acq_rel,
 		memory_order_relaxed));
-	atomic_store_explicit(&slot->ended_by, op, memory_order_release);
 	*out_slot = slot;
 	*out_handle = encode(table, slot->index,
 			     WAFER_HANDLE_STATE_GENERATION(next));

@@ -120,6 +120,16 @@ clean-local-t:
 	-rm -rf t/xdg-cache
 .PHONY: clean-local-t
 
+# Every operation of ops.h against a host reference (backend-neutral).
+check_PROGRAMS += t/ops
+TESTS += t/ops
+t_ops_LDADD = libwafer.la -lm
+
+# The copy semantics and donation rules of ops.h, on every channel.
+check_PROGRAMS += t/donation
+TESTS += t/donation
+t_donation_LDADD = libwafer.la
+
 # The plugin skeleton, built out of tree with pkg-config and its own
 # Makefile, then loaded (t/plugin-skeleton.sh; not part of the main build).
 TESTS += t/plugin-skeleton.sh
@@ -128,3 +138,42 @@ EXTRA_DIST += t/plugin-skeleton.sh t/plugin-skeleton-dlopen.c \
 # It needs libwafer and tools/wafer-info, which `all` builds before any
 # test runs. (A rule naming t/plugin-skeleton.sh.log here would replace
 # automake's own rule for the log and the test would never run.)
+
+# Memory strategies, each on a fake storage (t/fake_storage.h) that backs
+# resources with host memory, counts calls and injects failures.
+EXTRA_DIST += t/fake_storage.h
+check_PROGRAMS += t/memory_chunked
+TESTS += t/memory_chunked
+t_memory_chunked_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_buckets
+TESTS += t/memory_buckets
+t_memory_buckets_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_stream
+TESTS += t/memory_stream
+t_memory_stream_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_direct
+TESTS += t/memory_direct
+t_memory_direct_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_pool
+TESTS += t/memory_pool
+t_memory_pool_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_property
+TESTS += t/memory_property
+t_memory_property_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_null
+TESTS += t/memory_null
+t_memory_null_LDADD = $(T_CORE_LIBS)
+
+# wafer-replay on a hand-made trace with known answers (t/replay.sh); it
+# runs the tools/wafer-replay that `all` builds before any test.
+TESTS += t/replay.sh
+EXTRA_DIST += t/replay.sh t/replay-small.trace
+
+# wafer-replay against the default backend's real storage.
+TESTS += t/replay-backend.sh
+EXTRA_DIST += t/replay-backend.sh
+
+# The direct strategy lets ASan catch a kernel writing past its handle.
+check_PROGRAMS += t/overrun
+TESTS += t/overrun
+t_overrun_LDADD = libwafer.la

@@ -22,6 +22,8 @@ static const struct {
 	 "reserve+release of a cached size per strategy, beside malloc+free"},
 	{"matmul", bench_matmul,
 	 "f32 matmul GFLOP/s: tuned, each variant, OpenBLAS direct"},
+	{"donation", bench_donation,
+	 "peak memory of a chain of 10 ops per copy semantics (ops.h)"},
 };
 
 #define N_BENCHES (sizeof benches / sizeof benches[0])

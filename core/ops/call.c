@@ -8,7 +8,9 @@
  *     (|can_alias|: the catalogue allows exact aliasing for them);
  *   - the input asked for it (REUSE_INPUT or DONATE_INPUT);
  *   - its view is dense at offset 0 with the output's dtype and element
- *     count (so the kernel reads each element where it writes it);
+ *     count (so the kernel reads each element where it writes it), and
+ *     covers its whole handle (the output is exactly the buffer: a slice
+ *     would leave the rest of the handle alive under the output);
  *   - no other input of the call reads the same handle through another
  *     view (it would read elements already overwritten);
  *   - the caller holds the only reference: checked by a snapshot for
@@ -141,6 +143,8 @@ static const char *reuse_obstacle(const struct wafer_op_call *call, size_t i,
 		return "the output has another shape (broadcast)";
 	if (!in->view.dense)
 		return "the view is not dense at offset 0";
+	if (in->view.handle_size != count * in->view.element_size)
+		return "the view does not cover its whole handle";
 	for (size_t j = 0; j < call->input_count; j++) {
 		const struct wafer_op_input *other = &call->inputs[j];
 		if (j != i &&

@@ -149,7 +149,8 @@ WAFER_API wafer_status wafer_tensor_slice(const wafer_tensor *tensor,
  *
  * WAFER_REUSE_INPUT — the operation writes its output over the input when
  *   the caller holds the only reference to the input's handle, the input
- *   is a dense view at offset 0 with the output's dtype and shape, and the
+ *   is a dense view of its whole handle with the output's dtype and shape
+ *   (the output's buffer is then exactly the input's), and the
  *   operation's kernel allows it (elementwise operations and softmax do;
  *   cast, reductions and matmul do not). The output is then the input's
  *   own handle with one more reference, so the caller still releases both
@@ -221,9 +222,8 @@ WAFER_API wafer_status wafer_op_fill(wafer_client *client, wafer_dtype dtype,
 
 /* A dense copy of any view: materialises transposes, slices and
  * broadcasts. Kernels: copy for a dense view at offset 0, else
- * copy_strided. With REUSE_INPUT or DONATE_INPUT on a dense view at offset
- * 0 that fits (see above) no kernel runs at all: the output is the input's
- * buffer. */
+ * copy_strided. With REUSE_INPUT or DONATE_INPUT on a view that fits
+ * (see above) no kernel runs at all: the output is the input's buffer. */
 WAFER_API wafer_status wafer_op_copy(wafer_client *client,
 				     const wafer_tensor *x,
 				     wafer_copy_semantics sx, wafer_tensor *out);

@@ -62,26 +62,26 @@ const struct wafer_kernel *cpu_kernel_find(const struct wafer_kernel *kernel)
 	return NULL;
 }
 
-const char *cpu_check_binding(const struct cpu_kernel_args *args, uint32_t i,
-			      uint64_t elements, size_t element_size,
-			      char *why, size_t size)
+wafer_status cpu_check_binding(const struct cpu_kernel_args *args, uint32_t i,
+			       uint64_t elements, size_t element_size,
+			       char *why, size_t size)
 {
 	uint64_t bytes;
 
 	if (!__builtin_mul_overflow(elements, (uint64_t)element_size, &bytes) &&
 	    bytes <= args->size[i])
-		return NULL;
+		return WAFER_OK;
 	snprintf(why, size,
 		 "binding %" PRIu32 " holds %zu bytes, too few for %" PRIu64
 		 " elements of %zu bytes",
 		 i, args->size[i], elements, element_size);
-	return why;
+	return WAFER_ERROR_OUT_OF_RANGE;
 }
 
-const char *cpu_check_strided(uint32_t rank, const uint64_t *shape,
-			      const uint64_t *strides, uint64_t offset,
-			      uint64_t *out_span, uint64_t *out_count,
-			      char *why, size_t size)
+wafer_status cpu_check_strided(uint32_t rank, const uint64_t *shape,
+			       const uint64_t *strides, uint64_t offset,
+			       uint64_t *out_span, uint64_t *out_count,
+			       char *why, size_t size)
 {
 	uint64_t last = offset, count = 1;
 
@@ -89,28 +89,25 @@ const char *cpu_check_strided(uint32_t rank, const uint64_t *shape,
 	if (rank == 0 || rank > WAFER_KERNEL_MAX_RANK) {
 		snprintf(why, size, "rank %" PRIu32 " is not 1..%d", rank,
 			 WAFER_KERNEL_MAX_RANK);
-		return why;
+		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
 	for (uint32_t d = 0; d < rank; d++) {
 		uint64_t step;
 		if (shape[d] == 0) {
 			snprintf(why, size, "shape[%" PRIu32 "] is 0", d);
-			return why;
+			return WAFER_ERROR_INVALID_ARGUMENT;
 		}
 		if (__builtin_mul_overflow(shape[d] - 1, strides[d], &step) ||
 		    __builtin_add_overflow(last, step, &last) ||
-		    __builtin_mul_overflow(count, shape[d], &count)) {
+		    __builtin_mul_overflow(count, shape[d], &count) ||
+		    last == UINT64_MAX) {
 			snprintf(why, size, "the view's extent overflows");
-			return why;
+			return WAFER_ERROR_OUT_OF_RANGE;
 		}
-	}
-	if (last == UINT64_MAX) {
-		snprintf(why, size, "the view's extent overflows");
-		return why;
 	}
 	*out_span = last + 1;
 	*out_count = count;
-	return NULL;
+	return WAFER_OK;
 }
 
 size_t cpu_dtype_size(uint32_t dtype)

@@ -81,10 +81,13 @@ struct cpu_kernel_impl {
 	uint64_t (*count)(const void *params);
 	size_t element_size;
 	/* Kernels of another shape (strided, rows, matmul, cast) check their
-	 * parameters and bindings themselves: return NULL when the launch is
-	 * sound, else why not (written into |why|, at most |size| bytes). */
-	const char *(*check)(const struct cpu_kernel_args *args, char *why,
-			     size_t size);
+	 * parameters and bindings themselves: WAFER_OK when the launch is
+	 * sound, else WAFER_ERROR_OUT_OF_RANGE (a binding too small for what
+	 * the parameters reach) or WAFER_ERROR_INVALID_ARGUMENT (a malformed
+	 * parameter block), with the reason written into |why| (|size|
+	 * bytes). */
+	wafer_status (*check)(const struct cpu_kernel_args *args, char *why,
+			      size_t size);
 	/* Runs the kernel to completion on the calling thread and the pool.
 	 * A failure here happened while running: launch keeps it for the
 	 * next sync, as plugin.h asks of every backend. (The kernels cannot
@@ -150,16 +153,18 @@ const struct wafer_kernel *cpu_kernel_find(const struct wafer_kernel *kernel);
 		p_;                                                            \
 	})
 
-/* NULL when binding |i| holds |elements| of |element_size| bytes, else
- * the reason in |why|. Overflow-safe. */
-const char *cpu_check_binding(const struct cpu_kernel_args *args, uint32_t i,
+/* WAFER_OK when binding |i| holds |elements| of |element_size| bytes,
+ * else WAFER_ERROR_OUT_OF_RANGE with the reason in |why|. Overflow-safe. */
+wafer_status cpu_check_binding(const struct cpu_kernel_args *args, uint32_t i,
 			      uint64_t elements, size_t element_size,
 			      char *why, size_t size);
 
 /* Checks a strided view (rank 1..WAFER_KERNEL_MAX_RANK, sizes >= 1) and
  * returns the elements it spans (largest index + 1) and its element
- * count; NULL when sound, else the reason in |why|. */
-const char *cpu_check_strided(uint32_t rank, const uint64_t *shape,
+ * count: WAFER_OK, WAFER_ERROR_INVALID_ARGUMENT for a bad rank or size,
+ * WAFER_ERROR_OUT_OF_RANGE when the extent overflows; the reason in
+ * |why|. */
+wafer_status cpu_check_strided(uint32_t rank, const uint64_t *shape,
 			      const uint64_t *strides, uint64_t offset,
 			      uint64_t *out_span, uint64_t *out_count,
 			      char *why, size_t size);
@@ -167,10 +172,10 @@ const char *cpu_check_strided(uint32_t rank, const uint64_t *shape,
 /* The checks of matmul (matmul.c) and of the reductions over rows
  * (kernels_reduce.c), shared by their further variants (matmul_*.c,
  * reduce_split.c). */
-const char *cpu_check_matmul(const struct cpu_kernel_args *args, char *why,
-			     size_t size);
-const char *cpu_check_reduce(const struct cpu_kernel_args *args, char *why,
-			     size_t size);
+wafer_status cpu_check_matmul(const struct cpu_kernel_args *args, char *why,
+			      size_t size);
+wafer_status cpu_check_reduce(const struct cpu_kernel_args *args, char *why,
+			      size_t size);
 
 /* Element size of a dtype the cpu kernels move (f32, f16, bf16, i32);
  * 0 for others. */

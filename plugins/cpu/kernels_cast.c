@@ -165,26 +165,26 @@ static void cast_range(void *ctx, size_t begin, size_t end)
 		store(job->out, job->to, i, load(job->in, job->from, i));
 }
 
-static const char *check_cast(const struct cpu_kernel_args *args, char *why,
+static wafer_status check_cast(const struct cpu_kernel_args *args, char *why,
 			      size_t size)
 {
 	struct wafer_cast_params p =
 		CPU_PARAMS(struct wafer_cast_params, args->params);
 	size_t from = cpu_dtype_size(p.dtype_in);
 	size_t to = cpu_dtype_size(p.dtype_out);
-	const char *problem;
+	wafer_status status;
 
 	if (!from || !to) {
 		snprintf(why, size,
 			 "dtypes %u to %u: cast converts between f32, f16, "
 			 "bf16 and i32",
 			 p.dtype_in, p.dtype_out);
-		return why;
+		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	problem = cpu_check_binding(args, 0, p.count, to, why, size);
-	if (!problem)
-		problem = cpu_check_binding(args, 1, p.count, from, why, size);
-	return problem;
+	status = cpu_check_binding(args, 0, p.count, to, why, size);
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 1, p.count, from, why, size);
+	return status;
 }
 
 static wafer_status run_cast(const struct cpu_kernel_args *args)
@@ -206,7 +206,7 @@ static wafer_status run_cast(const struct cpu_kernel_args *args)
 /* One impl per source dtype, so that cpu_kernel_find tells them apart and
  * the check can insist that dtype_in is the entry's. */
 #define CAST(name_, dtype_)                                                    \
-	static const char *check_##name_(const struct cpu_kernel_args *args,   \
+	static wafer_status check_##name_(const struct cpu_kernel_args *args,   \
 					 char *why, size_t size)               \
 	{                                                                      \
 		uint32_t from = CPU_PARAMS(struct wafer_cast_params,           \
@@ -216,7 +216,7 @@ static wafer_status run_cast(const struct cpu_kernel_args *args)
 			snprintf(why, size,                                    \
 				 "dtype_in %u, but this entry casts from %u",  \
 				 from, (unsigned)(dtype_));                    \
-			return why;                                            \
+			return WAFER_ERROR_INVALID_ARGUMENT;                   \
 		}                                                              \
 		return check_cast(args, why, size);                            \
 	}                                                                      \

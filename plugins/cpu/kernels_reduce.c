@@ -132,36 +132,36 @@ static void rows_range(void *ctx, size_t begin, size_t end)
 	}
 }
 
-static const char *check_rows(const struct cpu_kernel_args *args,
+static wafer_status check_rows(const struct cpu_kernel_args *args,
 			      int full_output, char *why, size_t size)
 {
 	struct wafer_rows_params p =
 		CPU_PARAMS(struct wafer_rows_params, args->params);
 	uint64_t elements;
-	const char *problem;
+	wafer_status status;
 
 	if (p.rows == 0 || p.cols == 0 ||
 	    __builtin_mul_overflow(p.rows, p.cols, &elements)) {
 		snprintf(why, size, "rows %llu x cols %llu",
 			 (unsigned long long)p.rows,
 			 (unsigned long long)p.cols);
-		return why;
+		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	problem = cpu_check_binding(args, 0, full_output ? elements : p.rows,
+	status = cpu_check_binding(args, 0, full_output ? elements : p.rows,
 				    sizeof(float), why, size);
-	if (!problem)
-		problem = cpu_check_binding(args, 1, elements, sizeof(float),
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 1, elements, sizeof(float),
 					    why, size);
-	return problem;
+	return status;
 }
 
-const char *cpu_check_reduce(const struct cpu_kernel_args *args, char *why,
-			     size_t size)
+wafer_status cpu_check_reduce(const struct cpu_kernel_args *args, char *why,
+			      size_t size)
 {
 	return check_rows(args, 0, why, size);
 }
 
-static const char *check_softmax(const struct cpu_kernel_args *args,
+static wafer_status check_softmax(const struct cpu_kernel_args *args,
 				 char *why, size_t size)
 {
 	return check_rows(args, 1, why, size);

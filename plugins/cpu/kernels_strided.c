@@ -114,23 +114,23 @@ static void gather_range(void *ctx, size_t begin, size_t end)
 	}
 }
 
-static const char *check_gather(const struct cpu_kernel_args *args,
+static wafer_status check_gather(const struct cpu_kernel_args *args,
 				size_t element_size, char *why, size_t size)
 {
 	struct wafer_strided_copy_params p =
 		CPU_PARAMS(struct wafer_strided_copy_params, args->params);
 	uint64_t span, count;
-	const char *problem = cpu_check_strided(p.rank, p.shape, p.strides,
+	wafer_status status = cpu_check_strided(p.rank, p.shape, p.strides,
 						p.offset, &span, &count, why,
 						size);
 
-	if (!problem)
-		problem = cpu_check_binding(args, 0, count, element_size, why,
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 0, count, element_size, why,
 					    size);
-	if (!problem)
-		problem = cpu_check_binding(args, 1, span, element_size, why,
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 1, span, element_size, why,
 					    size);
-	return problem;
+	return status;
 }
 
 static wafer_status run_gather(const struct cpu_kernel_args *args,
@@ -151,13 +151,13 @@ static wafer_status run_gather(const struct cpu_kernel_args *args,
 	return WAFER_OK;
 }
 
-static const char *check_gather4(const struct cpu_kernel_args *args,
+static wafer_status check_gather4(const struct cpu_kernel_args *args,
 				 char *why, size_t size)
 {
 	return check_gather(args, 4, why, size);
 }
 
-static const char *check_gather2(const struct cpu_kernel_args *args,
+static wafer_status check_gather2(const struct cpu_kernel_args *args,
 				 char *why, size_t size)
 {
 	return check_gather(args, 2, why, size);
@@ -255,30 +255,30 @@ static inline void strided_range(const struct strided_job *job, size_t begin,
 	}
 }
 
-static const char *check_strided(const struct cpu_kernel_args *args,
+static wafer_status check_strided(const struct cpu_kernel_args *args,
 				 char *why, size_t size)
 {
 	struct wafer_binary_strided_params p =
 		CPU_PARAMS(struct wafer_binary_strided_params, args->params);
 	uint64_t span_a, span_b, count;
-	const char *problem = cpu_check_strided(p.rank, p.shape, p.a_strides,
+	wafer_status status = cpu_check_strided(p.rank, p.shape, p.a_strides,
 						p.a_offset, &span_a, &count,
 						why, size);
 
-	if (!problem)
-		problem = cpu_check_strided(p.rank, p.shape, p.b_strides,
+	if (status == WAFER_OK)
+		status = cpu_check_strided(p.rank, p.shape, p.b_strides,
 					    p.b_offset, &span_b, &count, why,
 					    size);
-	if (!problem)
-		problem = cpu_check_binding(args, 0, count, sizeof(float), why,
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 0, count, sizeof(float), why,
 					    size);
-	if (!problem)
-		problem = cpu_check_binding(args, 1, span_a, sizeof(float), why,
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 1, span_a, sizeof(float), why,
 					    size);
-	if (!problem)
-		problem = cpu_check_binding(args, 2, span_b, sizeof(float), why,
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 2, span_b, sizeof(float), why,
 					    size);
-	return problem;
+	return status;
 }
 
 static wafer_status run_strided(const struct cpu_kernel_args *args,

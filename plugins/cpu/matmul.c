@@ -171,23 +171,23 @@ static uint64_t operand_span(uint64_t batch, uint64_t stride, uint64_t rows,
 	return span;
 }
 
-const char *cpu_check_matmul(const struct cpu_kernel_args *args, char *why,
-			     size_t size)
+wafer_status cpu_check_matmul(const struct cpu_kernel_args *args, char *why,
+			      size_t size)
 {
 	struct wafer_matmul_params p =
 		CPU_PARAMS(struct wafer_matmul_params, args->params);
-	const char *problem;
+	wafer_status status;
 
 	if (!p.batch || !p.m || !p.n || !p.k) {
 		snprintf(why, size, "batch, m, n and k must be at least 1");
-		return why;
+		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
 	uint64_t span_c = operand_span(p.batch, p.batch_stride_c, p.m, p.n);
 	uint64_t span_a = operand_span(p.batch, p.batch_stride_a, p.m, p.k);
 	uint64_t span_b = operand_span(p.batch, p.batch_stride_b, p.k, p.n);
 	if (!span_a || !span_b || !span_c) {
 		snprintf(why, size, "the operands' extents overflow");
-		return why;
+		return WAFER_ERROR_OUT_OF_RANGE;
 	}
 	if (p.batch > 1 && p.batch_stride_c < p.m * p.n) {
 		snprintf(why, size,
@@ -195,16 +195,16 @@ const char *cpu_check_matmul(const struct cpu_kernel_args *args, char *why,
 			 "%llu elements",
 			 (unsigned long long)p.batch_stride_c,
 			 (unsigned long long)(p.m * p.n));
-		return why;
+		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	problem = cpu_check_binding(args, 0, span_c, sizeof(float), why, size);
-	if (!problem)
-		problem = cpu_check_binding(args, 1, span_a, sizeof(float), why,
+	status = cpu_check_binding(args, 0, span_c, sizeof(float), why, size);
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 1, span_a, sizeof(float), why,
 					    size);
-	if (!problem)
-		problem = cpu_check_binding(args, 2, span_b, sizeof(float), why,
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 2, span_b, sizeof(float), why,
 					    size);
-	return problem;
+	return status;
 }
 
 static wafer_status run_matmul(const struct cpu_kernel_args *args)

@@ -61,15 +61,15 @@ static wafer_status run_openblas(const struct cpu_kernel_args *args)
 }
 
 /* cpu_check_matmul, and dimensions CBLAS's int can hold. */
-static const char *check_openblas(const struct cpu_kernel_args *args,
-				  char *why, size_t size)
+static wafer_status check_openblas(const struct cpu_kernel_args *args,
+				   char *why, size_t size)
 {
 	struct wafer_matmul_params p =
 		CPU_PARAMS(struct wafer_matmul_params, args->params);
 
 	if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX) {
 		snprintf(why, size, "openblas: m, n and k must fit an int");
-		return why;
+		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
 	return cpu_check_matmul(args, why, size);
 }

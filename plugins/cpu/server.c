@@ -120,11 +120,10 @@ static wafer_status check_counts(const struct wafer_host_services *host,
 	char why[192];
 
 	if (impl->check) {
-		const char *problem = impl->check(args, why, sizeof why);
-		if (!problem)
-			return WAFER_OK;
-		host->set_error("cpu: launch %s: %s", name, problem);
-		return WAFER_ERROR_INVALID_ARGUMENT;
+		wafer_status status = impl->check(args, why, sizeof why);
+		if (status != WAFER_OK)
+			host->set_error("cpu: launch %s: %s", name, why);
+		return status;
 	}
 
 	uint64_t count = impl->count(args->params);
