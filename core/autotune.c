@@ -53,11 +53,13 @@ wafer_status wafer_tuner_create(const struct wafer_config *config,
 	pthread_mutex_init(&t->lock, &attr);
 	pthread_mutexattr_destroy(&attr);
 	wafer_log_debug("autotune", "mode %s, warmup %u, samples %u, "
-			"eliminate_ratio %g, cache %s",
+			"eliminate_ratio %g, cache %s (%s)",
 			wafer_tune_mode_name(t->settings.mode),
 			t->settings.warmup, t->settings.samples,
 			t->settings.eliminate_ratio,
-			t->settings.cache_dir ? t->settings.cache_dir : "none");
+			t->settings.cache_dir ? t->settings.cache_dir : "none",
+			t->settings.cache_dir ? t->settings.cache_dir_origin
+					      : "no directory");
 	*out_tuner = t;
 	return WAFER_OK;
 }
