@@ -146,3 +146,7 @@ EXTRA_DIST += t/replay-backend.sh
 check_PROGRAMS += t/overrun
 TESTS += t/overrun
 t_overrun_LDADD = libwafer.la
+
+# Every public header compiles alone as C99 and C++.
+TESTS += t/headers.sh
+EXTRA_DIST += t/headers.sh
