@@ -10,6 +10,7 @@ AM_TESTS_ENVIRONMENT = \
 	XDG_CONFIG_HOME='$(abs_top_builddir)/t/xdg-config'; \
 	XDG_CACHE_HOME='$(abs_top_builddir)/t/xdg-cache'; \
 	T_BUILDDIR='$(abs_top_builddir)/t'; T_SRCDIR='$(abs_top_srcdir)/t'; \
+	SANITIZER_FLAGS='$(SANITIZER_FLAGS)'; export SANITIZER_FLAGS; \
 	export WAFER_PLUGIN_PATH WAFER_SYSCONFDIR XDG_CONFIG_HOME XDG_CACHE_HOME T_BUILDDIR T_SRCDIR;
 EXTRA_DIST += t/tap.h
 # Test programs link the convenience library to reach internals.
@@ -177,3 +178,7 @@ EXTRA_DIST += t/replay-backend.sh
 check_PROGRAMS += t/overrun
 TESTS += t/overrun
 t_overrun_LDADD = libwafer.la
+
+# Every public header compiles alone as C99 and C++.
+TESTS += t/headers.sh
+EXTRA_DIST += t/headers.sh
