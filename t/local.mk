@@ -91,6 +91,21 @@ check_PROGRAMS += t/cpu_plugin
 TESTS += t/cpu_plugin
 t_cpu_plugin_LDADD = -ldl
 
+# The OpenCL plugin through the vendor ABI alone: options, storage, every
+# kernel against a reference, errors, timers, threads (skips without a
+# device).
+if WAFER_OPENCL
+check_PROGRAMS += t/opencl_plugin
+TESTS += t/opencl_plugin
+t_opencl_plugin_LDADD = -ldl -lm -lpthread
+# The binary cache across processes, the build-log error path, and no
+# OpenCL platform at all.
+check_PROGRAMS += t/opencl_cache
+TESTS += t/opencl_cache
+t_opencl_cache_LDADD = -ldl -lpthread
+endif
+EXTRA_DIST += t/opencl_host.h
+
 # Symbols the built libraries export.
 TESTS += t/exports.sh
 EXTRA_DIST += t/exports.sh

@@ -24,16 +24,16 @@ EXTRA_plugins_opencl_opencl_la_DEPENDENCIES = $(top_srcdir)/plugins/plugin.map
 CLEANFILES += plugins/opencl/sources.c
 endif
 
-OPENCL_CL_SOURCES = \
+OPENCL_KERNEL_FILES = \
 	plugins/opencl/cl/common.cl \
 	plugins/opencl/cl/elementwise.cl \
 	plugins/opencl/cl/strided.cl \
 	plugins/opencl/cl/rows.cl \
 	plugins/opencl/cl/matmul.cl
-EXTRA_DIST += $(OPENCL_CL_SOURCES) plugins/opencl/embed.awk
+EXTRA_DIST += $(OPENCL_KERNEL_FILES) plugins/opencl/embed.awk
 
-plugins/opencl/sources.c: $(OPENCL_CL_SOURCES:%=$(srcdir)/%) \
+plugins/opencl/sources.c: $(OPENCL_KERNEL_FILES:%=$(srcdir)/%) \
 		$(srcdir)/plugins/opencl/embed.awk
 	$(AM_V_GEN)$(MKDIR_P) plugins/opencl && \
 	$(AWK) -f $(srcdir)/plugins/opencl/embed.awk \
-		$(OPENCL_CL_SOURCES:%=$(srcdir)/%) > $@.tmp && mv $@.tmp $@
+		$(OPENCL_KERNEL_FILES:%=$(srcdir)/%) > $@.tmp && mv $@.tmp $@

@@ -83,6 +83,7 @@ struct ocl_state {
 	int cache_enabled;
 	char *cache_dir; /* NULL: $XDG_CACHE_HOME/wafer/opencl */
 	int clblast_enabled;
+	enum { OCL_STAGING_AUTO, OCL_STAGING_ALWAYS, OCL_STAGING_NEVER } staging;
 
 	/* The devices that passed the filters, GPUs first. */
 	struct ocl_device_entry *devices;
@@ -131,6 +132,10 @@ struct ocl_device {
 	int host_unified;     /* device memory is host memory (PoCL, iGPUs) */
 	int has_fp16;         /* cl_khr_fp16: half arithmetic in hardware */
 	int has_fp64;
+	/* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: the programs are built with
+	 * -cl-fp32-correctly-rounded-divide-sqrt, so div is exact as the
+	 * catalogue asks (OpenCL's default allows 2.5 ulp). */
+	int exact_div_sqrt;
 
 	/* Guards |pinned|. */
 	pthread_mutex_t lock;

@@ -17,6 +17,10 @@
  *                        $XDG_CACHE_HOME/wafer/opencl)
  *   clblast = on|off     offer CLBlast's GEMM as a matmul variant (on;
  *                        only when the plugin was built with CLBlast)
+ *   staging = auto|always|never
+ *                        how uploads reach the device (storage.c): through
+ *                        pinned staging memory where it helps (auto),
+ *                        always, or never (blocking writes)
  *
  * Devices are numbered GPUs first, then accelerators, then the rest, then
  * CPUs, each group in the order the ICD loader lists the platforms, so
@@ -141,6 +145,19 @@ static wafer_status apply_option(struct ocl_state *state,
 			return WAFER_OK;
 		host->set_error("%s: [opencl] type: expected a list of gpu, "
 				"cpu, accelerator, custom, all; got '%s'",
+				origin, value);
+		return WAFER_ERROR_CONFIG;
+	}
+	if (strcmp(key, "staging") == 0) {
+		static const char *const modes[] = {"auto", "always", "never"};
+		for (int i = 0; i < 3; i++) {
+			if (strcasecmp(value, modes[i]) == 0) {
+				state->staging = i;
+				return WAFER_OK;
+			}
+		}
+		host->set_error("%s: [opencl] staging: expected auto, always "
+				"or never, got '%s'",
 				origin, value);
 		return WAFER_ERROR_CONFIG;
 	}
@@ -515,6 +532,7 @@ struct device_props {
 	cl_uint base_align_bits, compute_units;
 	size_t max_work_group;
 	cl_bool host_unified;
+	cl_device_fp_config fp32;
 	int fp16, fp64;
 };
 
@@ -536,6 +554,8 @@ static void read_props(cl_device_id id, struct device_props *p)
 			sizeof p->max_work_group, &p->max_work_group, NULL);
 	clGetDeviceInfo(id, CL_DEVICE_HOST_UNIFIED_MEMORY,
 			sizeof p->host_unified, &p->host_unified, NULL);
+	clGetDeviceInfo(id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof p->fp32,
+			&p->fp32, NULL);
 	if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &need) ==
 		    CL_SUCCESS &&
 	    need && (extensions = malloc(need))) {
@@ -646,6 +666,8 @@ static wafer_status ocl_device_open(void *state, uint32_t index,
 	dev->host_unified = p.host_unified;
 	dev->has_fp16 = p.fp16;
 	dev->has_fp64 = p.fp64;
+	dev->exact_div_sqrt =
+		(p.fp32 & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
 
 	status = open_context(dev);
 	if (status == WAFER_OK)

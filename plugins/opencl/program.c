@@ -57,14 +57,18 @@ static double now_ms(void)
 }
 
 /* The options every build of |dev| uses: OpenCL C 1.2, which every
- * platform compiles, then the user's [opencl] build_options. */
+ * platform compiles; correctly rounded division and square root where
+ * the device offers them (the catalogue wants div exact); then the
+ * user's [opencl] build_options. */
 static void build_options(const struct ocl_device *dev, char *buf,
 			  size_t size)
 {
 	const char *extra = dev->state->build_options;
 
-	snprintf(buf, size, "-cl-std=CL1.2%s%s", extra ? " " : "",
-		 extra ? extra : "");
+	snprintf(buf, size, "-cl-std=CL1.2%s%s%s",
+		 dev->exact_div_sqrt ? " -cl-fp32-correctly-rounded-divide-sqrt"
+				     : "",
+		 extra ? " " : "", extra ? extra : "");
 }
 
 /* The device's build log of |program|, malloc'd ("" when there is none). */

@@ -256,6 +256,20 @@ void ocl_staging_destroy(struct ocl_queue *q)
  * Copies
  *===----------------------------------------------------------------------===*/
 
+/* Whether an upload of |size| bytes goes through the staging ring
+ * ([opencl] staging: auto, always, never). */
+static int wants_staging(const struct ocl_device *dev, size_t size)
+{
+	switch (dev->state->staging) {
+	case OCL_STAGING_ALWAYS:
+		return 1;
+	case OCL_STAGING_NEVER:
+		return 0;
+	default:
+		return !(dev->host_unified && size >= DIRECT_WRITE_MIN);
+	}
+}
+
 static wafer_status ocl_storage_copy_in(void *device, void *queue,
 					wafer_resource dst, size_t dst_offset,
 					const void *src, size_t size)
@@ -267,8 +281,7 @@ static wafer_status ocl_storage_copy_in(void *device, void *queue,
 
 	if (size == 0)
 		return WAFER_OK;
-	if (!(dev->host_unified && size >= DIRECT_WRITE_MIN) &&
-	    staging_ready(q))
+	if (wants_staging(dev, size) && staging_ready(q))
 		return staged_write(q, ocl_resource_mem(dst), dst_offset, src,
 				    size);
 
