@@ -675,8 +675,8 @@ static double ref_unary(const char *op, double x)
 	if (!strcmp(op, "sqrt")) return sqrtf(f);
 	if (!strcmp(op, "relu")) return f > 0 ? f : 0.0f;
 	if (!strcmp(op, "gelu"))
-		return 0.5 * x * (1 + tanh(0.7978845608028654 *
-					   (x + 0.044715 * x * x * x)));
+		return x / (1 + exp(-2 * 0.7978845608028654 *
+				    (x + 0.044715 * x * x * x)));
 	if (!strcmp(op, "sigmoid")) return 1.0 / (1.0 + exp(-x));
 	return tanhf(f);
 }
@@ -1165,12 +1165,36 @@ static void test_launch_errors(void)
 				find_kernel(device, "add_strided",
 					    WAFER_DTYPE_F32, NULL),
 				b, 3, &sp, sizeof sp),
-		  WAFER_ERROR_INVALID_ARGUMENT, "strides that overflow");
+		  WAFER_ERROR_OUT_OF_RANGE, "strides that overflow");
 	status_is(launch_kernel(device, queue,
 				find_kernel(device, "cast", WAFER_DTYPE_F32,
 					    NULL),
 				b, 2, &cp, sizeof cp),
 		  WAFER_ERROR_INVALID_ARGUMENT, "cast to f64: not offered");
+	{
+		struct wafer_rows_params rp = {.rows = 4, .cols = 0};
+		struct wafer_matmul_params mp = {.batch = 1, .m = 0, .n = 4,
+						 .k = 4};
+		status_is(launch_kernel(device, queue,
+					find_kernel(device, "reduce_sum",
+						    WAFER_DTYPE_F32, NULL),
+					b, 2, &rp, sizeof rp),
+			  WAFER_ERROR_INVALID_ARGUMENT, "reduce_sum with cols 0");
+		status_is(launch_kernel(device, queue,
+					find_kernel(device, "matmul",
+						    WAFER_DTYPE_F32, NULL),
+					b, 3, &mp, sizeof mp),
+			  WAFER_ERROR_INVALID_ARGUMENT, "matmul with m 0");
+		mp = (struct wafer_matmul_params){
+			.batch = 2, .m = 4, .n = 4, .k = 4,
+			.batch_stride_c = 8};
+		status_is(launch_kernel(device, queue,
+					find_kernel(device, "matmul",
+						    WAFER_DTYPE_F32, NULL),
+					b, 3, &mp, sizeof mp),
+			  WAFER_ERROR_INVALID_ARGUMENT,
+			  "matmul whose output matrices overlap");
+	}
 	status_is(plugin->server->sync(device, queue), WAFER_OK,
 		  "nothing was enqueued by the refused launches");
 	free_buf(x);

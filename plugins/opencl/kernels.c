@@ -336,6 +336,15 @@ static wafer_status bad_params(const struct job *j, const char *why)
 	return WAFER_ERROR_INVALID_ARGUMENT;
 }
 
+/* A view whose extent does not fit 64 bits reaches past any binding. */
+static wafer_status overflow(const struct job *j)
+{
+	ocl_host(j->q->device)->set_error(
+		OCL_NAME ": launch %s: the extent its parameters reach "
+		"overflows 64 bits", j->name);
+	return WAFER_ERROR_OUT_OF_RANGE;
+}
+
 /* |need| elements of binding |i| must fit in it. */
 static wafer_status fits(const struct job *j, uint32_t i, uint64_t need)
 {
@@ -391,7 +400,7 @@ static wafer_status check_extents(struct job *j)
 {
 	const union params *p = &j->p;
 	wafer_status s = WAFER_OK;
-	uint64_t count = 0, ea, eb;
+	uint64_t count = 0, ea, eb, ec;
 
 	switch (j->desc->family) {
 	case FAM_NOOP:
@@ -419,7 +428,7 @@ static wafer_status check_extents(struct job *j)
 				    p->strided.b_strides, p->strided.b_offset,
 				    &count);
 		if (ea == UINT64_MAX || eb == UINT64_MAX)
-			return bad_params(j, "shape and strides overflow");
+			return overflow(j);
 		s = fits(j, 0, count);
 		if (s == WAFER_OK)
 			s = fits(j, 1, ea);
@@ -431,7 +440,7 @@ static wafer_status check_extents(struct job *j)
 		ea = strided_extent(p->copy.rank, p->copy.shape,
 				    p->copy.strides, p->copy.offset, &count);
 		if (ea == UINT64_MAX)
-			return bad_params(j, "shape and strides overflow");
+			return overflow(j);
 		s = fits(j, 0, count);
 		return s == WAFER_OK ? fits(j, 1, ea) : s;
 	case FAM_CAST:
@@ -444,10 +453,10 @@ static wafer_status check_extents(struct job *j)
 		s = fits(j, 0, p->cast.count);
 		return s == WAFER_OK ? fits(j, 1, p->cast.count) : s;
 	case FAM_ROWS:
-		if (p->rows.rows && p->rows.cols == 0)
-			return bad_params(j, "cols must be at least 1");
-		if (__builtin_mul_overflow(p->rows.rows, p->rows.cols, &count))
-			return bad_params(j, "rows x cols overflows");
+		if (!p->rows.rows || !p->rows.cols ||
+		    __builtin_mul_overflow(p->rows.rows, p->rows.cols, &count))
+			return bad_params(j, "rows and cols must be at least 1 "
+					     "and their product fit 64 bits");
 		s = fits(j, 0, strcmp(j->desc->op, WAFER_KERNEL_SOFTMAX) == 0
 				       ? count
 				       : p->rows.rows);
@@ -455,18 +464,24 @@ static wafer_status check_extents(struct job *j)
 	case FAM_MATMUL:
 	case FAM_CLBLAST:
 		if (!p->mm.batch || !p->mm.m || !p->mm.n || !p->mm.k)
-			return WAFER_OK; /* nothing to compute */
-		s = fits(j, 0, batched_extent(p->mm.batch, p->mm.batch_stride_c,
-					      p->mm.m, p->mm.n));
+			return bad_params(j, "batch, m, n and k must be at "
+					     "least 1");
+		if (p->mm.batch > 1 &&
+		    p->mm.batch_stride_c / p->mm.n < p->mm.m)
+			return bad_params(j, "batch_stride_c is smaller than "
+					     "m x n: output matrices overlap");
+		ec = batched_extent(p->mm.batch, p->mm.batch_stride_c, p->mm.m,
+				    p->mm.n);
+		ea = batched_extent(p->mm.batch, p->mm.batch_stride_a, p->mm.m,
+				    p->mm.k);
+		eb = batched_extent(p->mm.batch, p->mm.batch_stride_b, p->mm.k,
+				    p->mm.n);
+		if (ea == UINT64_MAX || eb == UINT64_MAX || ec == UINT64_MAX)
+			return overflow(j);
+		s = fits(j, 0, ec);
 		if (s == WAFER_OK)
-			s = fits(j, 1, batched_extent(p->mm.batch,
-						      p->mm.batch_stride_a,
-						      p->mm.m, p->mm.k));
-		return s == WAFER_OK ? fits(j, 2, batched_extent(
-						      p->mm.batch,
-						      p->mm.batch_stride_b,
-						      p->mm.k, p->mm.n))
-				     : s;
+			s = fits(j, 1, ea);
+		return s == WAFER_OK ? fits(j, 2, eb) : s;
 	}
 	return WAFER_OK;
 }

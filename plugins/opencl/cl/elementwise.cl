@@ -60,11 +60,13 @@ float sigmoid(float x)
 	return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
 }
 
-/* gelu, the tanh form the catalogue names. */
+/* gelu, the tanh form the catalogue names, written as
+ * 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
+ * 1 + tanh(u) cancels for negative x (-5e-7 where the answer is -0). */
 float gelu(float x)
 {
-	return 0.5f * x *
-	       (1.0f + tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+	float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+	return x * sigmoid(2.0f * u);
 }
 
 #define UNARY_ALL(DT)                                                          \
