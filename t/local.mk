@@ -178,3 +178,10 @@ EXTRA_DIST += t/replay-backend.sh
 check_PROGRAMS += t/overrun
 TESTS += t/overrun
 t_overrun_LDADD = libwafer.la
+
+# The tests' XDG_CACHE_HOME: the OpenCL plugin's program binaries and
+# PoCL's compiled kernels, made by make check.
+clean-local: clean-local-t-cache
+clean-local-t-cache:
+	-rm -rf t/xdg-cache
+.PHONY: clean-local-t-cache
