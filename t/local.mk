@@ -182,6 +182,10 @@ check_PROGRAMS += t/overrun
 TESTS += t/overrun
 t_overrun_LDADD = libwafer.la
 
+# Every public header compiles alone as C99 and C++.
+TESTS += t/headers.sh
+EXTRA_DIST += t/headers.sh
+
 # The tests' XDG_CACHE_HOME: the OpenCL plugin's program binaries and
 # PoCL's compiled kernels, made by make check.
 clean-local: clean-local-t-cache

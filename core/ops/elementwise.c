@@ -316,8 +316,8 @@ static void strided_params(const struct wafer_view *a,
 	uint64_t *const arrays[2] = {sa, sb};
 
 	memcpy(s, shape, rank * sizeof *s);
-	wafer_view_broadcast_strides(a, rank, shape, sa);
-	wafer_view_broadcast_strides(b, rank, shape, sb);
+	wafer_view_broadcast_strides(a, rank, sa);
+	wafer_view_broadcast_strides(b, rank, sb);
 	if (rank == 0) {
 		s[0] = 1;
 		rank = 1;

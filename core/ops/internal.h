@@ -85,12 +85,11 @@ wafer_status wafer_view_broadcast_shape(const char *op, uint32_t rank_a,
 					uint32_t *out_rank,
 					uint64_t *out_shape);
 
-/* The strides that read |view| as if it had |shape| (its broadcast
- * target, rank >= the view's): aligned at the last dimension, 0 where the
- * view has size 1 or no dimension. */
+/* The strides that read |view| as a tensor of |rank| dimensions (its
+ * broadcast target, rank >= the view's): aligned at the last dimension,
+ * 0 where the view has size 1 or no dimension. */
 void wafer_view_broadcast_strides(const struct wafer_view *view,
-				  uint32_t rank, const uint64_t *shape,
-				  uint64_t *strides);
+				  uint32_t rank, uint64_t *strides);
 
 /* Merges neighbouring dimensions that every one of |n| stride arrays
  * walks contiguously and drops dimensions of size 1, in place. Leaves at

@@ -67,8 +67,7 @@ static void plan_operand(struct operand *o, uint32_t transpose,
 	o->rows = t->shape[rank - 2];
 	o->cols = t->shape[rank - 1];
 	batch.t.rank = rank - 2;
-	wafer_view_broadcast_strides(&batch, batch_rank, batch_shape,
-				     o->batch_strides);
+	wafer_view_broadcast_strides(&batch, batch_rank, o->batch_strides);
 
 	bool row_major = (o->cols == 1 || sc == 1) &&
 			 (o->rows == 1 || sr == o->cols);

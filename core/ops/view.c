@@ -218,8 +218,7 @@ wafer_status wafer_view_broadcast_shape(const char *op, uint32_t rank_a,
 }
 
 void wafer_view_broadcast_strides(const struct wafer_view *view,
-				  uint32_t rank, const uint64_t *shape,
-				  uint64_t *strides)
+				  uint32_t rank, uint64_t *strides)
 {
 	uint32_t lead = rank - view->t.rank;
 
@@ -229,7 +228,6 @@ void wafer_view_broadcast_strides(const struct wafer_view *view,
 		else
 			strides[d] = view->t.strides[d - lead];
 	}
-	(void)shape;
 }
 
 void wafer_view_coalesce(uint32_t *rank, uint64_t *shape,
