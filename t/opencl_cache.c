@@ -409,11 +409,13 @@ static void test_location(const char *pocl_env)
 
 	r = in_child(scenario, NULL, 0, with_xdg);
 	snprintf(want, sizeof want, "%s/wafer/opencl", xdg);
-	ok(r.ran && r.correct && count_files(want, "elementwise-", NULL, 0) == 1,
+	ok(r.ran && r.correct &&
+		   count_files(want, "elementwise-", NULL, 0) == 1,
 	   "default place: $XDG_CACHE_HOME/wafer/opencl");
 	r = in_child(scenario, NULL, 0, with_home);
 	snprintf(want, sizeof want, "%s/.cache/wafer/opencl", home);
-	ok(r.ran && r.correct && count_files(want, "elementwise-", NULL, 0) == 1,
+	ok(r.ran && r.correct &&
+		   count_files(want, "elementwise-", NULL, 0) == 1,
 	   "without XDG_CACHE_HOME: $HOME/.cache/wafer/opencl");
 }
 

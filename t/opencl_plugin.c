@@ -506,7 +506,8 @@ static void test_catalogue(void)
 			diag("missing: %s f32", ops[i]);
 			missing++;
 		}
-		if (i > 0 && !find_kernel(device, ops[i], WAFER_DTYPE_F16, NULL)) {
+		if (i > 0 &&
+		    !find_kernel(device, ops[i], WAFER_DTYPE_F16, NULL)) {
 			diag("missing: %s f16", ops[i]);
 			no_f16++;
 		}
@@ -515,7 +516,8 @@ static void test_catalogue(void)
 	is_int((long long)no_f16, 0, "every one but noop in f16 too");
 	ok(find_kernel(device, "cast", WAFER_DTYPE_BF16, NULL) &&
 		   find_kernel(device, "cast", WAFER_DTYPE_I32, NULL) &&
-		   find_kernel(device, "copy_strided", WAFER_DTYPE_BF16, NULL) &&
+		   find_kernel(device, "copy_strided", WAFER_DTYPE_BF16,
+			       NULL) &&
 		   find_kernel(device, "copy_strided", WAFER_DTYPE_I32, NULL) &&
 		   find_kernel(device, "fill", WAFER_DTYPE_I32, NULL),
 	   "cast, copy_strided, fill and copy also in bf16 and i32");
@@ -621,7 +623,8 @@ static void test_staging_modes(void)
 	enum { N = 3 << 20 }; /* crosses a 2 MiB staging chunk */
 
 	for (int m = 0; m < 2; m++) {
-		struct wafer_plugin_option opt = option("staging", modes[m], "t");
+		struct wafer_plugin_option opt =
+			option("staging", modes[m], "t");
 		void *st, *dev, *q;
 		wafer_resource r;
 		unsigned char *src = xmalloc(N), *dst = xmalloc(N);
@@ -641,7 +644,8 @@ static void test_staging_modes(void)
 		status_is(plugin->server->sync(dev, q), WAFER_OK,
 			  "staging = %s: 3 MiB upload and download", modes[m]);
 		ok(dst[N - 1] == (unsigned char)((N - 1) * 131 + m) &&
-			   dst[2 << 20] == (unsigned char)((2u << 20) * 131 + m),
+			   dst[2 << 20] ==
+				   (unsigned char)((2u << 20) * 131 + m),
 		   "  ... bytes intact across the chunk boundary");
 		plugin->storage->free(dev, r);
 		plugin->server->queue_destroy(dev, q);
@@ -749,11 +753,13 @@ static void test_binary(void)
 			struct wafer_elementwise_params p = {.count = N};
 
 			for (int i = 0; i < N; i++)
-				want[i] = stored(dt, ref_binary(ops[o], a[i], b[i]));
+				want[i] = stored(
+					dt, ref_binary(ops[o], a[i], b[i]));
 			status_is(run(ops[o], dt, NULL, bufs, 3, &p, sizeof p),
 				  WAFER_OK, "%s %s: launch", ops[o], dname(dt));
 			download_values(dt, bufs[0], N, got);
-			ok(all_near(got, want, N, 0, 0) && check_guards(bufs[0]),
+			ok(all_near(got, want, N, 0, 0) &&
+				   check_guards(bufs[0]),
 			   "  ... exact, NaN propagated, guards intact");
 			for (int i = 0; i < 3; i++)
 				free_buf(bufs[i]);
@@ -799,10 +805,12 @@ static void test_scalar(void)
 					.scalar = scalar,
 					.scalar_first = first,
 				};
-				for (int i = 0; i < N; i++)
-					want[i] = stored(
-						dt, first ? ref_binary(ops[o], s, a[i])
-							  : ref_binary(ops[o], a[i], s));
+				for (int i = 0; i < N; i++) {
+					double x = first ? s : a[i];
+					double y = first ? a[i] : s;
+					want[i] = stored(dt, ref_binary(ops[o],
+									x, y));
+				}
 				run(ops[o], dt, NULL, bufs, 2, &p, sizeof p);
 				download_values(dt, bufs[0], N, got);
 				ok(all_near(got, want, N, 0, 0) &&
@@ -848,18 +856,19 @@ static void test_strided(void)
 				.a_offset = 4,
 				.b_offset = 2,
 			};
-			for (int i0 = 0; i0 < D0; i0++)
-				for (int i1 = 0; i1 < D1; i1++)
-					for (int i2 = 0; i2 < D2; i2++)
-						want[(i0 * D1 + i1) * D2 + i2] = stored(
-							dt, ref_binary(ops[o],
-								       a[4 + i0 + 3 * i1 + 15 * i2],
-								       b[2 + i2]));
+			for (int i = 0; i < N; i++) {
+				int i0 = i / (D1 * D2), i1 = i / D2 % D1;
+				int i2 = i % D2;
+				double x = a[4 + i0 + 3 * i1 + 15 * i2];
+				want[i] = stored(dt, ref_binary(ops[o], x,
+								b[2 + i2]));
+			}
 			status_is(run(ops[o], dt, NULL, bufs, 3, &p, sizeof p),
 				  WAFER_OK, "%s %s: rank 3, transposed a, "
 				  "broadcast b", ops[o], dname(dt));
 			download_values(dt, bufs[0], N, got);
-			ok(all_near(got, want, N, 0, 0) && check_guards(bufs[0]),
+			ok(all_near(got, want, N, 0, 0) &&
+				   check_guards(bufs[0]),
 			   "  ... exact, guards intact");
 			for (int i = 0; i < 3; i++)
 				free_buf(bufs[i]);
@@ -881,8 +890,10 @@ static void test_copy_strided_and_fill(void)
 		struct buf bufs[2] = {new_buf(N * dsize(dt)),
 				      upload_values(dt, in, N + 3)};
 		/* The transpose of a 7 x 5 matrix at offset 3. */
-		struct wafer_strided_copy_params p = {
-			.rank = 2, .shape = {R, C}, .strides = {1, R}, .offset = 3};
+		struct wafer_strided_copy_params p = {.rank = 2,
+						      .shape = {R, C},
+						      .strides = {1, R},
+						      .offset = 3};
 		struct wafer_elementwise_params cp = {.count = N};
 		struct wafer_fill_params fp = {
 			.count = N - 1,
@@ -956,13 +967,40 @@ static void test_cast(void)
 				  WAFER_OK, "cast %s -> %s", dname(in),
 				  dname(out));
 			download_values(out, bufs[0], N, got);
-			ok(all_near(got, want, N, 0, 0) && check_guards(bufs[0]),
+			ok(all_near(got, want, N, 0, 0) &&
+				   check_guards(bufs[0]),
 			   "  ... rounding, overflow, NaN, saturation as the "
 			   "catalogue says");
 			free_buf(bufs[0]);
 			free_buf(bufs[1]);
 		}
 	}
+}
+
+/* Reference of row kernel |o| (sum, max, mean, softmax) on one row. */
+static void rows_reference(size_t o, wafer_dtype dt, const double *row,
+			   uint64_t cols, double *out)
+{
+	double sum = 0, mx = -INFINITY, es = 0;
+
+	for (uint64_t k = 0; k < cols; k++) {
+		sum += row[k];
+		if (row[k] != row[k] || mx != mx)
+			mx = NAN;
+		else if (row[k] > mx)
+			mx = row[k];
+	}
+	for (uint64_t k = 0; k < cols; k++)
+		es += exp(row[k] - mx);
+	if (o == 0)
+		out[0] = stored(dt, sum);
+	else if (o == 1)
+		out[0] = stored(dt, mx);
+	else if (o == 2)
+		out[0] = stored(dt, sum / (double)cols);
+	else
+		for (uint64_t k = 0; k < cols; k++)
+			out[k] = stored(dt, exp(row[k] - mx) / es);
 }
 
 static void test_rows(void)
@@ -991,27 +1029,11 @@ static void test_rows(void)
 					in[2 * cols + cols / 2] = NAN;
 				bufs[0] = new_buf(outs * dsize(dt));
 				bufs[1] = upload_values(dt, in, n);
-				for (uint64_t r = 0; r < ROWS; r++) {
-					double sum = 0, mx = -INFINITY, es = 0;
-					for (uint64_t k = 0; k < cols; k++) {
-						double x = in[r * cols + k];
-						sum += x;
-						mx = x != x || mx != mx ? NAN
-							: x > mx ? x : mx;
-					}
-					for (uint64_t k = 0; k < cols; k++)
-						es += exp(in[r * cols + k] - mx);
-					if (o == 0)
-						want[r] = stored(dt, sum);
-					else if (o == 1)
-						want[r] = stored(dt, mx);
-					else if (o == 2)
-						want[r] = stored(dt, sum / (double)cols);
-					else
-						for (uint64_t k = 0; k < cols; k++)
-							want[r * cols + k] = stored(
-								dt, exp(in[r * cols + k] - mx) / es);
-				}
+				for (uint64_t r = 0; r < ROWS; r++)
+					rows_reference(o, dt, in + r * cols,
+						       cols,
+						       o == 3 ? want + r * cols
+							      : want + r);
 				status_is(run(ops[o], dt, NULL, bufs, 2, &p,
 					      sizeof p),
 					  WAFER_OK, "%s %s: %d x %llu", ops[o],
@@ -1050,9 +1072,15 @@ static void matmul_case(wafer_dtype dt, uint64_t batch, uint64_t m,
 	double *got = xmalloc(batch * sc * sizeof *got);
 	double *want = xmalloc(batch * sc * sizeof *want);
 	struct wafer_matmul_params p = {
-		.batch = batch, .m = m, .n = n, .k = k,
-		.transpose_a = (uint32_t)ta, .transpose_b = (uint32_t)tb,
-		.batch_stride_a = sa, .batch_stride_b = sb, .batch_stride_c = sc,
+		.batch = batch,
+		.m = m,
+		.n = n,
+		.k = k,
+		.transpose_a = (uint32_t)ta,
+		.transpose_b = (uint32_t)tb,
+		.batch_stride_a = sa,
+		.batch_stride_b = sb,
+		.batch_stride_c = sc,
 	};
 
 	inputs(a, na, (uint32_t)(m + 11));
@@ -1064,11 +1092,14 @@ static void matmul_case(wafer_dtype dt, uint64_t batch, uint64_t m,
 			for (uint64_t j = 0; j < n; j++) {
 				double s = 0;
 				for (uint64_t q = 0; q < k; q++)
-					s += a[t * sa + (ta ? q * m + i : i * k + q)] *
-					     b[t * sb + (tb ? j * k + q : q * n + j)];
+					s += a[t * sa +
+					       (ta ? q * m + i : i * k + q)] *
+					     b[t * sb +
+					       (tb ? j * k + q : q * n + j)];
 				want[t * sc + i * n + j] = stored(dt, s);
 			}
-	for (size_t v = 0; v < sizeof mm_variants / sizeof mm_variants[0]; v++) {
+	for (size_t v = 0; v < sizeof mm_variants / sizeof mm_variants[0];
+	     v++) {
 		struct buf bufs[3];
 		if (!find_kernel(device, "matmul", dt, mm_variants[v]))
 			continue;
@@ -1179,7 +1210,8 @@ static void test_launch_errors(void)
 					find_kernel(device, "reduce_sum",
 						    WAFER_DTYPE_F32, NULL),
 					b, 2, &rp, sizeof rp),
-			  WAFER_ERROR_INVALID_ARGUMENT, "reduce_sum with cols 0");
+			  WAFER_ERROR_INVALID_ARGUMENT,
+			  "reduce_sum with cols 0");
 		status_is(launch_kernel(device, queue,
 					find_kernel(device, "matmul",
 						    WAFER_DTYPE_F32, NULL),
@@ -1354,7 +1386,8 @@ int main(void)
 	{
 		char *open = strrchr(info.name, '(');
 		snprintf(name, sizeof name, "%s", info.name);
-		name[open && open > info.name ? open - info.name - 1 : 0] = '\0';
+		name[open && open > info.name ? open - info.name - 1 : 0] =
+			'\0';
 		if (open) {
 			snprintf(platform, sizeof platform, "%s", open + 1);
 			platform[strcspn(platform, ")")] = '\0';

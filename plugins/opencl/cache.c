@@ -128,7 +128,8 @@ static unsigned char *read_all(int fd, size_t limit, size_t *out_size)
 	unsigned char *data;
 	size_t got = 0;
 
-	if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > limit)
+	if (fstat(fd, &st) != 0 || st.st_size < 0 ||
+	    (uint64_t)st.st_size > limit)
 		return NULL;
 	data = malloc(st.st_size ? (size_t)st.st_size : 1);
 	while (data && got < (size_t)st.st_size) {

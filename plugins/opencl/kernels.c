@@ -85,7 +85,7 @@ struct ocl_kernel_desc {
 		DESC(op, "default", BF16, fam, ST, fn16, 0, 0),                \
 		DESC(op, "default", I32, fam, ST, fn32, 0, 0)
 #define MATMUL(variant, dt, fn, tile, needs)                                   \
-	DESC(WAFER_KERNEL_MATMUL, variant, dt, FAM_MATMUL, OCL_UNIT_MATMUL,     \
+	DESC(WAFER_KERNEL_MATMUL, variant, dt, FAM_MATMUL, OCL_UNIT_MATMUL,    \
 	     fn, tile, needs)
 
 /* The order is the table's: for each (op, dtype) the first variant is the
@@ -161,43 +161,28 @@ size_t ocl_kernel_slot_count(void)
 }
 
 /* Bindings and parameter block of each family, as plugin.h defines them. */
+static const struct {
+	uint32_t bindings;
+	size_t params;
+} family_shapes[] = {
+	[FAM_NOOP] = {0, 0},
+	[FAM_FILL] = {1, sizeof(struct wafer_fill_params)},
+	[FAM_COPY] = {2, sizeof(struct wafer_elementwise_params)},
+	[FAM_UNARY] = {2, sizeof(struct wafer_elementwise_params)},
+	[FAM_BINARY] = {3, sizeof(struct wafer_elementwise_params)},
+	[FAM_SCALAR] = {2, sizeof(struct wafer_scalar_params)},
+	[FAM_STRIDED] = {3, sizeof(struct wafer_binary_strided_params)},
+	[FAM_COPY_STRIDED] = {2, sizeof(struct wafer_strided_copy_params)},
+	[FAM_CAST] = {2, sizeof(struct wafer_cast_params)},
+	[FAM_ROWS] = {2, sizeof(struct wafer_rows_params)},
+	[FAM_MATMUL] = {3, sizeof(struct wafer_matmul_params)},
+	[FAM_CLBLAST] = {3, sizeof(struct wafer_matmul_params)},
+};
+
 static void family_shape(enum family fam, uint32_t *bindings, size_t *params)
 {
-	switch (fam) {
-	case FAM_NOOP:
-		*bindings = 0, *params = 0;
-		return;
-	case FAM_FILL:
-		*bindings = 1, *params = sizeof(struct wafer_fill_params);
-		return;
-	case FAM_COPY:
-	case FAM_UNARY:
-		*bindings = 2, *params = sizeof(struct wafer_elementwise_params);
-		return;
-	case FAM_BINARY:
-		*bindings = 3, *params = sizeof(struct wafer_elementwise_params);
-		return;
-	case FAM_SCALAR:
-		*bindings = 2, *params = sizeof(struct wafer_scalar_params);
-		return;
-	case FAM_STRIDED:
-		*bindings = 3,
-		*params = sizeof(struct wafer_binary_strided_params);
-		return;
-	case FAM_COPY_STRIDED:
-		*bindings = 2, *params = sizeof(struct wafer_strided_copy_params);
-		return;
-	case FAM_CAST:
-		*bindings = 2, *params = sizeof(struct wafer_cast_params);
-		return;
-	case FAM_ROWS:
-		*bindings = 2, *params = sizeof(struct wafer_rows_params);
-		return;
-	case FAM_MATMUL:
-	case FAM_CLBLAST:
-		*bindings = 3, *params = sizeof(struct wafer_matmul_params);
-		return;
-	}
+	*bindings = family_shapes[fam].bindings;
+	*params = family_shapes[fam].params;
 }
 
 /* Index of a storage type in the per-dtype slots; -1 for others. */

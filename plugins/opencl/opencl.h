@@ -83,7 +83,11 @@ struct ocl_state {
 	int cache_enabled;
 	char *cache_dir; /* NULL: $XDG_CACHE_HOME/wafer/opencl */
 	int clblast_enabled;
-	enum { OCL_STAGING_AUTO, OCL_STAGING_ALWAYS, OCL_STAGING_NEVER } staging;
+	enum {
+		OCL_STAGING_AUTO,
+		OCL_STAGING_ALWAYS,
+		OCL_STAGING_NEVER
+	} staging;
 
 	/* The devices that passed the filters, GPUs first. */
 	struct ocl_device_entry *devices;

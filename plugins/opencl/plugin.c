@@ -206,7 +206,8 @@ static void device_text(cl_device_id device, cl_device_info what, char *buf,
 	    need == 0)
 		return;
 	if (need <= size) {
-		if (clGetDeviceInfo(device, what, size, buf, NULL) != CL_SUCCESS)
+		if (clGetDeviceInfo(device, what, size, buf, NULL) !=
+		    CL_SUCCESS)
 			buf[0] = '\0';
 		buf[size - 1] = '\0';
 		return;
@@ -285,8 +286,8 @@ static void add_platform_devices(struct ocl_state *state,
 		clGetDeviceInfo(ids[i], CL_DEVICE_AVAILABLE, sizeof available,
 				&available, NULL);
 		device_text(ids[i], CL_DEVICE_NAME, e->name, sizeof e->name);
-		snprintf(line, sizeof line, "%.120s: %.200s (%s%s)", platform_name,
-			 e->name, type_name(e->type),
+		snprintf(line, sizeof line, "%.120s: %.200s (%s%s)",
+			 platform_name, e->name, type_name(e->type),
 			 available ? "" : ", not available");
 		note_seen(seen, seen_size, line);
 
@@ -317,8 +318,8 @@ static void sort_devices(struct ocl_state *state)
 		struct ocl_device_entry e = state->devices[i];
 		uint32_t j = i;
 
-		while (j > 0 &&
-		       type_rank(state->devices[j - 1].type) > type_rank(e.type)) {
+		while (j > 0 && type_rank(state->devices[j - 1].type) >
+					type_rank(e.type)) {
 			state->devices[j] = state->devices[j - 1];
 			j--;
 		}
@@ -386,7 +387,8 @@ static void enumerate(struct ocl_state *state)
 				   &count) == CL_SUCCESS)
 			capacity += count > 64 ? 64 : count;
 	}
-	state->devices = calloc(capacity ? capacity : 1, sizeof *state->devices);
+	state->devices =
+		calloc(capacity ? capacity : 1, sizeof *state->devices);
 	if (!state->devices) {
 		state->enum_status = WAFER_ERROR_OUT_OF_MEMORY;
 		snprintf(state->enum_error, sizeof state->enum_error,
@@ -507,10 +509,9 @@ static const struct ocl_device_entry *entry_at(const struct ocl_state *st,
 {
 	if (index < st->device_count)
 		return &st->devices[index];
-	st->host->set_error(OCL_NAME ": no device %" PRIu32 " (there %s %" PRIu32
-			    ")",
-			    index, st->device_count == 1 ? "is" : "are",
-			    st->device_count);
+	st->host->set_error(
+		OCL_NAME ": no device %" PRIu32 " (there %s %" PRIu32 ")",
+		index, st->device_count == 1 ? "is" : "are", st->device_count);
 	return NULL;
 }
 

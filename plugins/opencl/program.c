@@ -115,10 +115,10 @@ static wafer_status build_failed(struct ocl_device *dev, enum ocl_unit unit,
 	if (p->error)
 		snprintf(p->error, need,
 			 OCL_NAME ": clBuildProgram(%s) on %s: %s (%d) with "
-			 "options '%s'%s%.*s",
-			 units[unit].name, dev->entry->name, ocl_error_name(err),
-			 (int)err, options, *text ? "; build log: " : "",
-			 LOG_IN_DETAIL, text);
+				  "options '%s'%s%.*s",
+			 units[unit].name, dev->entry->name,
+			 ocl_error_name(err), (int)err, options,
+			 *text ? "; build log: " : "", LOG_IN_DETAIL, text);
 	if (*text)
 		host->log(host, WAFER_LOG_ERROR,
 			  "building %s for %s failed; build log:\n%s",
@@ -139,8 +139,8 @@ static wafer_status build_from_source(struct ocl_device *dev,
 	cl_program program;
 	cl_int err;
 
-	program = clCreateProgramWithSource(dev->context, 2, (const char **)sources,
-					    NULL, &err);
+	program = clCreateProgramWithSource(dev->context, 2,
+					    (const char **)sources, NULL, &err);
 	if (!program)
 		return build_failed(dev, unit, p, NULL, err, options);
 	err = clBuildProgram(program, 1, &dev->entry->id, options, NULL, NULL);
@@ -172,8 +172,8 @@ static int load_cached(struct ocl_device *dev, enum ocl_unit unit,
 
 	if (binary) {
 		program = clCreateProgramWithBinary(dev->context, 1,
-						    &dev->entry->id, &size, &bin,
-						    &binary_status, &err);
+						    &dev->entry->id, &size,
+						    &bin, &binary_status, &err);
 		if (program && binary_status == CL_SUCCESS)
 			err = clBuildProgram(program, 1, &dev->entry->id,
 					     options, NULL, NULL);
@@ -254,8 +254,8 @@ done:
 	*out_program = p->program;
 	status = p->status;
 	if (status != WAFER_OK)
-		ocl_host(dev)->set_error("%s", p->error ? p->error
-							: "program build failed");
+		ocl_host(dev)->set_error(
+			"%s", p->error ? p->error : "program build failed");
 	pthread_mutex_unlock(&dev->program_lock);
 	return status;
 }

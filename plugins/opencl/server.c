@@ -64,7 +64,8 @@ static wafer_status ocl_server_queue_create(void *device, void **out_queue)
 					CL_QUEUE_PROFILING_ENABLE, &err);
 	if (!q->queue) {
 		ocl_server_queue_destroy(dev, q);
-		return ocl_fail(host, err, "clCreateCommandQueue(%s, profiling)",
+		return ocl_fail(host, err,
+				"clCreateCommandQueue(%s, profiling)",
 				dev->entry->name);
 	}
 	*out_queue = q;
