@@ -19,8 +19,10 @@
 
 /* Element (r, c) of op(A) (m x k) and op(B) (k x n), stored row-major, or
  * transposed when ta / tb. */
-#define A_AT(DT, A, r, c) (ta ? LOAD_##DT(A, (c) * m + (r)) : LOAD_##DT(A, (r) * k + (c)))
-#define B_AT(DT, B, r, c) (tb ? LOAD_##DT(B, (c) * k + (r)) : LOAD_##DT(B, (r) * n + (c)))
+#define A_AT(DT, A, r, c)                                                      \
+	(ta ? LOAD_##DT(A, (c) * m + (r)) : LOAD_##DT(A, (r) * k + (c)))
+#define B_AT(DT, B, r, c)                                                      \
+	(tb ? LOAD_##DT(B, (c) * k + (r)) : LOAD_##DT(B, (r) * n + (c)))
 
 #define MATMUL_ARGS(DT)                                                        \
 	__global ST_##DT *out, ulong out_off, __global const ST_##DT *a,       \
@@ -84,7 +86,8 @@
 		__local float As[16][64], Bs[16][64];                          \
 		uint lx = get_local_id(0), ly = get_local_id(1);               \
 		uint tid = ly * 16 + lx;                                       \
-		ulong col0 = get_group_id(0) * 64, row0 = get_group_id(1) * 64; \
+		ulong col0 = get_group_id(0) * 64;                             \
+		ulong row0 = get_group_id(1) * 64;                             \
 		ulong t = get_group_id(2);                                     \
 		__global const ST_##DT *A = a + a_off + t * sa;                \
 		__global const ST_##DT *B = b + b_off + t * sb;                \
