@@ -192,3 +192,4 @@ clean-local: clean-local-t-cache
 clean-local-t-cache:
 	-rm -rf t/xdg-cache
 .PHONY: clean-local-t-cache
+EXTRA_DIST += t/backend-opencl.conf

@@ -140,13 +140,24 @@ static struct wafer_plugin_option option(const char *key, const char *value,
 	};
 }
 
+/* Initialises the plugin with |options| after `type = all`: CPU OpenCL
+ * devices such as PoCL are opt-in, and the tests run on whatever device
+ * the machine has (a `type` among |options| still wins, being later). */
 static wafer_status init_with(const struct wafer_plugin_option *options,
 			      size_t count, void **out_state)
 {
+	struct wafer_plugin_option all[32];
+	if (count >= sizeof all / sizeof all[0]) {
+		printf("Bail out! init_with: %zu options is too many\n", count);
+		exit(1);
+	}
+	all[0] = option("type", "all", "t/opencl_host.h");
+	for (size_t i = 0; i < count; i++)
+		all[i + 1] = options[i];
 	struct wafer_plugin_init_args args = {
 		.struct_size = sizeof args,
-		.options = options,
-		.option_count = count,
+		.options = all,
+		.option_count = count + 1,
 		.host = &fake_host,
 	};
 	return plugin->init(&args, out_state);
