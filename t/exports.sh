@@ -20,7 +20,7 @@ exports() {
 		awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u
 }
 
-echo "1..2"
+echo "1..3"
 
 syms=$(exports "$plugin") || syms="(nm failed on $plugin)"
 if [ "$syms" = wafer_plugin_query ]; then
@@ -40,4 +40,14 @@ if [ -z "$stray" ]; then
 else
 	echo "not ok 2 - libwafer.so.0 exports only wafer_* symbols"
 	echo "$stray" | sed 's/^/# stray: /'
+fi
+
+opencl="$T_BUILDDIR/../plugins/opencl/.libs/opencl.so"
+if [ ! -e "$opencl" ]; then
+	echo "ok 3 # SKIP the OpenCL plugin was not built"
+elif [ "$(exports "$opencl")" = wafer_plugin_query ]; then
+	echo "ok 3 - opencl.so exports only wafer_plugin_query"
+else
+	echo "not ok 3 - opencl.so exports only wafer_plugin_query"
+	exports "$opencl" | sed 's/^/# exported: /'
 fi

@@ -7,7 +7,7 @@ tools_wafer_info_LDADD = libwafer.la
 bin_PROGRAMS += tools/wafer-bench
 tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
 	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c \
-	tools/bench/matmul.c
+	tools/bench/matmul.c tools/bench/compare.c
 # OpenBLAS, when configure found it, is matmul's reference.
 tools_wafer_bench_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
 tools_wafer_bench_LDADD = libwafer.la $(OPENBLAS_LIBS) -lm

@@ -24,6 +24,8 @@ static const struct {
 	 "f32 matmul GFLOP/s: tuned, each variant, OpenBLAS direct"},
 	{"donation", bench_donation,
 	 "peak memory of a chain of 10 ops per copy semantics (ops.h)"},
+	{"compare", bench_compare,
+	 "bandwidth, dispatch and matmul on several devices in one run"},
 };
 
 #define N_BENCHES (sizeof benches / sizeof benches[0])

@@ -35,5 +35,6 @@ int bench_dispatch(int argc, char **argv);
 int bench_alloc(int argc, char **argv);
 int bench_matmul(int argc, char **argv);
 int bench_donation(int argc, char **argv);
+int bench_compare(int argc, char **argv);
 
 #endif
