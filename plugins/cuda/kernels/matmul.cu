@@ -1,0 +1,495 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * matmul.cu: the matmul candidates (struct cuda_matmul_args gives the
+ * layout). Each block computes one BM x BN tile of C for one matrix of
+ * the batch: grid = (n tiles, m tiles, batch), 256 threads.
+ *
+ *   tiled<BM, BN, BK, TM, TN>   CUDA cores, fp32 arithmetic. A and B
+ *       tiles are staged through shared memory, double-buffered with one
+ *       barrier per k step; each thread accumulates a TM x TN block of C
+ *       in registers. A tile that lies wholly inside its matrix, on an
+ *       aligned row stride, is read 4 elements per access along the
+ *       matrix's contiguous dimension; edge tiles read one element at a
+ *       time and pad with zeros, so any m, n, k and either transpose
+ *       works.
+ *   wmma<T>   tensor cores through the WMMA API: f16 and bf16 operands
+ *       (m16n16k16), and tf32 for f32 operands (m16n16k8: a 10-bit
+ *       mantissa, a candidate autotune keeps only where its accuracy
+ *       check allows it).
+ *
+ * Every kernel accumulates in fp32 and rounds once, when it stores C. */
+#include <mma.h>
+
+#include "plugins/cuda/kernels/common.cuh"
+
+#define THREADS 256
+
+/*===----------------------------------------------------------------------===
+ * Reading tiles of A and B
+ *===----------------------------------------------------------------------===*/
+
+/* Four consecutive stored elements, as floats, in one access (16 bytes
+ * for f32, 8 for f16 and bf16). |p| is aligned to the access size. */
+template <typename T> struct Load4;
+
+template <> struct Load4<F32> {
+	static __device__ __forceinline__ void run(const float *p, float out[4])
+	{
+		float4 v = *(const float4 *)p;
+		out[0] = v.x;
+		out[1] = v.y;
+		out[2] = v.z;
+		out[3] = v.w;
+	}
+};
+
+template <typename T> struct Load4Half {
+	static __device__ __forceinline__ void run(const unsigned short *p,
+						   float out[4])
+	{
+		uint2 v = *(const uint2 *)p;
+		out[0] = Elem<T>::load((unsigned short)(v.x & 0xffffu));
+		out[1] = Elem<T>::load((unsigned short)(v.x >> 16));
+		out[2] = Elem<T>::load((unsigned short)(v.y & 0xffffu));
+		out[3] = Elem<T>::load((unsigned short)(v.y >> 16));
+	}
+};
+
+template <> struct Load4<F16> : Load4Half<F16> {};
+template <> struct Load4<BF16> : Load4Half<BF16> {};
+
+/* A tile of op(A) (OUTER = rows of C) or of op(B) (OUTER = columns of C)
+ * by BK along k, held in registers between the global read and the store
+ * into shared memory, where it lands as S[k][outer]. Both operands are
+ * read the same way: element (o, l) of the tile is at
+ *   x[o * ld + l]   when k is the contiguous dimension (k_contig), or
+ *   x[l * ld + o]   otherwise,
+ * counted from the tile's origin (o0, k0). For A, k_contig = !trans_a;
+ * for B, k_contig = trans_b. */
+template <typename T, int OUTER, int BK> struct Tile {
+	typedef typename Elem<T>::Bits B;
+	static const int PER = OUTER * BK / THREADS;
+	/* 4-element accesses need whole vectors per thread. */
+	static const bool CAN_VEC = PER % 4 == 0;
+	float r[PER];
+	bool vec;
+
+	__device__ __forceinline__ void load(const B *x, uint64_t ld,
+					     bool k_contig, uint64_t o0,
+					     uint64_t outer_total, uint64_t k0,
+					     uint64_t k_total, int tid)
+	{
+		vec = CAN_VEC && o0 + OUTER <= outer_total &&
+		      k0 + BK <= k_total && ld % 4 == 0 &&
+		      (uintptr_t)x % (4 * sizeof(B)) == 0;
+		if (vec) {
+#pragma unroll
+			for (int v = 0; v < PER / 4; v++) {
+				int e = tid + v * THREADS;
+				uint64_t o, l;
+				if (k_contig) {
+					l = (uint64_t)(e % (BK / 4)) * 4;
+					o = e / (BK / 4);
+					Load4<T>::run(x + (o0 + o) * ld + k0 + l,
+						      &r[v * 4]);
+				} else {
+					o = (uint64_t)(e % (OUTER / 4)) * 4;
+					l = e / (OUTER / 4);
+					Load4<T>::run(x + (k0 + l) * ld + o0 + o,
+						      &r[v * 4]);
+				}
+			}
+			return;
+		}
+#pragma unroll
+		for (int i = 0; i < PER; i++) {
+			int e = tid + i * THREADS;
+			uint64_t o, l;
+			if (k_contig) {
+				l = e % BK;
+				o = e / BK;
+			} else {
+				o = e % OUTER;
+				l = e / OUTER;
+			}
+			uint64_t go = o0 + o, gl = k0 + l;
+			float v = 0.0f;
+			if (go < outer_total && gl < k_total)
+				v = Elem<T>::load(k_contig ? x[go * ld + gl]
+							   : x[gl * ld + go]);
+			r[i] = v;
+		}
+	}
+
+	/* S is the shared tile, S[BK][OUTER + PAD]. */
+	template <int STRIDE>
+	__device__ __forceinline__ void store(float (*S)[STRIDE], bool k_contig,
+					      int tid) const
+	{
+		if (vec) {
+#pragma unroll
+			for (int v = 0; v < PER / 4; v++) {
+				int e = tid + v * THREADS;
+				if (k_contig) {
+					int l = (e % (BK / 4)) * 4;
+					int o = e / (BK / 4);
+#pragma unroll
+					for (int j = 0; j < 4; j++)
+						S[l + j][o] = r[v * 4 + j];
+				} else {
+					int o = (e % (OUTER / 4)) * 4;
+					int l = e / (OUTER / 4);
+#pragma unroll
+					for (int j = 0; j < 4; j++)
+						S[l][o + j] = r[v * 4 + j];
+				}
+			}
+			return;
+		}
+#pragma unroll
+		for (int i = 0; i < PER; i++) {
+			int e = tid + i * THREADS;
+			int o, l;
+			if (k_contig) {
+				l = e % BK;
+				o = e / BK;
+			} else {
+				o = e % OUTER;
+				l = e / OUTER;
+			}
+			S[l][o] = r[i];
+		}
+	}
+};
+
+/* The matrices of batch entry blockIdx.z. */
+template <typename B>
+static __device__ __forceinline__ void batch_entry(void *c_, const void *a_,
+						   const void *b_,
+						   const cuda_matmul_args &p,
+						   B **c, const B **a,
+						   const B **b)
+{
+	const uint64_t z = blockIdx.z;
+
+	*a = (const B *)a_ + z * p.stride_a;
+	*b = (const B *)b_ + z * p.stride_b;
+	*c = (B *)c_ + z * p.stride_c;
+}
+
+/*===----------------------------------------------------------------------===
+ * CUDA-core tiles
+ *===----------------------------------------------------------------------===*/
+
+template <typename T, int BM, int BN, int BK, int TM, int TN>
+static __device__ __forceinline__ void
+tiled(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
+{
+	typedef typename Elem<T>::Bits B;
+	static_assert((BM / TM) * (BN / TN) == THREADS, "one C block a thread");
+	static_assert(TM % 4 == 0 && TN % 4 == 0, "float4 shared reads");
+	const int SA = BM + 4, SB = BN + 4;
+	__shared__ __align__(16) float As[2][BK][SA];
+	__shared__ __align__(16) float Bs[2][BK][SB];
+
+	const B *a, *b;
+	B *c;
+	batch_entry<B>(c_, a_, b_, p, &c, &a, &b);
+	const uint64_t m0 = (uint64_t)blockIdx.y * BM;
+	const uint64_t n0 = (uint64_t)blockIdx.x * BN;
+	const int tid = threadIdx.x;
+	const int tx = tid % (BN / TN), ty = tid / (BN / TN);
+	const bool a_kc = !p.trans_a, b_kc = p.trans_b != 0;
+
+	Tile<T, BM, BK> ta;
+	Tile<T, BN, BK> tb;
+	float acc[TM][TN];
+#pragma unroll
+	for (int i = 0; i < TM; i++)
+#pragma unroll
+		for (int j = 0; j < TN; j++)
+			acc[i][j] = 0.0f;
+
+	ta.load(a, p.lda, a_kc, m0, p.m, 0, p.k, tid);
+	tb.load(b, p.ldb, b_kc, n0, p.n, 0, p.k, tid);
+	ta.store(As[0], a_kc, tid);
+	tb.store(Bs[0], b_kc, tid);
+	__syncthreads();
+
+	int cur = 0;
+	for (uint64_t k0 = 0; k0 < p.k; k0 += BK) {
+		const bool more = k0 + BK < p.k;
+		/* The next tiles' global reads are in flight while this one
+		 * is multiplied. */
+		if (more) {
+			ta.load(a, p.lda, a_kc, m0, p.m, k0 + BK, p.k, tid);
+			tb.load(b, p.ldb, b_kc, n0, p.n, k0 + BK, p.k, tid);
+		}
+#pragma unroll
+		for (int l = 0; l < BK; l++) {
+			float av[TM], bv[TN];
+#pragma unroll
+			for (int i = 0; i < TM; i += 4) {
+				float4 v = *(const float4 *)&As[cur][l][ty * TM + i];
+				av[i] = v.x;
+				av[i + 1] = v.y;
+				av[i + 2] = v.z;
+				av[i + 3] = v.w;
+			}
+#pragma unroll
+			for (int j = 0; j < TN; j += 4) {
+				float4 v = *(const float4 *)&Bs[cur][l][tx * TN + j];
+				bv[j] = v.x;
+				bv[j + 1] = v.y;
+				bv[j + 2] = v.z;
+				bv[j + 3] = v.w;
+			}
+#pragma unroll
+			for (int i = 0; i < TM; i++)
+#pragma unroll
+				for (int j = 0; j < TN; j++)
+					acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+		}
+		/* The other buffer was last read before the previous
+		 * barrier, so it may be overwritten now. */
+		if (more) {
+			ta.store(As[cur ^ 1], a_kc, tid);
+			tb.store(Bs[cur ^ 1], b_kc, tid);
+		}
+		__syncthreads();
+		cur ^= 1;
+	}
+
+#pragma unroll
+	for (int i = 0; i < TM; i++) {
+		const uint64_t row = m0 + ty * TM + i;
+		if (row >= p.m)
+			continue;
+#pragma unroll
+		for (int j = 0; j < TN; j++) {
+			const uint64_t col = n0 + tx * TN + j;
+			if (col < p.n)
+				c[row * p.ldc + col] = Elem<T>::store(acc[i][j]);
+		}
+	}
+}
+
+/*===----------------------------------------------------------------------===
+ * Tensor cores (WMMA)
+ *===----------------------------------------------------------------------===*/
+
+namespace wmma = nvcuda::wmma;
+
+/* What the fragments hold for each storage type, and how many k one
+ * mma_sync covers. Shared memory keeps f16/bf16 as their bits, f32 as
+ * floats (rounded to tf32 in the fragment). */
+template <typename T> struct WmmaOf;
+
+template <> struct WmmaOf<F16> {
+	typedef __half Frag;
+	typedef __half Ptr;
+	typedef unsigned short Smem;
+	static const int K = 16;
+};
+
+template <> struct WmmaOf<BF16> {
+	typedef __nv_bfloat16 Frag;
+	typedef __nv_bfloat16 Ptr;
+	typedef unsigned short Smem;
+	static const int K = 16;
+};
+
+template <> struct WmmaOf<F32> {
+	typedef wmma::precision::tf32 Frag;
+	typedef float Ptr;
+	typedef float Smem;
+	static const int K = 8;
+};
+
+/* tf32 fragments hold floats that must be rounded to tf32 before the
+ * product; f16 and bf16 fragments need nothing. */
+template <typename Fragment>
+static __device__ __forceinline__ void tf32_round(Fragment &)
+{
+}
+
+template <typename Use, typename Layout>
+static __device__ __forceinline__ void
+tf32_round(wmma::fragment<Use, 16, 16, 8, wmma::precision::tf32, Layout> &f)
+{
+#pragma unroll
+	for (int t = 0; t < f.num_elements; t++)
+		f.x[t] = wmma::__float_to_tf32(f.x[t]);
+}
+
+template <typename T>
+static __device__ __forceinline__ typename WmmaOf<T>::Smem
+to_smem(typename Elem<T>::Bits bits)
+{
+	return bits; /* f16/bf16: the bits; f32: the float itself */
+}
+
+/* Block tile 128 x 128, k step 32; 8 warps as 2 (m) x 4 (n), each warp
+ * 64 x 32 of C: 4 x 2 fragments of 16 x 16. Operands are read with
+ * bounds checks one element at a time (zeros past the edges), so any
+ * shape and transpose works. */
+template <typename T>
+static __device__ __forceinline__ void
+wmma_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
+{
+	typedef typename Elem<T>::Bits B;
+	typedef typename WmmaOf<T>::Smem S;
+	typedef typename WmmaOf<T>::Frag F;
+	const int BM = 128, BN = 128, BK = 32, KS = WmmaOf<T>::K;
+	/* Row strides: multiples of 8 elements (16 bytes for 16-bit types,
+	 * 32 for float), as load_matrix_sync needs, and fragment origins on
+	 * 32-byte boundaries. */
+	const int LA = BK + 8, LB = BN + 8;
+	__shared__ __align__(128) S As[BM][LA];
+	__shared__ __align__(128) S Bs[BK][LB];
+	__shared__ __align__(128) float Cs[THREADS / 32][16 * 16];
+
+	const B *a, *b;
+	B *c;
+	batch_entry<B>(c_, a_, b_, p, &c, &a, &b);
+	const uint64_t m0 = (uint64_t)blockIdx.y * BM;
+	const uint64_t n0 = (uint64_t)blockIdx.x * BN;
+	const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+	const int wm = warp / 4, wn = warp % 4;
+
+	wmma::fragment<wmma::accumulator, 16, 16, KS, float> acc[4][2];
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+#pragma unroll
+		for (int j = 0; j < 2; j++)
+			wmma::fill_fragment(acc[i][j], 0.0f);
+
+	for (uint64_t k0 = 0; k0 < p.k; k0 += BK) {
+		/* A: As[i][l] = op(A)(m0 + i, k0 + l). Consecutive threads
+		 * walk the stored matrix's contiguous dimension. */
+#pragma unroll 4
+		for (int e = tid; e < BM * BK; e += THREADS) {
+			int i, l;
+			if (!p.trans_a) {
+				l = e % BK;
+				i = e / BK;
+			} else {
+				i = e % BM;
+				l = e / BM;
+			}
+			uint64_t gi = m0 + i, gl = k0 + l;
+			B v = 0;
+			if (gi < p.m && gl < p.k)
+				v = p.trans_a ? a[gl * p.lda + gi]
+					      : a[gi * p.lda + gl];
+			As[i][l] = to_smem<T>(v);
+		}
+		/* B: Bs[l][j] = op(B)(k0 + l, n0 + j). */
+#pragma unroll 4
+		for (int e = tid; e < BK * BN; e += THREADS) {
+			int l, j;
+			if (!p.trans_b) {
+				j = e % BN;
+				l = e / BN;
+			} else {
+				l = e % BK;
+				j = e / BK;
+			}
+			uint64_t gl = k0 + l, gj = n0 + j;
+			B v = 0;
+			if (gl < p.k && gj < p.n)
+				v = p.trans_b ? b[gj * p.ldb + gl]
+					      : b[gl * p.ldb + gj];
+			Bs[l][j] = to_smem<T>(v);
+		}
+		__syncthreads();
+
+#pragma unroll
+		for (int kk = 0; kk < BK; kk += KS) {
+			wmma::fragment<wmma::matrix_a, 16, 16, KS, F,
+				       wmma::row_major> af[4];
+			wmma::fragment<wmma::matrix_b, 16, 16, KS, F,
+				       wmma::row_major> bf[2];
+#pragma unroll
+			for (int i = 0; i < 4; i++) {
+				wmma::load_matrix_sync(
+					af[i],
+					(const typename WmmaOf<T>::Ptr *)&As
+						[wm * 64 + i * 16][kk],
+					LA);
+				tf32_round(af[i]);
+			}
+#pragma unroll
+			for (int j = 0; j < 2; j++) {
+				wmma::load_matrix_sync(
+					bf[j],
+					(const typename WmmaOf<T>::Ptr *)&Bs
+						[kk][wn * 32 + j * 16],
+					LB);
+				tf32_round(bf[j]);
+			}
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+#pragma unroll
+				for (int j = 0; j < 2; j++)
+					wmma::mma_sync(acc[i][j], af[i], bf[j],
+						       acc[i][j]);
+		}
+		__syncthreads();
+	}
+
+	/* Each fragment goes through the warp's 16 x 16 float scratch, so
+	 * edges are checked and values rounded to the output type. */
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+#pragma unroll
+		for (int j = 0; j < 2; j++) {
+			wmma::store_matrix_sync(Cs[warp], acc[i][j], 16,
+						wmma::mem_row_major);
+			__syncwarp();
+			for (int e = lane; e < 256; e += 32) {
+				uint64_t row = m0 + wm * 64 + i * 16 + e / 16;
+				uint64_t col = n0 + wn * 32 + j * 16 + e % 16;
+				if (row < p.m && col < p.n)
+					c[row * p.ldc + col] =
+						Elem<T>::store(Cs[warp][e]);
+			}
+			__syncwarp();
+		}
+	}
+}
+
+/*===----------------------------------------------------------------------===
+ * The kernels: wafer_matmul_<dtype>_<variant>
+ *===----------------------------------------------------------------------===*/
+
+#define TILED(dtype, T, variant, BM, BN, BK, TM, TN, MIN_BLOCKS)               \
+	extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)      \
+		wafer_matmul_##dtype##_##variant(void *c, const void *a,       \
+						 const void *b,                \
+						 struct cuda_matmul_args p)    \
+	{                                                                      \
+		tiled<T, BM, BN, BK, TM, TN>(c, a, b, p);                      \
+	}
+
+#define WMMA(dtype, T, variant)                                                \
+	extern "C" __global__ void __launch_bounds__(THREADS)                  \
+		wafer_matmul_##dtype##_##variant(void *c, const void *a,       \
+						 const void *b,                \
+						 struct cuda_matmul_args p)    \
+	{                                                                      \
+		wmma_tile<T>(c, a, b, p);                                      \
+	}
+
+/* Keep these in step with the matmul entries of kernels.c (tile sizes). */
+TILED(f32, F32, tile64, 64, 64, 16, 4, 4, 1)
+TILED(f32, F32, tile128, 128, 128, 8, 8, 8, 1)
+TILED(f32, F32, tile128k16, 128, 128, 16, 8, 8, 1)
+TILED(f32, F32, tile128x64, 128, 64, 16, 8, 4, 1)
+WMMA(f32, F32, tf32)
+TILED(f16, F16, tile64, 64, 64, 16, 4, 4, 1)
+TILED(f16, F16, tile128, 128, 128, 8, 8, 8, 1)
+WMMA(f16, F16, wmma)
+TILED(bf16, BF16, tile64, 64, 64, 16, 4, 4, 1)
+TILED(bf16, BF16, tile128, 128, 128, 8, 8, 8, 1)
+WMMA(bf16, BF16, wmma)
