@@ -94,3 +94,25 @@ t_cpu_plugin_LDADD = -ldl
 # Symbols the built libraries export.
 TESTS += t/exports.sh
 EXTRA_DIST += t/exports.sh
+
+# The cuda plugin (when built) through the vendor ABI, on a stand-in
+# driver (t/fakecuda.c) that keeps libcuda's contracts strictly and
+# injects the failures a GPU machine rarely shows; `t/cuda_plugin --real`
+# runs the driver-neutral part on a GPU (dev/gpu-check.sh).
+EXTRA_DIST += t/fakecuda.h t/half.h t/cuda.sh
+TESTS += t/cuda.sh
+t/cuda.log: tools/wafer-info$(EXEEXT) t/client$(EXEEXT) \
+	t/channels$(EXEEXT) t/stress$(EXEEXT)
+if WAFER_CUDA
+check_LTLIBRARIES += t/fakecuda.la
+t_fakecuda_la_SOURCES = t/fakecuda.c t/fakecuda.h t/half.h
+t_fakecuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+t_fakecuda_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
+	-rpath /nowhere
+t_fakecuda_la_LIBADD = -lm
+
+check_PROGRAMS += t/cuda_plugin
+TESTS += t/cuda_plugin
+t_cuda_plugin_SOURCES = t/cuda_plugin.c t/fakecuda.h t/half.h
+t_cuda_plugin_LDADD = -ldl -lm
+endif
