@@ -95,6 +95,13 @@ wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
 	size_t capacity = 16;
 	while (capacity < 4 * count) /* two keys per kernel, half full */
 		capacity *= 2;
+	for (size_t i = 0; i < WAFER_KERNEL_CACHE_SIZE; i++) {
+		atomic_init(&table->cache[i].sequence, 0);
+		atomic_init(&table->cache[i].op, NULL);
+		atomic_init(&table->cache[i].variant, NULL);
+		atomic_init(&table->cache[i].dtype, 0);
+		atomic_init(&table->cache[i].kernel, NULL);
+	}
 	table->entries = calloc(capacity, sizeof *table->entries);
 	if (!table->entries)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -142,14 +149,73 @@ static void list_dtypes(const struct wafer_kernel_table *table, const char *op,
 	}
 }
 
+static struct wafer_kernel_cache_entry *
+cache_entry(struct wafer_kernel_table *table, const char *op)
+{
+	return &table->cache[((uintptr_t)op >> 4) % WAFER_KERNEL_CACHE_SIZE];
+}
+
+static const struct wafer_kernel *cache_get(struct wafer_kernel_table *table,
+					    const char *op, const char *variant,
+					    wafer_dtype dtype)
+{
+	struct wafer_kernel_cache_entry *e = cache_entry(table, op);
+	uint32_t before = atomic_load_explicit(&e->sequence, memory_order_acquire);
+	if (before & 1)
+		return NULL;
+	const char *cached_op = atomic_load_explicit(&e->op, memory_order_relaxed);
+	const char *cached_variant =
+		atomic_load_explicit(&e->variant, memory_order_relaxed);
+	int cached_dtype = atomic_load_explicit(&e->dtype, memory_order_relaxed);
+	const struct wafer_kernel *k =
+		atomic_load_explicit(&e->kernel, memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&e->sequence, memory_order_relaxed) != before)
+		return NULL;
+	if (!k || cached_op != op || cached_variant != variant ||
+	    cached_dtype != (int)dtype)
+		return NULL;
+	/* Same addresses; make sure they still spell the same names. */
+	if (strcmp(op, k->op) != 0 || (variant && strcmp(variant, k->variant)))
+		return NULL;
+	return k;
+}
+
+static void cache_put(struct wafer_kernel_table *table, const char *op,
+		      const char *variant, wafer_dtype dtype,
+		      const struct wafer_kernel *k)
+{
+	struct wafer_kernel_cache_entry *e = cache_entry(table, op);
+	uint32_t sequence = atomic_load_explicit(&e->sequence,
+						 memory_order_relaxed);
+	/* Another writer holds the entry: skip caching, it is only a hint. */
+	if ((sequence & 1) ||
+	    !atomic_compare_exchange_strong_explicit(&e->sequence, &sequence,
+						     sequence + 1,
+						     memory_order_acquire,
+						     memory_order_relaxed))
+		return;
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&e->op, op, memory_order_relaxed);
+	atomic_store_explicit(&e->variant, variant, memory_order_relaxed);
+	atomic_store_explicit(&e->dtype, (int)dtype, memory_order_relaxed);
+	atomic_store_explicit(&e->kernel, k, memory_order_relaxed);
+	atomic_store_explicit(&e->sequence, sequence + 2, memory_order_release);
+}
+
 const struct wafer_kernel *
-wafer_kernel_table_find(const struct wafer_kernel_table *table, const char *op,
+wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
 			const char *variant, wafer_dtype dtype)
 {
+	const struct wafer_kernel *k = cache_get(table, op, variant, dtype);
+	if (k)
+		return k;
 	const struct wafer_kernel_table_entry *e =
 		probe(table, op, variant, dtype);
-	if (e->kernel)
+	if (e->kernel) {
+		cache_put(table, op, variant, dtype, e->kernel);
 		return e->kernel;
+	}
 
 	char have[256];
 	list_dtypes(table, op, have, sizeof have);

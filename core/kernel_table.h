@@ -7,11 +7,28 @@
 #ifndef WAFER_CORE_KERNEL_TABLE_H
 #define WAFER_CORE_KERNEL_TABLE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include <wafer/plugin.h>
 
+/* Recent lookups by the address of the name strings: programs pass the
+ * same literals again and again, so a hit skips hashing. Each entry is a
+ * seqlock (odd sequence: being written) so that lookups from any number of
+ * threads take no lock; a hit is still checked against the kernel's own
+ * strings, so a buffer reused for another name is never misread. */
+#define WAFER_KERNEL_CACHE_SIZE 16
+
+struct wafer_kernel_cache_entry {
+	_Atomic uint32_t sequence;
+	_Atomic(const char *) op;
+	_Atomic(const char *) variant;
+	_Atomic int dtype;
+	_Atomic(const struct wafer_kernel *) kernel;
+};
+
 struct wafer_kernel_table {
+	struct wafer_kernel_cache_entry cache[WAFER_KERNEL_CACHE_SIZE];
 	struct wafer_kernel_table_entry *entries;
 	size_t mask; /* capacity - 1, capacity a power of two */
 	const struct wafer_kernel *kernels;
@@ -29,7 +46,7 @@ void wafer_kernel_table_fini(struct wafer_kernel_table *table);
 /* The kernel, or NULL with WAFER_ERROR_NOT_SUPPORTED recorded: "kernel
  * 'op' (f32, variant v) is not supported by cpu (it has: f16)". */
 const struct wafer_kernel *
-wafer_kernel_table_find(const struct wafer_kernel_table *table, const char *op,
+wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
 			const char *variant, wafer_dtype dtype);
 
 const char *wafer_dtype_name(wafer_dtype dtype);

@@ -1,3 +1,41 @@
 # man/: manual pages.
+# wafer(7) is the overview and wafer-plugin(7) the vendor guide. Each
+# section 3 page documents a group of related calls; the other names of
+# the group are one-line .so pages pointing at it.
+dist_man_MANS += man/wafer.7 man/wafer-plugin.7
+dist_man_MANS += \
+	man/wafer_client_open.3 \
+	man/wafer_empty.3 \
+	man/wafer_execute.3 \
+	man/wafer_memory_usage_get.3 \
+	man/wafer_retain.3 \
+	man/wafer_runtime_device_count.3 \
+	man/wafer_runtime_open.3 \
+	man/wafer_status_string.3 \
+	man/wafer_sync.3
+dist_man_MANS += \
+	man/wafer_client_close.3 \
+	man/wafer_client_device.3 \
+	man/wafer_create.3 \
+	man/wafer_handle_is_null.3 \
+	man/wafer_handle_size.3 \
+	man/wafer_last_error.3 \
+	man/wafer_memory_trim.3 \
+	man/wafer_read.3 \
+	man/wafer_read_async.3 \
+	man/wafer_release.3 \
+	man/wafer_runtime_close.3 \
+	man/wafer_runtime_config_source.3 \
+	man/wafer_runtime_config_source_count.3 \
+	man/wafer_runtime_config_value.3 \
+	man/wafer_runtime_device.3 \
+	man/wafer_runtime_plugin.3 \
+	man/wafer_runtime_plugin_count.3 \
+	man/wafer_version_string.3 \
+	man/wafer_write.3
 dist_man_MANS += man/wafer-info.1
 dist_man_MANS += man/wafer.conf.5
+dist_man_MANS += man/wafer-bench.1
+dist_man_MANS += man/wafer-channels.7
+dist_man_MANS += man/wafer-replay.1
+dist_man_MANS += man/wafer-memory.7

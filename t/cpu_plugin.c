@@ -741,7 +741,7 @@ static void test_bad_launches(void *device, void *queue)
 	plugin->storage->copy_in(device, queue, r, 0,
 				 (float[32]){0}, sizeof back);
 	params.count = 17; /* one more than the 64-byte binding holds */
-	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
+	status_is(sv->launch(device, queue, &l), WAFER_ERROR_OUT_OF_RANGE,
 		  "a count larger than the binding");
 	like(last_error, "holds 64 bytes, too few for 17 elements",
 	     "  ... detail: %s", last_error);

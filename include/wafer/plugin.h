@@ -106,7 +106,7 @@ struct wafer_host_services {
 /* One `key = value` line of the plugin's own config section ([<name>]),
  * after the whole configuration chain was applied (later sources win).
  * |origin| says where it came from ("/etc/wafer/wafer.conf:12",
- * "environment", "api") for error messages. Strings live until init
+ * "environment WAFER_X", "options") for error messages. Strings live until init
  * returns: copy what you keep. */
 struct wafer_plugin_option {
 	size_t struct_size;
@@ -129,7 +129,8 @@ struct wafer_plugin_init_args {
 #define WAFER_CAP_F64 (UINT64_C(1) << 2)
 /* Device memory is ordinary host memory (cpu, integrated GPUs). */
 #define WAFER_CAP_HOST_MEMORY (UINT64_C(1) << 3)
-/* The next three are set by the core from the optional entries offered. */
+/* The next four are set by the core from the optional entries offered
+ * (and cleared when a plugin claims one without the entries behind it). */
 #define WAFER_CAP_STREAM_ORDERED_ALLOC (UINT64_C(1) << 4)
 #define WAFER_CAP_VIRTUAL_MEMORY (UINT64_C(1) << 5)
 #define WAFER_CAP_DEVICE_TIMERS (UINT64_C(1) << 6)
@@ -276,8 +277,9 @@ struct wafer_launch {
 struct wafer_server_ops {
 	size_t struct_size;
 
-	/* Required. A queue is an in-order stream of copies and launches
-	 * (a CUstream, a cl_command_queue, a task list on cpu). */
+	/* Required, both. A queue is an in-order stream of copies and
+	 * launches (a CUstream, a cl_command_queue, a task list on cpu). The
+	 * core synchronises a queue before it destroys it. */
 	wafer_status (*queue_create)(void *device, void **out_queue);
 	void (*queue_destroy)(void *device, void *queue);
 
@@ -333,7 +335,10 @@ struct wafer_plugin {
 	/* Required. Fills |*out| (whose struct_size the core set). */
 	wafer_status (*device_info)(void *state, uint32_t index,
 				    struct wafer_device_info *out);
-	/* Required. Opens a device for use by one or more clients. */
+	/* Required. Opens a device for use by one or more clients; several
+	 * clients' queues then call storage entries concurrently (see the
+	 * rules at the top). device_close (required) is called once every
+	 * queue on it was destroyed. */
 	wafer_status (*device_open)(void *state, uint32_t index,
 				    void **out_device);
 	void (*device_close)(void *device);
@@ -368,7 +373,15 @@ wafer_plugin_query(uint32_t core_abi_major,
  * WAFER_ERROR_NOT_SUPPORTED naming the plugin. For each: bindings in order,
  * the parameter block, and the launch shape the core uses.
  *
- * Element counts never exceed the bindings' sizes (the core checks). */
+ * The core checks that every binding lies inside its handle, and the
+ * binding count and parameter-block size against the table entry; it does
+ * not know each kernel's shape rules, so a plugin checks that the element
+ * counts in the parameter block fit its bindings and returns
+ * WAFER_ERROR_OUT_OF_RANGE (with the sizes) when they do not.
+ *
+ * Arrays crossing the boundary (kernel tables, options, bindings) are
+ * stepped by their first element's struct_size, so either side may have
+ * been built against a later minor version. */
 
 /* noop — bindings: none; params: none; global = {1, 1, 1}. Does nothing:
  * wafer-bench measures the cost of dispatch with it. */

@@ -21,7 +21,18 @@
  * Errors: every fallible call returns a wafer_status; the detail of the
  * last failure on the calling thread is in wafer_last_error(). Output
  * parameters are set on every path (to NULL / WAFER_HANDLE_NULL / 0 on
- * failure). */
+ * failure).
+ *
+ * Structs the library fills (wafer_device_desc, wafer_plugin_report,
+ * wafer_config_source, wafer_memory_usage): the caller sets struct_size
+ * to sizeof the struct it was compiled with, and only fields inside it
+ * are written — so a program built against an older header keeps working.
+ *
+ * Queued channels (mpsc, see wafer-channels(7)): calls that return no
+ * result (empty, create, write, execute, release) check their arguments
+ * at once but may return before the work ran; a failure of the work
+ * itself — a device that refuses a reservation, a kernel that fails — is
+ * reported by the next wafer_sync or wafer_read on the client. */
 #ifndef WAFER_WAFER_H
 #define WAFER_WAFER_H
 
@@ -243,7 +254,8 @@ WAFER_API wafer_status wafer_create(wafer_client *client, const void *data,
 				    size_t size, wafer_handle *out_handle);
 
 /* Uploads |size| bytes from |data| into the handle at |offset|, ordered
- * after work issued before it. */
+ * after work issued before it. |data| may be reused as soon as the call
+ * returns. */
 WAFER_API wafer_status wafer_write(wafer_client *client, wafer_handle handle,
 				   size_t offset, const void *data,
 				   size_t size);

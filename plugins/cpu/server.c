@@ -124,7 +124,7 @@ static wafer_status check_counts(const struct wafer_host_services *host,
 				" holds %zu bytes, too few for %" PRIu64
 				" elements",
 				name, i, args->size[i], count);
-		return WAFER_ERROR_INVALID_ARGUMENT;
+		return WAFER_ERROR_OUT_OF_RANGE;
 	}
 	return WAFER_OK;
 }
