@@ -57,7 +57,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..13"
+echo "1..17"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -120,6 +120,11 @@ suite client
 suite channels
 suite stress WAFER_STRESS_OPS=300
 suite client FAKECUDA_DELAY_US=20
+# Each memory strategy reaches other storage entries: plain, stream-ordered
+# (stream), virtual memory (pool, the default).
+for strategy in direct chunked buckets stream; do
+	suite client WAFER_MEMORY=$strategy
+done
 suite channels FAKECUDA_DELAY_US=20
 
 [ "$failed" -eq 0 ]

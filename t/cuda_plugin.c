@@ -20,6 +20,7 @@
 
 #include <dlfcn.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -143,17 +144,19 @@ static struct wafer_plugin_option option(const char *key, const char *value,
 
 #define MAX_OPTIONS 8
 
-/* init with the driver of this run (the stand-in unless --real), cuBLAS
- * off, and |count| more options. */
+/* init with the driver of this run (the stand-in unless --real; cuBLAS
+ * off with the stand-in, as cuBLAS would look for the real driver), and
+ * |count| more options. */
 static wafer_status init_with(const struct wafer_plugin_option *options,
 			      size_t count, void **out_state)
 {
 	struct wafer_plugin_option all[MAX_OPTIONS];
 	size_t n = 0;
 
-	if (!real)
+	if (!real) {
 		all[n++] = option("driver_library", fake_path, "test");
-	all[n++] = option("cublas", "no", "test");
+		all[n++] = option("cublas", "no", "test");
+	}
 	for (size_t i = 0; i < count && n < MAX_OPTIONS; i++)
 		all[n++] = options[i];
 	struct wafer_plugin_init_args args = {
@@ -527,10 +530,36 @@ static void test_kernel_table(void *device)
 		sizes &= table[i].struct_size == sizeof(struct wafer_kernel) &&
 			 table[i].variant && table[i].impl;
 	ok(sizes, "every entry has struct_size, a variant and an impl");
-#ifdef WAFER_KERNEL_MATMUL
-	ok(find_kernel(device, WAFER_KERNEL_MATMUL, WAFER_DTYPE_F32) != NULL,
-	   "matmul is offered");
-#endif
+	static const char *const f32_ops[] = {
+		WAFER_KERNEL_NEG, WAFER_KERNEL_ABS, WAFER_KERNEL_EXP,
+		WAFER_KERNEL_LOG, WAFER_KERNEL_SQRT, WAFER_KERNEL_GELU,
+		WAFER_KERNEL_SIGMOID, WAFER_KERNEL_TANH, WAFER_KERNEL_SUB,
+		WAFER_KERNEL_DIV, WAFER_KERNEL_MAX, WAFER_KERNEL_MIN,
+		WAFER_KERNEL_ADD_SCALAR, WAFER_KERNEL_SUB_SCALAR,
+		WAFER_KERNEL_MUL_SCALAR, WAFER_KERNEL_DIV_SCALAR,
+		WAFER_KERNEL_MAX_SCALAR, WAFER_KERNEL_MIN_SCALAR,
+		WAFER_KERNEL_ADD_STRIDED, WAFER_KERNEL_SUB_STRIDED,
+		WAFER_KERNEL_MUL_STRIDED, WAFER_KERNEL_DIV_STRIDED,
+		WAFER_KERNEL_MAX_STRIDED, WAFER_KERNEL_MIN_STRIDED,
+		WAFER_KERNEL_COPY_STRIDED, WAFER_KERNEL_CAST,
+		WAFER_KERNEL_REDUCE_SUM, WAFER_KERNEL_REDUCE_MAX,
+		WAFER_KERNEL_REDUCE_MEAN, WAFER_KERNEL_SOFTMAX,
+		WAFER_KERNEL_MATMUL,
+	};
+	all = 1;
+	for (size_t i = 0; i < sizeof f32_ops / sizeof f32_ops[0]; i++)
+		for (size_t d = 0; d < 3; d++)
+			if (!find_kernel(device, f32_ops[i], dtypes[d])) {
+				all = 0;
+				diag("missing %s dtype %d", f32_ops[i],
+				     dtypes[d]);
+			}
+	ok(all, "the whole catalogue in f32, f16 and bf16");
+	ok(find_kernel(device, WAFER_KERNEL_COPY, WAFER_DTYPE_I32) &&
+		   find_kernel(device, WAFER_KERNEL_COPY_STRIDED,
+			       WAFER_DTYPE_I32) &&
+		   find_kernel(device, WAFER_KERNEL_CAST, WAFER_DTYPE_I32),
+	   "copy, copy_strided and cast in i32");
 }
 
 /*===----------------------------------------------------------------------===
@@ -933,7 +962,7 @@ static void test_bad_launches(void *device, void *queue)
 		  "launch with a short parameter block");
 	l.params_size = sizeof p;
 	p.count = 1025;
-	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
+	status_is(sv->launch(device, queue, &l), WAFER_ERROR_OUT_OF_RANGE,
 		  "launch past a binding's end");
 	like(last_error, "holds 4096 bytes, too few for 1025 elements",
 	     "  ... says so");
@@ -956,6 +985,240 @@ static void test_bad_launches(void *device, void *queue)
 		  "the repaired launch runs");
 	status_is(sync_queue(device, queue), WAFER_OK, "  ... sync");
 	plugin->storage->free(device, r);
+}
+
+/* Launches |op| of dtype f32 with a parameter block; returns the status. */
+static wafer_status launch_params(void *device, void *queue, const char *op,
+				  wafer_dtype dtype,
+				  const struct wafer_binding *b, uint32_t nb,
+				  const void *params, size_t size)
+{
+	const struct wafer_kernel *k = find_kernel(device, op, dtype);
+	struct wafer_launch l = {
+		.struct_size = sizeof l,
+		.kernel = k,
+		.bindings = b,
+		.binding_count = nb,
+		.params = params,
+		.params_size = size,
+		.global = {1, 1, 1},
+	};
+	if (!k)
+		return WAFER_ERROR_NOT_FOUND;
+	return plugin->server->launch(device, queue, &l);
+}
+
+/* What each launch kind checks before anything runs. */
+static void test_shape_checks(void *device, void *queue)
+{
+	wafer_resource r = alloc_or_die(device, 4096);
+	struct wafer_binding b[3] = {binding(r, 0, 4096), binding(r, 0, 1024),
+				     binding(r, 0, 4096)};
+	struct wafer_binary_strided_params sp = {
+		.rank = 2,
+		.shape = {16, 16},
+		.a_strides = {16, 1},
+		.b_strides = {0, 1},
+	};
+	struct wafer_strided_copy_params gp = {
+		.rank = 2,
+		.shape = {16, 16},
+		.strides = {1, 16},
+	};
+	struct wafer_cast_params cp = {
+		.count = 256,
+		.dtype_in = WAFER_DTYPE_F32,
+		.dtype_out = WAFER_DTYPE_F16,
+	};
+	struct wafer_rows_params rp = {.rows = 4, .cols = 64};
+
+	/* b[1] holds 256 floats: exactly a 16 x 16 view. */
+	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
+				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
+		  WAFER_OK, "add_strided 16x16 with a broadcast row");
+	sp.a_offset = 1;
+	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
+				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
+		  WAFER_ERROR_OUT_OF_RANGE,
+		  "add_strided whose a reaches one past its binding");
+	sp.a_offset = 0;
+	sp.rank = 0;
+	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
+				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
+		  WAFER_ERROR_INVALID_ARGUMENT, "add_strided of rank 0");
+	sp.rank = 9;
+	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
+				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
+		  WAFER_ERROR_INVALID_ARGUMENT, "add_strided of rank 9");
+	sp.rank = 2;
+	sp.shape[1] = 0;
+	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
+				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
+		  WAFER_ERROR_INVALID_ARGUMENT, "add_strided with a 0 extent");
+
+	status_is(launch_params(device, queue, WAFER_KERNEL_COPY_STRIDED,
+				WAFER_DTYPE_F32, b, 2, &gp, sizeof gp),
+		  WAFER_OK, "copy_strided of a transposed 16x16 view");
+	gp.strides[0] = 64;
+	status_is(launch_params(device, queue, WAFER_KERNEL_COPY_STRIDED,
+				WAFER_DTYPE_F32, b, 2, &gp, sizeof gp),
+		  WAFER_ERROR_OUT_OF_RANGE, "copy_strided past its input");
+
+	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
+				WAFER_DTYPE_F32, b, 2, &cp, sizeof cp),
+		  WAFER_OK, "cast f32 -> f16 of 256");
+	cp.dtype_out = WAFER_DTYPE_I32;
+	b[0].size = 1020;
+	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
+				WAFER_DTYPE_F32, b, 2, &cp, sizeof cp),
+		  WAFER_ERROR_OUT_OF_RANGE,
+		  "cast f32 -> i32 of 256 into 1020 bytes (sized by the "
+		  "target)");
+	b[0].size = 4096;
+	cp.dtype_out = WAFER_DTYPE_F64;
+	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
+				WAFER_DTYPE_F32, b, 2, &cp, sizeof cp),
+		  WAFER_ERROR_INVALID_ARGUMENT, "cast to f64 (not a target)");
+	cp.dtype_out = WAFER_DTYPE_F32;
+	cp.dtype_in = WAFER_DTYPE_F16;
+	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
+				WAFER_DTYPE_F32, b, 2, &cp, sizeof cp),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "cast whose dtype_in is not the entry's");
+
+	status_is(launch_params(device, queue, WAFER_KERNEL_REDUCE_SUM,
+				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
+		  WAFER_OK, "reduce_sum 4 x 64");
+	status_is(launch_params(device, queue, WAFER_KERNEL_SOFTMAX,
+				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
+		  WAFER_OK, "softmax 4 x 64");
+	b[0].size = 512;
+	status_is(launch_params(device, queue, WAFER_KERNEL_SOFTMAX,
+				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
+		  WAFER_ERROR_OUT_OF_RANGE, "softmax into too small an out");
+	status_is(launch_params(device, queue, WAFER_KERNEL_REDUCE_MAX,
+				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
+		  WAFER_OK, "  ... while reduce_max needs rows elements only");
+	rp.cols = 0;
+	status_is(launch_params(device, queue, WAFER_KERNEL_REDUCE_MAX,
+				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
+		  WAFER_ERROR_INVALID_ARGUMENT, "reduce_max of 0 columns");
+	status_is(sync_queue(device, queue), WAFER_OK, "  ... sync");
+	plugin->storage->free(device, r);
+}
+
+/* C = op(A) op(B) for every matmul variant against a double-precision
+ * host product of the same (rounded) inputs: batch 3 with strides, each
+ * transpose, edge tiles. The stand-in emulates f32 only (all variants
+ * alike, which checks what the plugin hands the kernel); on a GPU every
+ * variant and dtype runs its own kernel. */
+static void test_matmul(void *device, void *queue)
+{
+	static const struct {
+		uint64_t m, n, k;
+		uint32_t ta, tb;
+	} shapes[] = {
+		{1, 1, 1, 0, 0},     {37, 53, 29, 0, 0}, {64, 64, 64, 1, 0},
+		{130, 70, 33, 0, 1}, {129, 257, 17, 1, 1},
+	};
+	const struct wafer_kernel *table;
+	size_t count;
+
+	plugin->device_kernels(device, &table, &count);
+	for (size_t v = 0; v < count; v++) {
+		const struct wafer_kernel *k = &table[v];
+		if (strcmp(k->op, WAFER_KERNEL_MATMUL) != 0 ||
+		    (!real && k->dtype != WAFER_DTYPE_F32))
+			continue;
+		wafer_dtype dt = k->dtype;
+		size_t es = dt == WAFER_DTYPE_F32 ? 4 : 2;
+		/* The tolerance, relative to sum |a b|: the output's rounding
+		 * and tf32's 10-bit mantissa. */
+		double tol = dt == WAFER_DTYPE_BF16   ? 1e-2
+			     : dt == WAFER_DTYPE_F16  ? 2e-3
+			     : strcmp(k->variant, "tf32") == 0 ? 2e-3
+							       : 1e-5;
+		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+			uint64_t m = shapes[s].m, n = shapes[s].n,
+				 k_ = shapes[s].k, batch = 3;
+			uint64_t sa = m * k_ + 5, sb = k_ * n + 7, sc = m * n + 3;
+			size_t na = batch * sa, nb = batch * sb, nc = batch * sc;
+			float *a = malloc(na * 4), *b = malloc(nb * 4);
+			unsigned char *da = bytes(na * es), *db = bytes(nb * es),
+				      *dc = bytes(nc * es);
+			double worst = 0;
+			values(a, na, (uint32_t)(s + 11));
+			values(b, nb, (uint32_t)(s + 23));
+			for (size_t i = 0; i < na; i++) {
+				set_elem(da, dt, i, a[i]);
+				a[i] = elem(da, dt, i); /* as rounded */
+			}
+			for (size_t i = 0; i < nb; i++) {
+				set_elem(db, dt, i, b[i]);
+				b[i] = elem(db, dt, i);
+			}
+			wafer_resource ra = alloc_or_die(device, na * es);
+			wafer_resource rb = alloc_or_die(device, nb * es);
+			wafer_resource rc = alloc_or_die(device, nc * es);
+			struct wafer_binding bind[3] = {
+				binding(rc, 0, nc * es), binding(ra, 0, na * es),
+				binding(rb, 0, nb * es)};
+			struct wafer_matmul_params p = {
+				.batch = batch, .m = m, .n = n, .k = k_,
+				.transpose_a = shapes[s].ta,
+				.transpose_b = shapes[s].tb,
+				.batch_stride_a = sa, .batch_stride_b = sb,
+				.batch_stride_c = sc,
+			};
+			plugin->storage->copy_in(device, queue, ra, 0, da,
+						 na * es);
+			plugin->storage->copy_in(device, queue, rb, 0, db,
+						 nb * es);
+			/* This variant's own entry, not the default one. */
+			struct wafer_launch l = {
+				.struct_size = sizeof l, .kernel = k,
+				.bindings = bind, .binding_count = 3,
+				.params = &p, .params_size = sizeof p,
+				.global = {n, m, batch},
+			};
+			wafer_status st = plugin->server->launch(device, queue,
+								 &l);
+			plugin->storage->copy_out(device, queue, rc, 0, dc,
+						  nc * es);
+			if (st == WAFER_OK)
+				st = sync_queue(device, queue);
+			for (uint64_t t = 0; t < batch && st == WAFER_OK; t++)
+				for (uint64_t i = 0; i < m; i++)
+					for (uint64_t j = 0; j < n; j++) {
+						double want = 0, mag = 0;
+						for (uint64_t l2 = 0; l2 < k_; l2++) {
+							double x = shapes[s].ta ? a[t * sa + l2 * m + i] : a[t * sa + i * k_ + l2];
+							double y = shapes[s].tb ? b[t * sb + j * k_ + l2] : b[t * sb + l2 * n + j];
+							want += x * y;
+							mag += fabs(x * y);
+						}
+						double got = elem(dc, dt, t * sc + i * n + j);
+						double err = fabs(got - want) / (mag + 1e-30);
+						if (!(err <= worst))
+							worst = err;
+					}
+			ok(st == WAFER_OK && worst <= tol,
+			   "matmul %s %s %" PRIu64 "x%" PRIu64 "x%" PRIu64
+			   " ta=%u tb=%u batch 3: worst relative error %.2g",
+			   dtype_name(dt), k->variant, m, n, k_, shapes[s].ta,
+			   shapes[s].tb, worst);
+			if (st != WAFER_OK)
+				diag("%s", last_error);
+			plugin->storage->free(device, ra);
+			plugin->storage->free(device, rb);
+			plugin->storage->free(device, rc);
+			free(a);
+			free(b);
+			free(da);
+			free(db);
+			free(dc);
+		}
+	}
 }
 
 static void test_timers(void *device, void *queue)
@@ -1237,6 +1500,8 @@ static void test_device(void *state)
 		test_vm(device, queue, info.vm_granularity);
 	test_kernels(device, queue);
 	test_bad_launches(device, queue);
+	test_shape_checks(device, queue);
+	test_matmul(device, queue);
 	test_timers(device, queue);
 	test_threads(device);
 	plugin->server->queue_destroy(device, queue);

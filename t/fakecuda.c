@@ -27,8 +27,8 @@
  *
  * Kernels are emulated on the host by name: noop, fill, copy, relu, add,
  * mul for f32, f16 and bf16, and matmul for f32 (every variant the same
- * naive loop). Others launch fine and fail with CUDA_ERROR_NOT_SUPPORTED
- * when they run.
+ * naive loop). Others are checked at launch (grid, arguments) and run as
+ * no-ops.
  *
  * Knobs (environment, read when used): FAKECUDA_VERSION (13000),
  * FAKECUDA_INIT (a CUresult for cuInit), FAKECUDA_MISSING (a symbol
@@ -512,7 +512,7 @@ struct fake_kernel {
 struct CUmod_st {
 	const char *image;
 	size_t image_size;
-	struct fake_kernel *kernels[64];
+	struct fake_kernel *kernels[256];
 	int kernel_count;
 };
 
@@ -575,21 +575,66 @@ static void emulate_add(struct op *o);
 static void emulate_mul(struct op *o);
 static void emulate_matmul(struct op *o);
 
+/* Kernels emulated: wafer_<op>_<dtype> exactly, with its arguments. */
 static const struct {
-	const char *prefix;
+	const char *op;
 	emulator_fn run;
 	int pointers;
 	size_t params_size;
 } emulators[] = {
-	{"wafer_noop", emulate_noop, 0, 0},
-	{"wafer_fill_", emulate_fill, 1, 16},
-	{"wafer_copy_", emulate_copy, 2, 8},
-	{"wafer_relu_", emulate_relu, 2, 8},
-	{"wafer_add_", emulate_add, 3, 8},
-	{"wafer_mul_", emulate_mul, 3, 8},
-	{"wafer_matmul_f32_", emulate_matmul, 3,
-	 sizeof(struct cuda_matmul_args)},
+	{"fill", emulate_fill, 1, 16},
+	{"copy", emulate_copy, 2, 8},
+	{"relu", emulate_relu, 2, 8},
+	{"add", emulate_add, 3, 8},
+	{"mul", emulate_mul, 3, 8},
 };
+
+/* dtype code of a suffix: 0 for 4-byte floats (f32, b32), 1 f16, 2 bf16,
+ * 3 for 2-byte bits (b16); -1 if none. */
+static int suffix_dtype(const char *suffix)
+{
+	static const char *const names[] = {"f32", "f16", "bf16", "b16", "b32"};
+	static const int codes[] = {0, 1, 2, 3, 0};
+
+	for (int i = 0; i < 5; i++)
+		if (strcmp(suffix, names[i]) == 0)
+			return codes[i];
+	return -1;
+}
+
+/* Fills in how |k| (named already) is emulated; kernels not emulated
+ * run as no-ops. */
+static void find_emulator(struct fake_kernel *k)
+{
+	const char *name = k->name;
+
+	if (strcmp(name, "wafer_noop") == 0) {
+		k->run = emulate_noop;
+		return;
+	}
+	if (strncmp(name, "wafer_matmul_f32_", 17) == 0) {
+		k->run = emulate_matmul;
+		k->pointers = 3;
+		k->params_size = sizeof(struct cuda_matmul_args);
+		return;
+	}
+	for (size_t i = 0; i < sizeof emulators / sizeof emulators[0]; i++) {
+		size_t len = strlen(emulators[i].op);
+		if (strncmp(name, "wafer_", 6) != 0 ||
+		    strncmp(name + 6, emulators[i].op, len) != 0 ||
+		    name[6 + len] != '_')
+			continue;
+		int dtype = suffix_dtype(name + 7 + len);
+		if (dtype < 0)
+			continue;
+		k->run = emulators[i].run;
+		k->pointers = emulators[i].pointers;
+		k->params_size = emulators[i].params_size;
+		k->dtype = dtype;
+		return;
+	}
+	k->run = emulate_noop;
+}
 
 static CUresult fake_cuModuleGetFunction(CUfunction *fn, CUmodule module,
 					 const char *name)
@@ -604,25 +649,13 @@ static CUresult fake_cuModuleGetFunction(CUfunction *fn, CUmodule module,
 	snprintf(entry, sizeof entry, ".entry %s(", name);
 	if (!memmem(module->image, module->image_size, entry, strlen(entry)))
 		return CUDA_ERROR_NOT_FOUND;
-	if (module->kernel_count == 64)
+	if (module->kernel_count == 256)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	k = calloc(1, sizeof *k);
 	if (!k)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	snprintf(k->name, sizeof k->name, "%s", name);
-	for (size_t i = 0; i < sizeof emulators / sizeof emulators[0]; i++) {
-		size_t len = strlen(emulators[i].prefix);
-		if (strncmp(name, emulators[i].prefix, len) != 0)
-			continue;
-		k->run = emulators[i].run;
-		k->pointers = emulators[i].pointers;
-		k->params_size = emulators[i].params_size;
-		break;
-	}
-	const char *suffix = strrchr(name, '_');
-	k->dtype = suffix && strcmp(suffix, "_f16") == 0    ? 1
-		   : suffix && strcmp(suffix, "_bf16") == 0 ? 2
-							    : 0;
+	find_emulator(k);
 	module->kernels[module->kernel_count++] = k;
 	*fn = (CUfunction)k;
 	return CUDA_SUCCESS;
@@ -681,6 +714,7 @@ static size_t elem_size(const struct fake_kernel *k)
 {
 	return k->dtype ? 2 : 4;
 }
+
 
 static float load(const struct fake_kernel *k, const void *p, uint64_t i)
 {

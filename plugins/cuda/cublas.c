@@ -143,8 +143,6 @@ void cuda_cublas_queue_done(struct cuda_device *device, struct cuda_queue *q)
  * The launch
  *===----------------------------------------------------------------------===*/
 
-#ifdef WAFER_KERNEL_MATMUL
-
 static wafer_status blas_fail(struct cuda_device *dev, const char *what,
 			      cublasStatus_t status)
 {
@@ -230,4 +228,3 @@ wafer_status cuda_cublas_matmul(struct cuda_device *device, struct cuda_queue *q
 	return WAFER_OK;
 }
 
-#endif /* WAFER_KERNEL_MATMUL */

@@ -25,14 +25,12 @@ void cuda_cublas_unload(struct cuda_state *state);
 
 int cuda_cublas_has_dtype(const struct cuda_cublas *cublas, wafer_dtype dtype);
 
-#ifdef WAFER_KERNEL_MATMUL
 /* Issues C = op(A) x op(B) on |q|'s stream (parameters already checked
  * against the bindings). */
 wafer_status cuda_cublas_matmul(struct cuda_device *device, struct cuda_queue *q,
 				wafer_dtype dtype,
 				const struct wafer_matmul_params *p,
 				CUdeviceptr c, CUdeviceptr a, CUdeviceptr b);
-#endif
 
 /* Destroys |q|'s handle (queue_destroy). */
 void cuda_cublas_queue_done(struct cuda_device *device, struct cuda_queue *q);

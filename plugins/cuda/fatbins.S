@@ -19,6 +19,8 @@ cuda_fatbin_##name:                                                           \
 	.size cuda_fatbin_##name, . - cuda_fatbin_##name
 
 EMBED(elementwise, "plugins/cuda/kernels/elementwise.fatbin")
+EMBED(strided, "plugins/cuda/kernels/strided.fatbin")
+EMBED(reduce, "plugins/cuda/kernels/reduce.fatbin")
 EMBED(matmul, "plugins/cuda/kernels/matmul.fatbin")
 
 	.section .note.GNU-stack, "", %progbits

@@ -19,12 +19,16 @@
  * cuModuleLoadData when a device opens. */
 enum cuda_module {
 	CUDA_MODULE_ELEMENTWISE,
+	CUDA_MODULE_STRIDED,
+	CUDA_MODULE_REDUCE,
 	CUDA_MODULE_MATMUL,
 	CUDA_MODULE_COUNT
 };
 
 /* Start of each embedded fatbin (fatbins.S). */
 extern const unsigned char cuda_fatbin_elementwise[];
+extern const unsigned char cuda_fatbin_strided[];
+extern const unsigned char cuda_fatbin_reduce[];
 extern const unsigned char cuda_fatbin_matmul[];
 
 /* How launch turns a launch into a grid (kernels.c). */
@@ -32,8 +36,22 @@ enum cuda_launch_kind {
 	/* One thread; no bindings, no parameters. */
 	CUDA_LAUNCH_NOOP,
 	/* count elements in every binding (count is the parameter block's
-	 * first uint64_t); a grid-stride grid that fills the GPU. */
+	 * first uint64_t); a grid-stride grid that fills the GPU. fill,
+	 * copy, unary, binary, and binary with a scalar. */
 	CUDA_LAUNCH_ELEMENTWISE,
+	/* struct wafer_binary_strided_params: the output dense, the inputs
+	 * read through strides; 32-bit indices when they suffice, else the
+	 * descriptor's wide symbol. */
+	CUDA_LAUNCH_STRIDED,
+	/* struct wafer_strided_copy_params, likewise. */
+	CUDA_LAUNCH_GATHER,
+	/* struct wafer_cast_params: one function per target dtype,
+	 * wafer_cast_<from>_<to>. */
+	CUDA_LAUNCH_CAST,
+	/* struct wafer_rows_params: a block per row; out holds rows
+	 * elements (reductions) or rows x cols (softmax, kind ROWS_FULL). */
+	CUDA_LAUNCH_ROWS,
+	CUDA_LAUNCH_ROWS_FULL,
 	/* struct wafer_matmul_params; one block per tile_m x tile_n tile
 	 * of C per batch entry. */
 	CUDA_LAUNCH_MATMUL,
@@ -47,8 +65,11 @@ struct cuda_kernel_desc {
 	wafer_dtype dtype;
 	uint32_t binding_count;
 	size_t params_size;
-	/* extern "C" name in the module; NULL for CUDA_LAUNCH_CUBLAS. */
+	/* extern "C" name in the module; NULL for CUDA_LAUNCH_CUBLAS. For
+	 * CUDA_LAUNCH_CAST, the prefix the target dtype completes. */
 	const char *symbol;
+	/* CUDA_LAUNCH_STRIDED and _GATHER: the 64-bit-index version. */
+	const char *symbol_wide;
 	enum cuda_module module;
 	enum cuda_launch_kind kind;
 	/* Oldest compute capability x 10 the kernel runs on. */

@@ -5,6 +5,8 @@
 # loads, and reports zero devices, on a machine without the driver.
 CUDA_KERNEL_CU = \
 	plugins/cuda/kernels/elementwise.cu \
+	plugins/cuda/kernels/strided.cu \
+	plugins/cuda/kernels/reduce.cu \
 	plugins/cuda/kernels/matmul.cu
 CUDA_KERNEL_INC = \
 	plugins/cuda/kernels/common.cuh \

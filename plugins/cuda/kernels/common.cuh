@@ -24,6 +24,7 @@
 struct F32 {};
 struct F16 {};
 struct BF16 {};
+struct I32 {};
 
 template <typename T> struct Elem;
 
@@ -67,6 +68,11 @@ template <> struct Elem<BF16> {
 	{
 		return __bfloat16_as_ushort(__double2bfloat16(d));
 	}
+};
+
+/* i32 moves as bits (copy, copy_strided); cast converts it itself. */
+template <> struct Elem<I32> {
+	typedef int32_t Bits;
 };
 
 /* 16 bytes of elements: the widest load and store a thread issues. */
