@@ -1120,6 +1120,10 @@ static void test_matmul(void *device, void *queue)
 	} shapes[] = {
 		{1, 1, 1, 0, 0},     {37, 53, 29, 0, 0}, {64, 64, 64, 1, 0},
 		{130, 70, 33, 0, 1}, {129, 257, 17, 1, 1},
+		/* Row strides in multiples of 4, the layout kernels' cases
+		 * (the others fall back), with edge tiles. */
+		{128, 256, 64, 0, 0}, {200, 132, 36, 0, 1},
+		{96, 100, 44, 1, 0},  {260, 124, 12, 1, 1},
 	};
 	const struct wafer_kernel *table;
 	size_t count;
@@ -1141,7 +1145,11 @@ static void test_matmul(void *device, void *queue)
 		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 			uint64_t m = shapes[s].m, n = shapes[s].n,
 				 k_ = shapes[s].k, batch = 3;
-			uint64_t sa = m * k_ + 5, sb = k_ * n + 7, sc = m * n + 3;
+			/* Batch strides with a gap; a multiple of 4 from the
+			 * sixth shape on. */
+			uint64_t pad = s >= 5 ? 4 : 5;
+			uint64_t sa = m * k_ + pad, sb = k_ * n + pad + 4,
+				 sc = m * n + pad;
 			size_t na = batch * sa, nb = batch * sb, nc = batch * sc;
 			float *a = malloc(na * 4), *b = malloc(nb * 4);
 			unsigned char *da = bytes(na * es), *db = bytes(nb * es),

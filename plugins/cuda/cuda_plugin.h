@@ -126,11 +126,12 @@ struct cuda_device {
 	CUmodule modules[CUDA_MODULE_COUNT];
 	/* Per kernel descriptor (cuda_kernel_descs[i]): its function, NULL
 	 * when this device does not offer it; the 64-bit-index version of a
-	 * strided kernel; for casts, one per target dtype (f32, f16, bf16,
-	 * i32). */
+	 * strided kernel; and for a family of four (casts: one per target
+	 * dtype f32, f16, bf16, i32; layout-specific matmuls: nn, nt, tn,
+	 * tt), its members. */
 	CUfunction *functions;
 	CUfunction *wide;
-	CUfunction (*cast)[4];
+	CUfunction (*family)[4];
 	/* The table device_kernels returns: the descriptors offered. */
 	struct wafer_kernel *table;
 	size_t table_count;

@@ -122,6 +122,20 @@
 		.element_size = size_,                                         \
 	}
 
+/* Register-blocked, one kernel per layout; tile64 serves what they
+ * cannot. */
+#define MM_REG(variant_, dtype_, suffix_, size_, tm_, tn_)                     \
+	{                                                                      \
+		.op = WAFER_KERNEL_MATMUL, .variant = variant_,                \
+		.dtype = dtype_, .binding_count = 3,                           \
+		.params_size = sizeof(struct wafer_matmul_params),             \
+		.symbol = "wafer_matmul_" suffix_ "_" variant_,                \
+		.layouts = 1, .fallback = "tile64",                            \
+		.module = CUDA_MODULE_MATMUL, .kind = CUDA_LAUNCH_MATMUL,      \
+		.min_arch = 80, .threads = 256, .tile_m = tm_, .tile_n = tn_,  \
+		.element_size = size_,                                         \
+	}
+
 #define MM_CUBLAS(dtype_, size_)                                               \
 	{                                                                      \
 		.op = WAFER_KERNEL_MATMUL, .variant = "cublas",                \
@@ -189,16 +203,20 @@ const struct cuda_kernel_desc cuda_kernel_descs[] = {
 
 	MM("tile64", WAFER_DTYPE_F32, "f32", 4, 64, 64),
 	MM("tile128", WAFER_DTYPE_F32, "f32", 4, 128, 128),
-	MM("tile128k16", WAFER_DTYPE_F32, "f32", 4, 128, 128),
-	MM("tile128x64", WAFER_DTYPE_F32, "f32", 4, 128, 64),
+	MM_REG("reg128", WAFER_DTYPE_F32, "f32", 4, 128, 128),
+	MM_REG("reg128x64", WAFER_DTYPE_F32, "f32", 4, 128, 64),
 	MM("tf32", WAFER_DTYPE_F32, "f32", 4, 128, 128),
 	MM_CUBLAS(WAFER_DTYPE_F32, 4),
 	MM("tile64", WAFER_DTYPE_F16, "f16", 2, 64, 64),
 	MM("tile128", WAFER_DTYPE_F16, "f16", 2, 128, 128),
+	MM_REG("reg128", WAFER_DTYPE_F16, "f16", 2, 128, 128),
+	MM_REG("reg128x64", WAFER_DTYPE_F16, "f16", 2, 128, 64),
 	MM("wmma", WAFER_DTYPE_F16, "f16", 2, 128, 128),
 	MM_CUBLAS(WAFER_DTYPE_F16, 2),
 	MM("tile64", WAFER_DTYPE_BF16, "bf16", 2, 64, 64),
 	MM("tile128", WAFER_DTYPE_BF16, "bf16", 2, 128, 128),
+	MM_REG("reg128", WAFER_DTYPE_BF16, "bf16", 2, 128, 128),
+	MM_REG("reg128x64", WAFER_DTYPE_BF16, "bf16", 2, 128, 64),
 	MM("wmma", WAFER_DTYPE_BF16, "bf16", 2, 128, 128),
 	MM_CUBLAS(WAFER_DTYPE_BF16, 2),
 };
@@ -220,7 +238,7 @@ static const char *const module_names[CUDA_MODULE_COUNT] = {
 	[CUDA_MODULE_MATMUL] = "matmul",
 };
 
-/* The dtypes a cast converts into, in the order of device->cast[i]. */
+/* The dtypes a cast converts into, in the order of device->family[i]. */
 static const wafer_dtype cast_targets[4] = {
 	WAFER_DTYPE_F32, WAFER_DTYPE_F16, WAFER_DTYPE_BF16, WAFER_DTYPE_I32,
 };
@@ -286,10 +304,21 @@ static wafer_status resolve_desc(struct cuda_device *device, size_t i)
 			snprintf(name, sizeof name, "%s_%s", d->symbol,
 				 cast_names[t]);
 			status = get_function(device, d->module, name,
-					      &device->cast[i][t]);
+					      &device->family[i][t]);
 		}
 		/* The table entry needs a non-NULL function too. */
-		device->functions[i] = device->cast[i][0];
+		device->functions[i] = device->family[i][0];
+		return status;
+	}
+	if (d->layouts) {
+		static const char *const layouts[4] = {"nn", "nt", "tn", "tt"};
+		for (int t = 0; t < 4 && status == WAFER_OK; t++) {
+			snprintf(name, sizeof name, "%s_%s", d->symbol,
+				 layouts[t]);
+			status = get_function(device, d->module, name,
+					      &device->family[i][t]);
+		}
+		device->functions[i] = device->family[i][0];
 		return status;
 	}
 	status = get_function(device, d->module, d->symbol,
@@ -323,9 +352,9 @@ int cuda_kernels_open(struct cuda_device *device)
 	}
 	device->functions = calloc(n, sizeof *device->functions);
 	device->wide = calloc(n, sizeof *device->wide);
-	device->cast = calloc(n, sizeof *device->cast);
+	device->family = calloc(n, sizeof *device->family);
 	device->table = calloc(n, sizeof *device->table);
-	if (!device->functions || !device->wide || !device->cast ||
+	if (!device->functions || !device->wide || !device->family ||
 	    !device->table) {
 		cuda_kernels_close(device);
 		st->host->set_error("cuda: out of host memory");
@@ -364,11 +393,11 @@ void cuda_kernels_close(struct cuda_device *device)
 	}
 	free(device->functions);
 	free(device->wide);
-	free(device->cast);
+	free(device->family);
 	free(device->table);
 	device->functions = NULL;
 	device->wide = NULL;
-	device->cast = NULL;
+	device->family = NULL;
 	device->table = NULL;
 	device->table_count = 0;
 }
@@ -660,7 +689,7 @@ static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
 	if (p.count == 0)
 		return WAFER_OK;
 	kernel_args(r, args);
-	return issue(dev, q, d, dev->cast[index][target],
+	return issue(dev, q, d, dev->family[index][target],
 		     grid_for(dev, d, p.count, 1), 1, 1, args);
 }
 
@@ -744,6 +773,32 @@ static wafer_status check_matmul(const struct cuda_device *dev,
 	return WAFER_OK;
 }
 
+/* The descriptor of |d|'s fallback variant (same op and dtype). */
+static const struct cuda_kernel_desc *
+fallback_of(const struct cuda_kernel_desc *d)
+{
+	for (size_t i = 0; i < cuda_kernel_desc_count; i++) {
+		const struct cuda_kernel_desc *f = &cuda_kernel_descs[i];
+		if (f->dtype == d->dtype && strcmp(f->op, d->op) == 0 &&
+		    strcmp(f->variant, d->fallback) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+/* Whether the layout-specific kernels can take |p|: 4-element vectors
+ * along every stored row, and batch entries that keep that alignment. */
+static int layouts_fit(const struct wafer_matmul_params *p)
+{
+	uint64_t lda = p->transpose_a ? p->m : p->k;
+	uint64_t ldb = p->transpose_b ? p->k : p->n;
+
+	return lda % 4 == 0 && ldb % 4 == 0 &&
+	       (p->batch == 1 ||
+		(p->batch_stride_a % 4 == 0 && p->batch_stride_b % 4 == 0 &&
+		 p->batch_stride_c % 4 == 0));
+}
+
 static wafer_status launch_matmul(struct cuda_device *dev,
 				  struct cuda_queue *q,
 				  const struct cuda_kernel_desc *d,
@@ -761,6 +816,19 @@ static wafer_status launch_matmul(struct cuda_device *dev,
 	if (d->kind == CUDA_LAUNCH_CUBLAS)
 		return cuda_cublas_matmul(dev, q, d->dtype, &p, r->ptr[0],
 					  r->ptr[1], r->ptr[2]);
+	if (d->layouts) {
+		if (layouts_fit(&p)) {
+			fn = dev->family[d - cuda_kernel_descs]
+					[p.transpose_a * 2 + p.transpose_b];
+		} else {
+			const struct cuda_kernel_desc *f = fallback_of(d);
+			if (!f || !dev->functions[f - cuda_kernel_descs])
+				return invalid(dev, "matmul (%s): no fallback "
+					       "for this layout", d->variant);
+			d = f;
+			fn = dev->functions[f - cuda_kernel_descs];
+		}
+	}
 
 	a = (struct cuda_matmul_args){
 		.n = p.n,

@@ -70,6 +70,11 @@ struct cuda_kernel_desc {
 	const char *symbol;
 	/* CUDA_LAUNCH_STRIDED and _GATHER: the 64-bit-index version. */
 	const char *symbol_wide;
+	/* CUDA_LAUNCH_MATMUL: one kernel per layout (symbol_nn, _nt, _tn,
+	 * _tt), which needs row and batch strides that are multiples of 4;
+	 * other launches go to the |fallback| variant of the same dtype. */
+	int layouts;
+	const char *fallback;
 	enum cuda_module module;
 	enum cuda_launch_kind kind;
 	/* Oldest compute capability x 10 the kernel runs on. */

@@ -275,6 +275,213 @@ tiled(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 }
 
 /*===----------------------------------------------------------------------===
+ * Register-blocked tiles for aligned operands (reg128, reg128x64)
+ *===----------------------------------------------------------------------===*/
+
+/* Four consecutive elements stored as floats into shared memory, or
+ * zeros. */
+template <typename T>
+static __device__ __forceinline__ void load4_or_zero(
+	const typename Elem<T>::Bits *p, bool valid, float out[4])
+{
+	if (valid) {
+		Load4<T>::run(p, out);
+	} else {
+		out[0] = out[1] = out[2] = out[3] = 0.0f;
+	}
+}
+
+/* Stores four consecutive results as one access (16 bytes for f32, 8 for
+ * f16 and bf16). */
+template <typename T> struct Store4;
+
+template <> struct Store4<F32> {
+	static __device__ __forceinline__ void run(float *p, const float v[4])
+	{
+		*(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
+	}
+};
+
+template <typename T> struct Store4Half {
+	static __device__ __forceinline__ void run(unsigned short *p,
+						   const float v[4])
+	{
+		uint2 u;
+		u.x = (unsigned)Elem<T>::store(v[0]) |
+		      ((unsigned)Elem<T>::store(v[1]) << 16);
+		u.y = (unsigned)Elem<T>::store(v[2]) |
+		      ((unsigned)Elem<T>::store(v[3]) << 16);
+		*(uint2 *)p = u;
+	}
+};
+
+template <> struct Store4<F16> : Store4Half<F16> {};
+template <> struct Store4<BF16> : Store4Half<BF16> {};
+
+/* C tile 128 x BN (BN = 128 or 64), k step 8, 256 threads as 16 x 16.
+ * Thread (ty, tx) owns rows ty*4 + 0..3 and 64 + ty*4 + 0..3, and
+ * columns tx*4 + 0..3 (and 64 + tx*4 + 0..3 when BN is 128): split in
+ * halves so that its shared-memory reads are 16-byte vectors that a warp
+ * reads without bank conflicts. Each k step reads one 4-element vector
+ * of A (and of B) per thread along the stored matrix's contiguous
+ * dimension, so the plugin uses this kernel only when the row strides
+ * (lda, ldb) and batch strides are multiples of 4 — then a vector lies
+ * wholly inside or wholly outside its matrix, and edges are handled by
+ * skipping whole vectors. TA and TB are the transposes. */
+template <typename T, int BN, bool TA, bool TB>
+static __device__ __forceinline__ void
+reg_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
+{
+	typedef typename Elem<T>::Bits B;
+	const int BM = 128, BK = 8, TN = BN / 16;
+	__shared__ __align__(16) float As[2][BK][BM];
+	__shared__ __align__(16) float Bs[2][BK][BN];
+
+	const B *a, *b;
+	B *c;
+	batch_entry<B>(c_, a_, b_, p, &c, &a, &b);
+	const uint64_t m0 = (uint64_t)blockIdx.y * BM;
+	const uint64_t n0 = (uint64_t)blockIdx.x * BN;
+	const int tid = threadIdx.x;
+	const int tx = tid % 16, ty = tid / 16;
+
+	/* This thread's vector of the A tile: stored row and column. */
+	int a_o, a_l; /* element (outer = m, k) of its first value */
+	if (!TA) {
+		a_o = tid / 2;
+		a_l = (tid % 2) * 4;
+	} else {
+		a_l = tid / 32;
+		a_o = (tid % 32) * 4;
+	}
+	const B *a_ptr = !TA ? a + (m0 + a_o) * p.lda + a_l
+			     : a + (uint64_t)a_l * p.lda + m0 + a_o;
+	const uint64_t a_step = !TA ? BK : BK * p.lda;
+	const bool a_outer_ok = m0 + a_o < p.m;
+
+	/* And of the B tile (BN * 8 / 4 vectors: all threads for 128,
+	 * half of them for 64). */
+	const bool b_loads = tid < BN * BK / 4;
+	int b_o, b_l; /* element (outer = n, k) */
+	if (!TB) {
+		b_l = tid / (BN / 4);
+		b_o = (tid % (BN / 4)) * 4;
+	} else {
+		b_o = tid / 2;
+		b_l = (tid % 2) * 4;
+	}
+	const B *b_ptr = !TB ? b + (uint64_t)b_l * p.ldb + n0 + b_o
+			     : b + (n0 + b_o) * p.ldb + b_l;
+	const uint64_t b_step = !TB ? BK * p.ldb : BK;
+	const bool b_outer_ok = b_loads && n0 + b_o < p.n;
+
+	float ra[4], rb[4];
+	float acc[8][TN];
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+#pragma unroll
+		for (int j = 0; j < TN; j++)
+			acc[i][j] = 0.0f;
+
+	/* Reads k tile |k0| into ra, rb. */
+#define REG_LOAD(k0)                                                           \
+	do {                                                                   \
+		load4_or_zero<T>(a_ptr, a_outer_ok && (k0) + a_l < p.k, ra);  \
+		load4_or_zero<T>(b_ptr, b_outer_ok && (k0) + b_l < p.k, rb);  \
+	} while (0)
+	/* Writes ra, rb into buffer |buf| as As[k][m], Bs[k][n]. */
+#define REG_STORE(buf)                                                         \
+	do {                                                                   \
+		if (!TA) {                                                     \
+			for (int j = 0; j < 4; j++)                            \
+				As[buf][a_l + j][a_o] = ra[j];                 \
+		} else {                                                       \
+			*(float4 *)&As[buf][a_l][a_o] =                        \
+				make_float4(ra[0], ra[1], ra[2], ra[3]);       \
+		}                                                              \
+		if (b_loads) {                                                 \
+			if (!TB) {                                             \
+				*(float4 *)&Bs[buf][b_l][b_o] = make_float4(   \
+					rb[0], rb[1], rb[2], rb[3]);           \
+			} else {                                               \
+				for (int j = 0; j < 4; j++)                    \
+					Bs[buf][b_l + j][b_o] = rb[j];         \
+			}                                                      \
+		}                                                              \
+	} while (0)
+
+	REG_LOAD(0);
+	REG_STORE(0);
+	__syncthreads();
+
+	/* Tiles left after this one; k's own bound is in the loads. */
+	int cur = 0;
+	for (uint64_t k0 = 0, left = (p.k - 1) / BK; ; k0 += BK, left--) {
+		const bool more = left != 0;
+		if (more) {
+			a_ptr += a_step;
+			b_ptr += b_step;
+			REG_LOAD(k0 + BK);
+		}
+#pragma unroll
+		for (int l = 0; l < BK; l++) {
+			float av[8], bv[TN];
+			const float4 a0 = *(const float4 *)&As[cur][l][ty * 4];
+			const float4 a1 =
+				*(const float4 *)&As[cur][l][64 + ty * 4];
+			av[0] = a0.x, av[1] = a0.y, av[2] = a0.z, av[3] = a0.w;
+			av[4] = a1.x, av[5] = a1.y, av[6] = a1.z, av[7] = a1.w;
+			const float4 b0 = *(const float4 *)&Bs[cur][l][tx * 4];
+			bv[0] = b0.x, bv[1] = b0.y, bv[2] = b0.z, bv[3] = b0.w;
+			if (TN == 8) {
+				const float4 b1 =
+					*(const float4 *)&Bs[cur][l][64 + tx * 4];
+				bv[TN - 4] = b1.x, bv[TN - 3] = b1.y;
+				bv[TN - 2] = b1.z, bv[TN - 1] = b1.w;
+			}
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+#pragma unroll
+				for (int j = 0; j < TN; j++)
+					acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+		}
+		/* The other buffer was last read before the previous
+		 * barrier. */
+		if (!more)
+			break;
+		REG_STORE(cur ^ 1);
+		__syncthreads();
+		cur ^= 1;
+	}
+#undef REG_LOAD
+#undef REG_STORE
+
+	/* Rows ty*4 + i (i < 4) and 64 + ty*4 + i - 4; columns in groups
+	 * of 4 from tx*4 and 64 + tx*4. */
+	const bool vec_c = p.ldc % 4 == 0 && p.n % 4 == 0;
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		const uint64_t row = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+		if (row >= p.m)
+			continue;
+#pragma unroll
+		for (int g = 0; g < TN / 4; g++) {
+			const uint64_t col = n0 + g * 64 + tx * 4;
+			B *dst = c + row * p.ldc + col;
+			if (vec_c) {
+				if (col < p.n)
+					Store4<T>::run(dst, &acc[i][g * 4]);
+				continue;
+			}
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				if (col + j < p.n)
+					dst[j] = Elem<T>::store(acc[i][g * 4 + j]);
+		}
+	}
+}
+
+/*===----------------------------------------------------------------------===
  * Tensor cores (WMMA)
  *===----------------------------------------------------------------------===*/
 
@@ -481,15 +688,34 @@ wmma_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 		wmma_tile<T>(c, a, b, p);                                      \
 	}
 
+/* One kernel per layout: _nn, _nt, _tn, _tt (transpose of A, of B). */
+#define REG1(dtype, T, variant, BN, layout, TA, TB)                            \
+	extern "C" __global__ void __launch_bounds__(THREADS, 2)               \
+		wafer_matmul_##dtype##_##variant##_##layout(                   \
+			void *c, const void *a, const void *b,                 \
+			struct cuda_matmul_args p)                             \
+	{                                                                      \
+		reg_tile<T, BN, TA, TB>(c, a, b, p);                           \
+	}
+#define REG(dtype, T, variant, BN)                                             \
+	REG1(dtype, T, variant, BN, nn, false, false)                          \
+	REG1(dtype, T, variant, BN, nt, false, true)                           \
+	REG1(dtype, T, variant, BN, tn, true, false)                           \
+	REG1(dtype, T, variant, BN, tt, true, true)
+
 /* Keep these in step with the matmul entries of kernels.c (tile sizes). */
 TILED(f32, F32, tile64, 64, 64, 16, 4, 4, 1)
 TILED(f32, F32, tile128, 128, 128, 8, 8, 8, 1)
-TILED(f32, F32, tile128k16, 128, 128, 16, 8, 8, 1)
-TILED(f32, F32, tile128x64, 128, 64, 16, 8, 4, 1)
+REG(f32, F32, reg128, 128)
+REG(f32, F32, reg128x64, 64)
 WMMA(f32, F32, tf32)
 TILED(f16, F16, tile64, 64, 64, 16, 4, 4, 1)
 TILED(f16, F16, tile128, 128, 128, 8, 8, 8, 1)
+REG(f16, F16, reg128, 128)
+REG(f16, F16, reg128x64, 64)
 WMMA(f16, F16, wmma)
 TILED(bf16, BF16, tile64, 64, 64, 16, 4, 4, 1)
 TILED(bf16, BF16, tile128, 128, 128, 8, 8, 8, 1)
+REG(bf16, BF16, reg128, 128)
+REG(bf16, BF16, reg128x64, 64)
 WMMA(bf16, BF16, wmma)
