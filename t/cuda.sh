@@ -57,7 +57,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..17"
+echo "1..20"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -126,5 +126,19 @@ for strategy in direct chunked buckets stream; do
 	suite client WAFER_MEMORY=$strategy
 done
 suite channels FAKECUDA_DELAY_US=20
+
+# wafer-replay on the device's real storage (--storage), the stand-in's.
+replay() {
+	if out=$(env WAFER_CONFIG="$tmp/fake.conf" "$top/tools/wafer-replay" \
+		--strategy "$1" --storage "$2" "$T_SRCDIR/replay-small.trace" 2>&1); then
+		contains "wafer-replay --strategy $1 --storage $2" "$out" \
+			"storage=$3"
+	else
+		fail "wafer-replay --strategy $1 --storage $2" "$out"
+	fi
+}
+replay pool cuda "cuda:0 (Fake GPU 0"
+replay stream cuda "cuda:0 (Fake GPU 0"
+replay pool cpu "cpu:0"
 
 [ "$failed" -eq 0 ]

@@ -11,6 +11,7 @@ tools_wafer_bench_LDADD = libwafer.la
 
 bin_PROGRAMS += tools/wafer-replay
 tools_wafer_replay_SOURCES = tools/wafer-replay.c \
-	tools/replay_svg.c tools/replay_svg.h
+	tools/replay_svg.c tools/replay_svg.h \
+	tools/replay_device.c tools/replay_device.h
 tools_wafer_replay_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
 tools_wafer_replay_LDADD = libwafer-core.la $(ZLIB_LIBS) -lm

@@ -1,10 +1,10 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * wafer-replay: runs a memory strategy over a recorded allocation trace
- * against an accounting-only storage and reports what it cost — peak bytes
- * reserved against peak bytes live, and storage calls, overall and in the
- * second half of the trace (the steady state of a training loop). See
- * wafer-replay(1).
+ * against an accounting-only storage — or, with --storage SELECTOR, a real
+ * device's — and reports what it cost: peak bytes reserved against peak
+ * bytes live, and storage calls, overall and in the second half of the
+ * trace (the steady state of a training loop). See wafer-replay(1).
  *
  * The whole trace is parsed (and checked) before the replay starts, so a
  * malformed line is reported with its number before any work is done and
@@ -30,6 +30,7 @@
 #include "core/memory/memory.h"
 #include "core/memory/null_storage.h"
 #include "core/memory/u64map.h"
+#include "tools/replay_device.h"
 #include "tools/replay_svg.h"
 
 /*===----------------------------------------------------------------------===
@@ -213,14 +214,16 @@ bad:
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: wafer-replay [--strategy S] [--storage null] "
+		"usage: wafer-replay [--strategy S] [--storage null|DEVICE] "
 		"[--granularity B]\n"
 		"                    [--alignment B] [--no-vm] [--svg FILE]\n"
 		"                    [--config FILE] [--option SECTION.KEY=VALUE]... "
 		"TRACE\n"
 		"Replays an allocation trace (a <id> <bytes> / f <id> lines, "
 		"plain or gzip)\n"
-		"with a memory strategy on an accounting-only storage.\n"
+		"with a memory strategy on an accounting-only storage, or on a "
+		"device's\nreal storage (--storage cuda, cuda:1, cpu, "
+		"default).\n"
 		"Strategies:");
 	for (size_t i = 0; wafer_memory_strategies[i]; i++)
 		fprintf(out, " %s%s", wafer_memory_strategies[i]->name,
@@ -235,6 +238,8 @@ struct options {
 	const char *svg;
 	const char *trace;
 	struct wafer_null_storage_options storage;
+	/* --storage SELECTOR: a device, or NULL for the null storage. */
+	const char *device;
 	/* Strategy options: none unless --config or --option gives some, so
 	 * a replay does not depend on the machine's wafer.conf. */
 	struct wafer_config *config;
@@ -285,11 +290,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->strategy = optarg;
 			break;
 		case 'b':
-			if (strcmp(optarg, "null") != 0)
-				die("--storage %s: only the null storage is "
-				    "available (replaying on a real backend "
-				    "needs the client API, not built yet)",
-				    optarg);
+			o->device = strcmp(optarg, "null") ? optarg : NULL;
 			break;
 		case 'g':
 			o->storage.vm_granularity =
@@ -372,8 +373,14 @@ int main(int argc, char **argv)
 	load_trace(o.trace, &t);
 
 	struct wafer_storage storage;
-	if (wafer_null_storage_init(&storage, &o.storage) != WAFER_OK)
+	struct replay_device *device = NULL;
+	if (o.device) {
+		device = replay_device_open(o.device, &storage);
+		if (!device)
+			die("--storage %s: %s", o.device, wafer_last_error());
+	} else if (wafer_null_storage_init(&storage, &o.storage) != WAFER_OK) {
 		die("%s", wafer_error_detail());
+	}
 	struct wafer_memory *memory;
 	if (wafer_memory_create(o.strategy, &storage, o.config, &memory) !=
 	    WAFER_OK)
@@ -424,9 +431,12 @@ int main(int argc, char **argv)
 	const char *name = wafer_memory_strategy_name(memory);
 	printf("strategy=%s events=%zu peak_live=%" PRIu64
 	       " peak_reserved=%" PRIu64 " ratio=%.3f storage_ops=%" PRIu64
-	       " steady_ops=%" PRIu64 " ns_per_event=%.1f\n",
+	       " steady_ops=%" PRIu64 " ns_per_event=%.1f",
 	       name, t.count, u.peak_in_use, u.peak_reserved, ratio, ops,
 	       ops - ops_at_half, (double)elapsed / (double)t.count);
+	if (device)
+		printf(" storage=%s", replay_device_name(device));
+	printf("\n");
 	fflush(stdout);
 
 	int rc = 0;
@@ -451,15 +461,17 @@ int main(int argc, char **argv)
 		if (slices[s].size)
 			wafer_memory_release(memory, &slices[s]);
 	wafer_memory_trim_cache(memory);
-	const char *first;
-	uint64_t violations = wafer_null_storage_violations(&storage, &first);
+	const char *first = NULL;
+	uint64_t violations =
+		device ? 0 : wafer_null_storage_violations(&storage, &first);
 	if (violations) {
 		fprintf(stderr, "wafer-replay: strategy %s broke the storage "
 			"contract %" PRIu64 " times; first: %s\n", name,
 			violations, first);
 		rc = 1;
 	}
-	if (wafer_null_storage_bytes(&storage) != storage.counters.bytes_reserved) {
+	if (!device &&
+	    wafer_null_storage_bytes(&storage) != storage.counters.bytes_reserved) {
 		fprintf(stderr, "wafer-replay: storage holds %" PRIu64
 			" bytes but the counters say %" PRIu64 "\n",
 			wafer_null_storage_bytes(&storage),
@@ -473,12 +485,17 @@ int main(int argc, char **argv)
 		rc = 1;
 	}
 	wafer_memory_destroy(memory);
-	if (wafer_null_storage_live(&storage)) {
-		fprintf(stderr, "wafer-replay: strategy %s leaked %zu storage "
-			"objects\n", name, wafer_null_storage_live(&storage));
-		rc = 1;
+	if (device) {
+		replay_device_close(device);
+	} else {
+		if (wafer_null_storage_live(&storage)) {
+			fprintf(stderr, "wafer-replay: strategy %s leaked %zu "
+				"storage objects\n", name,
+				wafer_null_storage_live(&storage));
+			rc = 1;
+		}
+		wafer_null_storage_fini(&storage);
 	}
-	wafer_null_storage_fini(&storage);
 	wafer_config_destroy(o.config);
 	free(series.in_use);
 	free(series.reserved);
