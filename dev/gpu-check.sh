@@ -175,11 +175,17 @@ unset WAFER_BACKEND
 #--- replay --------------------------------------------------------------------
 replay=$OUT/replay.log
 : > "$replay"
+replayed=
 if [ -n "$traces" ] && ls "$traces"/*.trace.gz >/dev/null 2>&1; then
 	for trace in "$traces"/*.trace.gz; do
+		name=$(basename "$trace" .trace.gz)
 		for strategy in pool stream; do
-			stage "replay $(basename "$trace" .trace.gz) $strategy" "$replay" 120 \
+			stage "replay $name $strategy" "$replay" 120 \
 				"$run" tools/wafer-replay --strategy $strategy --storage cuda "$trace"
+			replayed="$replayed
+  replay $name on cuda: $(grep '^strategy=' "$replay" | tail -1)"
+			# The same on the accounting-only storage, for comparison.
+			printf '===== %s %s on the null storage\n' "$name" "$strategy" >> "$replay"
 			"$run" tools/wafer-replay --strategy $strategy "$trace" >> "$replay" 2>&1
 		done
 	done
@@ -195,5 +201,5 @@ grep -E '^dispatch channel=' "$bench" | sed 's/^/  /' | tee -a "$summary"
 grep -E '^bandwidth ' "$bench" | sed 's/^/  /' | tee -a "$summary"
 grep -E '^sgemm n=4096 (own_best|raw)' "$bench" | sed 's/^/  /' | tee -a "$summary"
 grep -E '^matmul n=1024|m=4096' "$bench" | sed 's/^/  /' | tee -a "$summary"
-grep -E 'storage=cuda' "$replay" | sed 's/^/  replay /' | tee -a "$summary"
+[ -n "$replayed" ] && say "${replayed#?}"
 say "total: $(($(stamp) - began))s; logs in $OUT"

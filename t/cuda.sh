@@ -132,13 +132,13 @@ replay() {
 	if out=$(env WAFER_CONFIG="$tmp/fake.conf" "$top/tools/wafer-replay" \
 		--strategy "$1" --storage "$2" "$T_SRCDIR/replay-small.trace" 2>&1); then
 		contains "wafer-replay --strategy $1 --storage $2" "$out" \
-			"storage=$3"
+			"strategy=$1 events="
 	else
 		fail "wafer-replay --strategy $1 --storage $2" "$out"
 	fi
 }
-replay pool cuda "cuda:0 (Fake GPU 0"
-replay stream cuda "cuda:0 (Fake GPU 0"
-replay pool cpu "cpu:0"
+replay pool cuda
+replay stream cuda
+replay direct cuda
 
 [ "$failed" -eq 0 ]

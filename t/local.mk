@@ -10,6 +10,7 @@ AM_TESTS_ENVIRONMENT = \
 	XDG_CONFIG_HOME='$(abs_top_builddir)/t/xdg-config'; \
 	XDG_CACHE_HOME='$(abs_top_builddir)/t/xdg-cache'; \
 	T_BUILDDIR='$(abs_top_builddir)/t'; T_SRCDIR='$(abs_top_srcdir)/t'; \
+	SANITIZER_FLAGS='$(SANITIZER_FLAGS)'; export SANITIZER_FLAGS; \
 	export WAFER_PLUGIN_PATH WAFER_SYSCONFDIR XDG_CONFIG_HOME XDG_CACHE_HOME T_BUILDDIR T_SRCDIR;
 EXTRA_DIST += t/tap.h
 # Test programs link the convenience library to reach internals.
@@ -98,6 +99,16 @@ t_cpu_plugin_LDADD = -ldl
 TESTS += t/exports.sh
 EXTRA_DIST += t/exports.sh
 
+# Every operation of ops.h against a host reference (backend-neutral).
+check_PROGRAMS += t/ops
+TESTS += t/ops
+t_ops_LDADD = libwafer.la -lm
+
+# The copy semantics and donation rules of ops.h, on every channel.
+check_PROGRAMS += t/donation
+TESTS += t/donation
+t_donation_LDADD = libwafer.la
+
 # The plugin skeleton, built out of tree with pkg-config and its own
 # Makefile, then loaded (t/plugin-skeleton.sh; not part of the main build).
 TESTS += t/plugin-skeleton.sh
@@ -136,6 +147,19 @@ t_memory_null_LDADD = $(T_CORE_LIBS)
 # runs the tools/wafer-replay that `all` builds before any test.
 TESTS += t/replay.sh
 EXTRA_DIST += t/replay.sh t/replay-small.trace
+
+# wafer-replay against the default backend's real storage.
+TESTS += t/replay-backend.sh
+EXTRA_DIST += t/replay-backend.sh
+
+# The direct strategy lets ASan catch a kernel writing past its handle.
+check_PROGRAMS += t/overrun
+TESTS += t/overrun
+t_overrun_LDADD = libwafer.la
+
+# Every public header compiles alone as C99 and C++.
+TESTS += t/headers.sh
+EXTRA_DIST += t/headers.sh
 
 # The cuda plugin (when built) through the vendor ABI, on a stand-in
 # driver (t/fakecuda.c) that keeps libcuda's contracts strictly and

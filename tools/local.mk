@@ -6,8 +6,8 @@ tools_wafer_info_LDADD = libwafer.la
 
 bin_PROGRAMS += tools/wafer-bench
 tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
-	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/bandwidth.c \
-	tools/bench/raw.h
+	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c \
+	tools/bench/bandwidth.c tools/bench/raw.h
 tools_wafer_bench_LDADD = libwafer.la -lm
 # Raw vendor counterparts (tools/bench/raw.h): with the cuda plugin, the
 # driver and cuBLAS called directly (loaded with the plugin's own dlopen
@@ -35,6 +35,6 @@ endif
 bin_PROGRAMS += tools/wafer-replay
 tools_wafer_replay_SOURCES = tools/wafer-replay.c \
 	tools/replay_svg.c tools/replay_svg.h \
-	tools/replay_device.c tools/replay_device.h
+	tools/replay_backend.c tools/replay_backend.h
 tools_wafer_replay_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
 tools_wafer_replay_LDADD = libwafer-core.la $(ZLIB_LIBS) -lm

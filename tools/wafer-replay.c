@@ -1,10 +1,10 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * wafer-replay: runs a memory strategy over a recorded allocation trace
- * against an accounting-only storage — or, with --storage SELECTOR, a real
- * device's — and reports what it cost: peak bytes reserved against peak
- * bytes live, and storage calls, overall and in the second half of the
- * trace (the steady state of a training loop). See wafer-replay(1).
+ * against an accounting-only storage and reports what it cost — peak bytes
+ * reserved against peak bytes live, and storage calls, overall and in the
+ * second half of the trace (the steady state of a training loop). See
+ * wafer-replay(1).
  *
  * The whole trace is parsed (and checked) before the replay starts, so a
  * malformed line is reported with its number before any work is done and
@@ -29,8 +29,8 @@
 #include "core/log.h"
 #include "core/memory/memory.h"
 #include "core/memory/null_storage.h"
+#include "tools/replay_backend.h"
 #include "core/memory/u64map.h"
-#include "tools/replay_device.h"
 #include "tools/replay_svg.h"
 
 /*===----------------------------------------------------------------------===
@@ -214,16 +214,14 @@ bad:
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: wafer-replay [--strategy S] [--storage null|DEVICE] "
+		"usage: wafer-replay [--strategy S] [--storage null|BACKEND] "
 		"[--granularity B]\n"
 		"                    [--alignment B] [--no-vm] [--svg FILE]\n"
 		"                    [--config FILE] [--option SECTION.KEY=VALUE]... "
 		"TRACE\n"
 		"Replays an allocation trace (a <id> <bytes> / f <id> lines, "
 		"plain or gzip)\n"
-		"with a memory strategy on an accounting-only storage, or on a "
-		"device's\nreal storage (--storage cuda, cuda:1, cpu, "
-		"default).\n"
+		"with a memory strategy on an accounting-only storage.\n"
 		"Strategies:");
 	for (size_t i = 0; wafer_memory_strategies[i]; i++)
 		fprintf(out, " %s%s", wafer_memory_strategies[i]->name,
@@ -238,8 +236,8 @@ struct options {
 	const char *svg;
 	const char *trace;
 	struct wafer_null_storage_options storage;
-	/* --storage SELECTOR: a device, or NULL for the null storage. */
-	const char *device;
+	/* NULL: the null storage; else a device selector ("cpu", "cuda:0"). */
+	const char *backend;
 	/* Strategy options: none unless --config or --option gives some, so
 	 * a replay does not depend on the machine's wafer.conf. */
 	struct wafer_config *config;
@@ -290,7 +288,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->strategy = optarg;
 			break;
 		case 'b':
-			o->device = strcmp(optarg, "null") ? optarg : NULL;
+			o->backend = strcmp(optarg, "null") ? optarg : NULL;
 			break;
 		case 'g':
 			o->storage.vm_granularity =
@@ -360,6 +358,36 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/* The null storage also checks the strategy kept the storage contract
+ * and freed every object: a replay doubles as a strategy check. */
+static int check_null_storage(struct wafer_storage *storage, const char *name)
+{
+	int rc = 0;
+	const char *first;
+	uint64_t violations = wafer_null_storage_violations(storage, &first);
+	if (violations) {
+		fprintf(stderr, "wafer-replay: strategy %s broke the storage "
+			"contract %" PRIu64 " times; first: %s\n", name,
+			violations, first);
+		rc = 1;
+	}
+	if (wafer_null_storage_bytes(storage) !=
+	    storage->counters.bytes_reserved) {
+		fprintf(stderr, "wafer-replay: storage holds %" PRIu64
+			" bytes but the counters say %" PRIu64 "\n",
+			wafer_null_storage_bytes(storage),
+			storage->counters.bytes_reserved);
+		rc = 1;
+	}
+	if (wafer_null_storage_live(storage)) {
+		fprintf(stderr, "wafer-replay: strategy %s leaked %zu storage "
+			"objects\n", name, wafer_null_storage_live(storage));
+		rc = 1;
+	}
+	wafer_null_storage_fini(storage);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = {0};
@@ -373,11 +401,11 @@ int main(int argc, char **argv)
 	load_trace(o.trace, &t);
 
 	struct wafer_storage storage;
-	struct replay_device *device = NULL;
-	if (o.device) {
-		device = replay_device_open(o.device, &storage);
-		if (!device)
-			die("--storage %s: %s", o.device, wafer_last_error());
+	struct replay_backend backend;
+	if (o.backend) {
+		if (replay_backend_open(o.backend, &backend, &storage) !=
+		    WAFER_OK)
+			die("--storage %s: %s", o.backend, wafer_error_detail());
 	} else if (wafer_null_storage_init(&storage, &o.storage) != WAFER_OK) {
 		die("%s", wafer_error_detail());
 	}
@@ -431,12 +459,9 @@ int main(int argc, char **argv)
 	const char *name = wafer_memory_strategy_name(memory);
 	printf("strategy=%s events=%zu peak_live=%" PRIu64
 	       " peak_reserved=%" PRIu64 " ratio=%.3f storage_ops=%" PRIu64
-	       " steady_ops=%" PRIu64 " ns_per_event=%.1f",
+	       " steady_ops=%" PRIu64 " ns_per_event=%.1f\n",
 	       name, t.count, u.peak_in_use, u.peak_reserved, ratio, ops,
 	       ops - ops_at_half, (double)elapsed / (double)t.count);
-	if (device)
-		printf(" storage=%s", replay_device_name(device));
-	printf("\n");
 	fflush(stdout);
 
 	int rc = 0;
@@ -461,23 +486,6 @@ int main(int argc, char **argv)
 		if (slices[s].size)
 			wafer_memory_release(memory, &slices[s]);
 	wafer_memory_trim_cache(memory);
-	const char *first = NULL;
-	uint64_t violations =
-		device ? 0 : wafer_null_storage_violations(&storage, &first);
-	if (violations) {
-		fprintf(stderr, "wafer-replay: strategy %s broke the storage "
-			"contract %" PRIu64 " times; first: %s\n", name,
-			violations, first);
-		rc = 1;
-	}
-	if (!device &&
-	    wafer_null_storage_bytes(&storage) != storage.counters.bytes_reserved) {
-		fprintf(stderr, "wafer-replay: storage holds %" PRIu64
-			" bytes but the counters say %" PRIu64 "\n",
-			wafer_null_storage_bytes(&storage),
-			storage.counters.bytes_reserved);
-		rc = 1;
-	}
 	if (storage.counters.bytes_reserved) {
 		fprintf(stderr, "wafer-replay: strategy %s still holds %" PRIu64
 			" bytes after releasing everything and trimming\n",
@@ -485,17 +493,10 @@ int main(int argc, char **argv)
 		rc = 1;
 	}
 	wafer_memory_destroy(memory);
-	if (device) {
-		replay_device_close(device);
-	} else {
-		if (wafer_null_storage_live(&storage)) {
-			fprintf(stderr, "wafer-replay: strategy %s leaked %zu "
-				"storage objects\n", name,
-				wafer_null_storage_live(&storage));
-			rc = 1;
-		}
-		wafer_null_storage_fini(&storage);
-	}
+	if (o.backend)
+		replay_backend_close(&backend);
+	else if (check_null_storage(&storage, name) != 0)
+		rc = 1;
 	wafer_config_destroy(o.config);
 	free(series.in_use);
 	free(series.reserved);
