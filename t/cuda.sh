@@ -5,8 +5,12 @@
 # loads and reports zero devices with the reason, which wafer-info shows,
 # and the next backend is the default. On the stand-in driver
 # (t/fakecuda.c) it is accepted, and the backend-neutral suite — t/client,
-# t/channels, t/stress — passes on it with WAFER_BACKEND=cuda, also with
-# every stream step slowed down.
+# t/channels, t/stress, t/ops, t/donation — passes on it with
+# WAFER_BACKEND=cuda, also with every stream step slowed down and with
+# each memory strategy. The stand-in emulates each kernel by its name, so
+# this checks the plugin's host side end to end (which function, which
+# arguments, which grid, staging, streams); the kernels themselves run on
+# a GPU only (dev/gpu-check.sh).
 set -u
 
 if [ -z "${T_BUILDDIR:-}" ]; then
@@ -57,7 +61,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..20"
+echo "1..23"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -119,6 +123,9 @@ suite() {
 suite client
 suite channels
 suite stress WAFER_STRESS_OPS=300
+suite ops
+suite donation
+suite ops FAKECUDA_DELAY_US=10
 suite client FAKECUDA_DELAY_US=20
 # Each memory strategy reaches other storage entries: plain, stream-ordered
 # (stream), virtual memory (pool, the default).

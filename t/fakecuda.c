@@ -25,10 +25,12 @@
  *  - cuModuleGetFunction finds a kernel only if the module image holds
  *    its PTX entry (the plugin's fatbins are built uncompressed).
  *
- * Kernels are emulated on the host by name: noop, fill, copy, relu, add,
- * mul for f32, f16 and bf16, and matmul for f32 (every variant the same
- * naive loop). Others are checked at launch (grid, arguments) and run as
- * no-ops.
+ * Kernels are emulated on the host by name, with the catalogue's meaning
+ * (wafer/plugin.h) and the element type the name says: every operation
+ * of the cuda plugin, matmul as one naive loop for all variants. So the
+ * plugin's host side — which function, which arguments, which grid — is
+ * checked end to end by the backend-neutral tests; its device code is
+ * not (that takes a GPU: dev/gpu-check.sh).
  *
  * Knobs (environment, read when used): FAKECUDA_VERSION (13000),
  * FAKECUDA_INIT (a CUresult for cuInit), FAKECUDA_MISSING (a symbol
@@ -50,6 +52,8 @@
 #include <unistd.h>
 
 #include <cuda.h>
+
+#include <wafer/plugin.h>
 
 #include "plugins/cuda/kernels/args.h"
 #include "t/fakecuda.h"
@@ -201,7 +205,7 @@ struct op {
 	/* OP_KERNEL */
 	const struct fake_kernel *kernel;
 	uintptr_t ptr[4];
-	unsigned char params[128];
+	unsigned char params[512]; /* the largest block, with room */
 	unsigned grid[3];
 	/* OP_EVENT */
 	struct CUevent_st *event;
@@ -501,12 +505,17 @@ static CUresult fake_cuCtxSetCurrent(CUcontext ctx)
 
 typedef void (*emulator_fn)(struct op *o);
 
+/* Element types of emulated kernels. */
+enum { T_F32, T_F16, T_BF16, T_B16, T_I32 };
+
 struct fake_kernel {
 	char name[128];
 	emulator_fn run;
 	int pointers;       /* leading pointer arguments */
 	size_t params_size; /* the parameter block after them */
-	int dtype;          /* 0 f32, 1 f16, 2 bf16 */
+	int dtype;          /* T_*: every binding's, or a cast's source */
+	int dtype_out;      /* a cast's target */
+	int op;             /* which unary, binary or reduction */
 };
 
 struct CUmod_st {
@@ -570,70 +579,150 @@ static CUresult fake_cuModuleUnload(CUmodule module)
 static void emulate_noop(struct op *o);
 static void emulate_fill(struct op *o);
 static void emulate_copy(struct op *o);
-static void emulate_relu(struct op *o);
-static void emulate_add(struct op *o);
-static void emulate_mul(struct op *o);
+static void emulate_unary(struct op *o);
+static void emulate_binary(struct op *o);
+static void emulate_scalar(struct op *o);
+static void emulate_strided(struct op *o);
+static void emulate_gather(struct op *o);
+static void emulate_cast(struct op *o);
+static void emulate_rows(struct op *o);
 static void emulate_matmul(struct op *o);
 
-/* Kernels emulated: wafer_<op>_<dtype> exactly, with its arguments. */
-static const struct {
-	const char *op;
-	emulator_fn run;
-	int pointers;
-	size_t params_size;
-} emulators[] = {
-	{"fill", emulate_fill, 1, 16},
-	{"copy", emulate_copy, 2, 8},
-	{"relu", emulate_relu, 2, 8},
-	{"add", emulate_add, 3, 8},
-	{"mul", emulate_mul, 3, 8},
+/* Operations, in the order of these names: unary, then binary. */
+static const char *const unary_names[] = {
+	"neg", "abs", "exp", "log", "sqrt", "relu", "gelu", "sigmoid", "tanh",
+};
+static const char *const binary_names[] = {
+	"add", "sub", "mul", "div", "max", "min",
+};
+static const char *const rows_names[] = {
+	"reduce_sum", "reduce_max", "reduce_mean", "softmax",
 };
 
-/* dtype code of a suffix: 0 for 4-byte floats (f32, b32), 1 f16, 2 bf16,
- * 3 for 2-byte bits (b16); -1 if none. */
+/* T_* of a dtype suffix; -1 if none. */
 static int suffix_dtype(const char *suffix)
 {
-	static const char *const names[] = {"f32", "f16", "bf16", "b16", "b32"};
-	static const int codes[] = {0, 1, 2, 3, 0};
+	static const char *const names[] = {"f32", "f16", "bf16", "b16",
+					    "b32", "i32"};
+	static const int codes[] = {T_F32, T_F16, T_BF16, T_B16, T_F32, T_I32};
 
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (strcmp(suffix, names[i]) == 0)
 			return codes[i];
 	return -1;
 }
 
+/* |name| is |prefix| followed by a dtype suffix, optionally "_i64": sets
+ * k->dtype and returns 1. */
+static int named(struct fake_kernel *k, const char *name, const char *prefix)
+{
+	size_t len = strlen(prefix);
+	char suffix[16];
+
+	if (strncmp(name, prefix, len) != 0)
+		return 0;
+	snprintf(suffix, sizeof suffix, "%s", name + len);
+	char *wide = strstr(suffix, "_i64");
+	if (wide && wide[4] == '\0')
+		*wide = '\0';
+	k->dtype = suffix_dtype(suffix);
+	return k->dtype >= 0;
+}
+
+static void set_run(struct fake_kernel *k, emulator_fn run, int pointers,
+		    size_t params_size)
+{
+	k->run = run;
+	k->pointers = pointers;
+	k->params_size = params_size;
+}
+
 /* Fills in how |k| (named already) is emulated; kernels not emulated
- * run as no-ops. */
+ * (none of the plugin's, today) run as no-ops. */
 static void find_emulator(struct fake_kernel *k)
 {
 	const char *name = k->name;
+	char prefix[64];
 
-	if (strcmp(name, "wafer_noop") == 0) {
-		k->run = emulate_noop;
-		return;
-	}
-	if (strncmp(name, "wafer_matmul_f32_", 17) == 0) {
-		k->run = emulate_matmul;
-		k->pointers = 3;
-		k->params_size = sizeof(struct cuda_matmul_args);
-		return;
-	}
-	for (size_t i = 0; i < sizeof emulators / sizeof emulators[0]; i++) {
-		size_t len = strlen(emulators[i].op);
-		if (strncmp(name, "wafer_", 6) != 0 ||
-		    strncmp(name + 6, emulators[i].op, len) != 0 ||
-		    name[6 + len] != '_')
-			continue;
-		int dtype = suffix_dtype(name + 7 + len);
-		if (dtype < 0)
-			continue;
-		k->run = emulators[i].run;
-		k->pointers = emulators[i].pointers;
-		k->params_size = emulators[i].params_size;
-		k->dtype = dtype;
-		return;
-	}
 	k->run = emulate_noop;
+	if (strncmp(name, "wafer_", 6) != 0)
+		return;
+	name += 6;
+	if (strcmp(name, "noop") == 0)
+		return;
+	if (strncmp(name, "matmul_", 7) == 0) {
+		char dt[8] = "";
+		sscanf(name + 7, "%7[a-z0-9]", dt);
+		k->dtype = suffix_dtype(dt);
+		if (k->dtype >= 0)
+			set_run(k, emulate_matmul, 3,
+				sizeof(struct cuda_matmul_args));
+		return;
+	}
+	if (strncmp(name, "cast_", 5) == 0) {
+		char from[8] = "", to[8] = "";
+		if (sscanf(name + 5, "%7[a-z0-9]_%7[a-z0-9]", from, to) == 2) {
+			k->dtype = suffix_dtype(from);
+			k->dtype_out = suffix_dtype(to);
+			if (k->dtype >= 0 && k->dtype_out >= 0)
+				set_run(k, emulate_cast, 2,
+					sizeof(struct wafer_cast_params));
+		}
+		return;
+	}
+	if (named(k, name, "copy_strided_")) {
+		set_run(k, emulate_gather, 2,
+			sizeof(struct wafer_strided_copy_params));
+		return;
+	}
+	if (named(k, name, "fill_")) {
+		set_run(k, emulate_fill, 1, sizeof(struct wafer_fill_params));
+		return;
+	}
+	if (named(k, name, "copy_")) {
+		set_run(k, emulate_copy, 2,
+			sizeof(struct wafer_elementwise_params));
+		return;
+	}
+	for (int i = 0; i < 4; i++) {
+		snprintf(prefix, sizeof prefix, "%s_", rows_names[i]);
+		if (named(k, name, prefix)) {
+			k->op = i;
+			set_run(k, emulate_rows, 2,
+				sizeof(struct wafer_rows_params));
+			return;
+		}
+	}
+	for (int i = 0; i < 9; i++) {
+		snprintf(prefix, sizeof prefix, "%s_", unary_names[i]);
+		if (named(k, name, prefix)) {
+			k->op = i;
+			set_run(k, emulate_unary, 2,
+				sizeof(struct wafer_elementwise_params));
+			return;
+		}
+	}
+	for (int i = 0; i < 6; i++) {
+		k->op = i;
+		snprintf(prefix, sizeof prefix, "%s_scalar_", binary_names[i]);
+		if (named(k, name, prefix)) {
+			set_run(k, emulate_scalar, 2,
+				sizeof(struct wafer_scalar_params));
+			return;
+		}
+		snprintf(prefix, sizeof prefix, "%s_strided_", binary_names[i]);
+		if (named(k, name, prefix)) {
+			set_run(k, emulate_strided, 3,
+				sizeof(struct wafer_binary_strided_params));
+			return;
+		}
+		snprintf(prefix, sizeof prefix, "%s_", binary_names[i]);
+		if (named(k, name, prefix)) {
+			set_run(k, emulate_binary, 3,
+				sizeof(struct wafer_elementwise_params));
+			return;
+		}
+	}
 }
 
 static CUresult fake_cuModuleGetFunction(CUfunction *fn, CUmodule module,
@@ -686,6 +775,8 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((k->pointers || k->params_size) && !params)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (k->params_size > sizeof o->params)
+		return CUDA_ERROR_INVALID_VALUE; /* a fake too small: fix it */
 	o = calloc(1, sizeof *o);
 	if (!o)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -710,27 +801,45 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
  * Kernel emulation
  *===----------------------------------------------------------------------===*/
 
-static size_t elem_size(const struct fake_kernel *k)
+static size_t size_of(int dtype)
 {
-	return k->dtype ? 2 : 4;
+	return dtype == T_F32 || dtype == T_I32 ? 4 : 2;
 }
 
-
-static float load(const struct fake_kernel *k, const void *p, uint64_t i)
+static float load_as(int dtype, const void *p, uint64_t i)
 {
-	if (k->dtype == 0)
+	switch (dtype) {
+	case T_F32:
 		return ((const float *)p)[i];
-	uint16_t b = ((const uint16_t *)p)[i];
-	return k->dtype == 1 ? t_f16_to_float(b) : t_bf16_to_float(b);
+	case T_F16:
+		return t_f16_to_float(((const uint16_t *)p)[i]);
+	case T_BF16:
+		return t_bf16_to_float(((const uint16_t *)p)[i]);
+	case T_I32:
+		return (float)((const int32_t *)p)[i];
+	}
+	return 0.0f;
 }
 
-static void store(const struct fake_kernel *k, void *p, uint64_t i, float v)
+static void store_as(int dtype, void *p, uint64_t i, float v)
 {
-	if (k->dtype == 0)
+	switch (dtype) {
+	case T_F32:
 		((float *)p)[i] = v;
-	else
-		((uint16_t *)p)[i] =
-			k->dtype == 1 ? t_float_to_f16(v) : t_float_to_bf16(v);
+		break;
+	case T_F16:
+		((uint16_t *)p)[i] = t_float_to_f16(v);
+		break;
+	case T_BF16:
+		((uint16_t *)p)[i] = t_float_to_bf16(v);
+		break;
+	case T_I32: /* toward zero, saturating, NaN 0 (plugin.h's cast) */
+		((int32_t *)p)[i] = v != v                ? 0
+				    : v >= 2147483648.0f  ? INT32_MAX
+				    : v <= -2147483648.0f ? INT32_MIN
+							  : (int32_t)v;
+		break;
+	}
 }
 
 static uint64_t first_u64(const struct op *o)
@@ -741,31 +850,63 @@ static uint64_t first_u64(const struct op *o)
 	return n;
 }
 
-/* Checks that pointers [0, count) each hold |bytes|; on failure the
- * context gets the sticky illegal-address error. */
-static int kernel_ranges_ok(const struct op *o, int count, size_t bytes)
+/* Checks that pointer |i| holds |bytes|; on failure the context gets the
+ * sticky illegal-address error. */
+static int range_ok(const struct op *o, int i, uint64_t bytes)
 {
-	int ok = 1;
-
 	pthread_mutex_lock(&L);
-	for (int i = 0; i < count; i++)
-		ok = ok && device_range_ok(o->ptr[i], bytes);
+	int ok = device_range_ok(o->ptr[i], bytes);
 	if (!ok && sticky == CUDA_SUCCESS)
 		sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
 	pthread_mutex_unlock(&L);
 	return ok;
 }
 
+static int kernel_ranges_ok(const struct op *o, int count, uint64_t bytes)
+{
+	for (int i = 0; i < count; i++)
+		if (!range_ok(o, i, bytes))
+			return 0;
+	return 1;
+}
+
 static void run_kernel(struct op *o)
 {
-	if (!o->kernel->run) {
-		pthread_mutex_lock(&L);
-		if (sticky == CUDA_SUCCESS)
-			sticky = CUDA_ERROR_NOT_SUPPORTED;
-		pthread_mutex_unlock(&L);
-		return;
-	}
 	o->kernel->run(o);
+}
+
+static float sigmoid(float x)
+{
+	float t = expf(-fabsf(x)), s = 1.0f / (1.0f + t);
+	return x >= 0.0f ? s : t * s;
+}
+
+static float unary_op(int op, float x)
+{
+	switch (op) {
+	case 0: return -x;
+	case 1: return fabsf(x);
+	case 2: return expf(x);
+	case 3: return logf(x);
+	case 4: return sqrtf(x);
+	case 5: return x > 0.0f ? x : 0.0f;
+	case 6: return x * sigmoid(2.0f * 0.7978845608028654f *
+				   (x + 0.044715f * x * x * x));
+	case 7: return sigmoid(x);
+	default: return tanhf(x);
+	}
+}
+
+static float binary_op(int op, float a, float b)
+{
+	switch (op) {
+	case 0: return a + b;
+	case 1: return a - b;
+	case 2: return a * b;
+	case 3: return a / b;
+	case 4: return a != a || b != b ? a + b : (a > b ? a : b);
+	default: return a != a || b != b ? a + b : (a < b ? a : b);
+	}
 }
 
 static void emulate_noop(struct op *o)
@@ -779,55 +920,196 @@ static void emulate_fill(struct op *o)
 	double value;
 
 	memcpy(&value, o->params + 8, 8);
-	if (!kernel_ranges_ok(o, 1, n * elem_size(k)))
+	if (!kernel_ranges_ok(o, 1, n * size_of(k->dtype)))
 		return;
 	for (uint64_t i = 0; i < n; i++)
-		store(k, (void *)o->ptr[0], i, (float)value);
+		store_as(k->dtype, (void *)o->ptr[0], i, (float)value);
 }
 
 static void emulate_copy(struct op *o)
 {
-	uint64_t n = first_u64(o) * elem_size(o->kernel);
+	uint64_t n = first_u64(o) * size_of(o->kernel->dtype);
 
 	if (kernel_ranges_ok(o, 2, n))
 		memmove((void *)o->ptr[0], (const void *)o->ptr[1], n);
 }
 
-static void emulate_relu(struct op *o)
+static void emulate_unary(struct op *o)
 {
 	const struct fake_kernel *k = o->kernel;
 	uint64_t n = first_u64(o);
 
-	if (!kernel_ranges_ok(o, 2, n * elem_size(k)))
+	if (!kernel_ranges_ok(o, 2, n * size_of(k->dtype)))
 		return;
-	for (uint64_t i = 0; i < n; i++) {
-		float x = load(k, (const void *)o->ptr[1], i);
-		store(k, (void *)o->ptr[0], i, x > 0.0f ? x : 0.0f);
-	}
+	for (uint64_t i = 0; i < n; i++)
+		store_as(k->dtype, (void *)o->ptr[0], i,
+			 unary_op(k->op, load_as(k->dtype,
+						 (const void *)o->ptr[1], i)));
 }
 
-static void binary(struct op *o, int mul)
+static void emulate_binary(struct op *o)
 {
 	const struct fake_kernel *k = o->kernel;
 	uint64_t n = first_u64(o);
 
-	if (!kernel_ranges_ok(o, 3, n * elem_size(k)))
+	if (!kernel_ranges_ok(o, 3, n * size_of(k->dtype)))
 		return;
 	for (uint64_t i = 0; i < n; i++) {
-		float a = load(k, (const void *)o->ptr[1], i);
-		float b = load(k, (const void *)o->ptr[2], i);
-		store(k, (void *)o->ptr[0], i, mul ? a * b : a + b);
+		float a = load_as(k->dtype, (const void *)o->ptr[1], i);
+		float b = load_as(k->dtype, (const void *)o->ptr[2], i);
+		store_as(k->dtype, (void *)o->ptr[0], i, binary_op(k->op, a, b));
 	}
 }
 
-static void emulate_add(struct op *o)
+static void emulate_scalar(struct op *o)
 {
-	binary(o, 0);
+	const struct fake_kernel *k = o->kernel;
+	struct wafer_scalar_params p;
+	uint16_t bits[2];
+	float s;
+
+	memcpy(&p, o->params, sizeof p);
+	if (!kernel_ranges_ok(o, 2, p.count * size_of(k->dtype)))
+		return;
+	/* The scalar in the dtype first. */
+	store_as(k->dtype, bits, 0, (float)p.scalar);
+	s = k->dtype == T_F32 ? (float)p.scalar : load_as(k->dtype, bits, 0);
+	for (uint64_t i = 0; i < p.count; i++) {
+		float a = load_as(k->dtype, (const void *)o->ptr[1], i);
+		store_as(k->dtype, (void *)o->ptr[0], i,
+			 p.scalar_first ? binary_op(k->op, s, a)
+					: binary_op(k->op, a, s));
+	}
 }
 
-static void emulate_mul(struct op *o)
+/* Element |i| of a row-major |shape| at |offset| + sum index * stride. */
+static uint64_t strided_index(uint32_t rank, const uint64_t *shape,
+			      const uint64_t *strides, uint64_t offset,
+			      uint64_t i)
 {
-	binary(o, 1);
+	for (uint32_t d = rank; d-- > 0;) {
+		offset += (i % shape[d]) * strides[d];
+		i /= shape[d];
+	}
+	return offset;
+}
+
+static uint64_t reach(uint32_t rank, const uint64_t *shape,
+		      const uint64_t *strides, uint64_t offset)
+{
+	for (uint32_t d = 0; d < rank; d++)
+		offset += (shape[d] - 1) * strides[d];
+	return offset + 1;
+}
+
+static uint64_t product(uint32_t rank, const uint64_t *shape)
+{
+	uint64_t n = 1;
+	for (uint32_t d = 0; d < rank; d++)
+		n *= shape[d];
+	return n;
+}
+
+static void emulate_strided(struct op *o)
+{
+	const struct fake_kernel *k = o->kernel;
+	struct wafer_binary_strided_params p;
+	size_t es = size_of(k->dtype);
+
+	memcpy(&p, o->params, sizeof p);
+	uint64_t n = product(p.rank, p.shape);
+	if (!range_ok(o, 0, n * es) ||
+	    !range_ok(o, 1, reach(p.rank, p.shape, p.a_strides, p.a_offset) * es) ||
+	    !range_ok(o, 2, reach(p.rank, p.shape, p.b_strides, p.b_offset) * es))
+		return;
+	for (uint64_t i = 0; i < n; i++) {
+		float a = load_as(k->dtype, (const void *)o->ptr[1],
+				  strided_index(p.rank, p.shape, p.a_strides,
+						p.a_offset, i));
+		float b = load_as(k->dtype, (const void *)o->ptr[2],
+				  strided_index(p.rank, p.shape, p.b_strides,
+						p.b_offset, i));
+		store_as(k->dtype, (void *)o->ptr[0], i, binary_op(k->op, a, b));
+	}
+}
+
+static void emulate_gather(struct op *o)
+{
+	struct wafer_strided_copy_params p;
+	size_t es = size_of(o->kernel->dtype);
+
+	memcpy(&p, o->params, sizeof p);
+	uint64_t n = product(p.rank, p.shape);
+	if (!range_ok(o, 0, n * es) ||
+	    !range_ok(o, 1, reach(p.rank, p.shape, p.strides, p.offset) * es))
+		return;
+	for (uint64_t i = 0; i < n; i++)
+		memcpy((char *)o->ptr[0] + i * es,
+		       (const char *)o->ptr[1] +
+			       strided_index(p.rank, p.shape, p.strides,
+					     p.offset, i) * es,
+		       es);
+}
+
+static void emulate_cast(struct op *o)
+{
+	const struct fake_kernel *k = o->kernel;
+	struct wafer_cast_params p;
+
+	memcpy(&p, o->params, sizeof p);
+	if (!range_ok(o, 0, p.count * size_of(k->dtype_out)) ||
+	    !range_ok(o, 1, p.count * size_of(k->dtype)))
+		return;
+	for (uint64_t i = 0; i < p.count; i++) {
+		if (k->dtype == T_I32 && k->dtype_out == T_I32) {
+			((int32_t *)o->ptr[0])[i] =
+				((const int32_t *)o->ptr[1])[i];
+			continue;
+		}
+		store_as(k->dtype_out, (void *)o->ptr[0], i,
+			 load_as(k->dtype, (const void *)o->ptr[1], i));
+	}
+}
+
+static void emulate_rows(struct op *o)
+{
+	const struct fake_kernel *k = o->kernel;
+	struct wafer_rows_params p;
+	size_t es = size_of(k->dtype);
+
+	memcpy(&p, o->params, sizeof p);
+	if (!range_ok(o, 0, (k->op == 3 ? p.rows * p.cols : p.rows) * es) ||
+	    !range_ok(o, 1, p.rows * p.cols * es))
+		return;
+	for (uint64_t r = 0; r < p.rows; r++) {
+		const void *in = (const char *)o->ptr[1] + r * p.cols * es;
+		double sum = 0, e = 0;
+		float m = -INFINITY;
+		int nan = 0;
+		for (uint64_t c = 0; c < p.cols; c++) {
+			float x = load_as(k->dtype, in, c);
+			sum += x;
+			nan |= x != x;
+			m = x > m ? x : m;
+		}
+		if (nan)
+			m = NAN;
+		if (k->op < 3) {
+			float v = k->op == 0   ? (float)sum
+				  : k->op == 1 ? m
+					       : (float)(sum / (double)p.cols);
+			store_as(k->dtype, (void *)o->ptr[0], r, v);
+			continue;
+		}
+		for (uint64_t c = 0; c < p.cols; c++)
+			e += exp((double)load_as(k->dtype, in, c) - m);
+		for (uint64_t c = 0; c < p.cols; c++)
+			store_as(k->dtype, (char *)o->ptr[0] + r * p.cols * es,
+				 c,
+				 (float)(exp((double)load_as(k->dtype, in, c) -
+					     m) /
+					 e));
+	}
 }
 
 /* Elements from a matrix's origin to its last element, plus one. */
@@ -839,9 +1121,9 @@ static uint64_t extent(uint64_t rows, uint64_t cols, uint64_t ld)
 /* Batch entries blockIdx.z = 0 .. grid z - 1; rows m of this launch. */
 static void emulate_matmul(struct op *o)
 {
+	const struct fake_kernel *k = o->kernel;
 	struct cuda_matmul_args p;
-	const float *a, *b;
-	float *c;
+	size_t es = size_of(k->dtype);
 
 	memcpy(&p, o->params, sizeof p);
 	uint64_t batch = o->grid[2];
@@ -853,27 +1135,29 @@ static void emulate_matmul(struct op *o)
 	int ok = 1;
 	pthread_mutex_lock(&L);
 	for (uint64_t t = 0; t < batch && ok; t++)
-		ok = device_range_ok(o->ptr[0] + 4 * t * p.stride_c, 4 * ec) &&
-		     device_range_ok(o->ptr[1] + 4 * t * p.stride_a, 4 * ea) &&
-		     device_range_ok(o->ptr[2] + 4 * t * p.stride_b, 4 * eb);
+		ok = device_range_ok(o->ptr[0] + es * t * p.stride_c, es * ec) &&
+		     device_range_ok(o->ptr[1] + es * t * p.stride_a, es * ea) &&
+		     device_range_ok(o->ptr[2] + es * t * p.stride_b, es * eb);
 	if (!ok && sticky == CUDA_SUCCESS)
 		sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
 	pthread_mutex_unlock(&L);
 	if (!ok)
 		return;
 	for (uint64_t t = 0; t < batch; t++) {
-		c = (float *)o->ptr[0] + t * p.stride_c;
-		a = (const float *)o->ptr[1] + t * p.stride_a;
-		b = (const float *)o->ptr[2] + t * p.stride_b;
+		void *c = (char *)o->ptr[0] + es * t * p.stride_c;
+		const void *a = (const char *)o->ptr[1] + es * t * p.stride_a;
+		const void *b = (const char *)o->ptr[2] + es * t * p.stride_b;
 		for (uint64_t i = 0; i < p.m; i++)
 			for (uint64_t j = 0; j < p.n; j++) {
 				double s = 0;
 				for (uint64_t l = 0; l < p.k; l++)
-					s += (double)(p.trans_a ? a[l * p.lda + i]
-								: a[i * p.lda + l]) *
-					     (p.trans_b ? b[j * p.ldb + l]
-							: b[l * p.ldb + j]);
-				c[i * p.ldc + j] = (float)s;
+					s += (double)load_as(k->dtype, a,
+							     p.trans_a ? l * p.lda + i
+								       : i * p.lda + l) *
+					     load_as(k->dtype, b,
+						     p.trans_b ? j * p.ldb + l
+							       : l * p.ldb + j);
+				store_as(k->dtype, c, i * p.ldc + j, (float)s);
 			}
 	}
 }
