@@ -204,6 +204,7 @@ const struct cuda_kernel_desc cuda_kernel_descs[] = {
 	MM("tile64", WAFER_DTYPE_F32, "f32", 4, 64, 64),
 	MM("tile128", WAFER_DTYPE_F32, "f32", 4, 128, 128),
 	MM_REG("reg128", WAFER_DTYPE_F32, "f32", 4, 128, 128),
+	MM_REG("reg128k16", WAFER_DTYPE_F32, "f32", 4, 128, 128),
 	MM_REG("reg128x64", WAFER_DTYPE_F32, "f32", 4, 128, 64),
 	MM("tf32", WAFER_DTYPE_F32, "f32", 4, 128, 128),
 	MM_CUBLAS(WAFER_DTYPE_F32, 4),
@@ -787,13 +788,14 @@ fallback_of(const struct cuda_kernel_desc *d)
 }
 
 /* Whether the layout-specific kernels can take |p|: 4-element vectors
- * along every stored row, and batch entries that keep that alignment. */
+ * along every stored row, batch entries that keep that alignment, and k
+ * below 2^31 (their k indices are ints). */
 static int layouts_fit(const struct wafer_matmul_params *p)
 {
 	uint64_t lda = p->transpose_a ? p->m : p->k;
 	uint64_t ldb = p->transpose_b ? p->k : p->n;
 
-	return lda % 4 == 0 && ldb % 4 == 0 &&
+	return lda % 4 == 0 && ldb % 4 == 0 && p->k < (UINT64_C(1) << 31) &&
 	       (p->batch == 1 ||
 		(p->batch_stride_a % 4 == 0 && p->batch_stride_b % 4 == 0 &&
 		 p->batch_stride_c % 4 == 0));

@@ -318,22 +318,36 @@ template <typename T> struct Store4Half {
 template <> struct Store4<F16> : Store4Half<F16> {};
 template <> struct Store4<BF16> : Store4Half<BF16> {};
 
-/* C tile 128 x BN (BN = 128 or 64), k step 8, 256 threads as 16 x 16.
- * Thread (ty, tx) owns rows ty*4 + 0..3 and 64 + ty*4 + 0..3, and
- * columns tx*4 + 0..3 (and 64 + tx*4 + 0..3 when BN is 128): split in
+/* C tile 128 x BN (BN = 128 or 64), k step BK (8 or 16), 256 threads as
+ * 16 x 16. Thread (ty, tx) owns rows ty*4 + 0..3 and 64 + ty*4 + 0..3,
+ * and columns tx*4 + 0..3 (and 64 + tx*4 + 0..3 when BN is 128): split in
  * halves so that its shared-memory reads are 16-byte vectors that a warp
- * reads without bank conflicts. Each k step reads one 4-element vector
- * of A (and of B) per thread along the stored matrix's contiguous
- * dimension, so the plugin uses this kernel only when the row strides
- * (lda, ldb) and batch strides are multiples of 4 — then a vector lies
- * wholly inside or wholly outside its matrix, and edges are handled by
- * skipping whole vectors. TA and TB are the transposes. */
-template <typename T, int BN, bool TA, bool TB>
+ * reads without bank conflicts. Each k step reads 4-element vectors of A
+ * and B along each stored matrix's contiguous dimension, so the plugin
+ * uses this kernel only when the row strides (lda, ldb) and batch strides
+ * are multiples of 4 — then a vector lies wholly inside or wholly outside
+ * its matrix, and edges are handled by skipping whole vectors. TA and TB
+ * are the transposes.
+ *
+ * Vector v of a thread is element tid + v * THREADS of its tile's vector
+ * grid; moving to the next v moves a whole number of stored rows, so one
+ * pointer per operand and a row offset per v address them all. */
+template <typename T, int BN, int BK, bool TA, bool TB>
 static __device__ __forceinline__ void
 reg_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 {
 	typedef typename Elem<T>::Bits B;
-	const int BM = 128, BK = 8, TN = BN / 16;
+	const int BM = 128, TN = BN / 16;
+	/* Vectors of the A tile per thread; of the B tile in all and per
+	 * thread (the B tile of BN 64 and BK 8 has one for half of them). */
+	const int VA = BM * BK / 4 / THREADS;
+	const int NB = BN * BK / 4;
+	const int VB = NB >= THREADS ? NB / THREADS : 1;
+	static_assert(VA >= 1 && BM * BK / 4 % THREADS == 0, "A vectors");
+	static_assert(NB % THREADS == 0 || THREADS % NB == 0, "B vectors");
+	/* Stored rows between a thread's consecutive vectors. */
+	const int A_ROWS = !TA ? THREADS / (BK / 4) : THREADS / (BM / 4);
+	const int B_ROWS = !TB ? THREADS / (BN / 4) : THREADS / (BK / 4);
 	__shared__ __align__(16) float As[2][BK][BM];
 	__shared__ __align__(16) float Bs[2][BK][BN];
 
@@ -345,37 +359,31 @@ reg_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 	const int tid = threadIdx.x;
 	const int tx = tid % 16, ty = tid / 16;
 
-	/* This thread's vector of the A tile: stored row and column. */
-	int a_o, a_l; /* element (outer = m, k) of its first value */
+	/* Vector 0 of this thread: element (outer o, k l) of its tile. */
+	int a_o, a_l, b_o, b_l;
 	if (!TA) {
-		a_o = tid / 2;
-		a_l = (tid % 2) * 4;
+		a_o = tid / (BK / 4);
+		a_l = (tid % (BK / 4)) * 4;
 	} else {
-		a_l = tid / 32;
-		a_o = (tid % 32) * 4;
+		a_l = tid / (BM / 4);
+		a_o = (tid % (BM / 4)) * 4;
 	}
-	const B *a_ptr = !TA ? a + (m0 + a_o) * p.lda + a_l
-			     : a + (uint64_t)a_l * p.lda + m0 + a_o;
-	const uint64_t a_step = !TA ? BK : BK * p.lda;
-	const bool a_outer_ok = m0 + a_o < p.m;
-
-	/* And of the B tile (BN * 8 / 4 vectors: all threads for 128,
-	 * half of them for 64). */
-	const bool b_loads = tid < BN * BK / 4;
-	int b_o, b_l; /* element (outer = n, k) */
 	if (!TB) {
 		b_l = tid / (BN / 4);
 		b_o = (tid % (BN / 4)) * 4;
 	} else {
-		b_o = tid / 2;
-		b_l = (tid % 2) * 4;
+		b_o = tid / (BK / 4);
+		b_l = (tid % (BK / 4)) * 4;
 	}
+	const bool b_loads = NB >= THREADS || tid < NB;
+	const B *a_ptr = !TA ? a + (m0 + a_o) * p.lda + a_l
+			     : a + (uint64_t)a_l * p.lda + m0 + a_o;
 	const B *b_ptr = !TB ? b + (uint64_t)b_l * p.ldb + n0 + b_o
 			     : b + (n0 + b_o) * p.ldb + b_l;
+	const uint64_t a_step = !TA ? BK : BK * p.lda;
 	const uint64_t b_step = !TB ? BK * p.ldb : BK;
-	const bool b_outer_ok = b_loads && n0 + b_o < p.n;
 
-	float ra[4], rb[4];
+	float ra[VA][4], rb[VB][4];
 	float acc[8][TN];
 #pragma unroll
 	for (int i = 0; i < 8; i++)
@@ -383,29 +391,60 @@ reg_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 		for (int j = 0; j < TN; j++)
 			acc[i][j] = 0.0f;
 
-	/* Reads k tile |k0| into ra, rb. */
+	/* Whether each vector's outer index (row of C for A, column for B)
+	 * is inside the matrix: fixed for the whole loop. The plugin runs
+	 * this kernel only for k below 2^31, so k indices are ints. */
+	const int K = (int)p.k;
+	bool a_out[VA], b_out[VB];
+#pragma unroll
+	for (int v = 0; v < VA; v++)
+		a_out[v] = m0 + a_o + (TA ? 0 : (uint64_t)v * A_ROWS) < p.m;
+#pragma unroll
+	for (int v = 0; v < VB; v++)
+		b_out[v] = b_loads &&
+			   n0 + b_o + (TB ? (uint64_t)v * B_ROWS : 0) < p.n;
+
+	/* Reads k tile |k0| into ra, rb: vector v is A_ROWS (B_ROWS) stored
+	 * rows after vector 0; along the outer dimension when the matrix is
+	 * stored by rows of k, along k otherwise. */
 #define REG_LOAD(k0)                                                           \
 	do {                                                                   \
-		load4_or_zero<T>(a_ptr, a_outer_ok && (k0) + a_l < p.k, ra);  \
-		load4_or_zero<T>(b_ptr, b_outer_ok && (k0) + b_l < p.k, rb);  \
+		_Pragma("unroll") for (int v = 0; v < VA; v++) {               \
+			const int kk = (k0) + a_l + (TA ? v * A_ROWS : 0);     \
+			load4_or_zero<T>(a_ptr + (uint64_t)v * A_ROWS * p.lda, \
+					 a_out[v] && kk < K, ra[v]);           \
+		}                                                              \
+		_Pragma("unroll") for (int v = 0; v < VB; v++) {               \
+			const int kk = (k0) + b_l + (!TB ? v * B_ROWS : 0);    \
+			load4_or_zero<T>(b_ptr + (uint64_t)v * B_ROWS * p.ldb, \
+					 b_out[v] && kk < K, rb[v]);           \
+		}                                                              \
 	} while (0)
 	/* Writes ra, rb into buffer |buf| as As[k][m], Bs[k][n]. */
 #define REG_STORE(buf)                                                         \
 	do {                                                                   \
-		if (!TA) {                                                     \
-			for (int j = 0; j < 4; j++)                            \
-				As[buf][a_l + j][a_o] = ra[j];                 \
-		} else {                                                       \
-			*(float4 *)&As[buf][a_l][a_o] =                        \
-				make_float4(ra[0], ra[1], ra[2], ra[3]);       \
-		}                                                              \
-		if (b_loads) {                                                 \
-			if (!TB) {                                             \
-				*(float4 *)&Bs[buf][b_l][b_o] = make_float4(   \
-					rb[0], rb[1], rb[2], rb[3]);           \
+		_Pragma("unroll") for (int v = 0; v < VA; v++) {               \
+			if (!TA) {                                             \
+				_Pragma("unroll") for (int j = 0; j < 4; j++)  \
+					As[buf][a_l + j][a_o + v * A_ROWS] =   \
+						ra[v][j];                      \
 			} else {                                               \
-				for (int j = 0; j < 4; j++)                    \
-					Bs[buf][b_l + j][b_o] = rb[j];         \
+				*(float4 *)&As[buf][a_l + v * A_ROWS][a_o] =   \
+					make_float4(ra[v][0], ra[v][1],        \
+						    ra[v][2], ra[v][3]);       \
+			}                                                      \
+		}                                                              \
+		_Pragma("unroll") for (int v = 0; v < VB; v++) {               \
+			if (!b_loads)                                          \
+				break;                                         \
+			if (!TB) {                                             \
+				*(float4 *)&Bs[buf][b_l + v * B_ROWS][b_o] =   \
+					make_float4(rb[v][0], rb[v][1],        \
+						    rb[v][2], rb[v][3]);       \
+			} else {                                               \
+				_Pragma("unroll") for (int j = 0; j < 4; j++)  \
+					Bs[buf][b_l + j][b_o + v * B_ROWS] =   \
+						rb[v][j];                      \
 			}                                                      \
 		}                                                              \
 	} while (0)
@@ -416,8 +455,8 @@ reg_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 
 	/* Tiles left after this one; k's own bound is in the loads. */
 	int cur = 0;
-	for (uint64_t k0 = 0, left = (p.k - 1) / BK; ; k0 += BK, left--) {
-		const bool more = left != 0;
+	for (int k0 = 0;; k0 += BK) {
+		const bool more = k0 + BK < K;
 		if (more) {
 			a_ptr += a_step;
 			b_ptr += b_step;
@@ -446,7 +485,7 @@ reg_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 					acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
 		}
 		/* The other buffer was last read before the previous
-		 * barrier. */
+		 * barrier; after the last tile nothing is stored. */
 		if (!more)
 			break;
 		REG_STORE(cur ^ 1);
@@ -688,34 +727,38 @@ wmma_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 		wmma_tile<T>(c, a, b, p);                                      \
 	}
 
-/* One kernel per layout: _nn, _nt, _tn, _tt (transpose of A, of B). */
-#define REG1(dtype, T, variant, BN, layout, TA, TB)                            \
-	extern "C" __global__ void __launch_bounds__(THREADS, 2)               \
+/* One kernel per layout: _nn, _nt, _tn, _tt (transpose of A, of B).
+ * 128-wide tiles keep their 64 accumulators and prefetch in registers at
+ * one block a multiprocessor (up to 255 registers, no spills); 64-wide
+ * ones fit two blocks in 128. */
+#define REG1(dtype, T, variant, BN, BK, layout, TA, TB)                        \
+	extern "C" __global__ void __launch_bounds__(THREADS, 3 - BN / 64)     \
 		wafer_matmul_##dtype##_##variant##_##layout(                   \
 			void *c, const void *a, const void *b,                 \
 			struct cuda_matmul_args p)                             \
 	{                                                                      \
-		reg_tile<T, BN, TA, TB>(c, a, b, p);                           \
+		reg_tile<T, BN, BK, TA, TB>(c, a, b, p);                       \
 	}
-#define REG(dtype, T, variant, BN)                                             \
-	REG1(dtype, T, variant, BN, nn, false, false)                          \
-	REG1(dtype, T, variant, BN, nt, false, true)                           \
-	REG1(dtype, T, variant, BN, tn, true, false)                           \
-	REG1(dtype, T, variant, BN, tt, true, true)
+#define REG(dtype, T, variant, BN, BK)                                         \
+	REG1(dtype, T, variant, BN, BK, nn, false, false)                      \
+	REG1(dtype, T, variant, BN, BK, nt, false, true)                       \
+	REG1(dtype, T, variant, BN, BK, tn, true, false)                       \
+	REG1(dtype, T, variant, BN, BK, tt, true, true)
 
 /* Keep these in step with the matmul entries of kernels.c (tile sizes). */
 TILED(f32, F32, tile64, 64, 64, 16, 4, 4, 1)
 TILED(f32, F32, tile128, 128, 128, 8, 8, 8, 1)
-REG(f32, F32, reg128, 128)
-REG(f32, F32, reg128x64, 64)
+REG(f32, F32, reg128, 128, 8)
+REG(f32, F32, reg128k16, 128, 16)
+REG(f32, F32, reg128x64, 64, 8)
 WMMA(f32, F32, tf32)
 TILED(f16, F16, tile64, 64, 64, 16, 4, 4, 1)
 TILED(f16, F16, tile128, 128, 128, 8, 8, 8, 1)
-REG(f16, F16, reg128, 128)
-REG(f16, F16, reg128x64, 64)
+REG(f16, F16, reg128, 128, 8)
+REG(f16, F16, reg128x64, 64, 8)
 WMMA(f16, F16, wmma)
 TILED(bf16, BF16, tile64, 64, 64, 16, 4, 4, 1)
 TILED(bf16, BF16, tile128, 128, 128, 8, 8, 8, 1)
-REG(bf16, BF16, reg128, 128)
-REG(bf16, BF16, reg128x64, 64)
+REG(bf16, BF16, reg128, 128, 8)
+REG(bf16, BF16, reg128x64, 64, 8)
 WMMA(bf16, BF16, wmma)
