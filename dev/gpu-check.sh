@@ -22,9 +22,10 @@
 #                  its ABI on the GPU: copies, staging, VM, every matmul
 #                  variant and dtype against a host reference)
 #   sanitizer.log  compute-sanitizer memcheck over t/cuda_plugin --real and
-#                  the backend-neutral tests of operations and memory, with
-#                  the `direct` memory strategy (one allocation per handle,
-#                  so an access past a handle is past an allocation)
+#                  the backend-neutral tests of operations and buffer
+#                  ownership (t/ops, t/donation) with the `direct` memory
+#                  strategy (one allocation per handle, so an access past a
+#                  handle is past an allocation); last, in the time left
 #   bench.log      wafer-bench alloc, dispatch, bandwidth, sgemm (and
 #                  matmul when the autotune bench is built), each figure
 #                  beside its raw CUDA counterpart from the same run
@@ -32,8 +33,9 @@
 #                  the pool and stream strategies (and the accounting-only
 #                  storage, for the ratios)
 #
-# Every stage has a time limit, so one hang does not eat the machine; the
-# whole run takes about 5-8 minutes on an H100 with 16 cores.
+# Every stage has a time limit, so one hang does not eat the machine, and
+# the whole run stays inside GPU_CHECK_BUDGET (540 s): about 5-8 minutes on
+# an H100 with 16 cores.
 set -u
 
 top=$(pwd)
@@ -49,20 +51,32 @@ say() { printf '%s\n' "$*" | tee -a "$summary"; }
 stamp() { date +%s; }
 began=$(stamp)
 
+# The whole run stays inside GPU_CHECK_BUDGET seconds (default 540: the
+# device tool allows 600 a command): each stage's limit is cut to what is
+# left, and a stage that would get less than 20 s is skipped. Stages run
+# in order of importance, the sanitizer last.
+budget=${GPU_CHECK_BUDGET:-540}
+
 # stage NAME LOG LIMIT COMMAND...: runs COMMAND with its output appended
 # to LOG, under a time limit, and notes the verdict and time.
 stage() {
-	name=$1 log=$2 limit=$3
+	st_name=$1 st_log=$2 st_limit=$3
 	shift 3
-	t0=$(stamp)
-	printf '\n===== %s: %s\n' "$name" "$*" >> "$log"
-	timeout "$limit" "$@" >> "$log" 2>&1
-	rc=$?
-	verdict=ok
-	[ $rc -eq 124 ] && verdict="TIMED OUT after ${limit}s"
-	[ $rc -ne 0 ] && [ $rc -ne 124 ] && verdict="FAILED (exit $rc)"
-	say "$(printf '%-28s %-22s %4ss' "$name" "$verdict" $(($(stamp) - t0)))"
-	return $rc
+	st_left=$((began + budget - $(stamp) - 10))
+	if [ "$st_left" -lt 20 ]; then
+		say "$(printf '%-28s %s' "$st_name" "SKIPPED (out of time)")"
+		return 125
+	fi
+	[ "$st_limit" -gt "$st_left" ] && st_limit=$st_left
+	st_t0=$(stamp)
+	printf '\n===== %s: %s\n' "$st_name" "$*" >> "$st_log"
+	timeout "$st_limit" "$@" >> "$st_log" 2>&1
+	st_rc=$?
+	st_verdict=ok
+	[ $st_rc -eq 124 ] && st_verdict="TIMED OUT after ${st_limit}s"
+	[ $st_rc -ne 0 ] && [ $st_rc -ne 124 ] && st_verdict="FAILED (exit $st_rc)"
+	say "$(printf '%-28s %-22s %4ss' "$st_name" "$st_verdict" $(($(stamp) - st_t0)))"
+	return $st_rc
 }
 
 #--- the machine ---------------------------------------------------------------
@@ -88,9 +102,9 @@ build=$OUT/build.log
 : > "$build"
 stage configure "$build" 300 ./configure --enable-cuda --with-cuda="$cuda_home" ||
 	{ tail -30 "$build"; exit 1; }
-stage "make -j$jobs" "$build" 400 make -j$jobs || { tail -40 "$build"; exit 1; }
+stage "make -j"$jobs"" "$build" 400 make -j"$jobs" || { tail -40 "$build"; exit 1; }
 # The test programs too, without running them yet.
-stage "make check programs" "$build" 300 make -j$jobs check TESTS= ||
+stage "make check programs" "$build" 300 make -j"$jobs" check TESTS= ||
 	{ tail -40 "$build"; exit 1; }
 # The built tools, against this tree's plugins.
 run=$top/uninstalled
@@ -123,7 +137,7 @@ say "  cuda_plugin: $(grep -c '^ok' "$plugin") ok, $(grep -c '^not ok' "$plugin"
 #--- the whole suite on cuda ---------------------------------------------------
 check=$OUT/check.log
 : > "$check"
-stage "make check (cuda)" "$check" 420 make -j$jobs check WAFER_BACKEND=cuda
+stage "make check (cuda)" "$check" 420 make -j"$jobs" check WAFER_BACKEND=cuda
 grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR)' "$check" | tail -7 | sed 's/^/  check /' | tee -a "$summary"
 for log in t/*.log; do
 	[ -f "$log" ] || continue
@@ -133,30 +147,6 @@ for log in t/*.log; do
 		say "  failing: $log ($(grep -c '^not ok' "$log") not ok)"
 	fi
 done
-
-#--- compute-sanitizer ---------------------------------------------------------
-san=$OUT/sanitizer.log
-: > "$san"
-if [ -n "$sanitizer" ]; then
-	# $memcheck is a command with arguments: split on purpose.
-	# shellcheck disable=SC2086
-	memcheck="$sanitizer --tool memcheck --leak-check full --error-exitcode 86 --print-limit 50"
-	# shellcheck disable=SC2086
-	stage "memcheck cuda_plugin --real" "$san" 300 \
-		./libtool --mode=execute $memcheck t/cuda_plugin --real
-	# Backend-neutral tests of operations and memory that this tree has.
-	for t in ops donation client memory_direct; do
-		[ -x "t/$t" ] || continue
-		# shellcheck disable=SC2086
-		stage "memcheck t/$t (direct)" "$san" 240 \
-			env WAFER_BACKEND=cuda WAFER_MEMORY=direct \
-			./libtool --mode=execute $memcheck "t/$t"
-	done
-	grep -E 'ERROR SUMMARY|Invalid|out of bounds' "$san" | sort | uniq -c | head -10 |
-		sed 's/^/  sanitizer: /' | tee -a "$summary"
-else
-	say "compute-sanitizer not found: memcheck skipped"
-fi
 
 #--- benchmarks ----------------------------------------------------------------
 bench=$OUT/bench.log
@@ -178,19 +168,43 @@ replay=$OUT/replay.log
 replayed=
 if [ -n "$traces" ] && ls "$traces"/*.trace.gz >/dev/null 2>&1; then
 	for trace in "$traces"/*.trace.gz; do
-		name=$(basename "$trace" .trace.gz)
+		tname=$(basename "$trace" .trace.gz)
 		for strategy in pool stream; do
-			stage "replay $name $strategy" "$replay" 120 \
+			stage "replay $tname $strategy" "$replay" 120 \
 				"$run" tools/wafer-replay --strategy $strategy --storage cuda "$trace"
 			replayed="$replayed
-  replay $name on cuda: $(grep '^strategy=' "$replay" | tail -1)"
+  replay $tname on cuda: $(grep '^strategy=' "$replay" | tail -1)"
 			# The same on the accounting-only storage, for comparison.
-			printf '===== %s %s on the null storage\n' "$name" "$strategy" >> "$replay"
+			printf '===== %s %s on the null storage\n' "$tname" "$strategy" >> "$replay"
 			"$run" tools/wafer-replay --strategy $strategy "$trace" >> "$replay" 2>&1
 		done
 	done
 else
 	say "no traces (pass TRACE_DIR, or set WAFER_TRACES): replay skipped"
+fi
+
+#--- compute-sanitizer ---------------------------------------------------------
+san=$OUT/sanitizer.log
+: > "$san"
+if [ -n "$sanitizer" ]; then
+	# $memcheck is a command with arguments: split on purpose.
+	# shellcheck disable=SC2086
+	memcheck="$sanitizer --tool memcheck --leak-check full --error-exitcode 86 --print-limit 50"
+	# shellcheck disable=SC2086
+	stage "memcheck cuda_plugin --real" "$san" 300 \
+		./libtool --mode=execute $memcheck t/cuda_plugin --real
+	# The backend-neutral tests of operations and buffer ownership.
+	for t in ops donation; do
+		[ -x "t/$t" ] || continue
+		# shellcheck disable=SC2086
+		stage "memcheck t/$t (direct)" "$san" 240 \
+			env WAFER_BACKEND=cuda WAFER_MEMORY=direct \
+			./libtool --mode=execute $memcheck "t/$t"
+	done
+	grep -E 'ERROR SUMMARY|Invalid|out of bounds' "$san" | sort | uniq -c | head -10 |
+		sed 's/^/  sanitizer: /' | tee -a "$summary"
+else
+	say "compute-sanitizer not found: memcheck skipped"
 fi
 
 #--- headline figures ----------------------------------------------------------
