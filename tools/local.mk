@@ -9,6 +9,7 @@ tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
 	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c \
 	tools/bench/bandwidth.c tools/bench/raw.h
 tools_wafer_bench_LDADD = libwafer.la -lm
+tools_wafer_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BENCH_CUDA_CPPFLAGS)
 # Raw vendor counterparts (tools/bench/raw.h): with the cuda plugin, the
 # driver and cuBLAS called directly (loaded with the plugin's own dlopen
 # loader) and the `sgemm` benchmark; its baseline kernels are compiled by
@@ -17,7 +18,7 @@ EXTRA_DIST += tools/bench/raw_kernels.cu
 if WAFER_CUDA
 tools_wafer_bench_SOURCES += tools/bench/cuda_raw.c tools/bench/raw_fatbin.S \
 	plugins/cuda/driver.c plugins/cuda/driver.h
-tools_wafer_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
+BENCH_CUDA_CPPFLAGS = $(CUDA_CPPFLAGS) \
 	-DWAFER_BENCH_CUDA -DWAFER_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'
 tools_wafer_bench_CCASFLAGS = -Wa,-I,$(abs_top_builddir)
 BENCH_RAW_FATBIN = tools/bench/raw_kernels.fatbin
