@@ -66,3 +66,4 @@ dist_man_MANS += man/wafer-channels.7
 dist_man_MANS += man/wafer-replay.1
 dist_man_MANS += man/wafer-memory.7
 dist_man_MANS += man/wafer-cuda.7
+dist_man_MANS += man/wafer-opencl.7

@@ -21,7 +21,7 @@ exports() {
 		awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u
 }
 
-echo "1..4"
+echo "1..5"
 
 syms=$(exports "$plugin") || syms="(nm failed on $plugin)"
 if [ "$syms" = wafer_plugin_query ]; then
@@ -67,4 +67,14 @@ if [ -z "$stray" ]; then
 else
 	echo "not ok 4 - libwafer.so.0 exports only wafer_* symbols"
 	echo "$stray" | sed 's/^/# stray: /'
+fi
+
+opencl="$T_BUILDDIR/../plugins/opencl/.libs/opencl.so"
+if [ ! -e "$opencl" ]; then
+	echo "ok 5 # SKIP the OpenCL plugin was not built"
+elif [ "$(exports "$opencl")" = wafer_plugin_query ]; then
+	echo "ok 5 - opencl.so exports only wafer_plugin_query"
+else
+	echo "not ok 5 - opencl.so exports only wafer_plugin_query"
+	exports "$opencl" | sed 's/^/# exported: /'
 fi

@@ -7,7 +7,7 @@ tools_wafer_info_LDADD = libwafer.la
 bin_PROGRAMS += tools/wafer-bench
 tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
 	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c \
-	tools/bench/bandwidth.c tools/bench/raw.h
+	tools/bench/compare.c tools/bench/bandwidth.c tools/bench/raw.h
 tools_wafer_bench_LDADD = libwafer.la -lm
 tools_wafer_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BENCH_CUDA_CPPFLAGS)
 # Raw vendor counterparts (tools/bench/raw.h): with the cuda plugin, the

@@ -24,6 +24,8 @@ static const struct {
 	 "reserve+release of a cached size per strategy, beside malloc+free"},
 	{"donation", bench_donation,
 	 "peak memory of a chain of 10 ops per copy semantics (ops.h)"},
+	{"compare", bench_compare,
+	 "bandwidth, dispatch and matmul on several devices in one run"},
 	{"bandwidth", bench_bandwidth,
 	 "f32 add through wafer_execute, in GB/s"},
 #ifdef WAFER_BENCH_CUDA

@@ -1,0 +1,92 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * rows.cl: reductions over the last axis and softmax, in f32 and f16.
+ * One work-group per row: its items stride over the row's columns, then
+ * combine their partial results in local memory (a tree, so a sum adds
+ * pairwise rather than in one long chain). The host gives a power-of-two
+ * work-group size and |scratch| of that many floats. */
+
+/* Tree-combine |v| over the work-group; every item gets the result. */
+#define GROUP_REDUCE(NAME, OP)                                                 \
+	float NAME(float v, __local float *scratch)                           \
+	{                                                                      \
+		uint lid = get_local_id(0);                                    \
+		scratch[lid] = v;                                              \
+		barrier(CLK_LOCAL_MEM_FENCE);                                  \
+		for (uint s = get_local_size(0) / 2; s > 0; s >>= 1) {         \
+			if (lid < s)                                           \
+				scratch[lid] = OP(scratch[lid],                \
+						  scratch[lid + s]);           \
+			barrier(CLK_LOCAL_MEM_FENCE);                          \
+		}                                                              \
+		v = scratch[0];                                                \
+		barrier(CLK_LOCAL_MEM_FENCE);                                  \
+		return v;                                                      \
+	}
+
+#define PLUS(a, b) ((a) + (b))
+GROUP_REDUCE(group_sum, PLUS)
+GROUP_REDUCE(group_max, max_nan)
+
+#define ROW_ARGS(DT)                                                           \
+	__global ST_##DT *out, ulong out_off, __global const ST_##DT *in,      \
+		ulong in_off, ulong rows, ulong cols, __local float *scratch
+
+#define ROW_BEGIN(DT)                                                          \
+	ulong r = get_group_id(0);                                             \
+	uint lid = get_local_id(0), step = get_local_size(0);                  \
+	if (r >= rows)                                                         \
+		return;                                                        \
+	__global const ST_##DT *row = in + in_off + r * cols;
+
+#define ROWS(DT)                                                               \
+	__kernel void reduce_sum_##DT(ROW_ARGS(DT))                            \
+	{                                                                      \
+		ROW_BEGIN(DT)                                                  \
+		float acc = 0.0f;                                              \
+		for (ulong c = lid; c < cols; c += step)                       \
+			acc += LOAD_##DT(row, c);                              \
+		acc = group_sum(acc, scratch);                                 \
+		if (lid == 0)                                                  \
+			STORE_##DT(out + out_off, r, acc);                     \
+	}                                                                      \
+	__kernel void reduce_mean_##DT(ROW_ARGS(DT))                           \
+	{                                                                      \
+		ROW_BEGIN(DT)                                                  \
+		float acc = 0.0f;                                              \
+		for (ulong c = lid; c < cols; c += step)                       \
+			acc += LOAD_##DT(row, c);                              \
+		acc = group_sum(acc, scratch);                                 \
+		if (lid == 0)                                                  \
+			STORE_##DT(out + out_off, r, acc / (float)cols);       \
+	}                                                                      \
+	__kernel void reduce_max_##DT(ROW_ARGS(DT))                            \
+	{                                                                      \
+		ROW_BEGIN(DT)                                                  \
+		float acc = -INFINITY;                                         \
+		for (ulong c = lid; c < cols; c += step)                       \
+			acc = max_nan(acc, LOAD_##DT(row, c));                 \
+		acc = group_max(acc, scratch);                                 \
+		if (lid == 0)                                                  \
+			STORE_##DT(out + out_off, r, acc);                     \
+	}                                                                      \
+	/* out may alias in exactly: every read of the row happens before  \
+	 * the barriers in group_sum, and the last pass reads each element \
+	 * in the item that then writes it. */                              \
+	__kernel void softmax_##DT(ROW_ARGS(DT))                               \
+	{                                                                      \
+		ROW_BEGIN(DT)                                                  \
+		__global ST_##DT *dst = out + out_off + r * cols;              \
+		float m = -INFINITY, sum = 0.0f;                               \
+		for (ulong c = lid; c < cols; c += step)                       \
+			m = max_nan(m, LOAD_##DT(row, c));                     \
+		m = group_max(m, scratch);                                     \
+		for (ulong c = lid; c < cols; c += step)                       \
+			sum += exp(LOAD_##DT(row, c) - m);                     \
+		sum = group_sum(sum, scratch);                                 \
+		for (ulong c = lid; c < cols; c += step)                       \
+			STORE_##DT(dst, c, exp(LOAD_##DT(row, c) - m) / sum);  \
+	}
+
+ROWS(f32)
+ROWS(f16)

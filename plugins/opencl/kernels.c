@@ -1,0 +1,998 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * kernels.c: the OpenCL plugin's kernel table and launches. Every entry
+ * of the table points (|impl|) at a descriptor below: the catalogue
+ * operation, dtype and variant, the family that says how its bindings
+ * and parameters become OpenCL kernel arguments and a work size, and the
+ * OpenCL C function and program unit that run it (cl/<unit>.cl).
+ *
+ * A launch, in order: find our descriptor, check the bindings and the
+ * parameter block against it, check that every element the parameters
+ * reach lies inside its binding (the core checks too; an out-of-bounds
+ * write on a GPU corrupts memory silently), then enqueue. Most families
+ * run an OpenCL C kernel, created per queue at first use from the unit's
+ * program; fill and copy are clEnqueueFillBuffer / clEnqueueCopyBuffer,
+ * and the clblast matmul variant calls CLBlast.
+ *
+ * Bindings reach kernels as the buffer and an element offset (binding
+ * offsets are multiples of the device alignment, hence of every element
+ * size). */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/opencl/opencl.h"
+
+/*===----------------------------------------------------------------------===
+ * Descriptors
+ *===----------------------------------------------------------------------===*/
+
+enum family {
+	FAM_NOOP,
+	FAM_FILL,         /* clEnqueueFillBuffer */
+	FAM_COPY,         /* clEnqueueCopyBuffer */
+	FAM_UNARY,        /* {out, in}, count */
+	FAM_BINARY,       /* {out, a, b}, count */
+	FAM_SCALAR,       /* {out, a}, count, scalar */
+	FAM_STRIDED,      /* {out, a, b}, strided views */
+	FAM_COPY_STRIDED, /* {out, in}, strided view */
+	FAM_CAST,         /* {out, in}, one kernel per output dtype */
+	FAM_ROWS,         /* {out, in}, a work-group per row */
+	FAM_MATMUL,       /* {out, a, b}, 3-D */
+	FAM_CLBLAST,      /* matmul through CLBlast */
+};
+
+/* What a descriptor needs of the device to be offered. */
+#define NEEDS_CLBLAST 1u
+#define NEEDS_GROUP256 2u /* a 16x16 reqd_work_group_size */
+
+struct ocl_kernel_desc {
+	const char *op;
+	const char *variant;
+	wafer_dtype dtype;
+	enum family family;
+	enum ocl_unit unit;
+	/* The OpenCL C kernel; for casts the prefix "cast_<in>" to which
+	 * "_<out>" is added; NULL where no kernel runs. */
+	const char *function;
+	/* matmul: the C tile one work-group computes (64, 16; 1: naive). */
+	unsigned tile;
+	unsigned needs;
+};
+
+#define DESC(op_, variant_, dt_, fam_, unit_, fn_, tile_, needs_)              \
+	{.op = (op_), .variant = (variant_), .dtype = (dt_), .family = (fam_), \
+	 .unit = (unit_), .function = (fn_), .tile = (tile_), .needs = (needs_)}
+#define F32 WAFER_DTYPE_F32
+#define F16 WAFER_DTYPE_F16
+#define BF16 WAFER_DTYPE_BF16
+#define I32 WAFER_DTYPE_I32
+#define EW OCL_UNIT_ELEMENTWISE
+#define ST OCL_UNIT_STRIDED
+
+/* An operation in f32 and f16, running <fn>_f32 / <fn>_f16. */
+#define FLOATS(op, fam, unit, fn)                                              \
+	DESC(op, "default", F32, fam, unit, fn "_f32", 0, 0),                  \
+		DESC(op, "default", F16, fam, unit, fn "_f16", 0, 0)
+/* An operation on all four storage types without a kernel of its own. */
+#define ALL_TYPES(op, fam, fn32, fn16)                                         \
+	DESC(op, "default", F32, fam, ST, fn32, 0, 0),                         \
+		DESC(op, "default", F16, fam, ST, fn16, 0, 0),                 \
+		DESC(op, "default", BF16, fam, ST, fn16, 0, 0),                \
+		DESC(op, "default", I32, fam, ST, fn32, 0, 0)
+#define MATMUL(variant, dt, fn, tile, needs)                                   \
+	DESC(WAFER_KERNEL_MATMUL, variant, dt, FAM_MATMUL, OCL_UNIT_MATMUL,    \
+	     fn, tile, needs)
+
+/* The order is the table's: for each (op, dtype) the first variant is the
+ * default one. */
+static const struct ocl_kernel_desc descs[] = {
+	DESC(WAFER_KERNEL_NOOP, "default", F32, FAM_NOOP, EW, "noop", 0, 0),
+	ALL_TYPES(WAFER_KERNEL_FILL, FAM_FILL, NULL, NULL),
+	ALL_TYPES(WAFER_KERNEL_COPY, FAM_COPY, NULL, NULL),
+
+	FLOATS(WAFER_KERNEL_NEG, FAM_UNARY, EW, "neg"),
+	FLOATS(WAFER_KERNEL_ABS, FAM_UNARY, EW, "abs"),
+	FLOATS(WAFER_KERNEL_EXP, FAM_UNARY, EW, "exp"),
+	FLOATS(WAFER_KERNEL_LOG, FAM_UNARY, EW, "log"),
+	FLOATS(WAFER_KERNEL_SQRT, FAM_UNARY, EW, "sqrt"),
+	FLOATS(WAFER_KERNEL_RELU, FAM_UNARY, EW, "relu"),
+	FLOATS(WAFER_KERNEL_GELU, FAM_UNARY, EW, "gelu"),
+	FLOATS(WAFER_KERNEL_SIGMOID, FAM_UNARY, EW, "sigmoid"),
+	FLOATS(WAFER_KERNEL_TANH, FAM_UNARY, EW, "tanh"),
+
+	FLOATS(WAFER_KERNEL_ADD, FAM_BINARY, EW, "add"),
+	FLOATS(WAFER_KERNEL_SUB, FAM_BINARY, EW, "sub"),
+	FLOATS(WAFER_KERNEL_MUL, FAM_BINARY, EW, "mul"),
+	FLOATS(WAFER_KERNEL_DIV, FAM_BINARY, EW, "div"),
+	FLOATS(WAFER_KERNEL_MAX, FAM_BINARY, EW, "max"),
+	FLOATS(WAFER_KERNEL_MIN, FAM_BINARY, EW, "min"),
+
+	FLOATS(WAFER_KERNEL_ADD_SCALAR, FAM_SCALAR, EW, "add_scalar"),
+	FLOATS(WAFER_KERNEL_SUB_SCALAR, FAM_SCALAR, EW, "sub_scalar"),
+	FLOATS(WAFER_KERNEL_MUL_SCALAR, FAM_SCALAR, EW, "mul_scalar"),
+	FLOATS(WAFER_KERNEL_DIV_SCALAR, FAM_SCALAR, EW, "div_scalar"),
+	FLOATS(WAFER_KERNEL_MAX_SCALAR, FAM_SCALAR, EW, "max_scalar"),
+	FLOATS(WAFER_KERNEL_MIN_SCALAR, FAM_SCALAR, EW, "min_scalar"),
+
+	FLOATS(WAFER_KERNEL_ADD_STRIDED, FAM_STRIDED, ST, "add_strided"),
+	FLOATS(WAFER_KERNEL_SUB_STRIDED, FAM_STRIDED, ST, "sub_strided"),
+	FLOATS(WAFER_KERNEL_MUL_STRIDED, FAM_STRIDED, ST, "mul_strided"),
+	FLOATS(WAFER_KERNEL_DIV_STRIDED, FAM_STRIDED, ST, "div_strided"),
+	FLOATS(WAFER_KERNEL_MAX_STRIDED, FAM_STRIDED, ST, "max_strided"),
+	FLOATS(WAFER_KERNEL_MIN_STRIDED, FAM_STRIDED, ST, "min_strided"),
+
+	ALL_TYPES(WAFER_KERNEL_COPY_STRIDED, FAM_COPY_STRIDED,
+		  "copy_strided_b32", "copy_strided_b16"),
+	DESC(WAFER_KERNEL_CAST, "default", F32, FAM_CAST, ST, "cast_f32", 0, 0),
+	DESC(WAFER_KERNEL_CAST, "default", F16, FAM_CAST, ST, "cast_f16", 0, 0),
+	DESC(WAFER_KERNEL_CAST, "default", BF16, FAM_CAST, ST, "cast_bf16", 0,
+	     0),
+	DESC(WAFER_KERNEL_CAST, "default", I32, FAM_CAST, ST, "cast_i32", 0, 0),
+
+	FLOATS(WAFER_KERNEL_REDUCE_SUM, FAM_ROWS, OCL_UNIT_ROWS, "reduce_sum"),
+	FLOATS(WAFER_KERNEL_REDUCE_MAX, FAM_ROWS, OCL_UNIT_ROWS, "reduce_max"),
+	FLOATS(WAFER_KERNEL_REDUCE_MEAN, FAM_ROWS, OCL_UNIT_ROWS,
+	       "reduce_mean"),
+	FLOATS(WAFER_KERNEL_SOFTMAX, FAM_ROWS, OCL_UNIT_ROWS, "softmax"),
+
+	/* Matmul candidates for autotune; tile64 is the default. */
+	MATMUL("tile64", F32, "matmul_tile64_f32", 64, NEEDS_GROUP256),
+	MATMUL("tile16", F32, "matmul_tile16_f32", 16, NEEDS_GROUP256),
+	MATMUL("naive", F32, "matmul_naive_f32", 1, 0),
+	DESC(WAFER_KERNEL_MATMUL, "clblast", F32, FAM_CLBLAST, OCL_UNIT_COUNT,
+	     NULL, 0, NEEDS_CLBLAST),
+	MATMUL("tile64", F16, "matmul_tile64_f16", 64, NEEDS_GROUP256),
+	MATMUL("tile16", F16, "matmul_tile16_f16", 16, NEEDS_GROUP256),
+	MATMUL("naive", F16, "matmul_naive_f16", 1, 0),
+	DESC(WAFER_KERNEL_MATMUL, "clblast", F16, FAM_CLBLAST, OCL_UNIT_COUNT,
+	     NULL, 0, NEEDS_CLBLAST),
+};
+
+#define DESC_COUNT (sizeof descs / sizeof descs[0])
+
+size_t ocl_kernel_slot_count(void)
+{
+	return DESC_COUNT * OCL_DTYPE_SLOTS;
+}
+
+/* Bindings and parameter block of each family, as plugin.h defines them. */
+static const struct {
+	uint32_t bindings;
+	size_t params;
+} family_shapes[] = {
+	[FAM_NOOP] = {0, 0},
+	[FAM_FILL] = {1, sizeof(struct wafer_fill_params)},
+	[FAM_COPY] = {2, sizeof(struct wafer_elementwise_params)},
+	[FAM_UNARY] = {2, sizeof(struct wafer_elementwise_params)},
+	[FAM_BINARY] = {3, sizeof(struct wafer_elementwise_params)},
+	[FAM_SCALAR] = {2, sizeof(struct wafer_scalar_params)},
+	[FAM_STRIDED] = {3, sizeof(struct wafer_binary_strided_params)},
+	[FAM_COPY_STRIDED] = {2, sizeof(struct wafer_strided_copy_params)},
+	[FAM_CAST] = {2, sizeof(struct wafer_cast_params)},
+	[FAM_ROWS] = {2, sizeof(struct wafer_rows_params)},
+	[FAM_MATMUL] = {3, sizeof(struct wafer_matmul_params)},
+	[FAM_CLBLAST] = {3, sizeof(struct wafer_matmul_params)},
+};
+
+static void family_shape(enum family fam, uint32_t *bindings, size_t *params)
+{
+	*bindings = family_shapes[fam].bindings;
+	*params = family_shapes[fam].params;
+}
+
+/* Index of a storage type in the per-dtype slots; -1 for others. */
+static int dtype_slot(wafer_dtype dtype)
+{
+	switch (dtype) {
+	case WAFER_DTYPE_F32: return 0;
+	case WAFER_DTYPE_F16: return 1;
+	case WAFER_DTYPE_BF16: return 2;
+	case WAFER_DTYPE_I32: return 3;
+	default: return -1;
+	}
+}
+
+static const char *const slot_names[OCL_DTYPE_SLOTS] = {"f32", "f16", "bf16",
+							 "i32"};
+
+static size_t dtype_size(wafer_dtype dtype)
+{
+	return dtype == WAFER_DTYPE_F16 || dtype == WAFER_DTYPE_BF16 ? 2 : 4;
+}
+
+/*===----------------------------------------------------------------------===
+ * The device's table
+ *===----------------------------------------------------------------------===*/
+
+static int offered_on(const struct ocl_device *dev,
+		      const struct ocl_kernel_desc *d)
+{
+	if ((d->needs & NEEDS_CLBLAST) && !ocl_clblast_available(dev, d->dtype))
+		return 0;
+	if ((d->needs & NEEDS_GROUP256) && dev->max_work_group < 256)
+		return 0;
+	return 1;
+}
+
+wafer_status ocl_kernels_open(struct ocl_device *dev)
+{
+	size_t n = 0;
+
+	dev->kernels = calloc(DESC_COUNT, sizeof *dev->kernels);
+	dev->offered = calloc(DESC_COUNT, 1);
+	if (!dev->kernels || !dev->offered) {
+		ocl_host(dev)->set_error(OCL_NAME ": out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	for (size_t i = 0; i < DESC_COUNT; i++) {
+		const struct ocl_kernel_desc *d = &descs[i];
+		struct wafer_kernel *k = &dev->kernels[n];
+
+		if (!offered_on(dev, d))
+			continue;
+		dev->offered[i] = 1;
+		k->struct_size = sizeof *k;
+		k->op = d->op;
+		k->variant = d->variant;
+		k->dtype = d->dtype;
+		family_shape(d->family, &k->binding_count, &k->params_size);
+		k->impl = d;
+		n++;
+	}
+	dev->kernel_count = n;
+	return WAFER_OK;
+}
+
+void ocl_kernels_close(struct ocl_device *dev)
+{
+	free(dev->kernels);
+	free(dev->offered);
+	dev->kernels = NULL;
+	dev->offered = NULL;
+	dev->kernel_count = 0;
+}
+
+/* Our descriptor behind |kernel|, or NULL when it is none of ours (or
+ * not offered on this device). Matches on |impl|, so a copy of a table
+ * entry is recognised too. */
+static const struct ocl_kernel_desc *
+find_desc(const struct ocl_device *dev, const struct wafer_kernel *kernel)
+{
+	const struct ocl_kernel_desc *d;
+	uintptr_t p;
+
+	if (!kernel || !WAFER_STRUCT_HAS(kernel, struct wafer_kernel, impl))
+		return NULL;
+	d = kernel->impl;
+	p = (uintptr_t)d;
+	if (p < (uintptr_t)descs || p >= (uintptr_t)(descs + DESC_COUNT) ||
+	    (p - (uintptr_t)descs) % sizeof *d)
+		return NULL;
+	return dev->offered[d - descs] ? d : NULL;
+}
+
+/*===----------------------------------------------------------------------===
+ * Launch: checks
+ *===----------------------------------------------------------------------===*/
+
+/* Every parameter block a launch may carry, copied out of the core's
+ * (which may sit at any address). */
+union params {
+	struct wafer_fill_params fill;
+	struct wafer_elementwise_params ew;
+	struct wafer_scalar_params scalar;
+	struct wafer_binary_strided_params strided;
+	struct wafer_strided_copy_params copy;
+	struct wafer_cast_params cast;
+	struct wafer_rows_params rows;
+	struct wafer_matmul_params mm;
+};
+
+/* A launch being prepared. */
+struct job {
+	struct ocl_queue *q;
+	const struct ocl_kernel_desc *desc;
+	const char *name; /* op, for messages */
+	struct ocl_bound bind[OCL_MAX_BINDINGS];
+	size_t elem[OCL_MAX_BINDINGS]; /* element size of each binding */
+	union params p;
+	const uint32_t *local_hint; /* launch->local */
+};
+
+static wafer_status too_small(const struct job *j, uint32_t i,
+			      uint64_t need)
+{
+	ocl_host(j->q->device)->set_error(
+		OCL_NAME ": launch %s: binding %" PRIu32 " holds %zu bytes, "
+		"too few for the %" PRIu64 " elements its parameters reach",
+		j->name, i, j->bind[i].size, need);
+	return WAFER_ERROR_OUT_OF_RANGE;
+}
+
+static wafer_status bad_params(const struct job *j, const char *why)
+{
+	ocl_host(j->q->device)->set_error(OCL_NAME ": launch %s: %s", j->name,
+					  why);
+	return WAFER_ERROR_INVALID_ARGUMENT;
+}
+
+/* A view whose extent does not fit 64 bits reaches past any binding. */
+static wafer_status overflow(const struct job *j)
+{
+	ocl_host(j->q->device)->set_error(
+		OCL_NAME ": launch %s: the extent its parameters reach "
+		"overflows 64 bits", j->name);
+	return WAFER_ERROR_OUT_OF_RANGE;
+}
+
+/* |need| elements of binding |i| must fit in it. */
+static wafer_status fits(const struct job *j, uint32_t i, uint64_t need)
+{
+	if (need <= j->bind[i].size / j->elem[i])
+		return WAFER_OK;
+	return too_small(j, i, need);
+}
+
+/* Elements a strided view reaches: offset + sum (shape-1) * stride + 1;
+ * UINT64_MAX when that overflows. |count| gets the product of shape. */
+static uint64_t strided_extent(uint32_t rank, const uint64_t *shape,
+			       const uint64_t *strides, uint64_t offset,
+			       uint64_t *count)
+{
+	uint64_t last = offset, n = 1, step;
+
+	for (uint32_t d = 0; d < rank; d++) {
+		if (__builtin_mul_overflow(shape[d] - 1, strides[d], &step) ||
+		    __builtin_add_overflow(last, step, &last) ||
+		    __builtin_mul_overflow(n, shape[d], &n))
+			return UINT64_MAX;
+	}
+	*count = n;
+	return last == UINT64_MAX ? UINT64_MAX : last + 1;
+}
+
+static wafer_status check_rank(const struct job *j, uint32_t rank,
+			       const uint64_t *shape)
+{
+	if (rank < 1 || rank > WAFER_KERNEL_MAX_RANK)
+		return bad_params(j, "rank must be 1..8");
+	for (uint32_t d = 0; d < rank; d++)
+		if (shape[d] == 0)
+			return bad_params(j, "a dimension of size 0");
+	return WAFER_OK;
+}
+
+/* Elements of a batched matrix: (batch - 1) * stride + rows * cols. */
+static uint64_t batched_extent(uint64_t batch, uint64_t stride, uint64_t rows,
+			       uint64_t cols)
+{
+	uint64_t a, b;
+
+	if (__builtin_mul_overflow(batch - 1, stride, &a) ||
+	    __builtin_mul_overflow(rows, cols, &b) ||
+	    __builtin_add_overflow(a, b, &a))
+		return UINT64_MAX;
+	return a;
+}
+
+/* Checks that every element the parameters reach lies in its binding. */
+static wafer_status check_extents(struct job *j)
+{
+	const union params *p = &j->p;
+	wafer_status s = WAFER_OK;
+	uint64_t count = 0, ea, eb, ec;
+
+	switch (j->desc->family) {
+	case FAM_NOOP:
+		return WAFER_OK;
+	case FAM_FILL:
+		return fits(j, 0, p->fill.count);
+	case FAM_COPY:
+	case FAM_UNARY:
+	case FAM_BINARY:
+		for (uint32_t i = 0; i < 3 && s == WAFER_OK; i++)
+			if (j->bind[i].mem)
+				s = fits(j, i, p->ew.count);
+		return s;
+	case FAM_SCALAR:
+		s = fits(j, 0, p->scalar.count);
+		return s == WAFER_OK ? fits(j, 1, p->scalar.count) : s;
+	case FAM_STRIDED:
+		s = check_rank(j, p->strided.rank, p->strided.shape);
+		if (s != WAFER_OK)
+			return s;
+		ea = strided_extent(p->strided.rank, p->strided.shape,
+				    p->strided.a_strides, p->strided.a_offset,
+				    &count);
+		eb = strided_extent(p->strided.rank, p->strided.shape,
+				    p->strided.b_strides, p->strided.b_offset,
+				    &count);
+		if (ea == UINT64_MAX || eb == UINT64_MAX)
+			return overflow(j);
+		s = fits(j, 0, count);
+		if (s == WAFER_OK)
+			s = fits(j, 1, ea);
+		return s == WAFER_OK ? fits(j, 2, eb) : s;
+	case FAM_COPY_STRIDED:
+		s = check_rank(j, p->copy.rank, p->copy.shape);
+		if (s != WAFER_OK)
+			return s;
+		ea = strided_extent(p->copy.rank, p->copy.shape,
+				    p->copy.strides, p->copy.offset, &count);
+		if (ea == UINT64_MAX)
+			return overflow(j);
+		s = fits(j, 0, count);
+		return s == WAFER_OK ? fits(j, 1, ea) : s;
+	case FAM_CAST:
+		if (p->cast.dtype_in != (uint32_t)j->desc->dtype ||
+		    dtype_slot((wafer_dtype)p->cast.dtype_out) < 0)
+			return bad_params(j, "dtype_in must be the entry's "
+					     "dtype, dtype_out one of f32, "
+					     "f16, bf16, i32");
+		j->elem[0] = dtype_size((wafer_dtype)p->cast.dtype_out);
+		s = fits(j, 0, p->cast.count);
+		return s == WAFER_OK ? fits(j, 1, p->cast.count) : s;
+	case FAM_ROWS:
+		if (!p->rows.rows || !p->rows.cols ||
+		    __builtin_mul_overflow(p->rows.rows, p->rows.cols, &count))
+			return bad_params(j, "rows and cols must be at least 1 "
+					     "and their product fit 64 bits");
+		s = fits(j, 0, strcmp(j->desc->op, WAFER_KERNEL_SOFTMAX) == 0
+				       ? count
+				       : p->rows.rows);
+		return s == WAFER_OK ? fits(j, 1, count) : s;
+	case FAM_MATMUL:
+	case FAM_CLBLAST:
+		if (!p->mm.batch || !p->mm.m || !p->mm.n || !p->mm.k)
+			return bad_params(j, "batch, m, n and k must be at "
+					     "least 1");
+		if (p->mm.batch > 1 &&
+		    p->mm.batch_stride_c / p->mm.n < p->mm.m)
+			return bad_params(j, "batch_stride_c is smaller than "
+					     "m x n: output matrices overlap");
+		ec = batched_extent(p->mm.batch, p->mm.batch_stride_c, p->mm.m,
+				    p->mm.n);
+		ea = batched_extent(p->mm.batch, p->mm.batch_stride_a, p->mm.m,
+				    p->mm.k);
+		eb = batched_extent(p->mm.batch, p->mm.batch_stride_b, p->mm.k,
+				    p->mm.n);
+		if (ea == UINT64_MAX || eb == UINT64_MAX || ec == UINT64_MAX)
+			return overflow(j);
+		s = fits(j, 0, ec);
+		if (s == WAFER_OK)
+			s = fits(j, 1, ea);
+		return s == WAFER_OK ? fits(j, 2, eb) : s;
+	}
+	return WAFER_OK;
+}
+
+/* Checks |launch| against our descriptor and fills |j|. Every failure
+ * here is the caller's and nothing has been enqueued. */
+static wafer_status prepare(struct ocl_queue *q,
+			    const struct wafer_launch *launch, struct job *j)
+{
+	struct ocl_device *dev = q->device;
+	const struct wafer_host_services *host = ocl_host(dev);
+	uint32_t bindings;
+	size_t params_size;
+
+	memset(j, 0, sizeof *j);
+	j->q = q;
+	if (launch && WAFER_STRUCT_HAS(launch, struct wafer_launch, local))
+		j->desc = find_desc(dev, launch->kernel);
+	if (!j->desc) {
+		host->set_error(OCL_NAME ": launch: no launch, or a kernel "
+				"that is not from this device's table");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	j->name = j->desc->op;
+	j->local_hint = launch->local;
+	family_shape(j->desc->family, &bindings, &params_size);
+	if (launch->binding_count != bindings ||
+	    (bindings && !launch->bindings)) {
+		host->set_error(OCL_NAME ": launch %s: takes %" PRIu32
+				" bindings, got %" PRIu32,
+				j->name, bindings,
+				launch->bindings ? launch->binding_count : 0);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (launch->params_size != params_size ||
+	    (params_size && !launch->params)) {
+		host->set_error(OCL_NAME ": launch %s: takes a %zu-byte "
+				"parameter block, got %zu bytes",
+				j->name, params_size,
+				launch->params ? launch->params_size : 0);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (params_size)
+		memcpy(&j->p, launch->params, params_size);
+	for (uint32_t i = 0; i < bindings; i++) {
+		const struct wafer_binding *b =
+			ocl_abi_array_at(launch->bindings, i);
+		if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) ||
+		    !b->resource) {
+			host->set_error(OCL_NAME ": launch %s: binding %" PRIu32
+					" is malformed or names no resource",
+					j->name, i);
+			return WAFER_ERROR_INVALID_ARGUMENT;
+		}
+		if (b->offset % dev->alignment) {
+			host->set_error(OCL_NAME ": launch %s: binding %" PRIu32
+					" offset %zu is not a multiple of %zu",
+					j->name, i, b->offset, dev->alignment);
+			return WAFER_ERROR_INVALID_ARGUMENT;
+		}
+		j->bind[i].mem = ocl_resource_mem(b->resource);
+		j->bind[i].offset = b->offset;
+		j->bind[i].size = b->size;
+		j->elem[i] = dtype_size(j->desc->dtype);
+	}
+	return check_extents(j);
+}
+
+/*===----------------------------------------------------------------------===
+ * Launch: kernels and arguments
+ *===----------------------------------------------------------------------===*/
+
+/* The queue's cl_kernel for descriptor |d| (sub-function |sub|), created
+ * at its first use; builds the unit's program first if need be. */
+static wafer_status queue_kernel(struct ocl_queue *q,
+				 const struct ocl_kernel_desc *d, int sub,
+				 cl_kernel *out_kernel, size_t *out_wg)
+{
+	struct ocl_device *dev = q->device;
+	size_t slot = (size_t)(d - descs) * OCL_DTYPE_SLOTS + (size_t)sub;
+	char name[64];
+	cl_program program;
+	wafer_status status;
+	cl_int err;
+
+	if (q->kernels[slot]) {
+		*out_kernel = q->kernels[slot];
+		*out_wg = q->kernel_wg[slot];
+		return WAFER_OK;
+	}
+	status = ocl_program_get(dev, d->unit, &program);
+	if (status != WAFER_OK)
+		return status;
+	if (d->family == FAM_CAST)
+		snprintf(name, sizeof name, "%s_%s", d->function,
+			 slot_names[sub]);
+	else
+		snprintf(name, sizeof name, "%s", d->function);
+	q->kernels[slot] = clCreateKernel(program, name, &err);
+	if (!q->kernels[slot])
+		return ocl_fail(ocl_host(dev), err, "clCreateKernel(%s)", name);
+	if (clGetKernelWorkGroupInfo(q->kernels[slot], dev->entry->id,
+				     CL_KERNEL_WORK_GROUP_SIZE,
+				     sizeof q->kernel_wg[slot],
+				     &q->kernel_wg[slot], NULL) != CL_SUCCESS ||
+	    q->kernel_wg[slot] == 0)
+		q->kernel_wg[slot] = 1;
+	*out_kernel = q->kernels[slot];
+	*out_wg = q->kernel_wg[slot];
+	return WAFER_OK;
+}
+
+/* Sets arguments in order, keeping the first error. */
+struct args {
+	cl_kernel kernel;
+	cl_uint next;
+	cl_int err;
+};
+
+static void arg(struct args *a, size_t size, const void *value)
+{
+	if (a->err == CL_SUCCESS)
+		a->err = clSetKernelArg(a->kernel, a->next, size, value);
+	a->next++;
+}
+
+static void arg_u64(struct args *a, uint64_t v)
+{
+	cl_ulong x = v;
+	arg(a, sizeof x, &x);
+}
+
+static void arg_u32(struct args *a, uint32_t v)
+{
+	cl_uint x = v;
+	arg(a, sizeof x, &x);
+}
+
+static void arg_f32(struct args *a, float v)
+{
+	cl_float x = v;
+	arg(a, sizeof x, &x);
+}
+
+/* A binding: the buffer and its offset in elements. */
+static void arg_binding(struct args *a, const struct job *j, int i)
+{
+	arg(a, sizeof(cl_mem), &j->bind[i].mem);
+	arg_u64(a, j->bind[i].offset / j->elem[i]);
+}
+
+static void arg_vec8(struct args *a, const uint64_t *v)
+{
+	cl_ulong8 x;
+
+	for (int i = 0; i < 8; i++)
+		x.s[i] = v[i];
+	arg(a, sizeof x, &x);
+}
+
+/* Largest power of two <= n (n >= 1). */
+static size_t floor_pow2(size_t n)
+{
+	size_t p = 1;
+
+	while (p * 2 <= n)
+		p *= 2;
+	return p;
+}
+
+/* Enqueues |kernel| over |dims| dimensions and hands its event to the
+ * running timers. */
+static wafer_status enqueue(const struct job *j, cl_kernel kernel,
+			    cl_uint dims, const size_t *global,
+			    const size_t *local)
+{
+	struct ocl_queue *q = j->q;
+	cl_event event, *ev = ocl_queue_timing(q) ? &event : NULL;
+	cl_int err;
+
+	err = clEnqueueNDRangeKernel(q->queue, kernel, dims, NULL, global,
+				     local, 0, NULL, ev);
+	if (err != CL_SUCCESS)
+		return ocl_fail(ocl_host(q->device), err,
+				"clEnqueueNDRangeKernel(%s %s)", j->name,
+				j->desc->variant);
+	if (ev) {
+		ocl_queue_timed(q, event);
+		clReleaseEvent(event);
+	}
+	return WAFER_OK;
+}
+
+/* A 1-D launch of |n| items: work-groups of 256 (or what the kernel
+ * allows, or the launch's hint when it fits), the global size rounded up
+ * to whole groups; the kernels skip items past n. */
+static wafer_status enqueue_1d(const struct job *j, cl_kernel kernel,
+			       size_t wg, uint64_t n)
+{
+	size_t local = floor_pow2(wg < 256 ? wg : 256), global;
+
+	if (n == 0)
+		return WAFER_OK;
+	if (j->local_hint[0] && j->local_hint[0] <= wg)
+		local = j->local_hint[0];
+	global = ((size_t)n + local - 1) / local * local;
+	return enqueue(j, kernel, 1, &global, &local);
+}
+
+static wafer_status args_failed(const struct job *j, const struct args *a)
+{
+	return ocl_fail(ocl_host(j->q->device), a->err,
+			"clSetKernelArg(%s %s, argument %u)", j->name,
+			j->desc->variant, a->next - 1);
+}
+
+/*===----------------------------------------------------------------------===
+ * Launch: one function per family
+ *===----------------------------------------------------------------------===*/
+
+/* Host-side rounding of fill values and scalars to the element type:
+ * |v| rounded to nearest even with |bits| significant bits, exponents
+ * down to |emin| (below that, subnormals: a fixed last place), and
+ * +-infinity past |max|. The result is exact in a double and a float. */
+static double round_format(double v, int bits, int emin, double max)
+{
+	double r;
+	int e;
+
+	if (v != v || v == 0 || isinf(v))
+		return v;
+	frexp(v, &e); /* |v| = m 2^e, m in [0.5, 1): leading bit 2^(e-1) */
+	if (e - 1 < emin)
+		e = emin + 1;
+	r = ldexp(nearbyint(ldexp(v, bits - e)), e - bits);
+	return fabs(r) > max ? copysign(INFINITY, v) : r;
+}
+
+#define HALF_MAX 65504.0
+#define BF16_MAX 0x1.fep127
+
+/* The f16 encoding of a value that round_format made exact. */
+static uint16_t half_encode(double r)
+{
+	uint16_t sign = signbit(r) ? 0x8000u : 0;
+	double a = fabs(r), m;
+	int e;
+
+	if (r != r)
+		return 0x7e00u;
+	if (isinf(a))
+		return sign | 0x7c00u;
+	if (a < 0x1p-14)
+		return sign | (uint16_t)(a * 0x1p24);
+	m = frexp(a, &e);
+	return sign | (uint16_t)((e + 14) << 10) |
+	       (uint16_t)((m * 2.0 - 1.0) * 1024.0);
+}
+
+static uint16_t half_bits(double v)
+{
+	return half_encode(round_format(v, 11, -14, HALF_MAX));
+}
+
+/* bf16 is the upper half of a float: round, then the float's bits. */
+static uint16_t bf16_bits(double v)
+{
+	union { float f; uint32_t u; } x;
+
+	if (v != v)
+		return 0x7fc0u;
+	x.f = (float)round_format(v, 8, -126, BF16_MAX);
+	return (uint16_t)(x.u >> 16);
+}
+
+/* A double as the dtype stores it, as the float the kernels compute
+ * with: "s = scalar converted to the dtype". */
+static float as_dtype(double v, wafer_dtype dtype)
+{
+	if (dtype == WAFER_DTYPE_F16)
+		return (float)round_format(v, 11, -14, HALF_MAX);
+	if (dtype == WAFER_DTYPE_BF16)
+		return (float)round_format(v, 8, -126, BF16_MAX);
+	return (float)v;
+}
+
+static int32_t i32_of(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 2147483647.0)
+		return INT32_MAX;
+	if (v <= -2147483648.0)
+		return INT32_MIN;
+	return (int32_t)v;
+}
+
+static wafer_status run_fill(const struct job *j)
+{
+	struct ocl_queue *q = j->q;
+	const struct ocl_bound *out = &j->bind[0];
+	cl_event event, *ev = ocl_queue_timing(q) ? &event : NULL;
+	union { float f; int32_t i; uint16_t h; } pattern;
+	size_t size = j->elem[0];
+	cl_int err;
+
+	if (j->p.fill.count == 0)
+		return WAFER_OK;
+	switch (j->desc->dtype) {
+	case WAFER_DTYPE_F16: pattern.h = half_bits(j->p.fill.value); break;
+	case WAFER_DTYPE_BF16: pattern.h = bf16_bits(j->p.fill.value); break;
+	case WAFER_DTYPE_I32: pattern.i = i32_of(j->p.fill.value); break;
+	default: pattern.f = (float)j->p.fill.value; break;
+	}
+	err = clEnqueueFillBuffer(q->queue, out->mem, &pattern, size,
+				  out->offset, (size_t)j->p.fill.count * size,
+				  0, NULL, ev);
+	if (err != CL_SUCCESS)
+		return ocl_fail(ocl_host(q->device), err,
+				"clEnqueueFillBuffer(%" PRIu64 " elements)",
+				j->p.fill.count);
+	if (ev) {
+		ocl_queue_timed(q, event);
+		clReleaseEvent(event);
+	}
+	return WAFER_OK;
+}
+
+/* copy, and cast to the same type: a buffer copy (nothing when out and
+ * in are the same slice). */
+static wafer_status run_copy(const struct job *j, uint64_t count)
+{
+	size_t bytes = (size_t)count * j->elem[1];
+
+	if (count == 0)
+		return WAFER_OK;
+	return ocl_storage_ops.copy(j->q->device, j->q,
+				    ocl_mem_resource(j->bind[0].mem),
+				    j->bind[0].offset,
+				    ocl_mem_resource(j->bind[1].mem),
+				    j->bind[1].offset, bytes);
+}
+
+/* noop, unary, binary, scalar, strided, copy_strided and cast: a 1-D
+ * kernel, bindings first, then the family's parameters. */
+static wafer_status run_1d(const struct job *j)
+{
+	const union params *p = &j->p;
+	const struct ocl_kernel_desc *d = j->desc;
+	int sub = 0;
+	uint64_t n = 1;
+	struct args a = {0};
+	size_t wg;
+	wafer_status status;
+
+	if (d->family == FAM_CAST) {
+		if (p->cast.dtype_out == (uint32_t)d->dtype)
+			return run_copy(j, p->cast.count);
+		sub = dtype_slot((wafer_dtype)p->cast.dtype_out);
+	}
+	status = queue_kernel(j->q, d, sub, &a.kernel, &wg);
+	if (status != WAFER_OK)
+		return status;
+
+	switch (d->family) {
+	case FAM_NOOP: {
+		size_t one = 1;
+		return enqueue(j, a.kernel, 1, &one, &one);
+	}
+	case FAM_UNARY:
+	case FAM_BINARY:
+		for (int i = 0; i < (d->family == FAM_UNARY ? 2 : 3); i++)
+			arg_binding(&a, j, i);
+		arg_u64(&a, n = p->ew.count);
+		break;
+	case FAM_SCALAR:
+		arg_binding(&a, j, 0);
+		arg_binding(&a, j, 1);
+		arg_u64(&a, n = p->scalar.count);
+		arg_f32(&a, as_dtype(p->scalar.scalar, d->dtype));
+		arg_u32(&a, p->scalar.scalar_first ? 1 : 0);
+		break;
+	case FAM_STRIDED:
+		for (int i = 0; i < 3; i++)
+			arg_binding(&a, j, i);
+		arg_u32(&a, p->strided.rank);
+		arg_vec8(&a, p->strided.shape);
+		arg_vec8(&a, p->strided.a_strides);
+		arg_vec8(&a, p->strided.b_strides);
+		arg_u64(&a, p->strided.a_offset);
+		arg_u64(&a, p->strided.b_offset);
+		n = 1;
+		for (uint32_t i = 0; i < p->strided.rank; i++)
+			n *= p->strided.shape[i];
+		arg_u64(&a, n);
+		break;
+	case FAM_COPY_STRIDED:
+		arg_binding(&a, j, 0);
+		arg_binding(&a, j, 1);
+		arg_u32(&a, p->copy.rank);
+		arg_vec8(&a, p->copy.shape);
+		arg_vec8(&a, p->copy.strides);
+		arg_u64(&a, p->copy.offset);
+		n = 1;
+		for (uint32_t i = 0; i < p->copy.rank; i++)
+			n *= p->copy.shape[i];
+		arg_u64(&a, n);
+		break;
+	case FAM_CAST:
+		arg_binding(&a, j, 0);
+		arg_binding(&a, j, 1);
+		arg_u64(&a, n = p->cast.count);
+		break;
+	default:
+		return bad_params(j, "internal: not a 1-D family");
+	}
+	if (a.err != CL_SUCCESS)
+		return args_failed(j, &a);
+	return enqueue_1d(j, a.kernel, wg, n);
+}
+
+/* Reductions and softmax: one work-group per row, as wide as the row
+ * needs up to 256 items (a power of two for the tree in rows.cl). */
+static wafer_status run_rows(const struct job *j)
+{
+	const struct wafer_rows_params *p = &j->p.rows;
+	struct args a = {0};
+	size_t wg, local, global;
+	wafer_status status;
+
+	if (p->rows == 0)
+		return WAFER_OK;
+	status = queue_kernel(j->q, j->desc, 0, &a.kernel, &wg);
+	if (status != WAFER_OK)
+		return status;
+	local = floor_pow2(wg < 256 ? wg : 256);
+	while (local > 1 && local / 2 >= p->cols)
+		local /= 2;
+	arg_binding(&a, j, 0);
+	arg_binding(&a, j, 1);
+	arg_u64(&a, p->rows);
+	arg_u64(&a, p->cols);
+	arg(&a, local * sizeof(cl_float), NULL);
+	if (a.err != CL_SUCCESS)
+		return args_failed(j, &a);
+	global = (size_t)p->rows * local;
+	return enqueue(j, a.kernel, 1, &global, &local);
+}
+
+static wafer_status run_matmul(const struct job *j)
+{
+	const struct wafer_matmul_params *p = &j->p.mm;
+	unsigned tile = j->desc->tile;
+	struct args a = {0};
+	size_t wg, global[3], local[3] = {16, 16, 1};
+	wafer_status status;
+
+	if (!p->batch || !p->m || !p->n || !p->k)
+		return WAFER_OK;
+	status = queue_kernel(j->q, j->desc, 0, &a.kernel, &wg);
+	if (status != WAFER_OK)
+		return status;
+	for (int i = 0; i < 3; i++)
+		arg_binding(&a, j, i);
+	arg_u64(&a, p->m);
+	arg_u64(&a, p->n);
+	arg_u64(&a, p->k);
+	arg_u32(&a, p->transpose_a ? 1 : 0);
+	arg_u32(&a, p->transpose_b ? 1 : 0);
+	arg_u64(&a, p->batch_stride_a);
+	arg_u64(&a, p->batch_stride_b);
+	arg_u64(&a, p->batch_stride_c);
+	if (a.err != CL_SUCCESS)
+		return args_failed(j, &a);
+	global[2] = (size_t)p->batch;
+	if (tile == 1) {
+		/* naive: any group shape; 16x16 where the kernel allows it,
+		 * the global size rounded up to it. */
+		size_t side = wg >= 256 ? 16 : floor_pow2(wg) >= 16 ? 4 : 1;
+		local[0] = local[1] = side;
+		global[0] = ((size_t)p->n + side - 1) / side * side;
+		global[1] = ((size_t)p->m + side - 1) / side * side;
+	} else {
+		/* tile x tile elements of C per 16x16 group. */
+		global[0] = ((size_t)p->n + tile - 1) / tile * 16;
+		global[1] = ((size_t)p->m + tile - 1) / tile * 16;
+	}
+	return enqueue(j, a.kernel, 3, global, local);
+}
+
+static wafer_status run_clblast(const struct job *j)
+{
+	const struct wafer_matmul_params *p = &j->p.mm;
+	cl_event event, *ev = ocl_queue_timing(j->q) ? &event : NULL;
+	wafer_status status;
+
+	if (!p->batch || !p->m || !p->n || !p->k)
+		return WAFER_OK;
+	status = ocl_clblast_gemm(j->q, j->bind, p, j->desc->dtype, ev);
+	if (status == WAFER_OK && ev) {
+		ocl_queue_timed(j->q, event);
+		clReleaseEvent(event);
+	}
+	return status;
+}
+
+wafer_status ocl_kernels_launch(struct ocl_queue *q,
+				const struct wafer_launch *launch)
+{
+	struct job j;
+	wafer_status status = prepare(q, launch, &j);
+
+	if (status != WAFER_OK)
+		return status;
+	switch (j.desc->family) {
+	case FAM_FILL:
+		return run_fill(&j);
+	case FAM_COPY:
+		return run_copy(&j, j.p.ew.count);
+	case FAM_ROWS:
+		return run_rows(&j);
+	case FAM_MATMUL:
+		return run_matmul(&j);
+	case FAM_CLBLAST:
+		return run_clblast(&j);
+	default:
+		return run_1d(&j);
+	}
+}

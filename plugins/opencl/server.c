@@ -1,0 +1,246 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * server.c: the OpenCL plugin's wafer_server_ops — queues, launch, sync
+ * and device timers.
+ *
+ * A wafer queue is an in-order cl_command_queue created with
+ * CL_QUEUE_PROFILING_ENABLE. Launches and copies are enqueued and return
+ * at once; sync is clFinish. Errors OpenCL reports when a command is
+ * issued (bad arguments, no resources) are returned at once with the
+ * OpenCL error name; errors found later (a staged upload that failed, or
+ * clFinish reporting a fault) are returned by the next sync, as plugin.h
+ * asks.
+ *
+ * Timers use the device's own time stamps: while a timer runs, every
+ * command issued on the queue makes an event, and timer_end returns the
+ * time from the start of the first such command to the end of the last
+ * (CL_PROFILING_COMMAND_START / _END). That works the same on every
+ * vendor, where profiling of marker commands does not. */
+#include "build-config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/opencl/opencl.h"
+
+struct ocl_timer {
+	struct ocl_timer *next;
+	cl_event first, last; /* NULL until a command was issued */
+};
+
+/*===----------------------------------------------------------------------===
+ * Queues
+ *===----------------------------------------------------------------------===*/
+
+static void ocl_server_queue_destroy(void *device, void *queue);
+
+static wafer_status ocl_server_queue_create(void *device, void **out_queue)
+{
+	struct ocl_device *dev = device;
+	const struct wafer_host_services *host = ocl_host(dev);
+	size_t slots = ocl_kernel_slot_count();
+	struct ocl_queue *q;
+	cl_int err;
+
+	*out_queue = NULL;
+	q = calloc(1, sizeof *q);
+	if (q) {
+		q->kernels = calloc(slots, sizeof *q->kernels);
+		q->kernel_wg = calloc(slots, sizeof *q->kernel_wg);
+	}
+	if (!q || !q->kernels || !q->kernel_wg) {
+		if (q) {
+			free(q->kernels);
+			free(q->kernel_wg);
+		}
+		free(q);
+		host->set_error(OCL_NAME ": cannot allocate a queue");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	q->device = dev;
+	q->queue = clCreateCommandQueue(dev->context, dev->entry->id,
+					CL_QUEUE_PROFILING_ENABLE, &err);
+	if (!q->queue) {
+		ocl_server_queue_destroy(dev, q);
+		return ocl_fail(host, err,
+				"clCreateCommandQueue(%s, profiling)",
+				dev->entry->name);
+	}
+	*out_queue = q;
+	return WAFER_OK;
+}
+
+static void ocl_server_queue_destroy(void *device, void *queue)
+{
+	struct ocl_queue *q = queue;
+	size_t slots = ocl_kernel_slot_count();
+
+	if (q->queue)
+		clFinish(q->queue);
+	ocl_staging_destroy(q);
+	while (q->timers) {
+		struct ocl_timer *t = q->timers;
+		q->timers = t->next;
+		if (t->first)
+			clReleaseEvent(t->first);
+		if (t->last)
+			clReleaseEvent(t->last);
+		free(t);
+	}
+	for (size_t i = 0; i < slots; i++)
+		if (q->kernels[i])
+			clReleaseKernel(q->kernels[i]);
+	if (q->queue)
+		clReleaseCommandQueue(q->queue);
+	free(q->kernels);
+	free(q->kernel_wg);
+	free(q);
+}
+
+void ocl_queue_defer_error(struct ocl_queue *q, wafer_status status,
+			   const char *format, ...)
+{
+	va_list ap;
+
+	if (q->error != WAFER_OK)
+		return; /* later failures are usually its consequences */
+	q->error = status;
+	va_start(ap, format);
+	vsnprintf(q->detail, sizeof q->detail, format, ap);
+	va_end(ap);
+}
+
+static wafer_status ocl_server_sync(void *device, void *queue)
+{
+	struct ocl_device *dev = device;
+	struct ocl_queue *q = queue;
+	wafer_status status;
+	cl_int err;
+
+	err = clFinish(q->queue);
+	ocl_staging_reap(q, 1);
+	if (err != CL_SUCCESS) {
+		q->error = WAFER_OK;
+		return ocl_fail(ocl_host(dev), err, "clFinish on %s",
+				dev->entry->name);
+	}
+	status = q->error;
+	if (status != WAFER_OK) {
+		ocl_host(dev)->set_error("%s", q->detail);
+		q->error = WAFER_OK;
+	}
+	return status;
+}
+
+/*===----------------------------------------------------------------------===
+ * Launch
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status ocl_server_launch(void *device, void *queue,
+				      const struct wafer_launch *launch)
+{
+	struct ocl_queue *q = queue;
+
+	/* Finished uploads give their ring space back as we go, so a long
+	 * stream of launches and small writes never waits for it. */
+	if (q->staging.count)
+		ocl_staging_reap(q, 0);
+	return ocl_kernels_launch(q, launch);
+}
+
+/*===----------------------------------------------------------------------===
+ * Timers
+ *===----------------------------------------------------------------------===*/
+
+void ocl_queue_timed(struct ocl_queue *q, cl_event event)
+{
+	for (struct ocl_timer *t = q->timers; t; t = t->next) {
+		if (!t->first) {
+			clRetainEvent(event);
+			t->first = event;
+		}
+		if (t->last)
+			clReleaseEvent(t->last);
+		clRetainEvent(event);
+		t->last = event;
+	}
+}
+
+static wafer_status ocl_server_timer_begin(void *device, void *queue,
+					   void **out_timer)
+{
+	struct ocl_device *dev = device;
+	struct ocl_queue *q = queue;
+	struct ocl_timer *t = calloc(1, sizeof *t);
+
+	*out_timer = t;
+	if (!t) {
+		ocl_host(dev)->set_error(OCL_NAME ": cannot allocate a timer");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	t->next = q->timers;
+	q->timers = t;
+	return WAFER_OK;
+}
+
+/* Device nanoseconds from the start of |first| to the end of |last|,
+ * after waiting for |last|. */
+static wafer_status elapsed(struct ocl_device *dev, cl_event first,
+			    cl_event last, uint64_t *out_ns)
+{
+	cl_ulong start = 0, end = 0;
+	cl_int err;
+
+	err = clWaitForEvents(1, &last);
+	if (err != CL_SUCCESS)
+		return ocl_fail(ocl_host(dev), err, "timer: clWaitForEvents");
+	err = clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START,
+				      sizeof start, &start, NULL);
+	if (err == CL_SUCCESS)
+		err = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END,
+					      sizeof end, &end, NULL);
+	if (err != CL_SUCCESS)
+		return ocl_fail(ocl_host(dev), err,
+				"timer: clGetEventProfilingInfo");
+	*out_ns = end > start ? end - start : 0;
+	return WAFER_OK;
+}
+
+static wafer_status ocl_server_timer_end(void *device, void *queue,
+					 void *timer, uint64_t *out_ns)
+{
+	struct ocl_queue *q = queue;
+	struct ocl_timer *t = timer;
+	wafer_status status = WAFER_OK;
+
+	*out_ns = 0;
+	for (struct ocl_timer **pp = &q->timers; *pp; pp = &(*pp)->next) {
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	}
+	if (t->first) {
+		status = elapsed(device, t->first, t->last, out_ns);
+		clReleaseEvent(t->first);
+		clReleaseEvent(t->last);
+	}
+	free(t);
+	return status;
+}
+
+/*===----------------------------------------------------------------------===
+ * The table
+ *===----------------------------------------------------------------------===*/
+
+const struct wafer_server_ops ocl_server_ops = {
+	.struct_size = sizeof(struct wafer_server_ops),
+	.queue_create = ocl_server_queue_create,
+	.queue_destroy = ocl_server_queue_destroy,
+	.launch = ocl_server_launch,
+	.sync = ocl_server_sync,
+	.timer_begin = ocl_server_timer_begin,
+	.timer_end = ocl_server_timer_end,
+};

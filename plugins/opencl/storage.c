@@ -1,0 +1,492 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * storage.c: the OpenCL plugin's wafer_storage_ops. A resource is a
+ * cl_mem from clCreateBuffer; copies are clEnqueueRead/Write/CopyBuffer
+ * on the client's in-order queue, so they keep their place among the
+ * launches.
+ *
+ * Uploads: copy_in must let the caller reuse its buffer at once. A
+ * blocking write would do that, but it also waits for everything queued
+ * before it (21 us per 256-byte write on PoCL, against 1 us queued). So
+ * uploads are staged: copied into a ring of pinned host memory
+ * (CL_MEM_ALLOC_HOST_PTR, mapped once) and written from there without
+ * blocking; the ring space comes back when the write's event completes.
+ * Large uploads go through the ring in chunks, which on a discrete GPU
+ * also gives them pinned-memory DMA speed with the memcpy of one chunk
+ * overlapping the transfer of the previous one. Where the device's memory
+ * is host memory (PoCL, integrated GPUs) staging a large upload is a
+ * second memcpy for nothing: those are written directly, blocking.
+ *
+ * Downloads are non-blocking reads straight into the caller's memory:
+ * plugin.h only promises the bytes at the next sync.
+ *
+ * No virtual memory (OpenCL has none) and no stream-ordered allocator:
+ * the core's strategies pool cl_mem buffers themselves. */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/opencl/opencl.h"
+
+/* The staging ring of a queue, and the largest piece of an upload staged
+ * at once. */
+#define STAGING_SIZE ((size_t)8 << 20)
+#define STAGING_CHUNK ((size_t)2 << 20)
+
+/* On devices whose memory is host memory, uploads larger than this are
+ * written directly (blocking) instead of staged. */
+#define DIRECT_WRITE_MIN ((size_t)1 << 20)
+
+/* A host_alloc block: the mapping of a CL_MEM_ALLOC_HOST_PTR buffer. */
+struct ocl_pinned {
+	void *ptr;
+	cl_mem buffer;
+	struct ocl_pinned *next;
+};
+
+/*===----------------------------------------------------------------------===
+ * Allocation
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status ocl_storage_alloc(void *device, size_t size,
+				      wafer_resource *out_resource)
+{
+	struct ocl_device *dev = device;
+	const struct wafer_host_services *host = ocl_host(dev);
+	cl_mem mem;
+	cl_int err;
+
+	*out_resource = 0;
+	if (size == 0) {
+		host->set_error(OCL_NAME ": cannot allocate 0 bytes");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (size > dev->max_alloc) {
+		host->set_error(OCL_NAME ": cannot allocate %zu bytes: more "
+				"than %s allows in one buffer "
+				"(CL_DEVICE_MAX_MEM_ALLOC_SIZE %" PRIu64 ")",
+				size, dev->entry->name,
+				(uint64_t)dev->max_alloc);
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, size, NULL, &err);
+	if (!mem) {
+		ocl_fail(host, err, "clCreateBuffer(%zu bytes)", size);
+		/* CL_OUT_OF_RESOURCES here means the device is full. */
+		return err == CL_OUT_OF_RESOURCES ? WAFER_ERROR_OUT_OF_MEMORY
+						  : ocl_status_of(err);
+	}
+	*out_resource = ocl_mem_resource(mem);
+	return WAFER_OK;
+}
+
+/* The core frees a resource only once no queued work uses it; OpenCL
+ * would keep it alive for such work anyway. */
+static void ocl_storage_free(void *device, wafer_resource resource)
+{
+	clReleaseMemObject(ocl_resource_mem(resource));
+}
+
+/*===----------------------------------------------------------------------===
+ * The staging ring
+ *===----------------------------------------------------------------------===*/
+
+/* Creates the ring at the first upload. A device that cannot give pinned
+ * memory gets plain blocking writes instead (size SIZE_MAX marks that). */
+static int staging_ready(struct ocl_queue *q)
+{
+	struct ocl_device *dev = q->device;
+	struct ocl_staging *s = &q->staging;
+	cl_int err;
+
+	if (s->size == SIZE_MAX)
+		return 0;
+	if (s->size)
+		return 1;
+	s->size = SIZE_MAX;
+	s->buffer = clCreateBuffer(dev->context,
+				   CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
+				   STAGING_SIZE, NULL, &err);
+	if (!s->buffer)
+		goto fail;
+	/* Mapped on the device's own queue: the client's stays untouched. */
+	s->host = clEnqueueMapBuffer(dev->util_queue, s->buffer, CL_TRUE,
+				     CL_MAP_WRITE, 0, STAGING_SIZE, 0, NULL,
+				     NULL, &err);
+	if (!s->host) {
+		clReleaseMemObject(s->buffer);
+		s->buffer = NULL;
+		goto fail;
+	}
+	s->size = STAGING_SIZE;
+	return 1;
+fail:
+	ocl_host(dev)->log(ocl_host(dev), WAFER_LOG_INFO,
+			   "no pinned staging memory (%s); uploads block",
+			   ocl_error_name(err));
+	return 0;
+}
+
+/* Takes the oldest staged write off the ring; with |wait|, first waits
+ * for it. Returns 0 when it had not finished (and |wait| was 0). */
+static int staging_pop(struct ocl_queue *q, int wait)
+{
+	struct ocl_staging *s = &q->staging;
+	struct ocl_staging_slot *slot = &s->slots[s->first];
+	cl_int status = CL_COMPLETE, err;
+
+	if (wait) {
+		err = clWaitForEvents(1, &slot->event);
+		if (err != CL_SUCCESS)
+			status = err;
+	}
+	err = clGetEventInfo(slot->event, CL_EVENT_COMMAND_EXECUTION_STATUS,
+			     sizeof status, &status, NULL);
+	if (err != CL_SUCCESS)
+		status = err;
+	if (status > CL_COMPLETE)
+		return 0; /* queued, submitted or running */
+	if (status < 0)
+		ocl_queue_defer_error(q, ocl_status_of(status),
+				      OCL_NAME ": a staged upload failed: "
+				      "%s (%d)",
+				      ocl_error_name(status), (int)status);
+	clReleaseEvent(slot->event);
+	slot->event = NULL;
+	s->first = (s->first + 1) % OCL_STAGING_SLOTS;
+	s->count--;
+	return 1;
+}
+
+void ocl_staging_reap(struct ocl_queue *q, int wait_all)
+{
+	while (q->staging.count && staging_pop(q, wait_all))
+		;
+}
+
+/* Finds |len| (<= STAGING_CHUNK) free bytes of the ring, waiting for old
+ * writes when it is full, and returns their offset. */
+static size_t staging_reserve(struct ocl_queue *q, size_t len)
+{
+	struct ocl_staging *s = &q->staging;
+
+	for (;;) {
+		size_t tail, head;
+
+		if (s->count == 0)
+			return 0;
+		if (s->count < OCL_STAGING_SLOTS) {
+			tail = s->slots[s->first].begin;
+			head = s->slots[(s->first + s->count - 1) %
+					OCL_STAGING_SLOTS]
+				       .end;
+			/* Not wrapped: room after head, else at the start
+			 * (strictly before tail, so head never meets tail
+			 * and "full" never looks like "empty"). */
+			if (head > tail) {
+				if (head + len <= s->size)
+					return head;
+				if (len < tail)
+					return 0;
+			} else if (head + len < tail) {
+				return head;
+			}
+		}
+		/* Full: finished writes first, else wait for the oldest. */
+		if (!staging_pop(q, 0))
+			staging_pop(q, 1);
+	}
+}
+
+/* Stages |size| bytes from |src| and writes them into |dst| at |offset|
+ * without blocking, chunk by chunk. */
+static wafer_status staged_write(struct ocl_queue *q, cl_mem dst,
+				 size_t offset, const char *src, size_t size)
+{
+	struct ocl_staging *s = &q->staging;
+
+	ocl_staging_reap(q, 0);
+	while (size) {
+		size_t len = size < STAGING_CHUNK ? size : STAGING_CHUNK;
+		size_t begin = staging_reserve(q, len);
+		struct ocl_staging_slot *slot;
+		cl_event event;
+		cl_int err;
+
+		memcpy(s->host + begin, src, len);
+		err = clEnqueueWriteBuffer(q->queue, dst, CL_FALSE, offset, len,
+					   s->host + begin, 0, NULL, &event);
+		if (err != CL_SUCCESS)
+			return ocl_fail(ocl_host(q->device), err,
+					"clEnqueueWriteBuffer(%zu bytes at "
+					"%zu)",
+					len, offset);
+		if (ocl_queue_timing(q))
+			ocl_queue_timed(q, event);
+		slot = &s->slots[(s->first + s->count) % OCL_STAGING_SLOTS];
+		slot->event = event;
+		slot->begin = begin;
+		slot->end = begin + len;
+		s->count++;
+		src += len;
+		offset += len;
+		size -= len;
+	}
+	return WAFER_OK;
+}
+
+void ocl_staging_destroy(struct ocl_queue *q)
+{
+	struct ocl_staging *s = &q->staging;
+	struct ocl_device *dev = q->device;
+
+	ocl_staging_reap(q, 1);
+	if (s->buffer) {
+		clEnqueueUnmapMemObject(dev->util_queue, s->buffer, s->host, 0,
+					NULL, NULL);
+		clFinish(dev->util_queue);
+		clReleaseMemObject(s->buffer);
+	}
+	memset(s, 0, sizeof *s);
+}
+
+/*===----------------------------------------------------------------------===
+ * Copies
+ *===----------------------------------------------------------------------===*/
+
+/* Whether an upload of |size| bytes goes through the staging ring
+ * ([opencl] staging: auto, always, never). */
+static int wants_staging(const struct ocl_device *dev, size_t size)
+{
+	switch (dev->state->staging) {
+	case OCL_STAGING_ALWAYS:
+		return 1;
+	case OCL_STAGING_NEVER:
+		return 0;
+	default:
+		return !(dev->host_unified && size >= DIRECT_WRITE_MIN);
+	}
+}
+
+static wafer_status ocl_storage_copy_in(void *device, void *queue,
+					wafer_resource dst, size_t dst_offset,
+					const void *src, size_t size)
+{
+	struct ocl_device *dev = device;
+	struct ocl_queue *q = queue;
+	cl_event event, *ev;
+	cl_int err;
+
+	if (size == 0)
+		return WAFER_OK;
+	if (wants_staging(dev, size) && staging_ready(q))
+		return staged_write(q, ocl_resource_mem(dst), dst_offset, src,
+				    size);
+
+	ev = ocl_queue_timing(q) ? &event : NULL;
+	err = clEnqueueWriteBuffer(q->queue, ocl_resource_mem(dst), CL_TRUE,
+				   dst_offset, size, src, 0, NULL, ev);
+	if (err != CL_SUCCESS)
+		return ocl_fail(ocl_host(dev), err,
+				"clEnqueueWriteBuffer(%zu bytes at %zu)", size,
+				dst_offset);
+	if (ev) {
+		ocl_queue_timed(q, event);
+		clReleaseEvent(event);
+	}
+	return WAFER_OK;
+}
+
+static wafer_status ocl_storage_copy_out(void *device, void *queue,
+					 wafer_resource src, size_t src_offset,
+					 void *dst, size_t size)
+{
+	struct ocl_queue *q = queue;
+	cl_event event, *ev;
+	cl_int err;
+
+	if (size == 0)
+		return WAFER_OK;
+	ev = ocl_queue_timing(q) ? &event : NULL;
+	err = clEnqueueReadBuffer(q->queue, ocl_resource_mem(src), CL_FALSE,
+				  src_offset, size, dst, 0, NULL, ev);
+	if (err != CL_SUCCESS)
+		return ocl_fail(ocl_host(q->device), err,
+				"clEnqueueReadBuffer(%zu bytes at %zu)", size,
+				src_offset);
+	if (ev) {
+		ocl_queue_timed(q, event);
+		clReleaseEvent(event);
+	}
+	return WAFER_OK;
+}
+
+static wafer_status enqueue_copy(struct ocl_queue *q, cl_mem dst,
+				 size_t dst_offset, cl_mem src,
+				 size_t src_offset, size_t size)
+{
+	cl_event event, *ev = ocl_queue_timing(q) ? &event : NULL;
+	cl_int err;
+
+	err = clEnqueueCopyBuffer(q->queue, src, dst, src_offset, dst_offset,
+				  size, 0, NULL, ev);
+	if (err != CL_SUCCESS)
+		return ocl_fail(ocl_host(q->device), err,
+				"clEnqueueCopyBuffer(%zu bytes)", size);
+	if (ev) {
+		ocl_queue_timed(q, event);
+		clReleaseEvent(event);
+	}
+	return WAFER_OK;
+}
+
+/* Two slices of one buffer may overlap, which clEnqueueCopyBuffer
+ * refuses (CL_MEM_COPY_OVERLAP): such a copy goes through a temporary
+ * buffer, released at once (OpenCL keeps it until the copies ran). */
+static wafer_status ocl_storage_copy(void *device, void *queue,
+				     wafer_resource dst, size_t dst_offset,
+				     wafer_resource src, size_t src_offset,
+				     size_t size)
+{
+	struct ocl_device *dev = device;
+	cl_mem d = ocl_resource_mem(dst), s = ocl_resource_mem(src), tmp;
+	wafer_status status;
+	cl_int err;
+
+	if (size == 0 || (d == s && dst_offset == src_offset))
+		return WAFER_OK;
+	if (d != s || dst_offset >= src_offset + size ||
+	    src_offset >= dst_offset + size)
+		return enqueue_copy(queue, d, dst_offset, s, src_offset, size);
+
+	tmp = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, size, NULL, &err);
+	if (!tmp)
+		return ocl_fail(ocl_host(dev), err,
+				"clCreateBuffer(%zu bytes) for an overlapping "
+				"copy",
+				size);
+	status = enqueue_copy(queue, tmp, 0, s, src_offset, size);
+	if (status == WAFER_OK)
+		status = enqueue_copy(queue, d, dst_offset, tmp, 0, size);
+	clReleaseMemObject(tmp);
+	return status;
+}
+
+/*===----------------------------------------------------------------------===
+ * Pinned host memory
+ *===----------------------------------------------------------------------===*/
+
+/* CL_MEM_ALLOC_HOST_PTR asks the driver for host memory the device can
+ * reach directly (page-locked on discrete GPUs); mapping it gives the
+ * caller a pointer that reads and writes of other buffers use at full
+ * DMA speed. The buffer stays mapped until host_free. */
+static wafer_status ocl_storage_host_alloc(void *device, size_t size,
+					   void **out_ptr)
+{
+	struct ocl_device *dev = device;
+	const struct wafer_host_services *host = ocl_host(dev);
+	struct ocl_pinned *p;
+	cl_int err;
+
+	*out_ptr = NULL;
+	if (size == 0) {
+		host->set_error(OCL_NAME ": host_alloc of 0 bytes");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	p = calloc(1, sizeof *p);
+	if (!p) {
+		host->set_error(OCL_NAME ": out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	p->buffer = clCreateBuffer(dev->context,
+				   CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
+				   size, NULL, &err);
+	if (!p->buffer) {
+		free(p);
+		ocl_fail(host, err, "host_alloc: clCreateBuffer(%zu bytes, "
+			 "CL_MEM_ALLOC_HOST_PTR)", size);
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	p->ptr = clEnqueueMapBuffer(dev->util_queue, p->buffer, CL_TRUE,
+				    CL_MAP_READ | CL_MAP_WRITE, 0, size, 0,
+				    NULL, NULL, &err);
+	if (!p->ptr) {
+		clReleaseMemObject(p->buffer);
+		free(p);
+		return ocl_fail(host, err, "host_alloc: clEnqueueMapBuffer"
+				"(%zu bytes)", size);
+	}
+	pthread_mutex_lock(&dev->lock);
+	p->next = dev->pinned;
+	dev->pinned = p;
+	pthread_mutex_unlock(&dev->lock);
+	*out_ptr = p->ptr;
+	return WAFER_OK;
+}
+
+static void release_pinned(struct ocl_device *dev, struct ocl_pinned *p)
+{
+	clEnqueueUnmapMemObject(dev->util_queue, p->buffer, p->ptr, 0, NULL,
+				NULL);
+	clFinish(dev->util_queue);
+	clReleaseMemObject(p->buffer);
+	free(p);
+}
+
+static void ocl_storage_host_free(void *device, void *ptr)
+{
+	struct ocl_device *dev = device;
+	struct ocl_pinned *p = NULL;
+
+	pthread_mutex_lock(&dev->lock);
+	for (struct ocl_pinned **pp = &dev->pinned; *pp; pp = &(*pp)->next) {
+		if ((*pp)->ptr != ptr)
+			continue;
+		p = *pp;
+		*pp = p->next;
+		break;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (!p) {
+		if (ptr)
+			ocl_host(dev)->log(ocl_host(dev), WAFER_LOG_WARN,
+					   "host_free: %p is not from "
+					   "host_alloc; ignored",
+					   ptr);
+		return;
+	}
+	release_pinned(dev, p);
+}
+
+/*===----------------------------------------------------------------------===
+ * The table
+ *===----------------------------------------------------------------------===*/
+
+const struct wafer_storage_ops ocl_storage_ops = {
+	.struct_size = sizeof(struct wafer_storage_ops),
+	.alloc = ocl_storage_alloc,
+	.free = ocl_storage_free,
+	.copy_in = ocl_storage_copy_in,
+	.copy_out = ocl_storage_copy_out,
+	.copy = ocl_storage_copy,
+	/* alloc_async/free_async, vm_*: NULL. OpenCL 1.2 has neither a
+	 * stream-ordered allocator nor virtual memory (SVM is not it). */
+	.host_alloc = ocl_storage_host_alloc,
+	.host_free = ocl_storage_host_free,
+};
+
+void ocl_storage_close(struct ocl_device *dev)
+{
+	/* No lock: the core closes a device only when nothing uses it. */
+	while (dev->pinned) {
+		struct ocl_pinned *p = dev->pinned;
+		dev->pinned = p->next;
+		ocl_host(dev)->log(ocl_host(dev), WAFER_LOG_WARN,
+				   "device closed with pinned host memory "
+				   "at %p still allocated; freed",
+				   p->ptr);
+		release_pinned(dev, p);
+	}
+}
