@@ -72,4 +72,5 @@ dist_man_MANS += man/wafer_execute_autotune.3 man/wafer-autotune.7 \
 	man/wafer_autotune_anchor.3
 dist_man_MANS += man/wafer-replay.1
 dist_man_MANS += man/wafer-memory.7
+dist_man_MANS += man/wafer-cuda.7
 dist_man_MANS += man/wafer-opencl.7

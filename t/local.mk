@@ -208,6 +208,28 @@ t_overrun_LDADD = libwafer.la
 TESTS += t/headers.sh
 EXTRA_DIST += t/headers.sh
 
+# The cuda plugin (when built) through the vendor ABI, on a stand-in
+# driver (t/fakecuda.c) that keeps libcuda's contracts strictly and
+# injects the failures a GPU machine rarely shows; `t/cuda_plugin --real`
+# runs the driver-neutral part on a GPU (dev/gpu-check.sh).
+EXTRA_DIST += t/fakecuda.h t/half.h t/cuda.sh
+# It runs tools/wafer-info and t/client, t/channels, t/stress, which are
+# built before any test runs.
+TESTS += t/cuda.sh
+if WAFER_CUDA
+check_LTLIBRARIES += t/fakecuda.la
+t_fakecuda_la_SOURCES = t/fakecuda.c t/fakecuda.h t/half.h
+t_fakecuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+t_fakecuda_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
+	-rpath /nowhere
+t_fakecuda_la_LIBADD = -lm
+
+check_PROGRAMS += t/cuda_plugin
+TESTS += t/cuda_plugin
+t_cuda_plugin_SOURCES = t/cuda_plugin.c t/fakecuda.h t/half.h
+t_cuda_plugin_LDADD = -ldl -lm
+endif
+
 # The tests' XDG_CACHE_HOME: the OpenCL plugin's program binaries and
 # PoCL's compiled kernels, made by make check.
 clean-local: clean-local-t-cache

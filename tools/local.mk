@@ -7,10 +7,33 @@ tools_wafer_info_LDADD = libwafer.la
 bin_PROGRAMS += tools/wafer-bench
 tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
 	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c \
-	tools/bench/matmul.c tools/bench/compare.c
+	tools/bench/matmul.c tools/bench/compare.c tools/bench/bandwidth.c \
+	tools/bench/raw.h
 # OpenBLAS, when configure found it, is matmul's reference.
-tools_wafer_bench_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
 tools_wafer_bench_LDADD = libwafer.la $(OPENBLAS_LIBS) -lm
+tools_wafer_bench_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) $(BENCH_CUDA_CPPFLAGS)
+# Raw vendor counterparts (tools/bench/raw.h): with the cuda plugin, the
+# driver and cuBLAS called directly (loaded with the plugin's own dlopen
+# loader) and the `sgemm` benchmark; its baseline kernels are compiled by
+# nvcc and embedded like the plugin's.
+EXTRA_DIST += tools/bench/raw_kernels.cu
+if WAFER_CUDA
+tools_wafer_bench_SOURCES += tools/bench/cuda_raw.c tools/bench/raw_fatbin.S \
+	plugins/cuda/driver.c plugins/cuda/driver.h
+BENCH_CUDA_CPPFLAGS = $(CUDA_CPPFLAGS) \
+	-DWAFER_BENCH_CUDA -DWAFER_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'
+tools_wafer_bench_CCASFLAGS = -Wa,-I,$(abs_top_builddir)
+BENCH_RAW_FATBIN = tools/bench/raw_kernels.fatbin
+BENCH_RAW_OBJECT = tools/bench/wafer_bench-raw_fatbin.$(OBJEXT)
+$(BENCH_RAW_OBJECT): $(BENCH_RAW_FATBIN)
+$(BENCH_RAW_FATBIN): tools/bench/raw_kernels.cu
+	$(AM_V_GEN)$(MKDIR_P) tools/bench && \
+	$(NVCC) --fatbin -no-compress $(NVCC_GENCODE) $(NVCCFLAGS) -o $@ \
+		`test -f tools/bench/raw_kernels.cu || echo '$(srcdir)/'`tools/bench/raw_kernels.cu
+CLEANFILES += $(BENCH_RAW_FATBIN)
+else
+tools_wafer_bench_SOURCES += tools/bench/raw_none.c
+endif
 
 bin_PROGRAMS += tools/wafer-replay
 tools_wafer_replay_SOURCES = tools/wafer-replay.c \

@@ -3,6 +3,8 @@
  * wafer-bench: measures wafer beside the thing it wraps, in the same run
  * (see wafer-bench(1)). Absolute times depend on the machine; the ratios
  * on each line are the result. */
+#include "build-config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,12 @@ static const struct {
 	 "peak memory of a chain of 10 ops per copy semantics (ops.h)"},
 	{"compare", bench_compare,
 	 "bandwidth, dispatch and matmul on several devices in one run"},
+	{"bandwidth", bench_bandwidth,
+	 "f32 add through wafer_execute, in GB/s"},
+#ifdef WAFER_BENCH_CUDA
+	{"sgemm", bench_sgemm,
+	 "cuda: fp32 matmul n x n per variant, beside cuBLAS called directly"},
+#endif
 };
 
 #define N_BENCHES (sizeof benches / sizeof benches[0])

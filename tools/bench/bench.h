@@ -36,5 +36,9 @@ int bench_alloc(int argc, char **argv);
 int bench_matmul(int argc, char **argv);
 int bench_donation(int argc, char **argv);
 int bench_compare(int argc, char **argv);
+int bench_bandwidth(int argc, char **argv);
+#ifdef WAFER_BENCH_CUDA
+int bench_sgemm(int argc, char **argv);
+#endif
 
 #endif

@@ -7,7 +7,14 @@
  * own launch entry with the same kernel (the plugin loaded by hand, no
  * wafer core in between).
  *
- *   dispatch channel=C ns_per_execute=X ns_per_roundtrip=Y plain_call_ns=Z */
+ *   dispatch channel=C ns_per_execute=X ns_per_roundtrip=Y plain_call_ns=Z
+ *            [raw_launch_ns=R vs_raw=X/R]
+ *
+ * The last two when the backend has a raw counterpart (raw.h): an empty
+ * kernel launched with the vendor API directly (cuLaunchKernel), the
+ * same number of times, in the same process. */
+#include "build-config.h"
+
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +24,7 @@
 #include <wafer/plugin.h>
 
 #include "tools/bench/bench.h"
+#include "tools/bench/raw.h"
 
 static uint64_t launches = 1000000;
 static uint64_t roundtrips = 20000;
@@ -107,7 +115,7 @@ static double plain_call_ns(const char *path, uint32_t index)
 }
 
 static void measure_channel(wafer_runtime *runtime, const char *channel,
-			    double plain_ns)
+			    double plain_ns, double raw_ns)
 {
 	wafer_client *client = bench_open_client(runtime, channel, NULL);
 	wafer_execute_args args = {
@@ -134,8 +142,12 @@ static void measure_channel(wafer_runtime *runtime, const char *channel,
 	double roundtrip_ns =
 		(double)(bench_now_ns() - start) / (double)roundtrips;
 	printf("dispatch channel=%s ns_per_execute=%.1f ns_per_roundtrip=%.1f "
-	       "plain_call_ns=%.1f\n",
+	       "plain_call_ns=%.1f",
 	       channel, execute_ns, roundtrip_ns, plain_ns);
+	if (raw_ns > 0)
+		printf(" raw_launch_ns=%.1f vs_raw=%.3f", raw_ns,
+		       execute_ns / raw_ns);
+	printf("\n");
 	fflush(stdout);
 	wafer_client_close(client);
 }
@@ -154,8 +166,17 @@ int bench_dispatch(int argc, char **argv)
 	double plain_ns = plain_call_ns(path, index);
 	wafer_runtime *runtime;
 	bench_check(wafer_runtime_open(NULL, &runtime), "runtime_open");
+
+	/* The raw counterpart, on the same device while a client holds it. */
+	wafer_client *probe = bench_open_client(runtime, NULL, NULL);
+	wafer_device_desc device = {.struct_size = sizeof device};
+	bench_check(wafer_client_device(probe, &device), "client_device");
+	const struct bench_raw *raw = bench_raw_for(&device);
+	double raw_ns = raw ? raw->launch_ns(launches) : -1;
+	wafer_client_close(probe);
+
 	for (size_t c = 0; c < sizeof channels / sizeof channels[0]; c++)
-		measure_channel(runtime, channels[c], plain_ns);
+		measure_channel(runtime, channels[c], plain_ns, raw_ns);
 	wafer_runtime_close(runtime);
 	return 0;
 }

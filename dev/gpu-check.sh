@@ -1,0 +1,219 @@
+#!/bin/sh
+# wafer — SPDX-License-Identifier: MIT
+#
+# gpu-check.sh: everything about the cuda plugin that only a GPU can show,
+# in one run on an NVIDIA machine (an H100 or H200 with the driver and the
+# CUDA toolkit; no autotools needed). Run it from an unpacked `make dist`
+# tarball:
+#
+#   tar xf wafer-X.Y.Z.tar.xz && cd wafer-X.Y.Z
+#   OUT=/some/dir sh dev/gpu-check.sh [TRACE_DIR]
+#
+# TRACE_DIR holds the allocation traces (*.trace.gz) to replay on the
+# device (default: $WAFER_TRACES, else ../traces, else none). Results go
+# to $OUT (default ./gpu-check-out), seven files:
+#
+#   summary.log    the device, each stage's verdict and time, the headline
+#                  figures (also printed at the end)
+#   build.log      configure and make -j16
+#   check.log      make check with WAFER_BACKEND=cuda: the whole suite,
+#                  and the logs of any test that failed
+#   plugin.log     wafer-info, and t/cuda_plugin --real (the plugin through
+#                  its ABI on the GPU: copies, staging, VM, every matmul
+#                  variant and dtype against a host reference)
+#   sanitizer.log  compute-sanitizer memcheck over t/cuda_plugin --real and
+#                  the backend-neutral tests of operations and buffer
+#                  ownership (t/ops, t/donation) with the `direct` memory
+#                  strategy (one allocation per handle, so an access past a
+#                  handle is past an allocation); last, in the time left
+#   bench.log      wafer-bench alloc, dispatch, bandwidth, sgemm (and
+#                  matmul when the autotune bench is built), each figure
+#                  beside its raw CUDA counterpart from the same run
+#   replay.log     wafer-replay of the traces on the GPU's real storage with
+#                  the pool and stream strategies (and the accounting-only
+#                  storage, for the ratios)
+#
+# Every stage has a time limit, so one hang does not eat the machine, and
+# the whole run stays inside GPU_CHECK_BUDGET (540 s): about 5-8 minutes on
+# an H100 with 16 cores.
+set -u
+
+top=$(pwd)
+OUT=${OUT:-$top/gpu-check-out}
+mkdir -p "$OUT" || exit 1
+traces=${1:-${WAFER_TRACES:-}}
+[ -z "$traces" ] && [ -d ../traces ] && traces=../traces
+jobs=${GPU_CHECK_JOBS:-16}
+
+summary=$OUT/summary.log
+: > "$summary"
+say() { printf '%s\n' "$*" | tee -a "$summary"; }
+stamp() { date +%s; }
+began=$(stamp)
+
+# The whole run stays inside GPU_CHECK_BUDGET seconds (default 540: the
+# device tool allows 600 a command): each stage's limit is cut to what is
+# left, and a stage that would get less than 20 s is skipped. Stages run
+# in order of importance, the sanitizer last.
+budget=${GPU_CHECK_BUDGET:-540}
+
+# stage NAME LOG LIMIT COMMAND...: runs COMMAND with its output appended
+# to LOG, under a time limit, and notes the verdict and time.
+stage() {
+	st_name=$1 st_log=$2 st_limit=$3
+	shift 3
+	st_left=$((began + budget - $(stamp) - 10))
+	if [ "$st_left" -lt 20 ]; then
+		say "$(printf '%-28s %s' "$st_name" "SKIPPED (out of time)")"
+		return 125
+	fi
+	[ "$st_limit" -gt "$st_left" ] && st_limit=$st_left
+	st_t0=$(stamp)
+	printf '\n===== %s: %s\n' "$st_name" "$*" >> "$st_log"
+	timeout "$st_limit" "$@" >> "$st_log" 2>&1
+	st_rc=$?
+	st_verdict=ok
+	[ $st_rc -eq 124 ] && st_verdict="TIMED OUT after ${st_limit}s"
+	[ $st_rc -ne 0 ] && [ $st_rc -ne 124 ] && st_verdict="FAILED (exit $st_rc)"
+	say "$(printf '%-28s %-22s %4ss' "$st_name" "$st_verdict" $(($(stamp) - st_t0)))"
+	return $st_rc
+}
+
+#--- the machine ---------------------------------------------------------------
+say "wafer gpu-check: $(basename "$top") on $(hostname), $(date -u '+%Y-%m-%d %H:%M UTC')"
+if command -v nvidia-smi >/dev/null 2>&1; then
+	nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm \
+		--format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
+fi
+nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null | head -1)
+if [ -z "$nvcc" ]; then
+	say "no nvcc on PATH or in /usr/local/cuda: cannot build the cuda plugin"
+	exit 1
+fi
+cuda_home=$(dirname "$(dirname "$nvcc")")
+say "toolkit: $cuda_home ($("$nvcc" --version | tail -1))"
+sanitizer=$(command -v compute-sanitizer ||
+	ls "$cuda_home"/bin/compute-sanitizer "$cuda_home"/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
+# cuBLAS and the sanitizer's libraries live beside the toolkit.
+export LD_LIBRARY_PATH="$cuda_home/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+#--- build ---------------------------------------------------------------------
+build=$OUT/build.log
+: > "$build"
+stage configure "$build" 300 ./configure --enable-cuda --with-cuda="$cuda_home" ||
+	{ tail -30 "$build"; exit 1; }
+stage "make -j"$jobs"" "$build" 400 make -j"$jobs" || { tail -40 "$build"; exit 1; }
+# The test programs too, without running them yet.
+stage "make check programs" "$build" 300 make -j"$jobs" check TESTS= ||
+	{ tail -40 "$build"; exit 1; }
+# The built tools, against this tree's plugins.
+run=$top/uninstalled
+
+# The environment the test suite gives its programs (t/local.mk).
+export WAFER_PLUGIN_PATH="$top/plugins/cuda/.libs:$top/plugins/cpu/.libs"
+export WAFER_SYSCONFDIR="$top/etc"
+export XDG_CONFIG_HOME="$top/t/xdg-config" XDG_CACHE_HOME="$top/t/xdg-cache"
+export T_BUILDDIR="$top/t" T_SRCDIR="$top/t"
+unset WAFER_MEMORY WAFER_CHANNEL WAFER_LOG
+# GPU_CHECK_CONFIG (for trying the script without a GPU, on the tests'
+# stand-in driver) becomes WAFER_CONFIG; otherwise none is read.
+if [ -n "${GPU_CHECK_CONFIG:-}" ]; then
+	export WAFER_CONFIG="$GPU_CHECK_CONFIG"
+else
+	unset WAFER_CONFIG
+fi
+
+#--- the plugin on the GPU -------------------------------------------------------
+plugin=$OUT/plugin.log
+: > "$plugin"
+stage wafer-info "$plugin" 60 "$run" tools/wafer-info
+if ! grep -q "cuda: accepted" "$plugin"; then
+	say "the cuda plugin found no device:"
+	grep -i "cuda:" "$plugin" | head -3 | tee -a "$summary"
+fi
+stage "cuda_plugin --real" "$plugin" 180 ./libtool --mode=execute t/cuda_plugin --real
+say "  cuda_plugin: $(grep -c '^ok' "$plugin") ok, $(grep -c '^not ok' "$plugin") not ok"
+
+#--- the whole suite on cuda ---------------------------------------------------
+check=$OUT/check.log
+: > "$check"
+stage "make check (cuda)" "$check" 420 make -j"$jobs" check WAFER_BACKEND=cuda
+grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR)' "$check" | tail -7 | sed 's/^/  check /' | tee -a "$summary"
+for log in t/*.log; do
+	[ -f "$log" ] || continue
+	if grep -q -E '^(not ok|Bail out)' "$log" 2>/dev/null; then
+		printf '\n===== failed: %s\n' "$log" >> "$check"
+		cat "$log" >> "$check"
+		say "  failing: $log ($(grep -c '^not ok' "$log") not ok)"
+	fi
+done
+
+#--- benchmarks ----------------------------------------------------------------
+bench=$OUT/bench.log
+: > "$bench"
+export WAFER_BACKEND=cuda
+stage "bench alloc" "$bench" 180 "$run" tools/wafer-bench alloc 20000
+stage "bench dispatch" "$bench" 180 "$run" tools/wafer-bench dispatch 200000 20000
+stage "bench bandwidth" "$bench" 120 "$run" tools/wafer-bench bandwidth 256 20
+stage "bench sgemm 4096" "$bench" 180 "$run" tools/wafer-bench sgemm 4096 10
+if "$run" tools/wafer-bench --help 2>&1 | grep -q '^  matmul'; then
+	stage "bench matmul (tuned)" "$bench" 240 \
+		"$run" tools/wafer-bench matmul --sizes=1024,4096
+fi
+unset WAFER_BACKEND
+
+#--- replay --------------------------------------------------------------------
+replay=$OUT/replay.log
+: > "$replay"
+replayed=
+if [ -n "$traces" ] && ls "$traces"/*.trace.gz >/dev/null 2>&1; then
+	for trace in "$traces"/*.trace.gz; do
+		tname=$(basename "$trace" .trace.gz)
+		for strategy in pool stream; do
+			stage "replay $tname $strategy" "$replay" 120 \
+				"$run" tools/wafer-replay --strategy $strategy --storage cuda "$trace"
+			replayed="$replayed
+  replay $tname on cuda: $(grep '^strategy=' "$replay" | tail -1)"
+			# The same on the accounting-only storage, for comparison.
+			printf '===== %s %s on the null storage\n' "$tname" "$strategy" >> "$replay"
+			"$run" tools/wafer-replay --strategy $strategy "$trace" >> "$replay" 2>&1
+		done
+	done
+else
+	say "no traces (pass TRACE_DIR, or set WAFER_TRACES): replay skipped"
+fi
+
+#--- compute-sanitizer ---------------------------------------------------------
+san=$OUT/sanitizer.log
+: > "$san"
+if [ -n "$sanitizer" ]; then
+	# $memcheck is a command with arguments: split on purpose.
+	# shellcheck disable=SC2086
+	memcheck="$sanitizer --tool memcheck --leak-check full --error-exitcode 86 --print-limit 50"
+	# shellcheck disable=SC2086
+	stage "memcheck cuda_plugin --real" "$san" 300 \
+		./libtool --mode=execute $memcheck t/cuda_plugin --real
+	# The backend-neutral tests of operations and buffer ownership.
+	for t in ops donation; do
+		[ -x "t/$t" ] || continue
+		# shellcheck disable=SC2086
+		stage "memcheck t/$t (direct)" "$san" 240 \
+			env WAFER_BACKEND=cuda WAFER_MEMORY=direct \
+			./libtool --mode=execute $memcheck "t/$t"
+	done
+	grep -E 'ERROR SUMMARY|Invalid|out of bounds' "$san" | sort | uniq -c | head -10 |
+		sed 's/^/  sanitizer: /' | tee -a "$summary"
+else
+	say "compute-sanitizer not found: memcheck skipped"
+fi
+
+#--- headline figures ----------------------------------------------------------
+say ""
+say "headline figures (ratios are ours / raw CUDA, measured in the same run):"
+grep -E '^alloc strategy=(pool|stream|buckets) size=4096 ' "$bench" | sed 's/^/  /' | tee -a "$summary"
+grep -E '^dispatch channel=' "$bench" | sed 's/^/  /' | tee -a "$summary"
+grep -E '^bandwidth ' "$bench" | sed 's/^/  /' | tee -a "$summary"
+grep -E '^sgemm n=4096 (own_best|raw)' "$bench" | sed 's/^/  /' | tee -a "$summary"
+grep -E '^matmul n=1024|m=4096' "$bench" | sed 's/^/  /' | tee -a "$summary"
+[ -n "$replayed" ] && say "${replayed#?}"
+say "total: $(($(stamp) - began))s; logs in $OUT"

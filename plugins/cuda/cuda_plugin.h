@@ -1,0 +1,223 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * cuda_plugin.h: what the files of the cuda plugin share — the plugin
+ * instance, the open device, the queue, and the ops tables each file
+ * provides. Reading order:
+ *
+ *   driver.c     libcuda loaded with dlopen, entry points resolved with
+ *                cuGetProcAddress at a pinned API version (driver.h)
+ *   plugin.c     the descriptor and wafer_plugin_query; [cuda] options;
+ *                devices (count, info, open, close)
+ *   storage.c    wafer_storage_ops: device memory, stream-ordered
+ *                allocation, virtual memory, pinned host memory, copies
+ *   staging.c    the pinned staging buffers uploads and downloads go
+ *                through, and when a download's bytes reach the caller
+ *   server.c     wafer_server_ops: streams, launch, sync, event timers
+ *   kernels.c    the kernel table: which CUDA function serves which
+ *                catalogue entry, and how each is launched
+ *   cublas.c     cuBLAS, loaded with dlopen, as a matmul variant
+ *   kernels/ the device code (.cu), compiled by nvcc to fatbins that
+ *                fatbins.S embeds in the plugin
+ *
+ * Threads: plugin.h lets the core call entries on one device from several
+ * threads at once (different queues), and a thread has no current CUDA
+ * context until someone sets one. Every entry that reaches the driver
+ * first makes the device's context current (cuda_enter). */
+#ifndef WAFER_PLUGINS_CUDA_CUDA_PLUGIN_H
+#define WAFER_PLUGINS_CUDA_CUDA_PLUGIN_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <wafer/plugin.h>
+
+#include "plugins/cuda/driver.h"
+#include "plugins/cuda/kernels.h"
+
+/* Every allocation and binding offset is a multiple of this. cuMemAlloc
+ * and the stream-ordered pool return 256-byte aligned pointers, and the
+ * widest vector access in the kernels is 16 bytes. */
+#define CUDA_ALIGNMENT 256
+
+/* The oldest GPU the embedded kernels run on: compute capability 8.0
+ * (SASS for sm_80 and sm_90, PTX for compute_80 and compute_90). */
+#define CUDA_MIN_ARCH 80
+
+/* Staging buffers come in power-of-two sizes from this up to the
+ * configured chunk. */
+#define CUDA_STAGING_MIN ((size_t)64 << 10)
+#define CUDA_STAGING_CLASSES 16
+
+/* [cuda] options after init (plugin.c documents each). */
+struct cuda_options {
+	char *driver_library;       /* NULL: libcuda.so.1 */
+	uint64_t release_threshold; /* UINT64_MAX: the pool keeps all */
+	size_t staging_chunk;       /* largest staging buffer */
+	size_t staging_limit;       /* pinned staging bytes per device */
+	int cublas;                 /* 0: never; 1: when it loads */
+	char *cublas_library;       /* NULL: search the usual names */
+};
+
+struct cuda_cublas;
+
+/* The plugin instance. Read-only after init except the cuBLAS loader,
+ * which has its own lock. */
+struct cuda_state {
+	const struct wafer_host_services *host;
+	struct cuda_options options;
+	struct cuda_driver driver;
+	/* Why there are no devices ("" when there are some): what
+	 * device_count reports. */
+	char unavailable[512];
+	/* The devices offered, as CUDA ordinals: those of compute capability
+	 * CUDA_MIN_ARCH and later, in the driver's order. */
+	uint32_t device_count;
+	int *ordinals;
+	pthread_mutex_t cublas_lock;
+	int cublas_tried;
+	struct cuda_cublas *cublas; /* NULL until loaded, or if it fails */
+};
+
+/* One pinned staging buffer and, while a copy uses it, that copy. */
+struct cuda_staging {
+	void *host;           /* cuMemHostAlloc'd, |size| bytes */
+	size_t size;          /* its size class */
+	CUevent done;         /* recorded after the copy that uses it */
+	/* A download owns the buffer until its bytes reach |dst|. */
+	void *dst;            /* NULL for an upload */
+	size_t bytes;
+	struct cuda_staging *next;
+};
+
+/* The device's staging buffers not in use, by size class, and the bytes
+ * they hold in all (free or in use). Shared by the device's queues. */
+struct cuda_staging_pool {
+	pthread_mutex_t lock;
+	struct cuda_staging *free[CUDA_STAGING_CLASSES];
+	size_t bytes;  /* pinned bytes held, free and in use */
+	size_t limit;  /* the most it may hold */
+	size_t chunk;  /* the largest buffer; a power of two */
+	int failed;    /* pinning failed once (logged once) */
+};
+
+struct cuda_vm_range;
+
+/* An open device. */
+struct cuda_device {
+	struct cuda_state *state;
+	const struct cuda_driver *drv;
+	const struct wafer_host_services *host;
+	uint32_t index;  /* wafer's index: cuda:N */
+	int ordinal;     /* CUDA's */
+	CUdevice cu;
+	CUcontext ctx;   /* the primary context, retained for the process */
+	int arch;        /* compute capability x 10 + minor: 90 for 9.0 */
+	int sm_count;
+	int smem_optin;  /* shared memory a block may opt into */
+	/* cuMemGetAllocationGranularity; 0 when the device has no virtual
+	 * memory management (the core then treats vm_* as not offered). */
+	size_t vm_granularity;
+	/* The device's default stream-ordered pool; NULL when the device has
+	 * none (alloc_async then reports WAFER_ERROR_NOT_SUPPORTED). */
+	CUmemoryPool pool;
+
+	CUmodule modules[CUDA_MODULE_COUNT];
+	/* Per kernel descriptor (cuda_kernel_descs[i]): its function, NULL
+	 * when this device does not offer it; the 64-bit-index version of a
+	 * strided kernel; and for a family of four (casts: one per target
+	 * dtype f32, f16, bf16, i32; layout-specific matmuls: nn, nt, tn,
+	 * tt), its members. */
+	CUfunction *functions;
+	CUfunction *wide;
+	CUfunction (*family)[4];
+	/* The table device_kernels returns: the descriptors offered. */
+	struct wafer_kernel *table;
+	size_t table_count;
+	/* cuBLAS, when the matmul variant "cublas" is offered. */
+	const struct cuda_cublas *cublas;
+
+	struct cuda_staging_pool staging;
+
+	/* vm_reserve'd ranges (storage.c), under vm_lock. */
+	pthread_mutex_t vm_lock;
+	struct cuda_vm_range *vm_ranges;
+};
+
+/* A queue: one non-blocking stream, and the staging buffers whose copies
+ * it has issued and not yet retired, oldest first (stream order). Calls on
+ * one queue never overlap (plugin.h), so none of this is locked. */
+struct cuda_queue {
+	CUstream stream;
+	struct cuda_staging *head, *tail;
+	/* The first failure met while retiring a staged copy outside sync;
+	 * sync reports it. */
+	wafer_status error;
+	char detail[512];
+	/* cuBLAS handle bound to |stream|, made at the first cuBLAS launch. */
+	void *blas;
+};
+
+/*===----------------------------------------------------------------------===
+ * Shared helpers (plugin.c)
+ *===----------------------------------------------------------------------===*/
+
+/* The wafer status for a CUresult: out of memory, not supported, not
+ * found, invalid value; everything else is a device failure. */
+wafer_status cuda_status(CUresult result);
+
+/* Sets the error text "cuda: <what>: <CUDA_ERROR_X: text>" and returns
+ * cuda_status(result). */
+wafer_status cuda_fail(const struct cuda_state *state, CUresult result,
+		       const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Makes |device|'s context current on the calling thread. */
+wafer_status cuda_enter(const struct cuda_device *device);
+
+/* Parses a byte size: digits with an optional K, M, G or T (powers of
+ * 1024, "KiB" too). Returns 0 or -1. */
+int cuda_parse_size(const char *text, uint64_t *out);
+
+/* storage.c */
+extern const struct wafer_storage_ops cuda_storage_ops;
+void cuda_storage_open(struct cuda_device *device);
+void cuda_storage_close(struct cuda_device *device);
+
+/* staging.c */
+wafer_status cuda_staging_open(struct cuda_device *device);
+void cuda_staging_close(struct cuda_device *device);
+/* Uploads |size| bytes from |src| (reusable on return) to dst on |q|. */
+wafer_status cuda_staging_upload(struct cuda_device *device,
+				 struct cuda_queue *q, CUdeviceptr dst,
+				 const void *src, size_t size);
+/* Downloads |size| bytes at src into |dst|; the bytes are in |dst| when
+ * cuda_staging_retire_all() after a successful stream sync returns. */
+wafer_status cuda_staging_download(struct cuda_device *device,
+				   struct cuda_queue *q, void *dst,
+				   CUdeviceptr src, size_t size);
+/* After the stream was synchronised: delivers every pending download
+ * (when |deliver|) and returns every buffer of |q| to the pool. */
+void cuda_staging_retire_all(struct cuda_device *device, struct cuda_queue *q,
+			     int deliver);
+
+/* server.c */
+extern const struct wafer_server_ops cuda_server_ops;
+
+/* A resource is a CUdeviceptr widened to 64 bits (plugin.h). */
+static inline CUdeviceptr cuda_ptr(wafer_resource resource)
+{
+	return (CUdeviceptr)resource;
+}
+
+/* Element |i| of an array of ABI structs: step by the struct_size the core
+ * wrote into it, not by our sizeof (a newer core's structs are longer). */
+static inline const void *cuda_abi_array_at(const void *array, size_t i)
+{
+	size_t stride = *(const size_t *)array;
+
+	return (const char *)array + i * stride;
+}
+
+#endif

@@ -1,0 +1,918 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * kernels.c: the cuda plugin's kernel table and launches.
+ *
+ * The descriptors below list every (op, variant, dtype) the plugin knows,
+ * with the CUDA function serving it (the .cu files under kernels/,
+ * embedded as fatbins by fatbins.S). When a device opens, its context loads each module once
+ * (cuModuleLoadData: the driver picks the SASS for the GPU, or compiles
+ * the PTX for a GPU newer than the SASS) and resolves the functions of
+ * the descriptors the GPU can run; those become the device's table.
+ *
+ * A launch checks what plugin.h promises the core checks too (binding
+ * count, parameter block size, that each binding holds what the
+ * parameters name), so no kernel ever runs past a binding, then shapes
+ * the grid by the descriptor's launch kind. */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/cuda/cublas.h"
+#include "plugins/cuda/cuda_plugin.h"
+#include "plugins/cuda/kernels/args.h"
+
+/* Blocks of 256 threads resident per multiprocessor at full occupancy
+ * (2048 threads): a grid-stride kernel needs no more than one such wave. */
+#define ELEMENTWISE_BLOCKS_PER_SM 8
+
+/* The largest grid y and z extents. */
+#define GRID_YZ_MAX 65535u
+
+/*===----------------------------------------------------------------------===
+ * The descriptors
+ *===----------------------------------------------------------------------===*/
+
+#define NOOP_DESC                                                              \
+	{                                                                      \
+		.op = WAFER_KERNEL_NOOP, .variant = "default",                 \
+		.dtype = WAFER_DTYPE_F32, .binding_count = 0,                  \
+		.params_size = 0, .symbol = "wafer_noop",                      \
+		.module = CUDA_MODULE_ELEMENTWISE, .kind = CUDA_LAUNCH_NOOP,   \
+		.min_arch = 80, .threads = 1,                                  \
+	}
+
+/* An entry of |kind| in |module| served by |symbol|. */
+#define DESC(op_, dtype_, bindings_, params_, module_, kind_, symbol_,         \
+	     wide_, size_)                                                     \
+	{                                                                      \
+		.op = op_, .variant = "default", .dtype = dtype_,              \
+		.binding_count = bindings_, .params_size = sizeof(params_),    \
+		.symbol = symbol_, .symbol_wide = wide_, .module = module_,    \
+		.kind = kind_, .min_arch = 80, .threads = 256,                 \
+		.element_size = size_,                                         \
+	}
+
+/* wafer_<op>_<dtype> in f32, f16 and bf16. */
+#define EW3(op_, bindings_, params_)                                           \
+	DESC(op_, WAFER_DTYPE_F32, bindings_, params_,                         \
+	     CUDA_MODULE_ELEMENTWISE, CUDA_LAUNCH_ELEMENTWISE,                 \
+	     "wafer_" op_ "_f32", NULL, 4),                                    \
+	DESC(op_, WAFER_DTYPE_F16, bindings_, params_,                         \
+	     CUDA_MODULE_ELEMENTWISE, CUDA_LAUNCH_ELEMENTWISE,                 \
+	     "wafer_" op_ "_f16", NULL, 2),                                    \
+	DESC(op_, WAFER_DTYPE_BF16, bindings_, params_,                        \
+	     CUDA_MODULE_ELEMENTWISE, CUDA_LAUNCH_ELEMENTWISE,                 \
+	     "wafer_" op_ "_bf16", NULL, 2)
+
+#define UNARY(op_) EW3(op_, 2, struct wafer_elementwise_params)
+#define BINARY(op_) EW3(op_, 3, struct wafer_elementwise_params)
+#define SCALAR(op_) EW3(op_, 2, struct wafer_scalar_params)
+
+/* wafer_<op>_strided_<dtype>, and its _i64 twin. */
+#define STRIDED1(op_, dtype_, suffix_, size_)                                  \
+	DESC(op_ "_strided", dtype_, 3, struct wafer_binary_strided_params,    \
+	     CUDA_MODULE_STRIDED, CUDA_LAUNCH_STRIDED,                         \
+	     "wafer_" op_ "_strided_" suffix_,                                 \
+	     "wafer_" op_ "_strided_" suffix_ "_i64", size_)
+#define STRIDED(op_)                                                           \
+	STRIDED1(op_, WAFER_DTYPE_F32, "f32", 4),                              \
+	STRIDED1(op_, WAFER_DTYPE_F16, "f16", 2),                              \
+	STRIDED1(op_, WAFER_DTYPE_BF16, "bf16", 2)
+
+/* Moves by element size: b32 for f32 and i32, b16 for f16 and bf16. */
+#define COPY(dtype_, bits_, size_)                                             \
+	DESC(WAFER_KERNEL_COPY, dtype_, 2, struct wafer_elementwise_params,    \
+	     CUDA_MODULE_ELEMENTWISE, CUDA_LAUNCH_ELEMENTWISE,                 \
+	     "wafer_copy_" bits_, NULL, size_)
+#define GATHER(dtype_, bits_, size_)                                           \
+	DESC(WAFER_KERNEL_COPY_STRIDED, dtype_, 2,                             \
+	     struct wafer_strided_copy_params, CUDA_MODULE_STRIDED,            \
+	     CUDA_LAUNCH_GATHER, "wafer_copy_strided_" bits_,                  \
+	     "wafer_copy_strided_" bits_ "_i64", size_)
+
+/* From |dtype_| to each of f32, f16, bf16, i32: wafer_cast_<from>_<to>. */
+#define CAST(dtype_, from_, size_)                                             \
+	DESC(WAFER_KERNEL_CAST, dtype_, 2, struct wafer_cast_params,           \
+	     CUDA_MODULE_STRIDED, CUDA_LAUNCH_CAST, "wafer_cast_" from_, NULL, \
+	     size_)
+
+#define ROWS3(op_, kind_)                                                      \
+	DESC(op_, WAFER_DTYPE_F32, 2, struct wafer_rows_params,                \
+	     CUDA_MODULE_REDUCE, kind_, "wafer_" op_ "_f32", NULL, 4),          \
+	DESC(op_, WAFER_DTYPE_F16, 2, struct wafer_rows_params,                \
+	     CUDA_MODULE_REDUCE, kind_, "wafer_" op_ "_f16", NULL, 2),          \
+	DESC(op_, WAFER_DTYPE_BF16, 2, struct wafer_rows_params,               \
+	     CUDA_MODULE_REDUCE, kind_, "wafer_" op_ "_bf16", NULL, 2)
+
+/* A matmul kernel: symbol wafer_matmul_<suffix>_<variant>, computing
+ * tm x tn of C per block (the numbers in kernels/matmul.cu). */
+#define MM(variant_, dtype_, suffix_, size_, tm_, tn_)                         \
+	{                                                                      \
+		.op = WAFER_KERNEL_MATMUL, .variant = variant_,                \
+		.dtype = dtype_, .binding_count = 3,                           \
+		.params_size = sizeof(struct wafer_matmul_params),             \
+		.symbol = "wafer_matmul_" suffix_ "_" variant_,                \
+		.module = CUDA_MODULE_MATMUL, .kind = CUDA_LAUNCH_MATMUL,      \
+		.min_arch = 80, .threads = 256, .tile_m = tm_, .tile_n = tn_,  \
+		.element_size = size_,                                         \
+	}
+
+/* Register-blocked, one kernel per layout; tile64 serves what they
+ * cannot. */
+#define MM_REG(variant_, dtype_, suffix_, size_, tm_, tn_)                     \
+	{                                                                      \
+		.op = WAFER_KERNEL_MATMUL, .variant = variant_,                \
+		.dtype = dtype_, .binding_count = 3,                           \
+		.params_size = sizeof(struct wafer_matmul_params),             \
+		.symbol = "wafer_matmul_" suffix_ "_" variant_,                \
+		.layouts = 1, .fallback = "tile64",                            \
+		.module = CUDA_MODULE_MATMUL, .kind = CUDA_LAUNCH_MATMUL,      \
+		.min_arch = 80, .threads = 256, .tile_m = tm_, .tile_n = tn_,  \
+		.element_size = size_,                                         \
+	}
+
+#define MM_CUBLAS(dtype_, size_)                                               \
+	{                                                                      \
+		.op = WAFER_KERNEL_MATMUL, .variant = "cublas",                \
+		.dtype = dtype_, .binding_count = 3,                           \
+		.params_size = sizeof(struct wafer_matmul_params),             \
+		.kind = CUDA_LAUNCH_CUBLAS, .min_arch = 80,                    \
+		.element_size = size_,                                         \
+	}
+
+/* Table order matters: the first entry of an (op, dtype) is its default
+ * variant. */
+const struct cuda_kernel_desc cuda_kernel_descs[] = {
+	NOOP_DESC,
+	EW3(WAFER_KERNEL_FILL, 1, struct wafer_fill_params),
+	COPY(WAFER_DTYPE_F32, "b32", 4),
+	COPY(WAFER_DTYPE_F16, "b16", 2),
+	COPY(WAFER_DTYPE_BF16, "b16", 2),
+	COPY(WAFER_DTYPE_I32, "b32", 4),
+
+	UNARY(WAFER_KERNEL_NEG),
+	UNARY(WAFER_KERNEL_ABS),
+	UNARY(WAFER_KERNEL_EXP),
+	UNARY(WAFER_KERNEL_LOG),
+	UNARY(WAFER_KERNEL_SQRT),
+	UNARY(WAFER_KERNEL_RELU),
+	UNARY(WAFER_KERNEL_GELU),
+	UNARY(WAFER_KERNEL_SIGMOID),
+	UNARY(WAFER_KERNEL_TANH),
+
+	BINARY(WAFER_KERNEL_ADD),
+	BINARY(WAFER_KERNEL_SUB),
+	BINARY(WAFER_KERNEL_MUL),
+	BINARY(WAFER_KERNEL_DIV),
+	BINARY(WAFER_KERNEL_MAX),
+	BINARY(WAFER_KERNEL_MIN),
+
+	SCALAR(WAFER_KERNEL_ADD_SCALAR),
+	SCALAR(WAFER_KERNEL_SUB_SCALAR),
+	SCALAR(WAFER_KERNEL_MUL_SCALAR),
+	SCALAR(WAFER_KERNEL_DIV_SCALAR),
+	SCALAR(WAFER_KERNEL_MAX_SCALAR),
+	SCALAR(WAFER_KERNEL_MIN_SCALAR),
+
+	STRIDED(WAFER_KERNEL_ADD),
+	STRIDED(WAFER_KERNEL_SUB),
+	STRIDED(WAFER_KERNEL_MUL),
+	STRIDED(WAFER_KERNEL_DIV),
+	STRIDED(WAFER_KERNEL_MAX),
+	STRIDED(WAFER_KERNEL_MIN),
+
+	GATHER(WAFER_DTYPE_F32, "b32", 4),
+	GATHER(WAFER_DTYPE_F16, "b16", 2),
+	GATHER(WAFER_DTYPE_BF16, "b16", 2),
+	GATHER(WAFER_DTYPE_I32, "b32", 4),
+
+	CAST(WAFER_DTYPE_F32, "f32", 4),
+	CAST(WAFER_DTYPE_F16, "f16", 2),
+	CAST(WAFER_DTYPE_BF16, "bf16", 2),
+	CAST(WAFER_DTYPE_I32, "i32", 4),
+
+	ROWS3(WAFER_KERNEL_REDUCE_SUM, CUDA_LAUNCH_ROWS),
+	ROWS3(WAFER_KERNEL_REDUCE_MAX, CUDA_LAUNCH_ROWS),
+	ROWS3(WAFER_KERNEL_REDUCE_MEAN, CUDA_LAUNCH_ROWS),
+	ROWS3(WAFER_KERNEL_SOFTMAX, CUDA_LAUNCH_ROWS_FULL),
+
+	MM("tile64", WAFER_DTYPE_F32, "f32", 4, 64, 64),
+	MM("tile128", WAFER_DTYPE_F32, "f32", 4, 128, 128),
+	MM_REG("reg128", WAFER_DTYPE_F32, "f32", 4, 128, 128),
+	MM_REG("reg128k16", WAFER_DTYPE_F32, "f32", 4, 128, 128),
+	MM_REG("reg128x64", WAFER_DTYPE_F32, "f32", 4, 128, 64),
+	MM("tf32", WAFER_DTYPE_F32, "f32", 4, 128, 128),
+	MM_CUBLAS(WAFER_DTYPE_F32, 4),
+	MM("tile64", WAFER_DTYPE_F16, "f16", 2, 64, 64),
+	MM("tile128", WAFER_DTYPE_F16, "f16", 2, 128, 128),
+	MM_REG("reg128", WAFER_DTYPE_F16, "f16", 2, 128, 128),
+	MM_REG("reg128x64", WAFER_DTYPE_F16, "f16", 2, 128, 64),
+	MM("wmma", WAFER_DTYPE_F16, "f16", 2, 128, 128),
+	MM_CUBLAS(WAFER_DTYPE_F16, 2),
+	MM("tile64", WAFER_DTYPE_BF16, "bf16", 2, 64, 64),
+	MM("tile128", WAFER_DTYPE_BF16, "bf16", 2, 128, 128),
+	MM_REG("reg128", WAFER_DTYPE_BF16, "bf16", 2, 128, 128),
+	MM_REG("reg128x64", WAFER_DTYPE_BF16, "bf16", 2, 128, 64),
+	MM("wmma", WAFER_DTYPE_BF16, "bf16", 2, 128, 128),
+	MM_CUBLAS(WAFER_DTYPE_BF16, 2),
+};
+
+const size_t cuda_kernel_desc_count =
+	sizeof cuda_kernel_descs / sizeof cuda_kernel_descs[0];
+
+static const unsigned char *const module_images[CUDA_MODULE_COUNT] = {
+	[CUDA_MODULE_ELEMENTWISE] = cuda_fatbin_elementwise,
+	[CUDA_MODULE_STRIDED] = cuda_fatbin_strided,
+	[CUDA_MODULE_REDUCE] = cuda_fatbin_reduce,
+	[CUDA_MODULE_MATMUL] = cuda_fatbin_matmul,
+};
+
+static const char *const module_names[CUDA_MODULE_COUNT] = {
+	[CUDA_MODULE_ELEMENTWISE] = "elementwise",
+	[CUDA_MODULE_STRIDED] = "strided",
+	[CUDA_MODULE_REDUCE] = "reduce",
+	[CUDA_MODULE_MATMUL] = "matmul",
+};
+
+/* The dtypes a cast converts into, in the order of device->family[i]. */
+static const wafer_dtype cast_targets[4] = {
+	WAFER_DTYPE_F32, WAFER_DTYPE_F16, WAFER_DTYPE_BF16, WAFER_DTYPE_I32,
+};
+static const char *const cast_names[4] = {"f32", "f16", "bf16", "i32"};
+
+const struct cuda_kernel_desc *
+cuda_kernel_desc_of(const struct wafer_kernel *kernel)
+{
+	uintptr_t p, first = (uintptr_t)&cuda_kernel_descs[0];
+	uintptr_t end = (uintptr_t)&cuda_kernel_descs[cuda_kernel_desc_count];
+
+	if (!WAFER_STRUCT_HAS(kernel, struct wafer_kernel, impl))
+		return NULL;
+	p = (uintptr_t)kernel->impl;
+	if (p < first || p >= end ||
+	    (p - first) % sizeof(struct cuda_kernel_desc) != 0)
+		return NULL;
+	return kernel->impl;
+}
+
+/*===----------------------------------------------------------------------===
+ * Opening a device
+ *===----------------------------------------------------------------------===*/
+
+/* Whether |device| offers |d|: its GPU is new enough, and for cuBLAS the
+ * library loaded and has the dtype. */
+static int offered(const struct cuda_device *device,
+		   const struct cuda_kernel_desc *d)
+{
+	if (d->min_arch > device->arch)
+		return 0;
+	if (d->kind == CUDA_LAUNCH_CUBLAS)
+		return device->cublas &&
+		       cuda_cublas_has_dtype(device->cublas, d->dtype);
+	return 1;
+}
+
+static wafer_status get_function(struct cuda_device *device,
+				 enum cuda_module module, const char *name,
+				 CUfunction *out)
+{
+	CUresult result = device->drv->cuModuleGetFunction(
+		out, device->modules[module], name);
+
+	if (result == CUDA_SUCCESS)
+		return WAFER_OK;
+	*out = NULL;
+	return cuda_fail(device->state, result, "cuModuleGetFunction(%s, %s)",
+			 module_names[module], name);
+}
+
+/* The functions behind descriptor |i|. */
+static wafer_status resolve_desc(struct cuda_device *device, size_t i)
+{
+	const struct cuda_kernel_desc *d = &cuda_kernel_descs[i];
+	wafer_status status = WAFER_OK;
+	char name[128];
+
+	if (!d->symbol)
+		return WAFER_OK;
+	if (d->kind == CUDA_LAUNCH_CAST) {
+		for (int t = 0; t < 4 && status == WAFER_OK; t++) {
+			snprintf(name, sizeof name, "%s_%s", d->symbol,
+				 cast_names[t]);
+			status = get_function(device, d->module, name,
+					      &device->family[i][t]);
+		}
+		/* The table entry needs a non-NULL function too. */
+		device->functions[i] = device->family[i][0];
+		return status;
+	}
+	if (d->layouts) {
+		static const char *const layouts[4] = {"nn", "nt", "tn", "tt"};
+		for (int t = 0; t < 4 && status == WAFER_OK; t++) {
+			snprintf(name, sizeof name, "%s_%s", d->symbol,
+				 layouts[t]);
+			status = get_function(device, d->module, name,
+					      &device->family[i][t]);
+		}
+		device->functions[i] = device->family[i][0];
+		return status;
+	}
+	status = get_function(device, d->module, d->symbol,
+			      &device->functions[i]);
+	if (status == WAFER_OK && d->symbol_wide)
+		status = get_function(device, d->module, d->symbol_wide,
+				      &device->wide[i]);
+	return status;
+}
+
+int cuda_kernels_open(struct cuda_device *device)
+{
+	const struct cuda_driver *drv = device->drv;
+	const struct cuda_state *st = device->state;
+	size_t n = cuda_kernel_desc_count;
+	wafer_status status;
+	CUresult result;
+
+	for (int m = 0; m < CUDA_MODULE_COUNT; m++) {
+		result = drv->cuModuleLoadData(&device->modules[m],
+					       module_images[m]);
+		if (result != CUDA_SUCCESS) {
+			device->modules[m] = NULL;
+			cuda_kernels_close(device);
+			return cuda_fail(st, result,
+					 "cuModuleLoadData(%s) on GPU %d "
+					 "(compute %d.%d)",
+					 module_names[m], device->ordinal,
+					 device->arch / 10, device->arch % 10);
+		}
+	}
+	device->functions = calloc(n, sizeof *device->functions);
+	device->wide = calloc(n, sizeof *device->wide);
+	device->family = calloc(n, sizeof *device->family);
+	device->table = calloc(n, sizeof *device->table);
+	if (!device->functions || !device->wide || !device->family ||
+	    !device->table) {
+		cuda_kernels_close(device);
+		st->host->set_error("cuda: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	device->table_count = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct cuda_kernel_desc *d = &cuda_kernel_descs[i];
+
+		if (!offered(device, d))
+			continue;
+		status = resolve_desc(device, i);
+		if (status != WAFER_OK) {
+			cuda_kernels_close(device);
+			return status;
+		}
+		device->table[device->table_count++] = (struct wafer_kernel){
+			.struct_size = sizeof(struct wafer_kernel),
+			.op = d->op,
+			.variant = d->variant,
+			.dtype = d->dtype,
+			.binding_count = d->binding_count,
+			.params_size = d->params_size,
+			.impl = d,
+		};
+	}
+	return WAFER_OK;
+}
+
+void cuda_kernels_close(struct cuda_device *device)
+{
+	for (int m = 0; m < CUDA_MODULE_COUNT; m++) {
+		if (device->modules[m])
+			device->drv->cuModuleUnload(device->modules[m]);
+		device->modules[m] = NULL;
+	}
+	free(device->functions);
+	free(device->wide);
+	free(device->family);
+	free(device->table);
+	device->functions = NULL;
+	device->wide = NULL;
+	device->family = NULL;
+	device->table = NULL;
+	device->table_count = 0;
+}
+
+/*===----------------------------------------------------------------------===
+ * Launches
+ *===----------------------------------------------------------------------===*/
+
+/* The most bindings any descriptor takes, and the largest parameter
+ * block. */
+#define MAX_BINDINGS 4
+#define MAX_PARAMS 1024
+
+/* A launch resolved against its descriptor. */
+struct resolved {
+	uint32_t binding_count;
+	CUdeviceptr ptr[MAX_BINDINGS];
+	size_t size[MAX_BINDINGS];
+	/* The parameter block, copied to aligned storage: the core's copy
+	 * may sit at any address. */
+	_Alignas(16) unsigned char params[MAX_PARAMS];
+	size_t params_size;
+};
+
+static wafer_status refuse(const struct cuda_device *dev, wafer_status status,
+			   const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+static wafer_status refuse(const struct cuda_device *dev, wafer_status status,
+			   const char *format, ...)
+{
+	char text[512];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(text, sizeof text, format, ap);
+	va_end(ap);
+	dev->host->set_error("cuda: launch %s", text);
+	return status;
+}
+
+#define invalid(dev, ...) refuse(dev, WAFER_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
+
+/* Binding |i| must hold |need| elements of |size| bytes. */
+static wafer_status check_holds(const struct cuda_device *dev,
+				const struct cuda_kernel_desc *d,
+				const struct resolved *r, uint32_t i,
+				uint64_t need, size_t size)
+{
+	if (need <= r->size[i] / size)
+		return WAFER_OK;
+	return refuse(dev, WAFER_ERROR_OUT_OF_RANGE,
+		      "%s (%s): binding %" PRIu32 " holds %zu bytes, too few "
+		      "for %" PRIu64 " elements of %zu bytes",
+		      d->op, d->variant, i, r->size[i], need, size);
+}
+
+static wafer_status resolve(const struct cuda_device *dev,
+			    const struct cuda_kernel_desc *d,
+			    const struct wafer_launch *launch,
+			    struct resolved *r)
+{
+	if (launch->binding_count != d->binding_count ||
+	    (d->binding_count && !launch->bindings))
+		return invalid(dev, "%s: takes %" PRIu32 " bindings, got %" PRIu32,
+			       d->op, d->binding_count,
+			       launch->bindings ? launch->binding_count : 0);
+	if (launch->params_size != d->params_size ||
+	    (d->params_size && !launch->params) ||
+	    d->params_size > sizeof r->params)
+		return invalid(dev, "%s: takes a %zu-byte parameter block, "
+			       "got %zu bytes",
+			       d->op, d->params_size,
+			       launch->params ? launch->params_size : 0);
+	r->binding_count = d->binding_count;
+	for (uint32_t i = 0; i < d->binding_count; i++) {
+		const struct wafer_binding *b =
+			cuda_abi_array_at(launch->bindings, i);
+		if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) ||
+		    !b->resource)
+			return invalid(dev, "%s: binding %" PRIu32
+				       " is malformed or names no resource",
+				       d->op, i);
+		if (b->offset % CUDA_ALIGNMENT)
+			return invalid(dev, "%s: binding %" PRIu32 " offset %zu "
+				       "is not a multiple of %d",
+				       d->op, i, b->offset, CUDA_ALIGNMENT);
+		r->ptr[i] = cuda_ptr(b->resource) + b->offset;
+		r->size[i] = b->size;
+	}
+	r->params_size = d->params_size;
+	if (d->params_size)
+		memcpy(r->params, launch->params, d->params_size);
+	return WAFER_OK;
+}
+
+static wafer_status issue(struct cuda_device *dev, struct cuda_queue *q,
+			  const struct cuda_kernel_desc *d, CUfunction fn,
+			  unsigned gx, unsigned gy, unsigned gz, void **args)
+{
+	CUresult result;
+
+	result = dev->drv->cuLaunchKernel(fn, gx, gy, gz, d->threads, 1, 1, 0,
+					  q->stream, args, NULL);
+	if (result != CUDA_SUCCESS)
+		return cuda_fail(dev->state, result,
+				 "cuLaunchKernel(%s, grid %ux%ux%u, block %u)",
+				 d->symbol ? d->symbol : d->op, gx, gy, gz,
+				 d->threads);
+	return WAFER_OK;
+}
+
+/* Blocks for a grid-stride kernel over |items| work items of which each
+ * thread takes |per_thread| per step: enough to fill the GPU once. */
+static unsigned grid_for(const struct cuda_device *dev,
+			 const struct cuda_kernel_desc *d, uint64_t items,
+			 uint64_t per_thread)
+{
+	uint64_t units = (items + per_thread - 1) / per_thread;
+	uint64_t blocks = (units + d->threads - 1) / d->threads;
+	uint64_t cap = (uint64_t)dev->sm_count * ELEMENTWISE_BLOCKS_PER_SM;
+
+	if (blocks > cap)
+		blocks = cap;
+	return blocks ? (unsigned)blocks : 1;
+}
+
+/* The pointers and then the parameter block, as every kernel takes them. */
+static void kernel_args(struct resolved *r, void **args)
+{
+	for (uint32_t i = 0; i < r->binding_count; i++)
+		args[i] = &r->ptr[i];
+	args[r->binding_count] = r->params;
+}
+
+static wafer_status launch_elementwise(struct cuda_device *dev,
+				       struct cuda_queue *q,
+				       const struct cuda_kernel_desc *d,
+				       struct resolved *r, CUfunction fn)
+{
+	void *args[MAX_BINDINGS + 1];
+	wafer_status status;
+	uint64_t count;
+
+	/* Every elementwise parameter block starts with the count. */
+	memcpy(&count, r->params, sizeof count);
+	for (uint32_t i = 0; i < r->binding_count; i++) {
+		status = check_holds(dev, d, r, i, count, d->element_size);
+		if (status != WAFER_OK)
+			return status;
+	}
+	if (count == 0)
+		return WAFER_OK;
+	kernel_args(r, args);
+	return issue(dev, q, d, fn,
+		     grid_for(dev, d, count, 16 / d->element_size), 1, 1, args);
+}
+
+/* Checks a rank and shape; the element count in |*out_count|. */
+static wafer_status check_shape(const struct cuda_device *dev,
+				const struct cuda_kernel_desc *d, uint32_t rank,
+				const uint64_t *shape, uint64_t *out_count)
+{
+	uint64_t count = 1;
+
+	if (rank < 1 || rank > WAFER_KERNEL_MAX_RANK)
+		return invalid(dev, "%s: rank %" PRIu32 " is not 1..%d", d->op,
+			       rank, WAFER_KERNEL_MAX_RANK);
+	for (uint32_t k = 0; k < rank; k++)
+		if (!shape[k] || __builtin_mul_overflow(count, shape[k], &count))
+			return invalid(dev, "%s: shape[%" PRIu32 "] = %" PRIu64
+				       " is 0 or overflows the count",
+				       d->op, k, shape[k]);
+	*out_count = count;
+	return WAFER_OK;
+}
+
+/* One past the last element a strided view reaches, 0 on overflow. */
+static uint64_t reach(uint32_t rank, const uint64_t *shape,
+		      const uint64_t *strides, uint64_t offset)
+{
+	uint64_t last = offset, term;
+
+	for (uint32_t k = 0; k < rank; k++)
+		if (__builtin_mul_overflow(shape[k] - 1, strides[k], &term) ||
+		    __builtin_add_overflow(last, term, &last))
+			return 0;
+	return last == UINT64_MAX ? 0 : last + 1;
+}
+
+/* 32-bit indices serve a launch whose every index, and the grid-stride
+ * step past the last one, stays below 2^31. */
+#define NARROW_LIMIT (UINT64_C(1) << 31)
+
+static wafer_status launch_strided(struct cuda_device *dev,
+				   struct cuda_queue *q,
+				   const struct cuda_kernel_desc *d,
+				   struct resolved *r, size_t index)
+{
+	struct wafer_binary_strided_params p;
+	void *args[MAX_BINDINGS + 1];
+	uint64_t count, ra, rb;
+	wafer_status status;
+
+	memcpy(&p, r->params, sizeof p);
+	status = check_shape(dev, d, p.rank, p.shape, &count);
+	if (status != WAFER_OK)
+		return status;
+	ra = reach(p.rank, p.shape, p.a_strides, p.a_offset);
+	rb = reach(p.rank, p.shape, p.b_strides, p.b_offset);
+	if (!ra || !rb)
+		return refuse(dev, WAFER_ERROR_OUT_OF_RANGE,
+			      "%s: a view's strides overflow", d->op);
+	if ((status = check_holds(dev, d, r, 0, count, d->element_size)) ||
+	    (status = check_holds(dev, d, r, 1, ra, d->element_size)) ||
+	    (status = check_holds(dev, d, r, 2, rb, d->element_size)))
+		return status;
+	kernel_args(r, args);
+	int narrow = count < NARROW_LIMIT && ra < NARROW_LIMIT &&
+		     rb < NARROW_LIMIT;
+	return issue(dev, q, d,
+		     narrow ? dev->functions[index] : dev->wide[index],
+		     grid_for(dev, d, count, 1), 1, 1, args);
+}
+
+static wafer_status launch_gather(struct cuda_device *dev,
+				  struct cuda_queue *q,
+				  const struct cuda_kernel_desc *d,
+				  struct resolved *r, size_t index)
+{
+	struct wafer_strided_copy_params p;
+	void *args[MAX_BINDINGS + 1];
+	uint64_t count, rin;
+	wafer_status status;
+
+	memcpy(&p, r->params, sizeof p);
+	status = check_shape(dev, d, p.rank, p.shape, &count);
+	if (status != WAFER_OK)
+		return status;
+	rin = reach(p.rank, p.shape, p.strides, p.offset);
+	if (!rin)
+		return refuse(dev, WAFER_ERROR_OUT_OF_RANGE,
+			      "%s: the view's strides overflow", d->op);
+	if ((status = check_holds(dev, d, r, 0, count, d->element_size)) ||
+	    (status = check_holds(dev, d, r, 1, rin, d->element_size)))
+		return status;
+	kernel_args(r, args);
+	int narrow = count < NARROW_LIMIT && rin < NARROW_LIMIT;
+	return issue(dev, q, d,
+		     narrow ? dev->functions[index] : dev->wide[index],
+		     grid_for(dev, d, count, 1), 1, 1, args);
+}
+
+static size_t dtype_size(wafer_dtype dtype)
+{
+	switch (dtype) {
+	case WAFER_DTYPE_F16:
+	case WAFER_DTYPE_BF16:
+		return 2;
+	case WAFER_DTYPE_F32:
+	case WAFER_DTYPE_I32:
+		return 4;
+	default:
+		return 0;
+	}
+}
+
+static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
+				const struct cuda_kernel_desc *d,
+				struct resolved *r, size_t index)
+{
+	struct wafer_cast_params p;
+	void *args[MAX_BINDINGS + 1];
+	wafer_status status;
+	int target = -1;
+
+	memcpy(&p, r->params, sizeof p);
+	for (int t = 0; t < 4; t++)
+		if ((wafer_dtype)p.dtype_out == cast_targets[t])
+			target = t;
+	if ((wafer_dtype)p.dtype_in != d->dtype || target < 0)
+		return invalid(dev, "cast: from dtype %" PRIu32 " to %" PRIu32
+			       " on the entry for dtype %d (targets: f32, "
+			       "f16, bf16, i32)",
+			       p.dtype_in, p.dtype_out, (int)d->dtype);
+	if ((status = check_holds(dev, d, r, 0, p.count,
+				  dtype_size(cast_targets[target]))) ||
+	    (status = check_holds(dev, d, r, 1, p.count, d->element_size)))
+		return status;
+	if (p.count == 0)
+		return WAFER_OK;
+	kernel_args(r, args);
+	return issue(dev, q, d, dev->family[index][target],
+		     grid_for(dev, d, p.count, 1), 1, 1, args);
+}
+
+static wafer_status launch_rows(struct cuda_device *dev, struct cuda_queue *q,
+				const struct cuda_kernel_desc *d,
+				struct resolved *r, CUfunction fn)
+{
+	struct wafer_rows_params p;
+	void *args[MAX_BINDINGS + 1];
+	wafer_status status;
+	uint64_t all, blocks;
+
+	memcpy(&p, r->params, sizeof p);
+	if (!p.rows || !p.cols || __builtin_mul_overflow(p.rows, p.cols, &all))
+		return invalid(dev, "%s: %" PRIu64 " rows of %" PRIu64
+			       " columns", d->op, p.rows, p.cols);
+	if ((status = check_holds(dev, d, r, 0,
+				  d->kind == CUDA_LAUNCH_ROWS_FULL ? all
+								   : p.rows,
+				  d->element_size)) ||
+	    (status = check_holds(dev, d, r, 1, all, d->element_size)))
+		return status;
+	kernel_args(r, args);
+	/* A block per row, up to a few waves; the kernel loops past that. */
+	blocks = (uint64_t)dev->sm_count * 32;
+	if (blocks > p.rows)
+		blocks = p.rows;
+	return issue(dev, q, d, fn, (unsigned)blocks, 1, 1, args);
+}
+
+/* Elements a batch of |batch| matrices of |per| elements at |stride|
+ * apart spans, or 0 on overflow. */
+static uint64_t batch_span(uint64_t batch, uint64_t stride, uint64_t per)
+{
+	uint64_t span;
+
+	if (batch == 1 || stride == 0)
+		return per;
+	if (__builtin_mul_overflow(batch - 1, stride, &span) ||
+	    __builtin_add_overflow(span, per, &span))
+		return 0;
+	return span;
+}
+
+/* Checks a matmul parameter block and that every binding holds what it
+ * names. */
+static wafer_status check_matmul(const struct cuda_device *dev,
+				 const struct cuda_kernel_desc *d,
+				 const struct wafer_matmul_params *p,
+				 const struct resolved *r)
+{
+	uint64_t mk, kn, mn, need[3];
+	wafer_status status;
+
+	if (!p->m || !p->n || !p->k || !p->batch || p->transpose_a > 1 ||
+	    p->transpose_b > 1)
+		return invalid(dev, "matmul: m %" PRIu64 ", n %" PRIu64
+			       ", k %" PRIu64 ", batch %" PRIu64
+			       " must be >= 1 and transposes 0 or 1",
+			       p->m, p->n, p->k, p->batch);
+	if (__builtin_mul_overflow(p->m, p->k, &mk) ||
+	    __builtin_mul_overflow(p->k, p->n, &kn) ||
+	    __builtin_mul_overflow(p->m, p->n, &mn))
+		return invalid(dev, "matmul: %" PRIu64 "x%" PRIu64 "x%" PRIu64
+			       " overflows", p->m, p->n, p->k);
+	if (p->batch > 1 && p->batch_stride_c < mn)
+		return invalid(dev, "matmul: batch_stride_c %" PRIu64
+			       " is less than m x n = %" PRIu64,
+			       p->batch_stride_c, mn);
+	need[0] = batch_span(p->batch, p->batch_stride_c, mn);
+	need[1] = batch_span(p->batch, p->batch_stride_a, mk);
+	need[2] = batch_span(p->batch, p->batch_stride_b, kn);
+	for (uint32_t i = 0; i < 3; i++) {
+		if (!need[i])
+			return refuse(dev, WAFER_ERROR_OUT_OF_RANGE,
+				      "matmul: batch strides overflow");
+		status = check_holds(dev, d, r, i, need[i], d->element_size);
+		if (status != WAFER_OK)
+			return status;
+	}
+	return WAFER_OK;
+}
+
+/* The descriptor of |d|'s fallback variant (same op and dtype). */
+static const struct cuda_kernel_desc *
+fallback_of(const struct cuda_kernel_desc *d)
+{
+	for (size_t i = 0; i < cuda_kernel_desc_count; i++) {
+		const struct cuda_kernel_desc *f = &cuda_kernel_descs[i];
+		if (f->dtype == d->dtype && strcmp(f->op, d->op) == 0 &&
+		    strcmp(f->variant, d->fallback) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+/* Whether the layout-specific kernels can take |p|: 4-element vectors
+ * along every stored row, batch entries that keep that alignment, and k
+ * below 2^31 (their k indices are ints). */
+static int layouts_fit(const struct wafer_matmul_params *p)
+{
+	uint64_t lda = p->transpose_a ? p->m : p->k;
+	uint64_t ldb = p->transpose_b ? p->k : p->n;
+
+	return lda % 4 == 0 && ldb % 4 == 0 && p->k < (UINT64_C(1) << 31) &&
+	       (p->batch == 1 ||
+		(p->batch_stride_a % 4 == 0 && p->batch_stride_b % 4 == 0 &&
+		 p->batch_stride_c % 4 == 0));
+}
+
+static wafer_status launch_matmul(struct cuda_device *dev,
+				  struct cuda_queue *q,
+				  const struct cuda_kernel_desc *d,
+				  struct resolved *r, CUfunction fn)
+{
+	struct wafer_matmul_params p;
+	struct cuda_matmul_args a;
+	wafer_status status;
+	uint64_t gx, rows_max, e = d->element_size;
+
+	memcpy(&p, r->params, sizeof p);
+	status = check_matmul(dev, d, &p, r);
+	if (status != WAFER_OK)
+		return status;
+	if (d->kind == CUDA_LAUNCH_CUBLAS)
+		return cuda_cublas_matmul(dev, q, d->dtype, &p, r->ptr[0],
+					  r->ptr[1], r->ptr[2]);
+	if (d->layouts) {
+		if (layouts_fit(&p)) {
+			fn = dev->family[d - cuda_kernel_descs]
+					[p.transpose_a * 2 + p.transpose_b];
+		} else {
+			const struct cuda_kernel_desc *f = fallback_of(d);
+			if (!f || !dev->functions[f - cuda_kernel_descs])
+				return invalid(dev, "matmul (%s): no fallback "
+					       "for this layout", d->variant);
+			d = f;
+			fn = dev->functions[f - cuda_kernel_descs];
+		}
+	}
+
+	a = (struct cuda_matmul_args){
+		.n = p.n,
+		.k = p.k,
+		.lda = p.transpose_a ? p.m : p.k,
+		.ldb = p.transpose_b ? p.k : p.n,
+		.ldc = p.n,
+		.stride_a = p.batch_stride_a,
+		.stride_b = p.batch_stride_b,
+		.stride_c = p.batch_stride_c,
+		.trans_a = p.transpose_a,
+		.trans_b = p.transpose_b,
+	};
+	gx = (p.n + d->tile_n - 1) / d->tile_n;
+	if (gx > INT_MAX)
+		return invalid(dev, "matmul: n = %" PRIu64 " is too large",
+			       p.n);
+	/* Grid y (row tiles) and z (batch) stop at 65535: larger problems
+	 * go in several launches over parts of C. */
+	rows_max = (uint64_t)GRID_YZ_MAX * d->tile_m;
+	for (uint64_t z0 = 0; z0 < p.batch; z0 += GRID_YZ_MAX) {
+		uint64_t gz = p.batch - z0 < GRID_YZ_MAX ? p.batch - z0
+							 : GRID_YZ_MAX;
+		for (uint64_t r0 = 0; r0 < p.m; r0 += rows_max) {
+			uint64_t rows = p.m - r0 < rows_max ? p.m - r0
+							    : rows_max;
+			uint64_t off_a = z0 * p.batch_stride_a +
+					 (p.transpose_a ? r0 : r0 * a.lda);
+			uint64_t off_b = z0 * p.batch_stride_b;
+			uint64_t off_c = z0 * p.batch_stride_c + r0 * a.ldc;
+			CUdeviceptr pc = r->ptr[0] + off_c * e;
+			CUdeviceptr pa = r->ptr[1] + off_a * e;
+			CUdeviceptr pb = r->ptr[2] + off_b * e;
+			void *args[4] = {&pc, &pa, &pb, &a};
+
+			a.m = rows;
+			status = issue(dev, q, d, fn, (unsigned)gx,
+				       (unsigned)((rows + d->tile_m - 1) /
+						  d->tile_m),
+				       (unsigned)gz, args);
+			if (status != WAFER_OK)
+				return status;
+		}
+	}
+	return WAFER_OK;
+}
+
+wafer_status cuda_kernels_launch(struct cuda_device *device,
+				 struct cuda_queue *q,
+				 const struct cuda_kernel_desc *desc,
+				 const struct wafer_launch *launch)
+{
+	size_t index = (size_t)(desc - cuda_kernel_descs);
+	CUfunction fn = device->functions[index];
+	struct resolved r;
+	wafer_status status;
+
+	if (!offered(device, desc) || (desc->symbol && !fn))
+		return invalid(device, "%s (%s): not offered on cuda:%" PRIu32,
+			       desc->op, desc->variant, device->index);
+	status = resolve(device, desc, launch, &r);
+	if (status != WAFER_OK)
+		return status;
+	switch (desc->kind) {
+	case CUDA_LAUNCH_NOOP:
+		return issue(device, q, desc, fn, 1, 1, 1, NULL);
+	case CUDA_LAUNCH_ELEMENTWISE:
+		return launch_elementwise(device, q, desc, &r, fn);
+	case CUDA_LAUNCH_STRIDED:
+		return launch_strided(device, q, desc, &r, index);
+	case CUDA_LAUNCH_GATHER:
+		return launch_gather(device, q, desc, &r, index);
+	case CUDA_LAUNCH_CAST:
+		return launch_cast(device, q, desc, &r, index);
+	case CUDA_LAUNCH_ROWS:
+	case CUDA_LAUNCH_ROWS_FULL:
+		return launch_rows(device, q, desc, &r, fn);
+	case CUDA_LAUNCH_MATMUL:
+	case CUDA_LAUNCH_CUBLAS:
+		return launch_matmul(device, q, desc, &r, fn);
+	}
+	device->host->set_error("cuda: launch %s: unknown launch kind %d",
+				desc->op, (int)desc->kind);
+	return WAFER_ERROR_INTERNAL;
+}

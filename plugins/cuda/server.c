@@ -1,0 +1,214 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * server.c: the cuda plugin's wafer_server_ops — queues, launch, sync and
+ * timers.
+ *
+ * A queue is one CUstream created CU_STREAM_NON_BLOCKING, so it never
+ * waits for, or makes wait, the legacy default stream that other code in
+ * the process may use. Launches and copies are issued on it and return at
+ * once; sync is cuStreamSynchronize, and is where a kernel's failure
+ * (an illegal address, say) surfaces, as WAFER_ERROR_DEVICE with the
+ * driver's name and text for the error. Such errors are sticky in CUDA:
+ * the context is unusable afterwards, and every later call on the device
+ * fails the same way.
+ *
+ * Timers are CUDA events recorded on the stream around the work; their
+ * resolution is about half a microsecond. */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "plugins/cuda/cublas.h"
+#include "plugins/cuda/cuda_plugin.h"
+
+struct cuda_timer {
+	CUevent start;
+};
+
+/*===----------------------------------------------------------------------===
+ * Queues
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status cuda_server_queue_create(void *device, void **out_queue)
+{
+	struct cuda_device *dev = device;
+	struct cuda_queue *q;
+	wafer_status status;
+	CUresult result;
+
+	*out_queue = NULL;
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	q = calloc(1, sizeof *q);
+	if (!q) {
+		dev->host->set_error("cuda: cannot allocate a queue");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	result = dev->drv->cuStreamCreate(&q->stream, CU_STREAM_NON_BLOCKING);
+	if (result != CUDA_SUCCESS) {
+		free(q);
+		return cuda_fail(dev->state, result, "cuStreamCreate");
+	}
+	*out_queue = q;
+	return WAFER_OK;
+}
+
+static void cuda_server_queue_destroy(void *device, void *queue)
+{
+	struct cuda_device *dev = device;
+	struct cuda_queue *q = queue;
+
+	if (!q)
+		return;
+	cuda_enter(dev);
+	/* The core syncs before it destroys a queue; should it not have,
+	 * the staging buffers must not go back while copies use them. A
+	 * download nobody synced for is dropped: its destination may be
+	 * gone. */
+	dev->drv->cuStreamSynchronize(q->stream);
+	cuda_staging_retire_all(dev, q, 0);
+	if (q->blas)
+		cuda_cublas_queue_done(dev, q);
+	dev->drv->cuStreamDestroy(q->stream);
+	free(q);
+}
+
+static wafer_status cuda_server_sync(void *device, void *queue)
+{
+	struct cuda_device *dev = device;
+	struct cuda_queue *q = queue;
+	wafer_status status;
+	CUresult result;
+
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	result = dev->drv->cuStreamSynchronize(q->stream);
+	/* Downloads reach their destinations only if the stream ran to the
+	 * end without failing. */
+	cuda_staging_retire_all(dev, q, result == CUDA_SUCCESS);
+	if (result != CUDA_SUCCESS) {
+		q->error = WAFER_OK;
+		return cuda_fail(dev->state, result, "cuStreamSynchronize");
+	}
+	status = q->error;
+	if (status != WAFER_OK) {
+		dev->host->set_error("%s", q->detail);
+		q->error = WAFER_OK;
+	}
+	return status;
+}
+
+/*===----------------------------------------------------------------------===
+ * Launch
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status cuda_server_launch(void *device, void *queue,
+				       const struct wafer_launch *launch)
+{
+	struct cuda_device *dev = device;
+	const struct cuda_kernel_desc *desc = NULL;
+	wafer_status status;
+
+	if (launch &&
+	    WAFER_STRUCT_HAS(launch, struct wafer_launch, params_size) &&
+	    launch->kernel)
+		desc = cuda_kernel_desc_of(launch->kernel);
+	if (!desc) {
+		dev->host->set_error("cuda: launch: no launch, or a kernel "
+				     "that is not from the cuda plugin's "
+				     "table");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	return cuda_kernels_launch(dev, queue, desc, launch);
+}
+
+/*===----------------------------------------------------------------------===
+ * Timers
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status cuda_server_timer_begin(void *device, void *queue,
+					    void **out_timer)
+{
+	struct cuda_device *dev = device;
+	struct cuda_queue *q = queue;
+	struct cuda_timer *t;
+	wafer_status status;
+	CUresult result;
+
+	*out_timer = NULL;
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	t = calloc(1, sizeof *t);
+	if (!t) {
+		dev->host->set_error("cuda: cannot allocate a timer");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	result = dev->drv->cuEventCreate(&t->start, CU_EVENT_DEFAULT);
+	if (result == CUDA_SUCCESS) {
+		result = dev->drv->cuEventRecord(t->start, q->stream);
+		if (result != CUDA_SUCCESS)
+			dev->drv->cuEventDestroy(t->start);
+	}
+	if (result != CUDA_SUCCESS) {
+		free(t);
+		return cuda_fail(dev->state, result, "timer_begin");
+	}
+	*out_timer = t;
+	return WAFER_OK;
+}
+
+static wafer_status cuda_server_timer_end(void *device, void *queue,
+					  void *timer, uint64_t *out_ns)
+{
+	struct cuda_device *dev = device;
+	struct cuda_queue *q = queue;
+	struct cuda_timer *t = timer;
+	const struct cuda_driver *drv = dev->drv;
+	CUevent end = NULL;
+	float ms = 0.0f;
+	wafer_status status;
+	CUresult result;
+
+	*out_ns = 0;
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		goto out;
+	result = drv->cuEventCreate(&end, CU_EVENT_DEFAULT);
+	if (result == CUDA_SUCCESS)
+		result = drv->cuEventRecord(end, q->stream);
+	if (result == CUDA_SUCCESS)
+		result = drv->cuEventSynchronize(end);
+	if (result == CUDA_SUCCESS)
+		result = drv->cuEventElapsedTime(&ms, t->start, end);
+	if (result != CUDA_SUCCESS)
+		status = cuda_fail(dev->state, result, "timer_end");
+	else
+		*out_ns = ms > 0.0f ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
+	if (end)
+		drv->cuEventDestroy(end);
+out:
+	drv->cuEventDestroy(t->start);
+	free(t);
+	return status;
+}
+
+/*===----------------------------------------------------------------------===
+ * The table
+ *===----------------------------------------------------------------------===*/
+
+const struct wafer_server_ops cuda_server_ops = {
+	.struct_size = sizeof(struct wafer_server_ops),
+	.queue_create = cuda_server_queue_create,
+	.queue_destroy = cuda_server_queue_destroy,
+	.launch = cuda_server_launch,
+	.sync = cuda_server_sync,
+	.timer_begin = cuda_server_timer_begin,
+	.timer_end = cuda_server_timer_end,
+};

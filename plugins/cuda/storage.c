@@ -1,0 +1,652 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * storage.c: the cuda plugin's wafer_storage_ops.
+ *
+ *   alloc/free            cuMemAlloc / cuMemFree. The core synchronises
+ *                         the queue before a free.
+ *   alloc_async/          cuMemAllocAsync / cuMemFreeAsync on the queue's
+ *   free_async            stream, from the device's default pool, whose
+ *                         release threshold is [cuda] release_threshold.
+ *   vm_*                  virtual memory: cuMemAddressReserve for a range;
+ *                         each page (the allocation granularity) mapped is
+ *                         its own physical allocation (cuMemCreate +
+ *                         cuMemMap), so any page-aligned part of what was
+ *                         mapped can be unmapped again — CUDA can only
+ *                         unmap whole mappings. One cuMemSetAccess covers
+ *                         each vm_map call.
+ *   copy_in/copy_out      through pinned staging buffers (staging.c).
+ *   copy                  cuMemcpyDtoDAsync on the queue's stream.
+ *   host_alloc/host_free  cuMemHostAlloc / cuMemFreeHost.
+ *
+ * When the device runs out of memory, alloc and vm_map first ask the
+ * default pool to give back what it caches (cuMemPoolTrimTo) and try once
+ * more: memory the stream-ordered allocator holds is invisible to
+ * cuMemAlloc and cuMemCreate. */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/cuda/cuda_plugin.h"
+
+/* One vm_reserve'd range, with a bit per page saying whether it is
+ * mapped (device->vm_ranges, under vm_lock). */
+struct cuda_vm_range {
+	CUdeviceptr base;
+	size_t size;
+	size_t pages;
+	size_t mapped_pages;
+	uint64_t *mapped;
+	struct cuda_vm_range *next;
+};
+
+/* Gives the default pool's cached memory back to the device. */
+static void trim_pool(struct cuda_device *dev)
+{
+	if (dev->pool)
+		dev->drv->cuMemPoolTrimTo(dev->pool, 0);
+}
+
+/*===----------------------------------------------------------------------===
+ * Allocation
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status cuda_storage_alloc(void *device, size_t size,
+				       wafer_resource *out_resource)
+{
+	struct cuda_device *dev = device;
+	CUdeviceptr ptr = 0;
+	wafer_status status;
+	CUresult result;
+
+	*out_resource = 0;
+	if (size == 0) {
+		dev->host->set_error("cuda: cannot allocate 0 bytes");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	result = dev->drv->cuMemAlloc(&ptr, size);
+	if (result == CUDA_ERROR_OUT_OF_MEMORY && dev->pool) {
+		trim_pool(dev);
+		result = dev->drv->cuMemAlloc(&ptr, size);
+	}
+	if (result != CUDA_SUCCESS)
+		return cuda_fail(dev->state, result, "cuMemAlloc(%zu)", size);
+	*out_resource = (wafer_resource)ptr;
+	return WAFER_OK;
+}
+
+static void cuda_storage_free(void *device, wafer_resource resource)
+{
+	struct cuda_device *dev = device;
+	char text[256];
+	CUresult result;
+
+	if (cuda_enter(dev) != WAFER_OK)
+		return;
+	result = dev->drv->cuMemFree(cuda_ptr(resource));
+	if (result != CUDA_SUCCESS)
+		dev->host->log(dev->host, WAFER_LOG_WARN,
+			       "cuMemFree(0x%" PRIx64 "): %s", resource,
+			       cuda_result_text(dev->drv, result, text,
+						sizeof text));
+}
+
+static wafer_status cuda_storage_alloc_async(void *device, void *queue,
+					     size_t size,
+					     wafer_resource *out_resource)
+{
+	struct cuda_device *dev = device;
+	struct cuda_queue *q = queue;
+	CUdeviceptr ptr = 0;
+	wafer_status status;
+	CUresult result;
+
+	*out_resource = 0;
+	if (size == 0) {
+		dev->host->set_error("cuda: cannot allocate 0 bytes");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (!dev->pool) {
+		dev->host->set_error("cuda: cuda:%" PRIu32 " has no "
+				     "stream-ordered memory pool",
+				     dev->index);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	/* The pool reuses its own cached memory before it asks the device
+	 * for more, so trimming it first would not help. */
+	result = dev->drv->cuMemAllocAsync(&ptr, size, q->stream);
+	if (result != CUDA_SUCCESS)
+		return cuda_fail(dev->state, result, "cuMemAllocAsync(%zu)",
+				 size);
+	*out_resource = (wafer_resource)ptr;
+	return WAFER_OK;
+}
+
+static wafer_status cuda_storage_free_async(void *device, void *queue,
+					    wafer_resource resource)
+{
+	struct cuda_device *dev = device;
+	struct cuda_queue *q = queue;
+	wafer_status status;
+	CUresult result;
+
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	result = dev->drv->cuMemFreeAsync(cuda_ptr(resource), q->stream);
+	if (result != CUDA_SUCCESS)
+		return cuda_fail(dev->state, result,
+				 "cuMemFreeAsync(0x%" PRIx64 ")", resource);
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Copies
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status cuda_storage_copy_in(void *device, void *queue,
+					 wafer_resource dst, size_t dst_offset,
+					 const void *src, size_t size)
+{
+	struct cuda_device *dev = device;
+	wafer_status status;
+
+	if (size == 0)
+		return WAFER_OK;
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	return cuda_staging_upload(dev, queue, cuda_ptr(dst) + dst_offset,
+				   src, size);
+}
+
+static wafer_status cuda_storage_copy_out(void *device, void *queue,
+					  wafer_resource src,
+					  size_t src_offset, void *dst,
+					  size_t size)
+{
+	struct cuda_device *dev = device;
+	wafer_status status;
+
+	if (size == 0)
+		return WAFER_OK;
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	return cuda_staging_download(dev, queue, dst,
+				     cuda_ptr(src) + src_offset, size);
+}
+
+/* Overlapping source and destination (two slices of one resource): CUDA
+ * leaves that undefined, so it goes through a scratch buffer from the
+ * stream-ordered pool, or with no pool, in steps no longer than the
+ * distance between the two (each step's source is then untouched by the
+ * step's own write). */
+static wafer_status copy_overlapping(struct cuda_device *dev,
+				     struct cuda_queue *q, CUdeviceptr dst,
+				     CUdeviceptr src, size_t size)
+{
+	const struct cuda_driver *drv = dev->drv;
+	CUdeviceptr tmp = 0;
+	CUresult result;
+
+	if (dev->pool &&
+	    drv->cuMemAllocAsync(&tmp, size, q->stream) == CUDA_SUCCESS) {
+		result = drv->cuMemcpyDtoDAsync(tmp, src, size, q->stream);
+		if (result == CUDA_SUCCESS)
+			result = drv->cuMemcpyDtoDAsync(dst, tmp, size,
+							q->stream);
+		drv->cuMemFreeAsync(tmp, q->stream);
+		if (result != CUDA_SUCCESS)
+			return cuda_fail(dev->state, result,
+					 "cuMemcpyDtoDAsync(%zu, overlapping)",
+					 size);
+		return WAFER_OK;
+	}
+	size_t step = dst > src ? (size_t)(dst - src) : (size_t)(src - dst);
+	for (size_t done = 0; done < size;) {
+		size_t n = size - done < step ? size - done : step;
+		/* Forward when the destination is below the source, else
+		 * from the end. */
+		size_t at = dst < src ? done : size - done - n;
+		result = drv->cuMemcpyDtoDAsync(dst + at, src + at, n,
+						q->stream);
+		if (result != CUDA_SUCCESS)
+			return cuda_fail(dev->state, result,
+					 "cuMemcpyDtoDAsync(%zu, overlapping)",
+					 n);
+		done += n;
+	}
+	return WAFER_OK;
+}
+
+static wafer_status cuda_storage_copy(void *device, void *queue,
+				      wafer_resource dst, size_t dst_offset,
+				      wafer_resource src, size_t src_offset,
+				      size_t size)
+{
+	struct cuda_device *dev = device;
+	struct cuda_queue *q = queue;
+	CUdeviceptr to = cuda_ptr(dst) + dst_offset;
+	CUdeviceptr from = cuda_ptr(src) + src_offset;
+	wafer_status status;
+	CUresult result;
+
+	if (size == 0 || to == from)
+		return WAFER_OK;
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	if (to < from + size && from < to + size)
+		return copy_overlapping(dev, q, to, from, size);
+	result = dev->drv->cuMemcpyDtoDAsync(to, from, size, q->stream);
+	if (result != CUDA_SUCCESS)
+		return cuda_fail(dev->state, result, "cuMemcpyDtoDAsync(%zu)",
+				 size);
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Virtual memory
+ *===----------------------------------------------------------------------===*/
+
+static int page_is_mapped(const struct cuda_vm_range *r, size_t page)
+{
+	return (r->mapped[page / 64] >> (page % 64)) & 1;
+}
+
+static void mark_page(struct cuda_vm_range *r, size_t page, int mapped)
+{
+	uint64_t bit = UINT64_C(1) << (page % 64);
+
+	if (mapped) {
+		r->mapped[page / 64] |= bit;
+		r->mapped_pages++;
+	} else {
+		r->mapped[page / 64] &= ~bit;
+		r->mapped_pages--;
+	}
+}
+
+/* Finds the range starting at |base|; with |unlink|, also takes it off
+ * the device's list. Called with vm_lock held. */
+static struct cuda_vm_range *find_range(struct cuda_device *dev,
+					CUdeviceptr base, int unlink)
+{
+	for (struct cuda_vm_range **p = &dev->vm_ranges; *p; p = &(*p)->next) {
+		struct cuda_vm_range *r = *p;
+		if (r->base != base)
+			continue;
+		if (unlink)
+			*p = r->next;
+		return r;
+	}
+	return NULL;
+}
+
+/* Checks that [offset, offset + size) is a non-empty, page-aligned part of
+ * range |r| (NULL: not a range). Called with vm_lock held. */
+static wafer_status check_pages(struct cuda_device *dev,
+				const struct cuda_vm_range *r,
+				wafer_resource range, size_t offset,
+				size_t size, const char *what)
+{
+	size_t g = dev->vm_granularity;
+
+	if (!r) {
+		dev->host->set_error("cuda: %s: 0x%" PRIx64
+				     " is not a reserved range",
+				     what, range);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (size == 0 || offset % g || size % g) {
+		dev->host->set_error("cuda: %s: offset %zu and size %zu must "
+				     "be multiples of the granularity %zu "
+				     "(size > 0)",
+				     what, offset, size, g);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (size > r->size || offset > r->size - size) {
+		dev->host->set_error("cuda: %s: [%zu, +%zu) lies outside the "
+				     "%zu-byte range",
+				     what, offset, size, r->size);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return WAFER_OK;
+}
+
+static wafer_status vm_unavailable(struct cuda_device *dev, const char *what)
+{
+	dev->host->set_error("cuda: %s: cuda:%" PRIu32 " has no virtual "
+			     "memory management",
+			     what, dev->index);
+	return WAFER_ERROR_NOT_SUPPORTED;
+}
+
+static wafer_status cuda_storage_vm_reserve(void *device, size_t size,
+					    wafer_resource *out_range)
+{
+	struct cuda_device *dev = device;
+	size_t g = dev->vm_granularity;
+	struct cuda_vm_range *r;
+	wafer_status status;
+	CUresult result;
+
+	*out_range = 0;
+	if (!g)
+		return vm_unavailable(dev, "vm_reserve");
+	if (size == 0 || size % g) {
+		dev->host->set_error("cuda: vm_reserve: size %zu must be a "
+				     "nonzero multiple of the granularity %zu",
+				     size, g);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	r = calloc(1, sizeof *r);
+	if (r) {
+		r->size = size;
+		r->pages = size / g;
+		r->mapped = calloc((r->pages + 63) / 64, sizeof *r->mapped);
+	}
+	if (!r || !r->mapped) {
+		free(r);
+		dev->host->set_error("cuda: vm_reserve: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	result = dev->drv->cuMemAddressReserve(&r->base, size, g, 0, 0);
+	if (result != CUDA_SUCCESS) {
+		free(r->mapped);
+		free(r);
+		return cuda_fail(dev->state, result,
+				 "cuMemAddressReserve(%zu)", size);
+	}
+
+	pthread_mutex_lock(&dev->vm_lock);
+	r->next = dev->vm_ranges;
+	dev->vm_ranges = r;
+	pthread_mutex_unlock(&dev->vm_lock);
+
+	*out_range = (wafer_resource)r->base;
+	return WAFER_OK;
+}
+
+/* Unmaps pages [first, end) that are mapped. Returns the first failure,
+ * after trying every page. Called with vm_lock held. */
+static CUresult unmap_pages(struct cuda_device *dev, struct cuda_vm_range *r,
+			    size_t first, size_t end)
+{
+	size_t g = dev->vm_granularity;
+	CUresult first_error = CUDA_SUCCESS;
+
+	for (size_t p = first; p < end; p++) {
+		if (!page_is_mapped(r, p))
+			continue;
+		CUresult result = dev->drv->cuMemUnmap(r->base + p * g, g);
+		if (result == CUDA_SUCCESS)
+			mark_page(r, p, 0);
+		else if (first_error == CUDA_SUCCESS)
+			first_error = result;
+	}
+	return first_error;
+}
+
+/* Backs page |p| with a physical allocation of its own. The handle is
+ * released at once: the mapping keeps the memory, and cuMemUnmap of the
+ * page frees it. */
+static CUresult map_page(struct cuda_device *dev, struct cuda_vm_range *r,
+			 size_t p)
+{
+	const struct cuda_driver *drv = dev->drv;
+	size_t g = dev->vm_granularity;
+	CUmemAllocationProp prop = {
+		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+		.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE,
+			     .id = dev->ordinal},
+	};
+	CUmemGenericAllocationHandle handle;
+	CUresult result;
+
+	result = drv->cuMemCreate(&handle, g, &prop, 0);
+	if (result == CUDA_ERROR_OUT_OF_MEMORY && dev->pool) {
+		trim_pool(dev);
+		result = drv->cuMemCreate(&handle, g, &prop, 0);
+	}
+	if (result != CUDA_SUCCESS)
+		return result;
+	result = drv->cuMemMap(r->base + p * g, g, 0, handle, 0);
+	drv->cuMemRelease(handle);
+	if (result == CUDA_SUCCESS)
+		mark_page(r, p, 1);
+	return result;
+}
+
+static wafer_status cuda_storage_vm_map(void *device, wafer_resource range,
+					size_t offset, size_t size)
+{
+	struct cuda_device *dev = device;
+	size_t g = dev->vm_granularity, first, end, p;
+	struct cuda_vm_range *r;
+	const char *step = "cuMemCreate/cuMemMap";
+	wafer_status status;
+	CUresult result = CUDA_SUCCESS;
+
+	if (!g)
+		return vm_unavailable(dev, "vm_map");
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	pthread_mutex_lock(&dev->vm_lock);
+	r = find_range(dev, cuda_ptr(range), 0);
+	status = check_pages(dev, r, range, offset, size, "vm_map");
+	if (status != WAFER_OK)
+		goto out;
+	first = offset / g;
+	end = first + size / g;
+	for (p = first; p < end; p++) {
+		if (page_is_mapped(r, p)) {
+			dev->host->set_error("cuda: vm_map: page %zu (offset "
+					     "%zu) of range 0x%" PRIx64
+					     " is mapped already",
+					     p, p * g, range);
+			status = WAFER_ERROR_INVALID_ARGUMENT;
+			goto out;
+		}
+	}
+	for (p = first; p < end && result == CUDA_SUCCESS; p++)
+		result = map_page(dev, r, p);
+	if (result == CUDA_SUCCESS) {
+		CUmemAccessDesc access = {
+			.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE,
+				     .id = dev->ordinal},
+			.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+		};
+		step = "cuMemSetAccess";
+		result = dev->drv->cuMemSetAccess(r->base + offset, size,
+						  &access, 1);
+	}
+	if (result != CUDA_SUCCESS) {
+		/* Nothing of this call stays mapped. */
+		unmap_pages(dev, r, first, end);
+		status = cuda_fail(dev->state, result,
+				   "vm_map: %s ([%zu, +%zu) of 0x%" PRIx64 ")",
+				   step, offset, size, range);
+	}
+out:
+	pthread_mutex_unlock(&dev->vm_lock);
+	return status;
+}
+
+static wafer_status cuda_storage_vm_unmap(void *device, wafer_resource range,
+					  size_t offset, size_t size)
+{
+	struct cuda_device *dev = device;
+	size_t g = dev->vm_granularity, first, end;
+	struct cuda_vm_range *r;
+	wafer_status status;
+	CUresult result;
+
+	if (!g)
+		return vm_unavailable(dev, "vm_unmap");
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	pthread_mutex_lock(&dev->vm_lock);
+	r = find_range(dev, cuda_ptr(range), 0);
+	status = check_pages(dev, r, range, offset, size, "vm_unmap");
+	if (status != WAFER_OK)
+		goto out;
+	first = offset / g;
+	end = first + size / g;
+	for (size_t p = first; p < end; p++) {
+		if (!page_is_mapped(r, p)) {
+			dev->host->set_error("cuda: vm_unmap: page %zu (offset "
+					     "%zu) of range 0x%" PRIx64
+					     " is not mapped",
+					     p, p * g, range);
+			status = WAFER_ERROR_INVALID_ARGUMENT;
+			goto out;
+		}
+	}
+	result = unmap_pages(dev, r, first, end);
+	if (result != CUDA_SUCCESS)
+		status = cuda_fail(dev->state, result,
+				   "vm_unmap: cuMemUnmap ([%zu, +%zu) of "
+				   "0x%" PRIx64 ")",
+				   offset, size, range);
+out:
+	pthread_mutex_unlock(&dev->vm_lock);
+	return status;
+}
+
+/* Unmaps what is mapped and frees the address range. Called with the
+ * range off the device's list. */
+static void release_range(struct cuda_device *dev, struct cuda_vm_range *r)
+{
+	char text[256];
+	CUresult result;
+
+	result = unmap_pages(dev, r, 0, r->pages);
+	if (result == CUDA_SUCCESS)
+		result = dev->drv->cuMemAddressFree(r->base, r->size);
+	if (result != CUDA_SUCCESS)
+		dev->host->log(dev->host, WAFER_LOG_WARN,
+			       "vm_release(0x%llx): %s",
+			       (unsigned long long)r->base,
+			       cuda_result_text(dev->drv, result, text,
+						sizeof text));
+	free(r->mapped);
+	free(r);
+}
+
+static void cuda_storage_vm_release(void *device, wafer_resource range)
+{
+	struct cuda_device *dev = device;
+	struct cuda_vm_range *r;
+
+	if (cuda_enter(dev) != WAFER_OK)
+		return;
+	pthread_mutex_lock(&dev->vm_lock);
+	r = find_range(dev, cuda_ptr(range), 1);
+	if (r)
+		release_range(dev, r);
+	pthread_mutex_unlock(&dev->vm_lock);
+	if (!r)
+		dev->host->log(dev->host, WAFER_LOG_WARN,
+			       "vm_release: 0x%" PRIx64
+			       " is not a reserved range; ignored",
+			       range);
+}
+
+/*===----------------------------------------------------------------------===
+ * Pinned host memory
+ *===----------------------------------------------------------------------===*/
+
+/* Portable: usable for copies on any context, so memory the core stages
+ * through serves every device. */
+static wafer_status cuda_storage_host_alloc(void *device, size_t size,
+					    void **out_ptr)
+{
+	struct cuda_device *dev = device;
+	wafer_status status;
+	CUresult result;
+
+	*out_ptr = NULL;
+	if (size == 0) {
+		dev->host->set_error("cuda: host_alloc: 0 bytes");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	result = dev->drv->cuMemHostAlloc(out_ptr, size,
+					  CU_MEMHOSTALLOC_PORTABLE);
+	if (result != CUDA_SUCCESS) {
+		*out_ptr = NULL;
+		return cuda_fail(dev->state, result, "cuMemHostAlloc(%zu)",
+				 size);
+	}
+	return WAFER_OK;
+}
+
+static void cuda_storage_host_free(void *device, void *ptr)
+{
+	struct cuda_device *dev = device;
+
+	if (!ptr || cuda_enter(dev) != WAFER_OK)
+		return;
+	dev->drv->cuMemFreeHost(ptr);
+}
+
+/*===----------------------------------------------------------------------===
+ * The table
+ *===----------------------------------------------------------------------===*/
+
+const struct wafer_storage_ops cuda_storage_ops = {
+	.struct_size = sizeof(struct wafer_storage_ops),
+	.alloc = cuda_storage_alloc,
+	.free = cuda_storage_free,
+	.copy_in = cuda_storage_copy_in,
+	.copy_out = cuda_storage_copy_out,
+	.copy = cuda_storage_copy,
+	.alloc_async = cuda_storage_alloc_async,
+	.free_async = cuda_storage_free_async,
+	.vm_reserve = cuda_storage_vm_reserve,
+	.vm_release = cuda_storage_vm_release,
+	.vm_map = cuda_storage_vm_map,
+	.vm_unmap = cuda_storage_vm_unmap,
+	.host_alloc = cuda_storage_host_alloc,
+	.host_free = cuda_storage_host_free,
+};
+
+void cuda_storage_open(struct cuda_device *device)
+{
+	pthread_mutex_init(&device->vm_lock, NULL);
+	device->vm_ranges = NULL;
+}
+
+void cuda_storage_close(struct cuda_device *device)
+{
+	const struct wafer_host_services *host = device->host;
+
+	/* No lock: the core closes a device only when nothing uses it. */
+	while (device->vm_ranges) {
+		struct cuda_vm_range *r = device->vm_ranges;
+		host->log(host, WAFER_LOG_WARN,
+			  "device closed with %zu bytes of address space still "
+			  "reserved at 0x%llx (%zu pages mapped); released",
+			  r->size, (unsigned long long)r->base,
+			  r->mapped_pages);
+		device->vm_ranges = r->next;
+		release_range(device, r);
+	}
+	pthread_mutex_destroy(&device->vm_lock);
+}

@@ -1,0 +1,151 @@
+#!/bin/sh
+# wafer — SPDX-License-Identifier: MIT
+#
+# cuda.sh: the cuda plugin through the core (TAP). Without a driver it
+# loads and reports zero devices with the reason, which wafer-info shows,
+# and the next backend is the default. On the stand-in driver
+# (t/fakecuda.c) it is accepted, and the backend-neutral suite — t/client,
+# t/channels, t/stress, t/ops, t/donation — passes on it with
+# WAFER_BACKEND=cuda, also with every stream step slowed down and with
+# each memory strategy. The stand-in emulates each kernel by its name, so
+# this checks the plugin's host side end to end (which function, which
+# arguments, which grid, staging, streams); the kernels themselves run on
+# a GPU only (dev/gpu-check.sh).
+set -u
+
+if [ -z "${T_BUILDDIR:-}" ]; then
+	echo "1..0 # SKIP T_BUILDDIR is not set (run through make check)"
+	exit 0
+fi
+top=$T_BUILDDIR/..
+if [ ! -e "$top/plugins/cuda/.libs/cuda.so" ]; then
+	echo "1..0 # SKIP the cuda plugin was not built"
+	exit 0
+fi
+info=$top/tools/wafer-info
+fake=$T_BUILDDIR/.libs/fakecuda.so
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-cuda.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset WAFER_BACKEND WAFER_LOG WAFER_CHANNEL WAFER_MEMORY
+unset FAKECUDA_DELAY_US FAKECUDA_INIT FAKECUDA_VERSION FAKECUDA_DEVICES
+
+n=0
+failed=0
+pass() {
+	n=$((n + 1))
+	echo "ok $n - $1"
+}
+fail() {
+	n=$((n + 1))
+	failed=$((failed + 1))
+	echo "not ok $n - $1"
+	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
+}
+# contains NAME TEXT NEEDLE
+contains() {
+	case $2 in
+	*"$3"*) pass "$1" ;;
+	*) fail "$1" "wanted: $3
+in: $2" ;;
+	esac
+}
+
+# conf FILE DRIVER: a configuration preferring cuda, then cpu.
+conf() {
+	{
+		echo "[core]"
+		echo "backend = cuda, cpu"
+		echo "[cuda]"
+		[ -n "$2" ] && echo "driver_library = $2"
+		echo "cublas = no"
+	} > "$1"
+}
+
+echo "1..23"
+
+#--- no driver ---------------------------------------------------------------
+conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
+out=$(WAFER_CONFIG=$tmp/missing.conf "$info" 2>&1)
+contains "no driver: wafer-info gives the reason" "$out" \
+	"cuda: no devices: /nonexistent/libcuda.so.1 not found: /nonexistent/libcuda.so.1: cannot open shared object file"
+contains "no driver: the plugin still loaded (path shown)" "$out" \
+	"plugins/cuda/.libs/cuda.so"
+contains "no driver: cpu is the default device" "$out" "Default device: cpu:0"
+if WAFER_CONFIG=$tmp/missing.conf "$info" -q --backend cuda >/dev/null 2>&1; then
+	fail "no driver: wafer-info -q --backend cuda exits 1"
+else
+	pass "no driver: wafer-info -q --backend cuda exits 1"
+fi
+
+# The plain name, searched as the dynamic linker does.
+conf "$tmp/default.conf" ""
+out=$(WAFER_CONFIG=$tmp/default.conf "$info" 2>&1)
+case $out in
+*"cuda: accepted"*)
+	pass "# SKIP libcuda.so.1 is installed and works here" ;;
+*)
+	if command -v ldconfig >/dev/null 2>&1 &&
+		ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+		contains "default driver: a reason is given" "$out" \
+			"cuda: no devices: "
+	else
+		contains "default driver: libcuda.so.1 not found" "$out" \
+			"cuda: no devices: libcuda.so.1 not found: libcuda.so.1: cannot open shared object file"
+	fi ;;
+esac
+
+#--- the stand-in driver -----------------------------------------------------
+conf "$tmp/fake.conf" "$fake"
+out=$(WAFER_CONFIG=$tmp/fake.conf "$info" 2>&1)
+contains "stand-in driver: cuda accepted" "$out" "cuda: accepted, 1 device"
+contains "stand-in driver: cuda:0 is the default device" "$out" \
+	"Default device: cuda:0 (Fake GPU 0 (compute 9.0, 4 SMs))"
+contains "stand-in driver: capabilities" "$out" \
+	"f16 bf16 f64 stream-ordered-alloc virtual-memory device-timers pinned-host"
+
+# suite NAME [VAR=value...]: a backend-neutral test on cuda.
+suite() {
+	name=$1
+	shift
+	if out=$(env WAFER_CONFIG="$tmp/fake.conf" WAFER_BACKEND=cuda "$@" \
+		"$T_BUILDDIR/$name" 2>&1); then
+		if printf '%s\n' "$out" | grep -q '^not ok'; then
+			fail "t/$name on cuda (stand-in) $*" \
+				"$(printf '%s\n' "$out" | grep -A3 '^not ok' | head -20)"
+		else
+			pass "t/$name on cuda (stand-in) $* ($(printf '%s\n' "$out" | grep -c '^ok') points)"
+		fi
+	else
+		fail "t/$name on cuda (stand-in) $*" \
+			"$(printf '%s\n' "$out" | grep -v '^ok' | tail -20)"
+	fi
+}
+suite client
+suite channels
+suite stress WAFER_STRESS_OPS=300
+suite ops
+suite donation
+suite ops FAKECUDA_DELAY_US=10
+suite client FAKECUDA_DELAY_US=20
+# Each memory strategy reaches other storage entries: plain, stream-ordered
+# (stream), virtual memory (pool, the default).
+for strategy in direct chunked buckets stream; do
+	suite client WAFER_MEMORY=$strategy
+done
+suite channels FAKECUDA_DELAY_US=20
+
+# wafer-replay on the device's real storage (--storage), the stand-in's.
+replay() {
+	if out=$(env WAFER_CONFIG="$tmp/fake.conf" "$top/tools/wafer-replay" \
+		--strategy "$1" --storage "$2" "$T_SRCDIR/replay-small.trace" 2>&1); then
+		contains "wafer-replay --strategy $1 --storage $2" "$out" \
+			"strategy=$1 events="
+	else
+		fail "wafer-replay --strategy $1 --storage $2" "$out"
+	fi
+}
+replay pool cuda
+replay stream cuda
+replay direct cuda
+
+[ "$failed" -eq 0 ]

@@ -1,0 +1,1606 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * cuda_plugin.c: the cuda plugin through the vendor ABI alone — dlopen,
+ * a fake host services table, every entry driven the way the core would.
+ *
+ * By default the plugin runs on t/fakecuda.c, a stand-in driver (no GPU
+ * needed), which also injects the failures a real machine rarely shows:
+ * no driver, an old driver, cuInit failing, a missing entry point, no
+ * device, an old GPU, no pinned memory, a kernel touching freed memory.
+ * The stand-in checks the driver's contracts strictly (contexts current,
+ * asynchronous streams, pinned versus pageable copies, whole-mapping
+ * unmaps), so the same storage, staging, virtual-memory and launch code
+ * that runs on the GPU is exercised here.
+ *
+ *   t/cuda_plugin            on the stand-in (make check)
+ *   t/cuda_plugin --real     the driver-neutral part on libcuda.so.1 and
+ *                            a real GPU (dev/gpu-check.sh runs it, also
+ *                            under compute-sanitizer) */
+#include "build-config.h"
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <wafer/plugin.h>
+
+#include "t/fakecuda.h"
+#include "t/half.h"
+#include "t/tap.h"
+
+/*===----------------------------------------------------------------------===
+ * A fake core: host services that record what the plugin says
+ *===----------------------------------------------------------------------===*/
+
+static _Thread_local char last_error[1024];
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_log[1024];
+/* Every line logged since the last clear_logs(), one per line. */
+static char logs[16384];
+static int log_count;
+
+static void clear_logs(void)
+{
+	pthread_mutex_lock(&log_lock);
+	logs[0] = '\0';
+	log_count = 0;
+	pthread_mutex_unlock(&log_lock);
+}
+
+static void fake_set_error(const char *format, ...)
+	__attribute__((format(printf, 1, 2)));
+static void fake_set_error(const char *format, ...)
+{
+	va_list ap;
+	va_start(ap, format);
+	vsnprintf(last_error, sizeof last_error, format, ap);
+	va_end(ap);
+}
+
+static void fake_log(const struct wafer_host_services *host,
+		     wafer_log_level level, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+static void fake_log(const struct wafer_host_services *host,
+		     wafer_log_level level, const char *format, ...)
+{
+	va_list ap;
+	pthread_mutex_lock(&log_lock);
+	va_start(ap, format);
+	vsnprintf(last_log, sizeof last_log, format, ap);
+	va_end(ap);
+	log_count++;
+	size_t used = strlen(logs);
+	snprintf(logs + used, sizeof logs - used, "%s\n", last_log);
+	if (getenv("T_VERBOSE"))
+		printf("# log: %s\n", last_log);
+	pthread_mutex_unlock(&log_lock);
+}
+
+static const struct wafer_host_services fake_host = {
+	.struct_size = sizeof(struct wafer_host_services),
+	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
+	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+	.set_error = fake_set_error,
+	.log = fake_log,
+};
+
+static int status_is(wafer_status got, wafer_status want, const char *format,
+		     ...) __attribute__((format(printf, 3, 4)));
+static int status_is(wafer_status got, wafer_status want, const char *format,
+		     ...)
+{
+	char name[512];
+	va_list ap;
+	int pass;
+
+	va_start(ap, format);
+	vsnprintf(name, sizeof name, format, ap);
+	va_end(ap);
+	pass = ok(got == want, "%s", name);
+	if (!pass)
+		diag("got status %d, want %d; set_error: %s", (int)got,
+		     (int)want, last_error);
+	return pass;
+}
+
+/*===----------------------------------------------------------------------===
+ * Helpers
+ *===----------------------------------------------------------------------===*/
+
+static const struct wafer_plugin *plugin;
+static int real; /* --real: libcuda.so.1 and a GPU */
+static char fake_path[4096];
+static fakecuda_stats_fn fake_stats;
+static fakecuda_reset_fn fake_reset;
+
+static struct fakecuda_stats stats(void)
+{
+	struct fakecuda_stats s;
+
+	memset(&s, 0, sizeof s);
+	if (fake_stats)
+		fake_stats(&s);
+	return s;
+}
+
+static struct wafer_plugin_option option(const char *key, const char *value,
+					 const char *origin)
+{
+	return (struct wafer_plugin_option){
+		.struct_size = sizeof(struct wafer_plugin_option),
+		.key = key,
+		.value = value,
+		.origin = origin,
+	};
+}
+
+#define MAX_OPTIONS 8
+
+/* init with the driver of this run (the stand-in unless --real; cuBLAS
+ * off with the stand-in, as cuBLAS would look for the real driver), and
+ * |count| more options. */
+static wafer_status init_with(const struct wafer_plugin_option *options,
+			      size_t count, void **out_state)
+{
+	struct wafer_plugin_option all[MAX_OPTIONS];
+	size_t n = 0;
+
+	if (!real) {
+		all[n++] = option("driver_library", fake_path, "test");
+		all[n++] = option("cublas", "no", "test");
+	}
+	for (size_t i = 0; i < count && n < MAX_OPTIONS; i++)
+		all[n++] = options[i];
+	struct wafer_plugin_init_args args = {
+		.struct_size = sizeof args,
+		.options = all,
+		.option_count = n,
+		.host = &fake_host,
+	};
+	return plugin->init(&args, out_state);
+}
+
+static const struct wafer_kernel *find_kernel(void *device, const char *op,
+					      wafer_dtype dtype)
+{
+	const struct wafer_kernel *table;
+	size_t count;
+
+	if (plugin->device_kernels(device, &table, &count) != WAFER_OK)
+		return NULL;
+	for (size_t i = 0; i < count; i++)
+		if (strcmp(table[i].op, op) == 0 && table[i].dtype == dtype)
+			return &table[i];
+	return NULL;
+}
+
+static struct wafer_binding binding(wafer_resource resource, size_t offset,
+				    size_t size)
+{
+	return (struct wafer_binding){
+		.struct_size = sizeof(struct wafer_binding),
+		.resource = resource,
+		.offset = offset,
+		.size = size,
+	};
+}
+
+static wafer_status launch(void *device, void *queue, const char *op,
+			   wafer_dtype dtype, const struct wafer_binding *b,
+			   uint32_t nb, uint64_t count, double value)
+{
+	const struct wafer_kernel *kernel = find_kernel(device, op, dtype);
+	struct wafer_fill_params fill = {.count = count, .value = value};
+	struct wafer_elementwise_params ew = {.count = count};
+	int is_fill = strcmp(op, WAFER_KERNEL_FILL) == 0;
+	int is_noop = strcmp(op, WAFER_KERNEL_NOOP) == 0;
+	struct wafer_launch l = {
+		.struct_size = sizeof l,
+		.kernel = kernel,
+		.bindings = b,
+		.binding_count = nb,
+		.params = is_noop   ? NULL
+			  : is_fill ? (const void *)&fill
+				    : (const void *)&ew,
+		.params_size = is_noop ? 0 : is_fill ? sizeof fill : sizeof ew,
+		.global = {count ? count : 1, 1, 1},
+	};
+	if (!kernel)
+		return WAFER_ERROR_NOT_FOUND;
+	return plugin->server->launch(device, queue, &l);
+}
+
+static wafer_resource alloc_or_die(void *device, size_t size)
+{
+	wafer_resource r;
+	if (plugin->storage->alloc(device, size, &r) != WAFER_OK) {
+		diag("alloc(%zu): %s", size, last_error);
+		exit(1);
+	}
+	return r;
+}
+
+static unsigned char *bytes(size_t n)
+{
+	unsigned char *x = malloc(n ? n : 1);
+	if (!x)
+		exit(1);
+	return x;
+}
+
+/* A pattern that differs for each seed and position. */
+static void pattern(unsigned char *x, size_t n, uint32_t seed)
+{
+	uint32_t s = seed * 2654435761u + 7;
+	for (size_t i = 0; i < n; i++) {
+		s = s * 1664525u + 1013904223u;
+		x[i] = (unsigned char)(s >> 24);
+	}
+}
+
+/* Values in [-64, 64) with exact and negative zeros, as floats. */
+static void values(float *x, size_t n, uint32_t seed)
+{
+	uint32_t s = seed * 2654435761u + 1;
+	for (size_t i = 0; i < n; i++) {
+		s = s * 1664525u + 1013904223u;
+		x[i] = (float)((int32_t)(s >> 8) % 65536) / 512.0f;
+		if (i % 97 == 5)
+			x[i] = 0.0f;
+		if (i % 89 == 3)
+			x[i] = -0.0f;
+	}
+}
+
+static wafer_status sync_queue(void *device, void *queue)
+{
+	return plugin->server->sync(device, queue);
+}
+
+/*===----------------------------------------------------------------------===
+ * Descriptor and options
+ *===----------------------------------------------------------------------===*/
+
+static void test_descriptor(wafer_plugin_query_fn query)
+{
+	const struct wafer_storage_ops *st;
+	const struct wafer_server_ops *sv;
+
+	plugin = query(WAFER_PLUGIN_ABI_MAJOR, &fake_host);
+	if (!ok(plugin != NULL, "query returns a descriptor")) {
+		done_testing();
+		exit(exit_status());
+	}
+	is_int((long long)plugin->struct_size, sizeof(struct wafer_plugin),
+	       "descriptor struct_size");
+	is_int(plugin->abi_major, WAFER_PLUGIN_ABI_MAJOR, "abi_major");
+	is_str(plugin->name, "cuda", "name");
+	is_str(plugin->version, PACKAGE_VERSION, "version is the package's");
+	ok(plugin->init && plugin->shutdown && plugin->device_count &&
+		   plugin->device_info && plugin->device_open &&
+		   plugin->device_close && plugin->device_kernels,
+	   "every lifetime and device entry is set");
+	st = plugin->storage;
+	ok(st && st->struct_size == sizeof *st && st->alloc && st->free &&
+		   st->copy_in && st->copy_out && st->copy,
+	   "storage table: struct_size and required entries");
+	ok(st->alloc_async && st->free_async,
+	   "storage offers stream-ordered allocation");
+	ok(st->vm_reserve && st->vm_release && st->vm_map && st->vm_unmap,
+	   "storage offers virtual memory");
+	ok(st->host_alloc && st->host_free, "storage offers pinned host memory");
+	sv = plugin->server;
+	ok(sv && sv->struct_size == sizeof *sv && sv->queue_create &&
+		   sv->queue_destroy && sv->launch && sv->sync &&
+		   sv->timer_begin && sv->timer_end,
+	   "server table: every entry including timers");
+}
+
+static void bad_option(const char *key, const char *value, const char *want)
+{
+	struct wafer_plugin_option opt =
+		option(key, value, "/etc/wafer/conf.d/10-cuda.conf:3");
+	void *state = (void *)1;
+
+	status_is(init_with(&opt, 1, &state), WAFER_ERROR_CONFIG,
+		  "%s = '%s' is a configuration error", key, value);
+	ok(state == NULL, "  ... no state");
+	like(last_error, want, "  ... detail: %s", last_error);
+}
+
+static void test_options(void)
+{
+	struct wafer_plugin_option opts[2];
+	void *state;
+
+	bad_option("release_threshold", "lots",
+		   "/etc/wafer/conf.d/10-cuda.conf:3: [cuda] "
+		   "release_threshold: expected a size");
+	bad_option("release_threshold", "-1", "got '-1'");
+	bad_option("release_threshold", "1X", "got '1X'");
+	bad_option("staging_chunk", "3M", "a power of two from 64K");
+	bad_option("staging_chunk", "32K", "a power of two from 64K");
+	bad_option("staging_chunk", "4G", "a power of two from 64K to 2G");
+	bad_option("staging_limit", "many", "[cuda] staging_limit");
+	bad_option("cublas", "libcublas.so", "auto, no or an absolute path");
+	bad_option("driver_library", "", "a file name");
+
+	opts[0] = option("staging_chunk", "8M", "api");
+	opts[1] = option("staging_limit", "4M", "api");
+	state = (void *)1;
+	status_is(init_with(opts, 2, &state), WAFER_ERROR_CONFIG,
+		  "staging_limit below staging_chunk is an error");
+	like(last_error, "staging_limit (4194304 bytes) is smaller than "
+	     "staging_chunk (8388608 bytes)",
+	     "  ... naming both");
+
+	clear_logs();
+	opts[0] = option("colour", "green", "/etc/wafer/conf.d/10-cuda.conf:9");
+	status_is(init_with(opts, 1, &state), WAFER_OK,
+		  "an unknown option does not fail init");
+	like(logs, "/etc/wafer/conf.d/10-cuda.conf:9: [cuda] unknown "
+	     "option 'colour' ignored",
+	     "  ... it is logged with its origin");
+	plugin->shutdown(state);
+
+	opts[0] = option("release_threshold", "512KiB", "api");
+	opts[1] = option("staging_limit", "0", "api");
+	status_is(init_with(opts, 2, &state), WAFER_OK,
+		  "release_threshold = 512KiB and staging_limit = 0 are fine");
+	plugin->shutdown(state);
+}
+
+/*===----------------------------------------------------------------------===
+ * Without a usable driver
+ *===----------------------------------------------------------------------===*/
+
+/* Inits with |opt| (if any) and checks that the plugin reports no devices
+ * with a reason containing |want|. */
+static void expect_no_devices(const struct wafer_plugin_option *opt,
+			      const char *want, const char *what)
+{
+	void *state = NULL;
+	uint32_t count = 99;
+	struct wafer_device_info info = {.struct_size = sizeof info};
+	void *device = (void *)1;
+
+	status_is(init_with(opt, opt ? 1 : 0, &state), WAFER_OK,
+		  "%s: init succeeds", what);
+	if (!state)
+		return;
+	last_error[0] = '\0';
+	status_is(plugin->device_count(state, &count), WAFER_ERROR_NO_DEVICE,
+		  "%s: device_count reports an error", what);
+	is_int(count, 0, "%s: ... and zero devices", what);
+	like(last_error, want, "%s: reason: %s", what, last_error);
+	status_is(plugin->device_info(state, 0, &info), WAFER_ERROR_NOT_FOUND,
+		  "%s: device_info(0) is NOT_FOUND", what);
+	status_is(plugin->device_open(state, 0, &device),
+		  WAFER_ERROR_NOT_FOUND, "%s: device_open(0) is NOT_FOUND",
+		  what);
+	ok(device == NULL, "%s: ... with no device", what);
+	plugin->shutdown(state);
+}
+
+static void test_no_driver(void)
+{
+	struct wafer_plugin_option opt;
+	void *probe;
+
+	/* A driver library that is not there. The stand-in is named
+	 * explicitly by init_with; this option comes later and wins. */
+	opt = option("driver_library", "/nonexistent/libcuda.so.1", "api");
+	expect_no_devices(&opt,
+			  "/nonexistent/libcuda.so.1 not found: "
+			  "/nonexistent/libcuda.so.1: cannot open shared "
+			  "object file",
+			  "missing driver library");
+
+	/* The plain name, as on a machine without the NVIDIA driver. */
+	probe = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (probe) {
+		dlclose(probe);
+		ok(1, "# SKIP libcuda.so.1 is installed here: the default "
+		      "search finds it");
+	} else {
+		opt = option("driver_library", "libcuda.so.1", "api");
+		expect_no_devices(&opt, "libcuda.so.1 not found: ",
+				  "no libcuda.so.1");
+	}
+
+	/* Not a driver: a library without cuDriverGetVersion. */
+	opt = option("driver_library", "libm.so.6", "api");
+	expect_no_devices(&opt, "libm.so.6 is not a CUDA driver",
+			  "not a driver");
+
+	if (real)
+		return;
+	setenv("FAKECUDA_VERSION", "11080", 1);
+	expect_no_devices(NULL,
+			  "driver too old: API version 11080, need 12000 "
+			  "(CUDA 12.0)",
+			  "CUDA 11.8 driver");
+	unsetenv("FAKECUDA_VERSION");
+
+	setenv("FAKECUDA_INIT", "100", 1); /* CUDA_ERROR_NO_DEVICE */
+	expect_no_devices(NULL,
+			  "cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable "
+			  "device is detected",
+			  "cuInit fails");
+	unsetenv("FAKECUDA_INIT");
+
+	setenv("FAKECUDA_MISSING", "cuMemCreate", 1);
+	expect_no_devices(NULL,
+			  "cuMemCreate: not offered by the driver at API "
+			  "version 12000",
+			  "an entry point missing");
+	unsetenv("FAKECUDA_MISSING");
+
+	setenv("FAKECUDA_DEVICES", "0", 1);
+	expect_no_devices(NULL, "the driver sees no GPU (cuDeviceGetCount: 0)",
+			  "no GPU");
+	unsetenv("FAKECUDA_DEVICES");
+
+	setenv("FAKECUDA_ARCH", "70", 1);
+	expect_no_devices(NULL,
+			  "no GPU of compute capability 8.0 or later (GPU 0 "
+			  "has compute capability 7.0)",
+			  "a Volta GPU");
+	unsetenv("FAKECUDA_ARCH");
+}
+
+/*===----------------------------------------------------------------------===
+ * Devices
+ *===----------------------------------------------------------------------===*/
+
+static void test_device_info(void *state)
+{
+	struct wafer_device_info info = {.struct_size = sizeof info};
+	struct wafer_device_info old;
+	uint32_t count = 0;
+
+	status_is(plugin->device_count(state, &count), WAFER_OK,
+		  "device_count");
+	ok(count >= 1, "at least one device (%u)", count);
+	status_is(plugin->device_info(state, 0, &info), WAFER_OK,
+		  "device_info(0)");
+	ok(info.name[0] != '\0', "device name: %s", info.name);
+	if (!real)
+		is_str(info.name, "Fake GPU 0 (compute 9.0, 4 SMs)",
+		       "  ... name, compute capability and SMs");
+	ok(info.memory_bytes > 0, "memory: %" PRIu64 " bytes",
+	   info.memory_bytes);
+	is_int((long long)info.alloc_alignment, 256, "alloc_alignment 256");
+	ok(info.vm_granularity >= 4096 &&
+		   (info.vm_granularity & (info.vm_granularity - 1)) == 0,
+	   "vm_granularity %zu is a power of two", info.vm_granularity);
+	ok((info.capabilities & (WAFER_CAP_F16 | WAFER_CAP_BF16 |
+				 WAFER_CAP_PINNED_HOST)) ==
+		   (WAFER_CAP_F16 | WAFER_CAP_BF16 | WAFER_CAP_PINNED_HOST),
+	   "capabilities: f16, bf16, pinned host memory");
+	ok(!(info.capabilities & WAFER_CAP_HOST_MEMORY),
+	   "  ... device memory is not host memory");
+	ok(info.compute_units >= 1, "compute units: %u", info.compute_units);
+
+	/* An older core's smaller struct: only its part is written. */
+	memset(&old, 0xab, sizeof old);
+	old.struct_size = offsetof(struct wafer_device_info, alloc_alignment);
+	status_is(plugin->device_info(state, 0, &old), WAFER_OK,
+		  "device_info into an older, shorter struct");
+	ok(old.alloc_alignment == (size_t)0xabababababababab,
+	   "  ... fields past its struct_size are untouched");
+
+	status_is(plugin->device_info(state, count, &info),
+		  WAFER_ERROR_NOT_FOUND, "device_info past the last device");
+	like(last_error, "no device", "  ... says so: %s", last_error);
+}
+
+static void test_kernel_table(void *device)
+{
+	static const char *const ops[] = {
+		WAFER_KERNEL_FILL, WAFER_KERNEL_COPY, WAFER_KERNEL_RELU,
+		WAFER_KERNEL_ADD, WAFER_KERNEL_MUL,
+	};
+	static const wafer_dtype dtypes[] = {WAFER_DTYPE_F32, WAFER_DTYPE_F16,
+					     WAFER_DTYPE_BF16};
+	const struct wafer_kernel *table;
+	size_t count;
+	int all = 1, sizes = 1;
+
+	status_is(plugin->device_kernels(device, &table, &count), WAFER_OK,
+		  "device_kernels");
+	ok(find_kernel(device, WAFER_KERNEL_NOOP, WAFER_DTYPE_F32) != NULL,
+	   "noop is offered");
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+		for (size_t d = 0; d < 3; d++)
+			if (!find_kernel(device, ops[i], dtypes[d])) {
+				all = 0;
+				diag("missing %s dtype %d", ops[i], dtypes[d]);
+			}
+	ok(all, "fill, copy, relu, add, mul in f32, f16 and bf16");
+	for (size_t i = 0; i < count; i++)
+		sizes &= table[i].struct_size == sizeof(struct wafer_kernel) &&
+			 table[i].variant && table[i].impl;
+	ok(sizes, "every entry has struct_size, a variant and an impl");
+	static const char *const f32_ops[] = {
+		WAFER_KERNEL_NEG, WAFER_KERNEL_ABS, WAFER_KERNEL_EXP,
+		WAFER_KERNEL_LOG, WAFER_KERNEL_SQRT, WAFER_KERNEL_GELU,
+		WAFER_KERNEL_SIGMOID, WAFER_KERNEL_TANH, WAFER_KERNEL_SUB,
+		WAFER_KERNEL_DIV, WAFER_KERNEL_MAX, WAFER_KERNEL_MIN,
+		WAFER_KERNEL_ADD_SCALAR, WAFER_KERNEL_SUB_SCALAR,
+		WAFER_KERNEL_MUL_SCALAR, WAFER_KERNEL_DIV_SCALAR,
+		WAFER_KERNEL_MAX_SCALAR, WAFER_KERNEL_MIN_SCALAR,
+		WAFER_KERNEL_ADD_STRIDED, WAFER_KERNEL_SUB_STRIDED,
+		WAFER_KERNEL_MUL_STRIDED, WAFER_KERNEL_DIV_STRIDED,
+		WAFER_KERNEL_MAX_STRIDED, WAFER_KERNEL_MIN_STRIDED,
+		WAFER_KERNEL_COPY_STRIDED, WAFER_KERNEL_CAST,
+		WAFER_KERNEL_REDUCE_SUM, WAFER_KERNEL_REDUCE_MAX,
+		WAFER_KERNEL_REDUCE_MEAN, WAFER_KERNEL_SOFTMAX,
+		WAFER_KERNEL_MATMUL,
+	};
+	all = 1;
+	for (size_t i = 0; i < sizeof f32_ops / sizeof f32_ops[0]; i++)
+		for (size_t d = 0; d < 3; d++)
+			if (!find_kernel(device, f32_ops[i], dtypes[d])) {
+				all = 0;
+				diag("missing %s dtype %d", f32_ops[i],
+				     dtypes[d]);
+			}
+	ok(all, "the whole catalogue in f32, f16 and bf16");
+	ok(find_kernel(device, WAFER_KERNEL_COPY, WAFER_DTYPE_I32) &&
+		   find_kernel(device, WAFER_KERNEL_COPY_STRIDED,
+			       WAFER_DTYPE_I32) &&
+		   find_kernel(device, WAFER_KERNEL_CAST, WAFER_DTYPE_I32),
+	   "copy, copy_strided and cast in i32");
+}
+
+/*===----------------------------------------------------------------------===
+ * Storage
+ *===----------------------------------------------------------------------===*/
+
+/* Uploads |n| bytes, scribbles over the source at once, downloads and
+ * compares after sync. */
+static void roundtrip(void *device, void *queue, size_t n, const char *what)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	unsigned char *src = bytes(n), *want = bytes(n), *got = bytes(n);
+	wafer_resource r = alloc_or_die(device, n);
+
+	pattern(want, n, (uint32_t)n);
+	memcpy(src, want, n);
+	status_is(st->copy_in(device, queue, r, 0, src, n), WAFER_OK,
+		  "%s: copy_in %zu bytes", what, n);
+	/* The caller may reuse |src| as soon as copy_in returns. */
+	memset(src, 0x5a, n);
+	memset(got, 0xa5, n);
+	status_is(st->copy_out(device, queue, r, 0, got, n), WAFER_OK,
+		  "%s: copy_out %zu bytes", what, n);
+	status_is(sync_queue(device, queue), WAFER_OK, "%s: sync", what);
+	ok(memcmp(got, want, n) == 0,
+	   "%s: %zu bytes came back as uploaded, though the source was "
+	   "overwritten at once",
+	   what, n);
+	st->free(device, r);
+	free(src);
+	free(want);
+	free(got);
+}
+
+static void test_copies(void *device, void *queue, const char *what)
+{
+	static const size_t sizes[] = {1,      255,         4096,
+				       65536,  65537,       1 << 20,
+				       5 << 20, (9 << 20) + 3};
+
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+		roundtrip(device, queue, sizes[i], what);
+}
+
+/* Offsets, several downloads into one destination (the later wins), and
+ * device-to-device copies, overlapping too. */
+static void test_copy_order(void *device, void *queue)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	const size_t n = 3 << 20;
+	unsigned char *a = bytes(n), *b = bytes(n), *got = bytes(n),
+		      *want = bytes(n);
+	wafer_resource ra = alloc_or_die(device, n);
+	wafer_resource rb = alloc_or_die(device, n);
+
+	pattern(a, n, 1);
+	pattern(b, n, 2);
+	st->copy_in(device, queue, ra, 0, a, n);
+	st->copy_in(device, queue, rb, 0, b, n);
+	st->copy_out(device, queue, ra, 0, got, n);
+	st->copy_out(device, queue, rb, 0, got, n);
+	status_is(sync_queue(device, queue), WAFER_OK,
+		  "two downloads into one buffer: sync");
+	ok(memcmp(got, b, n) == 0, "  ... the later download wins");
+
+	st->copy_in(device, queue, ra, 1000, b, 5000);
+	st->copy_out(device, queue, ra, 0, got, n);
+	status_is(sync_queue(device, queue), WAFER_OK, "copy_in at an offset");
+	memcpy(want, a, n);
+	memcpy(want + 1000, b, 5000);
+	ok(memcmp(got, want, n) == 0, "  ... lands at the offset");
+
+	status_is(st->copy(device, queue, rb, 4096, ra, 0, 65536), WAFER_OK,
+		  "device-to-device copy");
+	st->copy_out(device, queue, rb, 0, got, n);
+	sync_queue(device, queue);
+	memcpy(want, b, n);
+	memcpy(want + 4096, a, 1000);
+	memcpy(want + 5096, b, 5000);
+	memcpy(want + 10096, a + 6000, 65536 - 6000);
+	ok(memcmp(got, want, n) == 0, "  ... copies the bytes");
+
+	/* Overlapping, both directions (CUDA leaves that undefined). */
+	st->copy_in(device, queue, ra, 0, a, n);
+	status_is(st->copy(device, queue, ra, 256, ra, 0, 1 << 20), WAFER_OK,
+		  "overlapping copy upwards");
+	st->copy_out(device, queue, ra, 0, got, n);
+	sync_queue(device, queue);
+	memcpy(want, a, n);
+	memmove(want + 256, a, 1 << 20);
+	ok(memcmp(got, want, n) == 0, "  ... behaves like memmove");
+	st->copy_in(device, queue, ra, 0, a, n);
+	status_is(st->copy(device, queue, ra, 0, ra, 512, 1 << 20), WAFER_OK,
+		  "overlapping copy downwards");
+	st->copy_out(device, queue, ra, 0, got, n);
+	sync_queue(device, queue);
+	memcpy(want, a, n);
+	memmove(want, a + 512, 1 << 20);
+	ok(memcmp(got, want, n) == 0, "  ... behaves like memmove");
+
+	st->free(device, ra);
+	st->free(device, rb);
+	free(a);
+	free(b);
+	free(got);
+	free(want);
+}
+
+static void test_alloc_errors(void *device, uint64_t memory_bytes)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	size_t too_much = (size_t)memory_bytes + ((size_t)1 << 30);
+	wafer_resource r = 1;
+
+	status_is(st->alloc(device, 0, &r), WAFER_ERROR_INVALID_ARGUMENT,
+		  "alloc of 0 bytes");
+	ok(r == 0, "  ... sets the resource to 0");
+	r = 1;
+	status_is(st->alloc(device, too_much, &r), WAFER_ERROR_OUT_OF_MEMORY,
+		  "alloc of 1 GiB more than the device has");
+	ok(r == 0, "  ... sets the resource to 0");
+	like(last_error, "CUDA_ERROR_OUT_OF_MEMORY",
+	     "  ... with the driver's error: %s", last_error);
+}
+
+static void test_async(void *device, void *queue)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	struct fakecuda_stats before = stats(), after;
+	const size_t n = 1 << 20;
+	unsigned char *a = bytes(n), *got = bytes(n);
+	wafer_resource r = 0;
+
+	pattern(a, n, 9);
+	status_is(st->alloc_async(device, queue, n, &r), WAFER_OK,
+		  "alloc_async");
+	ok(r != 0 && r % 256 == 0, "  ... an aligned resource");
+	st->copy_in(device, queue, r, 0, a, n);
+	st->copy_out(device, queue, r, 0, got, n);
+	status_is(st->free_async(device, queue, r), WAFER_OK,
+		  "free_async right after the copies");
+	status_is(sync_queue(device, queue), WAFER_OK, "  ... sync");
+	ok(memcmp(a, got, n) == 0, "  ... the copies ran before the free");
+	if (!real) {
+		after = stats();
+		ok(after.async_allocs == before.async_allocs + 1 &&
+			   after.async_frees == before.async_frees + 1,
+		   "  ... cuMemAllocAsync and cuMemFreeAsync were called");
+	}
+	status_is(st->alloc_async(device, queue, 0, &r),
+		  WAFER_ERROR_INVALID_ARGUMENT, "alloc_async of 0 bytes");
+	free(a);
+	free(got);
+}
+
+static void test_host_memory(void *device)
+{
+	void *p = (void *)1;
+
+	status_is(plugin->storage->host_alloc(device, 1 << 20, &p), WAFER_OK,
+		  "host_alloc 1 MiB");
+	ok(p != NULL, "  ... a pointer");
+	if (p) {
+		memset(p, 1, 1 << 20);
+		plugin->storage->host_free(device, p);
+	}
+	p = (void *)1;
+	status_is(plugin->storage->host_alloc(device, 0, &p),
+		  WAFER_ERROR_INVALID_ARGUMENT, "host_alloc of 0 bytes");
+	ok(p == NULL, "  ... sets the pointer to NULL");
+}
+
+/*===----------------------------------------------------------------------===
+ * Virtual memory
+ *===----------------------------------------------------------------------===*/
+
+static void test_vm(void *device, void *queue, size_t g)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	struct fakecuda_stats s0 = stats(), s1;
+	unsigned char *a = bytes(3 * g), *got = bytes(3 * g);
+	wafer_resource range = 0, other = 0;
+
+	status_is(st->vm_reserve(device, 8 * g, &range), WAFER_OK,
+		  "vm_reserve 8 pages");
+	ok(range && range % g == 0, "  ... a range aligned to the granularity");
+	status_is(st->vm_reserve(device, g + 1, &other),
+		  WAFER_ERROR_INVALID_ARGUMENT, "vm_reserve of a partial page");
+	ok(other == 0, "  ... sets the range to 0");
+
+	status_is(st->vm_map(device, range, 0, 3 * g), WAFER_OK,
+		  "vm_map pages 0-2 in one call");
+	pattern(a, 3 * g, 3);
+	st->copy_in(device, queue, range, 0, a, 3 * g);
+	st->copy_out(device, queue, range, 0, got, 3 * g);
+	status_is(sync_queue(device, queue), WAFER_OK, "  ... copies sync");
+	ok(memcmp(a, got, 3 * g) == 0, "  ... the mapped pages hold data");
+
+	status_is(st->vm_unmap(device, range, g, g), WAFER_OK,
+		  "vm_unmap page 1 alone, part of that one call's mapping");
+	st->copy_out(device, queue, range, 2 * g, got, g);
+	status_is(sync_queue(device, queue), WAFER_OK, "  ... page 2 still "
+		  "reads");
+	ok(memcmp(a + 2 * g, got, g) == 0, "  ... and kept its bytes");
+	status_is(st->vm_map(device, range, g, g), WAFER_OK,
+		  "vm_map page 1 again");
+	status_is(st->vm_map(device, range, 2 * g, g),
+		  WAFER_ERROR_INVALID_ARGUMENT, "vm_map of a mapped page");
+	like(last_error, "is mapped already", "  ... says so");
+	status_is(st->vm_unmap(device, range, 5 * g, g),
+		  WAFER_ERROR_INVALID_ARGUMENT, "vm_unmap of an unmapped page");
+	like(last_error, "is not mapped", "  ... says so");
+	status_is(st->vm_map(device, range, 7 * g, 2 * g),
+		  WAFER_ERROR_INVALID_ARGUMENT, "vm_map past the range's end");
+	like(last_error, "lies outside", "  ... says so");
+	status_is(st->vm_map(device, range, g / 2, g),
+		  WAFER_ERROR_INVALID_ARGUMENT, "vm_map at a partial offset");
+	status_is(st->vm_map(device, range + g, 0, g),
+		  WAFER_ERROR_INVALID_ARGUMENT, "vm_map on an address inside "
+		  "the range, not its start");
+	like(last_error, "is not a reserved range", "  ... says so");
+	if (!real) {
+		s1 = stats();
+		ok(s1.maps - s0.maps == 4 && s1.unmaps - s0.unmaps == 1,
+		   "one cuMemMap per page (4) and one cuMemUnmap");
+		ok(s1.set_access - s0.set_access == 2,
+		   "one cuMemSetAccess per vm_map call");
+	}
+
+	/* Released with three pages still mapped: all go. */
+	st->vm_release(device, range);
+	if (!real) {
+		s1 = stats();
+		ok(s1.handles_live == s0.handles_live,
+		   "vm_release unmapped every page and freed its memory");
+	}
+	free(a);
+	free(got);
+}
+
+/*===----------------------------------------------------------------------===
+ * Kernels
+ *===----------------------------------------------------------------------===*/
+
+/* Element |i| of |x| in |dtype| as a float. */
+static float elem(const void *x, wafer_dtype dtype, size_t i)
+{
+	if (dtype == WAFER_DTYPE_F32)
+		return ((const float *)x)[i];
+	uint16_t b = ((const uint16_t *)x)[i];
+	return dtype == WAFER_DTYPE_F16 ? t_f16_to_float(b) : t_bf16_to_float(b);
+}
+
+static void set_elem(void *x, wafer_dtype dtype, size_t i, float v)
+{
+	if (dtype == WAFER_DTYPE_F32)
+		((float *)x)[i] = v;
+	else
+		((uint16_t *)x)[i] = dtype == WAFER_DTYPE_F16
+					     ? t_float_to_f16(v)
+					     : t_float_to_bf16(v);
+}
+
+static const char *dtype_name(wafer_dtype d)
+{
+	return d == WAFER_DTYPE_F32 ? "f32" : d == WAFER_DTYPE_F16 ? "f16"
+								   : "bf16";
+}
+
+/* Every elementwise kernel of |dtype| over |n| elements at |offset|. */
+static void test_kernels_at(void *device, void *queue, wafer_dtype dtype,
+			    size_t n, size_t offset)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	size_t es = dtype == WAFER_DTYPE_F32 ? 4 : 2, nb = n * es;
+	const char *dn = dtype_name(dtype);
+	float *fa = malloc((n ? n : 1) * sizeof(float));
+	float *fb = malloc((n ? n : 1) * sizeof(float));
+	unsigned char *a = bytes(nb), *b = bytes(nb), *got = bytes(nb),
+		      *want = bytes(nb);
+	wafer_resource ra = alloc_or_die(device, offset + nb + 256);
+	wafer_resource rb = alloc_or_die(device, offset + nb + 256);
+	wafer_resource ro = alloc_or_die(device, offset + nb + 256);
+	struct wafer_binding bo = binding(ro, offset, nb);
+	struct wafer_binding b3[3] = {bo, binding(ra, offset, nb),
+				      binding(rb, offset, nb)};
+	static const char *const ops[] = {WAFER_KERNEL_COPY, WAFER_KERNEL_RELU,
+					   WAFER_KERNEL_ADD, WAFER_KERNEL_MUL};
+	int fine;
+
+	if (!fa || !fb)
+		exit(1);
+	values(fa, n, (uint32_t)(n + offset));
+	values(fb, n, (uint32_t)(n * 3 + 1));
+	for (size_t i = 0; i < n; i++) {
+		set_elem(a, dtype, i, fa[i]);
+		set_elem(b, dtype, i, fb[i]);
+	}
+	st->copy_in(device, queue, ra, offset, a, nb);
+	st->copy_in(device, queue, rb, offset, b, nb);
+
+	status_is(launch(device, queue, WAFER_KERNEL_FILL, dtype, &bo, 1, n,
+			 -2.25),
+		  WAFER_OK, "%s fill n=%zu offset=%zu", dn, n, offset);
+	st->copy_out(device, queue, ro, offset, got, nb);
+	status_is(sync_queue(device, queue), WAFER_OK, "  ... sync");
+	fine = 1;
+	for (size_t i = 0; i < n; i++)
+		fine &= elem(got, dtype, i) == -2.25f;
+	ok(fine, "  ... every element is -2.25");
+
+	for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+		int binary = k >= 2;
+		for (size_t i = 0; i < n; i++) {
+			float x = elem(a, dtype, i), y = elem(b, dtype, i), v;
+			v = k == 0 ? x : k == 1 ? (x > 0.0f ? x : 0.0f)
+				     : k == 2 ? x + y : x * y;
+			set_elem(want, dtype, i, v);
+		}
+		if (k == 0)
+			memcpy(want, a, nb);
+		status_is(launch(device, queue, ops[k], dtype, b3,
+				 binary ? 3 : 2, n, 0),
+			  WAFER_OK, "%s %s n=%zu offset=%zu", dn, ops[k], n,
+			  offset);
+		memset(got, 0x7f, nb);
+		st->copy_out(device, queue, ro, offset, got, nb);
+		status_is(sync_queue(device, queue), WAFER_OK, "  ... sync");
+		ok(memcmp(got, want, nb) == 0,
+		   "  ... matches the host, bit for bit");
+	}
+
+	/* out == a, exactly. */
+	struct wafer_binding alias[3] = {b3[1], b3[1], b3[2]};
+	for (size_t i = 0; i < n; i++)
+		set_elem(want, dtype, i, elem(a, dtype, i) + elem(b, dtype, i));
+	status_is(launch(device, queue, WAFER_KERNEL_ADD, dtype, alias, 3, n,
+			 0),
+		  WAFER_OK, "%s add in place (out == a) n=%zu", dn, n);
+	st->copy_out(device, queue, ra, offset, got, nb);
+	sync_queue(device, queue);
+	ok(memcmp(got, want, nb) == 0, "  ... correct in place");
+
+	st->free(device, ra);
+	st->free(device, rb);
+	st->free(device, ro);
+	free(fa);
+	free(fb);
+	free(a);
+	free(b);
+	free(got);
+	free(want);
+}
+
+static void test_kernels(void *device, void *queue)
+{
+	static const wafer_dtype dtypes[] = {WAFER_DTYPE_F32, WAFER_DTYPE_F16,
+					     WAFER_DTYPE_BF16};
+	static const size_t counts[] = {1, 7, 1000, 65536 + 3};
+
+	status_is(launch(device, queue, WAFER_KERNEL_NOOP, WAFER_DTYPE_F32,
+			 NULL, 0, 1, 0),
+		  WAFER_OK, "noop");
+	for (size_t d = 0; d < 3; d++)
+		for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+			test_kernels_at(device, queue, dtypes[d], counts[c],
+					c == 2 ? 256 : 0);
+	status_is(launch(device, queue, WAFER_KERNEL_ADD, WAFER_DTYPE_F32,
+			 NULL, 0, 0, 0),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "add with no bindings is refused");
+}
+
+static void test_bad_launches(void *device, void *queue)
+{
+	const struct wafer_server_ops *sv = plugin->server;
+	const struct wafer_kernel *add =
+		find_kernel(device, WAFER_KERNEL_ADD, WAFER_DTYPE_F32);
+	wafer_resource r = alloc_or_die(device, 4096);
+	struct wafer_binding b[3] = {binding(r, 0, 4096), binding(r, 0, 4096),
+				     binding(r, 0, 4096)};
+	struct wafer_elementwise_params p = {.count = 1024};
+	struct wafer_launch l = {
+		.struct_size = sizeof l,
+		.kernel = add,
+		.bindings = b,
+		.binding_count = 3,
+		.params = &p,
+		.params_size = sizeof p,
+		.global = {1024, 1, 1},
+	};
+	struct wafer_kernel copy;
+
+	l.binding_count = 2;
+	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
+		  "launch with too few bindings");
+	like(last_error, "takes 3 bindings, got 2", "  ... says so");
+	l.binding_count = 3;
+	l.params_size = 4;
+	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
+		  "launch with a short parameter block");
+	l.params_size = sizeof p;
+	p.count = 1025;
+	status_is(sv->launch(device, queue, &l), WAFER_ERROR_OUT_OF_RANGE,
+		  "launch past a binding's end");
+	like(last_error, "holds 4096 bytes, too few for 1025 elements",
+	     "  ... says so");
+	p.count = 16;
+	b[1].offset = 16;
+	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
+		  "launch with an unaligned binding offset");
+	b[1].offset = 0;
+	b[2].resource = 0;
+	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
+		  "launch naming no resource");
+	b[2].resource = r;
+	copy = *add;
+	copy.impl = &copy;
+	l.kernel = &copy;
+	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
+		  "launch of a kernel that is not the plugin's");
+	l.kernel = add;
+	status_is(sv->launch(device, queue, &l), WAFER_OK,
+		  "the repaired launch runs");
+	status_is(sync_queue(device, queue), WAFER_OK, "  ... sync");
+	plugin->storage->free(device, r);
+}
+
+/* Launches |op| of dtype f32 with a parameter block; returns the status. */
+static wafer_status launch_params(void *device, void *queue, const char *op,
+				  wafer_dtype dtype,
+				  const struct wafer_binding *b, uint32_t nb,
+				  const void *params, size_t size)
+{
+	const struct wafer_kernel *k = find_kernel(device, op, dtype);
+	struct wafer_launch l = {
+		.struct_size = sizeof l,
+		.kernel = k,
+		.bindings = b,
+		.binding_count = nb,
+		.params = params,
+		.params_size = size,
+		.global = {1, 1, 1},
+	};
+	if (!k)
+		return WAFER_ERROR_NOT_FOUND;
+	return plugin->server->launch(device, queue, &l);
+}
+
+/* What each launch kind checks before anything runs. */
+static void test_shape_checks(void *device, void *queue)
+{
+	wafer_resource r = alloc_or_die(device, 4096);
+	struct wafer_binding b[3] = {binding(r, 0, 4096), binding(r, 0, 1024),
+				     binding(r, 0, 4096)};
+	struct wafer_binary_strided_params sp = {
+		.rank = 2,
+		.shape = {16, 16},
+		.a_strides = {16, 1},
+		.b_strides = {0, 1},
+	};
+	struct wafer_strided_copy_params gp = {
+		.rank = 2,
+		.shape = {16, 16},
+		.strides = {1, 16},
+	};
+	struct wafer_cast_params cp = {
+		.count = 256,
+		.dtype_in = WAFER_DTYPE_F32,
+		.dtype_out = WAFER_DTYPE_F16,
+	};
+	struct wafer_rows_params rp = {.rows = 4, .cols = 64};
+
+	/* b[1] holds 256 floats: exactly a 16 x 16 view. */
+	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
+				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
+		  WAFER_OK, "add_strided 16x16 with a broadcast row");
+	sp.a_offset = 1;
+	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
+				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
+		  WAFER_ERROR_OUT_OF_RANGE,
+		  "add_strided whose a reaches one past its binding");
+	sp.a_offset = 0;
+	sp.rank = 0;
+	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
+				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
+		  WAFER_ERROR_INVALID_ARGUMENT, "add_strided of rank 0");
+	sp.rank = 9;
+	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
+				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
+		  WAFER_ERROR_INVALID_ARGUMENT, "add_strided of rank 9");
+	sp.rank = 2;
+	sp.shape[1] = 0;
+	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
+				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
+		  WAFER_ERROR_INVALID_ARGUMENT, "add_strided with a 0 extent");
+
+	status_is(launch_params(device, queue, WAFER_KERNEL_COPY_STRIDED,
+				WAFER_DTYPE_F32, b, 2, &gp, sizeof gp),
+		  WAFER_OK, "copy_strided of a transposed 16x16 view");
+	gp.strides[0] = 64;
+	status_is(launch_params(device, queue, WAFER_KERNEL_COPY_STRIDED,
+				WAFER_DTYPE_F32, b, 2, &gp, sizeof gp),
+		  WAFER_ERROR_OUT_OF_RANGE, "copy_strided past its input");
+
+	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
+				WAFER_DTYPE_F32, b, 2, &cp, sizeof cp),
+		  WAFER_OK, "cast f32 -> f16 of 256");
+	cp.dtype_out = WAFER_DTYPE_I32;
+	b[0].size = 1020;
+	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
+				WAFER_DTYPE_F32, b, 2, &cp, sizeof cp),
+		  WAFER_ERROR_OUT_OF_RANGE,
+		  "cast f32 -> i32 of 256 into 1020 bytes (sized by the "
+		  "target)");
+	b[0].size = 4096;
+	cp.dtype_out = WAFER_DTYPE_F64;
+	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
+				WAFER_DTYPE_F32, b, 2, &cp, sizeof cp),
+		  WAFER_ERROR_INVALID_ARGUMENT, "cast to f64 (not a target)");
+	cp.dtype_out = WAFER_DTYPE_F32;
+	cp.dtype_in = WAFER_DTYPE_F16;
+	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
+				WAFER_DTYPE_F32, b, 2, &cp, sizeof cp),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "cast whose dtype_in is not the entry's");
+
+	status_is(launch_params(device, queue, WAFER_KERNEL_REDUCE_SUM,
+				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
+		  WAFER_OK, "reduce_sum 4 x 64");
+	status_is(launch_params(device, queue, WAFER_KERNEL_SOFTMAX,
+				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
+		  WAFER_OK, "softmax 4 x 64");
+	b[0].size = 512;
+	status_is(launch_params(device, queue, WAFER_KERNEL_SOFTMAX,
+				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
+		  WAFER_ERROR_OUT_OF_RANGE, "softmax into too small an out");
+	status_is(launch_params(device, queue, WAFER_KERNEL_REDUCE_MAX,
+				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
+		  WAFER_OK, "  ... while reduce_max needs rows elements only");
+	rp.cols = 0;
+	status_is(launch_params(device, queue, WAFER_KERNEL_REDUCE_MAX,
+				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
+		  WAFER_ERROR_INVALID_ARGUMENT, "reduce_max of 0 columns");
+	status_is(sync_queue(device, queue), WAFER_OK, "  ... sync");
+	plugin->storage->free(device, r);
+}
+
+/* C = op(A) op(B) for every matmul variant against a double-precision
+ * host product of the same (rounded) inputs: batch 3 with strides, each
+ * transpose, edge tiles. The stand-in runs one naive loop for all
+ * variants (which checks what the plugin hands the kernel); on a GPU
+ * every variant and dtype runs its own kernel. */
+static void test_matmul(void *device, void *queue)
+{
+	static const struct {
+		uint64_t m, n, k;
+		uint32_t ta, tb;
+	} shapes[] = {
+		{1, 1, 1, 0, 0},     {37, 53, 29, 0, 0}, {64, 64, 64, 1, 0},
+		{130, 70, 33, 0, 1}, {129, 257, 17, 1, 1},
+		/* Row strides in multiples of 4, the layout kernels' cases
+		 * (the others fall back), with edge tiles. */
+		{128, 256, 64, 0, 0}, {200, 132, 36, 0, 1},
+		{96, 100, 44, 1, 0},  {260, 124, 12, 1, 1},
+	};
+	const struct wafer_kernel *table;
+	size_t count;
+
+	plugin->device_kernels(device, &table, &count);
+	for (size_t v = 0; v < count; v++) {
+		const struct wafer_kernel *k = &table[v];
+		if (strcmp(k->op, WAFER_KERNEL_MATMUL) != 0)
+			continue;
+		wafer_dtype dt = k->dtype;
+		size_t es = dt == WAFER_DTYPE_F32 ? 4 : 2;
+		/* The tolerance, relative to sum |a b|: the output's rounding
+		 * and tf32's 10-bit mantissa. */
+		double tol = dt == WAFER_DTYPE_BF16   ? 1e-2
+			     : dt == WAFER_DTYPE_F16  ? 2e-3
+			     : strcmp(k->variant, "tf32") == 0 ? 2e-3
+							       : 1e-5;
+		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+			uint64_t m = shapes[s].m, n = shapes[s].n,
+				 k_ = shapes[s].k, batch = 3;
+			/* Batch strides with a gap; a multiple of 4 from the
+			 * sixth shape on. */
+			uint64_t pad = s >= 5 ? 4 : 5;
+			uint64_t sa = m * k_ + pad, sb = k_ * n + pad + 4,
+				 sc = m * n + pad;
+			size_t na = batch * sa, nb = batch * sb, nc = batch * sc;
+			float *a = malloc(na * 4), *b = malloc(nb * 4);
+			unsigned char *da = bytes(na * es), *db = bytes(nb * es),
+				      *dc = bytes(nc * es);
+			double worst = 0;
+			/* In [-1, 1): f16 products of any k here stay far
+			 * from its 65504 limit. */
+			values(a, na, (uint32_t)(s + 11));
+			values(b, nb, (uint32_t)(s + 23));
+			for (size_t i = 0; i < na; i++)
+				a[i] /= 64.0f;
+			for (size_t i = 0; i < nb; i++)
+				b[i] /= 64.0f;
+			for (size_t i = 0; i < na; i++) {
+				set_elem(da, dt, i, a[i]);
+				a[i] = elem(da, dt, i); /* as rounded */
+			}
+			for (size_t i = 0; i < nb; i++) {
+				set_elem(db, dt, i, b[i]);
+				b[i] = elem(db, dt, i);
+			}
+			wafer_resource ra = alloc_or_die(device, na * es);
+			wafer_resource rb = alloc_or_die(device, nb * es);
+			wafer_resource rc = alloc_or_die(device, nc * es);
+			struct wafer_binding bind[3] = {
+				binding(rc, 0, nc * es), binding(ra, 0, na * es),
+				binding(rb, 0, nb * es)};
+			struct wafer_matmul_params p = {
+				.batch = batch, .m = m, .n = n, .k = k_,
+				.transpose_a = shapes[s].ta,
+				.transpose_b = shapes[s].tb,
+				.batch_stride_a = sa, .batch_stride_b = sb,
+				.batch_stride_c = sc,
+			};
+			plugin->storage->copy_in(device, queue, ra, 0, da,
+						 na * es);
+			plugin->storage->copy_in(device, queue, rb, 0, db,
+						 nb * es);
+			/* This variant's own entry, not the default one. */
+			struct wafer_launch l = {
+				.struct_size = sizeof l, .kernel = k,
+				.bindings = bind, .binding_count = 3,
+				.params = &p, .params_size = sizeof p,
+				.global = {n, m, batch},
+			};
+			wafer_status st = plugin->server->launch(device, queue,
+								 &l);
+			plugin->storage->copy_out(device, queue, rc, 0, dc,
+						  nc * es);
+			if (st == WAFER_OK)
+				st = sync_queue(device, queue);
+			for (uint64_t t = 0; t < batch && st == WAFER_OK; t++)
+				for (uint64_t i = 0; i < m; i++)
+					for (uint64_t j = 0; j < n; j++) {
+						double want = 0, mag = 0;
+						for (uint64_t l2 = 0; l2 < k_; l2++) {
+							double x = shapes[s].ta ? a[t * sa + l2 * m + i] : a[t * sa + i * k_ + l2];
+							double y = shapes[s].tb ? b[t * sb + j * k_ + l2] : b[t * sb + l2 * n + j];
+							want += x * y;
+							mag += fabs(x * y);
+						}
+						double got = elem(dc, dt, t * sc + i * n + j);
+						double err = fabs(got - want) / (mag + 1e-30);
+						if (!(err <= worst))
+							worst = err;
+					}
+			ok(st == WAFER_OK && worst <= tol,
+			   "matmul %s %s %" PRIu64 "x%" PRIu64 "x%" PRIu64
+			   " ta=%u tb=%u batch 3: worst relative error %.2g",
+			   dtype_name(dt), k->variant, m, n, k_, shapes[s].ta,
+			   shapes[s].tb, worst);
+			if (st != WAFER_OK)
+				diag("%s", last_error);
+			plugin->storage->free(device, ra);
+			plugin->storage->free(device, rb);
+			plugin->storage->free(device, rc);
+			free(a);
+			free(b);
+			free(da);
+			free(db);
+			free(dc);
+		}
+	}
+}
+
+static void test_timers(void *device, void *queue)
+{
+	const size_t n = 1 << 20;
+	wafer_resource r = alloc_or_die(device, n * 4);
+	struct wafer_binding b = binding(r, 0, n * 4);
+	void *timer = NULL;
+	uint64_t ns = 0;
+
+	status_is(plugin->server->timer_begin(device, queue, &timer), WAFER_OK,
+		  "timer_begin");
+	launch(device, queue, WAFER_KERNEL_FILL, WAFER_DTYPE_F32, &b, 1, n, 1);
+	status_is(plugin->server->timer_end(device, queue, timer, &ns),
+		  WAFER_OK, "timer_end");
+	ok(ns > 0 && ns < UINT64_C(10000000000),
+	   "  ... a fill of 4 MiB took %" PRIu64 " ns", ns);
+	plugin->storage->free(device, r);
+}
+
+/*===----------------------------------------------------------------------===
+ * Failures the stand-in injects
+ *===----------------------------------------------------------------------===*/
+
+static void test_sticky_error(void *state)
+{
+	void *device, *queue;
+	wafer_resource r;
+
+	if (plugin->device_open(state, 0, &device) != WAFER_OK ||
+	    plugin->server->queue_create(device, &queue) != WAFER_OK) {
+		ok(0, "sticky error: open: %s", last_error);
+		return;
+	}
+	r = alloc_or_die(device, 4096);
+	plugin->storage->free(device, r);
+	struct wafer_binding b = binding(r, 0, 4096);
+	status_is(launch(device, queue, WAFER_KERNEL_FILL, WAFER_DTYPE_F32, &b,
+			 1, 1024, 0),
+		  WAFER_OK,
+		  "a fill of freed memory launches (the GPU finds out later)");
+	status_is(sync_queue(device, queue), WAFER_ERROR_DEVICE,
+		  "  ... sync reports WAFER_ERROR_DEVICE");
+	like(last_error,
+	     "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal "
+	     "memory access was encountered",
+	     "  ... with the driver's name and text: %s", last_error);
+	fake_reset();
+	plugin->server->queue_destroy(device, queue);
+	plugin->device_close(device);
+}
+
+static void test_no_pinned(void)
+{
+	void *state, *device, *queue;
+	struct fakecuda_stats s0, s1;
+
+	setenv("FAKECUDA_NO_PINNED", "1", 1);
+	setenv("FAKECUDA_DELAY_US", "200", 1);
+	if (init_with(NULL, 0, &state) != WAFER_OK ||
+	    plugin->device_open(state, 0, &device) != WAFER_OK ||
+	    plugin->server->queue_create(device, &queue) != WAFER_OK) {
+		ok(0, "no pinned memory: open: %s", last_error);
+		return;
+	}
+	clear_logs();
+	s0 = stats();
+	roundtrip(device, queue, 100000, "no pinned memory");
+	roundtrip(device, queue, 5 << 20, "no pinned memory");
+	s1 = stats();
+	ok(s1.pinned_copies == s0.pinned_copies &&
+		   s1.pageable_copies > s0.pageable_copies,
+	   "  ... every copy went unstaged");
+	like(logs, "cannot pin a", "  ... which was logged");
+	plugin->server->queue_destroy(device, queue);
+	plugin->device_close(device);
+	plugin->shutdown(state);
+	unsetenv("FAKECUDA_NO_PINNED");
+	unsetenv("FAKECUDA_DELAY_US");
+}
+
+/* Small staging limits: copies wait for their own earlier ones, or go
+ * unstaged when the pool is exhausted; everything stays correct. */
+static void test_staging_limits(void)
+{
+	static const struct {
+		const char *chunk, *limit;
+	} cases[] = {{"64K", "64K"}, {"64K", "256K"}, {"1M", "0"}};
+	void *state, *device, *queue;
+	struct wafer_plugin_option opts[2];
+	char what[64];
+
+	setenv("FAKECUDA_DELAY_US", "100", 1);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		opts[0] = option("staging_chunk", cases[i].chunk, "api");
+		opts[1] = option("staging_limit", cases[i].limit, "api");
+		snprintf(what, sizeof what, "chunk %s limit %s", cases[i].chunk,
+			 cases[i].limit);
+		if (init_with(opts, 2, &state) != WAFER_OK ||
+		    plugin->device_open(state, 0, &device) != WAFER_OK ||
+		    plugin->server->queue_create(device, &queue) != WAFER_OK) {
+			ok(0, "%s: open: %s", what, last_error);
+			continue;
+		}
+		struct fakecuda_stats s0 = stats();
+		roundtrip(device, queue, 1000, what);
+		roundtrip(device, queue, (1 << 20) + 17, what);
+		test_copy_order(device, queue);
+		struct fakecuda_stats s1 = stats();
+		if (strcmp(cases[i].limit, "0") == 0)
+			ok(s1.pinned_copies == s0.pinned_copies,
+			   "%s: nothing was staged", what);
+		else
+			ok(s1.pinned_copies > s0.pinned_copies,
+			   "%s: copies were staged", what);
+		plugin->server->queue_destroy(device, queue);
+		plugin->device_close(device);
+		ok(stats().pinned_live == 0,
+		   "%s: every staging buffer was freed at close", what);
+		plugin->shutdown(state);
+	}
+	unsetenv("FAKECUDA_DELAY_US");
+}
+
+static void test_release_threshold(void)
+{
+	void *state, *device;
+	struct wafer_plugin_option opt = option("release_threshold", "1G",
+						"api");
+
+	if (init_with(&opt, 1, &state) == WAFER_OK &&
+	    plugin->device_open(state, 0, &device) == WAFER_OK) {
+		is_int((long long)stats().release_threshold, 1LL << 30,
+		       "release_threshold = 1G reaches the default pool");
+		plugin->device_close(device);
+		plugin->shutdown(state);
+	}
+	if (init_with(NULL, 0, &state) == WAFER_OK &&
+	    plugin->device_open(state, 0, &device) == WAFER_OK) {
+		ok(stats().release_threshold == UINT64_MAX,
+		   "the default threshold keeps everything (UINT64_MAX)");
+		plugin->device_close(device);
+		plugin->shutdown(state);
+	}
+}
+
+static void test_no_vmm_no_pools(void)
+{
+	struct wafer_device_info info = {.struct_size = sizeof info};
+	void *state, *device, *queue;
+	wafer_resource r = 1;
+
+	setenv("FAKECUDA_NO_VMM", "1", 1);
+	setenv("FAKECUDA_NO_POOLS", "1", 1);
+	if (init_with(NULL, 0, &state) != WAFER_OK ||
+	    plugin->device_open(state, 0, &device) != WAFER_OK ||
+	    plugin->server->queue_create(device, &queue) != WAFER_OK) {
+		ok(0, "no vmm: open: %s", last_error);
+		return;
+	}
+	plugin->device_info(state, 0, &info);
+	is_int((long long)info.vm_granularity, 0,
+	       "no virtual memory management: vm_granularity 0");
+	status_is(plugin->storage->vm_reserve(device, 2 << 20, &r),
+		  WAFER_ERROR_NOT_SUPPORTED, "  ... vm_reserve not supported");
+	ok(r == 0, "  ... no range");
+	status_is(plugin->storage->alloc_async(device, queue, 256, &r),
+		  WAFER_ERROR_NOT_SUPPORTED,
+		  "no memory pools: alloc_async not supported");
+	/* Overlapping copies go in steps without a pool. */
+	test_copy_order(device, queue);
+	plugin->server->queue_destroy(device, queue);
+	plugin->device_close(device);
+	plugin->shutdown(state);
+	unsetenv("FAKECUDA_NO_VMM");
+	unsetenv("FAKECUDA_NO_POOLS");
+}
+
+/*===----------------------------------------------------------------------===
+ * Threads
+ *===----------------------------------------------------------------------===*/
+
+#define CLIENTS 4
+
+struct client {
+	void *device;
+	int index;
+	int failures;
+};
+
+/* Each thread has its own queue, and has never had a context made
+ * current by anyone: the plugin must do that in every entry. */
+static void *client_main(void *arg)
+{
+	struct client *c = arg;
+	const struct wafer_storage_ops *st = plugin->storage;
+	const size_t n = 50000;
+	float *x = malloc(n * 4), *got = malloc(n * 4);
+	void *queue;
+
+	if (!x || !got ||
+	    plugin->server->queue_create(c->device, &queue) != WAFER_OK) {
+		c->failures++;
+		free(x);
+		free(got);
+		return NULL;
+	}
+	values(x, n, (uint32_t)c->index);
+	for (int round = 0; round < 20; round++) {
+		wafer_resource r;
+		if (st->alloc(c->device, n * 4, &r) != WAFER_OK) {
+			c->failures++;
+			continue;
+		}
+		struct wafer_binding b[3] = {binding(r, 0, n * 4),
+					     binding(r, 0, n * 4),
+					     binding(r, 0, n * 4)};
+		st->copy_in(c->device, queue, r, 0, x, n * 4);
+		launch(c->device, queue, WAFER_KERNEL_ADD, WAFER_DTYPE_F32, b,
+		       3, n, 0);
+		st->copy_out(c->device, queue, r, 0, got, n * 4);
+		if (sync_queue(c->device, queue) != WAFER_OK)
+			c->failures++;
+		for (size_t i = 0; i < n; i++)
+			if (got[i] != x[i] + x[i]) {
+				c->failures++;
+				break;
+			}
+		st->free(c->device, r);
+	}
+	plugin->server->queue_destroy(c->device, queue);
+	free(x);
+	free(got);
+	return NULL;
+}
+
+static void test_threads(void *device)
+{
+	pthread_t threads[CLIENTS];
+	struct client clients[CLIENTS];
+	int failures = 0;
+
+	for (int i = 0; i < CLIENTS; i++) {
+		clients[i] = (struct client){.device = device, .index = i};
+		pthread_create(&threads[i], NULL, client_main, &clients[i]);
+	}
+	for (int i = 0; i < CLIENTS; i++) {
+		pthread_join(threads[i], NULL);
+		failures += clients[i].failures;
+	}
+	is_int(failures, 0, "%d threads, a queue each, 20 rounds of upload, "
+	       "add, download", CLIENTS);
+}
+
+/*===----------------------------------------------------------------------===
+ * Main
+ *===----------------------------------------------------------------------===*/
+
+static void test_device(void *state)
+{
+	struct wafer_device_info info = {.struct_size = sizeof info};
+	void *device = NULL, *queue = NULL;
+
+	test_device_info(state);
+	status_is(plugin->device_open(state, 0, &device), WAFER_OK,
+		  "device_open(0)");
+	if (!device)
+		return;
+	plugin->device_info(state, 0, &info);
+	test_kernel_table(device);
+	status_is(plugin->server->queue_create(device, &queue), WAFER_OK,
+		  "queue_create");
+	test_copies(device, queue, "default staging");
+	test_copy_order(device, queue);
+	test_alloc_errors(device, info.memory_bytes);
+	test_async(device, queue);
+	test_host_memory(device);
+	if (info.vm_granularity)
+		test_vm(device, queue, info.vm_granularity);
+	test_kernels(device, queue);
+	test_bad_launches(device, queue);
+	test_shape_checks(device, queue);
+	test_matmul(device, queue);
+	test_timers(device, queue);
+	test_threads(device);
+	plugin->server->queue_destroy(device, queue);
+
+	/* A range the core forgot: released at close, with a warning. */
+	wafer_resource range;
+	if (info.vm_granularity &&
+	    plugin->storage->vm_reserve(device, info.vm_granularity,
+					&range) == WAFER_OK &&
+	    plugin->storage->vm_map(device, range, 0, info.vm_granularity) ==
+		    WAFER_OK) {
+		clear_logs();
+		plugin->device_close(device);
+		like(logs, "device closed with", "device_close releases a "
+		     "forgotten range");
+	} else {
+		plugin->device_close(device);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *builddir = getenv("T_BUILDDIR");
+	char path[4096];
+	void *so, *fake = NULL, *state = NULL;
+
+	real = argc > 1 && strcmp(argv[1], "--real") == 0;
+	if (!builddir)
+		skip_all("T_BUILDDIR is not set (run through make check)");
+	snprintf(path, sizeof path, "%s/../plugins/cuda/.libs/cuda.so",
+		 builddir);
+	snprintf(fake_path, sizeof fake_path, "%s/.libs/fakecuda.so",
+		 builddir);
+	if (access(path, R_OK) != 0)
+		skip_all("the cuda plugin was not built");
+	if (!real) {
+		/* The same instance the plugin will dlopen by path. */
+		fake = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
+		if (!fake) {
+			diag("%s", dlerror());
+			return 1;
+		}
+		fake_stats = (fakecuda_stats_fn)dlsym(fake, "fakecuda_stats");
+		fake_reset = (fakecuda_reset_fn)dlsym(fake, "fakecuda_reset");
+	}
+
+	so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!ok(so != NULL, "dlopen %s", path)) {
+		diag("%s", dlerror());
+		return exit_status();
+	}
+	wafer_plugin_query_fn query =
+		(wafer_plugin_query_fn)dlsym(so, WAFER_PLUGIN_QUERY_SYMBOL);
+	if (!ok(query != NULL, "wafer_plugin_query is exported"))
+		return exit_status();
+	test_descriptor(query);
+	test_options();
+	test_no_driver();
+
+	status_is(init_with(NULL, 0, &state), WAFER_OK, "init on %s",
+		  real ? "libcuda.so.1" : "the stand-in driver");
+	if (!state)
+		return exit_status();
+	uint32_t count = 0;
+	if (plugin->device_count(state, &count) != WAFER_OK) {
+		diag("no device: %s", last_error);
+		plugin->shutdown(state);
+		done_testing();
+		return real ? 1 : exit_status();
+	}
+	test_device(state);
+	if (!real) {
+		test_sticky_error(state);
+		test_release_threshold();
+		test_staging_limits();
+		test_no_pinned();
+		test_no_vmm_no_pools();
+		struct fakecuda_stats s = stats();
+		is_int((long long)s.streams_live, 0, "every stream destroyed");
+		is_int((long long)s.events_live, 0, "every event destroyed");
+	}
+	plugin->shutdown(state);
+	dlclose(so);
+	if (fake)
+		dlclose(fake);
+	done_testing();
+	return exit_status();
+}

@@ -1,0 +1,1952 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * fakecuda.c: a stand-in for libcuda.so.1, so the cuda plugin's host code
+ * runs in tests on machines without a GPU (CI never has one). The plugin
+ * loads it through `[cuda] driver_library`. It is not a GPU simulator: it
+ * keeps the driver's contracts that the plugin depends on, strictly, so a
+ * plugin that breaks one fails here rather than on the GPU:
+ *
+ *  - entry points come only through cuGetProcAddress (the v2 form), and
+ *    only cuDriverGetVersion and cuGetProcAddress_v2 are exported;
+ *  - calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT on a
+ *    thread where none is current;
+ *  - every stream is a worker thread that runs its copies, kernels, event
+ *    records and frees later, in order (FAKECUDA_DELAY_US slows each step
+ *    down, to shake out ordering bugs);
+ *  - copies from pageable memory snapshot the source at the call, copies
+ *    into pageable memory wait for the stream; copies from or to pinned
+ *    memory (cuMemHostAlloc) touch it only when they run;
+ *  - every device access (copies, emulated kernels) must lie in live
+ *    device memory (an allocation, or mapped pages with access set),
+ *    otherwise the context gets the sticky CUDA_ERROR_ILLEGAL_ADDRESS;
+ *  - cuMemcpyDtoDAsync refuses overlapping ranges; cuMemUnmap takes
+ *    exactly one whole mapping; cuMemMap needs offset 0 and unmapped
+ *    address space; cuMemAddressFree needs nothing mapped;
+ *  - cuModuleGetFunction finds a kernel only if the module image holds
+ *    its PTX entry (the plugin's fatbins are built uncompressed).
+ *
+ * Kernels are emulated on the host by name, with the catalogue's meaning
+ * (wafer/plugin.h) and the element type the name says: every operation
+ * of the cuda plugin, matmul as one naive loop for all variants. So the
+ * plugin's host side — which function, which arguments, which grid — is
+ * checked end to end by the backend-neutral tests; its device code is
+ * not (that takes a GPU: dev/gpu-check.sh).
+ *
+ * Knobs (environment, read when used): FAKECUDA_VERSION (13000),
+ * FAKECUDA_INIT (a CUresult for cuInit), FAKECUDA_MISSING (a symbol
+ * cuGetProcAddress does not find), FAKECUDA_DEVICES (1), FAKECUDA_ARCH
+ * (90), FAKECUDA_MEMORY (1 GiB), FAKECUDA_NO_VMM, FAKECUDA_NO_POOLS,
+ * FAKECUDA_DELAY_US. fakecuda_stats() and fakecuda_reset() are for tests
+ * that dlopen this library themselves. */
+#include "build-config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#include <wafer/plugin.h>
+
+#include "plugins/cuda/kernels/args.h"
+#include "t/fakecuda.h"
+#include "t/half.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/*===----------------------------------------------------------------------===
+ * Global state
+ *===----------------------------------------------------------------------===*/
+
+static pthread_mutex_t L = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t C = PTHREAD_COND_INITIALIZER;
+
+/* Device memory: allocations and vm mappings, and pinned host memory. */
+enum region_kind { REGION_ALLOC, REGION_PINNED, REGION_RESERVED, REGION_MAPPED };
+
+struct region {
+	enum region_kind kind;
+	uintptr_t base;
+	size_t size;
+	int accessible;           /* REGION_MAPPED: cuMemSetAccess done */
+	struct fake_handle *handle; /* REGION_MAPPED */
+	void *block;              /* REGION_ALLOC/PINNED: what to free */
+};
+
+struct fake_handle {
+	int fd;
+	size_t size;
+	int mappings;
+	int released;
+};
+
+static struct region *regions;
+static size_t region_count, region_capacity;
+static size_t device_bytes;     /* allocations + physical handles */
+static struct fakecuda_stats stats;
+static CUresult sticky;         /* a kernel or copy hit bad memory */
+static int initialised;
+
+static _Thread_local CUcontext current;
+
+struct CUctx_st {
+	int ordinal;
+};
+static struct CUctx_st contexts[8];
+
+static long env_long(const char *name, long fallback)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? strtol(v, NULL, 0) : fallback;
+}
+
+static size_t granularity(void)
+{
+	return (size_t)2 << 20;
+}
+
+/*===----------------------------------------------------------------------===
+ * Regions
+ *===----------------------------------------------------------------------===*/
+
+static int add_region(struct region r)
+{
+	if (region_count == region_capacity) {
+		size_t cap = region_capacity ? region_capacity * 2 : 64;
+		struct region *grown = realloc(regions, cap * sizeof *grown);
+		if (!grown)
+			return -1;
+		regions = grown;
+		region_capacity = cap;
+	}
+	regions[region_count++] = r;
+	return 0;
+}
+
+static struct region *find_region(enum region_kind kind, uintptr_t base)
+{
+	for (size_t i = 0; i < region_count; i++)
+		if (regions[i].kind == kind && regions[i].base == base)
+			return &regions[i];
+	return NULL;
+}
+
+static void drop_region(struct region *r)
+{
+	*r = regions[--region_count];
+}
+
+/* The region of |kind| holding address |p|. */
+static struct region *region_at(enum region_kind kind, uintptr_t p)
+{
+	for (size_t i = 0; i < region_count; i++)
+		if (regions[i].kind == kind && p >= regions[i].base &&
+		    p - regions[i].base < regions[i].size)
+			return &regions[i];
+	return NULL;
+}
+
+/* Whether [p, p + n) is live device memory: inside one allocation, or a
+ * run of accessible mappings. Called with L held. */
+static int device_range_ok(uintptr_t p, size_t n)
+{
+	uintptr_t end = p + n;
+
+	if (n == 0)
+		return 1;
+	if (end < p)
+		return 0;
+	struct region *a = region_at(REGION_ALLOC, p);
+	if (a)
+		return end - a->base <= a->size;
+	while (p < end) {
+		struct region *m = region_at(REGION_MAPPED, p);
+		if (!m || !m->accessible)
+			return 0;
+		p = m->base + m->size;
+	}
+	return 1;
+}
+
+static int is_pinned(const void *p, size_t n)
+{
+	struct region *r = region_at(REGION_PINNED, (uintptr_t)p);
+
+	return r && (uintptr_t)p + n - r->base <= r->size;
+}
+
+/*===----------------------------------------------------------------------===
+ * Streams
+ *===----------------------------------------------------------------------===*/
+
+enum op_kind { OP_COPY, OP_KERNEL, OP_EVENT, OP_FREE };
+
+struct fake_kernel;
+
+struct op {
+	enum op_kind kind;
+	uint64_t seq;  /* in its stream */
+	uint64_t gseq; /* across all streams: orders an event's records */
+	/* OP_COPY: from |src| to |dst|; |check_dst|/|check_src| say which
+	 * side is device memory; |owned| is a snapshot to free after. */
+	void *dst;
+	const void *src;
+	size_t n;
+	int check_dst, check_src;
+	void *owned;
+	/* OP_KERNEL */
+	const struct fake_kernel *kernel;
+	uintptr_t ptr[4];
+	unsigned char params[512]; /* the largest block, with room */
+	unsigned grid[3];
+	/* OP_EVENT */
+	struct CUevent_st *event;
+	/* OP_FREE */
+	uintptr_t free_ptr;
+	struct op *next;
+};
+
+struct CUstream_st {
+	pthread_t thread;
+	struct op *head, *tail;
+	int busy, stop;
+	uint64_t issued, done;
+};
+
+struct CUevent_st {
+	unsigned flags;
+	uint64_t recorded, completed;
+	struct timespec when;
+};
+
+static void delay(void)
+{
+	long us = env_long("FAKECUDA_DELAY_US", 0);
+
+	if (us > 0)
+		usleep((useconds_t)us);
+}
+
+static void run_kernel(struct op *o);
+
+/* Runs |o| (L not held), then reports it done. */
+static void run_op(struct op *o)
+{
+	delay();
+	pthread_mutex_lock(&L);
+	int ok = sticky == CUDA_SUCCESS;
+	if (ok && o->kind == OP_COPY)
+		ok = (!o->check_dst || device_range_ok((uintptr_t)o->dst, o->n)) &&
+		     (!o->check_src || device_range_ok((uintptr_t)o->src, o->n));
+	if (!ok && sticky == CUDA_SUCCESS)
+		sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+	pthread_mutex_unlock(&L);
+
+	if (ok && o->kind == OP_COPY)
+		memcpy(o->dst, o->src, o->n);
+	if (ok && o->kind == OP_KERNEL)
+		run_kernel(o);
+
+	pthread_mutex_lock(&L);
+	if (o->kind == OP_EVENT) {
+		clock_gettime(CLOCK_MONOTONIC, &o->event->when);
+		if (o->gseq > o->event->completed)
+			o->event->completed = o->gseq;
+	}
+	if (o->kind == OP_FREE) {
+		struct region *r = find_region(REGION_ALLOC, o->free_ptr);
+		if (r) {
+			device_bytes -= r->size;
+			free(r->block);
+			drop_region(r);
+		}
+	}
+	pthread_mutex_unlock(&L);
+	free(o->owned);
+}
+
+static void *stream_main(void *arg)
+{
+	struct CUstream_st *s = arg;
+
+	pthread_mutex_lock(&L);
+	for (;;) {
+		while (!s->head && !s->stop)
+			pthread_cond_wait(&C, &L);
+		if (!s->head)
+			break;
+		struct op *o = s->head;
+		s->head = o->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->busy = 1;
+		pthread_mutex_unlock(&L);
+		run_op(o);
+		free(o);
+		pthread_mutex_lock(&L);
+		s->busy = 0;
+		s->done++;
+		pthread_cond_broadcast(&C);
+	}
+	pthread_mutex_unlock(&L);
+	return NULL;
+}
+
+static uint64_t global_seq;
+
+/* Queues |o| on |s|; returns its number in the stream. L held. */
+static uint64_t push_op(struct CUstream_st *s, struct op *o)
+{
+	o->gseq = ++global_seq;
+	o->next = NULL;
+	if (s->tail)
+		s->tail->next = o;
+	else
+		s->head = o;
+	s->tail = o;
+	o->seq = ++s->issued;
+	pthread_cond_broadcast(&C);
+	return o->seq;
+}
+
+/* Waits until op |seq| of |s| ran. L held. */
+static void wait_stream(struct CUstream_st *s, uint64_t seq)
+{
+	while (s->done < seq)
+		pthread_cond_wait(&C, &L);
+}
+
+/*===----------------------------------------------------------------------===
+ * Error names
+ *===----------------------------------------------------------------------===*/
+
+static const struct {
+	CUresult code;
+	const char *name, *text;
+} errors[] = {
+	{CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+	{CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE",
+	 "invalid argument"},
+	{CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+	{CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED",
+	 "initialization error"},
+	{CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE",
+	 "no CUDA-capable device is detected"},
+	{CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE",
+	 "invalid device ordinal"},
+	{CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT",
+	 "invalid device context"},
+	{CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE",
+	 "invalid resource handle"},
+	{CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	{CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+	{CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+	 "an illegal memory access was encountered"},
+	{CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED",
+	 "operation not supported"},
+	{CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE",
+	 "device kernel image is invalid"},
+};
+
+static CUresult fake_cuGetErrorName(CUresult error, const char **out)
+{
+	for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+		if (errors[i].code == error) {
+			*out = errors[i].name;
+			return CUDA_SUCCESS;
+		}
+	*out = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuGetErrorString(CUresult error, const char **out)
+{
+	for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+		if (errors[i].code == error) {
+			*out = errors[i].text;
+			return CUDA_SUCCESS;
+		}
+	*out = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+/*===----------------------------------------------------------------------===
+ * Initialisation, devices, contexts
+ *===----------------------------------------------------------------------===*/
+
+static int device_count(void)
+{
+	long n = env_long("FAKECUDA_DEVICES", 1);
+
+	return n < 0 ? 0 : n > 8 ? 8 : (int)n;
+}
+
+/* Most calls: the driver is initialised and a context is current. */
+static CUresult need_context(void)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return sticky;
+}
+
+static CUresult fake_cuInit(unsigned flags)
+{
+	CUresult r = (CUresult)env_long("FAKECUDA_INIT", 0);
+
+	if (flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (r == CUDA_SUCCESS)
+		initialised = 1;
+	return r;
+}
+
+static CUresult fake_cuDeviceGetCount(int *count)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	*count = device_count();
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGet(CUdevice *dev, int ordinal)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (ordinal < 0 || ordinal >= device_count())
+		return CUDA_ERROR_INVALID_DEVICE;
+	*dev = ordinal;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	if (dev < 0 || dev >= device_count())
+		return CUDA_ERROR_INVALID_DEVICE;
+	snprintf(name, (size_t)len, "Fake GPU %d", (int)dev);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice dev)
+{
+	if (dev < 0 || dev >= device_count())
+		return CUDA_ERROR_INVALID_DEVICE;
+	*bytes = (size_t)env_long("FAKECUDA_MEMORY", 1L << 30);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGetAttribute(int *value, CUdevice_attribute a,
+					  CUdevice dev)
+{
+	long arch = env_long("FAKECUDA_ARCH", 90);
+
+	if (dev < 0 || dev >= device_count())
+		return CUDA_ERROR_INVALID_DEVICE;
+	switch (a) {
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+		*value = (int)(arch / 10);
+		break;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+		*value = (int)(arch % 10);
+		break;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+		*value = 4;
+		break;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+		*value = 227 << 10;
+		break;
+	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+		*value = !getenv("FAKECUDA_NO_VMM");
+		break;
+	case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+		*value = !getenv("FAKECUDA_NO_POOLS");
+		break;
+	default:
+		*value = 0;
+		break;
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (dev < 0 || dev >= device_count())
+		return CUDA_ERROR_INVALID_DEVICE;
+	contexts[dev].ordinal = dev;
+	*ctx = &contexts[dev];
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuCtxSetCurrent(CUcontext ctx)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	current = ctx;
+	pthread_mutex_lock(&L);
+	stats.context_sets++;
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/*===----------------------------------------------------------------------===
+ * Modules and kernels
+ *===----------------------------------------------------------------------===*/
+
+typedef void (*emulator_fn)(struct op *o);
+
+/* Element types of emulated kernels. */
+enum { T_F32, T_F16, T_BF16, T_B16, T_I32 };
+
+struct fake_kernel {
+	char name[128];
+	emulator_fn run;
+	int pointers;       /* leading pointer arguments */
+	size_t params_size; /* the parameter block after them */
+	int dtype;          /* T_*: every binding's, or a cast's source */
+	int dtype_out;      /* a cast's target */
+	int op;             /* which unary, binary or reduction */
+};
+
+struct CUmod_st {
+	const char *image;
+	size_t image_size;
+	struct fake_kernel *kernels[256];
+	int kernel_count;
+};
+
+/* The fatbin's length: its header says (magic 0xba55ed50, then the
+ * header size and the size of what follows). */
+static size_t fatbin_size(const void *image)
+{
+	const unsigned char *p = image;
+	uint32_t magic;
+	uint16_t header;
+	uint64_t body;
+
+	memcpy(&magic, p, 4);
+	if (magic != 0xba55ed50u)
+		return 0;
+	memcpy(&header, p + 6, 2);
+	memcpy(&body, p + 8, 8);
+	return header + body;
+}
+
+static CUresult fake_cuModuleLoadData(CUmodule *module, const void *image)
+{
+	CUresult r = need_context();
+	struct CUmod_st *m;
+
+	if (r)
+		return r;
+	size_t n = fatbin_size(image);
+	if (!n)
+		return CUDA_ERROR_INVALID_IMAGE;
+	m = calloc(1, sizeof *m);
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->image = image;
+	m->image_size = n;
+	*module = m;
+	pthread_mutex_lock(&L);
+	stats.modules_loaded++;
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuModuleUnload(CUmodule module)
+{
+	CUresult r = need_context();
+
+	if (r && r != sticky)
+		return r;
+	for (int i = 0; i < module->kernel_count; i++)
+		free(module->kernels[i]);
+	free(module);
+	return CUDA_SUCCESS;
+}
+
+static void emulate_noop(struct op *o);
+static void emulate_fill(struct op *o);
+static void emulate_copy(struct op *o);
+static void emulate_unary(struct op *o);
+static void emulate_binary(struct op *o);
+static void emulate_scalar(struct op *o);
+static void emulate_strided(struct op *o);
+static void emulate_gather(struct op *o);
+static void emulate_cast(struct op *o);
+static void emulate_rows(struct op *o);
+static void emulate_matmul(struct op *o);
+
+/* Operations, in the order of these names: unary, then binary. */
+static const char *const unary_names[] = {
+	"neg", "abs", "exp", "log", "sqrt", "relu", "gelu", "sigmoid", "tanh",
+};
+static const char *const binary_names[] = {
+	"add", "sub", "mul", "div", "max", "min",
+};
+static const char *const rows_names[] = {
+	"reduce_sum", "reduce_max", "reduce_mean", "softmax",
+};
+
+/* T_* of a dtype suffix; -1 if none. */
+static int suffix_dtype(const char *suffix)
+{
+	static const char *const names[] = {"f32", "f16", "bf16", "b16",
+					    "b32", "i32"};
+	static const int codes[] = {T_F32, T_F16, T_BF16, T_B16, T_F32, T_I32};
+
+	for (int i = 0; i < 6; i++)
+		if (strcmp(suffix, names[i]) == 0)
+			return codes[i];
+	return -1;
+}
+
+/* |name| is |prefix| followed by a dtype suffix, optionally "_i64": sets
+ * k->dtype and returns 1. */
+static int named(struct fake_kernel *k, const char *name, const char *prefix)
+{
+	size_t len = strlen(prefix);
+	char suffix[16];
+
+	if (strncmp(name, prefix, len) != 0)
+		return 0;
+	snprintf(suffix, sizeof suffix, "%s", name + len);
+	char *wide = strstr(suffix, "_i64");
+	if (wide && wide[4] == '\0')
+		*wide = '\0';
+	k->dtype = suffix_dtype(suffix);
+	return k->dtype >= 0;
+}
+
+static void set_run(struct fake_kernel *k, emulator_fn run, int pointers,
+		    size_t params_size)
+{
+	k->run = run;
+	k->pointers = pointers;
+	k->params_size = params_size;
+}
+
+/* Fills in how |k| (named already) is emulated; kernels not emulated
+ * (none of the plugin's, today) run as no-ops. */
+static void find_emulator(struct fake_kernel *k)
+{
+	const char *name = k->name;
+	char prefix[64];
+
+	k->run = emulate_noop;
+	if (strncmp(name, "wafer_", 6) != 0)
+		return;
+	name += 6;
+	if (strcmp(name, "noop") == 0)
+		return;
+	if (strncmp(name, "matmul_", 7) == 0) {
+		char dt[8] = "";
+		sscanf(name + 7, "%7[a-z0-9]", dt);
+		k->dtype = suffix_dtype(dt);
+		if (k->dtype >= 0)
+			set_run(k, emulate_matmul, 3,
+				sizeof(struct cuda_matmul_args));
+		return;
+	}
+	if (strncmp(name, "cast_", 5) == 0) {
+		char from[8] = "", to[8] = "";
+		if (sscanf(name + 5, "%7[a-z0-9]_%7[a-z0-9]", from, to) == 2) {
+			k->dtype = suffix_dtype(from);
+			k->dtype_out = suffix_dtype(to);
+			if (k->dtype >= 0 && k->dtype_out >= 0)
+				set_run(k, emulate_cast, 2,
+					sizeof(struct wafer_cast_params));
+		}
+		return;
+	}
+	if (named(k, name, "copy_strided_")) {
+		set_run(k, emulate_gather, 2,
+			sizeof(struct wafer_strided_copy_params));
+		return;
+	}
+	if (named(k, name, "fill_")) {
+		set_run(k, emulate_fill, 1, sizeof(struct wafer_fill_params));
+		return;
+	}
+	if (named(k, name, "copy_")) {
+		set_run(k, emulate_copy, 2,
+			sizeof(struct wafer_elementwise_params));
+		return;
+	}
+	for (int i = 0; i < 4; i++) {
+		snprintf(prefix, sizeof prefix, "%s_", rows_names[i]);
+		if (named(k, name, prefix)) {
+			k->op = i;
+			set_run(k, emulate_rows, 2,
+				sizeof(struct wafer_rows_params));
+			return;
+		}
+	}
+	for (int i = 0; i < 9; i++) {
+		snprintf(prefix, sizeof prefix, "%s_", unary_names[i]);
+		if (named(k, name, prefix)) {
+			k->op = i;
+			set_run(k, emulate_unary, 2,
+				sizeof(struct wafer_elementwise_params));
+			return;
+		}
+	}
+	for (int i = 0; i < 6; i++) {
+		k->op = i;
+		snprintf(prefix, sizeof prefix, "%s_scalar_", binary_names[i]);
+		if (named(k, name, prefix)) {
+			set_run(k, emulate_scalar, 2,
+				sizeof(struct wafer_scalar_params));
+			return;
+		}
+		snprintf(prefix, sizeof prefix, "%s_strided_", binary_names[i]);
+		if (named(k, name, prefix)) {
+			set_run(k, emulate_strided, 3,
+				sizeof(struct wafer_binary_strided_params));
+			return;
+		}
+		snprintf(prefix, sizeof prefix, "%s_", binary_names[i]);
+		if (named(k, name, prefix)) {
+			set_run(k, emulate_binary, 3,
+				sizeof(struct wafer_elementwise_params));
+			return;
+		}
+	}
+}
+
+static CUresult fake_cuModuleGetFunction(CUfunction *fn, CUmodule module,
+					 const char *name)
+{
+	CUresult r = need_context();
+	char entry[160];
+	struct fake_kernel *k;
+
+	if (r)
+		return r;
+	/* The PTX of the module declares each kernel as an entry. */
+	snprintf(entry, sizeof entry, ".entry %s(", name);
+	if (!memmem(module->image, module->image_size, entry, strlen(entry)))
+		return CUDA_ERROR_NOT_FOUND;
+	if (module->kernel_count == 256)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	k = calloc(1, sizeof *k);
+	if (!k)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	snprintf(k->name, sizeof k->name, "%s", name);
+	find_emulator(k);
+	module->kernels[module->kernel_count++] = k;
+	*fn = (CUfunction)k;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuFuncSetAttribute(CUfunction fn, CUfunction_attribute a,
+					int value)
+{
+	return need_context();
+}
+
+static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
+				    unsigned gz, unsigned bx, unsigned by,
+				    unsigned bz, unsigned smem, CUstream stream,
+				    void **params, void **extra)
+{
+	struct fake_kernel *k = (struct fake_kernel *)f;
+	CUresult r = need_context();
+	struct op *o;
+
+	if (r)
+		return r;
+	if (!k || !stream || extra)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!gx || !gy || !gz || gx > 0x7fffffffu || gy > 65535 ||
+	    gz > 65535 || !bx || !by || !bz || bx * by * bz > 1024 ||
+	    smem > 48 * 1024)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((k->pointers || k->params_size) && !params)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (k->params_size > sizeof o->params)
+		return CUDA_ERROR_INVALID_VALUE; /* a fake too small: fix it */
+	o = calloc(1, sizeof *o);
+	if (!o)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	o->kind = OP_KERNEL;
+	o->kernel = k;
+	o->grid[0] = gx;
+	o->grid[1] = gy;
+	o->grid[2] = gz;
+	/* Arguments are read now, as the driver does. */
+	for (int i = 0; i < k->pointers; i++)
+		memcpy(&o->ptr[i], params[i], sizeof(CUdeviceptr));
+	if (k->params_size)
+		memcpy(o->params, params[k->pointers], k->params_size);
+	pthread_mutex_lock(&L);
+	stats.launches++;
+	push_op(stream, o);
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/*===----------------------------------------------------------------------===
+ * Kernel emulation
+ *===----------------------------------------------------------------------===*/
+
+static size_t size_of(int dtype)
+{
+	return dtype == T_F32 || dtype == T_I32 ? 4 : 2;
+}
+
+static float load_as(int dtype, const void *p, uint64_t i)
+{
+	switch (dtype) {
+	case T_F32:
+		return ((const float *)p)[i];
+	case T_F16:
+		return t_f16_to_float(((const uint16_t *)p)[i]);
+	case T_BF16:
+		return t_bf16_to_float(((const uint16_t *)p)[i]);
+	case T_I32:
+		return (float)((const int32_t *)p)[i];
+	}
+	return 0.0f;
+}
+
+static void store_as(int dtype, void *p, uint64_t i, float v)
+{
+	switch (dtype) {
+	case T_F32:
+		((float *)p)[i] = v;
+		break;
+	case T_F16:
+		((uint16_t *)p)[i] = t_float_to_f16(v);
+		break;
+	case T_BF16:
+		((uint16_t *)p)[i] = t_float_to_bf16(v);
+		break;
+	case T_I32: /* toward zero, saturating, NaN 0 (plugin.h's cast) */
+		((int32_t *)p)[i] = v != v                ? 0
+				    : v >= 2147483648.0f  ? INT32_MAX
+				    : v <= -2147483648.0f ? INT32_MIN
+							  : (int32_t)v;
+		break;
+	}
+}
+
+static uint64_t first_u64(const struct op *o)
+{
+	uint64_t n;
+
+	memcpy(&n, o->params, 8);
+	return n;
+}
+
+/* Checks that pointer |i| holds |bytes|; on failure the context gets the
+ * sticky illegal-address error. */
+static int range_ok(const struct op *o, int i, uint64_t bytes)
+{
+	pthread_mutex_lock(&L);
+	int ok = device_range_ok(o->ptr[i], bytes);
+	if (!ok && sticky == CUDA_SUCCESS)
+		sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+	pthread_mutex_unlock(&L);
+	return ok;
+}
+
+static int kernel_ranges_ok(const struct op *o, int count, uint64_t bytes)
+{
+	for (int i = 0; i < count; i++)
+		if (!range_ok(o, i, bytes))
+			return 0;
+	return 1;
+}
+
+static void run_kernel(struct op *o)
+{
+	o->kernel->run(o);
+}
+
+static float sigmoid(float x)
+{
+	float t = expf(-fabsf(x)), s = 1.0f / (1.0f + t);
+	return x >= 0.0f ? s : t * s;
+}
+
+static float unary_op(int op, float x)
+{
+	switch (op) {
+	case 0: return -x;
+	case 1: return fabsf(x);
+	case 2: return expf(x);
+	case 3: return logf(x);
+	case 4: return sqrtf(x);
+	case 5: return x > 0.0f ? x : 0.0f;
+	case 6: return x * sigmoid(2.0f * 0.7978845608028654f *
+				   (x + 0.044715f * x * x * x));
+	case 7: return sigmoid(x);
+	default: return tanhf(x);
+	}
+}
+
+static float binary_op(int op, float a, float b)
+{
+	switch (op) {
+	case 0: return a + b;
+	case 1: return a - b;
+	case 2: return a * b;
+	case 3: return a / b;
+	case 4: return a != a || b != b ? a + b : (a > b ? a : b);
+	default: return a != a || b != b ? a + b : (a < b ? a : b);
+	}
+}
+
+static void emulate_noop(struct op *o)
+{
+}
+
+static void emulate_fill(struct op *o)
+{
+	const struct fake_kernel *k = o->kernel;
+	uint64_t n = first_u64(o);
+	double value;
+
+	memcpy(&value, o->params + 8, 8);
+	if (!kernel_ranges_ok(o, 1, n * size_of(k->dtype)))
+		return;
+	for (uint64_t i = 0; i < n; i++)
+		store_as(k->dtype, (void *)o->ptr[0], i, (float)value);
+}
+
+static void emulate_copy(struct op *o)
+{
+	uint64_t n = first_u64(o) * size_of(o->kernel->dtype);
+
+	if (kernel_ranges_ok(o, 2, n))
+		memmove((void *)o->ptr[0], (const void *)o->ptr[1], n);
+}
+
+static void emulate_unary(struct op *o)
+{
+	const struct fake_kernel *k = o->kernel;
+	uint64_t n = first_u64(o);
+
+	if (!kernel_ranges_ok(o, 2, n * size_of(k->dtype)))
+		return;
+	for (uint64_t i = 0; i < n; i++)
+		store_as(k->dtype, (void *)o->ptr[0], i,
+			 unary_op(k->op, load_as(k->dtype,
+						 (const void *)o->ptr[1], i)));
+}
+
+static void emulate_binary(struct op *o)
+{
+	const struct fake_kernel *k = o->kernel;
+	uint64_t n = first_u64(o);
+
+	if (!kernel_ranges_ok(o, 3, n * size_of(k->dtype)))
+		return;
+	for (uint64_t i = 0; i < n; i++) {
+		float a = load_as(k->dtype, (const void *)o->ptr[1], i);
+		float b = load_as(k->dtype, (const void *)o->ptr[2], i);
+		store_as(k->dtype, (void *)o->ptr[0], i, binary_op(k->op, a, b));
+	}
+}
+
+static void emulate_scalar(struct op *o)
+{
+	const struct fake_kernel *k = o->kernel;
+	struct wafer_scalar_params p;
+	uint16_t bits[2];
+	float s;
+
+	memcpy(&p, o->params, sizeof p);
+	if (!kernel_ranges_ok(o, 2, p.count * size_of(k->dtype)))
+		return;
+	/* The scalar in the dtype first. */
+	store_as(k->dtype, bits, 0, (float)p.scalar);
+	s = k->dtype == T_F32 ? (float)p.scalar : load_as(k->dtype, bits, 0);
+	for (uint64_t i = 0; i < p.count; i++) {
+		float a = load_as(k->dtype, (const void *)o->ptr[1], i);
+		store_as(k->dtype, (void *)o->ptr[0], i,
+			 p.scalar_first ? binary_op(k->op, s, a)
+					: binary_op(k->op, a, s));
+	}
+}
+
+/* Element |i| of a row-major |shape| at |offset| + sum index * stride. */
+static uint64_t strided_index(uint32_t rank, const uint64_t *shape,
+			      const uint64_t *strides, uint64_t offset,
+			      uint64_t i)
+{
+	for (uint32_t d = rank; d-- > 0;) {
+		offset += (i % shape[d]) * strides[d];
+		i /= shape[d];
+	}
+	return offset;
+}
+
+static uint64_t reach(uint32_t rank, const uint64_t *shape,
+		      const uint64_t *strides, uint64_t offset)
+{
+	for (uint32_t d = 0; d < rank; d++)
+		offset += (shape[d] - 1) * strides[d];
+	return offset + 1;
+}
+
+static uint64_t product(uint32_t rank, const uint64_t *shape)
+{
+	uint64_t n = 1;
+	for (uint32_t d = 0; d < rank; d++)
+		n *= shape[d];
+	return n;
+}
+
+static void emulate_strided(struct op *o)
+{
+	const struct fake_kernel *k = o->kernel;
+	struct wafer_binary_strided_params p;
+	size_t es = size_of(k->dtype);
+
+	memcpy(&p, o->params, sizeof p);
+	uint64_t n = product(p.rank, p.shape);
+	if (!range_ok(o, 0, n * es) ||
+	    !range_ok(o, 1, reach(p.rank, p.shape, p.a_strides, p.a_offset) * es) ||
+	    !range_ok(o, 2, reach(p.rank, p.shape, p.b_strides, p.b_offset) * es))
+		return;
+	for (uint64_t i = 0; i < n; i++) {
+		float a = load_as(k->dtype, (const void *)o->ptr[1],
+				  strided_index(p.rank, p.shape, p.a_strides,
+						p.a_offset, i));
+		float b = load_as(k->dtype, (const void *)o->ptr[2],
+				  strided_index(p.rank, p.shape, p.b_strides,
+						p.b_offset, i));
+		store_as(k->dtype, (void *)o->ptr[0], i, binary_op(k->op, a, b));
+	}
+}
+
+static void emulate_gather(struct op *o)
+{
+	struct wafer_strided_copy_params p;
+	size_t es = size_of(o->kernel->dtype);
+
+	memcpy(&p, o->params, sizeof p);
+	uint64_t n = product(p.rank, p.shape);
+	if (!range_ok(o, 0, n * es) ||
+	    !range_ok(o, 1, reach(p.rank, p.shape, p.strides, p.offset) * es))
+		return;
+	for (uint64_t i = 0; i < n; i++)
+		memcpy((char *)o->ptr[0] + i * es,
+		       (const char *)o->ptr[1] +
+			       strided_index(p.rank, p.shape, p.strides,
+					     p.offset, i) * es,
+		       es);
+}
+
+static void emulate_cast(struct op *o)
+{
+	const struct fake_kernel *k = o->kernel;
+	struct wafer_cast_params p;
+
+	memcpy(&p, o->params, sizeof p);
+	if (!range_ok(o, 0, p.count * size_of(k->dtype_out)) ||
+	    !range_ok(o, 1, p.count * size_of(k->dtype)))
+		return;
+	for (uint64_t i = 0; i < p.count; i++) {
+		if (k->dtype == T_I32 && k->dtype_out == T_I32) {
+			((int32_t *)o->ptr[0])[i] =
+				((const int32_t *)o->ptr[1])[i];
+			continue;
+		}
+		store_as(k->dtype_out, (void *)o->ptr[0], i,
+			 load_as(k->dtype, (const void *)o->ptr[1], i));
+	}
+}
+
+static void emulate_rows(struct op *o)
+{
+	const struct fake_kernel *k = o->kernel;
+	struct wafer_rows_params p;
+	size_t es = size_of(k->dtype);
+
+	memcpy(&p, o->params, sizeof p);
+	if (!range_ok(o, 0, (k->op == 3 ? p.rows * p.cols : p.rows) * es) ||
+	    !range_ok(o, 1, p.rows * p.cols * es))
+		return;
+	for (uint64_t r = 0; r < p.rows; r++) {
+		const void *in = (const char *)o->ptr[1] + r * p.cols * es;
+		double sum = 0, e = 0;
+		float m = -INFINITY;
+		int nan = 0;
+		for (uint64_t c = 0; c < p.cols; c++) {
+			float x = load_as(k->dtype, in, c);
+			sum += x;
+			nan |= x != x;
+			m = x > m ? x : m;
+		}
+		if (nan)
+			m = NAN;
+		if (k->op < 3) {
+			float v = k->op == 0   ? (float)sum
+				  : k->op == 1 ? m
+					       : (float)(sum / (double)p.cols);
+			store_as(k->dtype, (void *)o->ptr[0], r, v);
+			continue;
+		}
+		for (uint64_t c = 0; c < p.cols; c++)
+			e += exp((double)load_as(k->dtype, in, c) - m);
+		for (uint64_t c = 0; c < p.cols; c++)
+			store_as(k->dtype, (char *)o->ptr[0] + r * p.cols * es,
+				 c,
+				 (float)(exp((double)load_as(k->dtype, in, c) -
+					     m) /
+					 e));
+	}
+}
+
+/* Elements from a matrix's origin to its last element, plus one. */
+static uint64_t extent(uint64_t rows, uint64_t cols, uint64_t ld)
+{
+	return (rows - 1) * ld + cols;
+}
+
+/* Batch entries blockIdx.z = 0 .. grid z - 1; rows m of this launch. */
+static void emulate_matmul(struct op *o)
+{
+	const struct fake_kernel *k = o->kernel;
+	struct cuda_matmul_args p;
+	size_t es = size_of(k->dtype);
+
+	memcpy(&p, o->params, sizeof p);
+	uint64_t batch = o->grid[2];
+	uint64_t ea = p.trans_a ? extent(p.k, p.m, p.lda)
+				: extent(p.m, p.k, p.lda);
+	uint64_t eb = p.trans_b ? extent(p.n, p.k, p.ldb)
+				: extent(p.k, p.n, p.ldb);
+	uint64_t ec = extent(p.m, p.n, p.ldc);
+	int ok = 1;
+	pthread_mutex_lock(&L);
+	for (uint64_t t = 0; t < batch && ok; t++)
+		ok = device_range_ok(o->ptr[0] + es * t * p.stride_c, es * ec) &&
+		     device_range_ok(o->ptr[1] + es * t * p.stride_a, es * ea) &&
+		     device_range_ok(o->ptr[2] + es * t * p.stride_b, es * eb);
+	if (!ok && sticky == CUDA_SUCCESS)
+		sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+	pthread_mutex_unlock(&L);
+	if (!ok)
+		return;
+	for (uint64_t t = 0; t < batch; t++) {
+		void *c = (char *)o->ptr[0] + es * t * p.stride_c;
+		const void *a = (const char *)o->ptr[1] + es * t * p.stride_a;
+		const void *b = (const char *)o->ptr[2] + es * t * p.stride_b;
+		for (uint64_t i = 0; i < p.m; i++)
+			for (uint64_t j = 0; j < p.n; j++) {
+				double s = 0;
+				for (uint64_t l = 0; l < p.k; l++)
+					s += (double)load_as(k->dtype, a,
+							     p.trans_a ? l * p.lda + i
+								       : i * p.lda + l) *
+					     load_as(k->dtype, b,
+						     p.trans_b ? j * p.ldb + l
+							       : l * p.ldb + j);
+				store_as(k->dtype, c, i * p.ldc + j, (float)s);
+			}
+	}
+}
+
+/*===----------------------------------------------------------------------===
+ * Streams and events
+ *===----------------------------------------------------------------------===*/
+
+static CUresult fake_cuStreamCreate(CUstream *out, unsigned flags)
+{
+	CUresult r = need_context();
+	struct CUstream_st *s;
+
+	if (r)
+		return r;
+	if (flags != CU_STREAM_NON_BLOCKING && flags != CU_STREAM_DEFAULT)
+		return CUDA_ERROR_INVALID_VALUE;
+	s = calloc(1, sizeof *s);
+	if (!s)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
+		free(s);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_lock(&L);
+	stats.streams_live++;
+	pthread_mutex_unlock(&L);
+	*out = s;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamDestroy(CUstream s)
+{
+	if (!initialised || !current)
+		return !initialised ? CUDA_ERROR_NOT_INITIALIZED
+				    : CUDA_ERROR_INVALID_CONTEXT;
+	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&L);
+	s->stop = 1;
+	stats.streams_live--;
+	pthread_cond_broadcast(&C);
+	pthread_mutex_unlock(&L);
+	pthread_join(s->thread, NULL);
+	free(s);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamSynchronize(CUstream s)
+{
+	CUresult r = need_context();
+
+	if (r && r != sticky)
+		return r;
+	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&L);
+	wait_stream(s, s->issued);
+	r = sticky;
+	stats.stream_syncs++;
+	pthread_mutex_unlock(&L);
+	return r;
+}
+
+static CUresult fake_cuEventCreate(CUevent *out, unsigned flags)
+{
+	CUresult r = need_context();
+	struct CUevent_st *e;
+
+	if (r)
+		return r;
+	e = calloc(1, sizeof *e);
+	if (!e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	e->flags = flags;
+	pthread_mutex_lock(&L);
+	stats.events_live++;
+	pthread_mutex_unlock(&L);
+	*out = e;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventDestroy(CUevent e)
+{
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&L);
+	/* The driver defers the destruction of a pending event; so do we. */
+	while (e->completed < e->recorded)
+		pthread_cond_wait(&C, &L);
+	stats.events_live--;
+	pthread_mutex_unlock(&L);
+	free(e);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventRecord(CUevent e, CUstream s)
+{
+	CUresult r = need_context();
+	struct op *o;
+
+	if (r)
+		return r;
+	if (!e || !s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	o = calloc(1, sizeof *o);
+	if (!o)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	o->kind = OP_EVENT;
+	o->event = e;
+	pthread_mutex_lock(&L);
+	/* A record supersedes the event's earlier ones, on any stream. */
+	push_op(s, o);
+	e->recorded = o->gseq;
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventQuery(CUevent e)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&L);
+	r = e->completed >= e->recorded ? sticky : CUDA_ERROR_NOT_READY;
+	pthread_mutex_unlock(&L);
+	return r;
+}
+
+static CUresult fake_cuEventSynchronize(CUevent e)
+{
+	CUresult r = need_context();
+
+	if (r && r != sticky)
+		return r;
+	pthread_mutex_lock(&L);
+	while (e->completed < e->recorded)
+		pthread_cond_wait(&C, &L);
+	r = sticky;
+	stats.event_syncs++;
+	pthread_mutex_unlock(&L);
+	return r;
+}
+
+static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&L);
+	if (start->completed < start->recorded || !start->recorded ||
+	    end->completed < end->recorded || !end->recorded) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_NOT_READY;
+	}
+	*ms = (float)((double)(end->when.tv_sec - start->when.tv_sec) * 1e3 +
+		      (double)(end->when.tv_nsec - start->when.tv_nsec) / 1e6);
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/*===----------------------------------------------------------------------===
+ * Memory
+ *===----------------------------------------------------------------------===*/
+
+static size_t memory_limit(void)
+{
+	return (size_t)env_long("FAKECUDA_MEMORY", 1L << 30);
+}
+
+static CUresult fake_cuMemGetInfo(size_t *free_bytes, size_t *total)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&L);
+	*total = memory_limit();
+	*free_bytes = *total - device_bytes;
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+static CUresult allocate(CUdeviceptr *out, size_t size)
+{
+	size_t rounded = (size + 255) & ~(size_t)255;
+	void *p;
+
+	if (size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&L);
+	if (device_bytes + rounded > memory_limit()) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	p = aligned_alloc(256, rounded);
+	if (!p || add_region((struct region){.kind = REGION_ALLOC,
+					     .base = (uintptr_t)p,
+					     .size = rounded,
+					     .block = p}) != 0) {
+		free(p);
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	device_bytes += rounded;
+	stats.allocs++;
+	pthread_mutex_unlock(&L);
+	*out = (CUdeviceptr)(uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemAlloc(CUdeviceptr *out, size_t size)
+{
+	CUresult r = need_context();
+
+	return r ? r : allocate(out, size);
+}
+
+static CUresult fake_cuMemFree(CUdeviceptr ptr)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&L);
+	struct region *reg = find_region(REGION_ALLOC, (uintptr_t)ptr);
+	if (!reg) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	device_bytes -= reg->size;
+	free(reg->block);
+	drop_region(reg);
+	stats.frees++;
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size,
+				     CUstream s)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	if (getenv("FAKECUDA_NO_POOLS"))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	r = allocate(out, size);
+	if (r == CUDA_SUCCESS) {
+		pthread_mutex_lock(&L);
+		stats.async_allocs++;
+		pthread_mutex_unlock(&L);
+	}
+	return r;
+}
+
+static CUresult fake_cuMemFreeAsync(CUdeviceptr ptr, CUstream s)
+{
+	CUresult r = need_context();
+	struct op *o;
+
+	if (r)
+		return r;
+	o = calloc(1, sizeof *o);
+	if (!o)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	o->kind = OP_FREE;
+	o->free_ptr = (uintptr_t)ptr;
+	pthread_mutex_lock(&L);
+	if (!find_region(REGION_ALLOC, (uintptr_t)ptr)) {
+		pthread_mutex_unlock(&L);
+		free(o);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	stats.async_frees++;
+	push_op(s, o);
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+static struct CUmemPoolHandle_st {
+	int dummy;
+} pool;
+
+static CUresult fake_cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (getenv("FAKECUDA_NO_POOLS"))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	*out = &pool;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemPoolSetAttribute(CUmemoryPool p,
+					   CUmemPool_attribute a, void *value)
+{
+	if (p != &pool)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (a == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) {
+		pthread_mutex_lock(&L);
+		memcpy(&stats.release_threshold, value, 8);
+		pthread_mutex_unlock(&L);
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemPoolTrimTo(CUmemoryPool p, size_t keep)
+{
+	if (p != &pool)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&L);
+	stats.pool_trims++;
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/* Copies: which side is device memory, and whether the host side is
+ * pinned, decide when the host memory is touched. */
+static CUresult copy(void *dst, const void *src, size_t n, CUstream s,
+		     int dst_device, int src_device)
+{
+	CUresult r = need_context();
+	struct op *o;
+	uint64_t seq;
+	int wait = 0;
+
+	if (r)
+		return r;
+	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (n == 0)
+		return CUDA_SUCCESS;
+	pthread_mutex_lock(&L);
+	if ((dst_device && !device_range_ok((uintptr_t)dst, n)) ||
+	    (src_device && !device_range_ok((uintptr_t)src, n))) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	int pinned = dst_device ? (src_device || is_pinned(src, n))
+				: is_pinned(dst, n);
+	pthread_mutex_unlock(&L);
+
+	o = calloc(1, sizeof *o);
+	if (!o)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	o->kind = OP_COPY;
+	o->dst = dst;
+	o->src = src;
+	o->n = n;
+	o->check_dst = dst_device;
+	o->check_src = src_device;
+	if (!pinned && dst_device) {
+		/* From pageable memory: staged now, the caller's buffer is
+		 * free when we return. */
+		o->owned = malloc(n);
+		if (!o->owned) {
+			free(o);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		memcpy(o->owned, src, n);
+		o->src = o->owned;
+	} else if (!pinned) {
+		wait = 1; /* into pageable memory: returns when done */
+	}
+	pthread_mutex_lock(&L);
+	if (dst_device && src_device)
+		stats.device_copies++;
+	else if (pinned)
+		stats.pinned_copies++;
+	else
+		stats.pageable_copies++;
+	seq = push_op(s, o);
+	if (wait)
+		wait_stream(s, seq);
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
+				       size_t n, CUstream s)
+{
+	return copy((void *)(uintptr_t)dst, src, n, s, 1, 0);
+}
+
+static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n,
+				       CUstream s)
+{
+	return copy(dst, (const void *)(uintptr_t)src, n, s, 0, 1);
+}
+
+static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src,
+				       size_t n, CUstream s)
+{
+	if (dst < src + n && src < dst + n)
+		return CUDA_ERROR_INVALID_VALUE; /* undefined in CUDA */
+	return copy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, s,
+		    1, 1);
+}
+
+static CUresult fake_cuMemHostAlloc(void **out, size_t size, unsigned flags)
+{
+	CUresult r = need_context();
+	void *p;
+
+	if (r)
+		return r;
+	if (size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (getenv("FAKECUDA_NO_PINNED"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	p = malloc(size);
+	pthread_mutex_lock(&L);
+	if (!p || add_region((struct region){.kind = REGION_PINNED,
+					     .base = (uintptr_t)p,
+					     .size = size,
+					     .block = p}) != 0) {
+		pthread_mutex_unlock(&L);
+		free(p);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	stats.pinned_live++;
+	stats.pinned_bytes += size;
+	pthread_mutex_unlock(&L);
+	*out = p;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemFreeHost(void *p)
+{
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&L);
+	struct region *reg = find_region(REGION_PINNED, (uintptr_t)p);
+	if (!reg) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	stats.pinned_live--;
+	stats.pinned_bytes -= reg->size;
+	free(reg->block);
+	drop_region(reg);
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/*===----------------------------------------------------------------------===
+ * Virtual memory
+ *===----------------------------------------------------------------------===*/
+
+static CUresult fake_cuMemGetAllocationGranularity(
+	size_t *out, const CUmemAllocationProp *prop,
+	CUmemAllocationGranularity_flags option)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (getenv("FAKECUDA_NO_VMM"))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = granularity();
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemAddressReserve(CUdeviceptr *out, size_t size,
+					 size_t align, CUdeviceptr addr,
+					 unsigned long long flags)
+{
+	CUresult r = need_context();
+	size_t g = granularity();
+
+	if (r)
+		return r;
+	if (!size || size % g || addr || flags || (align && align % g))
+		return CUDA_ERROR_INVALID_VALUE;
+	/* Over-reserve, then trim to a granularity-aligned range. */
+	char *raw = mmap(NULL, size + g, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	uintptr_t base = ((uintptr_t)raw + g - 1) & ~(uintptr_t)(g - 1);
+	if (base > (uintptr_t)raw)
+		munmap(raw, base - (uintptr_t)raw);
+	munmap((void *)(base + size), (uintptr_t)raw + size + g - (base + size));
+	pthread_mutex_lock(&L);
+	add_region((struct region){.kind = REGION_RESERVED, .base = base,
+				   .size = size});
+	stats.reserves++;
+	pthread_mutex_unlock(&L);
+	*out = (CUdeviceptr)base;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&L);
+	struct region *res = find_region(REGION_RESERVED, (uintptr_t)ptr);
+	if (!res || res->size != size) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (size_t i = 0; i < region_count; i++)
+		if (regions[i].kind == REGION_MAPPED &&
+		    regions[i].base >= ptr && regions[i].base < ptr + size) {
+			pthread_mutex_unlock(&L);
+			return CUDA_ERROR_INVALID_VALUE; /* still mapped */
+		}
+	drop_region(res);
+	pthread_mutex_unlock(&L);
+	munmap((void *)(uintptr_t)ptr, size);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out,
+				 size_t size, const CUmemAllocationProp *prop,
+				 unsigned long long flags)
+{
+	CUresult r = need_context();
+	struct fake_handle *h;
+
+	if (r)
+		return r;
+	if (!size || size % granularity() || flags ||
+	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&L);
+	if (device_bytes + size > memory_limit()) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	device_bytes += size;
+	stats.creates++;
+	stats.handles_live++;
+	pthread_mutex_unlock(&L);
+	h = calloc(1, sizeof *h);
+	if (h)
+		h->fd = memfd_create("fakecuda", MFD_CLOEXEC);
+	if (!h || h->fd < 0 || ftruncate(h->fd, (off_t)size) != 0) {
+		if (h && h->fd >= 0)
+			close(h->fd);
+		free(h);
+		pthread_mutex_lock(&L);
+		device_bytes -= size;
+		stats.handles_live--;
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	h->size = size;
+	*out = (CUmemGenericAllocationHandle)(uintptr_t)h;
+	return CUDA_SUCCESS;
+}
+
+/* Frees |h| once it is released and mapped nowhere. L held. */
+static void handle_maybe_free(struct fake_handle *h)
+{
+	if (!h->released || h->mappings)
+		return;
+	close(h->fd);
+	device_bytes -= h->size;
+	stats.handles_live--;
+	free(h);
+}
+
+static CUresult fake_cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+	struct fake_handle *h = (struct fake_handle *)(uintptr_t)handle;
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&L);
+	if (h->released) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	h->released = 1;
+	handle_maybe_free(h);
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+			      CUmemGenericAllocationHandle handle,
+			      unsigned long long flags)
+{
+	struct fake_handle *h = (struct fake_handle *)(uintptr_t)handle;
+	CUresult r = need_context();
+	uintptr_t p = (uintptr_t)ptr;
+
+	if (r)
+		return r;
+	if (offset || flags || !h || h->released || size != h->size)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&L);
+	struct region *res = region_at(REGION_RESERVED, p);
+	int clash = !res || p + size - res->base > res->size;
+	for (size_t i = 0; !clash && i < region_count; i++)
+		clash = regions[i].kind == REGION_MAPPED &&
+			p < regions[i].base + regions[i].size &&
+			regions[i].base < p + size;
+	if (clash) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (mmap((void *)p, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
+		 0) == MAP_FAILED) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	add_region((struct region){.kind = REGION_MAPPED, .base = p,
+				   .size = size, .handle = h});
+	h->mappings++;
+	stats.maps++;
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	CUresult r = need_context();
+	uintptr_t p = (uintptr_t)ptr;
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&L);
+	struct region *m = find_region(REGION_MAPPED, p);
+	/* CUDA unmaps whole mappings only. */
+	if (!m || m->size != size) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct fake_handle *h = m->handle;
+	drop_region(m);
+	mmap((void *)p, size, PROT_NONE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	h->mappings--;
+	handle_maybe_free(h);
+	stats.unmaps++;
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size,
+				    const CUmemAccessDesc *desc, size_t count)
+{
+	CUresult r = need_context();
+	uintptr_t p = (uintptr_t)ptr, end = p + size;
+
+	if (r)
+		return r;
+	if (!count || desc[0].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&L);
+	/* The range must be wholly mapped, and start and end on mapping
+	 * boundaries. */
+	for (uintptr_t at = p; at < end;) {
+		struct region *m = find_region(REGION_MAPPED, at);
+		if (!m || m->base + m->size > end) {
+			pthread_mutex_unlock(&L);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+		at = m->base + m->size;
+	}
+	for (uintptr_t at = p; at < end;) {
+		struct region *m = find_region(REGION_MAPPED, at);
+		m->accessible = 1;
+		mprotect((void *)at, m->size, PROT_READ | PROT_WRITE);
+		at = m->base + m->size;
+	}
+	stats.set_access++;
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/*===----------------------------------------------------------------------===
+ * Entry points
+ *===----------------------------------------------------------------------===*/
+
+#define ENTRY(name) {#name, (void *)fake_##name}
+
+static const struct {
+	const char *name;
+	void *fn;
+} entries[] = {
+	ENTRY(cuGetErrorName),
+	ENTRY(cuGetErrorString),
+	ENTRY(cuInit),
+	ENTRY(cuDeviceGetCount),
+	ENTRY(cuDeviceGet),
+	ENTRY(cuDeviceGetName),
+	{"cuDeviceTotalMem", (void *)fake_cuDeviceTotalMem},
+	ENTRY(cuDeviceGetAttribute),
+	ENTRY(cuDevicePrimaryCtxRetain),
+	ENTRY(cuCtxSetCurrent),
+	ENTRY(cuModuleLoadData),
+	ENTRY(cuModuleUnload),
+	ENTRY(cuModuleGetFunction),
+	ENTRY(cuFuncSetAttribute),
+	ENTRY(cuStreamCreate),
+	{"cuStreamDestroy", (void *)fake_cuStreamDestroy},
+	ENTRY(cuStreamSynchronize),
+	ENTRY(cuLaunchKernel),
+	ENTRY(cuEventCreate),
+	{"cuEventDestroy", (void *)fake_cuEventDestroy},
+	ENTRY(cuEventRecord),
+	ENTRY(cuEventQuery),
+	ENTRY(cuEventSynchronize),
+	{"cuEventElapsedTime", (void *)fake_cuEventElapsedTime},
+	{"cuMemGetInfo", (void *)fake_cuMemGetInfo},
+	{"cuMemAlloc", (void *)fake_cuMemAlloc},
+	{"cuMemFree", (void *)fake_cuMemFree},
+	ENTRY(cuMemAllocAsync),
+	ENTRY(cuMemFreeAsync),
+	ENTRY(cuDeviceGetDefaultMemPool),
+	ENTRY(cuMemPoolSetAttribute),
+	ENTRY(cuMemPoolTrimTo),
+	{"cuMemcpyHtoDAsync", (void *)fake_cuMemcpyHtoDAsync},
+	{"cuMemcpyDtoHAsync", (void *)fake_cuMemcpyDtoHAsync},
+	{"cuMemcpyDtoDAsync", (void *)fake_cuMemcpyDtoDAsync},
+	ENTRY(cuMemHostAlloc),
+	ENTRY(cuMemFreeHost),
+	ENTRY(cuMemGetAllocationGranularity),
+	ENTRY(cuMemAddressReserve),
+	ENTRY(cuMemAddressFree),
+	ENTRY(cuMemCreate),
+	ENTRY(cuMemRelease),
+	ENTRY(cuMemMap),
+	ENTRY(cuMemUnmap),
+	ENTRY(cuMemSetAccess),
+};
+
+EXPORT CUresult cuDriverGetVersion(int *version);
+EXPORT CUresult cuDriverGetVersion(int *version)
+{
+	*version = (int)env_long("FAKECUDA_VERSION", 13000);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
+				    int version, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *status);
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
+				    int version, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *status)
+{
+	const char *missing = getenv("FAKECUDA_MISSING");
+
+	*pfn = NULL;
+	if (status)
+		*status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	/* The plugin pins 12.0; a request for a later ABI would mean it
+	 * expects signatures that 12.0 drivers do not have. */
+	if (version != 12000)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (missing && strcmp(symbol, missing) == 0)
+		return CUDA_ERROR_NOT_FOUND;
+	for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+		if (strcmp(entries[i].name, symbol) == 0) {
+			*pfn = entries[i].fn;
+			if (status)
+				*status = CU_GET_PROC_ADDRESS_SUCCESS;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT void fakecuda_stats(struct fakecuda_stats *out);
+EXPORT void fakecuda_stats(struct fakecuda_stats *out)
+{
+	pthread_mutex_lock(&L);
+	*out = stats;
+	out->device_bytes = device_bytes;
+	out->sticky = (int)sticky;
+	pthread_mutex_unlock(&L);
+}
+
+EXPORT void fakecuda_reset(void);
+EXPORT void fakecuda_reset(void)
+{
+	pthread_mutex_lock(&L);
+	sticky = CUDA_SUCCESS;
+	pthread_mutex_unlock(&L);
+}

@@ -1,0 +1,51 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * raw.h: the vendor API called directly — what each benchmark puts beside
+ * wafer's figure when the device's backend has such a counterpart. The
+ * CUDA one (cuda_raw.c, built with the cuda plugin) loads libcuda.so.1
+ * and cuBLAS itself and works on the same GPU, in the same process, as
+ * the wafer side; without it (raw_none.c) there is none. */
+#ifndef WAFER_TOOLS_BENCH_RAW_H
+#define WAFER_TOOLS_BENCH_RAW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <wafer/wafer.h>
+
+struct bench_raw {
+	/* What the numbers below call: "cuLaunchKernel", ... */
+	const char *launch_what, *alloc_what, *add_what, *sgemm_what;
+	/* Each returns its figure, or a negative number (after a message on
+	 * stderr) when it cannot run. */
+	/* ns per launch of an empty kernel: |launches| queued, then one
+	 * synchronisation. */
+	double (*launch_ns)(uint64_t launches);
+	/* ns per allocate + free pair of |size| bytes from the device's
+	 * stream-ordered pool, |pairs| times. */
+	double (*alloc_pair_ns)(size_t size, uint64_t pairs);
+	/* GB/s of out = a + b over |count| floats (3 x 4 x count bytes
+	 * moved per add), best of |reps| adds. */
+	double (*add_gbps)(size_t count, unsigned reps);
+	/* GFLOP/s of an n x n x n fp32 matrix product by the vendor's BLAS,
+	 * best of |reps|; |out_c| (n x n floats, may be NULL) receives C for
+	 * A[i] = a(i), B[i] = b(i) as bench_matrix_value() fills them. */
+	double (*sgemm_gflops)(unsigned n, unsigned reps, float *out_c);
+};
+
+/* The counterpart for |device| (the one the benchmark's client runs
+ * on), or NULL when there is none. Loaded on first use. */
+const struct bench_raw *bench_raw_for(const wafer_device_desc *device);
+
+/* The inputs both sides of a matrix benchmark use: element |i| of A
+ * (|which| 0) or B (1), in [-1, 1). */
+static inline float bench_matrix_value(int which, size_t i)
+{
+	uint32_t x = (uint32_t)(i * 2654435761u) ^ (which ? 0x9e3779b9u : 0);
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	return (float)(x & 0xffff) / 32768.0f - 1.0f;
+}
+
+#endif
