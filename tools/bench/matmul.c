@@ -149,6 +149,40 @@ static void run_openblas(wafer_client *client, const struct problem *p,
 }
 #endif
 
+/* The variant list covers every dtype; keeps the names the plugin has
+ * an f32 kernel for (a 1x1x1 product tells). */
+static void keep_f32_variants(wafer_client *client, const char **names,
+			      size_t *count)
+{
+	wafer_handle h[3];
+	for (int i = 0; i < 3; i++)
+		bench_check(wafer_empty(client, sizeof(float), &h[i]), "probe");
+	struct wafer_matmul_params params = {.batch = 1, .m = 1, .n = 1,
+					     .k = 1, .batch_stride_c = 1};
+	wafer_buffer_binding bindings[3] = {
+		{h[0], 0, 0}, {h[1], 0, 0}, {h[2], 0, 0}};
+	size_t kept = 0;
+	for (size_t v = 0; v < *count; v++) {
+		wafer_execute_args args = {
+			.struct_size = sizeof args,
+			.kernel = WAFER_KERNEL_MATMUL,
+			.variant = names[v],
+			.dtype = WAFER_DTYPE_F32,
+			.bindings = bindings,
+			.binding_count = 3,
+			.params = &params,
+			.params_size = sizeof params,
+			.global = {1, 1, 1},
+		};
+		if (wafer_execute(client, &args) != WAFER_ERROR_NOT_SUPPORTED)
+			names[kept++] = names[v];
+	}
+	bench_check(wafer_sync(client), "probe sync");
+	for (int i = 0; i < 3; i++)
+		wafer_release(client, h[i]);
+	*count = kept;
+}
+
 /* One thing measured: the tuned operation, a variant, or OpenBLAS. */
 struct contender {
 	run_fn run;
@@ -423,6 +457,7 @@ int bench_matmul(int argc, char **argv)
 		    "matmul variants");
 	if (n_names > MAX_VARIANTS)
 		n_names = MAX_VARIANTS;
+	keep_f32_variants(client, names, &n_names);
 	printf("# %s:%u (%s); matmul variants:", device.backend, device.index,
 	       device.name);
 	for (size_t v = 0; v < n_names; v++)
