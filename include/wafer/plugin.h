@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define WAFER_PLUGIN_ABI_MAJOR 1
-#define WAFER_PLUGIN_ABI_MINOR 0
+#define WAFER_PLUGIN_ABI_MINOR 1
 
 /* The one symbol a plugin exports. */
 #define WAFER_PLUGIN_QUERY_SYMBOL "wafer_plugin_query"
@@ -368,20 +368,49 @@ wafer_plugin_query(uint32_t core_abi_major,
  * The standard kernel catalogue
  *===----------------------------------------------------------------------===*/
 
-/* Operations the core's ops layer calls by these names. A plugin offers
- * what it can; a missing kernel makes the operation fail with
- * WAFER_ERROR_NOT_SUPPORTED naming the plugin. For each: bindings in order,
- * the parameter block, and the launch shape the core uses.
+/* Operations the core's ops layer (ops.h) calls by these names. A plugin
+ * offers what it can; a missing kernel makes the operation fail with
+ * WAFER_ERROR_NOT_SUPPORTED naming the kernel and the plugin. For each:
+ * bindings in order, the parameter block, the launch shape the core uses,
+ * and what the kernel computes. The table entry's dtype is the element
+ * type of every binding unless the entry says otherwise (cast).
  *
- * The core checks that every binding lies inside its handle, and the
- * binding count and parameter-block size against the table entry; it does
- * not know each kernel's shape rules, so a plugin checks that the element
- * counts in the parameter block fit its bindings and returns
- * WAFER_ERROR_OUT_OF_RANGE (with the sizes) when they do not.
+ * Conventions for every entry below:
+ *  - Counts, shapes, strides and offsets are in elements, never bytes.
+ *    Strides and offsets are never negative (hence unsigned).
+ *  - Every binding starts at offset 0 of its handle as the core binds it
+ *    (binding offsets must be aligned; element offsets go in the
+ *    parameter block). The core checks that each binding holds every
+ *    element the parameters can reach before it calls launch; a plugin
+ *    may check again and must never read or write past a binding.
+ *  - Outputs are dense and row-major. Where an entry allows aliasing, it
+ *    is exact aliasing only (the same resource, offset and layout); the
+ *    core never passes partially overlapping bindings.
+ *  - Parameter blocks have no implicit padding (explicit `reserved`
+ *    fields, set to 0 by the core), so their layout is the same for
+ *    every compiler. They may sit at any address: copy them out with
+ *    memcpy rather than casting the pointer.
+ *  - One kernel name per operation. A plugin lists exactly the operations
+ *    it has, so "is gelu supported?" is a table lookup, a missing one is
+ *    reported when the operation is called (not when a launch fails
+ *    later), and autotune can attach variants to one operation. A GPU
+ *    plugin typically instantiates one templated body per name.
+ *  - The launch shape is the core's suggestion of the work: a plugin maps
+ *    it to threads, work-groups or loops as it likes, reading the real
+ *    sizes from the parameter block.
+ *  - A plugin checks that the element counts in the parameter block
+ *    fit its bindings and returns WAFER_ERROR_OUT_OF_RANGE (with the
+ *    sizes) when they do not.
+ *  - Arrays crossing the boundary (kernel tables, options, bindings)
+ *    are stepped by their first element's struct_size, so either side
+ *    may have been built against a later minor version.
  *
- * Arrays crossing the boundary (kernel tables, options, bindings) are
- * stepped by their first element's struct_size, so either side may have
- * been built against a later minor version. */
+ * Since ABI 1.1: copy_strided, cast, the unary, binary, scalar and
+ * strided-binary families, the reductions, softmax and matmul. Version 1.0
+ * had noop, fill, copy, relu, add and mul, which keep their meaning. */
+
+/* The largest rank a strided parameter block describes. */
+#define WAFER_KERNEL_MAX_RANK 8
 
 /* noop — bindings: none; params: none; global = {1, 1, 1}. Does nothing:
  * wafer-bench measures the cost of dispatch with it. */
@@ -395,19 +424,187 @@ struct wafer_fill_params {
 	double value;
 };
 
-/* Elementwise kernels — params: struct wafer_elementwise_params;
- * global = {count, 1, 1}. Bindings may alias exactly (out == in), never
- * partially.
- *   copy:  {out, in}      out[i] = in[i]
- *   relu:  {out, in}      out[i] = max(in[i], 0)
- *   add:   {out, a, b}    out[i] = a[i] + b[i]
- *   mul:   {out, a, b}    out[i] = a[i] * b[i] */
+/* Contiguous elementwise kernels — params: struct
+ * wafer_elementwise_params; global = {count, 1, 1}; i runs over
+ * [0, count). Bindings may alias exactly (out == in, out == a, out == b,
+ * a == b), never partially.
+ *
+ * Moves:
+ *   copy:    {out, in}     out[i] = in[i]
+ *
+ * Unary, {out, in}:
+ *   neg      out[i] = -in[i]
+ *   abs      out[i] = |in[i]|
+ *   exp      out[i] = e^in[i]
+ *   log      out[i] = ln in[i]      (-inf at 0, NaN below 0)
+ *   sqrt     out[i] = sqrt(in[i])   (NaN below 0)
+ *   relu     out[i] = max(in[i], 0)
+ *   gelu     the tanh form:
+ *            out[i] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+ *            with x = in[i] (not the erf form; the two differ by < 1e-3)
+ *   sigmoid  out[i] = 1 / (1 + e^-in[i]), without overflow for large |x|
+ *   tanh     out[i] = tanh(in[i])
+ *
+ * Binary, {out, a, b}:
+ *   add      out[i] = a[i] + b[i]
+ *   sub      out[i] = a[i] - b[i]
+ *   mul      out[i] = a[i] * b[i]
+ *   div      out[i] = a[i] / b[i]   (IEEE: x/0 is +-inf or NaN)
+ *   max      out[i] = max(a[i], b[i]); NaN if either is NaN
+ *   min      out[i] = min(a[i], b[i]); NaN if either is NaN
+ *
+ * Accuracy: exp, log, sqrt, sigmoid, tanh and gelu within a few ulp of
+ * the correctly rounded result (the core's tests allow 1e-5 relative
+ * plus 1e-6 absolute in f32); the rest exact. */
 #define WAFER_KERNEL_COPY "copy"
+#define WAFER_KERNEL_NEG "neg"
+#define WAFER_KERNEL_ABS "abs"
+#define WAFER_KERNEL_EXP "exp"
+#define WAFER_KERNEL_LOG "log"
+#define WAFER_KERNEL_SQRT "sqrt"
 #define WAFER_KERNEL_RELU "relu"
+#define WAFER_KERNEL_GELU "gelu"
+#define WAFER_KERNEL_SIGMOID "sigmoid"
+#define WAFER_KERNEL_TANH "tanh"
 #define WAFER_KERNEL_ADD "add"
+#define WAFER_KERNEL_SUB "sub"
 #define WAFER_KERNEL_MUL "mul"
+#define WAFER_KERNEL_DIV "div"
+#define WAFER_KERNEL_MAX "max"
+#define WAFER_KERNEL_MIN "min"
 struct wafer_elementwise_params {
 	uint64_t count;
+};
+
+/* Binary with a scalar operand — bindings: {out, a}; params: struct
+ * wafer_scalar_params; global = {count, 1, 1}. With s = scalar converted
+ * to the dtype:
+ *   out[i] = op(a[i], s)   when scalar_first == 0
+ *   out[i] = op(s, a[i])   when scalar_first == 1  (s - a[i], s / a[i])
+ * op as in the binary list above. out may alias a exactly. */
+#define WAFER_KERNEL_ADD_SCALAR "add_scalar"
+#define WAFER_KERNEL_SUB_SCALAR "sub_scalar"
+#define WAFER_KERNEL_MUL_SCALAR "mul_scalar"
+#define WAFER_KERNEL_DIV_SCALAR "div_scalar"
+#define WAFER_KERNEL_MAX_SCALAR "max_scalar"
+#define WAFER_KERNEL_MIN_SCALAR "min_scalar"
+struct wafer_scalar_params {
+	uint64_t count;
+	double scalar;
+	uint32_t scalar_first;
+	uint32_t reserved;
+};
+
+/* Binary on strided views, which is how broadcasting reaches a kernel —
+ * bindings: {out, a, b}; params: struct wafer_binary_strided_params;
+ * global = {count, 1, 1} with count = the product of shape[0..rank).
+ *
+ * out is dense row-major with |shape|. For every index (i_0 .. i_{r-1})
+ * of out:
+ *   out[i]  = op(a[a_offset + sum_d i_d * a_strides[d]],
+ *                b[b_offset + sum_d i_d * b_strides[d]])
+ * A stride of 0 repeats the input along that dimension (broadcasting a
+ * size-1 dimension, or a whole input when every stride is 0). rank is
+ * 1..WAFER_KERNEL_MAX_RANK; entries at and past rank are 0 and ignored.
+ * Every shape[d] >= 1. out may alias a or b exactly only when that input
+ * is itself dense with out's shape and offset 0 (the core guarantees it;
+ * an input read at other positions than it is written would be
+ * clobbered). op as in the binary list. */
+#define WAFER_KERNEL_ADD_STRIDED "add_strided"
+#define WAFER_KERNEL_SUB_STRIDED "sub_strided"
+#define WAFER_KERNEL_MUL_STRIDED "mul_strided"
+#define WAFER_KERNEL_DIV_STRIDED "div_strided"
+#define WAFER_KERNEL_MAX_STRIDED "max_strided"
+#define WAFER_KERNEL_MIN_STRIDED "min_strided"
+struct wafer_binary_strided_params {
+	uint32_t rank;
+	uint32_t reserved;
+	uint64_t shape[WAFER_KERNEL_MAX_RANK];
+	uint64_t a_strides[WAFER_KERNEL_MAX_RANK];
+	uint64_t b_strides[WAFER_KERNEL_MAX_RANK];
+	uint64_t a_offset;
+	uint64_t b_offset;
+};
+
+/* copy_strided — bindings: {out, in}; params: struct
+ * wafer_strided_copy_params; global = {count, 1, 1} with count = the
+ * product of shape[0..rank). Gathers a strided view into a dense
+ * row-major output:
+ *   out[i] = in[offset + sum_d i_d * strides[d]]
+ * rank, shape and zero strides as for the strided binary kernels (a
+ * stride of 0 materialises a broadcast). out never aliases in. The
+ * entry's dtype says the element size; a plugin should offer at least
+ * f32, and f16, bf16, i32 where it offers cast to them. */
+#define WAFER_KERNEL_COPY_STRIDED "copy_strided"
+struct wafer_strided_copy_params {
+	uint32_t rank;
+	uint32_t reserved;
+	uint64_t shape[WAFER_KERNEL_MAX_RANK];
+	uint64_t strides[WAFER_KERNEL_MAX_RANK];
+	uint64_t offset;
+};
+
+/* cast — bindings: {out, in}; params: struct wafer_cast_params;
+ * global = {count, 1, 1}. Converts count elements of dtype_in into
+ * dtype_out. The table entry's dtype is dtype_in: an entry for dtype X
+ * converts X into each of f32, f16, bf16 and i32 (the core only asks for
+ * those; dtype_out == dtype_in is a plain copy). Rules:
+ *   to f16, bf16:  round to nearest even; overflow gives +-inf; NaN stays
+ *                  NaN (f16 subnormals are kept, not flushed);
+ *   to i32:        truncate toward zero, saturate at INT32_MIN/MAX,
+ *                  NaN gives 0;
+ *   to f32:        exact from f16 and bf16; i32 rounds to nearest even.
+ * out never aliases in (sizes differ in general). */
+#define WAFER_KERNEL_CAST "cast"
+struct wafer_cast_params {
+	uint64_t count;
+	uint32_t dtype_in;  /* wafer_dtype */
+	uint32_t dtype_out; /* wafer_dtype */
+};
+
+/* Reductions over the last axis — bindings: {out, in}; params: struct
+ * wafer_rows_params; global = {rows, 1, 1} (one row per item; a GPU
+ * plugin may give each row a work-group). in is rows x cols row-major
+ * (cols >= 1), out holds rows elements:
+ *   reduce_sum   out[r] = sum_c in[r, c]
+ *   reduce_max   out[r] = max_c in[r, c]  (NaN if any is NaN)
+ *   reduce_mean  out[r] = (sum_c in[r, c]) / cols
+ * Summation order is the plugin's; results may differ from a sequential
+ * sum by rounding (the tests allow 1e-5 relative of the sum of |x|).
+ * out never aliases in. */
+#define WAFER_KERNEL_REDUCE_SUM "reduce_sum"
+#define WAFER_KERNEL_REDUCE_MAX "reduce_max"
+#define WAFER_KERNEL_REDUCE_MEAN "reduce_mean"
+struct wafer_rows_params {
+	uint64_t rows;
+	uint64_t cols;
+};
+
+/* softmax over the last axis — bindings: {out, in}; params: struct
+ * wafer_rows_params; global = {rows, 1, 1}. For each row r:
+ *   out[r, c] = e^(in[r, c] - m) / sum_j e^(in[r, j] - m),  m = max_j in[r, j]
+ * (subtracting the row maximum keeps it finite for any finite input).
+ * out may alias in exactly. */
+#define WAFER_KERNEL_SOFTMAX "softmax"
+
+/* matmul, batched — bindings: {out, a, b}; params: struct
+ * wafer_matmul_params; global = {n, m, batch}. For each batch index t:
+ *   C_t = op(A_t) x op(B_t)
+ * with, row-major and in elements,
+ *   A_t at a + t * batch_stride_a: m x k, or k x m stored when
+ *       transpose_a (then op(A_t) is its transpose);
+ *   B_t at b + t * batch_stride_b: k x n, or n x k stored when
+ *       transpose_b;
+ *   C_t at out + t * batch_stride_c: m x n.
+ * A batch stride of 0 uses the same matrix for every t (a shared weight);
+ * batch_stride_c is at least m * n unless batch == 1. m, n, k, batch >= 1.
+ * Accumulation is in the dtype or wider, in any order. out never aliases
+ * a or b. */
+#define WAFER_KERNEL_MATMUL "matmul"
+struct wafer_matmul_params {
+	uint64_t batch, m, n, k;
+	uint32_t transpose_a, transpose_b;
+	uint64_t batch_stride_a, batch_stride_b, batch_stride_c;
 };
 
 #ifdef __cplusplus
