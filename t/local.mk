@@ -106,3 +106,37 @@ EXTRA_DIST += t/plugin-skeleton.sh t/plugin-skeleton-dlopen.c \
 # It needs libwafer and tools/wafer-info, which `all` builds before any
 # test runs. (A rule naming t/plugin-skeleton.sh.log here would replace
 # automake's own rule for the log and the test would never run.)
+
+# The Level Zero plugin, without Level Zero hardware: a test driver
+# (t/levelzero/driver.c, host memory) that the real oneAPI loader loads
+# through ZE_ENABLE_ALT_DRIVERS. Only these tests name it; nothing else in
+# the suite, and no run of wafer-info outside them, sees it.
+EXTRA_DIST += t/levelzero/fakeze.h t/levelzero/spirv.h \
+	t/levelzero_nodriver.sh t/levelzero_spirv.sh
+if WAFER_LEVELZERO
+check_LTLIBRARIES += t/levelzero/fakeze.la
+t_levelzero_fakeze_la_SOURCES = t/levelzero/driver.c t/levelzero/fakeze.h \
+	t/levelzero/spirv.c t/levelzero/spirv.h
+t_levelzero_fakeze_la_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS)
+# No version script: the loader looks up the zeGet*ProcAddrTable exports.
+t_levelzero_fakeze_la_LDFLAGS = -module -avoid-version -shared \
+	-no-undefined -rpath /nowhere
+
+# The plugin through the vendor ABI alone, on the test driver.
+check_PROGRAMS += t/levelzero_plugin
+TESTS += t/levelzero_plugin
+t_levelzero_plugin_SOURCES = t/levelzero_plugin.c t/levelzero/fakeze.h
+t_levelzero_plugin_LDADD = -ldl
+
+# The plugin through libwafer: every memory strategy, every channel.
+check_PROGRAMS += t/levelzero_client
+TESTS += t/levelzero_client
+t_levelzero_client_SOURCES = t/levelzero_client.c t/levelzero/fakeze.h
+t_levelzero_client_LDADD = $(T_CORE_LIBS) -ldl
+
+# wafer-info without a driver and with the test driver; the embedded
+# SPIR-V module validated.
+TESTS += t/levelzero_nodriver.sh t/levelzero_spirv.sh
+t/levelzero_nodriver.log: tools/wafer-info$(EXEEXT)
+AM_TESTS_ENVIRONMENT += SPIRV_VAL='$(SPIRV_VAL)'; export SPIRV_VAL;
+endif
