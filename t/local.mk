@@ -137,6 +137,5 @@ t_levelzero_client_LDADD = $(T_CORE_LIBS) -ldl
 # wafer-info without a driver and with the test driver; the embedded
 # SPIR-V module validated.
 TESTS += t/levelzero_nodriver.sh t/levelzero_spirv.sh
-t/levelzero_nodriver.log: tools/wafer-info$(EXEEXT)
 AM_TESTS_ENVIRONMENT += SPIRV_VAL='$(SPIRV_VAL)'; export SPIRV_VAL;
 endif

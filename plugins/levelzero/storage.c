@@ -477,8 +477,8 @@ const struct wafer_storage_ops lz_storage_ops = {
 	.copy_out = lz_storage_copy_out,
 	.copy = lz_storage_copy,
 	/* alloc_async/free_async: NULL. Level Zero has no stream-ordered
-	 * allocator; the core's `stream` strategy reports itself
-	 * unavailable here. */
+	 * allocator; the core's `stream` strategy falls back to plain
+	 * alloc and free here (and says so in its log). */
 	.vm_reserve = lz_storage_vm_reserve,
 	.vm_release = lz_storage_vm_release,
 	.vm_map = lz_storage_vm_map,
