@@ -30,7 +30,7 @@ wafer_status wafer_handle_table_init(struct wafer_handle_table *table)
 	/* Tags 1..65535: a handle is never all zero, and handles of different
 	 * clients differ (until 65535 clients were opened). */
 	table->tag = (uint16_t)(atomic_fetch_add(&next_tag, 1) % 65535u + 1u);
-	table->free_list = NULL;
+	atomic_init(&table->free_head, 0);
 	table->next_unused = 1;
 	atomic_init(&table->live, 0);
 	for (size_t i = 0; i < WAFER_HANDLE_MAX_BLOCKS; i++)
@@ -79,18 +79,56 @@ static struct wafer_handle_slot *take_unused(struct wafer_handle_table *table)
 	return slot;
 }
 
+static uint32_t head_index(uint64_t head)
+{
+	return (uint32_t)head;
+}
+
+static struct wafer_handle_slot *pop_free(struct wafer_handle_table *table)
+{
+	uint64_t head = atomic_load_explicit(&table->free_head,
+					     memory_order_acquire);
+	for (;;) {
+		uint32_t index = head_index(head);
+		if (!index)
+			return NULL;
+		struct wafer_handle_slot *slot = slot_at(table, index);
+		uint32_t next = atomic_load_explicit(&slot->next_free,
+						     memory_order_relaxed);
+		uint64_t new_head = ((head >> 32) + 1) << 32 | next;
+		if (atomic_compare_exchange_weak_explicit(
+			    &table->free_head, &head, new_head,
+			    memory_order_acquire, memory_order_acquire))
+			return slot;
+	}
+}
+
+static void push_free(struct wafer_handle_table *table,
+		      struct wafer_handle_slot *slot)
+{
+	uint64_t head = atomic_load_explicit(&table->free_head,
+					     memory_order_relaxed);
+	uint64_t new_head;
+	do {
+		atomic_store_explicit(&slot->next_free, head_index(head),
+				      memory_order_relaxed);
+		new_head = ((head >> 32) + 1) << 32 | slot->index;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&table->free_head, &head, new_head, memory_order_release,
+		memory_order_relaxed));
+}
+
 wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
 				      size_t size,
 				      struct wafer_handle_slot **out_slot,
 				      wafer_handle *out_handle)
 {
-	pthread_mutex_lock(&table->lock);
-	struct wafer_handle_slot *slot = table->free_list;
-	if (slot)
-		table->free_list = slot->next_free;
-	else
+	struct wafer_handle_slot *slot = pop_free(table);
+	if (!slot) {
+		pthread_mutex_lock(&table->lock);
 		slot = take_unused(table);
-	pthread_mutex_unlock(&table->lock);
+		pthread_mutex_unlock(&table->lock);
+	}
 	if (!slot) {
 		out_handle->bits = 0;
 		*out_slot = NULL;
@@ -98,7 +136,6 @@ wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
 				  "no free handle slot (%u in use)",
 				  (unsigned)wafer_handle_table_live(table));
 	}
-	slot->next_free = NULL;
 	slot->size = size;
 	slot->ended_by = NULL;
 	slot->slice = (struct wafer_slice){0};
@@ -114,10 +151,7 @@ wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
 void wafer_handle_table_recycle(struct wafer_handle_table *table,
 				struct wafer_handle_slot *slot)
 {
-	pthread_mutex_lock(&table->lock);
-	slot->next_free = table->free_list;
-	table->free_list = slot;
-	pthread_mutex_unlock(&table->lock);
+	push_free(table, slot);
 }
 
 wafer_status wafer_handle_table_lookup(struct wafer_handle_table *table,

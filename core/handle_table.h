@@ -40,13 +40,16 @@ struct wafer_handle_slot {
 	/* Why the previous generation ended: NULL for a release, else the
 	 * name of the operation it was donated to. */
 	const char *ended_by;
-	struct wafer_handle_slot *next_free;
+	_Atomic uint32_t next_free; /* index of the next free slot; 0: none */
 };
 
 struct wafer_handle_table {
 	uint16_t tag;
-	pthread_mutex_t lock; /* slot allocation and the free list */
-	struct wafer_handle_slot *free_list;
+	/* Free slots: a lock-free stack of slot indices. The head packs a
+	 * push counter above the index so that a pop racing with a pop and
+	 * re-push of the same slot fails its exchange (no ABA). */
+	_Atomic uint64_t free_head;
+	pthread_mutex_t lock; /* growing the table: never-used slots */
 	uint32_t next_unused;  /* next never-used slot index */
 	_Atomic uint64_t live;
 	struct wafer_handle_slot *_Atomic blocks[WAFER_HANDLE_MAX_BLOCKS];

@@ -12,6 +12,13 @@ libwafer_core_la_SOURCES = \
 	core/memory/memory.c core/memory/memory.h \
 	core/memory/registry.c \
 	core/memory/exact.c \
+	core/memory/direct.c \
+	core/memory/chunked.c \
+	core/memory/buckets.c \
+	core/memory/stream.c \
+	core/memory/pool.c core/memory/bitmap.h \
+	core/memory/null_storage.c core/memory/null_storage.h \
+	core/memory/u64map.c core/memory/u64map.h \
 	core/handle_table.c core/handle_table.h \
 	core/kernel_table.c core/kernel_table.h \
 	core/server.c core/server.h \

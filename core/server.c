@@ -12,8 +12,11 @@ static wafer_status server_sync(struct wafer_server *server)
 {
 	const struct wafer_server_ops *ops = server->device->plugin->server;
 	wafer_status status = ops->sync(server->device->device, server->queue);
-	server->queue_dirty = false;
-	wafer_memory_after_sync(server->memory);
+	if (status == WAFER_OK) {
+		/* Only a successful sync proves queued frees are done. */
+		server->queue_dirty = false;
+		wafer_memory_after_sync(server->memory);
+	}
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "queued work on %s:%u failed",
 					  server->device->backend,

@@ -10,6 +10,7 @@ AM_TESTS_ENVIRONMENT = \
 	XDG_CONFIG_HOME='$(abs_top_builddir)/t/xdg-config'; \
 	XDG_CACHE_HOME='$(abs_top_builddir)/t/xdg-cache'; \
 	T_BUILDDIR='$(abs_top_builddir)/t'; T_SRCDIR='$(abs_top_srcdir)/t'; \
+	SANITIZER_FLAGS='$(SANITIZER_FLAGS)'; export SANITIZER_FLAGS; \
 	export WAFER_PLUGIN_PATH WAFER_SYSCONFDIR XDG_CONFIG_HOME XDG_CACHE_HOME T_BUILDDIR T_SRCDIR;
 EXTRA_DIST += t/tap.h
 # Test programs link the convenience library to reach internals.
@@ -106,6 +107,49 @@ EXTRA_DIST += t/plugin-skeleton.sh t/plugin-skeleton-dlopen.c \
 # It needs libwafer and tools/wafer-info, which `all` builds before any
 # test runs. (A rule naming t/plugin-skeleton.sh.log here would replace
 # automake's own rule for the log and the test would never run.)
+
+# Memory strategies, each on a fake storage (t/fake_storage.h) that backs
+# resources with host memory, counts calls and injects failures.
+EXTRA_DIST += t/fake_storage.h
+check_PROGRAMS += t/memory_chunked
+TESTS += t/memory_chunked
+t_memory_chunked_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_buckets
+TESTS += t/memory_buckets
+t_memory_buckets_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_stream
+TESTS += t/memory_stream
+t_memory_stream_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_direct
+TESTS += t/memory_direct
+t_memory_direct_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_pool
+TESTS += t/memory_pool
+t_memory_pool_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_property
+TESTS += t/memory_property
+t_memory_property_LDADD = $(T_CORE_LIBS)
+check_PROGRAMS += t/memory_null
+TESTS += t/memory_null
+t_memory_null_LDADD = $(T_CORE_LIBS)
+
+# wafer-replay on a hand-made trace with known answers (t/replay.sh); it
+# runs the tools/wafer-replay that `all` builds before any test.
+TESTS += t/replay.sh
+EXTRA_DIST += t/replay.sh t/replay-small.trace
+
+# wafer-replay against the default backend's real storage.
+TESTS += t/replay-backend.sh
+EXTRA_DIST += t/replay-backend.sh
+
+# The direct strategy lets ASan catch a kernel writing past its handle.
+check_PROGRAMS += t/overrun
+TESTS += t/overrun
+t_overrun_LDADD = libwafer.la
+
+# Every public header compiles alone as C99 and C++.
+TESTS += t/headers.sh
+EXTRA_DIST += t/headers.sh
 
 # The Level Zero plugin, without Level Zero hardware: a test driver
 # (t/levelzero/driver.c, host memory) that the real oneAPI loader loads

@@ -77,7 +77,7 @@ cp -R "$skeleton_src" "$tmp/skeleton"
 chmod -R u+w "$tmp/skeleton"   # distcheck's source tree is read-only
 rm -f "$tmp/skeleton/skeleton.so"
 if "$MAKE_PROGRAM" -C "$tmp/skeleton" CC="$CC" \
-	CFLAGS="-O2 -Werror" >"$tmp/build.log" 2>&1; then
+	CFLAGS="-O2 -Werror ${SANITIZER_FLAGS:-}" >"$tmp/build.log" 2>&1; then
 	pass "make builds skeleton.so (-Werror)"
 else
 	fail "make builds skeleton.so (-Werror)"
@@ -108,7 +108,9 @@ else
 fi
 
 #--- dlopen: the core's side played by a small driver --------------------------
-if "$CC" -std=c11 -Wall -Wextra -Werror $cflags \
+# In a sanitizer build everything loaded into one process must carry the
+# same instrumentation, as it would for a vendor testing against it.
+if "$CC" -std=c11 -Wall -Wextra -Werror $cflags ${SANITIZER_FLAGS:-} \
 	-o "$tmp/dlopen-driver" "$top_srcdir/t/plugin-skeleton-dlopen.c" \
 	-ldl >"$tmp/driver.log" 2>&1; then
 	pass "the dlopen driver builds"
@@ -135,7 +137,7 @@ unset WAFER_BACKEND WAFER_CONFIG WAFER_CHANNEL WAFER_MEMORY WAFER_LOG
 
 #--- through the core: a client program ---------------------------------------
 libs=$("$PKG_CONFIG" --libs wafer)
-if "$CC" -std=c11 -Wall -Wextra -Werror $cflags \
+if "$CC" -std=c11 -Wall -Wextra -Werror $cflags ${SANITIZER_FLAGS:-} \
 	-o "$tmp/client" "$top_srcdir/t/plugin-skeleton-client.c" \
 	$libs -Wl,-rpath,"$top_builddir/.libs" >"$tmp/client.log" 2>&1; then
 	pass "the client program builds with pkg-config --cflags --libs wafer"

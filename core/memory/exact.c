@@ -59,10 +59,17 @@ static struct exact_size_list *find_list(struct exact_state *st, size_t size,
 	return l;
 }
 
+static const char *const exact_options[] = {NULL};
+
 static wafer_status exact_create(struct wafer_storage *storage,
 				 const struct wafer_config *config,
 				 void **out_self)
 {
+	*out_self = NULL;
+	wafer_status status =
+		wafer_memory_option_check(config, "exact", exact_options);
+	if (status != WAFER_OK)
+		return status;
 	struct exact_state *st = calloc(1, sizeof *st);
 	if (!st)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "core/memory/memory.h"
@@ -157,3 +158,104 @@ void wafer_memory_get_usage(const struct wafer_memory *memory,
 	out->storage_unmaps = c->unmaps;
 	out->reuse_hits = memory->reuse_hits;
 }
+
+void wafer_memory_strategy_stats(const struct wafer_memory *memory,
+				 struct wafer_memory_strategy_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	if (memory->ops->stats)
+		memory->ops->stats(memory->self, out);
+}
+
+/*===----------------------------------------------------------------------===
+ * Options of [memory.<strategy>]
+ *===----------------------------------------------------------------------===*/
+
+#define SECTION_MAX 64
+
+static void section_name(char *buf, const char *strategy)
+{
+	snprintf(buf, SECTION_MAX, "memory.%s", strategy);
+}
+
+wafer_status wafer_memory_option_size(const struct wafer_config *config,
+				      const char *strategy, const char *key,
+				      uint64_t fallback, uint64_t *out_value)
+{
+	char section[SECTION_MAX];
+	*out_value = fallback;
+	if (!config)
+		return WAFER_OK;
+	section_name(section, strategy);
+	return wafer_config_get_size(config, section, key, fallback, out_value);
+}
+
+wafer_status wafer_memory_option_double(const struct wafer_config *config,
+					const char *strategy, const char *key,
+					double fallback, double *out_value)
+{
+	char section[SECTION_MAX];
+	*out_value = fallback;
+	if (!config)
+		return WAFER_OK;
+	section_name(section, strategy);
+	return wafer_config_get_double(config, section, key, fallback,
+				       out_value);
+}
+
+const struct wafer_config_entry *
+wafer_memory_option_entry(const struct wafer_config *config,
+			  const char *strategy, const char *key)
+{
+	char section[SECTION_MAX];
+	if (!config)
+		return NULL;
+	section_name(section, strategy);
+	return wafer_config_lookup(config, section, key);
+}
+
+wafer_status wafer_memory_option_check(const struct wafer_config *config,
+				       const char *strategy,
+				       const char *const *known)
+{
+	char section[SECTION_MAX];
+	const struct wafer_config_entry *entries[64];
+	if (!config)
+		return WAFER_OK;
+	section_name(section, strategy);
+	size_t count = wafer_config_section(config, section, entries, 64);
+	if (count > 64)
+		count = 64;
+	for (size_t i = 0; i < count; i++) {
+		size_t k = 0;
+		while (known[k] && strcmp(known[k], entries[i]->key) != 0)
+			k++;
+		if (known[k])
+			continue;
+		char list[256];
+		size_t used = 0;
+		list[0] = '\0';
+		for (k = 0; known[k] && used < sizeof list; k++)
+			used += (size_t)snprintf(list + used, sizeof list - used,
+						 "%s%s", k ? ", " : "",
+						 known[k]);
+		return wafer_fail(WAFER_ERROR_CONFIG,
+				  "%s: [%s] unknown option '%s' (known: %s)",
+				  entries[i]->origin, section, entries[i]->key,
+				  k ? list : "none");
+	}
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Time
+ *===----------------------------------------------------------------------===*/
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t (*wafer_memory_clock_ns)(void) = monotonic_ns;

@@ -30,6 +30,17 @@ struct wafer_slice {
 	void *token;  /* strategy-private: its block, chunk or bucket */
 };
 
+/* Counters only some strategies keep (wafer_memory_strategy_stats());
+ * a strategy leaves the ones it does not keep at 0. */
+struct wafer_memory_strategy_stats {
+	uint64_t hits;          /* reserves served from cached memory */
+	uint64_t misses;        /* reserves that needed a storage call */
+	uint64_t cached_bytes;  /* held from storage, not in use */
+	uint64_t live_bytes;    /* stream: bytes of live allocations */
+	uint64_t pending_bytes; /* stream: freed on the queue, not reaped */
+	uint64_t segments;      /* chunks / segments / buffers held */
+};
+
 /* One strategy. |self| is the strategy's own state. */
 struct wafer_memory_strategy_ops {
 	const char *name;
@@ -55,6 +66,8 @@ struct wafer_memory_strategy_ops {
 	/* Optional (NULL: nothing to do): called after the client's queue was
 	 * synchronised, so deferred work (stream strategy's reap) can run. */
 	void (*after_sync)(void *self);
+	/* Optional (NULL: all zero): the strategy's own counters. */
+	void (*stats)(void *self, struct wafer_memory_strategy_stats *out);
 };
 
 /* The strategies compiled in, NULL-terminated, and lookup by name. */
@@ -90,5 +103,38 @@ void wafer_memory_after_sync(struct wafer_memory *memory);
 /* Fills every field but handles_live. */
 void wafer_memory_get_usage(const struct wafer_memory *memory,
 			    wafer_memory_usage *out_usage);
+
+/* The strategy's own counters (zeros where it keeps none). */
+void wafer_memory_strategy_stats(const struct wafer_memory *memory,
+				 struct wafer_memory_strategy_stats *out_stats);
+
+/*===----------------------------------------------------------------------===
+ * For strategies: options and time
+ *===----------------------------------------------------------------------===*/
+
+/* Typed options of section [memory.<strategy>] (wafer.conf(5)); |config|
+ * may be NULL (every option at its default). Failures come from the
+ * config getters: WAFER_ERROR_CONFIG naming origin, section and key. */
+wafer_status wafer_memory_option_size(const struct wafer_config *config,
+				      const char *strategy, const char *key,
+				      uint64_t fallback, uint64_t *out_value);
+wafer_status wafer_memory_option_double(const struct wafer_config *config,
+					const char *strategy, const char *key,
+					double fallback, double *out_value);
+/* The raw value and its origin ("file:line"), or NULL when unset. */
+const struct wafer_config_entry *
+wafer_memory_option_entry(const struct wafer_config *config,
+			  const char *strategy, const char *key);
+/* Fails with WAFER_ERROR_CONFIG for a key of [memory.<strategy>] that is
+ * not in the NULL-terminated |known| list, so a misspelt option is an
+ * error instead of silently ignored. */
+wafer_status wafer_memory_option_check(const struct wafer_config *config,
+				       const char *strategy,
+				       const char *const *known);
+
+/* Monotonic time in nanoseconds, for time-based policies (chunked's
+ * `dealloc = seconds:N`). A test may point it at a fake clock before it
+ * creates a manager. */
+extern uint64_t (*wafer_memory_clock_ns)(void);
 
 #endif

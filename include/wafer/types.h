@@ -90,6 +90,25 @@ typedef enum wafer_dtype {
 	WAFER_DTYPE_I64 = 7,
 } wafer_dtype;
 
+/*===----------------------------------------------------------------------===
+ * Device capabilities
+ *===----------------------------------------------------------------------===*/
+
+/* Bits of wafer_device_info.capabilities (plugin.h) and
+ * wafer_device_desc.capabilities (wafer.h). */
+#define WAFER_CAP_F16 (UINT64_C(1) << 0)
+#define WAFER_CAP_BF16 (UINT64_C(1) << 1)
+#define WAFER_CAP_F64 (UINT64_C(1) << 2)
+/* Device memory is ordinary host memory (cpu, integrated GPUs). */
+#define WAFER_CAP_HOST_MEMORY (UINT64_C(1) << 3)
+/* The next four are set by the core from the optional plugin entries
+ * offered (and cleared when a plugin claims one without the entries
+ * behind it). */
+#define WAFER_CAP_STREAM_ORDERED_ALLOC (UINT64_C(1) << 4)
+#define WAFER_CAP_VIRTUAL_MEMORY (UINT64_C(1) << 5)
+#define WAFER_CAP_DEVICE_TIMERS (UINT64_C(1) << 6)
+#define WAFER_CAP_PINNED_HOST (UINT64_C(1) << 7)
+
 #ifdef __cplusplus
 }
 #endif

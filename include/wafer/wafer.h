@@ -107,17 +107,7 @@ WAFER_API wafer_status wafer_runtime_open(const wafer_runtime_options *options,
  * them rather than pulling plugins out from under them. NULL is a no-op. */
 WAFER_API void wafer_runtime_close(wafer_runtime *runtime);
 
-/* Device capability bits, as in plugin.h. */
-#ifndef WAFER_CAP_F16
-#define WAFER_CAP_F16 (UINT64_C(1) << 0)
-#define WAFER_CAP_BF16 (UINT64_C(1) << 1)
-#define WAFER_CAP_F64 (UINT64_C(1) << 2)
-#define WAFER_CAP_HOST_MEMORY (UINT64_C(1) << 3)
-#define WAFER_CAP_STREAM_ORDERED_ALLOC (UINT64_C(1) << 4)
-#define WAFER_CAP_VIRTUAL_MEMORY (UINT64_C(1) << 5)
-#define WAFER_CAP_DEVICE_TIMERS (UINT64_C(1) << 6)
-#define WAFER_CAP_PINNED_HOST (UINT64_C(1) << 7)
-#endif
+/* Device capability bits: WAFER_CAP_* in wafer/types.h. */
 
 /* A device as the runtime lists it. Strings live as long as the runtime. */
 typedef struct wafer_device_desc {

@@ -9,6 +9,9 @@
  *                          copies the whole binding
  *   fail {out}             fails when it runs: the error comes back at sync
  *   noop {}                does nothing
+ *   overrun {out}          writes params.count floats and then one more,
+ *                          past the end of its binding: the bug that the
+ *                          `direct` memory strategy lets ASan catch
  *   gate {}                params: the address of an int; blocks inside
  *                          launch (on the caller's thread) until the int
  *                          is non-zero — proves a channel returned before
@@ -78,6 +81,11 @@ static wafer_status run_kernel(struct task *t, char *detail, size_t size)
 	if (strcmp(op, "fail") == 0) {
 		snprintf(detail, size, "kernel 'fail' failed on purpose");
 		return WAFER_ERROR_DEVICE;
+	}
+	if (strcmp(op, "overrun") == 0) {
+		for (uint64_t i = 0; i <= count; i++) /* one too many */
+			out[i] = 1.0f;
+		return WAFER_OK;
 	}
 	if (strcmp(op, "slow_copy") == 0) {
 		struct timespec ts = {0, (long)count * 1000};
@@ -281,6 +289,7 @@ static const struct wafer_kernel kernels[] = {
 	KERNEL("add", 3, sizeof(struct wafer_elementwise_params)),
 	KERNEL("slow_copy", 2, sizeof(struct wafer_elementwise_params)),
 	KERNEL("fail", 1, sizeof(struct wafer_elementwise_params)),
+	KERNEL("overrun", 1, sizeof(struct wafer_elementwise_params)),
 	KERNEL("noop", 0, 0),
 	KERNEL("gate", 0, sizeof(void *)),
 };

@@ -1,0 +1,354 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * null_storage.c: accounting-only storage for wafer-replay
+ * (null_storage.h). */
+#include "build-config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/memory/null_storage.h"
+#include "core/memory/u64map.h"
+
+struct null_range {
+	size_t size;
+	size_t pages;
+	uint8_t *mapped; /* one bit per page */
+	size_t mapped_bytes;
+};
+
+struct null_device {
+	struct wafer_storage_ops ops;
+	size_t alignment;
+	size_t granularity;
+	uint64_t next_address;
+	struct wafer_u64map allocs; /* resource -> size */
+	struct wafer_u64map ranges; /* resource -> struct null_range * */
+	uint64_t bytes;             /* allocated + mapped */
+	uint64_t violations;
+	char first_violation[256];
+};
+
+static void violation(struct null_device *d, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+static void violation(struct null_device *d, const char *format, ...)
+{
+	if (d->violations++ == 0) {
+		va_list ap;
+		va_start(ap, format);
+		vsnprintf(d->first_violation, sizeof d->first_violation, format,
+			  ap);
+		va_end(ap);
+		wafer_log_error("null-storage", "%s", d->first_violation);
+	}
+}
+
+/* Made-up addresses: every resource starts on a fresh, aligned address
+ * and none is ever handed out twice, so a stale resource is noticed. */
+static wafer_resource take_address(struct null_device *d, size_t size,
+				   size_t align)
+{
+	uint64_t base = wafer_align_up(d->next_address, align);
+	d->next_address = base + wafer_align_up(size, align) + align;
+	return base;
+}
+
+static wafer_status null_alloc(void *device, size_t size,
+			       wafer_resource *out_resource)
+{
+	struct null_device *d = device;
+	*out_resource = 0;
+	if (size == 0) {
+		violation(d, "alloc of 0 bytes");
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "null storage: alloc of 0 bytes");
+	}
+	wafer_resource r = take_address(d, size, d->alignment);
+	if (!wafer_u64map_put(&d->allocs, r, size))
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "null storage: out of host memory");
+	d->bytes += size;
+	*out_resource = r;
+	return WAFER_OK;
+}
+
+static void null_free(void *device, wafer_resource resource)
+{
+	struct null_device *d = device;
+	uint64_t size;
+	if (!wafer_u64map_remove(&d->allocs, resource, &size)) {
+		violation(d, "free of unknown resource 0x%llx",
+			  (unsigned long long)resource);
+		return;
+	}
+	d->bytes -= size;
+}
+
+static wafer_status null_alloc_async(void *device, void *queue, size_t size,
+				     wafer_resource *out_resource)
+{
+	return null_alloc(device, size, out_resource);
+}
+
+static wafer_status null_free_async(void *device, void *queue,
+				    wafer_resource resource)
+{
+	null_free(device, resource);
+	return WAFER_OK;
+}
+
+static wafer_status null_no_copy(void)
+{
+	return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
+			  "the null storage holds no bytes to copy");
+}
+
+static wafer_status null_copy_in(void *device, void *queue, wafer_resource dst,
+				 size_t dst_offset, const void *src, size_t size)
+{
+	return null_no_copy();
+}
+
+static wafer_status null_copy_out(void *device, void *queue,
+				  wafer_resource src, size_t src_offset,
+				  void *dst, size_t size)
+{
+	return null_no_copy();
+}
+
+static wafer_status null_copy(void *device, void *queue, wafer_resource dst,
+			      size_t dst_offset, wafer_resource src,
+			      size_t src_offset, size_t size)
+{
+	return null_no_copy();
+}
+
+static wafer_status null_vm_reserve(void *device, size_t size,
+				    wafer_resource *out_range)
+{
+	struct null_device *d = device;
+	*out_range = 0;
+	if (size == 0 || size % d->granularity) {
+		violation(d, "vm_reserve of %zu bytes, not a positive multiple "
+			  "of the granularity %zu", size, d->granularity);
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "null storage: vm_reserve(%zu) not a "
+				  "multiple of %zu", size, d->granularity);
+	}
+	struct null_range *range = calloc(1, sizeof *range);
+	size_t pages = size / d->granularity;
+	uint8_t *bits = range ? calloc((pages + 7) / 8, 1) : NULL;
+	if (!bits) {
+		free(range);
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "null storage: out of host memory");
+	}
+	range->size = size;
+	range->pages = pages;
+	range->mapped = bits;
+	wafer_resource r = take_address(d, size, d->granularity);
+	if (!wafer_u64map_put(&d->ranges, r, (uint64_t)(uintptr_t)range)) {
+		free(bits);
+		free(range);
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "null storage: out of host memory");
+	}
+	*out_range = r;
+	return WAFER_OK;
+}
+
+static struct null_range *find_range(struct null_device *d, wafer_resource r)
+{
+	uint64_t value;
+	if (!wafer_u64map_get(&d->ranges, r, &value))
+		return NULL;
+	return (struct null_range *)(uintptr_t)value;
+}
+
+static void null_vm_release(void *device, wafer_resource range_id)
+{
+	struct null_device *d = device;
+	uint64_t value;
+	if (!wafer_u64map_remove(&d->ranges, range_id, &value)) {
+		violation(d, "vm_release of unknown range 0x%llx",
+			  (unsigned long long)range_id);
+		return;
+	}
+	struct null_range *range = (struct null_range *)(uintptr_t)value;
+	d->bytes -= range->mapped_bytes;
+	free(range->mapped);
+	free(range);
+}
+
+/* Checks a map or unmap request; every page of it must be in state
+ * |want_mapped| before the call. */
+static bool check_pages(struct null_device *d, const char *what,
+			struct null_range *range, wafer_resource id,
+			size_t offset, size_t size, bool want_mapped)
+{
+	if (!range) {
+		violation(d, "%s on unknown range 0x%llx", what,
+			  (unsigned long long)id);
+		return false;
+	}
+	if (size == 0 || offset % d->granularity || size % d->granularity ||
+	    offset > range->size || size > range->size - offset) {
+		violation(d, "%s [%zu, +%zu) of a range of %zu: not "
+			  "granularity-aligned or out of the range",
+			  what, offset, size, range->size);
+		return false;
+	}
+	for (size_t p = offset / d->granularity,
+		    end = (offset + size) / d->granularity; p < end; p++) {
+		bool mapped = range->mapped[p / 8] & (1u << (p % 8));
+		if (mapped != want_mapped) {
+			violation(d, "%s [%zu, +%zu): page %zu is %s", what,
+				  offset, size, p,
+				  mapped ? "already mapped" : "not mapped");
+			return false;
+		}
+	}
+	return true;
+}
+
+static void set_pages(struct null_device *d, struct null_range *range,
+		      size_t offset, size_t size, bool mapped)
+{
+	for (size_t p = offset / d->granularity,
+		    end = (offset + size) / d->granularity; p < end; p++) {
+		if (mapped)
+			range->mapped[p / 8] |= (uint8_t)(1u << (p % 8));
+		else
+			range->mapped[p / 8] &= (uint8_t)~(1u << (p % 8));
+	}
+}
+
+static wafer_status null_vm_map(void *device, wafer_resource id,
+				size_t offset, size_t size)
+{
+	struct null_device *d = device;
+	struct null_range *range = find_range(d, id);
+	if (!check_pages(d, "vm_map", range, id, offset, size, false))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "null storage: %s", d->first_violation);
+	set_pages(d, range, offset, size, true);
+	range->mapped_bytes += size;
+	d->bytes += size;
+	return WAFER_OK;
+}
+
+static wafer_status null_vm_unmap(void *device, wafer_resource id,
+				  size_t offset, size_t size)
+{
+	struct null_device *d = device;
+	struct null_range *range = find_range(d, id);
+	if (!check_pages(d, "vm_unmap", range, id, offset, size, true))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "null storage: %s", d->first_violation);
+	set_pages(d, range, offset, size, false);
+	range->mapped_bytes -= size;
+	d->bytes -= size;
+	return WAFER_OK;
+}
+
+static bool power_of_two(size_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+wafer_status
+wafer_null_storage_init(struct wafer_storage *out,
+			const struct wafer_null_storage_options *options)
+{
+	struct wafer_null_storage_options defaults = {0};
+	if (!options)
+		options = &defaults;
+	size_t alignment = options->alignment ? options->alignment : 256;
+	size_t granularity = options->vm_granularity ? options->vm_granularity
+						     : (size_t)2 << 20;
+	memset(out, 0, sizeof *out);
+	if (!power_of_two(alignment) || alignment < 16)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "null storage: alignment %zu is not a power "
+				  "of two >= 16", alignment);
+	if (!options->no_vm &&
+	    (!power_of_two(granularity) || granularity % alignment))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "null storage: granularity %zu is not a "
+				  "power of two multiple of the alignment %zu",
+				  granularity, alignment);
+	struct null_device *d = calloc(1, sizeof *d);
+	if (!d)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "null storage: out of host memory");
+	d->alignment = alignment;
+	d->granularity = granularity;
+	d->next_address = UINT64_C(1) << 32;
+	d->ops = (struct wafer_storage_ops){
+		.struct_size = sizeof(struct wafer_storage_ops),
+		.alloc = null_alloc,
+		.free = null_free,
+		.copy_in = null_copy_in,
+		.copy_out = null_copy_out,
+		.copy = null_copy,
+	};
+	if (!options->no_async) {
+		d->ops.alloc_async = null_alloc_async;
+		d->ops.free_async = null_free_async;
+	}
+	if (!options->no_vm) {
+		d->ops.vm_reserve = null_vm_reserve;
+		d->ops.vm_release = null_vm_release;
+		d->ops.vm_map = null_vm_map;
+		d->ops.vm_unmap = null_vm_unmap;
+	}
+	out->ops = &d->ops;
+	out->device = d;
+	out->alignment = alignment;
+	out->vm_granularity = options->no_vm ? 0 : granularity;
+	return WAFER_OK;
+}
+
+void wafer_null_storage_fini(struct wafer_storage *storage)
+{
+	struct null_device *d = storage->device;
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->ranges.capacity; i++) {
+		if (!d->ranges.used[i])
+			continue;
+		struct null_range *range =
+			(struct null_range *)(uintptr_t)d->ranges.values[i];
+		free(range->mapped);
+		free(range);
+	}
+	wafer_u64map_fini(&d->ranges);
+	wafer_u64map_fini(&d->allocs);
+	free(d);
+	storage->device = NULL;
+	storage->ops = NULL;
+}
+
+uint64_t wafer_null_storage_violations(const struct wafer_storage *storage,
+				       const char **out_first)
+{
+	const struct null_device *d = storage->device;
+	if (out_first)
+		*out_first = d->first_violation;
+	return d->violations;
+}
+
+size_t wafer_null_storage_live(const struct wafer_storage *storage)
+{
+	const struct null_device *d = storage->device;
+	return d->allocs.count + d->ranges.count;
+}
+
+uint64_t wafer_null_storage_bytes(const struct wafer_storage *storage)
+{
+	const struct null_device *d = storage->device;
+	return d->bytes;
+}

@@ -1,0 +1,31 @@
+#!/bin/sh
+# wafer — SPDX-License-Identifier: MIT
+#
+# Each public header compiles on its own, as C99 and as C++, with strict
+# warnings: a program can include any one of them first.
+set -u
+if [ -z "${T_SRCDIR:-}" ]; then
+	echo "Bail out! T_SRCDIR not set (run through make check)"
+	exit 1
+fi
+include=$T_SRCDIR/../include
+CC=${CC:-cc}
+CXX=${CXX:-c++}
+n=0
+check() { # compiler-and-flags, header, label
+	n=$((n + 1))
+	if out=$($1 -Wall -Wextra -pedantic -Werror -fsyntax-only -I"$include" "$2" 2>&1); then
+		echo "ok $n - $3"
+	else
+		echo "not ok $n - $3"
+		echo "$out" | sed 's/^/# /'
+	fi
+}
+for h in "$include"/wafer/*.h; do
+	name=wafer/$(basename "$h")
+	check "$CC -std=c99 -x c" "$h" "$name alone as C99"
+	if command -v "$CXX" >/dev/null 2>&1; then
+		check "$CXX -std=c++11 -x c++" "$h" "$name alone as C++11"
+	fi
+done
+echo "1..$n"

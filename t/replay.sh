@@ -1,0 +1,113 @@
+#!/bin/sh
+# wafer — SPDX-License-Identifier: MIT
+#
+# replay.sh: runs the built wafer-replay on t/replay-small.trace, whose
+# figures are worked out by hand below, plain and gzip-compressed; then on
+# malformed traces (each must fail naming the line); then --svg.
+#
+# The trace: a 1 1000, a 2 3000, f 1, a 3 500, f 2, f 3. Peak live is
+# 4000 (events 1-2). Storage alignment 256, granularity 2 MiB. Events 4-6
+# are the second half.
+#   direct   one alloc per handle, freed at release: 3 allocs + 3 frees,
+#            reserved = live, 3 calls in the second half (a 3, f 2, f 3)
+#   exact    chunks 1024, 3072, 512 (none freed): 4608 = 1.152
+#   buckets  1024, 4096, 512: 5632 = 1.408
+#   chunked  500 is under 0.8 of the free 1024 chunk: 1024+3072+512
+#   pool     one small vm segment, one 2 MiB page: 2 calls, 524.288;
+#            with 64K pages: 65536 = 16.384; without vm: one 2 MiB chunk
+set -u
+
+if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
+	echo "1..0 # SKIP T_BUILDDIR/T_SRCDIR not set (run through make check)"
+	exit 0
+fi
+tool=$T_BUILDDIR/../tools/wafer-replay
+trace=$T_SRCDIR/replay-small.trace
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-replay.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset WAFER_LOG
+
+n=0
+failed=0
+check() { # check NAME COMMAND...: one TAP line
+	name=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name"
+		sed 's/^/# /' "$tmp/out" "$tmp/err"
+		failed=1
+	fi
+}
+has() { # has TEXT: the last output holds TEXT (a fixed string)
+	grep -F -e "$1" "$tmp/out" "$tmp/err" > /dev/null
+}
+# replays ARGS...: runs the tool, succeeding when it exits 0
+replays() {
+	"$tool" "$@" > "$tmp/out" 2> "$tmp/err"
+}
+# refuses ARGS...: runs the tool, succeeding when it exits non-zero
+refuses() {
+	! "$tool" "$@" > "$tmp/out" 2> "$tmp/err"
+}
+# line_is TEXT: stdout is exactly TEXT up to ns_per_event
+line_is() {
+	sed 's/ ns_per_event=[0-9.]*$//' "$tmp/out" > "$tmp/line"
+	printf '%s\n' "$1" | cmp -s - "$tmp/line"
+}
+
+echo "1..34"
+
+expect() { # expect "ARGS" "LINE"
+	args=$1
+	# shellcheck disable=SC2086 # ARGS are words on purpose
+	check "replay $args" replays $args "$trace"
+	check "  line: $2" line_is "$2"
+}
+expect "--strategy direct" \
+	"strategy=direct events=6 peak_live=4000 peak_reserved=4000 ratio=1.000 storage_ops=6 steady_ops=3"
+expect "--strategy exact" \
+	"strategy=exact events=6 peak_live=4000 peak_reserved=4608 ratio=1.152 storage_ops=3 steady_ops=1"
+expect "--strategy buckets" \
+	"strategy=buckets events=6 peak_live=4000 peak_reserved=5632 ratio=1.408 storage_ops=3 steady_ops=1"
+expect "--strategy chunked" \
+	"strategy=chunked events=6 peak_live=4000 peak_reserved=4608 ratio=1.152 storage_ops=3 steady_ops=1"
+expect "--strategy stream" \
+	"strategy=stream events=6 peak_live=4000 peak_reserved=4000 ratio=1.000 storage_ops=6 steady_ops=3"
+expect "--strategy pool --storage null" \
+	"strategy=pool events=6 peak_live=4000 peak_reserved=2097152 ratio=524.288 storage_ops=2 steady_ops=0"
+expect "--granularity 64K" \
+	"strategy=pool events=6 peak_live=4000 peak_reserved=65536 ratio=16.384 storage_ops=2 steady_ops=0"
+expect "--strategy pool --no-vm" \
+	"strategy=pool events=6 peak_live=4000 peak_reserved=2097152 ratio=524.288 storage_ops=1 steady_ops=0"
+
+# The same trace compressed gives the same line.
+gzip -c "$trace" > "$tmp/small.trace.gz"
+check "gzip trace" replays --strategy direct "$tmp/small.trace.gz"
+check "  same line" line_is \
+	"strategy=direct events=6 peak_live=4000 peak_reserved=4000 ratio=1.000 storage_ops=6 steady_ops=3"
+
+# Malformed traces: an error naming file and line, no result line.
+bad() { # bad NAME TEXT NEEDLE
+	printf '%b' "$2" > "$tmp/bad.trace"
+	check "$1 is refused" refuses "$tmp/bad.trace"
+	check "  with '$3'" has "$3"
+}
+bad "missing size" "a 1 100\na 2\n" "bad.trace:2: malformed line"
+bad "unknown event" "# c\na 1 100\nx 1\n" "bad.trace:3: malformed line: unknown event 'x'"
+bad "size not a number" "a 1 12k\n" "bad.trace:1: malformed line"
+bad "zero size" "a 1 0\n" "bad.trace:1: allocation of 0 bytes"
+bad "free of an unknown id" "a 1 10\nf 2\n" "bad.trace:2: free of id 2"
+bad "id allocated twice" "a 7 10\na 7 20\n" "bad.trace:2: id 7 allocated again; still live from line 1"
+
+check "unknown strategy is refused" refuses --strategy nosuch "$trace"
+check "  listing the known ones" has "known: exact, direct, chunked, buckets, stream, pool"
+
+# --svg: a picture with axes, labels and a legend.
+check "--svg" replays --strategy pool --svg "$tmp/small.svg" "$trace"
+check "  is an SVG with a legend and axis labels" grep -q \
+	-e 'in use by live allocations' "$tmp/small.svg"
+
+exit $failed

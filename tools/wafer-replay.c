@@ -1,0 +1,506 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * wafer-replay: runs a memory strategy over a recorded allocation trace
+ * against an accounting-only storage and reports what it cost — peak bytes
+ * reserved against peak bytes live, and storage calls, overall and in the
+ * second half of the trace (the steady state of a training loop). See
+ * wafer-replay(1).
+ *
+ * The whole trace is parsed (and checked) before the replay starts, so a
+ * malformed line is reported with its number before any work is done and
+ * the timing covers the strategy alone. */
+#include "build-config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <zlib.h>
+
+#include <wafer/wafer.h>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/memory/memory.h"
+#include "core/memory/null_storage.h"
+#include "tools/replay_backend.h"
+#include "core/memory/u64map.h"
+#include "tools/replay_svg.h"
+
+/*===----------------------------------------------------------------------===
+ * The trace
+ *===----------------------------------------------------------------------===*/
+
+/* One event. |slot| numbers allocations in trace order (0, 1, ...): an
+ * id may be allocated again after its free and then names a new slot. */
+struct event {
+	uint64_t size; /* 0 for a free */
+	uint32_t slot;
+	uint32_t line;
+};
+
+struct trace {
+	struct event *events;
+	size_t count, capacity;
+	uint32_t slots;
+};
+
+static void die(const char *format, ...) __attribute__((format(printf, 1, 2),
+							 noreturn));
+static void die(const char *format, ...)
+{
+	va_list ap;
+	va_start(ap, format);
+	fputs("wafer-replay: ", stderr);
+	vfprintf(stderr, format, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+/* A decimal number that fills the whole token. */
+static bool parse_u64(const char *text, uint64_t *out)
+{
+	if (*text < '0' || *text > '9')
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static void push_event(struct trace *t, struct event e)
+{
+	if (t->count == t->capacity) {
+		t->capacity = t->capacity ? t->capacity * 2 : 4096;
+		t->events = realloc(t->events, t->capacity * sizeof *t->events);
+		if (!t->events)
+			die("out of host memory reading the trace");
+	}
+	t->events[t->count++] = e;
+}
+
+/* Reads one line of any length into |*buf|; false at end of file. */
+static bool read_line(gzFile in, const char *path, char **buf, size_t *size)
+{
+	size_t used = 0;
+	for (;;) {
+		if (used + 2 > *size) {
+			*size = *size ? *size * 2 : 256;
+			*buf = realloc(*buf, *size);
+			if (!*buf)
+				die("out of host memory reading the trace");
+		}
+		if (!gzgets(in, *buf + used, (int)(*size - used))) {
+			int err;
+			const char *msg = gzerror(in, &err);
+			if (err != Z_OK && err != Z_STREAM_END)
+				die("%s: %s", path, err == Z_ERRNO
+						     ? strerror(errno) : msg);
+			return used > 0;
+		}
+		used += strlen(*buf + used);
+		if (used && (*buf)[used - 1] == '\n')
+			return true;
+	}
+}
+
+/* Parses `a <id> <bytes>`, `f <id>`, `# comment` and blank lines. Every
+ * problem names the line: a replay of a bad trace would measure nothing
+ * real. */
+static void load_trace(const char *path, struct trace *t)
+{
+	gzFile in = gzopen(path, "rb");
+	if (!in)
+		die("%s: %s", path, errno ? strerror(errno) : "cannot open");
+	gzbuffer(in, 1 << 16);
+
+	/* id -> (slot << 32 | line of its allocation), while live */
+	struct wafer_u64map live = {0};
+	char *buf = NULL;
+	size_t size = 0;
+	uint32_t line = 0;
+	while (read_line(in, path, &buf, &size)) {
+		line++;
+		if (line == UINT32_MAX)
+			die("%s: more than %u lines", path, UINT32_MAX - 1);
+		char *fields[4];
+		int n = 0;
+		for (char *tok = strtok(buf, " \t\r\n"); tok && n < 4;
+		     tok = strtok(NULL, " \t\r\n"))
+			fields[n++] = tok;
+		if (n == 0 || fields[0][0] == '#')
+			continue;
+
+		uint64_t id, bytes, value;
+		if (strcmp(fields[0], "a") == 0) {
+			if (n != 3 || !parse_u64(fields[1], &id) ||
+			    !parse_u64(fields[2], &bytes))
+				die("%s:%u: malformed line: expected "
+				    "'a <id> <bytes>'", path, line);
+			if (bytes == 0 || bytes > SIZE_MAX / 2)
+				die("%s:%u: allocation of %s bytes (must be "
+				    "1 to %zu)", path, line, fields[2],
+				    SIZE_MAX / 2);
+			if (wafer_u64map_get(&live, id, &value))
+				die("%s:%u: id %" PRIu64 " allocated again; "
+				    "still live from line %u", path, line, id,
+				    (uint32_t)value);
+			if (t->slots == UINT32_MAX)
+				die("%s:%u: too many allocations", path, line);
+			uint32_t slot = t->slots++;
+			if (!wafer_u64map_put(&live, id,
+					      (uint64_t)slot << 32 | line))
+				die("out of host memory reading the trace");
+			push_event(t, (struct event){bytes, slot, line});
+		} else if (strcmp(fields[0], "f") == 0) {
+			if (n != 2 || !parse_u64(fields[1], &id))
+				die("%s:%u: malformed line: expected "
+				    "'f <id>'", path, line);
+			if (!wafer_u64map_remove(&live, id, &value))
+				die("%s:%u: free of id %" PRIu64 ", which is "
+				    "not live", path, line, id);
+			push_event(t, (struct event){0, (uint32_t)(value >> 32),
+						     line});
+		} else {
+			die("%s:%u: malformed line: unknown event '%.20s' "
+			    "(expected 'a' or 'f')", path, line, fields[0]);
+		}
+	}
+	free(buf);
+	wafer_u64map_fini(&live);
+	gzclose(in);
+	if (t->count == 0)
+		die("%s: no events", path);
+}
+
+/*===----------------------------------------------------------------------===
+ * Options
+ *===----------------------------------------------------------------------===*/
+
+/* Bytes with an optional K, M, G suffix (powers of 1024; "KiB" too). */
+static size_t parse_size(const char *option, const char *text)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	unsigned shift = 0;
+	if (end == text || errno)
+		goto bad;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	}
+	if (shift && strcmp(end, "iB") == 0)
+		end += 2;
+	if (*end || v == 0 || v > (SIZE_MAX >> shift))
+		goto bad;
+	return (size_t)v << shift;
+bad:
+	die("%s: expected a positive size like 65536, 64K or 2M, got '%s'",
+	    option, text);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: wafer-replay [--strategy S] [--storage null|BACKEND] "
+		"[--granularity B]\n"
+		"                    [--alignment B] [--no-vm] [--svg FILE]\n"
+		"                    [--config FILE] [--option SECTION.KEY=VALUE]... "
+		"TRACE\n"
+		"Replays an allocation trace (a <id> <bytes> / f <id> lines, "
+		"plain or gzip)\n"
+		"with a memory strategy on an accounting-only storage.\n"
+		"Strategies:");
+	for (size_t i = 0; wafer_memory_strategies[i]; i++)
+		fprintf(out, " %s%s", wafer_memory_strategies[i]->name,
+			strcmp(wafer_memory_strategies[i]->name,
+			       wafer_memory_default_strategy) ? ""
+							      : " (default)");
+	fprintf(out, ".\nSee wafer-replay(1).\n");
+}
+
+struct options {
+	const char *strategy;
+	const char *svg;
+	const char *trace;
+	struct wafer_null_storage_options storage;
+	/* NULL: the null storage; else a device selector ("cpu", "cuda:0"). */
+	const char *backend;
+	/* Strategy options: none unless --config or --option gives some, so
+	 * a replay does not depend on the machine's wafer.conf. */
+	struct wafer_config *config;
+};
+
+/* SECTION.KEY=VALUE, split at the last '.' before '=': "memory.pool.
+ * overhead=0.05" sets [memory.pool] overhead. */
+static void set_option(struct options *o, const char *text)
+{
+	const char *eq = strchr(text, '=');
+	const char *dot = NULL;
+	for (const char *c = text; eq && c < eq; c++)
+		if (*c == '.')
+			dot = c;
+	if (!eq || !dot || dot == text || dot + 1 == eq)
+		die("--option %s: expected SECTION.KEY=VALUE, like "
+		    "memory.pool.overhead=0.05", text);
+	char section[128], key[128];
+	snprintf(section, sizeof section, "%.*s", (int)(dot - text), text);
+	snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+	if (wafer_config_set(o->config, section, key, eq + 1, "--option") !=
+	    WAFER_OK)
+		die("--option %s: %s", text, wafer_error_detail());
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	enum { OPT_NO_VM = 256, OPT_ALIGNMENT, OPT_CONFIG };
+	static const struct option longopts[] = {
+		{"strategy", required_argument, NULL, 's'},
+		{"storage", required_argument, NULL, 'b'},
+		{"granularity", required_argument, NULL, 'g'},
+		{"alignment", required_argument, NULL, OPT_ALIGNMENT},
+		{"no-vm", no_argument, NULL, OPT_NO_VM},
+		{"svg", required_argument, NULL, 'S'},
+		{"config", required_argument, NULL, OPT_CONFIG},
+		{"option", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+	if (wafer_config_create(&o->config) != WAFER_OK)
+		die("%s", wafer_error_detail());
+	while ((c = getopt_long(argc, argv, "s:g:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o->strategy = optarg;
+			break;
+		case 'b':
+			o->backend = strcmp(optarg, "null") ? optarg : NULL;
+			break;
+		case 'g':
+			o->storage.vm_granularity =
+				parse_size("--granularity", optarg);
+			break;
+		case OPT_ALIGNMENT:
+			o->storage.alignment = parse_size("--alignment", optarg);
+			break;
+		case OPT_NO_VM:
+			o->storage.no_vm = true;
+			break;
+		case 'S':
+			o->svg = optarg;
+			break;
+		case OPT_CONFIG:
+			if (wafer_config_load_file(o->config, optarg, false) !=
+			    WAFER_OK)
+				die("%s", wafer_error_detail());
+			if (wafer_config_source_count(o->config) &&
+			    wafer_config_source_at(
+				    o->config,
+				    wafer_config_source_count(o->config) - 1)
+					    ->state == WAFER_CONFIG_SOURCE_ABSENT)
+				die("--config %s: no such file", optarg);
+			break;
+		case 'o':
+			set_option(o, optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("wafer-replay %s\n", PACKAGE_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		exit(2);
+	}
+	o->trace = argv[optind];
+}
+
+/*===----------------------------------------------------------------------===
+ * The replay
+ *===----------------------------------------------------------------------===*/
+
+static uint64_t storage_ops(const struct wafer_storage *s)
+{
+	const struct wafer_storage_counters *c = &s->counters;
+	return c->allocs + c->frees + c->maps + c->unmaps;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* The null storage also checks the strategy kept the storage contract
+ * and freed every object: a replay doubles as a strategy check. */
+static int check_null_storage(struct wafer_storage *storage, const char *name)
+{
+	int rc = 0;
+	const char *first;
+	uint64_t violations = wafer_null_storage_violations(storage, &first);
+	if (violations) {
+		fprintf(stderr, "wafer-replay: strategy %s broke the storage "
+			"contract %" PRIu64 " times; first: %s\n", name,
+			violations, first);
+		rc = 1;
+	}
+	if (wafer_null_storage_bytes(storage) !=
+	    storage->counters.bytes_reserved) {
+		fprintf(stderr, "wafer-replay: storage holds %" PRIu64
+			" bytes but the counters say %" PRIu64 "\n",
+			wafer_null_storage_bytes(storage),
+			storage->counters.bytes_reserved);
+		rc = 1;
+	}
+	if (wafer_null_storage_live(storage)) {
+		fprintf(stderr, "wafer-replay: strategy %s leaked %zu storage "
+			"objects\n", name, wafer_null_storage_live(storage));
+		rc = 1;
+	}
+	wafer_null_storage_fini(storage);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {0};
+	parse_options(argc, argv, &o);
+	wafer_log_level level;
+	const char *log = getenv("WAFER_LOG");
+	if (log && wafer_log_parse_level(log, &level))
+		wafer_log_set_level(level);
+
+	struct trace t = {0};
+	load_trace(o.trace, &t);
+
+	struct wafer_storage storage;
+	struct replay_backend backend;
+	if (o.backend) {
+		if (replay_backend_open(o.backend, &backend, &storage) !=
+		    WAFER_OK)
+			die("--storage %s: %s", o.backend, wafer_error_detail());
+	} else if (wafer_null_storage_init(&storage, &o.storage) != WAFER_OK) {
+		die("%s", wafer_error_detail());
+	}
+	struct wafer_memory *memory;
+	if (wafer_memory_create(o.strategy, &storage, o.config, &memory) !=
+	    WAFER_OK)
+		die("%s", wafer_error_detail());
+
+	struct wafer_slice *slices = calloc(t.slots, sizeof *slices);
+	struct replay_svg_series series = {0};
+	if (o.svg) {
+		series.count = t.count;
+		series.in_use = malloc(t.count * sizeof(uint64_t));
+		series.reserved = malloc(t.count * sizeof(uint64_t));
+	}
+	if (!slices || (o.svg && (!series.in_use || !series.reserved)))
+		die("out of host memory for %zu events", t.count);
+
+	/* The steady state: events [half, count), the trace's second half. */
+	size_t half = t.count / 2;
+	uint64_t ops_at_half = 0;
+	uint64_t start = now_ns();
+	for (size_t i = 0; i < t.count; i++) {
+		const struct event *e = &t.events[i];
+		if (i == half)
+			ops_at_half = storage_ops(&storage);
+		if (e->size) {
+			if (wafer_memory_reserve(memory, e->size,
+						 &slices[e->slot]) != WAFER_OK)
+				die("%s:%u: %s", o.trace, e->line,
+				    wafer_error_detail());
+		} else {
+			wafer_memory_release(memory, &slices[e->slot]);
+			slices[e->slot].size = 0;
+		}
+		if (o.svg) {
+			wafer_memory_usage u;
+			wafer_memory_get_usage(memory, &u);
+			series.in_use[i] = u.bytes_in_use;
+			series.reserved[i] = u.bytes_reserved;
+		}
+	}
+	uint64_t elapsed = now_ns() - start;
+
+	wafer_memory_usage u = {.struct_size = sizeof u};
+	wafer_memory_get_usage(memory, &u);
+	uint64_t ops = storage_ops(&storage);
+	double ratio = u.peak_in_use ? (double)u.peak_reserved /
+					       (double)u.peak_in_use
+				     : 0.0;
+	const char *name = wafer_memory_strategy_name(memory);
+	printf("strategy=%s events=%zu peak_live=%" PRIu64
+	       " peak_reserved=%" PRIu64 " ratio=%.3f storage_ops=%" PRIu64
+	       " steady_ops=%" PRIu64 " ns_per_event=%.1f\n",
+	       name, t.count, u.peak_in_use, u.peak_reserved, ratio, ops,
+	       ops - ops_at_half, (double)elapsed / (double)t.count);
+	fflush(stdout);
+
+	int rc = 0;
+	if (o.svg) {
+		struct replay_svg_info info = {
+			.title = base_name(o.trace),
+			.strategy = name,
+			.peak_live = u.peak_in_use,
+			.peak_reserved = u.peak_reserved,
+			.half = half,
+		};
+		if (replay_svg_write(o.svg, &series, &info) != 0) {
+			fprintf(stderr, "wafer-replay: %s: %s\n", o.svg,
+				strerror(errno));
+			rc = 1;
+		}
+	}
+
+	/* Give everything back and check that the strategy did: a replay
+	 * doubles as a leak and contract check of the strategy. */
+	for (uint32_t s = 0; s < t.slots; s++)
+		if (slices[s].size)
+			wafer_memory_release(memory, &slices[s]);
+	wafer_memory_trim_cache(memory);
+	if (storage.counters.bytes_reserved) {
+		fprintf(stderr, "wafer-replay: strategy %s still holds %" PRIu64
+			" bytes after releasing everything and trimming\n",
+			name, storage.counters.bytes_reserved);
+		rc = 1;
+	}
+	wafer_memory_destroy(memory);
+	if (o.backend)
+		replay_backend_close(&backend);
+	else if (check_null_storage(&storage, name) != 0)
+		rc = 1;
+	wafer_config_destroy(o.config);
+	free(series.in_use);
+	free(series.reserved);
+	free(slices);
+	free(t.events);
+	return rc;
+}
