@@ -39,5 +39,4 @@ dist_man_MANS += man/wafer-bench.1
 dist_man_MANS += man/wafer-channels.7
 dist_man_MANS += man/wafer-replay.1
 dist_man_MANS += man/wafer-memory.7
-
 dist_man_MANS += man/wafer-levelzero.7
