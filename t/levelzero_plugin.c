@@ -1338,6 +1338,8 @@ int main(void)
 		  "device_open");
 	is_int((long long)(fz->calls("zeModuleCreate") - modules), 1,
 	       "  ... builds the embedded SPIR-V module");
+	is_str(fz->build_flags(), "-cl-fp32-correctly-rounded-divide-sqrt",
+	       "  ... asking for correctly rounded division and sqrt");
 	test_table(device);
 	status_is(sv->queue_create(device, &queue), WAFER_OK, "queue_create");
 	test_alloc_errors(device);
@@ -1375,6 +1377,19 @@ int main(void)
 	plugin->device_close(device);
 	plugin->shutdown(state);
 	unsetenv("FAKEZE_NO_VM");
+
+	/* A driver that refuses the build flag: built without, with a
+	 * warning. */
+	setenv("FAKEZE_BUILD_FAIL", "flags", 1);
+	status_is(init_with(NULL, 0, &state), WAFER_OK, "init, no flags");
+	log_count = 0;
+	status_is(plugin->device_open(state, 0, &device), WAFER_OK,
+		  "device_open when the driver refuses the build flag");
+	is_str(fz->build_flags(), "", "  ... builds without flags");
+	like(all_logs, "f32 division and sqrt may be off",
+	     "  ... and warns what that costs");
+	plugin->device_close(device);
+	plugin->shutdown(state);
 
 	/* A module the driver cannot build: device_open fails with the log. */
 	setenv("FAKEZE_BUILD_FAIL", "1", 1);

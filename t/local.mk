@@ -183,3 +183,20 @@ t_levelzero_client_LDADD = $(T_CORE_LIBS) -ldl
 TESTS += t/levelzero_nodriver.sh t/levelzero_spirv.sh
 AM_TESTS_ENVIRONMENT += SPIRV_VAL='$(SPIRV_VAL)'; export SPIRV_VAL;
 endif
+
+# What the Level Zero plugin's kernels compute, on an OpenCL device (pocl's
+# CPU device in CI): kernels.cl built by the device's own compiler and
+# launched as the plugin's kernels.c prepares each launch. Not the SPIR-V
+# module, not Intel hardware (see the test's comment).
+EXTRA_DIST += t/levelzero_kernels_cl.c
+if WAFER_LEVELZERO
+if WAFER_OPENCL
+check_PROGRAMS += t/levelzero_kernels_cl
+TESTS += t/levelzero_kernels_cl
+t_levelzero_kernels_cl_SOURCES = t/levelzero_kernels_cl.c \
+	plugins/levelzero/kernels.c
+t_levelzero_kernels_cl_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS) \
+	$(OPENCL_CFLAGS)
+t_levelzero_kernels_cl_LDADD = $(OPENCL_LIBS) -lm
+endif
+endif

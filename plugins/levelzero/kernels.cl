@@ -8,8 +8,9 @@
  *
  * NOT YET RUN ON INTEL HARDWARE. The test driver in t/ checks that every
  * launch names a kernel of this module with arguments of the sizes its
- * SPIR-V signature declares; what the kernels compute has not been
- * checked on a Level Zero device (see plugins/levelzero/README).
+ * SPIR-V signature declares; t/levelzero_kernels_cl.c runs this source on
+ * an OpenCL device (pocl's CPU device in CI) against references. Neither
+ * runs the SPIR-V on a Level Zero device (see plugins/levelzero/README).
  *
  * Conventions, which kernels.c (the host side) follows:
  *  - Kernel names are <operation>_<type>: add_f32, cast_f16_i32. Kernels
@@ -101,11 +102,15 @@ static inline float sigmoid_f(float x)
 	return e / (1.0f + e);
 }
 
-/* The tanh form of gelu (plugin.h). */
+/* The tanh form of gelu (plugin.h), 0.5 x (1 + tanh(u)), written as
+ * x / (1 + e^(-2u)): the same function, without the cancellation of
+ * 1 + tanh(u) near -1 for large negative x (where it would be off by
+ * x times an ulp of tanh), and with the right limits when u overflows. */
 static inline float gelu_f(float x)
 {
 	const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
-	return 0.5f * x * (1.0f + tanh(k * (x + 0.044715f * x * x * x)));
+	float u = k * (x + 0.044715f * x * x * x);
+	return x / (1.0f + exp(-2.0f * u));
 }
 
 #define UNARY_F32(name, expr)                                                  \
@@ -268,6 +273,20 @@ static inline float load_i32(global const void *p, ulong i)
 	return convert_float_rte(((global const int *)p)[i]);
 }
 
+/* i32 on its way to f16 or bf16: to f32 rounded to odd (truncated, with
+ * the lowest bit set when anything was cut off). Rounding that to nearest
+ * even once more gives the correctly rounded result; rounding to nearest
+ * twice would not, for integers past 2^24. */
+static inline float load_i32_odd(global const void *p, ulong i)
+{
+	int x = ((global const int *)p)[i];
+	float f = convert_float_rtz(x);
+
+	if ((long)f != (long)x)
+		f = as_float(as_uint(f) | 1u);
+	return f;
+}
+
 static inline void store_f32(global void *p, ulong i, float x)
 {
 	((global float *)p)[i] = x;
@@ -300,13 +319,14 @@ static inline void store_i32(global void *p, ulong i, float x)
 	((global int *)p)[i] = convert_int_sat_rtz(x);
 }
 
-#define CAST(from, to)                                                         \
+#define CAST_VIA(from, to, load)                                               \
 	kernel void cast_##from##_##to(global void *out,                      \
 				       global const void *in, ulong count)     \
 	{                                                                      \
 		FOR_EACH(i, count)                                             \
-			store_##to(out, i, load_##from(in, i));                \
+			store_##to(out, i, load(in, i));                       \
 	}
+#define CAST(from, to) CAST_VIA(from, to, load_##from)
 
 /* i32 to i32 never comes here (a copy), and neither does any X to X. */
 CAST(f32, f16)
@@ -319,8 +339,8 @@ CAST(bf16, f32)
 CAST(bf16, f16)
 CAST(bf16, i32)
 CAST(i32, f32)
-CAST(i32, f16)
-CAST(i32, bf16)
+CAST_VIA(i32, f16, load_i32_odd)
+CAST_VIA(i32, bf16, load_i32_odd)
 
 /*===----------------------------------------------------------------------===
  * Rows: reductions over the last axis and softmax

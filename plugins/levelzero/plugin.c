@@ -458,23 +458,49 @@ static wafer_status lz_device_info(void *state, uint32_t index,
 	return WAFER_OK;
 }
 
-/* Builds the embedded module for |dev|; on failure the build log goes
- * into the error text. */
-static wafer_status build_module(struct lz_device *dev)
+/* Build flags for the module. OpenCL's default lets f32 division and
+ * sqrt be off by 2.5 and 3 ulp; plugin.h wants division exact (IEEE), so
+ * the module asks for correctly rounded ones first, and does without if
+ * the driver refuses the flag. */
+#define LZ_BUILD_FLAGS "-cl-fp32-correctly-rounded-divide-sqrt"
+
+/* Builds the embedded module for |dev| with |flags|. */
+static ze_result_t create_module(struct lz_device *dev, const char *flags,
+				 ze_module_build_log_handle_t *log)
 {
-	const struct wafer_host_services *host = dev->state->host;
 	ze_module_desc_t desc = {
 		.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
 		.format = ZE_MODULE_FORMAT_IL_SPIRV,
 		.inputSize = lz_spirv_module_size,
 		.pInputModule = lz_spirv_module,
-		.pBuildFlags = "",
+		.pBuildFlags = flags,
 	};
+
+	*log = NULL;
+	return zeModuleCreate(dev->context, dev->device, &desc, &dev->module,
+			      log);
+}
+
+/* Builds the embedded module for |dev|; on failure the build log goes
+ * into the error text. */
+static wafer_status build_module(struct lz_device *dev)
+{
+	const struct wafer_host_services *host = dev->state->host;
 	ze_module_build_log_handle_t log = NULL;
 	ze_result_t r;
 
-	r = zeModuleCreate(dev->context, dev->device, &desc, &dev->module,
-			   &log);
+	r = create_module(dev, LZ_BUILD_FLAGS, &log);
+	if (r == ZE_RESULT_ERROR_MODULE_BUILD_FAILURE ||
+	    r == ZE_RESULT_ERROR_INVALID_ARGUMENT) {
+		if (log)
+			zeModuleBuildLogDestroy(log);
+		host->log(host, WAFER_LOG_WARN,
+			  "'%s' does not build the kernels with %s (%s); "
+			  "building without: f32 division and sqrt may be off "
+			  "by up to 3 ulp",
+			  dev->slot->name, LZ_BUILD_FLAGS, lz_result_name(r));
+		r = create_module(dev, "", &log);
+	}
 	if (r == ZE_RESULT_SUCCESS) {
 		if (log)
 			zeModuleBuildLogDestroy(log);

@@ -62,7 +62,7 @@ static struct {
 	int no_vm;
 	int no_immediate;
 	uint32_t max_groups;
-	int build_fail;
+	int build_fail;       /* 1: every build fails; 2: builds with flags */
 	int integrated;
 } config;
 
@@ -89,7 +89,10 @@ static void read_config(void)
 	config.no_vm = env_size("FAKEZE_NO_VM", 0) != 0;
 	config.no_immediate = env_size("FAKEZE_NO_IMMEDIATE", 0) != 0;
 	config.max_groups = (uint32_t)env_size("FAKEZE_MAX_GROUPS", 65535);
-	config.build_fail = env_size("FAKEZE_BUILD_FAIL", 0) != 0;
+	const char *fail = getenv("FAKEZE_BUILD_FAIL");
+	config.build_fail = !fail || !*fail		 ? 0
+			    : strcmp(fail, "flags") == 0 ? 2
+							 : 1;
 	config.integrated = env_size("FAKEZE_INTEGRATED", 0) != 0;
 }
 
@@ -385,6 +388,9 @@ static void signal_event(struct event *e, uint64_t start, uint64_t end)
 /*===----------------------------------------------------------------------===
  * Modules and kernels
  *===----------------------------------------------------------------------===*/
+
+/* The flags of the last module built, for the tests. */
+static char last_build_flags[256];
 
 struct module {
 	struct obj o;
@@ -1367,11 +1373,17 @@ static ze_result_t fz_zeModuleCreate(ze_context_handle_t hc, ze_device_handle_t 
 		violate("zeModuleCreate: format %d", (int)desc->format);
 		return leave(ZE_RESULT_ERROR_INVALID_ENUMERATION);
 	}
-	if (config.build_fail) {
-		new_log(log, "error: the test driver was told to fail "
-			     "(FAKEZE_BUILD_FAIL)");
+	const char *flags = desc->pBuildFlags ? desc->pBuildFlags : "";
+	if (config.build_fail == 1 || (config.build_fail == 2 && *flags)) {
+		char text[200];
+		snprintf(text, sizeof text,
+			 "error: the test driver was told to fail "
+			 "(FAKEZE_BUILD_FAIL; flags '%s')",
+			 flags);
+		new_log(log, text);
 		return leave(ZE_RESULT_ERROR_MODULE_BUILD_FAILURE);
 	}
+	snprintf(last_build_flags, sizeof last_build_flags, "%s", flags);
 	struct module *m = obj_new(K_MODULE, sizeof *m);
 	if (!m)
 		return leave(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
@@ -1715,6 +1727,11 @@ static int api_read(const void *ptr, void *dst, size_t size)
 	return ok;
 }
 
+static const char *api_build_flags(void)
+{
+	return last_build_flags;
+}
+
 static void api_set_clock(uint64_t ticks)
 {
 	pthread_mutex_lock(&lock);
@@ -1733,6 +1750,7 @@ static const struct fakeze_api api = {
 	.usage = api_usage,
 	.read = api_read,
 	.set_clock = api_set_clock,
+	.build_flags = api_build_flags,
 };
 
 /* What the driver keeps for the tests goes when the last user unloads it

@@ -28,6 +28,7 @@
  *   FAKEZE_NO_IMMEDIATE=1   zeCommandListCreateImmediate unsupported
  *   FAKEZE_MAX_GROUPS=N     maxGroupCount in x, y, z (default 65535)
  *   FAKEZE_BUILD_FAIL=1     zeModuleCreate fails with a build log
+ *   FAKEZE_BUILD_FAIL=flags zeModuleCreate fails when given build flags
  *   FAKEZE_INTEGRATED=1     the GPUs say they are integrated
  *
  * Device clock: launches and copies take FAKEZE_TICKS ticks each,
@@ -88,6 +89,8 @@ struct fakeze_api {
 	/* Sets the device clock (in ticks, before masking to the timestamp
 	 * width), so a test can put a timestamp wrap where it wants one. */
 	void (*set_clock)(uint64_t ticks);
+	/* pBuildFlags of the last module that built. */
+	const char *(*build_flags)(void);
 };
 
 #endif
