@@ -33,6 +33,18 @@
 #include "plugins/levelzero/levelzero.h"
 #include "t/tap.h"
 
+#ifdef WAFER_SANITIZED
+/* pocl's compiler keeps some of what it allocates until the process
+ * exits; that is pocl's, not ours. The runtime looks the hook up
+ * dynamically, so it must escape -fvisibility=hidden. */
+#define SANITIZER_HOOK __attribute__((visibility("default"), used))
+SANITIZER_HOOK const char *__lsan_default_suppressions(void);
+SANITIZER_HOOK const char *__lsan_default_suppressions(void)
+{
+	return "leak:libpocl.so\n";
+}
+#endif
+
 static char last_error[1024];
 
 static void fake_set_error(const char *format, ...)

@@ -156,7 +156,7 @@ EXTRA_DIST += t/headers.sh
 # through ZE_ENABLE_ALT_DRIVERS. Only these tests name it; nothing else in
 # the suite, and no run of wafer-info outside them, sees it.
 EXTRA_DIST += t/levelzero/fakeze.h t/levelzero/spirv.h \
-	t/levelzero_nodriver.sh t/levelzero_spirv.sh
+	t/levelzero_nodriver.sh t/levelzero_spirv.sh t/levelzero_intercept.sh
 if WAFER_LEVELZERO
 check_LTLIBRARIES += t/levelzero/fakeze.la
 t_levelzero_fakeze_la_SOURCES = t/levelzero/driver.c t/levelzero/fakeze.h \
@@ -177,6 +177,9 @@ check_PROGRAMS += t/levelzero_client
 TESTS += t/levelzero_client
 t_levelzero_client_SOURCES = t/levelzero_client.c t/levelzero/fakeze.h
 t_levelzero_client_LDADD = $(T_CORE_LIBS) -ldl
+
+# The same with the loader's intercept layer on (several drivers).
+TESTS += t/levelzero_intercept.sh
 
 # wafer-info without a driver and with the test driver; the embedded
 # SPIR-V module validated.

@@ -81,6 +81,11 @@ struct lz_state {
 	const struct wafer_host_services *host;
 	enum lz_immediate immediate;
 	size_t staging;
+	/* The loader wraps every handle in its own object (several drivers,
+	 * or ZE_ENABLE_LOADER_INTERCEPT). Loader 1.8 then hands back the
+	 * build log of a failed zeModuleCreate unwrapped, and reading it
+	 * crashes: no build log is asked for in that mode. */
+	bool loader_intercepts;
 	/* Why there are no devices ("zeInit: ..."), or "" when there are. */
 	char no_device_reason[512];
 	uint32_t device_count;

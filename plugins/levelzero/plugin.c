@@ -293,6 +293,21 @@ static ze_result_t add_devices(struct lz_state *state,
 	return r;
 }
 
+/* Whether the loader's intercept layer is on: it is with more than one
+ * driver, or when ZE_ENABLE_LOADER_INTERCEPT says so (1 or true). */
+static bool loader_intercepts(uint32_t driver_count)
+{
+	const char *v;
+
+#ifdef HAVE_SECURE_GETENV
+	v = secure_getenv("ZE_ENABLE_LOADER_INTERCEPT");
+#else
+	v = getenv("ZE_ENABLE_LOADER_INTERCEPT");
+#endif
+	return driver_count > 1 ||
+	       (v && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0));
+}
+
 /* zeInit, then every driver's GPUs. Failing here is not an init failure:
  * it leaves zero devices and the reason for device_count. */
 static void find_devices(struct lz_state *state)
@@ -328,6 +343,7 @@ static void find_devices(struct lz_state *state)
 		free(drivers);
 		return;
 	}
+	state->loader_intercepts = loader_intercepts(driver_count);
 	for (uint32_t i = 0; i < driver_count; i++) {
 		ze_context_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC};
 		ze_context_handle_t context;
@@ -464,7 +480,8 @@ static wafer_status lz_device_info(void *state, uint32_t index,
  * the driver refuses the flag. */
 #define LZ_BUILD_FLAGS "-cl-fp32-correctly-rounded-divide-sqrt"
 
-/* Builds the embedded module for |dev| with |flags|. */
+/* Builds the embedded module for |dev| with |flags|; |*log| receives the
+ * build log, or NULL (see lz_state.loader_intercepts). */
 static ze_result_t create_module(struct lz_device *dev, const char *flags,
 				 ze_module_build_log_handle_t *log)
 {
@@ -478,7 +495,7 @@ static ze_result_t create_module(struct lz_device *dev, const char *flags,
 
 	*log = NULL;
 	return zeModuleCreate(dev->context, dev->device, &desc, &dev->module,
-			      log);
+			      dev->state->loader_intercepts ? NULL : log);
 }
 
 /* Builds the embedded module for |dev|; on failure the build log goes
@@ -523,7 +540,12 @@ static wafer_status build_module(struct lz_device *dev)
 	host->set_error("levelzero: zeModuleCreate (%zu bytes of SPIR-V) "
 			"for '%s': %s%s%s",
 			lz_spirv_module_size, dev->slot->name,
-			lz_result_name(r), text[0] ? "; build log: " : "",
+			lz_result_name(r),
+			text[0] ? "; build log: "
+			: dev->state->loader_intercepts
+				? " (no build log: the Level Zero loader's "
+				  "intercept layer cannot return one)"
+				: "",
 			text);
 	return r == ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY ||
 			       r == ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
