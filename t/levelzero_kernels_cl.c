@@ -20,6 +20,7 @@
 #include <CL/cl.h>
 
 #include <float.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -776,6 +777,37 @@ static char *read_file(const char *path, size_t *out_size)
 	return text;
 }
 
+/* pocl keeps compiled kernels in a cache under $XDG_CACHE_HOME, which
+ * make check points into the build tree, where distclean would find them:
+ * this test gives it a directory of its own and removes it at exit. */
+static char cache_dir[4096];
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+			struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void remove_cache(void)
+{
+	if (cache_dir[0])
+		nftw(cache_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void private_cache(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(cache_dir, sizeof cache_dir, "%s/wafer-pocl.XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(cache_dir)) {
+		cache_dir[0] = '\0';
+		return;
+	}
+	setenv("POCL_CACHE_DIR", cache_dir, 1);
+	atexit(remove_cache);
+}
+
 /* The first OpenCL device of any platform, or skip. */
 static cl_device_id pick_device(char *name, size_t size)
 {
@@ -814,6 +846,7 @@ int main(void)
 	char *source = read_file(path, &src_size);
 	if (!source)
 		skip_all("cannot read plugins/levelzero/kernels.cl");
+	private_cache();
 	device = pick_device(name, sizeof name);
 	diag("running plugins/levelzero/kernels.cl on OpenCL device '%s' "
 	     "(its own compiler, not the embedded SPIR-V; not Intel hardware)",
