@@ -13,6 +13,7 @@
 #include <wafer/wafer.h>
 
 #include "core/channel/channel.h"
+#include "core/client.h"
 #include "core/error.h"
 #include "core/handle_table.h"
 #include "core/kernel_table.h"
@@ -344,15 +345,13 @@ WAFER_API wafer_status wafer_retain(wafer_client *client, wafer_handle handle)
 	return wafer_handle_table_retain(&client->handles, handle);
 }
 
-WAFER_API wafer_status wafer_release(wafer_client *client, wafer_handle handle)
+wafer_status wafer_client_drop(wafer_client *client, wafer_handle handle,
+			       const char *ended_by)
 {
 	struct wafer_handle_slot *last;
-
-	if (!client)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_release: client is NULL");
 	wafer_status status =
-		wafer_handle_table_unref(&client->handles, handle, NULL, &last);
+		wafer_handle_table_unref(&client->handles, handle, ended_by,
+					 &last);
 	if (status != WAFER_OK || !last)
 		return status;
 	struct wafer_command command = {
@@ -360,6 +359,14 @@ WAFER_API wafer_status wafer_release(wafer_client *client, wafer_handle handle)
 		.slot = last,
 	};
 	return wafer_channel_submit(&client->channel, &command);
+}
+
+WAFER_API wafer_status wafer_release(wafer_client *client, wafer_handle handle)
+{
+	if (!client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_release: client is NULL");
+	return wafer_client_drop(client, handle, NULL);
 }
 
 WAFER_API wafer_status wafer_handle_size(wafer_client *client,
@@ -379,6 +386,18 @@ WAFER_API wafer_status wafer_handle_size(wafer_client *client,
 	if (status == WAFER_OK)
 		*out_size = slot->size;
 	return status;
+}
+
+struct wafer_handle_table *wafer_client_handles(wafer_client *client)
+{
+	return &client->handles;
+}
+
+const struct wafer_kernel *wafer_client_kernel(wafer_client *client,
+					       const char *op,
+					       wafer_dtype dtype)
+{
+	return wafer_kernel_table_find(&client->kernels, op, NULL, dtype);
 }
 
 //===----------------------------------------------------------------------===//
@@ -409,22 +428,22 @@ static wafer_status check_execute_args(const wafer_execute_args *args)
 }
 
 /* Resolves each binding to its slot and checks it against the handle. */
-static wafer_status resolve_bindings(wafer_client *client,
-				     const wafer_execute_args *args,
+static wafer_status resolve_bindings(wafer_client *client, const char *name,
+				     const wafer_buffer_binding *bindings,
+				     size_t binding_count,
 				     struct wafer_command_binding *out)
 {
-	for (size_t i = 0; i < args->binding_count; i++) {
-		const wafer_buffer_binding *b = &args->bindings[i];
+	for (size_t i = 0; i < binding_count; i++) {
+		const wafer_buffer_binding *b = &bindings[i];
 		struct wafer_handle_slot *slot;
 		wafer_status status = wafer_handle_table_lookup(
-			&client->handles, b->handle, args->kernel, &slot);
+			&client->handles, b->handle, name, &slot);
 		if (status != WAFER_OK)
 			return wafer_fail_context(status, "binding %zu", i);
 		size_t size = b->size;
 		if (size == 0 && b->offset < slot->size)
 			size = slot->size - b->offset;
-		status = check_range(args->kernel, b->handle, slot, b->offset,
-				     size);
+		status = check_range(name, b->handle, slot, b->offset, size);
 		if (status != WAFER_OK)
 			return wafer_fail_context(status, "binding %zu", i);
 		if (b->offset % client->device->info.alloc_alignment)
@@ -432,17 +451,59 @@ static wafer_status resolve_bindings(wafer_client *client,
 					  "%s: binding %zu: offset %zu is not "
 					  "a multiple of the device alignment "
 					  "%zu",
-					  args->kernel, i, b->offset,
+					  name, i, b->offset,
 					  client->device->info.alloc_alignment);
 		out[i] = (struct wafer_command_binding){slot, b->offset, size};
 	}
 	return WAFER_OK;
 }
 
+wafer_status wafer_client_launch(wafer_client *client,
+				 const struct wafer_kernel *kernel,
+				 const wafer_buffer_binding *bindings,
+				 size_t binding_count, const void *params,
+				 size_t params_size, const uint64_t global[3],
+				 const uint32_t local[3])
+{
+	struct wafer_command_binding resolved[WAFER_MAX_BINDINGS];
+
+	if (binding_count != kernel->binding_count ||
+	    binding_count > WAFER_MAX_BINDINGS)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "%s (%s): %zu bindings given, the kernel "
+				  "takes %u",
+				  kernel->op, kernel->variant, binding_count,
+				  kernel->binding_count);
+	if (params_size != kernel->params_size)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "%s (%s): parameter block of %zu bytes, the "
+				  "kernel takes %zu",
+				  kernel->op, kernel->variant, params_size,
+				  kernel->params_size);
+	wafer_status status = resolve_bindings(client, kernel->op, bindings,
+					       binding_count, resolved);
+	if (status != WAFER_OK)
+		return status;
+
+	struct wafer_command command = {
+		.kind = WAFER_COMMAND_EXECUTE,
+		.kernel = kernel,
+		.bindings = resolved,
+		.binding_count = (uint32_t)binding_count,
+		.params = params,
+		.params_size = params_size,
+	};
+	for (int d = 0; d < 3; d++) {
+		command.global[d] = global[d] ? global[d] : 1;
+		command.local[d] = local ? local[d] : 0;
+	}
+	return wafer_channel_submit(&client->channel, &command);
+}
+
 WAFER_API wafer_status wafer_execute(wafer_client *client,
 				     const wafer_execute_args *args)
 {
-	struct wafer_command_binding bindings[WAFER_MAX_BINDINGS];
+	static const uint32_t no_local[3];
 
 	if (!client || !args)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
@@ -455,36 +516,12 @@ WAFER_API wafer_status wafer_execute(wafer_client *client,
 		&client->kernels, args->kernel, args->variant, args->dtype);
 	if (!kernel)
 		return WAFER_ERROR_NOT_SUPPORTED;
-	if (args->binding_count != kernel->binding_count ||
-	    args->binding_count > WAFER_MAX_BINDINGS)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "%s (%s): %zu bindings given, the kernel "
-				  "takes %u",
-				  kernel->op, kernel->variant,
-				  args->binding_count, kernel->binding_count);
-	if (args->params_size != kernel->params_size)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "%s (%s): parameter block of %zu bytes, the "
-				  "kernel takes %zu",
-				  kernel->op, kernel->variant, args->params_size,
-				  kernel->params_size);
-	status = resolve_bindings(client, args, bindings);
-	if (status != WAFER_OK)
-		return status;
-
-	struct wafer_command command = {
-		.kind = WAFER_COMMAND_EXECUTE,
-		.kernel = kernel,
-		.bindings = bindings,
-		.binding_count = (uint32_t)args->binding_count,
-		.params = args->params,
-		.params_size = args->params_size,
-	};
-	for (int d = 0; d < 3; d++)
-		command.global[d] = args->global[d] ? args->global[d] : 1;
-	if (args->struct_size >= sizeof *args)
-		memcpy(command.local, args->local, sizeof command.local);
-	return wafer_channel_submit(&client->channel, &command);
+	return wafer_client_launch(client, kernel, args->bindings,
+				   args->binding_count, args->params,
+				   args->params_size, args->global,
+				   args->struct_size >= sizeof *args
+					   ? args->local
+					   : no_local);
 }
 
 WAFER_API wafer_status wafer_sync(wafer_client *client)

@@ -137,14 +137,16 @@ wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
 				  (unsigned)wafer_handle_table_live(table));
 	}
 	slot->size = size;
-	slot->ended_by = NULL;
 	slot->slice = (struct wafer_slice){0};
-	atomic_store_explicit(&slot->refcount, 1, memory_order_relaxed);
+	/* ended_by stays: it tells a stale handle of the generation before
+	 * this one how that generation ended (released or donated). */
+	uint32_t generation = WAFER_HANDLE_STATE_GENERATION(
+		atomic_load_explicit(&slot->state, memory_order_relaxed));
+	atomic_store_explicit(&slot->state, WAFER_HANDLE_STATE(generation, 1),
+			      memory_order_release);
 	atomic_fetch_add_explicit(&table->live, 1, memory_order_relaxed);
 	*out_slot = slot;
-	*out_handle = encode(table, slot->index,
-			     atomic_load_explicit(&slot->generation,
-						  memory_order_relaxed));
+	*out_handle = encode(table, slot->index, generation);
 	return WAFER_OK;
 }
 
@@ -154,13 +156,12 @@ void wafer_handle_table_recycle(struct wafer_handle_table *table,
 	push_free(table, slot);
 }
 
-wafer_status wafer_handle_table_lookup(struct wafer_handle_table *table,
-				       wafer_handle handle, const char *what,
-				       struct wafer_handle_slot **out_slot)
+/* The slot |handle| names, whatever its state, or NULL with the error. */
+static wafer_status find_slot(struct wafer_handle_table *table,
+			      wafer_handle handle, const char *what,
+			      struct wafer_handle_slot **out_slot)
 {
 	uint64_t index = handle.bits & SLOT_MASK;
-	uint32_t generation = (uint32_t)((handle.bits >> GENERATION_SHIFT) &
-					 GENERATION_MASK);
 	uint16_t tag = (uint16_t)(handle.bits >> TAG_SHIFT);
 	struct wafer_handle_slot *slot;
 
@@ -178,23 +179,61 @@ wafer_status wafer_handle_table_lookup(struct wafer_handle_table *table,
 		return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
 				  "%s: handle 0x%016" PRIx64 " was never issued",
 				  what, handle.bits);
-	uint32_t current = atomic_load_explicit(&slot->generation,
-						memory_order_acquire);
-	if ((current & GENERATION_MASK) != generation ||
-	    atomic_load_explicit(&slot->refcount, memory_order_acquire) == 0) {
-		/* ended_by describes the generation right after ours only. */
-		if ((current & GENERATION_MASK) ==
-			    ((generation + 1) & GENERATION_MASK) &&
-		    slot->ended_by)
-			return wafer_fail(WAFER_ERROR_DONATED,
-					  "%s: handle 0x%016" PRIx64
-					  " was donated to %s",
-					  what, handle.bits, slot->ended_by);
-		return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+	*out_slot = slot;
+	return WAFER_OK;
+}
+
+static uint32_t handle_generation(wafer_handle handle)
+{
+	return (uint32_t)((handle.bits >> GENERATION_SHIFT) & GENERATION_MASK);
+}
+
+/* Whether |state| is the live generation |handle| names. */
+static bool state_matches(uint64_t state, wafer_handle handle)
+{
+	return (WAFER_HANDLE_STATE_GENERATION(state) & GENERATION_MASK) ==
+		       handle_generation(handle) &&
+	       WAFER_HANDLE_STATE_REFCOUNT(state) != 0;
+}
+
+/* The error for a handle whose generation is over, read from |state|. */
+static wafer_status dead_handle(const struct wafer_handle_slot *slot,
+				uint64_t state, wafer_handle handle,
+				const char *what)
+{
+	uint32_t generation = handle_generation(handle);
+	uint32_t current = WAFER_HANDLE_STATE_GENERATION(state);
+	const char *ended_by =
+		atomic_load_explicit(&slot->ended_by, memory_order_acquire);
+
+	/* ended_by describes the generation right after ours only. */
+	if ((current & GENERATION_MASK) ==
+		    ((generation + 1) & GENERATION_MASK) &&
+	    ended_by)
+		return wafer_fail(WAFER_ERROR_DONATED,
 				  "%s: handle 0x%016" PRIx64
-				  " was released (use after last release)",
-				  what, handle.bits);
-	}
+				  " was donated to %s",
+				  what, handle.bits, ended_by);
+	return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+			  "%s: handle 0x%016" PRIx64
+			  " was released (use after last release)",
+			  what, handle.bits);
+}
+
+wafer_status wafer_handle_table_lookup(struct wafer_handle_table *table,
+				       wafer_handle handle, const char *what,
+				       struct wafer_handle_slot **out_slot)
+{
+	struct wafer_handle_slot *slot;
+	wafer_status status = find_slot(table, handle, what, &slot);
+
+	*out_slot = NULL;
+	if (status != WAFER_OK)
+		return status;
+	uint64_t state = atomic_load_explicit(&slot->state,
+					      memory_order_acquire);
+	if (!state_matches(state, handle))
+		return dead_handle(slot, state, handle, what);
 	*out_slot = slot;
 	return WAFER_OK;
 }
@@ -203,22 +242,21 @@ wafer_status wafer_handle_table_retain(struct wafer_handle_table *table,
 				       wafer_handle handle)
 {
 	struct wafer_handle_slot *slot;
-	wafer_status status =
-		wafer_handle_table_lookup(table, handle, "retain", &slot);
+	wafer_status status = find_slot(table, handle, "retain", &slot);
 	if (status != WAFER_OK)
 		return status;
-	uint32_t count = atomic_load_explicit(&slot->refcount,
+	uint64_t state = atomic_load_explicit(&slot->state,
 					      memory_order_relaxed);
 	do {
-		if (count == 0 || count == UINT32_MAX)
+		if (!state_matches(state, handle))
+			return dead_handle(slot, state, handle, "retain");
+		if (WAFER_HANDLE_STATE_REFCOUNT(state) == UINT32_MAX)
 			return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
 					  "retain: handle 0x%016" PRIx64
-					  " %s",
-					  handle.bits,
-					  count ? "has too many references"
-						: "was released meanwhile");
+					  " has too many references",
+					  handle.bits);
 	} while (!atomic_compare_exchange_weak_explicit(
-		&slot->refcount, &count, count + 1, memory_order_relaxed,
+		&slot->state, &state, state + 1, memory_order_relaxed,
 		memory_order_relaxed));
 	return WAFER_OK;
 }
@@ -227,30 +265,103 @@ wafer_status wafer_handle_table_unref(struct wafer_handle_table *table,
 				      wafer_handle handle, const char *ended_by,
 				      struct wafer_handle_slot **out_last)
 {
+	const char *what = ended_by ? ended_by : "release";
 	struct wafer_handle_slot *slot;
+	uint64_t next;
+
 	*out_last = NULL;
-	wafer_status status = wafer_handle_table_lookup(
-		table, handle, ended_by ? ended_by : "release", &slot);
+	wafer_status status = find_slot(table, handle, what, &slot);
 	if (status != WAFER_OK)
 		return status;
-	uint32_t count = atomic_load_explicit(&slot->refcount,
+	uint64_t state = atomic_load_explicit(&slot->state,
 					      memory_order_relaxed);
+	const char *before =
+		atomic_load_explicit(&slot->ended_by, memory_order_relaxed);
 	do {
-		if (count == 0)
-			return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
-					  "release: handle 0x%016" PRIx64
-					  " was released meanwhile",
-					  handle.bits);
+		if (!state_matches(state, handle)) {
+			atomic_store_explicit(&slot->ended_by, before,
+					      memory_order_relaxed);
+			return dead_handle(slot, state, handle, what);
+		}
+		uint32_t count = WAFER_HANDLE_STATE_REFCOUNT(state);
+		uint32_t generation = WAFER_HANDLE_STATE_GENERATION(state);
+		/* The last reference ends the generation in the same step;
+		 * why it ended is written first, so whoever sees the new
+		 * generation (acquire) also sees why. */
+		atomic_store_explicit(&slot->ended_by,
+				      count == 1 ? ended_by : before,
+				      memory_order_relaxed);
+		next = count == 1 ? WAFER_HANDLE_STATE(generation + 1, 0)
+				  : state - 1;
 	} while (!atomic_compare_exchange_weak_explicit(
-		&slot->refcount, &count, count - 1, memory_order_acq_rel,
+		&slot->state, &state, next, memory_order_acq_rel,
 		memory_order_relaxed));
-	if (count == 1) {
-		slot->ended_by = ended_by;
-		atomic_fetch_add_explicit(&slot->generation, 1,
-					  memory_order_release);
+	if (WAFER_HANDLE_STATE_REFCOUNT(next) == 0) {
 		atomic_fetch_sub_explicit(&table->live, 1, memory_order_relaxed);
 		*out_last = slot;
 	}
+	return WAFER_OK;
+}
+
+wafer_status wafer_handle_table_donate(struct wafer_handle_table *table,
+				       wafer_handle handle, const char *op,
+				       struct wafer_handle_slot **out_slot,
+				       wafer_handle *out_handle,
+				       bool *out_donated)
+{
+	struct wafer_handle_slot *slot;
+	uint64_t next;
+
+	*out_slot = NULL;
+	out_handle->bits = 0;
+	*out_donated = false;
+	wafer_status status = find_slot(table, handle, op, &slot);
+	if (status != WAFER_OK)
+		return status;
+	uint64_t state = atomic_load_explicit(&slot->state,
+					      memory_order_relaxed);
+	const char *before =
+		atomic_load_explicit(&slot->ended_by, memory_order_relaxed);
+	do {
+		if (!state_matches(state, handle) ||
+		    WAFER_HANDLE_STATE_REFCOUNT(state) != 1) {
+			atomic_store_explicit(&slot->ended_by, before,
+					      memory_order_relaxed);
+			if (!state_matches(state, handle))
+				return dead_handle(slot, state, handle, op);
+			*out_slot = slot;
+			return WAFER_OK; /* shared: not donatable */
+		}
+		/* As in unref: the reason first, then the generation. */
+		atomic_store_explicit(&slot->ended_by, op,
+				      memory_order_relaxed);
+		next = WAFER_HANDLE_STATE(
+			WAFER_HANDLE_STATE_GENERATION(state) + 1, 1);
+	} while (!atomic_compare_exchange_weak_explicit(
+		&slot->state, &state, next, memory_order_acq_rel,
+		memory_order_relaxed));
+	*out_slot = slot;
+	*out_handle = encode(table, slot->index,
+			     WAFER_HANDLE_STATE_GENERATION(next));
+	*out_donated = true;
+	return WAFER_OK;
+}
+
+wafer_status wafer_handle_table_refcount(struct wafer_handle_table *table,
+					 wafer_handle handle, const char *what,
+					 uint32_t *out_count)
+{
+	struct wafer_handle_slot *slot;
+	wafer_status status = find_slot(table, handle, what, &slot);
+
+	*out_count = 0;
+	if (status != WAFER_OK)
+		return status;
+	uint64_t state = atomic_load_explicit(&slot->state,
+					      memory_order_acquire);
+	if (!state_matches(state, handle))
+		return dead_handle(slot, state, handle, what);
+	*out_count = WAFER_HANDLE_STATE_REFCOUNT(state);
 	return WAFER_OK;
 }
 
@@ -261,7 +372,8 @@ void wafer_handle_table_for_each_live(struct wafer_handle_table *table,
 {
 	for (uint32_t i = 1; i < table->next_unused; i++) {
 		struct wafer_handle_slot *slot = slot_at(table, i);
-		if (slot && atomic_load(&slot->refcount) > 0)
+		if (slot && WAFER_HANDLE_STATE_REFCOUNT(
+				    atomic_load(&slot->state)) > 0)
 			fn(slot, data);
 	}
 }

@@ -13,12 +13,29 @@
  *
  * Slot life: FREE → live (refcount ≥ 1) → last release bumps the
  * generation at once (stale copies fail from then on) → the server
- * releases the memory once queued work is past it → recycle → FREE. */
+ * releases the memory once queued work is past it → recycle → FREE.
+ *
+ * Donation (ops.h, WAFER_DONATE_INPUT) is the other way a generation
+ * ends: wafer_handle_table_donate() bumps the generation of a live slot
+ * whose only reference the caller holds, without touching its memory, and
+ * hands the caller a new handle on the same slot. The old handle then
+ * fails with WAFER_ERROR_DONATED naming the operation.
+ *
+ * Threading. The generation and the reference count share one atomic word
+ * (|state|), and retain, release and donate each change it with a single
+ * compare-and-swap that also checks the generation. So a donation and a
+ * concurrent retain of the same handle are ordered: either the retain
+ * comes first (the count is 2, the donation is refused and the operation
+ * copies) or the donation does (the retain finds the generation gone and
+ * fails with WAFER_ERROR_DONATED). A retain can never land on the new
+ * handle's generation through the old one, which separate counters would
+ * allow (the count would read 1 before and after). */
 #ifndef WAFER_CORE_HANDLE_TABLE_H
 #define WAFER_CORE_HANDLE_TABLE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <wafer/wafer.h>
@@ -31,15 +48,25 @@
 #define WAFER_HANDLE_MAX_BLOCKS                                                \
 	((1u << WAFER_HANDLE_SLOT_BITS) / WAFER_HANDLE_BLOCK_SLOTS)
 
+/* wafer_handle_slot.state: generation (high 32 bits; a handle carries its
+ * low WAFER_HANDLE_GENERATION_BITS) and reference count (low 32 bits; 0:
+ * not live). */
+#define WAFER_HANDLE_STATE(generation, refcount)                               \
+	(((uint64_t)(generation) << 32) | (uint32_t)(refcount))
+#define WAFER_HANDLE_STATE_GENERATION(state) ((uint32_t)((state) >> 32))
+#define WAFER_HANDLE_STATE_REFCOUNT(state) ((uint32_t)(state))
+
 struct wafer_handle_slot {
-	_Atomic uint32_t generation;
-	_Atomic uint32_t refcount; /* 0: not live */
+	_Atomic uint64_t state;
 	uint32_t index;
 	size_t size;               /* bytes asked at empty/create */
 	struct wafer_slice slice;  /* set by the server at reserve */
 	/* Why the previous generation ended: NULL for a release, else the
-	 * name of the operation it was donated to. */
-	const char *ended_by;
+	 * name of the operation it was donated to (a static string). Written
+	 * by whoever ends the generation just before the compare-and-swap
+	 * that ends it (and put back if that fails), so a thread that sees
+	 * the new generation also sees why. */
+	const char *_Atomic ended_by;
 	_Atomic uint32_t next_free; /* index of the next free slot; 0: none */
 };
 
@@ -86,6 +113,27 @@ wafer_status wafer_handle_table_retain(struct wafer_handle_table *table,
 wafer_status wafer_handle_table_unref(struct wafer_handle_table *table,
 				      wafer_handle handle, const char *ended_by,
 				      struct wafer_handle_slot **out_last);
+
+/* Donation: if |handle| is live and its reference count is exactly 1,
+ * ends its generation (ended_by = |op|, a static string) and returns a
+ * new handle on the same slot, with the same memory and one reference, in
+ * |*out_handle|, with |*out_donated| = true. If more references are held,
+ * changes nothing and sets |*out_donated| = false: the caller keeps its
+ * reference and drops it (wafer_handle_table_unref with ended_by) once
+ * the work reading the buffer is queued — dropping it earlier would let
+ * another holder's release free memory the work still reads. Fails like
+ * lookup for a dead handle. */
+wafer_status wafer_handle_table_donate(struct wafer_handle_table *table,
+				       wafer_handle handle, const char *op,
+				       struct wafer_handle_slot **out_slot,
+				       wafer_handle *out_handle,
+				       bool *out_donated);
+
+/* The reference count of a live handle (0 and an error for a dead one).
+ * A snapshot: other threads may change it at once. */
+wafer_status wafer_handle_table_refcount(struct wafer_handle_table *table,
+					 wafer_handle handle, const char *what,
+					 uint32_t *out_count);
 
 /* Calls |fn| on every live slot (client close). Not thread-safe. */
 void wafer_handle_table_for_each_live(struct wafer_handle_table *table,

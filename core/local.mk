@@ -26,7 +26,7 @@ libwafer_core_la_SOURCES = \
 	core/channel/direct.c \
 	core/channel/mutex.c \
 	core/channel/mpsc.c \
-	core/client.c core/runtime.h
+	core/client.c core/client.h core/runtime.h
 
 lib_LTLIBRARIES += libwafer.la
 libwafer_la_SOURCES =
@@ -38,3 +38,13 @@ EXTRA_libwafer_la_DEPENDENCIES = $(top_srcdir)/core/libwafer.map
 
 # The runtime: configuration chain, plugin loader, devices.
 libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c
+
+# The ops layer (include/wafer/ops.h): views, donation, operations.
+libwafer_core_la_SOURCES += \
+	core/ops/internal.h \
+	core/ops/view.c \
+	core/ops/call.c \
+	core/ops/launch.c \
+	core/ops/elementwise.c \
+	core/ops/reduce.c \
+	core/ops/matmul.c

@@ -4,6 +4,12 @@ noinst_PROGRAMS += examples/hello
 examples_hello_SOURCES = examples/hello.c
 examples_hello_LDADD = libwafer.la -lm
 
+# Trains an MLP on two spirals with ops.h, with and without donation:
+# ./uninstalled examples/mlp
+noinst_PROGRAMS += examples/mlp
+examples_mlp_SOURCES = examples/mlp.c
+examples_mlp_LDADD = libwafer.la -lm
+
 # examples/plugin-skeleton/: an out-of-tree plugin for vendors to copy. It
 # has its own plain Makefile and is shipped, not built here (see
 # wafer-plugin(7); t/plugin-skeleton.sh builds it against this tree).

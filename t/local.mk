@@ -99,6 +99,16 @@ t_cpu_plugin_LDADD = -ldl
 TESTS += t/exports.sh
 EXTRA_DIST += t/exports.sh
 
+# Every operation of ops.h against a host reference (backend-neutral).
+check_PROGRAMS += t/ops
+TESTS += t/ops
+t_ops_LDADD = libwafer.la -lm
+
+# The copy semantics and donation rules of ops.h, on every channel.
+check_PROGRAMS += t/donation
+TESTS += t/donation
+t_donation_LDADD = libwafer.la
+
 # The plugin skeleton, built out of tree with pkg-config and its own
 # Makefile, then loaded (t/plugin-skeleton.sh; not part of the main build).
 TESTS += t/plugin-skeleton.sh

@@ -6,7 +6,7 @@ tools_wafer_info_LDADD = libwafer.la
 
 bin_PROGRAMS += tools/wafer-bench
 tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
-	tools/bench/dispatch.c tools/bench/alloc.c
+	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c
 tools_wafer_bench_LDADD = libwafer.la
 
 bin_PROGRAMS += tools/wafer-replay

@@ -20,6 +20,8 @@ static const struct {
 	 "no-op kernel per channel: queued execute, round trip, plain plugin call"},
 	{"alloc", bench_alloc,
 	 "reserve+release of a cached size per strategy, beside malloc+free"},
+	{"donation", bench_donation,
+	 "peak memory of a chain of 10 ops per copy semantics (ops.h)"},
 };
 
 #define N_BENCHES (sizeof benches / sizeof benches[0])

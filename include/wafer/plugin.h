@@ -364,14 +364,27 @@ wafer_plugin_query(uint32_t core_abi_major,
  * and what the kernel computes. The table entry's dtype is the element
  * type of every binding unless the entry says otherwise (cast).
  *
+ * The core checks that every binding lies inside its handle, and the
+ * binding count and parameter-block size against the table entry. Its
+ * operations (ops.h) also check that the element counts, shapes and
+ * strides they put in a parameter block fit the bindings; but a program
+ * may launch a catalogue kernel through wafer_execute with any block, so
+ * a plugin checks that the elements the parameter block reaches fit its
+ * bindings and returns WAFER_ERROR_OUT_OF_RANGE (with the sizes) when
+ * they do not, and WAFER_ERROR_INVALID_ARGUMENT for a malformed block (a
+ * rank of 0, a size of 0, an unknown dtype). It never reads or writes
+ * past a binding.
+ *
+ * Arrays crossing the boundary (kernel tables, options, bindings) are
+ * stepped by their first element's struct_size, so either side may have
+ * been built against a later minor version.
+ *
  * Conventions for every entry below:
  *  - Counts, shapes, strides and offsets are in elements, never bytes.
  *    Strides and offsets are never negative (hence unsigned).
  *  - Every binding starts at offset 0 of its handle as the core binds it
  *    (binding offsets must be aligned; element offsets go in the
- *    parameter block). The core checks that each binding holds every
- *    element the parameters can reach before it calls launch; a plugin
- *    may check again and must never read or write past a binding.
+ *    parameter block).
  *  - Outputs are dense and row-major. Where an entry allows aliasing, it
  *    is exact aliasing only (the same resource, offset and layout); the
  *    core never passes partially overlapping bindings.
@@ -387,12 +400,6 @@ wafer_plugin_query(uint32_t core_abi_major,
  *  - The launch shape is the core's suggestion of the work: a plugin maps
  *    it to threads, work-groups or loops as it likes, reading the real
  *    sizes from the parameter block.
- *  - A plugin checks that the element counts in the parameter block
- *    fit its bindings and returns WAFER_ERROR_OUT_OF_RANGE (with the
- *    sizes) when they do not.
- *  - Arrays crossing the boundary (kernel tables, options, bindings)
- *    are stepped by their first element's struct_size, so either side
- *    may have been built against a later minor version.
  *
  * Since ABI 1.1: copy_strided, cast, the unary, binary, scalar and
  * strided-binary families, the reductions, softmax and matmul. Version 1.0

@@ -109,12 +109,23 @@ static wafer_status resolve_binding(const struct wafer_host_services *host,
 	return WAFER_OK;
 }
 
-/* Checks that every binding holds the elements the parameters name. */
+/* Checks that every binding holds what the parameters reach: the
+ * kernel's own check, or the common one (count elements of every
+ * binding). */
 static wafer_status check_counts(const struct wafer_host_services *host,
 				 const struct cpu_kernel_impl *impl,
 				 const char *name,
 				 const struct cpu_kernel_args *args)
 {
+	char why[192];
+
+	if (impl->check) {
+		wafer_status status = impl->check(args, why, sizeof why);
+		if (status != WAFER_OK)
+			host->set_error("cpu: launch %s: %s", name, why);
+		return status;
+	}
+
 	uint64_t count = impl->count(args->params);
 
 	for (uint32_t i = 0; i < args->binding_count; i++) {

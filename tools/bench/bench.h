@@ -33,5 +33,6 @@ extern volatile uint64_t bench_sink;
 
 int bench_dispatch(int argc, char **argv);
 int bench_alloc(int argc, char **argv);
+int bench_donation(int argc, char **argv);
 
 #endif

@@ -1,0 +1,47 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * client.h: what the rest of the core (the ops layer, core/ops/) may use of
+ * a client beyond wafer.h. The client keeps one path for everything that
+ * reaches the device: an operation resolves its kernel once and launches it
+ * through wafer_client_launch, which runs the same binding, range and
+ * parameter checks as wafer_execute (which calls it too). */
+#ifndef WAFER_CORE_CLIENT_H
+#define WAFER_CORE_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <wafer/plugin.h>
+#include <wafer/wafer.h>
+
+#include "core/handle_table.h"
+
+/* The client's handle table (lookups, donation). */
+struct wafer_handle_table *wafer_client_handles(wafer_client *client);
+
+/* The default variant of kernel |op| for |dtype|, or NULL with
+ * WAFER_ERROR_NOT_SUPPORTED recorded: "kernel 'gelu' (f32) is not
+ * supported by <plugin>". */
+const struct wafer_kernel *wafer_client_kernel(wafer_client *client,
+					       const char *op,
+					       wafer_dtype dtype);
+
+/* Launches |kernel| (from wafer_client_kernel) on |bindings|: checks the
+ * binding count and parameter size against the kernel, each binding
+ * against its handle, then submits the command to the channel. |params|
+ * is copied before the call returns; |local| may be NULL. */
+wafer_status wafer_client_launch(wafer_client *client,
+				 const struct wafer_kernel *kernel,
+				 const wafer_buffer_binding *bindings,
+				 size_t binding_count, const void *params,
+				 size_t params_size, const uint64_t global[3],
+				 const uint32_t local[3]);
+
+/* Drops one reference to |handle|, as wafer_release does; when it was the
+ * last, the generation ends with |ended_by| (NULL: released; an operation
+ * name: donated to it, so later use reports WAFER_ERROR_DONATED) and the
+ * memory is released in queue order, after work issued before. */
+wafer_status wafer_client_drop(wafer_client *client, wafer_handle handle,
+			       const char *ended_by);
+
+#endif

@@ -1,0 +1,401 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * elementwise.c: the operations that map elements one to one — fill,
+ * copy, cast, unary, binary (with broadcasting) and binary with a scalar.
+ * Each one is the steps of internal.h; what differs is which kernels it
+ * needs and which inputs its kernels may write over. */
+#include "build-config.h"
+
+#include <string.h>
+
+#include "core/error.h"
+#include "core/ops/internal.h"
+
+static const char *const unary_kernels[] = {
+	[WAFER_UNARY_NEG] = WAFER_KERNEL_NEG,
+	[WAFER_UNARY_ABS] = WAFER_KERNEL_ABS,
+	[WAFER_UNARY_EXP] = WAFER_KERNEL_EXP,
+	[WAFER_UNARY_LOG] = WAFER_KERNEL_LOG,
+	[WAFER_UNARY_SQRT] = WAFER_KERNEL_SQRT,
+	[WAFER_UNARY_RELU] = WAFER_KERNEL_RELU,
+	[WAFER_UNARY_GELU] = WAFER_KERNEL_GELU,
+	[WAFER_UNARY_SIGMOID] = WAFER_KERNEL_SIGMOID,
+	[WAFER_UNARY_TANH] = WAFER_KERNEL_TANH,
+};
+
+/* Per binary operation: the plain, _strided and _scalar kernels. */
+static const struct {
+	const char *plain, *strided, *scalar;
+} binary_kernels[] = {
+	[WAFER_BINARY_ADD] = {WAFER_KERNEL_ADD, WAFER_KERNEL_ADD_STRIDED,
+			      WAFER_KERNEL_ADD_SCALAR},
+	[WAFER_BINARY_SUB] = {WAFER_KERNEL_SUB, WAFER_KERNEL_SUB_STRIDED,
+			      WAFER_KERNEL_SUB_SCALAR},
+	[WAFER_BINARY_MUL] = {WAFER_KERNEL_MUL, WAFER_KERNEL_MUL_STRIDED,
+			      WAFER_KERNEL_MUL_SCALAR},
+	[WAFER_BINARY_DIV] = {WAFER_KERNEL_DIV, WAFER_KERNEL_DIV_STRIDED,
+			      WAFER_KERNEL_DIV_SCALAR},
+	[WAFER_BINARY_MAX] = {WAFER_KERNEL_MAX, WAFER_KERNEL_MAX_STRIDED,
+			      WAFER_KERNEL_MAX_SCALAR},
+	[WAFER_BINARY_MIN] = {WAFER_KERNEL_MIN, WAFER_KERNEL_MIN_STRIDED,
+			      WAFER_KERNEL_MIN_SCALAR},
+};
+
+#define N_UNARY (sizeof unary_kernels / sizeof unary_kernels[0])
+#define N_BINARY (sizeof binary_kernels / sizeof binary_kernels[0])
+
+/* Begins a call with one input |x| named "x". */
+static wafer_status begin_one(struct wafer_op_call *call, wafer_client *client,
+			      const char *op, const wafer_tensor *x,
+			      wafer_copy_semantics sx, wafer_tensor *out)
+{
+	const wafer_tensor *views[1] = {x};
+	const char *names[1] = {"x"};
+
+	return wafer_op_begin(call, client, op, views, &sx, names, 1, out);
+}
+
+/* The copy_strided kernel when |view| needs a gather, else NULL and OK. */
+static wafer_status gather_kernel(const struct wafer_op_call *call,
+				  const struct wafer_view *view,
+				  const struct wafer_kernel **out)
+{
+	*out = NULL;
+	if (view->dense)
+		return WAFER_OK;
+	*out = wafer_op_kernel(call->client, call->op,
+			       WAFER_KERNEL_COPY_STRIDED, view->t.dtype);
+	return *out ? WAFER_OK : WAFER_ERROR_NOT_SUPPORTED;
+}
+
+/*===----------------------------------------------------------------------===
+ * fill, copy, cast
+ *===----------------------------------------------------------------------===*/
+
+WAFER_API wafer_status wafer_op_fill(wafer_client *client, wafer_dtype dtype,
+				     uint32_t rank, const uint64_t *shape,
+				     double value, wafer_tensor *out)
+{
+	struct wafer_op_call call;
+	size_t bytes;
+
+	wafer_status status = wafer_op_begin(&call, client, "fill", NULL, NULL,
+					     NULL, 0, out);
+	if (status == WAFER_OK)
+		status = wafer_view_check_shape("fill", dtype, rank, shape,
+						&bytes);
+	if (status != WAFER_OK)
+		return status;
+	const struct wafer_kernel *fill =
+		wafer_op_kernel(client, "fill", WAFER_KERNEL_FILL, dtype);
+	if (!fill)
+		return WAFER_ERROR_NOT_SUPPORTED;
+	status = wafer_op_output(&call, dtype, rank, shape, 0);
+	if (status != WAFER_OK)
+		return status;
+	uint64_t count = wafer_view_shape_count(rank, shape);
+	struct wafer_fill_params params = {.count = count, .value = value};
+	status = wafer_op_launch(client, fill, &call.out.handle, 1, &params,
+				 sizeof params, count, 1, 1);
+	return wafer_op_finish(&call, status, out);
+}
+
+WAFER_API wafer_status wafer_op_copy(wafer_client *client,
+				     const wafer_tensor *x,
+				     wafer_copy_semantics sx, wafer_tensor *out)
+{
+	struct wafer_op_call call;
+	const struct wafer_kernel *kernel;
+
+	wafer_status status = begin_one(&call, client, "copy", x, sx, out);
+	if (status != WAFER_OK)
+		return status;
+	const struct wafer_view *v = &call.inputs[0].view;
+	kernel = wafer_op_kernel(client, "copy",
+				 v->dense ? WAFER_KERNEL_COPY
+					  : WAFER_KERNEL_COPY_STRIDED,
+				 v->t.dtype);
+	if (!kernel)
+		return WAFER_ERROR_NOT_SUPPORTED;
+	/* A dense input the output may take over needs no kernel at all. */
+	status = wafer_op_output(&call, v->t.dtype, v->t.rank, v->t.shape, 1);
+	if (status != WAFER_OK)
+		return status;
+	if (call.reuse == WAFER_OP_NEW) {
+		if (v->dense) {
+			struct wafer_elementwise_params params = {
+				.count = v->count,
+			};
+			const wafer_handle h[2] = {call.out.handle,
+						   wafer_op_input_handle(&call,
+									 0)};
+			status = wafer_op_launch(client, kernel, h, 2, &params,
+						 sizeof params, v->count, 1, 1);
+		} else {
+			status = wafer_op_gather(client, kernel, v,
+						 wafer_op_input_handle(&call, 0),
+						 call.out.handle);
+		}
+	}
+	return wafer_op_finish(&call, status, out);
+}
+
+static bool castable(wafer_dtype dtype)
+{
+	return dtype == WAFER_DTYPE_F32 || dtype == WAFER_DTYPE_F16 ||
+	       dtype == WAFER_DTYPE_BF16 || dtype == WAFER_DTYPE_I32;
+}
+
+WAFER_API wafer_status wafer_op_cast(wafer_client *client,
+				     const wafer_tensor *x,
+				     wafer_copy_semantics sx, wafer_dtype dtype,
+				     wafer_tensor *out)
+{
+	struct wafer_op_call call;
+	const struct wafer_kernel *gather;
+	wafer_tensor temp = {0};
+
+	if (x && x->dtype == dtype)
+		return wafer_op_copy(client, x, sx, out);
+	wafer_status status = begin_one(&call, client, "cast", x, sx, out);
+	if (status != WAFER_OK)
+		return status;
+	const struct wafer_view *v = &call.inputs[0].view;
+	if (!castable(v->t.dtype) || !castable(dtype))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "cast: from dtype %d to %d: cast converts "
+				  "between f32, f16, bf16 and i32",
+				  (int)v->t.dtype, (int)dtype);
+	const struct wafer_kernel *cast = wafer_op_kernel(
+		client, "cast", WAFER_KERNEL_CAST, v->t.dtype);
+	if (!cast)
+		return WAFER_ERROR_NOT_SUPPORTED;
+	status = gather_kernel(&call, v, &gather);
+	if (status == WAFER_OK && gather)
+		status = wafer_tensor_empty(client, v->t.dtype, v->t.rank,
+					    v->t.shape, &temp);
+	if (status == WAFER_OK)
+		status = wafer_op_output(&call, dtype, v->t.rank, v->t.shape, 0);
+	if (status != WAFER_OK) {
+		if (gather && temp.handle.bits)
+			wafer_release(client, temp.handle);
+		return status;
+	}
+	wafer_handle in = wafer_op_input_handle(&call, 0);
+	if (gather) {
+		status = wafer_op_gather(client, gather, v, in, temp.handle);
+		in = temp.handle;
+	}
+	struct wafer_cast_params params = {
+		.count = v->count,
+		.dtype_in = (uint32_t)v->t.dtype,
+		.dtype_out = (uint32_t)dtype,
+	};
+	const wafer_handle h[2] = {call.out.handle, in};
+	if (status == WAFER_OK)
+		status = wafer_op_launch(client, cast, h, 2, &params,
+					 sizeof params, v->count, 1, 1);
+	if (gather)
+		wafer_release(client, temp.handle);
+	return wafer_op_finish(&call, status, out);
+}
+
+/*===----------------------------------------------------------------------===
+ * Unary and scalar: one input, in place after a gather
+ *===----------------------------------------------------------------------===*/
+
+/* Runs |kernel| (bindings {out, in}) on the call's one input: straight
+ * from the input when it is dense, else after gathering it into the
+ * output, in place there. */
+static wafer_status run_one_input(struct wafer_op_call *call,
+				  const struct wafer_kernel *kernel,
+				  const void *params, size_t params_size,
+				  wafer_tensor *out)
+{
+	const struct wafer_kernel *gather;
+	const struct wafer_view *v = &call->inputs[0].view;
+
+	wafer_status status = gather_kernel(call, v, &gather);
+	if (status == WAFER_OK)
+		status = wafer_op_output(call, v->t.dtype, v->t.rank,
+					 v->t.shape, v->dense ? 1 : 0);
+	if (status != WAFER_OK)
+		return status;
+	wafer_handle in = wafer_op_input_handle(call, 0);
+	if (gather) {
+		status = wafer_op_gather(call->client, gather, v, in,
+					 call->out.handle);
+		in = call->out.handle;
+	}
+	const wafer_handle h[2] = {call->out.handle, in};
+	if (status == WAFER_OK)
+		status = wafer_op_launch(call->client, kernel, h, 2, params,
+					 params_size, v->count, 1, 1);
+	return wafer_op_finish(call, status, out);
+}
+
+WAFER_API wafer_status wafer_op_unary(wafer_client *client, wafer_unary_op op,
+				      const wafer_tensor *x,
+				      wafer_copy_semantics sx,
+				      wafer_tensor *out)
+{
+	struct wafer_op_call call;
+
+	if ((unsigned)op >= N_UNARY) {
+		if (out)
+			memset(out, 0, sizeof *out);
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_op_unary: unknown operation %d",
+				  (int)op);
+	}
+	const char *name = unary_kernels[op];
+	wafer_status status = begin_one(&call, client, name, x, sx, out);
+	if (status != WAFER_OK)
+		return status;
+	const struct wafer_view *v = &call.inputs[0].view;
+	const struct wafer_kernel *kernel =
+		wafer_op_kernel(client, name, name, v->t.dtype);
+	if (!kernel)
+		return WAFER_ERROR_NOT_SUPPORTED;
+	struct wafer_elementwise_params params = {.count = v->count};
+	return run_one_input(&call, kernel, &params, sizeof params, out);
+}
+
+WAFER_API wafer_status wafer_op_binary_scalar(wafer_client *client,
+					      wafer_binary_op op,
+					      const wafer_tensor *a,
+					      wafer_copy_semantics sa,
+					      double scalar,
+					      uint32_t scalar_first,
+					      wafer_tensor *out)
+{
+	struct wafer_op_call call;
+
+	if ((unsigned)op >= N_BINARY || scalar_first > 1) {
+		if (out)
+			memset(out, 0, sizeof *out);
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_op_binary_scalar: %s %d",
+				  scalar_first > 1 ? "scalar_first is"
+						   : "unknown operation",
+				  scalar_first > 1 ? (int)scalar_first : (int)op);
+	}
+	const char *name = binary_kernels[op].scalar;
+	const wafer_tensor *views[1] = {a};
+	const char *names[1] = {"a"};
+	wafer_status status =
+		wafer_op_begin(&call, client, name, views, &sa, names, 1, out);
+	if (status != WAFER_OK)
+		return status;
+	const struct wafer_view *v = &call.inputs[0].view;
+	const struct wafer_kernel *kernel =
+		wafer_op_kernel(client, name, name, v->t.dtype);
+	if (!kernel)
+		return WAFER_ERROR_NOT_SUPPORTED;
+	struct wafer_scalar_params params = {
+		.count = v->count,
+		.scalar = scalar,
+		.scalar_first = scalar_first,
+	};
+	return run_one_input(&call, kernel, &params, sizeof params, out);
+}
+
+/*===----------------------------------------------------------------------===
+ * Binary with broadcasting
+ *===----------------------------------------------------------------------===*/
+
+/* The _strided kernel's parameters: out's shape and each input's strides
+ * read as that shape, coalesced. */
+static void strided_params(const struct wafer_view *a,
+			   const struct wafer_view *b, uint32_t rank,
+			   const uint64_t *shape,
+			   struct wafer_binary_strided_params *p)
+{
+	uint64_t sa[WAFER_MAX_RANK] = {0}, sb[WAFER_MAX_RANK] = {0};
+	uint64_t s[WAFER_MAX_RANK] = {0};
+	uint64_t *const arrays[2] = {sa, sb};
+
+	memcpy(s, shape, rank * sizeof *s);
+	wafer_view_broadcast_strides(a, rank, sa);
+	wafer_view_broadcast_strides(b, rank, sb);
+	if (rank == 0) {
+		s[0] = 1;
+		rank = 1;
+	}
+	wafer_view_coalesce(&rank, s, arrays, 2);
+	memset(p, 0, sizeof *p);
+	p->rank = rank;
+	memcpy(p->shape, s, sizeof p->shape);
+	memcpy(p->a_strides, sa, sizeof p->a_strides);
+	memcpy(p->b_strides, sb, sizeof p->b_strides);
+	p->a_offset = a->t.offset;
+	p->b_offset = b->t.offset;
+}
+
+WAFER_API wafer_status wafer_op_binary(wafer_client *client,
+				       wafer_binary_op op,
+				       const wafer_tensor *a,
+				       wafer_copy_semantics sa,
+				       const wafer_tensor *b,
+				       wafer_copy_semantics sb,
+				       wafer_tensor *out)
+{
+	struct wafer_op_call call;
+	uint64_t shape[WAFER_MAX_RANK] = {0};
+	uint32_t rank;
+
+	if ((unsigned)op >= N_BINARY) {
+		if (out)
+			memset(out, 0, sizeof *out);
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_op_binary: unknown operation %d",
+				  (int)op);
+	}
+	const char *name = binary_kernels[op].plain;
+	const wafer_tensor *views[2] = {a, b};
+	const wafer_copy_semantics semantics[2] = {sa, sb};
+	const char *names[2] = {"a", "b"};
+	wafer_status status = wafer_op_begin(&call, client, name, views,
+					     semantics, names, 2, out);
+	if (status != WAFER_OK)
+		return status;
+	const struct wafer_view *va = &call.inputs[0].view;
+	const struct wafer_view *vb = &call.inputs[1].view;
+	if (va->t.dtype != vb->t.dtype)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "%s: inputs a and b have different dtypes "
+				  "(%d and %d)",
+				  name, (int)va->t.dtype, (int)vb->t.dtype);
+	status = wafer_view_broadcast_shape(name, va->t.rank, va->t.shape,
+					    vb->t.rank, vb->t.shape, &rank,
+					    shape);
+	if (status != WAFER_OK)
+		return status;
+	uint64_t count = wafer_view_shape_count(rank, shape);
+	bool plain = va->dense && vb->dense && va->count == count &&
+		     vb->count == count;
+	const struct wafer_kernel *kernel = wafer_op_kernel(
+		client, name,
+		plain ? binary_kernels[op].plain : binary_kernels[op].strided,
+		va->t.dtype);
+	if (!kernel)
+		return WAFER_ERROR_NOT_SUPPORTED;
+	status = wafer_op_output(&call, va->t.dtype, rank, shape, 0x3);
+	if (status != WAFER_OK)
+		return status;
+
+	const wafer_handle h[3] = {call.out.handle,
+				   wafer_op_input_handle(&call, 0),
+				   wafer_op_input_handle(&call, 1)};
+	if (plain) {
+		struct wafer_elementwise_params params = {.count = count};
+		status = wafer_op_launch(client, kernel, h, 3, &params,
+					 sizeof params, count, 1, 1);
+	} else {
+		struct wafer_binary_strided_params params;
+		strided_params(va, vb, rank, shape, &params);
+		status = wafer_op_launch(client, kernel, h, 3, &params,
+					 sizeof params, count, 1, 1);
+	}
+	return wafer_op_finish(&call, status, out);
+}

@@ -1,0 +1,195 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * internal.h: what the files of the ops layer (core/ops/) share.
+ *
+ *   view.c       checking views against their handles, dense strides,
+ *                broadcasting, coalescing dimensions; the tensor helpers
+ *                of ops.h (create, read, transpose, ...)
+ *   call.c       one operation's life: inputs checked, donation rules,
+ *                the output chosen (reuse, donation or a new buffer),
+ *                donated inputs dropped after the launch
+ *   launch.c     kernel lookup and launch through the client, gathers
+ *                (copy_strided) into dense buffers, temporaries
+ *   elementwise.c  fill, copy, cast, unary, binary, scalar
+ *   reduce.c     reductions and softmax over the last dimension
+ *   matmul.c     batched matmul
+ *
+ * Every operation follows the same steps, so the donation rules live in
+ * one place (call.c):
+ *
+ *   wafer_op_begin      copies and checks the input views, the donation
+ *                       rules; sets *out to a null tensor
+ *   (the operation)     shapes, kernels — every failure that can leave the
+ *                       inputs untouched happens here
+ *   wafer_op_output     the point of no return: reuses an input's buffer
+ *                       (REUSE_INPUT, DONATE_INPUT) or reserves a new one
+ *   (the operation)     launches, binding inputs by wafer_op_input_handle
+ *   wafer_op_finish     drops donated inputs that were not reused, logs
+ *                       why, hands the output over (or cleans up) */
+#ifndef WAFER_CORE_OPS_INTERNAL_H
+#define WAFER_CORE_OPS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <wafer/ops.h>
+#include <wafer/plugin.h>
+#include <wafer/wafer.h>
+
+/*===----------------------------------------------------------------------===
+ * Views (view.c)
+ *===----------------------------------------------------------------------===*/
+
+/* A view that was checked against its handle: strides always explicit. */
+struct wafer_view {
+	wafer_tensor t;      /* t.strided == 1, strides filled in */
+	size_t element_size;
+	uint64_t count;
+	/* Dense row-major at offset 0: a kernel can take the handle as is. */
+	bool dense;
+	/* The handle's size in bytes, when the view was checked. */
+	size_t handle_size;
+};
+
+/* Checks |tensor| (input |name| of operation |op|): dtype, rank, shape,
+ * the handle is live, the view lies inside it. */
+wafer_status wafer_view_check(wafer_client *client, const char *op,
+			      const char *name, const wafer_tensor *tensor,
+			      struct wafer_view *out);
+
+/* Checks |dtype| and |shape| for a new dense tensor (operation |what|):
+ * rank <= 8, no size 0, a byte size that fits; returns the byte size. */
+wafer_status wafer_view_check_shape(const char *what, wafer_dtype dtype,
+				    uint32_t rank, const uint64_t *shape,
+				    size_t *out_bytes);
+
+/* Row-major strides of |shape|. */
+void wafer_view_dense_strides(uint32_t rank, const uint64_t *shape,
+			      uint64_t *strides);
+
+/* Elements of |shape|; 0 when the product overflows. */
+uint64_t wafer_view_shape_count(uint32_t rank, const uint64_t *shape);
+
+/* Writes "[2, 3, 4]" into |buf|; returns buf. */
+const char *wafer_view_shape_string(uint32_t rank, const uint64_t *shape,
+				    char *buf, size_t size);
+#define WAFER_SHAPE_STRING_MAX 192
+
+/* The broadcast shape of |a| and |b| (numpy's rule), or
+ * WAFER_ERROR_INVALID_ARGUMENT naming both shapes. */
+wafer_status wafer_view_broadcast_shape(const char *op, uint32_t rank_a,
+					const uint64_t *shape_a,
+					uint32_t rank_b,
+					const uint64_t *shape_b,
+					uint32_t *out_rank,
+					uint64_t *out_shape);
+
+/* The strides that read |view| as a tensor of |rank| dimensions (its
+ * broadcast target, rank >= the view's): aligned at the last dimension,
+ * 0 where the view has size 1 or no dimension. */
+void wafer_view_broadcast_strides(const struct wafer_view *view,
+				  uint32_t rank, uint64_t *strides);
+
+/* Merges neighbouring dimensions that every one of |n| stride arrays
+ * walks contiguously and drops dimensions of size 1, in place. Leaves at
+ * least one dimension. Kernels then loop over fewer, longer rows. */
+void wafer_view_coalesce(uint32_t *rank, uint64_t *shape,
+			 uint64_t *const *strides, size_t n);
+
+/*===----------------------------------------------------------------------===
+ * One operation's inputs and output (call.c)
+ *===----------------------------------------------------------------------===*/
+
+#define WAFER_OP_MAX_INPUTS 2
+
+struct wafer_op_input {
+	const char *name; /* "x", "a", "b" */
+	wafer_copy_semantics semantics;
+	struct wafer_view view;
+	/* The handle to bind for this input: the view's, or the output's
+	 * new handle when the output took this input's buffer over. */
+	wafer_handle live;
+	/* Donated and not taken over: dropped (ended_by = op) by finish. */
+	bool drop;
+};
+
+enum wafer_op_reuse {
+	WAFER_OP_NEW,     /* a new buffer */
+	WAFER_OP_REUSED,  /* an input's handle, retained (REUSE_INPUT) */
+	WAFER_OP_DONATED, /* an input's buffer under a new handle */
+};
+
+struct wafer_op_call {
+	wafer_client *client;
+	const char *op; /* the operation's name: "add", "softmax" */
+	struct wafer_op_input inputs[WAFER_OP_MAX_INPUTS];
+	size_t input_count;
+	wafer_tensor out; /* valid after wafer_op_output */
+	bool have_out;
+	enum wafer_op_reuse reuse;
+	int reused_input; /* -1 unless reuse != WAFER_OP_NEW */
+};
+
+/* Starts a call: copies and checks each input view (NULL allowed for none:
+ * pass count 0), checks the semantics values and the donation rules, and
+ * sets *out to a null tensor (after copying the inputs, so |out| may be
+ * one of them). |out| NULL is an error. */
+wafer_status wafer_op_begin(struct wafer_op_call *call, wafer_client *client,
+			    const char *op, const wafer_tensor *const *views,
+			    const wafer_copy_semantics *semantics,
+			    const char *const *names, size_t count,
+			    wafer_tensor *out);
+
+/* Chooses the output: a dense tensor of |dtype| and |shape|. Inputs whose
+ * bit is set in |can_alias| may be written over by the kernels the
+ * operation launches (the catalogue allows exact aliasing for them); the
+ * first one whose semantics, reference count, dtype and layout allow it
+ * is reused, else a new buffer is reserved. */
+wafer_status wafer_op_output(struct wafer_op_call *call, wafer_dtype dtype,
+			     uint32_t rank, const uint64_t *shape,
+			     unsigned can_alias);
+
+static inline wafer_handle wafer_op_input_handle(const struct wafer_op_call *c,
+						 size_t i)
+{
+	return c->inputs[i].live;
+}
+
+/* Ends a call with |status| (the result of the launches). On success
+ * drops the donated inputs that were not reused and stores the output in
+ * *out; on failure releases the output. Returns |status|. */
+wafer_status wafer_op_finish(struct wafer_op_call *call, wafer_status status,
+			     wafer_tensor *out);
+
+/*===----------------------------------------------------------------------===
+ * Kernels (launch.c)
+ *===----------------------------------------------------------------------===*/
+
+/* wafer_client_kernel with the operation's name in the error. */
+const struct wafer_kernel *wafer_op_kernel(wafer_client *client,
+					   const char *op, const char *kernel,
+					   wafer_dtype dtype);
+
+/* Launches |kernel| on whole handles (offset 0, to the end) with global
+ * = {g0, g1, g2}. */
+wafer_status wafer_op_launch(wafer_client *client,
+			     const struct wafer_kernel *kernel,
+			     const wafer_handle *handles, size_t count,
+			     const void *params, size_t params_size,
+			     uint64_t g0, uint64_t g1, uint64_t g2);
+
+/* copy_strided: gathers |view| (read through handle |src|, which may be
+ * the view's handle or its donated successor) into dense |dst|. */
+wafer_status wafer_op_gather(wafer_client *client,
+			     const struct wafer_kernel *copy_strided,
+			     const struct wafer_view *view, wafer_handle src,
+			     wafer_handle dst);
+
+/* The copy_strided params of |view| read as |rank|/|shape| with |strides|
+ * (coalesced). */
+void wafer_op_strided_copy_params(uint32_t rank, const uint64_t *shape,
+				  const uint64_t *strides, uint64_t offset,
+				  struct wafer_strided_copy_params *out);
+
+#endif

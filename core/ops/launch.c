@@ -1,0 +1,81 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * launch.c: how the ops layer reaches the device — kernel lookup with the
+ * operation's name in the error, launches on whole handles through the
+ * client's one execute path (core/client.h), and gathers of strided views
+ * into dense buffers with copy_strided. */
+#include "build-config.h"
+
+#include <string.h>
+
+#include "core/client.h"
+#include "core/error.h"
+#include "core/ops/internal.h"
+
+const struct wafer_kernel *wafer_op_kernel(wafer_client *client,
+					   const char *op, const char *kernel,
+					   wafer_dtype dtype)
+{
+	const struct wafer_kernel *k = wafer_client_kernel(client, kernel, dtype);
+
+	if (!k)
+		wafer_fail_context(WAFER_ERROR_NOT_SUPPORTED, "%s", op);
+	return k;
+}
+
+wafer_status wafer_op_launch(wafer_client *client,
+			     const struct wafer_kernel *kernel,
+			     const wafer_handle *handles, size_t count,
+			     const void *params, size_t params_size,
+			     uint64_t g0, uint64_t g1, uint64_t g2)
+{
+	wafer_buffer_binding bindings[WAFER_OP_MAX_INPUTS + 1];
+	const uint64_t global[3] = {g0, g1, g2};
+
+	if (count > sizeof bindings / sizeof bindings[0])
+		return wafer_fail(WAFER_ERROR_INTERNAL,
+				  "%s: %zu bindings from the ops layer",
+				  kernel->op, count);
+	for (size_t i = 0; i < count; i++)
+		bindings[i] = (wafer_buffer_binding){handles[i], 0, 0};
+	return wafer_client_launch(client, kernel, bindings, count, params,
+				   params_size, global, NULL);
+}
+
+void wafer_op_strided_copy_params(uint32_t rank, const uint64_t *shape,
+				  const uint64_t *strides, uint64_t offset,
+				  struct wafer_strided_copy_params *out)
+{
+	memset(out, 0, sizeof *out);
+	out->rank = rank;
+	out->offset = offset;
+	for (uint32_t d = 0; d < rank; d++) {
+		out->shape[d] = shape[d];
+		out->strides[d] = strides[d];
+	}
+}
+
+wafer_status wafer_op_gather(wafer_client *client,
+			     const struct wafer_kernel *copy_strided,
+			     const struct wafer_view *view, wafer_handle src,
+			     wafer_handle dst)
+{
+	struct wafer_strided_copy_params params;
+	uint64_t shape[WAFER_MAX_RANK], strides[WAFER_MAX_RANK];
+	uint64_t *const arrays[1] = {strides};
+	uint32_t rank = view->t.rank;
+
+	memcpy(shape, view->t.shape, sizeof shape);
+	memcpy(strides, view->t.strides, sizeof strides);
+	if (rank == 0) {
+		shape[0] = 1;
+		strides[0] = 0;
+		rank = 1;
+	}
+	wafer_view_coalesce(&rank, shape, arrays, 1);
+	wafer_op_strided_copy_params(rank, shape, strides, view->t.offset,
+				     &params);
+	const wafer_handle handles[2] = {dst, src};
+	return wafer_op_launch(client, copy_strided, handles, 2, &params,
+			       sizeof params, view->count, 1, 1);
+}

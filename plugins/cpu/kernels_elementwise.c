@@ -1,0 +1,294 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * kernels_elementwise.c: the f32 kernels that map dense elements one to
+ * one — unary (neg ... tanh), binary (add ... min) and binary with a
+ * scalar (add_scalar ... min_scalar). Bindings may alias exactly (out ==
+ * in): every loop works in blocks (CPU_BLOCK in kernels.h) that read all
+ * their inputs before storing.
+ *
+ * Each operation is an element function; the macros at the bottom stamp
+ * out its range loop, run function, impl and table entry. */
+#include "build-config.h"
+
+#include <math.h>
+
+#include "plugins/cpu/kernels.h"
+#include "plugins/cpu/kernels_math.h"
+#include "plugins/cpu/threadpool.h"
+
+/* Operations costing tens of cycles per element (exp and friends) are
+ * worth a thread at fewer elements than a plain add. */
+#define HEAVY_GRAIN (CPU_GRAIN / 8)
+
+/*===----------------------------------------------------------------------===
+ * Element functions
+ *===----------------------------------------------------------------------===*/
+
+static inline float neg_f32(float x)
+{
+	return -x;
+}
+
+static inline float abs_f32(float x)
+{
+	return fabsf(x);
+}
+
+static inline float sqrt_f32(float x)
+{
+	/* sqrtps; -fno-math-errno (local.mk) keeps errno out of it. */
+	return sqrtf(x);
+}
+
+static inline float relu_f32(float x)
+{
+	return x > 0.0f ? x : 0.0f;
+}
+
+/*===----------------------------------------------------------------------===
+ * Loops
+ *===----------------------------------------------------------------------===*/
+
+struct unary_job {
+	float *out;
+	const float *in;
+};
+
+struct binary_job {
+	float *out;
+	const float *a;
+	const float *b;
+};
+
+struct scalar_job {
+	float *out;
+	const float *a;
+	float scalar;
+	int scalar_first;
+};
+
+/* |op| is a constant at every call site, so gcc inlines it into the loop. */
+static inline void unary_loop(float *out, const float *in, size_t begin,
+			      size_t end, float (*op)(float))
+{
+	size_t i = begin;
+
+	for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
+		float block[CPU_BLOCK];
+		for (size_t j = 0; j < CPU_BLOCK; j++)
+			block[j] = op(in[i + j]);
+		for (size_t j = 0; j < CPU_BLOCK; j++)
+			out[i + j] = block[j];
+	}
+	for (; i < end; i++)
+		out[i] = op(in[i]);
+}
+
+static inline void binary_loop(float *out, const float *a, const float *b,
+			       size_t begin, size_t end,
+			       float (*op)(float, float))
+{
+	size_t i = begin;
+
+	for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
+		float block[CPU_BLOCK];
+		for (size_t j = 0; j < CPU_BLOCK; j++)
+			block[j] = op(a[i + j], b[i + j]);
+		for (size_t j = 0; j < CPU_BLOCK; j++)
+			out[i + j] = block[j];
+	}
+	for (; i < end; i++)
+		out[i] = op(a[i], b[i]);
+}
+
+/* Two loops rather than a test per element: gcc at -O2 does not unswitch
+ * loops, and the test would keep it from vectorising. */
+static inline void scalar_loop(const struct scalar_job *job, size_t begin,
+			       size_t end, float (*op)(float, float))
+{
+	float *out = job->out;
+	const float *a = job->a;
+	const float s = job->scalar;
+	size_t i = begin;
+
+	if (job->scalar_first) {
+		for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
+			float block[CPU_BLOCK];
+			for (size_t j = 0; j < CPU_BLOCK; j++)
+				block[j] = op(s, a[i + j]);
+			for (size_t j = 0; j < CPU_BLOCK; j++)
+				out[i + j] = block[j];
+		}
+		for (; i < end; i++)
+			out[i] = op(s, a[i]);
+	} else {
+		for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
+			float block[CPU_BLOCK];
+			for (size_t j = 0; j < CPU_BLOCK; j++)
+				block[j] = op(a[i + j], s);
+			for (size_t j = 0; j < CPU_BLOCK; j++)
+				out[i + j] = block[j];
+		}
+		for (; i < end; i++)
+			out[i] = op(a[i], s);
+	}
+}
+
+/*===----------------------------------------------------------------------===
+ * Run functions
+ *===----------------------------------------------------------------------===*/
+
+static uint64_t elementwise_count(const void *params)
+{
+	return CPU_PARAMS(struct wafer_elementwise_params, params).count;
+}
+
+static uint64_t scalar_count(const void *params)
+{
+	return CPU_PARAMS(struct wafer_scalar_params, params).count;
+}
+
+/* The counts below fit in size_t: launch checked that every binding holds
+ * that many elements. */
+
+static wafer_status run_unary(const struct cpu_kernel_args *args,
+			      cpu_range_fn range, size_t grain)
+{
+	struct wafer_elementwise_params p = CPU_PARAMS(
+		struct wafer_elementwise_params, args->params);
+	struct unary_job job = {
+		.out = args->data[0],
+		.in = args->data[1],
+	};
+
+	cpu_pool_parallel_for(args->pool, (size_t)p.count, grain, range, &job);
+	return WAFER_OK;
+}
+
+static wafer_status run_binary(const struct cpu_kernel_args *args,
+			       cpu_range_fn range)
+{
+	struct wafer_elementwise_params p = CPU_PARAMS(
+		struct wafer_elementwise_params, args->params);
+	struct binary_job job = {
+		.out = args->data[0],
+		.a = args->data[1],
+		.b = args->data[2],
+	};
+
+	cpu_pool_parallel_for(args->pool, (size_t)p.count, CPU_GRAIN, range,
+			      &job);
+	return WAFER_OK;
+}
+
+static wafer_status run_scalar(const struct cpu_kernel_args *args,
+			       cpu_range_fn range)
+{
+	struct wafer_scalar_params p = CPU_PARAMS(struct wafer_scalar_params,
+						  args->params);
+	struct scalar_job job = {
+		.out = args->data[0],
+		.a = args->data[1],
+		.scalar = (float)p.scalar,
+		.scalar_first = p.scalar_first != 0,
+	};
+
+	cpu_pool_parallel_for(args->pool, (size_t)p.count, CPU_GRAIN, range,
+			      &job);
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * The kernels
+ *===----------------------------------------------------------------------===*/
+
+#define UNARY(name_, fn_, grain_)                                              \
+	static void name_##_range(void *ctx, size_t begin, size_t end)         \
+	{                                                                      \
+		const struct unary_job *job = ctx;                             \
+		unary_loop(job->out, job->in, begin, end, fn_);                \
+	}                                                                      \
+	static wafer_status run_##name_(const struct cpu_kernel_args *args)    \
+	{                                                                      \
+		return run_unary(args, name_##_range, grain_);                 \
+	}                                                                      \
+	static const struct cpu_kernel_impl name_##_impl = {                   \
+		.count = elementwise_count,                                    \
+		.element_size = sizeof(float),                                 \
+		.run = run_##name_,                                            \
+	};
+
+#define BINARY(name_, fn_)                                                     \
+	static void name_##_range(void *ctx, size_t begin, size_t end)         \
+	{                                                                      \
+		const struct binary_job *job = ctx;                            \
+		binary_loop(job->out, job->a, job->b, begin, end, fn_);        \
+	}                                                                      \
+	static wafer_status run_##name_(const struct cpu_kernel_args *args)    \
+	{                                                                      \
+		return run_binary(args, name_##_range);                        \
+	}                                                                      \
+	static const struct cpu_kernel_impl name_##_impl = {                   \
+		.count = elementwise_count,                                    \
+		.element_size = sizeof(float),                                 \
+		.run = run_##name_,                                            \
+	};                                                                     \
+	static void name_##_scalar_range(void *ctx, size_t begin, size_t end)  \
+	{                                                                      \
+		scalar_loop(ctx, begin, end, fn_);                             \
+	}                                                                      \
+	static wafer_status run_##name_##_scalar(                              \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		return run_scalar(args, name_##_scalar_range);                 \
+	}                                                                      \
+	static const struct cpu_kernel_impl name_##_scalar_impl = {            \
+		.count = scalar_count,                                         \
+		.element_size = sizeof(float),                                 \
+		.run = run_##name_##_scalar,                                   \
+	};
+
+UNARY(neg, neg_f32, CPU_GRAIN)
+UNARY(abs, abs_f32, CPU_GRAIN)
+UNARY(exp, cpu_exp, HEAVY_GRAIN)
+UNARY(log, cpu_log, HEAVY_GRAIN)
+UNARY(sqrt, sqrt_f32, CPU_GRAIN)
+UNARY(relu, relu_f32, CPU_GRAIN)
+UNARY(gelu, cpu_gelu, HEAVY_GRAIN)
+UNARY(sigmoid, cpu_sigmoid, HEAVY_GRAIN)
+UNARY(tanh, cpu_tanh, HEAVY_GRAIN)
+
+BINARY(add, cpu_add)
+BINARY(sub, cpu_sub)
+BINARY(mul, cpu_mul)
+BINARY(div, cpu_div)
+BINARY(max, cpu_max)
+BINARY(min, cpu_min)
+
+#define UNARY_ENTRY(op_, name_)                                                \
+	CPU_F32_KERNEL(op_, 2, struct wafer_elementwise_params, name_##_impl)
+#define BINARY_ENTRIES(op_, scalar_op_, name_)                                 \
+	CPU_F32_KERNEL(op_, 3, struct wafer_elementwise_params,                \
+		       name_##_impl),                                          \
+		CPU_F32_KERNEL(scalar_op_, 2, struct wafer_scalar_params,      \
+			       name_##_scalar_impl)
+
+static const struct wafer_kernel entries[] = {
+	UNARY_ENTRY(WAFER_KERNEL_RELU, relu),
+	BINARY_ENTRIES(WAFER_KERNEL_ADD, WAFER_KERNEL_ADD_SCALAR, add),
+	BINARY_ENTRIES(WAFER_KERNEL_MUL, WAFER_KERNEL_MUL_SCALAR, mul),
+	UNARY_ENTRY(WAFER_KERNEL_NEG, neg),
+	UNARY_ENTRY(WAFER_KERNEL_ABS, abs),
+	UNARY_ENTRY(WAFER_KERNEL_EXP, exp),
+	UNARY_ENTRY(WAFER_KERNEL_LOG, log),
+	UNARY_ENTRY(WAFER_KERNEL_SQRT, sqrt),
+	UNARY_ENTRY(WAFER_KERNEL_GELU, gelu),
+	UNARY_ENTRY(WAFER_KERNEL_SIGMOID, sigmoid),
+	UNARY_ENTRY(WAFER_KERNEL_TANH, tanh),
+	BINARY_ENTRIES(WAFER_KERNEL_SUB, WAFER_KERNEL_SUB_SCALAR, sub),
+	BINARY_ENTRIES(WAFER_KERNEL_DIV, WAFER_KERNEL_DIV_SCALAR, div),
+	BINARY_ENTRIES(WAFER_KERNEL_MAX, WAFER_KERNEL_MAX_SCALAR, max),
+	BINARY_ENTRIES(WAFER_KERNEL_MIN, WAFER_KERNEL_MIN_SCALAR, min),
+};
+
+CPU_KERNEL_SET_DEFINE(elementwise, entries);

@@ -1,0 +1,242 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * kernels_reduce.c: f32 kernels over rows — reduce_sum, reduce_max,
+ * reduce_mean and softmax on a rows x cols row-major input. The pool
+ * splits the rows; each row is one thread's.
+ *
+ * A row is reduced into CPU_BLOCK lanes (lane j takes elements j, j +
+ * CPU_BLOCK, ...), which is a fixed-length loop gcc vectorises, then the
+ * lanes are combined pairwise. That is also a better sum than a
+ * sequential one: each lane adds a sixteenth of the row. */
+#include "build-config.h"
+
+#include <stdio.h>
+
+#include "plugins/cpu/kernels.h"
+#include "plugins/cpu/kernels_math.h"
+#include "plugins/cpu/threadpool.h"
+
+static float row_sum(const float *x, size_t cols)
+{
+	float lanes[CPU_BLOCK] = {0};
+	size_t i = 0;
+
+	for (; i + CPU_BLOCK <= cols; i += CPU_BLOCK)
+		for (size_t j = 0; j < CPU_BLOCK; j++)
+			lanes[j] += x[i + j];
+	for (size_t j = 0; i < cols; i++, j++)
+		lanes[j] += x[i];
+	for (size_t width = CPU_BLOCK / 2; width > 0; width /= 2)
+		for (size_t j = 0; j < width; j++)
+			lanes[j] += lanes[j + width];
+	return lanes[0];
+}
+
+/* The maximum, NaN if any element is NaN (counted separately: a compare
+ * alone would drop NaN in one direction). */
+static float row_max(const float *x, size_t cols)
+{
+	float lanes[CPU_BLOCK];
+	int nan[CPU_BLOCK] = {0};
+	size_t i = 0;
+
+	for (size_t j = 0; j < CPU_BLOCK; j++)
+		lanes[j] = -INFINITY;
+	for (; i + CPU_BLOCK <= cols; i += CPU_BLOCK)
+		for (size_t j = 0; j < CPU_BLOCK; j++) {
+			float v = x[i + j];
+			lanes[j] = v > lanes[j] ? v : lanes[j];
+			nan[j] |= v != v;
+		}
+	for (size_t j = 0; i < cols; i++, j++) {
+		float v = x[i];
+		lanes[j] = v > lanes[j] ? v : lanes[j];
+		nan[j] |= v != v;
+	}
+	float m = lanes[0];
+	int any = nan[0];
+	for (size_t j = 1; j < CPU_BLOCK; j++) {
+		m = lanes[j] > m ? lanes[j] : m;
+		any |= nan[j];
+	}
+	return any ? NAN : m;
+}
+
+/* out[c] = e^(in[c] - max), returning their sum; then scaled. out may be
+ * in: each element is read before it is written. */
+static void row_softmax(float *out, const float *in, size_t cols)
+{
+	const float m = row_max(in, cols);
+	float lanes[CPU_BLOCK] = {0};
+	size_t i = 0;
+
+	for (; i + CPU_BLOCK <= cols; i += CPU_BLOCK) {
+		float block[CPU_BLOCK];
+		for (size_t j = 0; j < CPU_BLOCK; j++)
+			block[j] = cpu_exp(in[i + j] - m);
+		for (size_t j = 0; j < CPU_BLOCK; j++) {
+			out[i + j] = block[j];
+			lanes[j] += block[j];
+		}
+	}
+	for (size_t j = 0; i < cols; i++, j++) {
+		float e = cpu_exp(in[i] - m);
+		out[i] = e;
+		lanes[j] += e;
+	}
+	for (size_t width = CPU_BLOCK / 2; width > 0; width /= 2)
+		for (size_t j = 0; j < width; j++)
+			lanes[j] += lanes[j + width];
+	const float scale = 1.0f / lanes[0];
+	for (i = 0; i + CPU_BLOCK <= cols; i += CPU_BLOCK)
+		for (size_t j = 0; j < CPU_BLOCK; j++)
+			out[i + j] *= scale;
+	for (; i < cols; i++)
+		out[i] *= scale;
+}
+
+/*===----------------------------------------------------------------------===
+ * Kernels
+ *===----------------------------------------------------------------------===*/
+
+enum row_op { ROW_SUM, ROW_MAX, ROW_MEAN, ROW_SOFTMAX };
+
+struct rows_job {
+	float *out;
+	const float *in;
+	size_t cols;
+	enum row_op op;
+};
+
+static void rows_range(void *ctx, size_t begin, size_t end)
+{
+	const struct rows_job *job = ctx;
+	const size_t cols = job->cols;
+
+	for (size_t r = begin; r < end; r++) {
+		const float *x = job->in + r * cols;
+		switch (job->op) {
+		case ROW_SUM:
+			job->out[r] = row_sum(x, cols);
+			break;
+		case ROW_MAX:
+			job->out[r] = row_max(x, cols);
+			break;
+		case ROW_MEAN:
+			job->out[r] = row_sum(x, cols) / (float)cols;
+			break;
+		case ROW_SOFTMAX:
+			row_softmax(job->out + r * cols, x, cols);
+			break;
+		}
+	}
+}
+
+static wafer_status check_rows(const struct cpu_kernel_args *args,
+			      int full_output, char *why, size_t size)
+{
+	struct wafer_rows_params p =
+		CPU_PARAMS(struct wafer_rows_params, args->params);
+	uint64_t elements;
+	wafer_status status;
+
+	if (p.rows == 0 || p.cols == 0 ||
+	    __builtin_mul_overflow(p.rows, p.cols, &elements)) {
+		snprintf(why, size, "rows %llu x cols %llu",
+			 (unsigned long long)p.rows,
+			 (unsigned long long)p.cols);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	status = cpu_check_binding(args, 0, full_output ? elements : p.rows,
+				    sizeof(float), why, size);
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 1, elements, sizeof(float),
+					    why, size);
+	return status;
+}
+
+static wafer_status check_reduce(const struct cpu_kernel_args *args, char *why,
+				size_t size)
+{
+	return check_rows(args, 0, why, size);
+}
+
+static wafer_status check_softmax(const struct cpu_kernel_args *args,
+				 char *why, size_t size)
+{
+	return check_rows(args, 1, why, size);
+}
+
+static wafer_status run_rows(const struct cpu_kernel_args *args,
+			     enum row_op op)
+{
+	struct wafer_rows_params p =
+		CPU_PARAMS(struct wafer_rows_params, args->params);
+	struct rows_job job = {
+		.out = args->data[0],
+		.in = args->data[1],
+		.cols = (size_t)p.cols,
+		.op = op,
+	};
+	/* Rows per thread: about a grain of elements (fewer for softmax,
+	 * which calls exp on each). */
+	size_t per_row = op == ROW_SOFTMAX ? job.cols * 8 : job.cols;
+	size_t grain = CPU_GRAIN / (per_row ? per_row : 1);
+
+	cpu_pool_parallel_for(args->pool, (size_t)p.rows, grain ? grain : 1,
+			      rows_range, &job);
+	return WAFER_OK;
+}
+
+static wafer_status run_sum(const struct cpu_kernel_args *args)
+{
+	return run_rows(args, ROW_SUM);
+}
+
+static wafer_status run_max(const struct cpu_kernel_args *args)
+{
+	return run_rows(args, ROW_MAX);
+}
+
+static wafer_status run_mean(const struct cpu_kernel_args *args)
+{
+	return run_rows(args, ROW_MEAN);
+}
+
+static wafer_status run_softmax(const struct cpu_kernel_args *args)
+{
+	return run_rows(args, ROW_SOFTMAX);
+}
+
+static const struct cpu_kernel_impl sum_impl = {
+	.check = check_reduce,
+	.run = run_sum,
+};
+
+static const struct cpu_kernel_impl max_impl = {
+	.check = check_reduce,
+	.run = run_max,
+};
+
+static const struct cpu_kernel_impl mean_impl = {
+	.check = check_reduce,
+	.run = run_mean,
+};
+
+static const struct cpu_kernel_impl softmax_impl = {
+	.check = check_softmax,
+	.run = run_softmax,
+};
+
+static const struct wafer_kernel entries[] = {
+	CPU_F32_KERNEL(WAFER_KERNEL_REDUCE_SUM, 2, struct wafer_rows_params,
+		       sum_impl),
+	CPU_F32_KERNEL(WAFER_KERNEL_REDUCE_MAX, 2, struct wafer_rows_params,
+		       max_impl),
+	CPU_F32_KERNEL(WAFER_KERNEL_REDUCE_MEAN, 2, struct wafer_rows_params,
+		       mean_impl),
+	CPU_F32_KERNEL(WAFER_KERNEL_SOFTMAX, 2, struct wafer_rows_params,
+		       softmax_impl),
+};
+
+CPU_KERNEL_SET_DEFINE(reduce, entries);

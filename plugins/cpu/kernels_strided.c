@@ -1,0 +1,344 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * kernels_strided.c: kernels that read strided views — copy_strided (any
+ * 2- or 4-byte dtype) and the f32 _strided binary kernels, which is how
+ * broadcasting reaches the device.
+ *
+ * A range of the dense output is walked one row (a run along the last
+ * dimension) at a time: the multi-index of the range's first element is
+ * worked out once, then each row is one call of a row loop that knows its
+ * two input strides. Rows whose strides are 1 (and 0, for a broadcast
+ * operand) run the blocked loops of kernels_elementwise.c, which
+ * vectorise; other strides run a plain gather loop. The core merges
+ * dimensions before it launches (core/ops/view.c), so rows are as long as
+ * the views allow. */
+#include "build-config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "plugins/cpu/kernels.h"
+#include "plugins/cpu/kernels_math.h"
+#include "plugins/cpu/threadpool.h"
+
+/* Where a row starts: the multi-index of flat output index |pos| and the
+ * element offsets of up to two inputs at it. */
+struct cursor {
+	uint32_t rank;
+	const uint64_t *shape;
+	uint64_t index[WAFER_KERNEL_MAX_RANK];
+};
+
+static void cursor_seek(struct cursor *c, uint64_t pos)
+{
+	for (uint32_t d = c->rank; d-- > 0;) {
+		c->index[d] = pos % c->shape[d];
+		pos /= c->shape[d];
+	}
+}
+
+static uint64_t cursor_offset(const struct cursor *c, const uint64_t *strides,
+			      uint64_t offset)
+{
+	for (uint32_t d = 0; d < c->rank; d++)
+		offset += c->index[d] * strides[d];
+	return offset;
+}
+
+/* Moves past the rest of the current row: to the start of the next. */
+static void cursor_next_row(struct cursor *c)
+{
+	uint32_t last = c->rank - 1;
+
+	c->index[last] = 0;
+	for (uint32_t d = last; d-- > 0;) {
+		if (++c->index[d] < c->shape[d])
+			return;
+		c->index[d] = 0;
+	}
+}
+
+/*===----------------------------------------------------------------------===
+ * copy_strided
+ *===----------------------------------------------------------------------===*/
+
+struct gather_job {
+	char *out;
+	const char *in;
+	struct wafer_strided_copy_params p;
+	size_t element_size;
+};
+
+#define GATHER_ROW(type_)                                                      \
+	static void gather_row_##type_(type_ *out, const type_ *in,            \
+				       size_t len, uint64_t stride)            \
+	{                                                                      \
+		if (stride == 1) {                                             \
+			memcpy(out, in, len * sizeof *out);                    \
+		} else if (stride == 0) {                                      \
+			const type_ v = in[0];                                 \
+			for (size_t j = 0; j < len; j++)                       \
+				out[j] = v;                                    \
+		} else {                                                       \
+			for (size_t j = 0; j < len; j++)                       \
+				out[j] = in[j * stride];                       \
+		}                                                              \
+	}
+GATHER_ROW(uint32_t)
+GATHER_ROW(uint16_t)
+
+static void gather_range(void *ctx, size_t begin, size_t end)
+{
+	const struct gather_job *job = ctx;
+	const struct wafer_strided_copy_params *p = &job->p;
+	struct cursor c = {.rank = p->rank, .shape = p->shape};
+	uint32_t last = p->rank - 1;
+	size_t pos = begin;
+
+	cursor_seek(&c, pos);
+	while (pos < end) {
+		size_t len = (size_t)(p->shape[last] - c.index[last]);
+		if (len > end - pos)
+			len = end - pos;
+		uint64_t o = cursor_offset(&c, p->strides, p->offset);
+		if (job->element_size == 4)
+			gather_row_uint32_t((uint32_t *)job->out + pos,
+					    (const uint32_t *)job->in + o, len,
+					    p->strides[last]);
+		else
+			gather_row_uint16_t((uint16_t *)job->out + pos,
+					    (const uint16_t *)job->in + o, len,
+					    p->strides[last]);
+		pos += len;
+		cursor_next_row(&c);
+	}
+}
+
+static wafer_status check_gather(const struct cpu_kernel_args *args,
+				size_t element_size, char *why, size_t size)
+{
+	struct wafer_strided_copy_params p =
+		CPU_PARAMS(struct wafer_strided_copy_params, args->params);
+	uint64_t span, count;
+	wafer_status status = cpu_check_strided(p.rank, p.shape, p.strides,
+						p.offset, &span, &count, why,
+						size);
+
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 0, count, element_size, why,
+					    size);
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 1, span, element_size, why,
+					    size);
+	return status;
+}
+
+static wafer_status run_gather(const struct cpu_kernel_args *args,
+			       size_t element_size)
+{
+	struct gather_job job = {
+		.out = args->data[0],
+		.in = args->data[1],
+		.p = CPU_PARAMS(struct wafer_strided_copy_params, args->params),
+		.element_size = element_size,
+	};
+	uint64_t count = 1;
+
+	for (uint32_t d = 0; d < job.p.rank; d++)
+		count *= job.p.shape[d];
+	cpu_pool_parallel_for(args->pool, (size_t)count, CPU_GRAIN,
+			      gather_range, &job);
+	return WAFER_OK;
+}
+
+static wafer_status check_gather4(const struct cpu_kernel_args *args,
+				 char *why, size_t size)
+{
+	return check_gather(args, 4, why, size);
+}
+
+static wafer_status check_gather2(const struct cpu_kernel_args *args,
+				 char *why, size_t size)
+{
+	return check_gather(args, 2, why, size);
+}
+
+static wafer_status run_gather4(const struct cpu_kernel_args *args)
+{
+	return run_gather(args, 4);
+}
+
+static wafer_status run_gather2(const struct cpu_kernel_args *args)
+{
+	return run_gather(args, 2);
+}
+
+static const struct cpu_kernel_impl gather4_impl = {
+	.check = check_gather4,
+	.run = run_gather4,
+};
+
+static const struct cpu_kernel_impl gather2_impl = {
+	.check = check_gather2,
+	.run = run_gather2,
+};
+
+/*===----------------------------------------------------------------------===
+ * Binary on strided views
+ *===----------------------------------------------------------------------===*/
+
+/* One row: out[j] = op(a[j * sa], b[j * sb]). out may alias a (or b)
+ * exactly, with stride 1: blocks read before they store. */
+static inline void binary_row(float *out, const float *a, const float *b,
+			      size_t len, uint64_t sa, uint64_t sb,
+			      float (*op)(float, float))
+{
+	size_t i = 0;
+
+	if (sa == 1 && sb == 1) {
+		for (; i + CPU_BLOCK <= len; i += CPU_BLOCK) {
+			float block[CPU_BLOCK];
+			for (size_t j = 0; j < CPU_BLOCK; j++)
+				block[j] = op(a[i + j], b[i + j]);
+			for (size_t j = 0; j < CPU_BLOCK; j++)
+				out[i + j] = block[j];
+		}
+	} else if (sa == 1 && sb == 0) {
+		const float bv = b[0];
+		for (; i + CPU_BLOCK <= len; i += CPU_BLOCK) {
+			float block[CPU_BLOCK];
+			for (size_t j = 0; j < CPU_BLOCK; j++)
+				block[j] = op(a[i + j], bv);
+			for (size_t j = 0; j < CPU_BLOCK; j++)
+				out[i + j] = block[j];
+		}
+	} else if (sa == 0 && sb == 1) {
+		const float av = a[0];
+		for (; i + CPU_BLOCK <= len; i += CPU_BLOCK) {
+			float block[CPU_BLOCK];
+			for (size_t j = 0; j < CPU_BLOCK; j++)
+				block[j] = op(av, b[i + j]);
+			for (size_t j = 0; j < CPU_BLOCK; j++)
+				out[i + j] = block[j];
+		}
+	}
+	for (; i < len; i++)
+		out[i] = op(a[i * sa], b[i * sb]);
+}
+
+struct strided_job {
+	float *out;
+	const float *a;
+	const float *b;
+	struct wafer_binary_strided_params p;
+};
+
+static inline void strided_range(const struct strided_job *job, size_t begin,
+				 size_t end, float (*op)(float, float))
+{
+	const struct wafer_binary_strided_params *p = &job->p;
+	struct cursor c = {.rank = p->rank, .shape = p->shape};
+	uint32_t last = p->rank - 1;
+	size_t pos = begin;
+
+	cursor_seek(&c, pos);
+	while (pos < end) {
+		size_t len = (size_t)(p->shape[last] - c.index[last]);
+		if (len > end - pos)
+			len = end - pos;
+		uint64_t oa = cursor_offset(&c, p->a_strides, p->a_offset);
+		uint64_t ob = cursor_offset(&c, p->b_strides, p->b_offset);
+		binary_row(job->out + pos, job->a + oa, job->b + ob, len,
+			   p->a_strides[last], p->b_strides[last], op);
+		pos += len;
+		cursor_next_row(&c);
+	}
+}
+
+static wafer_status check_strided(const struct cpu_kernel_args *args,
+				 char *why, size_t size)
+{
+	struct wafer_binary_strided_params p =
+		CPU_PARAMS(struct wafer_binary_strided_params, args->params);
+	uint64_t span_a, span_b, count;
+	wafer_status status = cpu_check_strided(p.rank, p.shape, p.a_strides,
+						p.a_offset, &span_a, &count,
+						why, size);
+
+	if (status == WAFER_OK)
+		status = cpu_check_strided(p.rank, p.shape, p.b_strides,
+					    p.b_offset, &span_b, &count, why,
+					    size);
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 0, count, sizeof(float), why,
+					    size);
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 1, span_a, sizeof(float), why,
+					    size);
+	if (status == WAFER_OK)
+		status = cpu_check_binding(args, 2, span_b, sizeof(float), why,
+					    size);
+	return status;
+}
+
+static wafer_status run_strided(const struct cpu_kernel_args *args,
+				cpu_range_fn range)
+{
+	struct strided_job job = {
+		.out = args->data[0],
+		.a = args->data[1],
+		.b = args->data[2],
+		.p = CPU_PARAMS(struct wafer_binary_strided_params,
+				args->params),
+	};
+	uint64_t count = 1;
+
+	for (uint32_t d = 0; d < job.p.rank; d++)
+		count *= job.p.shape[d];
+	cpu_pool_parallel_for(args->pool, (size_t)count, CPU_GRAIN, range,
+			      &job);
+	return WAFER_OK;
+}
+
+#define STRIDED(name_, fn_)                                                    \
+	static void name_##_range(void *ctx, size_t begin, size_t end)         \
+	{                                                                      \
+		strided_range(ctx, begin, end, fn_);                           \
+	}                                                                      \
+	static wafer_status run_##name_(const struct cpu_kernel_args *args)    \
+	{                                                                      \
+		return run_strided(args, name_##_range);                       \
+	}                                                                      \
+	static const struct cpu_kernel_impl name_##_impl = {                   \
+		.check = check_strided,                                        \
+		.run = run_##name_,                                            \
+	};
+
+STRIDED(add_strided, cpu_add)
+STRIDED(sub_strided, cpu_sub)
+STRIDED(mul_strided, cpu_mul)
+STRIDED(div_strided, cpu_div)
+STRIDED(max_strided, cpu_max)
+STRIDED(min_strided, cpu_min)
+
+#define STRIDED_ENTRY(op_, name_)                                              \
+	CPU_F32_KERNEL(op_, 3, struct wafer_binary_strided_params,             \
+		       name_##_impl)
+#define GATHER_ENTRY(dtype_, impl_)                                            \
+	CPU_KERNEL(WAFER_KERNEL_COPY_STRIDED, "default", dtype_, 2,            \
+		   struct wafer_strided_copy_params, impl_)
+
+static const struct wafer_kernel entries[] = {
+	GATHER_ENTRY(WAFER_DTYPE_F32, gather4_impl),
+	GATHER_ENTRY(WAFER_DTYPE_I32, gather4_impl),
+	GATHER_ENTRY(WAFER_DTYPE_F16, gather2_impl),
+	GATHER_ENTRY(WAFER_DTYPE_BF16, gather2_impl),
+	STRIDED_ENTRY(WAFER_KERNEL_ADD_STRIDED, add_strided),
+	STRIDED_ENTRY(WAFER_KERNEL_SUB_STRIDED, sub_strided),
+	STRIDED_ENTRY(WAFER_KERNEL_MUL_STRIDED, mul_strided),
+	STRIDED_ENTRY(WAFER_KERNEL_DIV_STRIDED, div_strided),
+	STRIDED_ENTRY(WAFER_KERNEL_MAX_STRIDED, max_strided),
+	STRIDED_ENTRY(WAFER_KERNEL_MIN_STRIDED, min_strided),
+};
+
+CPU_KERNEL_SET_DEFINE(strided, entries);
