@@ -10,7 +10,8 @@
  * argument points at the bytes of the handle it was bound from. Kernels
  * are recorded, not run: what they compute is not tested here. Errors:
  * an unknown kernel, a count past a handle, the device lost during a
- * sync, a device out of memory. */
+ * sync, a device out of memory. Last, every operation of ops.h runs once
+ * and must reach the SPIR-V kernel the plugin maps it to. */
 #include "build-config.h"
 
 #include <dlfcn.h>
@@ -21,6 +22,7 @@
 
 #include <level_zero/ze_api.h>
 
+#include <wafer/ops.h>
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
@@ -242,6 +244,126 @@ static void run_client(const char *strategy, const char *channel)
 	   "%s: no call a real driver would refuse", what);
 }
 
+/*===----------------------------------------------------------------------===
+ * Every operation of ops.h through the plugin
+ *===----------------------------------------------------------------------===*/
+
+/* Has the driver recorded a launch of |kernel| since the last clear? */
+static int launched(const char *kernel)
+{
+	struct fakeze_launch l;
+	for (size_t i = 0; fz->launch_get(i, &l); i++)
+		if (strcmp(l.kernel, kernel) == 0)
+			return 1;
+	return 0;
+}
+
+/* Runs each operation of ops.h once and checks that it reached the SPIR-V
+ * kernel the plugin maps it to, with nothing the driver refuses. The
+ * values are not checked: the test driver does not run kernels. */
+static void test_ops(void)
+{
+	static const char *const want[] = {
+		"fill_f32", "fill_i32", "copy_b32", "copy_strided_b32",
+		"cast_f32_f16", "cast_f16_bf16", "cast_bf16_i32", "cast_i32_f32",
+		"neg_f32", "abs_f32", "exp_f32", "log_f32", "sqrt_f32",
+		"relu_f32", "gelu_f32", "sigmoid_f32", "tanh_f32",
+		"add_f32", "sub_f32", "mul_f32", "div_f32", "max_f32", "min_f32",
+		"add_strided_f32", "min_strided_f32", "sub_scalar_f32",
+		"div_scalar_f32", "reduce_sum_f32", "reduce_max_f32",
+		"reduce_mean_f32", "softmax_f32", "matmul_f32",
+	};
+	wafer_client *c = NULL;
+	wafer_status s, first = WAFER_OK;
+	wafer_tensor a, b, row, t, out[4];
+	uint64_t shape[2] = {4, 8}, row_shape[2] = {1, 8}, sq[2] = {8, 8};
+	float data[64];
+
+	fz->clear();
+	if (!is_status(wafer_client_open(runtime, "levelzero", NULL, &c),
+		       WAFER_OK, "ops: client open"))
+		return;
+	for (int i = 0; i < 64; i++)
+		data[i] = (float)i / 8.0f - 2.0f;
+#define OP(call)                                                               \
+	do {                                                                   \
+		s = (call);                                                    \
+		if (s != WAFER_OK && first == WAFER_OK) {                      \
+			first = s;                                             \
+			diag("%s: %s: %s", #call, wafer_status_string(s),       \
+			     wafer_last_error());                              \
+		}                                                              \
+	} while (0)
+	OP(wafer_tensor_create(c, WAFER_DTYPE_F32, 2, shape, data, &a));
+	OP(wafer_tensor_create(c, WAFER_DTYPE_F32, 2, shape, data + 32, &b));
+	OP(wafer_tensor_create(c, WAFER_DTYPE_F32, 2, row_shape, data, &row));
+	OP(wafer_op_fill(c, WAFER_DTYPE_F32, 2, shape, 1.5, &out[0]));
+	OP(wafer_tensor_release(c, &out[0]));
+	OP(wafer_op_fill(c, WAFER_DTYPE_I32, 2, shape, 3, &out[0]));
+	OP(wafer_tensor_release(c, &out[0]));
+	OP(wafer_op_copy(c, &a, WAFER_ALWAYS_COPY, &out[0]));
+	OP(wafer_tensor_release(c, &out[0]));
+	OP(wafer_tensor_transpose(&a, 0, 1, &t));
+	OP(wafer_op_copy(c, &t, WAFER_ALWAYS_COPY, &out[0]));
+	OP(wafer_tensor_release(c, &out[0]));
+	OP(wafer_op_cast(c, &a, WAFER_ALWAYS_COPY, WAFER_DTYPE_F16, &out[0]));
+	OP(wafer_op_cast(c, &out[0], WAFER_ALWAYS_COPY, WAFER_DTYPE_BF16,
+			 &out[1]));
+	OP(wafer_op_cast(c, &out[1], WAFER_ALWAYS_COPY, WAFER_DTYPE_I32,
+			 &out[2]));
+	OP(wafer_op_cast(c, &out[2], WAFER_ALWAYS_COPY, WAFER_DTYPE_F32,
+			 &out[3]));
+	for (int i = 0; i < 4; i++)
+		OP(wafer_tensor_release(c, &out[i]));
+	for (int op = WAFER_UNARY_NEG; op <= WAFER_UNARY_TANH; op++) {
+		OP(wafer_op_unary(c, (wafer_unary_op)op, &a, WAFER_ALWAYS_COPY,
+				  &out[0]));
+		OP(wafer_tensor_release(c, &out[0]));
+	}
+	for (int op = WAFER_BINARY_ADD; op <= WAFER_BINARY_MIN; op++) {
+		wafer_binary_op bop = (wafer_binary_op)op;
+		OP(wafer_op_binary(c, bop, &a, WAFER_ALWAYS_COPY, &b,
+				   WAFER_ALWAYS_COPY, &out[0]));
+		/* a row broadcast over a: the strided kernel */
+		OP(wafer_op_binary(c, bop, &a, WAFER_ALWAYS_COPY, &row,
+				   WAFER_ALWAYS_COPY, &out[1]));
+		OP(wafer_op_binary_scalar(c, bop, &a, WAFER_ALWAYS_COPY, 2.0,
+					  1, &out[2]));
+		for (int i = 0; i < 3; i++)
+			OP(wafer_tensor_release(c, &out[i]));
+	}
+	for (int op = WAFER_REDUCE_SUM; op <= WAFER_REDUCE_MEAN; op++) {
+		OP(wafer_op_reduce(c, (wafer_reduce_op)op, &a,
+				   WAFER_ALWAYS_COPY, &out[0]));
+		OP(wafer_tensor_release(c, &out[0]));
+	}
+	OP(wafer_op_softmax(c, &a, WAFER_ALWAYS_COPY, &out[0]));
+	OP(wafer_tensor_release(c, &out[0]));
+	OP(wafer_tensor_create(c, WAFER_DTYPE_F32, 2, sq, data, &t));
+	OP(wafer_op_matmul(c, &a, WAFER_ALWAYS_COPY, &t, WAFER_ALWAYS_COPY,
+			   0, &out[0]));
+	OP(wafer_op_matmul(c, &a, WAFER_ALWAYS_COPY, &t, WAFER_ALWAYS_COPY,
+			   WAFER_MATMUL_TRANSPOSE_B, &out[1]));
+	OP(wafer_tensor_release(c, &out[0]));
+	OP(wafer_tensor_release(c, &out[1]));
+	OP(wafer_tensor_release(c, &t));
+	OP(wafer_tensor_release(c, &a));
+	OP(wafer_tensor_release(c, &b));
+	OP(wafer_tensor_release(c, &row));
+	OP(wafer_sync(c));
+#undef OP
+	is_status(first, WAFER_OK, "ops: every operation of ops.h runs on "
+				   "levelzero");
+	size_t missing = 0;
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		if (!launched(want[i]) && missing++ < 5)
+			diag("no launch of %s", want[i]);
+	ok(missing == 0, "ops: they launched the %zu SPIR-V kernels expected",
+	   sizeof want / sizeof want[0]);
+	is_status(wafer_client_close(c), WAFER_OK, "ops: close");
+	ok(show_violations() == 0, "ops: no call a real driver would refuse");
+}
+
 int main(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -296,6 +418,7 @@ int main(void)
 	}
 	ok(strategies > 0, "%zu memory strategies, each on two channels",
 	   strategies);
+	test_ops();
 
 	wafer_runtime_close(runtime);
 	struct fakeze_usage u;
