@@ -74,3 +74,4 @@ dist_man_MANS += man/wafer-replay.1
 dist_man_MANS += man/wafer-memory.7
 dist_man_MANS += man/wafer-cuda.7
 dist_man_MANS += man/wafer-opencl.7
+dist_man_MANS += man/wafer-levelzero.7
