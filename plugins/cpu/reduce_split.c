@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "plugins/cpu/kernels.h"
+#include "plugins/cpu/kernels_math.h"
 #include "plugins/cpu/threadpool.h"
 
 /* Elements per chunk: one grain, the least work worth a thread. */
@@ -30,51 +31,6 @@ struct split_job {
 	enum split_op op;
 };
 
-/* Lanes of CPU_BLOCK, a fixed-length loop gcc vectorises (kernels.h). */
-static float chunk_sum(const float *x, size_t n)
-{
-	float lanes[CPU_BLOCK] = {0};
-	size_t i = 0;
-
-	for (; i + CPU_BLOCK <= n; i += CPU_BLOCK)
-		for (size_t j = 0; j < CPU_BLOCK; j++)
-			lanes[j] += x[i + j];
-	for (size_t j = 0; i < n; i++, j++)
-		lanes[j] += x[i];
-	for (size_t width = CPU_BLOCK / 2; width > 0; width /= 2)
-		for (size_t j = 0; j < width; j++)
-			lanes[j] += lanes[j + width];
-	return lanes[0];
-}
-
-/* The maximum; NaN when any element is NaN. */
-static float chunk_max(const float *x, size_t n)
-{
-	float lanes[CPU_BLOCK];
-	int nan[CPU_BLOCK] = {0};
-	size_t i = 0;
-
-	for (size_t j = 0; j < CPU_BLOCK; j++)
-		lanes[j] = -INFINITY;
-	for (; i + CPU_BLOCK <= n; i += CPU_BLOCK)
-		for (size_t j = 0; j < CPU_BLOCK; j++) {
-			float v = x[i + j];
-			lanes[j] = v > lanes[j] ? v : lanes[j];
-			nan[j] |= v != v;
-		}
-	for (size_t j = 0; i < n; i++, j++) {
-		float v = x[i];
-		lanes[j] = v > lanes[j] ? v : lanes[j];
-		nan[j] |= v != v;
-	}
-	float m = lanes[0];
-	int any = nan[0];
-	for (size_t j = 1; j < CPU_BLOCK; j++) {
-		m = lanes[j] > m ? lanes[j] : m;
-		any |= nan[j];
-	}
-	return any ? NAN : m;
-}
 
 /* Items are chunks of the whole input: item q is chunk q % chunks of row
  * q / chunks. */
@@ -87,8 +43,8 @@ static void split_range(void *ctx, size_t begin, size_t end)
 		size_t first = chunk * CHUNK;
 		size_t n = job->cols - first < CHUNK ? job->cols - first : CHUNK;
 		const float *x = job->in + row * job->cols + first;
-		job->partial[q] = job->op == SPLIT_SUM ? chunk_sum(x, n)
-						       : chunk_max(x, n);
+		job->partial[q] = job->op == SPLIT_SUM ? cpu_sum_f32(x, n)
+						       : cpu_max_f32(x, n);
 	}
 }
 
