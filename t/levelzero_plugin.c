@@ -28,71 +28,8 @@
 #include "t/levelzero/fakeze.h"
 #include "t/tap.h"
 
-/*===----------------------------------------------------------------------===
- * A fake core
- *===----------------------------------------------------------------------===*/
-
-static _Thread_local char last_error[1024];
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char last_log[1024];
-static char all_logs[8192]; /* since the last reset of log_count */
-static int log_count;
-
-static void fake_set_error(const char *format, ...)
-	__attribute__((format(printf, 1, 2)));
-static void fake_set_error(const char *format, ...)
-{
-	va_list ap;
-	va_start(ap, format);
-	vsnprintf(last_error, sizeof last_error, format, ap);
-	va_end(ap);
-}
-
-static void fake_log(const struct wafer_host_services *host,
-		     wafer_log_level level, const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-static void fake_log(const struct wafer_host_services *host,
-		     wafer_log_level level, const char *format, ...)
-{
-	va_list ap;
-	pthread_mutex_lock(&log_lock);
-	va_start(ap, format);
-	vsnprintf(last_log, sizeof last_log, format, ap);
-	va_end(ap);
-	if (log_count == 0)
-		all_logs[0] = '\0';
-	size_t used = strlen(all_logs);
-	snprintf(all_logs + used, sizeof all_logs - used, "%s\n", last_log);
-	log_count++;
-	pthread_mutex_unlock(&log_lock);
-}
-
-static const struct wafer_host_services fake_host = {
-	.struct_size = sizeof(struct wafer_host_services),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
-	.set_error = fake_set_error,
-	.log = fake_log,
-};
-
-static int status_is(wafer_status got, wafer_status want, const char *format,
-		     ...) __attribute__((format(printf, 3, 4)));
-static int status_is(wafer_status got, wafer_status want, const char *format,
-		     ...)
-{
-	char name[512];
-	va_list ap;
-	int pass;
-
-	va_start(ap, format);
-	vsnprintf(name, sizeof name, format, ap);
-	va_end(ap);
-	pass = ok(got == want, "%s", name);
-	if (!pass)
-		diag("got status %d, want %d; set_error: %s", (int)got,
-		     (int)want, last_error);
-	return pass;
-}
+/* A fake core: host services that record what the plugin says. */
+#include "t/fake_host.h"
 
 /*===----------------------------------------------------------------------===
  * Helpers
@@ -331,7 +268,7 @@ static void test_options(void)
 	log_count = 0;
 	status_is(init_with(opts, 3, &state), WAFER_OK,
 		  "an unknown option does not fail init");
-	ok(log_count > 0 && strstr(all_logs, "[levelzero] unknown option "
+	ok(log_count > 0 && strstr(log_text, "[levelzero] unknown option "
 					     "'colour' ignored"),
 	   "  ... it is logged");
 	plugin->shutdown(state);
@@ -1386,7 +1323,7 @@ int main(void)
 	status_is(plugin->device_open(state, 0, &device), WAFER_OK,
 		  "device_open when the driver refuses the build flag");
 	is_str(fz->build_flags(), "", "  ... builds without flags");
-	like(all_logs, "f32 division and sqrt may be off",
+	like(log_text, "f32 division and sqrt may be off",
 	     "  ... and warns what that costs");
 	plugin->device_close(device);
 	plugin->shutdown(state);
