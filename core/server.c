@@ -8,20 +8,50 @@
 #include "core/log.h"
 #include "core/server.h"
 
-static wafer_status server_sync(struct wafer_server *server)
+/* Waits for the queue; the plugin's status with the device named. */
+static wafer_status queue_sync(struct wafer_server *server)
 {
 	const struct wafer_server_ops *ops = server->device->plugin->server;
 	wafer_status status = ops->sync(server->device->device, server->queue);
-	if (status == WAFER_OK) {
-		/* Only a successful sync proves queued frees are done. */
-		server->queue_dirty = false;
-		wafer_memory_after_sync(server->memory);
-	}
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "queued work on %s:%u failed",
 					  server->device->backend,
 					  server->device->index);
+	/* Only a successful sync proves queued frees are done. */
+	server->queue_dirty = false;
+	wafer_memory_after_sync(server->memory);
 	return WAFER_OK;
+}
+
+/* A sync for the memory manager: its failure belongs to the program's
+ * next sync or read, so it is held rather than dropped. */
+static wafer_status memory_sync(struct wafer_server *server)
+{
+	wafer_status status = queue_sync(server);
+	if (status != WAFER_OK && server->held_failure == WAFER_OK) {
+		server->held_failure = status;
+		memcpy(server->held_detail, wafer_error_detail(),
+		       sizeof server->held_detail);
+	}
+	return status;
+}
+
+/* A sync the program asked for (sync, read, close): reports a held
+ * failure first, then this sync's own, once each. */
+static wafer_status server_sync(struct wafer_server *server)
+{
+	wafer_status status = queue_sync(server);
+	if (server->held_failure == WAFER_OK)
+		return status;
+	wafer_status held = server->held_failure;
+	server->held_failure = WAFER_OK;
+	if (status != WAFER_OK) {
+		char later[WAFER_ERROR_DETAIL_MAX];
+		memcpy(later, wafer_error_detail(), sizeof later);
+		return wafer_fail(held, "%.500s; then %.500s",
+				  server->held_detail, later);
+	}
+	return wafer_fail(held, "%s", server->held_detail);
 }
 
 /* storage.quiesce: memory goes back to the plugin only once no queued
@@ -29,12 +59,13 @@ static wafer_status server_sync(struct wafer_server *server)
 static wafer_status server_quiesce(void *data)
 {
 	struct wafer_server *server = data;
-	return server->queue_dirty ? server_sync(server) : WAFER_OK;
+	return server->queue_dirty ? memory_sync(server) : WAFER_OK;
 }
 
+/* storage.sync: the stream strategy's reap. */
 static wafer_status server_sync_hook(void *data)
 {
-	return server_sync(data);
+	return memory_sync(data);
 }
 
 wafer_status wafer_server_init(struct wafer_server *server,

@@ -15,6 +15,7 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
+#include "core/error.h"
 #include "core/handle_table.h"
 #include "core/memory/memory.h"
 #include "core/runtime.h"
@@ -74,6 +75,12 @@ struct wafer_server {
 	struct wafer_memory *memory;
 	/* Work was issued since the queue was last synchronised. */
 	bool queue_dirty;
+	/* A failure of queued work found by a sync the memory manager needed
+	 * (before freeing or unmapping, or the stream strategy's reap): kept
+	 * here until the next sync or read the program issues reports it, so
+	 * a status is never lost and never reported twice. */
+	wafer_status held_failure;
+	char held_detail[WAFER_ERROR_DETAIL_MAX];
 };
 
 /* Creates the queue and the memory manager (strategy |memory_strategy|,

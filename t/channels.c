@@ -25,13 +25,18 @@
 
 static wafer_runtime *runtime;
 static const char *const channels[] = {"direct", "mutex", "mpsc"};
+/* NULL: the configured strategy. Strategies that free memory at release
+ * (direct) or reap at sync (stream) sync the queue themselves, and a
+ * failure found there must still reach the program. */
+static const char *memory_strategy;
 #define N_CHANNELS 3
 
 static wafer_client *open_on(const char *selector, const char *channel)
 {
 	wafer_client *client = NULL;
 	wafer_client_options options = {.struct_size = sizeof options,
-					 .channel = channel};
+					 .channel = channel,
+					 .memory = memory_strategy};
 	wafer_status status =
 		wafer_client_open(runtime, selector, &options, &client);
 	if (status != WAFER_OK) {
@@ -339,6 +344,15 @@ int main(void)
 		test_close_with_queued_work("async", channels[ch]);
 	}
 	test_mpsc_returns_at_once();
+
+	static const char *const freeing[] = {"direct", "stream"};
+	for (int m = 0; m < 2; m++) {
+		memory_strategy = freeing[m];
+		diag("memory strategy %s", memory_strategy);
+		for (int ch = 0; ch < N_CHANNELS; ch++)
+			test_errors(channels[ch]);
+	}
+	memory_strategy = NULL;
 	wafer_runtime_close(runtime);
 	done_testing();
 	return exit_status();
