@@ -567,3 +567,28 @@ WAFER_API wafer_status wafer_memory_trim(wafer_client *client)
 	struct wafer_command command = {.kind = WAFER_COMMAND_TRIM};
 	return wafer_channel_submit(&client->channel, &command);
 }
+
+//===----------------------------------------------------------------------===//
+// For the rest of the core (client.h)
+//===----------------------------------------------------------------------===//
+
+wafer_runtime *wafer_client_runtime(const wafer_client *client)
+{
+	return client->runtime;
+}
+
+struct wafer_runtime_device *wafer_client_runtime_device(const wafer_client *client)
+{
+	return client->device;
+}
+
+struct wafer_kernel_table *wafer_client_kernels(wafer_client *client)
+{
+	return &client->kernels;
+}
+
+wafer_status wafer_client_submit(wafer_client *client,
+				 const struct wafer_command *command)
+{
+	return wafer_channel_submit(&client->channel, command);
+}

@@ -1,10 +1,11 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * client.h: what the rest of the core (the ops layer, core/ops/) may use of
- * a client beyond wafer.h. The client keeps one path for everything that
- * reaches the device: an operation resolves its kernel once and launches it
- * through wafer_client_launch, which runs the same binding, range and
- * parameter checks as wafer_execute (which calls it too). */
+ * client.h: what the rest of the core (the ops layer, core/ops/, and
+ * autotune, core/autotune*.c) may use of a client beyond wafer.h. The
+ * client keeps one path for everything that reaches the device: an
+ * operation resolves its kernel once and launches it through
+ * wafer_client_launch, which runs the same binding, range and parameter
+ * checks as wafer_execute (which calls it too). */
 #ifndef WAFER_CORE_CLIENT_H
 #define WAFER_CORE_CLIENT_H
 
@@ -15,6 +16,9 @@
 #include <wafer/wafer.h>
 
 #include "core/handle_table.h"
+#include "core/kernel_table.h"
+#include "core/runtime.h"
+#include "core/server.h"
 
 /* The client's handle table (lookups, donation). */
 struct wafer_handle_table *wafer_client_handles(wafer_client *client);
@@ -43,5 +47,17 @@ wafer_status wafer_client_launch(wafer_client *client,
  * memory is released in queue order, after work issued before. */
 wafer_status wafer_client_drop(wafer_client *client, wafer_handle handle,
 			       const char *ended_by);
+
+/* The client's runtime and device, and its whole kernel table (autotune
+ * lists a kernel's variants from it). */
+wafer_runtime *wafer_client_runtime(const wafer_client *client);
+struct wafer_runtime_device *wafer_client_runtime_device(const wafer_client *client);
+struct wafer_kernel_table *wafer_client_kernels(wafer_client *client);
+
+/* Hands |command| to the client's channel as the public calls do, for
+ * commands the public API has no call for (device timers); the caller
+ * checked it. */
+wafer_status wafer_client_submit(wafer_client *client,
+				 const struct wafer_command *command);
 
 #endif

@@ -224,6 +224,10 @@ static char *path_join(const char *dir, const char *name)
 static const char *const core_keys[] = {"backend", "plugin_path", "channel",
 					"log", NULL};
 static const char *const memory_keys[] = {"strategy", NULL};
+/* wafer-autotune(7); values are checked by core/autotune_settings.c. */
+static const char *const autotune_keys[] = {"mode", "cache_dir", "warmup",
+					    "samples", "eliminate_ratio",
+					    "timer", "progress", NULL};
 
 /* Sections whose keys the core knows; any other section belongs to a
  * plugin or a memory strategy, which checks its own keys. */
@@ -233,6 +237,7 @@ static const struct config_schema {
 } config_schema[] = {
 	{"core", core_keys},
 	{"memory", memory_keys},
+	{"autotune", autotune_keys},
 };
 
 static const struct config_default {
@@ -847,6 +852,7 @@ static const struct config_env_var {
 	{"WAFER_LOG", "core", "log"},
 	{"WAFER_CHANNEL", "core", "channel"},
 	{"WAFER_MEMORY", "memory", "strategy"},
+	{"WAFER_AUTOTUNE", "autotune", "mode"},
 };
 
 /* Under setuid or setgid secure_getenv returns NULL, so such a program

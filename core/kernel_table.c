@@ -226,3 +226,9 @@ wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
 		   have[0] ? " (it has: " : "", have, have[0] ? ")" : "");
 	return NULL;
 }
+
+const struct wafer_kernel *
+wafer_kernel_table_at(const struct wafer_kernel_table *table, size_t i)
+{
+	return kernel_at(table, i);
+}

@@ -49,6 +49,10 @@ const struct wafer_kernel *
 wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
 			const char *variant, wafer_dtype dtype);
 
+/* Entry |i| (< kernel_count) of the plugin's table, in its order. */
+const struct wafer_kernel *
+wafer_kernel_table_at(const struct wafer_kernel_table *table, size_t i);
+
 const char *wafer_dtype_name(wafer_dtype dtype);
 
 #endif

@@ -39,6 +39,15 @@ EXTRA_libwafer_la_DEPENDENCIES = $(top_srcdir)/core/libwafer.map
 # The runtime: configuration chain, plugin loader, devices.
 libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c
 
+# Autotune: choosing among candidates by measuring (include/wafer/autotune.h).
+libwafer_core_la_SOURCES += \
+	core/autotune.c core/autotune.h \
+	core/autotune_settings.c \
+	core/autotune_key.c \
+	core/autotune_index.c \
+	core/autotune_file.c \
+	core/autotune_bench.c
+
 # The ops layer (include/wafer/ops.h): views, donation, operations.
 libwafer_core_la_SOURCES += \
 	core/ops/internal.h \
@@ -47,4 +56,5 @@ libwafer_core_la_SOURCES += \
 	core/ops/launch.c \
 	core/ops/elementwise.c \
 	core/ops/reduce.c \
-	core/ops/matmul.c
+	core/ops/matmul.c \
+	core/ops/tuned.c

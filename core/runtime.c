@@ -20,6 +20,7 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
+#include "core/autotune.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/loader.h"
@@ -49,6 +50,8 @@ struct wafer_runtime {
 	size_t backend_count;
 	size_t device_count; /* over every accepted backend */
 	atomic_size_t clients;
+	/* Autotune choices of every client and device (core/autotune.h). */
+	struct wafer_tuner *tuner;
 };
 
 //===----------------------------------------------------------------------===//
@@ -233,6 +236,7 @@ out:
 
 static void free_runtime(wafer_runtime *rt)
 {
+	wafer_tuner_destroy(rt->tuner);
 	for (size_t i = rt->backend_count; i-- > 0;) {
 		struct runtime_backend *b = &rt->backends[i];
 		struct wafer_loaded_plugin *p = b->plugin;
@@ -314,6 +318,8 @@ WAFER_API wafer_status wafer_runtime_open(const wafer_runtime_options *options,
 	}
 	if (status == WAFER_OK)
 		status = apply_log_level(rt, tolerant);
+	if (status == WAFER_OK)
+		status = wafer_tuner_create(rt->config, tolerant, &rt->tuner);
 	if (status == WAFER_OK)
 		status = load_backends(rt);
 	if (status != WAFER_OK) {
@@ -490,6 +496,11 @@ WAFER_API const char *wafer_runtime_config_value(const wafer_runtime *runtime,
 //===----------------------------------------------------------------------===//
 // Core-internal: configuration and devices for clients
 //===----------------------------------------------------------------------===//
+
+struct wafer_tuner *wafer_runtime_tuner(const wafer_runtime *runtime)
+{
+	return runtime->tuner;
+}
 
 const struct wafer_config *wafer_runtime_get_config(const wafer_runtime *runtime)
 {

@@ -31,6 +31,9 @@ struct wafer_runtime_device {
 
 const struct wafer_config *wafer_runtime_get_config(const wafer_runtime *runtime);
 
+/* The runtime's tuner (core/autotune.h): created with the runtime. */
+struct wafer_tuner *wafer_runtime_tuner(const wafer_runtime *runtime);
+
 /* Resolves |selector| ("default", "cpu", "cuda:1") and returns the device,
  * opening it on first use (plugin->device_open, device_kernels) and
  * counting one reference. Thread-safe. Errors: WAFER_ERROR_INVALID_ARGUMENT

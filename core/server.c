@@ -151,6 +151,52 @@ static wafer_status run_execute(struct wafer_server *server,
 	return WAFER_OK;
 }
 
+/* The client offers timers only where the plugin has both entries
+ * (WAFER_CAP_DEVICE_TIMERS); the checks here guard the server anyway. */
+static wafer_status run_timer_begin(struct wafer_server *server,
+				    const struct wafer_command *c)
+{
+	const struct wafer_server_ops *ops = server->device->plugin->server;
+
+	*c->timer_slot = NULL;
+	if (!WAFER_STRUCT_HAS(ops, struct wafer_server_ops, timer_end) ||
+	    !ops->timer_begin || !ops->timer_end)
+		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
+				  "%s has no device timers",
+				  server->device->backend);
+	server->queue_dirty = true;
+	wafer_status status = ops->timer_begin(server->device->device,
+					       server->queue, c->timer_slot);
+	if (status != WAFER_OK) {
+		*c->timer_slot = NULL;
+		return wafer_fail_context(status, "%s: timer_begin",
+					  server->device->backend);
+	}
+	return WAFER_OK;
+}
+
+static wafer_status run_timer_end(struct wafer_server *server,
+				  const struct wafer_command *c)
+{
+	const struct wafer_server_ops *ops = server->device->plugin->server;
+	void *timer = *c->timer_slot;
+
+	*c->timer_slot = NULL;
+	*c->elapsed_ns = 0;
+	if (!timer)
+		return wafer_fail(WAFER_ERROR_INTERNAL,
+				  "%s: timer_end without a timer (timer_begin "
+				  "failed)",
+				  server->device->backend);
+	wafer_status status = ops->timer_end(server->device->device,
+					     server->queue, timer,
+					     c->elapsed_ns);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status, "%s: timer_end",
+					  server->device->backend);
+	return WAFER_OK;
+}
+
 wafer_status wafer_server_run(struct wafer_server *server,
 			      const struct wafer_command *c)
 {
@@ -201,6 +247,10 @@ wafer_status wafer_server_run(struct wafer_server *server,
 	case WAFER_COMMAND_TRIM:
 		wafer_memory_trim_cache(server->memory);
 		return WAFER_OK;
+	case WAFER_COMMAND_TIMER_BEGIN:
+		return run_timer_begin(server, c);
+	case WAFER_COMMAND_TIMER_END:
+		return run_timer_end(server, c);
 	}
 	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);
 }

@@ -30,6 +30,12 @@ enum wafer_command_kind {
 	WAFER_COMMAND_SYNC,    /* waits for the queue */
 	WAFER_COMMAND_USAGE,   /* usage */
 	WAFER_COMMAND_TRIM,
+	/* Device timers (autotune): BEGIN stores the plugin's timer in
+	 * *timer_slot; END takes it from there, waits for the work between
+	 * and stores the nanoseconds in *elapsed_ns. BEGIN returns nothing,
+	 * so a queueing channel need not wait for it; END waits. */
+	WAFER_COMMAND_TIMER_BEGIN, /* timer_slot */
+	WAFER_COMMAND_TIMER_END,   /* timer_slot, elapsed_ns; waits */
 };
 
 /* Kernels take at most this many bindings through wafer_execute. */
@@ -56,6 +62,8 @@ struct wafer_command {
 	uint64_t global[3];
 	uint32_t local[3];
 	wafer_memory_usage *usage;
+	void **timer_slot;
+	uint64_t *elapsed_ns;
 };
 
 struct wafer_server {

@@ -189,7 +189,7 @@ san=$OUT/sanitizer.log
 if [ -n "$sanitizer" ]; then
 	# $memcheck is a command with arguments: split on purpose.
 	# shellcheck disable=SC2086
-	memcheck="$sanitizer --tool memcheck --leak-check full --error-exitcode 86 --print-limit 50"
+	memcheck="$sanitizer --tool memcheck --report-api-errors no --leak-check full --error-exitcode 86 --print-limit 50"
 	# shellcheck disable=SC2086
 	stage "memcheck cuda_plugin --real" "$san" 300 \
 		./libtool --mode=execute $memcheck t/cuda_plugin --real

@@ -63,7 +63,15 @@ dist_man_MANS += \
 
 dist_man_MANS += man/wafer-bench.1
 dist_man_MANS += man/wafer-channels.7
+# Autotune: the calls of <wafer/autotune.h> and the [autotune] settings.
+dist_man_MANS += man/wafer_execute_autotune.3 man/wafer-autotune.7 \
+	man/wafer_autotune_execute_candidate.3 \
+	man/wafer_autotune_candidates.3 \
+	man/wafer_autotune_cache_file.3 \
+	man/wafer_autotune_stats_get.3 \
+	man/wafer_autotune_anchor.3
 dist_man_MANS += man/wafer-replay.1
 dist_man_MANS += man/wafer-memory.7
 dist_man_MANS += man/wafer-cuda.7
 dist_man_MANS += man/wafer-opencl.7
+dist_man_MANS += man/wafer-levelzero.7

@@ -39,68 +39,8 @@ SANITIZER_HOOK const char *__tsan_default_options(void)
 }
 #endif
 
-/*===----------------------------------------------------------------------===
- * A fake core: host services that record what the plugin says
- *===----------------------------------------------------------------------===*/
-
-static _Thread_local char last_error[1024];
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char last_log[1024];
-static int log_count;
-
-static void fake_set_error(const char *format, ...)
-	__attribute__((format(printf, 1, 2)));
-static void fake_set_error(const char *format, ...)
-{
-	va_list ap;
-	va_start(ap, format);
-	vsnprintf(last_error, sizeof last_error, format, ap);
-	va_end(ap);
-}
-
-static void fake_log(const struct wafer_host_services *host,
-		     wafer_log_level level, const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-static void fake_log(const struct wafer_host_services *host,
-		     wafer_log_level level, const char *format, ...)
-{
-	va_list ap;
-	pthread_mutex_lock(&log_lock);
-	va_start(ap, format);
-	vsnprintf(last_log, sizeof last_log, format, ap);
-	va_end(ap);
-	log_count++;
-	pthread_mutex_unlock(&log_lock);
-}
-
-static const struct wafer_host_services fake_host = {
-	.struct_size = sizeof(struct wafer_host_services),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
-	.set_error = fake_set_error,
-	.log = fake_log,
-};
-
-/* tap.h's is_status reads libwafer's error text; this test has no libwafer
- * and shows what the plugin passed to set_error instead. */
-static int status_is(wafer_status got, wafer_status want, const char *format,
-		     ...) __attribute__((format(printf, 3, 4)));
-static int status_is(wafer_status got, wafer_status want, const char *format,
-		     ...)
-{
-	char name[512];
-	va_list ap;
-	int pass;
-
-	va_start(ap, format);
-	vsnprintf(name, sizeof name, format, ap);
-	va_end(ap);
-	pass = ok(got == want, "%s", name);
-	if (!pass)
-		diag("got status %d, want %d; set_error: %s", (int)got,
-		     (int)want, last_error);
-	return pass;
-}
+/* A fake core: host services that record what the plugin says. */
+#include "t/fake_host.h"
 
 /*===----------------------------------------------------------------------===
  * Helpers

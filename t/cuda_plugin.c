@@ -36,80 +36,8 @@
 #include "t/half.h"
 #include "t/tap.h"
 
-/*===----------------------------------------------------------------------===
- * A fake core: host services that record what the plugin says
- *===----------------------------------------------------------------------===*/
-
-static _Thread_local char last_error[1024];
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char last_log[1024];
-/* Every line logged since the last clear_logs(), one per line. */
-static char logs[16384];
-static int log_count;
-
-static void clear_logs(void)
-{
-	pthread_mutex_lock(&log_lock);
-	logs[0] = '\0';
-	log_count = 0;
-	pthread_mutex_unlock(&log_lock);
-}
-
-static void fake_set_error(const char *format, ...)
-	__attribute__((format(printf, 1, 2)));
-static void fake_set_error(const char *format, ...)
-{
-	va_list ap;
-	va_start(ap, format);
-	vsnprintf(last_error, sizeof last_error, format, ap);
-	va_end(ap);
-}
-
-static void fake_log(const struct wafer_host_services *host,
-		     wafer_log_level level, const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-static void fake_log(const struct wafer_host_services *host,
-		     wafer_log_level level, const char *format, ...)
-{
-	va_list ap;
-	pthread_mutex_lock(&log_lock);
-	va_start(ap, format);
-	vsnprintf(last_log, sizeof last_log, format, ap);
-	va_end(ap);
-	log_count++;
-	size_t used = strlen(logs);
-	snprintf(logs + used, sizeof logs - used, "%s\n", last_log);
-	if (getenv("T_VERBOSE"))
-		printf("# log: %s\n", last_log);
-	pthread_mutex_unlock(&log_lock);
-}
-
-static const struct wafer_host_services fake_host = {
-	.struct_size = sizeof(struct wafer_host_services),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
-	.set_error = fake_set_error,
-	.log = fake_log,
-};
-
-static int status_is(wafer_status got, wafer_status want, const char *format,
-		     ...) __attribute__((format(printf, 3, 4)));
-static int status_is(wafer_status got, wafer_status want, const char *format,
-		     ...)
-{
-	char name[512];
-	va_list ap;
-	int pass;
-
-	va_start(ap, format);
-	vsnprintf(name, sizeof name, format, ap);
-	va_end(ap);
-	pass = ok(got == want, "%s", name);
-	if (!pass)
-		diag("got status %d, want %d; set_error: %s", (int)got,
-		     (int)want, last_error);
-	return pass;
-}
+/* A fake core: host services that record what the plugin says. */
+#include "t/fake_host.h"
 
 /*===----------------------------------------------------------------------===
  * Helpers
@@ -342,11 +270,11 @@ static void test_options(void)
 	     "staging_chunk (8388608 bytes)",
 	     "  ... naming both");
 
-	clear_logs();
+	log_reset();
 	opts[0] = option("colour", "green", "/etc/wafer/conf.d/10-cuda.conf:9");
 	status_is(init_with(opts, 1, &state), WAFER_OK,
 		  "an unknown option does not fail init");
-	like(logs, "/etc/wafer/conf.d/10-cuda.conf:9: [cuda] unknown "
+	like(log_text, "/etc/wafer/conf.d/10-cuda.conf:9: [cuda] unknown "
 	     "option 'colour' ignored",
 	     "  ... it is logged with its origin");
 	plugin->shutdown(state);
@@ -1298,7 +1226,7 @@ static void test_no_pinned(void)
 		ok(0, "no pinned memory: open: %s", last_error);
 		return;
 	}
-	clear_logs();
+	log_reset();
 	s0 = stats();
 	roundtrip(device, queue, 100000, "no pinned memory");
 	roundtrip(device, queue, 5 << 20, "no pinned memory");
@@ -1306,7 +1234,7 @@ static void test_no_pinned(void)
 	ok(s1.pinned_copies == s0.pinned_copies &&
 		   s1.pageable_copies > s0.pageable_copies,
 	   "  ... every copy went unstaged");
-	like(logs, "cannot pin a", "  ... which was logged");
+	like(log_text, "cannot pin a", "  ... which was logged");
 	plugin->server->queue_destroy(device, queue);
 	plugin->device_close(device);
 	plugin->shutdown(state);
@@ -1527,9 +1455,9 @@ static void test_device(void *state)
 					&range) == WAFER_OK &&
 	    plugin->storage->vm_map(device, range, 0, info.vm_granularity) ==
 		    WAFER_OK) {
-		clear_logs();
+		log_reset();
 		plugin->device_close(device);
-		like(logs, "device closed with", "device_close releases a "
+		like(log_text, "device closed with", "device_close releases a "
 		     "forgotten range");
 	} else {
 		plugin->device_close(device);

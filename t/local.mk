@@ -22,7 +22,7 @@ AM_TESTS_ENVIRONMENT = \
 #    add leak reports, never hide one.
 #  - t/lsan-opencl.supp: what PoCL and its LLVM leak while compiling
 #    (driver frames only; the file says why).
-EXTRA_DIST += t/tap.h t/lsan-opencl.supp
+EXTRA_DIST += t/tap.h t/fake_host.h t/lsan-opencl.supp
 # Test programs link the convenience library to reach internals.
 T_CORE_LIBS = libwafer-core.la
 
@@ -124,6 +124,28 @@ EXTRA_DIST += t/opencl_host.h
 TESTS += t/exports.sh
 EXTRA_DIST += t/exports.sh
 
+# Autotune: choices, cache files, processes (t/plugins/tunable.c gives
+# kernel variants of known cost on a fake device clock).
+check_LTLIBRARIES += t/plugins/tunable.la
+t_plugins_tunable_la_SOURCES = t/plugins/tunable.c t/plugins/tunable.h \
+	$(T_PLUGIN_COMMON)
+t_plugins_tunable_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
+check_PROGRAMS += t/autotune
+TESTS += t/autotune
+t_autotune_LDADD = libwafer.la
+
+# The cpu plugin's matmul and reduction variants against a reference, and
+# the ops layer's tuned launches.
+check_PROGRAMS += t/cpu_variants
+TESTS += t/cpu_variants
+t_cpu_variants_LDADD = libwafer.la -lm
+
+# Autotune's cache files of the tests that tune through the ops layer.
+clean-local: clean-local-t
+clean-local-t:
+	-rm -rf t/xdg-cache
+.PHONY: clean-local-t
+
 # Every operation of ops.h against a host reference (backend-neutral).
 check_PROGRAMS += t/ops
 TESTS += t/ops
@@ -214,3 +236,56 @@ clean-local: clean-local-t-cache
 clean-local-t-cache:
 	-rm -rf t/xdg-cache
 .PHONY: clean-local-t-cache
+EXTRA_DIST += t/backend-opencl.conf
+# The Level Zero plugin, without Level Zero hardware: a test driver
+# (t/levelzero/driver.c, host memory) that the real oneAPI loader loads
+# through ZE_ENABLE_ALT_DRIVERS. Only these tests name it; nothing else in
+# the suite, and no run of wafer-info outside them, sees it.
+EXTRA_DIST += t/levelzero/fakeze.h t/levelzero/spirv.h \
+	t/levelzero_nodriver.sh t/levelzero_spirv.sh t/levelzero_intercept.sh
+if WAFER_LEVELZERO
+check_LTLIBRARIES += t/levelzero/fakeze.la
+t_levelzero_fakeze_la_SOURCES = t/levelzero/driver.c t/levelzero/fakeze.h \
+	t/levelzero/spirv.c t/levelzero/spirv.h
+t_levelzero_fakeze_la_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS)
+# No version script: the loader looks up the zeGet*ProcAddrTable exports.
+t_levelzero_fakeze_la_LDFLAGS = -module -avoid-version -shared \
+	-no-undefined -rpath /nowhere
+
+# The plugin through the vendor ABI alone, on the test driver.
+check_PROGRAMS += t/levelzero_plugin
+TESTS += t/levelzero_plugin
+t_levelzero_plugin_SOURCES = t/levelzero_plugin.c t/levelzero/fakeze.h
+t_levelzero_plugin_LDADD = -ldl
+
+# The plugin through libwafer: every memory strategy, every channel.
+check_PROGRAMS += t/levelzero_client
+TESTS += t/levelzero_client
+t_levelzero_client_SOURCES = t/levelzero_client.c t/levelzero/fakeze.h
+t_levelzero_client_LDADD = $(T_CORE_LIBS) -ldl
+
+# The same with the loader's intercept layer on (several drivers).
+TESTS += t/levelzero_intercept.sh
+
+# wafer-info without a driver and with the test driver; the embedded
+# SPIR-V module validated.
+TESTS += t/levelzero_nodriver.sh t/levelzero_spirv.sh
+AM_TESTS_ENVIRONMENT += SPIRV_VAL='$(SPIRV_VAL)'; export SPIRV_VAL;
+endif
+
+# What the Level Zero plugin's kernels compute, on an OpenCL device (pocl's
+# CPU device in CI): kernels.cl built by the device's own compiler and
+# launched as the plugin's kernels.c prepares each launch. Not the SPIR-V
+# module, not Intel hardware (see the test's comment).
+EXTRA_DIST += t/levelzero_kernels_cl.c
+if WAFER_LEVELZERO
+if WAFER_OPENCL
+check_PROGRAMS += t/levelzero_kernels_cl
+TESTS += t/levelzero_kernels_cl
+t_levelzero_kernels_cl_SOURCES = t/levelzero_kernels_cl.c \
+	plugins/levelzero/kernels.c
+t_levelzero_kernels_cl_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS) \
+	$(OPENCL_CFLAGS)
+t_levelzero_kernels_cl_LDADD = $(OPENCL_LIBS) -lm
+endif
+endif

@@ -20,85 +20,16 @@
 
 #include "t/tap.h"
 
-static _Thread_local char last_error[4096];
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_text[65536];
-static int log_count;
+#include "t/fake_host.h"
+
 /* "built <unit> for <device> from source" lines: clBuildProgram calls on
  * source (program.c logs each at info level). */
 static int source_builds;
 
-static void fake_set_error(const char *format, ...)
-	__attribute__((format(printf, 1, 2)));
-static void fake_set_error(const char *format, ...)
+static void count_source_builds(const char *line)
 {
-	va_list ap;
-	va_start(ap, format);
-	vsnprintf(last_error, sizeof last_error, format, ap);
-	va_end(ap);
-}
-
-static void fake_log(const struct wafer_host_services *host,
-		     wafer_log_level level, const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-static void fake_log(const struct wafer_host_services *host,
-		     wafer_log_level level, const char *format, ...)
-{
-	char line[4096];
-	size_t used;
-	va_list ap;
-
-	va_start(ap, format);
-	vsnprintf(line, sizeof line, format, ap);
-	va_end(ap);
-	pthread_mutex_lock(&log_lock);
-	log_count++;
 	if (strstr(line, " from source in "))
 		source_builds++;
-	used = strlen(log_text);
-	if (used + 2 < sizeof log_text)
-		snprintf(log_text + used, sizeof log_text - used, "%s\n", line);
-	pthread_mutex_unlock(&log_lock);
-	if (getenv("T_OPENCL_VERBOSE"))
-		fprintf(stderr, "log: %s\n", line);
-}
-
-__attribute__((unused)) static void log_reset(void)
-{
-	pthread_mutex_lock(&log_lock);
-	log_text[0] = '\0';
-	log_count = 0;
-	source_builds = 0;
-	pthread_mutex_unlock(&log_lock);
-}
-
-static const struct wafer_host_services fake_host = {
-	.struct_size = sizeof(struct wafer_host_services),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
-	.set_error = fake_set_error,
-	.log = fake_log,
-};
-
-/* tap.h's is_status reads libwafer's error text; these tests have no
- * libwafer and show what the plugin passed to set_error instead. */
-static int status_is(wafer_status got, wafer_status want, const char *format,
-		     ...) __attribute__((format(printf, 3, 4), unused));
-static int status_is(wafer_status got, wafer_status want, const char *format,
-		     ...)
-{
-	char name[512];
-	va_list ap;
-	int pass;
-
-	va_start(ap, format);
-	vsnprintf(name, sizeof name, format, ap);
-	va_end(ap);
-	pass = ok(got == want, "%s", name);
-	if (!pass)
-		diag("got status %d, want %d; set_error: %s", (int)got,
-		     (int)want, last_error);
-	return pass;
 }
 
 static const struct wafer_plugin *plugin;
@@ -122,6 +53,7 @@ static void load_plugin(void)
 		exit(1);
 	}
 	query = (wafer_plugin_query_fn)dlsym(so, WAFER_PLUGIN_QUERY_SYMBOL);
+	fake_log_hook = count_source_builds;
 	plugin = query ? query(WAFER_PLUGIN_ABI_MAJOR, &fake_host) : NULL;
 	if (!plugin) {
 		printf("Bail out! %s: no descriptor\n", path);
@@ -140,13 +72,24 @@ static struct wafer_plugin_option option(const char *key, const char *value,
 	};
 }
 
+/* Initialises the plugin with |options| after `type = all`: CPU OpenCL
+ * devices such as PoCL are opt-in, and the tests run on whatever device
+ * the machine has (a `type` among |options| still wins, being later). */
 static wafer_status init_with(const struct wafer_plugin_option *options,
 			      size_t count, void **out_state)
 {
+	struct wafer_plugin_option all[32];
+	if (count >= sizeof all / sizeof all[0]) {
+		printf("Bail out! init_with: %zu options is too many\n", count);
+		exit(1);
+	}
+	all[0] = option("type", "all", "t/opencl_host.h");
+	for (size_t i = 0; i < count; i++)
+		all[i + 1] = options[i];
 	struct wafer_plugin_init_args args = {
 		.struct_size = sizeof args,
-		.options = options,
-		.option_count = count,
+		.options = all,
+		.option_count = count + 1,
 		.host = &fake_host,
 	};
 	return plugin->init(&args, out_state);

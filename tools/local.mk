@@ -7,9 +7,11 @@ tools_wafer_info_LDADD = libwafer.la
 bin_PROGRAMS += tools/wafer-bench
 tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
 	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c \
-	tools/bench/compare.c tools/bench/bandwidth.c tools/bench/raw.h
-tools_wafer_bench_LDADD = libwafer.la -lm
-tools_wafer_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BENCH_CUDA_CPPFLAGS)
+	tools/bench/matmul.c tools/bench/compare.c tools/bench/bandwidth.c \
+	tools/bench/raw.h
+# OpenBLAS, when configure found it, is matmul's reference.
+tools_wafer_bench_LDADD = libwafer.la $(OPENBLAS_LIBS) -lm
+tools_wafer_bench_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) $(BENCH_CUDA_CPPFLAGS)
 # Raw vendor counterparts (tools/bench/raw.h): with the cuda plugin, the
 # driver and cuBLAS called directly (loaded with the plugin's own dlopen
 # loader) and the `sgemm` benchmark; its baseline kernels are compiled by

@@ -22,6 +22,8 @@ static const struct {
 	 "no-op kernel per channel: queued execute, round trip, plain plugin call"},
 	{"alloc", bench_alloc,
 	 "reserve+release of a cached size per strategy, beside malloc+free"},
+	{"matmul", bench_matmul,
+	 "f32 matmul GFLOP/s: tuned, each variant, OpenBLAS direct"},
 	{"donation", bench_donation,
 	 "peak memory of a chain of 10 ops per copy semantics (ops.h)"},
 	{"compare", bench_compare,

@@ -8,8 +8,8 @@
  *   mpsc    queues it to one runner thread per client; calls that return
  *           no result return at once (see mpsc.c).
  * Whatever the channel, commands one thread submits run in order, and a
- * command that returns a result (read, sync, usage) has run when submit
- * returns. */
+ * command that returns a result (read, sync, usage, timer end) has run
+ * when submit returns. */
 #ifndef WAFER_CORE_CHANNEL_CHANNEL_H
 #define WAFER_CORE_CHANNEL_CHANNEL_H
 

@@ -2,10 +2,10 @@
  *
  * mpsc.c: the `mpsc` channel — many producer threads, one runner thread
  * per client that owns the server. Commands that return nothing (execute,
- * write, reserve, release, asynchronous read, trim) are copied into a node,
- * pushed, and the call returns at once; commands that return something
- * (read, sync, usage) push a node with a waiter and block until the runner
- * has run it.
+ * write, reserve, release, asynchronous read, trim, timer begin) are copied
+ * into a node, pushed, and the call returns at once; commands that return
+ * something (read, sync, usage, timer end) push a node with a waiter and
+ * block until the runner has run it.
  *
  * The queue is an intrusive multi-producer single-consumer list: a push is
  * one atomic exchange and one store, and the runner pops without any lock,
@@ -297,6 +297,7 @@ static wafer_status mpsc_submit(void *self, const struct wafer_command *command)
 	case WAFER_COMMAND_READ:
 	case WAFER_COMMAND_SYNC:
 	case WAFER_COMMAND_USAGE:
+	case WAFER_COMMAND_TIMER_END:
 		return push_and_wait(ch, command, false);
 	case WAFER_COMMAND_WRITE:
 		if (command->size > MPSC_COPY_WRITE_MAX)

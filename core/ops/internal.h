@@ -179,6 +179,15 @@ wafer_status wafer_op_launch(wafer_client *client,
 			     const void *params, size_t params_size,
 			     uint64_t g0, uint64_t g1, uint64_t g2);
 
+/* wafer_op_launch through autotune (tuned.c) for the kernels that have a
+ * tunable — matmul, reduce_sum, reduce_max: the plugin's variant that is
+ * fastest for the shape runs. Other kernels launch as wafer_op_launch. */
+wafer_status wafer_op_launch_tuned(wafer_client *client,
+				   const struct wafer_kernel *kernel,
+				   const wafer_handle *handles, size_t count,
+				   const void *params, size_t params_size,
+				   uint64_t g0, uint64_t g1, uint64_t g2);
+
 /* copy_strided: gathers |view| (read through handle |src|, which may be
  * the view's handle or its donated successor) into dense |dst|. */
 wafer_status wafer_op_gather(wafer_client *client,

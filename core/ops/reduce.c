@@ -101,8 +101,8 @@ WAFER_API wafer_status wafer_op_reduce(wafer_client *client,
 	}
 	const wafer_handle h[2] = {call.out.handle, in};
 	if (status == WAFER_OK)
-		status = wafer_op_launch(client, kernel, h, 2, &rows,
-					 sizeof rows, rows.rows, 1, 1);
+		status = wafer_op_launch_tuned(client, kernel, h, 2, &rows,
+					       sizeof rows, rows.rows, 1, 1);
 	if (gather)
 		wafer_release(client, temp.handle);
 	return wafer_op_finish(&call, status, out);

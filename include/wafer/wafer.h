@@ -320,13 +320,13 @@ WAFER_API wafer_status wafer_execute(wafer_client *client,
  * raised (reported once), or WAFER_OK. */
 WAFER_API wafer_status wafer_sync(wafer_client *client);
 
-/* Planned with autotune (include/wafer/autotune.h, a later release):
+/* Autotune (include/wafer/autotune.h, wafer_execute_autotune(3)):
  *   wafer_status wafer_execute_autotune(wafer_client *client,
  *                                       const wafer_tunable *op,
  *                                       const void *inputs,
- *                                       wafer_autotune_result *out);
- * runs the fastest candidate of |op| for the key of |inputs|, tuning once
- * per key and device and caching the choice on disk. */
+ *                                       wafer_autotune_result *out_result);
+ * runs the fastest candidate of |op| for the key of |inputs|, measuring
+ * once per key and device and keeping the choice in memory and on disk. */
 
 /*===----------------------------------------------------------------------===
  * Memory

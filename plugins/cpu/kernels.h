@@ -169,6 +169,14 @@ wafer_status cpu_check_strided(uint32_t rank, const uint64_t *shape,
 			      uint64_t *out_span, uint64_t *out_count,
 			      char *why, size_t size);
 
+/* The checks of matmul (matmul.c) and of the reductions over rows
+ * (kernels_reduce.c), shared by their further variants (matmul_*.c,
+ * reduce_split.c). */
+wafer_status cpu_check_matmul(const struct cpu_kernel_args *args, char *why,
+			      size_t size);
+wafer_status cpu_check_reduce(const struct cpu_kernel_args *args, char *why,
+			      size_t size);
+
 /* Element size of a dtype the cpu kernels move (f32, f16, bf16, i32);
  * 0 for others. */
 size_t cpu_dtype_size(uint32_t dtype);

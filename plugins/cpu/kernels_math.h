@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "plugins/cpu/kernels.h" /* CPU_BLOCK */
+
 static inline uint32_t cpu_f2u(float x)
 {
 	uint32_t u;
@@ -166,6 +168,54 @@ static inline float cpu_min(float a, float b)
 {
 	float m = a < b ? a : b;
 	return a != a || b != b ? a + b : m;
+}
+
+/* Sum and maximum of |cols| floats in CPU_BLOCK lanes (a fixed-length loop
+ * gcc vectorises), shared by the per-row and split-row reductions. */
+static inline float cpu_sum_f32(const float *x, size_t cols)
+{
+	float lanes[CPU_BLOCK] = {0};
+	size_t i = 0;
+
+	for (; i + CPU_BLOCK <= cols; i += CPU_BLOCK)
+		for (size_t j = 0; j < CPU_BLOCK; j++)
+			lanes[j] += x[i + j];
+	for (size_t j = 0; i < cols; i++, j++)
+		lanes[j] += x[i];
+	for (size_t width = CPU_BLOCK / 2; width > 0; width /= 2)
+		for (size_t j = 0; j < width; j++)
+			lanes[j] += lanes[j + width];
+	return lanes[0];
+}
+
+/* The maximum, NaN if any element is NaN (counted separately: a compare
+ * alone would drop NaN in one direction). */
+static inline float cpu_max_f32(const float *x, size_t cols)
+{
+	float lanes[CPU_BLOCK];
+	int nan[CPU_BLOCK] = {0};
+	size_t i = 0;
+
+	for (size_t j = 0; j < CPU_BLOCK; j++)
+		lanes[j] = -INFINITY;
+	for (; i + CPU_BLOCK <= cols; i += CPU_BLOCK)
+		for (size_t j = 0; j < CPU_BLOCK; j++) {
+			float v = x[i + j];
+			lanes[j] = v > lanes[j] ? v : lanes[j];
+			nan[j] |= v != v;
+		}
+	for (size_t j = 0; i < cols; i++, j++) {
+		float v = x[i];
+		lanes[j] = v > lanes[j] ? v : lanes[j];
+		nan[j] |= v != v;
+	}
+	float m = lanes[0];
+	int any = nan[0];
+	for (size_t j = 1; j < CPU_BLOCK; j++) {
+		m = lanes[j] > m ? lanes[j] : m;
+		any |= nan[j];
+	}
+	return any ? NAN : m;
 }
 
 #endif

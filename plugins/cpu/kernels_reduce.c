@@ -16,57 +16,12 @@
 #include "plugins/cpu/kernels_math.h"
 #include "plugins/cpu/threadpool.h"
 
-static float row_sum(const float *x, size_t cols)
-{
-	float lanes[CPU_BLOCK] = {0};
-	size_t i = 0;
-
-	for (; i + CPU_BLOCK <= cols; i += CPU_BLOCK)
-		for (size_t j = 0; j < CPU_BLOCK; j++)
-			lanes[j] += x[i + j];
-	for (size_t j = 0; i < cols; i++, j++)
-		lanes[j] += x[i];
-	for (size_t width = CPU_BLOCK / 2; width > 0; width /= 2)
-		for (size_t j = 0; j < width; j++)
-			lanes[j] += lanes[j + width];
-	return lanes[0];
-}
-
-/* The maximum, NaN if any element is NaN (counted separately: a compare
- * alone would drop NaN in one direction). */
-static float row_max(const float *x, size_t cols)
-{
-	float lanes[CPU_BLOCK];
-	int nan[CPU_BLOCK] = {0};
-	size_t i = 0;
-
-	for (size_t j = 0; j < CPU_BLOCK; j++)
-		lanes[j] = -INFINITY;
-	for (; i + CPU_BLOCK <= cols; i += CPU_BLOCK)
-		for (size_t j = 0; j < CPU_BLOCK; j++) {
-			float v = x[i + j];
-			lanes[j] = v > lanes[j] ? v : lanes[j];
-			nan[j] |= v != v;
-		}
-	for (size_t j = 0; i < cols; i++, j++) {
-		float v = x[i];
-		lanes[j] = v > lanes[j] ? v : lanes[j];
-		nan[j] |= v != v;
-	}
-	float m = lanes[0];
-	int any = nan[0];
-	for (size_t j = 1; j < CPU_BLOCK; j++) {
-		m = lanes[j] > m ? lanes[j] : m;
-		any |= nan[j];
-	}
-	return any ? NAN : m;
-}
 
 /* out[c] = e^(in[c] - max), returning their sum; then scaled. out may be
  * in: each element is read before it is written. */
 static void row_softmax(float *out, const float *in, size_t cols)
 {
-	const float m = row_max(in, cols);
+	const float m = cpu_max_f32(in, cols);
 	float lanes[CPU_BLOCK] = {0};
 	size_t i = 0;
 
@@ -117,13 +72,13 @@ static void rows_range(void *ctx, size_t begin, size_t end)
 		const float *x = job->in + r * cols;
 		switch (job->op) {
 		case ROW_SUM:
-			job->out[r] = row_sum(x, cols);
+			job->out[r] = cpu_sum_f32(x, cols);
 			break;
 		case ROW_MAX:
-			job->out[r] = row_max(x, cols);
+			job->out[r] = cpu_max_f32(x, cols);
 			break;
 		case ROW_MEAN:
-			job->out[r] = row_sum(x, cols) / (float)cols;
+			job->out[r] = cpu_sum_f32(x, cols) / (float)cols;
 			break;
 		case ROW_SOFTMAX:
 			row_softmax(job->out + r * cols, x, cols);
@@ -155,8 +110,8 @@ static wafer_status check_rows(const struct cpu_kernel_args *args,
 	return status;
 }
 
-static wafer_status check_reduce(const struct cpu_kernel_args *args, char *why,
-				size_t size)
+wafer_status cpu_check_reduce(const struct cpu_kernel_args *args, char *why,
+			      size_t size)
 {
 	return check_rows(args, 0, why, size);
 }
@@ -209,17 +164,17 @@ static wafer_status run_softmax(const struct cpu_kernel_args *args)
 }
 
 static const struct cpu_kernel_impl sum_impl = {
-	.check = check_reduce,
+	.check = cpu_check_reduce,
 	.run = run_sum,
 };
 
 static const struct cpu_kernel_impl max_impl = {
-	.check = check_reduce,
+	.check = cpu_check_reduce,
 	.run = run_max,
 };
 
 static const struct cpu_kernel_impl mean_impl = {
-	.check = check_reduce,
+	.check = cpu_check_reduce,
 	.run = run_mean,
 };
 

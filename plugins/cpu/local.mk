@@ -20,6 +20,15 @@ plugins_cpu_cpu_la_SOURCES += \
 	plugins/cpu/kernels_cast.c \
 	plugins/cpu/kernels_reduce.c \
 	plugins/cpu/matmul.c
+# Further variants for autotune to choose from: matmul on the plugin's own
+# GEMM engine (gemm.h) and on OpenBLAS when configure found it, and
+# reductions that split long rows.
+plugins_cpu_cpu_la_SOURCES += \
+	plugins/cpu/gemm.c plugins/cpu/gemm.h plugins/cpu/gemm_ukernel.c \
+	plugins/cpu/matmul_blocked.c \
+	plugins/cpu/matmul_rows.c \
+	plugins/cpu/matmul_openblas.c \
+	plugins/cpu/reduce_split.c
 # sqrtf becomes one instruction (and vectorises) only when it need not set
 # errno, and gcc if-converts the selects of exp, log, tanh (kernels_math.h)
 # into vector code only when floating-point operations may be assumed not
@@ -28,6 +37,7 @@ plugins_cpu_cpu_la_SOURCES += \
 # byte vectors" at -O2 with these, five of nine unary loops without).
 plugins_cpu_cpu_la_CFLAGS = $(AM_CFLAGS) -fno-math-errno -fno-trapping-math
 plugins_cpu_cpu_la_LDFLAGS = $(WAFER_PLUGIN_LDFLAGS)
+plugins_cpu_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
 # pthread comes from -pthread in WAFER_CFLAGS; libm for sqrtf's fallback.
-plugins_cpu_cpu_la_LIBADD = -lm
+plugins_cpu_cpu_la_LIBADD = -lm $(OPENBLAS_LIBS)
 EXTRA_plugins_cpu_cpu_la_DEPENDENCIES = $(top_srcdir)/plugins/plugin.map

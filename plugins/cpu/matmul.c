@@ -171,8 +171,8 @@ static uint64_t operand_span(uint64_t batch, uint64_t stride, uint64_t rows,
 	return span;
 }
 
-static wafer_status check_matmul(const struct cpu_kernel_args *args, char *why,
-				size_t size)
+wafer_status cpu_check_matmul(const struct cpu_kernel_args *args, char *why,
+			      size_t size)
 {
 	struct wafer_matmul_params p =
 		CPU_PARAMS(struct wafer_matmul_params, args->params);
@@ -226,7 +226,7 @@ static wafer_status run_matmul(const struct cpu_kernel_args *args)
 }
 
 static const struct cpu_kernel_impl matmul_impl = {
-	.check = check_matmul,
+	.check = cpu_check_matmul,
 	.run = run_matmul,
 };
 

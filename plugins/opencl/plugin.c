@@ -459,7 +459,9 @@ static wafer_status ocl_init(const struct wafer_plugin_init_args *args,
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	}
 	state->host = args->host;
-	state->type_mask = CL_DEVICE_TYPE_ALL;
+	/* CPU OpenCL devices (PoCL) are opt-in: the cpu plugin serves the
+	 * host's cores better, and "default" should not land on them. */
+	state->type_mask = CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR;
 	state->cache_enabled = 1;
 	state->clblast_enabled = 1;
 	for (size_t i = 0; i < args->option_count; i++) {

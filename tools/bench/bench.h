@@ -33,6 +33,7 @@ extern volatile uint64_t bench_sink;
 
 int bench_dispatch(int argc, char **argv);
 int bench_alloc(int argc, char **argv);
+int bench_matmul(int argc, char **argv);
 int bench_donation(int argc, char **argv);
 int bench_compare(int argc, char **argv);
 int bench_bandwidth(int argc, char **argv);

@@ -1,0 +1,96 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * matmul_openblas.c: the f32 matmul variant "openblas" — OpenBLAS's
+ * cblas_sgemm, once per matrix of the batch, with OpenBLAS's own threads.
+ * Built when configure finds OpenBLAS (pkg-config openblas; Debian
+ * libopenblas-dev); without it this file adds no variant and the plugin
+ * works the same. Vendor BLAS is a candidate like any other: autotune
+ * measures it beside the plugin's own kernels and picks it where it is
+ * faster (large matrices, usually), and not where its call overhead
+ * dominates. */
+#include "build-config.h"
+
+#include "plugins/cpu/kernels.h"
+
+#ifdef HAVE_OPENBLAS
+
+#include <stdio.h>
+
+#include <cblas.h>
+
+#ifdef __SANITIZE_THREAD__
+#include <pthread.h>
+
+/* OpenBLAS's worker threads synchronise by spinning on plain memory,
+ * which ThreadSanitizer cannot see, so every product they share with the
+ * caller would be reported as a race. In a ThreadSanitizer build OpenBLAS
+ * runs on the calling thread alone. */
+static pthread_once_t single_thread_once = PTHREAD_ONCE_INIT;
+
+static void single_thread(void)
+{
+	openblas_set_num_threads(1);
+}
+#endif
+
+static wafer_status run_openblas(const struct cpu_kernel_args *args)
+{
+#ifdef __SANITIZE_THREAD__
+	pthread_once(&single_thread_once, single_thread);
+#endif
+	struct wafer_matmul_params p =
+		CPU_PARAMS(struct wafer_matmul_params, args->params);
+	float *c = args->data[0];
+	const float *a = args->data[1];
+	const float *b = args->data[2];
+	/* Row-major: A is m x k (lda k), or k x m stored (lda m) when
+	 * transposed; B likewise. check_openblas made sure that m, n and k
+	 * fit the int CBLAS takes. */
+	const int m = (int)p.m, n = (int)p.n, k = (int)p.k;
+	const int lda = p.transpose_a ? m : k;
+	const int ldb = p.transpose_b ? k : n;
+
+	for (uint64_t t = 0; t < p.batch; t++)
+		cblas_sgemm(CblasRowMajor,
+			    p.transpose_a ? CblasTrans : CblasNoTrans,
+			    p.transpose_b ? CblasTrans : CblasNoTrans, m, n, k,
+			    1.0f, a + t * p.batch_stride_a, lda,
+			    b + t * p.batch_stride_b, ldb, 0.0f,
+			    c + t * p.batch_stride_c, n);
+	return WAFER_OK;
+}
+
+/* cpu_check_matmul, and dimensions CBLAS's int can hold. */
+static wafer_status check_openblas(const struct cpu_kernel_args *args,
+				   char *why, size_t size)
+{
+	struct wafer_matmul_params p =
+		CPU_PARAMS(struct wafer_matmul_params, args->params);
+
+	if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX) {
+		snprintf(why, size, "openblas: m, n and k must fit an int");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return cpu_check_matmul(args, why, size);
+}
+
+static const struct cpu_kernel_impl openblas_impl = {
+	.check = check_openblas,
+	.run = run_openblas,
+};
+
+static const struct wafer_kernel entries[] = {
+	CPU_KERNEL(WAFER_KERNEL_MATMUL, "openblas", WAFER_DTYPE_F32, 3,
+		   struct wafer_matmul_params, openblas_impl),
+};
+
+CPU_KERNEL_SET_DEFINE(matmul_openblas, entries);
+
+#else /* !HAVE_OPENBLAS */
+
+const struct cpu_kernel_set cpu_kernel_set_matmul_openblas = {
+	.entries = NULL,
+	.count = 0,
+};
+
+#endif

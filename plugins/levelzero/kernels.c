@@ -1,0 +1,724 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * kernels.c: the Level Zero plugin's kernel table (kernels.h) and the
+ * host half of every kernel: which entry point of kernels.cl a launch
+ * runs, what it passes, and how many work-groups it launches.
+ *
+ * A table entry's impl is a struct lz_kernel_impl: the family of the
+ * operation (how its bindings and parameters map to kernel arguments) and
+ * the SPIR-V kernel it runs. Each family has one prepare function that
+ * checks the parameter block against the bindings — plugin.h leaves that
+ * check to the plugin, and a kernel on a GPU must never be given a count
+ * that reaches past its buffer — and fills the dispatch.
+ *
+ * Coverage: the whole catalogue of plugin.h in f32; fill also in i32;
+ * copy and copy_strided also in i32, f16 and bf16; cast between f32, f16,
+ * bf16 and i32. Nothing in f64 (many Intel GPUs have no fp64). */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "plugins/levelzero/kernels.h"
+#include "plugins/levelzero/levelzero.h"
+
+const char *const lz_spirv_kernels[LZ_SPIRV_KERNEL_COUNT] = {
+#define LZ_NAME(name) #name,
+	LZ_SPIRV_KERNELS(LZ_NAME)
+#undef LZ_NAME
+};
+
+/*===----------------------------------------------------------------------===
+ * Families
+ *===----------------------------------------------------------------------===*/
+
+enum lz_family {
+	LZ_FAMILY_NOOP,
+	LZ_FAMILY_FILL,           /* {out}; wafer_fill_params */
+	LZ_FAMILY_UNARY,          /* {out, in}; wafer_elementwise_params */
+	LZ_FAMILY_BINARY,         /* {out, a, b}; wafer_elementwise_params */
+	LZ_FAMILY_SCALAR,         /* {out, a}; wafer_scalar_params */
+	LZ_FAMILY_BINARY_STRIDED, /* {out, a, b}; wafer_binary_strided_params */
+	LZ_FAMILY_COPY_STRIDED,   /* {out, in}; wafer_strided_copy_params */
+	LZ_FAMILY_CAST,           /* {out, in}; wafer_cast_params */
+	LZ_FAMILY_REDUCE,         /* {out, in}; wafer_rows_params */
+	LZ_FAMILY_SOFTMAX,        /* {out, in}; wafer_rows_params */
+	LZ_FAMILY_MATMUL,         /* {out, a, b}; wafer_matmul_params */
+};
+
+struct lz_kernel_impl {
+	enum lz_family family;
+	/* The SPIR-V kernel; cast picks its own by dtype_out. */
+	enum lz_spirv_kernel kernel;
+	/* Bytes per element of the entry's dtype. */
+	size_t element_size;
+};
+
+static size_t dtype_size(uint32_t dtype)
+{
+	switch (dtype) {
+	case WAFER_DTYPE_F32:
+	case WAFER_DTYPE_I32:
+		return 4;
+	case WAFER_DTYPE_F16:
+	case WAFER_DTYPE_BF16:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+/*===----------------------------------------------------------------------===
+ * Checks and launch shapes
+ *===----------------------------------------------------------------------===*/
+
+/* Does binding |i| of |sizes| hold |elements| of |esize| bytes? */
+static wafer_status check_holds(const struct wafer_host_services *host,
+				const struct wafer_kernel *entry,
+				const size_t sizes[], uint32_t i,
+				uint64_t elements, size_t esize)
+{
+	if (elements <= sizes[i] / esize)
+		return WAFER_OK;
+	host->set_error("levelzero: launch %s: binding %" PRIu32
+			" holds %zu bytes, too few for %" PRIu64
+			" elements of %zu bytes",
+			entry->op, i, sizes[i], elements, esize);
+	return WAFER_ERROR_OUT_OF_RANGE;
+}
+
+/* a * b + c into |*out|, or false on overflow. */
+static bool mul_add(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
+{
+	uint64_t p;
+
+	return !__builtin_mul_overflow(a, b, &p) &&
+	       !__builtin_add_overflow(p, c, out);
+}
+
+/* Group size along x for a 1-D kernel: the launch's hint when the device
+ * takes it, else LZ_GROUP_1D (or the device's largest, if smaller). */
+static uint32_t group_size_1d(const struct lz_limits *limits,
+			      const uint32_t local[3])
+{
+	uint32_t max = limits->max_group_size[0];
+
+	if (max > limits->max_total_group_size)
+		max = limits->max_total_group_size;
+	if (local && local[0] && local[0] <= max)
+		return local[0];
+	return LZ_GROUP_1D < max ? LZ_GROUP_1D : max;
+}
+
+/* Groups to cover |n| items of |size| each, capped at |max| (the kernels'
+ * grid-stride loops do the rest). */
+static uint32_t groups_for(uint64_t n, uint32_t size, uint32_t max)
+{
+	uint64_t groups = n / size + (n % size != 0);
+
+	return groups > max ? max : (uint32_t)groups;
+}
+
+static void shape_1d(struct lz_dispatch *d, const struct lz_limits *limits,
+		     const uint32_t local[3], uint64_t count)
+{
+	uint32_t size = group_size_1d(limits, local);
+
+	d->group_size[0] = size;
+	d->group_size[1] = d->group_size[2] = 1;
+	d->group_count[0] = groups_for(count, size, limits->max_group_count[0]);
+	d->group_count[1] = d->group_count[2] = count ? 1 : 0;
+}
+
+static void arg(struct lz_dispatch *d, const void *value, size_t size)
+{
+	d->args[d->arg_count].value = value;
+	d->args[d->arg_count].size = size;
+	d->arg_count++;
+}
+
+/* Bindings 0..n-1 as the first n (pointer) arguments. */
+static void arg_pointers(struct lz_dispatch *d, void *const ptrs[], uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		d->ptrs[i] = ptrs[i];
+		arg(d, &d->ptrs[i], sizeof d->ptrs[i]);
+	}
+}
+
+/* A 64-bit argument in word |w|. */
+static void arg_u64(struct lz_dispatch *d, uint32_t w, uint64_t value)
+{
+	d->words[w] = value;
+	arg(d, &d->words[w], sizeof(uint64_t));
+}
+
+/* A 32-bit argument (float, int or uint, as bits) in word |w|. */
+static void arg_32(struct lz_dispatch *d, uint32_t w, const void *value)
+{
+	memcpy(&d->words[w], value, 4);
+	arg(d, &d->words[w], 4);
+}
+
+/* The parameter block itself, by value (the kernel's struct is laid out
+ * field for field like plugin.h's). */
+static void arg_block(struct lz_dispatch *d, const void *params, size_t size)
+{
+	memcpy(d->block, params, size);
+	arg(d, d->block, size);
+}
+
+/*===----------------------------------------------------------------------===
+ * One prepare function per family
+ *===----------------------------------------------------------------------===*/
+
+struct prep {
+	const struct wafer_host_services *host;
+	const struct wafer_kernel *entry;
+	const struct lz_kernel_impl *impl;
+	void *const *ptrs;
+	const size_t *sizes;
+	const void *params;
+	const uint32_t *local;
+	const struct lz_limits *limits;
+};
+
+static wafer_status prep_noop(const struct prep *p, struct lz_dispatch *d)
+{
+	for (int i = 0; i < 3; i++)
+		d->group_size[i] = d->group_count[i] = 1;
+	return WAFER_OK;
+}
+
+/* out[i] = value converted to the dtype: f32 rounds, i32 truncates toward
+ * zero and saturates (NaN gives 0), as cast does. */
+static wafer_status prep_fill(const struct prep *p, struct lz_dispatch *d)
+{
+	struct wafer_fill_params fp;
+	wafer_status status;
+
+	memcpy(&fp, p->params, sizeof fp);
+	status = check_holds(p->host, p->entry, p->sizes, 0, fp.count,
+			     p->impl->element_size);
+	if (status != WAFER_OK)
+		return status;
+	arg_pointers(d, p->ptrs, 1);
+	arg_u64(d, 1, fp.count);
+	if (p->entry->dtype == WAFER_DTYPE_I32) {
+		int32_t v;
+		if (isnan(fp.value))
+			v = 0;
+		else if (fp.value >= 2147483647.0)
+			v = INT32_MAX;
+		else if (fp.value <= -2147483648.0)
+			v = INT32_MIN;
+		else
+			v = (int32_t)fp.value;
+		arg_32(d, 2, &v);
+	} else {
+		float v = (float)fp.value;
+		arg_32(d, 2, &v);
+	}
+	shape_1d(d, p->limits, p->local, fp.count);
+	return WAFER_OK;
+}
+
+/* unary (and copy) and binary: every binding holds count elements. */
+static wafer_status prep_elementwise(const struct prep *p,
+				     struct lz_dispatch *d)
+{
+	struct wafer_elementwise_params ep;
+	uint32_t n = p->entry->binding_count;
+	wafer_status status;
+
+	memcpy(&ep, p->params, sizeof ep);
+	for (uint32_t i = 0; i < n; i++) {
+		status = check_holds(p->host, p->entry, p->sizes, i, ep.count,
+				     p->impl->element_size);
+		if (status != WAFER_OK)
+			return status;
+	}
+	arg_pointers(d, p->ptrs, n);
+	arg_u64(d, 0, ep.count);
+	shape_1d(d, p->limits, p->local, ep.count);
+	return WAFER_OK;
+}
+
+static wafer_status prep_scalar(const struct prep *p, struct lz_dispatch *d)
+{
+	struct wafer_scalar_params sp;
+	wafer_status status;
+	float scalar;
+	uint32_t first;
+
+	memcpy(&sp, p->params, sizeof sp);
+	if (sp.scalar_first > 1) {
+		p->host->set_error("levelzero: launch %s: scalar_first is %" PRIu32
+				   ", not 0 or 1",
+				   p->entry->op, sp.scalar_first);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	for (uint32_t i = 0; i < 2; i++) {
+		status = check_holds(p->host, p->entry, p->sizes, i, sp.count,
+				     p->impl->element_size);
+		if (status != WAFER_OK)
+			return status;
+	}
+	scalar = (float)sp.scalar;
+	first = sp.scalar_first;
+	arg_pointers(d, p->ptrs, 2);
+	arg_u64(d, 0, sp.count);
+	arg_32(d, 1, &scalar);
+	arg_32(d, 2, &first);
+	shape_1d(d, p->limits, p->local, sp.count);
+	return WAFER_OK;
+}
+
+/* Checks rank and shape of a strided view and returns its element count
+ * in |*out_count|. */
+static wafer_status check_shape(const struct prep *p, uint32_t rank,
+				const uint64_t *shape, uint64_t *out_count)
+{
+	uint64_t count = 1;
+
+	if (rank < 1 || rank > WAFER_KERNEL_MAX_RANK) {
+		p->host->set_error("levelzero: launch %s: rank %" PRIu32
+				   " is not 1..%d",
+				   p->entry->op, rank, WAFER_KERNEL_MAX_RANK);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	for (uint32_t d = 0; d < rank; d++) {
+		if (shape[d] == 0 || !mul_add(count, shape[d], 0, &count)) {
+			p->host->set_error("levelzero: launch %s: shape[%" PRIu32
+					   "] = %" PRIu64
+					   " is zero or the shape overflows",
+					   p->entry->op, d, shape[d]);
+			return WAFER_ERROR_INVALID_ARGUMENT;
+		}
+	}
+	*out_count = count;
+	return WAFER_OK;
+}
+
+/* Elements a strided view of |shape| reaches: its last index plus one. */
+static wafer_status check_reach(const struct prep *p, uint32_t binding,
+				uint32_t rank, const uint64_t *shape,
+				const uint64_t *strides, uint64_t offset)
+{
+	uint64_t last = offset;
+
+	for (uint32_t d = 0; d < rank; d++) {
+		if (!mul_add(shape[d] - 1, strides[d], last, &last)) {
+			p->host->set_error("levelzero: launch %s: binding %" PRIu32
+					   ": strides overflow",
+					   p->entry->op, binding);
+			return WAFER_ERROR_OUT_OF_RANGE;
+		}
+	}
+	if (last == UINT64_MAX) {
+		p->host->set_error("levelzero: launch %s: binding %" PRIu32
+				   ": offset overflows",
+				   p->entry->op, binding);
+		return WAFER_ERROR_OUT_OF_RANGE;
+	}
+	return check_holds(p->host, p->entry, p->sizes, binding, last + 1,
+			   p->impl->element_size);
+}
+
+static wafer_status prep_binary_strided(const struct prep *p,
+					struct lz_dispatch *d)
+{
+	struct wafer_binary_strided_params bp;
+	uint64_t count;
+	wafer_status status;
+
+	memcpy(&bp, p->params, sizeof bp);
+	status = check_shape(p, bp.rank, bp.shape, &count);
+	if (status == WAFER_OK)
+		status = check_holds(p->host, p->entry, p->sizes, 0, count,
+				     p->impl->element_size);
+	if (status == WAFER_OK)
+		status = check_reach(p, 1, bp.rank, bp.shape, bp.a_strides,
+				     bp.a_offset);
+	if (status == WAFER_OK)
+		status = check_reach(p, 2, bp.rank, bp.shape, bp.b_strides,
+				     bp.b_offset);
+	if (status != WAFER_OK)
+		return status;
+	arg_pointers(d, p->ptrs, 3);
+	arg_block(d, p->params, sizeof bp);
+	shape_1d(d, p->limits, p->local, count);
+	return WAFER_OK;
+}
+
+static wafer_status prep_copy_strided(const struct prep *p,
+				      struct lz_dispatch *d)
+{
+	struct wafer_strided_copy_params cp;
+	uint64_t count;
+	wafer_status status;
+
+	memcpy(&cp, p->params, sizeof cp);
+	status = check_shape(p, cp.rank, cp.shape, &count);
+	if (status == WAFER_OK)
+		status = check_holds(p->host, p->entry, p->sizes, 0, count,
+				     p->impl->element_size);
+	if (status == WAFER_OK)
+		status = check_reach(p, 1, cp.rank, cp.shape, cp.strides,
+				     cp.offset);
+	if (status != WAFER_OK)
+		return status;
+	arg_pointers(d, p->ptrs, 2);
+	arg_block(d, p->params, sizeof cp);
+	shape_1d(d, p->limits, p->local, count);
+	return WAFER_OK;
+}
+
+/* Index of |dtype| among the four cast types, or -1. */
+static int cast_index(uint32_t dtype)
+{
+	switch (dtype) {
+	case WAFER_DTYPE_F32:
+		return 0;
+	case WAFER_DTYPE_F16:
+		return 1;
+	case WAFER_DTYPE_BF16:
+		return 2;
+	case WAFER_DTYPE_I32:
+		return 3;
+	default:
+		return -1;
+	}
+}
+
+/* cast_<in>_<out>; the diagonal is a plain copy of the element width. */
+static const enum lz_spirv_kernel cast_kernels[4][4] = {
+	{LZ_K_copy_b32, LZ_K_cast_f32_f16, LZ_K_cast_f32_bf16, LZ_K_cast_f32_i32},
+	{LZ_K_cast_f16_f32, LZ_K_copy_b16, LZ_K_cast_f16_bf16, LZ_K_cast_f16_i32},
+	{LZ_K_cast_bf16_f32, LZ_K_cast_bf16_f16, LZ_K_copy_b16, LZ_K_cast_bf16_i32},
+	{LZ_K_cast_i32_f32, LZ_K_cast_i32_f16, LZ_K_cast_i32_bf16, LZ_K_copy_b32},
+};
+
+static wafer_status prep_cast(const struct prep *p, struct lz_dispatch *d)
+{
+	struct wafer_cast_params cp;
+	int in, out;
+	wafer_status status;
+
+	memcpy(&cp, p->params, sizeof cp);
+	in = cast_index(cp.dtype_in);
+	out = cast_index(cp.dtype_out);
+	if (cp.dtype_in != (uint32_t)p->entry->dtype || out < 0 || in < 0) {
+		p->host->set_error("levelzero: launch cast: from dtype %" PRIu32
+				   " to %" PRIu32
+				   " is not offered by the %d entry (it "
+				   "converts to f32, f16, bf16 and i32)",
+				   cp.dtype_in, cp.dtype_out,
+				   (int)p->entry->dtype);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	status = check_holds(p->host, p->entry, p->sizes, 0, cp.count,
+			     dtype_size(cp.dtype_out));
+	if (status == WAFER_OK)
+		status = check_holds(p->host, p->entry, p->sizes, 1, cp.count,
+				     dtype_size(cp.dtype_in));
+	if (status != WAFER_OK)
+		return status;
+	d->kernel = cast_kernels[in][out];
+	arg_pointers(d, p->ptrs, 2);
+	arg_u64(d, 0, cp.count);
+	shape_1d(d, p->limits, p->local, cp.count);
+	return WAFER_OK;
+}
+
+/* Reductions and softmax: one group of LZ_ROW_GROUP items per row. */
+static wafer_status prep_rows(const struct prep *p, struct lz_dispatch *d)
+{
+	struct wafer_rows_params rp;
+	uint64_t cells;
+	wafer_status status;
+
+	memcpy(&rp, p->params, sizeof rp);
+	if (rp.cols == 0) {
+		p->host->set_error("levelzero: launch %s: cols is 0",
+				   p->entry->op);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (!mul_add(rp.rows, rp.cols, 0, &cells)) {
+		p->host->set_error("levelzero: launch %s: %" PRIu64 " x %" PRIu64
+				   " overflows",
+				   p->entry->op, rp.rows, rp.cols);
+		return WAFER_ERROR_OUT_OF_RANGE;
+	}
+	if (p->limits->max_group_size[0] < LZ_ROW_GROUP ||
+	    p->limits->max_total_group_size < LZ_ROW_GROUP) {
+		p->host->set_error("levelzero: launch %s: the device's "
+				   "work-groups hold fewer than %d items",
+				   p->entry->op, LZ_ROW_GROUP);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	status = check_holds(p->host, p->entry, p->sizes, 0,
+			     p->impl->family == LZ_FAMILY_SOFTMAX ? cells
+								  : rp.rows,
+			     p->impl->element_size);
+	if (status == WAFER_OK)
+		status = check_holds(p->host, p->entry, p->sizes, 1, cells,
+				     p->impl->element_size);
+	if (status != WAFER_OK)
+		return status;
+	arg_pointers(d, p->ptrs, 2);
+	arg_u64(d, 0, rp.rows);
+	arg_u64(d, 1, rp.cols);
+	d->group_size[0] = LZ_ROW_GROUP;
+	d->group_size[1] = d->group_size[2] = 1;
+	d->group_count[0] = groups_for(rp.rows, 1, p->limits->max_group_count[0]);
+	d->group_count[1] = d->group_count[2] = rp.rows ? 1 : 0;
+	return WAFER_OK;
+}
+
+/* Elements matrix t = batch - 1 ends at: (batch - 1) * stride + rows *
+ * cols, checked for overflow. */
+static bool matrix_reach(uint64_t batch, uint64_t stride, uint64_t rows,
+			 uint64_t cols, uint64_t *out)
+{
+	uint64_t cells;
+
+	return mul_add(rows, cols, 0, &cells) &&
+	       mul_add(batch - 1, stride, cells, out);
+}
+
+static wafer_status prep_matmul(const struct prep *p, struct lz_dispatch *d)
+{
+	struct wafer_matmul_params mp;
+	uint64_t reach_a, reach_b, reach_c;
+	wafer_status status;
+
+	memcpy(&mp, p->params, sizeof mp);
+	if (!mp.batch || !mp.m || !mp.n || !mp.k || mp.transpose_a > 1 ||
+	    mp.transpose_b > 1) {
+		p->host->set_error("levelzero: launch matmul: batch %" PRIu64
+				   ", m %" PRIu64 ", n %" PRIu64 ", k %" PRIu64
+				   " must be >= 1 and transpose flags 0 or 1",
+				   mp.batch, mp.m, mp.n, mp.k);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (!matrix_reach(mp.batch, mp.batch_stride_a, mp.m, mp.k, &reach_a) ||
+	    !matrix_reach(mp.batch, mp.batch_stride_b, mp.k, mp.n, &reach_b) ||
+	    !matrix_reach(mp.batch, mp.batch_stride_c, mp.m, mp.n, &reach_c)) {
+		p->host->set_error("levelzero: launch matmul: sizes overflow");
+		return WAFER_ERROR_OUT_OF_RANGE;
+	}
+	status = check_holds(p->host, p->entry, p->sizes, 0, reach_c, 4);
+	if (status == WAFER_OK)
+		status = check_holds(p->host, p->entry, p->sizes, 1, reach_a, 4);
+	if (status == WAFER_OK)
+		status = check_holds(p->host, p->entry, p->sizes, 2, reach_b, 4);
+	if (status != WAFER_OK)
+		return status;
+	if (p->limits->max_group_size[0] < LZ_TILE ||
+	    p->limits->max_group_size[1] < LZ_TILE ||
+	    p->limits->max_total_group_size < LZ_TILE * LZ_TILE) {
+		p->host->set_error("levelzero: launch matmul: the device's "
+				   "work-groups hold fewer than %d x %d items",
+				   LZ_TILE, LZ_TILE);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	arg_pointers(d, p->ptrs, 3);
+	arg_block(d, p->params, sizeof mp);
+	d->group_size[0] = d->group_size[1] = LZ_TILE;
+	d->group_size[2] = 1;
+	d->group_count[0] = groups_for(mp.n, LZ_TILE, p->limits->max_group_count[0]);
+	d->group_count[1] = groups_for(mp.m, LZ_TILE, p->limits->max_group_count[1]);
+	d->group_count[2] = groups_for(mp.batch, 1, p->limits->max_group_count[2]);
+	return WAFER_OK;
+}
+
+wafer_status lz_prepare(const struct wafer_host_services *host,
+			const struct wafer_kernel *entry,
+			void *const ptrs[], const size_t sizes[],
+			const void *params, const uint32_t local[3],
+			const struct lz_limits *limits, struct lz_dispatch *d)
+{
+	const struct lz_kernel_impl *impl = entry->impl;
+	const struct prep p = {
+		.host = host,
+		.entry = entry,
+		.impl = impl,
+		.ptrs = ptrs,
+		.sizes = sizes,
+		.params = params,
+		.local = local,
+		.limits = limits,
+	};
+
+	memset(d, 0, offsetof(struct lz_dispatch, block));
+	d->kernel = impl->kernel;
+	switch (impl->family) {
+	case LZ_FAMILY_NOOP:
+		return prep_noop(&p, d);
+	case LZ_FAMILY_FILL:
+		return prep_fill(&p, d);
+	case LZ_FAMILY_UNARY:
+	case LZ_FAMILY_BINARY:
+		return prep_elementwise(&p, d);
+	case LZ_FAMILY_SCALAR:
+		return prep_scalar(&p, d);
+	case LZ_FAMILY_BINARY_STRIDED:
+		return prep_binary_strided(&p, d);
+	case LZ_FAMILY_COPY_STRIDED:
+		return prep_copy_strided(&p, d);
+	case LZ_FAMILY_CAST:
+		return prep_cast(&p, d);
+	case LZ_FAMILY_REDUCE:
+	case LZ_FAMILY_SOFTMAX:
+		return prep_rows(&p, d);
+	case LZ_FAMILY_MATMUL:
+		return prep_matmul(&p, d);
+	}
+	host->set_error("levelzero: launch %s: unknown family %d", entry->op,
+			(int)impl->family);
+	return WAFER_ERROR_INTERNAL;
+}
+
+/*===----------------------------------------------------------------------===
+ * The kernel table
+ *===----------------------------------------------------------------------===*/
+
+#define IMPL(name_, family_, kernel_, esize_)                                  \
+	static const struct lz_kernel_impl name_ = {                           \
+		.family = (family_),                                           \
+		.kernel = (kernel_),                                           \
+		.element_size = (esize_),                                      \
+	}
+
+IMPL(noop_impl, LZ_FAMILY_NOOP, LZ_K_noop, 0);
+IMPL(fill_f32_impl, LZ_FAMILY_FILL, LZ_K_fill_f32, 4);
+IMPL(fill_i32_impl, LZ_FAMILY_FILL, LZ_K_fill_i32, 4);
+IMPL(copy_b32_impl, LZ_FAMILY_UNARY, LZ_K_copy_b32, 4);
+IMPL(copy_b16_impl, LZ_FAMILY_UNARY, LZ_K_copy_b16, 2);
+IMPL(copy_strided_b32_impl, LZ_FAMILY_COPY_STRIDED, LZ_K_copy_strided_b32, 4);
+IMPL(copy_strided_b16_impl, LZ_FAMILY_COPY_STRIDED, LZ_K_copy_strided_b16, 2);
+/* cast picks cast_kernels[in][out] at launch; the kernel here is unused. */
+IMPL(cast_f32_impl, LZ_FAMILY_CAST, LZ_K_copy_b32, 4);
+IMPL(cast_f16_impl, LZ_FAMILY_CAST, LZ_K_copy_b16, 2);
+IMPL(cast_bf16_impl, LZ_FAMILY_CAST, LZ_K_copy_b16, 2);
+IMPL(cast_i32_impl, LZ_FAMILY_CAST, LZ_K_copy_b32, 4);
+IMPL(reduce_sum_impl, LZ_FAMILY_REDUCE, LZ_K_reduce_sum_f32, 4);
+IMPL(reduce_max_impl, LZ_FAMILY_REDUCE, LZ_K_reduce_max_f32, 4);
+IMPL(reduce_mean_impl, LZ_FAMILY_REDUCE, LZ_K_reduce_mean_f32, 4);
+IMPL(softmax_impl, LZ_FAMILY_SOFTMAX, LZ_K_softmax_f32, 4);
+IMPL(matmul_impl, LZ_FAMILY_MATMUL, LZ_K_matmul_f32, 4);
+
+#define UNARY_IMPL(op) IMPL(op##_impl, LZ_FAMILY_UNARY, LZ_K_##op##_f32, 4);
+#define BINARY_IMPLS(op)                                                       \
+	IMPL(op##_impl, LZ_FAMILY_BINARY, LZ_K_##op##_f32, 4);                 \
+	IMPL(op##_scalar_impl, LZ_FAMILY_SCALAR, LZ_K_##op##_scalar_f32, 4);   \
+	IMPL(op##_strided_impl, LZ_FAMILY_BINARY_STRIDED,                      \
+	     LZ_K_##op##_strided_f32, 4);
+UNARY_IMPL(neg)
+UNARY_IMPL(abs)
+UNARY_IMPL(exp)
+UNARY_IMPL(log)
+UNARY_IMPL(sqrt)
+UNARY_IMPL(relu)
+UNARY_IMPL(gelu)
+UNARY_IMPL(sigmoid)
+UNARY_IMPL(tanh)
+BINARY_IMPLS(add)
+BINARY_IMPLS(sub)
+BINARY_IMPLS(mul)
+BINARY_IMPLS(div)
+BINARY_IMPLS(max)
+BINARY_IMPLS(min)
+
+#define ENTRY(op_, dtype_, bindings_, params_size_, impl_)                     \
+	{                                                                      \
+		.struct_size = sizeof(struct wafer_kernel),                    \
+		.op = (op_),                                                   \
+		.variant = "default",                                          \
+		.dtype = (dtype_),                                             \
+		.binding_count = (bindings_),                                  \
+		.params_size = (params_size_),                                 \
+		.impl = &(impl_),                                              \
+	}
+#define F32 WAFER_DTYPE_F32
+#define EW sizeof(struct wafer_elementwise_params)
+#define UNARY(name, op) ENTRY(name, F32, 2, EW, op##_impl)
+#define BINARY(name, op)                                                       \
+	ENTRY(name, F32, 3, EW, op##_impl),                                    \
+	ENTRY(name##_SCALAR, F32, 2, sizeof(struct wafer_scalar_params),       \
+	      op##_scalar_impl),                                               \
+	ENTRY(name##_STRIDED, F32, 3,                                          \
+	      sizeof(struct wafer_binary_strided_params), op##_strided_impl)
+#define ROWS(name, impl) ENTRY(name, F32, 2, sizeof(struct wafer_rows_params), impl)
+#define COPY_STRIDED(dtype, impl)                                              \
+	ENTRY(WAFER_KERNEL_COPY_STRIDED, dtype, 2,                             \
+	      sizeof(struct wafer_strided_copy_params), impl)
+#define CAST(dtype, impl)                                                      \
+	ENTRY(WAFER_KERNEL_CAST, dtype, 2, sizeof(struct wafer_cast_params), impl)
+
+/* Bindings and parameter blocks as the catalogue in plugin.h defines them.
+ * The catalogue names with _SCALAR and _STRIDED are built by BINARY. */
+static const struct wafer_kernel kernel_table[] = {
+	ENTRY(WAFER_KERNEL_NOOP, F32, 0, 0, noop_impl),
+	ENTRY(WAFER_KERNEL_FILL, F32, 1, sizeof(struct wafer_fill_params),
+	      fill_f32_impl),
+	ENTRY(WAFER_KERNEL_FILL, WAFER_DTYPE_I32, 1,
+	      sizeof(struct wafer_fill_params), fill_i32_impl),
+	ENTRY(WAFER_KERNEL_COPY, F32, 2, EW, copy_b32_impl),
+	ENTRY(WAFER_KERNEL_COPY, WAFER_DTYPE_I32, 2, EW, copy_b32_impl),
+	ENTRY(WAFER_KERNEL_COPY, WAFER_DTYPE_F16, 2, EW, copy_b16_impl),
+	ENTRY(WAFER_KERNEL_COPY, WAFER_DTYPE_BF16, 2, EW, copy_b16_impl),
+	UNARY(WAFER_KERNEL_NEG, neg),
+	UNARY(WAFER_KERNEL_ABS, abs),
+	UNARY(WAFER_KERNEL_EXP, exp),
+	UNARY(WAFER_KERNEL_LOG, log),
+	UNARY(WAFER_KERNEL_SQRT, sqrt),
+	UNARY(WAFER_KERNEL_RELU, relu),
+	UNARY(WAFER_KERNEL_GELU, gelu),
+	UNARY(WAFER_KERNEL_SIGMOID, sigmoid),
+	UNARY(WAFER_KERNEL_TANH, tanh),
+	BINARY(WAFER_KERNEL_ADD, add),
+	BINARY(WAFER_KERNEL_SUB, sub),
+	BINARY(WAFER_KERNEL_MUL, mul),
+	BINARY(WAFER_KERNEL_DIV, div),
+	BINARY(WAFER_KERNEL_MAX, max),
+	BINARY(WAFER_KERNEL_MIN, min),
+	COPY_STRIDED(F32, copy_strided_b32_impl),
+	COPY_STRIDED(WAFER_DTYPE_I32, copy_strided_b32_impl),
+	COPY_STRIDED(WAFER_DTYPE_F16, copy_strided_b16_impl),
+	COPY_STRIDED(WAFER_DTYPE_BF16, copy_strided_b16_impl),
+	CAST(F32, cast_f32_impl),
+	CAST(WAFER_DTYPE_F16, cast_f16_impl),
+	CAST(WAFER_DTYPE_BF16, cast_bf16_impl),
+	CAST(WAFER_DTYPE_I32, cast_i32_impl),
+	ROWS(WAFER_KERNEL_REDUCE_SUM, reduce_sum_impl),
+	ROWS(WAFER_KERNEL_REDUCE_MAX, reduce_max_impl),
+	ROWS(WAFER_KERNEL_REDUCE_MEAN, reduce_mean_impl),
+	ROWS(WAFER_KERNEL_SOFTMAX, softmax_impl),
+	ENTRY(WAFER_KERNEL_MATMUL, F32, 3, sizeof(struct wafer_matmul_params),
+	      matmul_impl),
+};
+
+#define KERNEL_COUNT (sizeof kernel_table / sizeof kernel_table[0])
+
+const struct wafer_kernel *lz_kernel_table(size_t *out_count)
+{
+	*out_count = KERNEL_COUNT;
+	return kernel_table;
+}
+
+/* impl pointers are shared by entries of several dtypes (copy_b32_impl
+ * serves copy f32 and i32), so the match is on impl and dtype and op. */
+const struct wafer_kernel *lz_kernel_find(const struct wafer_kernel *kernel)
+{
+	if (!kernel || !WAFER_STRUCT_HAS(kernel, struct wafer_kernel, impl))
+		return NULL;
+	for (size_t i = 0; i < KERNEL_COUNT; i++)
+		if (kernel->impl == kernel_table[i].impl &&
+		    kernel->dtype == kernel_table[i].dtype &&
+		    kernel->op && strcmp(kernel->op, kernel_table[i].op) == 0)
+			return &kernel_table[i];
+	return NULL;
+}

@@ -1,0 +1,685 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * server.c: the Level Zero plugin's wafer_server_ops — queues, launch,
+ * sync and timers — and the queue helpers storage.c's copies use.
+ *
+ * A queue is one command list on the device's compute queue group:
+ *  - an immediate command list where the driver creates one (commands run
+ *    as they are appended); a wait appends a barrier that signals the
+ *    queue's event and waits for that event on the host;
+ *  - otherwise (or with `immediate = no`) a command queue and a regular
+ *    command list: commands collect in the list, and a wait closes it,
+ *    executes it on the queue, waits for the queue and resets the list.
+ * Commands in one Level Zero command list may overlap unless a barrier
+ * separates them, while a wafer queue is in order: every command after
+ * the first since a wait is preceded by a barrier.
+ *
+ * A wait also finishes the host side of the copies issued before it (a
+ * download's bytes go from staging to the caller) and resets the staging
+ * area. Errors a wait finds are the queue's until the next sync returns
+ * them (plugin.h: launch may return before the kernel ran).
+ *
+ * Timers use kernel-timestamp events: timer_begin appends a barrier that
+ * signals one, timer_end another; the interval is between the two
+ * barriers' end timestamps on the device's global clock. */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/levelzero/kernels.h"
+#include "plugins/levelzero/levelzero.h"
+
+struct lz_timer {
+	ze_event_pool_handle_t pool;
+	ze_event_handle_t begin, end;
+};
+
+/* Keeps the first error only: later ones are usually its consequences. */
+static void defer_error(struct lz_queue *q, wafer_status status,
+			const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+static void defer_error(struct lz_queue *q, wafer_status status,
+			const char *format, ...)
+{
+	va_list ap;
+
+	if (q->error != WAFER_OK)
+		return;
+	q->error = status;
+	va_start(ap, format);
+	vsnprintf(q->detail, sizeof q->detail, format, ap);
+	va_end(ap);
+}
+
+/*===----------------------------------------------------------------------===
+ * Waiting
+ *===----------------------------------------------------------------------===*/
+
+/* Lets the device run what was appended and waits for all of it. */
+static ze_result_t submit_and_wait(struct lz_queue *q, const char **out_what)
+{
+	ze_result_t r;
+
+	if (q->cq) {
+		*out_what = "zeCommandListClose";
+		r = zeCommandListClose(q->list);
+		if (r == ZE_RESULT_SUCCESS) {
+			*out_what = "zeCommandQueueExecuteCommandLists";
+			r = zeCommandQueueExecuteCommandLists(q->cq, 1, &q->list,
+							      NULL);
+		}
+		if (r == ZE_RESULT_SUCCESS) {
+			*out_what = "zeCommandQueueSynchronize";
+			r = zeCommandQueueSynchronize(q->cq, UINT64_MAX);
+		}
+		/* Reset even after a failure, so the list takes commands
+		 * again; the first failure is what is reported. */
+		ze_result_t reset = zeCommandListReset(q->list);
+		if (r == ZE_RESULT_SUCCESS && reset != ZE_RESULT_SUCCESS) {
+			*out_what = "zeCommandListReset";
+			r = reset;
+		}
+		return r;
+	}
+	*out_what = "zeEventHostReset";
+	r = zeEventHostReset(q->sync_event);
+	if (r == ZE_RESULT_SUCCESS) {
+		*out_what = "zeCommandListAppendBarrier";
+		r = zeCommandListAppendBarrier(q->list, q->sync_event, 0, NULL);
+	}
+	if (r == ZE_RESULT_SUCCESS) {
+		*out_what = "zeEventHostSynchronize";
+		r = zeEventHostSynchronize(q->sync_event, UINT64_MAX);
+	}
+	return r;
+}
+
+/* Does the host side of every deferred action: first the downloads (their
+ * staging may be a block that is freed below), then the frees. */
+static void finish_pending(struct lz_device *dev, struct lz_queue *q,
+			   bool copy)
+{
+	for (size_t i = 0; copy && i < q->pending_count; i++) {
+		const struct lz_pending *p = &q->pending[i];
+		if (p->dst)
+			memcpy(p->dst, p->staged, p->size);
+	}
+	for (size_t i = 0; i < q->pending_count; i++) {
+		const struct lz_pending *p = &q->pending[i];
+		if (p->free_host)
+			zeMemFree(dev->context, p->free_host);
+		if (p->free_dev)
+			zeMemFree(dev->context, p->free_dev);
+	}
+	q->pending_count = 0;
+	q->staging_used = 0;
+}
+
+/* Waits for everything issued on |q| and finishes the copies. A failure
+ * is kept for the next sync and also returned. After a failed wait the
+ * downloads are not copied (their bytes are not known to be there), but
+ * staging and temporaries are still released: the device is not running
+ * anything of this queue any more, or is lost. */
+wafer_status lz_queue_wait(struct lz_device *dev, struct lz_queue *q)
+{
+	const char *what = "";
+	ze_result_t r = ZE_RESULT_SUCCESS;
+
+	if (q->dirty)
+		r = submit_and_wait(q, &what);
+	q->dirty = false;
+	q->need_barrier = false;
+	finish_pending(dev, q, r == ZE_RESULT_SUCCESS);
+	if (r != ZE_RESULT_SUCCESS) {
+		defer_error(q, lz_status(r), "levelzero: %s: %s", what,
+			    lz_result_name(r));
+		return lz_status(r);
+	}
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Appending commands
+ *===----------------------------------------------------------------------===*/
+
+/* Orders the next command after the previous ones. */
+static ze_result_t order(struct lz_queue *q)
+{
+	ze_result_t r = ZE_RESULT_SUCCESS;
+
+	if (q->need_barrier)
+		r = zeCommandListAppendBarrier(q->list, NULL, 0, NULL);
+	if (r == ZE_RESULT_SUCCESS)
+		q->need_barrier = false;
+	return r;
+}
+
+/* Called after a command went in. */
+static void appended(struct lz_queue *q)
+{
+	q->dirty = true;
+	q->need_barrier = true;
+}
+
+wafer_status lz_queue_copy(struct lz_device *dev, struct lz_queue *q,
+			   void *dst, const void *src, size_t size)
+{
+	ze_result_t r = order(q);
+
+	if (r == ZE_RESULT_SUCCESS)
+		r = zeCommandListAppendMemoryCopy(q->list, dst, src, size, NULL,
+						  0, NULL);
+	if (r != ZE_RESULT_SUCCESS) {
+		lz_host(dev)->set_error("levelzero: zeCommandListAppendMemoryCopy"
+					"(%zu bytes): %s",
+					size, lz_result_name(r));
+		return lz_status(r);
+	}
+	appended(q);
+	return WAFER_OK;
+}
+
+wafer_status lz_queue_defer(struct lz_device *dev, struct lz_queue *q,
+			    const struct lz_pending *p)
+{
+	if (q->pending_count == q->pending_cap) {
+		size_t cap = q->pending_cap ? 2 * q->pending_cap : 16;
+		struct lz_pending *grown =
+			realloc(q->pending, cap * sizeof *grown);
+		if (!grown) {
+			/* Without a record, finish now: wait, then do it.
+			 * The action is done either way (so the caller
+			 * never frees twice); a failed wait stays queued
+			 * for sync, and its download is not copied. */
+			if (lz_queue_wait(dev, q) == WAFER_OK && p->dst)
+				memcpy(p->dst, p->staged, p->size);
+			if (p->free_host)
+				zeMemFree(dev->context, p->free_host);
+			if (p->free_dev)
+				zeMemFree(dev->context, p->free_dev);
+			return WAFER_OK;
+		}
+		q->pending = grown;
+		q->pending_cap = cap;
+	}
+	q->pending[q->pending_count++] = *p;
+	return WAFER_OK;
+}
+
+wafer_status lz_queue_stage(struct lz_device *dev, struct lz_queue *q,
+			    size_t size, void **out_host)
+{
+	const size_t aligned = (size + LZ_ALIGNMENT - 1) & ~(size_t)(LZ_ALIGNMENT - 1);
+	wafer_status status;
+
+	*out_host = NULL;
+	if (aligned > q->staging_size) {
+		/* Too big for the area: a block of its own, freed at the
+		 * next wait. */
+		status = lz_storage_ops.host_alloc(dev, size, out_host);
+		if (status != WAFER_OK)
+			return status;
+		return lz_queue_defer(dev, q,
+				      &(struct lz_pending){
+					      .free_host = *out_host,
+				      });
+	}
+	if (aligned > q->staging_size - q->staging_used) {
+		/* The area is full of bytes the device has not moved yet:
+		 * wait for them. A failure stays queued for sync; the area
+		 * is free again either way. */
+		lz_queue_wait(dev, q);
+	}
+	*out_host = q->staging + q->staging_used;
+	q->staging_used += aligned;
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Queues
+ *===----------------------------------------------------------------------===*/
+
+static ze_result_t create_sync_event(struct lz_device *dev, struct lz_queue *q)
+{
+	ze_event_pool_desc_t pool_desc = {
+		.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
+		.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
+		.count = 1,
+	};
+	ze_event_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_EVENT_DESC,
+		.index = 0,
+		.signal = ZE_EVENT_SCOPE_FLAG_HOST,
+		.wait = ZE_EVENT_SCOPE_FLAG_HOST,
+	};
+	ze_result_t r;
+
+	r = zeEventPoolCreate(dev->context, &pool_desc, 1, &dev->device,
+			      &q->sync_pool);
+	if (r != ZE_RESULT_SUCCESS)
+		return r;
+	r = zeEventCreate(q->sync_pool, &desc, &q->sync_event);
+	if (r != ZE_RESULT_SUCCESS) {
+		zeEventPoolDestroy(q->sync_pool);
+		q->sync_pool = NULL;
+	}
+	return r;
+}
+
+/* An immediate list where the driver makes one; else a command queue and
+ * a regular list. */
+static wafer_status create_lists(struct lz_device *dev, struct lz_queue *q)
+{
+	const struct wafer_host_services *host = lz_host(dev);
+	ze_command_queue_desc_t qdesc = {
+		.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
+		.ordinal = dev->compute_ordinal,
+		.index = 0,
+		.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
+		.priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL,
+	};
+	ze_command_list_desc_t ldesc = {
+		.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC,
+		.commandQueueGroupOrdinal = dev->compute_ordinal,
+	};
+	ze_result_t r;
+
+	if (dev->state->immediate == LZ_IMMEDIATE_AUTO) {
+		r = zeCommandListCreateImmediate(dev->context, dev->device,
+						 &qdesc, &q->list);
+		if (r == ZE_RESULT_SUCCESS) {
+			r = create_sync_event(dev, q);
+			if (r == ZE_RESULT_SUCCESS)
+				return WAFER_OK;
+			zeCommandListDestroy(q->list);
+			q->list = NULL;
+			return lz_fail(host, r, "queue_create: event for sync");
+		}
+		host->log(host, WAFER_LOG_INFO,
+			  "zeCommandListCreateImmediate: %s; using a command "
+			  "queue and a command list",
+			  lz_result_name(r));
+	}
+	r = zeCommandQueueCreate(dev->context, dev->device, &qdesc, &q->cq);
+	if (r != ZE_RESULT_SUCCESS)
+		return lz_fail(host, r, "queue_create: zeCommandQueueCreate");
+	r = zeCommandListCreate(dev->context, dev->device, &ldesc, &q->list);
+	if (r != ZE_RESULT_SUCCESS) {
+		zeCommandQueueDestroy(q->cq);
+		q->cq = NULL;
+		return lz_fail(host, r, "queue_create: zeCommandListCreate");
+	}
+	return WAFER_OK;
+}
+
+static void lz_server_queue_destroy(void *device, void *queue)
+{
+	struct lz_device *dev = device;
+	struct lz_queue *q = queue;
+
+	if (!q)
+		return;
+	/* The core synchronised it, but finish anything a failed wait or a
+	 * later copy left. */
+	if (q->dirty || q->pending_count)
+		lz_queue_wait(dev, q);
+	for (size_t i = 0; q->kernels && i < LZ_SPIRV_KERNEL_COUNT; i++)
+		if (q->kernels[i])
+			zeKernelDestroy(q->kernels[i]);
+	free(q->kernels);
+	if (q->sync_event)
+		zeEventDestroy(q->sync_event);
+	if (q->sync_pool)
+		zeEventPoolDestroy(q->sync_pool);
+	if (q->list)
+		zeCommandListDestroy(q->list);
+	if (q->cq)
+		zeCommandQueueDestroy(q->cq);
+	if (q->staging)
+		zeMemFree(dev->context, q->staging);
+	free(q->pending);
+	free(q);
+}
+
+static wafer_status lz_server_queue_create(void *device, void **out_queue)
+{
+	struct lz_device *dev = device;
+	const struct wafer_host_services *host = lz_host(dev);
+	struct lz_queue *q;
+	wafer_status status;
+
+	*out_queue = NULL;
+	q = calloc(1, sizeof *q);
+	if (q)
+		q->kernels = calloc(LZ_SPIRV_KERNEL_COUNT, sizeof *q->kernels);
+	if (!q || !q->kernels) {
+		free(q);
+		host->set_error("levelzero: cannot allocate a queue");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	status = create_lists(dev, q);
+	if (status == WAFER_OK && dev->state->staging) {
+		void *staging;
+		status = lz_storage_ops.host_alloc(dev, dev->state->staging,
+						   &staging);
+		q->staging = staging;
+		q->staging_size = dev->state->staging;
+	}
+	if (status != WAFER_OK) {
+		lz_server_queue_destroy(dev, q);
+		return status;
+	}
+	*out_queue = q;
+	return WAFER_OK;
+}
+
+static wafer_status lz_server_sync(void *device, void *queue)
+{
+	struct lz_device *dev = device;
+	struct lz_queue *q = queue;
+	wafer_status status;
+
+	lz_queue_wait(dev, q);
+	status = q->error;
+	if (status != WAFER_OK) {
+		lz_host(dev)->set_error("%s", q->detail);
+		q->error = WAFER_OK;
+	}
+	return status;
+}
+
+/*===----------------------------------------------------------------------===
+ * Launch
+ *===----------------------------------------------------------------------===*/
+
+/* Resolves binding |i| of |launch| to a device address and size. */
+static wafer_status resolve_binding(const struct wafer_host_services *host,
+				    const struct wafer_launch *launch,
+				    uint32_t i, const char *name,
+				    void **out_ptr, size_t *out_size)
+{
+	const struct wafer_binding *b = lz_abi_array_at(launch->bindings, i);
+
+	if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) || !b->resource) {
+		host->set_error("levelzero: launch %s: binding %" PRIu32
+				" is malformed or names no resource",
+				name, i);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (b->offset % LZ_ALIGNMENT) {
+		host->set_error("levelzero: launch %s: binding %" PRIu32
+				" offset %zu is not a multiple of %d",
+				name, i, b->offset, LZ_ALIGNMENT);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	*out_ptr = (char *)lz_resource_ptr(b->resource) + b->offset;
+	*out_size = b->size;
+	return WAFER_OK;
+}
+
+/* Checks |launch| against our own table entry and prepares the dispatch.
+ * Every failure here is the caller's and nothing was appended. */
+static wafer_status prepare_launch(struct lz_device *dev,
+				   const struct wafer_launch *launch,
+				   struct lz_dispatch *d)
+{
+	const struct wafer_host_services *host = lz_host(dev);
+	const struct wafer_kernel *entry = NULL;
+	void *ptrs[LZ_MAX_BINDINGS] = {0};
+	size_t sizes[LZ_MAX_BINDINGS] = {0};
+	wafer_status status;
+
+	if (launch &&
+	    WAFER_STRUCT_HAS(launch, struct wafer_launch, params_size) &&
+	    launch->kernel)
+		entry = lz_kernel_find(launch->kernel);
+	if (!entry) {
+		host->set_error("levelzero: launch: no launch, or a kernel that "
+				"is not from the levelzero plugin's table");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (launch->binding_count != entry->binding_count ||
+	    (entry->binding_count && !launch->bindings)) {
+		host->set_error("levelzero: launch %s: takes %" PRIu32
+				" bindings, got %" PRIu32,
+				entry->op, entry->binding_count,
+				launch->bindings ? launch->binding_count : 0);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (launch->params_size != entry->params_size ||
+	    (entry->params_size && !launch->params)) {
+		host->set_error("levelzero: launch %s: takes a %zu-byte "
+				"parameter block, got %zu bytes",
+				entry->op, entry->params_size,
+				launch->params ? launch->params_size : 0);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	for (uint32_t i = 0; i < entry->binding_count; i++) {
+		status = resolve_binding(host, launch, i, entry->op, &ptrs[i],
+					 &sizes[i]);
+		if (status != WAFER_OK)
+			return status;
+	}
+	return lz_prepare(host, entry, ptrs, sizes, launch->params,
+			  launch->local, &dev->slot->limits, d);
+}
+
+/* The queue's kernel object for |k|, created on first use. */
+static wafer_status kernel_of(struct lz_device *dev, struct lz_queue *q,
+			      enum lz_spirv_kernel k,
+			      ze_kernel_handle_t *out_kernel)
+{
+	ze_kernel_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC,
+		.pKernelName = lz_spirv_kernels[k],
+	};
+	ze_result_t r;
+
+	if (!q->kernels[k]) {
+		r = zeKernelCreate(dev->module, &desc, &q->kernels[k]);
+		if (r != ZE_RESULT_SUCCESS) {
+			q->kernels[k] = NULL;
+			lz_host(dev)->set_error("levelzero: zeKernelCreate(%s): %s",
+						lz_spirv_kernels[k],
+						lz_result_name(r));
+			return lz_status(r);
+		}
+	}
+	*out_kernel = q->kernels[k];
+	return WAFER_OK;
+}
+
+static wafer_status lz_server_launch(void *device, void *queue,
+				     const struct wafer_launch *launch)
+{
+	struct lz_device *dev = device;
+	struct lz_queue *q = queue;
+	struct lz_dispatch d;
+	ze_kernel_handle_t kernel = NULL;
+	wafer_status status;
+	ze_result_t r;
+	const char *what = "zeKernelSetGroupSize";
+
+	status = prepare_launch(dev, launch, &d);
+	if (status != WAFER_OK)
+		return status;
+	if (d.group_count[0] == 0)
+		return WAFER_OK; /* nothing to do */
+	status = kernel_of(dev, q, d.kernel, &kernel);
+	if (status != WAFER_OK)
+		return status;
+
+	r = zeKernelSetGroupSize(kernel, d.group_size[0], d.group_size[1],
+				 d.group_size[2]);
+	for (uint32_t i = 0; r == ZE_RESULT_SUCCESS && i < d.arg_count; i++) {
+		what = "zeKernelSetArgumentValue";
+		r = zeKernelSetArgumentValue(kernel, i, d.args[i].size,
+					     d.args[i].value);
+	}
+	if (r == ZE_RESULT_SUCCESS) {
+		what = "zeCommandListAppendBarrier";
+		r = order(q);
+	}
+	if (r == ZE_RESULT_SUCCESS) {
+		ze_group_count_t groups = {
+			.groupCountX = d.group_count[0],
+			.groupCountY = d.group_count[1],
+			.groupCountZ = d.group_count[2],
+		};
+		what = "zeCommandListAppendLaunchKernel";
+		r = zeCommandListAppendLaunchKernel(q->list, kernel, &groups,
+						    NULL, 0, NULL);
+	}
+	if (r != ZE_RESULT_SUCCESS) {
+		lz_host(dev)->set_error("levelzero: launch %s (%s): %s: %s",
+					launch->kernel->op,
+					lz_spirv_kernels[d.kernel], what,
+					lz_result_name(r));
+		return lz_status(r);
+	}
+	appended(q);
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Timers
+ *===----------------------------------------------------------------------===*/
+
+static void timer_free(struct lz_timer *t)
+{
+	if (t->begin)
+		zeEventDestroy(t->begin);
+	if (t->end)
+		zeEventDestroy(t->end);
+	if (t->pool)
+		zeEventPoolDestroy(t->pool);
+	free(t);
+}
+
+static wafer_status lz_server_timer_begin(void *device, void *queue,
+					  void **out_timer)
+{
+	struct lz_device *dev = device;
+	struct lz_queue *q = queue;
+	const struct wafer_host_services *host = lz_host(dev);
+	ze_event_pool_desc_t pool_desc = {
+		.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
+		.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE |
+			 ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP,
+		.count = 2,
+	};
+	ze_event_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_EVENT_DESC,
+		.signal = ZE_EVENT_SCOPE_FLAG_HOST,
+		.wait = ZE_EVENT_SCOPE_FLAG_HOST,
+	};
+	struct lz_timer *t;
+	ze_result_t r;
+	const char *what = "zeEventPoolCreate";
+
+	*out_timer = NULL;
+	if (dev->slot->timer_frequency == 0) {
+		host->set_error("levelzero: '%s' reports no timer frequency",
+				dev->slot->name);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	t = calloc(1, sizeof *t);
+	if (!t) {
+		host->set_error("levelzero: cannot allocate a timer");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	r = zeEventPoolCreate(dev->context, &pool_desc, 1, &dev->device,
+			      &t->pool);
+	if (r == ZE_RESULT_SUCCESS) {
+		what = "zeEventCreate";
+		desc.index = 0;
+		r = zeEventCreate(t->pool, &desc, &t->begin);
+	}
+	if (r == ZE_RESULT_SUCCESS) {
+		desc.index = 1;
+		r = zeEventCreate(t->pool, &desc, &t->end);
+	}
+	if (r == ZE_RESULT_SUCCESS) {
+		/* A barrier waits for everything before it: its end is when
+		 * the timed work may start. */
+		what = "zeCommandListAppendBarrier";
+		r = zeCommandListAppendBarrier(q->list, t->begin, 0, NULL);
+	}
+	if (r != ZE_RESULT_SUCCESS) {
+		timer_free(t);
+		return lz_fail(host, r, what);
+	}
+	q->dirty = true;
+	q->need_barrier = false;
+	*out_timer = t;
+	return WAFER_OK;
+}
+
+/* Ticks between two kernel timestamps, on a counter |bits| wide. */
+static uint64_t ticks_between(uint64_t from, uint64_t to, uint32_t bits)
+{
+	uint64_t mask = bits >= 64 || bits == 0 ? UINT64_MAX
+						: (UINT64_C(1) << bits) - 1;
+
+	return (to - from) & mask;
+}
+
+static wafer_status lz_server_timer_end(void *device, void *queue,
+					void *timer, uint64_t *out_ns)
+{
+	struct lz_device *dev = device;
+	struct lz_queue *q = queue;
+	struct lz_timer *t = timer;
+	const struct wafer_host_services *host = lz_host(dev);
+	ze_kernel_timestamp_result_t begin, end;
+	wafer_status status;
+	ze_result_t r;
+
+	*out_ns = 0;
+	r = zeCommandListAppendBarrier(q->list, t->end, 0, NULL);
+	if (r != ZE_RESULT_SUCCESS) {
+		timer_free(t);
+		return lz_fail(host, r, "timer_end: zeCommandListAppendBarrier");
+	}
+	q->dirty = true;
+	q->need_barrier = false;
+	/* The wait keeps a failure for sync too: the timed work failed. */
+	status = lz_queue_wait(dev, q);
+	if (status != WAFER_OK) {
+		host->set_error("%s", q->detail);
+		timer_free(t);
+		return status;
+	}
+	r = zeEventQueryKernelTimestamp(t->begin, &begin);
+	if (r == ZE_RESULT_SUCCESS)
+		r = zeEventQueryKernelTimestamp(t->end, &end);
+	timer_free(t);
+	if (r != ZE_RESULT_SUCCESS)
+		return lz_fail(host, r, "timer_end: zeEventQueryKernelTimestamp");
+
+	uint64_t ticks = ticks_between(begin.global.kernelEnd,
+				       end.global.kernelEnd,
+				       dev->slot->timestamp_bits);
+	/* ticks * 1e9 / frequency, in 128 bits so no interval overflows. */
+	*out_ns = (uint64_t)((unsigned __int128)ticks * 1000000000u /
+			     dev->slot->timer_frequency);
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * The table
+ *===----------------------------------------------------------------------===*/
+
+const struct wafer_server_ops lz_server_ops = {
+	.struct_size = sizeof(struct wafer_server_ops),
+	.queue_create = lz_server_queue_create,
+	.queue_destroy = lz_server_queue_destroy,
+	.launch = lz_server_launch,
+	.sync = lz_server_sync,
+	.timer_begin = lz_server_timer_begin,
+	.timer_end = lz_server_timer_end,
+};

@@ -1,0 +1,510 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * storage.c: the Level Zero plugin's wafer_storage_ops.
+ *
+ *  - Memory is zeMemAllocDevice in the driver's context; a resource is the
+ *    device address.
+ *  - Copies are appended to the queue's command list (server.c), so they
+ *    are ordered with its launches. Host bytes always pass through host
+ *    memory from zeMemAllocHost: an upload is copied there first (the
+ *    caller may reuse its buffer at once), a download lands there and is
+ *    copied out when the queue next waits (plugin.h: the bytes are in
+ *    place when sync returns).
+ *  - Virtual memory is zeVirtualMemReserve'd address space. vm_map backs
+ *    each page (vm_granularity bytes) of what it maps with a physical
+ *    object of its own, zePhysicalMemCreate'd and zeVirtualMemMap'ped;
+ *    each range keeps a table of its pages' physical objects. The core
+ *    may unmap any page-aligned part of what it mapped, in any order, and
+ *    while kernels on other queues use the pages around it: with one
+ *    object per page every unmap takes down whole mappings — the same
+ *    calls that made them, which every driver accepts — touches no page
+ *    outside the span, and gives its memory back at once. The price is a
+ *    create and a map per page; the pool strategy maps while its working
+ *    set grows, not while it repeats.
+ *  - host_alloc is zeMemAllocHost: page-locked host memory the device
+ *    reaches directly. */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/levelzero/levelzero.h"
+
+/* One vm_reserve'd range (device->vm_ranges, under vm_lock). */
+struct lz_vm_range {
+	uintptr_t base;
+	size_t size;
+	/* The physical object behind each page, NULL where unmapped;
+	 * allocated at the first map (size / granularity entries). */
+	ze_physical_mem_handle_t *pages;
+	struct lz_vm_range *next;
+};
+
+/*===----------------------------------------------------------------------===
+ * Allocation and copies
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status lz_storage_alloc(void *device, size_t size,
+				     wafer_resource *out_resource)
+{
+	struct lz_device *dev = device;
+	ze_device_mem_alloc_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
+		.ordinal = 0,
+	};
+	void *ptr = NULL;
+	ze_result_t r;
+
+	*out_resource = 0;
+	if (size == 0) {
+		lz_host(dev)->set_error("levelzero: cannot allocate 0 bytes");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	r = zeMemAllocDevice(dev->context, &desc, size, LZ_ALIGNMENT,
+			     dev->device, &ptr);
+	if (r != ZE_RESULT_SUCCESS || !ptr) {
+		lz_host(dev)->set_error("levelzero: zeMemAllocDevice(%zu): %s",
+					size, lz_result_name(r));
+		return r == ZE_RESULT_SUCCESS ? WAFER_ERROR_OUT_OF_MEMORY
+					      : lz_status(r);
+	}
+	*out_resource = lz_ptr_resource(ptr);
+	return WAFER_OK;
+}
+
+static void lz_storage_free(void *device, wafer_resource resource)
+{
+	struct lz_device *dev = device;
+	ze_result_t r = zeMemFree(dev->context, lz_resource_ptr(resource));
+
+	if (r != ZE_RESULT_SUCCESS)
+		lz_host(dev)->log(lz_host(dev), WAFER_LOG_WARN,
+				  "zeMemFree(0x%" PRIx64 "): %s", resource,
+				  lz_result_name(r));
+}
+
+static wafer_status lz_storage_copy_in(void *device, void *queue,
+				       wafer_resource dst, size_t dst_offset,
+				       const void *src, size_t size)
+{
+	void *staged;
+	wafer_status status;
+
+	if (size == 0)
+		return WAFER_OK;
+	status = lz_queue_stage(device, queue, size, &staged);
+	if (status != WAFER_OK)
+		return status;
+	memcpy(staged, src, size);
+	return lz_queue_copy(device, queue,
+			     (char *)lz_resource_ptr(dst) + dst_offset, staged,
+			     size);
+}
+
+static wafer_status lz_storage_copy_out(void *device, void *queue,
+					wafer_resource src, size_t src_offset,
+					void *dst, size_t size)
+{
+	void *staged;
+	wafer_status status;
+
+	if (size == 0)
+		return WAFER_OK;
+	status = lz_queue_stage(device, queue, size, &staged);
+	if (status != WAFER_OK)
+		return status;
+	status = lz_queue_copy(device, queue, staged,
+			       (const char *)lz_resource_ptr(src) + src_offset,
+			       size);
+	if (status != WAFER_OK)
+		return status;
+	return lz_queue_defer(device, queue,
+			      &(struct lz_pending){
+				      .staged = staged,
+				      .dst = dst,
+				      .size = size,
+			      });
+}
+
+/* A memory copy between overlapping regions is undefined in Level Zero;
+ * two slices of one resource that overlap go through a temporary, freed
+ * when the queue next waits. */
+static wafer_status lz_storage_copy(void *device, void *queue,
+				    wafer_resource dst, size_t dst_offset,
+				    wafer_resource src, size_t src_offset,
+				    size_t size)
+{
+	struct lz_device *dev = device;
+	char *to = (char *)lz_resource_ptr(dst) + dst_offset;
+	const char *from = (const char *)lz_resource_ptr(src) + src_offset;
+	wafer_resource tmp;
+	wafer_status status;
+
+	if (size == 0 || to == from)
+		return WAFER_OK;
+	if (to + size <= from || from + size <= to)
+		return lz_queue_copy(dev, queue, to, from, size);
+
+	status = lz_storage_ops.alloc(dev, size, &tmp);
+	if (status != WAFER_OK)
+		return status;
+	status = lz_queue_copy(dev, queue, lz_resource_ptr(tmp), from, size);
+	if (status == WAFER_OK)
+		status = lz_queue_copy(dev, queue, to, lz_resource_ptr(tmp),
+				       size);
+	if (status == WAFER_OK)
+		status = lz_queue_defer(dev, queue,
+					&(struct lz_pending){
+						.free_dev = lz_resource_ptr(tmp),
+					});
+	if (status != WAFER_OK) {
+		/* A copy that went in may still read tmp: wait for it
+		 * (a failure stays queued for sync) before freeing. */
+		lz_queue_wait(dev, queue);
+		lz_storage_ops.free(dev, tmp);
+	}
+	return status;
+}
+
+/*===----------------------------------------------------------------------===
+ * Virtual memory
+ *===----------------------------------------------------------------------===*/
+
+/* The range starting at |range|; with |unlink|, also taken off the list.
+ * Called with vm_lock held. */
+static struct lz_vm_range *find_range(struct lz_device *dev,
+				      wafer_resource range, int unlink)
+{
+	for (struct lz_vm_range **p = &dev->vm_ranges; *p; p = &(*p)->next) {
+		struct lz_vm_range *r = *p;
+		if (r->base != (uintptr_t)range)
+			continue;
+		if (unlink)
+			*p = r->next;
+		return r;
+	}
+	return NULL;
+}
+
+/* Checks [offset, offset + size) against the granularity and |r|. */
+static wafer_status check_pages(struct lz_device *dev,
+				const struct lz_vm_range *r,
+				wafer_resource range, size_t offset,
+				size_t size, const char *what)
+{
+	const struct wafer_host_services *host = lz_host(dev);
+	size_t page = dev->slot->vm_granularity;
+
+	if (!r) {
+		host->set_error("levelzero: %s: 0x%" PRIx64
+				" is not a reserved range",
+				what, range);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (size == 0 || offset % page || size % page) {
+		host->set_error("levelzero: %s: offset %zu and size %zu must be "
+				"multiples of the page size %zu (size > 0)",
+				what, offset, size, page);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (size > r->size || offset > r->size - size) {
+		host->set_error("levelzero: %s: [%zu, +%zu) lies outside the "
+				"%zu-byte range",
+				what, offset, size, r->size);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return WAFER_OK;
+}
+
+static wafer_status lz_storage_vm_reserve(void *device, size_t size,
+					  wafer_resource *out_range)
+{
+	struct lz_device *dev = device;
+	const struct wafer_host_services *host = lz_host(dev);
+	size_t page = dev->slot->vm_granularity;
+	struct lz_vm_range *r;
+	void *base = NULL;
+	ze_result_t zr;
+
+	*out_range = 0;
+	if (page == 0) {
+		host->set_error("levelzero: '%s' has no virtual memory",
+				dev->slot->name);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	if (size == 0 || size % page) {
+		host->set_error("levelzero: vm_reserve: size %zu must be a "
+				"nonzero multiple of the page size %zu",
+				size, page);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	r = calloc(1, sizeof *r);
+	if (!r) {
+		host->set_error("levelzero: vm_reserve: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	zr = zeVirtualMemReserve(dev->context, NULL, size, &base);
+	if (zr != ZE_RESULT_SUCCESS || !base) {
+		host->set_error("levelzero: zeVirtualMemReserve(%zu): %s", size,
+				lz_result_name(zr));
+		free(r);
+		return zr == ZE_RESULT_SUCCESS ? WAFER_ERROR_OUT_OF_MEMORY
+					       : lz_status(zr);
+	}
+	r->base = (uintptr_t)base;
+	r->size = size;
+
+	pthread_mutex_lock(&dev->vm_lock);
+	r->next = dev->vm_ranges;
+	dev->vm_ranges = r;
+	pthread_mutex_unlock(&dev->vm_lock);
+
+	*out_range = lz_ptr_resource(base);
+	return WAFER_OK;
+}
+
+/* Unmaps page |i| of |r| and destroys its physical object. Failures are
+ * logged: the page is gone from the table either way (a page the driver
+ * refused to unmap cannot be used again safely). */
+static void unmap_page(struct lz_device *dev, struct lz_vm_range *r, size_t i)
+{
+	size_t page = dev->slot->vm_granularity;
+	ze_result_t zr;
+
+	zr = zeVirtualMemUnmap(dev->context, (void *)(r->base + i * page),
+			       page);
+	if (zr != ZE_RESULT_SUCCESS)
+		lz_host(dev)->log(lz_host(dev), WAFER_LOG_WARN,
+				  "zeVirtualMemUnmap(+%zu, %zu): %s", i * page,
+				  page, lz_result_name(zr));
+	zr = zePhysicalMemDestroy(dev->context, r->pages[i]);
+	if (zr != ZE_RESULT_SUCCESS)
+		lz_host(dev)->log(lz_host(dev), WAFER_LOG_WARN,
+				  "zePhysicalMemDestroy: %s", lz_result_name(zr));
+	r->pages[i] = NULL;
+}
+
+/* Unmaps every page of |r| and gives its address space back. Called with
+ * |r| off the device's list. */
+static void release_range(struct lz_device *dev, struct lz_vm_range *r)
+{
+	size_t pages = r->size / dev->slot->vm_granularity;
+	ze_result_t zr;
+
+	for (size_t i = 0; r->pages && i < pages; i++)
+		if (r->pages[i])
+			unmap_page(dev, r, i);
+	zr = zeVirtualMemFree(dev->context, (void *)r->base, r->size);
+	if (zr != ZE_RESULT_SUCCESS)
+		lz_host(dev)->log(lz_host(dev), WAFER_LOG_WARN,
+				  "zeVirtualMemFree(%zu): %s", r->size,
+				  lz_result_name(zr));
+	free(r->pages);
+	free(r);
+}
+
+static void lz_storage_vm_release(void *device, wafer_resource range)
+{
+	struct lz_device *dev = device;
+
+	pthread_mutex_lock(&dev->vm_lock);
+	struct lz_vm_range *r = find_range(dev, range, 1);
+	pthread_mutex_unlock(&dev->vm_lock);
+
+	if (!r) {
+		lz_host(dev)->log(lz_host(dev), WAFER_LOG_WARN,
+				  "vm_release: 0x%" PRIx64
+				  " is not a reserved range; ignored",
+				  range);
+		return;
+	}
+	release_range(dev, r);
+}
+
+/* Maps page |i| of |r| to a new physical object. */
+static wafer_status map_page(struct lz_device *dev, struct lz_vm_range *r,
+			     size_t i)
+{
+	size_t page = dev->slot->vm_granularity;
+	ze_physical_mem_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_PHYSICAL_MEM_DESC,
+		.size = page,
+	};
+	ze_physical_mem_handle_t phys;
+	ze_result_t zr;
+
+	zr = zePhysicalMemCreate(dev->context, dev->device, &desc, &phys);
+	if (zr != ZE_RESULT_SUCCESS)
+		return lz_fail(lz_host(dev), zr, "vm_map: zePhysicalMemCreate");
+	/* The map sets the access attribute itself; a later
+	 * zeVirtualMemSetAccessAttribute would change nothing. */
+	zr = zeVirtualMemMap(dev->context, (void *)(r->base + i * page), page,
+			     phys, 0, ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE);
+	if (zr != ZE_RESULT_SUCCESS) {
+		zePhysicalMemDestroy(dev->context, phys);
+		return lz_fail(lz_host(dev), zr, "vm_map: zeVirtualMemMap");
+	}
+	r->pages[i] = phys;
+	return WAFER_OK;
+}
+
+/* Every page of [offset, offset + size) must be unmapped; on a failure
+ * part way the pages this call mapped are unmapped again. */
+static wafer_status lz_storage_vm_map(void *device, wafer_resource range,
+				      size_t offset, size_t size)
+{
+	struct lz_device *dev = device;
+	const struct wafer_host_services *host = lz_host(dev);
+	size_t page = dev->slot->vm_granularity;
+	wafer_status status;
+
+	pthread_mutex_lock(&dev->vm_lock);
+	struct lz_vm_range *r = find_range(dev, range, 0);
+	status = check_pages(dev, r, range, offset, size, "vm_map");
+	if (status != WAFER_OK)
+		goto out;
+	size_t first = offset / page, count = size / page;
+	if (!r->pages) {
+		r->pages = calloc(r->size / page, sizeof *r->pages);
+		if (!r->pages) {
+			host->set_error("levelzero: vm_map: out of host memory");
+			status = WAFER_ERROR_OUT_OF_MEMORY;
+			goto out;
+		}
+	}
+	for (size_t i = first; i < first + count; i++) {
+		if (r->pages[i]) {
+			host->set_error("levelzero: vm_map: [%zu, +%zu): the "
+					"page at %zu is already mapped",
+					offset, size, i * page);
+			status = WAFER_ERROR_INVALID_ARGUMENT;
+			goto out;
+		}
+	}
+	for (size_t i = first; i < first + count; i++) {
+		status = map_page(dev, r, i);
+		if (status == WAFER_OK)
+			continue;
+		while (i-- > first)
+			unmap_page(dev, r, i);
+		break;
+	}
+out:
+	pthread_mutex_unlock(&dev->vm_lock);
+	return status;
+}
+
+/* Every page of [offset, offset + size) must be mapped (checked before
+ * anything is unmapped, so a bad call changes nothing). */
+static wafer_status lz_storage_vm_unmap(void *device, wafer_resource range,
+					size_t offset, size_t size)
+{
+	struct lz_device *dev = device;
+	size_t page = dev->slot->vm_granularity;
+	wafer_status status;
+
+	pthread_mutex_lock(&dev->vm_lock);
+	struct lz_vm_range *r = find_range(dev, range, 0);
+	status = check_pages(dev, r, range, offset, size, "vm_unmap");
+	if (status != WAFER_OK)
+		goto out;
+	size_t first = offset / page, count = size / page;
+	for (size_t i = first; i < first + count; i++) {
+		if (!r->pages || !r->pages[i]) {
+			lz_host(dev)->set_error("levelzero: vm_unmap: [%zu, "
+						"+%zu): the page at %zu is not "
+						"mapped",
+						offset, size, i * page);
+			status = WAFER_ERROR_INVALID_ARGUMENT;
+			goto out;
+		}
+	}
+	for (size_t i = first; i < first + count; i++)
+		unmap_page(dev, r, i);
+out:
+	pthread_mutex_unlock(&dev->vm_lock);
+	return status;
+}
+
+/*===----------------------------------------------------------------------===
+ * Pinned host memory
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status lz_storage_host_alloc(void *device, size_t size,
+					  void **out_ptr)
+{
+	struct lz_device *dev = device;
+	ze_host_mem_alloc_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
+	};
+	ze_result_t r;
+
+	*out_ptr = NULL;
+	if (size == 0) {
+		lz_host(dev)->set_error("levelzero: cannot allocate 0 bytes of "
+					"host memory");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	r = zeMemAllocHost(dev->context, &desc, size, LZ_ALIGNMENT, out_ptr);
+	if (r != ZE_RESULT_SUCCESS || !*out_ptr) {
+		*out_ptr = NULL;
+		lz_host(dev)->set_error("levelzero: zeMemAllocHost(%zu): %s",
+					size, lz_result_name(r));
+		return r == ZE_RESULT_SUCCESS ? WAFER_ERROR_OUT_OF_MEMORY
+					      : lz_status(r);
+	}
+	return WAFER_OK;
+}
+
+static void lz_storage_host_free(void *device, void *ptr)
+{
+	struct lz_device *dev = device;
+
+	if (ptr)
+		zeMemFree(dev->context, ptr);
+}
+
+/*===----------------------------------------------------------------------===
+ * The table
+ *===----------------------------------------------------------------------===*/
+
+const struct wafer_storage_ops lz_storage_ops = {
+	.struct_size = sizeof(struct wafer_storage_ops),
+	.alloc = lz_storage_alloc,
+	.free = lz_storage_free,
+	.copy_in = lz_storage_copy_in,
+	.copy_out = lz_storage_copy_out,
+	.copy = lz_storage_copy,
+	/* alloc_async/free_async: NULL. Level Zero has no stream-ordered
+	 * allocator; the core's `stream` strategy falls back to plain
+	 * alloc and free here (and says so in its log). */
+	.vm_reserve = lz_storage_vm_reserve,
+	.vm_release = lz_storage_vm_release,
+	.vm_map = lz_storage_vm_map,
+	.vm_unmap = lz_storage_vm_unmap,
+	.host_alloc = lz_storage_host_alloc,
+	.host_free = lz_storage_host_free,
+};
+
+void lz_storage_open(struct lz_device *device)
+{
+	pthread_mutex_init(&device->vm_lock, NULL);
+	device->vm_ranges = NULL;
+}
+
+void lz_storage_close(struct lz_device *device)
+{
+	/* No lock: the core closes a device only when nothing uses it. */
+	while (device->vm_ranges) {
+		struct lz_vm_range *r = device->vm_ranges;
+		lz_host(device)->log(lz_host(device), WAFER_LOG_WARN,
+				     "device closed with %zu bytes of address "
+				     "space still reserved at 0x%" PRIxPTR
+				     "; released",
+				     r->size, r->base);
+		device->vm_ranges = r->next;
+		release_range(device, r);
+	}
+	pthread_mutex_destroy(&device->vm_lock);
+}

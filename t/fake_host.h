@@ -1,0 +1,107 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * fake_host.h: the core's side of the plugin ABI, for tests that load a
+ * plugin by hand (dlopen + wafer_plugin_query) with no libwafer. The host
+ * services record what the plugin says:
+ *   last_error   the calling thread's last set_error text
+ *   last_log     the last log line; log_text every line since log_count
+ *                was last 0 (log_reset(), or a test setting it to 0)
+ *   log_count    lines logged
+ *   fake_log_hook, when set, sees each line under log_lock
+ * T_VERBOSE=1 echoes log lines as TAP comments. status_is() is tap.h's
+ * is_status for such tests: it shows the set_error text on failure.
+ *
+ * Header-only; include it once, after tap.h. */
+#ifndef WAFER_T_FAKE_HOST_H
+#define WAFER_T_FAKE_HOST_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wafer/plugin.h>
+
+#include "t/tap.h"
+
+static _Thread_local char last_error[4096];
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_log[4096];
+static char log_text[65536];
+static int log_count;
+static void (*fake_log_hook)(const char *line);
+
+static void fake_set_error(const char *format, ...)
+	__attribute__((format(printf, 1, 2)));
+static void fake_set_error(const char *format, ...)
+{
+	va_list ap;
+	va_start(ap, format);
+	vsnprintf(last_error, sizeof last_error, format, ap);
+	va_end(ap);
+}
+
+static void fake_log(const struct wafer_host_services *host,
+		     wafer_log_level level, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+static void fake_log(const struct wafer_host_services *host,
+		     wafer_log_level level, const char *format, ...)
+{
+	char line[sizeof last_log];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(line, sizeof line, format, ap);
+	va_end(ap);
+	pthread_mutex_lock(&log_lock);
+	memcpy(last_log, line, sizeof last_log);
+	if (log_count == 0)
+		log_text[0] = '\0';
+	log_count++;
+	size_t used = strlen(log_text);
+	if (used + 2 < sizeof log_text)
+		snprintf(log_text + used, sizeof log_text - used, "%s\n", line);
+	if (fake_log_hook)
+		fake_log_hook(line);
+	pthread_mutex_unlock(&log_lock);
+	if (getenv("T_VERBOSE"))
+		printf("# log: %s\n", line);
+}
+
+__attribute__((unused)) static void log_reset(void)
+{
+	pthread_mutex_lock(&log_lock);
+	log_text[0] = '\0';
+	log_count = 0;
+	pthread_mutex_unlock(&log_lock);
+}
+
+static const struct wafer_host_services fake_host = {
+	.struct_size = sizeof(struct wafer_host_services),
+	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
+	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+	.set_error = fake_set_error,
+	.log = fake_log,
+};
+
+static int status_is(wafer_status got, wafer_status want, const char *format,
+		     ...) __attribute__((format(printf, 3, 4), unused));
+static int status_is(wafer_status got, wafer_status want, const char *format,
+		     ...)
+{
+	char name[512];
+	va_list ap;
+	int pass;
+
+	va_start(ap, format);
+	vsnprintf(name, sizeof name, format, ap);
+	va_end(ap);
+	pass = ok(got == want, "%s", name);
+	if (!pass)
+		diag("got status %d, want %d; set_error: %s", (int)got,
+		     (int)want, last_error);
+	return pass;
+}
+
+#endif
