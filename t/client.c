@@ -133,10 +133,8 @@ static void test_device(wafer_client *client)
 	ok(desc.name && desc.name[0], "device has a name");
 	ok(desc.memory_bytes > 0, "device has memory");
 	const char *want = getenv("WAFER_BACKEND");
-	if (want && !strchr(want, ','))
+	if (want && *want && !strchr(want, ','))
 		is_str(desc.backend, want, "default device honours WAFER_BACKEND");
-	else
-		ok(1, "default device (WAFER_BACKEND unset)");
 }
 
 static void test_empty_create_read(wafer_client *client)
@@ -421,7 +419,8 @@ static void test_memory_usage(wafer_client *client)
 		is_int((long long)after.bytes_reserved, 0,
 		       "trim with nothing live returns every byte");
 	else
-		ok(1, "trim (handles still live)");
+		ok(after.bytes_reserved >= after.bytes_in_use,
+		   "trim keeps what live handles use");
 
 	/* A caller built against an older, smaller struct gets only its part. */
 	struct {
