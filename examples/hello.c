@@ -81,9 +81,9 @@ int main(void)
 	}
 	check(wafer_memory_usage_get(client, &usage), "memory_usage");
 	printf("relu(a + b) * a over %d floats: %s (%d wrong); "
-	       "result[0..3] = %g %g %g %g\n",
-	       N, wrong ? "WRONG" : "correct", wrong, result[0], result[1],
-	       result[2], result[3]);
+	       "result[9..12] = %g %g %g %g\n",
+	       N, wrong ? "WRONG" : "correct", wrong, result[9], result[10],
+	       result[11], result[12]);
 	printf("memory: %llu bytes in use in %llu handles, %llu reserved, "
 	       "%llu storage allocations\n",
 	       (unsigned long long)usage.bytes_in_use,
