@@ -110,17 +110,6 @@ static const struct wafer_kernel *find_kernel(void *device, const char *op,
 	return NULL;
 }
 
-static struct wafer_binding binding(wafer_resource resource, size_t offset,
-				    size_t size)
-{
-	return (struct wafer_binding){
-		.struct_size = sizeof(struct wafer_binding),
-		.resource = resource,
-		.offset = offset,
-		.size = size,
-	};
-}
-
 static wafer_status launch(void *device, void *queue, const char *op,
 			   wafer_dtype dtype, const struct wafer_binding *b,
 			   uint32_t nb, uint64_t count, double value)

@@ -8,7 +8,8 @@
  *                was last 0 (log_reset(), or a test setting it to 0)
  *   log_count    lines logged
  *   fake_log_hook, when set, sees each line under log_lock
- * T_VERBOSE=1 echoes log lines as TAP comments. status_is() is tap.h's
+ * T_VERBOSE=1 echoes log lines as TAP comments. binding() builds a
+ * wafer_binding as the core does. status_is() is tap.h's
  * is_status for such tests: it shows the set_error text on failure.
  *
  * Header-only; include it once, after tap.h. */
@@ -84,6 +85,18 @@ static const struct wafer_host_services fake_host = {
 	.set_error = fake_set_error,
 	.log = fake_log,
 };
+
+/* A binding as the core would hand it to launch. */
+__attribute__((unused)) static struct wafer_binding
+binding(wafer_resource resource, size_t offset, size_t size)
+{
+	return (struct wafer_binding){
+		.struct_size = sizeof(struct wafer_binding),
+		.resource = resource,
+		.offset = offset,
+		.size = size,
+	};
+}
 
 static int status_is(wafer_status got, wafer_status want, const char *format,
 		     ...) __attribute__((format(printf, 3, 4), unused));

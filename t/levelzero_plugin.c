@@ -82,17 +82,6 @@ static const struct wafer_kernel *find_kernel(void *device, const char *op,
 	return NULL;
 }
 
-static struct wafer_binding binding(wafer_resource resource, size_t offset,
-				    size_t size)
-{
-	return (struct wafer_binding){
-		.struct_size = sizeof(struct wafer_binding),
-		.resource = resource,
-		.offset = offset,
-		.size = size,
-	};
-}
-
 static wafer_resource alloc_or_die(void *device, size_t size)
 {
 	wafer_resource r;

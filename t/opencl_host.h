@@ -112,17 +112,6 @@ static const struct wafer_kernel *find_kernel(void *device, const char *op,
 	return NULL;
 }
 
-static struct wafer_binding binding(wafer_resource resource, size_t offset,
-				    size_t size)
-{
-	return (struct wafer_binding){
-		.struct_size = sizeof(struct wafer_binding),
-		.resource = resource,
-		.offset = offset,
-		.size = size,
-	};
-}
-
 /* Launches |kernel| (NULL: not found, which fails the launch). */
 static wafer_status launch_kernel(void *device, void *queue,
 				  const struct wafer_kernel *kernel,
