@@ -404,6 +404,12 @@ const struct wafer_kernel *wafer_client_kernel(wafer_client *client,
 // Execution
 //===----------------------------------------------------------------------===//
 
+/* Fields of wafer_execute_args added after the first release: present
+ * when the caller's struct_size covers them. */
+#define EXECUTE_ARGS_HAVE(args, field)                                        \
+	((args)->struct_size >= offsetof(wafer_execute_args, field) +          \
+				       sizeof(args)->field)
+
 static wafer_status check_execute_args(const wafer_execute_args *args)
 {
 	if (args->struct_size < offsetof(wafer_execute_args, local))
@@ -411,24 +417,28 @@ static wafer_status check_execute_args(const wafer_execute_args *args)
 				  "wafer_execute: args->struct_size is %zu, "
 				  "expected %zu",
 				  args->struct_size, sizeof *args);
-	if (!args->kernel)
+	if (!args->kernel &&
+	    !(EXECUTE_ARGS_HAVE(args, kernel_ref) && args->kernel_ref))
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_execute: args->kernel is NULL");
+				  "wafer_execute: args->kernel and "
+				  "args->kernel_ref are both NULL");
+	const char *name = args->kernel ? args->kernel : "kernel_ref";
 	if (args->binding_count && !args->bindings)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_execute(%s): bindings is NULL with "
 				  "binding_count %zu",
-				  args->kernel, args->binding_count);
+				  name, args->binding_count);
 	if (args->params_size && !args->params)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_execute(%s): params is NULL with "
 				  "params_size %zu",
-				  args->kernel, args->params_size);
+				  name, args->params_size);
 	return WAFER_OK;
 }
 
 /* Resolves each binding to its slot and checks it against the handle. */
-static wafer_status resolve_bindings(wafer_client *client, const char *name,
+static __attribute__((noinline)) wafer_status
+resolve_bindings(wafer_client *client, const char *name,
 				     const wafer_buffer_binding *bindings,
 				     size_t binding_count,
 				     struct wafer_command_binding *out)
@@ -458,12 +468,15 @@ static wafer_status resolve_bindings(wafer_client *client, const char *name,
 	return WAFER_OK;
 }
 
-wafer_status wafer_client_launch(wafer_client *client,
-				 const struct wafer_kernel *kernel,
-				 const wafer_buffer_binding *bindings,
-				 size_t binding_count, const void *params,
-				 size_t params_size, const uint64_t global[3],
-				 const uint32_t local[3])
+/* The launch path of wafer_execute and of the operations (through
+ * wafer_client_launch): inline in both, since it is most of what a launch
+ * costs the caller. */
+static inline wafer_status launch(wafer_client *client,
+				  const struct wafer_kernel *kernel,
+				  const wafer_buffer_binding *bindings,
+				  size_t binding_count, const void *params,
+				  size_t params_size, const uint64_t global[3],
+				  const uint32_t *local)
 {
 	struct wafer_command_binding resolved[WAFER_MAX_BINDINGS];
 
@@ -480,31 +493,45 @@ wafer_status wafer_client_launch(wafer_client *client,
 				  "kernel takes %zu",
 				  kernel->op, kernel->variant, params_size,
 				  kernel->params_size);
-	wafer_status status = resolve_bindings(client, kernel->op, bindings,
-					       binding_count, resolved);
-	if (status != WAFER_OK)
-		return status;
-
-	struct wafer_command command = {
-		.kind = WAFER_COMMAND_EXECUTE,
-		.kernel = kernel,
-		.bindings = resolved,
-		.binding_count = (uint32_t)binding_count,
-		.params = params,
-		.params_size = params_size,
-	};
-	for (int d = 0; d < 3; d++) {
-		command.global[d] = global[d] ? global[d] : 1;
-		command.local[d] = local ? local[d] : 0;
+	if (binding_count) {
+		wafer_status status = resolve_bindings(
+			client, kernel->op, bindings, binding_count, resolved);
+		if (status != WAFER_OK)
+			return status;
 	}
-	return wafer_channel_submit(&client->channel, &command);
+
+	struct wafer_execute_request request = {
+		.launch = {
+			.struct_size = sizeof request.launch,
+			.kernel = kernel,
+			.binding_count = (uint32_t)binding_count,
+			.params = params,
+			.params_size = params_size,
+			.global = {global[0] ? global[0] : 1,
+				   global[1] ? global[1] : 1,
+				   global[2] ? global[2] : 1},
+		},
+		.bindings = resolved,
+	};
+	if (local)
+		memcpy(request.launch.local, local, sizeof request.launch.local);
+	return wafer_channel_execute(&client->channel, &request);
+}
+
+wafer_status wafer_client_launch(wafer_client *client,
+				 const struct wafer_kernel *kernel,
+				 const wafer_buffer_binding *bindings,
+				 size_t binding_count, const void *params,
+				 size_t params_size, const uint64_t global[3],
+				 const uint32_t local[3])
+{
+	return launch(client, kernel, bindings, binding_count, params,
+		      params_size, global, local);
 }
 
 WAFER_API wafer_status wafer_execute(wafer_client *client,
 				     const wafer_execute_args *args)
 {
-	static const uint32_t no_local[3];
-
 	if (!client || !args)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_execute: %s is NULL",
@@ -512,16 +539,50 @@ WAFER_API wafer_status wafer_execute(wafer_client *client,
 	wafer_status status = check_execute_args(args);
 	if (status != WAFER_OK)
 		return status;
-	const struct wafer_kernel *kernel = wafer_kernel_table_find(
-		&client->kernels, args->kernel, args->variant, args->dtype);
-	if (!kernel)
+	const struct wafer_kernel *kernel;
+	if (EXECUTE_ARGS_HAVE(args, kernel_ref) && args->kernel_ref) {
+		kernel = wafer_kernel_table_deref(&client->kernels,
+						  args->kernel_ref);
+		if (!kernel)
+			return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+					  "wafer_execute: kernel_ref %p is "
+					  "not a kernel of this client (refs "
+					  "from wafer_kernel_find are valid "
+					  "for the client that found them)",
+					  (const void *)args->kernel_ref);
+	} else {
+		kernel = wafer_kernel_table_find(&client->kernels, args->kernel,
+						 args->variant, args->dtype);
+		if (!kernel)
+			return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	/* Callers built against the first struct, without local, get the
+	 * plugin's choice. */
+	return launch(client, kernel, args->bindings, args->binding_count,
+		      args->params, args->params_size, args->global,
+		      EXECUTE_ARGS_HAVE(args, local) ? args->local : NULL);
+}
+
+WAFER_API wafer_status wafer_kernel_find(wafer_client *client,
+					 const char *kernel,
+					 const char *variant, wafer_dtype dtype,
+					 const wafer_kernel_ref **out_kernel)
+{
+	if (out_kernel)
+		*out_kernel = NULL;
+	if (!client || !kernel || !out_kernel)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_kernel_find: %s is NULL",
+				  !client ? "client"
+				  : !kernel ? "kernel"
+					    : "out_kernel");
+	const struct wafer_kernel *k = wafer_kernel_table_find(
+		&client->kernels, kernel, variant, dtype);
+	if (!k)
 		return WAFER_ERROR_NOT_SUPPORTED;
-	return wafer_client_launch(client, kernel, args->bindings,
-				   args->binding_count, args->params,
-				   args->params_size, args->global,
-				   args->struct_size >= sizeof *args
-					   ? args->local
-					   : no_local);
+	*out_kernel = (const wafer_kernel_ref *)(const void *)
+		wafer_kernel_table_ref(&client->kernels, k);
+	return WAFER_OK;
 }
 
 WAFER_API wafer_status wafer_sync(wafer_client *client)

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -103,34 +104,53 @@ wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
 		atomic_init(&table->cache[i].kernel, NULL);
 	}
 	table->entries = calloc(capacity, sizeof *table->entries);
-	if (!table->entries)
+	table->refs = calloc(count ? count : 1, sizeof *table->refs);
+	if (!table->entries || !table->refs) {
+		wafer_kernel_table_fini(table);
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
+	}
 	table->mask = capacity - 1;
 	table->kernels = kernels;
 	table->kernel_count = count;
 	table->backend = backend;
 	table->stride = count ? kernels[0].struct_size : sizeof *kernels;
-	if (count && table->stride < sizeof *kernels)
+	if (count && table->stride < sizeof *kernels) {
+		wafer_kernel_table_fini(table);
 		return wafer_fail(WAFER_ERROR_PLUGIN,
 				  "%s: kernel table entries have struct_size "
 				  "%zu, the core needs at least %zu",
 				  backend, table->stride, sizeof *kernels);
+	}
 	for (size_t i = 0; i < count; i++) {
 		const struct wafer_kernel *k = kernel_at(table, i);
-		if (!k->op || !k->variant)
+		if (!k->op || !k->variant) {
+			wafer_kernel_table_fini(table);
 			return wafer_fail(WAFER_ERROR_PLUGIN,
 					  "%s: kernel table entry %zu has no %s",
 					  backend, i, k->op ? "variant" : "op");
+		}
 		insert(table, k->variant, k);
 		insert(table, NULL, k);
+		table->refs[i] = k;
 	}
 	return WAFER_OK;
+}
+
+const struct wafer_kernel *const *
+wafer_kernel_table_ref(const struct wafer_kernel_table *table,
+		       const struct wafer_kernel *kernel)
+{
+	size_t i = (size_t)((const char *)kernel - (const char *)table->kernels) /
+		   table->stride;
+	return &table->refs[i];
 }
 
 void wafer_kernel_table_fini(struct wafer_kernel_table *table)
 {
 	free(table->entries);
 	table->entries = NULL;
+	free(table->refs);
+	table->refs = NULL;
 }
 
 /* What the plugin does have under |op|, for the error message. */
@@ -155,6 +175,19 @@ cache_entry(struct wafer_kernel_table *table, const char *op)
 	return &table->cache[((uintptr_t)op >> 4) % WAFER_KERNEL_CACHE_SIZE];
 }
 
+/* strcmp(a, b) == 0 for the short names of kernels, inline: on the hit
+ * path of every execute a library call costs more than the compare. */
+static inline bool same_name(const char *a, const char *b)
+{
+	while (*a == *b) {
+		if (!*a)
+			return true;
+		a++;
+		b++;
+	}
+	return false;
+}
+
 static const struct wafer_kernel *cache_get(struct wafer_kernel_table *table,
 					    const char *op, const char *variant,
 					    wafer_dtype dtype)
@@ -176,7 +209,7 @@ static const struct wafer_kernel *cache_get(struct wafer_kernel_table *table,
 	    cached_dtype != (int)dtype)
 		return NULL;
 	/* Same addresses; make sure they still spell the same names. */
-	if (strcmp(op, k->op) != 0 || (variant && strcmp(variant, k->variant)))
+	if (!same_name(op, k->op) || (variant && !same_name(variant, k->variant)))
 		return NULL;
 	return k;
 }
@@ -203,13 +236,12 @@ static void cache_put(struct wafer_kernel_table *table, const char *op,
 	atomic_store_explicit(&e->sequence, sequence + 2, memory_order_release);
 }
 
-const struct wafer_kernel *
-wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
-			const char *variant, wafer_dtype dtype)
+/* The lookup past the cache: kept out of line so that the hit path is a
+ * leaf without this one's stack frame. */
+static __attribute__((noinline)) const struct wafer_kernel *
+find_slow(struct wafer_kernel_table *table, const char *op,
+	  const char *variant, wafer_dtype dtype)
 {
-	const struct wafer_kernel *k = cache_get(table, op, variant, dtype);
-	if (k)
-		return k;
 	const struct wafer_kernel_table_entry *e =
 		probe(table, op, variant, dtype);
 	if (e->kernel) {
@@ -225,6 +257,14 @@ wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
 		   variant ? variant : "", table->backend,
 		   have[0] ? " (it has: " : "", have, have[0] ? ")" : "");
 	return NULL;
+}
+
+const struct wafer_kernel *
+wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
+			const char *variant, wafer_dtype dtype)
+{
+	const struct wafer_kernel *k = cache_get(table, op, variant, dtype);
+	return k ? k : find_slow(table, op, variant, dtype);
 }
 
 const struct wafer_kernel *

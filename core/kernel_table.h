@@ -9,6 +9,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <wafer/plugin.h>
 
@@ -35,6 +36,9 @@ struct wafer_kernel_table {
 	size_t kernel_count;
 	size_t stride; /* bytes between entries: the plugin's struct_size */
 	const char *backend;
+	/* refs[i] points at kernel i: the public wafer_kernel_ref is the
+	 * address of one of these, so checking a ref is a range test. */
+	const struct wafer_kernel **refs;
 };
 
 wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
@@ -45,6 +49,25 @@ void wafer_kernel_table_fini(struct wafer_kernel_table *table);
 
 /* The kernel, or NULL with WAFER_ERROR_NOT_SUPPORTED recorded: "kernel
  * 'op' (f32, variant v) is not supported by cpu (it has: f16)". */
+/* The ref of |kernel| (one of this table's): what wafer_kernel_find
+ * hands out. */
+const struct wafer_kernel *const *
+wafer_kernel_table_ref(const struct wafer_kernel_table *table,
+		       const struct wafer_kernel *kernel);
+
+/* The kernel behind |ref|, or NULL when |ref| is not one of this table's
+ * (another client's, or not a ref at all). No lock, no lookup. */
+static inline const struct wafer_kernel *
+wafer_kernel_table_deref(const struct wafer_kernel_table *table,
+			 const void *ref)
+{
+	uintptr_t offset = (uintptr_t)ref - (uintptr_t)table->refs;
+	if (offset >= table->kernel_count * sizeof *table->refs ||
+	    offset % sizeof *table->refs)
+		return NULL;
+	return table->refs[offset / sizeof *table->refs];
+}
+
 const struct wafer_kernel *
 wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
 			const char *variant, wafer_dtype dtype);

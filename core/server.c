@@ -78,6 +78,8 @@ wafer_status wafer_server_init(struct wafer_server *server,
 	memset(server, 0, sizeof *server);
 	server->device = device;
 	server->handles = handles;
+	server->launch = plugin->server->launch;
+	server->plugin_device = device->device;
 
 	wafer_status status =
 		plugin->server->queue_create(device->device, &server->queue);
@@ -146,13 +148,14 @@ static wafer_status check_backed(const struct wafer_handle_slot *slot,
 			  what, slot->index, slot->size);
 }
 
-static wafer_status run_execute(struct wafer_server *server,
-				const struct wafer_command *c)
+wafer_status wafer_server_execute(struct wafer_server *server,
+				  struct wafer_execute_request *r)
 {
 	struct wafer_binding bindings[WAFER_MAX_BINDINGS];
-	for (uint32_t i = 0; i < c->binding_count; i++) {
-		const struct wafer_command_binding *b = &c->bindings[i];
-		wafer_status status = check_backed(b->slot, c->kernel->op);
+	const struct wafer_kernel *kernel = r->launch.kernel;
+	for (uint32_t i = 0; i < r->launch.binding_count; i++) {
+		const struct wafer_command_binding *b = &r->bindings[i];
+		wafer_status status = check_backed(b->slot, kernel->op);
 		if (status != WAFER_OK)
 			return status;
 		bindings[i] = (struct wafer_binding){
@@ -162,24 +165,33 @@ static wafer_status run_execute(struct wafer_server *server,
 			.size = b->size,
 		};
 	}
-	struct wafer_launch launch = {
-		.struct_size = sizeof launch,
-		.kernel = c->kernel,
-		.bindings = bindings,
-		.binding_count = c->binding_count,
-		.params = c->params,
-		.params_size = c->params_size,
-		.global = {c->global[0], c->global[1], c->global[2]},
-		.local = {c->local[0], c->local[1], c->local[2]},
-	};
+	r->launch.bindings = bindings;
 	server->queue_dirty = true;
-	wafer_status status = server->device->plugin->server->launch(
-		server->device->device, server->queue, &launch);
+	wafer_status status =
+		server->launch(server->plugin_device, server->queue, &r->launch);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "kernel '%s' (%s) on %s",
-					  c->kernel->op, c->kernel->variant,
+					  kernel->op, kernel->variant,
 					  server->device->backend);
 	return WAFER_OK;
+}
+
+static wafer_status run_execute(struct wafer_server *server,
+				const struct wafer_command *c)
+{
+	struct wafer_execute_request request = {
+		.launch = {
+			.struct_size = sizeof request.launch,
+			.kernel = c->kernel,
+			.binding_count = c->binding_count,
+			.params = c->params,
+			.params_size = c->params_size,
+			.global = {c->global[0], c->global[1], c->global[2]},
+			.local = {c->local[0], c->local[1], c->local[2]},
+		},
+		.bindings = c->bindings,
+	};
+	return wafer_server_execute(server, &request);
 }
 
 /* The client offers timers only where the plugin has both entries

@@ -19,6 +19,7 @@ dist_man_MANS += \
 	man/wafer_create.3 \
 	man/wafer_handle_is_null.3 \
 	man/wafer_handle_size.3 \
+	man/wafer_kernel_find.3 \
 	man/wafer_last_error.3 \
 	man/wafer_memory_trim.3 \
 	man/wafer_read.3 \

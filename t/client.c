@@ -4,6 +4,7 @@
  * default device. Backend-neutral: WAFER_BACKEND=<name> runs it on that
  * plugin, which makes it part of the conformance suite. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -389,6 +390,127 @@ static void test_execute_errors(wafer_client *client)
 	wafer_release(client, small);
 }
 
+/* wafer_kernel_find, and wafer_execute by kernel_ref instead of by name. */
+static void test_kernel_refs(wafer_client *client, wafer_client *other)
+{
+	enum { n = 1000 };
+	float *a = random_floats(n, 7), *b = random_floats(n, 8);
+	float out[n];
+	wafer_handle ha, hb, ho;
+	wafer_create(client, a, sizeof out, &ha);
+	wafer_create(client, b, sizeof out, &hb);
+	wafer_empty(client, sizeof out, &ho);
+
+	const wafer_kernel_ref *add = NULL, *relu = NULL, *foreign = NULL;
+	is_status(wafer_kernel_find(client, WAFER_KERNEL_ADD, NULL,
+				    WAFER_DTYPE_F32, &add),
+		  WAFER_OK, "kernel_find add");
+	ok(add != NULL, "kernel_find gives a ref");
+	is_status(wafer_kernel_find(client, WAFER_KERNEL_RELU, NULL,
+				    WAFER_DTYPE_F32, &relu),
+		  WAFER_OK, "kernel_find relu");
+	ok(relu != add, "two kernels, two refs");
+
+	wafer_buffer_binding bindings[3] = {{ho, 0, 0}, {ha, 0, 0}, {hb, 0, 0}};
+	struct wafer_elementwise_params params = {.count = n};
+	/* The name and dtype are wrong on purpose: the ref decides. */
+	wafer_execute_args args = {
+		.struct_size = sizeof args,
+		.kernel = "frobnicate",
+		.dtype = (wafer_dtype)99,
+		.bindings = bindings,
+		.binding_count = 3,
+		.params = &params,
+		.params_size = sizeof params,
+		.global = {n, 1, 1},
+		.kernel_ref = add,
+	};
+	is_status(wafer_execute(client, &args), WAFER_OK, "execute by ref");
+	wafer_read(client, ho, 0, out, sizeof out);
+	size_t wrong = 0;
+	for (size_t i = 0; i < n; i++)
+		wrong += out[i] != a[i] + b[i];
+	is_int((long long)wrong, 0, "execute by ref ran add");
+
+	args.kernel = NULL;
+	args.binding_count = 2;
+	args.kernel_ref = relu;
+	is_status(wafer_execute(client, &args), WAFER_OK,
+		  "execute by ref with no name");
+	wafer_read(client, ho, 0, out, sizeof out);
+	wrong = 0;
+	for (size_t i = 0; i < n; i++)
+		wrong += out[i] != (a[i] > 0 ? a[i] : 0);
+	is_int((long long)wrong, 0, "execute by ref ran relu");
+
+	args.binding_count = 3;
+	is_status(wafer_execute(client, &args), WAFER_ERROR_INVALID_ARGUMENT,
+		  "by ref: the kernel's binding count still holds");
+	like(wafer_last_error(), "takes 2", "detail gives the expected count");
+	args.binding_count = 2;
+
+	/* A caller built before kernel_ref existed: its struct ends before
+	 * the field, which is not read even if memory there says otherwise. */
+	args.kernel = WAFER_KERNEL_COPY;
+	args.dtype = WAFER_DTYPE_F32;
+	args.kernel_ref = add;
+	args.struct_size = offsetof(wafer_execute_args, kernel_ref);
+	is_status(wafer_execute(client, &args), WAFER_OK,
+		  "older struct_size: launched by name");
+	wafer_read(client, ho, 0, out, sizeof out);
+	is_int((long long)memcmp(out, a, sizeof out), 0,
+	       "older struct_size ignores kernel_ref (ran copy, not add)");
+	args.struct_size = sizeof args;
+	args.kernel = NULL;
+
+	is_status(wafer_kernel_find(other, WAFER_KERNEL_RELU, NULL,
+				    WAFER_DTYPE_F32, &foreign),
+		  WAFER_OK, "kernel_find on another client");
+	args.kernel_ref = foreign;
+	is_status(wafer_execute(client, &args), WAFER_ERROR_INVALID_ARGUMENT,
+		  "another client's ref is refused");
+	like(wafer_last_error(), "not a kernel of this client",
+	     "detail says whose ref it is");
+	args.kernel_ref = (const wafer_kernel_ref *)(const void *)&params;
+	is_status(wafer_execute(client, &args), WAFER_ERROR_INVALID_ARGUMENT,
+		  "a pointer that is no ref is refused");
+	args.kernel_ref =
+		(const wafer_kernel_ref *)(const void *)((const char *)relu + 1);
+	is_status(wafer_execute(client, &args), WAFER_ERROR_INVALID_ARGUMENT,
+		  "a ref off by one byte is refused");
+	args.kernel_ref = NULL;
+	is_status(wafer_execute(client, &args), WAFER_ERROR_INVALID_ARGUMENT,
+		  "no name and no ref");
+	like(wafer_last_error(), "kernel_ref", "detail names both fields");
+
+	const wafer_kernel_ref *missing = add;
+	is_status(wafer_kernel_find(client, "frobnicate", NULL,
+				    WAFER_DTYPE_F32, &missing),
+		  WAFER_ERROR_NOT_SUPPORTED, "kernel_find: unknown kernel");
+	ok(missing == NULL, "kernel_find: the ref is cleared on failure");
+	like(wafer_last_error(), "not supported by",
+	     "kernel_find: detail names the plugin");
+	is_status(wafer_kernel_find(client, WAFER_KERNEL_ADD, "no-such-variant",
+				    WAFER_DTYPE_F32, &missing),
+		  WAFER_ERROR_NOT_SUPPORTED, "kernel_find: unknown variant");
+	is_status(wafer_kernel_find(NULL, WAFER_KERNEL_ADD, NULL,
+				    WAFER_DTYPE_F32, &missing),
+		  WAFER_ERROR_INVALID_ARGUMENT, "kernel_find: NULL client");
+	is_status(wafer_kernel_find(client, NULL, NULL, WAFER_DTYPE_F32,
+				    &missing),
+		  WAFER_ERROR_INVALID_ARGUMENT, "kernel_find: NULL name");
+	is_status(wafer_kernel_find(client, WAFER_KERNEL_ADD, NULL,
+				    WAFER_DTYPE_F32, NULL),
+		  WAFER_ERROR_INVALID_ARGUMENT, "kernel_find: NULL out");
+
+	is_status(wafer_sync(client), WAFER_OK, "sync after refs");
+	wafer_release(client, ha);
+	wafer_release(client, hb);
+	wafer_release(client, ho);
+	free(a);
+	free(b);
+}
+
 static void test_memory_usage(wafer_client *client)
 {
 	wafer_memory_usage before = {.struct_size = sizeof before};
@@ -517,6 +639,7 @@ int main(void)
 	test_open_errors();
 
 	static const char *const channels[] = {"direct", "mutex"};
+	wafer_client *other = open_client(NULL);
 	for (size_t c = 0; c < 2; c++) {
 		diag("channel %s", channels[c]);
 		wafer_client *client = open_client(channels[c]);
@@ -526,9 +649,15 @@ int main(void)
 		test_refcounts(client);
 		test_kernels(client);
 		test_execute_errors(client);
+		test_kernel_refs(client, other);
 		test_memory_usage(client);
 		is_status(wafer_client_close(client), WAFER_OK, "close");
 	}
+	/* Refs on the queueing channel too (its executes go as commands). */
+	wafer_client *queued = open_client("mpsc");
+	test_kernel_refs(queued, other);
+	is_status(wafer_client_close(queued), WAFER_OK, "close mpsc");
+	is_status(wafer_client_close(other), WAFER_OK, "close the other");
 	test_threads("mutex");
 	test_close_with_live_handles();
 	wafer_runtime_close(runtime);

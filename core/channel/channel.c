@@ -1,5 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
- * channel.c: channel lookup by name. */
+ * channel.c: channel lookup by name, and executes for channels that only
+ * take commands. */
 #include "build-config.h"
 
 #include <string.h>
@@ -27,20 +28,38 @@ wafer_status wafer_channel_create(const char *name, const char *origin,
 				  struct wafer_server *server,
 				  struct wafer_channel *out)
 {
-	out->ops = NULL;
-	out->self = NULL;
+	*out = (struct wafer_channel){0};
 	if (strcmp(name, "auto") == 0)
 		name = resolve_auto(server);
 	for (size_t i = 0; i < sizeof channels / sizeof channels[0]; i++) {
 		if (strcmp(channels[i]->name, name) == 0) {
 			wafer_status status =
 				channels[i]->create(server, &out->self);
-			if (status == WAFER_OK)
+			if (status == WAFER_OK) {
 				out->ops = channels[i];
+				out->execute = channels[i]->execute;
+			}
 			return status;
 		}
 	}
 	return wafer_fail(WAFER_ERROR_CONFIG,
 			  "%s: unknown channel '%s' (known: auto, direct, mutex, mpsc)",
 			  origin, name);
+}
+
+wafer_status wafer_channel_submit_execute(struct wafer_channel *channel,
+					  struct wafer_execute_request *r)
+{
+	const struct wafer_launch *l = &r->launch;
+	struct wafer_command command = {
+		.kind = WAFER_COMMAND_EXECUTE,
+		.kernel = l->kernel,
+		.bindings = r->bindings,
+		.binding_count = l->binding_count,
+		.params = l->params,
+		.params_size = l->params_size,
+		.global = {l->global[0], l->global[1], l->global[2]},
+		.local = {l->local[0], l->local[1], l->local[2]},
+	};
+	return wafer_channel_submit(channel, &command);
 }

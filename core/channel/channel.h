@@ -21,11 +21,19 @@ struct wafer_channel_ops {
 	/* Runs or finishes everything submitted, then frees the channel. */
 	void (*destroy)(void *self);
 	wafer_status (*submit)(void *self, const struct wafer_command *command);
+	/* Optional: runs one execute at once, for channels that run
+	 * commands in the caller's thread. NULL: executes go through submit
+	 * as EXECUTE commands (a queueing channel copies those). */
+	wafer_status (*execute)(void *self,
+				struct wafer_execute_request *request);
 };
 
 struct wafer_channel {
 	const struct wafer_channel_ops *ops;
 	void *self;
+	/* ops->execute, kept here: one dependent load fewer per launch. */
+	wafer_status (*execute)(void *self,
+				struct wafer_execute_request *request);
 };
 
 extern const struct wafer_channel_ops wafer_channel_direct;
@@ -42,6 +50,20 @@ static inline wafer_status wafer_channel_submit(struct wafer_channel *channel,
 						const struct wafer_command *command)
 {
 	return channel->ops->submit(channel->self, command);
+}
+
+/* Submits |request| as an EXECUTE command (channels without execute). */
+wafer_status wafer_channel_submit_execute(struct wafer_channel *channel,
+					  struct wafer_execute_request *request);
+
+/* The launch path: wafer_execute and the operations come through here. */
+static inline wafer_status
+wafer_channel_execute(struct wafer_channel *channel,
+		      struct wafer_execute_request *request)
+{
+	if (channel->execute)
+		return channel->execute(channel->self, request);
+	return wafer_channel_submit_execute(channel, request);
 }
 
 static inline void wafer_channel_destroy(struct wafer_channel *channel)

@@ -22,9 +22,16 @@ static wafer_status direct_submit(void *self, const struct wafer_command *comman
 	return wafer_server_run(self, command);
 }
 
+static wafer_status direct_execute(void *self,
+				   struct wafer_execute_request *request)
+{
+	return wafer_server_execute(self, request);
+}
+
 const struct wafer_channel_ops wafer_channel_direct = {
 	.name = "direct",
 	.create = direct_create,
 	.destroy = direct_destroy,
 	.submit = direct_submit,
+	.execute = direct_execute,
 };

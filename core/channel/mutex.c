@@ -47,9 +47,20 @@ static wafer_status mutex_submit(void *self, const struct wafer_command *command
 	return status;
 }
 
+static wafer_status mutex_execute(void *self,
+				  struct wafer_execute_request *request)
+{
+	struct mutex_channel *ch = self;
+	pthread_mutex_lock(&ch->lock);
+	wafer_status status = wafer_server_execute(ch->server, request);
+	pthread_mutex_unlock(&ch->lock);
+	return status;
+}
+
 const struct wafer_channel_ops wafer_channel_mutex = {
 	.name = "mutex",
 	.create = mutex_create,
 	.destroy = mutex_destroy,
 	.submit = mutex_submit,
+	.execute = mutex_execute,
 };

@@ -290,10 +290,24 @@ typedef struct wafer_buffer_binding {
 	size_t size;
 } wafer_buffer_binding;
 
+/* A kernel of a client's device resolved once, by wafer_kernel_find, so
+ * that launches skip the lookup by name (as a CUfunction or cl_kernel
+ * does). Valid for that client until it closes; opaque. */
+typedef struct wafer_kernel_ref wafer_kernel_ref;
+
+/* Finds kernel |kernel| (variant |variant|, NULL: the default one) for
+ * |dtype| on the client's device and stores its ref in *out_kernel. An
+ * unknown kernel is WAFER_ERROR_NOT_SUPPORTED naming the plugin and what
+ * it has, as wafer_execute reports it. */
+WAFER_API wafer_status wafer_kernel_find(wafer_client *client,
+					 const char *kernel,
+					 const char *variant, wafer_dtype dtype,
+					 const wafer_kernel_ref **out_kernel);
+
 typedef struct wafer_execute_args {
 	size_t struct_size;
 	/* Kernel: operation name from the plugin's table ("add"), variant
-	 * (NULL: the default one) and dtype. */
+	 * (NULL: the default one) and dtype; ignored when kernel_ref is set. */
 	const char *kernel;
 	const char *variant;
 	wafer_dtype dtype;
@@ -306,6 +320,10 @@ typedef struct wafer_execute_args {
 	 * optional work-group hint (0: plugin chooses). */
 	uint64_t global[3];
 	uint32_t local[3];
+	/* A kernel from wafer_kernel_find on this client, or NULL: launch by
+	 * name. (Added after the first release: struct_size says whether a
+	 * caller has it.) */
+	const wafer_kernel_ref *kernel_ref;
 } wafer_execute_args;
 
 /* Runs a kernel on handles. The binding count and parameter size are
