@@ -471,7 +471,8 @@ resolve_bindings(wafer_client *client, const char *name,
 /* The launch path of wafer_execute and of the operations (through
  * wafer_client_launch): inline in both, since it is most of what a launch
  * costs the caller. */
-static inline wafer_status launch(wafer_client *client,
+static inline __attribute__((always_inline)) wafer_status
+launch(wafer_client *client,
 				  const struct wafer_kernel *kernel,
 				  const wafer_buffer_binding *bindings,
 				  size_t binding_count, const void *params,
