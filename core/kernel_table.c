@@ -169,56 +169,11 @@ static void list_dtypes(const struct wafer_kernel_table *table, const char *op,
 	}
 }
 
-static struct wafer_kernel_cache_entry *
-cache_entry(struct wafer_kernel_table *table, const char *op)
-{
-	return &table->cache[((uintptr_t)op >> 4) % WAFER_KERNEL_CACHE_SIZE];
-}
-
-/* strcmp(a, b) == 0 for the short names of kernels, inline: on the hit
- * path of every execute a library call costs more than the compare. */
-static inline bool same_name(const char *a, const char *b)
-{
-	while (*a == *b) {
-		if (!*a)
-			return true;
-		a++;
-		b++;
-	}
-	return false;
-}
-
-static const struct wafer_kernel *cache_get(struct wafer_kernel_table *table,
-					    const char *op, const char *variant,
-					    wafer_dtype dtype)
-{
-	struct wafer_kernel_cache_entry *e = cache_entry(table, op);
-	uint32_t before = atomic_load_explicit(&e->sequence, memory_order_acquire);
-	if (before & 1)
-		return NULL;
-	const char *cached_op = atomic_load_explicit(&e->op, memory_order_relaxed);
-	const char *cached_variant =
-		atomic_load_explicit(&e->variant, memory_order_relaxed);
-	int cached_dtype = atomic_load_explicit(&e->dtype, memory_order_relaxed);
-	const struct wafer_kernel *k =
-		atomic_load_explicit(&e->kernel, memory_order_relaxed);
-	atomic_thread_fence(memory_order_acquire);
-	if (atomic_load_explicit(&e->sequence, memory_order_relaxed) != before)
-		return NULL;
-	if (!k || cached_op != op || cached_variant != variant ||
-	    cached_dtype != (int)dtype)
-		return NULL;
-	/* Same addresses; make sure they still spell the same names. */
-	if (!same_name(op, k->op) || (variant && !same_name(variant, k->variant)))
-		return NULL;
-	return k;
-}
-
 static void cache_put(struct wafer_kernel_table *table, const char *op,
 		      const char *variant, wafer_dtype dtype,
 		      const struct wafer_kernel *k)
 {
-	struct wafer_kernel_cache_entry *e = cache_entry(table, op);
+	struct wafer_kernel_cache_entry *e = wafer_kernel_cache_entry(table, op);
 	uint32_t sequence = atomic_load_explicit(&e->sequence,
 						 memory_order_relaxed);
 	/* Another writer holds the entry: skip caching, it is only a hint. */
@@ -236,11 +191,9 @@ static void cache_put(struct wafer_kernel_table *table, const char *op,
 	atomic_store_explicit(&e->sequence, sequence + 2, memory_order_release);
 }
 
-/* The lookup past the cache: kept out of line so that the hit path is a
- * leaf without this one's stack frame. */
-static __attribute__((noinline)) const struct wafer_kernel *
-find_slow(struct wafer_kernel_table *table, const char *op,
-	  const char *variant, wafer_dtype dtype)
+const struct wafer_kernel *
+wafer_kernel_table_find_slow(struct wafer_kernel_table *table, const char *op,
+			     const char *variant, wafer_dtype dtype)
 {
 	const struct wafer_kernel_table_entry *e =
 		probe(table, op, variant, dtype);
@@ -257,14 +210,6 @@ find_slow(struct wafer_kernel_table *table, const char *op,
 		   variant ? variant : "", table->backend,
 		   have[0] ? " (it has: " : "", have, have[0] ? ")" : "");
 	return NULL;
-}
-
-const struct wafer_kernel *
-wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
-			const char *variant, wafer_dtype dtype)
-{
-	const struct wafer_kernel *k = cache_get(table, op, variant, dtype);
-	return k ? k : find_slow(table, op, variant, dtype);
 }
 
 const struct wafer_kernel *

@@ -8,6 +8,7 @@
 #define WAFER_CORE_KERNEL_TABLE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,8 +48,71 @@ wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
 				     size_t count);
 void wafer_kernel_table_fini(struct wafer_kernel_table *table);
 
+/* The lookup past the cache (wafer_kernel_table_find on a miss). */
+const struct wafer_kernel *
+wafer_kernel_table_find_slow(struct wafer_kernel_table *table, const char *op,
+			     const char *variant, wafer_dtype dtype);
+
+static inline struct wafer_kernel_cache_entry *
+wafer_kernel_cache_entry(struct wafer_kernel_table *table, const char *op)
+{
+	return &table->cache[((uintptr_t)op >> 4) % WAFER_KERNEL_CACHE_SIZE];
+}
+
+/* strcmp(a, b) == 0 for the short names of kernels, inline: on the hit
+ * path of every execute a library call costs more than the compare. */
+static inline bool wafer_kernel_same_name(const char *a, const char *b)
+{
+	while (*a == *b) {
+		if (!*a)
+			return true;
+		a++;
+		b++;
+	}
+	return false;
+}
+
+/* A hit of the cache, or NULL. */
+static inline const struct wafer_kernel *
+wafer_kernel_cache_get(struct wafer_kernel_table *table, const char *op,
+		       const char *variant, wafer_dtype dtype)
+{
+	struct wafer_kernel_cache_entry *e = wafer_kernel_cache_entry(table, op);
+	uint32_t before = atomic_load_explicit(&e->sequence, memory_order_acquire);
+	if (before & 1)
+		return NULL;
+	const char *cached_op = atomic_load_explicit(&e->op, memory_order_relaxed);
+	const char *cached_variant =
+		atomic_load_explicit(&e->variant, memory_order_relaxed);
+	int cached_dtype = atomic_load_explicit(&e->dtype, memory_order_relaxed);
+	const struct wafer_kernel *k =
+		atomic_load_explicit(&e->kernel, memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&e->sequence, memory_order_relaxed) != before)
+		return NULL;
+	if (!k || cached_op != op || cached_variant != variant ||
+	    cached_dtype != (int)dtype)
+		return NULL;
+	/* Same addresses; make sure they still spell the same names. */
+	if (!wafer_kernel_same_name(op, k->op) ||
+	    (variant && !wafer_kernel_same_name(variant, k->variant)))
+		return NULL;
+	return k;
+}
+
 /* The kernel, or NULL with WAFER_ERROR_NOT_SUPPORTED recorded: "kernel
- * 'op' (f32, variant v) is not supported by cpu (it has: f16)". */
+ * 'op' (f32, variant v) is not supported by cpu (it has: f16)". Inline:
+ * a cache hit is most of what a launch by name costs over a launch by
+ * ref. */
+static inline const struct wafer_kernel *
+wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
+			const char *variant, wafer_dtype dtype)
+{
+	const struct wafer_kernel *k =
+		wafer_kernel_cache_get(table, op, variant, dtype);
+	return k ? k : wafer_kernel_table_find_slow(table, op, variant, dtype);
+}
+
 /* The ref of |kernel| (one of this table's): what wafer_kernel_find
  * hands out. */
 const struct wafer_kernel *const *
@@ -67,10 +131,6 @@ wafer_kernel_table_deref(const struct wafer_kernel_table *table,
 		return NULL;
 	return table->refs[offset / sizeof *table->refs];
 }
-
-const struct wafer_kernel *
-wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
-			const char *variant, wafer_dtype dtype);
 
 /* Entry |i| (< kernel_count) of the plugin's table, in its order. */
 const struct wafer_kernel *
