@@ -55,6 +55,11 @@ const struct wafer_kernel *cpu_kernel_find(const struct wafer_kernel *kernel)
 
 	if (!WAFER_STRUCT_HAS(kernel, struct wafer_kernel, impl))
 		return NULL;
+	/* The core passes our own entries back: found by address, without
+	 * the scan (which matters for kernels late in the table). */
+	uintptr_t offset = (uintptr_t)kernel - (uintptr_t)entries;
+	if (offset < count * sizeof *entries && offset % sizeof *entries == 0)
+		return kernel;
 	for (size_t i = 0; i < count; i++)
 		if (kernel->impl == entries[i].impl &&
 		    kernel->dtype == entries[i].dtype)
