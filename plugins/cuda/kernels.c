@@ -206,6 +206,8 @@ const struct cuda_kernel_desc cuda_kernel_descs[] = {
 	MM_REG("reg128", WAFER_DTYPE_F32, "f32", 4, 128, 128),
 	MM_REG("reg128k16", WAFER_DTYPE_F32, "f32", 4, 128, 128),
 	MM_REG("reg128x64", WAFER_DTYPE_F32, "f32", 4, 128, 64),
+	MM_REG("warp128", WAFER_DTYPE_F32, "f32", 4, 128, 128),
+	MM_REG("warp128x256", WAFER_DTYPE_F32, "f32", 4, 128, 256),
 	MM("tf32", WAFER_DTYPE_F32, "f32", 4, 128, 128),
 	MM_CUBLAS(WAFER_DTYPE_F32, 4),
 	MM("tile64", WAFER_DTYPE_F16, "f16", 2, 64, 64),

@@ -305,8 +305,8 @@ const struct bench_raw *bench_raw_for(const wafer_device_desc *device)
 /* The cuda plugin's f32 matmul variants (kernels.c); "tf32" rounds its
  * inputs to tf32, so it is not in the fp32 "own best". */
 static const char *const variants[] = {
-	"tile64", "tile128", "reg128", "reg128k16", "reg128x64", "tf32",
-	"cublas",
+	"tile64",  "tile128",     "reg128", "reg128k16", "reg128x64",
+	"warp128", "warp128x256", "tf32",   "cublas",
 };
 
 int bench_sgemm(int argc, char **argv)

@@ -12,6 +12,11 @@
  *       matrix's contiguous dimension; edge tiles read one element at a
  *       time and pad with zeros, so any m, n, k and either transpose
  *       works.
+ *   reg_tile, warp_tile   CUDA cores, fp32 arithmetic, one kernel per
+ *       layout for aligned row strides (the plugin's layouts_fit): 16-byte
+ *       reads throughout. warp_tile (f32) gives each warp its own part of
+ *       the block's tile, so that a warp's shared-memory reads are
+ *       conflict-free, and copies with cp.async (sm_80 and later).
  *   wmma<T>   tensor cores through the WMMA API: f16 and bf16 operands
  *       (m16n16k16), and tf32 for f32 operands (m16n16k8: a 10-bit
  *       mantissa, a candidate autotune keeps only where its accuracy
@@ -521,6 +526,333 @@ reg_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 }
 
 /*===----------------------------------------------------------------------===
+ * Warp-tiled f32 tiles (warp128, warp128x256)
+ *===----------------------------------------------------------------------===*/
+
+/* Global to shared memory without passing through registers (sm_80 and
+ * later): 16 bytes from |src| to |dst|, or zeros where |valid| is false
+ * (then nothing is read). */
+static __device__ __forceinline__ void cp_async16(float *dst, const float *src,
+						  bool valid)
+{
+	const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s),
+		     "l"(src), "r"(valid ? 16 : 0)
+		     : "memory");
+}
+
+static __device__ __forceinline__ void cp_async_commit()
+{
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* Waits for all of this thread's copies. */
+static __device__ __forceinline__ void cp_async_wait_all()
+{
+	asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+/* One operand's k tile: OUTER (rows of C for A, columns for B) by BK,
+ * read as vectors of 4 floats along the stored matrix's contiguous
+ * dimension, V vectors a thread, and kept in shared memory as S[k][outer]
+ * (rows of OUTER floats). K_CONTIG: the stored rows run along k (A not
+ * transposed, B transposed). The plugin uses these kernels only when the
+ * contiguous dimension is a multiple of 4, so a vector is wholly inside or
+ * wholly outside its matrix.
+ *
+ * A vector along outer lands whole in a row of S: copy() starts that with
+ * cp.async. A vector along k is spread over 4 rows of S, so it goes
+ * through registers (load(), then store()); in those rows the 16-byte
+ * pieces are permuted by bits of k / 4 (col_at), so that a warp's stores,
+ * to 4 rows at once, land in distinct banks without padding the rows. */
+template <int OUTER, int BK, bool K_CONTIG> struct WarpOperand {
+	static const int V = OUTER * BK / 4 / THREADS;
+	static_assert(V >= 1 && OUTER * BK / 4 % THREADS == 0, "vectors");
+	static const int SIZE = BK * OUTER;
+	/* Stored rows between a thread's consecutive vectors. */
+	static const int ROWS = K_CONTIG ? THREADS / (BK / 4)
+					 : THREADS / (OUTER / 4);
+	const float *src; /* vector 0 at k tile 0 */
+	uint64_t step;    /* elements between k tiles */
+	uint64_t vstep;   /* elements between vectors */
+	int o, l;         /* vector 0 in the tile */
+	bool in[V];       /* whether each vector's outer index is inside */
+
+	__device__ __forceinline__ void init(const float *x, uint64_t ld,
+					     uint64_t o0, uint64_t outer_total,
+					     int tid)
+	{
+		if (K_CONTIG) {
+			o = tid / (BK / 4);
+			l = (tid % (BK / 4)) * 4;
+			src = x + (o0 + o) * ld + l;
+			step = BK;
+		} else {
+			l = tid / (OUTER / 4);
+			o = (tid % (OUTER / 4)) * 4;
+			src = x + (uint64_t)l * ld + o0 + o;
+			step = (uint64_t)BK * ld;
+		}
+		vstep = (uint64_t)ROWS * ld;
+#pragma unroll
+		for (int v = 0; v < V; v++)
+			in[v] = o0 + o + (K_CONTIG ? v * ROWS : 0) < outer_total;
+	}
+
+	/* Whether vector v of k tile kt is inside the matrix. */
+	__device__ __forceinline__ bool inside(int v, int kt, int K) const
+	{
+		return in[v] && kt * BK + l + (K_CONTIG ? 0 : v * ROWS) < K;
+	}
+
+	/* Element (k, outer) of S. */
+	static __device__ __forceinline__ int col_at(int k, int outer)
+	{
+		if (!K_CONTIG)
+			return k * OUTER + outer;
+		/* A warp stores 32 / BK pieces of each of BK / 4 rows: the
+		 * permutation moves row k's by a multiple of 32 / BK pieces,
+		 * inside groups of 8 pieces (32 banks). */
+		const int x = ((k >> 2) & (BK / 4 - 1)) * (32 / BK);
+		return k * OUTER + (((outer >> 2) ^ x) << 2) + (outer & 3);
+	}
+
+	/* Where vector v lands in S (when K_CONTIG, its first k; the next
+	 * ones are OUTER further on). */
+	__device__ __forceinline__ int at(int v) const
+	{
+		if (!K_CONTIG)
+			return (l + v * ROWS) * OUTER + o;
+		return col_at(l, o + v * ROWS);
+	}
+
+	/* Starts the copy of k tile |kt| into S (vectors along outer). */
+	__device__ __forceinline__ void copy(float *S, int kt, int K) const
+	{
+		const float *g = src + (uint64_t)kt * step;
+#pragma unroll
+		for (int v = 0; v < V; v++) {
+			const bool ok = inside(v, kt, K);
+			const float *gv = ok ? g + v * vstep : src;
+			if (!K_CONTIG)
+				cp_async16(S + at(v), gv, ok);
+		}
+	}
+
+	/* Reads k tile |kt| into r ... */
+	__device__ __forceinline__ void load(float r[V][4], int kt, int K) const
+	{
+		const float *g = src + (uint64_t)kt * step;
+#pragma unroll
+		for (int v = 0; v < V; v++)
+			load4_or_zero<F32>(g + v * vstep, inside(v, kt, K), r[v]);
+	}
+
+	/* ... and writes r into S. */
+	__device__ __forceinline__ void store(float *S, const float r[V][4]) const
+	{
+#pragma unroll
+		for (int v = 0; v < V; v++) {
+			if (K_CONTIG) {
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					S[at(v) + j * OUTER] = r[v][j];
+			} else {
+				*(float4 *)&S[at(v)] = make_float4(
+					r[v][0], r[v][1], r[v][2], r[v][3]);
+			}
+		}
+	}
+
+	/* A thread's N * 4 values at k |l| of S, outer |base| + i * SUB +
+	 * 0..3 (i < N): N 16-byte reads. */
+	template <int N, int SUB>
+	static __device__ __forceinline__ void frag(const float *S, int base,
+						    int l, float out[N * 4])
+	{
+#pragma unroll
+		for (int i = 0; i < N; i++) {
+			const float4 v =
+				*(const float4 *)&S[col_at(l, base + i * SUB)];
+			out[i * 4] = v.x, out[i * 4 + 1] = v.y;
+			out[i * 4 + 2] = v.z, out[i * 4 + 3] = v.w;
+		}
+	}
+};
+
+/* C tile BM x BN, k step BK, two stages of shared memory: the next k
+ * tile's reads are in flight while this one is multiplied. The 8 warps
+ * tile the block as (BM / WM) x (BN / WN); a warp's WM x WN is MI x NI
+ * sub-tiles, each covered once by the warp's 32 lanes at 4 x 4 results a
+ * lane. So a lane owns MI * 4 x NI * 4 results, and its shared-memory
+ * reads are 16-byte vectors that a warp reads without bank conflicts. f32
+ * only (cp.async copies bits, not conversions); TA and TB are the
+ * transposes. */
+template <int BM, int BN, int BK, int WM, int WN, int MI, int NI, bool TA,
+	  bool TB>
+static __device__ __forceinline__ void
+warp_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
+{
+	typedef WarpOperand<BM, BK, !TA> OpA;
+	typedef WarpOperand<BN, BK, TB> OpB;
+	/* Operands read through registers: the k-contiguous ones. */
+	const bool RA = !TA, RB = TB;
+	const int SUB_M = WM / MI, SUB_N = WN / NI;
+	const int LN = SUB_N / 4; /* lanes along n */
+	static_assert((SUB_M / 4) * LN == 32, "a sub-tile is one warp of 4 x 4");
+	static_assert((BM / WM) * (BN / WN) * 32 == THREADS, "8 warps");
+	static_assert(BK == 8 || BK == 16, "k step");
+	__shared__ __align__(16) float As[2 * OpA::SIZE];
+	__shared__ __align__(16) float Bs[2 * OpB::SIZE];
+
+	const float *a, *b;
+	float *c;
+	batch_entry<float>(c_, a_, b_, p, &c, &a, &b);
+	const uint64_t m0 = (uint64_t)blockIdx.y * BM;
+	const uint64_t n0 = (uint64_t)blockIdx.x * BN;
+	const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+	const int wm = warp / (BN / WN), wn = warp % (BN / WN);
+	const int am = wm * WM + (lane / LN) * 4; /* first row in the tile */
+	const int bn = wn * WN + (lane % LN) * 4; /* first column */
+	/* The plugin runs these kernels only for k below 2^31. */
+	const int K = (int)p.k;
+	const int KT = (K + BK - 1) / BK;
+
+	OpA ta;
+	OpB tb;
+	ta.init(a, p.lda, m0, p.m, tid);
+	tb.init(b, p.ldb, n0, p.n, tid);
+
+	float acc[MI * 4][NI * 4];
+#pragma unroll
+	for (int i = 0; i < MI * 4; i++)
+#pragma unroll
+		for (int j = 0; j < NI * 4; j++)
+			acc[i][j] = 0.0f;
+
+	/* One k tile from stage |st| into the accumulators. */
+	auto multiply = [&](int st) {
+		const float *sa = As + st * OpA::SIZE;
+		const float *sb = Bs + st * OpB::SIZE;
+#pragma unroll
+		for (int l = 0; l < BK; l++) {
+			float av[MI * 4], bv[NI * 4];
+			OpA::template frag<MI, SUB_M>(sa, am, l, av);
+			OpB::template frag<NI, SUB_N>(sb, bn, l, bv);
+#pragma unroll
+			for (int i = 0; i < MI * 4; i++)
+#pragma unroll
+				for (int j = 0; j < NI * 4; j++)
+					acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+		}
+	};
+
+	/* Two loops. With an operand through registers: read the next
+	 * tile, multiply, store it, wait for the copies, barrier. With both
+	 * copied: wait, barrier, start the next copies, multiply. The steps
+	 * are much the same, but nvcc schedules them differently, and each
+	 * loop was the faster (by up to 3 TFLOP/s at 4096^3 on an H200)
+	 * where it is used. */
+	if (RA || RB) {
+		/* Registers hold the next tile of RA (RB) operands while
+		 * this one is multiplied; they land after the product. */
+		float ra[RA ? OpA::V : 1][4], rb[RB ? OpB::V : 1][4];
+		if (KT > 0) {
+			if (RA) {
+				ta.load(ra, 0, K);
+				ta.store(As, ra);
+			} else {
+				ta.copy(As, 0, K);
+			}
+			if (RB) {
+				tb.load(rb, 0, K);
+				tb.store(Bs, rb);
+			} else {
+				tb.copy(Bs, 0, K);
+			}
+		}
+		cp_async_commit();
+		cp_async_wait_all();
+		__syncthreads();
+		for (int kt = 0; kt < KT; kt++) {
+			const int cur = kt & 1;
+			const bool more = kt + 1 < KT;
+			/* The other stage was last read before the previous
+			 * barrier. */
+			float *na = As + (cur ^ 1) * OpA::SIZE;
+			float *nb = Bs + (cur ^ 1) * OpB::SIZE;
+			if (more) {
+				if (RA)
+					ta.load(ra, kt + 1, K);
+				else
+					ta.copy(na, kt + 1, K);
+				if (RB)
+					tb.load(rb, kt + 1, K);
+				else
+					tb.copy(nb, kt + 1, K);
+			}
+			cp_async_commit();
+			multiply(cur);
+			if (more) {
+				if (RA)
+					ta.store(na, ra);
+				if (RB)
+					tb.store(nb, rb);
+			}
+			cp_async_wait_all();
+			__syncthreads();
+		}
+	} else {
+		if (KT > 0) {
+			ta.copy(As, 0, K);
+			tb.copy(Bs, 0, K);
+		}
+		cp_async_commit();
+		int cur = 0, next = 1;
+		for (int kt = 0; kt < KT; kt++) {
+			/* Tile kt is in for every thread, and every thread is
+			 * done with tile kt - 1, whose stage the next copy
+			 * takes. */
+			cp_async_wait_all();
+			__syncthreads();
+			if (kt + 1 < KT) {
+				ta.copy(As + next * OpA::SIZE, kt + 1, K);
+				tb.copy(Bs + next * OpB::SIZE, kt + 1, K);
+			}
+			cp_async_commit();
+			multiply(cur);
+			cur = cur == 1 ? 0 : cur + 1;
+			next = next == 1 ? 0 : next + 1;
+		}
+		cp_async_wait_all();
+	}
+
+	/* Row am + i / 4 * SUB_M + i % 4, columns in groups of 4 from
+	 * bn + j * SUB_N. */
+	const bool vec_c = p.ldc % 4 == 0 && p.n % 4 == 0;
+#pragma unroll
+	for (int i = 0; i < MI * 4; i++) {
+		const uint64_t row = m0 + am + i / 4 * SUB_M + i % 4;
+		if (row >= p.m)
+			continue;
+#pragma unroll
+		for (int j = 0; j < NI; j++) {
+			const uint64_t col = n0 + bn + j * SUB_N;
+			float *dst = c + row * p.ldc + col;
+			if (vec_c) {
+				if (col < p.n)
+					Store4<F32>::run(dst, &acc[i][j * 4]);
+				continue;
+			}
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				if (col + e < p.n)
+					dst[e] = acc[i][j * 4 + e];
+		}
+	}
+}
+
+/*===----------------------------------------------------------------------===
  * Tensor cores (WMMA)
  *===----------------------------------------------------------------------===*/
 
@@ -745,12 +1077,31 @@ wmma_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 	REG1(dtype, T, variant, BN, BK, tn, true, false)                       \
 	REG1(dtype, T, variant, BN, BK, tt, true, true)
 
+/* Warp-tiled, f32 only, one kernel per layout like REG: 128 x 128 tiles
+ * fit two blocks a multiprocessor in 128 registers; 128 x 256 ones (8 x
+ * 16 results a thread) run one. */
+#define WARP1(variant, BM, BN, BK, WM, WN, MI, NI, MIN_BLOCKS, layout, TA, TB) \
+	extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)      \
+		wafer_matmul_f32_##variant##_##layout(                         \
+			void *c, const void *a, const void *b,                 \
+			struct cuda_matmul_args p)                             \
+	{                                                                      \
+		warp_tile<BM, BN, BK, WM, WN, MI, NI, TA, TB>(c, a, b, p);     \
+	}
+#define WARP(variant, ...)                                                     \
+	WARP1(variant, __VA_ARGS__, nn, false, false)                          \
+	WARP1(variant, __VA_ARGS__, nt, false, true)                           \
+	WARP1(variant, __VA_ARGS__, tn, true, false)                           \
+	WARP1(variant, __VA_ARGS__, tt, true, true)
+
 /* Keep these in step with the matmul entries of kernels.c (tile sizes). */
 TILED(f32, F32, tile64, 64, 64, 16, 4, 4, 1)
 TILED(f32, F32, tile128, 128, 128, 8, 8, 8, 1)
 REG(f32, F32, reg128, 128, 8)
 REG(f32, F32, reg128k16, 128, 16)
 REG(f32, F32, reg128x64, 64, 8)
+WARP(warp128, 128, 128, 8, 64, 32, 2, 2, 2)
+WARP(warp128x256, 128, 256, 16, 32, 128, 2, 4, 1)
 WMMA(f32, F32, tf32)
 TILED(f16, F16, tile64, 64, 64, 16, 4, 4, 1)
 TILED(f16, F16, tile128, 128, 128, 8, 8, 8, 1)
