@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
@@ -307,7 +308,8 @@ static void test_mpsc_returns_at_once(void)
 /* mpsc only: bursts far past the channel's node cache, queued behind a
  * blocked launch so nothing runs until all are in: recycled nodes, nodes
  * past the cache's bound and uploads too large for a recycled node keep
- * their order and their bytes, round after round. */
+ * their order and their bytes, round after round, with the cache trimmed
+ * in between. */
 struct burst_worker {
 	wafer_client *client;
 	wafer_handle x, one;
@@ -389,6 +391,9 @@ static void test_mpsc_burst(void)
 		   "%d producers in order (%d errors, %d wrong)",
 		   round, adds, sizes[0], sizes[n_sizes - 1], producers, errors,
 		   wrong);
+		/* Idle long enough for the runner to sleep, which trims the
+		 * nodes past the cache's bound before the next burst. */
+		nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
 	}
 	for (int k = 0; k < n_sizes; k++)
 		wafer_release(c, w[k]);

@@ -13,12 +13,20 @@
  * sleeps on a condition variable only when it finds the queue empty.
  *
  * Nodes are recycled, not freed: a command whose bindings, parameters and
- * upload fit in a fixed-size node takes one from the channel's cache, and
- * the runner hands finished nodes back in batches on a lock-free stack
- * that producers take whole with one exchange (taking all of it leaves no
- * room for ABA). Neither side calls malloc or free per command, and the
- * cache is bounded (MPSC_POOL_MAX nodes); larger commands, and nodes past
- * the bound in a burst, are allocated and freed as before.
+ * upload fit in a fixed-size node (MPSC_NODE_SIZE, packed: only what the
+ * command has is copied) takes one from the channel's cache, and the
+ * runner hands finished nodes back in batches on a lock-free stack that
+ * producers take whole with one exchange (taking all of it leaves no room
+ * for ABA). So neither side calls malloc or free per command, and a node
+ * goes back and forth between two cores instead of through the allocator's
+ * per-thread caches. A queue deeper than the nodes in circulation
+ * allocates more; they circulate until the runner goes to sleep, which
+ * frees all but MPSC_POOL_MAX (see trim). Larger commands are allocated
+ * and freed by the runner. Everything left is freed at close.
+ *
+ * Waiting is adaptive: the runner and a waiting producer poll a little
+ * (pause instructions) before they yield the CPU and then sleep, and poll
+ * less when polling has not paid (the other side was not running).
  *
  * Errors: a command that fails with nobody waiting for it leaves its
  * status and detail in `failure`; the next read or sync reports it (with
@@ -49,11 +57,18 @@
 #define MPSC_POOL_MAX 1024u
 #define MPSC_RETIRE_BATCH 32u
 
-/* Waiting without sleeping: busy polls, then polls that yield the CPU. */
-#define MPSC_RUNNER_SPIN 2048u
-#define MPSC_RUNNER_YIELDS 64u
-#define MPSC_WAITER_SPIN 2048u
+/* Waiting. A producer waiting for a result polls up to waiter_spin
+ * times (MPSC_SPIN_MIN to MPSC_SPIN_MAX: spin_adapt), then yields the CPU
+ * MPSC_WAITER_YIELDS times, then sleeps. The runner, finding the queue
+ * empty, polls up to runner_spin times (1 to MPSC_RUNNER_POLLS; only
+ * right after answering a waiter, see runner_idle), then yields
+ * MPSC_RUNNER_YIELDS times, then sleeps. */
+#define MPSC_SPIN_MIN 8u
+#define MPSC_SPIN_MAX 256u
 #define MPSC_WAITER_YIELDS 200u
+#define MPSC_RUNNER_POLLS 6u
+#define MPSC_RUNNER_POLL_PAUSES 2u /* before its first poll; doubling */
+#define MPSC_RUNNER_YIELDS 64u
 
 #define MPSC_CACHE_LINE 64
 
@@ -64,6 +79,17 @@ static inline void cpu_relax(void)
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield" ::: "memory");
 #endif
+}
+
+/* Busy polling pays when the other side runs on another CPU and answers
+ * within the spin; when it answers only once we yield (it was waiting for
+ * our CPU), spinning just delays it. So the limit doubles after a wait
+ * that the spin ended and halves after one it did not. */
+static inline unsigned spin_adapt(unsigned limit, bool spin_ended_it)
+{
+	if (spin_ended_it)
+		return limit < MPSC_SPIN_MAX ? limit * 2 : MPSC_SPIN_MAX;
+	return limit > MPSC_SPIN_MIN ? limit / 2 : MPSC_SPIN_MIN;
 }
 
 enum { WAIT_PENDING, WAIT_SLEEPING, WAIT_DONE };
@@ -118,10 +144,12 @@ struct mpsc_channel {
 	 * for a few instructions). */
 	_Alignas(MPSC_CACHE_LINE) atomic_bool cache_lock;
 	struct mpsc_node *cache;
+	/* Busy polls of a waiting producer (spin_adapt). */
+	atomic_uint waiter_spin;
 
 	/* Nodes the runner has finished with: it pushes batches, producers
 	 * take the whole stack. pool_count: recycled nodes alive. */
-	_Alignas(MPSC_CACHE_LINE) struct mpsc_node *_Atomic free;
+	_Alignas(MPSC_CACHE_LINE) struct mpsc_node *_Atomic returned;
 	atomic_uint pool_count;
 
 	/* Queued when the queue would otherwise be left empty; producers
@@ -134,6 +162,8 @@ struct mpsc_channel {
 	_Alignas(MPSC_CACHE_LINE) struct mpsc_link *tail;
 	struct mpsc_node *retired, *retired_last;
 	unsigned retired_count;
+	unsigned runner_spin; /* spaced polls when idle (runner_idle) */
+	bool answered;        /* the last node had a waiter */
 	wafer_status failure;
 	char failure_detail[WAFER_ERROR_DETAIL_MAX];
 
@@ -178,6 +208,18 @@ static inline void prefetch_node(const struct mpsc_link *link)
 	__builtin_prefetch(p);
 	__builtin_prefetch(p + MPSC_CACHE_LINE);
 	__builtin_prefetch(p + 2 * MPSC_CACHE_LINE);
+}
+
+/* Asks for the line at |p| in a state that can be written: a node that a
+ * producer fills next was last touched by the runner, on another core. */
+static inline void prefetch_write(const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	/* PREFETCHW; a no-op on processors that lack it. */
+	__asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
+#else
+	__builtin_prefetch(p, 1);
+#endif
 }
 
 /* The oldest node, or NULL when the queue is empty or a producer is
@@ -242,15 +284,23 @@ static struct mpsc_node *take_node(struct mpsc_channel *ch)
 {
 	cache_lock(ch);
 	struct mpsc_node *node = ch->cache;
-	if (!node && atomic_load_explicit(&ch->free, memory_order_relaxed))
-		node = atomic_exchange_explicit(&ch->free, NULL,
+	if (!node && atomic_load_explicit(&ch->returned, memory_order_relaxed))
+		node = atomic_exchange_explicit(&ch->returned, NULL,
 						memory_order_acquire);
-	if (node)
-		ch->cache = node_of(atomic_load_explicit(
+	if (node) {
+		struct mpsc_node *next = node_of(atomic_load_explicit(
 			&node->link.next, memory_order_relaxed));
-	cache_unlock(ch);
-	if (node)
+		ch->cache = next;
+		cache_unlock(ch);
+		/* The header of the node the next command takes. */
+		if (next) {
+			prefetch_write(next);
+			prefetch_write((char *)next + MPSC_CACHE_LINE);
+			prefetch_write((char *)next + 2 * MPSC_CACHE_LINE);
+		}
 		return node;
+	}
+	cache_unlock(ch);
 
 	node = aligned_alloc(MPSC_CACHE_LINE, MPSC_NODE_SIZE);
 	if (!node)
@@ -267,30 +317,24 @@ static void hand_back(struct mpsc_channel *ch)
 	if (!first)
 		return;
 	struct mpsc_node *top =
-		atomic_load_explicit(&ch->free, memory_order_relaxed);
+		atomic_load_explicit(&ch->returned, memory_order_relaxed);
 	do
 		atomic_store_explicit(&ch->retired_last->link.next,
 				      top ? &top->link : NULL,
 				      memory_order_relaxed);
 	while (!atomic_compare_exchange_weak_explicit(
-		&ch->free, &top, first, memory_order_release,
+		&ch->returned, &top, first, memory_order_release,
 		memory_order_relaxed));
 	ch->retired = NULL;
 	ch->retired_last = NULL;
 	ch->retired_count = 0;
 }
 
-/* The runner is done with |node|: keep it for reuse, or free it. */
+/* The runner is done with |node|: keep it for reuse (see trim), or free
+ * it when it is not a recycled one. */
 static void retire(struct mpsc_channel *ch, struct mpsc_node *node)
 {
 	if (!(node->flags & NODE_POOLED)) {
-		free(node);
-		return;
-	}
-	if (atomic_load_explicit(&ch->pool_count, memory_order_relaxed) >
-	    MPSC_POOL_MAX) {
-		atomic_fetch_sub_explicit(&ch->pool_count, 1,
-					  memory_order_relaxed);
 		free(node);
 		return;
 	}
@@ -304,11 +348,66 @@ static void retire(struct mpsc_channel *ch, struct mpsc_node *node)
 		hand_back(ch);
 }
 
+static struct mpsc_node *chain_next(struct mpsc_node *node)
+{
+	return node_of(
+		atomic_load_explicit(&node->link.next, memory_order_relaxed));
+}
+
+/* A queue deeper than MPSC_POOL_MAX allocates nodes, and they keep
+ * circulating while the runner has work: freeing them as the runner
+ * finishes them would put malloc and free back on both sides just when
+ * the queue is long, and again at every burst (a GPU queue refills after
+ * each sync). Before the runner sleeps, it frees what is past the bound.
+ * Runner only. */
+static void trim(struct mpsc_channel *ch)
+{
+	unsigned count =
+		atomic_load_explicit(&ch->pool_count, memory_order_relaxed);
+	if (count <= MPSC_POOL_MAX)
+		return;
+	/* Everything not in the queue: the runner's, the stack, the cache. */
+	struct mpsc_node *chain = ch->retired;
+	struct mpsc_node *last = ch->retired_last;
+	ch->retired = ch->retired_last = NULL;
+	ch->retired_count = 0;
+	struct mpsc_node *more[2];
+	more[0] = atomic_exchange_explicit(&ch->returned, NULL,
+					   memory_order_acquire);
+	cache_lock(ch);
+	more[1] = ch->cache;
+	ch->cache = NULL;
+	cache_unlock(ch);
+	for (int i = 0; i < 2; i++) {
+		if (!more[i])
+			continue;
+		if (last)
+			atomic_store_explicit(&last->link.next, &more[i]->link,
+					      memory_order_relaxed);
+		else
+			chain = more[i];
+		for (last = more[i]; chain_next(last); last = chain_next(last))
+			;
+	}
+	unsigned freed = 0;
+	while (chain && count - freed > MPSC_POOL_MAX) {
+		struct mpsc_node *next = chain_next(chain);
+		free(chain);
+		chain = next;
+		freed++;
+	}
+	atomic_fetch_sub_explicit(&ch->pool_count, freed, memory_order_relaxed);
+	if (chain) {
+		ch->retired = chain;
+		ch->retired_last = last;
+		hand_back(ch);
+	}
+}
+
 static void free_chain(struct mpsc_node *node)
 {
 	while (node) {
-		struct mpsc_node *next = node_of(atomic_load_explicit(
-			&node->link.next, memory_order_relaxed));
+		struct mpsc_node *next = chain_next(node);
 		free(node);
 		node = next;
 	}
@@ -349,7 +448,7 @@ static void complete(struct mpsc_waiter *waiter, wafer_status status,
 		snprintf(waiter->detail, sizeof waiter->detail, "%s", detail);
 	int expected = WAIT_PENDING;
 	if (atomic_compare_exchange_strong_explicit(
-		    &waiter->state, &expected, WAIT_DONE, memory_order_release,
+		    &waiter->state, &expected, WAIT_DONE, memory_order_acq_rel,
 		    memory_order_acquire))
 		return; /* The waiter's stack frame may be gone from here on. */
 	/* It sleeps, or holds its lock on the way to sleeping. */
@@ -365,6 +464,7 @@ static void run_node(struct mpsc_channel *ch, struct mpsc_node *node)
 	wafer_error_clear();
 	wafer_status status = wafer_server_run(ch->server, &node->command);
 	struct mpsc_waiter *waiter = node->waiter;
+	ch->answered = waiter != NULL;
 	if (!waiter) {
 		if (status != WAFER_OK)
 			record_failure(ch, status, wafer_error_detail());
@@ -389,16 +489,30 @@ static struct mpsc_node *runner_idle(struct mpsc_channel *ch)
 {
 	struct mpsc_node *node;
 	hand_back(ch);
-	for (unsigned spin = 0; spin < MPSC_RUNNER_SPIN; spin++) {
-		cpu_relax();
-		if ((node = pop(ch)))
+	/* Right after answering a waiter, the next command of a round trip
+	 * is on its way: poll for it, each poll after twice as many pauses
+	 * as the last. Not while commands stream in with nobody waiting:
+	 * polling the line that producers write slows them down, and after
+	 * a yield a few nodes have gathered (wafer-bench dispatch measures
+	 * both). The number of polls adapts like spin_adapt. */
+	unsigned rounds = ch->answered ? ch->runner_spin : 0;
+	for (unsigned r = 0; r < rounds; r++) {
+		for (unsigned p = 0; p < (MPSC_RUNNER_POLL_PAUSES << r); p++)
+			cpu_relax();
+		if ((node = pop(ch))) {
+			if (rounds < MPSC_RUNNER_POLLS)
+				ch->runner_spin = rounds + 1;
 			return node;
+		}
 	}
+	if (rounds > 1)
+		ch->runner_spin = rounds - 1;
 	for (unsigned spin = 0; spin < MPSC_RUNNER_YIELDS; spin++) {
 		sched_yield();
 		if ((node = pop(ch)))
 			return node;
 	}
+	trim(ch);
 	pthread_mutex_lock(&ch->sleep_lock);
 	/* Sequentially consistent store, then load of head: a producer that
 	 * exchanged head before this load is seen here (head differs from
@@ -440,14 +554,25 @@ static void *runner_main(void *arg)
 // Producers
 //===----------------------------------------------------------------------===//
 
-static void wait_done(struct mpsc_waiter *waiter)
+static void wait_done(struct mpsc_channel *ch, struct mpsc_waiter *waiter)
 {
-	for (unsigned spin = 0; spin < MPSC_WAITER_SPIN; spin++) {
+	unsigned limit =
+		atomic_load_explicit(&ch->waiter_spin, memory_order_relaxed);
+	for (unsigned spin = 0; spin < limit; spin++) {
 		if (atomic_load_explicit(&waiter->state, memory_order_acquire) ==
-		    WAIT_DONE)
+		    WAIT_DONE) {
+			if (limit < MPSC_SPIN_MAX)
+				atomic_store_explicit(&ch->waiter_spin,
+						      spin_adapt(limit, true),
+						      memory_order_relaxed);
 			return;
+		}
 		cpu_relax();
 	}
+	if (limit > MPSC_SPIN_MIN)
+		atomic_store_explicit(&ch->waiter_spin,
+				      spin_adapt(limit, false),
+				      memory_order_relaxed);
 	for (unsigned spin = 0; spin < MPSC_WAITER_YIELDS; spin++) {
 		if (atomic_load_explicit(&waiter->state, memory_order_acquire) ==
 		    WAIT_DONE)
@@ -486,7 +611,7 @@ static wafer_status push_and_wait(struct mpsc_channel *ch,
 		.command = *command,
 	};
 	push(ch, &node);
-	wait_done(&waiter);
+	wait_done(ch, &waiter);
 	if (waiter.status != WAFER_OK)
 		return wafer_fail(waiter.status, "%s", waiter.detail);
 	return WAFER_OK;
@@ -579,8 +704,10 @@ static wafer_status mpsc_create(struct wafer_server *server, void **out_self)
 	ch->tail = &ch->stub;
 	atomic_init(&ch->cache_lock, false);
 	ch->cache = NULL;
-	atomic_init(&ch->free, NULL);
+	atomic_init(&ch->returned, NULL);
 	atomic_init(&ch->pool_count, 0);
+	atomic_init(&ch->waiter_spin, MPSC_SPIN_MAX);
+	ch->runner_spin = MPSC_RUNNER_POLLS;
 	atomic_init(&ch->sleeping, false);
 	pthread_mutex_init(&ch->sleep_lock, NULL);
 	pthread_cond_init(&ch->wake, NULL);
@@ -607,7 +734,7 @@ static void mpsc_destroy(void *self)
 	push_and_wait(ch, &none, NODE_STOP);
 	pthread_join(ch->runner, NULL);
 	free_chain(ch->retired);
-	free_chain(atomic_load_explicit(&ch->free, memory_order_acquire));
+	free_chain(atomic_load_explicit(&ch->returned, memory_order_acquire));
 	free_chain(ch->cache);
 	pthread_cond_destroy(&ch->wake);
 	pthread_mutex_destroy(&ch->sleep_lock);
