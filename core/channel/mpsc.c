@@ -21,8 +21,8 @@
  * goes back and forth between two cores instead of through the allocator's
  * per-thread caches. A queue deeper than the nodes in circulation
  * allocates more; they circulate until the runner goes to sleep, which
- * frees all but MPSC_POOL_MAX (see trim). Larger commands are allocated
- * and freed by the runner. Everything left is freed at close.
+ * frees all but MPSC_POOL_MAX (see runner_idle). Larger commands are
+ * allocated, and freed by the runner. Everything left is freed at close.
  *
  * Waiting is adaptive: the runner and a waiting producer poll a little
  * (pause instructions) before they yield the CPU and then sleep, and poll
@@ -56,6 +56,7 @@
 #define MPSC_NODE_SIZE 512u
 #define MPSC_POOL_MAX 1024u
 #define MPSC_RETIRE_BATCH 32u
+#define MPSC_TRIM_STEP 256u /* nodes freed between two looks at the queue */
 
 /* Waiting. A producer waiting for a result polls up to waiter_spin
  * times (MPSC_SPIN_MIN to MPSC_SPIN_MAX: spin_adapt), then yields the CPU
@@ -162,6 +163,7 @@ struct mpsc_channel {
 	_Alignas(MPSC_CACHE_LINE) struct mpsc_link *tail;
 	struct mpsc_node *retired, *retired_last;
 	unsigned retired_count;
+	struct mpsc_node *excess[3]; /* chains to free (trim_begin) */
 	unsigned runner_spin; /* spaced polls when idle (runner_idle) */
 	bool answered;        /* the last node had a waiter */
 	wafer_status failure;
@@ -330,8 +332,8 @@ static void hand_back(struct mpsc_channel *ch)
 	ch->retired_count = 0;
 }
 
-/* The runner is done with |node|: keep it for reuse (see trim), or free
- * it when it is not a recycled one. */
+/* The runner is done with |node|: keep it for reuse (runner_idle trims),
+ * or free it when it is not a recycled one. */
 static void retire(struct mpsc_channel *ch, struct mpsc_node *node)
 {
 	if (!(node->flags & NODE_POOLED)) {
@@ -354,54 +356,59 @@ static struct mpsc_node *chain_next(struct mpsc_node *node)
 		atomic_load_explicit(&node->link.next, memory_order_relaxed));
 }
 
-/* A queue deeper than MPSC_POOL_MAX allocates nodes, and they keep
- * circulating while the runner has work: freeing them as the runner
- * finishes them would put malloc and free back on both sides just when
- * the queue is long, and again at every burst (a GPU queue refills after
- * each sync). Before the runner sleeps, it frees what is past the bound.
- * Runner only. */
-static void trim(struct mpsc_channel *ch)
+/* Takes everything recycled that is not in the queue (the runner's, the
+ * stack, the cache), keeps MPSC_POOL_MAX nodes in ch->retired and leaves
+ * the rest in ch->excess for trim_step to free. Runner only. */
+static void trim_begin(struct mpsc_channel *ch)
 {
-	unsigned count =
-		atomic_load_explicit(&ch->pool_count, memory_order_relaxed);
-	if (count <= MPSC_POOL_MAX)
-		return;
-	/* Everything not in the queue: the runner's, the stack, the cache. */
-	struct mpsc_node *chain = ch->retired;
-	struct mpsc_node *last = ch->retired_last;
+	struct mpsc_node *chains[3] = {ch->retired, NULL, NULL};
 	ch->retired = ch->retired_last = NULL;
 	ch->retired_count = 0;
-	struct mpsc_node *more[2];
-	more[0] = atomic_exchange_explicit(&ch->returned, NULL,
-					   memory_order_acquire);
+	chains[1] = atomic_exchange_explicit(&ch->returned, NULL,
+					     memory_order_acquire);
 	cache_lock(ch);
-	more[1] = ch->cache;
+	chains[2] = ch->cache;
 	ch->cache = NULL;
 	cache_unlock(ch);
-	for (int i = 0; i < 2; i++) {
-		if (!more[i])
-			continue;
-		if (last)
-			atomic_store_explicit(&last->link.next, &more[i]->link,
+
+	unsigned kept = 0, n_excess = 0;
+	for (int i = 0; i < 3; i++) {
+		struct mpsc_node *node = chains[i];
+		for (; node && kept < MPSC_POOL_MAX; kept++) {
+			struct mpsc_node *next = chain_next(node);
+			atomic_store_explicit(&node->link.next,
+					      ch->retired ? &ch->retired->link
+							  : NULL,
 					      memory_order_relaxed);
-		else
-			chain = more[i];
-		for (last = more[i]; chain_next(last); last = chain_next(last))
-			;
+			if (!ch->retired)
+				ch->retired_last = node;
+			ch->retired = node;
+			node = next;
+		}
+		if (node)
+			ch->excess[n_excess++] = node;
 	}
+	hand_back(ch);
+}
+
+/* Frees up to MPSC_TRIM_STEP nodes of ch->excess; false once none is
+ * left. Runner only. */
+static bool trim_step(struct mpsc_channel *ch)
+{
 	unsigned freed = 0;
-	while (chain && count - freed > MPSC_POOL_MAX) {
-		struct mpsc_node *next = chain_next(chain);
-		free(chain);
-		chain = next;
-		freed++;
+	for (int i = 0; i < 3 && freed < MPSC_TRIM_STEP; i++) {
+		struct mpsc_node *node = ch->excess[i];
+		for (; node && freed < MPSC_TRIM_STEP; freed++) {
+			struct mpsc_node *next = chain_next(node);
+			free(node);
+			node = next;
+		}
+		ch->excess[i] = node;
 	}
+	if (!freed)
+		return false;
 	atomic_fetch_sub_explicit(&ch->pool_count, freed, memory_order_relaxed);
-	if (chain) {
-		ch->retired = chain;
-		ch->retired_last = last;
-		hand_back(ch);
-	}
+	return ch->excess[0] || ch->excess[1] || ch->excess[2];
 }
 
 static void free_chain(struct mpsc_node *node)
@@ -512,7 +519,20 @@ static struct mpsc_node *runner_idle(struct mpsc_channel *ch)
 		if ((node = pop(ch)))
 			return node;
 	}
-	trim(ch);
+	/* A queue deeper than MPSC_POOL_MAX allocates nodes, and they keep
+	 * circulating while the runner has work: freeing them as it
+	 * finishes them would put malloc and free back on both sides just
+	 * when the queue is long, and again at every burst (a GPU queue
+	 * refills after each sync). Before sleeping, the runner frees what
+	 * is past the bound, a step at a time so that a command coming in
+	 * meanwhile waits for one step at most. */
+	if (!(ch->excess[0] || ch->excess[1] || ch->excess[2]) &&
+	    atomic_load_explicit(&ch->pool_count, memory_order_relaxed) >
+		    MPSC_POOL_MAX)
+		trim_begin(ch);
+	while (trim_step(ch))
+		if ((node = pop(ch)))
+			return node;
 	pthread_mutex_lock(&ch->sleep_lock);
 	/* Sequentially consistent store, then load of head: a producer that
 	 * exchanged head before this load is seen here (head differs from
@@ -736,6 +756,8 @@ static void mpsc_destroy(void *self)
 	free_chain(ch->retired);
 	free_chain(atomic_load_explicit(&ch->returned, memory_order_acquire));
 	free_chain(ch->cache);
+	for (int i = 0; i < 3; i++)
+		free_chain(ch->excess[i]);
 	pthread_cond_destroy(&ch->wake);
 	pthread_mutex_destroy(&ch->sleep_lock);
 	free(ch);
