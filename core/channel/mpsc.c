@@ -501,7 +501,8 @@ static struct mpsc_node *runner_idle(struct mpsc_channel *ch)
 	 * as the last. Not while commands stream in with nobody waiting:
 	 * polling the line that producers write slows them down, and after
 	 * a yield a few nodes have gathered (wafer-bench dispatch measures
-	 * both). The number of polls adapts like spin_adapt. */
+	 * both). One poll more after polling found the command, one fewer
+	 * after it did not (the producer may be waiting for this CPU). */
 	unsigned rounds = ch->answered ? ch->runner_spin : 0;
 	for (unsigned r = 0; r < rounds; r++) {
 		for (unsigned p = 0; p < (MPSC_RUNNER_POLL_PAUSES << r); p++)
