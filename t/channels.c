@@ -10,13 +10,16 @@
  *     still reads it;
  *   - read_async's bytes are there at sync;
  *   - close finishes queued work and reports its failure.
- * And for mpsc: calls return before the plugin is called, and a failed
- * reservation is reported at the next sync. */
+ * And for mpsc: calls return before the plugin is called, a failed
+ * reservation is reported at the next sync, and bursts far past the
+ * channel's node cache (several producers, small and large uploads) keep
+ * their order and bytes. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
@@ -302,6 +305,103 @@ static void test_mpsc_returns_at_once(void)
 	wafer_client_close(d);
 }
 
+/* mpsc only: bursts far past the channel's node cache, queued behind a
+ * blocked launch so nothing runs until all are in: recycled nodes, nodes
+ * past the cache's bound and uploads too large for a recycled node keep
+ * their order and their bytes, round after round, with the cache trimmed
+ * in between. */
+struct burst_worker {
+	wafer_client *client;
+	wafer_handle x, one;
+	int adds, errors;
+};
+
+static void *burst_producer(void *arg)
+{
+	struct burst_worker *w = arg;
+	for (int i = 0; i < w->adds; i++)
+		w->errors += add(w->client, w->x, w->x, w->one, 64) != WAFER_OK;
+	return NULL;
+}
+
+static void test_mpsc_burst(void)
+{
+	wafer_client *c = open_on("async", "mpsc");
+	enum { n = 256, adds = 3000, rounds = 3, producers = 4 };
+	static const size_t sizes[] = {4, 64, 300, 320, 336, 4096, 32768};
+	enum { n_sizes = sizeof sizes / sizeof sizes[0] };
+	static unsigned char up[n_sizes][32768], back[32768];
+	static int gate;
+	int *addr = &gate;
+	wafer_handle x, one, w[n_sizes];
+	wafer_empty(c, n * sizeof(float), &x);
+	wafer_empty(c, n * sizeof(float), &one);
+	for (int k = 0; k < n_sizes; k++)
+		wafer_empty(c, sizes[k], &w[k]);
+
+	for (int round = 0; round < rounds; round++) {
+		__atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
+		exec(c, "gate", NULL, 0, &addr, sizeof addr, 1);
+		fill(c, x, n, 0.0);
+		fill(c, one, n, 1.0);
+		int errors = 0;
+		for (int i = 0; i < adds; i++)
+			errors += add(c, x, x, one, n) != WAFER_OK;
+		for (int k = 0; k < n_sizes; k++) {
+			for (size_t i = 0; i < sizes[k]; i++)
+				up[k][i] = (unsigned char)(i * 7 + k + round);
+			errors += wafer_write(c, w[k], 0, up[k], sizes[k]) !=
+				  WAFER_OK;
+		}
+		/* Producers racing while the runner is blocked. */
+		struct burst_worker workers[producers];
+		pthread_t threads[producers];
+		for (int t = 0; t < producers; t++) {
+			workers[t] = (struct burst_worker){c, 0, one, 1000, 0};
+			wafer_empty(c, 64 * sizeof(float), &workers[t].x);
+			fill(c, workers[t].x, 64, (double)t);
+			pthread_create(&threads[t], NULL, burst_producer,
+				       &workers[t]);
+		}
+		for (int t = 0; t < producers; t++) {
+			pthread_join(threads[t], NULL);
+			errors += workers[t].errors;
+		}
+		__atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+
+		static float out[n];
+		is_status(wafer_read(c, x, 0, out, sizeof out), WAFER_OK,
+			  "mpsc burst %d: read", round);
+		int wrong = 0;
+		for (int i = 0; i < n; i++)
+			wrong += out[i] != (float)adds;
+		for (int k = 0; k < n_sizes; k++) {
+			wafer_read(c, w[k], 0, back, sizes[k]);
+			wrong += memcmp(back, up[k], sizes[k]) != 0;
+		}
+		for (int t = 0; t < producers; t++) {
+			float v[64];
+			wafer_read(c, workers[t].x, 0, v, sizeof v);
+			wrong += v[0] != (float)(t + 1000) ||
+				 v[63] != (float)(t + 1000);
+			wafer_release(c, workers[t].x);
+		}
+		ok(errors == 0 && wrong == 0,
+		   "mpsc burst %d: %d adds, %zu-byte to %zu-byte writes and "
+		   "%d producers in order (%d errors, %d wrong)",
+		   round, adds, sizes[0], sizes[n_sizes - 1], producers, errors,
+		   wrong);
+		/* Idle long enough for the runner to sleep, which trims the
+		 * nodes past the cache's bound before the next burst. */
+		nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
+	}
+	for (int k = 0; k < n_sizes; k++)
+		wafer_release(c, w[k]);
+	wafer_release(c, x);
+	wafer_release(c, one);
+	is_status(wafer_client_close(c), WAFER_OK, "mpsc burst: close");
+}
+
 int main(void)
 {
 	char path[4096], backends[256];
@@ -344,6 +444,7 @@ int main(void)
 		test_close_with_queued_work("async", channels[ch]);
 	}
 	test_mpsc_returns_at_once();
+	test_mpsc_burst();
 
 	static const char *const freeing[] = {"direct", "stream"};
 	for (int m = 0; m < 2; m++) {

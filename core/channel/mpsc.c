@@ -12,6 +12,22 @@
  * so a burst of commands drains with no lock per command. The runner
  * sleeps on a condition variable only when it finds the queue empty.
  *
+ * Nodes are recycled, not freed: a command whose bindings, parameters and
+ * upload fit in a fixed-size node (MPSC_NODE_SIZE, packed: only what the
+ * command has is copied) takes one from the channel's cache, and the
+ * runner hands finished nodes back in batches on a lock-free stack that
+ * producers take whole with one exchange (taking all of it leaves no room
+ * for ABA). So neither side calls malloc or free per command, and a node
+ * goes back and forth between two cores instead of through the allocator's
+ * per-thread caches. A queue deeper than the nodes in circulation
+ * allocates more; they circulate until the runner goes to sleep, which
+ * frees all but MPSC_POOL_MAX (see runner_idle). Larger commands are
+ * allocated, and freed by the runner. Everything left is freed at close.
+ *
+ * Waiting is adaptive: the runner and a waiting producer poll a little
+ * (pause instructions) before they yield the CPU and then sleep, and poll
+ * less when polling has not paid (the other side was not running).
+ *
  * Errors: a command that fails with nobody waiting for it leaves its
  * status and detail in `failure`; the next read or sync reports it (with
  * any later ones appended to the detail) and clears it, so an error is
@@ -22,6 +38,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,59 +51,148 @@
  * larger ones wait for the runner instead of doubling their memory. */
 #define MPSC_COPY_WRITE_MAX (1u << 20)
 
+/* Recycled nodes: their size, how many a channel keeps at most, and how
+ * many the runner hands back at once. */
+#define MPSC_NODE_SIZE 512u
+#define MPSC_POOL_MAX 1024u
+#define MPSC_RETIRE_BATCH 32u
+#define MPSC_TRIM_STEP 256u /* nodes freed between two looks at the queue */
+
+/* Waiting. A producer waiting for a result polls up to waiter_spin
+ * times (MPSC_SPIN_MIN to MPSC_SPIN_MAX: spin_adapt), then yields the CPU
+ * MPSC_WAITER_YIELDS times, then sleeps. The runner, finding the queue
+ * empty, polls up to runner_spin times (1 to MPSC_RUNNER_POLLS; only
+ * right after answering a waiter, see runner_idle), then yields
+ * MPSC_RUNNER_YIELDS times, then sleeps. */
+#define MPSC_SPIN_MIN 8u
+#define MPSC_SPIN_MAX 256u
+#define MPSC_WAITER_YIELDS 200u
+#define MPSC_RUNNER_POLLS 6u
+#define MPSC_RUNNER_POLL_PAUSES 2u /* before its first poll; doubling */
+#define MPSC_RUNNER_YIELDS 64u
+
+#define MPSC_CACHE_LINE 64
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Busy polling pays when the other side runs on another CPU and answers
+ * within the spin; when it answers only once we yield (it was waiting for
+ * our CPU), spinning just delays it. So the limit doubles after a wait
+ * that the spin ended and halves after one it did not. */
+static inline unsigned spin_adapt(unsigned limit, bool spin_ended_it)
+{
+	if (spin_ended_it)
+		return limit < MPSC_SPIN_MAX ? limit * 2 : MPSC_SPIN_MAX;
+	return limit > MPSC_SPIN_MIN ? limit / 2 : MPSC_SPIN_MIN;
+}
+
+enum { WAIT_PENDING, WAIT_SLEEPING, WAIT_DONE };
+
+/* Lives on the waiting thread's stack. Its lock and condition variable
+ * are set up only when that thread goes to sleep (state SLEEPING). */
 struct mpsc_waiter {
+	atomic_int state;
+	wafer_status status;
 	pthread_mutex_t lock;
 	pthread_cond_t done_cond;
-	atomic_bool done;
-	wafer_status status;
 	char detail[WAFER_ERROR_DETAIL_MAX];
 };
 
-struct mpsc_node {
-	struct mpsc_node *_Atomic next;
-	struct wafer_command command;
-	struct mpsc_waiter *waiter; /* NULL: nobody waits */
-	bool stop;                  /* the runner's last node */
-	struct wafer_command_binding bindings[WAFER_MAX_BINDINGS];
-	/* Copied parameter block, then copied upload bytes. */
-	_Alignas(max_align_t) unsigned char payload[];
+struct mpsc_link {
+	struct mpsc_link *_Atomic next;
 };
 
+enum {
+	NODE_POOLED = 1u, /* MPSC_NODE_SIZE bytes, recycled */
+	NODE_STOP = 2u,   /* the runner's last node */
+};
+
+/* The header fills three cache lines; bindings, the parameter block and
+ * upload bytes follow in `data`, packed, only as many as the command has. */
+struct mpsc_node {
+	struct mpsc_link link;      /* in the queue, then in a free list */
+	struct mpsc_waiter *waiter; /* NULL: nobody waits */
+	uint32_t flags;
+	struct wafer_command command;
+	_Alignas(max_align_t) unsigned char data[];
+};
+
+#define MPSC_NODE_DATA (MPSC_NODE_SIZE - offsetof(struct mpsc_node, data))
+
+static inline struct mpsc_node *node_of(struct mpsc_link *link)
+{
+	return (struct mpsc_node *)link;
+}
+
+/* Fields grouped by who writes them, each group on its own cache line so
+ * that producers and the runner do not invalidate each other's lines. */
 struct mpsc_channel {
+	/* Set at create. */
 	struct wafer_server *server;
 	pthread_t runner;
 
-	/* The queue: producers exchange `head`; the runner owns `tail`. */
-	struct mpsc_node *_Atomic head;
-	struct mpsc_node *tail;
-	struct mpsc_node stub;
+	/* The queue's head: producers exchange it. */
+	_Alignas(MPSC_CACHE_LINE) struct mpsc_link *_Atomic head;
 
-	/* Sleeping runner and its wake-up. */
-	pthread_mutex_t sleep_lock;
-	pthread_cond_t wake;
-	atomic_bool sleeping;
+	/* Producers' node cache, under cache_lock (a spin lock: it is held
+	 * for a few instructions). */
+	_Alignas(MPSC_CACHE_LINE) atomic_bool cache_lock;
+	struct mpsc_node *cache;
+	/* Busy polls of a waiting producer (spin_adapt). */
+	atomic_uint waiter_spin;
 
-	/* First failure nobody waited for, reported by the next read/sync.
-	 * Touched by the runner thread only. */
+	/* Nodes the runner has finished with: it pushes batches, producers
+	 * take the whole stack. pool_count: recycled nodes alive. */
+	_Alignas(MPSC_CACHE_LINE) struct mpsc_node *_Atomic returned;
+	atomic_uint pool_count;
+
+	/* Queued when the queue would otherwise be left empty; producers
+	 * link behind it. */
+	_Alignas(MPSC_CACHE_LINE) struct mpsc_link stub;
+
+	/* Runner thread only: the queue's tail, finished nodes not yet
+	 * handed back, and the first failure nobody waited for, reported by
+	 * the next read/sync. */
+	_Alignas(MPSC_CACHE_LINE) struct mpsc_link *tail;
+	struct mpsc_node *retired, *retired_last;
+	unsigned retired_count;
+	struct mpsc_node *excess[3]; /* chains to free (trim_begin) */
+	unsigned runner_spin; /* spaced polls when idle (runner_idle) */
+	bool answered;        /* the last node had a waiter */
 	wafer_status failure;
 	char failure_detail[WAFER_ERROR_DETAIL_MAX];
+
+	/* Sleeping runner and its wake-up. */
+	_Alignas(MPSC_CACHE_LINE) atomic_bool sleeping;
+	pthread_mutex_t sleep_lock;
+	pthread_cond_t wake;
 };
 
 //===----------------------------------------------------------------------===//
 // The queue
 //===----------------------------------------------------------------------===//
 
-/* Links |node| at the head. Wait-free: one exchange, one store. */
-static void enqueue(struct mpsc_channel *ch, struct mpsc_node *node)
+/* Links |link| at the head. Wait-free: one exchange, one store. The
+ * exchange is sequentially consistent: with the load of `sleeping` after
+ * it, it pairs with the runner's store of `sleeping` and load of `head`
+ * (see runner_idle), so that a wake-up is never lost. */
+static void enqueue(struct mpsc_channel *ch, struct mpsc_link *link)
 {
-	atomic_store_explicit(&node->next, NULL, memory_order_relaxed);
-	struct mpsc_node *prev = atomic_exchange(&ch->head, node);
-	atomic_store_explicit(&prev->next, node, memory_order_release);
+	atomic_store_explicit(&link->next, NULL, memory_order_relaxed);
+	struct mpsc_link *prev = atomic_exchange(&ch->head, link);
+	atomic_store_explicit(&prev->next, link, memory_order_release);
 }
 
 static void push(struct mpsc_channel *ch, struct mpsc_node *node)
 {
-	enqueue(ch, node);
+	enqueue(ch, &node->link);
 	/* Seen as sleeping: the runner holds sleep_lock from before it set
 	 * the flag until it waits, so this signal cannot be lost. */
 	if (atomic_load(&ch->sleeping)) {
@@ -95,13 +202,35 @@ static void push(struct mpsc_channel *ch, struct mpsc_node *node)
 	}
 }
 
+/* Starts loading the header of the node the runner pops next while it
+ * runs this one. */
+static inline void prefetch_node(const struct mpsc_link *link)
+{
+	const char *p = (const char *)link;
+	__builtin_prefetch(p);
+	__builtin_prefetch(p + MPSC_CACHE_LINE);
+	__builtin_prefetch(p + 2 * MPSC_CACHE_LINE);
+}
+
+/* Asks for the line at |p| in a state that can be written: a node that a
+ * producer fills next was last touched by the runner, on another core. */
+static inline void prefetch_write(const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	/* PREFETCHW; a no-op on processors that lack it. */
+	__asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
+#else
+	__builtin_prefetch(p, 1);
+#endif
+}
+
 /* The oldest node, or NULL when the queue is empty or a producer is
  * between its exchange and its link store (the caller tries again; that
  * producer wakes the runner if it sleeps). Runner thread only. */
 static struct mpsc_node *pop(struct mpsc_channel *ch)
 {
-	struct mpsc_node *tail = ch->tail;
-	struct mpsc_node *next =
+	struct mpsc_link *tail = ch->tail;
+	struct mpsc_link *next =
 		atomic_load_explicit(&tail->next, memory_order_acquire);
 	if (tail == &ch->stub) {
 		if (!next)
@@ -112,37 +241,183 @@ static struct mpsc_node *pop(struct mpsc_channel *ch)
 	}
 	if (next) {
 		ch->tail = next;
-		return tail;
+		if (next != &ch->stub)
+			prefetch_node(next);
+		return node_of(tail);
 	}
-	if (tail != atomic_load(&ch->head))
+	if (tail != atomic_load_explicit(&ch->head, memory_order_acquire))
 		return NULL; /* a push is half done */
 	/* tail is the only node: queue the stub behind it to detach it. */
 	enqueue(ch, &ch->stub);
 	next = atomic_load_explicit(&tail->next, memory_order_acquire);
 	if (next) {
 		ch->tail = next;
-		return tail;
+		return node_of(tail);
 	}
 	return NULL;
 }
 
-/* Blocks until a node is available. */
-static struct mpsc_node *pop_wait(struct mpsc_channel *ch)
+//===----------------------------------------------------------------------===//
+// Node recycling
+//===----------------------------------------------------------------------===//
+
+static void cache_lock(struct mpsc_channel *ch)
 {
-	struct mpsc_node *node;
-	for (int spin = 0; spin < 64; spin++) {
-		node = pop(ch);
-		if (node)
-			return node;
-		sched_yield();
+	while (atomic_exchange_explicit(&ch->cache_lock, true,
+					memory_order_acquire)) {
+		unsigned spins = 0;
+		while (atomic_load_explicit(&ch->cache_lock,
+					    memory_order_relaxed)) {
+			if (++spins < 64)
+				cpu_relax();
+			else
+				sched_yield();
+		}
 	}
-	pthread_mutex_lock(&ch->sleep_lock);
-	atomic_store(&ch->sleeping, true);
-	while (!(node = pop(ch)))
-		pthread_cond_wait(&ch->wake, &ch->sleep_lock);
-	atomic_store(&ch->sleeping, false);
-	pthread_mutex_unlock(&ch->sleep_lock);
+}
+
+static void cache_unlock(struct mpsc_channel *ch)
+{
+	atomic_store_explicit(&ch->cache_lock, false, memory_order_release);
+}
+
+/* A recycled node of MPSC_NODE_SIZE bytes, or a new one. */
+static struct mpsc_node *take_node(struct mpsc_channel *ch)
+{
+	cache_lock(ch);
+	struct mpsc_node *node = ch->cache;
+	if (!node && atomic_load_explicit(&ch->returned, memory_order_relaxed))
+		node = atomic_exchange_explicit(&ch->returned, NULL,
+						memory_order_acquire);
+	if (node) {
+		struct mpsc_node *next = node_of(atomic_load_explicit(
+			&node->link.next, memory_order_relaxed));
+		ch->cache = next;
+		cache_unlock(ch);
+		/* The header of the node the next command takes. */
+		if (next) {
+			prefetch_write(next);
+			prefetch_write((char *)next + MPSC_CACHE_LINE);
+			prefetch_write((char *)next + 2 * MPSC_CACHE_LINE);
+		}
+		return node;
+	}
+	cache_unlock(ch);
+
+	node = aligned_alloc(MPSC_CACHE_LINE, MPSC_NODE_SIZE);
+	if (!node)
+		return NULL;
+	atomic_fetch_add_explicit(&ch->pool_count, 1, memory_order_relaxed);
+	node->flags = NODE_POOLED;
 	return node;
+}
+
+/* Hands the runner's finished nodes to the producers. Runner only. */
+static void hand_back(struct mpsc_channel *ch)
+{
+	struct mpsc_node *first = ch->retired;
+	if (!first)
+		return;
+	struct mpsc_node *top =
+		atomic_load_explicit(&ch->returned, memory_order_relaxed);
+	do
+		atomic_store_explicit(&ch->retired_last->link.next,
+				      top ? &top->link : NULL,
+				      memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(
+		&ch->returned, &top, first, memory_order_release,
+		memory_order_relaxed));
+	ch->retired = NULL;
+	ch->retired_last = NULL;
+	ch->retired_count = 0;
+}
+
+/* The runner is done with |node|: keep it for reuse (runner_idle trims),
+ * or free it when it is not a recycled one. */
+static void retire(struct mpsc_channel *ch, struct mpsc_node *node)
+{
+	if (!(node->flags & NODE_POOLED)) {
+		free(node);
+		return;
+	}
+	atomic_store_explicit(&node->link.next,
+			      ch->retired ? &ch->retired->link : NULL,
+			      memory_order_relaxed);
+	if (!ch->retired)
+		ch->retired_last = node;
+	ch->retired = node;
+	if (++ch->retired_count >= MPSC_RETIRE_BATCH)
+		hand_back(ch);
+}
+
+static struct mpsc_node *chain_next(struct mpsc_node *node)
+{
+	return node_of(
+		atomic_load_explicit(&node->link.next, memory_order_relaxed));
+}
+
+/* Takes everything recycled that is not in the queue (the runner's, the
+ * stack, the cache), keeps MPSC_POOL_MAX nodes in ch->retired and leaves
+ * the rest in ch->excess for trim_step to free. Runner only. */
+static void trim_begin(struct mpsc_channel *ch)
+{
+	struct mpsc_node *chains[3] = {ch->retired, NULL, NULL};
+	ch->retired = ch->retired_last = NULL;
+	ch->retired_count = 0;
+	chains[1] = atomic_exchange_explicit(&ch->returned, NULL,
+					     memory_order_acquire);
+	cache_lock(ch);
+	chains[2] = ch->cache;
+	ch->cache = NULL;
+	cache_unlock(ch);
+
+	unsigned kept = 0, n_excess = 0;
+	for (int i = 0; i < 3; i++) {
+		struct mpsc_node *node = chains[i];
+		for (; node && kept < MPSC_POOL_MAX; kept++) {
+			struct mpsc_node *next = chain_next(node);
+			atomic_store_explicit(&node->link.next,
+					      ch->retired ? &ch->retired->link
+							  : NULL,
+					      memory_order_relaxed);
+			if (!ch->retired)
+				ch->retired_last = node;
+			ch->retired = node;
+			node = next;
+		}
+		if (node)
+			ch->excess[n_excess++] = node;
+	}
+	hand_back(ch);
+}
+
+/* Frees up to MPSC_TRIM_STEP nodes of ch->excess; false once none is
+ * left. Runner only. */
+static bool trim_step(struct mpsc_channel *ch)
+{
+	unsigned freed = 0;
+	for (int i = 0; i < 3 && freed < MPSC_TRIM_STEP; i++) {
+		struct mpsc_node *node = ch->excess[i];
+		for (; node && freed < MPSC_TRIM_STEP; freed++) {
+			struct mpsc_node *next = chain_next(node);
+			free(node);
+			node = next;
+		}
+		ch->excess[i] = node;
+	}
+	if (!freed)
+		return false;
+	atomic_fetch_sub_explicit(&ch->pool_count, freed, memory_order_relaxed);
+	return ch->excess[0] || ch->excess[1] || ch->excess[2];
+}
+
+static void free_chain(struct mpsc_node *node)
+{
+	while (node) {
+		struct mpsc_node *next = chain_next(node);
+		free(node);
+		node = next;
+	}
 }
 
 //===----------------------------------------------------------------------===//
@@ -176,9 +451,16 @@ static void complete(struct mpsc_waiter *waiter, wafer_status status,
 		     const char *detail)
 {
 	waiter->status = status;
-	snprintf(waiter->detail, sizeof waiter->detail, "%s", detail);
+	if (status != WAFER_OK)
+		snprintf(waiter->detail, sizeof waiter->detail, "%s", detail);
+	int expected = WAIT_PENDING;
+	if (atomic_compare_exchange_strong_explicit(
+		    &waiter->state, &expected, WAIT_DONE, memory_order_acq_rel,
+		    memory_order_acquire))
+		return; /* The waiter's stack frame may be gone from here on. */
+	/* It sleeps, or holds its lock on the way to sleeping. */
 	pthread_mutex_lock(&waiter->lock);
-	atomic_store_explicit(&waiter->done, true, memory_order_release);
+	atomic_store_explicit(&waiter->state, WAIT_DONE, memory_order_release);
 	pthread_cond_signal(&waiter->done_cond);
 	pthread_mutex_unlock(&waiter->lock);
 	/* The waiter's stack frame may be gone from here on. */
@@ -188,29 +470,100 @@ static void run_node(struct mpsc_channel *ch, struct mpsc_node *node)
 {
 	wafer_error_clear();
 	wafer_status status = wafer_server_run(ch->server, &node->command);
-	if (!node->waiter) {
+	struct mpsc_waiter *waiter = node->waiter;
+	ch->answered = waiter != NULL;
+	if (!waiter) {
 		if (status != WAFER_OK)
 			record_failure(ch, status, wafer_error_detail());
-		free(node);
+		retire(ch, node);
 		return;
 	}
+	/* The node is on the waiter's stack: done with it. */
 	if (reports_failures(node->command.kind) && ch->failure != WAFER_OK) {
 		if (status != WAFER_OK)
 			record_failure(ch, status, wafer_error_detail());
 		wafer_status failure = ch->failure;
 		ch->failure = WAFER_OK;
-		complete(node->waiter, failure, ch->failure_detail);
+		complete(waiter, failure, ch->failure_detail);
 		return;
 	}
-	complete(node->waiter, status, status ? wafer_error_detail() : "");
+	complete(waiter, status, status ? wafer_error_detail() : "");
+}
+
+/* The queue looked empty: hands back finished nodes, then polls, yields
+ * and finally sleeps until a node comes. */
+static struct mpsc_node *runner_idle(struct mpsc_channel *ch)
+{
+	struct mpsc_node *node;
+	hand_back(ch);
+	/* Right after answering a waiter, the next command of a round trip
+	 * is on its way: poll for it, each poll after twice as many pauses
+	 * as the last. Not while commands stream in with nobody waiting:
+	 * polling the line that producers write slows them down, and after
+	 * a yield a few nodes have gathered (wafer-bench dispatch measures
+	 * both). One poll more after polling found the command, one fewer
+	 * after it did not (the producer may be waiting for this CPU). */
+	unsigned rounds = ch->answered ? ch->runner_spin : 0;
+	for (unsigned r = 0; r < rounds; r++) {
+		for (unsigned p = 0; p < (MPSC_RUNNER_POLL_PAUSES << r); p++)
+			cpu_relax();
+		if ((node = pop(ch))) {
+			if (rounds < MPSC_RUNNER_POLLS)
+				ch->runner_spin = rounds + 1;
+			return node;
+		}
+	}
+	if (rounds > 1)
+		ch->runner_spin = rounds - 1;
+	for (unsigned spin = 0; spin < MPSC_RUNNER_YIELDS; spin++) {
+		sched_yield();
+		if ((node = pop(ch)))
+			return node;
+	}
+	/* A queue deeper than MPSC_POOL_MAX allocates nodes, and they keep
+	 * circulating while the runner has work: freeing them as it
+	 * finishes them would put malloc and free back on both sides just
+	 * when the queue is long, and again at every burst (a GPU queue
+	 * refills after each sync). Before sleeping, the runner frees what
+	 * is past the bound, a step at a time so that a command coming in
+	 * meanwhile waits for one step at most. */
+	if (!(ch->excess[0] || ch->excess[1] || ch->excess[2]) &&
+	    atomic_load_explicit(&ch->pool_count, memory_order_relaxed) >
+		    MPSC_POOL_MAX)
+		trim_begin(ch);
+	while (trim_step(ch))
+		if ((node = pop(ch)))
+			return node;
+	pthread_mutex_lock(&ch->sleep_lock);
+	/* Sequentially consistent store, then load of head: a producer that
+	 * exchanged head before this load is seen here (head differs from
+	 * tail), and one that exchanges it after sees `sleeping` and
+	 * signals. Sleep only on a queue that is really empty: with a push
+	 * half done, its producer may have read `sleeping` as false. */
+	atomic_store(&ch->sleeping, true);
+	while (!(node = pop(ch))) {
+		if (atomic_load(&ch->head) == ch->tail) {
+			pthread_cond_wait(&ch->wake, &ch->sleep_lock);
+		} else {
+			pthread_mutex_unlock(&ch->sleep_lock);
+			sched_yield();
+			pthread_mutex_lock(&ch->sleep_lock);
+		}
+	}
+	atomic_store_explicit(&ch->sleeping, false, memory_order_relaxed);
+	pthread_mutex_unlock(&ch->sleep_lock);
+	return node;
 }
 
 static void *runner_main(void *arg)
 {
 	struct mpsc_channel *ch = arg;
 	for (;;) {
-		struct mpsc_node *node = pop_wait(ch);
-		if (node->stop) {
+		struct mpsc_node *node = pop(ch);
+		if (!node)
+			node = runner_idle(ch);
+		if (node->flags & NODE_STOP) {
+			hand_back(ch);
 			complete(node->waiter, WAFER_OK, "");
 			return NULL;
 		}
@@ -222,69 +575,115 @@ static void *runner_main(void *arg)
 // Producers
 //===----------------------------------------------------------------------===//
 
-static void waiter_init(struct mpsc_waiter *waiter)
+static void wait_done(struct mpsc_channel *ch, struct mpsc_waiter *waiter)
 {
+	unsigned limit =
+		atomic_load_explicit(&ch->waiter_spin, memory_order_relaxed);
+	for (unsigned spin = 0; spin < limit; spin++) {
+		if (atomic_load_explicit(&waiter->state, memory_order_acquire) ==
+		    WAIT_DONE) {
+			if (limit < MPSC_SPIN_MAX)
+				atomic_store_explicit(&ch->waiter_spin,
+						      spin_adapt(limit, true),
+						      memory_order_relaxed);
+			return;
+		}
+		cpu_relax();
+	}
+	if (limit > MPSC_SPIN_MIN)
+		atomic_store_explicit(&ch->waiter_spin,
+				      spin_adapt(limit, false),
+				      memory_order_relaxed);
+	for (unsigned spin = 0; spin < MPSC_WAITER_YIELDS; spin++) {
+		if (atomic_load_explicit(&waiter->state, memory_order_acquire) ==
+		    WAIT_DONE)
+			return;
+		sched_yield();
+	}
 	pthread_mutex_init(&waiter->lock, NULL);
 	pthread_cond_init(&waiter->done_cond, NULL);
-	atomic_init(&waiter->done, false);
+	pthread_mutex_lock(&waiter->lock);
+	int expected = WAIT_PENDING;
+	/* Release: the runner that sees SLEEPING uses the lock set up above. */
+	if (atomic_compare_exchange_strong_explicit(
+		    &waiter->state, &expected, WAIT_SLEEPING,
+		    memory_order_acq_rel, memory_order_acquire)) {
+		while (atomic_load_explicit(&waiter->state,
+					    memory_order_acquire) != WAIT_DONE)
+			pthread_cond_wait(&waiter->done_cond, &waiter->lock);
+	}
+	pthread_mutex_unlock(&waiter->lock);
+	pthread_cond_destroy(&waiter->done_cond);
+	pthread_mutex_destroy(&waiter->lock);
 }
 
 /* Pushes a node whose result the caller needs and waits for it. The node
  * lives on the caller's stack: the runner is done with it when it
- * signals. */
+ * completes the waiter. */
 static wafer_status push_and_wait(struct mpsc_channel *ch,
-				  const struct wafer_command *command, bool stop)
+				  const struct wafer_command *command,
+				  uint32_t flags)
 {
 	struct mpsc_waiter waiter;
-	struct mpsc_node node = {.command = *command, .stop = stop};
-	waiter_init(&waiter);
-	node.waiter = &waiter;
+	atomic_init(&waiter.state, WAIT_PENDING);
+	struct mpsc_node node = {
+		.waiter = &waiter,
+		.flags = flags,
+		.command = *command,
+	};
 	push(ch, &node);
-
-	/* Round trips are short: spin a little before sleeping. */
-	for (int spin = 0; spin < 200; spin++) {
-		if (atomic_load_explicit(&waiter.done, memory_order_acquire))
-			break;
-		sched_yield();
-	}
-	pthread_mutex_lock(&waiter.lock);
-	while (!atomic_load_explicit(&waiter.done, memory_order_acquire))
-		pthread_cond_wait(&waiter.done_cond, &waiter.lock);
-	pthread_mutex_unlock(&waiter.lock);
-	pthread_cond_destroy(&waiter.done_cond);
-	pthread_mutex_destroy(&waiter.lock);
+	wait_done(ch, &waiter);
 	if (waiter.status != WAFER_OK)
 		return wafer_fail(waiter.status, "%s", waiter.detail);
 	return WAFER_OK;
 }
 
+static inline size_t round16(size_t n)
+{
+	return (n + 15) & ~(size_t)15;
+}
+
 /* Copies a command with its bindings, parameters and upload bytes into a
- * node the runner frees, and pushes it. */
+ * node and pushes it; the runner recycles or frees the node. */
 static wafer_status push_copy(struct mpsc_channel *ch,
 			      const struct wafer_command *command)
 {
-	size_t params = (command->params_size + 15) & ~(size_t)15;
+	size_t params = round16(command->params_size);
+	size_t bindings = round16(command->binding_count *
+				  sizeof(struct wafer_command_binding));
 	size_t upload = command->kind == WAFER_COMMAND_WRITE ? command->size : 0;
-	struct mpsc_node *node = malloc(sizeof *node + params + upload);
+	size_t bytes = params + bindings + upload;
+	struct mpsc_node *node;
+	if (bytes <= MPSC_NODE_DATA) {
+		node = take_node(ch);
+	} else {
+		node = malloc(offsetof(struct mpsc_node, data) + bytes);
+		if (node)
+			node->flags = 0;
+	}
 	if (!node)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
 				  "mpsc: cannot queue a command of %zu bytes",
-				  params + upload);
-	node->command = *command;
+				  bytes);
 	node->waiter = NULL;
-	node->stop = false;
-	if (command->binding_count) {
-		memcpy(node->bindings, command->bindings,
-		       command->binding_count * sizeof node->bindings[0]);
-		node->command.bindings = node->bindings;
-	}
+	node->command = *command;
+	unsigned char *data = node->data;
 	if (command->params_size) {
-		memcpy(node->payload, command->params, command->params_size);
-		node->command.params = node->payload;
+		memcpy(data, command->params, command->params_size);
+		node->command.params = data;
+		data += params;
+	}
+	if (command->binding_count) {
+		memcpy(data, command->bindings,
+		       command->binding_count *
+			       sizeof(struct wafer_command_binding));
+		node->command.bindings =
+			(const struct wafer_command_binding *)(void *)data;
+		data += bindings;
 	}
 	if (upload) {
-		memcpy(node->payload + params, command->src, upload);
-		node->command.src = node->payload + params;
+		memcpy(data, command->src, upload);
+		node->command.src = data;
 	}
 	push(ch, node);
 	return WAFER_OK;
@@ -298,10 +697,10 @@ static wafer_status mpsc_submit(void *self, const struct wafer_command *command)
 	case WAFER_COMMAND_SYNC:
 	case WAFER_COMMAND_USAGE:
 	case WAFER_COMMAND_TIMER_END:
-		return push_and_wait(ch, command, false);
+		return push_and_wait(ch, command, 0);
 	case WAFER_COMMAND_WRITE:
 		if (command->size > MPSC_COPY_WRITE_MAX)
-			return push_and_wait(ch, command, false);
+			return push_and_wait(ch, command, 0);
 		return push_copy(ch, command);
 	default:
 		return push_copy(ch, command);
@@ -314,14 +713,22 @@ static wafer_status mpsc_submit(void *self, const struct wafer_command *command)
 
 static wafer_status mpsc_create(struct wafer_server *server, void **out_self)
 {
-	struct mpsc_channel *ch = calloc(1, sizeof *ch);
+	struct mpsc_channel *ch =
+		aligned_alloc(_Alignof(struct mpsc_channel), sizeof *ch);
 	*out_self = NULL;
 	if (!ch)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
+	memset(ch, 0, sizeof *ch);
 	ch->server = server;
 	atomic_init(&ch->stub.next, NULL);
 	atomic_init(&ch->head, &ch->stub);
 	ch->tail = &ch->stub;
+	atomic_init(&ch->cache_lock, false);
+	ch->cache = NULL;
+	atomic_init(&ch->returned, NULL);
+	atomic_init(&ch->pool_count, 0);
+	atomic_init(&ch->waiter_spin, MPSC_SPIN_MAX);
+	ch->runner_spin = MPSC_RUNNER_POLLS;
 	atomic_init(&ch->sleeping, false);
 	pthread_mutex_init(&ch->sleep_lock, NULL);
 	pthread_cond_init(&ch->wake, NULL);
@@ -338,15 +745,20 @@ static wafer_status mpsc_create(struct wafer_server *server, void **out_self)
 	return WAFER_OK;
 }
 
-/* Runs everything queued, stops the runner and joins it. A failure still
- * unreported is logged by the caller's final sync (client close syncs
- * before destroying the channel). */
+/* Runs everything queued, stops the runner and joins it, and frees the
+ * recycled nodes. A failure still unreported is logged by the caller's
+ * final sync (client close syncs before destroying the channel). */
 static void mpsc_destroy(void *self)
 {
 	struct mpsc_channel *ch = self;
 	struct wafer_command none = {.kind = WAFER_COMMAND_SYNC};
-	push_and_wait(ch, &none, true);
+	push_and_wait(ch, &none, NODE_STOP);
 	pthread_join(ch->runner, NULL);
+	free_chain(ch->retired);
+	free_chain(atomic_load_explicit(&ch->returned, memory_order_acquire));
+	free_chain(ch->cache);
+	for (int i = 0; i < 3; i++)
+		free_chain(ch->excess[i]);
 	pthread_cond_destroy(&ch->wake);
 	pthread_mutex_destroy(&ch->sleep_lock);
 	free(ch);
