@@ -305,11 +305,11 @@ static void test_mpsc_returns_at_once(void)
 	wafer_client_close(d);
 }
 
-/* mpsc only: bursts far past the channel's node cache, queued behind a
- * blocked launch so nothing runs until all are in: recycled nodes, nodes
- * past the cache's bound and uploads too large for a recycled node keep
- * their order and their bytes, round after round, with the cache trimmed
- * in between. */
+/* mpsc only: bursts far past the channel's node cache and its queue
+ * bound, queued behind a blocked launch: recycled nodes, producers that
+ * wait for one, and uploads too large for a recycled node keep their
+ * order and their bytes, round after round, with the cache trimmed in
+ * between. */
 struct burst_worker {
 	wafer_client *client;
 	wafer_handle x, one;
@@ -321,6 +321,15 @@ static void *burst_producer(void *arg)
 	struct burst_worker *w = arg;
 	for (int i = 0; i < w->adds; i++)
 		w->errors += add(w->client, w->x, w->x, w->one, 64) != WAFER_OK;
+	return NULL;
+}
+
+/* Opens the gate after a while: until then the burst fills the queue up
+ * to its bound and the producers wait. */
+static void *open_gate_later(void *gate)
+{
+	nanosleep(&(struct timespec){.tv_nsec = 30000000}, NULL);
+	__atomic_store_n((int *)gate, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -342,6 +351,8 @@ static void test_mpsc_burst(void)
 	for (int round = 0; round < rounds; round++) {
 		__atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
 		exec(c, "gate", NULL, 0, &addr, sizeof addr, 1);
+		pthread_t opener;
+		pthread_create(&opener, NULL, open_gate_later, &gate);
 		fill(c, x, n, 0.0);
 		fill(c, one, n, 1.0);
 		int errors = 0;
@@ -367,7 +378,7 @@ static void test_mpsc_burst(void)
 			pthread_join(threads[t], NULL);
 			errors += workers[t].errors;
 		}
-		__atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+		pthread_join(opener, NULL);
 
 		static float out[n];
 		is_status(wafer_read(c, x, 0, out, sizeof out), WAFER_OK,

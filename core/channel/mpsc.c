@@ -55,6 +55,11 @@
  * many the runner hands back at once. */
 #define MPSC_NODE_SIZE 512u
 #define MPSC_POOL_MAX 1024u
+/* Recycled nodes queued or running at most: a producer that would need
+ * more waits for the runner. Keeps the nodes in circulation within the
+ * caches when the runner is slower than its producers (a GPU launch costs
+ * microseconds), instead of streaming an ever longer queue through DRAM. */
+#define MPSC_QUEUE_MAX 2048u
 #define MPSC_RETIRE_BATCH 32u
 #define MPSC_TRIM_STEP 256u /* nodes freed between two looks at the queue */
 
@@ -152,6 +157,10 @@ struct mpsc_channel {
 	 * take the whole stack. pool_count: recycled nodes alive. */
 	_Alignas(MPSC_CACHE_LINE) struct mpsc_node *_Atomic returned;
 	atomic_uint pool_count;
+	/* Producers waiting for a node (MPSC_QUEUE_MAX in use). */
+	atomic_uint starved;
+	pthread_mutex_t starve_lock;
+	pthread_cond_t starve_cond;
 
 	/* Queued when the queue would otherwise be left empty; producers
 	 * link behind it. */
@@ -281,8 +290,8 @@ static void cache_unlock(struct mpsc_channel *ch)
 	atomic_store_explicit(&ch->cache_lock, false, memory_order_release);
 }
 
-/* A recycled node of MPSC_NODE_SIZE bytes, or a new one. */
-static struct mpsc_node *take_node(struct mpsc_channel *ch)
+/* A recycled node of MPSC_NODE_SIZE bytes, or NULL. */
+static struct mpsc_node *take_recycled(struct mpsc_channel *ch)
 {
 	cache_lock(ch);
 	struct mpsc_node *node = ch->cache;
@@ -303,12 +312,51 @@ static struct mpsc_node *take_node(struct mpsc_channel *ch)
 		return node;
 	}
 	cache_unlock(ch);
+	return NULL;
+}
 
-	node = aligned_alloc(MPSC_CACHE_LINE, MPSC_NODE_SIZE);
-	if (!node)
-		return NULL;
-	atomic_fetch_add_explicit(&ch->pool_count, 1, memory_order_relaxed);
-	node->flags = NODE_POOLED;
+/* MPSC_QUEUE_MAX nodes are queued or running: waits until the runner
+ * hands some back. */
+static struct mpsc_node *wait_for_node(struct mpsc_channel *ch)
+{
+	struct mpsc_node *node;
+	for (unsigned spin = 0; spin < MPSC_WAITER_YIELDS; spin++) {
+		sched_yield();
+		if (atomic_load_explicit(&ch->returned, memory_order_relaxed) &&
+		    (node = take_recycled(ch)))
+			return node;
+	}
+	pthread_mutex_lock(&ch->starve_lock);
+	/* Sequentially consistent, paired with hand_back's exchange and
+	 * load of `starved`: either this load sees the nodes handed back,
+	 * or hand_back sees this producer and wakes it. */
+	atomic_fetch_add(&ch->starved, 1);
+	while (!(node = take_recycled(ch)) && !atomic_load(&ch->returned))
+		pthread_cond_wait(&ch->starve_cond, &ch->starve_lock);
+	atomic_fetch_sub(&ch->starved, 1);
+	pthread_mutex_unlock(&ch->starve_lock);
+	return node ? node : take_recycled(ch);
+}
+
+/* A recycled node, a new one while fewer than MPSC_QUEUE_MAX are in use,
+ * or one the runner hands back. */
+static struct mpsc_node *take_node(struct mpsc_channel *ch)
+{
+	struct mpsc_node *node;
+	while (!(node = take_recycled(ch))) {
+		if (atomic_load_explicit(&ch->pool_count,
+					 memory_order_relaxed) < MPSC_QUEUE_MAX) {
+			node = aligned_alloc(MPSC_CACHE_LINE, MPSC_NODE_SIZE);
+			if (!node)
+				return NULL;
+			atomic_fetch_add_explicit(&ch->pool_count, 1,
+						  memory_order_relaxed);
+			node->flags = NODE_POOLED;
+			return node;
+		}
+		if ((node = wait_for_node(ch)))
+			return node;
+	}
 	return node;
 }
 
@@ -325,11 +373,16 @@ static void hand_back(struct mpsc_channel *ch)
 				      top ? &top->link : NULL,
 				      memory_order_relaxed);
 	while (!atomic_compare_exchange_weak_explicit(
-		&ch->returned, &top, first, memory_order_release,
+		&ch->returned, &top, first, memory_order_seq_cst,
 		memory_order_relaxed));
 	ch->retired = NULL;
 	ch->retired_last = NULL;
 	ch->retired_count = 0;
+	if (atomic_load(&ch->starved)) {
+		pthread_mutex_lock(&ch->starve_lock);
+		pthread_cond_broadcast(&ch->starve_cond);
+		pthread_mutex_unlock(&ch->starve_lock);
+	}
 }
 
 /* The runner is done with |node|: keep it for reuse (runner_idle trims),
@@ -727,6 +780,9 @@ static wafer_status mpsc_create(struct wafer_server *server, void **out_self)
 	ch->cache = NULL;
 	atomic_init(&ch->returned, NULL);
 	atomic_init(&ch->pool_count, 0);
+	atomic_init(&ch->starved, 0);
+	pthread_mutex_init(&ch->starve_lock, NULL);
+	pthread_cond_init(&ch->starve_cond, NULL);
 	atomic_init(&ch->waiter_spin, MPSC_SPIN_MAX);
 	ch->runner_spin = MPSC_RUNNER_POLLS;
 	atomic_init(&ch->sleeping, false);
@@ -734,6 +790,8 @@ static wafer_status mpsc_create(struct wafer_server *server, void **out_self)
 	pthread_cond_init(&ch->wake, NULL);
 	int err = pthread_create(&ch->runner, NULL, runner_main, ch);
 	if (err) {
+		pthread_cond_destroy(&ch->starve_cond);
+		pthread_mutex_destroy(&ch->starve_lock);
 		pthread_cond_destroy(&ch->wake);
 		pthread_mutex_destroy(&ch->sleep_lock);
 		free(ch);
@@ -759,6 +817,8 @@ static void mpsc_destroy(void *self)
 	free_chain(ch->cache);
 	for (int i = 0; i < 3; i++)
 		free_chain(ch->excess[i]);
+	pthread_cond_destroy(&ch->starve_cond);
+	pthread_mutex_destroy(&ch->starve_lock);
 	pthread_cond_destroy(&ch->wake);
 	pthread_mutex_destroy(&ch->sleep_lock);
 	free(ch);
