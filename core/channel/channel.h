@@ -6,7 +6,8 @@
  *           single-threaded programs, the cheapest path;
  *   mutex   runs it in the caller's thread under one lock per client;
  *   mpsc    queues it to one runner thread per client; calls that return
- *           no result return at once (see mpsc.c).
+ *           no result return at once, unless thousands of commands are
+ *           already queued (back-pressure; see mpsc.c).
  * Whatever the channel, commands one thread submits run in order, and a
  * command that returns a result (read, sync, usage, timer end) has run
  * when submit returns. */

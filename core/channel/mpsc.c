@@ -5,7 +5,10 @@
  * write, reserve, release, asynchronous read, trim, timer begin) are copied
  * into a node, pushed, and the call returns at once; commands that return
  * something (read, sync, usage, timer end) push a node with a waiter and
- * block until the runner has run it.
+ * block until the runner has run it. The one exception is back-pressure:
+ * with MPSC_QUEUE_MAX recycled nodes queued or running, a producer waits
+ * for the runner to hand some back, as a driver's launch call blocks when
+ * its launch queue is full.
  *
  * The queue is an intrusive multi-producer single-consumer list: a push is
  * one atomic exchange and one store, and the runner pops without any lock,
