@@ -333,6 +333,75 @@ static void *open_gate_later(void *gate)
 	return NULL;
 }
 
+/* mpsc only: uploads too large for a recycled node are copied into
+ * allocated nodes, but only up to 64 MiB queued; past that a write waits
+ * for the runner instead of piling up memory behind it. */
+struct upload_worker {
+	wafer_client *client;
+	wafer_handle h;
+	unsigned char *bytes; /* writes x size bytes, pattern per write */
+	int writes;
+	int done;   /* writes returned so far (atomic) */
+	int errors;
+};
+
+enum { UPLOAD_SIZE = 1 << 20 };
+
+static void *upload_producer(void *arg)
+{
+	struct upload_worker *w = arg;
+	for (int i = 0; i < w->writes; i++) {
+		w->errors += wafer_write(w->client, w->h, 0,
+					 w->bytes + (size_t)i * UPLOAD_SIZE,
+					 UPLOAD_SIZE) != WAFER_OK;
+		__atomic_add_fetch(&w->done, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void test_mpsc_upload_bound(void)
+{
+	enum { writes = 100 };
+	wafer_client *c = open_on("async", "mpsc");
+	static int gate;
+	int *addr = &gate;
+	struct upload_worker w = {.client = c, .writes = writes};
+	w.bytes = malloc((size_t)writes * UPLOAD_SIZE);
+	for (int i = 0; i < writes; i++)
+		memset(w.bytes + (size_t)i * UPLOAD_SIZE, i + 1, UPLOAD_SIZE);
+	wafer_empty(c, UPLOAD_SIZE, &w.h);
+
+	__atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
+	exec(c, "gate", NULL, 0, &addr, sizeof addr, 1);
+	pthread_t producer;
+	pthread_create(&producer, NULL, upload_producer, &w);
+	/* The runner is held by the gate: only what fits in 64 MiB can be
+	 * copied and queued (63 uploads with their node headers); the next
+	 * write waits. Wait for the 63 (10 s at most), then give the
+	 * producer time to overrun the bound if it could. */
+	for (int ms = 0; ms < 10000 &&
+			 __atomic_load_n(&w.done, __ATOMIC_ACQUIRE) < 63;
+	     ms++)
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+	nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+	int done = __atomic_load_n(&w.done, __ATOMIC_ACQUIRE);
+	ok(done >= 60 && done <= 64,
+	   "mpsc: %d of %d 1 MiB uploads returned behind a held runner "
+	   "(at most 64 MiB are queued)", done, writes);
+	__atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+	pthread_join(producer, NULL);
+	is_int(w.errors, 0, "mpsc: every upload succeeded");
+	unsigned char *back = malloc(UPLOAD_SIZE);
+	is_status(wafer_read(c, w.h, 0, back, UPLOAD_SIZE), WAFER_OK,
+		  "mpsc: read after the uploads");
+	ok(back[0] == writes && back[UPLOAD_SIZE - 1] == writes,
+	   "mpsc: the last upload is the one that stays");
+	wafer_release(c, w.h);
+	is_status(wafer_client_close(c), WAFER_OK, "mpsc upload bound: close");
+	free(back);
+	free(w.bytes);
+}
+
 static void test_mpsc_burst(void)
 {
 	wafer_client *c = open_on("async", "mpsc");
@@ -455,6 +524,7 @@ int main(void)
 		test_close_with_queued_work("async", channels[ch]);
 	}
 	test_mpsc_returns_at_once();
+	test_mpsc_upload_bound();
 	test_mpsc_burst();
 
 	static const char *const freeing[] = {"direct", "stream"};

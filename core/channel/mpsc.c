@@ -25,7 +25,9 @@
  * per-thread caches. A queue deeper than the nodes in circulation
  * allocates more; they circulate until the runner goes to sleep, which
  * frees all but MPSC_POOL_MAX (see runner_idle). Larger commands are
- * allocated, and freed by the runner. Everything left is freed at close.
+ * allocated, and freed by the runner, up to MPSC_LARGE_MAX bytes queued;
+ * past that they wait for the runner like reads. Everything left is freed
+ * at close.
  *
  * Waiting is adaptive: the runner and a waiting producer poll a little
  * (pause instructions) before they yield the CPU and then sleep, and poll
@@ -63,6 +65,12 @@
  * caches when the runner is slower than its producers (a GPU launch costs
  * microseconds), instead of streaming an ever longer queue through DRAM. */
 #define MPSC_QUEUE_MAX 2048u
+/* Bytes of allocated (not recycled) nodes queued or running at most:
+ * past it, a command too large for a recycled node is run by the runner
+ * from the caller's memory while the caller waits, as uploads over
+ * MPSC_COPY_WRITE_MAX always are. Bounds the memory a stream of large
+ * uploads can pile up behind a slow runner. */
+#define MPSC_LARGE_MAX ((size_t)64 << 20)
 #define MPSC_RETIRE_BATCH 32u
 #define MPSC_TRIM_STEP 256u /* nodes freed between two looks at the queue */
 
@@ -128,6 +136,7 @@ struct mpsc_node {
 	struct mpsc_link link;      /* in the queue, then in a free list */
 	struct mpsc_waiter *waiter; /* NULL: nobody waits */
 	uint32_t flags;
+	uint32_t bytes; /* allocated nodes: their size, for large_bytes */
 	struct wafer_command command;
 	_Alignas(max_align_t) unsigned char data[];
 };
@@ -160,6 +169,8 @@ struct mpsc_channel {
 	 * take the whole stack. pool_count: recycled nodes alive. */
 	_Alignas(MPSC_CACHE_LINE) struct mpsc_node *_Atomic returned;
 	atomic_uint pool_count;
+	/* Bytes of allocated nodes queued or running (MPSC_LARGE_MAX). */
+	atomic_size_t large_bytes;
 	/* Producers waiting for a node (MPSC_QUEUE_MAX in use). */
 	atomic_uint starved;
 	pthread_mutex_t starve_lock;
@@ -393,6 +404,8 @@ static void hand_back(struct mpsc_channel *ch)
 static void retire(struct mpsc_channel *ch, struct mpsc_node *node)
 {
 	if (!(node->flags & NODE_POOLED)) {
+		atomic_fetch_sub_explicit(&ch->large_bytes, node->bytes,
+					  memory_order_relaxed);
 		free(node);
 		return;
 	}
@@ -713,9 +726,24 @@ static wafer_status push_copy(struct mpsc_channel *ch,
 	if (bytes <= MPSC_NODE_DATA) {
 		node = take_node(ch);
 	} else {
-		node = malloc(offsetof(struct mpsc_node, data) + bytes);
-		if (node)
+		size_t size = offsetof(struct mpsc_node, data) + bytes;
+		if (size > MPSC_LARGE_MAX)
+			return push_and_wait(ch, command, 0);
+		size_t queued = atomic_fetch_add_explicit(
+			&ch->large_bytes, size, memory_order_relaxed);
+		if (queued && queued + size > MPSC_LARGE_MAX) {
+			atomic_fetch_sub_explicit(&ch->large_bytes, size,
+						  memory_order_relaxed);
+			return push_and_wait(ch, command, 0);
+		}
+		node = malloc(size);
+		if (node) {
 			node->flags = 0;
+			node->bytes = (uint32_t)size;
+		} else {
+			atomic_fetch_sub_explicit(&ch->large_bytes, size,
+						  memory_order_relaxed);
+		}
 	}
 	if (!node)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
@@ -783,6 +811,7 @@ static wafer_status mpsc_create(struct wafer_server *server, void **out_self)
 	ch->cache = NULL;
 	atomic_init(&ch->returned, NULL);
 	atomic_init(&ch->pool_count, 0);
+	atomic_init(&ch->large_bytes, 0);
 	atomic_init(&ch->starved, 0);
 	pthread_mutex_init(&ch->starve_lock, NULL);
 	pthread_cond_init(&ch->starve_cond, NULL);
