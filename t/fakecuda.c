@@ -91,7 +91,9 @@ static struct region *regions;
 static size_t region_count, region_capacity;
 static size_t device_bytes;     /* allocations + physical handles */
 static struct fakecuda_stats stats;
-static CUresult sticky;         /* a kernel or copy hit bad memory */
+/* A kernel or copy hit bad memory. Atomic: streams set it under L, and
+ * every call reads it (need_context) without taking L. */
+static _Atomic CUresult sticky;
 static int initialised;
 
 static _Thread_local CUcontext current;
