@@ -410,15 +410,16 @@ const struct wafer_kernel *wafer_client_kernel(wafer_client *client,
 	((args)->struct_size >= offsetof(wafer_execute_args, field) +          \
 				       sizeof(args)->field)
 
-static wafer_status check_execute_args(const wafer_execute_args *args)
+/* |ref|: args->kernel_ref where the caller's struct has it, else NULL. */
+static wafer_status check_execute_args(const wafer_execute_args *args,
+				       const wafer_kernel_ref *ref)
 {
 	if (args->struct_size < offsetof(wafer_execute_args, local))
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_execute: args->struct_size is %zu, "
 				  "expected %zu",
 				  args->struct_size, sizeof *args);
-	if (!args->kernel &&
-	    !(EXECUTE_ARGS_HAVE(args, kernel_ref) && args->kernel_ref))
+	if (!args->kernel && !ref)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_execute: args->kernel and "
 				  "args->kernel_ref are both NULL");
@@ -439,9 +440,8 @@ static wafer_status check_execute_args(const wafer_execute_args *args)
 /* Resolves each binding to its slot and checks it against the handle. */
 static __attribute__((noinline)) wafer_status
 resolve_bindings(wafer_client *client, const char *name,
-				     const wafer_buffer_binding *bindings,
-				     size_t binding_count,
-				     struct wafer_command_binding *out)
+		 const wafer_buffer_binding *bindings, size_t binding_count,
+		 struct wafer_command_binding *out)
 {
 	for (size_t i = 0; i < binding_count; i++) {
 		const wafer_buffer_binding *b = &bindings[i];
@@ -472,12 +472,10 @@ resolve_bindings(wafer_client *client, const char *name,
  * wafer_client_launch): inline in both, since it is most of what a launch
  * costs the caller. */
 static inline __attribute__((always_inline)) wafer_status
-launch(wafer_client *client,
-				  const struct wafer_kernel *kernel,
-				  const wafer_buffer_binding *bindings,
-				  size_t binding_count, const void *params,
-				  size_t params_size, const uint64_t global[3],
-				  const uint32_t *local)
+launch(wafer_client *client, const struct wafer_kernel *kernel,
+       const wafer_buffer_binding *bindings, size_t binding_count,
+       const void *params, size_t params_size, const uint64_t global[3],
+       const uint32_t *local)
 {
 	struct wafer_command_binding resolved[WAFER_MAX_BINDINGS];
 
@@ -537,20 +535,21 @@ WAFER_API wafer_status wafer_execute(wafer_client *client,
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_execute: %s is NULL",
 				  client ? "args" : "client");
-	wafer_status status = check_execute_args(args);
+	const wafer_kernel_ref *ref =
+		EXECUTE_ARGS_HAVE(args, kernel_ref) ? args->kernel_ref : NULL;
+	wafer_status status = check_execute_args(args, ref);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_kernel *kernel;
-	if (EXECUTE_ARGS_HAVE(args, kernel_ref) && args->kernel_ref) {
-		kernel = wafer_kernel_table_deref(&client->kernels,
-						  args->kernel_ref);
+	if (ref) {
+		kernel = wafer_kernel_table_deref(&client->kernels, ref);
 		if (!kernel)
 			return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 					  "wafer_execute: kernel_ref %p is "
 					  "not a kernel of this client (refs "
 					  "from wafer_kernel_find are valid "
 					  "for the client that found them)",
-					  (const void *)args->kernel_ref);
+					  (const void *)ref);
 	} else {
 		kernel = wafer_kernel_table_find(&client->kernels, args->kernel,
 						 args->variant, args->dtype);
