@@ -19,14 +19,14 @@
 #include "core/kernel_table.h"
 #include "core/log.h"
 #include "core/runtime.h"
-#include "core/server.h"
+#include "core/bridge.h"
 
 struct wafer_client {
 	wafer_runtime *runtime;
 	struct wafer_runtime_device *device;
 	struct wafer_handle_table handles;
 	struct wafer_kernel_table kernels;
-	struct wafer_server server;
+	struct wafer_bridge bridge;
 	struct wafer_channel channel;
 };
 
@@ -101,27 +101,27 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 					 client->device->kernel_count);
 	if (status != WAFER_OK)
 		goto fail_handles;
-	status = wafer_server_init(&client->server, client->device,
+	status = wafer_bridge_init(&client->bridge, client->device,
 				   &client->handles, config,
 				   choose_memory(options));
 	if (status != WAFER_OK)
 		goto fail_kernels;
 	const char *channel = choose_channel(config, options, &origin);
-	status = wafer_channel_create(channel, origin, &client->server,
+	status = wafer_channel_create(channel, origin, &client->bridge,
 				      &client->channel);
 	if (status != WAFER_OK)
-		goto fail_server;
+		goto fail_bridge;
 
 	wafer_runtime_client_opened(runtime);
 	wafer_log_info("core", "client on %s:%u (%s), channel %s, memory %s",
 		       client->device->backend, client->device->index,
 		       client->device->info.name, client->channel.ops->name,
-		       wafer_memory_strategy_name(client->server.memory));
+		       wafer_memory_strategy_name(client->bridge.memory));
 	*out_client = client;
 	return WAFER_OK;
 
-fail_server:
-	wafer_server_fini(&client->server);
+fail_bridge:
+	wafer_bridge_fini(&client->bridge);
 fail_kernels:
 	wafer_kernel_table_fini(&client->kernels);
 fail_handles:
@@ -138,11 +138,11 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 	if (!client)
 		return WAFER_OK;
 	/* The sync reports what queued work left unreported; the channel then
-	 * stops (a runner thread is joined) and the server frees the rest. */
+	 * stops (a runner thread is joined) and the bridge frees the rest. */
 	struct wafer_command sync = {.kind = WAFER_COMMAND_SYNC};
 	wafer_status status = wafer_channel_submit(&client->channel, &sync);
 	wafer_channel_destroy(&client->channel);
-	wafer_status fini = wafer_server_fini(&client->server);
+	wafer_status fini = wafer_bridge_fini(&client->bridge);
 	if (status == WAFER_OK)
 		status = fini;
 	wafer_kernel_table_fini(&client->kernels);

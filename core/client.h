@@ -18,7 +18,7 @@
 #include "core/handle_table.h"
 #include "core/kernel_table.h"
 #include "core/runtime.h"
-#include "core/server.h"
+#include "core/bridge.h"
 
 /* The client's handle table (lookups, donation). */
 struct wafer_handle_table *wafer_client_handles(wafer_client *client);

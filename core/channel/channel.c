@@ -18,23 +18,23 @@ static const struct wafer_channel_ops *const channels[] = {
  * asynchronously (GPUs); for a backend whose kernels run on host threads
  * the caller's thread under a lock is the cheaper path (wafer-bench
  * channel measures both). */
-static const char *resolve_auto(const struct wafer_server *server)
+static const char *resolve_auto(const struct wafer_bridge *bridge)
 {
-	uint64_t caps = server->device->info.capabilities;
+	uint64_t caps = bridge->device->info.capabilities;
 	return (caps & WAFER_CAP_HOST_MEMORY) ? "mutex" : "mpsc";
 }
 
 wafer_status wafer_channel_create(const char *name, const char *origin,
-				  struct wafer_server *server,
+				  struct wafer_bridge *bridge,
 				  struct wafer_channel *out)
 {
 	*out = (struct wafer_channel){0};
 	if (strcmp(name, "auto") == 0)
-		name = resolve_auto(server);
+		name = resolve_auto(bridge);
 	for (size_t i = 0; i < sizeof channels / sizeof channels[0]; i++) {
 		if (strcmp(channels[i]->name, name) == 0) {
 			wafer_status status =
-				channels[i]->create(server, &out->self);
+				channels[i]->create(bridge, &out->self);
 			if (status == WAFER_OK) {
 				out->ops = channels[i];
 				out->execute = channels[i]->execute;

@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * channel.h: how a client's calls reach its server. Each channel is one
+ * channel.h: how a client's calls reach its bridge. Each channel is one
  * file under core/channel/ behind this ops table:
  *   direct  runs the command in the caller's thread, no locking: for
  *           single-threaded programs, the cheapest path;
@@ -14,11 +14,11 @@
 #ifndef WAFER_CORE_CHANNEL_CHANNEL_H
 #define WAFER_CORE_CHANNEL_CHANNEL_H
 
-#include "core/server.h"
+#include "core/bridge.h"
 
 struct wafer_channel_ops {
 	const char *name;
-	wafer_status (*create)(struct wafer_server *server, void **out_self);
+	wafer_status (*create)(struct wafer_bridge *bridge, void **out_self);
 	/* Runs or finishes everything submitted, then frees the channel. */
 	void (*destroy)(void *self);
 	wafer_status (*submit)(void *self, const struct wafer_command *command);
@@ -44,7 +44,7 @@ extern const struct wafer_channel_ops wafer_channel_mpsc;
 /* Creates channel |name|; |origin| (where the name came from) goes into
  * the error for an unknown name. */
 wafer_status wafer_channel_create(const char *name, const char *origin,
-				  struct wafer_server *server,
+				  struct wafer_bridge *bridge,
 				  struct wafer_channel *out_channel);
 
 static inline wafer_status wafer_channel_submit(struct wafer_channel *channel,

@@ -7,9 +7,9 @@
 
 #include "core/channel/channel.h"
 
-static wafer_status direct_create(struct wafer_server *server, void **out_self)
+static wafer_status direct_create(struct wafer_bridge *bridge, void **out_self)
 {
-	*out_self = server;
+	*out_self = bridge;
 	return WAFER_OK;
 }
 
@@ -19,13 +19,13 @@ static void direct_destroy(void *self)
 
 static wafer_status direct_submit(void *self, const struct wafer_command *command)
 {
-	return wafer_server_run(self, command);
+	return wafer_bridge_run(self, command);
 }
 
 static wafer_status direct_execute(void *self,
 				   struct wafer_execute_request *request)
 {
-	return wafer_server_execute(self, request);
+	return wafer_bridge_execute(self, request);
 }
 
 const struct wafer_channel_ops wafer_channel_direct = {

@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * mpsc.c: the `mpsc` channel — many producer threads, one runner thread
- * per client that owns the server. Commands that return nothing (execute,
+ * per client that owns the bridge. Commands that return nothing (execute,
  * write, reserve, release, asynchronous read, trim, timer begin) are copied
  * into a node, pushed, and the call returns at once; commands that return
  * something (read, sync, usage, timer end) push a node with a waiter and
@@ -152,7 +152,7 @@ static inline struct mpsc_node *node_of(struct mpsc_link *link)
  * that producers and the runner do not invalidate each other's lines. */
 struct mpsc_channel {
 	/* Set at create. */
-	struct wafer_server *server;
+	struct wafer_bridge *bridge;
 	pthread_t runner;
 
 	/* The queue's head: producers exchange it. */
@@ -538,7 +538,7 @@ static void complete(struct mpsc_waiter *waiter, wafer_status status,
 static void run_node(struct mpsc_channel *ch, struct mpsc_node *node)
 {
 	wafer_error_clear();
-	wafer_status status = wafer_server_run(ch->server, &node->command);
+	wafer_status status = wafer_bridge_run(ch->bridge, &node->command);
 	struct mpsc_waiter *waiter = node->waiter;
 	ch->answered = waiter != NULL;
 	if (!waiter) {
@@ -795,7 +795,7 @@ static wafer_status mpsc_submit(void *self, const struct wafer_command *command)
 // Lifetime
 //===----------------------------------------------------------------------===//
 
-static wafer_status mpsc_create(struct wafer_server *server, void **out_self)
+static wafer_status mpsc_create(struct wafer_bridge *bridge, void **out_self)
 {
 	struct mpsc_channel *ch =
 		aligned_alloc(_Alignof(struct mpsc_channel), sizeof *ch);
@@ -803,7 +803,7 @@ static wafer_status mpsc_create(struct wafer_server *server, void **out_self)
 	if (!ch)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
 	memset(ch, 0, sizeof *ch);
-	ch->server = server;
+	ch->bridge = bridge;
 	atomic_init(&ch->stub.next, NULL);
 	atomic_init(&ch->head, &ch->stub);
 	ch->tail = &ch->stub;

@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * mutex.c: the `mutex` channel — one lock per client around the server;
+ * mutex.c: the `mutex` channel — one lock per client around the bridge;
  * every command runs in the caller's thread. Safe for any number of
  * threads; they take turns. */
 #include "build-config.h"
@@ -13,10 +13,10 @@
 
 struct mutex_channel {
 	pthread_mutex_t lock;
-	struct wafer_server *server;
+	struct wafer_bridge *bridge;
 };
 
-static wafer_status mutex_create(struct wafer_server *server, void **out_self)
+static wafer_status mutex_create(struct wafer_bridge *bridge, void **out_self)
 {
 	struct mutex_channel *ch = malloc(sizeof *ch);
 	*out_self = NULL;
@@ -26,7 +26,7 @@ static wafer_status mutex_create(struct wafer_server *server, void **out_self)
 		free(ch);
 		return wafer_fail(WAFER_ERROR_INTERNAL, "pthread_mutex_init failed");
 	}
-	ch->server = server;
+	ch->bridge = bridge;
 	*out_self = ch;
 	return WAFER_OK;
 }
@@ -42,7 +42,7 @@ static wafer_status mutex_submit(void *self, const struct wafer_command *command
 {
 	struct mutex_channel *ch = self;
 	pthread_mutex_lock(&ch->lock);
-	wafer_status status = wafer_server_run(ch->server, command);
+	wafer_status status = wafer_bridge_run(ch->bridge, command);
 	pthread_mutex_unlock(&ch->lock);
 	return status;
 }
@@ -52,7 +52,7 @@ static wafer_status mutex_execute(void *self,
 {
 	struct mutex_channel *ch = self;
 	pthread_mutex_lock(&ch->lock);
-	wafer_status status = wafer_server_execute(ch->server, request);
+	wafer_status status = wafer_bridge_execute(ch->bridge, request);
 	pthread_mutex_unlock(&ch->lock);
 	return status;
 }

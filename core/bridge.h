@@ -1,14 +1,16 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * server.h: the server bridge of one client. It owns the client's device
- * queue and memory manager, and turns commands naming handle slots into
+ * bridge.h: the bridge between one client and its device (called the
+ * "server bridge" in older notes; renamed so as not to be confused with
+ * the plugin ABI's server ops). It owns the client's device queue and
+ * memory manager, and turns commands naming handle slots into
  * plugin calls naming (resource, offset, size). Channels (core/channel/)
- * decide on which thread and under which lock wafer_server_run() is
- * called; the server itself is single-threaded.
+ * decide on which thread and under which lock wafer_bridge_run() is
+ * called; the bridge itself is single-threaded.
  *
  * Commands are flat records so a queueing channel can copy them. */
-#ifndef WAFER_CORE_SERVER_H
-#define WAFER_CORE_SERVER_H
+#ifndef WAFER_CORE_BRIDGE_H
+#define WAFER_CORE_BRIDGE_H
 
 #include <stdbool.h>
 
@@ -67,7 +69,7 @@ struct wafer_command {
 	uint64_t *elapsed_ns;
 };
 
-struct wafer_server {
+struct wafer_bridge {
 	struct wafer_runtime_device *device;
 	struct wafer_handle_table *handles;
 	void *queue;
@@ -90,7 +92,7 @@ struct wafer_server {
 
 /* Creates the queue and the memory manager (strategy |memory_strategy|,
  * NULL: from config). */
-wafer_status wafer_server_init(struct wafer_server *server,
+wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 			       struct wafer_runtime_device *device,
 			       struct wafer_handle_table *handles,
 			       const struct wafer_config *config,
@@ -98,13 +100,13 @@ wafer_status wafer_server_init(struct wafer_server *server,
 
 /* Synchronises, releases every live slot's memory, destroys the memory
  * manager and the queue. Returns the sync's status. */
-wafer_status wafer_server_fini(struct wafer_server *server);
+wafer_status wafer_bridge_fini(struct wafer_bridge *bridge);
 
-wafer_status wafer_server_run(struct wafer_server *server,
+wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 			      const struct wafer_command *command);
 
 /* One kernel launch, as the client checked it: the plugin's launch
- * record, complete but for its bindings, which the server resolves from
+ * record, complete but for its bindings, which the bridge resolves from
  * |bindings| (handle slots) when it runs. A channel that runs commands in
  * the caller's thread hands this over as it is, so the launch path builds
  * one record, not a command and then a launch. */
@@ -114,7 +116,7 @@ struct wafer_execute_request {
 };
 
 /* Runs |request| as an EXECUTE command would. */
-wafer_status wafer_server_execute(struct wafer_server *server,
+wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 				  struct wafer_execute_request *request);
 
 #endif

@@ -1,105 +1,105 @@
 /* wafer — SPDX-License-Identifier: MIT
- * server.c: the server bridge (see server.h). */
+ * bridge.c: the bridge between a client and its device (see bridge.h). */
 #include "build-config.h"
 
 #include <string.h>
 
 #include "core/error.h"
 #include "core/log.h"
-#include "core/server.h"
+#include "core/bridge.h"
 
 /* Waits for the queue; the plugin's status with the device named. */
-static wafer_status queue_sync(struct wafer_server *server)
+static wafer_status queue_sync(struct wafer_bridge *bridge)
 {
-	const struct wafer_server_ops *ops = server->device->plugin->server;
-	wafer_status status = ops->sync(server->device->device, server->queue);
+	const struct wafer_server_ops *ops = bridge->device->plugin->server;
+	wafer_status status = ops->sync(bridge->device->device, bridge->queue);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "queued work on %s:%u failed",
-					  server->device->backend,
-					  server->device->index);
+					  bridge->device->backend,
+					  bridge->device->index);
 	/* Only a successful sync proves queued frees are done. */
-	server->queue_dirty = false;
-	wafer_memory_after_sync(server->memory);
+	bridge->queue_dirty = false;
+	wafer_memory_after_sync(bridge->memory);
 	return WAFER_OK;
 }
 
 /* A sync for the memory manager: its failure belongs to the program's
  * next sync or read, so it is held rather than dropped. */
-static wafer_status memory_sync(struct wafer_server *server)
+static wafer_status memory_sync(struct wafer_bridge *bridge)
 {
-	wafer_status status = queue_sync(server);
-	if (status != WAFER_OK && server->held_failure == WAFER_OK) {
-		server->held_failure = status;
-		memcpy(server->held_detail, wafer_error_detail(),
-		       sizeof server->held_detail);
+	wafer_status status = queue_sync(bridge);
+	if (status != WAFER_OK && bridge->held_failure == WAFER_OK) {
+		bridge->held_failure = status;
+		memcpy(bridge->held_detail, wafer_error_detail(),
+		       sizeof bridge->held_detail);
 	}
 	return status;
 }
 
 /* A sync the program asked for (sync, read, close): reports a held
  * failure first, then this sync's own, once each. */
-static wafer_status server_sync(struct wafer_server *server)
+static wafer_status bridge_sync(struct wafer_bridge *bridge)
 {
-	wafer_status status = queue_sync(server);
-	if (server->held_failure == WAFER_OK)
+	wafer_status status = queue_sync(bridge);
+	if (bridge->held_failure == WAFER_OK)
 		return status;
-	wafer_status held = server->held_failure;
-	server->held_failure = WAFER_OK;
+	wafer_status held = bridge->held_failure;
+	bridge->held_failure = WAFER_OK;
 	if (status != WAFER_OK) {
 		char later[WAFER_ERROR_DETAIL_MAX];
 		memcpy(later, wafer_error_detail(), sizeof later);
 		return wafer_fail(held, "%.500s; then %.500s",
-				  server->held_detail, later);
+				  bridge->held_detail, later);
 	}
-	return wafer_fail(held, "%s", server->held_detail);
+	return wafer_fail(held, "%s", bridge->held_detail);
 }
 
 /* storage.quiesce: memory goes back to the plugin only once no queued
  * kernel can still read it. */
-static wafer_status server_quiesce(void *data)
+static wafer_status bridge_quiesce(void *data)
 {
-	struct wafer_server *server = data;
-	return server->queue_dirty ? memory_sync(server) : WAFER_OK;
+	struct wafer_bridge *bridge = data;
+	return bridge->queue_dirty ? memory_sync(bridge) : WAFER_OK;
 }
 
 /* storage.sync: the stream strategy's reap. */
-static wafer_status server_sync_hook(void *data)
+static wafer_status bridge_sync_hook(void *data)
 {
 	return memory_sync(data);
 }
 
-wafer_status wafer_server_init(struct wafer_server *server,
+wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 			       struct wafer_runtime_device *device,
 			       struct wafer_handle_table *handles,
 			       const struct wafer_config *config,
 			       const char *memory_strategy)
 {
 	const struct wafer_plugin *plugin = device->plugin;
-	memset(server, 0, sizeof *server);
-	server->device = device;
-	server->handles = handles;
-	server->launch = plugin->server->launch;
-	server->plugin_device = device->device;
+	memset(bridge, 0, sizeof *bridge);
+	bridge->device = device;
+	bridge->handles = handles;
+	bridge->launch = plugin->server->launch;
+	bridge->plugin_device = device->device;
 
 	wafer_status status =
-		plugin->server->queue_create(device->device, &server->queue);
+		plugin->server->queue_create(device->device, &bridge->queue);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s: queue_create",
 					  device->backend);
-	server->storage = (struct wafer_storage){
+	bridge->storage = (struct wafer_storage){
 		.ops = plugin->storage,
 		.device = device->device,
-		.queue = server->queue,
+		.queue = bridge->queue,
 		.alignment = device->info.alloc_alignment,
 		.vm_granularity = device->info.vm_granularity,
-		.quiesce = server_quiesce,
-		.sync = server_sync_hook,
-		.quiesce_data = server,
+		.quiesce = bridge_quiesce,
+		.sync = bridge_sync_hook,
+		.quiesce_data = bridge,
 	};
-	status = wafer_memory_create(memory_strategy, &server->storage, config,
-				     &server->memory);
+	status = wafer_memory_create(memory_strategy, &bridge->storage, config,
+				     &bridge->memory);
 	if (status != WAFER_OK) {
-		plugin->server->queue_destroy(device->device, server->queue);
+		plugin->server->queue_destroy(device->device, bridge->queue);
 		return status;
 	}
 	return WAFER_OK;
@@ -107,32 +107,32 @@ wafer_status wafer_server_init(struct wafer_server *server,
 
 static void release_leaked(struct wafer_handle_slot *slot, void *data)
 {
-	struct wafer_server *server = data;
+	struct wafer_bridge *bridge = data;
 	if (slot->slice.resource)
-		wafer_memory_release(server->memory, &slot->slice);
+		wafer_memory_release(bridge->memory, &slot->slice);
 }
 
-wafer_status wafer_server_fini(struct wafer_server *server)
+wafer_status wafer_bridge_fini(struct wafer_bridge *bridge)
 {
-	wafer_status status = server_sync(server);
-	uint64_t leaked = wafer_handle_table_live(server->handles);
+	wafer_status status = bridge_sync(bridge);
+	uint64_t leaked = wafer_handle_table_live(bridge->handles);
 	if (leaked)
 		wafer_log_info("core",
 			       "client closed with %llu live handle(s); "
 			       "freeing them",
 			       (unsigned long long)leaked);
-	wafer_handle_table_for_each_live(server->handles, release_leaked,
-					 server);
-	wafer_memory_destroy(server->memory);
-	server->device->plugin->server->queue_destroy(server->device->device,
-						      server->queue);
+	wafer_handle_table_for_each_live(bridge->handles, release_leaked,
+					 bridge);
+	wafer_memory_destroy(bridge->memory);
+	bridge->device->plugin->server->queue_destroy(bridge->device->device,
+						      bridge->queue);
 	return status;
 }
 
-static wafer_status run_reserve(struct wafer_server *server,
+static wafer_status run_reserve(struct wafer_bridge *bridge,
 				const struct wafer_command *c)
 {
-	return wafer_memory_reserve(server->memory, c->size, &c->slot->slice);
+	return wafer_memory_reserve(bridge->memory, c->size, &c->slot->slice);
 }
 
 /* A handle whose reservation failed in a queued channel has no memory;
@@ -148,7 +148,7 @@ static wafer_status check_backed(const struct wafer_handle_slot *slot,
 			  what, slot->index, slot->size);
 }
 
-wafer_status wafer_server_execute(struct wafer_server *server,
+wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 				  struct wafer_execute_request *r)
 {
 	struct wafer_binding bindings[WAFER_MAX_BINDINGS];
@@ -166,17 +166,17 @@ wafer_status wafer_server_execute(struct wafer_server *server,
 		};
 	}
 	r->launch.bindings = bindings;
-	server->queue_dirty = true;
+	bridge->queue_dirty = true;
 	wafer_status status =
-		server->launch(server->plugin_device, server->queue, &r->launch);
+		bridge->launch(bridge->plugin_device, bridge->queue, &r->launch);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "kernel '%s' (%s) on %s",
 					  kernel->op, kernel->variant,
-					  server->device->backend);
+					  bridge->device->backend);
 	return WAFER_OK;
 }
 
-static wafer_status run_execute(struct wafer_server *server,
+static wafer_status run_execute(struct wafer_bridge *bridge,
 				const struct wafer_command *c)
 {
 	struct wafer_execute_request request = {
@@ -191,37 +191,37 @@ static wafer_status run_execute(struct wafer_server *server,
 		},
 		.bindings = c->bindings,
 	};
-	return wafer_server_execute(server, &request);
+	return wafer_bridge_execute(bridge, &request);
 }
 
 /* The client offers timers only where the plugin has both entries
- * (WAFER_CAP_DEVICE_TIMERS); the checks here guard the server anyway. */
-static wafer_status run_timer_begin(struct wafer_server *server,
+ * (WAFER_CAP_DEVICE_TIMERS); the checks here guard the bridge anyway. */
+static wafer_status run_timer_begin(struct wafer_bridge *bridge,
 				    const struct wafer_command *c)
 {
-	const struct wafer_server_ops *ops = server->device->plugin->server;
+	const struct wafer_server_ops *ops = bridge->device->plugin->server;
 
 	*c->timer_slot = NULL;
 	if (!WAFER_STRUCT_HAS(ops, struct wafer_server_ops, timer_end) ||
 	    !ops->timer_begin || !ops->timer_end)
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
 				  "%s has no device timers",
-				  server->device->backend);
-	server->queue_dirty = true;
-	wafer_status status = ops->timer_begin(server->device->device,
-					       server->queue, c->timer_slot);
+				  bridge->device->backend);
+	bridge->queue_dirty = true;
+	wafer_status status = ops->timer_begin(bridge->device->device,
+					       bridge->queue, c->timer_slot);
 	if (status != WAFER_OK) {
 		*c->timer_slot = NULL;
 		return wafer_fail_context(status, "%s: timer_begin",
-					  server->device->backend);
+					  bridge->device->backend);
 	}
 	return WAFER_OK;
 }
 
-static wafer_status run_timer_end(struct wafer_server *server,
+static wafer_status run_timer_end(struct wafer_bridge *bridge,
 				  const struct wafer_command *c)
 {
-	const struct wafer_server_ops *ops = server->device->plugin->server;
+	const struct wafer_server_ops *ops = bridge->device->plugin->server;
 	void *timer = *c->timer_slot;
 
 	*c->timer_slot = NULL;
@@ -230,33 +230,33 @@ static wafer_status run_timer_end(struct wafer_server *server,
 		return wafer_fail(WAFER_ERROR_INTERNAL,
 				  "%s: timer_end without a timer (timer_begin "
 				  "failed)",
-				  server->device->backend);
-	wafer_status status = ops->timer_end(server->device->device,
-					     server->queue, timer,
+				  bridge->device->backend);
+	wafer_status status = ops->timer_end(bridge->device->device,
+					     bridge->queue, timer,
 					     c->elapsed_ns);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s: timer_end",
-					  server->device->backend);
+					  bridge->device->backend);
 	return WAFER_OK;
 }
 
-wafer_status wafer_server_run(struct wafer_server *server,
+wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 			      const struct wafer_command *c)
 {
-	const struct wafer_storage_ops *storage = server->device->plugin->storage;
-	void *device = server->device->device;
+	const struct wafer_storage_ops *storage = bridge->device->plugin->storage;
+	void *device = bridge->device->device;
 	const struct wafer_slice *slice = c->slot ? &c->slot->slice : NULL;
 	wafer_status status;
 
 	switch (c->kind) {
 	case WAFER_COMMAND_RESERVE:
-		return run_reserve(server, c);
+		return run_reserve(bridge, c);
 	case WAFER_COMMAND_WRITE:
 		status = check_backed(c->slot, "write");
 		if (status != WAFER_OK)
 			return status;
-		server->queue_dirty = true;
-		return storage->copy_in(device, server->queue, slice->resource,
+		bridge->queue_dirty = true;
+		return storage->copy_in(device, bridge->queue, slice->resource,
 					slice->offset + c->offset, c->src,
 					c->size);
 	case WAFER_COMMAND_READ:
@@ -264,36 +264,36 @@ wafer_status wafer_server_run(struct wafer_server *server,
 		status = check_backed(c->slot, "read");
 		if (status != WAFER_OK)
 			return status;
-		server->queue_dirty = true;
-		status = storage->copy_out(device, server->queue,
+		bridge->queue_dirty = true;
+		status = storage->copy_out(device, bridge->queue,
 					   slice->resource,
 					   slice->offset + c->offset, c->dst,
 					   c->size);
 		if (status != WAFER_OK || c->kind == WAFER_COMMAND_READ_ASYNC)
 			return status;
-		return server_sync(server);
+		return bridge_sync(bridge);
 	case WAFER_COMMAND_EXECUTE:
-		return run_execute(server, c);
+		return run_execute(bridge, c);
 	case WAFER_COMMAND_RELEASE:
 		/* Queue order keeps the memory safe for work issued before
 		 * this release; strategies that give memory back to the plugin
 		 * quiesce first (storage.c). */
 		if (slice->resource)
-			wafer_memory_release(server->memory, slice);
-		wafer_handle_table_recycle(server->handles, c->slot);
+			wafer_memory_release(bridge->memory, slice);
+		wafer_handle_table_recycle(bridge->handles, c->slot);
 		return WAFER_OK;
 	case WAFER_COMMAND_SYNC:
-		return server_sync(server);
+		return bridge_sync(bridge);
 	case WAFER_COMMAND_USAGE:
-		wafer_memory_get_usage(server->memory, c->usage);
+		wafer_memory_get_usage(bridge->memory, c->usage);
 		return WAFER_OK;
 	case WAFER_COMMAND_TRIM:
-		wafer_memory_trim_cache(server->memory);
+		wafer_memory_trim_cache(bridge->memory);
 		return WAFER_OK;
 	case WAFER_COMMAND_TIMER_BEGIN:
-		return run_timer_begin(server, c);
+		return run_timer_begin(bridge, c);
 	case WAFER_COMMAND_TIMER_END:
-		return run_timer_end(server, c);
+		return run_timer_end(bridge, c);
 	}
 	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);
 }
