@@ -217,7 +217,7 @@ static wafer_status time_once(const struct wafer_tune_bench *b,
 	void *timer = NULL;
 	struct wafer_command begin = {
 		.kind = WAFER_COMMAND_TIMER_BEGIN,
-		.timer_slot = &timer,
+		.timer = {.slot = &timer},
 	};
 	status = wafer_client_submit(b->client, &begin);
 	if (status != WAFER_OK) {
@@ -229,8 +229,7 @@ static wafer_status time_once(const struct wafer_tune_bench *b,
 	snprintf(detail, sizeof detail, "%s", wafer_last_error());
 	struct wafer_command end = {
 		.kind = WAFER_COMMAND_TIMER_END,
-		.timer_slot = &timer,
-		.elapsed_ns = out_ns,
+		.timer = {.slot = &timer, .elapsed_ns = out_ns},
 	};
 	end_status = wafer_client_submit(b->client, &end);
 	sync_status = wafer_sync(b->client);

@@ -129,12 +129,6 @@ wafer_status wafer_bridge_fini(struct wafer_bridge *bridge)
 	return status;
 }
 
-static wafer_status run_reserve(struct wafer_bridge *bridge,
-				const struct wafer_command *c)
-{
-	return wafer_memory_reserve(bridge->memory, c->size, &c->slot->slice);
-}
-
 /* A handle whose reservation failed in a queued channel has no memory;
  * its failure was reported already, and any later use fails here. */
 static wafer_status check_backed(const struct wafer_handle_slot *slot,
@@ -176,32 +170,14 @@ wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 	return WAFER_OK;
 }
 
-static wafer_status run_execute(struct wafer_bridge *bridge,
-				const struct wafer_command *c)
-{
-	struct wafer_execute_request request = {
-		.launch = {
-			.struct_size = sizeof request.launch,
-			.kernel = c->kernel,
-			.binding_count = c->binding_count,
-			.params = c->params,
-			.params_size = c->params_size,
-			.global = {c->global[0], c->global[1], c->global[2]},
-			.local = {c->local[0], c->local[1], c->local[2]},
-		},
-		.bindings = c->bindings,
-	};
-	return wafer_bridge_execute(bridge, &request);
-}
-
 /* The client offers timers only where the plugin has both entries
  * (WAFER_CAP_DEVICE_TIMERS); the checks here guard the bridge anyway. */
 static wafer_status run_timer_begin(struct wafer_bridge *bridge,
-				    const struct wafer_command *c)
+				    void **timer_slot)
 {
 	const struct wafer_server_ops *ops = bridge->device->plugin->server;
 
-	*c->timer_slot = NULL;
+	*timer_slot = NULL;
 	if (!WAFER_STRUCT_HAS(ops, struct wafer_server_ops, timer_end) ||
 	    !ops->timer_begin || !ops->timer_end)
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
@@ -209,9 +185,9 @@ static wafer_status run_timer_begin(struct wafer_bridge *bridge,
 				  bridge->device->backend);
 	bridge->queue_dirty = true;
 	wafer_status status = ops->timer_begin(bridge->device->device,
-					       bridge->queue, c->timer_slot);
+					       bridge->queue, timer_slot);
 	if (status != WAFER_OK) {
-		*c->timer_slot = NULL;
+		*timer_slot = NULL;
 		return wafer_fail_context(status, "%s: timer_begin",
 					  bridge->device->backend);
 	}
@@ -219,13 +195,13 @@ static wafer_status run_timer_begin(struct wafer_bridge *bridge,
 }
 
 static wafer_status run_timer_end(struct wafer_bridge *bridge,
-				  const struct wafer_command *c)
+				  void **timer_slot, uint64_t *elapsed_ns)
 {
 	const struct wafer_server_ops *ops = bridge->device->plugin->server;
-	void *timer = *c->timer_slot;
+	void *timer = *timer_slot;
 
-	*c->timer_slot = NULL;
-	*c->elapsed_ns = 0;
+	*timer_slot = NULL;
+	*elapsed_ns = 0;
 	if (!timer)
 		return wafer_fail(WAFER_ERROR_INTERNAL,
 				  "%s: timer_end without a timer (timer_begin "
@@ -233,7 +209,7 @@ static wafer_status run_timer_end(struct wafer_bridge *bridge,
 				  bridge->device->backend);
 	wafer_status status = ops->timer_end(bridge->device->device,
 					     bridge->queue, timer,
-					     c->elapsed_ns);
+					     elapsed_ns);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s: timer_end",
 					  bridge->device->backend);
@@ -241,59 +217,63 @@ static wafer_status run_timer_end(struct wafer_bridge *bridge,
 }
 
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
-			      const struct wafer_command *c)
+			      struct wafer_command *c)
 {
 	const struct wafer_storage_ops *storage = bridge->device->plugin->storage;
 	void *device = bridge->device->device;
-	const struct wafer_slice *slice = c->slot ? &c->slot->slice : NULL;
+	const struct wafer_slice *slice;
 	wafer_status status;
 
 	switch (c->kind) {
+	case WAFER_COMMAND_EXECUTE:
+		return wafer_bridge_execute(bridge, &c->execute);
 	case WAFER_COMMAND_RESERVE:
-		return run_reserve(bridge, c);
+		return wafer_memory_reserve(bridge->memory, c->reserve.size,
+					    &c->reserve.slot->slice);
 	case WAFER_COMMAND_WRITE:
-		status = check_backed(c->slot, "write");
+		status = check_backed(c->write.slot, "write");
 		if (status != WAFER_OK)
 			return status;
+		slice = &c->write.slot->slice;
 		bridge->queue_dirty = true;
 		return storage->copy_in(device, bridge->queue, slice->resource,
-					slice->offset + c->offset, c->src,
-					c->size);
+					slice->offset + c->write.offset,
+					c->write.src, c->write.size);
 	case WAFER_COMMAND_READ:
 	case WAFER_COMMAND_READ_ASYNC:
-		status = check_backed(c->slot, "read");
+		status = check_backed(c->read.slot, "read");
 		if (status != WAFER_OK)
 			return status;
+		slice = &c->read.slot->slice;
 		bridge->queue_dirty = true;
 		status = storage->copy_out(device, bridge->queue,
 					   slice->resource,
-					   slice->offset + c->offset, c->dst,
-					   c->size);
+					   slice->offset + c->read.offset,
+					   c->read.dst, c->read.size);
 		if (status != WAFER_OK || c->kind == WAFER_COMMAND_READ_ASYNC)
 			return status;
 		return bridge_sync(bridge);
-	case WAFER_COMMAND_EXECUTE:
-		return run_execute(bridge, c);
 	case WAFER_COMMAND_RELEASE:
 		/* Queue order keeps the memory safe for work issued before
 		 * this release; strategies that give memory back to the plugin
 		 * quiesce first (storage.c). */
+		slice = &c->release.slot->slice;
 		if (slice->resource)
 			wafer_memory_release(bridge->memory, slice);
-		wafer_handle_table_recycle(bridge->handles, c->slot);
+		wafer_handle_table_recycle(bridge->handles, c->release.slot);
 		return WAFER_OK;
 	case WAFER_COMMAND_SYNC:
 		return bridge_sync(bridge);
 	case WAFER_COMMAND_USAGE:
-		wafer_memory_get_usage(bridge->memory, c->usage);
+		wafer_memory_get_usage(bridge->memory, c->usage.out);
 		return WAFER_OK;
 	case WAFER_COMMAND_TRIM:
 		wafer_memory_trim_cache(bridge->memory);
 		return WAFER_OK;
 	case WAFER_COMMAND_TIMER_BEGIN:
-		return run_timer_begin(bridge, c);
+		return run_timer_begin(bridge, c->timer.slot);
 	case WAFER_COMMAND_TIMER_END:
-		return run_timer_end(bridge, c);
+		return run_timer_end(bridge, c->timer.slot, c->timer.elapsed_ns);
 	}
 	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);
 }

@@ -8,7 +8,7 @@
  * decide on which thread and under which lock wafer_bridge_run() is
  * called; the bridge itself is single-threaded.
  *
- * Commands are flat records so a queueing channel can copy them. */
+ * A command is a tagged union (struct wafer_command below). */
 #ifndef WAFER_CORE_BRIDGE_H
 #define WAFER_CORE_BRIDGE_H
 
@@ -24,21 +24,21 @@
 #include "core/storage.h"
 
 enum wafer_command_kind {
-	WAFER_COMMAND_RESERVE, /* slot, size: memory for a new handle */
-	WAFER_COMMAND_WRITE,   /* slot, offset, size, src */
-	WAFER_COMMAND_READ,    /* slot, offset, size, dst; waits */
-	WAFER_COMMAND_READ_ASYNC, /* the same; the bytes arrive by the next sync */
-	WAFER_COMMAND_EXECUTE, /* kernel, bindings, params, global, local */
-	WAFER_COMMAND_RELEASE, /* slot: last reference gone */
-	WAFER_COMMAND_SYNC,    /* waits for the queue */
-	WAFER_COMMAND_USAGE,   /* usage */
-	WAFER_COMMAND_TRIM,
+	WAFER_COMMAND_RESERVE,    /* reserve: memory for a new handle */
+	WAFER_COMMAND_WRITE,      /* write */
+	WAFER_COMMAND_READ,       /* read; waits */
+	WAFER_COMMAND_READ_ASYNC, /* read; the bytes arrive by the next sync */
+	WAFER_COMMAND_EXECUTE,    /* execute: one kernel launch */
+	WAFER_COMMAND_RELEASE,    /* release: last reference gone */
+	WAFER_COMMAND_SYNC,       /* no operands; waits for the queue */
+	WAFER_COMMAND_USAGE,      /* usage */
+	WAFER_COMMAND_TRIM,       /* no operands */
 	/* Device timers (autotune): BEGIN stores the plugin's timer in
 	 * *timer_slot; END takes it from there, waits for the work between
 	 * and stores the nanoseconds in *elapsed_ns. BEGIN returns nothing,
 	 * so a queueing channel need not wait for it; END waits. */
-	WAFER_COMMAND_TIMER_BEGIN, /* timer_slot */
-	WAFER_COMMAND_TIMER_END,   /* timer_slot, elapsed_ns; waits */
+	WAFER_COMMAND_TIMER_BEGIN, /* timer */
+	WAFER_COMMAND_TIMER_END,   /* timer; waits */
 };
 
 /* Kernels take at most this many bindings through wafer_execute. */
@@ -50,23 +50,51 @@ struct wafer_command_binding {
 	size_t size;
 };
 
+/* One kernel launch, as the client checked it: the plugin's launch
+ * record, complete but for its bindings, which the bridge resolves from
+ * |bindings| (handle slots) when it runs. It is the EXECUTE member of a
+ * command, so every channel hands the same record to the bridge: the
+ * launch path builds one record, never a command and then a launch. */
+struct wafer_execute_request {
+	struct wafer_launch launch; /* global already at least 1 each */
+	const struct wafer_command_binding *bindings;
+};
+
+/* A command: its kind and the operands of that kind, one member per kind
+ * (READ and READ_ASYNC share `read`; SYNC and TRIM have none). Small
+ * enough to copy, so a queueing channel copies it with its bindings,
+ * parameters and upload bytes (core/channel/mpsc.c). */
 struct wafer_command {
 	enum wafer_command_kind kind;
-	struct wafer_handle_slot *slot;
-	size_t offset;
-	size_t size;
-	const void *src;
-	void *dst;
-	const struct wafer_kernel *kernel;
-	const struct wafer_command_binding *bindings;
-	uint32_t binding_count;
-	const void *params;
-	size_t params_size;
-	uint64_t global[3];
-	uint32_t local[3];
-	wafer_memory_usage *usage;
-	void **timer_slot;
-	uint64_t *elapsed_ns;
+	union {
+		struct {
+			struct wafer_handle_slot *slot;
+			size_t size;
+		} reserve;
+		struct {
+			struct wafer_handle_slot *slot;
+			size_t offset;
+			size_t size;
+			const void *src;
+		} write;
+		struct {
+			struct wafer_handle_slot *slot;
+			size_t offset;
+			size_t size;
+			void *dst;
+		} read;
+		struct wafer_execute_request execute;
+		struct {
+			struct wafer_handle_slot *slot;
+		} release;
+		struct {
+			wafer_memory_usage *out;
+		} usage;
+		struct {
+			void **slot;
+			uint64_t *elapsed_ns; /* TIMER_END only */
+		} timer;
+	};
 };
 
 struct wafer_bridge {
@@ -102,20 +130,13 @@ wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
  * manager and the queue. Returns the sync's status. */
 wafer_status wafer_bridge_fini(struct wafer_bridge *bridge);
 
+/* Runs |command|. An EXECUTE's request is handed to
+ * wafer_bridge_execute as it is (its launch.bindings is filled in). */
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
-			      const struct wafer_command *command);
+			      struct wafer_command *command);
 
-/* One kernel launch, as the client checked it: the plugin's launch
- * record, complete but for its bindings, which the bridge resolves from
- * |bindings| (handle slots) when it runs. A channel that runs commands in
- * the caller's thread hands this over as it is, so the launch path builds
- * one record, not a command and then a launch. */
-struct wafer_execute_request {
-	struct wafer_launch launch; /* global already at least 1 each */
-	const struct wafer_command_binding *bindings;
-};
-
-/* Runs |request| as an EXECUTE command would. */
+/* Runs one launch: the EXECUTE command, and the direct and mutex
+ * channels' launch path. Sets request->launch.bindings. */
 wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 				  struct wafer_execute_request *request);
 

@@ -233,8 +233,7 @@ WAFER_API wafer_status wafer_empty(wafer_client *client, size_t size,
 		return status;
 	struct wafer_command command = {
 		.kind = WAFER_COMMAND_RESERVE,
-		.slot = slot,
-		.size = size,
+		.reserve = {.slot = slot, .size = size},
 	};
 	status = wafer_channel_submit(&client->channel, &command);
 	if (status != WAFER_OK) {
@@ -265,10 +264,8 @@ WAFER_API wafer_status wafer_write(wafer_client *client, wafer_handle handle,
 		return status;
 	struct wafer_command command = {
 		.kind = WAFER_COMMAND_WRITE,
-		.slot = slot,
-		.offset = offset,
-		.size = size,
-		.src = data,
+		.write = {.slot = slot, .offset = offset, .size = size,
+			  .src = data},
 	};
 	return wafer_channel_submit(&client->channel, &command);
 }
@@ -314,10 +311,8 @@ static wafer_status submit_read(wafer_client *client, const char *what,
 		return status;
 	struct wafer_command command = {
 		.kind = kind,
-		.slot = slot,
-		.offset = offset,
-		.size = size,
-		.dst = dst,
+		.read = {.slot = slot, .offset = offset, .size = size,
+			 .dst = dst},
 	};
 	return wafer_channel_submit(&client->channel, &command);
 }
@@ -356,7 +351,7 @@ wafer_status wafer_client_drop(wafer_client *client, wafer_handle handle,
 		return status;
 	struct wafer_command command = {
 		.kind = WAFER_COMMAND_RELEASE,
-		.slot = last,
+		.release = {.slot = last},
 	};
 	return wafer_channel_submit(&client->channel, &command);
 }
@@ -612,7 +607,7 @@ WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 	wafer_memory_usage usage = {.struct_size = sizeof usage};
 	struct wafer_command command = {
 		.kind = WAFER_COMMAND_USAGE,
-		.usage = &usage,
+		.usage = {.out = &usage},
 	};
 	wafer_status status = wafer_channel_submit(&client->channel, &command);
 	usage.handles_live = wafer_handle_table_live(&client->handles);
@@ -649,7 +644,7 @@ struct wafer_kernel_table *wafer_client_kernels(wafer_client *client)
 }
 
 wafer_status wafer_client_submit(wafer_client *client,
-				 const struct wafer_command *command)
+				 struct wafer_command *command)
 {
 	return wafer_channel_submit(&client->channel, command);
 }

@@ -58,6 +58,6 @@ struct wafer_kernel_table *wafer_client_kernels(wafer_client *client);
  * commands the public API has no call for (device timers); the caller
  * checked it. */
 wafer_status wafer_client_submit(wafer_client *client,
-				 const struct wafer_command *command);
+				 struct wafer_command *command);
 
 #endif

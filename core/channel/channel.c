@@ -1,6 +1,5 @@
 /* wafer — SPDX-License-Identifier: MIT
- * channel.c: channel lookup by name, and executes for channels that only
- * take commands. */
+ * channel.c: channel lookup by name. */
 #include "build-config.h"
 
 #include <string.h>
@@ -45,21 +44,4 @@ wafer_status wafer_channel_create(const char *name, const char *origin,
 	return wafer_fail(WAFER_ERROR_CONFIG,
 			  "%s: unknown channel '%s' (known: auto, direct, mutex, mpsc)",
 			  origin, name);
-}
-
-wafer_status wafer_channel_submit_execute(struct wafer_channel *channel,
-					  struct wafer_execute_request *r)
-{
-	const struct wafer_launch *l = &r->launch;
-	struct wafer_command command = {
-		.kind = WAFER_COMMAND_EXECUTE,
-		.kernel = l->kernel,
-		.bindings = r->bindings,
-		.binding_count = l->binding_count,
-		.params = l->params,
-		.params_size = l->params_size,
-		.global = {l->global[0], l->global[1], l->global[2]},
-		.local = {l->local[0], l->local[1], l->local[2]},
-	};
-	return wafer_channel_submit(channel, &command);
 }

@@ -21,10 +21,10 @@ struct wafer_channel_ops {
 	wafer_status (*create)(struct wafer_bridge *bridge, void **out_self);
 	/* Runs or finishes everything submitted, then frees the channel. */
 	void (*destroy)(void *self);
-	wafer_status (*submit)(void *self, const struct wafer_command *command);
-	/* Optional: runs one execute at once, for channels that run
-	 * commands in the caller's thread. NULL: executes go through submit
-	 * as EXECUTE commands (a queueing channel copies those). */
+	/* |command| is the caller's: a queueing channel copies it. */
+	wafer_status (*submit)(void *self, struct wafer_command *command);
+	/* The launch path: as submit with an EXECUTE command whose execute
+	 * member is |request|, without building the command. */
 	wafer_status (*execute)(void *self,
 				struct wafer_execute_request *request);
 };
@@ -48,23 +48,17 @@ wafer_status wafer_channel_create(const char *name, const char *origin,
 				  struct wafer_channel *out_channel);
 
 static inline wafer_status wafer_channel_submit(struct wafer_channel *channel,
-						const struct wafer_command *command)
+						struct wafer_command *command)
 {
 	return channel->ops->submit(channel->self, command);
 }
-
-/* Submits |request| as an EXECUTE command (channels without execute). */
-wafer_status wafer_channel_submit_execute(struct wafer_channel *channel,
-					  struct wafer_execute_request *request);
 
 /* The launch path: wafer_execute and the operations come through here. */
 static inline wafer_status
 wafer_channel_execute(struct wafer_channel *channel,
 		      struct wafer_execute_request *request)
 {
-	if (channel->execute)
-		return channel->execute(channel->self, request);
-	return wafer_channel_submit_execute(channel, request);
+	return channel->execute(channel->self, request);
 }
 
 static inline void wafer_channel_destroy(struct wafer_channel *channel)

@@ -17,7 +17,7 @@ static void direct_destroy(void *self)
 {
 }
 
-static wafer_status direct_submit(void *self, const struct wafer_command *command)
+static wafer_status direct_submit(void *self, struct wafer_command *command)
 {
 	return wafer_bridge_run(self, command);
 }

@@ -130,8 +130,10 @@ enum {
 	NODE_STOP = 2u,   /* the runner's last node */
 };
 
-/* The header fills three cache lines; bindings, the parameter block and
- * upload bytes follow in `data`, packed, only as many as the command has. */
+/* The header (two cache lines) holds the command as the bridge runs it:
+ * an EXECUTE's request goes to wafer_bridge_execute from here. Bindings,
+ * the parameter block and upload bytes follow in `data`, packed, only as
+ * many as the command has. */
 struct mpsc_node {
 	struct mpsc_link link;      /* in the queue, then in a free list */
 	struct mpsc_waiter *waiter; /* NULL: nobody waits */
@@ -712,68 +714,123 @@ static inline size_t round16(size_t n)
 	return (n + 15) & ~(size_t)15;
 }
 
-/* Copies a command with its bindings, parameters and upload bytes into a
- * node and pushes it; the runner recycles or frees the node. */
-static wafer_status push_copy(struct mpsc_channel *ch,
-			      const struct wafer_command *command)
+/* A node for a command that needs |bytes| of data: recycled when they
+ * fit, else allocated within MPSC_LARGE_MAX; NULL with *out_wait set when
+ * the command must be run from the caller's memory while it waits, NULL
+ * alone when out of memory. */
+static inline struct mpsc_node *node_for(struct mpsc_channel *ch, size_t bytes,
+					 bool *out_wait)
 {
-	size_t params = round16(command->params_size);
-	size_t bindings = round16(command->binding_count *
-				  sizeof(struct wafer_command_binding));
-	size_t upload = command->kind == WAFER_COMMAND_WRITE ? command->size : 0;
-	size_t bytes = params + bindings + upload;
-	struct mpsc_node *node;
-	if (bytes <= MPSC_NODE_DATA) {
-		node = take_node(ch);
-	} else {
-		size_t size = offsetof(struct mpsc_node, data) + bytes;
-		if (size > MPSC_LARGE_MAX)
-			return push_and_wait(ch, command, 0);
-		size_t queued = atomic_fetch_add_explicit(
-			&ch->large_bytes, size, memory_order_relaxed);
-		if (queued && queued + size > MPSC_LARGE_MAX) {
-			atomic_fetch_sub_explicit(&ch->large_bytes, size,
-						  memory_order_relaxed);
-			return push_and_wait(ch, command, 0);
-		}
-		node = malloc(size);
-		if (node) {
-			node->flags = 0;
-			node->bytes = (uint32_t)size;
-		} else {
-			atomic_fetch_sub_explicit(&ch->large_bytes, size,
-						  memory_order_relaxed);
-		}
+	*out_wait = false;
+	if (bytes <= MPSC_NODE_DATA)
+		return take_node(ch);
+	size_t size = offsetof(struct mpsc_node, data) + bytes;
+	if (size > MPSC_LARGE_MAX) {
+		*out_wait = true;
+		return NULL;
 	}
-	if (!node)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "mpsc: cannot queue a command of %zu bytes",
-				  bytes);
-	node->waiter = NULL;
-	node->command = *command;
+	size_t queued = atomic_fetch_add_explicit(&ch->large_bytes, size,
+						  memory_order_relaxed);
+	if (queued && queued + size > MPSC_LARGE_MAX) {
+		atomic_fetch_sub_explicit(&ch->large_bytes, size,
+					  memory_order_relaxed);
+		*out_wait = true;
+		return NULL;
+	}
+	struct mpsc_node *node = malloc(size);
+	if (node) {
+		node->flags = 0;
+		node->bytes = (uint32_t)size;
+	} else {
+		atomic_fetch_sub_explicit(&ch->large_bytes, size,
+					  memory_order_relaxed);
+	}
+	return node;
+}
+
+static wafer_status no_node(size_t bytes)
+{
+	return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+			  "mpsc: cannot queue a command of %zu bytes", bytes);
+}
+
+/* Copies the launch |r| into |node| as an EXECUTE command, its
+ * parameter block and bindings packed behind it. */
+static inline void pack_execute(struct mpsc_node *node,
+				const struct wafer_execute_request *r,
+				size_t params)
+{
+	node->command.kind = WAFER_COMMAND_EXECUTE;
+	struct wafer_execute_request *e = &node->command.execute;
+	*e = *r;
 	unsigned char *data = node->data;
-	if (command->params_size) {
-		memcpy(data, command->params, command->params_size);
-		node->command.params = data;
+	if (r->launch.params_size) {
+		memcpy(data, r->launch.params, r->launch.params_size);
+		e->launch.params = data;
 		data += params;
 	}
-	if (command->binding_count) {
-		memcpy(data, command->bindings,
-		       command->binding_count *
+	if (r->launch.binding_count) {
+		memcpy(data, r->bindings,
+		       r->launch.binding_count *
 			       sizeof(struct wafer_command_binding));
-		node->command.bindings =
-			(const struct wafer_command_binding *)(void *)data;
-		data += bindings;
+		e->bindings = (const struct wafer_command_binding *)(void *)data;
 	}
+}
+
+/* The launch path: the request goes into a node as the command's execute
+ * member, which the runner hands to wafer_bridge_execute as it is. */
+static wafer_status mpsc_execute(void *self, struct wafer_execute_request *r)
+{
+	struct mpsc_channel *ch = self;
+	size_t params = round16(r->launch.params_size);
+	size_t bytes = params + round16(r->launch.binding_count *
+					sizeof(struct wafer_command_binding));
+	bool wait;
+	struct mpsc_node *node = node_for(ch, bytes, &wait);
+	if (!node) {
+		if (!wait)
+			return no_node(bytes);
+		struct wafer_command command = {
+			.kind = WAFER_COMMAND_EXECUTE,
+			.execute = *r,
+		};
+		return push_and_wait(ch, &command, 0);
+	}
+	node->waiter = NULL;
+	pack_execute(node, r, params);
+	push(ch, node);
+	return WAFER_OK;
+}
+
+/* Copies a command with its upload bytes (WRITE) or, for an EXECUTE,
+ * its bindings and parameters into a node and pushes it; the runner
+ * recycles or frees the node. */
+static wafer_status push_copy(struct mpsc_channel *ch,
+			      struct wafer_command *command)
+{
+	if (command->kind == WAFER_COMMAND_EXECUTE)
+		return mpsc_execute(ch, &command->execute);
+	size_t upload = command->kind == WAFER_COMMAND_WRITE
+				? command->write.size
+				: 0;
+	bool wait;
+	struct mpsc_node *node = node_for(ch, upload, &wait);
+	if (!node) {
+		if (!wait)
+			return no_node(upload);
+		return push_and_wait(ch, command, 0);
+	}
+	node->waiter = NULL;
+	node->command = *command;
 	if (upload) {
-		memcpy(data, command->src, upload);
-		node->command.src = data;
+		memcpy(node->data, command->write.src, upload);
+		node->command.write.src = node->data;
 	}
 	push(ch, node);
 	return WAFER_OK;
 }
 
-static wafer_status mpsc_submit(void *self, const struct wafer_command *command)
+static wafer_status mpsc_submit(void *self, struct wafer_command *command)
 {
 	struct mpsc_channel *ch = self;
 	switch (command->kind) {
@@ -783,7 +840,7 @@ static wafer_status mpsc_submit(void *self, const struct wafer_command *command)
 	case WAFER_COMMAND_TIMER_END:
 		return push_and_wait(ch, command, 0);
 	case WAFER_COMMAND_WRITE:
-		if (command->size > MPSC_COPY_WRITE_MAX)
+		if (command->write.size > MPSC_COPY_WRITE_MAX)
 			return push_and_wait(ch, command, 0);
 		return push_copy(ch, command);
 	default:
@@ -861,4 +918,5 @@ const struct wafer_channel_ops wafer_channel_mpsc = {
 	.create = mpsc_create,
 	.destroy = mpsc_destroy,
 	.submit = mpsc_submit,
+	.execute = mpsc_execute,
 };

@@ -38,7 +38,7 @@ static void mutex_destroy(void *self)
 	free(ch);
 }
 
-static wafer_status mutex_submit(void *self, const struct wafer_command *command)
+static wafer_status mutex_submit(void *self, struct wafer_command *command)
 {
 	struct mutex_channel *ch = self;
 	pthread_mutex_lock(&ch->lock);
