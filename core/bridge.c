@@ -24,34 +24,29 @@ static wafer_status queue_sync(struct wafer_bridge *bridge)
 }
 
 /* A sync for the memory manager: its failure belongs to the program's
- * next sync or read, so it is held rather than dropped. */
+ * next sync or read, so it is deferred rather than dropped. */
 static wafer_status memory_sync(struct wafer_bridge *bridge)
 {
 	wafer_status status = queue_sync(bridge);
-	if (status != WAFER_OK && bridge->held_failure == WAFER_OK) {
-		bridge->held_failure = status;
-		memcpy(bridge->held_detail, wafer_error_detail(),
-		       sizeof bridge->held_detail);
-	}
+	wafer_deferred_record(&bridge->deferred, status);
 	return status;
 }
 
-/* A sync the program asked for (sync, read, close): reports a held
- * failure first, then this sync's own, once each. */
+/* The result of a call the program waits on (sync, read, close): a
+ * deferred failure comes first, and this call's own failure, if any,
+ * counts as a later one; each is reported once. */
+static wafer_status report(struct wafer_bridge *bridge, wafer_status status)
+{
+	if (!wafer_deferred_pending(&bridge->deferred))
+		return status;
+	wafer_deferred_record(&bridge->deferred, status);
+	return wafer_deferred_take(&bridge->deferred);
+}
+
+/* A sync the program asked for (sync, read, close). */
 static wafer_status bridge_sync(struct wafer_bridge *bridge)
 {
-	wafer_status status = queue_sync(bridge);
-	if (bridge->held_failure == WAFER_OK)
-		return status;
-	wafer_status held = bridge->held_failure;
-	bridge->held_failure = WAFER_OK;
-	if (status != WAFER_OK) {
-		char later[WAFER_ERROR_DETAIL_MAX];
-		memcpy(later, wafer_error_detail(), sizeof later);
-		return wafer_fail(held, "%.500s; then %.500s",
-				  bridge->held_detail, later);
-	}
-	return wafer_fail(held, "%s", bridge->held_detail);
+	return report(bridge, queue_sync(bridge));
 }
 
 /* storage.quiesce: memory goes back to the plugin only once no queued
@@ -126,6 +121,9 @@ wafer_status wafer_bridge_fini(struct wafer_bridge *bridge)
 	wafer_memory_destroy(bridge->memory);
 	bridge->device->plugin->server->queue_destroy(bridge->device->device,
 						      bridge->queue);
+	/* Only what freeing the leaked handles found: the program has had
+	 * its last report. */
+	wafer_deferred_clear(&bridge->deferred);
 	return status;
 }
 
@@ -243,16 +241,19 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 	case WAFER_COMMAND_READ_ASYNC:
 		status = check_backed(c->read.slot, "read");
 		if (status != WAFER_OK)
-			return status;
+			return c->kind == WAFER_COMMAND_READ ? report(bridge, status)
+							     : status;
 		slice = &c->read.slot->slice;
 		bridge->queue_dirty = true;
 		status = storage->copy_out(device, bridge->queue,
 					   slice->resource,
 					   slice->offset + c->read.offset,
 					   c->read.dst, c->read.size);
-		if (status != WAFER_OK || c->kind == WAFER_COMMAND_READ_ASYNC)
+		if (c->kind == WAFER_COMMAND_READ_ASYNC)
 			return status;
-		return bridge_sync(bridge);
+		if (status == WAFER_OK)
+			status = queue_sync(bridge);
+		return report(bridge, status);
 	case WAFER_COMMAND_RELEASE:
 		/* Queue order keeps the memory safe for work issued before
 		 * this release; strategies that give memory back to the plugin

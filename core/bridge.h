@@ -110,12 +110,13 @@ struct wafer_bridge {
 	void *plugin_device;
 	/* Work was issued since the queue was last synchronised. */
 	bool queue_dirty;
-	/* A failure of queued work found by a sync the memory manager needed
-	 * (before freeing or unmapping, or the stream strategy's reap): kept
-	 * here until the next sync or read the program issues reports it, so
-	 * a status is never lost and never reported twice. */
-	wafer_status held_failure;
-	char held_detail[WAFER_ERROR_DETAIL_MAX];
+	/* Failures found after the call that caused them returned: queued
+	 * work that failed at a sync the memory manager needed (before
+	 * freeing or unmapping, or the stream strategy's reap), and commands
+	 * a queueing channel ran with nobody waiting (wafer_bridge_defer).
+	 * The next sync or read the program issues reports them, so a status
+	 * is never lost and never reported twice, on every channel. */
+	struct wafer_deferred deferred;
 };
 
 /* Creates the queue and the memory manager (strategy |memory_strategy|,
@@ -134,6 +135,15 @@ wafer_status wafer_bridge_fini(struct wafer_bridge *bridge);
  * wafer_bridge_execute as it is (its launch.bindings is filled in). */
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 			      struct wafer_command *command);
+
+/* Keeps the failure |status| of a command that nobody waits for (with
+ * the calling thread's detail) for the next sync or read: the mpsc
+ * runner's deferred errors. Runs on the bridge's thread. */
+static inline void wafer_bridge_defer(struct wafer_bridge *bridge,
+				      wafer_status status)
+{
+	wafer_deferred_record(&bridge->deferred, status);
+}
 
 /* Runs one launch: the EXECUTE command, and the direct and mutex
  * channels' launch path. Sets request->launch.bindings. */

@@ -1,19 +1,77 @@
 /* wafer — SPDX-License-Identifier: MIT
- * error.c: the per-thread error detail (see error.h). */
+ * error.c: the per-thread error detail and deferred failures (see
+ * error.h). */
 #include "build-config.h"
 
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <wafer/wafer.h>
 
 #include "core/error.h"
 
-static _Thread_local char error_detail[WAFER_ERROR_DETAIL_MAX];
+/* A thread's detail: in |inline_detail| while it fits, else in a heap
+ * block that the thread keeps (and frees when it exits). */
+static _Thread_local char inline_detail[WAFER_ERROR_DETAIL_MAX];
+static _Thread_local char *heap_detail;
+static _Thread_local const char *detail_now = NULL;
 
+static pthread_key_t heap_key;
+static pthread_once_t heap_key_once = PTHREAD_ONCE_INIT;
+static int heap_key_ok;
+
+static void heap_key_create(void)
+{
+	heap_key_ok = pthread_key_create(&heap_key, free) == 0;
+}
+
+static const char *current(void)
+{
+	return detail_now ? detail_now : inline_detail;
+}
+
+/* Formats into the thread's detail. The arguments may point into the
+ * detail itself (a caller re-raising wafer_error_detail()): the text is
+ * formatted elsewhere first, then moved in. */
 wafer_status wafer_vfail(wafer_status status, const char *format, va_list ap)
 {
-	vsnprintf(error_detail, sizeof error_detail, format, ap);
+	char small[WAFER_ERROR_DETAIL_MAX];
+	va_list again;
+	va_copy(again, ap);
+	int n = vsnprintf(small, sizeof small, format, ap);
+	if (n < 0) {
+		va_end(again);
+		inline_detail[0] = '\0';
+		detail_now = inline_detail;
+		return status;
+	}
+	if ((size_t)n < sizeof small) {
+		va_end(again);
+		memcpy(inline_detail, small, (size_t)n + 1);
+		detail_now = inline_detail;
+		return status;
+	}
+	size_t length = (size_t)n < WAFER_ERROR_DETAIL_LIMIT
+				? (size_t)n
+				: WAFER_ERROR_DETAIL_LIMIT - 1;
+	char *text = malloc(length + 1);
+	if (!text) {
+		va_end(again);
+		memcpy(inline_detail, small, sizeof small);
+		detail_now = inline_detail;
+		return status;
+	}
+	vsnprintf(text, length + 1, format, again);
+	va_end(again);
+	pthread_once(&heap_key_once, heap_key_create);
+	free(heap_detail);
+	heap_detail = text;
+	if (heap_key_ok)
+		pthread_setspecific(heap_key, heap_detail);
+	detail_now = heap_detail;
 	return status;
 }
 
@@ -29,32 +87,78 @@ wafer_status wafer_fail(wafer_status status, const char *format, ...)
 wafer_status wafer_fail_context(wafer_status status, const char *format, ...)
 {
 	char prefix[WAFER_ERROR_DETAIL_MAX];
-	char previous[WAFER_ERROR_DETAIL_MAX];
 	va_list ap;
 
 	va_start(ap, format);
 	vsnprintf(prefix, sizeof prefix, format, ap);
 	va_end(ap);
-	memcpy(previous, error_detail, sizeof previous);
+	const char *previous = current();
 	if (previous[0])
-		snprintf(error_detail, sizeof error_detail, "%.300s: %.700s",
-			 prefix, previous);
-	else
-		memcpy(error_detail, prefix, sizeof error_detail);
-	return status;
+		return wafer_fail(status, "%s: %s", prefix, previous);
+	return wafer_fail(status, "%s", prefix);
 }
 
 void wafer_error_clear(void)
 {
-	error_detail[0] = '\0';
+	inline_detail[0] = '\0';
+	detail_now = inline_detail;
 }
 
 const char *wafer_error_detail(void)
 {
-	return error_detail;
+	return current();
 }
 
 WAFER_API const char *wafer_last_error(void)
 {
-	return error_detail;
+	return current();
+}
+
+//===----------------------------------------------------------------------===//
+// Deferred failures
+//===----------------------------------------------------------------------===//
+
+static char *copy_detail(void)
+{
+	return strdup(current()); /* NULL: reported without its text */
+}
+
+void wafer_deferred_record(struct wafer_deferred *d, wafer_status status)
+{
+	if (status == WAFER_OK)
+		return;
+	if (d->status == WAFER_OK) {
+		d->status = status;
+		d->detail = copy_detail();
+		return;
+	}
+	if (d->later++ == 0) {
+		d->later_status = status;
+		d->later_detail = copy_detail();
+	}
+}
+
+void wafer_deferred_clear(struct wafer_deferred *d)
+{
+	free(d->detail);
+	free(d->later_detail);
+	*d = (struct wafer_deferred){0};
+}
+
+wafer_status wafer_deferred_take(struct wafer_deferred *d)
+{
+	wafer_status status = d->status;
+	if (status == WAFER_OK)
+		return WAFER_OK;
+	const char *first = d->detail ? d->detail : wafer_status_string(status);
+	if (d->later == 0)
+		wafer_fail(status, "%s", first);
+	else
+		wafer_fail(status, "%s (and %" PRIu64 " later failure%s, the "
+			   "first of them: %s: %s)",
+			   first, d->later, d->later == 1 ? "" : "s",
+			   wafer_status_string(d->later_status),
+			   d->later_detail ? d->later_detail : "no detail");
+	wafer_deferred_clear(d);
+	return status;
 }

@@ -8,17 +8,26 @@
  *     return wafer_fail(WAFER_ERROR_OUT_OF_RANGE,
  *                       "read: offset %zu + size %zu past handle of %zu",
  *                       offset, size, handle_size);
- */
+ *
+ * The detail is not cut to a fixed size: a long text (a compiler log a
+ * plugin reports) is kept whole, up to WAFER_ERROR_DETAIL_LIMIT. */
 #ifndef WAFER_CORE_ERROR_H
 #define WAFER_CORE_ERROR_H
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include <wafer/types.h>
 
+/* A size for local buffers that hold a message of the core's own (a
+ * plugin path, a config line); details longer than this go to the heap. */
 #define WAFER_ERROR_DETAIL_MAX 1024
+/* The longest detail kept; longer ones are cut. */
+#define WAFER_ERROR_DETAIL_LIMIT ((size_t)1 << 20)
 
-/* Records the formatted detail for the calling thread; returns |status|. */
+/* Records the formatted detail for the calling thread; returns |status|.
+ * The arguments may include wafer_error_detail() itself. */
 wafer_status wafer_fail(wafer_status status, const char *format, ...)
 	__attribute__((format(printf, 2, 3)));
 wafer_status wafer_vfail(wafer_status status, const char *format, va_list ap)
@@ -33,7 +42,41 @@ wafer_status wafer_fail_context(wafer_status status, const char *format, ...)
 /* Clears the calling thread's detail. */
 void wafer_error_clear(void);
 
-/* The calling thread's detail ("" when none). */
+/* The calling thread's detail ("" when none); valid until the thread's
+ * next wafer_fail. */
 const char *wafer_error_detail(void);
+
+/* A failure found after the call that caused it returned (queued work
+ * that failed, a sync the memory manager needed), kept until a call the
+ * program waits on (sync, read) reports it: exactly once, never lost.
+ * It keeps the first failure with its full text, and counts later ones
+ * (keeping the text of the first of them). Zero-initialised: empty. Not
+ * thread-safe: its owner (the bridge, core/bridge.h) runs on one thread
+ * at a time. */
+struct wafer_deferred {
+	wafer_status status; /* WAFER_OK: nothing held */
+	char *detail;        /* heap copy; NULL if the copy failed */
+	uint64_t later;      /* failures after the first */
+	wafer_status later_status;
+	char *later_detail;  /* the first later one's text */
+};
+
+static inline bool wafer_deferred_pending(const struct wafer_deferred *d)
+{
+	return d->status != WAFER_OK;
+}
+
+/* Keeps |status| (nothing for WAFER_OK) with the calling thread's
+ * current detail. */
+void wafer_deferred_record(struct wafer_deferred *d, wafer_status status);
+
+/* WAFER_OK when nothing is held; else raises the held failure into the
+ * calling thread's detail (wafer_fail: the first text whole, then "and N
+ * later failure(s)" with the first later one's text), clears the record
+ * and returns the first status. */
+wafer_status wafer_deferred_take(struct wafer_deferred *d);
+
+/* Drops whatever is held, unreported. */
+void wafer_deferred_clear(struct wafer_deferred *d);
 
 #endif

@@ -10,6 +10,9 @@
  *     still reads it;
  *   - read_async's bytes are there at sync;
  *   - close finishes queued work and reports its failure.
+ *   - a failure found after its call returned (deferred) is reported by
+ *     the next sync with its full text, however long, and later ones
+ *     are counted, once.
  * And for mpsc: calls return before the plugin is called, a failed
  * reservation is reported at the next sync, and bursts far past the
  * channel's node cache (several producers, small and large uploads) keep
@@ -176,6 +179,95 @@ static void test_errors(const char *channel)
 	wafer_release(c, good);
 	is_status(wafer_client_close(c), WAFER_ERROR_DEVICE,
 		  "%s: close reports unreported queued failure", channel);
+}
+
+/* 'fail' with a detail of |chars| characters (a compiler log, say). */
+static wafer_status fail_long(wafer_client *client, wafer_handle out,
+			      uint64_t chars)
+{
+	struct wafer_elementwise_params p = {chars};
+	return exec(client, "fail", &out, 1, &p, sizeof p, 1);
+}
+
+/* The text of a 'fail' of fail_long is all there: its head, its length,
+ * its end. */
+static void is_whole_log(const char *detail, size_t chars, const char *what)
+{
+	const char *log = strstr(detail, "kernel 'fail' failed on purpose: ");
+	ok(log != NULL, "%s: the text is there", what);
+	if (!log)
+		return;
+	const char *end = strstr(log, "END OF LOG");
+	ok(end != NULL, "%s: whole, up to its last characters", what);
+	ok(end && (size_t)(end + strlen("END OF LOG") - log) == chars,
+	   "%s: all %zu characters of it", what, chars);
+}
+
+/* Failures found after the call that caused them returned: here by the
+ * syncs that the `direct` memory strategy makes before it frees memory,
+ * on every channel. The next sync reports the first with its full text
+ * (longer than any fixed buffer) and counts the later one; once. */
+static void test_deferred(const char *channel)
+{
+	enum { chars = 3000 };
+	const char *saved = memory_strategy;
+	memory_strategy = "direct";
+	wafer_client *c = open_on("async", channel);
+	memory_strategy = saved;
+	wafer_handle a, b;
+	wafer_empty(c, 64, &a);
+	wafer_empty(c, 64, &b);
+
+	/* Found by the sync itself: its text comes back whole too. */
+	is_status(fail_long(c, a, chars), WAFER_OK,
+		  "%s: a failing kernel with a long log is queued", channel);
+	is_status(wafer_sync(c), WAFER_ERROR_DEVICE,
+		  "%s: the sync reports it", channel);
+	ok(strlen(wafer_last_error()) > 2000,
+	   "%s: wafer_last_error is longer than 2000 characters (%zu)",
+	   channel, strlen(wafer_last_error()));
+	is_whole_log(wafer_last_error(), chars, channel);
+
+	/* Found by the syncs before each release frees: deferred. */
+	fail_long(c, a, chars);
+	is_status(wafer_release(c, a), WAFER_OK,
+		  "%s: release (its sync fails: deferred)", channel);
+	fail(c, b);
+	is_status(wafer_release(c, b), WAFER_OK,
+		  "%s: another release (a second deferred failure)", channel);
+	is_status(wafer_sync(c), WAFER_ERROR_DEVICE,
+		  "%s: the next sync reports the deferred failures", channel);
+	const char *e = wafer_last_error();
+	ok(strlen(e) > 2000, "%s: deferred text longer than 2000 (%zu)",
+	   channel, strlen(e));
+	is_whole_log(e, chars, channel);
+	like(e, "1 later failure", "%s: the later one is counted", channel);
+	like(e, "kernel 'fail' failed on purpose)",
+	     "%s: with its text", channel);
+	is_status(wafer_sync(c), WAFER_OK, "%s: reported once only", channel);
+	is_status(wafer_client_close(c), WAFER_OK, "%s: close is clean",
+		  channel);
+}
+
+/* mpsc runs reservations on its runner with nobody waiting: two that
+ * fail are deferred in the bridge, reported once, the second counted. */
+static void test_mpsc_deferred_count(void)
+{
+	wafer_client *c = open_on("async", "mpsc");
+	wafer_handle a, b;
+	size_t huge = (size_t)7 << 29; /* 3.5 GiB: the plugin refuses it */
+	is_status(wafer_empty(c, huge, &a), WAFER_OK,
+		  "mpsc: a reservation that will fail returns at once");
+	is_status(wafer_empty(c, huge, &b), WAFER_OK,
+		  "mpsc: and a second");
+	is_status(wafer_sync(c), WAFER_ERROR_OUT_OF_MEMORY,
+		  "mpsc: the sync reports the first");
+	like(wafer_last_error(), "1 later failure",
+	     "mpsc: and counts the second");
+	is_status(wafer_sync(c), WAFER_OK, "mpsc: once only");
+	wafer_release(c, a);
+	wafer_release(c, b);
+	is_status(wafer_client_close(c), WAFER_OK, "mpsc: close is clean");
 }
 
 /* slow_copy reads |in| long after it was released and its memory handed
@@ -523,6 +615,9 @@ int main(void)
 		test_close_with_queued_work("default", channels[ch]);
 		test_close_with_queued_work("async", channels[ch]);
 	}
+	for (int ch = 0; ch < N_CHANNELS; ch++)
+		test_deferred(channels[ch]);
+	test_mpsc_deferred_count();
 	test_mpsc_returns_at_once();
 	test_mpsc_upload_bound();
 	test_mpsc_burst();

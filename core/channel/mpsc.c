@@ -33,10 +33,12 @@
  * (pause instructions) before they yield the CPU and then sleep, and poll
  * less when polling has not paid (the other side was not running).
  *
- * Errors: a command that fails with nobody waiting for it leaves its
- * status and detail in `failure`; the next read or sync reports it (with
- * any later ones appended to the detail) and clears it, so an error is
- * reported exactly once and never lost. */
+ * Errors: a command that fails with nobody waiting for it is deferred in
+ * the bridge (wafer_bridge_defer), the one record of deferred failures
+ * that every channel shares; the next read or sync the bridge runs
+ * reports it (the first failure whole, later ones counted) and clears it,
+ * so an error is reported exactly once and never lost. A waiter gets the
+ * full text of its command's failure (a heap copy). */
 #include "build-config.h"
 
 #include <pthread.h>
@@ -118,7 +120,7 @@ struct mpsc_waiter {
 	wafer_status status;
 	pthread_mutex_t lock;
 	pthread_cond_t done_cond;
-	char detail[WAFER_ERROR_DETAIL_MAX];
+	char *detail; /* a failure's text (heap; NULL: none or no memory) */
 };
 
 struct mpsc_link {
@@ -182,17 +184,14 @@ struct mpsc_channel {
 	 * link behind it. */
 	_Alignas(MPSC_CACHE_LINE) struct mpsc_link stub;
 
-	/* Runner thread only: the queue's tail, finished nodes not yet
-	 * handed back, and the first failure nobody waited for, reported by
-	 * the next read/sync. */
+	/* Runner thread only: the queue's tail and finished nodes not yet
+	 * handed back. */
 	_Alignas(MPSC_CACHE_LINE) struct mpsc_link *tail;
 	struct mpsc_node *retired, *retired_last;
 	unsigned retired_count;
 	struct mpsc_node *excess[3]; /* chains to free (trim_begin) */
 	unsigned runner_spin; /* spaced polls when idle (runner_idle) */
 	bool answered;        /* the last node had a waiter */
-	wafer_status failure;
-	char failure_detail[WAFER_ERROR_DETAIL_MAX];
 
 	/* Sleeping runner and its wake-up. */
 	_Alignas(MPSC_CACHE_LINE) atomic_bool sleeping;
@@ -495,35 +494,11 @@ static void free_chain(struct mpsc_node *node)
 // The runner
 //===----------------------------------------------------------------------===//
 
-/* Keeps the first unreported failure; later ones are appended to its
- * detail so that none is lost. */
-static void record_failure(struct mpsc_channel *ch, wafer_status status,
-			   const char *detail)
-{
-	if (ch->failure == WAFER_OK) {
-		ch->failure = status;
-		snprintf(ch->failure_detail, sizeof ch->failure_detail, "%s",
-			 detail);
-		return;
-	}
-	size_t used = strlen(ch->failure_detail);
-	if (used < sizeof ch->failure_detail - 1)
-		snprintf(ch->failure_detail + used,
-			 sizeof ch->failure_detail - used, "; then %s: %s",
-			 wafer_status_string(status), detail);
-}
-
-static bool reports_failures(enum wafer_command_kind kind)
-{
-	return kind == WAFER_COMMAND_READ || kind == WAFER_COMMAND_SYNC;
-}
-
 static void complete(struct mpsc_waiter *waiter, wafer_status status,
 		     const char *detail)
 {
 	waiter->status = status;
-	if (status != WAFER_OK)
-		snprintf(waiter->detail, sizeof waiter->detail, "%s", detail);
+	waiter->detail = status != WAFER_OK ? strdup(detail) : NULL;
 	int expected = WAIT_PENDING;
 	if (atomic_compare_exchange_strong_explicit(
 		    &waiter->state, &expected, WAIT_DONE, memory_order_acq_rel,
@@ -545,19 +520,12 @@ static void run_node(struct mpsc_channel *ch, struct mpsc_node *node)
 	ch->answered = waiter != NULL;
 	if (!waiter) {
 		if (status != WAFER_OK)
-			record_failure(ch, status, wafer_error_detail());
+			wafer_bridge_defer(ch->bridge, status);
 		retire(ch, node);
 		return;
 	}
-	/* The node is on the waiter's stack: done with it. */
-	if (reports_failures(node->command.kind) && ch->failure != WAFER_OK) {
-		if (status != WAFER_OK)
-			record_failure(ch, status, wafer_error_detail());
-		wafer_status failure = ch->failure;
-		ch->failure = WAFER_OK;
-		complete(waiter, failure, ch->failure_detail);
-		return;
-	}
+	/* The node is on the waiter's stack: done with it. A read or sync
+	 * has reported deferred failures through the bridge already. */
 	complete(waiter, status, status ? wafer_error_detail() : "");
 }
 
@@ -704,9 +672,13 @@ static wafer_status push_and_wait(struct mpsc_channel *ch,
 	};
 	push(ch, &node);
 	wait_done(ch, &waiter);
-	if (waiter.status != WAFER_OK)
-		return wafer_fail(waiter.status, "%s", waiter.detail);
-	return WAFER_OK;
+	if (waiter.status != WAFER_OK) {
+		wafer_fail(waiter.status, "%s",
+			   waiter.detail ? waiter.detail
+					 : wafer_status_string(waiter.status));
+		free(waiter.detail);
+	}
+	return waiter.status;
 }
 
 static inline size_t round16(size_t n)

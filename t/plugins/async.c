@@ -7,7 +7,10 @@
  *   fill, copy, add        the standard catalogue
  *   slow_copy {out, in}    sleeps params.count microseconds per call, then
  *                          copies the whole binding
- *   fail {out}             fails when it runs: the error comes back at sync
+ *   fail {out}             fails when it runs: the error comes back at sync;
+ *                          with params.count > 1 its detail is that many
+ *                          characters long (a compiler log, say), ending
+ *                          in "END OF LOG"
  *   noop {}                does nothing
  *   overrun {out}          writes params.count floats and then one more,
  *                          past the end of its binding: the bug that the
@@ -58,7 +61,7 @@ struct queue {
 	int busy;
 	int stop;
 	wafer_status error; /* first failure since the last sync */
-	char detail[256];
+	char *detail;       /* its text (heap) */
 	pthread_t worker;
 };
 
@@ -67,7 +70,23 @@ static void *ptr(wafer_resource r, size_t offset)
 	return (char *)(uintptr_t)r + offset;
 }
 
-static wafer_status run_kernel(struct task *t, char *detail, size_t size)
+/* The detail of 'fail' with |count| > 1: |count| characters. */
+static char *long_log(uint64_t count)
+{
+	static const char tail[] = "END OF LOG";
+	char *text = malloc(count + 1);
+	if (!text)
+		return NULL;
+	int head = snprintf(text, count + 1, "kernel 'fail' failed on purpose: ");
+	for (uint64_t i = (uint64_t)head; i < count; i++)
+		text[i] = (char)('a' + i % 26);
+	if (count >= sizeof tail + (uint64_t)head)
+		memcpy(text + count - (sizeof tail - 1), tail, sizeof tail - 1);
+	text[count] = '\0';
+	return text;
+}
+
+static wafer_status run_kernel(struct task *t, char **detail)
 {
 	const char *op = t->kernel->op;
 	float *out = t->binding_count ? ptr(t->bindings[0].resource,
@@ -79,7 +98,8 @@ static wafer_status run_kernel(struct task *t, char *detail, size_t size)
 	if (strcmp(op, "noop") == 0)
 		return WAFER_OK;
 	if (strcmp(op, "fail") == 0) {
-		snprintf(detail, size, "kernel 'fail' failed on purpose");
+		*detail = count > 1 ? long_log(count)
+				    : strdup("kernel 'fail' failed on purpose");
 		return WAFER_ERROR_DEVICE;
 	}
 	if (strcmp(op, "overrun") == 0) {
@@ -128,19 +148,21 @@ static void *worker_main(void *arg)
 		q->busy = 1;
 		pthread_mutex_unlock(&q->lock);
 
-		char detail[256] = "";
+		char *detail = NULL;
 		wafer_status status = WAFER_OK;
 		if (t->kind == TASK_COPY)
 			memmove(t->dst, t->src, t->size);
 		else
-			status = run_kernel(t, detail, sizeof detail);
+			status = run_kernel(t, &detail);
 		free(t);
 
 		pthread_mutex_lock(&q->lock);
 		if (status != WAFER_OK && q->error == WAFER_OK) {
 			q->error = status;
-			snprintf(q->detail, sizeof q->detail, "%s", detail);
+			q->detail = detail;
+			detail = NULL;
 		}
+		free(detail);
 		q->busy = 0;
 		if (!q->first)
 			pthread_cond_broadcast(&q->idle);
@@ -181,6 +203,7 @@ static void queue_destroy(void *device, void *queue)
 	pthread_cond_signal(&q->work);
 	pthread_mutex_unlock(&q->lock);
 	pthread_join(q->worker, NULL);
+	free(q->detail);
 	pthread_cond_destroy(&q->idle);
 	pthread_cond_destroy(&q->work);
 	pthread_mutex_destroy(&q->lock);
@@ -195,8 +218,10 @@ static wafer_status queue_sync(void *device, void *queue)
 		pthread_cond_wait(&q->idle, &q->lock);
 	wafer_status status = q->error;
 	if (status != WAFER_OK)
-		host->set_error("%s", q->detail);
+		host->set_error("%s", q->detail ? q->detail : "out of memory");
 	q->error = WAFER_OK;
+	free(q->detail);
+	q->detail = NULL;
 	pthread_mutex_unlock(&q->lock);
 	return status;
 }
