@@ -25,7 +25,10 @@ struct wafer_client {
 	wafer_runtime *runtime;
 	struct wafer_runtime_device *device;
 	struct wafer_handle_table handles;
-	struct wafer_kernel_table kernels;
+	/* The device's (runtime.h), shared with its other clients. */
+	struct wafer_kernel_table *kernels;
+	/* This client's refs (wafer_kernel_find). */
+	struct wafer_kernel_refs refs;
 	struct wafer_bridge bridge;
 	struct wafer_channel channel;
 };
@@ -95,10 +98,8 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 	status = wafer_handle_table_init(&client->handles);
 	if (status != WAFER_OK)
 		goto fail_device;
-	status = wafer_kernel_table_init(&client->kernels,
-					 client->device->backend,
-					 client->device->kernels,
-					 client->device->kernel_count);
+	client->kernels = &client->device->kernel_table;
+	status = wafer_kernel_refs_init(&client->refs, client->kernels);
 	if (status != WAFER_OK)
 		goto fail_handles;
 	status = wafer_bridge_init(&client->bridge, client->device,
@@ -123,7 +124,7 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 fail_bridge:
 	wafer_bridge_fini(&client->bridge);
 fail_kernels:
-	wafer_kernel_table_fini(&client->kernels);
+	wafer_kernel_refs_fini(&client->refs);
 fail_handles:
 	wafer_handle_table_fini(&client->handles);
 fail_device:
@@ -145,7 +146,7 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 	wafer_status fini = wafer_bridge_fini(&client->bridge);
 	if (status == WAFER_OK)
 		status = fini;
-	wafer_kernel_table_fini(&client->kernels);
+	wafer_kernel_refs_fini(&client->refs);
 	wafer_handle_table_fini(&client->handles);
 	wafer_runtime_release_device(client->runtime, client->device);
 	wafer_runtime_client_closed(client->runtime);
@@ -392,7 +393,7 @@ const struct wafer_kernel *wafer_client_kernel(wafer_client *client,
 					       const char *op,
 					       wafer_dtype dtype)
 {
-	return wafer_kernel_table_find(&client->kernels, op, NULL, dtype);
+	return wafer_kernel_table_find(client->kernels, op, NULL, dtype);
 }
 
 //===----------------------------------------------------------------------===//
@@ -537,7 +538,7 @@ WAFER_API wafer_status wafer_execute(wafer_client *client,
 		return status;
 	const struct wafer_kernel *kernel;
 	if (ref) {
-		kernel = wafer_kernel_table_deref(&client->kernels, ref);
+		kernel = wafer_kernel_refs_deref(&client->refs, ref);
 		if (!kernel)
 			return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 					  "wafer_execute: kernel_ref %p is "
@@ -546,7 +547,7 @@ WAFER_API wafer_status wafer_execute(wafer_client *client,
 					  "for the client that found them)",
 					  (const void *)ref);
 	} else {
-		kernel = wafer_kernel_table_find(&client->kernels, args->kernel,
+		kernel = wafer_kernel_table_find(client->kernels, args->kernel,
 						 args->variant, args->dtype);
 		if (!kernel)
 			return WAFER_ERROR_NOT_SUPPORTED;
@@ -572,11 +573,11 @@ WAFER_API wafer_status wafer_kernel_find(wafer_client *client,
 				  : !kernel ? "kernel"
 					    : "out_kernel");
 	const struct wafer_kernel *k = wafer_kernel_table_find(
-		&client->kernels, kernel, variant, dtype);
+		client->kernels, kernel, variant, dtype);
 	if (!k)
 		return WAFER_ERROR_NOT_SUPPORTED;
 	*out_kernel = (const wafer_kernel_ref *)(const void *)
-		wafer_kernel_table_ref(&client->kernels, k);
+		wafer_kernel_refs_ref(&client->refs, client->kernels, k);
 	return WAFER_OK;
 }
 
@@ -640,7 +641,7 @@ struct wafer_runtime_device *wafer_client_runtime_device(const wafer_client *cli
 
 struct wafer_kernel_table *wafer_client_kernels(wafer_client *client)
 {
-	return &client->kernels;
+	return client->kernels;
 }
 
 wafer_status wafer_client_submit(wafer_client *client,

@@ -48,8 +48,9 @@ wafer_status wafer_client_launch(wafer_client *client,
 wafer_status wafer_client_drop(wafer_client *client, wafer_handle handle,
 			       const char *ended_by);
 
-/* The client's runtime and device, and its whole kernel table (autotune
- * lists a kernel's variants from it). */
+/* The client's runtime and device, and its device's whole kernel table
+ * (autotune lists a kernel's variants from it; shared by the device's
+ * clients, see kernel_table.h). */
 wafer_runtime *wafer_client_runtime(const wafer_client *client);
 struct wafer_runtime_device *wafer_client_runtime_device(const wafer_client *client);
 struct wafer_kernel_table *wafer_client_kernels(wafer_client *client);

@@ -104,8 +104,7 @@ wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
 		atomic_init(&table->cache[i].kernel, NULL);
 	}
 	table->entries = calloc(capacity, sizeof *table->entries);
-	table->refs = calloc(count ? count : 1, sizeof *table->refs);
-	if (!table->entries || !table->refs) {
+	if (!table->entries) {
 		wafer_kernel_table_fini(table);
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
 	}
@@ -131,26 +130,45 @@ wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
 		}
 		insert(table, k->variant, k);
 		insert(table, NULL, k);
-		table->refs[i] = k;
 	}
 	return WAFER_OK;
-}
-
-const struct wafer_kernel *const *
-wafer_kernel_table_ref(const struct wafer_kernel_table *table,
-		       const struct wafer_kernel *kernel)
-{
-	size_t i = (size_t)((const char *)kernel - (const char *)table->kernels) /
-		   table->stride;
-	return &table->refs[i];
 }
 
 void wafer_kernel_table_fini(struct wafer_kernel_table *table)
 {
 	free(table->entries);
 	table->entries = NULL;
-	free(table->refs);
-	table->refs = NULL;
+}
+
+wafer_status wafer_kernel_refs_init(struct wafer_kernel_refs *refs,
+				    const struct wafer_kernel_table *table)
+{
+	size_t count = table->kernel_count;
+	refs->refs = malloc((count ? count : 1) * sizeof *refs->refs);
+	refs->count = 0;
+	if (!refs->refs)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
+	for (size_t i = 0; i < count; i++)
+		refs->refs[i] = kernel_at(table, i);
+	refs->count = count;
+	return WAFER_OK;
+}
+
+void wafer_kernel_refs_fini(struct wafer_kernel_refs *refs)
+{
+	free(refs->refs);
+	refs->refs = NULL;
+	refs->count = 0;
+}
+
+const struct wafer_kernel *const *
+wafer_kernel_refs_ref(const struct wafer_kernel_refs *refs,
+		      const struct wafer_kernel_table *table,
+		      const struct wafer_kernel *kernel)
+{
+	size_t i = (size_t)((const char *)kernel - (const char *)table->kernels) /
+		   table->stride;
+	return &refs->refs[i];
 }
 
 /* What the plugin does have under |op|, for the error message. */

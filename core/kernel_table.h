@@ -1,9 +1,15 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * kernel_table.h: finds a plugin kernel by (operation, variant, dtype) in
- * constant time. Built once per client from the device's kernel table;
- * read-only afterwards, so lookups take no lock. A NULL variant finds the
- * first entry the plugin listed for (operation, dtype): its default. */
+ * constant time. Built once per device when the runtime opens it
+ * (core/runtime.c) and shared by every client of that device; read-only
+ * afterwards but for the lookup cache, whose entries are seqlocks, so
+ * lookups from any thread take no lock. A NULL variant finds the first
+ * entry the plugin listed for (operation, dtype): its default.
+ *
+ * The refs that wafer_kernel_find hands out are a client's own (struct
+ * wafer_kernel_refs, one pointer per kernel), so that a ref from another
+ * client is still refused. */
 #ifndef WAFER_CORE_KERNEL_TABLE_H
 #define WAFER_CORE_KERNEL_TABLE_H
 
@@ -37,9 +43,14 @@ struct wafer_kernel_table {
 	size_t kernel_count;
 	size_t stride; /* bytes between entries: the plugin's struct_size */
 	const char *backend;
-	/* refs[i] points at kernel i: the public wafer_kernel_ref is the
-	 * address of one of these, so checking a ref is a range test. */
+};
+
+/* One client's refs: refs[i] points at kernel i of the device's table.
+ * The public wafer_kernel_ref is the address of one of these, so
+ * checking a ref is a range test. */
+struct wafer_kernel_refs {
 	const struct wafer_kernel **refs;
+	size_t count;
 };
 
 wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
@@ -113,23 +124,28 @@ wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
 	return k ? k : wafer_kernel_table_find_slow(table, op, variant, dtype);
 }
 
-/* The ref of |kernel| (one of this table's): what wafer_kernel_find
- * hands out. */
-const struct wafer_kernel *const *
-wafer_kernel_table_ref(const struct wafer_kernel_table *table,
-		       const struct wafer_kernel *kernel);
+/* A client's refs to the kernels of |table|. */
+wafer_status wafer_kernel_refs_init(struct wafer_kernel_refs *refs,
+				    const struct wafer_kernel_table *table);
+void wafer_kernel_refs_fini(struct wafer_kernel_refs *refs);
 
-/* The kernel behind |ref|, or NULL when |ref| is not one of this table's
+/* The ref of |kernel| (one of |table|'s): what wafer_kernel_find hands
+ * out. */
+const struct wafer_kernel *const *
+wafer_kernel_refs_ref(const struct wafer_kernel_refs *refs,
+		      const struct wafer_kernel_table *table,
+		      const struct wafer_kernel *kernel);
+
+/* The kernel behind |ref|, or NULL when |ref| is not one of these refs
  * (another client's, or not a ref at all). No lock, no lookup. */
 static inline const struct wafer_kernel *
-wafer_kernel_table_deref(const struct wafer_kernel_table *table,
-			 const void *ref)
+wafer_kernel_refs_deref(const struct wafer_kernel_refs *refs, const void *ref)
 {
-	uintptr_t offset = (uintptr_t)ref - (uintptr_t)table->refs;
-	if (offset >= table->kernel_count * sizeof *table->refs ||
-	    offset % sizeof *table->refs)
+	uintptr_t offset = (uintptr_t)ref - (uintptr_t)refs->refs;
+	if (offset >= refs->count * sizeof *refs->refs ||
+	    offset % sizeof *refs->refs)
 		return NULL;
-	return table->refs[offset / sizeof *table->refs];
+	return refs->refs[offset / sizeof *refs->refs];
 }
 
 /* Entry |i| (< kernel_count) of the plugin's table, in its order. */

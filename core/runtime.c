@@ -250,6 +250,7 @@ static void free_runtime(wafer_runtime *rt)
 					       "at runtime close; closing it",
 					       p->name, k, d->refs,
 					       d->refs == 1 ? "" : "s");
+				wafer_kernel_table_fini(&d->pub.kernel_table);
 				p->desc.device_close(d->pub.device);
 			}
 			pthread_mutex_destroy(&d->lock);
@@ -696,6 +697,12 @@ static wafer_status open_device(struct runtime_device *d)
 		return wafer_fail(status, "%s:%u: device_kernels: %s",
 				  p->name, d->pub.index, detail);
 	}
+	status = wafer_kernel_table_init(&d->pub.kernel_table, p->name,
+					 kernels, kernel_count);
+	if (status != WAFER_OK) {
+		close_quietly(plugin, device);
+		return status;
+	}
 	d->pub.device = device;
 	d->pub.info = info;
 	d->pub.kernels = kernels;
@@ -752,6 +759,7 @@ void wafer_runtime_release_device(wafer_runtime *runtime,
 				"release of %s:%u, which is not acquired",
 				d->pub.backend, d->pub.index);
 	} else if (--d->refs == 0) {
+		wafer_kernel_table_fini(&d->pub.kernel_table);
 		d->owner->plugin->device_close(d->pub.device);
 		d->pub.device = NULL;
 		d->pub.kernels = NULL;

@@ -13,6 +13,7 @@
 #include <wafer/wafer.h>
 
 #include "core/config.h"
+#include "core/kernel_table.h"
 
 /* An open device, shared by every client of the runtime on it. Fields are
  * read-only for clients. */
@@ -27,6 +28,9 @@ struct wafer_runtime_device {
 	/* The device's kernel table (device_kernels). */
 	const struct wafer_kernel *kernels;
 	size_t kernel_count;
+	/* Lookups in it, built when the device opens; shared by every
+	 * client of the device (thread-safe, see kernel_table.h). */
+	struct wafer_kernel_table kernel_table;
 };
 
 const struct wafer_config *wafer_runtime_get_config(const wafer_runtime *runtime);
