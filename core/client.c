@@ -27,7 +27,8 @@ struct wafer_client {
 	struct wafer_handle_table handles;
 	/* The device's (runtime.h), shared with its other clients. */
 	struct wafer_kernel_table *kernels;
-	/* This client's refs (wafer_kernel_find). */
+	/* This client's lookup cache and refs (wafer_kernel_find). */
+	struct wafer_kernel_cache kernel_cache;
 	struct wafer_kernel_refs refs;
 	struct wafer_bridge bridge;
 	struct wafer_channel channel;
@@ -99,6 +100,7 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 	if (status != WAFER_OK)
 		goto fail_device;
 	client->kernels = &client->device->kernel_table;
+	wafer_kernel_cache_init(&client->kernel_cache);
 	status = wafer_kernel_refs_init(&client->refs, client->kernels);
 	if (status != WAFER_OK)
 		goto fail_handles;
@@ -393,7 +395,8 @@ const struct wafer_kernel *wafer_client_kernel(wafer_client *client,
 					       const char *op,
 					       wafer_dtype dtype)
 {
-	return wafer_kernel_table_find(client->kernels, op, NULL, dtype);
+	return wafer_kernel_find_cached(client->kernels, &client->kernel_cache,
+					op, NULL, dtype);
 }
 
 //===----------------------------------------------------------------------===//
@@ -547,8 +550,10 @@ WAFER_API wafer_status wafer_execute(wafer_client *client,
 					  "for the client that found them)",
 					  (const void *)ref);
 	} else {
-		kernel = wafer_kernel_table_find(client->kernels, args->kernel,
-						 args->variant, args->dtype);
+		kernel = wafer_kernel_find_cached(client->kernels,
+						  &client->kernel_cache,
+						  args->kernel, args->variant,
+						  args->dtype);
 		if (!kernel)
 			return WAFER_ERROR_NOT_SUPPORTED;
 	}
@@ -572,8 +577,8 @@ WAFER_API wafer_status wafer_kernel_find(wafer_client *client,
 				  !client ? "client"
 				  : !kernel ? "kernel"
 					    : "out_kernel");
-	const struct wafer_kernel *k = wafer_kernel_table_find(
-		client->kernels, kernel, variant, dtype);
+	const struct wafer_kernel *k = wafer_kernel_find_cached(
+		client->kernels, &client->kernel_cache, kernel, variant, dtype);
 	if (!k)
 		return WAFER_ERROR_NOT_SUPPORTED;
 	*out_kernel = (const wafer_kernel_ref *)(const void *)

@@ -88,6 +88,17 @@ static const struct wafer_kernel *kernel_at(const struct wafer_kernel_table *t,
 					     i * t->stride);
 }
 
+void wafer_kernel_cache_init(struct wafer_kernel_cache *cache)
+{
+	for (size_t i = 0; i < WAFER_KERNEL_CACHE_SIZE; i++) {
+		atomic_init(&cache->entries[i].sequence, 0);
+		atomic_init(&cache->entries[i].op, NULL);
+		atomic_init(&cache->entries[i].variant, NULL);
+		atomic_init(&cache->entries[i].dtype, 0);
+		atomic_init(&cache->entries[i].kernel, NULL);
+	}
+}
+
 wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
 				     const char *backend,
 				     const struct wafer_kernel *kernels,
@@ -96,13 +107,6 @@ wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
 	size_t capacity = 16;
 	while (capacity < 4 * count) /* two keys per kernel, half full */
 		capacity *= 2;
-	for (size_t i = 0; i < WAFER_KERNEL_CACHE_SIZE; i++) {
-		atomic_init(&table->cache[i].sequence, 0);
-		atomic_init(&table->cache[i].op, NULL);
-		atomic_init(&table->cache[i].variant, NULL);
-		atomic_init(&table->cache[i].dtype, 0);
-		atomic_init(&table->cache[i].kernel, NULL);
-	}
 	table->entries = calloc(capacity, sizeof *table->entries);
 	if (!table->entries) {
 		wafer_kernel_table_fini(table);
@@ -187,11 +191,11 @@ static void list_dtypes(const struct wafer_kernel_table *table, const char *op,
 	}
 }
 
-static void cache_put(struct wafer_kernel_table *table, const char *op,
+static void cache_put(struct wafer_kernel_cache *cache, const char *op,
 		      const char *variant, wafer_dtype dtype,
 		      const struct wafer_kernel *k)
 {
-	struct wafer_kernel_cache_entry *e = wafer_kernel_cache_entry(table, op);
+	struct wafer_kernel_cache_entry *e = wafer_kernel_cache_entry(cache, op);
 	uint32_t sequence = atomic_load_explicit(&e->sequence,
 						 memory_order_relaxed);
 	/* Another writer holds the entry: skip caching, it is only a hint. */
@@ -210,13 +214,15 @@ static void cache_put(struct wafer_kernel_table *table, const char *op,
 }
 
 const struct wafer_kernel *
-wafer_kernel_table_find_slow(struct wafer_kernel_table *table, const char *op,
+wafer_kernel_table_find_slow(const struct wafer_kernel_table *table,
+			     struct wafer_kernel_cache *cache, const char *op,
 			     const char *variant, wafer_dtype dtype)
 {
 	const struct wafer_kernel_table_entry *e =
 		probe(table, op, variant, dtype);
 	if (e->kernel) {
-		cache_put(table, op, variant, dtype, e->kernel);
+		if (cache)
+			cache_put(cache, op, variant, dtype, e->kernel);
 		return e->kernel;
 	}
 

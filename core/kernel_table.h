@@ -3,13 +3,15 @@
  * kernel_table.h: finds a plugin kernel by (operation, variant, dtype) in
  * constant time. Built once per device when the runtime opens it
  * (core/runtime.c) and shared by every client of that device; read-only
- * afterwards but for the lookup cache, whose entries are seqlocks, so
- * lookups from any thread take no lock. A NULL variant finds the first
- * entry the plugin listed for (operation, dtype): its default.
+ * afterwards, so lookups from any thread take no lock. A NULL variant
+ * finds the first entry the plugin listed for (operation, dtype): its
+ * default.
  *
- * The refs that wafer_kernel_find hands out are a client's own (struct
- * wafer_kernel_refs, one pointer per kernel), so that a ref from another
- * client is still refused. */
+ * Each client keeps beside it what is its own: a cache of its recent
+ * lookups (struct wafer_kernel_cache, in the client so that a hit costs
+ * no load through the device), and the refs that wafer_kernel_find hands
+ * out (struct wafer_kernel_refs, one pointer per kernel), so that a ref
+ * from another client is still refused. */
 #ifndef WAFER_CORE_KERNEL_TABLE_H
 #define WAFER_CORE_KERNEL_TABLE_H
 
@@ -35,8 +37,14 @@ struct wafer_kernel_cache_entry {
 	_Atomic(const struct wafer_kernel *) kernel;
 };
 
+/* One client's recent lookups; zero-initialised or cache_init. */
+struct wafer_kernel_cache {
+	struct wafer_kernel_cache_entry entries[WAFER_KERNEL_CACHE_SIZE];
+};
+
+void wafer_kernel_cache_init(struct wafer_kernel_cache *cache);
+
 struct wafer_kernel_table {
-	struct wafer_kernel_cache_entry cache[WAFER_KERNEL_CACHE_SIZE];
 	struct wafer_kernel_table_entry *entries;
 	size_t mask; /* capacity - 1, capacity a power of two */
 	const struct wafer_kernel *kernels;
@@ -59,15 +67,18 @@ wafer_status wafer_kernel_table_init(struct wafer_kernel_table *table,
 				     size_t count);
 void wafer_kernel_table_fini(struct wafer_kernel_table *table);
 
-/* The lookup past the cache (wafer_kernel_table_find on a miss). */
+/* The lookup in the table; on a hit, remembered in |cache| (NULL: none).
+ * NULL with WAFER_ERROR_NOT_SUPPORTED recorded: "kernel 'op' (f32,
+ * variant v) is not supported by cpu (it has: f16)". */
 const struct wafer_kernel *
-wafer_kernel_table_find_slow(struct wafer_kernel_table *table, const char *op,
+wafer_kernel_table_find_slow(const struct wafer_kernel_table *table,
+			     struct wafer_kernel_cache *cache, const char *op,
 			     const char *variant, wafer_dtype dtype);
 
 static inline struct wafer_kernel_cache_entry *
-wafer_kernel_cache_entry(struct wafer_kernel_table *table, const char *op)
+wafer_kernel_cache_entry(struct wafer_kernel_cache *cache, const char *op)
 {
-	return &table->cache[((uintptr_t)op >> 4) % WAFER_KERNEL_CACHE_SIZE];
+	return &cache->entries[((uintptr_t)op >> 4) % WAFER_KERNEL_CACHE_SIZE];
 }
 
 /* strcmp(a, b) == 0 for the short names of kernels, inline: on the hit
@@ -85,10 +96,10 @@ static inline bool wafer_kernel_same_name(const char *a, const char *b)
 
 /* A hit of the cache, or NULL. */
 static inline const struct wafer_kernel *
-wafer_kernel_cache_get(struct wafer_kernel_table *table, const char *op,
+wafer_kernel_cache_get(struct wafer_kernel_cache *cache, const char *op,
 		       const char *variant, wafer_dtype dtype)
 {
-	struct wafer_kernel_cache_entry *e = wafer_kernel_cache_entry(table, op);
+	struct wafer_kernel_cache_entry *e = wafer_kernel_cache_entry(cache, op);
 	uint32_t before = atomic_load_explicit(&e->sequence, memory_order_acquire);
 	if (before & 1)
 		return NULL;
@@ -111,17 +122,27 @@ wafer_kernel_cache_get(struct wafer_kernel_table *table, const char *op,
 	return k;
 }
 
-/* The kernel, or NULL with WAFER_ERROR_NOT_SUPPORTED recorded: "kernel
- * 'op' (f32, variant v) is not supported by cpu (it has: f16)". Inline:
- * a cache hit is most of what a launch by name costs over a launch by
- * ref. */
+/* The kernel, or NULL with WAFER_ERROR_NOT_SUPPORTED recorded (see
+ * find_slow); through a client's |cache|. Inline: a cache hit is most of
+ * what a launch by name costs over a launch by ref. */
 static inline const struct wafer_kernel *
-wafer_kernel_table_find(struct wafer_kernel_table *table, const char *op,
-			const char *variant, wafer_dtype dtype)
+wafer_kernel_find_cached(const struct wafer_kernel_table *table,
+			 struct wafer_kernel_cache *cache, const char *op,
+			 const char *variant, wafer_dtype dtype)
 {
 	const struct wafer_kernel *k =
-		wafer_kernel_cache_get(table, op, variant, dtype);
-	return k ? k : wafer_kernel_table_find_slow(table, op, variant, dtype);
+		wafer_kernel_cache_get(cache, op, variant, dtype);
+	return k ? k
+		 : wafer_kernel_table_find_slow(table, cache, op, variant,
+						dtype);
+}
+
+/* The same without a cache (lookups off the launch path). */
+static inline const struct wafer_kernel *
+wafer_kernel_table_find(const struct wafer_kernel_table *table,
+			const char *op, const char *variant, wafer_dtype dtype)
+{
+	return wafer_kernel_table_find_slow(table, NULL, op, variant, dtype);
 }
 
 /* A client's refs to the kernels of |table|. */
