@@ -436,6 +436,33 @@ static wafer_status check_execute_args(const wafer_execute_args *args,
 	return WAFER_OK;
 }
 
+/* Two bindings of one handle are the same range or disjoint: kernels may
+ * alias exactly (plugin.h), and a partial overlap would have a kernel
+ * read what it already wrote (a memcpy on overlapping memory). Checks
+ * binding |i| against the ones before it. */
+static wafer_status check_overlap(const char *name, wafer_handle handle,
+				  const struct wafer_command_binding *b,
+				  size_t i)
+{
+	for (size_t j = 0; j < i; j++) {
+		if (b[j].slot != b[i].slot)
+			continue;
+		bool same = b[j].offset == b[i].offset && b[j].size == b[i].size;
+		bool apart = b[j].offset + b[j].size <= b[i].offset ||
+			     b[i].offset + b[i].size <= b[j].offset;
+		if (!same && !apart)
+			return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+					  "%s: bindings %zu [%zu, %zu) and %zu "
+					  "[%zu, %zu) of handle 0x%016" PRIx64
+					  " overlap partially",
+					  name, j, b[j].offset,
+					  b[j].offset + b[j].size, i,
+					  b[i].offset, b[i].offset + b[i].size,
+					  handle.bits);
+	}
+	return WAFER_OK;
+}
+
 /* Resolves each binding to its slot and checks it against the handle. */
 static __attribute__((noinline)) wafer_status
 resolve_bindings(wafer_client *client, const char *name,
@@ -463,6 +490,9 @@ resolve_bindings(wafer_client *client, const char *name,
 					  name, i, b->offset,
 					  client->device->info.alloc_alignment);
 		out[i] = (struct wafer_command_binding){slot, b->offset, size};
+		status = check_overlap(name, b->handle, out, i);
+		if (status != WAFER_OK)
+			return status;
 	}
 	return WAFER_OK;
 }

@@ -364,6 +364,29 @@ static void test_execute_errors(wafer_client *client)
 	is_status(wafer_execute(client, &args), WAFER_ERROR_OUT_OF_RANGE,
 		  "binding past the handle");
 	like(wafer_last_error(), "binding 1", "detail names the binding");
+	/* Two views of one handle: exactly the same range (in place) or
+	 * disjoint ranges work; a partial overlap is refused (the cpu copy
+	 * once ran memcpy on overlapping memory). */
+	wafer_handle wide;
+	wafer_empty(client, 1024, &wide);
+	struct wafer_elementwise_params quarter = {.count = 128};
+	args.params = &quarter;
+	bindings[0] = (wafer_buffer_binding){wide, 256, 512};
+	bindings[1] = (wafer_buffer_binding){wide, 0, 512};
+	is_status(wafer_execute(client, &args), WAFER_ERROR_INVALID_ARGUMENT,
+		  "bindings [256, 768) and [0, 512) of one handle");
+	like(wafer_last_error(), "overlap partially",
+	     "detail says they overlap partially");
+	bindings[0] = (wafer_buffer_binding){wide, 0, 512};
+	is_status(wafer_execute(client, &args), WAFER_OK,
+		  "the same range twice (in place)");
+	bindings[0] = (wafer_buffer_binding){wide, 512, 512};
+	is_status(wafer_execute(client, &args), WAFER_OK,
+		  "disjoint ranges of one handle");
+	is_status(wafer_sync(client), WAFER_OK, "  ... and they ran");
+	wafer_release(client, wide);
+	args.params = &params;
+	bindings[0] = (wafer_buffer_binding){a, 0, 0};
 	bindings[1] = (wafer_buffer_binding){b, 0, 0};
 	args.bindings = NULL;
 	is_status(wafer_execute(client, &args), WAFER_ERROR_INVALID_ARGUMENT,
