@@ -48,7 +48,7 @@ check_LTLIBRARIES += t/plugins/good.la t/plugins/full.la \
 	t/plugins/old_minor.la t/plugins/abi_major.la t/plugins/no_symbol.la \
 	t/plugins/init_fails.la t/plugins/no_devices.la \
 	t/plugins/missing_required.la t/plugins/null_query.la \
-	t/plugins/old_struct.la
+	t/plugins/old_struct.la t/plugins/unresolved.la
 t_plugins_good_la_SOURCES = t/plugins/good.c $(T_PLUGIN_COMMON)
 t_plugins_good_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_full_la_SOURCES = t/plugins/full.c $(T_PLUGIN_COMMON)
@@ -72,7 +72,11 @@ t_plugins_no_symbol_la_SOURCES = t/plugins/no_symbol.c
 t_plugins_no_symbol_la_LDFLAGS = -module -avoid-version -shared \
 	-no-undefined -rpath /nowhere
 
-# "dlopen failed": a file named like a plugin that is not a shared object.
+# Needs a symbol nothing defines: no -no-undefined, which would refuse it.
+t_plugins_unresolved_la_SOURCES = t/plugins/unresolved.c
+t_plugins_unresolved_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+
+# "not an ELF file": a file named like a plugin that is not a shared object.
 check_DATA = t/plugins/not-a-plugin.so
 t/plugins/not-a-plugin.so:
 	$(AM_V_GEN)$(MKDIR_P) t/plugins && \
