@@ -32,6 +32,11 @@ TESTS += t/client
 t_client_LDADD = libwafer.la
 
 # The plugin loader and the runtime: test plugins, selectors, reports.
+# Handles never issued twice (core/handle_table.c, driven directly).
+check_PROGRAMS += t/handle_table
+TESTS += t/handle_table
+t_handle_table_LDADD = $(T_CORE_LIBS)
+
 check_PROGRAMS += t/loader
 TESTS += t/loader t/wafer-info.sh
 t_loader_LDADD = $(T_CORE_LIBS)
