@@ -161,7 +161,7 @@ static double ref_unary(wafer_unary_op op, double x)
 	case WAFER_UNARY_EXP: return exp(x);
 	case WAFER_UNARY_LOG: return log(x);
 	case WAFER_UNARY_SQRT: return sqrt(x);
-	case WAFER_UNARY_RELU: return x > 0 ? x : 0;
+	case WAFER_UNARY_RELU: return x > 0 || isnan(x) ? x : 0; /* NaN stays */
 	case WAFER_UNARY_GELU:
 		return 0.5 * x *
 		       (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
