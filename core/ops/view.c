@@ -224,7 +224,9 @@ wafer_status wafer_view_broadcast_shape(const char *op, uint32_t rank_a,
 				i == 0 ? "st" : i == 1 ? "nd" : i == 2 ? "rd"
 								       : "th");
 		}
-		out_shape[rank - 1 - i] = a > b ? a : b;
+		/* a == 1 takes b's size, 0 included (numpy's rule; the
+		 * ops refuse size 0 before they get here). */
+		out_shape[rank - 1 - i] = a == 1 ? b : a;
 	}
 	*out_rank = rank;
 	return WAFER_OK;
