@@ -305,6 +305,12 @@ static bool parse_file(const struct wafer_tune_op *op, char *data,
 			 shown);
 		goto done;
 	}
+	/* A NUL byte would end the line scan below early: no file of ours
+	 * has one. */
+	if (memchr(data, '\0', size)) {
+		snprintf(why, why_size, "corrupted: it holds a NUL byte");
+		goto done;
+	}
 	/* The last line is "end <entries> <hash of everything before>":
 	 * hash before the entries are parsed, which cuts the text up. */
 	if (size == header.used || data[size - 1] != '\n') {
@@ -328,7 +334,12 @@ static bool parse_file(const struct wafer_tune_op *op, char *data,
 	while (line < data + end_start) {
 		number++;
 		char *eol = strchr(line, '\n');
-		*eol = '\0'; /* there is one: the end line follows */
+		if (!eol) { /* cannot happen: no NUL, and the end line follows */
+			snprintf(why, why_size, "line %zu: malformed entry",
+				 number);
+			goto done;
+		}
+		*eol = '\0';
 		struct wafer_tune_file_entry e;
 		if (!parse_entry(op, line, &e)) {
 			snprintf(why, why_size, "line %zu: malformed entry",

@@ -159,8 +159,13 @@ static bool parse_u64(const char *text, int base, uint64_t max,
 {
 	char *end;
 
-	if (!((text[0] >= '0' && text[0] <= '9') ||
-	      (base == 16 && text[0] == '0')))
+	/* The first character must be a digit of |base|: strtoull would
+	 * also take a sign, blanks and (base 16) a second "0x". */
+	if (!(text[0] >= '0' && text[0] <= '9') &&
+	    !(base == 16 && ((text[0] >= 'a' && text[0] <= 'f') ||
+			     (text[0] >= 'A' && text[0] <= 'F'))))
+		return false;
+	if (base == 16 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
 		return false;
 	errno = 0;
 	unsigned long long value = strtoull(text, &end, base);

@@ -36,6 +36,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory/u64map.h"
 
 #ifndef WAFER_SYSCONFDIR
 #error "WAFER_SYSCONFDIR must be defined by the build (Makefile.am)"
@@ -78,6 +79,10 @@ struct wafer_config {
 	struct config_block *blocks;
 	struct config_vec entries; /* struct wafer_config_entry *, first set */
 	struct config_vec sources; /* wafer_config_source *, applied order */
+	/* Hash of (section, key) -> index in entries, so that storing N keys
+	 * costs O(N), not O(N^2) (a 1 MiB file holds ~100k lines). A hash
+	 * two keys share maps to the first; the other is found by a scan. */
+	struct wafer_u64map index;
 };
 
 static size_t align_pad(const void *at, size_t align)
@@ -336,14 +341,44 @@ static bool check_entry(const char *section, const char *key,
  * Entries and sources
  *===----------------------------------------------------------------------===*/
 
+/* FNV-1a over "section\0key". */
+static uint64_t entry_hash(const char *section, const char *key)
+{
+	uint64_t hash = UINT64_C(1469598103934665603);
+
+	for (const char *p = section;; p++) {
+		hash = (hash ^ (unsigned char)*p) * UINT64_C(1099511628211);
+		if (!*p)
+			break;
+	}
+	for (const char *p = key; *p; p++)
+		hash = (hash ^ (unsigned char)*p) * UINT64_C(1099511628211);
+	return hash;
+}
+
+static bool entry_is(const struct wafer_config_entry *entry,
+		     const char *section, const char *key)
+{
+	return strcmp(entry->key, key) == 0 &&
+	       strcmp(entry->section, section) == 0;
+}
+
 static struct wafer_config_entry *find_entry(const struct wafer_config *config,
 					     const char *section,
 					     const char *key)
 {
+	uint64_t at;
+
+	if (wafer_u64map_get(&config->index, entry_hash(section, key), &at)) {
+		struct wafer_config_entry *entry = config->entries.items[at];
+		if (entry_is(entry, section, key))
+			return entry;
+	} else {
+		return NULL; /* every stored entry's hash is in the index */
+	}
 	for (size_t i = 0; i < config->entries.count; i++) {
 		struct wafer_config_entry *entry = config->entries.items[i];
-		if (strcmp(entry->key, key) == 0 &&
-		    strcmp(entry->section, section) == 0)
+		if (entry_is(entry, section, key))
 			return entry;
 	}
 	return NULL;
@@ -371,6 +406,13 @@ static wafer_status config_store(struct wafer_config *config,
 		if (!entry->section || !entry->key ||
 		    !vec_push(&config->entries, entry))
 			return out_of_memory();
+		uint64_t hash = entry_hash(section, key);
+		if (!wafer_u64map_get(&config->index, hash, NULL) &&
+		    !wafer_u64map_put(&config->index, hash,
+				      config->entries.count - 1)) {
+			config->entries.count--;
+			return out_of_memory();
+		}
 	}
 	entry->value = value_copy;
 	entry->origin = origin_copy;
@@ -635,12 +677,21 @@ static int read_file(const char *path, char **out_text, size_t *out_len)
 
 	*out_text = NULL;
 	*out_len = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO with no writer must not block the open (and
+	 * every wafer program with it). A pipe is then read blocking, to its
+	 * end: one with no writer reads as empty. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return errno;
 	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
 		close(fd);
 		return EISDIR;
+	}
+	int fd_flags = fcntl(fd, F_GETFL);
+	if (fd_flags == -1 || fcntl(fd, F_SETFL, fd_flags & ~O_NONBLOCK) == -1) {
+		err = errno;
+		close(fd);
+		return err;
 	}
 	for (;;) {
 		if (len == capacity || !text) {
@@ -1031,11 +1082,21 @@ static wafer_status load_chain_files(struct wafer_config *config,
 				     bool tolerant)
 {
 	struct chain_files files;
-	const char *extra = lookup_env(get, "WAFER_CONFIG");
+	const char *env_extra = lookup_env(get, "WAFER_CONFIG");
+	/* Blanks around the name are trimmed, as for every variable; a
+	 * blank-only value counts as unset. */
+	char *extra_copy = env_extra ? strdup(env_extra) : NULL;
+	if (env_extra && !extra_copy)
+		return out_of_memory();
+	const char *extra = extra_copy ? trim(extra_copy) : NULL;
+	if (extra && !*extra)
+		extra = NULL;
 	wafer_status status = resolve_chain_files(paths, get, &files);
 
-	if (status != WAFER_OK)
+	if (status != WAFER_OK) {
+		free(extra_copy);
 		return status;
+	}
 	status = wafer_config_load_file(config, files.system_file, tolerant);
 	if (status == WAFER_OK)
 		status = wafer_config_load_dir(config, files.dropin_dir,
@@ -1046,6 +1107,7 @@ static wafer_status load_chain_files(struct wafer_config *config,
 	if (status == WAFER_OK && extra)
 		status = load_named_file(config, extra, tolerant);
 	free_chain_files(&files);
+	free(extra_copy);
 	return status;
 }
 
@@ -1109,6 +1171,7 @@ void wafer_config_destroy(struct wafer_config *config)
 	}
 	free(config->entries.items);
 	free(config->sources.items);
+	wafer_u64map_fini(&config->index);
 	free(config);
 }
 

@@ -14,6 +14,16 @@
 #define TAG_SHIFT (WAFER_HANDLE_SLOT_BITS + WAFER_HANDLE_GENERATION_BITS)
 
 static _Atomic uint32_t next_tag;
+/* Per tag, the first generation a new client with that tag may issue
+ * (one past the highest any earlier one did). Zero pages cost nothing
+ * until a tag is used. */
+static _Atomic uint32_t tag_first_generation[1u << 16];
+
+/* The highest generation a handle carries; a slot reaching it retires. */
+#define LAST_GENERATION ((uint32_t)GENERATION_MASK)
+/* A tag is not handed out again once fewer generations than this are
+ * left to it. */
+#define TAG_SPENT (LAST_GENERATION - (1u << 16))
 
 static wafer_handle encode(const struct wafer_handle_table *table,
 			   uint32_t index, uint32_t generation)
@@ -27,11 +37,21 @@ static wafer_handle encode(const struct wafer_handle_table *table,
 
 wafer_status wafer_handle_table_init(struct wafer_handle_table *table)
 {
-	/* Tags 1..65535: a handle is never all zero, and handles of different
-	 * clients differ (until 65535 clients were opened). */
-	table->tag = (uint16_t)(atomic_fetch_add(&next_tag, 1) % 65535u + 1u);
+	/* Tags 1..65535: a handle is never all zero, and handles of live
+	 * clients differ (up to 65,535 of them); a reused tag starts past
+	 * its earlier clients' generations. */
+	uint32_t tries = 0;
+	do {
+		table->tag =
+			(uint16_t)(atomic_fetch_add(&next_tag, 1) % 65535u + 1u);
+		table->first_generation =
+			atomic_load(&tag_first_generation[table->tag]);
+	} while (table->first_generation >= TAG_SPENT && ++tries < 65535u);
+	if (table->first_generation >= TAG_SPENT)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "every client tag has issued all its handles");
 	atomic_init(&table->free_head, 0);
-	table->next_unused = 1;
+	atomic_init(&table->next_unused, 1);
 	atomic_init(&table->live, 0);
 	for (size_t i = 0; i < WAFER_HANDLE_MAX_BLOCKS; i++)
 		atomic_init(&table->blocks[i], NULL);
@@ -40,8 +60,27 @@ wafer_status wafer_handle_table_init(struct wafer_handle_table *table)
 	return WAFER_OK;
 }
 
+static struct wafer_handle_slot *slot_at(struct wafer_handle_table *table,
+					 uint64_t index);
+
 void wafer_handle_table_fini(struct wafer_handle_table *table)
 {
+	/* The next client with this tag starts past every generation this
+	 * one issued (a slot's current one is the highest it issued, or one
+	 * past it). */
+	uint32_t high = table->first_generation;
+	uint32_t used = atomic_load(&table->next_unused);
+	for (uint32_t i = 1; i < used; i++) {
+		struct wafer_handle_slot *slot = slot_at(table, i);
+		uint32_t g = WAFER_HANDLE_STATE_GENERATION(atomic_load(&slot->state));
+		if (g > high)
+			high = g;
+	}
+	uint32_t floor = atomic_load(&tag_first_generation[table->tag]);
+	while (floor < high + 1 &&
+	       !atomic_compare_exchange_weak(&tag_first_generation[table->tag],
+					     &floor, high + 1))
+		;
 	for (size_t i = 0; i < WAFER_HANDLE_MAX_BLOCKS; i++)
 		free(atomic_load(&table->blocks[i]));
 	pthread_mutex_destroy(&table->lock);
@@ -60,7 +99,8 @@ static struct wafer_handle_slot *slot_at(struct wafer_handle_table *table,
  * the lock held. */
 static struct wafer_handle_slot *take_unused(struct wafer_handle_table *table)
 {
-	uint32_t index = table->next_unused;
+	uint32_t index = atomic_load_explicit(&table->next_unused,
+					      memory_order_relaxed);
 	if (index > SLOT_MASK)
 		return NULL;
 	size_t b = index / WAFER_HANDLE_BLOCK_SLOTS;
@@ -75,7 +115,11 @@ static struct wafer_handle_slot *take_unused(struct wafer_handle_table *table)
 	}
 	struct wafer_handle_slot *slot = &block[index % WAFER_HANDLE_BLOCK_SLOTS];
 	slot->index = index;
-	table->next_unused = index + 1;
+	atomic_store_explicit(&slot->state,
+			      WAFER_HANDLE_STATE(table->first_generation, 0),
+			      memory_order_relaxed);
+	atomic_store_explicit(&table->next_unused, index + 1,
+			      memory_order_release);
 	return slot;
 }
 
@@ -153,6 +197,11 @@ wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
 void wafer_handle_table_recycle(struct wafer_handle_table *table,
 				struct wafer_handle_slot *slot)
 {
+	/* A slot that issued the last generation is retired: its next
+	 * handle would repeat an old one's bits. */
+	if (WAFER_HANDLE_STATE_GENERATION(atomic_load_explicit(
+		    &slot->state, memory_order_relaxed)) > LAST_GENERATION)
+		return;
 	push_free(table, slot);
 }
 
@@ -174,7 +223,10 @@ static wafer_status find_slot(struct wafer_handle_table *table,
 				  "%s: handle 0x%016" PRIx64
 				  " belongs to another client",
 				  what, handle.bits);
-	slot = index ? slot_at(table, index) : NULL;
+	slot = index && index < atomic_load_explicit(&table->next_unused,
+						     memory_order_acquire)
+		       ? slot_at(table, index)
+		       : NULL;
 	if (!slot)
 		return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
 				  "%s: handle 0x%016" PRIx64 " was never issued",
@@ -206,6 +258,10 @@ static wafer_status dead_handle(const struct wafer_handle_slot *slot,
 	const char *ended_by =
 		atomic_load_explicit(&slot->ended_by, memory_order_acquire);
 
+	if (generation > current)
+		return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+				  "%s: handle 0x%016" PRIx64 " was never issued",
+				  what, handle.bits);
 	/* ended_by describes the generation right after ours only. */
 	if ((current & GENERATION_MASK) ==
 		    ((generation + 1) & GENERATION_MASK) &&
@@ -323,8 +379,11 @@ wafer_status wafer_handle_table_donate(struct wafer_handle_table *table,
 	const char *before =
 		atomic_load_explicit(&slot->ended_by, memory_order_relaxed);
 	do {
+		/* At the last generation the slot cannot start another:
+		 * treated as shared, the operation copies. */
 		if (!state_matches(state, handle) ||
-		    WAFER_HANDLE_STATE_REFCOUNT(state) != 1) {
+		    WAFER_HANDLE_STATE_REFCOUNT(state) != 1 ||
+		    WAFER_HANDLE_STATE_GENERATION(state) >= LAST_GENERATION) {
 			atomic_store_explicit(&slot->ended_by, before,
 					      memory_order_relaxed);
 			if (!state_matches(state, handle))
@@ -370,7 +429,8 @@ void wafer_handle_table_for_each_live(struct wafer_handle_table *table,
 						 void *),
 				      void *data)
 {
-	for (uint32_t i = 1; i < table->next_unused; i++) {
+	uint32_t used = atomic_load(&table->next_unused);
+	for (uint32_t i = 1; i < used; i++) {
 		struct wafer_handle_slot *slot = slot_at(table, i);
 		if (slot && WAFER_HANDLE_STATE_REFCOUNT(
 				    atomic_load(&slot->state)) > 0)

@@ -15,6 +15,13 @@
  * generation at once (stale copies fail from then on) → the server
  * releases the memory once queued work is past it → recycle → FREE.
  *
+ * No handle is ever issued twice in a process. Generations never wrap: a
+ * slot whose generation reaches the largest a handle can carry is retired
+ * (never recycled: one slot per 16 M reuses). Tags are reused after
+ * 65,535 client opens, so each tag remembers the generations its earlier
+ * clients issued, and a new client with that tag starts its slots past
+ * them; a tag whose generations are all spent is not handed out again.
+ *
  * Donation (ops.h, WAFER_DONATE_INPUT) is the other way a generation
  * ends: wafer_handle_table_donate() bumps the generation of a live slot
  * whose only reference the caller holds, without touching its memory, and
@@ -77,7 +84,13 @@ struct wafer_handle_table {
 	 * re-push of the same slot fails its exchange (no ABA). */
 	_Atomic uint64_t free_head;
 	pthread_mutex_t lock; /* growing the table: never-used slots */
-	uint32_t next_unused;  /* next never-used slot index */
+	/* Next never-used slot index: written under |lock|, read without
+	 * it (an index at or past it was never issued). */
+	_Atomic uint32_t next_unused;
+	/* The generation every slot of this table starts at: past every
+	 * generation an earlier client with the same tag issued, so a
+	 * closed client's handles never name a slot of this one. */
+	uint32_t first_generation;
 	_Atomic uint64_t live;
 	struct wafer_handle_slot *_Atomic blocks[WAFER_HANDLE_MAX_BLOCKS];
 };

@@ -3,6 +3,7 @@
 #include "build-config.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/loader.h"
+#include "core/plugin_file.h"
 #include "core/log.h"
 
 #ifndef WAFER_PLUGINDIR
@@ -126,16 +128,29 @@ static char *resolve_path(const char *path)
 	return resolved ? resolved : strdup(path);
 }
 
-static bool file_exists(const char *path)
+/* 0 when |path| exists, else the errno of stat: ENOENT and ENOTDIR mean
+ * "not there"; anything else (ELOOP, EACCES) is a file that is there
+ * but cannot be used, and is reported as such. */
+static int file_error(const char *path)
 {
 	struct stat st;
-	return stat(path, &st) == 0;
+	return stat(path, &st) == 0 ? 0 : errno;
+}
+
+static bool is_absent(int err)
+{
+	return err == ENOENT || err == ENOTDIR;
 }
 
 static wafer_status check_path(struct wafer_loaded_plugin *p, const char *path)
 {
-	if (!file_exists(path))
+	int err = file_error(path);
+
+	if (is_absent(err))
 		return reject(p, WAFER_ERROR_NOT_FOUND, "not found: %s", path);
+	if (err)
+		return reject(p, WAFER_ERROR_PLUGIN, "cannot use %s: %s", path,
+			      strerror(err));
 	p->path = resolve_path(path);
 	return p->path ? WAFER_OK : out_of_memory("plugin path");
 }
@@ -168,11 +183,17 @@ static wafer_status search_path(struct wafer_loaded_plugin *p,
 		}
 		n = snprintf(candidate, sizeof candidate, "%.*s/%s.so",
 			     (int)len, dir, name);
-		if (n > 0 && (size_t)n < sizeof candidate &&
-		    file_exists(candidate)) {
-			p->path = resolve_path(candidate);
-			return p->path ? WAFER_OK
-				       : out_of_memory("plugin path");
+		if (n > 0 && (size_t)n < sizeof candidate) {
+			int err = file_error(candidate);
+			if (err == 0) {
+				p->path = resolve_path(candidate);
+				return p->path ? WAFER_OK
+					       : out_of_memory("plugin path");
+			}
+			if (!is_absent(err))
+				return reject(p, WAFER_ERROR_PLUGIN,
+					      "cannot use %s: %s", candidate,
+					      strerror(err));
 		}
 		if (used < sizeof searched) {
 			n = snprintf(searched + used, sizeof searched - used,
@@ -368,6 +389,9 @@ static wafer_status open_and_query(struct wafer_loaded_plugin *p, bool by_path)
 	const struct wafer_plugin *d;
 	void *symbol;
 
+	char unfit[256];
+	if (!wafer_plugin_file_check(p->path, unfit, sizeof unfit))
+		return reject(p, WAFER_ERROR_PLUGIN, "not loaded: %s", unfit);
 	dlerror();
 	p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
 	if (!p->dl) {

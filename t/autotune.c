@@ -53,6 +53,9 @@ struct work {
 	const float *host_in; /* for the check */
 };
 
+/* The key's layout flags: 0 but in test_hex_flags. */
+static uint32_t work_key_flags;
+
 static wafer_status work_key(const void *inputs, wafer_autotune_key *key)
 {
 	const struct work *w = inputs;
@@ -62,6 +65,7 @@ static wafer_status work_key(const void *inputs, wafer_autotune_key *key)
 	key->dims[0] = w->count;
 	key->dims[1] = w->batch;
 	key->exact_dims = 1u << 1;
+	key->flags = work_key_flags;
 	return WAFER_OK;
 }
 
@@ -935,6 +939,45 @@ static void test_persistence(void)
 	wafer_runtime_close(rt);
 }
 
+/* Flags that print with a hex letter (0xa) are read back, and the other
+ * keys of the file stay (they were once "malformed": retuned in every
+ * process, and the rewrite dropped the file's other keys). */
+static void test_hex_flags(void)
+{
+	wafer_autotune_result r = {.struct_size = sizeof r};
+
+	use_cache("hexflags");
+	wafer_runtime *rt = open_runtime(NULL);
+	wafer_client *client = open_client(rt, NULL);
+	check_ok(run_op(client, &work_op, 1000, 1, &r), "flags 0");
+	work_key_flags = 0xa;
+	check_ok(run_op(client, &work_op, 1000, 1, &r), "flags 0xa");
+	work_key_flags = 0xbeef0;
+	check_ok(run_op(client, &work_op, 1000, 1, &r), "flags 0xbeef0");
+	is_int((long long)stats_of(rt).keys_tuned, 3, "three keys tuned");
+	wafer_client_close(client);
+	wafer_runtime_close(rt);
+
+	capture_begin();
+	rt = open_runtime(NULL);
+	client = open_client(rt, NULL);
+	for (uint32_t flags = 0; flags < 3; flags++) {
+		work_key_flags = flags == 0 ? 0 : flags == 1 ? 0xa : 0xbeef0;
+		check_ok(run_op(client, &work_op, 1000, 1, &r), "again");
+		is_int(r.source, WAFER_AUTOTUNE_SOURCE_DISK,
+		       "flags 0x%x: read back from the file", work_key_flags);
+	}
+	work_key_flags = 0;
+	wafer_autotune_stats s = stats_of(rt);
+	wafer_client_close(client);
+	wafer_runtime_close(rt);
+	char *log = capture_end();
+	is_int((long long)s.keys_tuned, 0, "second runtime tunes nothing");
+	is_int((long long)s.disk_hits, 3, "all three keys from disk");
+	ok(!strstr(log, "ignoring"), "no key is called malformed");
+	free(log);
+}
+
 static void test_writers(void)
 {
 	int start[2], fds[WRITERS];
@@ -1055,8 +1098,21 @@ static void damage_foreign(const char *path)
 	free(text);
 }
 
+/* A NUL byte inside an entry line once made every later process crash. */
+static void damage_nul(const char *path)
+{
+	char *text = read_text(path);
+	size_t size = strlen(text);
+	char *entry = strstr(text, "entry ");
+	if (entry)
+		entry[7] = '\0';
+	write_text(path, text, size);
+	free(text);
+}
+
 static void test_damage(void)
 {
+	check_damage("a NUL byte in an entry", damage_nul, "NUL byte");
 	check_damage("garbage", damage_garbage, "not a cache file");
 	check_damage("truncated", damage_truncate, "truncated");
 	check_damage("a changed entry", damage_flip, "checksum");
@@ -1250,6 +1306,7 @@ int main(int argc, char **argv)
 	test_threads();
 	test_persistence();
 	test_writers();
+	test_hex_flags();
 	test_damage();
 	test_off();
 	test_host_clock();

@@ -258,6 +258,97 @@ static void test_load_string(void)
 	wafer_config_destroy(c);
 }
 
+/* ~96k distinct keys (a 1 MiB file) once took 14 s to load: every store
+ * scanned every key before it. Each key must land once, in first-set
+ * order, with the last value set; a second pass overrides them all. */
+static void test_many_keys(void)
+{
+	enum { KEYS = 96000 };
+	size_t size = (size_t)KEYS * 24 + 16;
+	char *text = malloc(size), name[32];
+	struct wafer_config *c = new_config();
+	size_t used = 0, bad = 0;
+
+	used += (size_t)snprintf(text, size, "[many]\n");
+	for (int i = 0; i < KEYS; i++)
+		used += (size_t)snprintf(text + used, size - used,
+					 "k%d = %d\n", i, i);
+	is_status(wafer_config_load_string(c, "many", text, false), WAFER_OK,
+		  "%d keys load", KEYS);
+	for (int i = 0; i < KEYS; i += 997) {
+		char want[16];
+		snprintf(name, sizeof name, "k%d", i);
+		snprintf(want, sizeof want, "%d", i);
+		const char *got = wafer_config_get(c, "many", name, NULL);
+		bad += !got || strcmp(got, want) != 0;
+	}
+	is_int((long long)bad, 0, "every sampled key has its value");
+	used = (size_t)snprintf(text, size, "[many]\n");
+	for (int i = KEYS - 1; i >= 0; i--)
+		used += (size_t)snprintf(text + used, size - used,
+					 "k%d = x%d\n", i, i);
+	is_status(wafer_config_load_string(c, "again", text, false), WAFER_OK,
+		  "overriding every key");
+	const struct wafer_config_entry *entries[4];
+	size_t n = wafer_config_section(c, "many", entries, 4);
+	is_int((long long)n, KEYS, "still %d keys, none twice", KEYS);
+	is_str(n >= 1 ? entries[0]->key : "", "k0",
+	       "first-set order kept across the override");
+	is_str(wafer_config_get(c, "many", "k95999", NULL), "x95999",
+	       "the override won");
+	wafer_config_destroy(c);
+	free(text);
+}
+
+/* FIFOs as WAFER_CONFIG and in conf.d/ once blocked every program for
+ * ever (open waited for a writer): they read as empty now. Blanks around
+ * WAFER_CONFIG are trimmed, and a blank-only value is no file. */
+static void test_fifos_and_blanks(void)
+{
+	const struct wafer_config_paths paths = {.getenv = fake_getenv};
+	struct wafer_config *c;
+	char padded[4200];
+
+	write_file("fifo/sys/wafer.conf", "[t]\na = sys\n");
+	write_file("fifo/sys/conf.d/20-ok.conf", "[t]\nb = drop20\n");
+	write_file("fifo/extra.conf", "[t]\nc = extra\n");
+	ok(mkfifo(tmp_path("fifo/sys/conf.d/10-fifo.conf"), 0600) == 0 &&
+		   mkfifo(tmp_path("fifo/named"), 0600) == 0,
+	   "made two FIFOs");
+	env_clear();
+	env_set("WAFER_SYSCONFDIR", tmp_path("fifo/sys"));
+	env_set("WAFER_CONFIG", tmp_path("fifo/named"));
+	c = new_config();
+	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
+		  "FIFOs in conf.d/ and as WAFER_CONFIG: the load returns");
+	ok(wafer_config_lookup(c, "t", "a") && wafer_config_lookup(c, "t", "b"),
+	   "FIFOs: the other files applied");
+	wafer_config_destroy(c);
+
+	snprintf(padded, sizeof padded, "  %s \t", tmp_path("fifo/extra.conf"));
+	env_set("WAFER_CONFIG", padded);
+	c = new_config();
+	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
+		  "WAFER_CONFIG with blanks around the name");
+	is_str(wafer_config_get(c, "t", "c", NULL), "extra",
+	       "the file named between the blanks was read");
+	wafer_config_destroy(c);
+
+	env_set("WAFER_CONFIG", NULL);
+	c = new_config();
+	wafer_config_load_chain(c, &paths, NULL, 0, false);
+	size_t unset_sources = wafer_config_source_count(c);
+	wafer_config_destroy(c);
+	env_set("WAFER_CONFIG", "   ");
+	c = new_config();
+	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
+		  "WAFER_CONFIG of blanks only");
+	is_int((long long)wafer_config_source_count(c), (long long)unset_sources,
+	       "blank WAFER_CONFIG: no source for it, as when unset");
+	wafer_config_destroy(c);
+	env_clear();
+}
+
 /* The file `make install` ships must pass a strict load. */
 static void test_shipped_file(void)
 {
@@ -1082,6 +1173,7 @@ int main(void)
 	test_defaults();
 	test_good_file();
 	test_load_string();
+	test_many_keys();
 	test_shipped_file();
 	for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++)
 		test_bad_case(&bad_cases[i], (int)i);
@@ -1092,6 +1184,7 @@ int main(void)
 	test_chain_order();
 	test_chain_locations();
 	test_chain_errors();
+	test_fifos_and_blanks();
 	test_set();
 	test_uint_and_size();
 	test_bool_and_double();

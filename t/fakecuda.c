@@ -891,7 +891,7 @@ static float unary_op(int op, float x)
 	case 2: return expf(x);
 	case 3: return logf(x);
 	case 4: return sqrtf(x);
-	case 5: return x > 0.0f ? x : 0.0f;
+	case 5: return x > 0.0f || x != x ? x : 0.0f;
 	case 6: return x * sigmoid(2.0f * 0.7978845608028654f *
 				   (x + 0.044715f * x * x * x));
 	case 7: return sigmoid(x);

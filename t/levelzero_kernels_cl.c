@@ -240,7 +240,7 @@ struct unary_case {
 
 static double f_neg(double x) { return -x; }
 static double f_abs(double x) { return fabs(x); }
-static double f_relu(double x) { return x > 0 ? x : 0.0; }
+static double f_relu(double x) { return x > 0 || isnan(x) ? x : 0.0; }
 static double f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double f_gelu(double x)
 {

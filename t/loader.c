@@ -8,11 +8,13 @@
  * test asks for one: backend and plugin_path come in as API options. */
 #include "build-config.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <wafer/plugin.h>
@@ -153,9 +155,10 @@ static void test_bad_plugins(void)
 	is_str(r.reason, want, "old_struct: struct_size too small, names entry");
 
 	r = report_of(rt, "not-a-plugin");
-	ok(r.reason && strncmp(r.reason, "dlopen failed: ", 15) == 0,
-	   "not-a-plugin: dlopen failed: ... (%s)", r.reason);
-	like(r.reason, "not-a-plugin.so", "not-a-plugin: dlerror names file");
+	is_str(r.reason, "not loaded: not an ELF file",
+	       "not-a-plugin: checked before dlopen");
+	ok(ends_with(r.path, "/not-a-plugin.so"), "not-a-plugin: path %s",
+	   r.path);
 
 	r = report_of(rt, "nosuch");
 	snprintf(want, sizeof want, "not found in: %s", plugin_path);
@@ -214,6 +217,91 @@ static void test_bad_plugins(void)
 }
 
 /* wafer_loader_load directly: statuses and the thread's detail. */
+/* Copies the first |size| bytes of |from| to |to|. */
+static void copy_prefix(const char *from, const char *to, size_t size)
+{
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	char *buf = calloc(1, size);
+	size_t got = in && buf ? fread(buf, 1, size, in) : 0;
+
+	if (out && buf)
+		fwrite(buf, 1, got, out);
+	if (in)
+		fclose(in);
+	if (out)
+		fclose(out);
+	free(buf);
+}
+
+/* Files dlopen must never see: each once killed (SIGBUS) or hung every
+ * wafer program with it in its plugin path. Each is refused with the
+ * file named and the reason. */
+static void test_broken_files(struct wafer_config *config)
+{
+	char dir[] = "/tmp/wafer-loader-XXXXXX", path[4200], good[4200];
+	struct wafer_loaded_plugin *p = NULL;
+	static const struct {
+		const char *name;
+		const char *reason;
+		wafer_status status;
+	} cases[] = {
+		{"truncated", "not loaded: truncated: 4096 bytes, ", WAFER_ERROR_PLUGIN},
+		{"header", "not loaded: truncated: 20 bytes, shorter than an ELF header",
+		 WAFER_ERROR_PLUGIN},
+		{"fifo", "not loaded: not a regular file", WAFER_ERROR_PLUGIN},
+		{"loop", "cannot use ", WAFER_ERROR_PLUGIN},
+		{"directory", "not loaded: not a regular file", WAFER_ERROR_PLUGIN},
+	};
+
+	if (!mkdtemp(dir)) {
+		diag("mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(good, sizeof good, "%s/good.so", libs_dir);
+	snprintf(path, sizeof path, "%s/truncated.so", dir);
+	copy_prefix(good, path, 4096);
+	snprintf(path, sizeof path, "%s/header.so", dir);
+	copy_prefix(good, path, 20);
+	snprintf(path, sizeof path, "%s/fifo.so", dir);
+	mkfifo(path, 0600);
+	snprintf(path, sizeof path, "%s/loop.so", dir);
+	symlink("loop.so", path);
+	snprintf(path, sizeof path, "%s/directory.so", dir);
+	mkdir(path, 0700);
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s.so", dir, cases[i].name);
+		is_status(wafer_loader_load(NULL, path, &p), cases[i].status,
+			  "%s.so by path: refused", cases[i].name);
+		ok(p && p->reason &&
+			   strncmp(p->reason, cases[i].reason,
+				   strlen(cases[i].reason)) == 0,
+		   "%s.so: '%s...' (%s)", cases[i].name, cases[i].reason,
+		   p && p->reason ? p->reason : "");
+		ok(strstr(wafer_last_error(), cases[i].name) != NULL,
+		   "%s.so: the detail names the file", cases[i].name);
+		wafer_loader_unload(p);
+	}
+	/* And through the search path: the loop is not "not found". */
+	wafer_config_set(config, "core", "plugin_path", dir, "test");
+	wafer_loader_load(config, "loop", &p);
+	ok(p && p->reason && strstr(p->reason, "loop.so") &&
+		   strstr(p->reason, strerror(ELOOP)),
+	   "loop by name: '%s'", p && p->reason ? p->reason : "");
+	wafer_loader_unload(p);
+	wafer_loader_load(config, "fifo", &p);
+	ok(p && p->reason &&
+		   strcmp(p->reason, "not loaded: not a regular file") == 0,
+	   "fifo by name: refused without blocking");
+	wafer_loader_unload(p);
+	wafer_config_set(config, "core", "plugin_path", plugin_path, "test");
+
+	char command[4300];
+	snprintf(command, sizeof command, "rm -rf '%s'", dir);
+	if (system(command) != 0)
+		diag("could not remove %s", dir);
+}
+
 static void test_loader_direct(void)
 {
 	struct wafer_config *config = NULL;
@@ -225,6 +313,7 @@ static void test_loader_direct(void)
 	} cases[] = {
 		{"nosuch", WAFER_ERROR_NOT_FOUND},
 		{"not-a-plugin", WAFER_ERROR_PLUGIN},
+		{"unresolved", WAFER_ERROR_PLUGIN},
 		{"no_symbol", WAFER_ERROR_PLUGIN},
 		{"null_query", WAFER_ERROR_PLUGIN},
 		{"abi_major", WAFER_ERROR_ABI_MISMATCH},
@@ -254,6 +343,15 @@ static void test_loader_direct(void)
 		   cases[i].name, wafer_last_error());
 		wafer_loader_unload(p);
 	}
+
+	wafer_loader_load(config, "unresolved", &p);
+	ok(p && p->reason && strncmp(p->reason, "dlopen failed: ", 15) == 0 &&
+		   strstr(p->reason, "wafer_test_defined_nowhere"),
+	   "unresolved: dlopen failed, naming the symbol (%s)",
+	   p && p->reason ? p->reason : "");
+	wafer_loader_unload(p);
+
+	test_broken_files(config);
 
 	is_status(wafer_loader_load(config, "good", &p), WAFER_OK,
 		  "load good by name");

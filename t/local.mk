@@ -32,6 +32,11 @@ TESTS += t/client
 t_client_LDADD = libwafer.la
 
 # The plugin loader and the runtime: test plugins, selectors, reports.
+# Handles never issued twice (core/handle_table.c, driven directly).
+check_PROGRAMS += t/handle_table
+TESTS += t/handle_table
+t_handle_table_LDADD = $(T_CORE_LIBS)
+
 check_PROGRAMS += t/loader
 TESTS += t/loader t/wafer-info.sh
 t_loader_LDADD = $(T_CORE_LIBS)
@@ -48,7 +53,7 @@ check_LTLIBRARIES += t/plugins/good.la t/plugins/full.la \
 	t/plugins/old_minor.la t/plugins/abi_major.la t/plugins/no_symbol.la \
 	t/plugins/init_fails.la t/plugins/no_devices.la \
 	t/plugins/missing_required.la t/plugins/null_query.la \
-	t/plugins/old_struct.la
+	t/plugins/old_struct.la t/plugins/unresolved.la
 t_plugins_good_la_SOURCES = t/plugins/good.c $(T_PLUGIN_COMMON)
 t_plugins_good_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_full_la_SOURCES = t/plugins/full.c $(T_PLUGIN_COMMON)
@@ -72,7 +77,11 @@ t_plugins_no_symbol_la_SOURCES = t/plugins/no_symbol.c
 t_plugins_no_symbol_la_LDFLAGS = -module -avoid-version -shared \
 	-no-undefined -rpath /nowhere
 
-# "dlopen failed": a file named like a plugin that is not a shared object.
+# Needs a symbol nothing defines: no -no-undefined, which would refuse it.
+t_plugins_unresolved_la_SOURCES = t/plugins/unresolved.c
+t_plugins_unresolved_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+
+# "not an ELF file": a file named like a plugin that is not a shared object.
 check_DATA = t/plugins/not-a-plugin.so
 t/plugins/not-a-plugin.so:
 	$(AM_V_GEN)$(MKDIR_P) t/plugins && \

@@ -677,7 +677,7 @@ static double ref_unary(const char *op, double x)
 	if (!strcmp(op, "exp")) return expf(f);
 	if (!strcmp(op, "log")) return logf(f);
 	if (!strcmp(op, "sqrt")) return sqrtf(f);
-	if (!strcmp(op, "relu")) return f > 0 ? f : 0.0f;
+	if (!strcmp(op, "relu")) return f > 0 || isnan(f) ? f : 0.0f;
 	if (!strcmp(op, "gelu"))
 		return x / (1 + exp(-2 * 0.7978845608028654 *
 				    (x + 0.044715 * x * x * x)));

@@ -161,7 +161,7 @@ static double ref_unary(wafer_unary_op op, double x)
 	case WAFER_UNARY_EXP: return exp(x);
 	case WAFER_UNARY_LOG: return log(x);
 	case WAFER_UNARY_SQRT: return sqrt(x);
-	case WAFER_UNARY_RELU: return x > 0 ? x : 0;
+	case WAFER_UNARY_RELU: return x > 0 || isnan(x) ? x : 0; /* NaN stays */
 	case WAFER_UNARY_GELU:
 		return 0.5 * x *
 		       (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
@@ -1322,6 +1322,36 @@ static void test_errors(void)
 	if (status == WAFER_ERROR_NOT_SUPPORTED)
 		wafer_tensor_release(client, &h16);
 
+	/* The documented in-place idiom, failing: the donated input must
+	 * stay named and owned (once x was cleared while its handle kept
+	 * its reference, so nobody could release it). */
+	wafer_tensor x16;
+	check(wafer_tensor_create(client, WAFER_DTYPE_F16, 1, &s4, halves,
+				  &x16),
+	      "create f16");
+	wafer_handle x16_handle = x16.handle;
+	status = wafer_op_neg(client, &x16, WAFER_DONATE_INPUT, &x16);
+	if (status == WAFER_ERROR_NOT_SUPPORTED) {
+		ok(x16.handle.bits == x16_handle.bits,
+		   "neg(&x, DONATE, &x) failing: x still names its handle");
+		uint32_t refs = 0;
+		is_status(wafer_handle_references(client, x16.handle, &refs),
+			  WAFER_OK, "  ... which is live");
+		is_int(refs, 1, "  ... with the caller's one reference");
+	} else {
+		is_status(status, WAFER_OK, "neg(&x, DONATE, &x) on f16 (%s has it)",
+			  device.backend);
+		ok(x16.handle.bits != 0, "  ... x is the output");
+		ok(1, "  ... (nothing to keep)");
+	}
+	is_status(wafer_op_unary(client, (wafer_unary_op)99, &x16,
+				 WAFER_DONATE_INPUT, &x16),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "an unknown operation in place");
+	ok(x16.handle.bits != 0, "  ... leaves x as it was");
+	is_status(wafer_tensor_release(client, &x16), WAFER_OK,
+		  "  ... and the caller can release it");
+
 	is_status(wafer_op_fill(client, WAFER_DTYPE_F32, 2, NULL, 0, &out),
 		  WAFER_ERROR_INVALID_ARGUMENT, "fill with a NULL shape");
 	is_status(wafer_op_cast(client, &a, WAFER_ALWAYS_COPY, WAFER_DTYPE_U8,
@@ -1330,6 +1360,17 @@ static void test_errors(void)
 
 	is_status(wafer_tensor_reshape(&m, 1, &s5, &out),
 		  WAFER_ERROR_INVALID_ARGUMENT, "reshape to another count");
+	/* A count that does not fit in 64 bits once read as 0, so a target
+	 * with a 0 in it passed as "the same count". */
+	const uint64_t huge_shape[2] = {UINT64_C(1) << 40, UINT64_C(1) << 40};
+	const uint64_t zero_shape[2] = {0, 4};
+	wafer_tensor huge = wafer_tensor_view(m.handle, WAFER_DTYPE_F32, 2,
+					      huge_shape);
+	is_status(wafer_tensor_reshape(&huge, 2, zero_shape, &out),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "reshape of a 2^80-element view to a 0 in the shape");
+	like(wafer_last_error(), "does not fit in 64 bits",
+	     "  ... says the count does not fit");
 	wafer_tensor mt;
 	check(wafer_tensor_transpose(&m, 0, 1, &mt), "transpose");
 	is_status(wafer_tensor_reshape(&mt, 1, &s6, &out),

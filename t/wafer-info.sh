@@ -73,7 +73,7 @@ check "abi_major: ABI 999.7 shown" has "ABI:     999.7"
 check "init_fails: init reason" \
 	has "  init_fails: init failed: WAFER_ERROR_DEVICE: cannot reach the widget (code 42)"
 check "no_devices: no devices reason" has "  no_devices: no devices: fake driver missing"
-check "not-a-plugin: dlopen failed" has "  not-a-plugin: dlopen failed: "
+check "not-a-plugin: checked before dlopen" has "  not-a-plugin: not loaded: not an ELF file"
 check "$device accepted" has "  $device: accepted"
 check "$device:0 listed among devices" has "  $device:0 "
 check "capabilities line" has "capabilities: "

@@ -32,24 +32,11 @@
 #include "tools/replay_backend.h"
 #include "core/memory/u64map.h"
 #include "tools/replay_svg.h"
+#include "tools/trace.h"
 
 /*===----------------------------------------------------------------------===
  * The trace
  *===----------------------------------------------------------------------===*/
-
-/* One event. |slot| numbers allocations in trace order (0, 1, ...): an
- * id may be allocated again after its free and then names a new slot. */
-struct event {
-	uint64_t size; /* 0 for a free */
-	uint32_t slot;
-	uint32_t line;
-};
-
-struct trace {
-	struct event *events;
-	size_t count, capacity;
-	uint32_t slots;
-};
 
 static void die(const char *format, ...) __attribute__((format(printf, 1, 2),
 							 noreturn));
@@ -62,31 +49,6 @@ static void die(const char *format, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	exit(1);
-}
-
-/* A decimal number that fills the whole token. */
-static bool parse_u64(const char *text, uint64_t *out)
-{
-	if (*text < '0' || *text > '9')
-		return false;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(text, &end, 10);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
-}
-
-static void push_event(struct trace *t, struct event e)
-{
-	if (t->count == t->capacity) {
-		t->capacity = t->capacity ? t->capacity * 2 : 4096;
-		t->events = realloc(t->events, t->capacity * sizeof *t->events);
-		if (!t->events)
-			die("out of host memory reading the trace");
-	}
-	t->events[t->count++] = e;
 }
 
 /* Reads one line of any length into |*buf|; false at end of file. */
@@ -114,70 +76,21 @@ static bool read_line(gzFile in, const char *path, char **buf, size_t *size)
 	}
 }
 
-/* Parses `a <id> <bytes>`, `f <id>`, `# comment` and blank lines. Every
- * problem names the line: a replay of a bad trace would measure nothing
- * real. */
-static void load_trace(const char *path, struct trace *t)
+/* Reads the whole trace (tools/trace.h). Every problem names the line: a
+ * replay of a bad trace would measure nothing real. */
+static void load_trace(const char *path, struct wafer_trace *t)
 {
 	gzFile in = gzopen(path, "rb");
 	if (!in)
 		die("%s: %s", path, errno ? strerror(errno) : "cannot open");
 	gzbuffer(in, 1 << 16);
 
-	/* id -> (slot << 32 | line of its allocation), while live */
-	struct wafer_u64map live = {0};
-	char *buf = NULL;
+	char *buf = NULL, why[256];
 	size_t size = 0;
-	uint32_t line = 0;
-	while (read_line(in, path, &buf, &size)) {
-		line++;
-		if (line == UINT32_MAX)
-			die("%s: more than %u lines", path, UINT32_MAX - 1);
-		char *fields[4];
-		int n = 0;
-		for (char *tok = strtok(buf, " \t\r\n"); tok && n < 4;
-		     tok = strtok(NULL, " \t\r\n"))
-			fields[n++] = tok;
-		if (n == 0 || fields[0][0] == '#')
-			continue;
-
-		uint64_t id, bytes, value;
-		if (strcmp(fields[0], "a") == 0) {
-			if (n != 3 || !parse_u64(fields[1], &id) ||
-			    !parse_u64(fields[2], &bytes))
-				die("%s:%u: malformed line: expected "
-				    "'a <id> <bytes>'", path, line);
-			if (bytes == 0 || bytes > SIZE_MAX / 2)
-				die("%s:%u: allocation of %s bytes (must be "
-				    "1 to %zu)", path, line, fields[2],
-				    SIZE_MAX / 2);
-			if (wafer_u64map_get(&live, id, &value))
-				die("%s:%u: id %" PRIu64 " allocated again; "
-				    "still live from line %u", path, line, id,
-				    (uint32_t)value);
-			if (t->slots == UINT32_MAX)
-				die("%s:%u: too many allocations", path, line);
-			uint32_t slot = t->slots++;
-			if (!wafer_u64map_put(&live, id,
-					      (uint64_t)slot << 32 | line))
-				die("out of host memory reading the trace");
-			push_event(t, (struct event){bytes, slot, line});
-		} else if (strcmp(fields[0], "f") == 0) {
-			if (n != 2 || !parse_u64(fields[1], &id))
-				die("%s:%u: malformed line: expected "
-				    "'f <id>'", path, line);
-			if (!wafer_u64map_remove(&live, id, &value))
-				die("%s:%u: free of id %" PRIu64 ", which is "
-				    "not live", path, line, id);
-			push_event(t, (struct event){0, (uint32_t)(value >> 32),
-						     line});
-		} else {
-			die("%s:%u: malformed line: unknown event '%.20s' "
-			    "(expected 'a' or 'f')", path, line, fields[0]);
-		}
-	}
+	while (read_line(in, path, &buf, &size))
+		if (!wafer_trace_add_line(t, buf, why, sizeof why))
+			die("%s:%u: %s", path, t->lines, why);
 	free(buf);
-	wafer_u64map_fini(&live);
 	gzclose(in);
 	if (t->count == 0)
 		die("%s: no events", path);
@@ -397,7 +310,7 @@ int main(int argc, char **argv)
 	if (log && wafer_log_parse_level(log, &level))
 		wafer_log_set_level(level);
 
-	struct trace t = {0};
+	struct wafer_trace t = {0};
 	load_trace(o.trace, &t);
 
 	struct wafer_storage storage;
@@ -429,7 +342,7 @@ int main(int argc, char **argv)
 	uint64_t ops_at_half = 0;
 	uint64_t start = now_ns();
 	for (size_t i = 0; i < t.count; i++) {
-		const struct event *e = &t.events[i];
+		const struct wafer_trace_event *e = &t.events[i];
 		if (i == half)
 			ops_at_half = storage_ops(&storage);
 		if (e->size) {
@@ -501,6 +414,6 @@ int main(int argc, char **argv)
 	free(series.in_use);
 	free(series.reserved);
 	free(slices);
-	free(t.events);
+	wafer_trace_fini(&t);
 	return rc;
 }

@@ -83,6 +83,17 @@ static wafer_status check_donation_rules(const struct wafer_op_call *call)
 	return WAFER_OK;
 }
 
+void wafer_op_clear_out(wafer_tensor *out, const wafer_tensor *const *inputs,
+			size_t count)
+{
+	if (!out)
+		return;
+	for (size_t i = 0; i < count; i++)
+		if (inputs[i] == out)
+			return;
+	memset(out, 0, sizeof *out);
+}
+
 wafer_status wafer_op_begin(struct wafer_op_call *call, wafer_client *client,
 			    const char *op, const wafer_tensor *const *views,
 			    const wafer_copy_semantics *semantics,
@@ -96,8 +107,10 @@ wafer_status wafer_op_begin(struct wafer_op_call *call, wafer_client *client,
 	if (!out)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "%s: out is NULL", op);
+	for (size_t i = 0; i < count; i++)
+		call->out_is_input |= views[i] == out;
 	if (!client) {
-		memset(out, 0, sizeof *out);
+		wafer_op_clear_out(out, views, count);
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "%s: client is NULL", op);
 	}
@@ -119,7 +132,7 @@ wafer_status wafer_op_begin(struct wafer_op_call *call, wafer_client *client,
 		in->live = in->view.t.handle;
 		call->input_count = i + 1;
 	}
-	memset(out, 0, sizeof *out);
+	wafer_op_clear_out(out, views, count);
 	if (status != WAFER_OK)
 		return status;
 	return check_donation_rules(call);
@@ -263,7 +276,8 @@ wafer_status wafer_op_finish(struct wafer_op_call *call, wafer_status status,
 		 * reports the donation), the others are left to the caller. */
 		if (call->have_out)
 			wafer_client_drop(call->client, call->out.handle, NULL);
-		memset(out, 0, sizeof *out);
+		if (!call->out_is_input)
+			memset(out, 0, sizeof *out);
 		return status;
 	}
 	for (size_t i = 0; i < call->input_count; i++) {

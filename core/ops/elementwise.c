@@ -242,8 +242,7 @@ WAFER_API wafer_status wafer_op_unary(wafer_client *client, wafer_unary_op op,
 	struct wafer_op_call call;
 
 	if ((unsigned)op >= N_UNARY) {
-		if (out)
-			memset(out, 0, sizeof *out);
+		wafer_op_clear_out(out, &x, 1);
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_op_unary: unknown operation %d",
 				  (int)op);
@@ -272,8 +271,7 @@ WAFER_API wafer_status wafer_op_binary_scalar(wafer_client *client,
 	struct wafer_op_call call;
 
 	if ((unsigned)op >= N_BINARY || scalar_first > 1) {
-		if (out)
-			memset(out, 0, sizeof *out);
+		wafer_op_clear_out(out, &a, 1);
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_op_binary_scalar: %s %d",
 				  scalar_first > 1 ? "scalar_first is"
@@ -345,8 +343,7 @@ WAFER_API wafer_status wafer_op_binary(wafer_client *client,
 	uint32_t rank;
 
 	if ((unsigned)op >= N_BINARY) {
-		if (out)
-			memset(out, 0, sizeof *out);
+		wafer_op_clear_out(out, (const wafer_tensor *const[]){a, b}, 2);
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_op_binary: unknown operation %d",
 				  (int)op);

@@ -68,7 +68,12 @@ wafer_status wafer_view_check_shape(const char *what, wafer_dtype dtype,
 void wafer_view_dense_strides(uint32_t rank, const uint64_t *shape,
 			      uint64_t *strides);
 
-/* Elements of |shape|; 0 when the product overflows. */
+/* The element count of |shape| in |*out_count|; false (and 0) when it
+ * does not fit in 64 bits. A 0 dimension makes it 0, however large the
+ * others are. */
+bool wafer_view_shape_count_fits(uint32_t rank, const uint64_t *shape,
+				 uint64_t *out_count);
+/* The same, 0 when it does not fit: only where 0 is refused anyway. */
 uint64_t wafer_view_shape_count(uint32_t rank, const uint64_t *shape);
 
 /* Writes "[2, 3, 4]" into |buf|; returns buf. */
@@ -129,12 +134,22 @@ struct wafer_op_call {
 	bool have_out;
 	enum wafer_op_reuse reuse;
 	int reused_input; /* -1 unless reuse != WAFER_OP_NEW */
+	/* |out| is one of the input tensors (op(c, &x, DONATE_INPUT, &x)):
+	 * it keeps naming the input until the call succeeds. */
+	bool out_is_input;
 };
+
+/* Clears *out (if not NULL) for a call that fails, unless |out| is one
+ * of |inputs|: the in-place idiom op(c, &x, WAFER_DONATE_INPUT, &x) must
+ * leave x naming the handle the caller still owns when the call fails. */
+void wafer_op_clear_out(wafer_tensor *out, const wafer_tensor *const *inputs,
+			size_t count);
 
 /* Starts a call: copies and checks each input view (NULL allowed for none:
  * pass count 0), checks the semantics values and the donation rules, and
- * sets *out to a null tensor (after copying the inputs, so |out| may be
- * one of them). |out| NULL is an error. */
+ * sets *out to a null tensor unless |out| is one of the inputs (then it
+ * is left as it is until wafer_op_finish succeeds). |out| NULL is an
+ * error. */
 wafer_status wafer_op_begin(struct wafer_op_call *call, wafer_client *client,
 			    const char *op, const wafer_tensor *const *views,
 			    const wafer_copy_semantics *semantics,

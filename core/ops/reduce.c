@@ -69,8 +69,7 @@ WAFER_API wafer_status wafer_op_reduce(wafer_client *client,
 	wafer_tensor temp = {0};
 
 	if ((unsigned)op >= N_REDUCE) {
-		if (out)
-			memset(out, 0, sizeof *out);
+		wafer_op_clear_out(out, &x, 1);
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_op_reduce: unknown operation %d",
 				  (int)op);

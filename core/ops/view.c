@@ -33,14 +33,27 @@ WAFER_API size_t wafer_dtype_size(wafer_dtype dtype)
 	return 0;
 }
 
-uint64_t wafer_view_shape_count(uint32_t rank, const uint64_t *shape)
+bool wafer_view_shape_count_fits(uint32_t rank, const uint64_t *shape,
+				 uint64_t *out_count)
 {
 	uint64_t count = 1;
+	bool fits = true;
 
+	/* Every dimension, so a 0 anywhere gives 0 whatever came before. */
 	for (uint32_t d = 0; d < rank; d++)
-		if (__builtin_mul_overflow(count, shape[d], &count))
-			return 0;
-	return count;
+		fits &= !__builtin_mul_overflow(count, shape[d], &count);
+	for (uint32_t d = 0; d < rank; d++)
+		if (shape[d] == 0)
+			fits = true, count = 0;
+	*out_count = fits ? count : 0;
+	return fits;
+}
+
+uint64_t wafer_view_shape_count(uint32_t rank, const uint64_t *shape)
+{
+	uint64_t count;
+
+	return wafer_view_shape_count_fits(rank, shape, &count) ? count : 0;
 }
 
 WAFER_API uint64_t wafer_tensor_count(const wafer_tensor *tensor)
@@ -211,7 +224,9 @@ wafer_status wafer_view_broadcast_shape(const char *op, uint32_t rank_a,
 				i == 0 ? "st" : i == 1 ? "nd" : i == 2 ? "rd"
 								       : "th");
 		}
-		out_shape[rank - 1 - i] = a > b ? a : b;
+		/* a == 1 takes b's size, 0 included (numpy's rule; the
+		 * ops refuse size 0 before they get here). */
+		out_shape[rank - 1 - i] = a == 1 ? b : a;
 	}
 	*out_rank = rank;
 	return WAFER_OK;
@@ -473,11 +488,17 @@ WAFER_API wafer_status wafer_tensor_reshape(const wafer_tensor *tensor,
 				  "is not dense; copy it first",
 				  wafer_view_shape_string(t.rank, t.shape, a,
 							  sizeof a));
-	uint64_t count = wafer_view_shape_count(rank, shape);
-	for (uint32_t d = 0; d < rank; d++)
-		if (shape[d] == 0)
-			count = 0;
-	if (count != wafer_view_shape_count(t.rank, t.shape))
+	uint64_t count, source_count;
+	if (!wafer_view_shape_count_fits(rank, shape, &count) ||
+	    !wafer_view_shape_count_fits(t.rank, t.shape, &source_count))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_tensor_reshape: the element count of "
+				  "%s or of %s does not fit in 64 bits",
+				  wafer_view_shape_string(rank, shape, b,
+							  sizeof b),
+				  wafer_view_shape_string(t.rank, t.shape, a,
+							  sizeof a));
+	if (count != source_count)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_tensor_reshape: %s has another "
 				  "element count than %s",

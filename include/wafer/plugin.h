@@ -434,7 +434,7 @@ struct wafer_fill_params {
  *   exp      out[i] = e^in[i]
  *   log      out[i] = ln in[i]      (-inf at 0, NaN below 0)
  *   sqrt     out[i] = sqrt(in[i])   (NaN below 0)
- *   relu     out[i] = max(in[i], 0)
+ *   relu     out[i] = max(in[i], 0); NaN stays NaN
  *   gelu     the tanh form:
  *            out[i] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  *            with x = in[i] (not the erf form; the two differ by < 1e-3)

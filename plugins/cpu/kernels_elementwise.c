@@ -40,9 +40,10 @@ static inline float sqrt_f32(float x)
 	return sqrtf(x);
 }
 
+/* max(x, 0) with NaN propagating (plugin.h), as PyTorch and NumPy do. */
 static inline float relu_f32(float x)
 {
-	return x > 0.0f ? x : 0.0f;
+	return x > 0.0f || x != x ? x : 0.0f;
 }
 
 /*===----------------------------------------------------------------------===

@@ -56,10 +56,10 @@ struct Sqrt {
 };
 
 struct Relu {
-	/* As the cpu plugin: NaN gives 0. */
+	/* max(x, 0) with NaN propagating (plugin.h). */
 	static __device__ __forceinline__ float apply(float x)
 	{
-		return x > 0.0f ? x : 0.0f;
+		return x > 0.0f || x != x ? x : 0.0f;
 	}
 };
 

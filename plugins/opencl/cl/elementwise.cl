@@ -75,7 +75,7 @@ float gelu(float x)
 	UNARY(exp, DT, exp(x))                                                 \
 	UNARY(log, DT, log(x))                                                 \
 	UNARY(sqrt, DT, sqrt(x))                                               \
-	UNARY(relu, DT, x > 0.0f ? x : 0.0f)                                   \
+	UNARY(relu, DT, x > 0.0f || isnan(x) ? x : 0.0f)                                   \
 	UNARY(gelu, DT, gelu(x))                                               \
 	UNARY(sigmoid, DT, sigmoid(x))                                         \
 	UNARY(tanh, DT, tanh(x))
