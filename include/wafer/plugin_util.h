@@ -69,6 +69,26 @@ static inline size_t wafer_plugin_dtype_size(uint32_t dtype)
 	}
 }
 
+/* The catalogue's cast converts into f32, f16, bf16 and i32 (plugin.h):
+ * the index of |dtype| among those four, in that order (0..3), or -1 for
+ * any other dtype. Plugins index their per-target kernels by it. */
+#define WAFER_PLUGIN_CAST_SLOTS 4
+static inline int wafer_plugin_cast_slot(uint32_t dtype)
+{
+	switch (dtype) {
+	case WAFER_DTYPE_F32:
+		return 0;
+	case WAFER_DTYPE_F16:
+		return 1;
+	case WAFER_DTYPE_BF16:
+		return 2;
+	case WAFER_DTYPE_I32:
+		return 3;
+	default:
+		return -1;
+	}
+}
+
 /* Element |i| of an array of ABI structs (options, bindings, kernel
  * tables). The other side built the array with its own sizeof, which it
  * wrote into each element's struct_size: this steps by the first
@@ -117,6 +137,29 @@ wafer_plugin_init_check(const struct wafer_plugin_init_args *args,
 				      args->option_count);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
+	return WAFER_OK;
+}
+
+/* The check at the top of every option: |option| holds origin in its
+ * struct_size and has a key. Sets |*out_origin| to the option's origin, or
+ * "(unknown origin)" when it has none, for the plugin's messages. Returns
+ * WAFER_OK or WAFER_ERROR_INVALID_ARGUMENT with "<plugin>: malformed
+ * option (struct_size N)". */
+static inline wafer_status
+wafer_plugin_option_check(const struct wafer_host_services *host,
+			  const char *plugin,
+			  const struct wafer_plugin_option *option,
+			  const char **out_origin)
+{
+	*out_origin = "(unknown origin)";
+	if (!WAFER_STRUCT_HAS(option, struct wafer_plugin_option, origin) ||
+	    !option->key) {
+		host->set_error("%s: malformed option (struct_size %zu)",
+				plugin, option->struct_size);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (option->origin)
+		*out_origin = option->origin;
 	return WAFER_OK;
 }
 

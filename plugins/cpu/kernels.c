@@ -115,15 +115,3 @@ wafer_status cpu_check_strided(uint32_t rank, const uint64_t *shape,
 	return WAFER_OK;
 }
 
-size_t cpu_dtype_size(uint32_t dtype)
-{
-	switch (dtype) {
-	case WAFER_DTYPE_F32:
-	case WAFER_DTYPE_I32:
-		return 4;
-	case WAFER_DTYPE_F16:
-	case WAFER_DTYPE_BF16:
-		return 2;
-	}
-	return 0;
-}

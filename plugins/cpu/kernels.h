@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include <wafer/plugin.h>
+#include <wafer/plugin_util.h>
 
 struct cpu_pool;
 
@@ -176,9 +177,5 @@ wafer_status cpu_check_matmul(const struct cpu_kernel_args *args, char *why,
 			      size_t size);
 wafer_status cpu_check_reduce(const struct cpu_kernel_args *args, char *why,
 			      size_t size);
-
-/* Element size of a dtype the cpu kernels move (f32, f16, bf16, i32);
- * 0 for others. */
-size_t cpu_dtype_size(uint32_t dtype);
 
 #endif

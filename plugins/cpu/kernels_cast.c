@@ -170,11 +170,12 @@ static wafer_status check_cast(const struct cpu_kernel_args *args, char *why,
 {
 	struct wafer_cast_params p =
 		CPU_PARAMS(struct wafer_cast_params, args->params);
-	size_t from = cpu_dtype_size(p.dtype_in);
-	size_t to = cpu_dtype_size(p.dtype_out);
+	size_t from = wafer_plugin_dtype_size(p.dtype_in);
+	size_t to = wafer_plugin_dtype_size(p.dtype_out);
 	wafer_status status;
 
-	if (!from || !to) {
+	if (wafer_plugin_cast_slot(p.dtype_in) < 0 ||
+	    wafer_plugin_cast_slot(p.dtype_out) < 0) {
 		snprintf(why, size,
 			 "dtypes %u to %u: cast converts between f32, f16, "
 			 "bf16 and i32",

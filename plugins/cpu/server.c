@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "plugins/cpu/cpu.h"
+#include "plugins/cpu/cpu_plugin.h"
 #include "plugins/cpu/kernels.h"
 
 struct cpu_queue {
@@ -90,7 +90,7 @@ static wafer_status resolve_binding(const struct wafer_host_services *host,
 				    uint32_t i, const char *name,
 				    struct cpu_kernel_args *args)
 {
-	const struct wafer_binding *b = cpu_abi_array_at(launch->bindings, i);
+	const struct wafer_binding *b = wafer_plugin_array_at(launch->bindings, i);
 
 	if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) || !b->resource) {
 		host->set_error("cpu: launch %s: binding %" PRIu32

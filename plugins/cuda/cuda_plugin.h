@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include <wafer/plugin.h>
+#include <wafer/plugin_util.h>
 
 #include "plugins/cuda/driver.h"
 #include "plugins/cuda/kernels.h"
@@ -209,15 +210,6 @@ extern const struct wafer_server_ops cuda_server_ops;
 static inline CUdeviceptr cuda_ptr(wafer_resource resource)
 {
 	return (CUdeviceptr)resource;
-}
-
-/* Element |i| of an array of ABI structs: step by the struct_size the core
- * wrote into it, not by our sizeof (a newer core's structs are longer). */
-static inline const void *cuda_abi_array_at(const void *array, size_t i)
-{
-	size_t stride = *(const size_t *)array;
-
-	return (const char *)array + i * stride;
 }
 
 #endif

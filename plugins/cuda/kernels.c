@@ -477,7 +477,7 @@ static wafer_status resolve(const struct cuda_device *dev,
 	r->binding_count = d->binding_count;
 	for (uint32_t i = 0; i < d->binding_count; i++) {
 		const struct wafer_binding *b =
-			cuda_abi_array_at(launch->bindings, i);
+			wafer_plugin_array_at(launch->bindings, i);
 		if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) ||
 		    !b->resource)
 			return invalid(dev, "%s: binding %" PRIu32
@@ -653,20 +653,6 @@ static wafer_status launch_gather(struct cuda_device *dev,
 		     grid_for(dev, d, count, 1), 1, 1, args);
 }
 
-static size_t dtype_size(wafer_dtype dtype)
-{
-	switch (dtype) {
-	case WAFER_DTYPE_F16:
-	case WAFER_DTYPE_BF16:
-		return 2;
-	case WAFER_DTYPE_F32:
-	case WAFER_DTYPE_I32:
-		return 4;
-	default:
-		return 0;
-	}
-}
-
 static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
 				const struct cuda_kernel_desc *d,
 				struct resolved *r, size_t index)
@@ -674,19 +660,17 @@ static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
 	struct wafer_cast_params p;
 	void *args[MAX_BINDINGS + 1];
 	wafer_status status;
-	int target = -1;
+	int target;
 
 	memcpy(&p, r->params, sizeof p);
-	for (int t = 0; t < 4; t++)
-		if ((wafer_dtype)p.dtype_out == cast_targets[t])
-			target = t;
+	target = wafer_plugin_cast_slot(p.dtype_out);
 	if ((wafer_dtype)p.dtype_in != d->dtype || target < 0)
 		return invalid(dev, "cast: from dtype %" PRIu32 " to %" PRIu32
 			       " on the entry for dtype %d (targets: f32, "
 			       "f16, bf16, i32)",
 			       p.dtype_in, p.dtype_out, (int)d->dtype);
 	if ((status = check_holds(dev, d, r, 0, p.count,
-				  dtype_size(cast_targets[target]))) ||
+				  wafer_plugin_dtype_size(cast_targets[target]))) ||
 	    (status = check_holds(dev, d, r, 1, p.count, d->element_size)))
 		return status;
 	if (p.count == 0)

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "plugins/levelzero/kernels.h"
-#include "plugins/levelzero/levelzero.h"
+#include "plugins/levelzero/lz_plugin.h"
 
 const char *const lz_spirv_kernels[LZ_SPIRV_KERNEL_COUNT] = {
 #define LZ_NAME(name) #name,
@@ -54,20 +54,6 @@ struct lz_kernel_impl {
 	/* Bytes per element of the entry's dtype. */
 	size_t element_size;
 };
-
-static size_t dtype_size(uint32_t dtype)
-{
-	switch (dtype) {
-	case WAFER_DTYPE_F32:
-	case WAFER_DTYPE_I32:
-		return 4;
-	case WAFER_DTYPE_F16:
-	case WAFER_DTYPE_BF16:
-		return 2;
-	default:
-		return 0;
-	}
-}
 
 /*===----------------------------------------------------------------------===
  * Checks and launch shapes
@@ -375,23 +361,6 @@ static wafer_status prep_copy_strided(const struct prep *p,
 	return WAFER_OK;
 }
 
-/* Index of |dtype| among the four cast types, or -1. */
-static int cast_index(uint32_t dtype)
-{
-	switch (dtype) {
-	case WAFER_DTYPE_F32:
-		return 0;
-	case WAFER_DTYPE_F16:
-		return 1;
-	case WAFER_DTYPE_BF16:
-		return 2;
-	case WAFER_DTYPE_I32:
-		return 3;
-	default:
-		return -1;
-	}
-}
-
 /* cast_<in>_<out>; the diagonal is a plain copy of the element width. */
 static const enum lz_spirv_kernel cast_kernels[4][4] = {
 	{LZ_K_copy_b32, LZ_K_cast_f32_f16, LZ_K_cast_f32_bf16, LZ_K_cast_f32_i32},
@@ -407,8 +376,8 @@ static wafer_status prep_cast(const struct prep *p, struct lz_dispatch *d)
 	wafer_status status;
 
 	memcpy(&cp, p->params, sizeof cp);
-	in = cast_index(cp.dtype_in);
-	out = cast_index(cp.dtype_out);
+	in = wafer_plugin_cast_slot(cp.dtype_in);
+	out = wafer_plugin_cast_slot(cp.dtype_out);
 	if (cp.dtype_in != (uint32_t)p->entry->dtype || out < 0 || in < 0) {
 		p->host->set_error("levelzero: launch cast: from dtype %" PRIu32
 				   " to %" PRIu32
@@ -419,10 +388,10 @@ static wafer_status prep_cast(const struct prep *p, struct lz_dispatch *d)
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
 	status = check_holds(p->host, p->entry, p->sizes, 0, cp.count,
-			     dtype_size(cp.dtype_out));
+			     wafer_plugin_dtype_size(cp.dtype_out));
 	if (status == WAFER_OK)
 		status = check_holds(p->host, p->entry, p->sizes, 1, cp.count,
-				     dtype_size(cp.dtype_in));
+				     wafer_plugin_dtype_size(cp.dtype_in));
 	if (status != WAFER_OK)
 		return status;
 	d->kernel = cast_kernels[in][out];

@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "plugins/levelzero/kernels.h"
-#include "plugins/levelzero/levelzero.h"
+#include "plugins/levelzero/lz_plugin.h"
 
 struct lz_timer {
 	ze_event_pool_handle_t pool;
@@ -402,7 +402,7 @@ static wafer_status resolve_binding(const struct wafer_host_services *host,
 				    uint32_t i, const char *name,
 				    void **out_ptr, size_t *out_size)
 {
-	const struct wafer_binding *b = lz_abi_array_at(launch->bindings, i);
+	const struct wafer_binding *b = wafer_plugin_array_at(launch->bindings, i);
 
 	if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) || !b->resource) {
 		host->set_error("levelzero: launch %s: binding %" PRIu32

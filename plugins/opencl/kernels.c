@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/opencl/opencl.h"
+#include "plugins/opencl/ocl_plugin.h"
 
 /*===----------------------------------------------------------------------===
  * Descriptors
@@ -185,25 +185,8 @@ static void family_shape(enum family fam, uint32_t *bindings, size_t *params)
 	*params = family_shapes[fam].params;
 }
 
-/* Index of a storage type in the per-dtype slots; -1 for others. */
-static int dtype_slot(wafer_dtype dtype)
-{
-	switch (dtype) {
-	case WAFER_DTYPE_F32: return 0;
-	case WAFER_DTYPE_F16: return 1;
-	case WAFER_DTYPE_BF16: return 2;
-	case WAFER_DTYPE_I32: return 3;
-	default: return -1;
-	}
-}
-
 static const char *const slot_names[OCL_DTYPE_SLOTS] = {"f32", "f16", "bf16",
 							 "i32"};
-
-static size_t dtype_size(wafer_dtype dtype)
-{
-	return dtype == WAFER_DTYPE_F16 || dtype == WAFER_DTYPE_BF16 ? 2 : 4;
-}
 
 /*===----------------------------------------------------------------------===
  * The device's table
@@ -430,11 +413,11 @@ static wafer_status check_extents(struct job *j)
 		return s == WAFER_OK ? fits(j, 1, ea) : s;
 	case FAM_CAST:
 		if (p->cast.dtype_in != (uint32_t)j->desc->dtype ||
-		    dtype_slot((wafer_dtype)p->cast.dtype_out) < 0)
+		    wafer_plugin_cast_slot((wafer_dtype)p->cast.dtype_out) < 0)
 			return bad_params(j, "dtype_in must be the entry's "
 					     "dtype, dtype_out one of f32, "
 					     "f16, bf16, i32");
-		j->elem[0] = dtype_size((wafer_dtype)p->cast.dtype_out);
+		j->elem[0] = wafer_plugin_dtype_size((wafer_dtype)p->cast.dtype_out);
 		s = fits(j, 0, p->cast.count);
 		return s == WAFER_OK ? fits(j, 1, p->cast.count) : s;
 	case FAM_ROWS:
@@ -513,7 +496,7 @@ static wafer_status prepare(struct ocl_queue *q,
 		memcpy(&j->p, launch->params, params_size);
 	for (uint32_t i = 0; i < bindings; i++) {
 		const struct wafer_binding *b =
-			ocl_abi_array_at(launch->bindings, i);
+			wafer_plugin_array_at(launch->bindings, i);
 		if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) ||
 		    !b->resource) {
 			host->set_error(OCL_NAME ": launch %s: binding %" PRIu32
@@ -530,7 +513,7 @@ static wafer_status prepare(struct ocl_queue *q,
 		j->bind[i].mem = ocl_resource_mem(b->resource);
 		j->bind[i].offset = b->offset;
 		j->bind[i].size = b->size;
-		j->elem[i] = dtype_size(j->desc->dtype);
+		j->elem[i] = wafer_plugin_dtype_size(j->desc->dtype);
 	}
 	return check_extents(j);
 }
@@ -825,7 +808,7 @@ static wafer_status run_1d(const struct job *j)
 	if (d->family == FAM_CAST) {
 		if (p->cast.dtype_out == (uint32_t)d->dtype)
 			return run_copy(j, p->cast.count);
-		sub = dtype_slot((wafer_dtype)p->cast.dtype_out);
+		sub = wafer_plugin_cast_slot((wafer_dtype)p->cast.dtype_out);
 	}
 	status = queue_kernel(j->q, d, sub, &a.kernel, &wg);
 	if (status != WAFER_OK)

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/opencl/opencl.h"
+#include "plugins/opencl/ocl_plugin.h"
 
 struct ocl_timer {
 	struct ocl_timer *next;

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/opencl/opencl.h"
+#include "plugins/opencl/ocl_plugin.h"
 
 /* The staging ring of a queue, and the largest piece of an upload staged
  * at once. */
