@@ -22,10 +22,9 @@
 #include "plugins/cpu/kernels.h"
 
 struct cpu_queue {
-	/* The first failure of a kernel that ran, WAFER_OK if none; sync
-	 * returns it with its detail and forgets it. */
-	wafer_status error;
-	char detail[256];
+	/* Failures of kernels that ran; sync returns the first with its
+	 * detail and forgets them. */
+	struct wafer_plugin_deferred failed;
 };
 
 struct cpu_timer {
@@ -51,32 +50,19 @@ static wafer_status cpu_server_queue_create(void *device, void **out_queue)
 
 static void cpu_server_queue_destroy(void *device, void *queue)
 {
-	free(queue);
-}
+	struct cpu_queue *q = queue;
 
-/* Keeps the first error only: later ones are usually its consequences. */
-static void defer_error(struct cpu_queue *queue, wafer_status status,
-			const struct wafer_kernel *kernel)
-{
-	if (queue->error != WAFER_OK)
-		return;
-	queue->error = status;
-	snprintf(queue->detail, sizeof queue->detail,
-		 "cpu: kernel %s (%s) failed while running", kernel->op,
-		 kernel->variant);
+	if (q)
+		wafer_plugin_deferred_clear(&q->failed);
+	free(q);
 }
 
 static wafer_status cpu_server_sync(void *device, void *queue)
 {
 	struct cpu_device *dev = device;
 	struct cpu_queue *q = queue;
-	wafer_status status = q->error;
 
-	if (status != WAFER_OK) {
-		dev->state->host->set_error("%s", q->detail);
-		q->error = WAFER_OK;
-	}
-	return status;
+	return wafer_plugin_deferred_report(&q->failed, dev->state->host);
 }
 
 /*===----------------------------------------------------------------------===
@@ -204,7 +190,11 @@ static wafer_status cpu_server_launch(void *device, void *queue,
 	impl = entry->impl;
 	status = impl->run(&args);
 	if (status != WAFER_OK)
-		defer_error(queue, status, entry);
+		wafer_plugin_deferred_set(&((struct cpu_queue *)queue)->failed,
+					  status,
+					  "cpu: kernel %s (%s) failed while "
+					  "running",
+					  entry->op, entry->variant);
 	return WAFER_OK;
 }
 

@@ -152,10 +152,9 @@ struct cuda_device {
 struct cuda_queue {
 	CUstream stream;
 	struct cuda_staging *head, *tail;
-	/* The first failure met while retiring a staged copy outside sync;
-	 * sync reports it. */
-	wafer_status error;
-	char detail[512];
+	/* Failures met while retiring a staged copy outside sync; sync
+	 * reports the first. */
+	struct wafer_plugin_deferred failed;
 	/* cuBLAS handle bound to |stream|, made at the first cuBLAS launch. */
 	void *blas;
 };

@@ -150,9 +150,8 @@ struct lz_queue {
 	 * values live in a kernel object, so queues launching concurrently
 	 * must not share them. Indexed like lz_spirv_kernels[]. */
 	ze_kernel_handle_t *kernels;
-	/* The first failure found while waiting, for the next sync. */
-	wafer_status error;
-	char detail[512];
+	/* Failures found while waiting; the next sync reports the first. */
+	struct wafer_plugin_deferred failed;
 };
 
 /* plugin.c */

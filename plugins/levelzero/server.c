@@ -38,23 +38,6 @@ struct lz_timer {
 	ze_event_handle_t begin, end;
 };
 
-/* Keeps the first error only: later ones are usually its consequences. */
-static void defer_error(struct lz_queue *q, wafer_status status,
-			const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-static void defer_error(struct lz_queue *q, wafer_status status,
-			const char *format, ...)
-{
-	va_list ap;
-
-	if (q->error != WAFER_OK)
-		return;
-	q->error = status;
-	va_start(ap, format);
-	vsnprintf(q->detail, sizeof q->detail, format, ap);
-	va_end(ap);
-}
-
 /*===----------------------------------------------------------------------===
  * Waiting
  *===----------------------------------------------------------------------===*/
@@ -135,7 +118,8 @@ wafer_status lz_queue_wait(struct lz_device *dev, struct lz_queue *q)
 	q->need_barrier = false;
 	finish_pending(dev, q, r == ZE_RESULT_SUCCESS);
 	if (r != ZE_RESULT_SUCCESS) {
-		defer_error(q, lz_status(r), "levelzero: %s: %s", what,
+		wafer_plugin_deferred_set(&q->failed, lz_status(r),
+					  "levelzero: %s: %s", what,
 			    lz_result_name(r));
 		return lz_status(r);
 	}
@@ -342,6 +326,7 @@ static void lz_server_queue_destroy(void *device, void *queue)
 	if (q->staging)
 		zeMemFree(dev->context, q->staging);
 	free(q->pending);
+	wafer_plugin_deferred_clear(&q->failed);
 	free(q);
 }
 
@@ -381,15 +366,9 @@ static wafer_status lz_server_sync(void *device, void *queue)
 {
 	struct lz_device *dev = device;
 	struct lz_queue *q = queue;
-	wafer_status status;
 
 	lz_queue_wait(dev, q);
-	status = q->error;
-	if (status != WAFER_OK) {
-		lz_host(dev)->set_error("%s", q->detail);
-		q->error = WAFER_OK;
-	}
-	return status;
+	return wafer_plugin_deferred_report(&q->failed, lz_host(dev));
 }
 
 /*===----------------------------------------------------------------------===
@@ -650,7 +629,9 @@ static wafer_status lz_server_timer_end(void *device, void *queue,
 	/* The wait keeps a failure for sync too: the timed work failed. */
 	status = lz_queue_wait(dev, q);
 	if (status != WAFER_OK) {
-		host->set_error("%s", q->detail);
+		host->set_error("%s", q->failed.detail ? q->failed.detail
+						       : "levelzero: the timed "
+							 "work failed");
 		timer_free(t);
 		return status;
 	}

@@ -225,10 +225,9 @@ struct ocl_queue {
 	 * keeps its event, so the timer can read device time stamps. */
 	struct ocl_timer *timers;
 
-	/* The first failure found after its command was issued (a staged
-	 * write whose event failed); sync returns it and forgets it. */
-	wafer_status error;
-	char detail[512];
+	/* Failures found after their command was issued (a staged write
+	 * whose event failed); sync returns the first and forgets them. */
+	struct wafer_plugin_deferred failed;
 };
 
 /*===----------------------------------------------------------------------===
@@ -270,10 +269,6 @@ static inline int ocl_queue_timing(const struct ocl_queue *queue)
 	return queue->timers != NULL;
 }
 void ocl_queue_timed(struct ocl_queue *queue, cl_event event);
-/* Keeps the first failure found after issue for the next sync. */
-void ocl_queue_defer_error(struct ocl_queue *queue, wafer_status status,
-			   const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* program.c */
 /* The unit's program on |device|, built or loaded from the cache on the

@@ -149,7 +149,7 @@ static int staging_pop(struct ocl_queue *q, int wait)
 	if (status > CL_COMPLETE)
 		return 0; /* queued, submitted or running */
 	if (status < 0)
-		ocl_queue_defer_error(q, ocl_status_of(status),
+		wafer_plugin_deferred_set(&q->failed, ocl_status_of(status),
 				      OCL_NAME ": a staged upload failed: "
 				      "%s (%d)",
 				      ocl_error_name(status), (int)status);
