@@ -105,19 +105,11 @@ static wafer_status cuda_server_launch(void *device, void *queue,
 				       const struct wafer_launch *launch)
 {
 	struct cuda_device *dev = device;
-	const struct cuda_kernel_desc *desc = NULL;
+	/* The core checked the launch against our table (plugin.h): the
+	 * kernel is one of ours, its impl our descriptor. */
+	const struct cuda_kernel_desc *desc = launch->kernel->impl;
 	wafer_status status;
 
-	if (launch &&
-	    WAFER_STRUCT_HAS(launch, struct wafer_launch, params_size) &&
-	    launch->kernel)
-		desc = cuda_kernel_desc_of(launch->kernel);
-	if (!desc) {
-		dev->host->set_error("cuda: launch: no launch, or a kernel "
-				     "that is not from the cuda plugin's "
-				     "table");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
