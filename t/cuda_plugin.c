@@ -226,7 +226,8 @@ static void test_descriptor(wafer_plugin_query_fn query)
 	   "storage offers stream-ordered allocation");
 	ok(st->vm_reserve && st->vm_release && st->vm_map && st->vm_unmap,
 	   "storage offers virtual memory");
-	ok(st->host_alloc && st->host_free, "storage offers pinned host memory");
+	ok(!st->host_alloc && !st->host_free,
+	   "host_alloc/host_free are retired in ABI 1.1: NULL");
 	sv = plugin->server;
 	ok(sv && sv->struct_size == sizeof *sv && sv->queue_create &&
 		   sv->queue_destroy && sv->launch && sv->sync &&
@@ -645,21 +646,29 @@ static void test_async(void *device, void *queue)
 	free(got);
 }
 
-static void test_host_memory(void *device)
+/* host_alloc is retired (the core never staged through it); the plugin
+ * stages uploads through its own pinned pool (staging.c). */
+static void test_host_memory(void *device, void *queue)
 {
-	void *p = (void *)1;
+	const size_t n = 1 << 20;
+	unsigned char *src = malloc(n), *back = malloc(n);
+	wafer_resource r = alloc_or_die(device, n);
+	struct fakecuda_stats s0 = stats(), s1;
 
-	status_is(plugin->storage->host_alloc(device, 1 << 20, &p), WAFER_OK,
-		  "host_alloc 1 MiB");
-	ok(p != NULL, "  ... a pointer");
-	if (p) {
-		memset(p, 1, 1 << 20);
-		plugin->storage->host_free(device, p);
-	}
-	p = (void *)1;
-	status_is(plugin->storage->host_alloc(device, 0, &p),
-		  WAFER_ERROR_INVALID_ARGUMENT, "host_alloc of 0 bytes");
-	ok(p == NULL, "  ... sets the pointer to NULL");
+	for (size_t i = 0; i < n; i++)
+		src[i] = (unsigned char)(i * 7);
+	status_is(plugin->storage->copy_in(device, queue, r, 0, src, n),
+		  WAFER_OK, "an upload of 1 MiB");
+	s1 = stats();
+	ok(s1.pinned_copies > s0.pinned_copies,
+	   "  ... is a copy from pinned staging memory");
+	ok(s1.pinned_live > 0, "  ... from the plugin's own pinned pool");
+	plugin->storage->copy_out(device, queue, r, 0, back, n);
+	sync_queue(device, queue);
+	ok(memcmp(src, back, n) == 0, "  ... and the bytes arrive");
+	plugin->storage->free(device, r);
+	free(src);
+	free(back);
 }
 
 /*===----------------------------------------------------------------------===
@@ -1458,7 +1467,7 @@ static void test_device(void *state)
 	test_copy_order(device, queue);
 	test_alloc_errors(device, info.memory_bytes);
 	test_async(device, queue);
-	test_host_memory(device);
+	test_host_memory(device, queue);
 	if (info.vm_granularity)
 		test_vm(device, queue, info.vm_granularity);
 	test_kernels(device, queue);
