@@ -375,73 +375,31 @@ static wafer_status lz_server_sync(void *device, void *queue)
  * Launch
  *===----------------------------------------------------------------------===*/
 
-/* Resolves binding |i| of |launch| to a device address and size. */
-static wafer_status resolve_binding(const struct wafer_host_services *host,
-				    const struct wafer_launch *launch,
-				    uint32_t i, const char *name,
-				    void **out_ptr, size_t *out_size)
-{
-	const struct wafer_binding *b = wafer_plugin_array_at(launch->bindings, i);
-
-	if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) || !b->resource) {
-		host->set_error("levelzero: launch %s: binding %" PRIu32
-				" is malformed or names no resource",
-				name, i);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (b->offset % LZ_ALIGNMENT) {
-		host->set_error("levelzero: launch %s: binding %" PRIu32
-				" offset %zu is not a multiple of %d",
-				name, i, b->offset, LZ_ALIGNMENT);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	*out_ptr = (char *)lz_resource_ptr(b->resource) + b->offset;
-	*out_size = b->size;
-	return WAFER_OK;
-}
-
-/* Checks |launch| against our own table entry and prepares the dispatch.
- * Every failure here is the caller's and nothing was appended. */
+/* Prepares the dispatch of |launch|. The core checked the launch against
+ * our table entry (plugin.h: kernel identity, binding count, parameter
+ * size, bindings inside their handles and aligned); a plugin built with
+ * -DWAFER_PLUGIN_DEBUG checks that again. What is left is the kernel's
+ * own (lz_prepare: the parameter block's reach). Every failure here is
+ * the caller's and nothing was appended. */
 static wafer_status prepare_launch(struct lz_device *dev,
 				   const struct wafer_launch *launch,
 				   struct lz_dispatch *d)
 {
 	const struct wafer_host_services *host = lz_host(dev);
-	const struct wafer_kernel *entry = NULL;
+	const struct wafer_kernel *entry = launch->kernel;
 	void *ptrs[LZ_MAX_BINDINGS] = {0};
 	size_t sizes[LZ_MAX_BINDINGS] = {0};
 	wafer_status status;
 
-	if (launch &&
-	    WAFER_STRUCT_HAS(launch, struct wafer_launch, params_size) &&
-	    launch->kernel)
-		entry = lz_kernel_find(launch->kernel);
-	if (!entry) {
-		host->set_error("levelzero: launch: no launch, or a kernel that "
-				"is not from the levelzero plugin's table");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (launch->binding_count != entry->binding_count ||
-	    (entry->binding_count && !launch->bindings)) {
-		host->set_error("levelzero: launch %s: takes %" PRIu32
-				" bindings, got %" PRIu32,
-				entry->op, entry->binding_count,
-				launch->bindings ? launch->binding_count : 0);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (launch->params_size != entry->params_size ||
-	    (entry->params_size && !launch->params)) {
-		host->set_error("levelzero: launch %s: takes a %zu-byte "
-				"parameter block, got %zu bytes",
-				entry->op, entry->params_size,
-				launch->params ? launch->params_size : 0);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	status = WAFER_PLUGIN_DEBUG_CHECK_LAUNCH(host, "levelzero", launch,
+						 LZ_ALIGNMENT);
+	if (status != WAFER_OK)
+		return status;
 	for (uint32_t i = 0; i < entry->binding_count; i++) {
-		status = resolve_binding(host, launch, i, entry->op, &ptrs[i],
-					 &sizes[i]);
-		if (status != WAFER_OK)
-			return status;
+		const struct wafer_binding *b =
+			wafer_plugin_array_at(launch->bindings, i);
+		ptrs[i] = (char *)lz_resource_ptr(b->resource) + b->offset;
+		sizes[i] = b->size;
 	}
 	return lz_prepare(host, entry, ptrs, sizes, launch->params,
 			  launch->local, &dev->slot->limits, d);
