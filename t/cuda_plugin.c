@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <wafer/plugin.h>
+#include <wafer/plugin_util.h>
 
 #include "t/fakecuda.h"
 #include "t/half.h"
@@ -110,6 +111,16 @@ static const struct wafer_kernel *find_kernel(void *device, const char *op,
 	return NULL;
 }
 
+/* The checks the core makes before launch, as the debug-only helper of
+ * <wafer/plugin_util.h> makes them for the cuda plugin. */
+static wafer_status core_checks(const struct wafer_launch *l)
+{
+	return wafer_plugin_debug_check_launch(&fake_host, "cuda", l, 256);
+}
+
+/* When set, launch() below runs the core's checks only. */
+static int core_checks_only;
+
 static wafer_status launch(void *device, void *queue, const char *op,
 			   wafer_dtype dtype, const struct wafer_binding *b,
 			   uint32_t nb, uint64_t count, double value)
@@ -132,6 +143,8 @@ static wafer_status launch(void *device, void *queue, const char *op,
 	};
 	if (!kernel)
 		return WAFER_ERROR_NOT_FOUND;
+	if (core_checks_only)
+		return core_checks(&l);
 	return plugin->server->launch(device, queue, &l);
 }
 
@@ -213,7 +226,8 @@ static void test_descriptor(wafer_plugin_query_fn query)
 	   "storage offers stream-ordered allocation");
 	ok(st->vm_reserve && st->vm_release && st->vm_map && st->vm_unmap,
 	   "storage offers virtual memory");
-	ok(st->host_alloc && st->host_free, "storage offers pinned host memory");
+	ok(!st->host_alloc && !st->host_free,
+	   "host_alloc/host_free are retired in ABI 1.1: NULL");
 	sv = plugin->server;
 	ok(sv && sv->struct_size == sizeof *sv && sv->queue_create &&
 		   sv->queue_destroy && sv->launch && sv->sync &&
@@ -632,21 +646,29 @@ static void test_async(void *device, void *queue)
 	free(got);
 }
 
-static void test_host_memory(void *device)
+/* host_alloc is retired (the core never staged through it); the plugin
+ * stages uploads through its own pinned pool (staging.c). */
+static void test_host_memory(void *device, void *queue)
 {
-	void *p = (void *)1;
+	const size_t n = 1 << 20;
+	unsigned char *src = malloc(n), *back = malloc(n);
+	wafer_resource r = alloc_or_die(device, n);
+	struct fakecuda_stats s0 = stats(), s1;
 
-	status_is(plugin->storage->host_alloc(device, 1 << 20, &p), WAFER_OK,
-		  "host_alloc 1 MiB");
-	ok(p != NULL, "  ... a pointer");
-	if (p) {
-		memset(p, 1, 1 << 20);
-		plugin->storage->host_free(device, p);
-	}
-	p = (void *)1;
-	status_is(plugin->storage->host_alloc(device, 0, &p),
-		  WAFER_ERROR_INVALID_ARGUMENT, "host_alloc of 0 bytes");
-	ok(p == NULL, "  ... sets the pointer to NULL");
+	for (size_t i = 0; i < n; i++)
+		src[i] = (unsigned char)(i * 7);
+	status_is(plugin->storage->copy_in(device, queue, r, 0, src, n),
+		  WAFER_OK, "an upload of 1 MiB");
+	s1 = stats();
+	ok(s1.pinned_copies > s0.pinned_copies,
+	   "  ... is a copy from pinned staging memory");
+	ok(s1.pinned_live > 0, "  ... from the plugin's own pinned pool");
+	plugin->storage->copy_out(device, queue, r, 0, back, n);
+	sync_queue(device, queue);
+	ok(memcmp(src, back, n) == 0, "  ... and the bytes arrive");
+	plugin->storage->free(device, r);
+	free(src);
+	free(back);
 }
 
 /*===----------------------------------------------------------------------===
@@ -844,10 +866,27 @@ static void test_kernels(void *device, void *queue)
 		for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
 			test_kernels_at(device, queue, dtypes[d], counts[c],
 					c == 2 ? 256 : 0);
+	/* The binding count is the core's to check (plugin.h). */
+	core_checks_only = 1;
 	status_is(launch(device, queue, WAFER_KERNEL_ADD, WAFER_DTYPE_F32,
 			 NULL, 0, 0, 0),
 		  WAFER_ERROR_INVALID_ARGUMENT,
 		  "add with no bindings is refused");
+	core_checks_only = 0;
+}
+
+/* Whether the device's table holds an entry with |k|'s impl. */
+static int in_table(void *device, const struct wafer_kernel *k)
+{
+	const struct wafer_kernel *table;
+	size_t count;
+
+	if (plugin->device_kernels(device, &table, &count) != WAFER_OK)
+		return 0;
+	for (size_t i = 0; i < count; i++)
+		if (table[i].impl == k->impl)
+			return 1;
+	return 0;
 }
 
 static void test_bad_launches(void *device, void *queue)
@@ -870,13 +909,16 @@ static void test_bad_launches(void *device, void *queue)
 	};
 	struct wafer_kernel copy;
 
+	/* Binding count, parameter size, the bindings' form and kernel
+	 * identity are the core's to check, once (plugin.h): the same
+	 * rejections through the debug-only helper of plugin_util.h. */
 	l.binding_count = 2;
-	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
+	status_is(core_checks(&l), WAFER_ERROR_INVALID_ARGUMENT,
 		  "launch with too few bindings");
 	like(last_error, "takes 3 bindings, got 2", "  ... says so");
 	l.binding_count = 3;
 	l.params_size = 4;
-	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
+	status_is(core_checks(&l), WAFER_ERROR_INVALID_ARGUMENT,
 		  "launch with a short parameter block");
 	l.params_size = sizeof p;
 	p.count = 1025;
@@ -886,19 +928,18 @@ static void test_bad_launches(void *device, void *queue)
 	     "  ... says so");
 	p.count = 16;
 	b[1].offset = 16;
-	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
+	status_is(core_checks(&l), WAFER_ERROR_INVALID_ARGUMENT,
 		  "launch with an unaligned binding offset");
 	b[1].offset = 0;
 	b[2].resource = 0;
-	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
+	status_is(core_checks(&l), WAFER_ERROR_INVALID_ARGUMENT,
 		  "launch naming no resource");
 	b[2].resource = r;
 	copy = *add;
 	copy.impl = &copy;
-	l.kernel = &copy;
-	status_is(sv->launch(device, queue, &l), WAFER_ERROR_INVALID_ARGUMENT,
-		  "launch of a kernel that is not the plugin's");
-	l.kernel = add;
+	ok(!in_table(device, &copy),
+	   "a kernel that is not the plugin's is not in its table (the core "
+	   "launches table entries only)");
 	status_is(sv->launch(device, queue, &l), WAFER_OK,
 		  "the repaired launch runs");
 	status_is(sync_queue(device, queue), WAFER_OK, "  ... sync");
@@ -1426,7 +1467,7 @@ static void test_device(void *state)
 	test_copy_order(device, queue);
 	test_alloc_errors(device, info.memory_bytes);
 	test_async(device, queue);
-	test_host_memory(device);
+	test_host_memory(device, queue);
 	if (info.vm_granularity)
 		test_vm(device, queue, info.vm_granularity);
 	test_kernels(device, queue);

@@ -31,7 +31,7 @@
 #include <wafer/plugin.h>
 
 #include "plugins/levelzero/kernels.h"
-#include "plugins/levelzero/levelzero.h"
+#include "plugins/levelzero/lz_plugin.h"
 #include "t/tap.h"
 
 #ifdef WAFER_SANITIZED

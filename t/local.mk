@@ -109,6 +109,10 @@ check_PROGRAMS += t/config
 TESTS += t/config
 t_config_LDADD = $(T_CORE_LIBS)
 
+# The header-only plugin helpers (<wafer/plugin_util.h>) on a fake host.
+check_PROGRAMS += t/plugin_util
+TESTS += t/plugin_util
+
 # The cpu plugin through the vendor ABI alone: dlopen and a fake host.
 check_PROGRAMS += t/cpu_plugin
 TESTS += t/cpu_plugin

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <wafer/plugin.h>
+#include <wafer/plugin_util.h>
 
 #include "t/tap.h"
 
@@ -112,6 +113,11 @@ static const struct wafer_kernel *find_kernel(void *device, const char *op,
 	return NULL;
 }
 
+/* When nonzero, launch_kernel runs only the checks the core makes before
+ * launch (the debug-only helper of <wafer/plugin_util.h>), with this
+ * binding alignment. */
+static size_t core_checks_alignment;
+
 /* Launches |kernel| (NULL: not found, which fails the launch). */
 static wafer_status launch_kernel(void *device, void *queue,
 				  const struct wafer_kernel *kernel,
@@ -132,6 +138,9 @@ static wafer_status launch_kernel(void *device, void *queue,
 		snprintf(last_error, sizeof last_error, "(no such kernel)");
 		return WAFER_ERROR_NOT_FOUND;
 	}
+	if (core_checks_alignment)
+		return wafer_plugin_debug_check_launch(&fake_host, "opencl", &l,
+						       core_checks_alignment);
 	return plugin->server->launch(device, queue, &l);
 }
 

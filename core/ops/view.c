@@ -8,29 +8,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <wafer/plugin_util.h>
+
 #include "core/client.h"
 #include "core/error.h"
 #include "core/kernel_table.h"
 #include "core/ops/internal.h"
 
+/* One definition of element sizes for the core and the plugins: the
+ * installed header-only helper (<wafer/plugin_util.h>). */
 WAFER_API size_t wafer_dtype_size(wafer_dtype dtype)
 {
-	switch (dtype) {
-	case WAFER_DTYPE_F32:
-	case WAFER_DTYPE_I32:
-		return 4;
-	case WAFER_DTYPE_F16:
-	case WAFER_DTYPE_BF16:
-		return 2;
-	case WAFER_DTYPE_U8:
-		return 1;
-	case WAFER_DTYPE_F64:
-	case WAFER_DTYPE_I64:
-		return 8;
-	case WAFER_DTYPE_NONE:
-		break;
-	}
-	return 0;
+	return wafer_plugin_dtype_size(dtype);
 }
 
 bool wafer_view_shape_count_fits(uint32_t rank, const uint64_t *shape,

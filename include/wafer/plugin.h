@@ -207,8 +207,7 @@ struct wafer_storage_ops {
 	wafer_status (*vm_unmap)(void *device, wafer_resource range,
 				 size_t offset, size_t size);
 
-	/* Optional: page-locked host memory for staging uploads and
-	 * downloads (cuMemHostAlloc, CL_MEM_ALLOC_HOST_PTR). */
+	/* Retired in ABI 1.1: the core never calls these; leave them NULL. */
 	wafer_status (*host_alloc)(void *device, size_t size, void **out_ptr);
 	void (*host_free)(void *device, void *ptr);
 };

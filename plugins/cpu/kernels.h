@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include <wafer/plugin.h>
+#include <wafer/plugin_util.h>
 
 struct cpu_pool;
 
@@ -66,6 +67,9 @@ struct cpu_pool;
  * and the pool to spread the work over. */
 struct cpu_kernel_args {
 	uint32_t binding_count;
+	/* What a check reports through, and the sizes it checks against
+	 * (|size| below): see wafer_plugin_check_* in plugin_util.h. */
+	struct wafer_plugin_reach reach;
 	void *data[CPU_MAX_BINDINGS];
 	size_t size[CPU_MAX_BINDINGS];
 	const void *params;
@@ -81,13 +85,12 @@ struct cpu_kernel_impl {
 	uint64_t (*count)(const void *params);
 	size_t element_size;
 	/* Kernels of another shape (strided, rows, matmul, cast) check their
-	 * parameters and bindings themselves: WAFER_OK when the launch is
-	 * sound, else WAFER_ERROR_OUT_OF_RANGE (a binding too small for what
-	 * the parameters reach) or WAFER_ERROR_INVALID_ARGUMENT (a malformed
-	 * parameter block), with the reason written into |why| (|size|
-	 * bytes). */
-	wafer_status (*check)(const struct cpu_kernel_args *args, char *why,
-			      size_t size);
+	 * parameters and bindings themselves, with the wafer_plugin_check_*
+	 * helpers on args->reach: WAFER_OK when the launch is sound, else
+	 * WAFER_ERROR_OUT_OF_RANGE (a binding too small for what the
+	 * parameters reach) or WAFER_ERROR_INVALID_ARGUMENT (a malformed
+	 * parameter block), with the reason set through set_error. */
+	wafer_status (*check)(const struct cpu_kernel_args *args);
 	/* Runs the kernel to completion on the calling thread and the pool.
 	 * A failure here happened while running: launch keeps it for the
 	 * next sync, as plugin.h asks of every backend. (The kernels cannot
@@ -133,12 +136,6 @@ struct cpu_kernel_set {
  * for every device. */
 const struct wafer_kernel *cpu_kernel_table(size_t *out_count);
 
-/* Our own table entry for |kernel|, or NULL when it is not one of ours (a
- * kernel of another plugin, or garbage). Matches on |impl|, so a copy of
- * an entry is recognised too; the caller then trusts only the returned
- * entry's fields. */
-const struct wafer_kernel *cpu_kernel_find(const struct wafer_kernel *kernel);
-
 /*===----------------------------------------------------------------------===
  * Helpers the kernel files share
  *===----------------------------------------------------------------------===*/
@@ -153,32 +150,10 @@ const struct wafer_kernel *cpu_kernel_find(const struct wafer_kernel *kernel);
 		p_;                                                            \
 	})
 
-/* WAFER_OK when binding |i| holds |elements| of |element_size| bytes,
- * else WAFER_ERROR_OUT_OF_RANGE with the reason in |why|. Overflow-safe. */
-wafer_status cpu_check_binding(const struct cpu_kernel_args *args, uint32_t i,
-			      uint64_t elements, size_t element_size,
-			      char *why, size_t size);
-
-/* Checks a strided view (rank 1..WAFER_KERNEL_MAX_RANK, sizes >= 1) and
- * returns the elements it spans (largest index + 1) and its element
- * count: WAFER_OK, WAFER_ERROR_INVALID_ARGUMENT for a bad rank or size,
- * WAFER_ERROR_OUT_OF_RANGE when the extent overflows; the reason in
- * |why|. */
-wafer_status cpu_check_strided(uint32_t rank, const uint64_t *shape,
-			      const uint64_t *strides, uint64_t offset,
-			      uint64_t *out_span, uint64_t *out_count,
-			      char *why, size_t size);
-
 /* The checks of matmul (matmul.c) and of the reductions over rows
  * (kernels_reduce.c), shared by their further variants (matmul_*.c,
  * reduce_split.c). */
-wafer_status cpu_check_matmul(const struct cpu_kernel_args *args, char *why,
-			      size_t size);
-wafer_status cpu_check_reduce(const struct cpu_kernel_args *args, char *why,
-			      size_t size);
-
-/* Element size of a dtype the cpu kernels move (f32, f16, bf16, i32);
- * 0 for others. */
-size_t cpu_dtype_size(uint32_t dtype);
+wafer_status cpu_check_matmul(const struct cpu_kernel_args *args);
+wafer_status cpu_check_reduce(const struct cpu_kernel_args *args);
 
 #endif

@@ -165,25 +165,25 @@ static void cast_range(void *ctx, size_t begin, size_t end)
 		store(job->out, job->to, i, load(job->in, job->from, i));
 }
 
-static wafer_status check_cast(const struct cpu_kernel_args *args, char *why,
-			      size_t size)
+static wafer_status check_cast(const struct cpu_kernel_args *args)
 {
 	struct wafer_cast_params p =
 		CPU_PARAMS(struct wafer_cast_params, args->params);
-	size_t from = cpu_dtype_size(p.dtype_in);
-	size_t to = cpu_dtype_size(p.dtype_out);
+	size_t from = wafer_plugin_dtype_size(p.dtype_in);
+	size_t to = wafer_plugin_dtype_size(p.dtype_out);
 	wafer_status status;
 
-	if (!from || !to) {
-		snprintf(why, size,
-			 "dtypes %u to %u: cast converts between f32, f16, "
-			 "bf16 and i32",
-			 p.dtype_in, p.dtype_out);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	status = cpu_check_binding(args, 0, p.count, to, why, size);
+	if (wafer_plugin_cast_slot(p.dtype_in) < 0 ||
+	    wafer_plugin_cast_slot(p.dtype_out) < 0)
+		return wafer_plugin_reach_fail(&args->reach,
+					       WAFER_ERROR_INVALID_ARGUMENT,
+					       "dtypes %u to %u: cast converts "
+					       "between f32, f16, bf16 and i32",
+					       p.dtype_in, p.dtype_out);
+	status = wafer_plugin_check_holds(&args->reach, 0, p.count, to);
 	if (status == WAFER_OK)
-		status = cpu_check_binding(args, 1, p.count, from, why, size);
+		status = wafer_plugin_check_holds(&args->reach, 1, p.count,
+						  from);
 	return status;
 }
 
@@ -203,22 +203,20 @@ static wafer_status run_cast(const struct cpu_kernel_args *args)
 	return WAFER_OK;
 }
 
-/* One impl per source dtype, so that cpu_kernel_find tells them apart and
- * the check can insist that dtype_in is the entry's. */
+/* One impl per source dtype, so that the check can insist that dtype_in
+ * is the entry's. */
 #define CAST(name_, dtype_)                                                    \
-	static wafer_status check_##name_(const struct cpu_kernel_args *args,   \
-					 char *why, size_t size)               \
+	static wafer_status check_##name_(const struct cpu_kernel_args *args)   \
 	{                                                                      \
 		uint32_t from = CPU_PARAMS(struct wafer_cast_params,           \
 					   args->params)                       \
 					.dtype_in;                             \
-		if (from != (dtype_)) {                                        \
-			snprintf(why, size,                                    \
-				 "dtype_in %u, but this entry casts from %u",  \
-				 from, (unsigned)(dtype_));                    \
-			return WAFER_ERROR_INVALID_ARGUMENT;                   \
-		}                                                              \
-		return check_cast(args, why, size);                            \
+		if (from != (dtype_))                                          \
+			return wafer_plugin_reach_fail(                        \
+				&args->reach, WAFER_ERROR_INVALID_ARGUMENT,    \
+				"dtype_in %u, but this entry casts from %u",   \
+				from, (unsigned)(dtype_));                     \
+		return check_cast(args);                                       \
 	}                                                                      \
 	static const struct cpu_kernel_impl name_##_impl = {                   \
 		.check = check_##name_,                                        \

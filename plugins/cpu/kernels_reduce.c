@@ -88,38 +88,23 @@ static void rows_range(void *ctx, size_t begin, size_t end)
 }
 
 static wafer_status check_rows(const struct cpu_kernel_args *args,
-			      int full_output, char *why, size_t size)
+			      int full_output)
 {
 	struct wafer_rows_params p =
 		CPU_PARAMS(struct wafer_rows_params, args->params);
-	uint64_t elements;
-	wafer_status status;
 
-	if (p.rows == 0 || p.cols == 0 ||
-	    __builtin_mul_overflow(p.rows, p.cols, &elements)) {
-		snprintf(why, size, "rows %llu x cols %llu",
-			 (unsigned long long)p.rows,
-			 (unsigned long long)p.cols);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	status = cpu_check_binding(args, 0, full_output ? elements : p.rows,
-				    sizeof(float), why, size);
-	if (status == WAFER_OK)
-		status = cpu_check_binding(args, 1, elements, sizeof(float),
-					    why, size);
-	return status;
+	return wafer_plugin_check_rows(&args->reach, &p, sizeof(float),
+				       full_output, NULL);
 }
 
-wafer_status cpu_check_reduce(const struct cpu_kernel_args *args, char *why,
-			      size_t size)
+wafer_status cpu_check_reduce(const struct cpu_kernel_args *args)
 {
-	return check_rows(args, 0, why, size);
+	return check_rows(args, 0);
 }
 
-static wafer_status check_softmax(const struct cpu_kernel_args *args,
-				 char *why, size_t size)
+static wafer_status check_softmax(const struct cpu_kernel_args *args)
 {
-	return check_rows(args, 1, why, size);
+	return check_rows(args, 1);
 }
 
 static wafer_status run_rows(const struct cpu_kernel_args *args,

@@ -115,22 +115,13 @@ static void gather_range(void *ctx, size_t begin, size_t end)
 }
 
 static wafer_status check_gather(const struct cpu_kernel_args *args,
-				size_t element_size, char *why, size_t size)
+				size_t element_size)
 {
 	struct wafer_strided_copy_params p =
 		CPU_PARAMS(struct wafer_strided_copy_params, args->params);
-	uint64_t span, count;
-	wafer_status status = cpu_check_strided(p.rank, p.shape, p.strides,
-						p.offset, &span, &count, why,
-						size);
 
-	if (status == WAFER_OK)
-		status = cpu_check_binding(args, 0, count, element_size, why,
-					    size);
-	if (status == WAFER_OK)
-		status = cpu_check_binding(args, 1, span, element_size, why,
-					    size);
-	return status;
+	return wafer_plugin_check_copy_strided(&args->reach, &p, element_size,
+					       NULL, NULL);
 }
 
 static wafer_status run_gather(const struct cpu_kernel_args *args,
@@ -151,16 +142,14 @@ static wafer_status run_gather(const struct cpu_kernel_args *args,
 	return WAFER_OK;
 }
 
-static wafer_status check_gather4(const struct cpu_kernel_args *args,
-				 char *why, size_t size)
+static wafer_status check_gather4(const struct cpu_kernel_args *args)
 {
-	return check_gather(args, 4, why, size);
+	return check_gather(args, 4);
 }
 
-static wafer_status check_gather2(const struct cpu_kernel_args *args,
-				 char *why, size_t size)
+static wafer_status check_gather2(const struct cpu_kernel_args *args)
 {
-	return check_gather(args, 2, why, size);
+	return check_gather(args, 2);
 }
 
 static wafer_status run_gather4(const struct cpu_kernel_args *args)
@@ -255,30 +244,14 @@ static inline void strided_range(const struct strided_job *job, size_t begin,
 	}
 }
 
-static wafer_status check_strided(const struct cpu_kernel_args *args,
-				 char *why, size_t size)
+static wafer_status check_strided(const struct cpu_kernel_args *args)
 {
 	struct wafer_binary_strided_params p =
 		CPU_PARAMS(struct wafer_binary_strided_params, args->params);
-	uint64_t span_a, span_b, count;
-	wafer_status status = cpu_check_strided(p.rank, p.shape, p.a_strides,
-						p.a_offset, &span_a, &count,
-						why, size);
 
-	if (status == WAFER_OK)
-		status = cpu_check_strided(p.rank, p.shape, p.b_strides,
-					    p.b_offset, &span_b, &count, why,
-					    size);
-	if (status == WAFER_OK)
-		status = cpu_check_binding(args, 0, count, sizeof(float), why,
-					    size);
-	if (status == WAFER_OK)
-		status = cpu_check_binding(args, 1, span_a, sizeof(float), why,
-					    size);
-	if (status == WAFER_OK)
-		status = cpu_check_binding(args, 2, span_b, sizeof(float), why,
-					    size);
-	return status;
+	return wafer_plugin_check_binary_strided(&args->reach, &p,
+						 sizeof(float), NULL, NULL,
+						 NULL);
 }
 
 static wafer_status run_strided(const struct cpu_kernel_args *args,

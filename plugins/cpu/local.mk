@@ -3,7 +3,7 @@
 # the core through the host services table it is given.
 plugin_LTLIBRARIES += plugins/cpu/cpu.la
 plugins_cpu_cpu_la_SOURCES = \
-	plugins/cpu/cpu.h \
+	plugins/cpu/cpu_plugin.h \
 	plugins/cpu/plugin.c \
 	plugins/cpu/storage.c \
 	plugins/cpu/server.c \

@@ -157,54 +157,13 @@ static void matmul_range(void *ctx, size_t begin, size_t end)
 	}
 }
 
-/* Elements a batched operand reaches: (batch - 1) * stride + rows * cols,
- * or 0 on overflow. */
-static uint64_t operand_span(uint64_t batch, uint64_t stride, uint64_t rows,
-			     uint64_t cols)
-{
-	uint64_t matrix, reach, span;
-
-	if (__builtin_mul_overflow(rows, cols, &matrix) ||
-	    __builtin_mul_overflow(batch - 1, stride, &reach) ||
-	    __builtin_add_overflow(reach, matrix, &span))
-		return 0;
-	return span;
-}
-
-wafer_status cpu_check_matmul(const struct cpu_kernel_args *args, char *why,
-			      size_t size)
+wafer_status cpu_check_matmul(const struct cpu_kernel_args *args)
 {
 	struct wafer_matmul_params p =
 		CPU_PARAMS(struct wafer_matmul_params, args->params);
-	wafer_status status;
 
-	if (!p.batch || !p.m || !p.n || !p.k) {
-		snprintf(why, size, "batch, m, n and k must be at least 1");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	uint64_t span_c = operand_span(p.batch, p.batch_stride_c, p.m, p.n);
-	uint64_t span_a = operand_span(p.batch, p.batch_stride_a, p.m, p.k);
-	uint64_t span_b = operand_span(p.batch, p.batch_stride_b, p.k, p.n);
-	if (!span_a || !span_b || !span_c) {
-		snprintf(why, size, "the operands' extents overflow");
-		return WAFER_ERROR_OUT_OF_RANGE;
-	}
-	if (p.batch > 1 && p.batch_stride_c < p.m * p.n) {
-		snprintf(why, size,
-			 "batch_stride_c %llu overlaps output matrices of "
-			 "%llu elements",
-			 (unsigned long long)p.batch_stride_c,
-			 (unsigned long long)(p.m * p.n));
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	status = cpu_check_binding(args, 0, span_c, sizeof(float), why, size);
-	if (status == WAFER_OK)
-		status = cpu_check_binding(args, 1, span_a, sizeof(float), why,
-					    size);
-	if (status == WAFER_OK)
-		status = cpu_check_binding(args, 2, span_b, sizeof(float), why,
-					    size);
-	return status;
+	return wafer_plugin_check_matmul(&args->reach, &p, sizeof(float),
+					 NULL);
 }
 
 static wafer_status run_matmul(const struct cpu_kernel_args *args)

@@ -61,17 +61,17 @@ static wafer_status run_openblas(const struct cpu_kernel_args *args)
 }
 
 /* cpu_check_matmul, and dimensions CBLAS's int can hold. */
-static wafer_status check_openblas(const struct cpu_kernel_args *args,
-				   char *why, size_t size)
+static wafer_status check_openblas(const struct cpu_kernel_args *args)
 {
 	struct wafer_matmul_params p =
 		CPU_PARAMS(struct wafer_matmul_params, args->params);
 
-	if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX) {
-		snprintf(why, size, "openblas: m, n and k must fit an int");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	return cpu_check_matmul(args, why, size);
+	if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX)
+		return wafer_plugin_reach_fail(&args->reach,
+					       WAFER_ERROR_INVALID_ARGUMENT,
+					       "openblas: m, n and k must fit "
+					       "an int");
+	return cpu_check_matmul(args);
 }
 
 static const struct cpu_kernel_impl openblas_impl = {

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugins/cpu/cpu.h"
+#include "plugins/cpu/cpu_plugin.h"
 #include "plugins/cpu/kernels.h"
 #include "plugins/cpu/threadpool.h"
 
@@ -57,16 +57,10 @@ static wafer_status apply_option(struct cpu_state *state,
 				 const struct wafer_plugin_option *option)
 {
 	const struct wafer_host_services *host = state->host;
-	const char *origin = "(unknown origin)";
+	const char *origin;
 
-	if (!WAFER_STRUCT_HAS(option, struct wafer_plugin_option, origin) ||
-	    !option->key) {
-		host->set_error("cpu: malformed option (struct_size %zu)",
-				option->struct_size);
+	if (wafer_plugin_option_check(host, "cpu", option, &origin) != WAFER_OK)
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (option->origin)
-		origin = option->origin;
 
 	if (strcmp(option->key, "threads") == 0) {
 		if (parse_threads(option->value, &state->threads) == 0)
@@ -82,15 +76,6 @@ static wafer_status apply_option(struct cpu_state *state,
 	return WAFER_OK;
 }
 
-/* The host table must offer what this plugin calls; without set_error
- * there is no one to tell, so that failure has no detail. */
-static int host_usable(const struct wafer_host_services *host)
-{
-	return host &&
-	       WAFER_STRUCT_HAS(host, struct wafer_host_services, log) &&
-	       host->set_error && host->log;
-}
-
 static wafer_status cpu_init(const struct wafer_plugin_init_args *args,
 			     void **out_state)
 {
@@ -98,15 +83,9 @@ static wafer_status cpu_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	if (!args ||
-	    !WAFER_STRUCT_HAS(args, struct wafer_plugin_init_args, host) ||
-	    !host_usable(args->host))
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	if (args->option_count && !args->options) {
-		args->host->set_error("cpu: %zu options at NULL",
-				      args->option_count);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	status = wafer_plugin_init_check(args, "cpu");
+	if (status != WAFER_OK)
+		return status;
 
 	state = calloc(1, sizeof *state);
 	if (!state) {
@@ -116,7 +95,7 @@ static wafer_status cpu_init(const struct wafer_plugin_init_args *args,
 	state->host = args->host;
 	for (size_t i = 0; i < args->option_count; i++) {
 		status = apply_option(state,
-				      cpu_abi_array_at(args->options, i));
+				      wafer_plugin_array_at(args->options, i));
 		if (status != WAFER_OK) {
 			free(state);
 			return status;

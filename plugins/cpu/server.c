@@ -9,8 +9,8 @@
  * running. plugin.h lets launch return before the kernel ran and report
  * such errors at the next sync; an asynchronous backend must work that way,
  * and the cpu backend keeps the same contract so the core sees one
- * behaviour. Mistakes in the launch itself (unknown kernel, wrong bindings)
- * are found before anything runs and are returned by launch at once. */
+ * behaviour. A parameter block that reaches past its bindings is found
+ * before anything runs and is returned by launch at once. */
 #include "build-config.h"
 
 #include <inttypes.h>
@@ -18,14 +18,13 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "plugins/cpu/cpu.h"
+#include "plugins/cpu/cpu_plugin.h"
 #include "plugins/cpu/kernels.h"
 
 struct cpu_queue {
-	/* The first failure of a kernel that ran, WAFER_OK if none; sync
-	 * returns it with its detail and forgets it. */
-	wafer_status error;
-	char detail[256];
+	/* Failures of kernels that ran; sync returns the first with its
+	 * detail and forgets them. */
+	struct wafer_plugin_deferred failed;
 };
 
 struct cpu_timer {
@@ -51,160 +50,86 @@ static wafer_status cpu_server_queue_create(void *device, void **out_queue)
 
 static void cpu_server_queue_destroy(void *device, void *queue)
 {
-	free(queue);
-}
+	struct cpu_queue *q = queue;
 
-/* Keeps the first error only: later ones are usually its consequences. */
-static void defer_error(struct cpu_queue *queue, wafer_status status,
-			const struct wafer_kernel *kernel)
-{
-	if (queue->error != WAFER_OK)
-		return;
-	queue->error = status;
-	snprintf(queue->detail, sizeof queue->detail,
-		 "cpu: kernel %s (%s) failed while running", kernel->op,
-		 kernel->variant);
+	if (q)
+		wafer_plugin_deferred_clear(&q->failed);
+	free(q);
 }
 
 static wafer_status cpu_server_sync(void *device, void *queue)
 {
 	struct cpu_device *dev = device;
 	struct cpu_queue *q = queue;
-	wafer_status status = q->error;
 
-	if (status != WAFER_OK) {
-		dev->state->host->set_error("%s", q->detail);
-		q->error = WAFER_OK;
-	}
-	return status;
+	return wafer_plugin_deferred_report(&q->failed, dev->state->host);
 }
 
 /*===----------------------------------------------------------------------===
  * Launch
  *===----------------------------------------------------------------------===*/
 
-/* Resolves binding |i| of |launch| into |args|: a host address and a size.
- * |name| is the kernel's, for the error text. */
-static wafer_status resolve_binding(const struct wafer_host_services *host,
-				    const struct wafer_launch *launch,
-				    uint32_t i, const char *name,
-				    struct cpu_kernel_args *args)
-{
-	const struct wafer_binding *b = cpu_abi_array_at(launch->bindings, i);
-
-	if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) || !b->resource) {
-		host->set_error("cpu: launch %s: binding %" PRIu32
-				" is malformed or names no resource",
-				name, i);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (b->offset % CPU_ALIGNMENT) {
-		host->set_error("cpu: launch %s: binding %" PRIu32
-				" offset %zu is not a multiple of %d",
-				name, i, b->offset, CPU_ALIGNMENT);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	args->data[i] = (char *)cpu_resource_ptr(b->resource) + b->offset;
-	args->size[i] = b->size;
-	return WAFER_OK;
-}
-
-/* Checks that every binding holds what the parameters reach: the
- * kernel's own check, or the common one (count elements of every
- * binding). */
-static wafer_status check_counts(const struct wafer_host_services *host,
-				 const struct cpu_kernel_impl *impl,
-				 const char *name,
-				 const struct cpu_kernel_args *args)
-{
-	char why[192];
-
-	if (impl->check) {
-		wafer_status status = impl->check(args, why, sizeof why);
-		if (status != WAFER_OK)
-			host->set_error("cpu: launch %s: %s", name, why);
-		return status;
-	}
-
-	uint64_t count = impl->count(args->params);
-
-	for (uint32_t i = 0; i < args->binding_count; i++) {
-		if (count <= args->size[i] / impl->element_size)
-			continue;
-		host->set_error("cpu: launch %s: binding %" PRIu32
-				" holds %zu bytes, too few for %" PRIu64
-				" elements",
-				name, i, args->size[i], count);
-		return WAFER_ERROR_OUT_OF_RANGE;
-	}
-	return WAFER_OK;
-}
-
-/* Checks |launch| against our own table entry for its kernel and fills
- * |args|. Every failure here is the caller's and nothing has run. */
+/* Fills |args| for |launch|. The core checked the launch against the
+ * kernel's table entry before calling (plugin.h: kernel identity, binding
+ * count, parameter size, bindings inside their handles and aligned), so
+ * only what the core cannot know is checked here: how far the parameter
+ * block reaches into the bindings (the kernel's own check, or |count|
+ * elements of every binding). A plugin built with -DWAFER_PLUGIN_DEBUG
+ * checks the core's part again. Every failure here is the caller's and
+ * nothing has run. */
 static wafer_status prepare_launch(struct cpu_device *dev,
 				   const struct wafer_launch *launch,
-				   const struct wafer_kernel **out_entry,
 				   struct cpu_kernel_args *args)
 {
 	const struct wafer_host_services *host = dev->state->host;
-	const struct wafer_kernel *entry = NULL;
+	const struct wafer_kernel *entry = launch->kernel;
+	const struct cpu_kernel_impl *impl = entry->impl;
 	wafer_status status;
 
-	if (launch &&
-	    WAFER_STRUCT_HAS(launch, struct wafer_launch, params_size) &&
-	    launch->kernel)
-		entry = cpu_kernel_find(launch->kernel);
-	*out_entry = entry;
-	if (!entry) {
-		host->set_error("cpu: launch: no launch, or a kernel that is "
-				"not from the cpu plugin's table");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (launch->binding_count != entry->binding_count ||
-	    !launch->bindings) {
-		host->set_error("cpu: launch %s: takes %" PRIu32
-				" bindings, got %" PRIu32,
-				entry->op, entry->binding_count,
-				launch->bindings ? launch->binding_count : 0);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (launch->params_size != entry->params_size ||
-	    (entry->params_size && !launch->params)) {
-		host->set_error("cpu: launch %s: takes a %zu-byte parameter "
-				"block, got %zu bytes",
-				entry->op, entry->params_size,
-				launch->params ? launch->params_size : 0);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-
+	status = WAFER_PLUGIN_DEBUG_CHECK_LAUNCH(host, "cpu", launch,
+						 CPU_ALIGNMENT);
+	if (status != WAFER_OK)
+		return status;
 	args->binding_count = entry->binding_count;
 	args->params = launch->params;
 	args->pool = dev->pool;
+	args->reach = (struct wafer_plugin_reach){
+		.host = host,
+		.plugin = "cpu",
+		.kernel = entry->op,
+		.sizes = args->size,
+		.binding_count = entry->binding_count,
+	};
 	for (uint32_t i = 0; i < entry->binding_count; i++) {
-		status = resolve_binding(host, launch, i, entry->op, args);
-		if (status != WAFER_OK)
-			return status;
+		const struct wafer_binding *b =
+			wafer_plugin_array_at(launch->bindings, i);
+		args->data[i] = (char *)cpu_resource_ptr(b->resource) + b->offset;
+		args->size[i] = b->size;
 	}
-	return check_counts(host, entry->impl, entry->op, args);
+	if (impl->check)
+		return impl->check(args);
+	return wafer_plugin_check_count(&args->reach, impl->count(args->params),
+					impl->element_size);
 }
 
 static wafer_status cpu_server_launch(void *device, void *queue,
 				      const struct wafer_launch *launch)
 {
-	const struct wafer_kernel *entry;
-	const struct cpu_kernel_impl *impl;
+	const struct wafer_kernel *entry = launch->kernel;
+	const struct cpu_kernel_impl *impl = entry->impl;
 	struct cpu_kernel_args args;
 	wafer_status status;
 
-	status = prepare_launch(device, launch, &entry, &args);
+	status = prepare_launch(device, launch, &args);
 	if (status != WAFER_OK)
 		return status;
-
-	impl = entry->impl;
 	status = impl->run(&args);
 	if (status != WAFER_OK)
-		defer_error(queue, status, entry);
+		wafer_plugin_deferred_set(&((struct cpu_queue *)queue)->failed,
+					  status,
+					  "cpu: kernel %s (%s) failed while "
+					  "running",
+					  entry->op, entry->variant);
 	return WAFER_OK;
 }
 

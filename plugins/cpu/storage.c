@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "plugins/cpu/cpu.h"
+#include "plugins/cpu/cpu_plugin.h"
 
 /* One vm_reserve'd address range (device->vm_ranges, under vm_lock). */
 struct cpu_vm_range {

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include <wafer/plugin.h>
+#include <wafer/plugin_util.h>
 
 #include "plugins/cuda/driver.h"
 #include "plugins/cuda/kernels.h"
@@ -151,10 +152,9 @@ struct cuda_device {
 struct cuda_queue {
 	CUstream stream;
 	struct cuda_staging *head, *tail;
-	/* The first failure met while retiring a staged copy outside sync;
-	 * sync reports it. */
-	wafer_status error;
-	char detail[512];
+	/* Failures met while retiring a staged copy outside sync; sync
+	 * reports the first. */
+	struct wafer_plugin_deferred failed;
 	/* cuBLAS handle bound to |stream|, made at the first cuBLAS launch. */
 	void *blas;
 };
@@ -209,15 +209,6 @@ extern const struct wafer_server_ops cuda_server_ops;
 static inline CUdeviceptr cuda_ptr(wafer_resource resource)
 {
 	return (CUdeviceptr)resource;
-}
-
-/* Element |i| of an array of ABI structs: step by the struct_size the core
- * wrote into it, not by our sizeof (a newer core's structs are longer). */
-static inline const void *cuda_abi_array_at(const void *array, size_t i)
-{
-	size_t stride = *(const size_t *)array;
-
-	return (const char *)array + i * stride;
 }
 
 #endif

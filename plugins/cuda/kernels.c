@@ -242,25 +242,7 @@ static const char *const module_names[CUDA_MODULE_COUNT] = {
 };
 
 /* The dtypes a cast converts into, in the order of device->family[i]. */
-static const wafer_dtype cast_targets[4] = {
-	WAFER_DTYPE_F32, WAFER_DTYPE_F16, WAFER_DTYPE_BF16, WAFER_DTYPE_I32,
-};
 static const char *const cast_names[4] = {"f32", "f16", "bf16", "i32"};
-
-const struct cuda_kernel_desc *
-cuda_kernel_desc_of(const struct wafer_kernel *kernel)
-{
-	uintptr_t p, first = (uintptr_t)&cuda_kernel_descs[0];
-	uintptr_t end = (uintptr_t)&cuda_kernel_descs[cuda_kernel_desc_count];
-
-	if (!WAFER_STRUCT_HAS(kernel, struct wafer_kernel, impl))
-		return NULL;
-	p = (uintptr_t)kernel->impl;
-	if (p < first || p >= end ||
-	    (p - first) % sizeof(struct cuda_kernel_desc) != 0)
-		return NULL;
-	return kernel->impl;
-}
 
 /*===----------------------------------------------------------------------===
  * Opening a device
@@ -423,6 +405,8 @@ struct resolved {
 	 * may sit at any address. */
 	_Alignas(16) unsigned char params[MAX_PARAMS];
 	size_t params_size;
+	/* For the reach checks of <wafer/plugin_util.h>. */
+	struct wafer_plugin_reach reach;
 };
 
 static wafer_status refuse(const struct cuda_device *dev, wafer_status status,
@@ -443,56 +427,40 @@ static wafer_status refuse(const struct cuda_device *dev, wafer_status status,
 
 #define invalid(dev, ...) refuse(dev, WAFER_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
-/* Binding |i| must hold |need| elements of |size| bytes. */
-static wafer_status check_holds(const struct cuda_device *dev,
-				const struct cuda_kernel_desc *d,
-				const struct resolved *r, uint32_t i,
-				uint64_t need, size_t size)
-{
-	if (need <= r->size[i] / size)
-		return WAFER_OK;
-	return refuse(dev, WAFER_ERROR_OUT_OF_RANGE,
-		      "%s (%s): binding %" PRIu32 " holds %zu bytes, too few "
-		      "for %" PRIu64 " elements of %zu bytes",
-		      d->op, d->variant, i, r->size[i], need, size);
-}
-
+/* Resolves |launch| (which the core checked against the table entry:
+ * binding count, parameter size, bindings inside their handles and
+ * aligned) into device pointers and an aligned copy of the parameters. */
 static wafer_status resolve(const struct cuda_device *dev,
 			    const struct cuda_kernel_desc *d,
 			    const struct wafer_launch *launch,
 			    struct resolved *r)
 {
-	if (launch->binding_count != d->binding_count ||
-	    (d->binding_count && !launch->bindings))
-		return invalid(dev, "%s: takes %" PRIu32 " bindings, got %" PRIu32,
-			       d->op, d->binding_count,
-			       launch->bindings ? launch->binding_count : 0);
-	if (launch->params_size != d->params_size ||
-	    (d->params_size && !launch->params) ||
-	    d->params_size > sizeof r->params)
-		return invalid(dev, "%s: takes a %zu-byte parameter block, "
-			       "got %zu bytes",
-			       d->op, d->params_size,
-			       launch->params ? launch->params_size : 0);
+	wafer_status status = WAFER_PLUGIN_DEBUG_CHECK_LAUNCH(
+		dev->host, "cuda", launch, CUDA_ALIGNMENT);
+
+	if (status != WAFER_OK)
+		return status;
+	if (d->params_size > sizeof r->params || d->binding_count > MAX_BINDINGS)
+		return refuse(dev, WAFER_ERROR_INTERNAL,
+			      "%s: a descriptor past the plugin's limits",
+			      d->op);
 	r->binding_count = d->binding_count;
 	for (uint32_t i = 0; i < d->binding_count; i++) {
 		const struct wafer_binding *b =
-			cuda_abi_array_at(launch->bindings, i);
-		if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) ||
-		    !b->resource)
-			return invalid(dev, "%s: binding %" PRIu32
-				       " is malformed or names no resource",
-				       d->op, i);
-		if (b->offset % CUDA_ALIGNMENT)
-			return invalid(dev, "%s: binding %" PRIu32 " offset %zu "
-				       "is not a multiple of %d",
-				       d->op, i, b->offset, CUDA_ALIGNMENT);
+			wafer_plugin_array_at(launch->bindings, i);
 		r->ptr[i] = cuda_ptr(b->resource) + b->offset;
 		r->size[i] = b->size;
 	}
 	r->params_size = d->params_size;
 	if (d->params_size)
 		memcpy(r->params, launch->params, d->params_size);
+	r->reach = (struct wafer_plugin_reach){
+		.host = dev->host,
+		.plugin = "cuda",
+		.kernel = d->op,
+		.sizes = r->size,
+		.binding_count = d->binding_count,
+	};
 	return WAFER_OK;
 }
 
@@ -546,48 +514,14 @@ static wafer_status launch_elementwise(struct cuda_device *dev,
 
 	/* Every elementwise parameter block starts with the count. */
 	memcpy(&count, r->params, sizeof count);
-	for (uint32_t i = 0; i < r->binding_count; i++) {
-		status = check_holds(dev, d, r, i, count, d->element_size);
-		if (status != WAFER_OK)
-			return status;
-	}
+	status = wafer_plugin_check_count(&r->reach, count, d->element_size);
+	if (status != WAFER_OK)
+		return status;
 	if (count == 0)
 		return WAFER_OK;
 	kernel_args(r, args);
 	return issue(dev, q, d, fn,
 		     grid_for(dev, d, count, 16 / d->element_size), 1, 1, args);
-}
-
-/* Checks a rank and shape; the element count in |*out_count|. */
-static wafer_status check_shape(const struct cuda_device *dev,
-				const struct cuda_kernel_desc *d, uint32_t rank,
-				const uint64_t *shape, uint64_t *out_count)
-{
-	uint64_t count = 1;
-
-	if (rank < 1 || rank > WAFER_KERNEL_MAX_RANK)
-		return invalid(dev, "%s: rank %" PRIu32 " is not 1..%d", d->op,
-			       rank, WAFER_KERNEL_MAX_RANK);
-	for (uint32_t k = 0; k < rank; k++)
-		if (!shape[k] || __builtin_mul_overflow(count, shape[k], &count))
-			return invalid(dev, "%s: shape[%" PRIu32 "] = %" PRIu64
-				       " is 0 or overflows the count",
-				       d->op, k, shape[k]);
-	*out_count = count;
-	return WAFER_OK;
-}
-
-/* One past the last element a strided view reaches, 0 on overflow. */
-static uint64_t reach(uint32_t rank, const uint64_t *shape,
-		      const uint64_t *strides, uint64_t offset)
-{
-	uint64_t last = offset, term;
-
-	for (uint32_t k = 0; k < rank; k++)
-		if (__builtin_mul_overflow(shape[k] - 1, strides[k], &term) ||
-		    __builtin_add_overflow(last, term, &last))
-			return 0;
-	return last == UINT64_MAX ? 0 : last + 1;
 }
 
 /* 32-bit indices serve a launch whose every index, and the grid-stride
@@ -605,17 +539,10 @@ static wafer_status launch_strided(struct cuda_device *dev,
 	wafer_status status;
 
 	memcpy(&p, r->params, sizeof p);
-	status = check_shape(dev, d, p.rank, p.shape, &count);
+	status = wafer_plugin_check_binary_strided(&r->reach, &p,
+						   d->element_size, &count,
+						   &ra, &rb);
 	if (status != WAFER_OK)
-		return status;
-	ra = reach(p.rank, p.shape, p.a_strides, p.a_offset);
-	rb = reach(p.rank, p.shape, p.b_strides, p.b_offset);
-	if (!ra || !rb)
-		return refuse(dev, WAFER_ERROR_OUT_OF_RANGE,
-			      "%s: a view's strides overflow", d->op);
-	if ((status = check_holds(dev, d, r, 0, count, d->element_size)) ||
-	    (status = check_holds(dev, d, r, 1, ra, d->element_size)) ||
-	    (status = check_holds(dev, d, r, 2, rb, d->element_size)))
 		return status;
 	kernel_args(r, args);
 	int narrow = count < NARROW_LIMIT && ra < NARROW_LIMIT &&
@@ -636,35 +563,15 @@ static wafer_status launch_gather(struct cuda_device *dev,
 	wafer_status status;
 
 	memcpy(&p, r->params, sizeof p);
-	status = check_shape(dev, d, p.rank, p.shape, &count);
+	status = wafer_plugin_check_copy_strided(&r->reach, &p,
+						 d->element_size, &count, &rin);
 	if (status != WAFER_OK)
-		return status;
-	rin = reach(p.rank, p.shape, p.strides, p.offset);
-	if (!rin)
-		return refuse(dev, WAFER_ERROR_OUT_OF_RANGE,
-			      "%s: the view's strides overflow", d->op);
-	if ((status = check_holds(dev, d, r, 0, count, d->element_size)) ||
-	    (status = check_holds(dev, d, r, 1, rin, d->element_size)))
 		return status;
 	kernel_args(r, args);
 	int narrow = count < NARROW_LIMIT && rin < NARROW_LIMIT;
 	return issue(dev, q, d,
 		     narrow ? dev->functions[index] : dev->wide[index],
 		     grid_for(dev, d, count, 1), 1, 1, args);
-}
-
-static size_t dtype_size(wafer_dtype dtype)
-{
-	switch (dtype) {
-	case WAFER_DTYPE_F16:
-	case WAFER_DTYPE_BF16:
-		return 2;
-	case WAFER_DTYPE_F32:
-	case WAFER_DTYPE_I32:
-		return 4;
-	default:
-		return 0;
-	}
 }
 
 static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
@@ -674,20 +581,20 @@ static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
 	struct wafer_cast_params p;
 	void *args[MAX_BINDINGS + 1];
 	wafer_status status;
-	int target = -1;
+	int target;
 
 	memcpy(&p, r->params, sizeof p);
-	for (int t = 0; t < 4; t++)
-		if ((wafer_dtype)p.dtype_out == cast_targets[t])
-			target = t;
+	target = wafer_plugin_cast_slot(p.dtype_out);
 	if ((wafer_dtype)p.dtype_in != d->dtype || target < 0)
 		return invalid(dev, "cast: from dtype %" PRIu32 " to %" PRIu32
 			       " on the entry for dtype %d (targets: f32, "
 			       "f16, bf16, i32)",
 			       p.dtype_in, p.dtype_out, (int)d->dtype);
-	if ((status = check_holds(dev, d, r, 0, p.count,
-				  dtype_size(cast_targets[target]))) ||
-	    (status = check_holds(dev, d, r, 1, p.count, d->element_size)))
+	if ((status = wafer_plugin_check_holds(
+		     &r->reach, 0, p.count,
+		     wafer_plugin_dtype_size(p.dtype_out))) ||
+	    (status = wafer_plugin_check_holds(&r->reach, 1, p.count,
+					       d->element_size)))
 		return status;
 	if (p.count == 0)
 		return WAFER_OK;
@@ -703,17 +610,12 @@ static wafer_status launch_rows(struct cuda_device *dev, struct cuda_queue *q,
 	struct wafer_rows_params p;
 	void *args[MAX_BINDINGS + 1];
 	wafer_status status;
-	uint64_t all, blocks;
+	uint64_t blocks;
 
 	memcpy(&p, r->params, sizeof p);
-	if (!p.rows || !p.cols || __builtin_mul_overflow(p.rows, p.cols, &all))
-		return invalid(dev, "%s: %" PRIu64 " rows of %" PRIu64
-			       " columns", d->op, p.rows, p.cols);
-	if ((status = check_holds(dev, d, r, 0,
-				  d->kind == CUDA_LAUNCH_ROWS_FULL ? all
-								   : p.rows,
-				  d->element_size)) ||
-	    (status = check_holds(dev, d, r, 1, all, d->element_size)))
+	status = wafer_plugin_check_rows(&r->reach, &p, d->element_size,
+					 d->kind == CUDA_LAUNCH_ROWS_FULL, NULL);
+	if (status != WAFER_OK)
 		return status;
 	kernel_args(r, args);
 	/* A block per row, up to a few waves; the kernel loops past that. */
@@ -721,59 +623,6 @@ static wafer_status launch_rows(struct cuda_device *dev, struct cuda_queue *q,
 	if (blocks > p.rows)
 		blocks = p.rows;
 	return issue(dev, q, d, fn, (unsigned)blocks, 1, 1, args);
-}
-
-/* Elements a batch of |batch| matrices of |per| elements at |stride|
- * apart spans, or 0 on overflow. */
-static uint64_t batch_span(uint64_t batch, uint64_t stride, uint64_t per)
-{
-	uint64_t span;
-
-	if (batch == 1 || stride == 0)
-		return per;
-	if (__builtin_mul_overflow(batch - 1, stride, &span) ||
-	    __builtin_add_overflow(span, per, &span))
-		return 0;
-	return span;
-}
-
-/* Checks a matmul parameter block and that every binding holds what it
- * names. */
-static wafer_status check_matmul(const struct cuda_device *dev,
-				 const struct cuda_kernel_desc *d,
-				 const struct wafer_matmul_params *p,
-				 const struct resolved *r)
-{
-	uint64_t mk, kn, mn, need[3];
-	wafer_status status;
-
-	if (!p->m || !p->n || !p->k || !p->batch || p->transpose_a > 1 ||
-	    p->transpose_b > 1)
-		return invalid(dev, "matmul: m %" PRIu64 ", n %" PRIu64
-			       ", k %" PRIu64 ", batch %" PRIu64
-			       " must be >= 1 and transposes 0 or 1",
-			       p->m, p->n, p->k, p->batch);
-	if (__builtin_mul_overflow(p->m, p->k, &mk) ||
-	    __builtin_mul_overflow(p->k, p->n, &kn) ||
-	    __builtin_mul_overflow(p->m, p->n, &mn))
-		return invalid(dev, "matmul: %" PRIu64 "x%" PRIu64 "x%" PRIu64
-			       " overflows", p->m, p->n, p->k);
-	if (p->batch > 1 && p->batch_stride_c < mn)
-		return invalid(dev, "matmul: batch_stride_c %" PRIu64
-			       " is less than m x n = %" PRIu64,
-			       p->batch_stride_c, mn);
-	need[0] = batch_span(p->batch, p->batch_stride_c, mn);
-	need[1] = batch_span(p->batch, p->batch_stride_a, mk);
-	need[2] = batch_span(p->batch, p->batch_stride_b, kn);
-	for (uint32_t i = 0; i < 3; i++) {
-		if (!need[i])
-			return refuse(dev, WAFER_ERROR_OUT_OF_RANGE,
-				      "matmul: batch strides overflow");
-		status = check_holds(dev, d, r, i, need[i], d->element_size);
-		if (status != WAFER_OK)
-			return status;
-	}
-	return WAFER_OK;
 }
 
 /* The descriptor of |d|'s fallback variant (same op and dtype). */
@@ -814,7 +663,8 @@ static wafer_status launch_matmul(struct cuda_device *dev,
 	uint64_t gx, rows_max, e = d->element_size;
 
 	memcpy(&p, r->params, sizeof p);
-	status = check_matmul(dev, d, &p, r);
+	status = wafer_plugin_check_matmul(&r->reach, &p, d->element_size,
+					   NULL);
 	if (status != WAFER_OK)
 		return status;
 	if (d->kind == CUDA_LAUNCH_CUBLAS)

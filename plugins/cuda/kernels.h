@@ -91,11 +91,6 @@ struct cuda_kernel_desc {
 extern const struct cuda_kernel_desc cuda_kernel_descs[];
 extern const size_t cuda_kernel_desc_count;
 
-/* Our descriptor behind a table entry, or NULL when |kernel| is not one
- * of ours (another plugin's, or garbage). */
-const struct cuda_kernel_desc *
-cuda_kernel_desc_of(const struct wafer_kernel *kernel);
-
 struct cuda_device;
 struct cuda_queue;
 

@@ -169,18 +169,12 @@ static wafer_status apply_option(struct cuda_state *state,
 {
 	struct cuda_options *o = &state->options;
 	const struct wafer_host_services *host = state->host;
-	const char *origin = "(unknown origin)";
+	const char *origin;
 	const char *key, *value;
 	uint64_t n;
 
-	if (!WAFER_STRUCT_HAS(option, struct wafer_plugin_option, origin) ||
-	    !option->key) {
-		host->set_error("cuda: malformed option (struct_size %zu)",
-				option->struct_size);
+	if (wafer_plugin_option_check(host, "cuda", option, &origin) != WAFER_OK)
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (option->origin)
-		origin = option->origin;
 	key = option->key;
 	value = option->value ? option->value : "";
 
@@ -324,15 +318,6 @@ static int list_devices(struct cuda_state *state)
 	return 0;
 }
 
-/* The host table must offer what this plugin calls; without set_error
- * there is no one to tell, so that failure has no detail. */
-static int host_usable(const struct wafer_host_services *host)
-{
-	return host &&
-	       WAFER_STRUCT_HAS(host, struct wafer_host_services, log) &&
-	       host->set_error && host->log;
-}
-
 static void free_state(struct cuda_state *state)
 {
 	cuda_cublas_unload(state);
@@ -352,15 +337,9 @@ static wafer_status cuda_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	if (!args ||
-	    !WAFER_STRUCT_HAS(args, struct wafer_plugin_init_args, host) ||
-	    !host_usable(args->host))
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	if (args->option_count && !args->options) {
-		args->host->set_error("cuda: %zu options at NULL",
-				      args->option_count);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	status = wafer_plugin_init_check(args, "cuda");
+	if (status != WAFER_OK)
+		return status;
 
 	state = calloc(1, sizeof *state);
 	if (!state) {
@@ -377,7 +356,7 @@ static wafer_status cuda_init(const struct wafer_plugin_init_args *args,
 	};
 	for (size_t i = 0; i < args->option_count; i++) {
 		status = apply_option(state,
-				      cuda_abi_array_at(args->options, i));
+				      wafer_plugin_array_at(args->options, i));
 		if (status != WAFER_OK) {
 			free_state(state);
 			return status;

@@ -72,6 +72,7 @@ static void cuda_server_queue_destroy(void *device, void *queue)
 	if (q->blas)
 		cuda_cublas_queue_done(dev, q);
 	dev->drv->cuStreamDestroy(q->stream);
+	wafer_plugin_deferred_clear(&q->failed);
 	free(q);
 }
 
@@ -90,15 +91,10 @@ static wafer_status cuda_server_sync(void *device, void *queue)
 	 * end without failing. */
 	cuda_staging_retire_all(dev, q, result == CUDA_SUCCESS);
 	if (result != CUDA_SUCCESS) {
-		q->error = WAFER_OK;
+		wafer_plugin_deferred_clear(&q->failed);
 		return cuda_fail(dev->state, result, "cuStreamSynchronize");
 	}
-	status = q->error;
-	if (status != WAFER_OK) {
-		dev->host->set_error("%s", q->detail);
-		q->error = WAFER_OK;
-	}
-	return status;
+	return wafer_plugin_deferred_report(&q->failed, dev->host);
 }
 
 /*===----------------------------------------------------------------------===
@@ -109,19 +105,11 @@ static wafer_status cuda_server_launch(void *device, void *queue,
 				       const struct wafer_launch *launch)
 {
 	struct cuda_device *dev = device;
-	const struct cuda_kernel_desc *desc = NULL;
+	/* The core checked the launch against our table (plugin.h): the
+	 * kernel is one of ours, its impl our descriptor. */
+	const struct cuda_kernel_desc *desc = launch->kernel->impl;
 	wafer_status status;
 
-	if (launch &&
-	    WAFER_STRUCT_HAS(launch, struct wafer_launch, params_size) &&
-	    launch->kernel)
-		desc = cuda_kernel_desc_of(launch->kernel);
-	if (!desc) {
-		dev->host->set_error("cuda: launch: no launch, or a kernel "
-				     "that is not from the cuda plugin's "
-				     "table");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;

@@ -240,14 +240,13 @@ static void defer_error(struct cuda_device *dev, struct cuda_queue *q,
 			CUresult result, const char *what)
 {
 	char text[256];
+	wafer_status status = cuda_status(result);
 
-	if (q->error != WAFER_OK)
-		return;
-	q->error = cuda_status(result);
-	if (q->error == WAFER_OK)
-		q->error = WAFER_ERROR_DEVICE;
-	snprintf(q->detail, sizeof q->detail, "cuda: %s: %s", what,
-		 cuda_result_text(dev->drv, result, text, sizeof text));
+	wafer_plugin_deferred_set(&q->failed,
+				  status == WAFER_OK ? WAFER_ERROR_DEVICE : status,
+				  "cuda: %s: %s", what,
+				  cuda_result_text(dev->drv, result, text,
+						   sizeof text));
 }
 
 /* Waits for the oldest staged copy of |q| and retires it. */

@@ -16,7 +16,8 @@
  *                         each vm_map call.
  *   copy_in/copy_out      through pinned staging buffers (staging.c).
  *   copy                  cuMemcpyDtoDAsync on the queue's stream.
- *   host_alloc/host_free  cuMemHostAlloc / cuMemFreeHost.
+ *   host_alloc/host_free  NULL: retired in ABI 1.1 (staging.c has its
+ *                         own pinned pool).
  *
  * When the device runs out of memory, alloc and vm_map first ask the
  * default pool to give back what it caches (cuMemPoolTrimTo) and try once
@@ -567,46 +568,6 @@ static void cuda_storage_vm_release(void *device, wafer_resource range)
 }
 
 /*===----------------------------------------------------------------------===
- * Pinned host memory
- *===----------------------------------------------------------------------===*/
-
-/* Portable: usable for copies on any context, so memory the core stages
- * through serves every device. */
-static wafer_status cuda_storage_host_alloc(void *device, size_t size,
-					    void **out_ptr)
-{
-	struct cuda_device *dev = device;
-	wafer_status status;
-	CUresult result;
-
-	*out_ptr = NULL;
-	if (size == 0) {
-		dev->host->set_error("cuda: host_alloc: 0 bytes");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	status = cuda_enter(dev);
-	if (status != WAFER_OK)
-		return status;
-	result = dev->drv->cuMemHostAlloc(out_ptr, size,
-					  CU_MEMHOSTALLOC_PORTABLE);
-	if (result != CUDA_SUCCESS) {
-		*out_ptr = NULL;
-		return cuda_fail(dev->state, result, "cuMemHostAlloc(%zu)",
-				 size);
-	}
-	return WAFER_OK;
-}
-
-static void cuda_storage_host_free(void *device, void *ptr)
-{
-	struct cuda_device *dev = device;
-
-	if (!ptr || cuda_enter(dev) != WAFER_OK)
-		return;
-	dev->drv->cuMemFreeHost(ptr);
-}
-
-/*===----------------------------------------------------------------------===
  * The table
  *===----------------------------------------------------------------------===*/
 
@@ -623,8 +584,8 @@ const struct wafer_storage_ops cuda_storage_ops = {
 	.vm_release = cuda_storage_vm_release,
 	.vm_map = cuda_storage_vm_map,
 	.vm_unmap = cuda_storage_vm_unmap,
-	.host_alloc = cuda_storage_host_alloc,
-	.host_free = cuda_storage_host_free,
+	/* host_alloc/host_free: retired in ABI 1.1 (NULL); staging.c keeps
+	 * its own pinned buffers. */
 };
 
 void cuda_storage_open(struct cuda_device *device)

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "plugins/levelzero/kernels.h"
-#include "plugins/levelzero/levelzero.h"
+#include "plugins/levelzero/lz_plugin.h"
 
 const char *const lz_spirv_kernels[LZ_SPIRV_KERNEL_COUNT] = {
 #define LZ_NAME(name) #name,
@@ -55,47 +55,9 @@ struct lz_kernel_impl {
 	size_t element_size;
 };
 
-static size_t dtype_size(uint32_t dtype)
-{
-	switch (dtype) {
-	case WAFER_DTYPE_F32:
-	case WAFER_DTYPE_I32:
-		return 4;
-	case WAFER_DTYPE_F16:
-	case WAFER_DTYPE_BF16:
-		return 2;
-	default:
-		return 0;
-	}
-}
-
 /*===----------------------------------------------------------------------===
  * Checks and launch shapes
  *===----------------------------------------------------------------------===*/
-
-/* Does binding |i| of |sizes| hold |elements| of |esize| bytes? */
-static wafer_status check_holds(const struct wafer_host_services *host,
-				const struct wafer_kernel *entry,
-				const size_t sizes[], uint32_t i,
-				uint64_t elements, size_t esize)
-{
-	if (elements <= sizes[i] / esize)
-		return WAFER_OK;
-	host->set_error("levelzero: launch %s: binding %" PRIu32
-			" holds %zu bytes, too few for %" PRIu64
-			" elements of %zu bytes",
-			entry->op, i, sizes[i], elements, esize);
-	return WAFER_ERROR_OUT_OF_RANGE;
-}
-
-/* a * b + c into |*out|, or false on overflow. */
-static bool mul_add(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
-{
-	uint64_t p;
-
-	return !__builtin_mul_overflow(a, b, &p) &&
-	       !__builtin_add_overflow(p, c, out);
-}
 
 /* Group size along x for a 1-D kernel: the launch's hint when the device
  * takes it, else LZ_GROUP_1D (or the device's largest, if smaller). */
@@ -182,6 +144,8 @@ struct prep {
 	const void *params;
 	const uint32_t *local;
 	const struct lz_limits *limits;
+	/* For the reach checks of <wafer/plugin_util.h>. */
+	struct wafer_plugin_reach reach;
 };
 
 static wafer_status prep_noop(const struct prep *p, struct lz_dispatch *d)
@@ -199,8 +163,8 @@ static wafer_status prep_fill(const struct prep *p, struct lz_dispatch *d)
 	wafer_status status;
 
 	memcpy(&fp, p->params, sizeof fp);
-	status = check_holds(p->host, p->entry, p->sizes, 0, fp.count,
-			     p->impl->element_size);
+	status = wafer_plugin_check_holds(&p->reach, 0, fp.count,
+					  p->impl->element_size);
 	if (status != WAFER_OK)
 		return status;
 	arg_pointers(d, p->ptrs, 1);
@@ -233,12 +197,10 @@ static wafer_status prep_elementwise(const struct prep *p,
 	wafer_status status;
 
 	memcpy(&ep, p->params, sizeof ep);
-	for (uint32_t i = 0; i < n; i++) {
-		status = check_holds(p->host, p->entry, p->sizes, i, ep.count,
-				     p->impl->element_size);
-		if (status != WAFER_OK)
-			return status;
-	}
+	status = wafer_plugin_check_count(&p->reach, ep.count,
+					  p->impl->element_size);
+	if (status != WAFER_OK)
+		return status;
 	arg_pointers(d, p->ptrs, n);
 	arg_u64(d, 0, ep.count);
 	shape_1d(d, p->limits, p->local, ep.count);
@@ -259,12 +221,10 @@ static wafer_status prep_scalar(const struct prep *p, struct lz_dispatch *d)
 				   p->entry->op, sp.scalar_first);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	for (uint32_t i = 0; i < 2; i++) {
-		status = check_holds(p->host, p->entry, p->sizes, i, sp.count,
-				     p->impl->element_size);
-		if (status != WAFER_OK)
-			return status;
-	}
+	status = wafer_plugin_check_count(&p->reach, sp.count,
+					  p->impl->element_size);
+	if (status != WAFER_OK)
+		return status;
 	scalar = (float)sp.scalar;
 	first = sp.scalar_first;
 	arg_pointers(d, p->ptrs, 2);
@@ -275,57 +235,6 @@ static wafer_status prep_scalar(const struct prep *p, struct lz_dispatch *d)
 	return WAFER_OK;
 }
 
-/* Checks rank and shape of a strided view and returns its element count
- * in |*out_count|. */
-static wafer_status check_shape(const struct prep *p, uint32_t rank,
-				const uint64_t *shape, uint64_t *out_count)
-{
-	uint64_t count = 1;
-
-	if (rank < 1 || rank > WAFER_KERNEL_MAX_RANK) {
-		p->host->set_error("levelzero: launch %s: rank %" PRIu32
-				   " is not 1..%d",
-				   p->entry->op, rank, WAFER_KERNEL_MAX_RANK);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	for (uint32_t d = 0; d < rank; d++) {
-		if (shape[d] == 0 || !mul_add(count, shape[d], 0, &count)) {
-			p->host->set_error("levelzero: launch %s: shape[%" PRIu32
-					   "] = %" PRIu64
-					   " is zero or the shape overflows",
-					   p->entry->op, d, shape[d]);
-			return WAFER_ERROR_INVALID_ARGUMENT;
-		}
-	}
-	*out_count = count;
-	return WAFER_OK;
-}
-
-/* Elements a strided view of |shape| reaches: its last index plus one. */
-static wafer_status check_reach(const struct prep *p, uint32_t binding,
-				uint32_t rank, const uint64_t *shape,
-				const uint64_t *strides, uint64_t offset)
-{
-	uint64_t last = offset;
-
-	for (uint32_t d = 0; d < rank; d++) {
-		if (!mul_add(shape[d] - 1, strides[d], last, &last)) {
-			p->host->set_error("levelzero: launch %s: binding %" PRIu32
-					   ": strides overflow",
-					   p->entry->op, binding);
-			return WAFER_ERROR_OUT_OF_RANGE;
-		}
-	}
-	if (last == UINT64_MAX) {
-		p->host->set_error("levelzero: launch %s: binding %" PRIu32
-				   ": offset overflows",
-				   p->entry->op, binding);
-		return WAFER_ERROR_OUT_OF_RANGE;
-	}
-	return check_holds(p->host, p->entry, p->sizes, binding, last + 1,
-			   p->impl->element_size);
-}
-
 static wafer_status prep_binary_strided(const struct prep *p,
 					struct lz_dispatch *d)
 {
@@ -334,16 +243,9 @@ static wafer_status prep_binary_strided(const struct prep *p,
 	wafer_status status;
 
 	memcpy(&bp, p->params, sizeof bp);
-	status = check_shape(p, bp.rank, bp.shape, &count);
-	if (status == WAFER_OK)
-		status = check_holds(p->host, p->entry, p->sizes, 0, count,
-				     p->impl->element_size);
-	if (status == WAFER_OK)
-		status = check_reach(p, 1, bp.rank, bp.shape, bp.a_strides,
-				     bp.a_offset);
-	if (status == WAFER_OK)
-		status = check_reach(p, 2, bp.rank, bp.shape, bp.b_strides,
-				     bp.b_offset);
+	status = wafer_plugin_check_binary_strided(&p->reach, &bp,
+						   p->impl->element_size,
+						   &count, NULL, NULL);
 	if (status != WAFER_OK)
 		return status;
 	arg_pointers(d, p->ptrs, 3);
@@ -360,36 +262,15 @@ static wafer_status prep_copy_strided(const struct prep *p,
 	wafer_status status;
 
 	memcpy(&cp, p->params, sizeof cp);
-	status = check_shape(p, cp.rank, cp.shape, &count);
-	if (status == WAFER_OK)
-		status = check_holds(p->host, p->entry, p->sizes, 0, count,
-				     p->impl->element_size);
-	if (status == WAFER_OK)
-		status = check_reach(p, 1, cp.rank, cp.shape, cp.strides,
-				     cp.offset);
+	status = wafer_plugin_check_copy_strided(&p->reach, &cp,
+						 p->impl->element_size, &count,
+						 NULL);
 	if (status != WAFER_OK)
 		return status;
 	arg_pointers(d, p->ptrs, 2);
 	arg_block(d, p->params, sizeof cp);
 	shape_1d(d, p->limits, p->local, count);
 	return WAFER_OK;
-}
-
-/* Index of |dtype| among the four cast types, or -1. */
-static int cast_index(uint32_t dtype)
-{
-	switch (dtype) {
-	case WAFER_DTYPE_F32:
-		return 0;
-	case WAFER_DTYPE_F16:
-		return 1;
-	case WAFER_DTYPE_BF16:
-		return 2;
-	case WAFER_DTYPE_I32:
-		return 3;
-	default:
-		return -1;
-	}
 }
 
 /* cast_<in>_<out>; the diagonal is a plain copy of the element width. */
@@ -407,8 +288,8 @@ static wafer_status prep_cast(const struct prep *p, struct lz_dispatch *d)
 	wafer_status status;
 
 	memcpy(&cp, p->params, sizeof cp);
-	in = cast_index(cp.dtype_in);
-	out = cast_index(cp.dtype_out);
+	in = wafer_plugin_cast_slot(cp.dtype_in);
+	out = wafer_plugin_cast_slot(cp.dtype_out);
 	if (cp.dtype_in != (uint32_t)p->entry->dtype || out < 0 || in < 0) {
 		p->host->set_error("levelzero: launch cast: from dtype %" PRIu32
 				   " to %" PRIu32
@@ -418,11 +299,12 @@ static wafer_status prep_cast(const struct prep *p, struct lz_dispatch *d)
 				   (int)p->entry->dtype);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	status = check_holds(p->host, p->entry, p->sizes, 0, cp.count,
-			     dtype_size(cp.dtype_out));
+	status = wafer_plugin_check_holds(&p->reach, 0, cp.count,
+					  wafer_plugin_dtype_size(cp.dtype_out));
 	if (status == WAFER_OK)
-		status = check_holds(p->host, p->entry, p->sizes, 1, cp.count,
-				     dtype_size(cp.dtype_in));
+		status = wafer_plugin_check_holds(
+			&p->reach, 1, cp.count,
+			wafer_plugin_dtype_size(cp.dtype_in));
 	if (status != WAFER_OK)
 		return status;
 	d->kernel = cast_kernels[in][out];
@@ -436,21 +318,9 @@ static wafer_status prep_cast(const struct prep *p, struct lz_dispatch *d)
 static wafer_status prep_rows(const struct prep *p, struct lz_dispatch *d)
 {
 	struct wafer_rows_params rp;
-	uint64_t cells;
 	wafer_status status;
 
 	memcpy(&rp, p->params, sizeof rp);
-	if (rp.cols == 0) {
-		p->host->set_error("levelzero: launch %s: cols is 0",
-				   p->entry->op);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (!mul_add(rp.rows, rp.cols, 0, &cells)) {
-		p->host->set_error("levelzero: launch %s: %" PRIu64 " x %" PRIu64
-				   " overflows",
-				   p->entry->op, rp.rows, rp.cols);
-		return WAFER_ERROR_OUT_OF_RANGE;
-	}
 	if (p->limits->max_group_size[0] < LZ_ROW_GROUP ||
 	    p->limits->max_total_group_size < LZ_ROW_GROUP) {
 		p->host->set_error("levelzero: launch %s: the device's "
@@ -458,13 +328,9 @@ static wafer_status prep_rows(const struct prep *p, struct lz_dispatch *d)
 				   p->entry->op, LZ_ROW_GROUP);
 		return WAFER_ERROR_NOT_SUPPORTED;
 	}
-	status = check_holds(p->host, p->entry, p->sizes, 0,
-			     p->impl->family == LZ_FAMILY_SOFTMAX ? cells
-								  : rp.rows,
-			     p->impl->element_size);
-	if (status == WAFER_OK)
-		status = check_holds(p->host, p->entry, p->sizes, 1, cells,
-				     p->impl->element_size);
+	status = wafer_plugin_check_rows(&p->reach, &rp, p->impl->element_size,
+					 p->impl->family == LZ_FAMILY_SOFTMAX,
+					 NULL);
 	if (status != WAFER_OK)
 		return status;
 	arg_pointers(d, p->ptrs, 2);
@@ -477,43 +343,14 @@ static wafer_status prep_rows(const struct prep *p, struct lz_dispatch *d)
 	return WAFER_OK;
 }
 
-/* Elements matrix t = batch - 1 ends at: (batch - 1) * stride + rows *
- * cols, checked for overflow. */
-static bool matrix_reach(uint64_t batch, uint64_t stride, uint64_t rows,
-			 uint64_t cols, uint64_t *out)
-{
-	uint64_t cells;
-
-	return mul_add(rows, cols, 0, &cells) &&
-	       mul_add(batch - 1, stride, cells, out);
-}
-
 static wafer_status prep_matmul(const struct prep *p, struct lz_dispatch *d)
 {
 	struct wafer_matmul_params mp;
-	uint64_t reach_a, reach_b, reach_c;
 	wafer_status status;
 
 	memcpy(&mp, p->params, sizeof mp);
-	if (!mp.batch || !mp.m || !mp.n || !mp.k || mp.transpose_a > 1 ||
-	    mp.transpose_b > 1) {
-		p->host->set_error("levelzero: launch matmul: batch %" PRIu64
-				   ", m %" PRIu64 ", n %" PRIu64 ", k %" PRIu64
-				   " must be >= 1 and transpose flags 0 or 1",
-				   mp.batch, mp.m, mp.n, mp.k);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (!matrix_reach(mp.batch, mp.batch_stride_a, mp.m, mp.k, &reach_a) ||
-	    !matrix_reach(mp.batch, mp.batch_stride_b, mp.k, mp.n, &reach_b) ||
-	    !matrix_reach(mp.batch, mp.batch_stride_c, mp.m, mp.n, &reach_c)) {
-		p->host->set_error("levelzero: launch matmul: sizes overflow");
-		return WAFER_ERROR_OUT_OF_RANGE;
-	}
-	status = check_holds(p->host, p->entry, p->sizes, 0, reach_c, 4);
-	if (status == WAFER_OK)
-		status = check_holds(p->host, p->entry, p->sizes, 1, reach_a, 4);
-	if (status == WAFER_OK)
-		status = check_holds(p->host, p->entry, p->sizes, 2, reach_b, 4);
+	status = wafer_plugin_check_matmul(&p->reach, &mp,
+					   p->impl->element_size, NULL);
 	if (status != WAFER_OK)
 		return status;
 	if (p->limits->max_group_size[0] < LZ_TILE ||
@@ -550,6 +387,13 @@ wafer_status lz_prepare(const struct wafer_host_services *host,
 		.params = params,
 		.local = local,
 		.limits = limits,
+		.reach = {
+			.host = host,
+			.plugin = "levelzero",
+			.kernel = entry->op,
+			.sizes = sizes,
+			.binding_count = entry->binding_count,
+		},
 	};
 
 	memset(d, 0, offsetof(struct lz_dispatch, block));
@@ -709,16 +553,3 @@ const struct wafer_kernel *lz_kernel_table(size_t *out_count)
 	return kernel_table;
 }
 
-/* impl pointers are shared by entries of several dtypes (copy_b32_impl
- * serves copy f32 and i32), so the match is on impl and dtype and op. */
-const struct wafer_kernel *lz_kernel_find(const struct wafer_kernel *kernel)
-{
-	if (!kernel || !WAFER_STRUCT_HAS(kernel, struct wafer_kernel, impl))
-		return NULL;
-	for (size_t i = 0; i < KERNEL_COUNT; i++)
-		if (kernel->impl == kernel_table[i].impl &&
-		    kernel->dtype == kernel_table[i].dtype &&
-		    kernel->op && strcmp(kernel->op, kernel_table[i].op) == 0)
-			return &kernel_table[i];
-	return NULL;
-}

@@ -84,10 +84,7 @@ struct lz_dispatch {
 /* The table device_kernels returns: static, the same for every device. */
 const struct wafer_kernel *lz_kernel_table(size_t *out_count);
 
-/* Our own table entry for |kernel| (matched on |impl|), or NULL. */
-const struct wafer_kernel *lz_kernel_find(const struct wafer_kernel *kernel);
-
-/* Fills |d| for a launch of |entry| (ours, from lz_kernel_find) with the
+/* Fills |d| for a launch of |entry| (the core checked it is ours) with the
  * bindings resolved to device addresses |ptrs| (offset applied) of
  * |sizes| bytes, and the launch's parameter block (params_size already
  * checked against the entry). |local| is the launch's work-group hint.

@@ -8,7 +8,7 @@ EXTRA_DIST += plugins/levelzero/kernels.cl plugins/levelzero/README
 if WAFER_LEVELZERO
 plugin_LTLIBRARIES += plugins/levelzero/levelzero.la
 plugins_levelzero_levelzero_la_SOURCES = \
-	plugins/levelzero/levelzero.h \
+	plugins/levelzero/lz_plugin.h \
 	plugins/levelzero/plugin.c \
 	plugins/levelzero/storage.c \
 	plugins/levelzero/server.c \

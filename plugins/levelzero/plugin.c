@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "plugins/levelzero/kernels.h"
-#include "plugins/levelzero/levelzero.h"
+#include "plugins/levelzero/lz_plugin.h"
 
 const struct wafer_host_services *lz_host(const struct lz_device *device)
 {
@@ -68,17 +68,11 @@ static wafer_status apply_option(struct lz_state *state,
 				 const struct wafer_plugin_option *option)
 {
 	const struct wafer_host_services *host = state->host;
-	const char *origin = "(unknown origin)";
+	const char *origin;
 	const char *value;
 
-	if (!WAFER_STRUCT_HAS(option, struct wafer_plugin_option, origin) ||
-	    !option->key) {
-		host->set_error("levelzero: malformed option (struct_size %zu)",
-				option->struct_size);
+	if (wafer_plugin_option_check(host, "levelzero", option, &origin) != WAFER_OK)
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (option->origin)
-		origin = option->origin;
 	value = option->value ? option->value : "";
 
 	if (strcmp(option->key, "immediate") == 0) {
@@ -107,13 +101,6 @@ static wafer_status apply_option(struct lz_state *state,
 		  "%s: [levelzero] unknown option '%s' ignored", origin,
 		  option->key);
 	return WAFER_OK;
-}
-
-static int host_usable(const struct wafer_host_services *host)
-{
-	return host &&
-	       WAFER_STRUCT_HAS(host, struct wafer_host_services, log) &&
-	       host->set_error && host->log;
 }
 
 /*===----------------------------------------------------------------------===
@@ -395,15 +382,9 @@ static wafer_status lz_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	if (!args ||
-	    !WAFER_STRUCT_HAS(args, struct wafer_plugin_init_args, host) ||
-	    !host_usable(args->host))
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	if (args->option_count && !args->options) {
-		args->host->set_error("levelzero: %zu options at NULL",
-				      args->option_count);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	status = wafer_plugin_init_check(args, "levelzero");
+	if (status != WAFER_OK)
+		return status;
 	state = calloc(1, sizeof *state);
 	if (!state) {
 		args->host->set_error("levelzero: out of host memory");
@@ -413,7 +394,7 @@ static wafer_status lz_init(const struct wafer_plugin_init_args *args,
 	state->immediate = LZ_IMMEDIATE_AUTO;
 	state->staging = LZ_DEFAULT_STAGING;
 	for (size_t i = 0; i < args->option_count; i++) {
-		status = apply_option(state, lz_abi_array_at(args->options, i));
+		status = apply_option(state, wafer_plugin_array_at(args->options, i));
 		if (status != WAFER_OK) {
 			free(state);
 			return status;

@@ -31,29 +31,12 @@
 #include <string.h>
 
 #include "plugins/levelzero/kernels.h"
-#include "plugins/levelzero/levelzero.h"
+#include "plugins/levelzero/lz_plugin.h"
 
 struct lz_timer {
 	ze_event_pool_handle_t pool;
 	ze_event_handle_t begin, end;
 };
-
-/* Keeps the first error only: later ones are usually its consequences. */
-static void defer_error(struct lz_queue *q, wafer_status status,
-			const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-static void defer_error(struct lz_queue *q, wafer_status status,
-			const char *format, ...)
-{
-	va_list ap;
-
-	if (q->error != WAFER_OK)
-		return;
-	q->error = status;
-	va_start(ap, format);
-	vsnprintf(q->detail, sizeof q->detail, format, ap);
-	va_end(ap);
-}
 
 /*===----------------------------------------------------------------------===
  * Waiting
@@ -135,7 +118,8 @@ wafer_status lz_queue_wait(struct lz_device *dev, struct lz_queue *q)
 	q->need_barrier = false;
 	finish_pending(dev, q, r == ZE_RESULT_SUCCESS);
 	if (r != ZE_RESULT_SUCCESS) {
-		defer_error(q, lz_status(r), "levelzero: %s: %s", what,
+		wafer_plugin_deferred_set(&q->failed, lz_status(r),
+					  "levelzero: %s: %s", what,
 			    lz_result_name(r));
 		return lz_status(r);
 	}
@@ -342,6 +326,7 @@ static void lz_server_queue_destroy(void *device, void *queue)
 	if (q->staging)
 		zeMemFree(dev->context, q->staging);
 	free(q->pending);
+	wafer_plugin_deferred_clear(&q->failed);
 	free(q);
 }
 
@@ -381,88 +366,40 @@ static wafer_status lz_server_sync(void *device, void *queue)
 {
 	struct lz_device *dev = device;
 	struct lz_queue *q = queue;
-	wafer_status status;
 
 	lz_queue_wait(dev, q);
-	status = q->error;
-	if (status != WAFER_OK) {
-		lz_host(dev)->set_error("%s", q->detail);
-		q->error = WAFER_OK;
-	}
-	return status;
+	return wafer_plugin_deferred_report(&q->failed, lz_host(dev));
 }
 
 /*===----------------------------------------------------------------------===
  * Launch
  *===----------------------------------------------------------------------===*/
 
-/* Resolves binding |i| of |launch| to a device address and size. */
-static wafer_status resolve_binding(const struct wafer_host_services *host,
-				    const struct wafer_launch *launch,
-				    uint32_t i, const char *name,
-				    void **out_ptr, size_t *out_size)
-{
-	const struct wafer_binding *b = lz_abi_array_at(launch->bindings, i);
-
-	if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) || !b->resource) {
-		host->set_error("levelzero: launch %s: binding %" PRIu32
-				" is malformed or names no resource",
-				name, i);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (b->offset % LZ_ALIGNMENT) {
-		host->set_error("levelzero: launch %s: binding %" PRIu32
-				" offset %zu is not a multiple of %d",
-				name, i, b->offset, LZ_ALIGNMENT);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	*out_ptr = (char *)lz_resource_ptr(b->resource) + b->offset;
-	*out_size = b->size;
-	return WAFER_OK;
-}
-
-/* Checks |launch| against our own table entry and prepares the dispatch.
- * Every failure here is the caller's and nothing was appended. */
+/* Prepares the dispatch of |launch|. The core checked the launch against
+ * our table entry (plugin.h: kernel identity, binding count, parameter
+ * size, bindings inside their handles and aligned); a plugin built with
+ * -DWAFER_PLUGIN_DEBUG checks that again. What is left is the kernel's
+ * own (lz_prepare: the parameter block's reach). Every failure here is
+ * the caller's and nothing was appended. */
 static wafer_status prepare_launch(struct lz_device *dev,
 				   const struct wafer_launch *launch,
 				   struct lz_dispatch *d)
 {
 	const struct wafer_host_services *host = lz_host(dev);
-	const struct wafer_kernel *entry = NULL;
+	const struct wafer_kernel *entry = launch->kernel;
 	void *ptrs[LZ_MAX_BINDINGS] = {0};
 	size_t sizes[LZ_MAX_BINDINGS] = {0};
 	wafer_status status;
 
-	if (launch &&
-	    WAFER_STRUCT_HAS(launch, struct wafer_launch, params_size) &&
-	    launch->kernel)
-		entry = lz_kernel_find(launch->kernel);
-	if (!entry) {
-		host->set_error("levelzero: launch: no launch, or a kernel that "
-				"is not from the levelzero plugin's table");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (launch->binding_count != entry->binding_count ||
-	    (entry->binding_count && !launch->bindings)) {
-		host->set_error("levelzero: launch %s: takes %" PRIu32
-				" bindings, got %" PRIu32,
-				entry->op, entry->binding_count,
-				launch->bindings ? launch->binding_count : 0);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (launch->params_size != entry->params_size ||
-	    (entry->params_size && !launch->params)) {
-		host->set_error("levelzero: launch %s: takes a %zu-byte "
-				"parameter block, got %zu bytes",
-				entry->op, entry->params_size,
-				launch->params ? launch->params_size : 0);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	status = WAFER_PLUGIN_DEBUG_CHECK_LAUNCH(host, "levelzero", launch,
+						 LZ_ALIGNMENT);
+	if (status != WAFER_OK)
+		return status;
 	for (uint32_t i = 0; i < entry->binding_count; i++) {
-		status = resolve_binding(host, launch, i, entry->op, &ptrs[i],
-					 &sizes[i]);
-		if (status != WAFER_OK)
-			return status;
+		const struct wafer_binding *b =
+			wafer_plugin_array_at(launch->bindings, i);
+		ptrs[i] = (char *)lz_resource_ptr(b->resource) + b->offset;
+		sizes[i] = b->size;
 	}
 	return lz_prepare(host, entry, ptrs, sizes, launch->params,
 			  launch->local, &dev->slot->limits, d);
@@ -650,7 +587,9 @@ static wafer_status lz_server_timer_end(void *device, void *queue,
 	/* The wait keeps a failure for sync too: the timed work failed. */
 	status = lz_queue_wait(dev, q);
 	if (status != WAFER_OK) {
-		host->set_error("%s", q->detail);
+		host->set_error("%s", q->failed.detail ? q->failed.detail
+						       : "levelzero: the timed "
+							 "work failed");
 		timer_free(t);
 		return status;
 	}

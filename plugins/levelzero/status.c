@@ -5,7 +5,7 @@
  * user can look it up in the Level Zero specification. */
 #include "build-config.h"
 
-#include "plugins/levelzero/levelzero.h"
+#include "plugins/levelzero/lz_plugin.h"
 
 const char *lz_result_name(ze_result_t result)
 {

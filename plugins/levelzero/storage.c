@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/levelzero/levelzero.h"
+#include "plugins/levelzero/lz_plugin.h"
 
 /* One vm_reserve'd range (device->vm_ranges, under vm_lock). */
 struct lz_vm_range {

@@ -34,7 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "plugins/opencl/opencl.h"
+#include "plugins/opencl/ocl_plugin.h"
 
 #define CACHE_MAGIC "WAFERCL1"
 /* Binaries larger than this are not cached (nor believed when read). */

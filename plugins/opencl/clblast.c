@@ -19,7 +19,7 @@
 
 #include <stdio.h>
 
-#include "plugins/opencl/opencl.h"
+#include "plugins/opencl/ocl_plugin.h"
 
 #ifdef WAFER_HAVE_CLBLAST
 

@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "plugins/opencl/opencl.h"
+#include "plugins/opencl/ocl_plugin.h"
 
 static const struct {
 	cl_int code;

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/opencl/opencl.h"
+#include "plugins/opencl/ocl_plugin.h"
 
 /*===----------------------------------------------------------------------===
  * Descriptors
@@ -185,25 +185,8 @@ static void family_shape(enum family fam, uint32_t *bindings, size_t *params)
 	*params = family_shapes[fam].params;
 }
 
-/* Index of a storage type in the per-dtype slots; -1 for others. */
-static int dtype_slot(wafer_dtype dtype)
-{
-	switch (dtype) {
-	case WAFER_DTYPE_F32: return 0;
-	case WAFER_DTYPE_F16: return 1;
-	case WAFER_DTYPE_BF16: return 2;
-	case WAFER_DTYPE_I32: return 3;
-	default: return -1;
-	}
-}
-
 static const char *const slot_names[OCL_DTYPE_SLOTS] = {"f32", "f16", "bf16",
 							 "i32"};
-
-static size_t dtype_size(wafer_dtype dtype)
-{
-	return dtype == WAFER_DTYPE_F16 || dtype == WAFER_DTYPE_BF16 ? 2 : 4;
-}
 
 /*===----------------------------------------------------------------------===
  * The device's table
@@ -257,25 +240,6 @@ void ocl_kernels_close(struct ocl_device *dev)
 	dev->kernel_count = 0;
 }
 
-/* Our descriptor behind |kernel|, or NULL when it is none of ours (or
- * not offered on this device). Matches on |impl|, so a copy of a table
- * entry is recognised too. */
-static const struct ocl_kernel_desc *
-find_desc(const struct ocl_device *dev, const struct wafer_kernel *kernel)
-{
-	const struct ocl_kernel_desc *d;
-	uintptr_t p;
-
-	if (!kernel || !WAFER_STRUCT_HAS(kernel, struct wafer_kernel, impl))
-		return NULL;
-	d = kernel->impl;
-	p = (uintptr_t)d;
-	if (p < (uintptr_t)descs || p >= (uintptr_t)(descs + DESC_COUNT) ||
-	    (p - (uintptr_t)descs) % sizeof *d)
-		return NULL;
-	return dev->offered[d - descs] ? d : NULL;
-}
-
 /*===----------------------------------------------------------------------===
  * Launch: checks
  *===----------------------------------------------------------------------===*/
@@ -300,238 +264,109 @@ struct job {
 	const char *name; /* op, for messages */
 	struct ocl_bound bind[OCL_MAX_BINDINGS];
 	size_t elem[OCL_MAX_BINDINGS]; /* element size of each binding */
+	size_t sizes[OCL_MAX_BINDINGS]; /* bytes of each binding */
+	struct wafer_plugin_reach reach;
 	union params p;
 	const uint32_t *local_hint; /* launch->local */
 };
 
-static wafer_status too_small(const struct job *j, uint32_t i,
-			      uint64_t need)
-{
-	ocl_host(j->q->device)->set_error(
-		OCL_NAME ": launch %s: binding %" PRIu32 " holds %zu bytes, "
-		"too few for the %" PRIu64 " elements its parameters reach",
-		j->name, i, j->bind[i].size, need);
-	return WAFER_ERROR_OUT_OF_RANGE;
-}
-
 static wafer_status bad_params(const struct job *j, const char *why)
 {
-	ocl_host(j->q->device)->set_error(OCL_NAME ": launch %s: %s", j->name,
-					  why);
-	return WAFER_ERROR_INVALID_ARGUMENT;
+	return wafer_plugin_reach_fail(&j->reach, WAFER_ERROR_INVALID_ARGUMENT,
+				       "%s", why);
 }
 
-/* A view whose extent does not fit 64 bits reaches past any binding. */
-static wafer_status overflow(const struct job *j)
-{
-	ocl_host(j->q->device)->set_error(
-		OCL_NAME ": launch %s: the extent its parameters reach "
-		"overflows 64 bits", j->name);
-	return WAFER_ERROR_OUT_OF_RANGE;
-}
-
-/* |need| elements of binding |i| must fit in it. */
-static wafer_status fits(const struct job *j, uint32_t i, uint64_t need)
-{
-	if (need <= j->bind[i].size / j->elem[i])
-		return WAFER_OK;
-	return too_small(j, i, need);
-}
-
-/* Elements a strided view reaches: offset + sum (shape-1) * stride + 1;
- * UINT64_MAX when that overflows. |count| gets the product of shape. */
-static uint64_t strided_extent(uint32_t rank, const uint64_t *shape,
-			       const uint64_t *strides, uint64_t offset,
-			       uint64_t *count)
-{
-	uint64_t last = offset, n = 1, step;
-
-	for (uint32_t d = 0; d < rank; d++) {
-		if (__builtin_mul_overflow(shape[d] - 1, strides[d], &step) ||
-		    __builtin_add_overflow(last, step, &last) ||
-		    __builtin_mul_overflow(n, shape[d], &n))
-			return UINT64_MAX;
-	}
-	*count = n;
-	return last == UINT64_MAX ? UINT64_MAX : last + 1;
-}
-
-static wafer_status check_rank(const struct job *j, uint32_t rank,
-			       const uint64_t *shape)
-{
-	if (rank < 1 || rank > WAFER_KERNEL_MAX_RANK)
-		return bad_params(j, "rank must be 1..8");
-	for (uint32_t d = 0; d < rank; d++)
-		if (shape[d] == 0)
-			return bad_params(j, "a dimension of size 0");
-	return WAFER_OK;
-}
-
-/* Elements of a batched matrix: (batch - 1) * stride + rows * cols. */
-static uint64_t batched_extent(uint64_t batch, uint64_t stride, uint64_t rows,
-			       uint64_t cols)
-{
-	uint64_t a, b;
-
-	if (__builtin_mul_overflow(batch - 1, stride, &a) ||
-	    __builtin_mul_overflow(rows, cols, &b) ||
-	    __builtin_add_overflow(a, b, &a))
-		return UINT64_MAX;
-	return a;
-}
-
-/* Checks that every element the parameters reach lies in its binding. */
+/* Checks that every element the parameters reach lies in its binding,
+ * with the reach checks of <wafer/plugin_util.h>. */
 static wafer_status check_extents(struct job *j)
 {
 	const union params *p = &j->p;
-	wafer_status s = WAFER_OK;
-	uint64_t count = 0, ea, eb, ec;
+	const struct wafer_plugin_reach *r = &j->reach;
+	size_t e = j->elem[0];
+	wafer_status s;
 
 	switch (j->desc->family) {
 	case FAM_NOOP:
 		return WAFER_OK;
 	case FAM_FILL:
-		return fits(j, 0, p->fill.count);
+		return wafer_plugin_check_count(r, p->fill.count, e);
 	case FAM_COPY:
 	case FAM_UNARY:
 	case FAM_BINARY:
-		for (uint32_t i = 0; i < 3 && s == WAFER_OK; i++)
-			if (j->bind[i].mem)
-				s = fits(j, i, p->ew.count);
-		return s;
+		return wafer_plugin_check_count(r, p->ew.count, e);
 	case FAM_SCALAR:
-		s = fits(j, 0, p->scalar.count);
-		return s == WAFER_OK ? fits(j, 1, p->scalar.count) : s;
+		return wafer_plugin_check_count(r, p->scalar.count, e);
 	case FAM_STRIDED:
-		s = check_rank(j, p->strided.rank, p->strided.shape);
-		if (s != WAFER_OK)
-			return s;
-		ea = strided_extent(p->strided.rank, p->strided.shape,
-				    p->strided.a_strides, p->strided.a_offset,
-				    &count);
-		eb = strided_extent(p->strided.rank, p->strided.shape,
-				    p->strided.b_strides, p->strided.b_offset,
-				    &count);
-		if (ea == UINT64_MAX || eb == UINT64_MAX)
-			return overflow(j);
-		s = fits(j, 0, count);
-		if (s == WAFER_OK)
-			s = fits(j, 1, ea);
-		return s == WAFER_OK ? fits(j, 2, eb) : s;
+		return wafer_plugin_check_binary_strided(r, &p->strided, e,
+							 NULL, NULL, NULL);
 	case FAM_COPY_STRIDED:
-		s = check_rank(j, p->copy.rank, p->copy.shape);
-		if (s != WAFER_OK)
-			return s;
-		ea = strided_extent(p->copy.rank, p->copy.shape,
-				    p->copy.strides, p->copy.offset, &count);
-		if (ea == UINT64_MAX)
-			return overflow(j);
-		s = fits(j, 0, count);
-		return s == WAFER_OK ? fits(j, 1, ea) : s;
+		return wafer_plugin_check_copy_strided(r, &p->copy, e, NULL,
+						       NULL);
 	case FAM_CAST:
 		if (p->cast.dtype_in != (uint32_t)j->desc->dtype ||
-		    dtype_slot((wafer_dtype)p->cast.dtype_out) < 0)
+		    wafer_plugin_cast_slot(p->cast.dtype_out) < 0)
 			return bad_params(j, "dtype_in must be the entry's "
 					     "dtype, dtype_out one of f32, "
 					     "f16, bf16, i32");
-		j->elem[0] = dtype_size((wafer_dtype)p->cast.dtype_out);
-		s = fits(j, 0, p->cast.count);
-		return s == WAFER_OK ? fits(j, 1, p->cast.count) : s;
+		j->elem[0] = wafer_plugin_dtype_size(p->cast.dtype_out);
+		s = wafer_plugin_check_holds(r, 0, p->cast.count, j->elem[0]);
+		return s == WAFER_OK
+			       ? wafer_plugin_check_holds(r, 1, p->cast.count, e)
+			       : s;
 	case FAM_ROWS:
-		if (!p->rows.rows || !p->rows.cols ||
-		    __builtin_mul_overflow(p->rows.rows, p->rows.cols, &count))
-			return bad_params(j, "rows and cols must be at least 1 "
-					     "and their product fit 64 bits");
-		s = fits(j, 0, strcmp(j->desc->op, WAFER_KERNEL_SOFTMAX) == 0
-				       ? count
-				       : p->rows.rows);
-		return s == WAFER_OK ? fits(j, 1, count) : s;
+		return wafer_plugin_check_rows(
+			r, &p->rows, e,
+			strcmp(j->desc->op, WAFER_KERNEL_SOFTMAX) == 0, NULL);
 	case FAM_MATMUL:
 	case FAM_CLBLAST:
-		if (!p->mm.batch || !p->mm.m || !p->mm.n || !p->mm.k)
-			return bad_params(j, "batch, m, n and k must be at "
-					     "least 1");
-		if (p->mm.batch > 1 &&
-		    p->mm.batch_stride_c / p->mm.n < p->mm.m)
-			return bad_params(j, "batch_stride_c is smaller than "
-					     "m x n: output matrices overlap");
-		ec = batched_extent(p->mm.batch, p->mm.batch_stride_c, p->mm.m,
-				    p->mm.n);
-		ea = batched_extent(p->mm.batch, p->mm.batch_stride_a, p->mm.m,
-				    p->mm.k);
-		eb = batched_extent(p->mm.batch, p->mm.batch_stride_b, p->mm.k,
-				    p->mm.n);
-		if (ea == UINT64_MAX || eb == UINT64_MAX || ec == UINT64_MAX)
-			return overflow(j);
-		s = fits(j, 0, ec);
-		if (s == WAFER_OK)
-			s = fits(j, 1, ea);
-		return s == WAFER_OK ? fits(j, 2, eb) : s;
+		return wafer_plugin_check_matmul(r, &p->mm, e, NULL);
 	}
 	return WAFER_OK;
 }
 
-/* Checks |launch| against our descriptor and fills |j|. Every failure
- * here is the caller's and nothing has been enqueued. */
+/* Fills |j| for |launch|. The core checked the launch against our table
+ * (plugin.h: kernel identity, binding count, parameter size, bindings
+ * inside their handles and aligned); a plugin built with
+ * -DWAFER_PLUGIN_DEBUG checks that again. What is left is the kernel's
+ * own: how far the parameter block reaches. Every failure here is the
+ * caller's and nothing has been enqueued. */
 static wafer_status prepare(struct ocl_queue *q,
 			    const struct wafer_launch *launch, struct job *j)
 {
 	struct ocl_device *dev = q->device;
 	const struct wafer_host_services *host = ocl_host(dev);
-	uint32_t bindings;
-	size_t params_size;
+	wafer_status status;
 
 	memset(j, 0, sizeof *j);
+	status = WAFER_PLUGIN_DEBUG_CHECK_LAUNCH(host, OCL_NAME, launch,
+						 dev->alignment);
+	if (status != WAFER_OK)
+		return status;
 	j->q = q;
-	if (launch && WAFER_STRUCT_HAS(launch, struct wafer_launch, local))
-		j->desc = find_desc(dev, launch->kernel);
-	if (!j->desc) {
-		host->set_error(OCL_NAME ": launch: no launch, or a kernel "
-				"that is not from this device's table");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	j->desc = launch->kernel->impl;
 	j->name = j->desc->op;
 	j->local_hint = launch->local;
-	family_shape(j->desc->family, &bindings, &params_size);
-	if (launch->binding_count != bindings ||
-	    (bindings && !launch->bindings)) {
-		host->set_error(OCL_NAME ": launch %s: takes %" PRIu32
-				" bindings, got %" PRIu32,
-				j->name, bindings,
-				launch->bindings ? launch->binding_count : 0);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (launch->params_size != params_size ||
-	    (params_size && !launch->params)) {
-		host->set_error(OCL_NAME ": launch %s: takes a %zu-byte "
-				"parameter block, got %zu bytes",
-				j->name, params_size,
-				launch->params ? launch->params_size : 0);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (params_size)
-		memcpy(&j->p, launch->params, params_size);
-	for (uint32_t i = 0; i < bindings; i++) {
+	if (launch->params_size)
+		memcpy(&j->p, launch->params,
+		       launch->params_size < sizeof j->p ? launch->params_size
+							 : sizeof j->p);
+	for (uint32_t i = 0; i < launch->binding_count; i++) {
 		const struct wafer_binding *b =
-			ocl_abi_array_at(launch->bindings, i);
-		if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) ||
-		    !b->resource) {
-			host->set_error(OCL_NAME ": launch %s: binding %" PRIu32
-					" is malformed or names no resource",
-					j->name, i);
-			return WAFER_ERROR_INVALID_ARGUMENT;
-		}
-		if (b->offset % dev->alignment) {
-			host->set_error(OCL_NAME ": launch %s: binding %" PRIu32
-					" offset %zu is not a multiple of %zu",
-					j->name, i, b->offset, dev->alignment);
-			return WAFER_ERROR_INVALID_ARGUMENT;
-		}
+			wafer_plugin_array_at(launch->bindings, i);
 		j->bind[i].mem = ocl_resource_mem(b->resource);
 		j->bind[i].offset = b->offset;
 		j->bind[i].size = b->size;
-		j->elem[i] = dtype_size(j->desc->dtype);
+		j->sizes[i] = b->size;
+		j->elem[i] = wafer_plugin_dtype_size(j->desc->dtype);
 	}
+	j->elem[0] = wafer_plugin_dtype_size(j->desc->dtype);
+	j->reach = (struct wafer_plugin_reach){
+		.host = host,
+		.plugin = OCL_NAME,
+		.kernel = j->name,
+		.sizes = j->sizes,
+		.binding_count = launch->binding_count,
+	};
 	return check_extents(j);
 }
 
@@ -825,7 +660,7 @@ static wafer_status run_1d(const struct job *j)
 	if (d->family == FAM_CAST) {
 		if (p->cast.dtype_out == (uint32_t)d->dtype)
 			return run_copy(j, p->cast.count);
-		sub = dtype_slot((wafer_dtype)p->cast.dtype_out);
+		sub = wafer_plugin_cast_slot((wafer_dtype)p->cast.dtype_out);
 	}
 	status = queue_kernel(j->q, d, sub, &a.kernel, &wg);
 	if (status != WAFER_OK)

@@ -5,7 +5,7 @@
 if WAFER_OPENCL
 plugin_LTLIBRARIES += plugins/opencl/opencl.la
 plugins_opencl_opencl_la_SOURCES = \
-	plugins/opencl/opencl.h \
+	plugins/opencl/ocl_plugin.h \
 	plugins/opencl/plugin.c \
 	plugins/opencl/errors.c \
 	plugins/opencl/storage.c \

@@ -33,7 +33,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "plugins/opencl/opencl.h"
+#include "plugins/opencl/ocl_plugin.h"
 
 /*===----------------------------------------------------------------------===
  * Options
@@ -108,19 +108,13 @@ static wafer_status apply_option(struct ocl_state *state,
 				 const struct wafer_plugin_option *option)
 {
 	const struct wafer_host_services *host = state->host;
-	const char *origin = "(unknown origin)";
+	const char *origin;
 	const char *key, *value;
 	char **text = NULL;
 	int flag;
 
-	if (!WAFER_STRUCT_HAS(option, struct wafer_plugin_option, origin) ||
-	    !option->key) {
-		host->set_error(OCL_NAME ": malformed option (struct_size %zu)",
-				option->struct_size);
+	if (wafer_plugin_option_check(host, OCL_NAME, option, &origin) != WAFER_OK)
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (option->origin)
-		origin = option->origin;
 	key = option->key;
 	value = option->value ? option->value : "";
 
@@ -428,14 +422,6 @@ static void free_state(struct ocl_state *state)
 	free(state);
 }
 
-/* The host table must offer what this plugin calls. */
-static int host_usable(const struct wafer_host_services *host)
-{
-	return host &&
-	       WAFER_STRUCT_HAS(host, struct wafer_host_services, log) &&
-	       host->set_error && host->log;
-}
-
 static wafer_status ocl_init(const struct wafer_plugin_init_args *args,
 			     void **out_state)
 {
@@ -443,15 +429,9 @@ static wafer_status ocl_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	if (!args ||
-	    !WAFER_STRUCT_HAS(args, struct wafer_plugin_init_args, host) ||
-	    !host_usable(args->host))
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	if (args->option_count && !args->options) {
-		args->host->set_error(OCL_NAME ": %zu options at NULL",
-				      args->option_count);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	status = wafer_plugin_init_check(args, OCL_NAME);
+	if (status != WAFER_OK)
+		return status;
 
 	state = calloc(1, sizeof *state);
 	if (!state) {
@@ -466,7 +446,7 @@ static wafer_status ocl_init(const struct wafer_plugin_init_args *args,
 	state->clblast_enabled = 1;
 	for (size_t i = 0; i < args->option_count; i++) {
 		status = apply_option(state,
-				      ocl_abi_array_at(args->options, i));
+				      wafer_plugin_array_at(args->options, i));
 		if (status != WAFER_OK) {
 			free_state(state);
 			return status;

@@ -2,7 +2,7 @@
  *
  * program.c: the OpenCL C programs, built per device at the first launch
  * of any of their kernels. The catalogue is split into a few units
- * (opencl.h, enum ocl_unit) so a program that only adds numbers never
+ * (ocl_plugin.h, enum ocl_unit) so a program that only adds numbers never
  * compiles softmax; each unit is the shared prelude cl/common.cl followed
  * by cl/<unit>.cl, embedded at build time (sources.c, made by embed.awk).
  *
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "plugins/opencl/opencl.h"
+#include "plugins/opencl/ocl_plugin.h"
 
 /* sources.c, generated from cl/<name>.cl */
 extern const char ocl_cl_common[];

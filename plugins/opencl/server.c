@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/opencl/opencl.h"
+#include "plugins/opencl/ocl_plugin.h"
 
 struct ocl_timer {
 	struct ocl_timer *next;
@@ -96,42 +96,24 @@ static void ocl_server_queue_destroy(void *device, void *queue)
 		clReleaseCommandQueue(q->queue);
 	free(q->kernels);
 	free(q->kernel_wg);
+	wafer_plugin_deferred_clear(&q->failed);
 	free(q);
-}
-
-void ocl_queue_defer_error(struct ocl_queue *q, wafer_status status,
-			   const char *format, ...)
-{
-	va_list ap;
-
-	if (q->error != WAFER_OK)
-		return; /* later failures are usually its consequences */
-	q->error = status;
-	va_start(ap, format);
-	vsnprintf(q->detail, sizeof q->detail, format, ap);
-	va_end(ap);
 }
 
 static wafer_status ocl_server_sync(void *device, void *queue)
 {
 	struct ocl_device *dev = device;
 	struct ocl_queue *q = queue;
-	wafer_status status;
 	cl_int err;
 
 	err = clFinish(q->queue);
 	ocl_staging_reap(q, 1);
 	if (err != CL_SUCCESS) {
-		q->error = WAFER_OK;
+		wafer_plugin_deferred_clear(&q->failed);
 		return ocl_fail(ocl_host(dev), err, "clFinish on %s",
 				dev->entry->name);
 	}
-	status = q->error;
-	if (status != WAFER_OK) {
-		ocl_host(dev)->set_error("%s", q->detail);
-		q->error = WAFER_OK;
-	}
-	return status;
+	return wafer_plugin_deferred_report(&q->failed, ocl_host(dev));
 }
 
 /*===----------------------------------------------------------------------===

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/opencl/opencl.h"
+#include "plugins/opencl/ocl_plugin.h"
 
 /* The staging ring of a queue, and the largest piece of an upload staged
  * at once. */
@@ -149,7 +149,7 @@ static int staging_pop(struct ocl_queue *q, int wait)
 	if (status > CL_COMPLETE)
 		return 0; /* queued, submitted or running */
 	if (status < 0)
-		ocl_queue_defer_error(q, ocl_status_of(status),
+		wafer_plugin_deferred_set(&q->failed, ocl_status_of(status),
 				      OCL_NAME ": a staged upload failed: "
 				      "%s (%d)",
 				      ocl_error_name(status), (int)status);

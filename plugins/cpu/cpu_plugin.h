@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * cpu.h: what the files of the cpu plugin share — the plugin instance, the
+ * cpu_plugin.h: what the files of the cpu plugin share — the plugin instance, the
  * open device, and the ops tables each file provides. Reading order for a
  * vendor writing a plugin:
  *
@@ -15,14 +15,15 @@
  * and a version script, so wafer_plugin_query is its only dynamic symbol.
  * The plugin never links libwafer; it reaches the core only through the
  * host services table it is given. */
-#ifndef WAFER_PLUGINS_CPU_CPU_H
-#define WAFER_PLUGINS_CPU_CPU_H
+#ifndef WAFER_PLUGINS_CPU_CPU_PLUGIN_H
+#define WAFER_PLUGINS_CPU_CPU_PLUGIN_H
 
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <wafer/plugin.h>
+#include <wafer/plugin_util.h>
 
 /* Every allocation and every binding offset is a multiple of this: one
  * cache line, and the widest vector load (AVX-512) the kernels could use. */
@@ -77,17 +78,6 @@ static inline void *cpu_resource_ptr(wafer_resource resource)
 static inline wafer_resource cpu_ptr_resource(void *ptr)
 {
 	return (wafer_resource)(uintptr_t)ptr;
-}
-
-/* Element |i| of an array of ABI structs (options, bindings). The core
- * built the array with its own sizeof, which it wrote into each element's
- * struct_size: step by that, not by ours, so a core built against a later
- * minor version (longer structs) is still read right. */
-static inline const void *cpu_abi_array_at(const void *array, size_t i)
-{
-	size_t stride = *(const size_t *)array; /* struct_size comes first */
-
-	return (const char *)array + i * stride;
 }
 
 #endif

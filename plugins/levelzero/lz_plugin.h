@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * levelzero.h: what the files of the Level Zero plugin share — the plugin
+ * lz_plugin.h: what the files of the Level Zero plugin share — the plugin
  * instance, the devices it found, an open device and its queues, and the
  * ops tables each file provides. Reading order:
  *
@@ -23,8 +23,8 @@
  *
  * Nothing here is exported: the plugin is built with -fvisibility=hidden
  * and a version script, so wafer_plugin_query is its only dynamic symbol. */
-#ifndef WAFER_PLUGINS_LEVELZERO_LEVELZERO_H
-#define WAFER_PLUGINS_LEVELZERO_LEVELZERO_H
+#ifndef WAFER_PLUGINS_LEVELZERO_LZ_PLUGIN_H
+#define WAFER_PLUGINS_LEVELZERO_LZ_PLUGIN_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -34,6 +34,7 @@
 #include <level_zero/ze_api.h>
 
 #include <wafer/plugin.h>
+#include <wafer/plugin_util.h>
 
 /* Every allocation and binding offset is a multiple of this: a cache line
  * of Intel GPUs, and more than any vector load the kernels make. */
@@ -149,9 +150,8 @@ struct lz_queue {
 	 * values live in a kernel object, so queues launching concurrently
 	 * must not share them. Indexed like lz_spirv_kernels[]. */
 	ze_kernel_handle_t *kernels;
-	/* The first failure found while waiting, for the next sync. */
-	wafer_status error;
-	char detail[512];
+	/* Failures found while waiting; the next sync reports the first. */
+	struct wafer_plugin_deferred failed;
 };
 
 /* plugin.c */
@@ -197,15 +197,6 @@ static inline void *lz_resource_ptr(wafer_resource resource)
 static inline wafer_resource lz_ptr_resource(void *ptr)
 {
 	return (wafer_resource)(uintptr_t)ptr;
-}
-
-/* Element |i| of an ABI array, stepped by the struct_size its builder
- * wrote into the first field (see plugins/cpu/cpu.h). */
-static inline const void *lz_abi_array_at(const void *array, size_t i)
-{
-	size_t stride = *(const size_t *)array;
-
-	return (const char *)array + i * stride;
 }
 
 #endif

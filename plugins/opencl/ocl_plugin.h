@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * opencl.h: what the files of the OpenCL plugin share — the plugin
+ * ocl_plugin.h: what the files of the OpenCL plugin share — the plugin
  * instance and its device list, an open device, a queue, and the entry
  * points each file provides. Reading order:
  *
@@ -29,8 +29,8 @@
  * A resource is a cl_mem widened to 64 bits; a binding is that buffer and
  * a byte offset, passed to kernels as the buffer and an element offset
  * (never a sub-buffer: their alignment rules differ per device). */
-#ifndef WAFER_PLUGINS_OPENCL_OPENCL_H
-#define WAFER_PLUGINS_OPENCL_OPENCL_H
+#ifndef WAFER_PLUGINS_OPENCL_OCL_PLUGIN_H
+#define WAFER_PLUGINS_OPENCL_OCL_PLUGIN_H
 
 #include <pthread.h>
 #include <stddef.h>
@@ -39,6 +39,7 @@
 #include <CL/cl.h>
 
 #include <wafer/plugin.h>
+#include <wafer/plugin_util.h>
 
 /* The plugin's name in messages and in wafer.conf ([opencl]). */
 #define OCL_NAME "opencl"
@@ -224,10 +225,9 @@ struct ocl_queue {
 	 * keeps its event, so the timer can read device time stamps. */
 	struct ocl_timer *timers;
 
-	/* The first failure found after its command was issued (a staged
-	 * write whose event failed); sync returns it and forgets it. */
-	wafer_status error;
-	char detail[512];
+	/* Failures found after their command was issued (a staged write
+	 * whose event failed); sync returns the first and forgets them. */
+	struct wafer_plugin_deferred failed;
 };
 
 /*===----------------------------------------------------------------------===
@@ -269,10 +269,6 @@ static inline int ocl_queue_timing(const struct ocl_queue *queue)
 	return queue->timers != NULL;
 }
 void ocl_queue_timed(struct ocl_queue *queue, cl_event event);
-/* Keeps the first failure found after issue for the next sync. */
-void ocl_queue_defer_error(struct ocl_queue *queue, wafer_status status,
-			   const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* program.c */
 /* The unit's program on |device|, built or loaded from the cache on the
@@ -323,15 +319,6 @@ static inline wafer_resource ocl_mem_resource(cl_mem mem)
 	return (wafer_resource)(uintptr_t)mem;
 }
 
-/* Element |i| of an array of ABI structs (options, bindings): step by the
- * struct_size the core wrote, not by our sizeof, so a core built against
- * a later minor version (longer structs) is still read right. */
-static inline const void *ocl_abi_array_at(const void *array, size_t i)
-{
-	size_t stride = *(const size_t *)array; /* struct_size comes first */
-
-	return (const char *)array + i * stride;
-}
 
 static inline const struct wafer_host_services *
 ocl_host(const struct ocl_device *device)

@@ -1,0 +1,646 @@
+/* wafer — vendor-neutral compute runtime.
+ * SPDX-License-Identifier: MIT
+ *
+ * plugin_util.h: header-only helpers for plugin authors. Plugins never link
+ * libwafer, so everything here is `static inline` and needs nothing but the
+ * C standard library and wafer/plugin.h. What is here is what every plugin
+ * would otherwise write again: element sizes, stepping ABI arrays, checking
+ * the host services table, filling device_info for a core of any minor
+ * version, how far a catalogue parameter block reaches into its bindings,
+ * and a queue's deferred failure (found after launch returned, reported by
+ * the next sync).
+ *
+ * Division of work with the core (plugin.h): the core checks kernel
+ * identity, binding count, parameter-block size, binding alignment and
+ * that every binding lies inside its handle, once, before launch. A plugin
+ * does not check those again; it only checks what the core cannot know:
+ * how far the parameter block reaches (wafer_plugin_check_* below) and
+ * malformed blocks (a rank of 0, an unknown dtype). The launch checks the
+ * core makes are also here, as wafer_plugin_debug_check_launch(), for a
+ * plugin built with -DWAFER_PLUGIN_DEBUG (configure --enable-debug does
+ * that for the plugins of this tree): WAFER_PLUGIN_DEBUG_CHECK_LAUNCH then
+ * runs it, and is WAFER_OK otherwise.
+ *
+ * Names: wafer_plugin_<area>_<verb>. Every helper that can fail returns a
+ * wafer_status and, where it says so, sets the detail through
+ * host->set_error, prefixed with the plugin's name. */
+#ifndef WAFER_PLUGIN_UTIL_H
+#define WAFER_PLUGIN_UTIL_H
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wafer/plugin.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===
+ * Element types and ABI arrays
+ *===----------------------------------------------------------------------===*/
+
+/* Bytes per element of |dtype|: 1 for u8, 2 for f16 and bf16, 4 for f32
+ * and i32, 8 for f64 and i64; 0 for WAFER_DTYPE_NONE and for any value
+ * this header does not know (a dtype from a later minor version, or
+ * garbage from a parameter block), so a caller can reject it. Whether a
+ * plugin's kernels support the dtype is the plugin's own question. */
+static inline size_t wafer_plugin_dtype_size(uint32_t dtype)
+{
+	switch (dtype) {
+	case WAFER_DTYPE_U8:
+		return 1;
+	case WAFER_DTYPE_F16:
+	case WAFER_DTYPE_BF16:
+		return 2;
+	case WAFER_DTYPE_F32:
+	case WAFER_DTYPE_I32:
+		return 4;
+	case WAFER_DTYPE_F64:
+	case WAFER_DTYPE_I64:
+		return 8;
+	default:
+		return 0;
+	}
+}
+
+/* The catalogue's cast converts into f32, f16, bf16 and i32 (plugin.h):
+ * the index of |dtype| among those four, in that order (0..3), or -1 for
+ * any other dtype. Plugins index their per-target kernels by it. */
+#define WAFER_PLUGIN_CAST_SLOTS 4
+static inline int wafer_plugin_cast_slot(uint32_t dtype)
+{
+	switch (dtype) {
+	case WAFER_DTYPE_F32:
+		return 0;
+	case WAFER_DTYPE_F16:
+		return 1;
+	case WAFER_DTYPE_BF16:
+		return 2;
+	case WAFER_DTYPE_I32:
+		return 3;
+	default:
+		return -1;
+	}
+}
+
+/* Element |i| of an array of ABI structs (options, bindings, kernel
+ * tables). The other side built the array with its own sizeof, which it
+ * wrote into each element's struct_size: this steps by the first
+ * element's struct_size, not by the plugin's sizeof, so an array from a
+ * core built against a later minor version (longer structs) is read right.
+ * |array| must hold at least one element. */
+static inline const void *wafer_plugin_array_at(const void *array, size_t i)
+{
+	size_t stride;
+
+	memcpy(&stride, array, sizeof stride); /* struct_size comes first */
+	return (const char *)array + i * stride;
+}
+
+/*===----------------------------------------------------------------------===
+ * Lifetime: host services, init arguments, device info
+ *===----------------------------------------------------------------------===*/
+
+/* Nonzero when |host| offers what every plugin calls: set_error and log,
+ * inside its struct_size. Without set_error there is no one to tell, so a
+ * plugin rejects an unusable table with WAFER_ERROR_INVALID_ARGUMENT and
+ * no detail. */
+static inline int
+wafer_plugin_host_usable(const struct wafer_host_services *host)
+{
+	return host &&
+	       WAFER_STRUCT_HAS(host, struct wafer_host_services, log) &&
+	       host->set_error && host->log;
+}
+
+/* The checks at the top of every init: |args| is there and holds |host|,
+ * the host table is usable, and a nonzero option_count comes with an
+ * options array. Returns WAFER_OK or WAFER_ERROR_INVALID_ARGUMENT (with
+ * "<plugin>: N options at NULL" through set_error where the host can say
+ * it). */
+static inline wafer_status
+wafer_plugin_init_check(const struct wafer_plugin_init_args *args,
+			const char *plugin)
+{
+	if (!args ||
+	    !WAFER_STRUCT_HAS(args, struct wafer_plugin_init_args, host) ||
+	    !wafer_plugin_host_usable(args->host))
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	if (args->option_count && !args->options) {
+		args->host->set_error("%s: %zu options at NULL", plugin,
+				      args->option_count);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return WAFER_OK;
+}
+
+/* The check at the top of every option: |option| holds origin in its
+ * struct_size and has a key. Sets |*out_origin| to the option's origin, or
+ * "(unknown origin)" when it has none, for the plugin's messages. Returns
+ * WAFER_OK or WAFER_ERROR_INVALID_ARGUMENT with "<plugin>: malformed
+ * option (struct_size N)". */
+static inline wafer_status
+wafer_plugin_option_check(const struct wafer_host_services *host,
+			  const char *plugin,
+			  const struct wafer_plugin_option *option,
+			  const char **out_origin)
+{
+	*out_origin = "(unknown origin)";
+	if (!WAFER_STRUCT_HAS(option, struct wafer_plugin_option, origin) ||
+	    !option->key) {
+		host->set_error("%s: malformed option (struct_size %zu)",
+				plugin, option->struct_size);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (option->origin)
+		*out_origin = option->origin;
+	return WAFER_OK;
+}
+
+/* Hands a device_info the plugin filled in full (|info|, with its own
+ * sizeof) to the core's |out|: copies the part both know. out->struct_size
+ * may be smaller (an older core) or larger (a newer one, whose extra
+ * fields are left alone); it is kept. Returns WAFER_OK. */
+static inline wafer_status
+wafer_plugin_device_info_copy(struct wafer_device_info *out,
+			      const struct wafer_device_info *info)
+{
+	size_t struct_size = out->struct_size;
+
+	memcpy(out, info,
+	       struct_size < sizeof *info ? struct_size : sizeof *info);
+	out->struct_size = struct_size;
+	return WAFER_OK;
+}
+
+/* device_info's and device_open's check of |index| against |count|
+ * devices: WAFER_OK, or WAFER_ERROR_NOT_FOUND with "<plugin>: no device
+ * N (there are C)" through set_error. */
+static inline wafer_status
+wafer_plugin_device_index_check(const struct wafer_host_services *host,
+				const char *plugin, uint32_t index,
+				uint32_t count)
+{
+	if (index < count)
+		return WAFER_OK;
+	host->set_error("%s: no device %" PRIu32 " (there %s %" PRIu32 ")",
+			plugin, index, count == 1 ? "is" : "are", count);
+	return WAFER_ERROR_NOT_FOUND;
+}
+
+/*===----------------------------------------------------------------------===
+ * Catalogue parameter blocks: how far they reach into the bindings
+ *===----------------------------------------------------------------------===*/
+
+/* Where a reach check reports to, and what it checks against: the host
+ * (for set_error), the plugin's and kernel's names for the text, and the
+ * size in bytes of each binding of the launch, in binding order. */
+struct wafer_plugin_reach {
+	const struct wafer_host_services *host;
+	const char *plugin; /* "cpu" */
+	const char *kernel; /* the table entry's op, "add_strided" */
+	const size_t *sizes;
+	uint32_t binding_count;
+};
+
+/* Sets "<plugin>: launch <kernel>: <text>" and returns |status|. */
+static inline wafer_status
+wafer_plugin_reach_fail(const struct wafer_plugin_reach *r,
+			wafer_status status, const char *format, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 3, 4)))
+#endif
+	;
+static inline wafer_status
+wafer_plugin_reach_fail(const struct wafer_plugin_reach *r,
+			wafer_status status, const char *format, ...)
+{
+	char text[512];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(text, sizeof text, format, ap);
+	va_end(ap);
+	r->host->set_error("%s: launch %s: %s", r->plugin, r->kernel, text);
+	return status;
+}
+
+/* Binding |binding| must hold |elements| elements of |element_size| bytes
+ * (overflow-safe). WAFER_OK, or WAFER_ERROR_OUT_OF_RANGE with "binding B
+ * holds N bytes, too few for E elements of S bytes". */
+static inline wafer_status
+wafer_plugin_check_holds(const struct wafer_plugin_reach *r, uint32_t binding,
+			 uint64_t elements, size_t element_size)
+{
+	size_t size = binding < r->binding_count ? r->sizes[binding] : 0;
+
+	if (element_size && elements <= size / element_size)
+		return WAFER_OK;
+	return wafer_plugin_reach_fail(
+		r, WAFER_ERROR_OUT_OF_RANGE,
+		"binding %" PRIu32 " holds %zu bytes, too few for %" PRIu64
+		" elements of %zu bytes",
+		binding, size, elements, element_size);
+}
+
+/* Every binding holds |count| elements of |element_size| bytes: the check
+ * of fill and the contiguous elementwise and scalar kernels. */
+static inline wafer_status
+wafer_plugin_check_count(const struct wafer_plugin_reach *r, uint64_t count,
+			 size_t element_size)
+{
+	for (uint32_t i = 0; i < r->binding_count; i++) {
+		wafer_status status =
+			wafer_plugin_check_holds(r, i, count, element_size);
+		if (status != WAFER_OK)
+			return status;
+	}
+	return WAFER_OK;
+}
+
+/* The shape of a strided block: rank 1..WAFER_KERNEL_MAX_RANK and every
+ * shape[d] >= 1, with their product (the output's element count) in
+ * |*out_count|. WAFER_ERROR_INVALID_ARGUMENT otherwise (0 in *out_count). */
+static inline wafer_status
+wafer_plugin_check_shape(const struct wafer_plugin_reach *r, uint32_t rank,
+			 const uint64_t *shape, uint64_t *out_count)
+{
+	uint64_t count = 1;
+
+	*out_count = 0;
+	if (rank < 1 || rank > WAFER_KERNEL_MAX_RANK)
+		return wafer_plugin_reach_fail(
+			r, WAFER_ERROR_INVALID_ARGUMENT,
+			"rank %" PRIu32 " is not 1..%d", rank,
+			WAFER_KERNEL_MAX_RANK);
+	for (uint32_t d = 0; d < rank; d++)
+		if (!shape[d] ||
+		    __builtin_mul_overflow(count, shape[d], &count))
+			return wafer_plugin_reach_fail(
+				r, WAFER_ERROR_INVALID_ARGUMENT,
+				"shape[%" PRIu32 "] = %" PRIu64
+				" is 0 or overflows the element count",
+				d, shape[d]);
+	*out_count = count;
+	return WAFER_OK;
+}
+
+/* Elements a strided view reaches: offset + sum_d (shape[d]-1) strides[d]
+ * + 1, in |*out_reach|, for a shape already checked. Then binding
+ * |binding| must hold that many. WAFER_ERROR_OUT_OF_RANGE when the sum
+ * overflows ("binding B: the view's strides overflow") or the binding is
+ * too small. */
+static inline wafer_status
+wafer_plugin_check_view(const struct wafer_plugin_reach *r, uint32_t binding,
+			uint32_t rank, const uint64_t *shape,
+			const uint64_t *strides, uint64_t offset,
+			size_t element_size, uint64_t *out_reach)
+{
+	uint64_t last = offset, term;
+
+	int overflow = 0;
+
+	*out_reach = 0;
+	for (uint32_t d = 0; d < rank && !overflow; d++)
+		overflow = __builtin_mul_overflow(shape[d] - 1, strides[d],
+						  &term) ||
+			   __builtin_add_overflow(last, term, &last);
+	if (overflow || last == UINT64_MAX)
+		return wafer_plugin_reach_fail(
+			r, WAFER_ERROR_OUT_OF_RANGE,
+			"binding %" PRIu32 ": the view's strides overflow",
+			binding);
+	*out_reach = last + 1;
+	return wafer_plugin_check_holds(r, binding, *out_reach, element_size);
+}
+
+/* A whole strided binary block (bindings {out, a, b}): its shape, out
+ * holding the element count, a and b their views' reach. The count and
+ * the reaches come back for the plugin's index-width choice (any may be
+ * NULL). */
+static inline wafer_status wafer_plugin_check_binary_strided(
+	const struct wafer_plugin_reach *r,
+	const struct wafer_binary_strided_params *p, size_t element_size,
+	uint64_t *out_count, uint64_t *out_reach_a, uint64_t *out_reach_b)
+{
+	uint64_t count, ra = 0, rb = 0;
+	wafer_status status = wafer_plugin_check_shape(r, p->rank, p->shape,
+						       &count);
+
+	if (status == WAFER_OK)
+		status = wafer_plugin_check_holds(r, 0, count, element_size);
+	if (status == WAFER_OK)
+		status = wafer_plugin_check_view(r, 1, p->rank, p->shape,
+						 p->a_strides, p->a_offset,
+						 element_size, &ra);
+	if (status == WAFER_OK)
+		status = wafer_plugin_check_view(r, 2, p->rank, p->shape,
+						 p->b_strides, p->b_offset,
+						 element_size, &rb);
+	if (out_count)
+		*out_count = count;
+	if (out_reach_a)
+		*out_reach_a = ra;
+	if (out_reach_b)
+		*out_reach_b = rb;
+	return status;
+}
+
+/* A whole copy_strided block (bindings {out, in}), as above. */
+static inline wafer_status
+wafer_plugin_check_copy_strided(const struct wafer_plugin_reach *r,
+				const struct wafer_strided_copy_params *p,
+				size_t element_size, uint64_t *out_count,
+				uint64_t *out_reach)
+{
+	uint64_t count, reach = 0;
+	wafer_status status = wafer_plugin_check_shape(r, p->rank, p->shape,
+						       &count);
+
+	if (status == WAFER_OK)
+		status = wafer_plugin_check_holds(r, 0, count, element_size);
+	if (status == WAFER_OK)
+		status = wafer_plugin_check_view(r, 1, p->rank, p->shape,
+						 p->strides, p->offset,
+						 element_size, &reach);
+	if (out_count)
+		*out_count = count;
+	if (out_reach)
+		*out_reach = reach;
+	return status;
+}
+
+/* A rows block (bindings {out, in}): rows, cols >= 1 and rows x cols
+ * within 64 bits (else WAFER_ERROR_INVALID_ARGUMENT); in holds rows x
+ * cols elements, out rows x cols when |full_output| (softmax) and rows
+ * otherwise (the reductions). rows x cols in |*out_elements| (may be
+ * NULL). */
+static inline wafer_status
+wafer_plugin_check_rows(const struct wafer_plugin_reach *r,
+			const struct wafer_rows_params *p, size_t element_size,
+			int full_output, uint64_t *out_elements)
+{
+	uint64_t all = 0;
+	wafer_status status;
+
+	if (out_elements)
+		*out_elements = 0;
+	if (!p->rows || !p->cols ||
+	    __builtin_mul_overflow(p->rows, p->cols, &all))
+		return wafer_plugin_reach_fail(
+			r, WAFER_ERROR_INVALID_ARGUMENT,
+			"%" PRIu64 " rows of %" PRIu64
+			" columns (both at least 1, their product within "
+			"64 bits)",
+			p->rows, p->cols);
+	status = wafer_plugin_check_holds(r, 0, full_output ? all : p->rows,
+					  element_size);
+	if (status == WAFER_OK)
+		status = wafer_plugin_check_holds(r, 1, all, element_size);
+	if (out_elements)
+		*out_elements = all;
+	return status;
+}
+
+/* Elements |batch| matrices of |per| elements, |stride| apart, span; 0 on
+ * overflow. A stride of 0 (a shared matrix) spans one. */
+static inline uint64_t wafer_plugin_batch_span(uint64_t batch,
+					       uint64_t stride, uint64_t per)
+{
+	uint64_t span;
+
+	if (batch <= 1 || stride == 0)
+		return per;
+	if (__builtin_mul_overflow(batch - 1, stride, &span) ||
+	    __builtin_add_overflow(span, per, &span))
+		return 0;
+	return span;
+}
+
+/* A matmul block (bindings {out, a, b}): m, n, k, batch >= 1, transposes
+ * 0 or 1, m x k, k x n and m x n within 64 bits, batch_stride_c >= m x n
+ * when batch > 1 (else WAFER_ERROR_INVALID_ARGUMENT); then each binding
+ * holds its batch's span (WAFER_ERROR_OUT_OF_RANGE on overflow or a
+ * binding too small). The spans of out, a, b in |out_reach| (may be
+ * NULL). */
+static inline wafer_status
+wafer_plugin_check_matmul(const struct wafer_plugin_reach *r,
+			  const struct wafer_matmul_params *p,
+			  size_t element_size, uint64_t out_reach[3])
+{
+	uint64_t mk, kn, mn, need[3];
+
+	if (out_reach)
+		out_reach[0] = out_reach[1] = out_reach[2] = 0;
+	if (!p->m || !p->n || !p->k || !p->batch || p->transpose_a > 1 ||
+	    p->transpose_b > 1)
+		return wafer_plugin_reach_fail(
+			r, WAFER_ERROR_INVALID_ARGUMENT,
+			"m %" PRIu64 ", n %" PRIu64 ", k %" PRIu64
+			", batch %" PRIu64 " must be >= 1 and transposes 0 "
+			"or 1",
+			p->m, p->n, p->k, p->batch);
+	if (__builtin_mul_overflow(p->m, p->k, &mk) ||
+	    __builtin_mul_overflow(p->k, p->n, &kn) ||
+	    __builtin_mul_overflow(p->m, p->n, &mn))
+		return wafer_plugin_reach_fail(
+			r, WAFER_ERROR_INVALID_ARGUMENT,
+			"%" PRIu64 "x%" PRIu64 "x%" PRIu64 " overflows", p->m,
+			p->n, p->k);
+	if (p->batch > 1 && p->batch_stride_c < mn)
+		return wafer_plugin_reach_fail(
+			r, WAFER_ERROR_INVALID_ARGUMENT,
+			"batch_stride_c %" PRIu64
+			" is less than m x n = %" PRIu64,
+			p->batch_stride_c, mn);
+	need[0] = wafer_plugin_batch_span(p->batch, p->batch_stride_c, mn);
+	need[1] = wafer_plugin_batch_span(p->batch, p->batch_stride_a, mk);
+	need[2] = wafer_plugin_batch_span(p->batch, p->batch_stride_b, kn);
+	for (uint32_t i = 0; i < 3; i++) {
+		wafer_status status;
+		if (!need[i])
+			return wafer_plugin_reach_fail(
+				r, WAFER_ERROR_OUT_OF_RANGE,
+				"binding %" PRIu32 ": batch strides overflow",
+				i);
+		status = wafer_plugin_check_holds(r, i, need[i], element_size);
+		if (status != WAFER_OK)
+			return status;
+	}
+	if (out_reach)
+		memcpy(out_reach, need, sizeof need);
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * A queue's deferred failure
+ *===----------------------------------------------------------------------===*/
+
+/* A failure found after launch (or a copy) returned — a kernel that failed
+ * while running, a staged copy that did not complete — is kept on the
+ * queue and returned by the next sync (plugin.h). The first one is kept
+ * with its full text (later ones are usually its consequences; they are
+ * counted). Zero-initialise it (calloc, = {0}); it is not locked: one
+ * queue's calls never overlap. */
+struct wafer_plugin_deferred {
+	wafer_status status; /* WAFER_OK while nothing failed */
+	char *detail;        /* heap; NULL if it could not be allocated */
+	uint64_t later;      /* failures after the first */
+};
+
+/* Records a failure with a printf-style detail: the first one with its
+ * text, any later one only counted. */
+static inline void
+wafer_plugin_deferred_vset(struct wafer_plugin_deferred *d,
+			   wafer_status status, const char *format, va_list ap)
+{
+	va_list again;
+	int n;
+
+	if (d->status != WAFER_OK) {
+		d->later++;
+		return;
+	}
+	d->status = status == WAFER_OK ? WAFER_ERROR_INTERNAL : status;
+	va_copy(again, ap);
+	n = vsnprintf(NULL, 0, format, again);
+	va_end(again);
+	d->detail = n < 0 ? NULL : (char *)malloc((size_t)n + 1);
+	if (d->detail)
+		vsnprintf(d->detail, (size_t)n + 1, format, ap);
+}
+
+static inline void wafer_plugin_deferred_set(struct wafer_plugin_deferred *d,
+					     wafer_status status,
+					     const char *format, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 3, 4)))
+#endif
+	;
+static inline void wafer_plugin_deferred_set(struct wafer_plugin_deferred *d,
+					     wafer_status status,
+					     const char *format, ...)
+{
+	va_list ap;
+
+	va_start(ap, format);
+	wafer_plugin_deferred_vset(d, status, format, ap);
+	va_end(ap);
+}
+
+/* Forgets the failure (frees its text). Also what queue_destroy calls. */
+static inline void
+wafer_plugin_deferred_clear(struct wafer_plugin_deferred *d)
+{
+	free(d->detail);
+	d->detail = NULL;
+	d->status = WAFER_OK;
+	d->later = 0;
+}
+
+/* sync's part: returns the kept status (WAFER_OK if none) and, when it is
+ * a failure, sets its text through host->set_error, with " (and N later
+ * failures)" when there were more; then clears it. */
+static inline wafer_status
+wafer_plugin_deferred_report(struct wafer_plugin_deferred *d,
+			     const struct wafer_host_services *host)
+{
+	wafer_status status = d->status;
+
+	if (status == WAFER_OK)
+		return WAFER_OK;
+	if (d->later)
+		host->set_error("%s (and %" PRIu64 " later failure%s)",
+				d->detail ? d->detail : "(detail lost)",
+				d->later, d->later == 1 ? "" : "s");
+	else
+		host->set_error("%s", d->detail ? d->detail : "(detail lost)");
+	wafer_plugin_deferred_clear(d);
+	return status;
+}
+
+/*===----------------------------------------------------------------------===
+ * Debug-only: the launch checks the core makes
+ *===----------------------------------------------------------------------===*/
+
+/* What the core checks before it calls launch (plugin.h): a launch struct
+ * holding params_size, a kernel, binding_count and params_size equal to
+ * the kernel's, bindings and params present when the kernel takes them,
+ * each binding naming a resource with an offset that is a multiple of
+ * |alignment|. WAFER_OK, or WAFER_ERROR_INVALID_ARGUMENT with the reason.
+ * Kernel identity (that the kernel is from the plugin's table) is the
+ * plugin's to add. A plugin calls it through
+ * WAFER_PLUGIN_DEBUG_CHECK_LAUNCH, which is WAFER_OK unless the plugin is
+ * built with -DWAFER_PLUGIN_DEBUG. */
+static inline wafer_status
+wafer_plugin_debug_check_launch(const struct wafer_host_services *host,
+				const char *plugin,
+				const struct wafer_launch *launch,
+				size_t alignment)
+{
+	const struct wafer_kernel *k;
+
+	if (!launch ||
+	    !WAFER_STRUCT_HAS(launch, struct wafer_launch, params_size) ||
+	    !launch->kernel) {
+		host->set_error("%s: launch: no launch, or no kernel", plugin);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	k = launch->kernel;
+	if (launch->binding_count != k->binding_count ||
+	    (k->binding_count && !launch->bindings)) {
+		host->set_error("%s: launch %s: takes %" PRIu32
+				" bindings, got %" PRIu32,
+				plugin, k->op, k->binding_count,
+				launch->bindings ? launch->binding_count : 0);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (launch->params_size != k->params_size ||
+	    (k->params_size && !launch->params)) {
+		host->set_error("%s: launch %s: takes a %zu-byte parameter "
+				"block, got %zu bytes",
+				plugin, k->op, k->params_size,
+				launch->params ? launch->params_size : 0);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	for (uint32_t i = 0; i < launch->binding_count; i++) {
+		const struct wafer_binding *b = (const struct wafer_binding *)
+			wafer_plugin_array_at(launch->bindings, i);
+		if (!WAFER_STRUCT_HAS(b, struct wafer_binding, size) ||
+		    !b->resource) {
+			host->set_error("%s: launch %s: binding %" PRIu32
+					" is malformed or names no resource",
+					plugin, k->op, i);
+			return WAFER_ERROR_INVALID_ARGUMENT;
+		}
+		if (alignment && b->offset % alignment) {
+			host->set_error("%s: launch %s: binding %" PRIu32
+					" offset %zu is not a multiple of %zu",
+					plugin, k->op, i, b->offset,
+					alignment);
+			return WAFER_ERROR_INVALID_ARGUMENT;
+		}
+	}
+	return WAFER_OK;
+}
+
+#ifdef WAFER_PLUGIN_DEBUG
+#define WAFER_PLUGIN_DEBUG_CHECK_LAUNCH(host, plugin, launch, alignment)       \
+	wafer_plugin_debug_check_launch((host), (plugin), (launch), (alignment))
+#else
+#define WAFER_PLUGIN_DEBUG_CHECK_LAUNCH(host, plugin, launch, alignment)       \
+	((void)(host), (void)(plugin), (void)(launch), (void)(alignment),     \
+	 WAFER_OK)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WAFER_PLUGIN_UTIL_H */
