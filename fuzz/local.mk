@@ -12,19 +12,19 @@ EXTRA_DIST += fuzz/corpus fuzz/run.sh
 
 if WAFER_FUZZING
 noinst_PROGRAMS += $(FUZZERS)
-FUZZ_LDFLAGS = -fsanitize=fuzzer
+FUZZER_LINK_FLAGS = -fsanitize=fuzzer
 fuzz_config_SOURCES = fuzz/config.c
 fuzz_config_LDADD = libwafer-core.la
-fuzz_config_LDFLAGS = $(FUZZ_LDFLAGS)
+fuzz_config_LDFLAGS = $(FUZZER_LINK_FLAGS)
 fuzz_autotune_cache_SOURCES = fuzz/autotune_cache.c
 fuzz_autotune_cache_LDADD = libwafer-core.la
-fuzz_autotune_cache_LDFLAGS = $(FUZZ_LDFLAGS)
+fuzz_autotune_cache_LDFLAGS = $(FUZZER_LINK_FLAGS)
 fuzz_trace_SOURCES = fuzz/trace.c tools/trace.c tools/trace.h
 fuzz_trace_LDADD = libwafer-core.la
-fuzz_trace_LDFLAGS = $(FUZZ_LDFLAGS)
+fuzz_trace_LDFLAGS = $(FUZZER_LINK_FLAGS)
 fuzz_view_SOURCES = fuzz/view.c
 fuzz_view_LDADD = libwafer-core.la
-fuzz_view_LDFLAGS = $(FUZZ_LDFLAGS)
+fuzz_view_LDFLAGS = $(FUZZER_LINK_FLAGS)
 
 # Runs every harness for FUZZ_SECONDS on a copy of its seed corpus; one
 # summary line each ("fuzz <name>: ok, N runs, cov C"), exit 1 on a crash.
