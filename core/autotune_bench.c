@@ -212,14 +212,10 @@ static wafer_status time_once(const struct wafer_tune_bench *b,
 		return status;
 	}
 
-	/* The server keeps the plugin's timer in |timer| between the two
-	 * commands; both run on the client's queue in order. */
+	/* The client keeps the plugin's timer in |timer| between the two
+	 * calls; both run on the client's queue in order. */
 	void *timer = NULL;
-	struct wafer_command begin = {
-		.kind = WAFER_COMMAND_TIMER_BEGIN,
-		.timer_slot = &timer,
-	};
-	status = wafer_client_submit(b->client, &begin);
+	status = wafer_client_timer_begin(b->client, &timer);
 	if (status != WAFER_OK) {
 		*out_what = "timer_begin";
 		return status;
@@ -227,12 +223,7 @@ static wafer_status time_once(const struct wafer_tune_bench *b,
 	status = run_once(b, c);
 	char detail[WAFER_ERROR_DETAIL_MAX];
 	snprintf(detail, sizeof detail, "%s", wafer_last_error());
-	struct wafer_command end = {
-		.kind = WAFER_COMMAND_TIMER_END,
-		.timer_slot = &timer,
-		.elapsed_ns = out_ns,
-	};
-	end_status = wafer_client_submit(b->client, &end);
+	end_status = wafer_client_timer_end(b->client, &timer, out_ns);
 	sync_status = wafer_sync(b->client);
 	if (status != WAFER_OK)
 		return wafer_fail(status, "%s", detail);
