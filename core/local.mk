@@ -41,12 +41,12 @@ libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c
 
 # Autotune: choosing among candidates by measuring (include/wafer/autotune.h).
 libwafer_core_la_SOURCES += \
-	core/autotune.c core/autotune.h \
-	core/autotune_settings.c \
-	core/autotune_key.c \
-	core/autotune_index.c \
-	core/autotune_file.c \
-	core/autotune_bench.c
+	core/autotune/autotune.c core/autotune/autotune.h \
+	core/autotune/settings.c \
+	core/autotune/key.c \
+	core/autotune/index.c \
+	core/autotune/file.c \
+	core/autotune/bench.c
 
 # The ops layer (include/wafer/ops.h): views, donation, operations.
 libwafer_core_la_SOURCES += \

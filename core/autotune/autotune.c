@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/autotune.h"
+#include "core/autotune/autotune.h"
 #include "core/client.h"
 #include "core/error.h"
 #include "core/kernel_table.h"

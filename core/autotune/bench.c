@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * autotune_bench.c: measuring the candidates of one key.
+ * bench.c: measuring the candidates of one key.
  *
  *  1. Warm-up: each candidate runs `warmup` times (at least once when
  *     there is a check), then the client syncs. An error from a run or
@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/autotune.h"
+#include "core/autotune/autotune.h"
 #include "core/client.h"
 #include "core/error.h"
 #include "core/log.h"

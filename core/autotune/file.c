@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * autotune_file.c: the persistent cache — one text file per operation,
+ * file.c: the persistent cache — one text file per operation,
  * plugin name and version, device name and candidate set, named
  * "<op>-<plugin>-<checksum>.cache" in the cache directory:
  *
@@ -37,7 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/autotune.h"
+#include "core/autotune/autotune.h"
 #include "core/error.h"
 #include "core/log.h"
 
