@@ -8,7 +8,7 @@ libwafer_core_la_SOURCES = \
 	core/log.c core/log.h \
 	core/config.c core/config.h \
 	core/status.c \
-	core/storage.c core/storage.h \
+	core/memory/storage.c core/memory/storage.h \
 	core/memory/memory.c core/memory/memory.h \
 	core/memory/registry.c \
 	core/memory/exact.c \

@@ -1,8 +1,8 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * memory.h: the memory manager. It reserves space for handles from a
- * plugin's storage (core/storage.h) through one of several strategies,
- * each in its own file under core/memory/ behind the ops table below. The
+ * plugin's storage (storage.h) through one of several strategies, each in
+ * its own file under core/memory/ behind the ops table below. The
  * manager does what is common to all of them: statistics (bytes in use
  * and their peak, reuse hits), the out-of-memory path (give cached memory
  * back, retry once, then fail with sizes), and strategy lookup by name.
@@ -20,7 +20,7 @@
 #include <wafer/wafer.h>
 
 #include "core/config.h"
-#include "core/storage.h"
+#include "core/memory/storage.h"
 
 /* Where a handle's bytes live: [offset, offset + size) of resource. */
 struct wafer_slice {

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "core/storage.h"
+#include "core/memory/storage.h"
 
 static void add_reserved(struct wafer_storage *s, size_t bytes)
 {
