@@ -1,0 +1,105 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * common.c: what the memory strategies share (common.h). */
+#include "build-config.h"
+
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "core/memory/common.h"
+
+void *wafer_memory_host_calloc(size_t size, const char *who)
+{
+	void *p = calloc(1, size);
+	if (!p)
+		wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "%s: out of host memory",
+			   who);
+	return p;
+}
+
+wafer_status wafer_memory_base_create(const char *name,
+				      struct wafer_storage *storage,
+				      const struct wafer_config *config,
+				      const char *const *known, size_t size,
+				      void **out_self)
+{
+	*out_self = NULL;
+	wafer_status status = wafer_memory_option_check(config, name, known);
+	if (status != WAFER_OK)
+		return status;
+	struct wafer_memory_base *base = wafer_memory_host_calloc(size, name);
+	if (!base)
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	base->name = name;
+	base->storage = storage;
+	*out_self = base;
+	return WAFER_OK;
+}
+
+void wafer_memory_base_stats(void *self,
+			     struct wafer_memory_strategy_stats *out)
+{
+	const struct wafer_memory_base *base = self;
+	*out = base->stats;
+	out->segments += base->chunks.count;
+}
+
+wafer_status wafer_memory_chunk_new(struct wafer_memory_base *base,
+				    size_t size, size_t node_size,
+				    struct wafer_memory_chunk **out_chunk)
+{
+	struct wafer_memory_chunk_list *list = &base->chunks;
+	struct wafer_memory_chunk *c =
+		wafer_memory_host_calloc(node_size, base->name);
+	if (!c)
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	wafer_status status =
+		list->async ? wafer_storage_alloc_async(base->storage, size,
+							&c->resource)
+			    : wafer_storage_alloc(base->storage, size,
+						  &c->resource);
+	if (status != WAFER_OK) {
+		free(c);
+		return status;
+	}
+	c->size = size;
+	c->next = list->head;
+	if (list->head)
+		list->head->prev = c;
+	list->head = c;
+	list->count++;
+	*out_chunk = c;
+	return WAFER_OK;
+}
+
+void wafer_memory_chunk_unlink(struct wafer_memory_base *base,
+			       struct wafer_memory_chunk *chunk)
+{
+	struct wafer_memory_chunk_list *list = &base->chunks;
+	if (chunk->prev)
+		chunk->prev->next = chunk->next;
+	else
+		list->head = chunk->next;
+	if (chunk->next)
+		chunk->next->prev = chunk->prev;
+	chunk->prev = chunk->next = NULL;
+	list->count--;
+}
+
+void wafer_memory_chunk_free(struct wafer_memory_base *base,
+			     struct wafer_memory_chunk *chunk)
+{
+	wafer_memory_chunk_unlink(base, chunk);
+	if (base->chunks.async)
+		wafer_storage_free_async(base->storage, chunk->resource,
+					 chunk->size);
+	else
+		wafer_storage_free(base->storage, chunk->resource, chunk->size);
+	free(chunk);
+}
+
+void wafer_memory_chunk_free_all(struct wafer_memory_base *base)
+{
+	while (base->chunks.head)
+		wafer_memory_chunk_free(base, base->chunks.head);
+}

@@ -1,0 +1,113 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * common.h: what the strategies behind wafer_memory_strategy_ops (the
+ * other files of core/memory/) share, so that each file holds only its
+ * own policy:
+ *
+ *  - struct wafer_memory_base, the head of every strategy's state: its
+ *    storage, its list of whole chunks and the counters it keeps, created
+ *    with its options checked (wafer_memory_base_create) and reported by
+ *    one stats entry (wafer_memory_base_stats);
+ *  - whole chunks: one storage allocation each, on the base's list,
+ *    allocated, handed out as a slice and freed the same way everywhere;
+ *  - WAFER_MEMORY_STRATEGY, the ops table of a strategy whose entries
+ *    follow the <name>_create, _destroy, ... naming.
+ *
+ * Not thread-safe, like the strategies (memory.h). */
+#ifndef WAFER_CORE_MEMORY_COMMON_H
+#define WAFER_CORE_MEMORY_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/memory/memory.h"
+
+/* Zeroed host memory for a strategy's bookkeeping, or NULL with
+ * WAFER_ERROR_OUT_OF_MEMORY recorded: "<who>: out of host memory". */
+void *wafer_memory_host_calloc(size_t size, const char *who);
+
+/* One storage allocation handed out (or cached) whole. A strategy that
+ * needs more per chunk puts this first in its own struct. */
+struct wafer_memory_chunk {
+	wafer_resource resource;
+	size_t size; /* bytes allocated from storage */
+	struct wafer_memory_chunk *prev, *next;
+};
+
+/* Every chunk a strategy holds, newest first. */
+struct wafer_memory_chunk_list {
+	struct wafer_memory_chunk *head;
+	uint64_t count;
+	/* Stream-ordered allocation and free (alloc_async/free_async). */
+	bool async;
+};
+
+/* The head of every strategy's state (its first member). */
+struct wafer_memory_base {
+	const char *name; /* the strategy's, for messages */
+	struct wafer_storage *storage;
+	struct wafer_memory_chunk_list chunks;
+	/* The counters the strategy keeps. wafer_memory_base_stats reports
+	 * them with segments = the chunks on the list + stats.segments (what
+	 * the strategy holds off the list: the stream's pending frees). */
+	struct wafer_memory_strategy_stats stats;
+};
+
+/* Checks the keys of [memory.<name>] against |known| (NULL-terminated)
+ * and creates a zeroed state of |size| bytes, a struct wafer_memory_base
+ * first, on |storage|. On failure |*out_self| is NULL. */
+wafer_status wafer_memory_base_create(const char *name,
+				      struct wafer_storage *storage,
+				      const struct wafer_config *config,
+				      const char *const *known, size_t size,
+				      void **out_self);
+
+/* A strategy's stats entry: the base's counters (see above). */
+void wafer_memory_base_stats(void *self,
+			     struct wafer_memory_strategy_stats *out);
+
+/* Allocates a host struct of |node_size| bytes (zeroed; a struct
+ * wafer_memory_chunk first) and |size| bytes of storage into it, and puts
+ * it first on the base's list. On failure nothing stays allocated. */
+wafer_status wafer_memory_chunk_new(struct wafer_memory_base *base,
+				    size_t size, size_t node_size,
+				    struct wafer_memory_chunk **out_chunk);
+
+/* Takes |chunk| off the base's list (it stays allocated). */
+void wafer_memory_chunk_unlink(struct wafer_memory_base *base,
+			       struct wafer_memory_chunk *chunk);
+
+/* Takes |chunk| off the list, gives its storage back (stream-ordered
+ * where the list is async) and frees it. */
+void wafer_memory_chunk_free(struct wafer_memory_base *base,
+			     struct wafer_memory_chunk *chunk);
+
+/* Frees every chunk on the base's list. */
+void wafer_memory_chunk_free_all(struct wafer_memory_base *base);
+
+/* Hands out the start of |chunk| as |out| (token: the chunk). */
+static inline void wafer_memory_chunk_slice(struct wafer_memory_chunk *chunk,
+					    struct wafer_slice *out)
+{
+	out->resource = chunk->resource;
+	out->offset = 0;
+	out->token = chunk;
+}
+
+/* The ops table wafer_memory_<id> of strategy "<id>", whose entries are
+ * <id>_create, <id>_destroy, <id>_reserve, <id>_release and <id>_trim;
+ * the optional entries (after_sync, stats) follow as designated
+ * initialisers. */
+#define WAFER_MEMORY_STRATEGY(id, ...)                                        \
+	const struct wafer_memory_strategy_ops wafer_memory_##id = {          \
+		.name = #id,                                                  \
+		.create = id##_create,                                        \
+		.destroy = id##_destroy,                                      \
+		.reserve = id##_reserve,                                      \
+		.release = id##_release,                                      \
+		.trim = id##_trim,                                            \
+		__VA_ARGS__                                                   \
+	}
+
+#endif
