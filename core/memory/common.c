@@ -17,11 +17,12 @@ void *wafer_memory_host_calloc(size_t size, const char *who)
 	return p;
 }
 
-wafer_status wafer_memory_base_create(const char *name,
-				      struct wafer_storage *storage,
-				      const struct wafer_config *config,
-				      const char *const *known, size_t size,
-				      void **out_self)
+wafer_status wafer_memory_base_create(
+	const char *name, struct wafer_storage *storage,
+	const struct wafer_config *config, const char *const *known,
+	size_t size,
+	wafer_status (*setup)(void *self, const struct wafer_config *config),
+	void **out_self)
 {
 	*out_self = NULL;
 	wafer_status status = wafer_memory_option_check(config, name, known);
@@ -32,6 +33,11 @@ wafer_status wafer_memory_base_create(const char *name,
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	base->name = name;
 	base->storage = storage;
+	status = setup ? setup(base, config) : WAFER_OK;
+	if (status != WAFER_OK) {
+		free(base);
+		return status;
+	}
 	*out_self = base;
 	return WAFER_OK;
 }

@@ -54,14 +54,17 @@ struct wafer_memory_base {
 	struct wafer_memory_strategy_stats stats;
 };
 
-/* Checks the keys of [memory.<name>] against |known| (NULL-terminated)
- * and creates a zeroed state of |size| bytes, a struct wafer_memory_base
- * first, on |storage|. On failure |*out_self| is NULL. */
-wafer_status wafer_memory_base_create(const char *name,
-				      struct wafer_storage *storage,
-				      const struct wafer_config *config,
-				      const char *const *known, size_t size,
-				      void **out_self);
+/* Checks the keys of [memory.<name>] against |known| (NULL-terminated),
+ * creates a zeroed state of |size| bytes, a struct wafer_memory_base
+ * first, on |storage|, and lets |setup| (may be NULL) finish it: read
+ * its options, set its fields. On failure, its or setup's, nothing stays
+ * allocated and |*out_self| is NULL. */
+wafer_status wafer_memory_base_create(
+	const char *name, struct wafer_storage *storage,
+	const struct wafer_config *config, const char *const *known,
+	size_t size,
+	wafer_status (*setup)(void *self, const struct wafer_config *config),
+	void **out_self);
 
 /* A strategy's stats entry: the base's counters (see above). */
 void wafer_memory_base_stats(void *self,

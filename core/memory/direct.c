@@ -27,7 +27,8 @@ static wafer_status direct_create(struct wafer_storage *storage,
 {
 	return wafer_memory_base_create("direct", storage, config,
 					direct_options,
-					sizeof(struct direct_state), out_self);
+					sizeof(struct direct_state), NULL,
+					out_self);
 }
 
 static wafer_status direct_reserve(void *self, size_t size,

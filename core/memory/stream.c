@@ -47,29 +47,30 @@ struct stream_state {
 
 static const char *const stream_options[] = {"max_pending", NULL};
 
-static wafer_status stream_create(struct wafer_storage *storage,
-				  const struct wafer_config *config,
-				  void **out_self)
+static wafer_status stream_setup(void *self,
+				 const struct wafer_config *config)
 {
-	wafer_status status = wafer_memory_base_create(
-		"stream", storage, config, stream_options,
-		sizeof(struct stream_state), out_self);
+	struct stream_state *st = self;
+	wafer_status status = wafer_memory_option_size(
+		config, "stream", "max_pending", 0, &st->max_pending);
 	if (status != WAFER_OK)
 		return status;
-	struct stream_state *st = *out_self;
-	status = wafer_memory_option_size(config, "stream", "max_pending", 0,
-					  &st->max_pending);
-	if (status != WAFER_OK) {
-		free(st);
-		*out_self = NULL;
-		return status;
-	}
-	st->base.chunks.async = wafer_storage_has_async(storage);
+	st->base.chunks.async = wafer_storage_has_async(st->base.storage);
 	if (!st->base.chunks.async)
 		wafer_log_info("memory", "stream: the plugin has no "
 			       "stream-ordered allocation; using plain "
 			       "alloc/free");
 	return WAFER_OK;
+}
+
+static wafer_status stream_create(struct wafer_storage *storage,
+				  const struct wafer_config *config,
+				  void **out_self)
+{
+	return wafer_memory_base_create("stream", storage, config,
+					stream_options,
+					sizeof(struct stream_state),
+					stream_setup, out_self);
 }
 
 /* Retires the whole pending FIFO: its frees have run. */
