@@ -69,19 +69,25 @@ wafer_status wafer_memory_chunk_new(struct wafer_memory_base *base,
 		return status;
 	}
 	c->size = size;
-	c->next = list->head;
-	if (list->head)
-		list->head->prev = c;
-	list->head = c;
-	list->count++;
+	wafer_memory_list_push(list, c);
 	*out_chunk = c;
 	return WAFER_OK;
 }
 
-void wafer_memory_chunk_unlink(struct wafer_memory_base *base,
-			       struct wafer_memory_chunk *chunk)
+void wafer_memory_list_push(struct wafer_memory_chunk_list *list,
+			    struct wafer_memory_chunk *chunk)
 {
-	struct wafer_memory_chunk_list *list = &base->chunks;
+	chunk->prev = NULL;
+	chunk->next = list->head;
+	if (list->head)
+		list->head->prev = chunk;
+	list->head = chunk;
+	list->count++;
+}
+
+void wafer_memory_list_remove(struct wafer_memory_chunk_list *list,
+			      struct wafer_memory_chunk *chunk)
+{
 	if (chunk->prev)
 		chunk->prev->next = chunk->next;
 	else
@@ -90,6 +96,12 @@ void wafer_memory_chunk_unlink(struct wafer_memory_base *base,
 		chunk->next->prev = chunk->prev;
 	chunk->prev = chunk->next = NULL;
 	list->count--;
+}
+
+void wafer_memory_chunk_unlink(struct wafer_memory_base *base,
+			       struct wafer_memory_chunk *chunk)
+{
+	wafer_memory_list_remove(&base->chunks, chunk);
 }
 
 void wafer_memory_chunk_free(struct wafer_memory_base *base,

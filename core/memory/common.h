@@ -77,6 +77,13 @@ wafer_status wafer_memory_chunk_new(struct wafer_memory_base *base,
 				    size_t size, size_t node_size,
 				    struct wafer_memory_chunk **out_chunk);
 
+/* Puts |chunk| first on |list|; takes it off |list|. For lists other than
+ * the base's (the pool's segments per arena). */
+void wafer_memory_list_push(struct wafer_memory_chunk_list *list,
+			    struct wafer_memory_chunk *chunk);
+void wafer_memory_list_remove(struct wafer_memory_chunk_list *list,
+			      struct wafer_memory_chunk *chunk);
+
 /* Takes |chunk| off the base's list (it stays allocated). */
 void wafer_memory_chunk_unlink(struct wafer_memory_base *base,
 			       struct wafer_memory_chunk *chunk);
