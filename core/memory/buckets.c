@@ -61,16 +61,6 @@ static wafer_status buckets_setup(void *self,
 					&st->cap);
 }
 
-static wafer_status buckets_create(struct wafer_storage *storage,
-				   const struct wafer_config *config,
-				   void **out_self)
-{
-	return wafer_memory_base_create("buckets", storage, config,
-					buckets_options,
-					sizeof(struct buckets_state),
-					buckets_setup, out_self);
-}
-
 static wafer_status buckets_reserve(void *self, size_t size,
 				    struct wafer_slice *out)
 {
@@ -90,14 +80,14 @@ static wafer_status buckets_reserve(void *self, size_t size,
 		st->base.stats.cached_bytes -= (size_t)1 << bucket;
 		st->base.stats.hits++;
 	} else {
-		struct wafer_memory_chunk *chunk;
-		wafer_status status = wafer_memory_chunk_new(
-			&st->base, (size_t)1 << bucket, sizeof *b, &chunk);
+		wafer_status status = wafer_memory_chunk_reserve(
+			&st->base, (size_t)1 << bucket, sizeof *b, out);
 		if (status != WAFER_OK)
 			return status;
 		st->base.stats.misses++;
-		b = (struct bucket_buffer *)chunk;
+		b = out->token;
 		b->bucket = bucket;
+		return WAFER_OK;
 	}
 	b->cached = false;
 	b->next_free = NULL;
@@ -144,4 +134,5 @@ static void buckets_destroy(void *self)
 	free(st);
 }
 
-WAFER_MEMORY_STRATEGY(buckets, .stats = wafer_memory_base_stats);
+WAFER_MEMORY_STRATEGY(buckets, buckets_setup,
+		      .stats = wafer_memory_base_stats);

@@ -264,14 +264,13 @@ static wafer_status chunked_reserve(void *self, size_t size,
 		return WAFER_OK;
 	}
 
-	struct wafer_memory_chunk *m;
 	wafer_status status =
-		wafer_memory_chunk_new(&st->base, aligned, sizeof *c, &m);
+		wafer_memory_chunk_reserve(&st->base, aligned, sizeof *c, out);
 	if (status != WAFER_OK)
 		return status;
 	st->base.stats.misses++;
-	chunk_of(m)->state = CHUNK_WHOLE;
-	wafer_memory_chunk_slice(m, out);
+	c = out->token;
+	c->state = CHUNK_WHOLE;
 	return WAFER_OK;
 }
 
@@ -296,16 +295,6 @@ static void chunked_trim(void *self)
 	dealloc_free_chunks(st);
 }
 
-static wafer_status chunked_create(struct wafer_storage *storage,
-				   const struct wafer_config *config,
-				   void **out_self)
-{
-	return wafer_memory_base_create("chunked", storage, config,
-					chunked_options,
-					sizeof(struct chunked_state),
-					chunked_setup, out_self);
-}
-
 static void chunked_destroy(void *self)
 {
 	struct chunked_state *st = self;
@@ -313,4 +302,5 @@ static void chunked_destroy(void *self)
 	free(st);
 }
 
-WAFER_MEMORY_STRATEGY(chunked, .stats = wafer_memory_base_stats);
+WAFER_MEMORY_STRATEGY(chunked, chunked_setup,
+		      .stats = wafer_memory_base_stats);

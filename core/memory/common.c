@@ -74,6 +74,17 @@ wafer_status wafer_memory_chunk_new(struct wafer_memory_base *base,
 	return WAFER_OK;
 }
 
+wafer_status wafer_memory_chunk_reserve(struct wafer_memory_base *base,
+					size_t size, size_t node_size,
+					struct wafer_slice *out)
+{
+	struct wafer_memory_chunk *c;
+	wafer_status status = wafer_memory_chunk_new(base, size, node_size, &c);
+	if (status == WAFER_OK)
+		wafer_memory_chunk_slice(c, out);
+	return status;
+}
+
 void wafer_memory_list_push(struct wafer_memory_chunk_list *list,
 			    struct wafer_memory_chunk *chunk)
 {

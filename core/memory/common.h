@@ -10,8 +10,8 @@
  *    one stats entry (wafer_memory_base_stats);
  *  - whole chunks: one storage allocation each, on the base's list,
  *    allocated, handed out as a slice and freed the same way everywhere;
- *  - WAFER_MEMORY_STRATEGY, the ops table of a strategy whose entries
- *    follow the <name>_create, _destroy, ... naming.
+ *  - WAFER_MEMORY_STRATEGY, a strategy's create entry and ops table from
+ *    its <id>_options, struct <id>_state and <id>_destroy, ... entries.
  *
  * Not thread-safe, like the strategies (memory.h). */
 #ifndef WAFER_CORE_MEMORY_COMMON_H
@@ -96,6 +96,12 @@ void wafer_memory_chunk_free(struct wafer_memory_base *base,
 /* Frees every chunk on the base's list. */
 void wafer_memory_chunk_free_all(struct wafer_memory_base *base);
 
+/* A new chunk (as wafer_memory_chunk_new) handed out whole as |out|
+ * (token: the chunk). */
+wafer_status wafer_memory_chunk_reserve(struct wafer_memory_base *base,
+					size_t size, size_t node_size,
+					struct wafer_slice *out);
+
 /* Hands out the start of |chunk| as |out| (token: the chunk). */
 static inline void wafer_memory_chunk_slice(struct wafer_memory_chunk *chunk,
 					    struct wafer_slice *out)
@@ -105,11 +111,22 @@ static inline void wafer_memory_chunk_slice(struct wafer_memory_chunk *chunk,
 	out->token = chunk;
 }
 
-/* The ops table wafer_memory_<id> of strategy "<id>", whose entries are
- * <id>_create, <id>_destroy, <id>_reserve, <id>_release and <id>_trim;
- * the optional entries (after_sync, stats) follow as designated
- * initialisers. */
-#define WAFER_MEMORY_STRATEGY(id, ...)                                        \
+/* Strategy "<id>": its create entry, which checks [memory.<id>] against
+ * <id>_options and makes a struct <id>_state (a struct wafer_memory_base
+ * first) finished by |setup| (may be NULL; see wafer_memory_base_create),
+ * and its ops table wafer_memory_<id> with the entries <id>_destroy,
+ * <id>_reserve, <id>_release and <id>_trim; the optional entries
+ * (after_sync, stats) follow as designated initialisers. */
+#define WAFER_MEMORY_STRATEGY(id, setup, ...)                                 \
+	static wafer_status id##_create(struct wafer_storage *storage,        \
+					const struct wafer_config *config,    \
+					void **out_self)                      \
+	{                                                                     \
+		return wafer_memory_base_create(#id, storage, config,         \
+						id##_options,                 \
+						sizeof(struct id##_state),    \
+						setup, out_self);             \
+	}                                                                     \
 	const struct wafer_memory_strategy_ops wafer_memory_##id = {          \
 		.name = #id,                                                  \
 		.create = id##_create,                                        \

@@ -21,26 +21,12 @@ struct direct_state {
 
 static const char *const direct_options[] = {NULL};
 
-static wafer_status direct_create(struct wafer_storage *storage,
-				  const struct wafer_config *config,
-				  void **out_self)
-{
-	return wafer_memory_base_create("direct", storage, config,
-					direct_options,
-					sizeof(struct direct_state), NULL,
-					out_self);
-}
-
 static wafer_status direct_reserve(void *self, size_t size,
 				   struct wafer_slice *out)
 {
 	struct direct_state *st = self;
-	struct wafer_memory_chunk *c;
-	wafer_status status =
-		wafer_memory_chunk_new(&st->base, size, sizeof *c, &c);
-	if (status == WAFER_OK)
-		wafer_memory_chunk_slice(c, out);
-	return status;
+	return wafer_memory_chunk_reserve(
+		&st->base, size, sizeof(struct wafer_memory_chunk), out);
 }
 
 static void direct_release(void *self, const struct wafer_slice *slice)
@@ -61,4 +47,4 @@ static void direct_destroy(void *self)
 	free(st);
 }
 
-WAFER_MEMORY_STRATEGY(direct, .stats = wafer_memory_base_stats);
+WAFER_MEMORY_STRATEGY(direct, NULL, .stats = wafer_memory_base_stats);

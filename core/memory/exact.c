@@ -60,16 +60,6 @@ static struct exact_size_list *find_list(struct exact_state *st, size_t size,
 
 static const char *const exact_options[] = {NULL};
 
-static wafer_status exact_create(struct wafer_storage *storage,
-				 const struct wafer_config *config,
-				 void **out_self)
-{
-	return wafer_memory_base_create("exact", storage, config,
-					exact_options,
-					sizeof(struct exact_state), NULL,
-					out_self);
-}
-
 static wafer_status exact_reserve(void *self, size_t size,
 				  struct wafer_slice *out)
 {
@@ -81,16 +71,10 @@ static wafer_status exact_reserve(void *self, size_t size,
 				  "exact: out of host memory");
 
 	struct exact_chunk *c = list->free;
-	if (c) {
-		list->free = c->next_free;
-	} else {
-		struct wafer_memory_chunk *chunk;
-		wafer_status status = wafer_memory_chunk_new(
-			&st->base, aligned, sizeof *c, &chunk);
-		if (status != WAFER_OK)
-			return status;
-		c = (struct exact_chunk *)chunk;
-	}
+	if (!c)
+		return wafer_memory_chunk_reserve(&st->base, aligned,
+						  sizeof *c, out);
+	list->free = c->next_free;
 	c->next_free = NULL;
 	wafer_memory_chunk_slice(&c->chunk, out);
 	return WAFER_OK;
@@ -135,4 +119,4 @@ static void exact_destroy(void *self)
 }
 
 /* Keeps no counters of its own: no stats entry. */
-WAFER_MEMORY_STRATEGY(exact);
+WAFER_MEMORY_STRATEGY(exact, NULL);

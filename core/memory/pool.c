@@ -902,15 +902,6 @@ static wafer_status pool_setup(void *self, const struct wafer_config *config)
 	return WAFER_OK;
 }
 
-static wafer_status pool_create(struct wafer_storage *storage,
-				const struct wafer_config *config,
-				void **out_self)
-{
-	return wafer_memory_base_create("pool", storage, config, pool_options,
-					sizeof(struct pool_state), pool_setup,
-					out_self);
-}
-
 static void pool_destroy(void *self)
 {
 	struct pool_state *p = self;
@@ -934,4 +925,4 @@ static void pool_stats(void *self, struct wafer_memory_strategy_stats *out)
 	out->segments = p->small.segments.count + p->large.segments.count;
 }
 
-WAFER_MEMORY_STRATEGY(pool, .stats = pool_stats);
+WAFER_MEMORY_STRATEGY(pool, pool_setup, .stats = pool_stats);

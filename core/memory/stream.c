@@ -63,16 +63,6 @@ static wafer_status stream_setup(void *self,
 	return WAFER_OK;
 }
 
-static wafer_status stream_create(struct wafer_storage *storage,
-				  const struct wafer_config *config,
-				  void **out_self)
-{
-	return wafer_memory_base_create("stream", storage, config,
-					stream_options,
-					sizeof(struct stream_state),
-					stream_setup, out_self);
-}
-
 /* Retires the whole pending FIFO: its frees have run. */
 static void retire_pending(struct stream_state *st)
 {
@@ -117,14 +107,11 @@ static wafer_status stream_reserve(void *self, size_t size,
 				   struct wafer_slice *out)
 {
 	struct stream_state *st = self;
-	struct wafer_memory_chunk *a;
-	wafer_status status =
-		wafer_memory_chunk_new(&st->base, size, sizeof *a, &a);
-	if (status != WAFER_OK)
-		return status;
-	st->base.stats.live_bytes += size;
-	wafer_memory_chunk_slice(a, out);
-	return WAFER_OK;
+	wafer_status status = wafer_memory_chunk_reserve(
+		&st->base, size, sizeof(struct wafer_memory_chunk), out);
+	if (status == WAFER_OK)
+		st->base.stats.live_bytes += size;
+	return status;
 }
 
 static void stream_release(void *self, const struct wafer_slice *slice)
@@ -188,5 +175,6 @@ static void stream_destroy(void *self)
 	free(st);
 }
 
-WAFER_MEMORY_STRATEGY(stream, .after_sync = stream_after_sync,
+WAFER_MEMORY_STRATEGY(stream, stream_setup,
+		      .after_sync = stream_after_sync,
 		      .stats = wafer_memory_base_stats);
