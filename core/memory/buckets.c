@@ -57,8 +57,8 @@ static wafer_status buckets_setup(void *self,
 {
 	struct buckets_state *st = self;
 	st->min_bucket = log2_ceil(st->base.storage->alignment);
-	return wafer_memory_option_size(config, "buckets", "bucket_cap", 0,
-					&st->cap);
+	return wafer_config_get_size(config, st->base.section, "bucket_cap",
+				     0, &st->cap);
 }
 
 static wafer_status buckets_reserve(void *self, size_t size,

@@ -80,7 +80,7 @@ static wafer_status parse_dealloc(struct chunked_state *st,
 				  const struct wafer_config *config)
 {
 	const struct wafer_config_entry *e =
-		wafer_memory_option_entry(config, "chunked", "dealloc");
+		wafer_config_lookup(config, st->base.section, "dealloc");
 	st->dealloc = DEALLOC_RESERVES;
 	st->dealloc_reserves = 1000;
 	if (!e)
@@ -137,28 +137,21 @@ static wafer_status chunked_setup(void *self,
 				  const struct wafer_config *config)
 {
 	struct chunked_state *st = self;
+	const char *section = st->base.section;
 	st->last_dealloc_ns = wafer_memory_clock_ns();
-	wafer_status status = wafer_memory_option_double(config, "chunked",
-						    "slice_ratio", 0.8,
-						    &st->slice_ratio);
+	wafer_status status = wafer_config_get_double(
+		config, section, "slice_ratio", 0.8, &st->slice_ratio);
 	if (status == WAFER_OK &&
-	    (st->slice_ratio < 0 || st->slice_ratio > 1)) {
-		const struct wafer_config_entry *e = wafer_memory_option_entry(
-			config, "chunked", "slice_ratio");
-		return wafer_fail(WAFER_ERROR_CONFIG,
-				  "%s: [memory.chunked] slice_ratio: expected "
-				  "a number from 0 to 1, got '%s'",
-				  e ? e->origin : "default",
-				  e ? e->value : "?");
-	}
+	    (st->slice_ratio < 0 || st->slice_ratio > 1))
+		return wafer_memory_option_invalid(&st->base, config,
+						   "slice_ratio",
+						   "a number from 0 to 1");
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "chunked",
-						  "slice_min", 0,
-						  &st->slice_min);
+		status = wafer_config_get_size(config, section, "slice_min", 0,
+					       &st->slice_min);
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "chunked",
-						  "slice_max", 0,
-						  &st->slice_max);
+		status = wafer_config_get_size(config, section, "slice_max", 0,
+					       &st->slice_max);
 	if (status == WAFER_OK)
 		status = parse_dealloc(st, config);
 	return status;

@@ -3,7 +3,9 @@
  * common.c: what the memory strategies share (common.h). */
 #include "build-config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "core/memory/common.h"
@@ -17,6 +19,51 @@ void *wafer_memory_host_calloc(size_t size, const char *who)
 	return p;
 }
 
+/* Fails with WAFER_ERROR_CONFIG for a key of |base|'s section that is not
+ * in the NULL-terminated |known| list, so that a misspelt option is an
+ * error instead of silently ignored. */
+static wafer_status check_options(const struct wafer_memory_base *base,
+				  const struct wafer_config *config,
+				  const char *const *known)
+{
+	const struct wafer_config_entry *entries[64];
+	if (!config)
+		return WAFER_OK;
+	size_t count = wafer_config_section(config, base->section, entries, 64);
+	if (count > 64)
+		count = 64;
+	for (size_t i = 0; i < count; i++) {
+		size_t k = 0;
+		while (known[k] && strcmp(known[k], entries[i]->key) != 0)
+			k++;
+		if (known[k])
+			continue;
+		char list[256];
+		size_t used = 0;
+		list[0] = '\0';
+		for (k = 0; known[k] && used < sizeof list; k++)
+			used += (size_t)snprintf(list + used, sizeof list - used,
+						 "%s%s", k ? ", " : "",
+						 known[k]);
+		return wafer_fail(WAFER_ERROR_CONFIG,
+				  "%s: [%s] unknown option '%s' (known: %s)",
+				  entries[i]->origin, base->section,
+				  entries[i]->key, k ? list : "none");
+	}
+	return WAFER_OK;
+}
+
+wafer_status wafer_memory_option_invalid(const struct wafer_memory_base *base,
+					 const struct wafer_config *config,
+					 const char *key, const char *expected)
+{
+	const struct wafer_config_entry *e =
+		wafer_config_lookup(config, base->section, key);
+	return wafer_fail(WAFER_ERROR_CONFIG, "%s: [%s] %s: expected %s, got '%s'",
+			  e ? e->origin : "default", base->section, key,
+			  expected, e ? e->value : "?");
+}
+
 wafer_status wafer_memory_base_create(
 	const char *name, struct wafer_storage *storage,
 	const struct wafer_config *config, const char *const *known,
@@ -25,15 +72,15 @@ wafer_status wafer_memory_base_create(
 	void **out_self)
 {
 	*out_self = NULL;
-	wafer_status status = wafer_memory_option_check(config, name, known);
-	if (status != WAFER_OK)
-		return status;
 	struct wafer_memory_base *base = wafer_memory_host_calloc(size, name);
 	if (!base)
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	base->name = name;
 	base->storage = storage;
-	status = setup ? setup(base, config) : WAFER_OK;
+	snprintf(base->section, sizeof base->section, "memory.%s", name);
+	wafer_status status = check_options(base, config, known);
+	if (status == WAFER_OK && setup)
+		status = setup(base, config);
 	if (status != WAFER_OK) {
 		free(base);
 		return status;

@@ -46,6 +46,9 @@ struct wafer_memory_chunk_list {
 /* The head of every strategy's state (its first member). */
 struct wafer_memory_base {
 	const char *name; /* the strategy's, for messages */
+	/* "memory.<name>": the section of its options, for the config
+	 * getters (config.h; they take a NULL config as all unset). */
+	char section[32];
 	struct wafer_storage *storage;
 	struct wafer_memory_chunk_list chunks;
 	/* The counters the strategy keeps. wafer_memory_base_stats reports
@@ -65,6 +68,13 @@ wafer_status wafer_memory_base_create(
 	size_t size,
 	wafer_status (*setup)(void *self, const struct wafer_config *config),
 	void **out_self);
+
+/* Fails with WAFER_ERROR_CONFIG for option |key| of the base's section,
+ * whose value parsed but is out of range: "origin: [memory.<name>] key:
+ * expected <expected>, got 'value'". */
+wafer_status wafer_memory_option_invalid(const struct wafer_memory_base *base,
+					 const struct wafer_config *config,
+					 const char *key, const char *expected);
 
 /* A strategy's stats entry: the base's counters (see above). */
 void wafer_memory_base_stats(void *self,

@@ -616,7 +616,8 @@ static wafer_status segment_new(struct pool_state *p, struct pool_arena *a,
 		s->chunk.size = small ? p->small_chunk
 				: (size + round - 1) / round * round;
 		make_room(p, s->chunk.size, incoming, NULL, 0, 0);
-		status = wafer_storage_alloc(p->base.storage, s->chunk.size, &s->chunk.resource);
+		status = wafer_storage_alloc(p->base.storage, s->chunk.size,
+					     &s->chunk.resource);
 		if (status == WAFER_OK) {
 			s->mapped_bytes = s->chunk.size;
 			p->mapped += s->chunk.size;
@@ -654,7 +655,8 @@ static void segment_free(struct pool_state *p, struct pool_segment *s)
 		wafer_storage_vm_release(p->base.storage, s->chunk.resource,
 					 s->mapped_bytes);
 	else
-		wafer_storage_free(p->base.storage, s->chunk.resource, s->chunk.size);
+		wafer_storage_free(p->base.storage, s->chunk.resource,
+				   s->chunk.size);
 	p->mapped -= s->mapped_bytes;
 	free(s->mapped);
 	free(s->idle_since);
@@ -861,34 +863,30 @@ static wafer_status pool_setup(void *self, const struct wafer_config *config)
 	p->gran = p->vm ? storage->vm_granularity : 0;
 	p->small.name = "small";
 	p->large.name = "large";
-	wafer_status status = wafer_memory_option_size(
-		config, "pool", "small_max", (uint64_t)1 << 20, &p->small_max);
+	const char *section = p->base.section;
+	wafer_status status = wafer_config_get_size(
+		config, section, "small_max", (uint64_t)1 << 20, &p->small_max);
 	if (status == WAFER_OK)
-		status = wafer_memory_option_double(config, "pool", "overhead",
-						    0.04, &p->overhead);
-	if (status == WAFER_OK && (p->overhead < 0 || p->overhead > 100)) {
-		const struct wafer_config_entry *e =
-			wafer_memory_option_entry(config, "pool", "overhead");
-		return wafer_fail(WAFER_ERROR_CONFIG,
-				  "%s: [memory.pool] overhead: expected a "
-				  "fraction from 0 to 100, got '%s'",
-				  e ? e->origin : "default", e ? e->value : "?");
-	}
+		status = wafer_config_get_double(config, section, "overhead",
+						 0.04, &p->overhead);
+	if (status == WAFER_OK && (p->overhead < 0 || p->overhead > 100))
+		return wafer_memory_option_invalid(&p->base, config, "overhead",
+						   "a fraction from 0 to 100");
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "pool", "max_idle", 0,
-						  &p->max_idle);
+		status = wafer_config_get_size(config, section, "max_idle", 0,
+					       &p->max_idle);
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(
-			config, "pool", "va_size",
+		status = wafer_config_get_size(
+			config, section, "va_size",
 			(uint64_t)(p->gran ? p->gran : 1) << 17, &p->va_size);
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "pool", "small_chunk",
-						  (uint64_t)2 << 20,
-						  &p->small_chunk);
+		status = wafer_config_get_size(config, section, "small_chunk",
+					       (uint64_t)2 << 20,
+					       &p->small_chunk);
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "pool", "large_round",
-						  (uint64_t)2 << 20,
-						  &p->large_round);
+		status = wafer_config_get_size(config, section, "large_round",
+					       (uint64_t)2 << 20,
+					       &p->large_round);
 	if (status != WAFER_OK)
 		return status;
 	/* Sizes the arithmetic relies on: aligned and non-zero. */

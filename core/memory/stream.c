@@ -51,8 +51,8 @@ static wafer_status stream_setup(void *self,
 				 const struct wafer_config *config)
 {
 	struct stream_state *st = self;
-	wafer_status status = wafer_memory_option_size(
-		config, "stream", "max_pending", 0, &st->max_pending);
+	wafer_status status = wafer_config_get_size(
+		config, st->base.section, "max_pending", 0, &st->max_pending);
 	if (status != WAFER_OK)
 		return status;
 	st->base.chunks.async = wafer_storage_has_async(st->base.storage);
