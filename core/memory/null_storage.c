@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory/common.h"
 #include "core/memory/null_storage.h"
 #include "core/memory/u64map.h"
 
@@ -226,32 +227,38 @@ static void set_pages(struct null_device *d, struct null_range *range,
 	}
 }
 
-static wafer_status null_vm_map(void *device, wafer_resource id,
-				size_t offset, size_t size)
+/* vm_map (|map|) or vm_unmap: the pages must all be unmapped, or all
+ * mapped, before. */
+static wafer_status map_pages(void *device, wafer_resource id, size_t offset,
+			      size_t size, bool map)
 {
 	struct null_device *d = device;
 	struct null_range *range = find_range(d, id);
-	if (!check_pages(d, "vm_map", range, id, offset, size, false))
+	if (!check_pages(d, map ? "vm_map" : "vm_unmap", range, id, offset,
+			 size, !map))
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "null storage: %s", d->first_violation);
-	set_pages(d, range, offset, size, true);
-	range->mapped_bytes += size;
-	d->bytes += size;
+	set_pages(d, range, offset, size, map);
+	if (map) {
+		range->mapped_bytes += size;
+		d->bytes += size;
+	} else {
+		range->mapped_bytes -= size;
+		d->bytes -= size;
+	}
 	return WAFER_OK;
+}
+
+static wafer_status null_vm_map(void *device, wafer_resource id,
+				size_t offset, size_t size)
+{
+	return map_pages(device, id, offset, size, true);
 }
 
 static wafer_status null_vm_unmap(void *device, wafer_resource id,
 				  size_t offset, size_t size)
 {
-	struct null_device *d = device;
-	struct null_range *range = find_range(d, id);
-	if (!check_pages(d, "vm_unmap", range, id, offset, size, true))
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "null storage: %s", d->first_violation);
-	set_pages(d, range, offset, size, false);
-	range->mapped_bytes -= size;
-	d->bytes -= size;
-	return WAFER_OK;
+	return map_pages(device, id, offset, size, false);
 }
 
 static bool power_of_two(size_t x)
@@ -280,10 +287,10 @@ wafer_null_storage_init(struct wafer_storage *out,
 				  "null storage: granularity %zu is not a "
 				  "power of two multiple of the alignment %zu",
 				  granularity, alignment);
-	struct null_device *d = calloc(1, sizeof *d);
+	struct null_device *d =
+		wafer_memory_host_calloc(sizeof *d, "null storage");
 	if (!d)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "null storage: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
 	d->alignment = alignment;
 	d->granularity = granularity;
 	d->next_address = UINT64_C(1) << 32;
