@@ -18,8 +18,6 @@
  *                    released into a full bucket goes back to storage. */
 #include "build-config.h"
 
-#include <stdlib.h>
-
 #include "core/error.h"
 #include "core/memory/common.h"
 
@@ -127,12 +125,6 @@ static void buckets_trim(void *self)
 	st->base.stats.cached_bytes = 0;
 }
 
-static void buckets_destroy(void *self)
-{
-	struct buckets_state *st = self;
-	wafer_memory_chunk_free_all(&st->base);
-	free(st);
-}
-
 WAFER_MEMORY_STRATEGY(buckets, buckets_setup,
+		      .destroy = wafer_memory_base_destroy,
 		      .stats = wafer_memory_base_stats);

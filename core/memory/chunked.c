@@ -288,12 +288,6 @@ static void chunked_trim(void *self)
 	dealloc_free_chunks(st);
 }
 
-static void chunked_destroy(void *self)
-{
-	struct chunked_state *st = self;
-	wafer_memory_chunk_free_all(&st->base);
-	free(st);
-}
-
 WAFER_MEMORY_STRATEGY(chunked, chunked_setup,
+		      .destroy = wafer_memory_base_destroy,
 		      .stats = wafer_memory_base_stats);

@@ -89,6 +89,12 @@ wafer_status wafer_memory_base_create(
 	return WAFER_OK;
 }
 
+void wafer_memory_base_destroy(void *self)
+{
+	wafer_memory_chunk_free_all(self);
+	free(self);
+}
+
 void wafer_memory_base_stats(void *self,
 			     struct wafer_memory_strategy_stats *out)
 {

@@ -11,7 +11,7 @@
  *  - whole chunks: one storage allocation each, on the base's list,
  *    allocated, handed out as a slice and freed the same way everywhere;
  *  - WAFER_MEMORY_STRATEGY, a strategy's create entry and ops table from
- *    its <id>_options, struct <id>_state and <id>_destroy, ... entries.
+ *    its <id>_options, struct <id>_state and <id>_reserve, ... entries.
  *
  * Not thread-safe, like the strategies (memory.h). */
 #ifndef WAFER_CORE_MEMORY_COMMON_H
@@ -76,6 +76,10 @@ wafer_status wafer_memory_option_invalid(const struct wafer_memory_base *base,
 					 const struct wafer_config *config,
 					 const char *key, const char *expected);
 
+/* A strategy's destroy entry where the base's chunks are all it holds:
+ * frees every chunk, then the state. */
+void wafer_memory_base_destroy(void *self);
+
 /* A strategy's stats entry: the base's counters (see above). */
 void wafer_memory_base_stats(void *self,
 			     struct wafer_memory_strategy_stats *out);
@@ -124,8 +128,8 @@ static inline void wafer_memory_chunk_slice(struct wafer_memory_chunk *chunk,
 /* Strategy "<id>": its create entry, which checks [memory.<id>] against
  * <id>_options and makes a struct <id>_state (a struct wafer_memory_base
  * first) finished by |setup| (may be NULL; see wafer_memory_base_create),
- * and its ops table wafer_memory_<id> with the entries <id>_destroy,
- * <id>_reserve, <id>_release and <id>_trim; the optional entries
+ * and its ops table wafer_memory_<id> with the entries <id>_reserve,
+ * <id>_release and <id>_trim; destroy and the optional entries
  * (after_sync, stats) follow as designated initialisers. */
 #define WAFER_MEMORY_STRATEGY(id, setup, ...)                                 \
 	static wafer_status id##_create(struct wafer_storage *storage,        \
@@ -140,7 +144,6 @@ static inline void wafer_memory_chunk_slice(struct wafer_memory_chunk *chunk,
 	const struct wafer_memory_strategy_ops wafer_memory_##id = {          \
 		.name = #id,                                                  \
 		.create = id##_create,                                        \
-		.destroy = id##_destroy,                                      \
 		.reserve = id##_reserve,                                      \
 		.release = id##_release,                                      \
 		.trim = id##_trim,                                            \

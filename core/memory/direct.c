@@ -9,8 +9,6 @@
  * a neighbour's bytes in silence. Options: none. */
 #include "build-config.h"
 
-#include <stdlib.h>
-
 #include "core/memory/common.h"
 
 /* Every allocation is a chunk on the base's list (freed by destroy if the
@@ -40,11 +38,5 @@ static void direct_trim(void *self)
 {
 }
 
-static void direct_destroy(void *self)
-{
-	struct direct_state *st = self;
-	wafer_memory_chunk_free_all(&st->base);
-	free(st);
-}
-
-WAFER_MEMORY_STRATEGY(direct, NULL, .stats = wafer_memory_base_stats);
+WAFER_MEMORY_STRATEGY(direct, NULL, .destroy = wafer_memory_base_destroy,
+		      .stats = wafer_memory_base_stats);

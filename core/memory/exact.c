@@ -119,4 +119,4 @@ static void exact_destroy(void *self)
 }
 
 /* Keeps no counters of its own: no stats entry. */
-WAFER_MEMORY_STRATEGY(exact, NULL);
+WAFER_MEMORY_STRATEGY(exact, NULL, .destroy = exact_destroy);

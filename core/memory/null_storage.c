@@ -47,6 +47,17 @@ static void violation(struct null_device *d, const char *format, ...)
 	}
 }
 
+/* Removes |id| from |map| into |*out_value|; an unknown one is a
+ * violation: "<what> 0x<id>". */
+static bool take(struct null_device *d, struct wafer_u64map *map,
+		 wafer_resource id, const char *what, uint64_t *out_value)
+{
+	if (wafer_u64map_remove(map, id, out_value))
+		return true;
+	violation(d, "%s 0x%llx", what, (unsigned long long)id);
+	return false;
+}
+
 /* Made-up addresses: every resource starts on a fresh, aligned address
  * and none is ever handed out twice, so a stale resource is noticed. */
 static wafer_resource take_address(struct null_device *d, size_t size,
@@ -80,12 +91,8 @@ static void null_free(void *device, wafer_resource resource)
 {
 	struct null_device *d = device;
 	uint64_t size;
-	if (!wafer_u64map_remove(&d->allocs, resource, &size)) {
-		violation(d, "free of unknown resource 0x%llx",
-			  (unsigned long long)resource);
-		return;
-	}
-	d->bytes -= size;
+	if (take(d, &d->allocs, resource, "free of unknown resource", &size))
+		d->bytes -= size;
 }
 
 static wafer_status null_alloc_async(void *device, void *queue, size_t size,
@@ -173,11 +180,9 @@ static void null_vm_release(void *device, wafer_resource range_id)
 {
 	struct null_device *d = device;
 	uint64_t value;
-	if (!wafer_u64map_remove(&d->ranges, range_id, &value)) {
-		violation(d, "vm_release of unknown range 0x%llx",
-			  (unsigned long long)range_id);
+	if (!take(d, &d->ranges, range_id, "vm_release of unknown range",
+		  &value))
 		return;
-	}
 	struct null_range *range = (struct null_range *)(uintptr_t)value;
 	d->bytes -= range->mapped_bytes;
 	free(range->mapped);

@@ -923,4 +923,5 @@ static void pool_stats(void *self, struct wafer_memory_strategy_stats *out)
 	out->segments = p->small.segments.count + p->large.segments.count;
 }
 
-WAFER_MEMORY_STRATEGY(pool, pool_setup, .stats = pool_stats);
+WAFER_MEMORY_STRATEGY(pool, pool_setup, .destroy = pool_destroy,
+		      .stats = pool_stats);

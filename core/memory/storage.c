@@ -44,6 +44,18 @@ static void quiesce(struct wafer_storage *s)
 			       wafer_error_detail());
 }
 
+/* Gives memory back through |op| (free or vm_release) after the queue is
+ * quiet, and counts it: |bytes| were reserved. */
+static void counted_free(struct wafer_storage *s,
+			 void (*op)(void *device, wafer_resource resource),
+			 wafer_resource resource, size_t bytes)
+{
+	quiesce(s);
+	op(s->device, resource);
+	s->counters.frees++;
+	sub_reserved(s, bytes);
+}
+
 wafer_status wafer_storage_alloc(struct wafer_storage *s, size_t size,
 				 wafer_resource *out_resource)
 {
@@ -54,10 +66,7 @@ wafer_status wafer_storage_alloc(struct wafer_storage *s, size_t size,
 void wafer_storage_free(struct wafer_storage *s, wafer_resource resource,
 			size_t size)
 {
-	quiesce(s);
-	s->ops->free(s->device, resource);
-	s->counters.frees++;
-	sub_reserved(s, size);
+	counted_free(s, s->ops->free, resource, size);
 }
 
 wafer_status wafer_storage_alloc_async(struct wafer_storage *s, size_t size,
@@ -95,10 +104,7 @@ wafer_status wafer_storage_vm_reserve(struct wafer_storage *s, size_t size,
 void wafer_storage_vm_release(struct wafer_storage *s, wafer_resource range,
 			      size_t mapped_bytes)
 {
-	quiesce(s);
-	s->ops->vm_release(s->device, range);
-	s->counters.frees++;
-	sub_reserved(s, mapped_bytes);
+	counted_free(s, s->ops->vm_release, range, mapped_bytes);
 }
 
 wafer_status wafer_storage_vm_map(struct wafer_storage *s, wafer_resource range,

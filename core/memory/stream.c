@@ -176,5 +176,6 @@ static void stream_destroy(void *self)
 }
 
 WAFER_MEMORY_STRATEGY(stream, stream_setup,
+		      .destroy = stream_destroy,
 		      .after_sync = stream_after_sync,
 		      .stats = wafer_memory_base_stats);
