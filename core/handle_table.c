@@ -296,9 +296,7 @@ wafer_status wafer_handle_table_unref(struct wafer_handle_table *table,
 {
 	const char *what = ended_by ? ended_by : "release";
 	struct wafer_handle_slot *slot;
-	uint64_t next;
-
-	uint64_t state;
+	uint64_t state, next;
 	const char *before;
 
 	*out_last = NULL;
@@ -339,16 +337,14 @@ wafer_status wafer_handle_table_donate(struct wafer_handle_table *table,
 				       bool *out_donated)
 {
 	struct wafer_handle_slot *slot;
-	uint64_t next;
+	uint64_t state, next;
+	const char *before;
 
 	*out_slot = NULL;
 	out_handle->bits = 0;
-	uint64_t state;
-	const char *before;
-
 	*out_donated = false;
-	wafer_status status =
-		begin_end(table, handle, op, &slot, &state, &before);
+	wafer_status status = begin_end(table, handle, op, &slot, &state,
+					&before);
 	if (status != WAFER_OK)
 		return status;
 	do {
