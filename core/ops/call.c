@@ -22,6 +22,7 @@
 #include "build-config.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "core/client.h"
@@ -211,6 +212,44 @@ static bool try_reuse(struct wafer_op_call *call, size_t i)
 	wafer_log_debug("ops", "%s: output written over input %s (%s)",
 			call->op, in->name, semantics_name(in->semantics));
 	return true;
+}
+
+wafer_status wafer_op_begin_one(struct wafer_op_call *call,
+				wafer_client *client, const char *op,
+				const char *name, const wafer_tensor *x,
+				wafer_copy_semantics sx, wafer_tensor *out)
+{
+	const wafer_tensor *views[1] = {x};
+	const char *names[1] = {name};
+
+	return wafer_op_begin(call, client, op, views, &sx, names, 1, out);
+}
+
+wafer_status wafer_op_begin_two(struct wafer_op_call *call,
+				wafer_client *client, const char *op,
+				const wafer_tensor *a, wafer_copy_semantics sa,
+				const wafer_tensor *b, wafer_copy_semantics sb,
+				wafer_tensor *out)
+{
+	const wafer_tensor *views[2] = {a, b};
+	const wafer_copy_semantics semantics[2] = {sa, sb};
+	const char *names[2] = {"a", "b"};
+
+	return wafer_op_begin(call, client, op, views, semantics, names, 2,
+			      out);
+}
+
+wafer_status wafer_op_reject(wafer_tensor *out, const char *format, ...)
+{
+	va_list ap;
+
+	if (out)
+		memset(out, 0, sizeof *out);
+	va_start(ap, format);
+	wafer_status status =
+		wafer_vfail(WAFER_ERROR_INVALID_ARGUMENT, format, ap);
+	va_end(ap);
+	return status;
 }
 
 wafer_status wafer_op_output(struct wafer_op_call *call, wafer_dtype dtype,

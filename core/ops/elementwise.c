@@ -44,17 +44,6 @@ static const struct {
 #define N_UNARY (sizeof unary_kernels / sizeof unary_kernels[0])
 #define N_BINARY (sizeof binary_kernels / sizeof binary_kernels[0])
 
-/* Begins a call with one input |x| named "x". */
-static wafer_status begin_one(struct wafer_op_call *call, wafer_client *client,
-			      const char *op, const wafer_tensor *x,
-			      wafer_copy_semantics sx, wafer_tensor *out)
-{
-	const wafer_tensor *views[1] = {x};
-	const char *names[1] = {"x"};
-
-	return wafer_op_begin(call, client, op, views, &sx, names, 1, out);
-}
-
 /* The copy_strided kernel when |view| needs a gather, else NULL and OK. */
 static wafer_status gather_kernel(const struct wafer_op_call *call,
 				  const struct wafer_view *view,
@@ -107,7 +96,8 @@ WAFER_API wafer_status wafer_op_copy(wafer_client *client,
 	struct wafer_op_call call;
 	const struct wafer_kernel *kernel;
 
-	wafer_status status = begin_one(&call, client, "copy", x, sx, out);
+	wafer_status status =
+		wafer_op_begin_one(&call, client, "copy", "x", x, sx, out);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_view *v = &call.inputs[0].view;
@@ -157,7 +147,8 @@ WAFER_API wafer_status wafer_op_cast(wafer_client *client,
 
 	if (x && x->dtype == dtype)
 		return wafer_op_copy(client, x, sx, out);
-	wafer_status status = begin_one(&call, client, "cast", x, sx, out);
+	wafer_status status =
+		wafer_op_begin_one(&call, client, "cast", "x", x, sx, out);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_view *v = &call.inputs[0].view;
@@ -208,12 +199,15 @@ WAFER_API wafer_status wafer_op_cast(wafer_client *client,
  * from the input when it is dense, else after gathering it into the
  * output, in place there. */
 static wafer_status run_one_input(struct wafer_op_call *call,
-				  const struct wafer_kernel *kernel,
-				  const void *params, size_t params_size,
-				  wafer_tensor *out)
+				  const char *name, const void *params,
+				  size_t params_size, wafer_tensor *out)
 {
 	const struct wafer_kernel *gather;
 	const struct wafer_view *v = &call->inputs[0].view;
+	const struct wafer_kernel *kernel =
+		wafer_op_kernel(call->client, name, name, v->t.dtype);
+	if (!kernel)
+		return WAFER_ERROR_NOT_SUPPORTED;
 
 	wafer_status status = gather_kernel(call, v, &gather);
 	if (status == WAFER_OK)
@@ -241,24 +235,19 @@ WAFER_API wafer_status wafer_op_unary(wafer_client *client, wafer_unary_op op,
 {
 	struct wafer_op_call call;
 
-	if ((unsigned)op >= N_UNARY) {
-		if (out)
-			memset(out, 0, sizeof *out);
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_op_unary: unknown operation %d",
-				  (int)op);
-	}
+	if ((unsigned)op >= N_UNARY)
+		return wafer_op_reject(out,
+				       "wafer_op_unary: unknown operation %d",
+				       (int)op);
 	const char *name = unary_kernels[op];
-	wafer_status status = begin_one(&call, client, name, x, sx, out);
+	wafer_status status =
+		wafer_op_begin_one(&call, client, name, "x", x, sx, out);
 	if (status != WAFER_OK)
 		return status;
-	const struct wafer_view *v = &call.inputs[0].view;
-	const struct wafer_kernel *kernel =
-		wafer_op_kernel(client, name, name, v->t.dtype);
-	if (!kernel)
-		return WAFER_ERROR_NOT_SUPPORTED;
-	struct wafer_elementwise_params params = {.count = v->count};
-	return run_one_input(&call, kernel, &params, sizeof params, out);
+	struct wafer_elementwise_params params = {
+		.count = call.inputs[0].view.count,
+	};
+	return run_one_input(&call, name, &params, sizeof params, out);
 }
 
 WAFER_API wafer_status wafer_op_binary_scalar(wafer_client *client,
@@ -271,33 +260,23 @@ WAFER_API wafer_status wafer_op_binary_scalar(wafer_client *client,
 {
 	struct wafer_op_call call;
 
-	if ((unsigned)op >= N_BINARY || scalar_first > 1) {
-		if (out)
-			memset(out, 0, sizeof *out);
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_op_binary_scalar: %s %d",
-				  scalar_first > 1 ? "scalar_first is"
-						   : "unknown operation",
-				  scalar_first > 1 ? (int)scalar_first : (int)op);
-	}
+	if ((unsigned)op >= N_BINARY || scalar_first > 1)
+		return wafer_op_reject(
+			out, "wafer_op_binary_scalar: %s %d",
+			scalar_first > 1 ? "scalar_first is"
+					 : "unknown operation",
+			scalar_first > 1 ? (int)scalar_first : (int)op);
 	const char *name = binary_kernels[op].scalar;
-	const wafer_tensor *views[1] = {a};
-	const char *names[1] = {"a"};
 	wafer_status status =
-		wafer_op_begin(&call, client, name, views, &sa, names, 1, out);
+		wafer_op_begin_one(&call, client, name, "a", a, sa, out);
 	if (status != WAFER_OK)
 		return status;
-	const struct wafer_view *v = &call.inputs[0].view;
-	const struct wafer_kernel *kernel =
-		wafer_op_kernel(client, name, name, v->t.dtype);
-	if (!kernel)
-		return WAFER_ERROR_NOT_SUPPORTED;
 	struct wafer_scalar_params params = {
-		.count = v->count,
+		.count = call.inputs[0].view.count,
 		.scalar = scalar,
 		.scalar_first = scalar_first,
 	};
-	return run_one_input(&call, kernel, &params, sizeof params, out);
+	return run_one_input(&call, name, &params, sizeof params, out);
 }
 
 /*===----------------------------------------------------------------------===
@@ -344,19 +323,13 @@ WAFER_API wafer_status wafer_op_binary(wafer_client *client,
 	uint64_t shape[WAFER_MAX_RANK] = {0};
 	uint32_t rank;
 
-	if ((unsigned)op >= N_BINARY) {
-		if (out)
-			memset(out, 0, sizeof *out);
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_op_binary: unknown operation %d",
-				  (int)op);
-	}
+	if ((unsigned)op >= N_BINARY)
+		return wafer_op_reject(out,
+				       "wafer_op_binary: unknown operation %d",
+				       (int)op);
 	const char *name = binary_kernels[op].plain;
-	const wafer_tensor *views[2] = {a, b};
-	const wafer_copy_semantics semantics[2] = {sa, sb};
-	const char *names[2] = {"a", "b"};
-	wafer_status status = wafer_op_begin(&call, client, name, views,
-					     semantics, names, 2, out);
+	wafer_status status =
+		wafer_op_begin_two(&call, client, name, a, sa, b, sb, out);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_view *va = &call.inputs[0].view;

@@ -141,6 +141,24 @@ wafer_status wafer_op_begin(struct wafer_op_call *call, wafer_client *client,
 			    const char *const *names, size_t count,
 			    wafer_tensor *out);
 
+/* wafer_op_begin with one input |x| named |name|, or with two, |a| and
+ * |b| named "a" and "b". */
+wafer_status wafer_op_begin_one(struct wafer_op_call *call,
+				wafer_client *client, const char *op,
+				const char *name, const wafer_tensor *x,
+				wafer_copy_semantics sx, wafer_tensor *out);
+wafer_status wafer_op_begin_two(struct wafer_op_call *call,
+				wafer_client *client, const char *op,
+				const wafer_tensor *a, wafer_copy_semantics sa,
+				const wafer_tensor *b, wafer_copy_semantics sb,
+				wafer_tensor *out);
+
+/* Rejects a call before it begins (an unknown operation, a bad flag):
+ * sets *out (if not NULL) to a null tensor and fails with
+ * WAFER_ERROR_INVALID_ARGUMENT and the message |format|. */
+wafer_status wafer_op_reject(wafer_tensor *out, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* Chooses the output: a dense tensor of |dtype| and |shape|. Inputs whose
  * bit is set in |can_alias| may be written over by the kernels the
  * operation launches (the catalogue allows exact aliasing for them); the

@@ -28,12 +28,9 @@ static wafer_status begin_rows(struct wafer_op_call *call, wafer_client *client,
 			       const struct wafer_kernel **out_gather,
 			       struct wafer_rows_params *out_rows)
 {
-	const wafer_tensor *views[1] = {x};
-	const char *names[1] = {"x"};
-
 	*out_kernel = *out_gather = NULL;
 	wafer_status status =
-		wafer_op_begin(call, client, name, views, &sx, names, 1, out);
+		wafer_op_begin_one(call, client, name, "x", x, sx, out);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_view *v = &call->inputs[0].view;
@@ -68,13 +65,10 @@ WAFER_API wafer_status wafer_op_reduce(wafer_client *client,
 	struct wafer_rows_params rows;
 	wafer_tensor temp = {0};
 
-	if ((unsigned)op >= N_REDUCE) {
-		if (out)
-			memset(out, 0, sizeof *out);
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_op_reduce: unknown operation %d",
-				  (int)op);
-	}
+	if ((unsigned)op >= N_REDUCE)
+		return wafer_op_reject(out,
+				       "wafer_op_reduce: unknown operation %d",
+				       (int)op);
 	const char *name = reduce_kernels[op];
 	wafer_status status = begin_rows(&call, client, name, x, sx, out,
 					 &kernel, &gather, &rows);
