@@ -143,7 +143,6 @@ WAFER_API wafer_status wafer_op_cast(wafer_client *client,
 {
 	struct wafer_op_call call;
 	const struct wafer_kernel *gather;
-	wafer_tensor temp = {0};
 
 	if (x && x->dtype == dtype)
 		return wafer_op_copy(client, x, sx, out);
@@ -162,33 +161,17 @@ WAFER_API wafer_status wafer_op_cast(wafer_client *client,
 	if (!cast)
 		return WAFER_ERROR_NOT_SUPPORTED;
 	status = gather_kernel(&call, v, &gather);
-	if (status == WAFER_OK && gather)
-		status = wafer_tensor_empty(client, v->t.dtype, v->t.rank,
-					    v->t.shape, &temp);
-	if (status == WAFER_OK)
-		status = wafer_op_output(&call, dtype, v->t.rank, v->t.shape, 0);
-	if (status != WAFER_OK) {
-		if (gather && temp.handle.bits)
-			wafer_release(client, temp.handle);
+	if (status != WAFER_OK)
 		return status;
-	}
-	wafer_handle in = wafer_op_input_handle(&call, 0);
-	if (gather) {
-		status = wafer_op_gather(client, gather, v, in, temp.handle);
-		in = temp.handle;
-	}
 	struct wafer_cast_params params = {
 		.count = v->count,
 		.dtype_in = (uint32_t)v->t.dtype,
 		.dtype_out = (uint32_t)dtype,
 	};
-	const wafer_handle h[2] = {call.out.handle, in};
-	if (status == WAFER_OK)
-		status = wafer_op_launch(client, cast, h, 2, &params,
-					 sizeof params, v->count, 1, 1);
-	if (gather)
-		wafer_release(client, temp.handle);
-	return wafer_op_finish(&call, status, out);
+	/* cast has no tunable: it launches as wafer_op_launch would. */
+	return wafer_op_run_gathered(&call, cast, gather, dtype, v->t.rank,
+				     v->t.shape, &params, sizeof params,
+				     v->count, out);
 }
 
 /*===----------------------------------------------------------------------===

@@ -206,6 +206,20 @@ wafer_status wafer_op_launch_tuned(wafer_client *client,
 				   const void *params, size_t params_size,
 				   uint64_t g0, uint64_t g1, uint64_t g2);
 
+/* Runs |kernel| (bindings {out, in}, global {|global|, 1, 1}, through
+ * wafer_op_launch_tuned) on the call's one input into a new output of
+ * |dtype|, |rank|, |shape| that does not alias it. With |gather|
+ * (copy_strided) the input is first gathered into a dense temporary,
+ * released after. Ends the call (wafer_op_finish) once the output is
+ * chosen. */
+wafer_status wafer_op_run_gathered(struct wafer_op_call *call,
+				   const struct wafer_kernel *kernel,
+				   const struct wafer_kernel *gather,
+				   wafer_dtype dtype, uint32_t rank,
+				   const uint64_t *shape, const void *params,
+				   size_t params_size, uint64_t global,
+				   wafer_tensor *out);
+
 /* copy_strided: gathers |view| (read through handle |src|, which may be
  * the view's handle or its donated successor) into dense |dst|. */
 wafer_status wafer_op_gather(wafer_client *client,

@@ -63,7 +63,6 @@ WAFER_API wafer_status wafer_op_reduce(wafer_client *client,
 	struct wafer_op_call call;
 	const struct wafer_kernel *kernel, *gather;
 	struct wafer_rows_params rows;
-	wafer_tensor temp = {0};
 
 	if ((unsigned)op >= N_REDUCE)
 		return wafer_op_reject(out,
@@ -75,31 +74,12 @@ WAFER_API wafer_status wafer_op_reduce(wafer_client *client,
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_view *v = &call.inputs[0].view;
-	if (gather)
-		status = wafer_tensor_empty(client, v->t.dtype, v->t.rank,
-					    v->t.shape, &temp);
 	uint64_t shape[WAFER_MAX_RANK];
 	memcpy(shape, v->t.shape, sizeof shape);
 	shape[v->t.rank - 1] = 1;
-	if (status == WAFER_OK)
-		status = wafer_op_output(&call, v->t.dtype, v->t.rank, shape, 0);
-	if (status != WAFER_OK) {
-		if (temp.handle.bits)
-			wafer_release(client, temp.handle);
-		return status;
-	}
-	wafer_handle in = wafer_op_input_handle(&call, 0);
-	if (gather) {
-		status = wafer_op_gather(client, gather, v, in, temp.handle);
-		in = temp.handle;
-	}
-	const wafer_handle h[2] = {call.out.handle, in};
-	if (status == WAFER_OK)
-		status = wafer_op_launch_tuned(client, kernel, h, 2, &rows,
-					       sizeof rows, rows.rows, 1, 1);
-	if (gather)
-		wafer_release(client, temp.handle);
-	return wafer_op_finish(&call, status, out);
+	return wafer_op_run_gathered(&call, kernel, gather, v->t.dtype,
+				     v->t.rank, shape, &rows, sizeof rows,
+				     rows.rows, out);
 }
 
 WAFER_API wafer_status wafer_op_softmax(wafer_client *client,
