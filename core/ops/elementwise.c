@@ -44,19 +44,6 @@ static const struct {
 #define N_UNARY (sizeof unary_kernels / sizeof unary_kernels[0])
 #define N_BINARY (sizeof binary_kernels / sizeof binary_kernels[0])
 
-/* The copy_strided kernel when |view| needs a gather, else NULL and OK. */
-static wafer_status gather_kernel(const struct wafer_op_call *call,
-				  const struct wafer_view *view,
-				  const struct wafer_kernel **out)
-{
-	*out = NULL;
-	if (view->dense)
-		return WAFER_OK;
-	*out = wafer_op_kernel(call->client, call->op,
-			       WAFER_KERNEL_COPY_STRIDED, view->t.dtype);
-	return *out ? WAFER_OK : WAFER_ERROR_NOT_SUPPORTED;
-}
-
 /*===----------------------------------------------------------------------===
  * fill, copy, cast
  *===----------------------------------------------------------------------===*/
@@ -160,7 +147,7 @@ WAFER_API wafer_status wafer_op_cast(wafer_client *client,
 		client, "cast", WAFER_KERNEL_CAST, v->t.dtype);
 	if (!cast)
 		return WAFER_ERROR_NOT_SUPPORTED;
-	status = gather_kernel(&call, v, &gather);
+	status = wafer_op_gather_kernel(&call, v, &gather);
 	if (status != WAFER_OK)
 		return status;
 	struct wafer_cast_params params = {
@@ -178,9 +165,7 @@ WAFER_API wafer_status wafer_op_cast(wafer_client *client,
  * Unary and scalar: one input, in place after a gather
  *===----------------------------------------------------------------------===*/
 
-/* Runs |kernel| (bindings {out, in}) on the call's one input: straight
- * from the input when it is dense, else after gathering it into the
- * output, in place there. */
+/* Runs kernel |name| on the call's one input (wafer_op_run_in_place). */
 static wafer_status run_one_input(struct wafer_op_call *call,
 				  const char *name, const void *params,
 				  size_t params_size, wafer_tensor *out)
@@ -192,23 +177,11 @@ static wafer_status run_one_input(struct wafer_op_call *call,
 	if (!kernel)
 		return WAFER_ERROR_NOT_SUPPORTED;
 
-	wafer_status status = gather_kernel(call, v, &gather);
-	if (status == WAFER_OK)
-		status = wafer_op_output(call, v->t.dtype, v->t.rank,
-					 v->t.shape, v->dense ? 1 : 0);
+	wafer_status status = wafer_op_gather_kernel(call, v, &gather);
 	if (status != WAFER_OK)
 		return status;
-	wafer_handle in = wafer_op_input_handle(call, 0);
-	if (gather) {
-		status = wafer_op_gather(call->client, gather, v, in,
-					 call->out.handle);
-		in = call->out.handle;
-	}
-	const wafer_handle h[2] = {call->out.handle, in};
-	if (status == WAFER_OK)
-		status = wafer_op_launch(call->client, kernel, h, 2, params,
-					 params_size, v->count, 1, 1);
-	return wafer_op_finish(call, status, out);
+	return wafer_op_run_in_place(call, kernel, gather, params,
+				     params_size, v->count, out);
 }
 
 WAFER_API wafer_status wafer_op_unary(wafer_client *client, wafer_unary_op op,

@@ -206,6 +206,23 @@ wafer_status wafer_op_launch_tuned(wafer_client *client,
 				   const void *params, size_t params_size,
 				   uint64_t g0, uint64_t g1, uint64_t g2);
 
+/* The copy_strided kernel when |view| needs a gather, else NULL and OK;
+ * WAFER_ERROR_NOT_SUPPORTED where the plugin has none. */
+wafer_status wafer_op_gather_kernel(const struct wafer_op_call *call,
+				    const struct wafer_view *view,
+				    const struct wafer_kernel **out);
+
+/* Runs |kernel| (bindings {out, in}, global {|global|, 1, 1}) on the
+ * call's one input into an output of its dtype and shape: straight from
+ * the input when |gather| is NULL (the output may then reuse the input),
+ * else after gathering the input into the output, in place there. Ends
+ * the call (wafer_op_finish) once the output is chosen. */
+wafer_status wafer_op_run_in_place(struct wafer_op_call *call,
+				   const struct wafer_kernel *kernel,
+				   const struct wafer_kernel *gather,
+				   const void *params, size_t params_size,
+				   uint64_t global, wafer_tensor *out);
+
 /* Runs |kernel| (bindings {out, in}, global {|global|, 1, 1}, through
  * wafer_op_launch_tuned) on the call's one input into a new output of
  * |dtype|, |rank|, |shape| that does not alias it. With |gather|
