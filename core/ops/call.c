@@ -239,6 +239,14 @@ wafer_status wafer_op_begin_two(struct wafer_op_call *call,
 			      out);
 }
 
+wafer_status wafer_op_known(wafer_tensor *out, const char *fn, unsigned op,
+			    size_t count)
+{
+	if (op < count)
+		return WAFER_OK;
+	return wafer_op_reject(out, "%s: unknown operation %d", fn, (int)op);
+}
+
 wafer_status wafer_op_reject(wafer_tensor *out, const char *format, ...)
 {
 	va_list ap;
@@ -324,13 +332,12 @@ WAFER_API wafer_status wafer_handle_references(wafer_client *client,
 					       wafer_handle handle,
 					       uint32_t *out_count)
 {
-	if (!out_count)
+	if (out_count)
+		*out_count = 0;
+	if (!out_count || !client)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_handle_references: out_count is NULL");
-	*out_count = 0;
-	if (!client)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_handle_references: client is NULL");
+				  "wafer_handle_references: %s is NULL",
+				  out_count ? "client" : "out_count");
 	return wafer_handle_table_refcount(wafer_client_handles(client), handle,
 					   "handle_references", out_count);
 }

@@ -191,13 +191,12 @@ WAFER_API wafer_status wafer_op_unary(wafer_client *client, wafer_unary_op op,
 {
 	struct wafer_op_call call;
 
-	if ((unsigned)op >= N_UNARY)
-		return wafer_op_reject(out,
-				       "wafer_op_unary: unknown operation %d",
-				       (int)op);
-	const char *name = unary_kernels[op];
 	wafer_status status =
-		wafer_op_begin_one(&call, client, name, "x", x, sx, out);
+		wafer_op_known(out, "wafer_op_unary", (unsigned)op, N_UNARY);
+	if (status != WAFER_OK)
+		return status;
+	const char *name = unary_kernels[op];
+	status = wafer_op_begin_one(&call, client, name, "x", x, sx, out);
 	if (status != WAFER_OK)
 		return status;
 	struct wafer_elementwise_params params = {
@@ -279,13 +278,12 @@ WAFER_API wafer_status wafer_op_binary(wafer_client *client,
 	uint64_t shape[WAFER_MAX_RANK] = {0};
 	uint32_t rank;
 
-	if ((unsigned)op >= N_BINARY)
-		return wafer_op_reject(out,
-				       "wafer_op_binary: unknown operation %d",
-				       (int)op);
-	const char *name = binary_kernels[op].plain;
 	wafer_status status =
-		wafer_op_begin_two(&call, client, name, a, sa, b, sb, out);
+		wafer_op_known(out, "wafer_op_binary", (unsigned)op, N_BINARY);
+	if (status != WAFER_OK)
+		return status;
+	const char *name = binary_kernels[op].plain;
+	status = wafer_op_begin_two(&call, client, name, a, sa, b, sb, out);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_view *va = &call.inputs[0].view;

@@ -159,6 +159,11 @@ wafer_status wafer_op_begin_two(struct wafer_op_call *call,
 wafer_status wafer_op_reject(wafer_tensor *out, const char *format, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* WAFER_OK where operation number |op| is below |count|, else rejects
+ * the call (wafer_op_reject): "<fn>: unknown operation <op>". */
+wafer_status wafer_op_known(wafer_tensor *out, const char *fn, unsigned op,
+			    size_t count);
+
 /* Chooses the output: a dense tensor of |dtype| and |shape|. Inputs whose
  * bit is set in |can_alias| may be written over by the kernels the
  * operation launches (the catalogue allows exact aliasing for them); the

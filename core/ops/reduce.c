@@ -62,12 +62,11 @@ WAFER_API wafer_status wafer_op_reduce(wafer_client *client,
 {
 	struct rows_call rc;
 
-	if ((unsigned)op >= N_REDUCE)
-		return wafer_op_reject(out,
-				       "wafer_op_reduce: unknown operation %d",
-				       (int)op);
 	wafer_status status =
-		begin_rows(&rc, client, reduce_kernels[op], x, sx, out);
+		wafer_op_known(out, "wafer_op_reduce", (unsigned)op, N_REDUCE);
+	if (status == WAFER_OK)
+		status = begin_rows(&rc, client, reduce_kernels[op], x, sx,
+				    out);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_view *v = &rc.call.inputs[0].view;
