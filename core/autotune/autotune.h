@@ -165,6 +165,10 @@ struct wafer_tune_op {
 	bool warned;
 };
 
+/* Whether |op| has a candidate called |name|. */
+bool wafer_tune_has_candidate(const struct wafer_tune_op *op,
+			      const char *name);
+
 /* Runs |candidate| of |tunable| on |inputs|. */
 wafer_status wafer_tune_run(wafer_client *client, const wafer_tunable *tunable,
 			    const struct wafer_tune_candidate *candidate,
