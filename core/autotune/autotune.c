@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * autotune.c: the public entries of autotune.h, operation states, and the
- * way from a key to a choice (see core/autotune.h for the parts).
+ * way from a key to a choice (see core/autotune/autotune.h for the parts).
  *
  * wafer_execute_autotune's fast path — key function, anchoring, hash,
  * lock-free probe, run — takes no lock and allocates nothing. A miss
