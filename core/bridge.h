@@ -21,7 +21,7 @@
 #include "core/handle_table.h"
 #include "core/memory/memory.h"
 #include "core/runtime.h"
-#include "core/storage.h"
+#include "core/memory/storage.h"
 
 enum wafer_command_kind {
 	WAFER_COMMAND_RESERVE,    /* reserve: memory for a new handle */

@@ -61,4 +61,18 @@ struct wafer_kernel_table *wafer_client_kernels(wafer_client *client);
 wafer_status wafer_client_submit(wafer_client *client,
 				 struct wafer_command *command);
 
+/* Device timers around work on the client's queue (autotune measures
+ * with them). wafer_client_timer_begin queues the start of a timer and,
+ * on a queueing channel (mpsc), returns without waiting for it: the
+ * plugin's timer is stored in |*timer| when the command runs, so |*timer|
+ * must stay valid and untouched until wafer_client_timer_end has returned.
+ * wafer_client_timer_end queues the end of that timer, waits for it and
+ * stores the device time between the two in |*out_ns| (nanoseconds); it
+ * also clears |*timer|. Both return WAFER_ERROR_NOT_SUPPORTED where the
+ * device has no timers (no WAFER_CAP_DEVICE_TIMERS), so that the caller
+ * can measure on the host clock instead. */
+wafer_status wafer_client_timer_begin(wafer_client *client, void **timer);
+wafer_status wafer_client_timer_end(wafer_client *client, void **timer,
+				    uint64_t *out_ns);
+
 #endif

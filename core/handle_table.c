@@ -276,14 +276,15 @@ static wafer_status dead_handle(const struct wafer_handle_slot *slot,
 			  what, handle.bits);
 }
 
-wafer_status wafer_handle_table_lookup(struct wafer_handle_table *table,
-				       wafer_handle handle, const char *what,
-				       struct wafer_handle_slot **out_slot)
+/* The slot of |handle| and its state (acquire), where the handle is
+ * live; else the error of find_slot or dead_handle. */
+static wafer_status live_slot(struct wafer_handle_table *table,
+			      wafer_handle handle, const char *what,
+			      struct wafer_handle_slot **out_slot,
+			      uint64_t *out_state)
 {
 	struct wafer_handle_slot *slot;
 	wafer_status status = find_slot(table, handle, what, &slot);
-
-	*out_slot = NULL;
 	if (status != WAFER_OK)
 		return status;
 	uint64_t state = atomic_load_explicit(&slot->state,
@@ -291,7 +292,17 @@ wafer_status wafer_handle_table_lookup(struct wafer_handle_table *table,
 	if (!state_matches(state, handle))
 		return dead_handle(slot, state, handle, what);
 	*out_slot = slot;
+	*out_state = state;
 	return WAFER_OK;
+}
+
+wafer_status wafer_handle_table_lookup(struct wafer_handle_table *table,
+				       wafer_handle handle, const char *what,
+				       struct wafer_handle_slot **out_slot)
+{
+	uint64_t state;
+	*out_slot = NULL;
+	return live_slot(table, handle, what, out_slot, &state);
 }
 
 wafer_status wafer_handle_table_retain(struct wafer_handle_table *table,
@@ -317,22 +328,38 @@ wafer_status wafer_handle_table_retain(struct wafer_handle_table *table,
 	return WAFER_OK;
 }
 
+/* The start of a step that may end |handle|'s generation (unref,
+ * donate): its slot, the state to compare-and-swap from, and why the
+ * slot's last generation ended (restored if the step fails). */
+static wafer_status begin_end(struct wafer_handle_table *table,
+			      wafer_handle handle, const char *what,
+			      struct wafer_handle_slot **out_slot,
+			      uint64_t *out_state, const char **out_before)
+{
+	wafer_status status = find_slot(table, handle, what, out_slot);
+	if (status != WAFER_OK)
+		return status;
+	*out_state = atomic_load_explicit(&(*out_slot)->state,
+					  memory_order_relaxed);
+	*out_before = atomic_load_explicit(&(*out_slot)->ended_by,
+					   memory_order_relaxed);
+	return WAFER_OK;
+}
+
 wafer_status wafer_handle_table_unref(struct wafer_handle_table *table,
 				      wafer_handle handle, const char *ended_by,
 				      struct wafer_handle_slot **out_last)
 {
 	const char *what = ended_by ? ended_by : "release";
 	struct wafer_handle_slot *slot;
-	uint64_t next;
+	uint64_t state, next;
+	const char *before;
 
 	*out_last = NULL;
-	wafer_status status = find_slot(table, handle, what, &slot);
+	wafer_status status =
+		begin_end(table, handle, what, &slot, &state, &before);
 	if (status != WAFER_OK)
 		return status;
-	uint64_t state = atomic_load_explicit(&slot->state,
-					      memory_order_relaxed);
-	const char *before =
-		atomic_load_explicit(&slot->ended_by, memory_order_relaxed);
 	do {
 		if (!state_matches(state, handle)) {
 			atomic_store_explicit(&slot->ended_by, before,
@@ -366,18 +393,16 @@ wafer_status wafer_handle_table_donate(struct wafer_handle_table *table,
 				       bool *out_donated)
 {
 	struct wafer_handle_slot *slot;
-	uint64_t next;
+	uint64_t state, next;
+	const char *before;
 
 	*out_slot = NULL;
 	out_handle->bits = 0;
 	*out_donated = false;
-	wafer_status status = find_slot(table, handle, op, &slot);
+	wafer_status status = begin_end(table, handle, op, &slot, &state,
+					&before);
 	if (status != WAFER_OK)
 		return status;
-	uint64_t state = atomic_load_explicit(&slot->state,
-					      memory_order_relaxed);
-	const char *before =
-		atomic_load_explicit(&slot->ended_by, memory_order_relaxed);
 	do {
 		/* At the last generation the slot cannot start another:
 		 * treated as shared, the operation copies. */
@@ -411,17 +436,11 @@ wafer_status wafer_handle_table_refcount(struct wafer_handle_table *table,
 					 uint32_t *out_count)
 {
 	struct wafer_handle_slot *slot;
-	wafer_status status = find_slot(table, handle, what, &slot);
-
-	*out_count = 0;
-	if (status != WAFER_OK)
-		return status;
-	uint64_t state = atomic_load_explicit(&slot->state,
-					      memory_order_acquire);
-	if (!state_matches(state, handle))
-		return dead_handle(slot, state, handle, what);
-	*out_count = WAFER_HANDLE_STATE_REFCOUNT(state);
-	return WAFER_OK;
+	uint64_t state = 0;
+	wafer_status status = live_slot(table, handle, what, &slot, &state);
+	*out_count = status == WAFER_OK ? WAFER_HANDLE_STATE_REFCOUNT(state)
+					: 0;
+	return status;
 }
 
 void wafer_handle_table_for_each_live(struct wafer_handle_table *table,

@@ -8,8 +8,9 @@ libwafer_core_la_SOURCES = \
 	core/log.c core/log.h \
 	core/config.c core/config.h \
 	core/status.c \
-	core/storage.c core/storage.h \
+	core/memory/storage.c core/memory/storage.h \
 	core/memory/memory.c core/memory/memory.h \
+	core/memory/common.c core/memory/common.h \
 	core/memory/registry.c \
 	core/memory/exact.c \
 	core/memory/direct.c \
@@ -42,12 +43,12 @@ libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c
 
 # Autotune: choosing among candidates by measuring (include/wafer/autotune.h).
 libwafer_core_la_SOURCES += \
-	core/autotune.c core/autotune.h \
-	core/autotune_settings.c \
-	core/autotune_key.c \
-	core/autotune_index.c \
-	core/autotune_file.c \
-	core/autotune_bench.c
+	core/autotune/autotune.c core/autotune/autotune.h \
+	core/autotune/settings.c \
+	core/autotune/key.c \
+	core/autotune/index.c \
+	core/autotune/file.c \
+	core/autotune/bench.c
 
 # The ops layer (include/wafer/ops.h): views, donation, operations.
 libwafer_core_la_SOURCES += \

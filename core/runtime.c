@@ -20,7 +20,7 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
-#include "core/autotune.h"
+#include "core/autotune/autotune.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/loader.h"
@@ -50,7 +50,7 @@ struct wafer_runtime {
 	size_t backend_count;
 	size_t device_count; /* over every accepted backend */
 	atomic_size_t clients;
-	/* Autotune choices of every client and device (core/autotune.h). */
+	/* Autotune choices of every client and device (core/autotune/autotune.h). */
 	struct wafer_tuner *tuner;
 };
 

@@ -35,7 +35,7 @@ struct wafer_runtime_device {
 
 const struct wafer_config *wafer_runtime_get_config(const wafer_runtime *runtime);
 
-/* The runtime's tuner (core/autotune.h): created with the runtime. */
+/* The runtime's tuner (core/autotune/autotune.h): created with the runtime. */
 struct wafer_tuner *wafer_runtime_tuner(const wafer_runtime *runtime);
 
 /* Resolves |selector| ("default", "cpu", "cuda:1") and returns the device,

@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * fuzz/autotune_cache.c: the autotune cache file reader
- * (core/autotune_file.c) on any file contents. A file either loads, and
+ * (core/autotune/file.c) on any file contents. A file either loads, and
  * then every entry it gave names one of the operation's candidates, or it
  * is ignored; it never crashes the process (a NUL byte once did, in every
  * later process). The seed corpus holds a good file for the operation
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/autotune.h"
+#include "core/autotune/autotune.h"
 #include "core/log.h"
 #include "core/runtime.h"
 

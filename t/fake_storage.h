@@ -28,7 +28,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/memory/memory.h"
-#include "core/storage.h"
+#include "core/memory/storage.h"
 
 enum fake_kind { FAKE_ALLOC, FAKE_ASYNC, FAKE_RANGE };
 

@@ -11,7 +11,7 @@
 #include <wafer/wafer.h>
 
 #include "core/runtime.h"
-#include "core/storage.h"
+#include "core/memory/storage.h"
 
 struct replay_backend {
 	wafer_runtime *runtime;

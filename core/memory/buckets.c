@@ -18,29 +18,26 @@
  *                    released into a full bucket goes back to storage. */
 #include "build-config.h"
 
-#include <stdlib.h>
-
 #include "core/error.h"
-#include "core/memory/memory.h"
+#include "core/memory/common.h"
 
 #define BUCKET_COUNT 64
 
 struct bucket_buffer {
-	wafer_resource resource;
+	struct wafer_memory_chunk chunk; /* on the list of every buffer */
 	unsigned bucket;  /* log2 of the size */
 	bool cached;      /* on its bucket's free list */
 	struct bucket_buffer *next_free;
-	struct bucket_buffer *prev, *next; /* every buffer */
 };
 
+/* The base's chunks are every buffer; its stats keep hits, misses and
+ * cached_bytes. */
 struct buckets_state {
-	struct wafer_storage *storage;
+	struct wafer_memory_base base;
 	struct bucket_buffer *free[BUCKET_COUNT];
 	uint64_t cached[BUCKET_COUNT]; /* bytes on each free list */
-	struct bucket_buffer *all;
 	unsigned min_bucket;
 	uint64_t cap;
-	uint64_t hits, misses, buffers, cached_bytes;
 };
 
 static const char *const buckets_options[] = {"bucket_cap", NULL};
@@ -53,46 +50,13 @@ static unsigned log2_ceil(size_t size)
 	return b;
 }
 
-static wafer_status buckets_create(struct wafer_storage *storage,
-				   const struct wafer_config *config,
-				   void **out_self)
+static wafer_status buckets_setup(void *self,
+				  const struct wafer_config *config)
 {
-	*out_self = NULL;
-	uint64_t cap;
-	wafer_status status =
-		wafer_memory_option_check(config, "buckets", buckets_options);
-	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "buckets",
-						  "bucket_cap", 0, &cap);
-	if (status != WAFER_OK)
-		return status;
-	struct buckets_state *st = calloc(1, sizeof *st);
-	if (!st)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "buckets: out of host memory");
-	st->storage = storage;
-	st->min_bucket = log2_ceil(storage->alignment);
-	st->cap = cap;
-	*out_self = st;
-	return WAFER_OK;
-}
-
-static void unlink_buffer(struct buckets_state *st, struct bucket_buffer *b)
-{
-	if (b->prev)
-		b->prev->next = b->next;
-	else
-		st->all = b->next;
-	if (b->next)
-		b->next->prev = b->prev;
-	st->buffers--;
-}
-
-static void free_buffer(struct buckets_state *st, struct bucket_buffer *b)
-{
-	unlink_buffer(st, b);
-	wafer_storage_free(st->storage, b->resource, (size_t)1 << b->bucket);
-	free(b);
+	struct buckets_state *st = self;
+	st->min_bucket = log2_ceil(st->base.storage->alignment);
+	return wafer_config_get_size(config, st->base.section, "bucket_cap",
+				     0, &st->cap);
 }
 
 static wafer_status buckets_reserve(void *self, size_t size,
@@ -111,32 +75,21 @@ static wafer_status buckets_reserve(void *self, size_t size,
 	if (b) {
 		st->free[bucket] = b->next_free;
 		st->cached[bucket] -= (size_t)1 << bucket;
-		st->cached_bytes -= (size_t)1 << bucket;
-		st->hits++;
+		st->base.stats.cached_bytes -= (size_t)1 << bucket;
+		st->base.stats.hits++;
 	} else {
-		b = calloc(1, sizeof *b);
-		if (!b)
-			return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-					  "buckets: out of host memory");
-		wafer_status status = wafer_storage_alloc(
-			st->storage, (size_t)1 << bucket, &b->resource);
-		if (status != WAFER_OK) {
-			free(b);
+		wafer_status status = wafer_memory_chunk_reserve(
+			&st->base, (size_t)1 << bucket, sizeof *b, out);
+		if (status != WAFER_OK)
 			return status;
-		}
-		st->misses++;
+		st->base.stats.misses++;
+		b = out->token;
 		b->bucket = bucket;
-		b->next = st->all;
-		if (st->all)
-			st->all->prev = b;
-		st->all = b;
-		st->buffers++;
+		return WAFER_OK;
 	}
 	b->cached = false;
 	b->next_free = NULL;
-	out->resource = b->resource;
-	out->offset = 0;
-	out->token = b;
+	wafer_memory_chunk_slice(&b->chunk, out);
 	return WAFER_OK;
 }
 
@@ -148,14 +101,14 @@ static void buckets_release(void *self, const struct wafer_slice *slice)
 		return; /* released twice: the list already has it */
 	size_t bytes = (size_t)1 << b->bucket;
 	if (st->cap && st->cached[b->bucket] + bytes > st->cap) {
-		free_buffer(st, b);
+		wafer_memory_chunk_free(&st->base, &b->chunk);
 		return;
 	}
 	b->cached = true;
 	b->next_free = st->free[b->bucket];
 	st->free[b->bucket] = b;
 	st->cached[b->bucket] += bytes;
-	st->cached_bytes += bytes;
+	st->base.stats.cached_bytes += bytes;
 }
 
 static void buckets_trim(void *self)
@@ -165,36 +118,13 @@ static void buckets_trim(void *self)
 		while (st->free[i]) {
 			struct bucket_buffer *b = st->free[i];
 			st->free[i] = b->next_free;
-			free_buffer(st, b);
+			wafer_memory_chunk_free(&st->base, &b->chunk);
 		}
 		st->cached[i] = 0;
 	}
-	st->cached_bytes = 0;
+	st->base.stats.cached_bytes = 0;
 }
 
-static void buckets_destroy(void *self)
-{
-	struct buckets_state *st = self;
-	while (st->all)
-		free_buffer(st, st->all);
-	free(st);
-}
-
-static void buckets_stats(void *self, struct wafer_memory_strategy_stats *out)
-{
-	struct buckets_state *st = self;
-	out->hits = st->hits;
-	out->misses = st->misses;
-	out->cached_bytes = st->cached_bytes;
-	out->segments = st->buffers;
-}
-
-const struct wafer_memory_strategy_ops wafer_memory_buckets = {
-	.name = "buckets",
-	.create = buckets_create,
-	.destroy = buckets_destroy,
-	.reserve = buckets_reserve,
-	.release = buckets_release,
-	.trim = buckets_trim,
-	.stats = buckets_stats,
-};
+WAFER_MEMORY_STRATEGY(buckets, buckets_setup,
+		      .destroy = wafer_memory_base_destroy,
+		      .stats = wafer_memory_base_stats);

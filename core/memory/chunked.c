@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/memory/memory.h"
+#include "core/memory/common.h"
 
 enum chunk_state {
 	CHUNK_FREE,       /* cached, reusable */
@@ -42,21 +42,19 @@ enum chunk_state {
 };
 
 struct chunk {
-	wafer_resource resource;
-	size_t size; /* aligned size allocated */
+	struct wafer_memory_chunk chunk; /* on the list of every chunk; its
+					  * size is the aligned size */
 	enum chunk_state state;
-	struct chunk *prev, *next;   /* every chunk */
 	struct chunk *next_released; /* CHUNK_SLICE_FREE, awaiting the drop */
 };
 
 enum dealloc_mode { DEALLOC_RESERVES, DEALLOC_SECONDS, DEALLOC_NEVER };
 
+/* The base's chunks are every chunk; its stats keep hits, misses and, in
+ * cached_bytes, the bytes of free chunks. */
 struct chunked_state {
-	struct wafer_storage *storage;
-	struct chunk *chunks;
+	struct wafer_memory_base base;
 	struct chunk *released; /* slices to drop at the next reserve */
-	size_t chunk_count;
-	uint64_t free_bytes;
 
 	double slice_ratio;
 	uint64_t slice_min, slice_max;
@@ -66,7 +64,6 @@ struct chunked_state {
 
 	uint64_t reserves_since; /* since the last deallocation */
 	uint64_t last_dealloc_ns;
-	uint64_t hits, misses;
 };
 
 static const char *const chunked_options[] = {
@@ -83,7 +80,7 @@ static wafer_status parse_dealloc(struct chunked_state *st,
 				  const struct wafer_config *config)
 {
 	const struct wafer_config_entry *e =
-		wafer_memory_option_entry(config, "chunked", "dealloc");
+		wafer_config_lookup(config, st->base.section, "dealloc");
 	st->dealloc = DEALLOC_RESERVES;
 	st->dealloc_reserves = 1000;
 	if (!e)
@@ -135,33 +132,26 @@ static wafer_status parse_dealloc(struct chunked_state *st,
 			  e->origin, e->value);
 }
 
-static wafer_status read_options(struct chunked_state *st,
-				 const struct wafer_config *config)
+/* Reads the options (checked against chunked_options by base_create). */
+static wafer_status chunked_setup(void *self,
+				  const struct wafer_config *config)
 {
-	wafer_status status =
-		wafer_memory_option_check(config, "chunked", chunked_options);
-	if (status == WAFER_OK)
-		status = wafer_memory_option_double(config, "chunked",
-						    "slice_ratio", 0.8,
-						    &st->slice_ratio);
+	struct chunked_state *st = self;
+	const char *section = st->base.section;
+	st->last_dealloc_ns = wafer_memory_clock_ns();
+	wafer_status status = wafer_config_get_double(
+		config, section, "slice_ratio", 0.8, &st->slice_ratio);
 	if (status == WAFER_OK &&
-	    (st->slice_ratio < 0 || st->slice_ratio > 1)) {
-		const struct wafer_config_entry *e = wafer_memory_option_entry(
-			config, "chunked", "slice_ratio");
-		return wafer_fail(WAFER_ERROR_CONFIG,
-				  "%s: [memory.chunked] slice_ratio: expected "
-				  "a number from 0 to 1, got '%s'",
-				  e ? e->origin : "default",
-				  e ? e->value : "?");
-	}
+	    (st->slice_ratio < 0 || st->slice_ratio > 1))
+		return wafer_memory_option_invalid(&st->base, config,
+						   "slice_ratio",
+						   "a number from 0 to 1");
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "chunked",
-						  "slice_min", 0,
-						  &st->slice_min);
+		status = wafer_config_get_size(config, section, "slice_min", 0,
+					       &st->slice_min);
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "chunked",
-						  "slice_max", 0,
-						  &st->slice_max);
+		status = wafer_config_get_size(config, section, "slice_max", 0,
+					       &st->slice_max);
 	if (status == WAFER_OK)
 		status = parse_dealloc(st, config);
 	return status;
@@ -171,17 +161,9 @@ static wafer_status read_options(struct chunked_state *st,
  * Chunks
  *===----------------------------------------------------------------------===*/
 
-static void free_chunk(struct chunked_state *st, struct chunk *c)
+static struct chunk *chunk_of(struct wafer_memory_chunk *c)
 {
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		st->chunks = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	st->chunk_count--;
-	wafer_storage_free(st->storage, c->resource, c->size);
-	free(c);
+	return (struct chunk *)c;
 }
 
 /* A released slice stays in its chunk until the next reserve drops it. */
@@ -192,18 +174,18 @@ static void drop_released_slices(struct chunked_state *st)
 		st->released = c->next_released;
 		c->next_released = NULL;
 		c->state = CHUNK_FREE;
-		st->free_bytes += c->size;
+		st->base.stats.cached_bytes += c->chunk.size;
 	}
 }
 
 static void dealloc_free_chunks(struct chunked_state *st)
 {
-	struct chunk *c = st->chunks;
+	struct wafer_memory_chunk *c = st->base.chunks.head;
 	while (c) {
-		struct chunk *next = c->next;
-		if (c->state == CHUNK_FREE) {
-			st->free_bytes -= c->size;
-			free_chunk(st, c);
+		struct wafer_memory_chunk *next = c->next;
+		if (chunk_of(c)->state == CHUNK_FREE) {
+			st->base.stats.cached_bytes -= c->size;
+			wafer_memory_chunk_free(&st->base, c);
 		}
 		c = next;
 	}
@@ -244,20 +226,23 @@ static wafer_status chunked_reserve(void *self, size_t size,
 				    struct wafer_slice *out)
 {
 	struct chunked_state *st = self;
-	size_t aligned = wafer_align_up(size, st->storage->alignment);
+	size_t aligned = wafer_align_up(size, st->base.storage->alignment);
 
 	drop_released_slices(st);
 	run_dealloc_policy(st);
 
-	struct chunk *smallest = NULL, *c;
-	for (c = st->chunks; c; c = c->next) {
-		if (c->state != CHUNK_FREE || c->size < aligned)
+	struct chunk *smallest = NULL, *c = NULL;
+	for (struct wafer_memory_chunk *m = st->base.chunks.head; m;
+	     m = m->next) {
+		if (chunk_of(m)->state != CHUNK_FREE || m->size < aligned)
 			continue;
-		if (c->size == aligned)
+		if (m->size == aligned) {
+			c = chunk_of(m);
 			break;
-		if (slice_allowed(st, aligned, c->size) &&
-		    (!smallest || c->size < smallest->size))
-			smallest = c;
+		}
+		if (slice_allowed(st, aligned, m->size) &&
+		    (!smallest || m->size < smallest->chunk.size))
+			smallest = chunk_of(m);
 	}
 	if (c) {
 		c->state = CHUNK_WHOLE;
@@ -266,35 +251,19 @@ static wafer_status chunked_reserve(void *self, size_t size,
 		c->state = CHUNK_SLICED;
 	}
 	if (c) {
-		st->free_bytes -= c->size;
-		st->hits++;
-		out->resource = c->resource;
-		out->offset = 0;
-		out->token = c;
+		st->base.stats.cached_bytes -= c->chunk.size;
+		st->base.stats.hits++;
+		wafer_memory_chunk_slice(&c->chunk, out);
 		return WAFER_OK;
 	}
 
-	c = calloc(1, sizeof *c);
-	if (!c)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "chunked: out of host memory");
 	wafer_status status =
-		wafer_storage_alloc(st->storage, aligned, &c->resource);
-	if (status != WAFER_OK) {
-		free(c);
+		wafer_memory_chunk_reserve(&st->base, aligned, sizeof *c, out);
+	if (status != WAFER_OK)
 		return status;
-	}
-	st->misses++;
-	c->size = aligned;
+	st->base.stats.misses++;
+	c = out->token;
 	c->state = CHUNK_WHOLE;
-	c->next = st->chunks;
-	if (st->chunks)
-		st->chunks->prev = c;
-	st->chunks = c;
-	st->chunk_count++;
-	out->resource = c->resource;
-	out->offset = 0;
-	out->token = c;
 	return WAFER_OK;
 }
 
@@ -304,7 +273,7 @@ static void chunked_release(void *self, const struct wafer_slice *slice)
 	struct chunk *c = slice->token;
 	if (c->state == CHUNK_WHOLE) {
 		c->state = CHUNK_FREE;
-		st->free_bytes += c->size;
+		st->base.stats.cached_bytes += c->chunk.size;
 	} else if (c->state == CHUNK_SLICED) {
 		c->state = CHUNK_SLICE_FREE;
 		c->next_released = st->released;
@@ -319,49 +288,6 @@ static void chunked_trim(void *self)
 	dealloc_free_chunks(st);
 }
 
-static wafer_status chunked_create(struct wafer_storage *storage,
-				   const struct wafer_config *config,
-				   void **out_self)
-{
-	*out_self = NULL;
-	struct chunked_state *st = calloc(1, sizeof *st);
-	if (!st)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "chunked: out of host memory");
-	wafer_status status = read_options(st, config);
-	if (status != WAFER_OK) {
-		free(st);
-		return status;
-	}
-	st->storage = storage;
-	st->last_dealloc_ns = wafer_memory_clock_ns();
-	*out_self = st;
-	return WAFER_OK;
-}
-
-static void chunked_destroy(void *self)
-{
-	struct chunked_state *st = self;
-	while (st->chunks)
-		free_chunk(st, st->chunks);
-	free(st);
-}
-
-static void chunked_stats(void *self, struct wafer_memory_strategy_stats *out)
-{
-	struct chunked_state *st = self;
-	out->hits = st->hits;
-	out->misses = st->misses;
-	out->cached_bytes = st->free_bytes;
-	out->segments = st->chunk_count;
-}
-
-const struct wafer_memory_strategy_ops wafer_memory_chunked = {
-	.name = "chunked",
-	.create = chunked_create,
-	.destroy = chunked_destroy,
-	.reserve = chunked_reserve,
-	.release = chunked_release,
-	.trim = chunked_trim,
-	.stats = chunked_stats,
-};
+WAFER_MEMORY_STRATEGY(chunked, chunked_setup,
+		      .destroy = wafer_memory_base_destroy,
+		      .stats = wafer_memory_base_stats);

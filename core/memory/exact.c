@@ -11,13 +11,12 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "core/memory/memory.h"
+#include "core/memory/common.h"
 
 struct exact_chunk {
-	wafer_resource resource;
-	size_t size;                    /* aligned size allocated */
-	struct exact_chunk *next_free;  /* in its size's free list */
-	struct exact_chunk *prev, *next; /* in the list of all chunks */
+	struct wafer_memory_chunk chunk; /* on the list of all chunks; its
+					  * size is the aligned size */
+	struct exact_chunk *next_free;   /* in its size's free list */
 };
 
 /* Free lists hashed by size; chaining through size_list.next. */
@@ -29,10 +28,10 @@ struct exact_size_list {
 
 #define EXACT_HASH_BUCKETS 256
 
+/* The base's chunks are every chunk, reserved or free. */
 struct exact_state {
-	struct wafer_storage *storage;
+	struct wafer_memory_base base;
 	struct exact_size_list *buckets[EXACT_HASH_BUCKETS];
-	struct exact_chunk *all; /* every chunk, reserved or free */
 };
 
 static size_t hash_size(size_t size)
@@ -61,66 +60,23 @@ static struct exact_size_list *find_list(struct exact_state *st, size_t size,
 
 static const char *const exact_options[] = {NULL};
 
-static wafer_status exact_create(struct wafer_storage *storage,
-				 const struct wafer_config *config,
-				 void **out_self)
-{
-	*out_self = NULL;
-	wafer_status status =
-		wafer_memory_option_check(config, "exact", exact_options);
-	if (status != WAFER_OK)
-		return status;
-	struct exact_state *st = calloc(1, sizeof *st);
-	if (!st)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
-	st->storage = storage;
-	*out_self = st;
-	return WAFER_OK;
-}
-
-static void unlink_chunk(struct exact_state *st, struct exact_chunk *c)
-{
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		st->all = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-}
-
 static wafer_status exact_reserve(void *self, size_t size,
 				  struct wafer_slice *out)
 {
 	struct exact_state *st = self;
-	size_t aligned = wafer_align_up(size, st->storage->alignment);
+	size_t aligned = wafer_align_up(size, st->base.storage->alignment);
 	struct exact_size_list *list = find_list(st, aligned, 1);
 	if (!list)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "exact: out of host memory");
 
 	struct exact_chunk *c = list->free;
-	if (c) {
-		list->free = c->next_free;
-	} else {
-		c = calloc(1, sizeof *c);
-		if (!c)
-			return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-					  "out of host memory");
-		wafer_status status =
-			wafer_storage_alloc(st->storage, aligned, &c->resource);
-		if (status != WAFER_OK) {
-			free(c);
-			return status;
-		}
-		c->size = aligned;
-		c->next = st->all;
-		if (st->all)
-			st->all->prev = c;
-		st->all = c;
-	}
+	if (!c)
+		return wafer_memory_chunk_reserve(&st->base, aligned,
+						  sizeof *c, out);
+	list->free = c->next_free;
 	c->next_free = NULL;
-	out->resource = c->resource;
-	out->offset = 0;
-	out->token = c;
+	wafer_memory_chunk_slice(&c->chunk, out);
 	return WAFER_OK;
 }
 
@@ -129,7 +85,7 @@ static void exact_release(void *self, const struct wafer_slice *slice)
 	struct exact_state *st = self;
 	struct exact_chunk *c = slice->token;
 	/* The list exists: reserve created it for this size. */
-	struct exact_size_list *list = find_list(st, c->size, 0);
+	struct exact_size_list *list = find_list(st, c->chunk.size, 0);
 	c->next_free = list->free;
 	list->free = c;
 }
@@ -142,10 +98,7 @@ static void exact_trim(void *self)
 			while (l->free) {
 				struct exact_chunk *c = l->free;
 				l->free = c->next_free;
-				unlink_chunk(st, c);
-				wafer_storage_free(st->storage, c->resource,
-						   c->size);
-				free(c);
+				wafer_memory_chunk_free(&st->base, &c->chunk);
 			}
 		}
 	}
@@ -154,12 +107,7 @@ static void exact_trim(void *self)
 static void exact_destroy(void *self)
 {
 	struct exact_state *st = self;
-	while (st->all) {
-		struct exact_chunk *c = st->all;
-		st->all = c->next;
-		wafer_storage_free(st->storage, c->resource, c->size);
-		free(c);
-	}
+	wafer_memory_chunk_free_all(&st->base);
 	for (size_t b = 0; b < EXACT_HASH_BUCKETS; b++) {
 		while (st->buckets[b]) {
 			struct exact_size_list *l = st->buckets[b];
@@ -170,11 +118,5 @@ static void exact_destroy(void *self)
 	free(st);
 }
 
-const struct wafer_memory_strategy_ops wafer_memory_exact = {
-	.name = "exact",
-	.create = exact_create,
-	.destroy = exact_destroy,
-	.reserve = exact_reserve,
-	.release = exact_release,
-	.trim = exact_trim,
-};
+/* Keeps no counters of its own: no stats entry. */
+WAFER_MEMORY_STRATEGY(exact, NULL, .destroy = exact_destroy);

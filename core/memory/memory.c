@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "core/memory/memory.h"
+#include "core/memory/common.h"
 
 struct wafer_memory {
 	const struct wafer_memory_strategy_ops *ops;
@@ -61,10 +61,10 @@ wafer_status wafer_memory_create(const char *name, struct wafer_storage *storage
 				  "%s: unknown memory strategy '%s' (known: %s)",
 				  origin, name, known);
 	}
-	struct wafer_memory *memory = calloc(1, sizeof *memory);
+	struct wafer_memory *memory =
+		wafer_memory_host_calloc(sizeof *memory, "memory manager");
 	if (!memory)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "memory manager: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
 	memory->ops = ops;
 	memory->storage = storage;
 	wafer_status status = ops->create(storage, config, &memory->self);
@@ -165,86 +165,6 @@ void wafer_memory_strategy_stats(const struct wafer_memory *memory,
 	memset(out, 0, sizeof *out);
 	if (memory->ops->stats)
 		memory->ops->stats(memory->self, out);
-}
-
-/*===----------------------------------------------------------------------===
- * Options of [memory.<strategy>]
- *===----------------------------------------------------------------------===*/
-
-#define SECTION_MAX 64
-
-static void section_name(char *buf, const char *strategy)
-{
-	snprintf(buf, SECTION_MAX, "memory.%s", strategy);
-}
-
-wafer_status wafer_memory_option_size(const struct wafer_config *config,
-				      const char *strategy, const char *key,
-				      uint64_t fallback, uint64_t *out_value)
-{
-	char section[SECTION_MAX];
-	*out_value = fallback;
-	if (!config)
-		return WAFER_OK;
-	section_name(section, strategy);
-	return wafer_config_get_size(config, section, key, fallback, out_value);
-}
-
-wafer_status wafer_memory_option_double(const struct wafer_config *config,
-					const char *strategy, const char *key,
-					double fallback, double *out_value)
-{
-	char section[SECTION_MAX];
-	*out_value = fallback;
-	if (!config)
-		return WAFER_OK;
-	section_name(section, strategy);
-	return wafer_config_get_double(config, section, key, fallback,
-				       out_value);
-}
-
-const struct wafer_config_entry *
-wafer_memory_option_entry(const struct wafer_config *config,
-			  const char *strategy, const char *key)
-{
-	char section[SECTION_MAX];
-	if (!config)
-		return NULL;
-	section_name(section, strategy);
-	return wafer_config_lookup(config, section, key);
-}
-
-wafer_status wafer_memory_option_check(const struct wafer_config *config,
-				       const char *strategy,
-				       const char *const *known)
-{
-	char section[SECTION_MAX];
-	const struct wafer_config_entry *entries[64];
-	if (!config)
-		return WAFER_OK;
-	section_name(section, strategy);
-	size_t count = wafer_config_section(config, section, entries, 64);
-	if (count > 64)
-		count = 64;
-	for (size_t i = 0; i < count; i++) {
-		size_t k = 0;
-		while (known[k] && strcmp(known[k], entries[i]->key) != 0)
-			k++;
-		if (known[k])
-			continue;
-		char list[256];
-		size_t used = 0;
-		list[0] = '\0';
-		for (k = 0; known[k] && used < sizeof list; k++)
-			used += (size_t)snprintf(list + used, sizeof list - used,
-						 "%s%s", k ? ", " : "",
-						 known[k]);
-		return wafer_fail(WAFER_ERROR_CONFIG,
-				  "%s: [%s] unknown option '%s' (known: %s)",
-				  entries[i]->origin, section, entries[i]->key,
-				  k ? list : "none");
-	}
-	return WAFER_OK;
 }
 
 /*===----------------------------------------------------------------------===

@@ -1,8 +1,8 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * memory.h: the memory manager. It reserves space for handles from a
- * plugin's storage (core/storage.h) through one of several strategies,
- * each in its own file under core/memory/ behind the ops table below. The
+ * plugin's storage (storage.h) through one of several strategies, each in
+ * its own file under core/memory/ behind the ops table below. The
  * manager does what is common to all of them: statistics (bytes in use
  * and their peak, reuse hits), the out-of-memory path (give cached memory
  * back, retry once, then fail with sizes), and strategy lookup by name.
@@ -20,7 +20,7 @@
 #include <wafer/wafer.h>
 
 #include "core/config.h"
-#include "core/storage.h"
+#include "core/memory/storage.h"
 
 /* Where a handle's bytes live: [offset, offset + size) of resource. */
 struct wafer_slice {
@@ -109,28 +109,8 @@ void wafer_memory_strategy_stats(const struct wafer_memory *memory,
 				 struct wafer_memory_strategy_stats *out_stats);
 
 /*===----------------------------------------------------------------------===
- * For strategies: options and time
+ * For strategies (more in common.h): time
  *===----------------------------------------------------------------------===*/
-
-/* Typed options of section [memory.<strategy>] (wafer.conf(5)); |config|
- * may be NULL (every option at its default). Failures come from the
- * config getters: WAFER_ERROR_CONFIG naming origin, section and key. */
-wafer_status wafer_memory_option_size(const struct wafer_config *config,
-				      const char *strategy, const char *key,
-				      uint64_t fallback, uint64_t *out_value);
-wafer_status wafer_memory_option_double(const struct wafer_config *config,
-					const char *strategy, const char *key,
-					double fallback, double *out_value);
-/* The raw value and its origin ("file:line"), or NULL when unset. */
-const struct wafer_config_entry *
-wafer_memory_option_entry(const struct wafer_config *config,
-			  const char *strategy, const char *key);
-/* Fails with WAFER_ERROR_CONFIG for a key of [memory.<strategy>] that is
- * not in the NULL-terminated |known| list, so a misspelt option is an
- * error instead of silently ignored. */
-wafer_status wafer_memory_option_check(const struct wafer_config *config,
-				       const char *strategy,
-				       const char *const *known);
 
 /* Monotonic time in nanoseconds, for time-based policies (chunked's
  * `dealloc = seconds:N`). A test may point it at a fake clock before it

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory/common.h"
 #include "core/memory/null_storage.h"
 #include "core/memory/u64map.h"
 
@@ -46,6 +47,17 @@ static void violation(struct null_device *d, const char *format, ...)
 	}
 }
 
+/* Removes |id| from |map| into |*out_value|; an unknown one is a
+ * violation: "<what> 0x<id>". */
+static bool take(struct null_device *d, struct wafer_u64map *map,
+		 wafer_resource id, const char *what, uint64_t *out_value)
+{
+	if (wafer_u64map_remove(map, id, out_value))
+		return true;
+	violation(d, "%s 0x%llx", what, (unsigned long long)id);
+	return false;
+}
+
 /* Made-up addresses: every resource starts on a fresh, aligned address
  * and none is ever handed out twice, so a stale resource is noticed. */
 static wafer_resource take_address(struct null_device *d, size_t size,
@@ -79,12 +91,8 @@ static void null_free(void *device, wafer_resource resource)
 {
 	struct null_device *d = device;
 	uint64_t size;
-	if (!wafer_u64map_remove(&d->allocs, resource, &size)) {
-		violation(d, "free of unknown resource 0x%llx",
-			  (unsigned long long)resource);
-		return;
-	}
-	d->bytes -= size;
+	if (take(d, &d->allocs, resource, "free of unknown resource", &size))
+		d->bytes -= size;
 }
 
 static wafer_status null_alloc_async(void *device, void *queue, size_t size,
@@ -172,11 +180,9 @@ static void null_vm_release(void *device, wafer_resource range_id)
 {
 	struct null_device *d = device;
 	uint64_t value;
-	if (!wafer_u64map_remove(&d->ranges, range_id, &value)) {
-		violation(d, "vm_release of unknown range 0x%llx",
-			  (unsigned long long)range_id);
+	if (!take(d, &d->ranges, range_id, "vm_release of unknown range",
+		  &value))
 		return;
-	}
 	struct null_range *range = (struct null_range *)(uintptr_t)value;
 	d->bytes -= range->mapped_bytes;
 	free(range->mapped);
@@ -226,32 +232,38 @@ static void set_pages(struct null_device *d, struct null_range *range,
 	}
 }
 
-static wafer_status null_vm_map(void *device, wafer_resource id,
-				size_t offset, size_t size)
+/* vm_map (|map|) or vm_unmap: the pages must all be unmapped, or all
+ * mapped, before. */
+static wafer_status map_pages(void *device, wafer_resource id, size_t offset,
+			      size_t size, bool map)
 {
 	struct null_device *d = device;
 	struct null_range *range = find_range(d, id);
-	if (!check_pages(d, "vm_map", range, id, offset, size, false))
+	if (!check_pages(d, map ? "vm_map" : "vm_unmap", range, id, offset,
+			 size, !map))
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "null storage: %s", d->first_violation);
-	set_pages(d, range, offset, size, true);
-	range->mapped_bytes += size;
-	d->bytes += size;
+	set_pages(d, range, offset, size, map);
+	if (map) {
+		range->mapped_bytes += size;
+		d->bytes += size;
+	} else {
+		range->mapped_bytes -= size;
+		d->bytes -= size;
+	}
 	return WAFER_OK;
+}
+
+static wafer_status null_vm_map(void *device, wafer_resource id,
+				size_t offset, size_t size)
+{
+	return map_pages(device, id, offset, size, true);
 }
 
 static wafer_status null_vm_unmap(void *device, wafer_resource id,
 				  size_t offset, size_t size)
 {
-	struct null_device *d = device;
-	struct null_range *range = find_range(d, id);
-	if (!check_pages(d, "vm_unmap", range, id, offset, size, true))
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "null storage: %s", d->first_violation);
-	set_pages(d, range, offset, size, false);
-	range->mapped_bytes -= size;
-	d->bytes -= size;
-	return WAFER_OK;
+	return map_pages(device, id, offset, size, false);
 }
 
 static bool power_of_two(size_t x)
@@ -280,10 +292,10 @@ wafer_null_storage_init(struct wafer_storage *out,
 				  "null storage: granularity %zu is not a "
 				  "power of two multiple of the alignment %zu",
 				  granularity, alignment);
-	struct null_device *d = calloc(1, sizeof *d);
+	struct null_device *d =
+		wafer_memory_host_calloc(sizeof *d, "null storage");
 	if (!d)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "null storage: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
 	d->alignment = alignment;
 	d->granularity = granularity;
 	d->next_address = UINT64_C(1) << 32;

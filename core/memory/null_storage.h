@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/storage.h"
+#include "core/memory/storage.h"
 
 struct wafer_null_storage_options {
 	/* Alignment of every allocation and offset (a power of two >= 16);

@@ -53,7 +53,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/memory/bitmap.h"
-#include "core/memory/memory.h"
+#include "core/memory/common.h"
 
 /* Idle ages are kept per 64 KiB of address space at least: with small
  * pages (4 KiB on cpu) a per-page age would cost a release one store per
@@ -82,13 +82,14 @@ struct pool_arena {
 	const char *name;
 	struct pool_block *bins[POOL_BINS];
 	uint64_t nonempty[POOL_BINS / 64];
-	struct pool_segment *segments;
+	struct wafer_memory_chunk_list segments;
 };
 
 struct pool_segment {
+	/* On its arena's list. The size: the address range (vm), or the
+	 * chunk. */
+	struct wafer_memory_chunk chunk;
 	struct pool_arena *arena;
-	wafer_resource resource;
-	size_t size;
 	bool vm;
 	size_t mapped_bytes;    /* vm: mapped pages; chunk: its size */
 	size_t used_blocks;
@@ -104,11 +105,12 @@ struct pool_segment {
 	/* chunk: the tick of its last release */
 	uint32_t chunk_idle_since;
 	struct pool_block *first;
-	struct pool_segment *prev, *next;
 };
 
+/* The base's stats keep hits and misses; its chunk list is unused (the
+ * segments are on the arenas' lists). */
 struct pool_state {
-	struct wafer_storage *storage;
+	struct wafer_memory_base base;
 	bool vm;
 	size_t align;
 	size_t gran; /* vm page size */
@@ -126,8 +128,6 @@ struct pool_state {
 	uint64_t used;      /* aligned bytes of live blocks */
 	uint64_t mapped;    /* held from storage: mapped pages, chunks */
 	uint32_t tick;      /* counts releases, for idle ages */
-	uint64_t hits, misses;
-	size_t segment_count;
 	struct pool_block *spare; /* recycled block structs */
 };
 
@@ -297,8 +297,10 @@ static void next_tick(struct pool_state *p)
 	if (++p->tick != UINT32_MAX)
 		return;
 	for (int i = 0; i < 2; i++)
-		for (struct pool_segment *s = arena_of(p, i)->segments; s;
-		     s = s->next) {
+		for (struct wafer_memory_chunk *c =
+			     arena_of(p, i)->segments.head;
+		     c; c = c->next) {
+			struct pool_segment *s = (struct pool_segment *)c;
 			if (s->vm && s->tracked)
 				memset(s->idle_since, 0,
 				       ((s->tracked >> s->age_shift) + 1) *
@@ -374,7 +376,7 @@ static void collect_block(struct pool_state *p, struct idle_runs *out,
 		if (s->used_blocks == 0 && s != ex)
 			runs_push(out, (struct idle_run){
 				.seg = s,
-				.bytes = s->size,
+				.bytes = s->chunk.size,
 				.since = s->chunk_idle_since,
 			});
 		return;
@@ -439,7 +441,7 @@ static bool release_run(struct pool_state *p, const struct idle_run *run)
 		return true;
 	}
 	wafer_status status = wafer_storage_vm_unmap(
-		p->storage, s->resource, run->first * p->gran,
+		p->base.storage, s->chunk.resource, run->first * p->gran,
 		(run->end - run->first) * p->gran);
 	wafer_log_debug("memory", "pool: unmap %s pages [%zu, %zu): %s",
 			s->arena->name, run->first, run->end,
@@ -535,7 +537,7 @@ static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 		size_t to = wafer_bits_find(s->mapped, from, end, 1);
 		if (from == to)
 			break;
-		status = wafer_storage_vm_map(p->storage, s->resource,
+		status = wafer_storage_vm_map(p->base.storage, s->chunk.resource,
 					      from * p->gran,
 					      (to - from) * p->gran);
 		wafer_log_debug("memory", "pool: map %s pages [%zu, %zu) for "
@@ -599,25 +601,26 @@ static wafer_status segment_new(struct pool_state *p, struct pool_arena *a,
 	wafer_status status;
 	if (p->vm) {
 		s->vm = true;
-		s->size = wafer_align_up(size, p->gran);
-		if (s->size < p->va_size)
-			s->size = p->va_size;
-		s->pages = s->size / p->gran;
+		s->chunk.size = wafer_align_up(size, p->gran);
+		if (s->chunk.size < p->va_size)
+			s->chunk.size = p->va_size;
+		s->pages = s->chunk.size / p->gran;
 		while (((size_t)p->gran << s->age_shift) < AGE_SLOT)
 			s->age_shift++;
-		status = wafer_storage_vm_reserve(p->storage, s->size,
-						  &s->resource);
+		status = wafer_storage_vm_reserve(p->base.storage, s->chunk.size,
+						  &s->chunk.resource);
 	} else {
 		bool small = a == &p->small && size <= p->small_chunk;
 		size_t round = a == &p->small ? p->small_chunk : p->large_round;
 		/* Not necessarily a power of two. */
-		s->size = small ? p->small_chunk
+		s->chunk.size = small ? p->small_chunk
 				: (size + round - 1) / round * round;
-		make_room(p, s->size, incoming, NULL, 0, 0);
-		status = wafer_storage_alloc(p->storage, s->size, &s->resource);
+		make_room(p, s->chunk.size, incoming, NULL, 0, 0);
+		status = wafer_storage_alloc(p->base.storage, s->chunk.size,
+					     &s->chunk.resource);
 		if (status == WAFER_OK) {
-			s->mapped_bytes = s->size;
-			p->mapped += s->size;
+			s->mapped_bytes = s->chunk.size;
+			p->mapped += s->chunk.size;
 		}
 	}
 	if (status != WAFER_OK) {
@@ -626,16 +629,12 @@ static wafer_status segment_new(struct pool_state *p, struct pool_arena *a,
 		return status;
 	}
 	s->arena = a;
-	s->next = a->segments;
-	if (a->segments)
-		a->segments->prev = s;
-	a->segments = s;
+	wafer_memory_list_push(&a->segments, &s->chunk);
 	s->first = b;
 	b->seg = s;
 	b->offset = 0;
-	b->size = s->size;
+	b->size = s->chunk.size;
 	bin_insert(a, b);
-	p->segment_count++;
 	*out = s;
 	return WAFER_OK;
 }
@@ -651,19 +650,14 @@ static void segment_free(struct pool_state *p, struct pool_segment *s)
 			bin_remove(a, b);
 		block_recycle(p, b);
 	}
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		a->segments = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
+	wafer_memory_list_remove(&a->segments, &s->chunk);
 	if (s->vm)
-		wafer_storage_vm_release(p->storage, s->resource,
+		wafer_storage_vm_release(p->base.storage, s->chunk.resource,
 					 s->mapped_bytes);
 	else
-		wafer_storage_free(p->storage, s->resource, s->size);
+		wafer_storage_free(p->base.storage, s->chunk.resource,
+				   s->chunk.size);
 	p->mapped -= s->mapped_bytes;
-	p->segment_count--;
 	free(s->mapped);
 	free(s->idle_since);
 	free(s);
@@ -739,7 +733,7 @@ static wafer_status pool_reserve(void *self, size_t size,
 				  "pool: %zu bytes cannot be placed", size);
 	size_t aligned = wafer_align_up(size, p->align);
 	struct pool_arena *a = size <= p->small_max ? &p->small : &p->large;
-	const struct wafer_storage_counters *c = &p->storage->counters;
+	const struct wafer_storage_counters *c = &p->base.storage->counters;
 	uint64_t calls = c->allocs + c->maps;
 
 	struct pool_block *b = find_block(p, a, aligned);
@@ -766,10 +760,10 @@ static wafer_status pool_reserve(void *self, size_t size,
 	if (p->live > p->peak_live)
 		p->peak_live = p->live;
 	if (c->allocs + c->maps == calls)
-		p->hits++;
+		p->base.stats.hits++;
 	else
-		p->misses++;
-	out->resource = s->resource;
+		p->base.stats.misses++;
+	out->resource = s->chunk.resource;
 	out->offset = b->offset;
 	out->token = b;
 	return WAFER_OK;
@@ -842,12 +836,13 @@ static void pool_trim(void *self)
 	struct pool_state *p = self;
 	release_idle(p, UINT64_MAX, NULL, 0, 0);
 	for (int i = 0; i < 2; i++) {
-		struct pool_segment *s = arena_of(p, i)->segments;
-		while (s) {
-			struct pool_segment *next = s->next;
+		struct wafer_memory_chunk *c = arena_of(p, i)->segments.head;
+		while (c) {
+			struct wafer_memory_chunk *next = c->next;
+			struct pool_segment *s = (struct pool_segment *)c;
 			if (s->used_blocks == 0)
 				segment_free(p, s);
-			s = next;
+			c = next;
 		}
 	}
 }
@@ -856,41 +851,42 @@ static void pool_trim(void *self)
  * Life cycle
  *===----------------------------------------------------------------------===*/
 
-static wafer_status read_options(struct pool_state *p,
-				 const struct wafer_config *config)
+/* Sets the arenas up and reads the options (checked against pool_options
+ * by base_create). */
+static wafer_status pool_setup(void *self, const struct wafer_config *config)
 {
-	wafer_status status =
-		wafer_memory_option_check(config, "pool", pool_options);
+	struct pool_state *p = self;
+	struct wafer_storage *storage = p->base.storage;
+	p->align = storage->alignment;
+	p->vm = wafer_storage_has_vm(storage) &&
+		storage->vm_granularity % storage->alignment == 0;
+	p->gran = p->vm ? storage->vm_granularity : 0;
+	p->small.name = "small";
+	p->large.name = "large";
+	const char *section = p->base.section;
+	wafer_status status = wafer_config_get_size(
+		config, section, "small_max", (uint64_t)1 << 20, &p->small_max);
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "pool", "small_max",
-						  (uint64_t)1 << 20,
-						  &p->small_max);
+		status = wafer_config_get_double(config, section, "overhead",
+						 0.04, &p->overhead);
+	if (status == WAFER_OK && (p->overhead < 0 || p->overhead > 100))
+		return wafer_memory_option_invalid(&p->base, config, "overhead",
+						   "a fraction from 0 to 100");
 	if (status == WAFER_OK)
-		status = wafer_memory_option_double(config, "pool", "overhead",
-						    0.04, &p->overhead);
-	if (status == WAFER_OK && (p->overhead < 0 || p->overhead > 100)) {
-		const struct wafer_config_entry *e =
-			wafer_memory_option_entry(config, "pool", "overhead");
-		return wafer_fail(WAFER_ERROR_CONFIG,
-				  "%s: [memory.pool] overhead: expected a "
-				  "fraction from 0 to 100, got '%s'",
-				  e ? e->origin : "default", e ? e->value : "?");
-	}
+		status = wafer_config_get_size(config, section, "max_idle", 0,
+					       &p->max_idle);
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "pool", "max_idle", 0,
-						  &p->max_idle);
-	if (status == WAFER_OK)
-		status = wafer_memory_option_size(
-			config, "pool", "va_size",
+		status = wafer_config_get_size(
+			config, section, "va_size",
 			(uint64_t)(p->gran ? p->gran : 1) << 17, &p->va_size);
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "pool", "small_chunk",
-						  (uint64_t)2 << 20,
-						  &p->small_chunk);
+		status = wafer_config_get_size(config, section, "small_chunk",
+					       (uint64_t)2 << 20,
+					       &p->small_chunk);
 	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "pool", "large_round",
-						  (uint64_t)2 << 20,
-						  &p->large_round);
+		status = wafer_config_get_size(config, section, "large_round",
+					       (uint64_t)2 << 20,
+					       &p->large_round);
 	if (status != WAFER_OK)
 		return status;
 	/* Sizes the arithmetic relies on: aligned and non-zero. */
@@ -904,37 +900,13 @@ static wafer_status read_options(struct pool_state *p,
 	return WAFER_OK;
 }
 
-static wafer_status pool_create(struct wafer_storage *storage,
-				const struct wafer_config *config,
-				void **out_self)
-{
-	*out_self = NULL;
-	struct pool_state *p = calloc(1, sizeof *p);
-	if (!p)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "pool: out of host memory");
-	p->storage = storage;
-	p->align = storage->alignment;
-	p->vm = wafer_storage_has_vm(storage) &&
-		storage->vm_granularity % storage->alignment == 0;
-	p->gran = p->vm ? storage->vm_granularity : 0;
-	p->small.name = "small";
-	p->large.name = "large";
-	wafer_status status = read_options(p, config);
-	if (status != WAFER_OK) {
-		free(p);
-		return status;
-	}
-	*out_self = p;
-	return WAFER_OK;
-}
-
 static void pool_destroy(void *self)
 {
 	struct pool_state *p = self;
 	for (int i = 0; i < 2; i++)
-		while (arena_of(p, i)->segments)
-			segment_free(p, arena_of(p, i)->segments);
+		while (arena_of(p, i)->segments.head)
+			segment_free(p, (struct pool_segment *)arena_of(p, i)
+						->segments.head);
 	while (p->spare) {
 		struct pool_block *b = p->spare;
 		p->spare = b->next;
@@ -946,18 +918,10 @@ static void pool_destroy(void *self)
 static void pool_stats(void *self, struct wafer_memory_strategy_stats *out)
 {
 	struct pool_state *p = self;
-	out->hits = p->hits;
-	out->misses = p->misses;
+	wafer_memory_base_stats(p, out);
 	out->cached_bytes = p->mapped > p->used ? p->mapped - p->used : 0;
-	out->segments = p->segment_count;
+	out->segments = p->small.segments.count + p->large.segments.count;
 }
 
-const struct wafer_memory_strategy_ops wafer_memory_pool = {
-	.name = "pool",
-	.create = pool_create,
-	.destroy = pool_destroy,
-	.reserve = pool_reserve,
-	.release = pool_release,
-	.trim = pool_trim,
-	.stats = pool_stats,
-};
+WAFER_MEMORY_STRATEGY(pool, pool_setup, .destroy = pool_destroy,
+		      .stats = pool_stats);

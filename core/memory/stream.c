@@ -29,22 +29,15 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "core/memory/memory.h"
+#include "core/memory/common.h"
 
-struct stream_alloc {
-	wafer_resource resource;
-	size_t size;
-	struct stream_alloc *prev, *next; /* live list, or pending FIFO */
-};
-
+/* The base's chunks are the live allocations (async: stream-ordered);
+ * its stats keep live_bytes, pending_bytes and, in segments, the number
+ * of pending frees. */
 struct stream_state {
-	struct wafer_storage *storage;
-	bool async;
-	struct stream_alloc *live;
-	/* Pending frees, oldest first. */
-	struct stream_alloc *pending_head, *pending_tail;
-	uint64_t live_bytes, pending_bytes;
-	uint64_t live_count, pending_count;
+	struct wafer_memory_base base;
+	/* Pending frees, oldest first: chunks off the list. */
+	struct wafer_memory_chunk *pending_head, *pending_tail;
 	uint64_t max_pending;
 	uint64_t failed_reaps;
 	/* Inside reap's own sync: the server's sync calls after_sync even
@@ -54,32 +47,19 @@ struct stream_state {
 
 static const char *const stream_options[] = {"max_pending", NULL};
 
-static wafer_status stream_create(struct wafer_storage *storage,
-				  const struct wafer_config *config,
-				  void **out_self)
+static wafer_status stream_setup(void *self,
+				 const struct wafer_config *config)
 {
-	*out_self = NULL;
-	uint64_t max_pending;
-	wafer_status status =
-		wafer_memory_option_check(config, "stream", stream_options);
-	if (status == WAFER_OK)
-		status = wafer_memory_option_size(config, "stream",
-						  "max_pending", 0,
-						  &max_pending);
+	struct stream_state *st = self;
+	wafer_status status = wafer_config_get_size(
+		config, st->base.section, "max_pending", 0, &st->max_pending);
 	if (status != WAFER_OK)
 		return status;
-	struct stream_state *st = calloc(1, sizeof *st);
-	if (!st)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "stream: out of host memory");
-	st->storage = storage;
-	st->max_pending = max_pending;
-	st->async = wafer_storage_has_async(storage);
-	if (!st->async)
+	st->base.chunks.async = wafer_storage_has_async(st->base.storage);
+	if (!st->base.chunks.async)
 		wafer_log_info("memory", "stream: the plugin has no "
 			       "stream-ordered allocation; using plain "
 			       "alloc/free");
-	*out_self = st;
 	return WAFER_OK;
 }
 
@@ -87,10 +67,10 @@ static wafer_status stream_create(struct wafer_storage *storage,
 static void retire_pending(struct stream_state *st)
 {
 	while (st->pending_head) {
-		struct stream_alloc *a = st->pending_head;
+		struct wafer_memory_chunk *a = st->pending_head;
 		st->pending_head = a->next;
-		st->pending_bytes -= a->size;
-		st->pending_count--;
+		st->base.stats.pending_bytes -= a->size;
+		st->base.stats.segments--;
 		free(a);
 	}
 	st->pending_tail = NULL;
@@ -104,17 +84,18 @@ static wafer_status reap(struct stream_state *st)
 {
 	if (!st->pending_head)
 		return WAFER_OK;
+	struct wafer_storage *storage = st->base.storage;
 	wafer_status status = WAFER_OK;
-	if (st->storage->sync) {
+	if (storage->sync) {
 		st->reaping = true;
-		status = st->storage->sync(st->storage->quiesce_data);
+		status = storage->sync(storage->quiesce_data);
 		st->reaping = false;
 	}
 	if (status != WAFER_OK) {
 		st->failed_reaps++;
 		wafer_log_warn("memory", "stream: reap: queue sync failed, "
 			       "%llu pending bytes stay queued: %s",
-			       (unsigned long long)st->pending_bytes,
+			       (unsigned long long)st->base.stats.pending_bytes,
 			       wafer_error_detail());
 		return status;
 	}
@@ -126,74 +107,43 @@ static wafer_status stream_reserve(void *self, size_t size,
 				   struct wafer_slice *out)
 {
 	struct stream_state *st = self;
-	struct stream_alloc *a = malloc(sizeof *a);
-	if (!a)
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "stream: out of host memory");
-	wafer_status status =
-		st->async ? wafer_storage_alloc_async(st->storage, size,
-						      &a->resource)
-			  : wafer_storage_alloc(st->storage, size, &a->resource);
-	if (status != WAFER_OK) {
-		free(a);
-		return status;
-	}
-	a->size = size;
-	a->prev = NULL;
-	a->next = st->live;
-	if (st->live)
-		st->live->prev = a;
-	st->live = a;
-	st->live_bytes += size;
-	st->live_count++;
-	out->resource = a->resource;
-	out->offset = 0;
-	out->token = a;
-	return WAFER_OK;
-}
-
-static void unlink_live(struct stream_state *st, struct stream_alloc *a)
-{
-	if (a->prev)
-		a->prev->next = a->next;
-	else
-		st->live = a->next;
-	if (a->next)
-		a->next->prev = a->prev;
-	st->live_bytes -= a->size;
-	st->live_count--;
+	wafer_status status = wafer_memory_chunk_reserve(
+		&st->base, size, sizeof(struct wafer_memory_chunk), out);
+	if (status == WAFER_OK)
+		st->base.stats.live_bytes += size;
+	return status;
 }
 
 static void stream_release(void *self, const struct wafer_slice *slice)
 {
 	struct stream_state *st = self;
-	struct stream_alloc *a = slice->token;
-	unlink_live(st, a);
-	if (!st->async) {
-		wafer_storage_free(st->storage, a->resource, a->size);
-		free(a);
+	struct wafer_storage *storage = st->base.storage;
+	struct wafer_memory_chunk *a = slice->token;
+	st->base.stats.live_bytes -= a->size;
+	if (!st->base.chunks.async) {
+		wafer_memory_chunk_free(&st->base, a);
 		return;
 	}
-	if (wafer_storage_free_async(st->storage, a->resource, a->size) !=
+	wafer_memory_chunk_unlink(&st->base, a);
+	if (wafer_storage_free_async(storage, a->resource, a->size) !=
 	    WAFER_OK) {
 		/* The queue did not take the free: free it the blocking way
 		 * rather than leak it. */
 		wafer_log_warn("memory", "stream: free_async failed (%s); "
 			       "freeing synchronously", wafer_error_detail());
-		wafer_storage_free(st->storage, a->resource, a->size);
+		wafer_storage_free(storage, a->resource, a->size);
 		free(a);
 		return;
 	}
-	a->next = NULL;
 	a->prev = st->pending_tail;
 	if (st->pending_tail)
 		st->pending_tail->next = a;
 	else
 		st->pending_head = a;
 	st->pending_tail = a;
-	st->pending_bytes += a->size;
-	st->pending_count++;
-	if (st->max_pending && st->pending_bytes > st->max_pending)
+	st->base.stats.pending_bytes += a->size;
+	st->base.stats.segments++;
+	if (st->max_pending && st->base.stats.pending_bytes > st->max_pending)
 		reap(st); /* a failure is logged and retried next time */
 }
 
@@ -214,39 +164,18 @@ static void stream_after_sync(void *self)
 static void stream_destroy(void *self)
 {
 	struct stream_state *st = self;
-	while (st->live) {
-		struct stream_alloc *a = st->live;
-		unlink_live(st, a);
-		if (st->async)
-			wafer_storage_free_async(st->storage, a->resource,
-						 a->size);
-		else
-			wafer_storage_free(st->storage, a->resource, a->size);
-		free(a);
-	}
+	struct wafer_storage *storage = st->base.storage;
+	wafer_memory_chunk_free_all(&st->base);
+	st->base.stats.live_bytes = 0;
 	/* The client is closing: its queue is drained before storage goes
 	 * away, so whatever is pending has run. */
-	if (st->pending_head && st->storage->sync)
-		st->storage->sync(st->storage->quiesce_data);
+	if (st->pending_head && storage->sync)
+		storage->sync(storage->quiesce_data);
 	retire_pending(st);
 	free(st);
 }
 
-static void stream_stats(void *self, struct wafer_memory_strategy_stats *out)
-{
-	struct stream_state *st = self;
-	out->live_bytes = st->live_bytes;
-	out->pending_bytes = st->pending_bytes;
-	out->segments = st->live_count + st->pending_count;
-}
-
-const struct wafer_memory_strategy_ops wafer_memory_stream = {
-	.name = "stream",
-	.create = stream_create,
-	.destroy = stream_destroy,
-	.reserve = stream_reserve,
-	.release = stream_release,
-	.trim = stream_trim,
-	.after_sync = stream_after_sync,
-	.stats = stream_stats,
-};
+WAFER_MEMORY_STRATEGY(stream, stream_setup,
+		      .destroy = stream_destroy,
+		      .after_sync = stream_after_sync,
+		      .stats = wafer_memory_base_stats);

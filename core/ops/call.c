@@ -22,6 +22,7 @@
 #include "build-config.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "core/client.h"
@@ -226,6 +227,55 @@ static bool try_reuse(struct wafer_op_call *call, size_t i)
 	return true;
 }
 
+wafer_status wafer_op_begin_one(struct wafer_op_call *call,
+				wafer_client *client, const char *op,
+				const char *name, const wafer_tensor *x,
+				wafer_copy_semantics sx, wafer_tensor *out)
+{
+	const wafer_tensor *views[1] = {x};
+	const char *names[1] = {name};
+
+	return wafer_op_begin(call, client, op, views, &sx, names, 1, out);
+}
+
+wafer_status wafer_op_begin_two(struct wafer_op_call *call,
+				wafer_client *client, const char *op,
+				const wafer_tensor *a, wafer_copy_semantics sa,
+				const wafer_tensor *b, wafer_copy_semantics sb,
+				wafer_tensor *out)
+{
+	const wafer_tensor *views[2] = {a, b};
+	const wafer_copy_semantics semantics[2] = {sa, sb};
+	const char *names[2] = {"a", "b"};
+
+	return wafer_op_begin(call, client, op, views, semantics, names, 2,
+			      out);
+}
+
+wafer_status wafer_op_known(wafer_tensor *out,
+			    const wafer_tensor *const *inputs, size_t n_inputs,
+			    const char *fn, unsigned op, size_t count)
+{
+	if (op < count)
+		return WAFER_OK;
+	return wafer_op_reject(out, inputs, n_inputs,
+			       "%s: unknown operation %d", fn, (int)op);
+}
+
+wafer_status wafer_op_reject(wafer_tensor *out,
+			     const wafer_tensor *const *inputs, size_t n_inputs,
+			     const char *format, ...)
+{
+	va_list ap;
+
+	wafer_op_clear_out(out, inputs, n_inputs);
+	va_start(ap, format);
+	wafer_status status =
+		wafer_vfail(WAFER_ERROR_INVALID_ARGUMENT, format, ap);
+	va_end(ap);
+	return status;
+}
+
 wafer_status wafer_op_output(struct wafer_op_call *call, wafer_dtype dtype,
 			     uint32_t rank, const uint64_t *shape,
 			     unsigned can_alias)
@@ -299,13 +349,12 @@ WAFER_API wafer_status wafer_handle_references(wafer_client *client,
 					       wafer_handle handle,
 					       uint32_t *out_count)
 {
-	if (!out_count)
+	if (out_count)
+		*out_count = 0;
+	if (!out_count || !client)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_handle_references: out_count is NULL");
-	*out_count = 0;
-	if (!client)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_handle_references: client is NULL");
+				  "wafer_handle_references: %s is NULL",
+				  out_count ? "client" : "out_count");
 	return wafer_handle_table_refcount(wafer_client_handles(client), handle,
 					   "handle_references", out_count);
 }

@@ -44,30 +44,6 @@ static const struct {
 #define N_UNARY (sizeof unary_kernels / sizeof unary_kernels[0])
 #define N_BINARY (sizeof binary_kernels / sizeof binary_kernels[0])
 
-/* Begins a call with one input |x| named "x". */
-static wafer_status begin_one(struct wafer_op_call *call, wafer_client *client,
-			      const char *op, const wafer_tensor *x,
-			      wafer_copy_semantics sx, wafer_tensor *out)
-{
-	const wafer_tensor *views[1] = {x};
-	const char *names[1] = {"x"};
-
-	return wafer_op_begin(call, client, op, views, &sx, names, 1, out);
-}
-
-/* The copy_strided kernel when |view| needs a gather, else NULL and OK. */
-static wafer_status gather_kernel(const struct wafer_op_call *call,
-				  const struct wafer_view *view,
-				  const struct wafer_kernel **out)
-{
-	*out = NULL;
-	if (view->dense)
-		return WAFER_OK;
-	*out = wafer_op_kernel(call->client, call->op,
-			       WAFER_KERNEL_COPY_STRIDED, view->t.dtype);
-	return *out ? WAFER_OK : WAFER_ERROR_NOT_SUPPORTED;
-}
-
 /*===----------------------------------------------------------------------===
  * fill, copy, cast
  *===----------------------------------------------------------------------===*/
@@ -107,7 +83,8 @@ WAFER_API wafer_status wafer_op_copy(wafer_client *client,
 	struct wafer_op_call call;
 	const struct wafer_kernel *kernel;
 
-	wafer_status status = begin_one(&call, client, "copy", x, sx, out);
+	wafer_status status =
+		wafer_op_begin_one(&call, client, "copy", "x", x, sx, out);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_view *v = &call.inputs[0].view;
@@ -153,11 +130,11 @@ WAFER_API wafer_status wafer_op_cast(wafer_client *client,
 {
 	struct wafer_op_call call;
 	const struct wafer_kernel *gather;
-	wafer_tensor temp = {0};
 
 	if (x && x->dtype == dtype)
 		return wafer_op_copy(client, x, sx, out);
-	wafer_status status = begin_one(&call, client, "cast", x, sx, out);
+	wafer_status status =
+		wafer_op_begin_one(&call, client, "cast", "x", x, sx, out);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_view *v = &call.inputs[0].view;
@@ -170,68 +147,41 @@ WAFER_API wafer_status wafer_op_cast(wafer_client *client,
 		client, "cast", WAFER_KERNEL_CAST, v->t.dtype);
 	if (!cast)
 		return WAFER_ERROR_NOT_SUPPORTED;
-	status = gather_kernel(&call, v, &gather);
-	if (status == WAFER_OK && gather)
-		status = wafer_tensor_empty(client, v->t.dtype, v->t.rank,
-					    v->t.shape, &temp);
-	if (status == WAFER_OK)
-		status = wafer_op_output(&call, dtype, v->t.rank, v->t.shape, 0);
-	if (status != WAFER_OK) {
-		if (gather && temp.handle.bits)
-			wafer_release(client, temp.handle);
+	status = wafer_op_gather_kernel(&call, v, &gather);
+	if (status != WAFER_OK)
 		return status;
-	}
-	wafer_handle in = wafer_op_input_handle(&call, 0);
-	if (gather) {
-		status = wafer_op_gather(client, gather, v, in, temp.handle);
-		in = temp.handle;
-	}
 	struct wafer_cast_params params = {
 		.count = v->count,
 		.dtype_in = (uint32_t)v->t.dtype,
 		.dtype_out = (uint32_t)dtype,
 	};
-	const wafer_handle h[2] = {call.out.handle, in};
-	if (status == WAFER_OK)
-		status = wafer_op_launch(client, cast, h, 2, &params,
-					 sizeof params, v->count, 1, 1);
-	if (gather)
-		wafer_release(client, temp.handle);
-	return wafer_op_finish(&call, status, out);
+	/* cast has no tunable: it launches as wafer_op_launch would. */
+	return wafer_op_run_gathered(&call, cast, gather, dtype, v->t.rank,
+				     v->t.shape, &params, sizeof params,
+				     v->count, out);
 }
 
 /*===----------------------------------------------------------------------===
  * Unary and scalar: one input, in place after a gather
  *===----------------------------------------------------------------------===*/
 
-/* Runs |kernel| (bindings {out, in}) on the call's one input: straight
- * from the input when it is dense, else after gathering it into the
- * output, in place there. */
+/* Runs kernel |name| on the call's one input (wafer_op_run_in_place). */
 static wafer_status run_one_input(struct wafer_op_call *call,
-				  const struct wafer_kernel *kernel,
-				  const void *params, size_t params_size,
-				  wafer_tensor *out)
+				  const char *name, const void *params,
+				  size_t params_size, wafer_tensor *out)
 {
 	const struct wafer_kernel *gather;
 	const struct wafer_view *v = &call->inputs[0].view;
+	const struct wafer_kernel *kernel =
+		wafer_op_kernel(call->client, name, name, v->t.dtype);
+	if (!kernel)
+		return WAFER_ERROR_NOT_SUPPORTED;
 
-	wafer_status status = gather_kernel(call, v, &gather);
-	if (status == WAFER_OK)
-		status = wafer_op_output(call, v->t.dtype, v->t.rank,
-					 v->t.shape, v->dense ? 1 : 0);
+	wafer_status status = wafer_op_gather_kernel(call, v, &gather);
 	if (status != WAFER_OK)
 		return status;
-	wafer_handle in = wafer_op_input_handle(call, 0);
-	if (gather) {
-		status = wafer_op_gather(call->client, gather, v, in,
-					 call->out.handle);
-		in = call->out.handle;
-	}
-	const wafer_handle h[2] = {call->out.handle, in};
-	if (status == WAFER_OK)
-		status = wafer_op_launch(call->client, kernel, h, 2, params,
-					 params_size, v->count, 1, 1);
-	return wafer_op_finish(call, status, out);
+	return wafer_op_run_in_place(call, kernel, gather, params,
+				     params_size, v->count, out);
 }
 
 WAFER_API wafer_status wafer_op_unary(wafer_client *client, wafer_unary_op op,
@@ -241,23 +191,19 @@ WAFER_API wafer_status wafer_op_unary(wafer_client *client, wafer_unary_op op,
 {
 	struct wafer_op_call call;
 
-	if ((unsigned)op >= N_UNARY) {
-		wafer_op_clear_out(out, &x, 1);
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_op_unary: unknown operation %d",
-				  (int)op);
-	}
-	const char *name = unary_kernels[op];
-	wafer_status status = begin_one(&call, client, name, x, sx, out);
+	wafer_status status =
+		wafer_op_known(out, (const wafer_tensor *const[]){x}, 1,
+			       "wafer_op_unary", (unsigned)op, N_UNARY);
 	if (status != WAFER_OK)
 		return status;
-	const struct wafer_view *v = &call.inputs[0].view;
-	const struct wafer_kernel *kernel =
-		wafer_op_kernel(client, name, name, v->t.dtype);
-	if (!kernel)
-		return WAFER_ERROR_NOT_SUPPORTED;
-	struct wafer_elementwise_params params = {.count = v->count};
-	return run_one_input(&call, kernel, &params, sizeof params, out);
+	const char *name = unary_kernels[op];
+	status = wafer_op_begin_one(&call, client, name, "x", x, sx, out);
+	if (status != WAFER_OK)
+		return status;
+	struct wafer_elementwise_params params = {
+		.count = call.inputs[0].view.count,
+	};
+	return run_one_input(&call, name, &params, sizeof params, out);
 }
 
 WAFER_API wafer_status wafer_op_binary_scalar(wafer_client *client,
@@ -270,32 +216,24 @@ WAFER_API wafer_status wafer_op_binary_scalar(wafer_client *client,
 {
 	struct wafer_op_call call;
 
-	if ((unsigned)op >= N_BINARY || scalar_first > 1) {
-		wafer_op_clear_out(out, &a, 1);
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_op_binary_scalar: %s %d",
-				  scalar_first > 1 ? "scalar_first is"
-						   : "unknown operation",
-				  scalar_first > 1 ? (int)scalar_first : (int)op);
-	}
+	if ((unsigned)op >= N_BINARY || scalar_first > 1)
+		return wafer_op_reject(
+			out, (const wafer_tensor *const[]){a}, 1,
+			"wafer_op_binary_scalar: %s %d",
+			scalar_first > 1 ? "scalar_first is"
+					 : "unknown operation",
+			scalar_first > 1 ? (int)scalar_first : (int)op);
 	const char *name = binary_kernels[op].scalar;
-	const wafer_tensor *views[1] = {a};
-	const char *names[1] = {"a"};
 	wafer_status status =
-		wafer_op_begin(&call, client, name, views, &sa, names, 1, out);
+		wafer_op_begin_one(&call, client, name, "a", a, sa, out);
 	if (status != WAFER_OK)
 		return status;
-	const struct wafer_view *v = &call.inputs[0].view;
-	const struct wafer_kernel *kernel =
-		wafer_op_kernel(client, name, name, v->t.dtype);
-	if (!kernel)
-		return WAFER_ERROR_NOT_SUPPORTED;
 	struct wafer_scalar_params params = {
-		.count = v->count,
+		.count = call.inputs[0].view.count,
 		.scalar = scalar,
 		.scalar_first = scalar_first,
 	};
-	return run_one_input(&call, kernel, &params, sizeof params, out);
+	return run_one_input(&call, name, &params, sizeof params, out);
 }
 
 /*===----------------------------------------------------------------------===
@@ -342,18 +280,13 @@ WAFER_API wafer_status wafer_op_binary(wafer_client *client,
 	uint64_t shape[WAFER_MAX_RANK] = {0};
 	uint32_t rank;
 
-	if ((unsigned)op >= N_BINARY) {
-		wafer_op_clear_out(out, (const wafer_tensor *const[]){a, b}, 2);
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_op_binary: unknown operation %d",
-				  (int)op);
-	}
+	wafer_status status =
+		wafer_op_known(out, (const wafer_tensor *const[]){a, b}, 2,
+			       "wafer_op_binary", (unsigned)op, N_BINARY);
+	if (status != WAFER_OK)
+		return status;
 	const char *name = binary_kernels[op].plain;
-	const wafer_tensor *views[2] = {a, b};
-	const wafer_copy_semantics semantics[2] = {sa, sb};
-	const char *names[2] = {"a", "b"};
-	wafer_status status = wafer_op_begin(&call, client, name, views,
-					     semantics, names, 2, out);
+	status = wafer_op_begin_two(&call, client, name, a, sa, b, sb, out);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_view *va = &call.inputs[0].view;

@@ -156,6 +156,33 @@ wafer_status wafer_op_begin(struct wafer_op_call *call, wafer_client *client,
 			    const char *const *names, size_t count,
 			    wafer_tensor *out);
 
+/* wafer_op_begin with one input |x| named |name|, or with two, |a| and
+ * |b| named "a" and "b". */
+wafer_status wafer_op_begin_one(struct wafer_op_call *call,
+				wafer_client *client, const char *op,
+				const char *name, const wafer_tensor *x,
+				wafer_copy_semantics sx, wafer_tensor *out);
+wafer_status wafer_op_begin_two(struct wafer_op_call *call,
+				wafer_client *client, const char *op,
+				const wafer_tensor *a, wafer_copy_semantics sa,
+				const wafer_tensor *b, wafer_copy_semantics sb,
+				wafer_tensor *out);
+
+/* Rejects a call before it begins (an unknown operation, a bad flag):
+ * clears *out as wafer_op_clear_out does (not when it is one of the
+ * call's |inputs|) and fails with WAFER_ERROR_INVALID_ARGUMENT and the
+ * message |format|. */
+wafer_status wafer_op_reject(wafer_tensor *out,
+			     const wafer_tensor *const *inputs, size_t n_inputs,
+			     const char *format, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* WAFER_OK where operation number |op| is below |count|, else rejects
+ * the call (wafer_op_reject): "<fn>: unknown operation <op>". */
+wafer_status wafer_op_known(wafer_tensor *out,
+			    const wafer_tensor *const *inputs, size_t n_inputs,
+			    const char *fn, unsigned op, size_t count);
+
 /* Chooses the output: a dense tensor of |dtype| and |shape|. Inputs whose
  * bit is set in |can_alias| may be written over by the kernels the
  * operation launches (the catalogue allows exact aliasing for them); the
@@ -202,6 +229,37 @@ wafer_status wafer_op_launch_tuned(wafer_client *client,
 				   const wafer_handle *handles, size_t count,
 				   const void *params, size_t params_size,
 				   uint64_t g0, uint64_t g1, uint64_t g2);
+
+/* The copy_strided kernel when |view| needs a gather, else NULL and OK;
+ * WAFER_ERROR_NOT_SUPPORTED where the plugin has none. */
+wafer_status wafer_op_gather_kernel(const struct wafer_op_call *call,
+				    const struct wafer_view *view,
+				    const struct wafer_kernel **out);
+
+/* Runs |kernel| (bindings {out, in}, global {|global|, 1, 1}) on the
+ * call's one input into an output of its dtype and shape: straight from
+ * the input when |gather| is NULL (the output may then reuse the input),
+ * else after gathering the input into the output, in place there. Ends
+ * the call (wafer_op_finish) once the output is chosen. */
+wafer_status wafer_op_run_in_place(struct wafer_op_call *call,
+				   const struct wafer_kernel *kernel,
+				   const struct wafer_kernel *gather,
+				   const void *params, size_t params_size,
+				   uint64_t global, wafer_tensor *out);
+
+/* Runs |kernel| (bindings {out, in}, global {|global|, 1, 1}, through
+ * wafer_op_launch_tuned) on the call's one input into a new output of
+ * |dtype|, |rank|, |shape| that does not alias it. With |gather|
+ * (copy_strided) the input is first gathered into a dense temporary,
+ * released after. Ends the call (wafer_op_finish) once the output is
+ * chosen. */
+wafer_status wafer_op_run_gathered(struct wafer_op_call *call,
+				   const struct wafer_kernel *kernel,
+				   const struct wafer_kernel *gather,
+				   wafer_dtype dtype, uint32_t rank,
+				   const uint64_t *shape, const void *params,
+				   size_t params_size, uint64_t global,
+				   wafer_tensor *out);
 
 /* copy_strided: gathers |view| (read through handle |src|, which may be
  * the view's handle or its donated successor) into dense |dst|. */

@@ -79,3 +79,76 @@ wafer_status wafer_op_gather(wafer_client *client,
 	return wafer_op_launch(client, copy_strided, handles, 2, &params,
 			       sizeof params, view->count, 1, 1);
 }
+
+wafer_status wafer_op_run_gathered(struct wafer_op_call *call,
+				   const struct wafer_kernel *kernel,
+				   const struct wafer_kernel *gather,
+				   wafer_dtype dtype, uint32_t rank,
+				   const uint64_t *shape, const void *params,
+				   size_t params_size, uint64_t global,
+				   wafer_tensor *out)
+{
+	wafer_client *client = call->client;
+	const struct wafer_view *v = &call->inputs[0].view;
+	wafer_tensor temp = {0};
+	wafer_status status = WAFER_OK;
+
+	if (gather)
+		status = wafer_tensor_empty(client, v->t.dtype, v->t.rank,
+					    v->t.shape, &temp);
+	if (status == WAFER_OK)
+		status = wafer_op_output(call, dtype, rank, shape, 0);
+	if (status != WAFER_OK) {
+		if (temp.handle.bits)
+			wafer_release(client, temp.handle);
+		return status;
+	}
+	wafer_handle in = wafer_op_input_handle(call, 0);
+	if (gather) {
+		status = wafer_op_gather(client, gather, v, in, temp.handle);
+		in = temp.handle;
+	}
+	const wafer_handle h[2] = {call->out.handle, in};
+	if (status == WAFER_OK)
+		status = wafer_op_launch_tuned(client, kernel, h, 2, params,
+					       params_size, global, 1, 1);
+	if (gather)
+		wafer_release(client, temp.handle);
+	return wafer_op_finish(call, status, out);
+}
+
+wafer_status wafer_op_gather_kernel(const struct wafer_op_call *call,
+				    const struct wafer_view *view,
+				    const struct wafer_kernel **out)
+{
+	*out = NULL;
+	if (view->dense)
+		return WAFER_OK;
+	*out = wafer_op_kernel(call->client, call->op,
+			       WAFER_KERNEL_COPY_STRIDED, view->t.dtype);
+	return *out ? WAFER_OK : WAFER_ERROR_NOT_SUPPORTED;
+}
+
+wafer_status wafer_op_run_in_place(struct wafer_op_call *call,
+				   const struct wafer_kernel *kernel,
+				   const struct wafer_kernel *gather,
+				   const void *params, size_t params_size,
+				   uint64_t global, wafer_tensor *out)
+{
+	const struct wafer_view *v = &call->inputs[0].view;
+	wafer_status status = wafer_op_output(call, v->t.dtype, v->t.rank,
+					      v->t.shape, gather ? 0 : 1);
+	if (status != WAFER_OK)
+		return status;
+	wafer_handle in = wafer_op_input_handle(call, 0);
+	if (gather) {
+		status = wafer_op_gather(call->client, gather, v, in,
+					 call->out.handle);
+		in = call->out.handle;
+	}
+	const wafer_handle h[2] = {call->out.handle, in};
+	if (status == WAFER_OK)
+		status = wafer_op_launch(call->client, kernel, h, 2, params,
+					 params_size, global, 1, 1);
+	return wafer_op_finish(call, status, out);
+}

@@ -178,12 +178,9 @@ WAFER_API wafer_status wafer_op_matmul(wafer_client *client,
 	struct wafer_op_call call;
 	uint64_t shape[WAFER_MAX_RANK] = {0}, mnk[3] = {0};
 	uint32_t rank = 0;
-	const wafer_tensor *views[2] = {a, b};
-	const wafer_copy_semantics semantics[2] = {sa, sb};
-	const char *names[2] = {"a", "b"};
 
-	wafer_status status = wafer_op_begin(&call, client, op, views,
-					     semantics, names, 2, out);
+	wafer_status status =
+		wafer_op_begin_two(&call, client, op, a, sa, b, sb, out);
 	if (status != WAFER_OK)
 		return status;
 	if (flags & ~(WAFER_MATMUL_TRANSPOSE_A | WAFER_MATMUL_TRANSPOSE_B))

@@ -19,41 +19,38 @@ static const char *const reduce_kernels[] = {
 
 #define N_REDUCE (sizeof reduce_kernels / sizeof reduce_kernels[0])
 
-/* Begins a rows x cols call on |x|; looks up |kernel| and, for a view that
- * is not dense, copy_strided. */
-static wafer_status begin_rows(struct wafer_op_call *call, wafer_client *client,
-			       const char *name, const wafer_tensor *x,
-			       wafer_copy_semantics sx, wafer_tensor *out,
-			       const struct wafer_kernel **out_kernel,
-			       const struct wafer_kernel **out_gather,
-			       struct wafer_rows_params *out_rows)
-{
-	const wafer_tensor *views[1] = {x};
-	const char *names[1] = {"x"};
+/* A rows x cols call on one input: the kernel, copy_strided for a view
+ * that is not dense (else NULL), and the parameters. */
+struct rows_call {
+	struct wafer_op_call call;
+	const struct wafer_kernel *kernel, *gather;
+	struct wafer_rows_params rows;
+};
 
-	*out_kernel = *out_gather = NULL;
+/* Begins a rows x cols call on |x| with kernel |name|. */
+static wafer_status begin_rows(struct rows_call *rc, wafer_client *client,
+			       const char *name, const wafer_tensor *x,
+			       wafer_copy_semantics sx, wafer_tensor *out)
+{
+	rc->kernel = rc->gather = NULL;
 	wafer_status status =
-		wafer_op_begin(call, client, name, views, &sx, names, 1, out);
+		wafer_op_begin_one(&rc->call, client, name, "x", x, sx, out);
 	if (status != WAFER_OK)
 		return status;
-	const struct wafer_view *v = &call->inputs[0].view;
+	const struct wafer_view *v = &rc->call.inputs[0].view;
 	if (v->t.rank == 0)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "%s: input x has rank 0; the operation "
 				  "works over the last dimension",
 				  name);
-	*out_kernel = wafer_op_kernel(client, name, name, v->t.dtype);
-	if (!*out_kernel)
+	rc->kernel = wafer_op_kernel(client, name, name, v->t.dtype);
+	if (!rc->kernel)
 		return WAFER_ERROR_NOT_SUPPORTED;
-	if (!v->dense) {
-		*out_gather = wafer_op_kernel(client, name,
-					      WAFER_KERNEL_COPY_STRIDED,
-					      v->t.dtype);
-		if (!*out_gather)
-			return WAFER_ERROR_NOT_SUPPORTED;
-	}
-	out_rows->cols = v->t.shape[v->t.rank - 1];
-	out_rows->rows = v->count / out_rows->cols;
+	status = wafer_op_gather_kernel(&rc->call, v, &rc->gather);
+	if (status != WAFER_OK)
+		return status;
+	rc->rows.cols = v->t.shape[v->t.rank - 1];
+	rc->rows.rows = v->count / rc->rows.cols;
 	return WAFER_OK;
 }
 
@@ -63,48 +60,23 @@ WAFER_API wafer_status wafer_op_reduce(wafer_client *client,
 				       wafer_copy_semantics sx,
 				       wafer_tensor *out)
 {
-	struct wafer_op_call call;
-	const struct wafer_kernel *kernel, *gather;
-	struct wafer_rows_params rows;
-	wafer_tensor temp = {0};
+	struct rows_call rc;
 
-	if ((unsigned)op >= N_REDUCE) {
-		wafer_op_clear_out(out, &x, 1);
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_op_reduce: unknown operation %d",
-				  (int)op);
-	}
-	const char *name = reduce_kernels[op];
-	wafer_status status = begin_rows(&call, client, name, x, sx, out,
-					 &kernel, &gather, &rows);
+	wafer_status status =
+		wafer_op_known(out, (const wafer_tensor *const[]){x}, 1,
+			       "wafer_op_reduce", (unsigned)op, N_REDUCE);
+	if (status == WAFER_OK)
+		status = begin_rows(&rc, client, reduce_kernels[op], x, sx,
+				    out);
 	if (status != WAFER_OK)
 		return status;
-	const struct wafer_view *v = &call.inputs[0].view;
-	if (gather)
-		status = wafer_tensor_empty(client, v->t.dtype, v->t.rank,
-					    v->t.shape, &temp);
+	const struct wafer_view *v = &rc.call.inputs[0].view;
 	uint64_t shape[WAFER_MAX_RANK];
 	memcpy(shape, v->t.shape, sizeof shape);
 	shape[v->t.rank - 1] = 1;
-	if (status == WAFER_OK)
-		status = wafer_op_output(&call, v->t.dtype, v->t.rank, shape, 0);
-	if (status != WAFER_OK) {
-		if (temp.handle.bits)
-			wafer_release(client, temp.handle);
-		return status;
-	}
-	wafer_handle in = wafer_op_input_handle(&call, 0);
-	if (gather) {
-		status = wafer_op_gather(client, gather, v, in, temp.handle);
-		in = temp.handle;
-	}
-	const wafer_handle h[2] = {call.out.handle, in};
-	if (status == WAFER_OK)
-		status = wafer_op_launch_tuned(client, kernel, h, 2, &rows,
-					       sizeof rows, rows.rows, 1, 1);
-	if (gather)
-		wafer_release(client, temp.handle);
-	return wafer_op_finish(&call, status, out);
+	return wafer_op_run_gathered(&rc.call, rc.kernel, rc.gather,
+				     v->t.dtype, v->t.rank, shape, &rc.rows,
+				     sizeof rc.rows, rc.rows.rows, out);
 }
 
 WAFER_API wafer_status wafer_op_softmax(wafer_client *client,
@@ -112,28 +84,12 @@ WAFER_API wafer_status wafer_op_softmax(wafer_client *client,
 					wafer_copy_semantics sx,
 					wafer_tensor *out)
 {
-	struct wafer_op_call call;
-	const struct wafer_kernel *kernel, *gather;
-	struct wafer_rows_params rows;
+	struct rows_call rc;
 
 	wafer_status status =
-		begin_rows(&call, client, WAFER_KERNEL_SOFTMAX, x, sx, out,
-			   &kernel, &gather, &rows);
+		begin_rows(&rc, client, WAFER_KERNEL_SOFTMAX, x, sx, out);
 	if (status != WAFER_OK)
 		return status;
-	const struct wafer_view *v = &call.inputs[0].view;
-	status = wafer_op_output(&call, v->t.dtype, v->t.rank, v->t.shape,
-				 gather ? 0 : 1);
-	if (status != WAFER_OK)
-		return status;
-	wafer_handle in = wafer_op_input_handle(&call, 0);
-	if (gather) {
-		status = wafer_op_gather(client, gather, v, in, call.out.handle);
-		in = call.out.handle;
-	}
-	const wafer_handle h[2] = {call.out.handle, in};
-	if (status == WAFER_OK)
-		status = wafer_op_launch(client, kernel, h, 2, &rows,
-					 sizeof rows, rows.rows, 1, 1);
-	return wafer_op_finish(&call, status, out);
+	return wafer_op_run_in_place(&rc.call, rc.kernel, rc.gather, &rc.rows,
+				     sizeof rc.rows, rc.rows.rows, out);
 }

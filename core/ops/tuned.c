@@ -52,14 +52,23 @@ static wafer_status tuned_bind(const void *inputs, wafer_execute_args *args)
 #define KEY_SHARED_A (1u << 2) /* one A for the whole batch */
 #define KEY_SHARED_B (1u << 3)
 
-static wafer_status matmul_key(const void *inputs, wafer_autotune_key *key)
+/* The start of every key: the kernel's dtype and |dim_count| dimensions;
+ * the launch's parameters copied into |params| (|size| bytes). */
+static void key_begin(const void *inputs, void *params, size_t size,
+		      wafer_autotune_key *key, uint32_t dim_count)
 {
 	const struct tuned_launch *l = inputs;
+
+	memcpy(params, l->params, size);
+	key->dtypes[0] = l->kernel->dtype;
+	key->dim_count = dim_count;
+}
+
+static wafer_status matmul_key(const void *inputs, wafer_autotune_key *key)
+{
 	struct wafer_matmul_params p;
 
-	memcpy(&p, l->params, sizeof p);
-	key->dtypes[0] = l->kernel->dtype;
-	key->dim_count = 4;
+	key_begin(inputs, &p, sizeof p, key, 4);
 	key->dims[0] = p.m;
 	key->dims[1] = p.n;
 	key->dims[2] = p.k;
@@ -73,12 +82,9 @@ static wafer_status matmul_key(const void *inputs, wafer_autotune_key *key)
 
 static wafer_status rows_key(const void *inputs, wafer_autotune_key *key)
 {
-	const struct tuned_launch *l = inputs;
 	struct wafer_rows_params p;
 
-	memcpy(&p, l->params, sizeof p);
-	key->dtypes[0] = l->kernel->dtype;
-	key->dim_count = 2;
+	key_begin(inputs, &p, sizeof p, key, 2);
 	key->dims[0] = p.rows;
 	key->dims[1] = p.cols;
 	return WAFER_OK;

@@ -328,25 +328,37 @@ wafer_status wafer_view_check_shape(const char *what, wafer_dtype dtype,
 	return WAFER_OK;
 }
 
-WAFER_API wafer_status wafer_tensor_empty(wafer_client *client,
-					  wafer_dtype dtype, uint32_t rank,
-					  const uint64_t *shape,
-					  wafer_tensor *out)
+/* wafer_tensor_empty (|upload| false) and wafer_tensor_create (|upload|
+ * true: |data| is uploaded); |what| names the call in errors. */
+static wafer_status new_tensor(const char *what, wafer_client *client,
+			       wafer_dtype dtype, uint32_t rank,
+			       const uint64_t *shape, bool upload,
+			       const void *data, wafer_tensor *out)
 {
 	size_t bytes;
 	wafer_handle handle;
 
 	if (!out)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_tensor_empty: out is NULL");
+				  "%s: out is NULL", what);
 	memset(out, 0, sizeof *out);
-	wafer_status status = wafer_view_check_shape("wafer_tensor_empty", dtype,
-					      rank, shape, &bytes);
+	wafer_status status =
+		wafer_view_check_shape(what, dtype, rank, shape, &bytes);
 	if (status == WAFER_OK)
-		status = wafer_empty(client, bytes, &handle);
+		status = upload ? wafer_create(client, data, bytes, &handle)
+				: wafer_empty(client, bytes, &handle);
 	if (status == WAFER_OK)
 		*out = wafer_tensor_view(handle, dtype, rank, shape);
 	return status;
+}
+
+WAFER_API wafer_status wafer_tensor_empty(wafer_client *client,
+					  wafer_dtype dtype, uint32_t rank,
+					  const uint64_t *shape,
+					  wafer_tensor *out)
+{
+	return new_tensor("wafer_tensor_empty", client, dtype, rank, shape,
+			  false, NULL, out);
 }
 
 WAFER_API wafer_status wafer_tensor_create(wafer_client *client,
@@ -354,20 +366,8 @@ WAFER_API wafer_status wafer_tensor_create(wafer_client *client,
 					   const uint64_t *shape,
 					   const void *data, wafer_tensor *out)
 {
-	size_t bytes;
-	wafer_handle handle;
-
-	if (!out)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_tensor_create: out is NULL");
-	memset(out, 0, sizeof *out);
-	wafer_status status = wafer_view_check_shape("wafer_tensor_create", dtype,
-					      rank, shape, &bytes);
-	if (status == WAFER_OK)
-		status = wafer_create(client, data, bytes, &handle);
-	if (status == WAFER_OK)
-		*out = wafer_tensor_view(handle, dtype, rank, shape);
-	return status;
+	return new_tensor("wafer_tensor_create", client, dtype, rank, shape,
+			  true, data, out);
 }
 
 WAFER_API wafer_status wafer_tensor_read(wafer_client *client,

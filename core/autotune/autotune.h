@@ -5,16 +5,15 @@
  * shared by every client and device of the runtime. Its parts, one file
  * each:
  *
- *   autotune.c           the public entries; operation states (a tunable
- *                        on one device: its resolved candidates and its
- *                        cache file); the slow path that finds or
- *                        measures a choice
- *   autotune_settings.c  the [autotune] section and the environment
- *   autotune_key.c       keys: anchoring, hashing, text form
- *   autotune_index.c     the in-memory choices: lock-free lookups
- *   autotune_file.c      the persistent cache: read, merge, atomic write
- *   autotune_bench.c     measuring candidates: warm-up, checks, timed
- *                        rounds, elimination, progress
+ *   autotune.c  the public entries; operation states (a tunable on
+ *               one device: its resolved candidates and its cache file);
+ *               the slow path that finds or measures a choice
+ *   settings.c  the [autotune] section and the environment
+ *   key.c       keys: anchoring, hashing, text form
+ *   index.c     the in-memory choices: lock-free lookups
+ *   file.c      the persistent cache: read, merge, atomic write
+ *   bench.c     measuring candidates: warm-up, checks, timed rounds,
+ *               elimination, progress
  *
  * Locking: lookups in the index take no lock. Everything else — creating
  * operation states, reading and writing files, measuring, inserting into
@@ -42,7 +41,7 @@
 #define WAFER_TUNE_MAX_CANDIDATES 256
 
 //===----------------------------------------------------------------------===//
-// Settings (autotune_settings.c)
+// Settings (settings.c)
 //===----------------------------------------------------------------------===//
 
 enum wafer_tune_mode {
@@ -84,7 +83,7 @@ void wafer_tune_settings_fini(struct wafer_tune_settings *settings);
 const char *wafer_tune_mode_name(enum wafer_tune_mode mode);
 
 //===----------------------------------------------------------------------===//
-// Keys (autotune_key.c)
+// Keys (key.c)
 //===----------------------------------------------------------------------===//
 
 /* A key as the tuner keeps it: anchored, unused members zero, no padding
@@ -166,13 +165,17 @@ struct wafer_tune_op {
 	bool warned;
 };
 
+/* Whether |op| has a candidate called |name|. */
+bool wafer_tune_has_candidate(const struct wafer_tune_op *op,
+			      const char *name);
+
 /* Runs |candidate| of |tunable| on |inputs|. */
 wafer_status wafer_tune_run(wafer_client *client, const wafer_tunable *tunable,
 			    const struct wafer_tune_candidate *candidate,
 			    const void *inputs);
 
 //===----------------------------------------------------------------------===//
-// The in-memory index (autotune_index.c)
+// The in-memory index (index.c)
 //===----------------------------------------------------------------------===//
 
 /* A choice. Immutable once published. */
@@ -213,7 +216,7 @@ wafer_status wafer_tune_index_insert(struct wafer_tune_index *index,
 				     const struct wafer_tune_choice **out);
 
 //===----------------------------------------------------------------------===//
-// The persistent cache (autotune_file.c)
+// The persistent cache (file.c)
 //===----------------------------------------------------------------------===//
 
 /* Sets op->path (NULL when |settings| has no cache directory). */
@@ -239,7 +242,7 @@ wafer_tune_file_find(const struct wafer_tune_op *op,
 		     const struct wafer_tune_key *key);
 
 //===----------------------------------------------------------------------===//
-// Measuring (autotune_bench.c)
+// Measuring (bench.c)
 //===----------------------------------------------------------------------===//
 
 struct wafer_tune_stats {

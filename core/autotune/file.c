@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * autotune_file.c: the persistent cache — one text file per operation,
+ * file.c: the persistent cache — one text file per operation,
  * plugin name and version, device name and candidate set, named
  * "<op>-<plugin>-<checksum>.cache" in the cache directory:
  *
@@ -37,7 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/autotune.h"
+#include "core/autotune/autotune.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -192,14 +192,6 @@ static wafer_status read_file(const char *path, char **out_data,
 	return WAFER_OK;
 }
 
-static bool is_candidate(const struct wafer_tune_op *op, const char *name)
-{
-	for (size_t i = 0; i < op->candidate_count; i++)
-		if (strcmp(op->candidates[i].name, name) == 0)
-			return true;
-	return false;
-}
-
 /* Splits |line| (modified) at single blanks into at most |max| fields. */
 static size_t split(char *line, char **fields, size_t max)
 {
@@ -225,7 +217,8 @@ static bool parse_entry(const struct wafer_tune_op *op, char *line,
 
 	if (split(line, f, 7) != 7 || strcmp(f[0], "entry") != 0 ||
 	    !wafer_tune_key_parse(f[1], f[2], f[3], f[4], &out->key) ||
-	    strlen(f[5]) > WAFER_TUNE_NAME_MAX || !is_candidate(op, f[5]))
+	    strlen(f[5]) > WAFER_TUNE_NAME_MAX ||
+	    !wafer_tune_has_candidate(op, f[5]))
 		return false;
 	errno = 0;
 	if (f[6][0] < '0' || f[6][0] > '9')

@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * autotune_key.c: keys — anchoring dimensions to powers of two, the hash
+ * key.c: keys — anchoring dimensions to powers of two, the hash
  * the in-memory index uses, and the text forms for messages and for the
  * cache file. Everything here runs on the cache-hit path except the text
  * forms, so it avoids loops over bytes. */
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/autotune.h"
+#include "core/autotune/autotune.h"
 #include "core/error.h"
 #include "core/kernel_table.h"
 

@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * autotune_index.c: the in-memory choices, an open-addressing hash table
+ * index.c: the in-memory choices, an open-addressing hash table
  * that readers probe without a lock.
  *
  * A slot holds a pointer to an immutable choice; a writer (one at a time,
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/autotune.h"
+#include "core/autotune/autotune.h"
 #include "core/error.h"
 
 #define INITIAL_CAPACITY 64

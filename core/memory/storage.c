@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "core/storage.h"
+#include "core/memory/storage.h"
 
 static void add_reserved(struct wafer_storage *s, size_t bytes)
 {
@@ -19,6 +19,20 @@ static void sub_reserved(struct wafer_storage *s, size_t bytes)
 	s->counters.bytes_reserved -= bytes;
 }
 
+/* Counts an allocation (alloc, alloc_async, vm_reserve) that returned
+ * |status|; on success books |bytes| as reserved, on failure clears
+ * |*out_resource|. */
+static wafer_status counted_alloc(struct wafer_storage *s, wafer_status status,
+				  size_t bytes, wafer_resource *out_resource)
+{
+	s->counters.allocs++;
+	if (status == WAFER_OK)
+		add_reserved(s, bytes);
+	else
+		*out_resource = 0;
+	return status;
+}
+
 /* Memory about to go back to the plugin must not be read by queued work. */
 static void quiesce(struct wafer_storage *s)
 {
@@ -30,25 +44,29 @@ static void quiesce(struct wafer_storage *s)
 			       wafer_error_detail());
 }
 
+/* Gives memory back through |op| (free or vm_release) after the queue is
+ * quiet, and counts it: |bytes| were reserved. */
+static void counted_free(struct wafer_storage *s,
+			 void (*op)(void *device, wafer_resource resource),
+			 wafer_resource resource, size_t bytes)
+{
+	quiesce(s);
+	op(s->device, resource);
+	s->counters.frees++;
+	sub_reserved(s, bytes);
+}
+
 wafer_status wafer_storage_alloc(struct wafer_storage *s, size_t size,
 				 wafer_resource *out_resource)
 {
-	wafer_status status = s->ops->alloc(s->device, size, out_resource);
-	s->counters.allocs++;
-	if (status == WAFER_OK)
-		add_reserved(s, size);
-	else
-		*out_resource = 0;
-	return status;
+	return counted_alloc(s, s->ops->alloc(s->device, size, out_resource),
+			     size, out_resource);
 }
 
 void wafer_storage_free(struct wafer_storage *s, wafer_resource resource,
 			size_t size)
 {
-	quiesce(s);
-	s->ops->free(s->device, resource);
-	s->counters.frees++;
-	sub_reserved(s, size);
+	counted_free(s, s->ops->free, resource, size);
 }
 
 wafer_status wafer_storage_alloc_async(struct wafer_storage *s, size_t size,
@@ -57,14 +75,9 @@ wafer_status wafer_storage_alloc_async(struct wafer_storage *s, size_t size,
 	if (!wafer_storage_has_async(s))
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
 				  "the plugin offers no stream-ordered allocation");
-	wafer_status status =
-		s->ops->alloc_async(s->device, s->queue, size, out_resource);
-	s->counters.allocs++;
-	if (status == WAFER_OK)
-		add_reserved(s, size);
-	else
-		*out_resource = 0;
-	return status;
+	return counted_alloc(
+		s, s->ops->alloc_async(s->device, s->queue, size, out_resource),
+		size, out_resource);
 }
 
 wafer_status wafer_storage_free_async(struct wafer_storage *s,
@@ -83,20 +96,15 @@ wafer_status wafer_storage_vm_reserve(struct wafer_storage *s, size_t size,
 	if (!wafer_storage_has_vm(s))
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
 				  "the plugin offers no virtual memory");
-	wafer_status status = s->ops->vm_reserve(s->device, size, out_range);
-	s->counters.allocs++;
-	if (status != WAFER_OK)
-		*out_range = 0;
-	return status;
+	/* An address range: no bytes until pages are mapped. */
+	return counted_alloc(s, s->ops->vm_reserve(s->device, size, out_range),
+			     0, out_range);
 }
 
 void wafer_storage_vm_release(struct wafer_storage *s, wafer_resource range,
 			      size_t mapped_bytes)
 {
-	quiesce(s);
-	s->ops->vm_release(s->device, range);
-	s->counters.frees++;
-	sub_reserved(s, mapped_bytes);
+	counted_free(s, s->ops->vm_release, range, mapped_bytes);
 }
 
 wafer_status wafer_storage_vm_map(struct wafer_storage *s, wafer_resource range,

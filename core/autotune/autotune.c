@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * autotune.c: the public entries of autotune.h, operation states, and the
- * way from a key to a choice (see core/autotune.h for the parts).
+ * way from a key to a choice (see core/autotune/autotune.h for the parts).
  *
  * wafer_execute_autotune's fast path — key function, anchoring, hash,
  * lock-free probe, run — takes no lock and allocates nothing. A miss
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/autotune.h"
+#include "core/autotune/autotune.h"
 #include "core/client.h"
 #include "core/error.h"
 #include "core/kernel_table.h"
@@ -215,7 +215,8 @@ static wafer_status check_tunable(const wafer_tunable *t)
 // Operation states
 //===----------------------------------------------------------------------===//
 
-static bool has_candidate(const struct wafer_tune_op *op, const char *name)
+bool wafer_tune_has_candidate(const struct wafer_tune_op *op,
+			      const char *name)
 {
 	for (size_t i = 0; i < op->candidate_count; i++)
 		if (strcmp(op->candidates[i].name, name) == 0)
@@ -281,7 +282,7 @@ static wafer_status resolve_candidates(wafer_client *client,
 	     i++) {
 		const struct wafer_kernel *k = wafer_kernel_table_at(kernels, i);
 		if (strcmp(k->op, t->kernel) != 0 ||
-		    has_candidate(op, k->variant))
+		    wafer_tune_has_candidate(op, k->variant))
 			continue;
 		if (!valid_name(k->variant, true)) {
 			wafer_log_warn("autotune",
@@ -735,6 +736,15 @@ static wafer_status op_state(wafer_client *client, const wafer_tunable *op,
 	return status;
 }
 
+/* check_call, then op_state. */
+static wafer_status call_state(const char *what, wafer_client *client,
+			       const wafer_tunable *op,
+			       struct wafer_tune_op **out)
+{
+	wafer_status status = check_call(what, client, op);
+	return status == WAFER_OK ? op_state(client, op, out) : status;
+}
+
 WAFER_API wafer_status wafer_autotune_execute_candidate(wafer_client *client,
 							const wafer_tunable *op,
 							const void *inputs,
@@ -789,10 +799,8 @@ WAFER_API wafer_status wafer_autotune_candidates(wafer_client *client,
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_autotune_candidates: out_names is "
 				  "NULL");
-	wafer_status status = check_call("wafer_autotune_candidates", client,
-					 op);
-	if (status == WAFER_OK)
-		status = op_state(client, op, &state);
+	wafer_status status =
+		call_state("wafer_autotune_candidates", client, op, &state);
 	if (status != WAFER_OK)
 		return status;
 	for (size_t i = 0; i < state->candidate_count && i < capacity; i++)
@@ -811,10 +819,8 @@ WAFER_API wafer_status wafer_autotune_cache_file(wafer_client *client,
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_autotune_cache_file: no buffer");
 	buf[0] = '\0';
-	wafer_status status = check_call("wafer_autotune_cache_file", client,
-					 op);
-	if (status == WAFER_OK)
-		status = op_state(client, op, &state);
+	wafer_status status =
+		call_state("wafer_autotune_cache_file", client, op, &state);
 	if (status != WAFER_OK)
 		return status;
 	if (!state->path)

@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * autotune_bench.c: measuring the candidates of one key.
+ * bench.c: measuring the candidates of one key.
  *
  *  1. Warm-up: each candidate runs `warmup` times (at least once when
  *     there is a check), then the client syncs. An error from a run or
@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/autotune.h"
+#include "core/autotune/autotune.h"
 #include "core/client.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -212,14 +212,10 @@ static wafer_status time_once(const struct wafer_tune_bench *b,
 		return status;
 	}
 
-	/* The server keeps the plugin's timer in |timer| between the two
-	 * commands; both run on the client's queue in order. */
+	/* The client keeps the plugin's timer in |timer| between the two
+	 * calls; both run on the client's queue in order. */
 	void *timer = NULL;
-	struct wafer_command begin = {
-		.kind = WAFER_COMMAND_TIMER_BEGIN,
-		.timer = {.slot = &timer},
-	};
-	status = wafer_client_submit(b->client, &begin);
+	status = wafer_client_timer_begin(b->client, &timer);
 	if (status != WAFER_OK) {
 		*out_what = "timer_begin";
 		return status;
@@ -227,11 +223,7 @@ static wafer_status time_once(const struct wafer_tune_bench *b,
 	status = run_once(b, c);
 	char detail[WAFER_ERROR_DETAIL_MAX];
 	snprintf(detail, sizeof detail, "%s", wafer_last_error());
-	struct wafer_command end = {
-		.kind = WAFER_COMMAND_TIMER_END,
-		.timer = {.slot = &timer, .elapsed_ns = out_ns},
-	};
-	end_status = wafer_client_submit(b->client, &end);
+	end_status = wafer_client_timer_end(b->client, &timer, out_ns);
 	sync_status = wafer_sync(b->client);
 	if (status != WAFER_OK)
 		return wafer_fail(status, "%s", detail);

@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * autotune_settings.c: the `[autotune]` section (wafer-autotune(7)).
+ * settings.c: the `[autotune]` section (wafer-autotune(7)).
  *
  *   mode            off | fast | full        (WAFER_AUTOTUNE; default fast)
  *   warmup          runs before timing       (fast 1, full 3)
@@ -23,7 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/autotune.h"
+#include "core/autotune/autotune.h"
 #include "core/error.h"
 #include "core/log.h"
 

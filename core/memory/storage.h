@@ -10,8 +10,8 @@
  *
  * Not thread-safe: a storage belongs to one memory manager, which the
  * client's channel serialises. */
-#ifndef WAFER_CORE_STORAGE_H
-#define WAFER_CORE_STORAGE_H
+#ifndef WAFER_CORE_MEMORY_STORAGE_H
+#define WAFER_CORE_MEMORY_STORAGE_H
 
 #include <stdbool.h>
 #include <stddef.h>
