@@ -616,13 +616,20 @@ WAFER_API wafer_status wafer_kernel_find(wafer_client *client,
 	return WAFER_OK;
 }
 
-WAFER_API wafer_status wafer_sync(wafer_client *client)
+/* A command with no operands (SYNC, TRIM) for public call |fn|. */
+static wafer_status submit_bare(wafer_client *client,
+				enum wafer_command_kind kind, const char *fn)
 {
 	if (!client)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_sync: client is NULL");
-	struct wafer_command command = {.kind = WAFER_COMMAND_SYNC};
+				  "%s: client is NULL", fn);
+	struct wafer_command command = {.kind = kind};
 	return wafer_channel_submit(&client->channel, &command);
+}
+
+WAFER_API wafer_status wafer_sync(wafer_client *client)
+{
+	return submit_bare(client, WAFER_COMMAND_SYNC, "wafer_sync");
 }
 
 //===----------------------------------------------------------------------===//
@@ -632,14 +639,11 @@ WAFER_API wafer_status wafer_sync(wafer_client *client)
 WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 					      wafer_memory_usage *out_usage)
 {
-	if (!client || !out_usage)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_memory_usage_get: %s is NULL",
-				  client ? "out_usage" : "client");
-	if (out_usage->struct_size < sizeof(size_t))
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_memory_usage_get: struct_size is %zu",
-				  out_usage->struct_size);
+	wafer_status checked = wafer_check_out_struct(
+		"wafer_memory_usage_get", "client", client, "out_usage",
+		out_usage);
+	if (checked != WAFER_OK)
+		return checked;
 	wafer_memory_usage usage = {.struct_size = sizeof usage};
 	struct wafer_command command = {
 		.kind = WAFER_COMMAND_USAGE,
@@ -653,11 +657,7 @@ WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 
 WAFER_API wafer_status wafer_memory_trim(wafer_client *client)
 {
-	if (!client)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_memory_trim: client is NULL");
-	struct wafer_command command = {.kind = WAFER_COMMAND_TRIM};
-	return wafer_channel_submit(&client->channel, &command);
+	return submit_bare(client, WAFER_COMMAND_TRIM, "wafer_memory_trim");
 }
 
 //===----------------------------------------------------------------------===//

@@ -162,3 +162,19 @@ wafer_status wafer_deferred_take(struct wafer_deferred *d)
 	wafer_deferred_clear(d);
 	return status;
 }
+
+wafer_status wafer_check_out_struct(const char *fn, const char *owner_name,
+				    const void *owner, const char *out_name,
+				    const void *out)
+{
+	size_t struct_size;
+
+	if (!owner || !out)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL",
+				  fn, owner ? out_name : owner_name);
+	memcpy(&struct_size, out, sizeof struct_size);
+	if (struct_size < sizeof(size_t))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "%s: struct_size is %zu", fn, struct_size);
+	return WAFER_OK;
+}

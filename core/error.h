@@ -46,6 +46,14 @@ void wafer_error_clear(void);
  * next wafer_fail. */
 const char *wafer_error_detail(void);
 
+/* The first checks of a public call that fills a struct: |owner| (named
+ * |owner_name|) and |out| (named |out_name|) are not NULL, and out's
+ * struct_size (its first member) holds at least that member. Else
+ * WAFER_ERROR_INVALID_ARGUMENT naming |fn| and what is wrong. */
+wafer_status wafer_check_out_struct(const char *fn, const char *owner_name,
+				    const void *owner, const char *out_name,
+				    const void *out);
+
 /* A failure found after the call that caused it returned (queued work
  * that failed, a sync the memory manager needed), kept until a call the
  * program waits on (sync, read) reports it: exactly once, never lost.

@@ -843,14 +843,11 @@ WAFER_API wafer_status wafer_autotune_cache_file(wafer_client *client,
 WAFER_API wafer_status wafer_autotune_stats_get(const wafer_runtime *runtime,
 						wafer_autotune_stats *out_stats)
 {
-	if (!runtime || !out_stats)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_autotune_stats_get: %s is NULL",
-				  runtime ? "out_stats" : "runtime");
-	if (out_stats->struct_size < sizeof(size_t))
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_autotune_stats_get: struct_size is %zu",
-				  out_stats->struct_size);
+	wafer_status checked = wafer_check_out_struct(
+		"wafer_autotune_stats_get", "runtime", runtime, "out_stats",
+		out_stats);
+	if (checked != WAFER_OK)
+		return checked;
 	struct wafer_tune_stats *s = &wafer_runtime_tuner(runtime)->stats;
 	wafer_autotune_stats all = {
 		.struct_size = sizeof all,

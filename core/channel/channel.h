@@ -37,6 +37,17 @@ struct wafer_channel {
 				struct wafer_execute_request *request);
 };
 
+/* Defines channel |id|'s ops table from its id_create, id_destroy,
+ * id_submit and id_execute: each channel file ends with it. */
+#define WAFER_CHANNEL_OPS(id)                                                  \
+	const struct wafer_channel_ops wafer_channel_##id = {                  \
+		.name = #id,                                                   \
+		.create = id##_create,                                         \
+		.destroy = id##_destroy,                                       \
+		.submit = id##_submit,                                         \
+		.execute = id##_execute,                                       \
+	}
+
 extern const struct wafer_channel_ops wafer_channel_direct;
 extern const struct wafer_channel_ops wafer_channel_mutex;
 extern const struct wafer_channel_ops wafer_channel_mpsc;

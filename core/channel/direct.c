@@ -28,10 +28,4 @@ static wafer_status direct_execute(void *self,
 	return wafer_bridge_execute(self, request);
 }
 
-const struct wafer_channel_ops wafer_channel_direct = {
-	.name = "direct",
-	.create = direct_create,
-	.destroy = direct_destroy,
-	.submit = direct_submit,
-	.execute = direct_execute,
-};
+WAFER_CHANNEL_OPS(direct);

@@ -885,10 +885,4 @@ static void mpsc_destroy(void *self)
 	free(ch);
 }
 
-const struct wafer_channel_ops wafer_channel_mpsc = {
-	.name = "mpsc",
-	.create = mpsc_create,
-	.destroy = mpsc_destroy,
-	.submit = mpsc_submit,
-	.execute = mpsc_execute,
-};
+WAFER_CHANNEL_OPS(mpsc);

@@ -57,10 +57,4 @@ static wafer_status mutex_execute(void *self,
 	return status;
 }
 
-const struct wafer_channel_ops wafer_channel_mutex = {
-	.name = "mutex",
-	.create = mutex_create,
-	.destroy = mutex_destroy,
-	.submit = mutex_submit,
-	.execute = mutex_execute,
-};
+WAFER_CHANNEL_OPS(mutex);

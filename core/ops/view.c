@@ -477,24 +477,20 @@ WAFER_API wafer_status wafer_tensor_reshape(const wafer_tensor *tensor,
 				  "is not dense; copy it first",
 				  wafer_view_shape_string(t.rank, t.shape, a,
 							  sizeof a));
+	/* A count past 64 bits is no count: it must not compare equal to
+	 * the 0 of a shape with a 0 in it. */
 	uint64_t count, source_count;
-	if (!wafer_view_shape_count_fits(rank, shape, &count) ||
-	    !wafer_view_shape_count_fits(t.rank, t.shape, &source_count))
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_tensor_reshape: the element count of "
-				  "%s or of %s does not fit in 64 bits",
-				  wafer_view_shape_string(rank, shape, b,
-							  sizeof b),
-				  wafer_view_shape_string(t.rank, t.shape, a,
-							  sizeof a));
-	if (count != source_count)
+	bool fits = wafer_view_shape_count_fits(rank, shape, &count) &
+		    wafer_view_shape_count_fits(t.rank, t.shape, &source_count);
+	if (!fits || count != source_count)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_tensor_reshape: %s has another "
-				  "element count than %s",
+				  "element count than %s%s",
 				  wafer_view_shape_string(rank, shape, b,
 							  sizeof b),
 				  wafer_view_shape_string(t.rank, t.shape, a,
-							  sizeof a));
+							  sizeof a),
+				  fits ? "" : " (a count does not fit in 64 bits)");
 	wafer_tensor r = wafer_tensor_view(t.handle, t.dtype, rank, shape);
 	r.offset = t.offset;
 	*out = r;
