@@ -397,7 +397,7 @@ wafer_plugin_query(uint32_t core_abi_major,
  * malformed block: a rank of 0 or above WAFER_KERNEL_MAX_RANK, a zero
  * extent (shape[d], rows, cols, m, n, k or batch), an unknown dtype. A
  * count of 0 is not malformed: the launch does nothing and returns
- * WAFER_OK. Either way nothing runs, and a kernel never reads or writes
+ * WAFER_OK. On either error nothing runs; a kernel never reads or writes
  * past a binding. The core does not compare bindings for partial
  * overlap (its operations never produce one; wafer_execute leaves it to
  * the caller): the result is then undefined, but accesses stay inside
@@ -417,7 +417,8 @@ wafer_plugin_query(uint32_t core_abi_major,
  *    wafer_binding.offset.
  *  - Outputs are dense and row-major. Where an entry allows aliasing, it
  *    is exact aliasing only (the same resource, offset and layout); the
- *    core never passes partially overlapping bindings.
+ *    core's operations never pass partially overlapping bindings (a
+ *    program's wafer_execute is not checked for it; see above).
  *  - Parameter blocks have no implicit padding (explicit `reserved`
  *    fields, set to 0 by the core), so their layout is the same for
  *    every compiler. They may sit at any address: copy them out with
