@@ -12,8 +12,12 @@ examples_mlp_LDADD = libwafer.la -lm
 
 # examples/plugin-skeleton/: an out-of-tree plugin for vendors to copy. It
 # has its own plain Makefile and is shipped, not built here (see
-# wafer-plugin(7); t/plugin-skeleton.sh builds it against this tree).
-EXTRA_DIST += \
+# wafer-plugin(7); t/plugin-skeleton.sh builds it against this tree). It is
+# installed with the documentation, $(docdir)/examples/plugin-skeleton
+# (/usr/share/doc/wafer/examples/plugin-skeleton), so that a -dev package
+# gives a vendor the sources wafer-plugin(7) sends them to.
+skeletondir = $(docdir)/examples/plugin-skeleton
+dist_skeleton_DATA = \
 	examples/plugin-skeleton/README \
 	examples/plugin-skeleton/Makefile \
 	examples/plugin-skeleton/skeleton.c \

@@ -252,8 +252,8 @@ int main(int argc, char **argv)
 	fp.count = N;
 	error_text[0] = '\0';
 	s = launch(p, device, queue, fill, &small, &fp, N);
-	check(s == WAFER_ERROR_INVALID_ARGUMENT && error_text[0],
-	      "fill with a count past its binding is refused with a text");
+	check(s == WAFER_ERROR_OUT_OF_RANGE && error_text[0],
+	      "fill with a count past its binding: OUT_OF_RANGE with a text");
 
 	p->storage->free(device, a);
 	p->storage->free(device, b);

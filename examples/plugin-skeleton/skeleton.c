@@ -4,8 +4,9 @@
  * real one. It offers one device whose memory is host memory, a queue
  * that runs everything at once in the caller's thread, and two kernels
  * from the standard catalogue (fill and add on f32). Every optional entry
- * (stream-ordered allocation, virtual memory, pinned host memory, timers)
- * is left NULL, which the core reads as "not supported".
+ * (stream-ordered allocation, virtual memory, timers) is left NULL, which
+ * the core reads as "not supported"; host_alloc/host_free are retired
+ * (ABI 1.1) and stay NULL in every plugin.
  *
  * To turn it into a plugin for real hardware, replace in order:
  *   1. skeleton_device_count/_info/_open: ask the vendor driver (dlopen it,
@@ -259,8 +260,9 @@ static const struct wafer_storage_ops skeleton_storage_ops = {
 	.copy_in = skeleton_storage_copy_in,
 	.copy_out = skeleton_storage_copy_out,
 	.copy = skeleton_storage_copy,
-	/* alloc_async, free_async, vm_*, host_alloc, host_free: NULL, not
-	 * supported. */
+	/* alloc_async, free_async, vm_*: NULL, not supported.
+	 * host_alloc, host_free: NULL, retired (the core never calls them;
+	 * pinned staging, where wanted, lives inside copy_in/copy_out). */
 };
 
 /*===----------------------------------------------------------------------===
@@ -274,9 +276,12 @@ struct skeleton_kernel_impl {
 			    const struct wafer_launch *launch);
 };
 
-/* The element count must fit each binding. The core checks binding
- * ranges against handles, but a count inside the parameter block is the
- * kernel's to check: never trust it to stay inside the buffers. */
+/* The element count must fit each binding. The core has checked the
+ * bindings themselves (count, alignment, each inside its handle and
+ * resource; see wafer-plugin(7)), but not what the parameter block
+ * reaches: a program may launch a catalogue kernel through wafer_execute
+ * with any block. A count past a binding is WAFER_ERROR_OUT_OF_RANGE,
+ * refused before anything runs. */
 static wafer_status check_count(struct skeleton_device *device,
 				const struct wafer_launch *launch,
 				uint64_t count, size_t element_size)
@@ -288,7 +293,7 @@ static wafer_status check_count(struct skeleton_device *device,
 				"skeleton: %s: count %" PRIu64 " does not fit "
 				"binding %" PRIu32 " of %zu bytes",
 				launch->kernel->op, count, i, b->size);
-			return WAFER_ERROR_INVALID_ARGUMENT;
+			return WAFER_ERROR_OUT_OF_RANGE;
 		}
 	}
 	return WAFER_OK;

@@ -6,8 +6,9 @@
  * const descriptor: a name, lifetime and device entries, a storage-ops
  * table, a server-ops table and a kernel table. The core (libwafer) does
  * everything else — configuration, handles, memory strategies, channels,
- * operations, autotune — on top of these tables. See wafer-plugin(7) for a
- * walk-through of plugins/cpu, the reference implementation.
+ * operations, autotune — on top of these tables. See wafer-plugin(7) for
+ * the contracts, a walk-through of plugins/cpu (the reference plugin, in
+ * the wafer source tree) and the installed skeleton plugin to copy.
  *
  * ABI rules
  *  - Every table and argument struct starts with `size_t struct_size`, set
@@ -21,7 +22,7 @@
  *  - Errors are wafer_status values (0 is OK). The human-readable detail
  *    goes through host->set_error() into the core's per-thread error text.
  *  - Nothing the plugin allocates crosses the boundary without a matching
- *    free entry in the same table (free, host_free, queue_destroy, ...).
+ *    free entry in the same table (free, vm_release, queue_destroy, ...).
  *  - Entries taking a `device` may be called from several threads at once
  *    for different queues; calls on one queue are never concurrent (the
  *    core's channel serialises them). storage.alloc/free and the vm_*
@@ -152,7 +153,9 @@ struct wafer_device_info {
 
 /* Storage entries work on a device returned by device_open. Copies take the
  * queue (from server.queue_create) they are ordered on: a copy runs after
- * every launch and copy issued on that queue before it.
+ * every launch and copy issued on that queue before it. The queue is
+ * always the calling client's, as queue_create returned it; the core
+ * never passes NULL of its own.
  *
  * Memory strategies (core/memory/) build everything else — pooling,
  * slicing, size classes — on these entries; a plugin should make them
@@ -160,7 +163,8 @@ struct wafer_device_info {
 struct wafer_storage_ops {
 	size_t struct_size;
 
-	/* Required. Allocates |size| (> 0) bytes aligned to alloc_alignment.
+	/* Required. Allocates |size| (> 0; not always a multiple of
+	 * alloc_alignment) bytes aligned to alloc_alignment.
 	 * Returns WAFER_ERROR_OUT_OF_MEMORY when the device is full: the core
 	 * then returns cached memory and retries once. */
 	wafer_status (*alloc)(void *device, size_t size,
@@ -169,18 +173,23 @@ struct wafer_storage_ops {
 	 * queued work still uses it (it synchronises first when needed). */
 	void (*free)(void *device, wafer_resource resource);
 
-	/* Required. Copies |size| bytes from host memory |src| into the
-	 * resource at |dst_offset|. |src| may be reused by the caller as soon
+	/* Required. Copies |size| (> 0) bytes from host memory |src| into
+	 * the resource at |dst_offset| (any byte offset; the range lies
+	 * inside the resource). |src| may be reused by the caller as soon
 	 * as the call returns (stage it if the copy is deferred). */
 	wafer_status (*copy_in)(void *device, void *queue, wafer_resource dst,
 				size_t dst_offset, const void *src,
 				size_t size);
-	/* Required. Copies |size| bytes from the resource at |src_offset| to
-	 * host memory |dst|. The bytes are in |dst| when server.sync on the
+	/* Required. Copies |size| (> 0) bytes from the resource at
+	 * |src_offset| (any byte offset, inside the resource) to host memory
+	 * |dst|. The bytes are in |dst| when server.sync on the
 	 * same queue returns (or at once, if the copy is synchronous). */
 	wafer_status (*copy_out)(void *device, void *queue, wafer_resource src,
 				 size_t src_offset, void *dst, size_t size);
-	/* Required. Device-to-device copy on |queue|. */
+	/* Required (the loader rejects a plugin without it), though this
+	 * release of the core never calls it: wafer_op_copy launches the
+	 * copy kernel. Device-to-device copy on |queue|; source and
+	 * destination may be overlapping slices of one resource. */
 	wafer_status (*copy)(void *device, void *queue, wafer_resource dst,
 			     size_t dst_offset, wafer_resource src,
 			     size_t src_offset, size_t size);
@@ -226,6 +235,10 @@ struct wafer_kernel {
 	const char *op;
 	/* Variant name, unique per (op, dtype): "default", "tile64x64". */
 	const char *variant;
+	/* Element type. Kernels are looked up by (op, dtype) exactly, with no
+	 * fallback and never as WAFER_DTYPE_NONE for a catalogue kernel: list
+	 * one entry per element type, also for kernels that only move bytes
+	 * (copy). */
 	wafer_dtype dtype;
 	/* Exact number of bindings and exact parameter-block size the kernel
 	 * takes; the core checks both before it calls launch. */
@@ -235,8 +248,12 @@ struct wafer_kernel {
 	const void *impl;
 };
 
-/* A slice of a resource handed to a kernel. offset is a multiple of
- * alloc_alignment; [offset, offset+size) lies inside the resource. */
+/* A slice of a resource handed to a kernel. |offset| is into the
+ * resource, not the handle: a handle is often a slice of a larger pooled
+ * allocation, so it is often non-zero. It is a multiple of
+ * alloc_alignment; |size| is never 0 (a caller's "to the end of the
+ * handle" is resolved by the core); [offset, offset+size) lies inside
+ * the handle and so inside the resource. */
 struct wafer_binding {
 	size_t struct_size;
 	wafer_resource resource;
@@ -273,7 +290,9 @@ struct wafer_server_ops {
 
 	/* Required. Issues a launch on |queue|. May return before the kernel
 	 * ran; an error found later is returned by the next sync. The launch
-	 * struct and parameter block are only valid during the call. */
+	 * struct and parameter block are only valid during the call. What
+	 * the core has checked before (and what it leaves to the kernel) is
+	 * listed above the catalogue below and in wafer-plugin(7). */
 	wafer_status (*launch)(void *device, void *queue,
 			       const struct wafer_launch *launch);
 
@@ -363,16 +382,25 @@ wafer_plugin_query(uint32_t core_abi_major,
  * and what the kernel computes. The table entry's dtype is the element
  * type of every binding unless the entry says otherwise (cast).
  *
- * The core checks that every binding lies inside its handle, and the
- * binding count and parameter-block size against the table entry. Its
- * operations (ops.h) also check that the element counts, shapes and
- * strides they put in a parameter block fit the bindings; but a program
- * may launch a catalogue kernel through wafer_execute with any block, so
- * a plugin checks that the elements the parameter block reaches fit its
- * bindings and returns WAFER_ERROR_OUT_OF_RANGE (with the sizes) when
- * they do not, and WAFER_ERROR_INVALID_ARGUMENT for a malformed block (a
- * rank of 0, a size of 0, an unknown dtype). It never reads or writes
- * past a binding.
+ * Before launch the core has checked, and a plugin does not check again:
+ * that launch->kernel is an entry of this device's table; the binding
+ * count and the parameter-block size against it (exactly); that every
+ * binding is of a live handle, at an offset that is a multiple of
+ * alloc_alignment, non-empty, inside its handle and so inside its
+ * resource; global[i] >= 1. Its operations (ops.h) also build only
+ * parameter blocks that fit their bindings; but a program may launch a
+ * catalogue kernel through wafer_execute with any block, so a plugin
+ * checks that the elements the parameter block reaches fit its bindings
+ * and returns WAFER_ERROR_OUT_OF_RANGE (with the sizes) when they do not
+ * or the reach overflows, and WAFER_ERROR_INVALID_ARGUMENT for a
+ * malformed block: a rank of 0 or above WAFER_KERNEL_MAX_RANK, a zero
+ * extent (shape[d], rows, cols, m, n, k or batch), an unknown dtype. A
+ * count of 0 is not malformed: the launch does nothing and returns
+ * WAFER_OK. On either error nothing runs; a kernel never reads or writes
+ * past a binding. The core does not compare bindings for partial
+ * overlap (its operations never produce one; wafer_execute leaves it to
+ * the caller): the result is then undefined, but accesses stay inside
+ * the bindings.
  *
  * Arrays crossing the boundary (kernel tables, options, bindings) are
  * stepped by their first element's struct_size, so either side may have
@@ -381,12 +409,15 @@ wafer_plugin_query(uint32_t core_abi_major,
  * Conventions for every entry below:
  *  - Counts, shapes, strides and offsets are in elements, never bytes.
  *    Strides and offsets are never negative (hence unsigned).
- *  - Every binding starts at offset 0 of its handle as the core binds it
- *    (binding offsets must be aligned; element offsets go in the
- *    parameter block).
+ *  - The core's operations bind each handle from its start (offset 0 of
+ *    the HANDLE; element offsets go in the parameter block). The
+ *    binding's offset into the RESOURCE is often non-zero, since
+ *    handles are slices of pooled allocations: always add
+ *    wafer_binding.offset.
  *  - Outputs are dense and row-major. Where an entry allows aliasing, it
  *    is exact aliasing only (the same resource, offset and layout); the
- *    core never passes partially overlapping bindings.
+ *    core's operations never pass partially overlapping bindings (a
+ *    program's wafer_execute is not checked for it; see above).
  *  - Parameter blocks have no implicit padding (explicit `reserved`
  *    fields, set to 0 by the core), so their layout is the same for
  *    every compiler. They may sit at any address: copy them out with
@@ -407,8 +438,9 @@ wafer_plugin_query(uint32_t core_abi_major,
 /* The largest rank a strided parameter block describes. */
 #define WAFER_KERNEL_MAX_RANK 8
 
-/* noop — bindings: none; params: none; global = {1, 1, 1}. Does nothing:
- * wafer-bench measures the cost of dispatch with it. */
+/* noop — bindings: none; params: none; global = {1, 1, 1}; list it as
+ * WAFER_DTYPE_F32 (wafer-bench dispatch launches it as f32). Does
+ * nothing: wafer-bench measures the cost of dispatch with it. */
 #define WAFER_KERNEL_NOOP "noop"
 
 /* fill — bindings: {out}; params: struct wafer_fill_params;
@@ -425,7 +457,10 @@ struct wafer_fill_params {
  * a == b), never partially.
  *
  * Moves:
- *   copy:    {out, in}     out[i] = in[i]
+ *   copy:    {out, in}     out[i] = in[i], count elements of the entry's
+ *                          dtype; the ops look it up with the tensor's
+ *                          dtype (the tests use f32, f16, bf16, i32), so
+ *                          list an entry per element type
  *
  * Unary, {out, in}:
  *   neg      out[i] = -in[i]

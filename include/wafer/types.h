@@ -56,7 +56,9 @@ typedef enum wafer_status {
 	WAFER_ERROR_NO_DEVICE = 7,
 	/* The device or a kernel failed while running queued work. */
 	WAFER_ERROR_DEVICE = 8,
-	/* An offset or size reaches past the end of a handle. */
+	/* An offset or size reaches past the end of a handle, or what a
+	 * kernel's parameter block reaches (a count, a view) past the end of
+	 * a binding. */
 	WAFER_ERROR_OUT_OF_RANGE = 9,
 	/* The handle was released (its last reference dropped) or never
 	 * belonged to this client. */
@@ -77,8 +79,10 @@ typedef enum wafer_status {
  *===----------------------------------------------------------------------===*/
 
 /* Element type of tensor data and of kernel variants. The numbers are part
- * of the ABI. WAFER_DTYPE_NONE is for kernels that move bytes regardless of
- * type (copy). */
+ * of the ABI. WAFER_DTYPE_NONE is no element type: no tensor has it and no
+ * catalogue kernel is looked up with it (kernels are found by name and
+ * dtype exactly, so copy is listed once per element type); a vendor's own
+ * kernel may use it for "typeless", and wafer_execute finds it under it. */
 typedef enum wafer_dtype {
 	WAFER_DTYPE_NONE = 0,
 	WAFER_DTYPE_F32 = 1,
@@ -103,7 +107,9 @@ typedef enum wafer_dtype {
 #define WAFER_CAP_HOST_MEMORY (UINT64_C(1) << 3)
 /* The next four are set by the core from the optional plugin entries
  * offered (and cleared when a plugin claims one without the entries
- * behind it). */
+ * behind it). WAFER_CAP_PINNED_HOST keeps its number only: it follows the
+ * retired host_alloc/host_free slots, which plugins leave NULL, and
+ * nothing in the core uses it. */
 #define WAFER_CAP_STREAM_ORDERED_ALLOC (UINT64_C(1) << 4)
 #define WAFER_CAP_VIRTUAL_MEMORY (UINT64_C(1) << 5)
 #define WAFER_CAP_DEVICE_TIMERS (UINT64_C(1) << 6)
