@@ -397,10 +397,9 @@ wafer_plugin_query(uint32_t core_abi_major,
  * extent (shape[d], rows, cols, m, n, k or batch), an unknown dtype. A
  * count of 0 is not malformed: the launch does nothing and returns
  * WAFER_OK. On either error nothing runs; a kernel never reads or writes
- * past a binding. The core does not compare bindings for partial
- * overlap (its operations never produce one; wafer_execute leaves it to
- * the caller): the result is then undefined, but accesses stay inside
- * the bindings.
+ * past a binding. Two bindings of one handle are either the same range
+ * or disjoint: the core refuses a launch whose bindings overlap
+ * partially.
  *
  * Arrays crossing the boundary (kernel tables, options, bindings) are
  * stepped by their first element's struct_size, so either side may have
@@ -416,8 +415,7 @@ wafer_plugin_query(uint32_t core_abi_major,
  *    wafer_binding.offset.
  *  - Outputs are dense and row-major. Where an entry allows aliasing, it
  *    is exact aliasing only (the same resource, offset and layout); the
- *    core's operations never pass partially overlapping bindings (a
- *    program's wafer_execute is not checked for it; see above).
+ *    core never passes partially overlapping bindings (see above).
  *  - Parameter blocks have no implicit padding (explicit `reserved`
  *    fields, set to 0 by the core), so their layout is the same for
  *    every compiler. They may sit at any address: copy them out with
