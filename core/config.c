@@ -35,6 +35,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/memory/u64map.h"
 
@@ -344,16 +345,8 @@ static bool check_entry(const char *section, const char *key,
 /* FNV-1a over "section\0key". */
 static uint64_t entry_hash(const char *section, const char *key)
 {
-	uint64_t hash = UINT64_C(1469598103934665603);
-
-	for (const char *p = section;; p++) {
-		hash = (hash ^ (unsigned char)*p) * UINT64_C(1099511628211);
-		if (!*p)
-			break;
-	}
-	for (const char *p = key; *p; p++)
-		hash = (hash ^ (unsigned char)*p) * UINT64_C(1099511628211);
-	return hash;
+	return wafer_fnv_string(
+		wafer_fnv_byte(wafer_fnv_string(WAFER_FNV_INIT, section), 0), key);
 }
 
 static bool entry_is(const struct wafer_config_entry *entry,

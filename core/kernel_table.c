@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/kernel_table.h"
 
 struct wafer_kernel_table_entry {
@@ -36,12 +37,8 @@ const char *wafer_dtype_name(wafer_dtype dtype)
 /* FNV-1a over op, a separator, variant and the dtype. */
 static uint64_t key_hash(const char *op, const char *variant, wafer_dtype dtype)
 {
-	uint64_t h = UINT64_C(1469598103934665603);
-	for (const char *p = op; *p; p++)
-		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
-	h = (h ^ 0xff) * UINT64_C(1099511628211);
-	for (const char *p = variant ? variant : ""; *p; p++)
-		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+	uint64_t h = wafer_fnv_byte(wafer_fnv_string(WAFER_FNV_INIT, op), 0xff);
+	h = wafer_fnv_string(h, variant ? variant : "");
 	return (h ^ (uint64_t)dtype) * UINT64_C(1099511628211);
 }
 

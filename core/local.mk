@@ -21,7 +21,7 @@ libwafer_core_la_SOURCES = \
 	core/memory/null_storage.c core/memory/null_storage.h \
 	core/memory/u64map.c core/memory/u64map.h \
 	core/handle_table.c core/handle_table.h \
-	core/kernel_table.c core/kernel_table.h \
+	core/kernel_table.c core/kernel_table.h core/hash.h \
 	core/plugin_file.c core/plugin_file.h \
 	core/bridge.c core/bridge.h \
 	core/channel/channel.c core/channel/channel.h \

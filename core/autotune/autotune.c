@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/autotune/autotune.h"
+#include "core/hash.h"
 #include "core/client.h"
 #include "core/error.h"
 #include "core/kernel_table.h"
@@ -312,12 +313,12 @@ static uint64_t op_checksum(const struct wafer_tune_op *op)
 		"wafer-autotune 1", op->tunable->name, d->backend,
 		d->plugin->version ? d->plugin->version : "?", d->info.name,
 	};
-	uint64_t h = WAFER_TUNE_FNV_INIT;
+	uint64_t h = WAFER_FNV_INIT;
 
 	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-		h = wafer_tune_fnv(h, parts[i], strlen(parts[i]) + 1);
+		h = wafer_fnv_bytes(h, parts[i], strlen(parts[i]) + 1);
 	for (size_t i = 0; i < op->candidate_count; i++)
-		h = wafer_tune_fnv(h, op->candidates[i].name,
+		h = wafer_fnv_bytes(h, op->candidates[i].name,
 				   strlen(op->candidates[i].name) + 1);
 	return h;
 }

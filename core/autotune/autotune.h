@@ -118,9 +118,6 @@ bool wafer_tune_key_parse(const char *dtypes, const char *flags,
 			  const char *exact, const char *dims,
 			  struct wafer_tune_key *out);
 
-/* FNV-1a, 64 bits: checksums of candidate sets and of file bodies. */
-uint64_t wafer_tune_fnv(uint64_t hash, const void *data, size_t size);
-#define WAFER_TUNE_FNV_INIT UINT64_C(1469598103934665603)
 
 //===----------------------------------------------------------------------===//
 // Operation states (autotune.c)

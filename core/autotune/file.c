@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "core/autotune/autotune.h"
+#include "core/hash.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -318,7 +319,7 @@ static bool parse_file(const struct wafer_tune_op *op, char *data,
 			 "'end' line");
 		goto done;
 	}
-	uint64_t hash = wafer_tune_fnv(WAFER_TUNE_FNV_INIT, data, end_start);
+	uint64_t hash = wafer_fnv_bytes(WAFER_FNV_INIT, data, end_start);
 	data[size - 1] = '\0';
 	const char *trailer = data + end_start + 4;
 
@@ -471,7 +472,7 @@ static wafer_status replace_file(const struct wafer_tune_op *op, char *why,
 		text_add(&t, "entry %s %s %" PRIu64 "\n", key, e->winner,
 			 e->best_ns);
 	}
-	uint64_t hash = t.data ? wafer_tune_fnv(WAFER_TUNE_FNV_INIT, t.data,
+	uint64_t hash = t.data ? wafer_fnv_bytes(WAFER_FNV_INIT, t.data,
 						t.used)
 			       : 0;
 	text_add(&t, "end %zu %016" PRIx64 "\n", op->entry_count, hash);

@@ -84,14 +84,6 @@ uint64_t wafer_tune_key_hash(const struct wafer_tune_key *key,
 	return h;
 }
 
-uint64_t wafer_tune_fnv(uint64_t hash, const void *data, size_t size)
-{
-	const unsigned char *p = data;
-
-	for (size_t i = 0; i < size; i++)
-		hash = (hash ^ p[i]) * UINT64_C(1099511628211);
-	return hash;
-}
 
 //===----------------------------------------------------------------------===//
 // Text forms
