@@ -53,7 +53,7 @@ check_LTLIBRARIES += t/plugins/good.la t/plugins/full.la \
 	t/plugins/old_minor.la t/plugins/abi_major.la t/plugins/no_symbol.la \
 	t/plugins/init_fails.la t/plugins/no_devices.la \
 	t/plugins/missing_required.la t/plugins/null_query.la \
-	t/plugins/old_struct.la t/plugins/unresolved.la
+	t/plugins/old_struct.la t/plugins/unresolved.la t/plugins/faulty.la
 t_plugins_good_la_SOURCES = t/plugins/good.c $(T_PLUGIN_COMMON)
 t_plugins_good_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_full_la_SOURCES = t/plugins/full.c $(T_PLUGIN_COMMON)
@@ -76,6 +76,19 @@ t_plugins_null_query_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_no_symbol_la_SOURCES = t/plugins/no_symbol.c
 t_plugins_no_symbol_la_LDFLAGS = -module -avoid-version -shared \
 	-no-undefined -rpath /nowhere
+
+# The fault-injecting shim over the cpu plugin (t/faults); it exports its
+# call counter, so no version script.
+t_plugins_faulty_la_SOURCES = t/plugins/faulty.c
+t_plugins_faulty_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+t_plugins_faulty_la_LIBADD = -ldl
+
+# Fault injection: the k-th storage call or host malloc fails, swept over k.
+check_PROGRAMS += t/faults
+TESTS += t/faults
+t_faults_LDADD = libwafer.la -ldl
+# Its malloc wrappers must stand in for the library's and the plugin's.
+t_faults_LDFLAGS = -rdynamic
 
 # Needs a symbol nothing defines: no -no-undefined, which would refuse it.
 t_plugins_unresolved_la_SOURCES = t/plugins/unresolved.c
