@@ -22,7 +22,7 @@ AM_TESTS_ENVIRONMENT = \
 #    add leak reports, never hide one.
 #  - t/lsan-opencl.supp: what PoCL and its LLVM leak while compiling
 #    (driver frames only; the file says why).
-EXTRA_DIST += t/tap.h t/fake_host.h t/lsan-opencl.supp
+EXTRA_DIST += t/tap.h t/fake_host.h t/lsan-opencl.supp t/valgrind.supp
 # Test programs link the convenience library to reach internals.
 T_CORE_LIBS = libwafer-core.la
 
@@ -315,3 +315,15 @@ t_levelzero_kernels_cl_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS) \
 t_levelzero_kernels_cl_LDADD = $(OPENCL_LIBS) -lm
 endif
 endif
+
+# `make check-valgrind`: the client and operations tests under valgrind
+# memcheck; any error, or any byte definitely lost, fails the test.
+# ./quickstart check runs it in the plain build.
+VALGRIND_TESTS = t/client t/ops t/donation
+VALGRIND = valgrind --quiet --error-exitcode=99 --leak-check=full \
+	--suppressions=$(abs_top_srcdir)/t/valgrind.supp \
+	--errors-for-leak-kinds=definite --show-leak-kinds=definite
+check-valgrind:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(VALGRIND_TESTS)' \
+		LOG_COMPILER='$(LIBTOOL) --mode=execute $(VALGRIND)'
+.PHONY: check-valgrind
