@@ -96,7 +96,19 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 	status = wafer_runtime_acquire_device(runtime, selector, &client->device);
 	if (status != WAFER_OK)
 		goto fail_free;
-	status = wafer_handle_table_init(&client->handles);
+	uint64_t max_handles;
+	status = wafer_config_get_uint(config, "core", "max_handles", 0,
+				       &max_handles);
+	if (status == WAFER_OK && max_handles > WAFER_HANDLE_MAX_SLOTS)
+		status = wafer_fail(
+			WAFER_ERROR_CONFIG,
+			"%s: [core] max_handles is %" PRIu64 ", the most is %u",
+			wafer_config_lookup(config, "core", "max_handles")->origin,
+			max_handles, WAFER_HANDLE_MAX_SLOTS);
+	if (status != WAFER_OK)
+		goto fail_device;
+	status = wafer_handle_table_init(&client->handles,
+					 (uint32_t)max_handles);
 	if (status != WAFER_OK)
 		goto fail_device;
 	client->kernels = &client->device->kernel_table;
@@ -232,6 +244,20 @@ WAFER_API wafer_status wafer_empty(wafer_client *client, size_t size,
 	wafer_handle handle;
 	wafer_status status =
 		wafer_handle_table_alloc(&client->handles, size, &slot, &handle);
+	if (status == WAFER_ERROR_OUT_OF_MEMORY) {
+		/* A queueing channel puts a released slot back only when its
+		 * runner reaches the release: at the cap, let it catch up
+		 * (any command with a result waits for what was queued
+		 * before it) and try once more. */
+		wafer_memory_usage ignored = {.struct_size = sizeof ignored};
+		struct wafer_command barrier = {
+			.kind = WAFER_COMMAND_USAGE,
+			.usage = {.out = &ignored},
+		};
+		if (wafer_channel_submit(&client->channel, &barrier) == WAFER_OK)
+			status = wafer_handle_table_alloc(&client->handles,
+							  size, &slot, &handle);
+	}
 	if (status != WAFER_OK)
 		return status;
 	struct wafer_command command = {

@@ -35,8 +35,12 @@ static wafer_handle encode(const struct wafer_handle_table *table,
 	return h;
 }
 
-wafer_status wafer_handle_table_init(struct wafer_handle_table *table)
+wafer_status wafer_handle_table_init(struct wafer_handle_table *table,
+				     uint32_t max_handles)
 {
+	table->max_index = max_handles && max_handles < WAFER_HANDLE_MAX_SLOTS
+				   ? max_handles
+				   : WAFER_HANDLE_MAX_SLOTS;
 	/* Tags 1..65535: a handle is never all zero, and handles of live
 	 * clients differ (up to 65,535 of them); a reused tag starts past
 	 * its earlier clients' generations. */
@@ -101,7 +105,7 @@ static struct wafer_handle_slot *take_unused(struct wafer_handle_table *table)
 {
 	uint32_t index = atomic_load_explicit(&table->next_unused,
 					      memory_order_relaxed);
-	if (index > SLOT_MASK)
+	if (index > table->max_index)
 		return NULL;
 	size_t b = index / WAFER_HANDLE_BLOCK_SLOTS;
 	struct wafer_handle_slot *block =

@@ -52,6 +52,8 @@
 #define WAFER_HANDLE_SLOT_BITS 24
 #define WAFER_HANDLE_GENERATION_BITS 24
 #define WAFER_HANDLE_BLOCK_SLOTS 4096
+/* Slot indices run 1 .. WAFER_HANDLE_MAX_SLOTS. */
+#define WAFER_HANDLE_MAX_SLOTS ((1u << WAFER_HANDLE_SLOT_BITS) - 1u)
 #define WAFER_HANDLE_MAX_BLOCKS                                                \
 	((1u << WAFER_HANDLE_SLOT_BITS) / WAFER_HANDLE_BLOCK_SLOTS)
 
@@ -91,11 +93,15 @@ struct wafer_handle_table {
 	 * generation an earlier client with the same tag issued, so a
 	 * closed client's handles never name a slot of this one. */
 	uint32_t first_generation;
+	uint32_t max_index; /* the last slot index it may use */
 	_Atomic uint64_t live;
 	struct wafer_handle_slot *_Atomic blocks[WAFER_HANDLE_MAX_BLOCKS];
 };
 
-wafer_status wafer_handle_table_init(struct wafer_handle_table *table);
+/* |max_handles|: the most slots the table ever holds (`[core]
+ * max_handles`); 0 or above WAFER_HANDLE_MAX_SLOTS: that many. */
+wafer_status wafer_handle_table_init(struct wafer_handle_table *table,
+				     uint32_t max_handles);
 /* Frees the blocks; the caller released every slot's memory first. */
 void wafer_handle_table_fini(struct wafer_handle_table *table);
 

@@ -574,6 +574,67 @@ static void test_mpsc_burst(void)
 	is_status(wafer_client_close(c), WAFER_OK, "mpsc burst: close");
 }
 
+/* At the handle cap ([core] max_handles), a release followed at once by
+ * a reserve must work on every channel: on mpsc the released slot comes
+ * back only when the runner reaches the release (once this failed with
+ * "no free handle slot"). The async plugin's slow_copy keeps the runner
+ * busy so the releases are still queued when the reserves come. */
+static void test_handle_cap(const char *path, const char *channel)
+{
+	enum { CAP = 8 };
+	wafer_option options[] = {
+		{"core", "plugin_path", path},
+		{"core", "backend", "async"},
+		{"core", "max_handles", "8"},
+	};
+	wafer_runtime_options ro = {
+		.struct_size = sizeof ro,
+		.options = options,
+		.option_count = 3,
+		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
+	};
+	wafer_runtime *rt = NULL;
+	wafer_client *c = NULL;
+	wafer_client_options co = {.struct_size = sizeof co, .channel = channel};
+	wafer_handle h[CAP + 1];
+	int failed = 0;
+
+	if (wafer_runtime_open(&ro, &rt) != WAFER_OK ||
+	    wafer_client_open(rt, "async", &co, &c) != WAFER_OK) {
+		ok(0, "%s: open with max_handles = 8: %s", channel,
+		   wafer_last_error());
+		wafer_runtime_close(rt);
+		return;
+	}
+	for (int i = 0; i < CAP; i++)
+		failed += wafer_empty(c, 64, &h[i]) != WAFER_OK;
+	is_status(wafer_empty(c, 64, &h[CAP]), WAFER_ERROR_OUT_OF_MEMORY,
+		  "%s: a 9th handle past max_handles = 8", channel);
+	like(wafer_last_error(), "no free handle slot", "  ... says why");
+	for (int round = 0; round < 200; round++) {
+		int i = round % CAP;
+		struct wafer_elementwise_params p = {50}; /* 50 us */
+		wafer_handle pair[2] = {h[i], h[(i + 1) % CAP]};
+		exec(c, "slow_copy", pair, 2, &p, sizeof p, 1);
+		failed += wafer_release(c, h[i]) != WAFER_OK;
+		failed += wafer_empty(c, 64, &h[i]) != WAFER_OK;
+	}
+	is_int(failed, 0, "%s: 200 releases each followed at once by a "
+	       "reserve, at the cap: none fails", channel);
+	for (int i = 0; i < CAP; i++)
+		wafer_release(c, h[i]);
+	wafer_client_close(c);
+	wafer_runtime_close(rt);
+
+	options[2].value = "16777216";
+	is_status(wafer_runtime_open(&ro, &rt), WAFER_OK, "runtime");
+	is_status(wafer_client_open(rt, "async", &co, &c), WAFER_ERROR_CONFIG,
+		  "%s: max_handles past 2^24 - 1", channel);
+	like(wafer_last_error(), "max_handles is 16777216",
+	     "  ... names the value");
+	wafer_runtime_close(rt);
+}
+
 int main(void)
 {
 	char path[4096], backends[256];
@@ -621,6 +682,8 @@ int main(void)
 	test_mpsc_returns_at_once();
 	test_mpsc_upload_bound();
 	test_mpsc_burst();
+	for (int ch = 0; ch < N_CHANNELS; ch++)
+		test_handle_cap(path, channels[ch]);
 
 	static const char *const freeing[] = {"direct", "stream"};
 	for (int m = 0; m < 2; m++) {

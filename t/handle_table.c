@@ -44,7 +44,7 @@ static void test_generation_end(void)
 	struct wafer_handle_table t;
 	struct wafer_handle_slot *slot, *other;
 
-	wafer_handle_table_init(&t);
+	wafer_handle_table_init(&t, 0);
 	wafer_handle first = take(&t, &slot);
 	give_back(&t, first);
 	/* Fast-forward the free slot to two generations before the end. */
@@ -83,7 +83,7 @@ static void test_never_issued(void)
 	struct wafer_handle_table t;
 	struct wafer_handle_slot *slot, *found;
 
-	wafer_handle_table_init(&t);
+	wafer_handle_table_init(&t, 0);
 	wafer_handle h = take(&t, &slot);
 	wafer_handle unused = {h.bits + 5}; /* slot 6: never used */
 	is_status(wafer_handle_table_lookup(&t, unused, "read", &found),
@@ -108,7 +108,7 @@ static void test_tag_reuse(void)
 	struct wafer_handle_table t, old;
 	struct wafer_handle_slot *slot, *found;
 
-	wafer_handle_table_init(&old);
+	wafer_handle_table_init(&old, 0);
 	wafer_handle stale = take(&old, &slot);
 	give_back(&old, stale);
 	wafer_handle stale2 = take(&old, &slot); /* generation + 1 */
@@ -118,7 +118,7 @@ static void test_tag_reuse(void)
 
 	uint32_t opened = 0;
 	for (;;) {
-		wafer_handle_table_init(&t);
+		wafer_handle_table_init(&t, 0);
 		opened++;
 		if (t.tag == tag || opened > 70000)
 			break;
