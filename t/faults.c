@@ -178,16 +178,18 @@ static void scenario(wafer_client *c, struct outcome *o)
 }
 
 static wafer_status open_client(const char *strategy, const char *site,
-				uint64_t fail_at, wafer_runtime **rt,
-				wafer_client **c)
+				uint64_t fail_at, uint64_t fail_count,
+				wafer_runtime **rt, wafer_client **c)
 {
-	char k[32];
+	char k[32], count[32];
 	snprintf(k, sizeof k, "%" PRIu64, fail_at);
+	snprintf(count, sizeof count, "%" PRIu64, fail_count);
 	wafer_option options[] = {
 		{"core", "backend", "faulty"},
 		{"core", "plugin_path", plugin_path},
 		{"faulty", "site", site},
 		{"faulty", "fail_at", k},
+		{"faulty", "fail_count", count},
 		{"autotune", "mode", "fast"},
 	};
 	wafer_runtime_options ro = {
@@ -208,8 +210,11 @@ static wafer_status open_client(const char *strategy, const char *site,
 	return status;
 }
 
-/* Sweeps k over the storage calls of |site| with memory |strategy|. */
-static void sweep_storage(const char *strategy, const char *site)
+/* Sweeps k over the storage calls of |site| with memory |strategy|;
+ * |count| calls fail from the k-th on (2 defeats the core's one retry
+ * of an allocation after giving cached memory back). */
+static void sweep_storage(const char *strategy, const char *site,
+			  uint64_t count)
 {
 	int injected = 0, recovered = 0, broken = 0;
 	uint64_t k;
@@ -219,7 +224,7 @@ static void sweep_storage(const char *strategy, const char *site)
 		wafer_runtime *rt = NULL;
 		wafer_client *c = NULL;
 		struct outcome o = {0};
-		if (open_client(strategy, site, k, &rt, &c) != WAFER_OK) {
+		if (open_client(strategy, site, k, count, &rt, &c) != WAFER_OK) {
 			broken++;
 			snprintf(first_why, sizeof first_why, "open: %s",
 				 wafer_last_error());
@@ -239,14 +244,14 @@ static void sweep_storage(const char *strategy, const char *site)
 				 k, o.why);
 	}
 	ok(injected > 0 && k <= MAX_K,
-	   "%s, %s: %d faults injected (every %s call of the scenario)",
-	   strategy, site, injected, site);
-	is_int(broken, 0, "%s, %s: each failure a clean error, the retry "
-	       "works, nothing lost%s%s", strategy, site,
+	   "%s, %s x%" PRIu64 ": %d faults injected (every %s call of the "
+	   "scenario)", strategy, site, count, injected, site);
+	is_int(broken, 0, "%s, %s x%" PRIu64 ": each failure a clean error, "
+	       "the retry works, nothing lost%s%s", strategy, site, count,
 	       broken ? ": " : "", first_why);
-	diag("%s, %s: %d of %d injected failures reached the caller (the "
-	     "rest were absorbed: retried, or a candidate dropped)",
-	     strategy, site, recovered, injected);
+	diag("%s, %s x%" PRIu64 ": %d of %d injected failures reached the "
+	     "caller (the rest were absorbed: retried, or a candidate "
+	     "dropped)", strategy, site, count, recovered, injected);
 }
 
 #if HOST_FAULTS
@@ -260,7 +265,7 @@ static void sweep_host(const char *strategy)
 		wafer_runtime *rt = NULL;
 		wafer_client *c = NULL;
 		struct outcome o = {0};
-		if (open_client(strategy, "alloc", 0, &rt, &c) != WAFER_OK) {
+		if (open_client(strategy, "alloc", 0, 1, &rt, &c) != WAFER_OK) {
 			broken++;
 			snprintf(first_why, sizeof first_why, "open: %s",
 				 wafer_last_error());
@@ -320,7 +325,9 @@ int main(void)
 			if (strcmp(sites[i], "map") == 0 &&
 			    strcmp(strategies[s], "pool") != 0)
 				continue; /* only pool maps pages */
-			sweep_storage(strategies[s], sites[i]);
+			sweep_storage(strategies[s], sites[i], 1);
+			if (strcmp(sites[i], "copy") != 0)
+				sweep_storage(strategies[s], sites[i], 2);
 		}
 #if HOST_FAULTS
 	sweep_host("pool");

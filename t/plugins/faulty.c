@@ -2,8 +2,9 @@
  *
  * faulty.c: a fault-injecting shim. It loads a real plugin (the file in
  * WAFER_TEST_FAULTY_PLUGIN), hands the core that plugin's descriptor and
- * kernels, and fails the k-th call (option `fail_at = k`, 0: never) of
- * one kind of storage call (option `site`):
+ * kernels, and fails the k-th call (option `fail_at = k`, 0: never; with
+ * `fail_count = n`, that call and the n - 1 after it) of one kind of
+ * storage call (option `site`):
  *   alloc   storage.alloc and vm_reserve   -> WAFER_ERROR_OUT_OF_MEMORY
  *   map     storage.vm_map                 -> WAFER_ERROR_OUT_OF_MEMORY
  *   copy    copy_in, copy_out, copy        -> WAFER_ERROR_DEVICE
@@ -33,7 +34,7 @@ static struct wafer_plugin shim;
 static struct wafer_storage_ops storage;
 static void *real_dl;
 static enum site site;
-static uint64_t fail_at;
+static uint64_t fail_at, fail_count;
 
 /* Counts a call of |s|; true when it is the one to fail. */
 static int hit(enum site s)
@@ -41,7 +42,7 @@ static int hit(enum site s)
 	if (s != site)
 		return 0;
 	uint64_t n = atomic_fetch_add(&wafer_test_faulty_calls, 1) + 1;
-	return fail_at && n == fail_at;
+	return fail_at && n >= fail_at && n - fail_at < fail_count;
 }
 
 static wafer_status fault(wafer_status status, const char *what)
@@ -109,6 +110,7 @@ static wafer_status f_init(const struct wafer_plugin_init_args *args,
 
 	site = SITE_ALLOC;
 	fail_at = 0;
+	fail_count = 1;
 	atomic_store(&wafer_test_faulty_calls, 0);
 	for (size_t i = 0; i < args->option_count; i++) {
 		const struct wafer_plugin_option *o =
@@ -119,6 +121,8 @@ static wafer_status f_init(const struct wafer_plugin_init_args *args,
 							       : SITE_ALLOC;
 		else if (strcmp(o->key, "fail_at") == 0)
 			fail_at = strtoull(o->value, NULL, 10);
+		else if (strcmp(o->key, "fail_count") == 0)
+			fail_count = strtoull(o->value, NULL, 10);
 		else if (kept_count < 16)
 			kept[kept_count++] = *o;
 	}
