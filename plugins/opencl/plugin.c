@@ -640,7 +640,6 @@ static wafer_status ocl_device_open(void *state, uint32_t index,
 	}
 	dev->state = st;
 	dev->entry = e;
-	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->program_lock, NULL);
 	read_props(e->id, &p);
 	dev->alignment = alignment_of(&p);
@@ -669,13 +668,11 @@ static void ocl_device_close(void *device)
 
 	ocl_kernels_close(dev);
 	ocl_programs_release(dev);
-	ocl_storage_close(dev);
 	if (dev->util_queue)
 		clReleaseCommandQueue(dev->util_queue);
 	if (dev->context)
 		clReleaseContext(dev->context);
 	pthread_mutex_destroy(&dev->program_lock);
-	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 }
 
