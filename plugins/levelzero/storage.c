@@ -21,8 +21,9 @@
  *    outside the span, and gives its memory back at once. The price is a
  *    create and a map per page; the pool strategy maps while its working
  *    set grows, not while it repeats.
- *  - host_alloc is zeMemAllocHost: page-locked host memory the device
- *    reaches directly. */
+ *  - host_alloc/host_free are retired (ABI 1.1) and NULL here; the
+ *    queues' staging areas come from lz_host_alloc, zeMemAllocHost:
+ *    page-locked host memory the device reaches directly. */
 #include "build-config.h"
 
 #include <inttypes.h>
@@ -428,13 +429,11 @@ out:
 }
 
 /*===----------------------------------------------------------------------===
- * Pinned host memory
+ * Pinned host memory, for the plugin's own staging (server.c)
  *===----------------------------------------------------------------------===*/
 
-static wafer_status lz_storage_host_alloc(void *device, size_t size,
-					  void **out_ptr)
+wafer_status lz_host_alloc(struct lz_device *dev, size_t size, void **out_ptr)
 {
-	struct lz_device *dev = device;
 	ze_host_mem_alloc_desc_t desc = {
 		.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
 	};
@@ -457,10 +456,8 @@ static wafer_status lz_storage_host_alloc(void *device, size_t size,
 	return WAFER_OK;
 }
 
-static void lz_storage_host_free(void *device, void *ptr)
+void lz_host_free(struct lz_device *dev, void *ptr)
 {
-	struct lz_device *dev = device;
-
 	if (ptr)
 		zeMemFree(dev->context, ptr);
 }
@@ -483,8 +480,7 @@ const struct wafer_storage_ops lz_storage_ops = {
 	.vm_release = lz_storage_vm_release,
 	.vm_map = lz_storage_vm_map,
 	.vm_unmap = lz_storage_vm_unmap,
-	.host_alloc = lz_storage_host_alloc,
-	.host_free = lz_storage_host_free,
+	/* host_alloc/host_free: NULL, retired in ABI 1.1. */
 };
 
 void lz_storage_open(struct lz_device *device)
