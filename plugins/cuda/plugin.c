@@ -485,8 +485,7 @@ static wafer_status cuda_device_info(void *state, uint32_t index,
 	const struct cuda_state *st = state;
 	struct wafer_device_info info = {
 		.struct_size = out->struct_size,
-		.capabilities = WAFER_CAP_F16 | WAFER_CAP_BF16 | WAFER_CAP_F64 |
-				WAFER_CAP_PINNED_HOST,
+		.capabilities = WAFER_CAP_F16 | WAFER_CAP_BF16 | WAFER_CAP_F64,
 		.alloc_alignment = CUDA_ALIGNMENT,
 	};
 	struct device_facts f;
