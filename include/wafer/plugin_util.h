@@ -566,6 +566,69 @@ wafer_plugin_deferred_report(struct wafer_plugin_deferred *d,
 }
 
 /*===----------------------------------------------------------------------===
+ * The descriptor and the ops tables, from a prefix
+ *===----------------------------------------------------------------------===*/
+
+/* Designated initializers for the entries every plugin must fill, from
+ * functions named after one prefix; the optional entries (timers,
+ * alloc_async/free_async, vm_*) stay explicit after them:
+ *
+ *   static const struct wafer_plugin acme_plugin = {
+ *           WAFER_PLUGIN_DESCRIPTOR(acme),   // acme_init ... acme_server_ops
+ *           .name = "acme",
+ *           .version = "1.0",
+ *           .description = "...",
+ *   };
+ *   const struct wafer_storage_ops acme_storage_ops = {
+ *           WAFER_PLUGIN_STORAGE_OPS(acme),  // acme_storage_alloc ...
+ *           .vm_reserve = acme_storage_vm_reserve, ...
+ *   };
+ *   const struct wafer_server_ops acme_server_ops = {
+ *           WAFER_PLUGIN_SERVER_OPS(acme),   // acme_server_queue_create ...
+ *           .timer_begin = acme_server_timer_begin, ...
+ *   };
+ *   WAFER_PLUGIN_QUERY_RETURNS(acme_plugin)
+ *
+ * struct_size and the ABI numbers are those of the headers the plugin is
+ * built with. */
+#define WAFER_PLUGIN_DESCRIPTOR(prefix)                                        \
+	.struct_size = sizeof(struct wafer_plugin),                            \
+	.abi_major = WAFER_PLUGIN_ABI_MAJOR,                                   \
+	.abi_minor = WAFER_PLUGIN_ABI_MINOR, .init = prefix##_init,           \
+	.shutdown = prefix##_shutdown, .device_count = prefix##_device_count, \
+	.device_info = prefix##_device_info,                                   \
+	.device_open = prefix##_device_open,                                   \
+	.device_close = prefix##_device_close,                                 \
+	.device_kernels = prefix##_device_kernels,                             \
+	.storage = &prefix##_storage_ops, .server = &prefix##_server_ops
+
+#define WAFER_PLUGIN_STORAGE_OPS(prefix)                                       \
+	.struct_size = sizeof(struct wafer_storage_ops),                       \
+	.alloc = prefix##_storage_alloc, .free = prefix##_storage_free,       \
+	.copy_in = prefix##_storage_copy_in,                                   \
+	.copy_out = prefix##_storage_copy_out, .copy = prefix##_storage_copy
+
+#define WAFER_PLUGIN_SERVER_OPS(prefix)                                        \
+	.struct_size = sizeof(struct wafer_server_ops),                        \
+	.queue_create = prefix##_server_queue_create,                          \
+	.queue_destroy = prefix##_server_queue_destroy,                        \
+	.launch = prefix##_server_launch, .sync = prefix##_server_sync
+
+/* Defines the entry point returning |descriptor| whatever the core
+ * speaks: on an ABI major mismatch the core reports both majors and
+ * unloads the plugin. |host| is not kept; init receives it again, per
+ * instance. */
+#define WAFER_PLUGIN_QUERY_RETURNS(descriptor)                                 \
+	const struct wafer_plugin *wafer_plugin_query(                         \
+		uint32_t core_abi_major,                                       \
+		const struct wafer_host_services *host)                        \
+	{                                                                      \
+		(void)core_abi_major;                                          \
+		(void)host;                                                    \
+		return &(descriptor);                                          \
+	}
+
+/*===----------------------------------------------------------------------===
  * Debug-only: the launch checks the core makes
  *===----------------------------------------------------------------------===*/
 

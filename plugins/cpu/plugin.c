@@ -243,29 +243,10 @@ static wafer_status cpu_device_kernels(void *device,
  *===----------------------------------------------------------------------===*/
 
 static const struct wafer_plugin cpu_plugin = {
-	.struct_size = sizeof(struct wafer_plugin),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+	WAFER_PLUGIN_DESCRIPTOR(cpu),
 	.name = "cpu",
 	.version = PACKAGE_VERSION,
 	.description = "host memory and threaded C kernels (reference backend)",
-	.init = cpu_init,
-	.shutdown = cpu_shutdown,
-	.device_count = cpu_device_count,
-	.device_info = cpu_device_info,
-	.device_open = cpu_device_open,
-	.device_close = cpu_device_close,
-	.device_kernels = cpu_device_kernels,
-	.storage = &cpu_storage_ops,
-	.server = &cpu_server_ops,
 };
 
-/* The plugin speaks one ABI major and returns its descriptor whatever the
- * core speaks: on a mismatch the core reports both majors and unloads it.
- * |host| is not kept here; init receives it again, per instance. */
-const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
-{
-	return &cpu_plugin;
-}
+WAFER_PLUGIN_QUERY_RETURNS(cpu_plugin)

@@ -631,28 +631,10 @@ static wafer_status cuda_device_kernels(void *device,
  *===----------------------------------------------------------------------===*/
 
 static const struct wafer_plugin cuda_plugin = {
-	.struct_size = sizeof(struct wafer_plugin),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+	WAFER_PLUGIN_DESCRIPTOR(cuda),
 	.name = "cuda",
 	.version = PACKAGE_VERSION,
 	.description = "NVIDIA GPUs through the CUDA driver API",
-	.init = cuda_init,
-	.shutdown = cuda_shutdown,
-	.device_count = cuda_device_count,
-	.device_info = cuda_device_info,
-	.device_open = cuda_device_open,
-	.device_close = cuda_device_close,
-	.device_kernels = cuda_device_kernels,
-	.storage = &cuda_storage_ops,
-	.server = &cuda_server_ops,
 };
 
-/* The plugin speaks one ABI major and returns its descriptor whatever the
- * core speaks: on a mismatch the core reports both majors and unloads it. */
-const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
-{
-	return &cuda_plugin;
-}
+WAFER_PLUGIN_QUERY_RETURNS(cuda_plugin)

@@ -572,12 +572,7 @@ static void cuda_storage_vm_release(void *device, wafer_resource range)
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_storage_ops cuda_storage_ops = {
-	.struct_size = sizeof(struct wafer_storage_ops),
-	.alloc = cuda_storage_alloc,
-	.free = cuda_storage_free,
-	.copy_in = cuda_storage_copy_in,
-	.copy_out = cuda_storage_copy_out,
-	.copy = cuda_storage_copy,
+	WAFER_PLUGIN_STORAGE_OPS(cuda),
 	.alloc_async = cuda_storage_alloc_async,
 	.free_async = cuda_storage_free_async,
 	.vm_reserve = cuda_storage_vm_reserve,

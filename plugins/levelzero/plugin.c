@@ -595,30 +595,12 @@ static wafer_status lz_device_kernels(void *device,
  *===----------------------------------------------------------------------===*/
 
 static const struct wafer_plugin lz_plugin = {
-	.struct_size = sizeof(struct wafer_plugin),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+	WAFER_PLUGIN_DESCRIPTOR(lz),
 	.name = "levelzero",
 	.version = PACKAGE_VERSION,
 	.description = "Intel GPUs through the oneAPI Level Zero loader, "
 		       "SPIR-V kernels (kernels not yet verified on Intel "
 		       "hardware)",
-	.init = lz_init,
-	.shutdown = lz_shutdown,
-	.device_count = lz_device_count,
-	.device_info = lz_device_info,
-	.device_open = lz_device_open,
-	.device_close = lz_device_close,
-	.device_kernels = lz_device_kernels,
-	.storage = &lz_storage_ops,
-	.server = &lz_server_ops,
 };
 
-/* One ABI major, whatever the core speaks: on a mismatch the core reports
- * both majors and unloads the plugin. */
-const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
-{
-	return &lz_plugin;
-}
+WAFER_PLUGIN_QUERY_RETURNS(lz_plugin)

@@ -610,11 +610,7 @@ static wafer_status lz_server_timer_end(void *device, void *queue,
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_server_ops lz_server_ops = {
-	.struct_size = sizeof(struct wafer_server_ops),
-	.queue_create = lz_server_queue_create,
-	.queue_destroy = lz_server_queue_destroy,
-	.launch = lz_server_launch,
-	.sync = lz_server_sync,
+	WAFER_PLUGIN_SERVER_OPS(lz),
 	.timer_begin = lz_server_timer_begin,
 	.timer_end = lz_server_timer_end,
 };

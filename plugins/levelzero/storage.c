@@ -467,12 +467,7 @@ void lz_host_free(struct lz_device *dev, void *ptr)
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_storage_ops lz_storage_ops = {
-	.struct_size = sizeof(struct wafer_storage_ops),
-	.alloc = lz_storage_alloc,
-	.free = lz_storage_free,
-	.copy_in = lz_storage_copy_in,
-	.copy_out = lz_storage_copy_out,
-	.copy = lz_storage_copy,
+	WAFER_PLUGIN_STORAGE_OPS(lz),
 	/* alloc_async/free_async: NULL. Level Zero has no stream-ordered
 	 * allocator; the core's `stream` strategy falls back to plain
 	 * alloc and free here (and says so in its log). */

@@ -692,29 +692,11 @@ static wafer_status ocl_device_kernels(void *device,
  *===----------------------------------------------------------------------===*/
 
 static const struct wafer_plugin ocl_plugin = {
-	.struct_size = sizeof(struct wafer_plugin),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+	WAFER_PLUGIN_DESCRIPTOR(ocl),
 	.name = OCL_NAME,
 	.version = PACKAGE_VERSION,
 	.description = "OpenCL through the ICD loader (OpenCL C kernels, "
 		       "cached program binaries)",
-	.init = ocl_init,
-	.shutdown = ocl_shutdown,
-	.device_count = ocl_device_count,
-	.device_info = ocl_device_info,
-	.device_open = ocl_device_open,
-	.device_close = ocl_device_close,
-	.device_kernels = ocl_device_kernels,
-	.storage = &ocl_storage_ops,
-	.server = &ocl_server_ops,
 };
 
-/* The plugin speaks one ABI major and returns its descriptor whatever the
- * core speaks: on a mismatch the core reports both majors and unloads it. */
-const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
-{
-	return &ocl_plugin;
-}
+WAFER_PLUGIN_QUERY_RETURNS(ocl_plugin)

@@ -372,12 +372,7 @@ static wafer_status ocl_storage_copy(void *device, void *queue,
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_storage_ops ocl_storage_ops = {
-	.struct_size = sizeof(struct wafer_storage_ops),
-	.alloc = ocl_storage_alloc,
-	.free = ocl_storage_free,
-	.copy_in = ocl_storage_copy_in,
-	.copy_out = ocl_storage_copy_out,
-	.copy = ocl_storage_copy,
+	WAFER_PLUGIN_STORAGE_OPS(ocl),
 	/* alloc_async/free_async, vm_*: NULL. OpenCL 1.2 has neither a
 	 * stream-ordered allocator nor virtual memory (SVM is not it). */
 	/* host_alloc/host_free: NULL, retired in ABI 1.1; the staging ring
