@@ -140,6 +140,48 @@ wafer_plugin_init_check(const struct wafer_plugin_init_args *args,
 	return WAFER_OK;
 }
 
+/* init's opening: wafer_plugin_init_check, then a zeroed state of |size|
+ * bytes. Returns it, or NULL with the failure in |*out_status| (and
+ * "<plugin>: out of host memory" through set_error when calloc fails). */
+static inline void *
+wafer_plugin_init_state(const struct wafer_plugin_init_args *args,
+			const char *plugin, size_t size,
+			wafer_status *out_status)
+{
+	void *state;
+
+	*out_status = wafer_plugin_init_check(args, plugin);
+	if (*out_status != WAFER_OK)
+		return NULL;
+	state = calloc(1, size);
+	if (!state) {
+		args->host->set_error("%s: out of host memory", plugin);
+		*out_status = WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	return state;
+}
+
+/* Calls |apply| on each option of |args| in order, with |state|; stops at
+ * the first failure and returns it (the plugin frees its state). */
+static inline wafer_status
+wafer_plugin_apply_options(const struct wafer_plugin_init_args *args,
+			   wafer_status (*apply)(void *state,
+						 const struct wafer_plugin_option
+							 *option),
+			   void *state)
+{
+	for (size_t i = 0; i < args->option_count; i++) {
+		const struct wafer_plugin_option *option =
+			(const struct wafer_plugin_option *)
+				wafer_plugin_array_at(args->options, i);
+		wafer_status status = apply(state, option);
+
+		if (status != WAFER_OK)
+			return status;
+	}
+	return WAFER_OK;
+}
+
 /* The check at the top of every option: |option| holds origin in its
  * struct_size and has a key. Sets |*out_origin| to the option's origin, or
  * "(unknown origin)" when it has none, for the plugin's messages. Returns

@@ -53,9 +53,10 @@ static int parse_threads(const char *text, unsigned *out_threads)
 /* Applies one `key = value` line of [cpu] to |state|. Unknown keys are
  * logged and ignored, so a configuration written for a newer plugin still
  * loads; a bad value fails init, naming where it was set. */
-static wafer_status apply_option(struct cpu_state *state,
+static wafer_status apply_option(void *state_arg,
 				 const struct wafer_plugin_option *option)
 {
+	struct cpu_state *state = state_arg;
 	const struct wafer_host_services *host = state->host;
 	const char *origin;
 
@@ -83,23 +84,14 @@ static wafer_status cpu_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	status = wafer_plugin_init_check(args, "cpu");
-	if (status != WAFER_OK)
+	state = wafer_plugin_init_state(args, "cpu", sizeof *state, &status);
+	if (!state)
 		return status;
-
-	state = calloc(1, sizeof *state);
-	if (!state) {
-		args->host->set_error("cpu: out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	state->host = args->host;
-	for (size_t i = 0; i < args->option_count; i++) {
-		status = apply_option(state,
-				      wafer_plugin_array_at(args->options, i));
-		if (status != WAFER_OK) {
-			free(state);
-			return status;
-		}
+	status = wafer_plugin_apply_options(args, apply_option, state);
+	if (status != WAFER_OK) {
+		free(state);
+		return status;
 	}
 	if (state->threads == 0)
 		state->threads = online_cores();

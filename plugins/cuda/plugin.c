@@ -164,9 +164,10 @@ static wafer_status set_string(struct cuda_state *state, char **slot,
 /* Applies one `key = value` line of [cuda]. Unknown keys are logged and
  * ignored (a configuration written for a newer plugin still loads); a bad
  * value fails init, naming where it was set. */
-static wafer_status apply_option(struct cuda_state *state,
+static wafer_status apply_option(void *state_arg,
 				 const struct wafer_plugin_option *option)
 {
+	struct cuda_state *state = state_arg;
 	struct cuda_options *o = &state->options;
 	const struct wafer_host_services *host = state->host;
 	const char *origin;
@@ -337,15 +338,9 @@ static wafer_status cuda_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	status = wafer_plugin_init_check(args, "cuda");
-	if (status != WAFER_OK)
+	state = wafer_plugin_init_state(args, "cuda", sizeof *state, &status);
+	if (!state)
 		return status;
-
-	state = calloc(1, sizeof *state);
-	if (!state) {
-		args->host->set_error("cuda: out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	state->host = args->host;
 	pthread_mutex_init(&state->cublas_lock, NULL);
 	state->options = (struct cuda_options){
@@ -354,13 +349,10 @@ static wafer_status cuda_init(const struct wafer_plugin_init_args *args,
 		.staging_limit = (size_t)64 << 20,
 		.cublas = 1,
 	};
-	for (size_t i = 0; i < args->option_count; i++) {
-		status = apply_option(state,
-				      wafer_plugin_array_at(args->options, i));
-		if (status != WAFER_OK) {
-			free_state(state);
-			return status;
-		}
+	status = wafer_plugin_apply_options(args, apply_option, state);
+	if (status != WAFER_OK) {
+		free_state(state);
+		return status;
 	}
 	status = check_options(state);
 	if (status != WAFER_OK) {

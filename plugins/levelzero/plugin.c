@@ -64,9 +64,10 @@ static int parse_bytes(const char *text, size_t *out_bytes)
 /* Applies one `key = value` line of [levelzero]. Unknown keys are logged
  * and ignored, so a configuration written for a newer plugin still loads;
  * a bad value fails init, naming where it was set. */
-static wafer_status apply_option(struct lz_state *state,
+static wafer_status apply_option(void *state_arg,
 				 const struct wafer_plugin_option *option)
 {
+	struct lz_state *state = state_arg;
 	const struct wafer_host_services *host = state->host;
 	const char *origin;
 	const char *value;
@@ -382,23 +383,16 @@ static wafer_status lz_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	status = wafer_plugin_init_check(args, "levelzero");
-	if (status != WAFER_OK)
+	state = wafer_plugin_init_state(args, "levelzero", sizeof *state, &status);
+	if (!state)
 		return status;
-	state = calloc(1, sizeof *state);
-	if (!state) {
-		args->host->set_error("levelzero: out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	state->host = args->host;
 	state->immediate = LZ_IMMEDIATE_AUTO;
 	state->staging = LZ_DEFAULT_STAGING;
-	for (size_t i = 0; i < args->option_count; i++) {
-		status = apply_option(state, wafer_plugin_array_at(args->options, i));
-		if (status != WAFER_OK) {
-			free(state);
-			return status;
-		}
+	status = wafer_plugin_apply_options(args, apply_option, state);
+	if (status != WAFER_OK) {
+		free(state);
+		return status;
 	}
 	find_devices(state);
 	*out_state = state;

@@ -104,9 +104,10 @@ static int set_text(char **slot, const char *value)
 /* Applies one `key = value` line of [opencl]. Unknown keys are logged and
  * ignored, so a configuration written for a newer plugin still loads; a
  * bad value fails init, naming where it was set. */
-static wafer_status apply_option(struct ocl_state *state,
+static wafer_status apply_option(void *state_arg,
 				 const struct wafer_plugin_option *option)
 {
+	struct ocl_state *state = state_arg;
 	const struct wafer_host_services *host = state->host;
 	const char *origin;
 	const char *key, *value;
@@ -429,28 +430,19 @@ static wafer_status ocl_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	status = wafer_plugin_init_check(args, OCL_NAME);
-	if (status != WAFER_OK)
+	state = wafer_plugin_init_state(args, OCL_NAME, sizeof *state, &status);
+	if (!state)
 		return status;
-
-	state = calloc(1, sizeof *state);
-	if (!state) {
-		args->host->set_error(OCL_NAME ": out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	state->host = args->host;
 	/* CPU OpenCL devices (PoCL) are opt-in: the cpu plugin serves the
 	 * host's cores better, and "default" should not land on them. */
 	state->type_mask = CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR;
 	state->cache_enabled = 1;
 	state->clblast_enabled = 1;
-	for (size_t i = 0; i < args->option_count; i++) {
-		status = apply_option(state,
-				      wafer_plugin_array_at(args->options, i));
-		if (status != WAFER_OK) {
-			free_state(state);
-			return status;
-		}
+	status = wafer_plugin_apply_options(args, apply_option, state);
+	if (status != WAFER_OK) {
+		free_state(state);
+		return status;
 	}
 
 	enumerate(state);
