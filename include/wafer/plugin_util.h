@@ -205,6 +205,21 @@ wafer_plugin_option_check(const struct wafer_host_services *host,
 	return WAFER_OK;
 }
 
+/* The check at the top of alloc and alloc_async: sets *out_resource to 0
+ * and refuses a size of 0 with WAFER_ERROR_INVALID_ARGUMENT and
+ * "<plugin>: cannot allocate 0 bytes". */
+static inline wafer_status
+wafer_plugin_alloc_check(const struct wafer_host_services *host,
+			 const char *plugin, size_t size,
+			 wafer_resource *out_resource)
+{
+	*out_resource = 0;
+	if (size)
+		return WAFER_OK;
+	host->set_error("%s: cannot allocate 0 bytes", plugin);
+	return WAFER_ERROR_INVALID_ARGUMENT;
+}
+
 /* Hands a device_info the plugin filled in full (|info|, with its own
  * sizeof) to the core's |out|: copies the part both know. out->struct_size
  * may be smaller (an older core) or larger (a newer one, whose extra

@@ -38,12 +38,11 @@ static wafer_status cpu_storage_alloc(void *device, size_t size,
 				      wafer_resource *out_resource)
 {
 	void *ptr;
+	wafer_status status = wafer_plugin_alloc_check(host_of(device), "cpu",
+							size, out_resource);
 
-	*out_resource = 0;
-	if (size == 0) {
-		host_of(device)->set_error("cpu: cannot allocate 0 bytes");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	if (status != WAFER_OK)
+		return status;
 	if (posix_memalign(&ptr, CPU_ALIGNMENT, size) != 0) {
 		host_of(device)->set_error("cpu: cannot allocate %zu bytes",
 					   size);

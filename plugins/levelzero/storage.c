@@ -57,11 +57,9 @@ static wafer_status lz_storage_alloc(void *device, size_t size,
 	void *ptr = NULL;
 	ze_result_t r;
 
-	*out_resource = 0;
-	if (size == 0) {
-		lz_host(dev)->set_error("levelzero: cannot allocate 0 bytes");
+	if (wafer_plugin_alloc_check(lz_host(dev), "levelzero", size,
+				     out_resource))
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
 	r = zeMemAllocDevice(dev->context, &desc, size, LZ_ALIGNMENT,
 			     dev->device, &ptr);
 	if (r != ZE_RESULT_SUCCESS || !ptr) {

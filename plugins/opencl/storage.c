@@ -51,11 +51,8 @@ static wafer_status ocl_storage_alloc(void *device, size_t size,
 	cl_mem mem;
 	cl_int err;
 
-	*out_resource = 0;
-	if (size == 0) {
-		host->set_error(OCL_NAME ": cannot allocate 0 bytes");
+	if (wafer_plugin_alloc_check(host, OCL_NAME, size, out_resource))
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
 	if (size > dev->max_alloc) {
 		host->set_error(OCL_NAME ": cannot allocate %zu bytes: more "
 				"than %s allows in one buffer "
