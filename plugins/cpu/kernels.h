@@ -98,6 +98,16 @@ struct cpu_kernel_impl {
 	wafer_status (*run)(const struct cpu_kernel_args *args);
 };
 
+/* Defines |name|, a cpu_kernel_impl that runs |run_| after |check_|
+ * (kernels of another shape), or after the common check of |count_|
+ * elements of |size_| bytes in every binding. */
+#define CPU_CHECKED_IMPL(name, check_, run_)                                   \
+	static const struct cpu_kernel_impl name = {.check = check_,          \
+						    .run = run_}
+#define CPU_COUNTED_IMPL(name, count_, size_, run_)                            \
+	static const struct cpu_kernel_impl name = {                          \
+		.count = count_, .element_size = size_, .run = run_}
+
 /* One file's part of the kernel table. */
 struct cpu_kernel_set {
 	const struct wafer_kernel *entries;

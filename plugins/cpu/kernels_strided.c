@@ -162,15 +162,9 @@ static wafer_status run_gather2(const struct cpu_kernel_args *args)
 	return run_gather(args, 2);
 }
 
-static const struct cpu_kernel_impl gather4_impl = {
-	.check = check_gather4,
-	.run = run_gather4,
-};
+CPU_CHECKED_IMPL(gather4_impl, check_gather4, run_gather4);
 
-static const struct cpu_kernel_impl gather2_impl = {
-	.check = check_gather2,
-	.run = run_gather2,
-};
+CPU_CHECKED_IMPL(gather2_impl, check_gather2, run_gather2);
 
 /*===----------------------------------------------------------------------===
  * Binary on strided views

@@ -181,10 +181,7 @@ static wafer_status run_matmul(const struct cpu_kernel_args *args)
 	return WAFER_OK;
 }
 
-static const struct cpu_kernel_impl matmul_impl = {
-	.check = cpu_check_matmul,
-	.run = run_matmul,
-};
+CPU_CHECKED_IMPL(matmul_impl, cpu_check_matmul, run_matmul);
 
 static const struct wafer_kernel entries[] = {
 	CPU_F32_KERNEL(WAFER_KERNEL_MATMUL, 3, struct wafer_matmul_params,
