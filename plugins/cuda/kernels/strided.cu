@@ -16,52 +16,6 @@
 #define THREADS 256
 
 /*===----------------------------------------------------------------------===
- * Binary operations (as in elementwise.cu)
- *===----------------------------------------------------------------------===*/
-
-struct Add {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a + b;
-	}
-};
-
-struct Sub {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a - b;
-	}
-};
-
-struct Mul {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a * b;
-	}
-};
-
-struct Div {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a / b;
-	}
-};
-
-struct Max {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a != a || b != b ? a + b : (a > b ? a : b);
-	}
-};
-
-struct Min {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a != a || b != b ? a + b : (a < b ? a : b);
-	}
-};
-
-/*===----------------------------------------------------------------------===
  * Strided binary
  *===----------------------------------------------------------------------===*/
 
@@ -244,28 +198,19 @@ struct ToF32 {
 	}
 };
 
-struct ToF16 {
+/* f16 and bf16: Elem's conversions, from double for an integer source. */
+template <typename T> struct To16 {
 	typedef unsigned short B;
 	template <typename From>
 	static __device__ __forceinline__ B convert(typename From::B v)
 	{
 		if (From::integer)
-			return __half_as_ushort(__double2half(From::to_double(v)));
-		return __half_as_ushort(__float2half_rn(From::to_float(v)));
+			return Elem<T>::from_double(From::to_double(v));
+		return Elem<T>::store(From::to_float(v));
 	}
 };
-
-struct ToBF16 {
-	typedef unsigned short B;
-	template <typename From>
-	static __device__ __forceinline__ B convert(typename From::B v)
-	{
-		if (From::integer)
-			return __bfloat16_as_ushort(
-				__double2bfloat16(From::to_double(v)));
-		return __bfloat16_as_ushort(__float2bfloat16_rn(From::to_float(v)));
-	}
-};
+struct ToF16 : To16<F16> {};
+struct ToBF16 : To16<BF16> {};
 
 /* Toward zero, saturating; NaN gives 0. */
 struct ToI32 {
