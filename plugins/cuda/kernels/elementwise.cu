@@ -68,15 +68,21 @@ UNARY_OP(Tanh, tanhf(x));
  * Bodies
  *===----------------------------------------------------------------------===*/
 
+/* A body's opening: B, its element's bits; V, elements in 16 bytes; out;
+ * nv, whole 16-byte vectors in n elements; t and s, this thread's index
+ * and the grid's stride. Vectors go first, then the tail one at a time. */
+#define VEC_BODY(T)                                                            \
+	typedef typename Elem<T>::Bits B;                                      \
+	const int V = 16 / sizeof(B);                                          \
+	B *out = (B *)out_;                                                    \
+	const uint64_t nv = n / V, t = global_thread(), s = grid_threads()
+
 template <typename T>
 static __device__ __forceinline__ void fill_body(void *out_, double value,
 						 uint64_t n)
 {
-	typedef typename Elem<T>::Bits B;
-	const int V = 16 / sizeof(B);
-	B *out = (B *)out_;
+	VEC_BODY(T);
 	const B v = Elem<T>::from_double(value);
-	const uint64_t nv = n / V, t = global_thread(), s = grid_threads();
 	Vec16<T> vec;
 
 #pragma unroll
@@ -94,11 +100,8 @@ template <typename T>
 static __device__ __forceinline__ void copy_body(void *out_, const void *in_,
 						 uint64_t n)
 {
-	typedef typename Elem<T>::Bits B;
-	const int V = 16 / sizeof(B);
-	B *out = (B *)out_;
+	VEC_BODY(T);
 	const B *in = (const B *)in_;
-	const uint64_t nv = n / V, t = global_thread(), s = grid_threads();
 
 	for (uint64_t i = t; i < nv; i += s)
 		((uint4 *)out)[i] = ((const uint4 *)in)[i];
@@ -110,11 +113,8 @@ template <typename T, typename Op>
 static __device__ __forceinline__ void unary_body(void *out_, const void *in_,
 						  uint64_t n)
 {
-	typedef typename Elem<T>::Bits B;
-	const int V = 16 / sizeof(B);
-	B *out = (B *)out_;
+	VEC_BODY(T);
 	const B *in = (const B *)in_;
-	const uint64_t nv = n / V, t = global_thread(), s = grid_threads();
 
 	for (uint64_t i = t; i < nv; i += s) {
 		Vec16<T> x;
@@ -132,11 +132,8 @@ template <typename T, typename Op>
 static __device__ __forceinline__ void binary_body(void *out_, const void *a_,
 						   const void *b_, uint64_t n)
 {
-	typedef typename Elem<T>::Bits B;
-	const int V = 16 / sizeof(B);
-	B *out = (B *)out_;
+	VEC_BODY(T);
 	const B *a = (const B *)a_, *b = (const B *)b_;
-	const uint64_t nv = n / V, t = global_thread(), s = grid_threads();
 
 	for (uint64_t i = t; i < nv; i += s) {
 		Vec16<T> x, y;

@@ -145,11 +145,12 @@ struct FromF32 {
 	static __device__ __forceinline__ int32_t to_int(B v) { return 0; }
 };
 
-struct FromF16 {
+/* f16 and bf16: Elem's exact widening. */
+template <typename T> struct From16 {
 	typedef unsigned short B;
 	static __device__ __forceinline__ float to_float(B v)
 	{
-		return __half2float(__ushort_as_half(v));
+		return Elem<T>::load(v);
 	}
 	static __device__ __forceinline__ double to_double(B v)
 	{
@@ -158,20 +159,8 @@ struct FromF16 {
 	static const bool integer = false;
 	static __device__ __forceinline__ int32_t to_int(B v) { return 0; }
 };
-
-struct FromBF16 {
-	typedef unsigned short B;
-	static __device__ __forceinline__ float to_float(B v)
-	{
-		return __bfloat162float(__ushort_as_bfloat16(v));
-	}
-	static __device__ __forceinline__ double to_double(B v)
-	{
-		return to_float(v);
-	}
-	static const bool integer = false;
-	static __device__ __forceinline__ int32_t to_int(B v) { return 0; }
-};
+struct FromF16 : From16<F16> {};
+struct FromBF16 : From16<BF16> {};
 
 struct FromI32 {
 	typedef int32_t B;
