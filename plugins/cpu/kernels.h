@@ -62,6 +62,19 @@ struct cpu_pool;
  * elements, runs scalar. */
 #define CPU_BLOCK 16
 
+/* out[i + j] = |expr| for whole CPU_BLOCKs from |i| on while they fit
+ * below |end|, leaving |i| at the first index not done; |expr| reads the
+ * element's inputs through i and j. Each block is computed before it is
+ * stored, so out may alias an input exactly. */
+#define CPU_BLOCKED(i, end, out, expr)                                         \
+	for (; (i) + CPU_BLOCK <= (end); (i) += CPU_BLOCK) {                   \
+		float block_[CPU_BLOCK];                                       \
+		for (size_t j = 0; j < CPU_BLOCK; j++)                         \
+			block_[j] = (expr);                                    \
+		for (size_t j = 0; j < CPU_BLOCK; j++)                         \
+			(out)[(i) + j] = block_[j];                            \
+	}
+
 /* A launch as a cpu kernel sees it: the bindings resolved to host
  * addresses (already offset), their sizes in bytes, the parameter block,
  * and the pool to spread the work over. */

@@ -74,13 +74,7 @@ static inline void unary_loop(float *out, const float *in, size_t begin,
 {
 	size_t i = begin;
 
-	for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
-		float block[CPU_BLOCK];
-		for (size_t j = 0; j < CPU_BLOCK; j++)
-			block[j] = op(in[i + j]);
-		for (size_t j = 0; j < CPU_BLOCK; j++)
-			out[i + j] = block[j];
-	}
+	CPU_BLOCKED(i, end, out, op(in[i + j]));
 	for (; i < end; i++)
 		out[i] = op(in[i]);
 }
@@ -91,13 +85,7 @@ static inline void binary_loop(float *out, const float *a, const float *b,
 {
 	size_t i = begin;
 
-	for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
-		float block[CPU_BLOCK];
-		for (size_t j = 0; j < CPU_BLOCK; j++)
-			block[j] = op(a[i + j], b[i + j]);
-		for (size_t j = 0; j < CPU_BLOCK; j++)
-			out[i + j] = block[j];
-	}
+	CPU_BLOCKED(i, end, out, op(a[i + j], b[i + j]));
 	for (; i < end; i++)
 		out[i] = op(a[i], b[i]);
 }
@@ -113,23 +101,11 @@ static inline void scalar_loop(const struct scalar_job *job, size_t begin,
 	size_t i = begin;
 
 	if (job->scalar_first) {
-		for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
-			float block[CPU_BLOCK];
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				block[j] = op(s, a[i + j]);
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				out[i + j] = block[j];
-		}
+		CPU_BLOCKED(i, end, out, op(s, a[i + j]));
 		for (; i < end; i++)
 			out[i] = op(s, a[i]);
 	} else {
-		for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
-			float block[CPU_BLOCK];
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				block[j] = op(a[i + j], s);
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				out[i + j] = block[j];
-		}
+		CPU_BLOCKED(i, end, out, op(a[i + j], s));
 		for (; i < end; i++)
 			out[i] = op(a[i], s);
 	}

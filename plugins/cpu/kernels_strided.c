@@ -179,31 +179,13 @@ static inline void binary_row(float *out, const float *a, const float *b,
 	size_t i = 0;
 
 	if (sa == 1 && sb == 1) {
-		for (; i + CPU_BLOCK <= len; i += CPU_BLOCK) {
-			float block[CPU_BLOCK];
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				block[j] = op(a[i + j], b[i + j]);
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				out[i + j] = block[j];
-		}
+		CPU_BLOCKED(i, len, out, op(a[i + j], b[i + j]));
 	} else if (sa == 1 && sb == 0) {
 		const float bv = b[0];
-		for (; i + CPU_BLOCK <= len; i += CPU_BLOCK) {
-			float block[CPU_BLOCK];
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				block[j] = op(a[i + j], bv);
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				out[i + j] = block[j];
-		}
+		CPU_BLOCKED(i, len, out, op(a[i + j], bv));
 	} else if (sa == 0 && sb == 1) {
 		const float av = a[0];
-		for (; i + CPU_BLOCK <= len; i += CPU_BLOCK) {
-			float block[CPU_BLOCK];
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				block[j] = op(av, b[i + j]);
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				out[i + j] = block[j];
-		}
+		CPU_BLOCKED(i, len, out, op(av, b[i + j]));
 	}
 	for (; i < len; i++)
 		out[i] = op(a[i * sa], b[i * sb]);
