@@ -348,48 +348,68 @@ static wafer_status map_page(struct lz_device *dev, struct lz_vm_range *r,
 	return WAFER_OK;
 }
 
+/* vm_map's and vm_unmap's opening: takes vm_lock and finds the range
+ * holding [offset, +size) in whole pages, every one of them |mapped| (1)
+ * or not (0). On WAFER_OK vm_lock is held; on a failure it is not. */
+static wafer_status lock_pages(struct lz_device *dev, wafer_resource range,
+			       size_t offset, size_t size, int mapped,
+			       const char *what, struct lz_vm_range **out_r)
+{
+	size_t page = dev->slot->vm_granularity;
+	struct lz_vm_range *r;
+	wafer_status status;
+
+	pthread_mutex_lock(&dev->vm_lock);
+	r = find_range(dev, range, 0);
+	status = check_pages(dev, r, range, offset, size, what);
+	for (size_t i = offset / page;
+	     status == WAFER_OK && i < (offset + size) / page; i++) {
+		if ((r->pages && r->pages[i]) == mapped)
+			continue;
+		lz_host(dev)->set_error("levelzero: %s: [%zu, +%zu): the page "
+					"at %zu is %s",
+					what, offset, size, i * page,
+					mapped ? "not mapped"
+					       : "already mapped");
+		status = WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (status != WAFER_OK) {
+		pthread_mutex_unlock(&dev->vm_lock);
+		return status;
+	}
+	*out_r = r;
+	return WAFER_OK;
+}
+
 /* Every page of [offset, offset + size) must be unmapped; on a failure
  * part way the pages this call mapped are unmapped again. */
 static wafer_status lz_storage_vm_map(void *device, wafer_resource range,
 				      size_t offset, size_t size)
 {
 	struct lz_device *dev = device;
-	const struct wafer_host_services *host = lz_host(dev);
 	size_t page = dev->slot->vm_granularity;
+	size_t first = offset / page, count = size / page;
+	struct lz_vm_range *r;
 	wafer_status status;
 
-	pthread_mutex_lock(&dev->vm_lock);
-	struct lz_vm_range *r = find_range(dev, range, 0);
-	status = check_pages(dev, r, range, offset, size, "vm_map");
+	status = lock_pages(dev, range, offset, size, 0, "vm_map", &r);
 	if (status != WAFER_OK)
-		goto out;
-	size_t first = offset / page, count = size / page;
+		return status;
 	if (!r->pages) {
 		r->pages = calloc(r->size / page, sizeof *r->pages);
 		if (!r->pages) {
-			host->set_error("levelzero: vm_map: out of host memory");
+			lz_host(dev)->set_error("levelzero: vm_map: out of "
+						"host memory");
 			status = WAFER_ERROR_OUT_OF_MEMORY;
-			goto out;
 		}
 	}
-	for (size_t i = first; i < first + count; i++) {
-		if (r->pages[i]) {
-			host->set_error("levelzero: vm_map: [%zu, +%zu): the "
-					"page at %zu is already mapped",
-					offset, size, i * page);
-			status = WAFER_ERROR_INVALID_ARGUMENT;
-			goto out;
-		}
-	}
-	for (size_t i = first; i < first + count; i++) {
+	for (size_t i = first; status == WAFER_OK && i < first + count; i++) {
 		status = map_page(dev, r, i);
 		if (status == WAFER_OK)
 			continue;
 		while (i-- > first)
 			unmap_page(dev, r, i);
-		break;
 	}
-out:
 	pthread_mutex_unlock(&dev->vm_lock);
 	return status;
 }
@@ -401,29 +421,16 @@ static wafer_status lz_storage_vm_unmap(void *device, wafer_resource range,
 {
 	struct lz_device *dev = device;
 	size_t page = dev->slot->vm_granularity;
+	struct lz_vm_range *r;
 	wafer_status status;
 
-	pthread_mutex_lock(&dev->vm_lock);
-	struct lz_vm_range *r = find_range(dev, range, 0);
-	status = check_pages(dev, r, range, offset, size, "vm_unmap");
+	status = lock_pages(dev, range, offset, size, 1, "vm_unmap", &r);
 	if (status != WAFER_OK)
-		goto out;
-	size_t first = offset / page, count = size / page;
-	for (size_t i = first; i < first + count; i++) {
-		if (!r->pages || !r->pages[i]) {
-			lz_host(dev)->set_error("levelzero: vm_unmap: [%zu, "
-						"+%zu): the page at %zu is not "
-						"mapped",
-						offset, size, i * page);
-			status = WAFER_ERROR_INVALID_ARGUMENT;
-			goto out;
-		}
-	}
-	for (size_t i = first; i < first + count; i++)
+		return status;
+	for (size_t i = offset / page; i < (offset + size) / page; i++)
 		unmap_page(dev, r, i);
-out:
 	pthread_mutex_unlock(&dev->vm_lock);
-	return status;
+	return WAFER_OK;
 }
 
 /*===----------------------------------------------------------------------===
