@@ -150,15 +150,7 @@ static wafer_status cuda_storage_copy_in(void *device, void *queue,
 					 wafer_resource dst, size_t dst_offset,
 					 const void *src, size_t size)
 {
-	struct cuda_device *dev = device;
-	wafer_status status;
-
-	if (size == 0)
-		return WAFER_OK;
-	status = cuda_enter(dev);
-	if (status != WAFER_OK)
-		return status;
-	return cuda_staging_upload(dev, queue, cuda_ptr(dst) + dst_offset,
+	return cuda_staging_upload(device, queue, cuda_ptr(dst) + dst_offset,
 				   src, size);
 }
 
@@ -167,15 +159,7 @@ static wafer_status cuda_storage_copy_out(void *device, void *queue,
 					  size_t src_offset, void *dst,
 					  size_t size)
 {
-	struct cuda_device *dev = device;
-	wafer_status status;
-
-	if (size == 0)
-		return WAFER_OK;
-	status = cuda_enter(dev);
-	if (status != WAFER_OK)
-		return status;
-	return cuda_staging_download(dev, queue, dst,
+	return cuda_staging_download(device, queue, dst,
 				     cuda_ptr(src) + src_offset, size);
 }
 
