@@ -58,6 +58,14 @@ static __device__ __forceinline__ float block_reduce(float v, float *scratch)
 	return v;
 }
 
+/* A row kernel's opening: B, the element's bits; |scratch| for
+ * block_reduce; out and in typed. Blocks then stride over the rows. */
+#define ROW_BODY(T)                                                            \
+	typedef typename Elem<T>::Bits B;                                      \
+	__shared__ float scratch[WARPS];                                       \
+	B *out = (B *)out_;                                                    \
+	const B *in = (const B *)in_
+
 /* The block's fold of row[0 .. cols) with Op; all threads get it. */
 template <typename T, typename Op>
 static __device__ __forceinline__ float
@@ -73,10 +81,7 @@ template <typename T, typename Op, bool MEAN>
 static __device__ __forceinline__ void rows_reduce(void *out_, const void *in_,
 						   const struct wafer_rows_params &p)
 {
-	typedef typename Elem<T>::Bits B;
-	__shared__ float scratch[WARPS];
-	B *out = (B *)out_;
-	const B *in = (const B *)in_;
+	ROW_BODY(T);
 
 	for (uint64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
 		float acc = row_fold<T, Op>(in + r * p.cols, p.cols, scratch);
@@ -89,10 +94,7 @@ template <typename T>
 static __device__ __forceinline__ void softmax(void *out_, const void *in_,
 					       const struct wafer_rows_params &p)
 {
-	typedef typename Elem<T>::Bits B;
-	__shared__ float scratch[WARPS];
-	B *out = (B *)out_;
-	const B *in = (const B *)in_;
+	ROW_BODY(T);
 
 	for (uint64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
 		const B *row = in + r * p.cols;

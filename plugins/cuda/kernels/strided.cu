@@ -19,6 +19,19 @@
  * Strided binary
  *===----------------------------------------------------------------------===*/
 
+/* Elements in the shape of |p| (rank |rank|), as Index. */
+template <typename Index, typename Params>
+static __device__ __forceinline__ Index shape_count(const Params &p, int rank)
+{
+	Index count = 1;
+
+#pragma unroll
+	for (int d = 0; d < WAFER_KERNEL_MAX_RANK; d++)
+		if (d < rank)
+			count *= (Index)p.shape[d];
+	return count;
+}
+
 template <typename T, typename Op, typename Index>
 static __device__ __forceinline__ void
 binary_strided(void *out_, const void *a_, const void *b_,
@@ -28,12 +41,8 @@ binary_strided(void *out_, const void *a_, const void *b_,
 	B *out = (B *)out_;
 	const B *a = (const B *)a_, *b = (const B *)b_;
 	const int rank = (int)p.rank;
-	Index count = 1;
+	const Index count = shape_count<Index>(p, rank);
 
-#pragma unroll
-	for (int d = 0; d < WAFER_KERNEL_MAX_RANK; d++)
-		if (d < rank)
-			count *= (Index)p.shape[d];
 	for (Index i = (Index)global_thread(); i < count;
 	     i += (Index)grid_threads()) {
 		Index rem = i, ai = (Index)p.a_offset, bi = (Index)p.b_offset;
@@ -91,12 +100,8 @@ gather(void *out_, const void *in_, const struct wafer_strided_copy_params &p)
 	B *out = (B *)out_;
 	const B *in = (const B *)in_;
 	const int rank = (int)p.rank;
-	Index count = 1;
+	const Index count = shape_count<Index>(p, rank);
 
-#pragma unroll
-	for (int d = 0; d < WAFER_KERNEL_MAX_RANK; d++)
-		if (d < rank)
-			count *= (Index)p.shape[d];
 	for (Index i = (Index)global_thread(); i < count;
 	     i += (Index)grid_threads()) {
 		Index rem = i, at = (Index)p.offset;
