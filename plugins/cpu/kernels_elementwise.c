@@ -189,11 +189,8 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_unary(args, name_##_range, grain_);                 \
 	}                                                                      \
-	static const struct cpu_kernel_impl name_##_impl = {                   \
-		.count = elementwise_count,                                    \
-		.element_size = sizeof(float),                                 \
-		.run = run_##name_,                                            \
-	};
+	CPU_COUNTED_IMPL(name_##_impl, elementwise_count,                      \
+		sizeof(float), run_##name_);
 
 #define BINARY(name_, fn_)                                                     \
 	static void name_##_range(void *ctx, size_t begin, size_t end)         \
@@ -205,11 +202,8 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_binary(args, name_##_range);                        \
 	}                                                                      \
-	static const struct cpu_kernel_impl name_##_impl = {                   \
-		.count = elementwise_count,                                    \
-		.element_size = sizeof(float),                                 \
-		.run = run_##name_,                                            \
-	};                                                                     \
+	CPU_COUNTED_IMPL(name_##_impl, elementwise_count,                      \
+		sizeof(float), run_##name_);                                   \
 	static void name_##_scalar_range(void *ctx, size_t begin, size_t end)  \
 	{                                                                      \
 		scalar_loop(ctx, begin, end, fn_);                             \
@@ -219,11 +213,8 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_scalar(args, name_##_scalar_range);                 \
 	}                                                                      \
-	static const struct cpu_kernel_impl name_##_scalar_impl = {            \
-		.count = scalar_count,                                         \
-		.element_size = sizeof(float),                                 \
-		.run = run_##name_##_scalar,                                   \
-	};
+	CPU_COUNTED_IMPL(name_##_scalar_impl, scalar_count,                    \
+		sizeof(float), run_##name_##_scalar);
 
 UNARY(neg, neg_f32, CPU_GRAIN)
 UNARY(abs, abs_f32, CPU_GRAIN)

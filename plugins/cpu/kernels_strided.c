@@ -258,10 +258,7 @@ static wafer_status run_strided(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_strided(args, name_##_range);                       \
 	}                                                                      \
-	static const struct cpu_kernel_impl name_##_impl = {                   \
-		.check = check_strided,                                        \
-		.run = run_##name_,                                            \
-	};
+	CPU_CHECKED_IMPL(name_##_impl, check_strided, run_##name_);
 
 STRIDED(add_strided, cpu_add)
 STRIDED(sub_strided, cpu_sub)
