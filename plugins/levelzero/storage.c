@@ -83,47 +83,53 @@ static void lz_storage_free(void *device, wafer_resource resource)
 				  lz_result_name(r));
 }
 
-static wafer_status lz_storage_copy_in(void *device, void *queue,
-				       wafer_resource dst, size_t dst_offset,
-				       const void *src, size_t size)
+/* Both directions go through the queue's staging area: an upload (|up|)
+ * copies |host| there at once, so the caller may reuse it; a download's
+ * bytes reach |host| at the queue's next wait. */
+static wafer_status staged_copy(struct lz_device *dev, struct lz_queue *q,
+				char *on_device, void *host, size_t size,
+				int up)
 {
 	void *staged;
 	wafer_status status;
 
 	if (size == 0)
 		return WAFER_OK;
-	status = lz_queue_stage(device, queue, size, &staged);
+	status = lz_queue_stage(dev, q, size, &staged);
 	if (status != WAFER_OK)
 		return status;
-	memcpy(staged, src, size);
-	return lz_queue_copy(device, queue,
-			     (char *)lz_resource_ptr(dst) + dst_offset, staged,
-			     size);
+	if (up) {
+		memcpy(staged, host, size);
+		return lz_queue_copy(dev, q, on_device, staged, size);
+	}
+	status = lz_queue_copy(dev, q, staged, on_device, size);
+	if (status != WAFER_OK)
+		return status;
+	return lz_queue_defer(dev, q,
+			      &(struct lz_pending){
+				      .staged = staged,
+				      .dst = host,
+				      .size = size,
+			      });
+}
+
+static wafer_status lz_storage_copy_in(void *device, void *queue,
+				       wafer_resource dst, size_t dst_offset,
+				       const void *src, size_t size)
+{
+	/* |src| is only read: staged_copy writes to host for downloads. */
+	return staged_copy(device, queue,
+			   (char *)lz_resource_ptr(dst) + dst_offset,
+			   (void *)src, size, 1);
 }
 
 static wafer_status lz_storage_copy_out(void *device, void *queue,
 					wafer_resource src, size_t src_offset,
 					void *dst, size_t size)
 {
-	void *staged;
-	wafer_status status;
-
-	if (size == 0)
-		return WAFER_OK;
-	status = lz_queue_stage(device, queue, size, &staged);
-	if (status != WAFER_OK)
-		return status;
-	status = lz_queue_copy(device, queue, staged,
-			       (const char *)lz_resource_ptr(src) + src_offset,
-			       size);
-	if (status != WAFER_OK)
-		return status;
-	return lz_queue_defer(device, queue,
-			      &(struct lz_pending){
-				      .staged = staged,
-				      .dst = dst,
-				      .size = size,
-			      });
+	return staged_copy(device, queue,
+			   (char *)lz_resource_ptr(src) + src_offset, dst,
+			   size, 0);
 }
 
 /* A memory copy between overlapping regions is undefined in Level Zero;
