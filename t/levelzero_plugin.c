@@ -295,7 +295,7 @@ static void test_devices(void *state)
 				       "EUs");
 	status_is(plugin->device_info(state, 2, &info), WAFER_ERROR_NOT_FOUND,
 		  "device_info 2 is not found");
-	like(last_error, "has 2", "  ... saying how many there are: %s",
+	like(last_error, "there are 2", "  ... saying how many there are: %s",
 	     last_error);
 
 	/* A core that knows only the first fields gets only those. */

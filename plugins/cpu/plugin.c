@@ -162,22 +162,15 @@ static wafer_status cpu_device_info(void *state, uint32_t index,
 	};
 	char model[WAFER_DEVICE_NAME_MAX];
 
-	if (index != 0) {
-		st->host->set_error("cpu: no device %" PRIu32
-				    " (the cpu backend has one, cpu:0)",
-				    index);
+	if (wafer_plugin_device_index_check(st->host, "cpu", index, 1))
 		return WAFER_ERROR_NOT_FOUND;
-	}
 	read_model_name(model, sizeof model);
 	snprintf(info.name, sizeof info.name, "cpu: %.80s (%u threads)", model,
 		 st->threads);
 
 	/* Fill a whole struct as we know it, then hand over the part the
-	 * core knows: struct_size may be smaller (an older core) or larger
-	 * (a newer one, whose extra fields we leave alone). */
-	memcpy(out, &info,
-	       out->struct_size < sizeof info ? out->struct_size : sizeof info);
-	return WAFER_OK;
+	 * core knows (an older core's is smaller, a newer one's larger). */
+	return wafer_plugin_device_info_copy(out, &info);
 }
 
 static wafer_status cpu_device_open(void *state, uint32_t index,
@@ -188,12 +181,8 @@ static wafer_status cpu_device_open(void *state, uint32_t index,
 	int error;
 
 	*out_device = NULL;
-	if (index != 0) {
-		st->host->set_error("cpu: no device %" PRIu32
-				    " (the cpu backend has one, cpu:0)",
-				    index);
+	if (wafer_plugin_device_index_check(st->host, "cpu", index, 1))
 		return WAFER_ERROR_NOT_FOUND;
-	}
 	dev = calloc(1, sizeof *dev);
 	if (!dev) {
 		st->host->set_error("cpu: out of host memory");

@@ -402,11 +402,9 @@ static wafer_status cuda_device_count(void *state, uint32_t *out_count)
 static wafer_status no_such_device(const struct cuda_state *state,
 				   uint32_t index)
 {
-	state->host->set_error("cuda: no device %" PRIu32
-			       " (the cuda backend has %" PRIu32 ")",
-			       index,
-			       state->unavailable[0] ? 0 : state->device_count);
-	return WAFER_ERROR_NOT_FOUND;
+	return wafer_plugin_device_index_check(
+		state->host, "cuda", index,
+		state->unavailable[0] ? 0 : state->device_count);
 }
 
 /* What info needs of a device, read without a context. */
@@ -495,9 +493,7 @@ static wafer_status cuda_device_info(void *state, uint32_t index,
 	info.compute_units = (uint32_t)f.sm_count;
 
 	/* Hand over the part of the struct the core knows (plugin.h). */
-	memcpy(out, &info,
-	       out->struct_size < sizeof info ? out->struct_size : sizeof info);
-	return WAFER_OK;
+	return wafer_plugin_device_info_copy(out, &info);
 }
 
 /* The device's default stream-ordered pool, with the configured release

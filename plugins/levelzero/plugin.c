@@ -418,12 +418,10 @@ static wafer_status lz_device_count(void *state, uint32_t *out_count)
 static const struct lz_device_slot *slot_of(const struct lz_state *st,
 					    uint32_t index)
 {
-	if (index < st->device_count)
-		return &st->devices[index];
-	st->host->set_error("levelzero: no device %" PRIu32
-			    " (the levelzero backend has %" PRIu32 ")",
-			    index, st->device_count);
-	return NULL;
+	if (wafer_plugin_device_index_check(st->host, "levelzero", index,
+					    st->device_count))
+		return NULL;
+	return &st->devices[index];
 }
 
 static wafer_status lz_device_info(void *state, uint32_t index,
@@ -444,9 +442,7 @@ static wafer_status lz_device_info(void *state, uint32_t index,
 	};
 	snprintf(info.name, sizeof info.name, "%s", slot->name);
 	/* Our whole struct, cut to what the core knows (see plugins/cpu). */
-	memcpy(out, &info,
-	       out->struct_size < sizeof info ? out->struct_size : sizeof info);
-	return WAFER_OK;
+	return wafer_plugin_device_info_copy(out, &info);
 }
 
 /* Build flags for the module. OpenCL's default lets f32 division and

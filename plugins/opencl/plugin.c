@@ -481,12 +481,10 @@ static wafer_status ocl_device_count(void *state, uint32_t *out_count)
 static const struct ocl_device_entry *entry_at(const struct ocl_state *st,
 					       uint32_t index)
 {
-	if (index < st->device_count)
-		return &st->devices[index];
-	st->host->set_error(
-		OCL_NAME ": no device %" PRIu32 " (there %s %" PRIu32 ")",
-		index, st->device_count == 1 ? "is" : "are", st->device_count);
-	return NULL;
+	if (wafer_plugin_device_index_check(st->host, OCL_NAME, index,
+					    st->device_count))
+		return NULL;
+	return &st->devices[index];
 }
 
 /* Whether the space-separated extension list has |name|. */
@@ -578,9 +576,7 @@ static wafer_status ocl_device_info(void *state, uint32_t index,
 	info.compute_units = p.compute_units;
 
 	/* Hand over the part of the struct the core knows. */
-	memcpy(out, &info,
-	       out->struct_size < sizeof info ? out->struct_size : sizeof info);
-	return WAFER_OK;
+	return wafer_plugin_device_info_copy(out, &info);
 }
 
 /* Errors the driver reports on its own (a kernel that faulted, a lost
