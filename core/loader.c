@@ -628,8 +628,9 @@ uint64_t wafer_loader_derived_caps(const struct wafer_loaded_plugin *plugin,
 		caps |= WAFER_CAP_VIRTUAL_MEMORY;
 	if (q->timer_begin && q->timer_end)
 		caps |= WAFER_CAP_DEVICE_TIMERS;
-	if (s->host_alloc && s->host_free)
-		caps |= WAFER_CAP_PINNED_HOST;
+	/* WAFER_CAP_PINNED_HOST is no longer derived: host_alloc/host_free
+	 * are retired in ABI 1.1. It stays in DERIVED_CAPS so that a plugin
+	 * claiming it has it cleared: the core never sets it. */
 	return caps;
 }
 

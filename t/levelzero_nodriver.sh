@@ -39,7 +39,7 @@ check() { # check NAME COMMAND...: one TAP line
 has() { grep -F -e "$1" "$tmp/out" > /dev/null; }
 hasnt() { ! has "$1"; }
 
-echo "1..12"
+echo "1..13"
 
 ZE_ENABLE_ALT_DRIVERS=$tmp/no-such-driver.so "$tool" --backend levelzero \
 	> "$tmp/out" 2>&1
@@ -61,8 +61,10 @@ check "test driver: accepted with 2 devices" \
 	has "levelzero: accepted, 2 devices"
 check "test driver: levelzero:1 is its second GPU" \
 	has "levelzero:1 wafer test GPU 1 (host memory)"
-check "test driver: virtual memory, timers and pinned host memory" \
-	has "f16 virtual-memory device-timers pinned-host"
+check "test driver: virtual memory and timers (pinned-host is retired)" \
+	has "f16 virtual-memory device-timers"
+check "test driver: no pinned-host capability since ABI 1.1" \
+	hasnt "pinned-host"
 ZE_ENABLE_ALT_DRIVERS=$driver "$tool" -q --backend levelzero \
 	> "$tmp/out" 2>&1
 check "test driver: wafer-info -q exits 0" test $? = 0

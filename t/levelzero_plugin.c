@@ -227,8 +227,8 @@ static void test_descriptor(wafer_plugin_query_fn query)
 		   st->copy_in && st->copy_out && st->copy,
 	   "storage: required entries");
 	ok(st->vm_reserve && st->vm_release && st->vm_map && st->vm_unmap &&
-		   st->host_alloc && st->host_free,
-	   "storage: virtual memory and pinned host memory");
+		   !st->host_alloc && !st->host_free,
+	   "storage: virtual memory; host_alloc/host_free retired (NULL)");
 	ok(!st->alloc_async && !st->free_async,
 	   "storage: no stream-ordered allocator (Level Zero has none)");
 	ok(sv && sv->struct_size == sizeof *sv && sv->queue_create &&
@@ -295,7 +295,7 @@ static void test_devices(void *state)
 				       "EUs");
 	status_is(plugin->device_info(state, 2, &info), WAFER_ERROR_NOT_FOUND,
 		  "device_info 2 is not found");
-	like(last_error, "has 2", "  ... saying how many there are: %s",
+	like(last_error, "there are 2", "  ... saying how many there are: %s",
 	     last_error);
 
 	/* A core that knows only the first fields gets only those. */
@@ -421,16 +421,28 @@ static void test_alloc_errors(void *device)
 	status_is(st->alloc(device, 64, &r), WAFER_ERROR_DEVICE,
 		  "a lost device fails alloc with WAFER_ERROR_DEVICE");
 
-	void *host = NULL;
-	status_is(st->host_alloc(device, 4096, &host), WAFER_OK, "host_alloc");
-	ok(host != NULL, "  ... returns memory");
-	if (host)
-		memset(host, 1, 4096);
-	st->host_free(device, host);
+	/* The plugin's own pinned host memory (host_alloc is retired): a
+	 * queue's staging area, and the block of an upload bigger than it. */
+	void *q = &r;
 	fz->fail("zeMemAllocHost", 0, ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
-	status_is(st->host_alloc(device, 4096, &host),
-		  WAFER_ERROR_OUT_OF_MEMORY, "host_alloc failure");
-	ok(host == NULL, "  ... with NULL");
+	status_is(sv->queue_create(device, &q), WAFER_ERROR_OUT_OF_MEMORY,
+		  "a queue whose staging area cannot be had fails");
+	ok(q == NULL, "  ... with NULL");
+	fz->clear();
+	status_is(sv->queue_create(device, &q), WAFER_OK,
+		  "a queue with a staging area");
+	enum { BIG = 5 << 20 }; /* beyond the default 4 MiB staging area */
+	wafer_resource big = alloc_or_die(device, BIG);
+	unsigned char *src = calloc(1, BIG);
+	fz->fail("zeMemAllocHost", 0, ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+	status_is(q ? st->copy_in(device, q, big, 0, src, BIG) : WAFER_OK,
+		  WAFER_ERROR_OUT_OF_MEMORY,
+		  "an upload beyond the staging area fails without its block");
+	fz->clear();
+	st->free(device, big);
+	free(src);
+	if (q)
+		sv->queue_destroy(device, q);
 	fz->clear();
 }
 

@@ -42,7 +42,7 @@ static const char *const cap_words[] = {
 	"stream-ordered-alloc",
 	"virtual-memory",
 	"device-timers",
-	"pinned-host",
+	"pinned-host", /* retired: the core never sets it since ABI 1.1 */
 };
 
 static void print_caps(uint64_t caps)

@@ -140,6 +140,48 @@ wafer_plugin_init_check(const struct wafer_plugin_init_args *args,
 	return WAFER_OK;
 }
 
+/* init's opening: wafer_plugin_init_check, then a zeroed state of |size|
+ * bytes. Returns it, or NULL with the failure in |*out_status| (and
+ * "<plugin>: out of host memory" through set_error when calloc fails). */
+static inline void *
+wafer_plugin_init_state(const struct wafer_plugin_init_args *args,
+			const char *plugin, size_t size,
+			wafer_status *out_status)
+{
+	void *state;
+
+	*out_status = wafer_plugin_init_check(args, plugin);
+	if (*out_status != WAFER_OK)
+		return NULL;
+	state = calloc(1, size);
+	if (!state) {
+		args->host->set_error("%s: out of host memory", plugin);
+		*out_status = WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	return state;
+}
+
+/* Calls |apply| on each option of |args| in order, with |state|; stops at
+ * the first failure and returns it (the plugin frees its state). */
+static inline wafer_status
+wafer_plugin_apply_options(const struct wafer_plugin_init_args *args,
+			   wafer_status (*apply)(void *state,
+						 const struct wafer_plugin_option
+							 *option),
+			   void *state)
+{
+	for (size_t i = 0; i < args->option_count; i++) {
+		const struct wafer_plugin_option *option =
+			(const struct wafer_plugin_option *)
+				wafer_plugin_array_at(args->options, i);
+		wafer_status status = apply(state, option);
+
+		if (status != WAFER_OK)
+			return status;
+	}
+	return WAFER_OK;
+}
+
 /* The check at the top of every option: |option| holds origin in its
  * struct_size and has a key. Sets |*out_origin| to the option's origin, or
  * "(unknown origin)" when it has none, for the plugin's messages. Returns
@@ -161,6 +203,21 @@ wafer_plugin_option_check(const struct wafer_host_services *host,
 	if (option->origin)
 		*out_origin = option->origin;
 	return WAFER_OK;
+}
+
+/* The check at the top of alloc and alloc_async: sets *out_resource to 0
+ * and refuses a size of 0 with WAFER_ERROR_INVALID_ARGUMENT and
+ * "<plugin>: cannot allocate 0 bytes". */
+static inline wafer_status
+wafer_plugin_alloc_check(const struct wafer_host_services *host,
+			 const char *plugin, size_t size,
+			 wafer_resource *out_resource)
+{
+	*out_resource = 0;
+	if (size)
+		return WAFER_OK;
+	host->set_error("%s: cannot allocate 0 bytes", plugin);
+	return WAFER_ERROR_INVALID_ARGUMENT;
 }
 
 /* Hands a device_info the plugin filled in full (|info|, with its own
@@ -564,6 +621,69 @@ wafer_plugin_deferred_report(struct wafer_plugin_deferred *d,
 	wafer_plugin_deferred_clear(d);
 	return status;
 }
+
+/*===----------------------------------------------------------------------===
+ * The descriptor and the ops tables, from a prefix
+ *===----------------------------------------------------------------------===*/
+
+/* Designated initializers for the entries every plugin must fill, from
+ * functions named after one prefix; the optional entries (timers,
+ * alloc_async/free_async, vm_*) stay explicit after them:
+ *
+ *   static const struct wafer_plugin acme_plugin = {
+ *           WAFER_PLUGIN_DESCRIPTOR(acme),   // acme_init ... acme_server_ops
+ *           .name = "acme",
+ *           .version = "1.0",
+ *           .description = "...",
+ *   };
+ *   const struct wafer_storage_ops acme_storage_ops = {
+ *           WAFER_PLUGIN_STORAGE_OPS(acme),  // acme_storage_alloc ...
+ *           .vm_reserve = acme_storage_vm_reserve, ...
+ *   };
+ *   const struct wafer_server_ops acme_server_ops = {
+ *           WAFER_PLUGIN_SERVER_OPS(acme),   // acme_server_queue_create ...
+ *           .timer_begin = acme_server_timer_begin, ...
+ *   };
+ *   WAFER_PLUGIN_QUERY_RETURNS(acme_plugin)
+ *
+ * struct_size and the ABI numbers are those of the headers the plugin is
+ * built with. */
+#define WAFER_PLUGIN_DESCRIPTOR(prefix)                                        \
+	.struct_size = sizeof(struct wafer_plugin),                            \
+	.abi_major = WAFER_PLUGIN_ABI_MAJOR,                                   \
+	.abi_minor = WAFER_PLUGIN_ABI_MINOR, .init = prefix##_init,           \
+	.shutdown = prefix##_shutdown, .device_count = prefix##_device_count, \
+	.device_info = prefix##_device_info,                                   \
+	.device_open = prefix##_device_open,                                   \
+	.device_close = prefix##_device_close,                                 \
+	.device_kernels = prefix##_device_kernels,                             \
+	.storage = &prefix##_storage_ops, .server = &prefix##_server_ops
+
+#define WAFER_PLUGIN_STORAGE_OPS(prefix)                                       \
+	.struct_size = sizeof(struct wafer_storage_ops),                       \
+	.alloc = prefix##_storage_alloc, .free = prefix##_storage_free,       \
+	.copy_in = prefix##_storage_copy_in,                                   \
+	.copy_out = prefix##_storage_copy_out, .copy = prefix##_storage_copy
+
+#define WAFER_PLUGIN_SERVER_OPS(prefix)                                        \
+	.struct_size = sizeof(struct wafer_server_ops),                        \
+	.queue_create = prefix##_server_queue_create,                          \
+	.queue_destroy = prefix##_server_queue_destroy,                        \
+	.launch = prefix##_server_launch, .sync = prefix##_server_sync
+
+/* Defines the entry point returning |descriptor| whatever the core
+ * speaks: on an ABI major mismatch the core reports both majors and
+ * unloads the plugin. |host| is not kept; init receives it again, per
+ * instance. */
+#define WAFER_PLUGIN_QUERY_RETURNS(descriptor)                                 \
+	const struct wafer_plugin *wafer_plugin_query(                         \
+		uint32_t core_abi_major,                                       \
+		const struct wafer_host_services *host)                        \
+	{                                                                      \
+		(void)core_abi_major;                                          \
+		(void)host;                                                    \
+		return &(descriptor);                                          \
+	}
 
 /*===----------------------------------------------------------------------===
  * Debug-only: the launch checks the core makes

@@ -105,7 +105,7 @@ typedef enum wafer_dtype {
 #define WAFER_CAP_F64 (UINT64_C(1) << 2)
 /* Device memory is ordinary host memory (cpu, integrated GPUs). */
 #define WAFER_CAP_HOST_MEMORY (UINT64_C(1) << 3)
-/* The next four are set by the core from the optional plugin entries
+/* The next three are set by the core from the optional plugin entries
  * offered (and cleared when a plugin claims one without the entries
  * behind it). WAFER_CAP_PINNED_HOST keeps its number only: it follows the
  * retired host_alloc/host_free slots, which plugins leave NULL, and
@@ -113,6 +113,8 @@ typedef enum wafer_dtype {
 #define WAFER_CAP_STREAM_ORDERED_ALLOC (UINT64_C(1) << 4)
 #define WAFER_CAP_VIRTUAL_MEMORY (UINT64_C(1) << 5)
 #define WAFER_CAP_DEVICE_TIMERS (UINT64_C(1) << 6)
+/* Retired: never set by the core since ABI 1.1 (host_alloc/host_free
+ * are retired); the bit keeps its number and is cleared if claimed. */
 #define WAFER_CAP_PINNED_HOST (UINT64_C(1) << 7)
 
 #ifdef __cplusplus

@@ -38,6 +38,24 @@ typedef float v8sf __attribute__((vector_size(32)));
 typedef float v16sf __attribute__((vector_size(64)));
 #endif
 
+/* Both micro-kernels' sums, c0[i] | c1[i] = sum over p < kc of A(i, p)
+ * times row p of B (2W floats): |brow| is where row p of B starts and
+ * |aip| is A(i, p), both written in p and i. */
+#define GEMM_SUMS(VT, W, MR, brow, aip)                                        \
+	VT c0[MR], c1[MR];                                                     \
+	_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                  \
+		c0[i] = c1[i] = (VT){0};                                       \
+	for (size_t p = 0; p < kc; p++) {                                      \
+		VT b0, b1;                                                     \
+		memcpy(&b0, brow, sizeof b0);                                  \
+		memcpy(&b1, brow + W, sizeof b1);                              \
+		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {        \
+			float ai = aip;                                        \
+			c0[i] += ai * b0;                                      \
+			c1[i] += ai * b1;                                      \
+		}                                                              \
+	}
+
 /* C[mr x 2W] (+)= sum_p a[p][0..mr) (x) b[p][0..2W): two vectors of B per
  * step, |mr| broadcasts of A. Loads and stores of C go through memcpy:
  * C rows need not be aligned. */
@@ -46,19 +64,7 @@ typedef float v16sf __attribute__((vector_size(64)));
 			      const float *restrict b, float *restrict c,      \
 			      size_t ldc, int accumulate)                      \
 	{                                                                      \
-		VT c0[MR], c1[MR];                                             \
-		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)          \
-			c0[i] = c1[i] = (VT){0};                               \
-		for (size_t p = 0; p < kc; p++) {                              \
-			VT b0, b1;                                             \
-			memcpy(&b0, b + p * 2 * W, sizeof b0);                 \
-			memcpy(&b1, b + p * 2 * W + W, sizeof b1);             \
-			_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) { \
-				float ai = a[p * MR + i];                      \
-				c0[i] += ai * b0;                              \
-				c1[i] += ai * b1;                              \
-			}                                                      \
-		}                                                              \
+		GEMM_SUMS(VT, W, MR, b + p * 2 * W, a[p * MR + i]);            \
 		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {        \
 			float *row = c + i * ldc;                              \
 			if (accumulate) {                                      \
@@ -81,19 +87,7 @@ typedef float v16sf __attribute__((vector_size(64)));
 			      const float *restrict b, size_t ldb,             \
 			      float *restrict c, size_t ldc)                   \
 	{                                                                      \
-		VT c0[MR], c1[MR];                                             \
-		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)          \
-			c0[i] = c1[i] = (VT){0};                               \
-		for (size_t p = 0; p < kc; p++) {                              \
-			VT b0, b1;                                             \
-			memcpy(&b0, b + p * ldb, sizeof b0);                   \
-			memcpy(&b1, b + p * ldb + W, sizeof b1);               \
-			_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) { \
-				float ai = a[i * lda + p];                     \
-				c0[i] += ai * b0;                              \
-				c1[i] += ai * b1;                              \
-			}                                                      \
-		}                                                              \
+		GEMM_SUMS(VT, W, MR, b + p * ldb, a[i * lda + p]);             \
 		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {        \
 			memcpy(c + i * ldc, &c0[i], sizeof c0[i]);             \
 			memcpy(c + i * ldc + W, &c1[i], sizeof c1[i]);         \

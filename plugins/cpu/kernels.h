@@ -62,6 +62,19 @@ struct cpu_pool;
  * elements, runs scalar. */
 #define CPU_BLOCK 16
 
+/* out[i + j] = |expr| for whole CPU_BLOCKs from |i| on while they fit
+ * below |end|, leaving |i| at the first index not done; |expr| reads the
+ * element's inputs through i and j. Each block is computed before it is
+ * stored, so out may alias an input exactly. */
+#define CPU_BLOCKED(i, end, out, expr)                                         \
+	for (; (i) + CPU_BLOCK <= (end); (i) += CPU_BLOCK) {                   \
+		float block_[CPU_BLOCK];                                       \
+		for (size_t j = 0; j < CPU_BLOCK; j++)                         \
+			block_[j] = (expr);                                    \
+		for (size_t j = 0; j < CPU_BLOCK; j++)                         \
+			(out)[(i) + j] = block_[j];                            \
+	}
+
 /* A launch as a cpu kernel sees it: the bindings resolved to host
  * addresses (already offset), their sizes in bytes, the parameter block,
  * and the pool to spread the work over. */
@@ -97,6 +110,16 @@ struct cpu_kernel_impl {
 	 * fail once checked; a vendor's device may.) */
 	wafer_status (*run)(const struct cpu_kernel_args *args);
 };
+
+/* Defines |name|, a cpu_kernel_impl that runs |run_| after |check_|
+ * (kernels of another shape), or after the common check of |count_|
+ * elements of |size_| bytes in every binding. */
+#define CPU_CHECKED_IMPL(name, check_, run_)                                   \
+	static const struct cpu_kernel_impl name = {.check = check_,          \
+						    .run = run_}
+#define CPU_COUNTED_IMPL(name, count_, size_, run_)                            \
+	static const struct cpu_kernel_impl name = {                          \
+		.count = count_, .element_size = size_, .run = run_}
 
 /* One file's part of the kernel table. */
 struct cpu_kernel_set {

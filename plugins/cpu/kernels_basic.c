@@ -118,29 +118,13 @@ static wafer_status run_copy2(const struct cpu_kernel_args *args)
 	return run_copy(args, 2);
 }
 
-static const struct cpu_kernel_impl noop_impl = {
-	.count = noop_count,
-	.element_size = 0,
-	.run = run_noop,
-};
+CPU_COUNTED_IMPL(noop_impl, noop_count, 0, run_noop);
 
-static const struct cpu_kernel_impl fill_impl = {
-	.count = fill_count,
-	.element_size = sizeof(float),
-	.run = run_fill,
-};
+CPU_COUNTED_IMPL(fill_impl, fill_count, sizeof(float), run_fill);
 
-static const struct cpu_kernel_impl copy4_impl = {
-	.count = elementwise_count,
-	.element_size = 4,
-	.run = run_copy4,
-};
+CPU_COUNTED_IMPL(copy4_impl, elementwise_count, 4, run_copy4);
 
-static const struct cpu_kernel_impl copy2_impl = {
-	.count = elementwise_count,
-	.element_size = 2,
-	.run = run_copy2,
-};
+CPU_COUNTED_IMPL(copy2_impl, elementwise_count, 2, run_copy2);
 
 static const struct wafer_kernel entries[] = {
 	{

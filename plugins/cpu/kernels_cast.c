@@ -218,10 +218,7 @@ static wafer_status run_cast(const struct cpu_kernel_args *args)
 				from, (unsigned)(dtype_));                     \
 		return check_cast(args);                                       \
 	}                                                                      \
-	static const struct cpu_kernel_impl name_##_impl = {                   \
-		.check = check_##name_,                                        \
-		.run = run_cast,                                               \
-	};
+	CPU_CHECKED_IMPL(name_##_impl, check_##name_, run_cast);
 
 CAST(cast_f32, WAFER_DTYPE_F32)
 CAST(cast_f16, WAFER_DTYPE_F16)

@@ -74,13 +74,7 @@ static inline void unary_loop(float *out, const float *in, size_t begin,
 {
 	size_t i = begin;
 
-	for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
-		float block[CPU_BLOCK];
-		for (size_t j = 0; j < CPU_BLOCK; j++)
-			block[j] = op(in[i + j]);
-		for (size_t j = 0; j < CPU_BLOCK; j++)
-			out[i + j] = block[j];
-	}
+	CPU_BLOCKED(i, end, out, op(in[i + j]));
 	for (; i < end; i++)
 		out[i] = op(in[i]);
 }
@@ -91,13 +85,7 @@ static inline void binary_loop(float *out, const float *a, const float *b,
 {
 	size_t i = begin;
 
-	for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
-		float block[CPU_BLOCK];
-		for (size_t j = 0; j < CPU_BLOCK; j++)
-			block[j] = op(a[i + j], b[i + j]);
-		for (size_t j = 0; j < CPU_BLOCK; j++)
-			out[i + j] = block[j];
-	}
+	CPU_BLOCKED(i, end, out, op(a[i + j], b[i + j]));
 	for (; i < end; i++)
 		out[i] = op(a[i], b[i]);
 }
@@ -113,23 +101,11 @@ static inline void scalar_loop(const struct scalar_job *job, size_t begin,
 	size_t i = begin;
 
 	if (job->scalar_first) {
-		for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
-			float block[CPU_BLOCK];
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				block[j] = op(s, a[i + j]);
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				out[i + j] = block[j];
-		}
+		CPU_BLOCKED(i, end, out, op(s, a[i + j]));
 		for (; i < end; i++)
 			out[i] = op(s, a[i]);
 	} else {
-		for (; i + CPU_BLOCK <= end; i += CPU_BLOCK) {
-			float block[CPU_BLOCK];
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				block[j] = op(a[i + j], s);
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				out[i + j] = block[j];
-		}
+		CPU_BLOCKED(i, end, out, op(a[i + j], s));
 		for (; i < end; i++)
 			out[i] = op(a[i], s);
 	}
@@ -213,11 +189,8 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_unary(args, name_##_range, grain_);                 \
 	}                                                                      \
-	static const struct cpu_kernel_impl name_##_impl = {                   \
-		.count = elementwise_count,                                    \
-		.element_size = sizeof(float),                                 \
-		.run = run_##name_,                                            \
-	};
+	CPU_COUNTED_IMPL(name_##_impl, elementwise_count,                      \
+		sizeof(float), run_##name_);
 
 #define BINARY(name_, fn_)                                                     \
 	static void name_##_range(void *ctx, size_t begin, size_t end)         \
@@ -229,11 +202,8 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_binary(args, name_##_range);                        \
 	}                                                                      \
-	static const struct cpu_kernel_impl name_##_impl = {                   \
-		.count = elementwise_count,                                    \
-		.element_size = sizeof(float),                                 \
-		.run = run_##name_,                                            \
-	};                                                                     \
+	CPU_COUNTED_IMPL(name_##_impl, elementwise_count,                      \
+		sizeof(float), run_##name_);                                   \
 	static void name_##_scalar_range(void *ctx, size_t begin, size_t end)  \
 	{                                                                      \
 		scalar_loop(ctx, begin, end, fn_);                             \
@@ -243,11 +213,8 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_scalar(args, name_##_scalar_range);                 \
 	}                                                                      \
-	static const struct cpu_kernel_impl name_##_scalar_impl = {            \
-		.count = scalar_count,                                         \
-		.element_size = sizeof(float),                                 \
-		.run = run_##name_##_scalar,                                   \
-	};
+	CPU_COUNTED_IMPL(name_##_scalar_impl, scalar_count,                    \
+		sizeof(float), run_##name_##_scalar);
 
 UNARY(neg, neg_f32, CPU_GRAIN)
 UNARY(abs, abs_f32, CPU_GRAIN)

@@ -148,25 +148,13 @@ static wafer_status run_softmax(const struct cpu_kernel_args *args)
 	return run_rows(args, ROW_SOFTMAX);
 }
 
-static const struct cpu_kernel_impl sum_impl = {
-	.check = cpu_check_reduce,
-	.run = run_sum,
-};
+CPU_CHECKED_IMPL(sum_impl, cpu_check_reduce, run_sum);
 
-static const struct cpu_kernel_impl max_impl = {
-	.check = cpu_check_reduce,
-	.run = run_max,
-};
+CPU_CHECKED_IMPL(max_impl, cpu_check_reduce, run_max);
 
-static const struct cpu_kernel_impl mean_impl = {
-	.check = cpu_check_reduce,
-	.run = run_mean,
-};
+CPU_CHECKED_IMPL(mean_impl, cpu_check_reduce, run_mean);
 
-static const struct cpu_kernel_impl softmax_impl = {
-	.check = check_softmax,
-	.run = run_softmax,
-};
+CPU_CHECKED_IMPL(softmax_impl, check_softmax, run_softmax);
 
 static const struct wafer_kernel entries[] = {
 	CPU_F32_KERNEL(WAFER_KERNEL_REDUCE_SUM, 2, struct wafer_rows_params,

@@ -162,15 +162,9 @@ static wafer_status run_gather2(const struct cpu_kernel_args *args)
 	return run_gather(args, 2);
 }
 
-static const struct cpu_kernel_impl gather4_impl = {
-	.check = check_gather4,
-	.run = run_gather4,
-};
+CPU_CHECKED_IMPL(gather4_impl, check_gather4, run_gather4);
 
-static const struct cpu_kernel_impl gather2_impl = {
-	.check = check_gather2,
-	.run = run_gather2,
-};
+CPU_CHECKED_IMPL(gather2_impl, check_gather2, run_gather2);
 
 /*===----------------------------------------------------------------------===
  * Binary on strided views
@@ -185,31 +179,13 @@ static inline void binary_row(float *out, const float *a, const float *b,
 	size_t i = 0;
 
 	if (sa == 1 && sb == 1) {
-		for (; i + CPU_BLOCK <= len; i += CPU_BLOCK) {
-			float block[CPU_BLOCK];
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				block[j] = op(a[i + j], b[i + j]);
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				out[i + j] = block[j];
-		}
+		CPU_BLOCKED(i, len, out, op(a[i + j], b[i + j]));
 	} else if (sa == 1 && sb == 0) {
 		const float bv = b[0];
-		for (; i + CPU_BLOCK <= len; i += CPU_BLOCK) {
-			float block[CPU_BLOCK];
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				block[j] = op(a[i + j], bv);
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				out[i + j] = block[j];
-		}
+		CPU_BLOCKED(i, len, out, op(a[i + j], bv));
 	} else if (sa == 0 && sb == 1) {
 		const float av = a[0];
-		for (; i + CPU_BLOCK <= len; i += CPU_BLOCK) {
-			float block[CPU_BLOCK];
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				block[j] = op(av, b[i + j]);
-			for (size_t j = 0; j < CPU_BLOCK; j++)
-				out[i + j] = block[j];
-		}
+		CPU_BLOCKED(i, len, out, op(av, b[i + j]));
 	}
 	for (; i < len; i++)
 		out[i] = op(a[i * sa], b[i * sb]);
@@ -282,10 +258,7 @@ static wafer_status run_strided(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_strided(args, name_##_range);                       \
 	}                                                                      \
-	static const struct cpu_kernel_impl name_##_impl = {                   \
-		.check = check_strided,                                        \
-		.run = run_##name_,                                            \
-	};
+	CPU_CHECKED_IMPL(name_##_impl, check_strided, run_##name_);
 
 STRIDED(add_strided, cpu_add)
 STRIDED(sub_strided, cpu_sub)

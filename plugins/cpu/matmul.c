@@ -42,27 +42,36 @@ struct matmul_job {
 	size_t row_blocks; /* ceil(m / MC) */
 };
 
+/* Packs rows o0 .. o0 + ob - 1 by k indices p0 .. p0 + kb - 1 of a matrix
+ * whose element (o, kk) is x[o * so + kk * sk] into |packed|: slices of
+ * |width| rows (MR for A, NR for B), each kb x width, zero past ob. */
+static inline void pack_panel(float *packed, const float *x, size_t so,
+			      size_t sk, size_t width, size_t o0, size_t ob,
+			      size_t p0, size_t kb)
+{
+	for (size_t og = 0; og < ob; og += width) {
+		float *dst = packed + (og / width) * KC * width;
+		size_t rows = ob - og < width ? ob - og : width;
+		for (size_t q = 0; q < kb; q++) {
+			const float *src = x + (p0 + q) * sk + (o0 + og) * so;
+			size_t oo = 0;
+			for (; oo < rows; oo++)
+				dst[q * width + oo] = src[oo * so];
+			for (; oo < width; oo++)
+				dst[q * width + oo] = 0.0f;
+		}
+	}
+}
+
 /* B(p, j) of the current batch, stored n x k when transposed. */
 static void pack_b(float *packed, const float *b,
 		   const struct wafer_matmul_params *p, size_t p0, size_t kb,
 		   size_t j0, size_t nb)
 {
-	for (size_t jg = 0; jg < nb; jg += NR) {
-		float *dst = packed + (jg / NR) * KC * NR;
-		size_t width = nb - jg < NR ? nb - jg : NR;
-		for (size_t q = 0; q < kb; q++) {
-			size_t kk = p0 + q;
-			size_t jj = 0;
-			for (; jj < width; jj++) {
-				size_t j = j0 + jg + jj;
-				dst[q * NR + jj] = p->transpose_b
-							   ? b[j * p->k + kk]
-							   : b[kk * p->n + j];
-			}
-			for (; jj < NR; jj++)
-				dst[q * NR + jj] = 0.0f;
-		}
-	}
+	if (p->transpose_b)
+		pack_panel(packed, b, p->k, 1, NR, j0, nb, p0, kb);
+	else
+		pack_panel(packed, b, 1, p->n, NR, j0, nb, p0, kb);
 }
 
 /* A(i, p) of the current batch, stored k x m when transposed. */
@@ -70,22 +79,10 @@ static void pack_a(float *packed, const float *a,
 		   const struct wafer_matmul_params *p, size_t i0, size_t mb,
 		   size_t p0, size_t kb)
 {
-	for (size_t ig = 0; ig < mb; ig += MR) {
-		float *dst = packed + (ig / MR) * KC * MR;
-		size_t height = mb - ig < MR ? mb - ig : MR;
-		for (size_t q = 0; q < kb; q++) {
-			size_t kk = p0 + q;
-			size_t ii = 0;
-			for (; ii < height; ii++) {
-				size_t i = i0 + ig + ii;
-				dst[q * MR + ii] = p->transpose_a
-							   ? a[kk * p->m + i]
-							   : a[i * p->k + kk];
-			}
-			for (; ii < MR; ii++)
-				dst[q * MR + ii] = 0.0f;
-		}
-	}
+	if (p->transpose_a)
+		pack_panel(packed, a, 1, p->m, MR, i0, mb, p0, kb);
+	else
+		pack_panel(packed, a, p->k, 1, MR, i0, mb, p0, kb);
 }
 
 /* acc += A_panel (kb x MR) x B_panel (kb x NR). */
@@ -184,10 +181,7 @@ static wafer_status run_matmul(const struct cpu_kernel_args *args)
 	return WAFER_OK;
 }
 
-static const struct cpu_kernel_impl matmul_impl = {
-	.check = cpu_check_matmul,
-	.run = run_matmul,
-};
+CPU_CHECKED_IMPL(matmul_impl, cpu_check_matmul, run_matmul);
 
 static const struct wafer_kernel entries[] = {
 	CPU_F32_KERNEL(WAFER_KERNEL_MATMUL, 3, struct wafer_matmul_params,

@@ -117,10 +117,7 @@ static wafer_status run_blocked(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_blocked(args, &name_##_blocking);                   \
 	}                                                                      \
-	static const struct cpu_kernel_impl name_##_impl = {                   \
-		.check = cpu_check_matmul,                                     \
-		.run = run_##name_,                                            \
-	}
+	CPU_CHECKED_IMPL(name_##_impl, cpu_check_matmul, run_##name_)
 
 /* Up to this many multiply-adds (256^3) the direct variants read A and B
  * in place. */

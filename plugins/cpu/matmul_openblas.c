@@ -74,10 +74,7 @@ static wafer_status check_openblas(const struct cpu_kernel_args *args)
 	return cpu_check_matmul(args);
 }
 
-static const struct cpu_kernel_impl openblas_impl = {
-	.check = check_openblas,
-	.run = run_openblas,
-};
+CPU_CHECKED_IMPL(openblas_impl, check_openblas, run_openblas);
 
 static const struct wafer_kernel entries[] = {
 	CPU_KERNEL(WAFER_KERNEL_MATMUL, "openblas", WAFER_DTYPE_F32, 3,

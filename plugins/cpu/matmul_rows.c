@@ -204,10 +204,7 @@ static wafer_status run_rows(const struct cpu_kernel_args *args)
 	return job.failed ? WAFER_ERROR_OUT_OF_MEMORY : WAFER_OK;
 }
 
-static const struct cpu_kernel_impl rows_impl = {
-	.check = cpu_check_matmul,
-	.run = run_rows,
-};
+CPU_CHECKED_IMPL(rows_impl, cpu_check_matmul, run_rows);
 
 static const struct wafer_kernel entries[] = {
 	CPU_KERNEL(WAFER_KERNEL_MATMUL, "rows", WAFER_DTYPE_F32, 3,

@@ -53,9 +53,10 @@ static int parse_threads(const char *text, unsigned *out_threads)
 /* Applies one `key = value` line of [cpu] to |state|. Unknown keys are
  * logged and ignored, so a configuration written for a newer plugin still
  * loads; a bad value fails init, naming where it was set. */
-static wafer_status apply_option(struct cpu_state *state,
+static wafer_status apply_option(void *state_arg,
 				 const struct wafer_plugin_option *option)
 {
+	struct cpu_state *state = state_arg;
 	const struct wafer_host_services *host = state->host;
 	const char *origin;
 
@@ -83,23 +84,14 @@ static wafer_status cpu_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	status = wafer_plugin_init_check(args, "cpu");
-	if (status != WAFER_OK)
+	state = wafer_plugin_init_state(args, "cpu", sizeof *state, &status);
+	if (!state)
 		return status;
-
-	state = calloc(1, sizeof *state);
-	if (!state) {
-		args->host->set_error("cpu: out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	state->host = args->host;
-	for (size_t i = 0; i < args->option_count; i++) {
-		status = apply_option(state,
-				      wafer_plugin_array_at(args->options, i));
-		if (status != WAFER_OK) {
-			free(state);
-			return status;
-		}
+	status = wafer_plugin_apply_options(args, apply_option, state);
+	if (status != WAFER_OK) {
+		free(state);
+		return status;
 	}
 	if (state->threads == 0)
 		state->threads = online_cores();
@@ -170,22 +162,15 @@ static wafer_status cpu_device_info(void *state, uint32_t index,
 	};
 	char model[WAFER_DEVICE_NAME_MAX];
 
-	if (index != 0) {
-		st->host->set_error("cpu: no device %" PRIu32
-				    " (the cpu backend has one, cpu:0)",
-				    index);
+	if (wafer_plugin_device_index_check(st->host, "cpu", index, 1))
 		return WAFER_ERROR_NOT_FOUND;
-	}
 	read_model_name(model, sizeof model);
 	snprintf(info.name, sizeof info.name, "cpu: %.80s (%u threads)", model,
 		 st->threads);
 
 	/* Fill a whole struct as we know it, then hand over the part the
-	 * core knows: struct_size may be smaller (an older core) or larger
-	 * (a newer one, whose extra fields we leave alone). */
-	memcpy(out, &info,
-	       out->struct_size < sizeof info ? out->struct_size : sizeof info);
-	return WAFER_OK;
+	 * core knows (an older core's is smaller, a newer one's larger). */
+	return wafer_plugin_device_info_copy(out, &info);
 }
 
 static wafer_status cpu_device_open(void *state, uint32_t index,
@@ -196,12 +181,8 @@ static wafer_status cpu_device_open(void *state, uint32_t index,
 	int error;
 
 	*out_device = NULL;
-	if (index != 0) {
-		st->host->set_error("cpu: no device %" PRIu32
-				    " (the cpu backend has one, cpu:0)",
-				    index);
+	if (wafer_plugin_device_index_check(st->host, "cpu", index, 1))
 		return WAFER_ERROR_NOT_FOUND;
-	}
 	dev = calloc(1, sizeof *dev);
 	if (!dev) {
 		st->host->set_error("cpu: out of host memory");
@@ -243,29 +224,10 @@ static wafer_status cpu_device_kernels(void *device,
  *===----------------------------------------------------------------------===*/
 
 static const struct wafer_plugin cpu_plugin = {
-	.struct_size = sizeof(struct wafer_plugin),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+	WAFER_PLUGIN_DESCRIPTOR(cpu),
 	.name = "cpu",
 	.version = PACKAGE_VERSION,
 	.description = "host memory and threaded C kernels (reference backend)",
-	.init = cpu_init,
-	.shutdown = cpu_shutdown,
-	.device_count = cpu_device_count,
-	.device_info = cpu_device_info,
-	.device_open = cpu_device_open,
-	.device_close = cpu_device_close,
-	.device_kernels = cpu_device_kernels,
-	.storage = &cpu_storage_ops,
-	.server = &cpu_server_ops,
 };
 
-/* The plugin speaks one ABI major and returns its descriptor whatever the
- * core speaks: on a mismatch the core reports both majors and unloads it.
- * |host| is not kept here; init receives it again, per instance. */
-const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
-{
-	return &cpu_plugin;
-}
+WAFER_PLUGIN_QUERY_RETURNS(cpu_plugin)

@@ -93,15 +93,9 @@ static wafer_status run_split_max(const struct cpu_kernel_args *args)
 	return run_split(args, SPLIT_MAX);
 }
 
-static const struct cpu_kernel_impl split_sum_impl = {
-	.check = cpu_check_reduce,
-	.run = run_split_sum,
-};
+CPU_CHECKED_IMPL(split_sum_impl, cpu_check_reduce, run_split_sum);
 
-static const struct cpu_kernel_impl split_max_impl = {
-	.check = cpu_check_reduce,
-	.run = run_split_max,
-};
+CPU_CHECKED_IMPL(split_max_impl, cpu_check_reduce, run_split_max);
 
 static const struct wafer_kernel entries[] = {
 	CPU_KERNEL(WAFER_KERNEL_REDUCE_SUM, "split_row", WAFER_DTYPE_F32, 2,

@@ -179,11 +179,7 @@ static wafer_status cpu_server_timer_end(void *device, void *queue,
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_server_ops cpu_server_ops = {
-	.struct_size = sizeof(struct wafer_server_ops),
-	.queue_create = cpu_server_queue_create,
-	.queue_destroy = cpu_server_queue_destroy,
-	.launch = cpu_server_launch,
-	.sync = cpu_server_sync,
+	WAFER_PLUGIN_SERVER_OPS(cpu),
 	.timer_begin = cpu_server_timer_begin,
 	.timer_end = cpu_server_timer_end,
 };

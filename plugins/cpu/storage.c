@@ -38,12 +38,11 @@ static wafer_status cpu_storage_alloc(void *device, size_t size,
 				      wafer_resource *out_resource)
 {
 	void *ptr;
+	wafer_status status = wafer_plugin_alloc_check(host_of(device), "cpu",
+							size, out_resource);
 
-	*out_resource = 0;
-	if (size == 0) {
-		host_of(device)->set_error("cpu: cannot allocate 0 bytes");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	if (status != WAFER_OK)
+		return status;
 	if (posix_memalign(&ptr, CPU_ALIGNMENT, size) != 0) {
 		host_of(device)->set_error("cpu: cannot allocate %zu bytes",
 					   size);
@@ -250,12 +249,7 @@ static wafer_status cpu_storage_vm_unmap(void *device, wafer_resource range,
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_storage_ops cpu_storage_ops = {
-	.struct_size = sizeof(struct wafer_storage_ops),
-	.alloc = cpu_storage_alloc,
-	.free = cpu_storage_free,
-	.copy_in = cpu_storage_copy_in,
-	.copy_out = cpu_storage_copy_out,
-	.copy = cpu_storage_copy,
+	WAFER_PLUGIN_STORAGE_OPS(cpu),
 	/* alloc_async/free_async: NULL. There is no stream-ordered allocator
 	 * to expose — every cpu queue runs synchronously, so the plain
 	 * alloc already is "ordered" — and the core's `stream` strategy

@@ -188,7 +188,8 @@ void cuda_storage_close(struct cuda_device *device);
 /* staging.c */
 wafer_status cuda_staging_open(struct cuda_device *device);
 void cuda_staging_close(struct cuda_device *device);
-/* Uploads |size| bytes from |src| (reusable on return) to dst on |q|. */
+/* Uploads |size| bytes from |src| (reusable on return) to dst on |q|,
+ * entering the device's context first (nothing for 0 bytes). */
 wafer_status cuda_staging_upload(struct cuda_device *device,
 				 struct cuda_queue *q, CUdeviceptr dst,
 				 const void *src, size_t size);

@@ -145,6 +145,15 @@
 		.element_size = size_,                                         \
 	}
 
+/* The matmul variants of f16 and bf16, the default first. */
+#define MM_16BIT(dtype_, name_)                                                \
+	MM("tile64", dtype_, name_, 2, 64, 64),                                \
+		MM("tile128", dtype_, name_, 2, 128, 128),                     \
+		MM_REG("reg128", dtype_, name_, 2, 128, 128),                  \
+		MM_REG("reg128x64", dtype_, name_, 2, 128, 64),                \
+		MM("wmma", dtype_, name_, 2, 128, 128),                        \
+		MM_CUBLAS(dtype_, 2)
+
 /* Table order matters: the first entry of an (op, dtype) is its default
  * variant. */
 const struct cuda_kernel_desc cuda_kernel_descs[] = {
@@ -210,18 +219,8 @@ const struct cuda_kernel_desc cuda_kernel_descs[] = {
 	MM_REG("warp128x256", WAFER_DTYPE_F32, "f32", 4, 128, 256),
 	MM("tf32", WAFER_DTYPE_F32, "f32", 4, 128, 128),
 	MM_CUBLAS(WAFER_DTYPE_F32, 4),
-	MM("tile64", WAFER_DTYPE_F16, "f16", 2, 64, 64),
-	MM("tile128", WAFER_DTYPE_F16, "f16", 2, 128, 128),
-	MM_REG("reg128", WAFER_DTYPE_F16, "f16", 2, 128, 128),
-	MM_REG("reg128x64", WAFER_DTYPE_F16, "f16", 2, 128, 64),
-	MM("wmma", WAFER_DTYPE_F16, "f16", 2, 128, 128),
-	MM_CUBLAS(WAFER_DTYPE_F16, 2),
-	MM("tile64", WAFER_DTYPE_BF16, "bf16", 2, 64, 64),
-	MM("tile128", WAFER_DTYPE_BF16, "bf16", 2, 128, 128),
-	MM_REG("reg128", WAFER_DTYPE_BF16, "bf16", 2, 128, 128),
-	MM_REG("reg128x64", WAFER_DTYPE_BF16, "bf16", 2, 128, 64),
-	MM("wmma", WAFER_DTYPE_BF16, "bf16", 2, 128, 128),
-	MM_CUBLAS(WAFER_DTYPE_BF16, 2),
+	MM_16BIT(WAFER_DTYPE_F16, "f16"),
+	MM_16BIT(WAFER_DTYPE_BF16, "bf16"),
 };
 
 const size_t cuda_kernel_desc_count =

@@ -164,9 +164,10 @@ static wafer_status set_string(struct cuda_state *state, char **slot,
 /* Applies one `key = value` line of [cuda]. Unknown keys are logged and
  * ignored (a configuration written for a newer plugin still loads); a bad
  * value fails init, naming where it was set. */
-static wafer_status apply_option(struct cuda_state *state,
+static wafer_status apply_option(void *state_arg,
 				 const struct wafer_plugin_option *option)
 {
+	struct cuda_state *state = state_arg;
 	struct cuda_options *o = &state->options;
 	const struct wafer_host_services *host = state->host;
 	const char *origin;
@@ -337,15 +338,9 @@ static wafer_status cuda_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	status = wafer_plugin_init_check(args, "cuda");
-	if (status != WAFER_OK)
+	state = wafer_plugin_init_state(args, "cuda", sizeof *state, &status);
+	if (!state)
 		return status;
-
-	state = calloc(1, sizeof *state);
-	if (!state) {
-		args->host->set_error("cuda: out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	state->host = args->host;
 	pthread_mutex_init(&state->cublas_lock, NULL);
 	state->options = (struct cuda_options){
@@ -354,13 +349,10 @@ static wafer_status cuda_init(const struct wafer_plugin_init_args *args,
 		.staging_limit = (size_t)64 << 20,
 		.cublas = 1,
 	};
-	for (size_t i = 0; i < args->option_count; i++) {
-		status = apply_option(state,
-				      wafer_plugin_array_at(args->options, i));
-		if (status != WAFER_OK) {
-			free_state(state);
-			return status;
-		}
+	status = wafer_plugin_apply_options(args, apply_option, state);
+	if (status != WAFER_OK) {
+		free_state(state);
+		return status;
 	}
 	status = check_options(state);
 	if (status != WAFER_OK) {
@@ -410,11 +402,9 @@ static wafer_status cuda_device_count(void *state, uint32_t *out_count)
 static wafer_status no_such_device(const struct cuda_state *state,
 				   uint32_t index)
 {
-	state->host->set_error("cuda: no device %" PRIu32
-			       " (the cuda backend has %" PRIu32 ")",
-			       index,
-			       state->unavailable[0] ? 0 : state->device_count);
-	return WAFER_ERROR_NOT_FOUND;
+	return wafer_plugin_device_index_check(
+		state->host, "cuda", index,
+		state->unavailable[0] ? 0 : state->device_count);
 }
 
 /* What info needs of a device, read without a context. */
@@ -485,8 +475,7 @@ static wafer_status cuda_device_info(void *state, uint32_t index,
 	const struct cuda_state *st = state;
 	struct wafer_device_info info = {
 		.struct_size = out->struct_size,
-		.capabilities = WAFER_CAP_F16 | WAFER_CAP_BF16 | WAFER_CAP_F64 |
-				WAFER_CAP_PINNED_HOST,
+		.capabilities = WAFER_CAP_F16 | WAFER_CAP_BF16 | WAFER_CAP_F64,
 		.alloc_alignment = CUDA_ALIGNMENT,
 	};
 	struct device_facts f;
@@ -504,9 +493,7 @@ static wafer_status cuda_device_info(void *state, uint32_t index,
 	info.compute_units = (uint32_t)f.sm_count;
 
 	/* Hand over the part of the struct the core knows (plugin.h). */
-	memcpy(out, &info,
-	       out->struct_size < sizeof info ? out->struct_size : sizeof info);
-	return WAFER_OK;
+	return wafer_plugin_device_info_copy(out, &info);
 }
 
 /* The device's default stream-ordered pool, with the configured release
@@ -632,28 +619,10 @@ static wafer_status cuda_device_kernels(void *device,
  *===----------------------------------------------------------------------===*/
 
 static const struct wafer_plugin cuda_plugin = {
-	.struct_size = sizeof(struct wafer_plugin),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+	WAFER_PLUGIN_DESCRIPTOR(cuda),
 	.name = "cuda",
 	.version = PACKAGE_VERSION,
 	.description = "NVIDIA GPUs through the CUDA driver API",
-	.init = cuda_init,
-	.shutdown = cuda_shutdown,
-	.device_count = cuda_device_count,
-	.device_info = cuda_device_info,
-	.device_open = cuda_device_open,
-	.device_close = cuda_device_close,
-	.device_kernels = cuda_device_kernels,
-	.storage = &cuda_storage_ops,
-	.server = &cuda_server_ops,
 };
 
-/* The plugin speaks one ABI major and returns its descriptor whatever the
- * core speaks: on a mismatch the core reports both majors and unloads it. */
-const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
-{
-	return &cuda_plugin;
-}
+WAFER_PLUGIN_QUERY_RETURNS(cuda_plugin)

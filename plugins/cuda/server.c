@@ -192,11 +192,7 @@ out:
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_server_ops cuda_server_ops = {
-	.struct_size = sizeof(struct wafer_server_ops),
-	.queue_create = cuda_server_queue_create,
-	.queue_destroy = cuda_server_queue_destroy,
-	.launch = cuda_server_launch,
-	.sync = cuda_server_sync,
+	WAFER_PLUGIN_SERVER_OPS(cuda),
 	.timer_begin = cuda_server_timer_begin,
 	.timer_end = cuda_server_timer_end,
 };

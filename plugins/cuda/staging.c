@@ -343,71 +343,70 @@ static wafer_status untracked(struct cuda_device *dev, struct cuda_queue *q,
 	return cuda_fail(dev->state, result, "cuEventRecord (staging)");
 }
 
-wafer_status cuda_staging_upload(struct cuda_device *device,
-				 struct cuda_queue *q, CUdeviceptr dst,
-				 const void *src, size_t size)
+/* An upload (|up|: host to dev) or a download (dev to host) through the
+ * staging buffers, a chunk at a time, in the device's context; without a
+ * buffer to be had, the rest goes direct. Nothing for 0 bytes. */
+static wafer_status staging_copy(struct cuda_device *device,
+				 struct cuda_queue *q, CUdeviceptr dev,
+				 char *host, size_t size, int up)
 {
 	const struct cuda_driver *drv = device->drv;
-	const char *from = src;
+	wafer_status status;
 	CUresult result;
 
+	if (size == 0)
+		return WAFER_OK;
+	status = cuda_enter(device);
+	if (status != WAFER_OK)
+		return status;
 	retire_completed(device, q);
 	while (size) {
 		size_t n = size < device->staging.chunk ? size
 							: device->staging.chunk;
 		struct cuda_staging *b = acquire(device, q, n);
 		if (!b)
-			return direct_upload(device, q, dst, from, size);
-		memcpy(b->host, from, n);
-		result = drv->cuMemcpyHtoDAsync(dst, b->host, n, q->stream);
+			return up ? direct_upload(device, q, dev, host, size)
+				  : direct_download(device, q, host, dev, size);
+		if (up) {
+			memcpy(b->host, host, n);
+			result = drv->cuMemcpyHtoDAsync(dev, b->host, n,
+							q->stream);
+		} else {
+			result = drv->cuMemcpyDtoHAsync(b->host, dev, n,
+							q->stream);
+		}
 		if (result != CUDA_SUCCESS) {
 			pool_give(device, b);
-			return cuda_fail(device->state, result,
-					 "cuMemcpyHtoDAsync(%zu)", n);
+			return cuda_fail(device->state, result, "%s(%zu)",
+					 up ? "cuMemcpyHtoDAsync"
+					    : "cuMemcpyDtoHAsync",
+					 n);
 		}
+		/* A download's bytes go to |host| when the buffer retires. */
+		b->dst = up ? NULL : host;
+		b->bytes = n;
 		result = drv->cuEventRecord(b->done, q->stream);
 		if (result != CUDA_SUCCESS)
 			return untracked(device, q, b, result);
-		b->dst = NULL;
-		b->bytes = n;
 		fifo_push(q, b);
-		dst += n;
-		from += n;
+		dev += n;
+		host += n;
 		size -= n;
 	}
 	return WAFER_OK;
+}
+
+wafer_status cuda_staging_upload(struct cuda_device *device,
+				 struct cuda_queue *q, CUdeviceptr dst,
+				 const void *src, size_t size)
+{
+	/* Only read: staging_copy writes to |host| for downloads alone. */
+	return staging_copy(device, q, dst, (char *)src, size, 1);
 }
 
 wafer_status cuda_staging_download(struct cuda_device *device,
 				   struct cuda_queue *q, void *dst,
 				   CUdeviceptr src, size_t size)
 {
-	const struct cuda_driver *drv = device->drv;
-	char *to = dst;
-	CUresult result;
-
-	retire_completed(device, q);
-	while (size) {
-		size_t n = size < device->staging.chunk ? size
-							: device->staging.chunk;
-		struct cuda_staging *b = acquire(device, q, n);
-		if (!b)
-			return direct_download(device, q, to, src, size);
-		result = drv->cuMemcpyDtoHAsync(b->host, src, n, q->stream);
-		if (result != CUDA_SUCCESS) {
-			pool_give(device, b);
-			return cuda_fail(device->state, result,
-					 "cuMemcpyDtoHAsync(%zu)", n);
-		}
-		b->dst = to;
-		b->bytes = n;
-		result = drv->cuEventRecord(b->done, q->stream);
-		if (result != CUDA_SUCCESS)
-			return untracked(device, q, b, result);
-		fifo_push(q, b);
-		src += n;
-		to += n;
-		size -= n;
-	}
-	return WAFER_OK;
+	return staging_copy(device, q, src, dst, size, 0);
 }

@@ -61,11 +61,8 @@ static wafer_status cuda_storage_alloc(void *device, size_t size,
 	wafer_status status;
 	CUresult result;
 
-	*out_resource = 0;
-	if (size == 0) {
-		dev->host->set_error("cuda: cannot allocate 0 bytes");
+	if (wafer_plugin_alloc_check(dev->host, "cuda", size, out_resource))
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
@@ -106,11 +103,8 @@ static wafer_status cuda_storage_alloc_async(void *device, void *queue,
 	wafer_status status;
 	CUresult result;
 
-	*out_resource = 0;
-	if (size == 0) {
-		dev->host->set_error("cuda: cannot allocate 0 bytes");
+	if (wafer_plugin_alloc_check(dev->host, "cuda", size, out_resource))
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
 	if (!dev->pool) {
 		dev->host->set_error("cuda: cuda:%" PRIu32 " has no "
 				     "stream-ordered memory pool",
@@ -156,15 +150,7 @@ static wafer_status cuda_storage_copy_in(void *device, void *queue,
 					 wafer_resource dst, size_t dst_offset,
 					 const void *src, size_t size)
 {
-	struct cuda_device *dev = device;
-	wafer_status status;
-
-	if (size == 0)
-		return WAFER_OK;
-	status = cuda_enter(dev);
-	if (status != WAFER_OK)
-		return status;
-	return cuda_staging_upload(dev, queue, cuda_ptr(dst) + dst_offset,
+	return cuda_staging_upload(device, queue, cuda_ptr(dst) + dst_offset,
 				   src, size);
 }
 
@@ -173,15 +159,7 @@ static wafer_status cuda_storage_copy_out(void *device, void *queue,
 					  size_t src_offset, void *dst,
 					  size_t size)
 {
-	struct cuda_device *dev = device;
-	wafer_status status;
-
-	if (size == 0)
-		return WAFER_OK;
-	status = cuda_enter(dev);
-	if (status != WAFER_OK)
-		return status;
-	return cuda_staging_download(dev, queue, dst,
+	return cuda_staging_download(device, queue, dst,
 				     cuda_ptr(src) + src_offset, size);
 }
 
@@ -430,38 +408,61 @@ static CUresult map_page(struct cuda_device *dev, struct cuda_vm_range *r,
 	return result;
 }
 
-static wafer_status cuda_storage_vm_map(void *device, wafer_resource range,
-					size_t offset, size_t size)
+/* vm_map's and vm_unmap's opening: enters the context, takes vm_lock and
+ * finds the range holding [offset, +size) in whole pages, every one of
+ * them |mapped| (1) or not (0). On WAFER_OK vm_lock is held and *out_r,
+ * [*first, *end) name the pages; on a failure it is not held. */
+static wafer_status lock_pages(struct cuda_device *dev, wafer_resource range,
+			       size_t offset, size_t size, int mapped,
+			       const char *what, struct cuda_vm_range **out_r,
+			       size_t *first, size_t *end)
 {
-	struct cuda_device *dev = device;
-	size_t g = dev->vm_granularity, first, end, p;
+	size_t g = dev->vm_granularity;
 	struct cuda_vm_range *r;
-	const char *step = "cuMemCreate/cuMemMap";
 	wafer_status status;
-	CUresult result = CUDA_SUCCESS;
 
 	if (!g)
-		return vm_unavailable(dev, "vm_map");
+		return vm_unavailable(dev, what);
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
 	pthread_mutex_lock(&dev->vm_lock);
 	r = find_range(dev, cuda_ptr(range), 0);
-	status = check_pages(dev, r, range, offset, size, "vm_map");
-	if (status != WAFER_OK)
-		goto out;
-	first = offset / g;
-	end = first + size / g;
-	for (p = first; p < end; p++) {
-		if (page_is_mapped(r, p)) {
-			dev->host->set_error("cuda: vm_map: page %zu (offset "
-					     "%zu) of range 0x%" PRIx64
-					     " is mapped already",
-					     p, p * g, range);
-			status = WAFER_ERROR_INVALID_ARGUMENT;
-			goto out;
-		}
+	status = check_pages(dev, r, range, offset, size, what);
+	for (size_t p = offset / g; status == WAFER_OK && p < (offset + size) / g;
+	     p++) {
+		if (page_is_mapped(r, p) == mapped)
+			continue;
+		dev->host->set_error("cuda: %s: page %zu (offset %zu) of "
+				     "range 0x%" PRIx64 " is %s",
+				     what, p, p * g, range,
+				     mapped ? "not mapped" : "mapped already");
+		status = WAFER_ERROR_INVALID_ARGUMENT;
 	}
+	if (status != WAFER_OK) {
+		pthread_mutex_unlock(&dev->vm_lock);
+		return status;
+	}
+	*out_r = r;
+	*first = offset / g;
+	*end = *first + size / g;
+	return WAFER_OK;
+}
+
+static wafer_status cuda_storage_vm_map(void *device, wafer_resource range,
+					size_t offset, size_t size)
+{
+	struct cuda_device *dev = device;
+	size_t first, end, p;
+	struct cuda_vm_range *r;
+	const char *step = "cuMemCreate/cuMemMap";
+	wafer_status status;
+	CUresult result = CUDA_SUCCESS;
+
+	status = lock_pages(dev, range, offset, size, 0, "vm_map", &r, &first,
+			    &end);
+	if (status != WAFER_OK)
+		return status;
 	for (p = first; p < end && result == CUDA_SUCCESS; p++)
 		result = map_page(dev, r, p);
 	if (result == CUDA_SUCCESS) {
@@ -481,7 +482,6 @@ static wafer_status cuda_storage_vm_map(void *device, wafer_resource range,
 				   "vm_map: %s ([%zu, +%zu) of 0x%" PRIx64 ")",
 				   step, offset, size, range);
 	}
-out:
 	pthread_mutex_unlock(&dev->vm_lock);
 	return status;
 }
@@ -490,40 +490,21 @@ static wafer_status cuda_storage_vm_unmap(void *device, wafer_resource range,
 					  size_t offset, size_t size)
 {
 	struct cuda_device *dev = device;
-	size_t g = dev->vm_granularity, first, end;
+	size_t first, end;
 	struct cuda_vm_range *r;
 	wafer_status status;
 	CUresult result;
 
-	if (!g)
-		return vm_unavailable(dev, "vm_unmap");
-	status = cuda_enter(dev);
+	status = lock_pages(dev, range, offset, size, 1, "vm_unmap", &r, &first,
+			    &end);
 	if (status != WAFER_OK)
 		return status;
-	pthread_mutex_lock(&dev->vm_lock);
-	r = find_range(dev, cuda_ptr(range), 0);
-	status = check_pages(dev, r, range, offset, size, "vm_unmap");
-	if (status != WAFER_OK)
-		goto out;
-	first = offset / g;
-	end = first + size / g;
-	for (size_t p = first; p < end; p++) {
-		if (!page_is_mapped(r, p)) {
-			dev->host->set_error("cuda: vm_unmap: page %zu (offset "
-					     "%zu) of range 0x%" PRIx64
-					     " is not mapped",
-					     p, p * g, range);
-			status = WAFER_ERROR_INVALID_ARGUMENT;
-			goto out;
-		}
-	}
 	result = unmap_pages(dev, r, first, end);
 	if (result != CUDA_SUCCESS)
 		status = cuda_fail(dev->state, result,
 				   "vm_unmap: cuMemUnmap ([%zu, +%zu) of "
 				   "0x%" PRIx64 ")",
 				   offset, size, range);
-out:
 	pthread_mutex_unlock(&dev->vm_lock);
 	return status;
 }
@@ -572,12 +553,7 @@ static void cuda_storage_vm_release(void *device, wafer_resource range)
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_storage_ops cuda_storage_ops = {
-	.struct_size = sizeof(struct wafer_storage_ops),
-	.alloc = cuda_storage_alloc,
-	.free = cuda_storage_free,
-	.copy_in = cuda_storage_copy_in,
-	.copy_out = cuda_storage_copy_out,
-	.copy = cuda_storage_copy,
+	WAFER_PLUGIN_STORAGE_OPS(cuda),
 	.alloc_async = cuda_storage_alloc_async,
 	.free_async = cuda_storage_free_async,
 	.vm_reserve = cuda_storage_vm_reserve,

@@ -235,42 +235,47 @@ static wafer_status prep_scalar(const struct prep *p, struct lz_dispatch *d)
 	return WAFER_OK;
 }
 
+/* The strided families' arguments once |status|, their check, is
+ * WAFER_OK: |pointers| bindings, the parameter block as it came (|block|
+ * bytes) and |count| work-items. */
+static wafer_status strided_args(const struct prep *p, struct lz_dispatch *d,
+				 wafer_status status, uint32_t pointers,
+				 size_t block, uint64_t count)
+{
+	if (status != WAFER_OK)
+		return status;
+	arg_pointers(d, p->ptrs, pointers);
+	arg_block(d, p->params, block);
+	shape_1d(d, p->limits, p->local, count);
+	return WAFER_OK;
+}
+
 static wafer_status prep_binary_strided(const struct prep *p,
 					struct lz_dispatch *d)
 {
 	struct wafer_binary_strided_params bp;
-	uint64_t count;
+	uint64_t count = 0;
 	wafer_status status;
 
 	memcpy(&bp, p->params, sizeof bp);
 	status = wafer_plugin_check_binary_strided(&p->reach, &bp,
 						   p->impl->element_size,
 						   &count, NULL, NULL);
-	if (status != WAFER_OK)
-		return status;
-	arg_pointers(d, p->ptrs, 3);
-	arg_block(d, p->params, sizeof bp);
-	shape_1d(d, p->limits, p->local, count);
-	return WAFER_OK;
+	return strided_args(p, d, status, 3, sizeof bp, count);
 }
 
 static wafer_status prep_copy_strided(const struct prep *p,
 				      struct lz_dispatch *d)
 {
 	struct wafer_strided_copy_params cp;
-	uint64_t count;
+	uint64_t count = 0;
 	wafer_status status;
 
 	memcpy(&cp, p->params, sizeof cp);
 	status = wafer_plugin_check_copy_strided(&p->reach, &cp,
 						 p->impl->element_size, &count,
 						 NULL);
-	if (status != WAFER_OK)
-		return status;
-	arg_pointers(d, p->ptrs, 2);
-	arg_block(d, p->params, sizeof cp);
-	shape_1d(d, p->limits, p->local, count);
-	return WAFER_OK;
+	return strided_args(p, d, status, 2, sizeof cp, count);
 }
 
 /* cast_<in>_<out>; the diagonal is a plain copy of the element width. */

@@ -350,37 +350,34 @@ CAST_VIA(i32, bf16, load_i32_odd)
  * there are more rows than groups); each item folds a strided part of the
  * row, then the group folds the partials in local memory. */
 
-static inline float group_sum(local float *scratch, float x)
-{
-	uint lid = get_local_id(0);
-
-	scratch[lid] = x;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint s = ROW_GROUP / 2; s > 0; s >>= 1) {
-		if (lid < s)
-			scratch[lid] += scratch[lid + s];
-		barrier(CLK_LOCAL_MEM_FENCE);
+/* group_sum, group_max: the group's fold of each item's |x| through
+ * |combine|, in a tree over local memory; every item gets the result. */
+#define GROUP_FOLD(name, combine)                                              \
+	static inline float name(local float *scratch, float x)               \
+	{                                                                      \
+		uint lid = get_local_id(0);                                    \
+                                                                               \
+		scratch[lid] = x;                                              \
+		barrier(CLK_LOCAL_MEM_FENCE);                                  \
+		for (uint s = ROW_GROUP / 2; s > 0; s >>= 1) {                 \
+			if (lid < s)                                           \
+				scratch[lid] =                                 \
+					combine(scratch[lid], scratch[lid + s]); \
+			barrier(CLK_LOCAL_MEM_FENCE);                          \
+		}                                                              \
+		float total = scratch[0];                                      \
+		/* scratch is reused by the caller */                          \
+		barrier(CLK_LOCAL_MEM_FENCE);                                  \
+		return total;                                                  \
 	}
-	float total = scratch[0];
-	barrier(CLK_LOCAL_MEM_FENCE); /* scratch is reused by the caller */
-	return total;
+
+static inline float add_f(float a, float b)
+{
+	return a + b;
 }
 
-static inline float group_max(local float *scratch, float x)
-{
-	uint lid = get_local_id(0);
-
-	scratch[lid] = x;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint s = ROW_GROUP / 2; s > 0; s >>= 1) {
-		if (lid < s)
-			scratch[lid] = max_nan(scratch[lid], scratch[lid + s]);
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	float m = scratch[0];
-	barrier(CLK_LOCAL_MEM_FENCE);
-	return m;
-}
+GROUP_FOLD(group_sum, add_f)
+GROUP_FOLD(group_max, max_nan)
 
 #define FOR_EACH_ROW(r, rows)                                                  \
 	for (ulong r = get_group_id(0); r < (rows); r += get_num_groups(0))
@@ -388,59 +385,31 @@ static inline float group_max(local float *scratch, float x)
 #define FOR_EACH_COL(c, cols)                                                  \
 	for (ulong c = get_local_id(0); c < (cols); c += ROW_GROUP)
 
-kernel __attribute__((reqd_work_group_size(ROW_GROUP, 1, 1))) void
-reduce_sum_f32(global float *out, global const float *in, ulong rows,
-	       ulong cols)
-{
-	local float scratch[ROW_GROUP];
-
-	FOR_EACH_ROW(r, rows)
-	{
-		global const float *row = in + r * cols;
-		float acc = 0.0f;
-		FOR_EACH_COL(c, cols)
-			acc += row[c];
-		acc = group_sum(scratch, acc);
-		if (get_local_id(0) == 0)
-			out[r] = acc;
+/* A row reduction: |acc| starts at |init| in each item, takes each of its
+ * elements of the row through |step|, is folded across the group by
+ * |group|, and item 0 writes |result|. */
+#define ROW_REDUCE(name, init, step, group, result)                           \
+	kernel __attribute__((reqd_work_group_size(ROW_GROUP, 1, 1))) void    \
+	name(global float *out, global const float *in, ulong rows,           \
+	     ulong cols)                                                       \
+	{                                                                      \
+		local float scratch[ROW_GROUP];                                \
+                                                                               \
+		FOR_EACH_ROW(r, rows)                                          \
+		{                                                              \
+			global const float *row = in + r * cols;               \
+			float acc = (init);                                    \
+			FOR_EACH_COL(c, cols)                                  \
+				acc = step;                                    \
+			acc = group(scratch, acc);                             \
+			if (get_local_id(0) == 0)                              \
+				out[r] = (result);                             \
+		}                                                              \
 	}
-}
 
-kernel __attribute__((reqd_work_group_size(ROW_GROUP, 1, 1))) void
-reduce_mean_f32(global float *out, global const float *in, ulong rows,
-		ulong cols)
-{
-	local float scratch[ROW_GROUP];
-
-	FOR_EACH_ROW(r, rows)
-	{
-		global const float *row = in + r * cols;
-		float acc = 0.0f;
-		FOR_EACH_COL(c, cols)
-			acc += row[c];
-		acc = group_sum(scratch, acc);
-		if (get_local_id(0) == 0)
-			out[r] = acc / (float)cols;
-	}
-}
-
-kernel __attribute__((reqd_work_group_size(ROW_GROUP, 1, 1))) void
-reduce_max_f32(global float *out, global const float *in, ulong rows,
-	       ulong cols)
-{
-	local float scratch[ROW_GROUP];
-
-	FOR_EACH_ROW(r, rows)
-	{
-		global const float *row = in + r * cols;
-		float m = -INFINITY;
-		FOR_EACH_COL(c, cols)
-			m = max_nan(m, row[c]);
-		m = group_max(scratch, m);
-		if (get_local_id(0) == 0)
-			out[r] = m;
-	}
-}
+ROW_REDUCE(reduce_sum_f32, 0.0f, acc + row[c], group_sum, acc)
+ROW_REDUCE(reduce_mean_f32, 0.0f, acc + row[c], group_sum, acc / (float)cols)
+ROW_REDUCE(reduce_max_f32, -INFINITY, max_nan(acc, row[c]), group_max, acc)
 
 /* out may alias in exactly: every read of a row's input happens in the
  * first two passes, before the barrier that ends group_sum, and the third

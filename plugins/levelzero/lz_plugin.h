@@ -162,6 +162,11 @@ extern const struct wafer_storage_ops lz_storage_ops;
 void lz_storage_open(struct lz_device *device);
 /* Releases any range the core left reserved (a core bug; logged). */
 void lz_storage_close(struct lz_device *device);
+/* Page-locked host memory (zeMemAllocHost) for the queues' staging: the
+ * plugin's own, since storage.host_alloc is retired (ABI 1.1). */
+wafer_status lz_host_alloc(struct lz_device *device, size_t size,
+			   void **out_ptr);
+void lz_host_free(struct lz_device *device, void *ptr);
 
 /* server.c */
 extern const struct wafer_server_ops lz_server_ops;

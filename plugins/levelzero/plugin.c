@@ -64,9 +64,10 @@ static int parse_bytes(const char *text, size_t *out_bytes)
 /* Applies one `key = value` line of [levelzero]. Unknown keys are logged
  * and ignored, so a configuration written for a newer plugin still loads;
  * a bad value fails init, naming where it was set. */
-static wafer_status apply_option(struct lz_state *state,
+static wafer_status apply_option(void *state_arg,
 				 const struct wafer_plugin_option *option)
 {
+	struct lz_state *state = state_arg;
 	const struct wafer_host_services *host = state->host;
 	const char *origin;
 	const char *value;
@@ -382,23 +383,16 @@ static wafer_status lz_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	status = wafer_plugin_init_check(args, "levelzero");
-	if (status != WAFER_OK)
+	state = wafer_plugin_init_state(args, "levelzero", sizeof *state, &status);
+	if (!state)
 		return status;
-	state = calloc(1, sizeof *state);
-	if (!state) {
-		args->host->set_error("levelzero: out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	state->host = args->host;
 	state->immediate = LZ_IMMEDIATE_AUTO;
 	state->staging = LZ_DEFAULT_STAGING;
-	for (size_t i = 0; i < args->option_count; i++) {
-		status = apply_option(state, wafer_plugin_array_at(args->options, i));
-		if (status != WAFER_OK) {
-			free(state);
-			return status;
-		}
+	status = wafer_plugin_apply_options(args, apply_option, state);
+	if (status != WAFER_OK) {
+		free(state);
+		return status;
 	}
 	find_devices(state);
 	*out_state = state;
@@ -424,12 +418,10 @@ static wafer_status lz_device_count(void *state, uint32_t *out_count)
 static const struct lz_device_slot *slot_of(const struct lz_state *st,
 					    uint32_t index)
 {
-	if (index < st->device_count)
-		return &st->devices[index];
-	st->host->set_error("levelzero: no device %" PRIu32
-			    " (the levelzero backend has %" PRIu32 ")",
-			    index, st->device_count);
-	return NULL;
+	if (wafer_plugin_device_index_check(st->host, "levelzero", index,
+					    st->device_count))
+		return NULL;
+	return &st->devices[index];
 }
 
 static wafer_status lz_device_info(void *state, uint32_t index,
@@ -450,9 +442,7 @@ static wafer_status lz_device_info(void *state, uint32_t index,
 	};
 	snprintf(info.name, sizeof info.name, "%s", slot->name);
 	/* Our whole struct, cut to what the core knows (see plugins/cpu). */
-	memcpy(out, &info,
-	       out->struct_size < sizeof info ? out->struct_size : sizeof info);
-	return WAFER_OK;
+	return wafer_plugin_device_info_copy(out, &info);
 }
 
 /* Build flags for the module. OpenCL's default lets f32 division and
@@ -595,30 +585,12 @@ static wafer_status lz_device_kernels(void *device,
  *===----------------------------------------------------------------------===*/
 
 static const struct wafer_plugin lz_plugin = {
-	.struct_size = sizeof(struct wafer_plugin),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+	WAFER_PLUGIN_DESCRIPTOR(lz),
 	.name = "levelzero",
 	.version = PACKAGE_VERSION,
 	.description = "Intel GPUs through the oneAPI Level Zero loader, "
 		       "SPIR-V kernels (kernels not yet verified on Intel "
 		       "hardware)",
-	.init = lz_init,
-	.shutdown = lz_shutdown,
-	.device_count = lz_device_count,
-	.device_info = lz_device_info,
-	.device_open = lz_device_open,
-	.device_close = lz_device_close,
-	.device_kernels = lz_device_kernels,
-	.storage = &lz_storage_ops,
-	.server = &lz_server_ops,
 };
 
-/* One ABI major, whatever the core speaks: on a mismatch the core reports
- * both majors and unloads the plugin. */
-const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
-{
-	return &lz_plugin;
-}
+WAFER_PLUGIN_QUERY_RETURNS(lz_plugin)

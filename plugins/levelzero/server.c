@@ -93,8 +93,7 @@ static void finish_pending(struct lz_device *dev, struct lz_queue *q,
 	}
 	for (size_t i = 0; i < q->pending_count; i++) {
 		const struct lz_pending *p = &q->pending[i];
-		if (p->free_host)
-			zeMemFree(dev->context, p->free_host);
+		lz_host_free(dev, p->free_host);
 		if (p->free_dev)
 			zeMemFree(dev->context, p->free_dev);
 	}
@@ -181,8 +180,7 @@ wafer_status lz_queue_defer(struct lz_device *dev, struct lz_queue *q,
 			 * for sync, and its download is not copied. */
 			if (lz_queue_wait(dev, q) == WAFER_OK && p->dst)
 				memcpy(p->dst, p->staged, p->size);
-			if (p->free_host)
-				zeMemFree(dev->context, p->free_host);
+			lz_host_free(dev, p->free_host);
 			if (p->free_dev)
 				zeMemFree(dev->context, p->free_dev);
 			return WAFER_OK;
@@ -204,7 +202,7 @@ wafer_status lz_queue_stage(struct lz_device *dev, struct lz_queue *q,
 	if (aligned > q->staging_size) {
 		/* Too big for the area: a block of its own, freed at the
 		 * next wait. */
-		status = lz_storage_ops.host_alloc(dev, size, out_host);
+		status = lz_host_alloc(dev, size, out_host);
 		if (status != WAFER_OK)
 			return status;
 		return lz_queue_defer(dev, q,
@@ -323,8 +321,7 @@ static void lz_server_queue_destroy(void *device, void *queue)
 		zeCommandListDestroy(q->list);
 	if (q->cq)
 		zeCommandQueueDestroy(q->cq);
-	if (q->staging)
-		zeMemFree(dev->context, q->staging);
+	lz_host_free(dev, q->staging);
 	free(q->pending);
 	wafer_plugin_deferred_clear(&q->failed);
 	free(q);
@@ -349,8 +346,7 @@ static wafer_status lz_server_queue_create(void *device, void **out_queue)
 	status = create_lists(dev, q);
 	if (status == WAFER_OK && dev->state->staging) {
 		void *staging;
-		status = lz_storage_ops.host_alloc(dev, dev->state->staging,
-						   &staging);
+		status = lz_host_alloc(dev, dev->state->staging, &staging);
 		q->staging = staging;
 		q->staging_size = dev->state->staging;
 	}
@@ -614,11 +610,7 @@ static wafer_status lz_server_timer_end(void *device, void *queue,
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_server_ops lz_server_ops = {
-	.struct_size = sizeof(struct wafer_server_ops),
-	.queue_create = lz_server_queue_create,
-	.queue_destroy = lz_server_queue_destroy,
-	.launch = lz_server_launch,
-	.sync = lz_server_sync,
+	WAFER_PLUGIN_SERVER_OPS(lz),
 	.timer_begin = lz_server_timer_begin,
 	.timer_end = lz_server_timer_end,
 };

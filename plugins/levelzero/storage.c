@@ -21,8 +21,9 @@
  *    outside the span, and gives its memory back at once. The price is a
  *    create and a map per page; the pool strategy maps while its working
  *    set grows, not while it repeats.
- *  - host_alloc is zeMemAllocHost: page-locked host memory the device
- *    reaches directly. */
+ *  - host_alloc/host_free are retired (ABI 1.1) and NULL here; the
+ *    queues' staging areas come from lz_host_alloc, zeMemAllocHost:
+ *    page-locked host memory the device reaches directly. */
 #include "build-config.h"
 
 #include <inttypes.h>
@@ -56,11 +57,9 @@ static wafer_status lz_storage_alloc(void *device, size_t size,
 	void *ptr = NULL;
 	ze_result_t r;
 
-	*out_resource = 0;
-	if (size == 0) {
-		lz_host(dev)->set_error("levelzero: cannot allocate 0 bytes");
+	if (wafer_plugin_alloc_check(lz_host(dev), "levelzero", size,
+				     out_resource))
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
 	r = zeMemAllocDevice(dev->context, &desc, size, LZ_ALIGNMENT,
 			     dev->device, &ptr);
 	if (r != ZE_RESULT_SUCCESS || !ptr) {
@@ -84,47 +83,53 @@ static void lz_storage_free(void *device, wafer_resource resource)
 				  lz_result_name(r));
 }
 
-static wafer_status lz_storage_copy_in(void *device, void *queue,
-				       wafer_resource dst, size_t dst_offset,
-				       const void *src, size_t size)
+/* Both directions go through the queue's staging area: an upload (|up|)
+ * copies |host| there at once, so the caller may reuse it; a download's
+ * bytes reach |host| at the queue's next wait. */
+static wafer_status staged_copy(struct lz_device *dev, struct lz_queue *q,
+				char *on_device, void *host, size_t size,
+				int up)
 {
 	void *staged;
 	wafer_status status;
 
 	if (size == 0)
 		return WAFER_OK;
-	status = lz_queue_stage(device, queue, size, &staged);
+	status = lz_queue_stage(dev, q, size, &staged);
 	if (status != WAFER_OK)
 		return status;
-	memcpy(staged, src, size);
-	return lz_queue_copy(device, queue,
-			     (char *)lz_resource_ptr(dst) + dst_offset, staged,
-			     size);
+	if (up) {
+		memcpy(staged, host, size);
+		return lz_queue_copy(dev, q, on_device, staged, size);
+	}
+	status = lz_queue_copy(dev, q, staged, on_device, size);
+	if (status != WAFER_OK)
+		return status;
+	return lz_queue_defer(dev, q,
+			      &(struct lz_pending){
+				      .staged = staged,
+				      .dst = host,
+				      .size = size,
+			      });
+}
+
+static wafer_status lz_storage_copy_in(void *device, void *queue,
+				       wafer_resource dst, size_t dst_offset,
+				       const void *src, size_t size)
+{
+	/* |src| is only read: staged_copy writes to host for downloads. */
+	return staged_copy(device, queue,
+			   (char *)lz_resource_ptr(dst) + dst_offset,
+			   (void *)src, size, 1);
 }
 
 static wafer_status lz_storage_copy_out(void *device, void *queue,
 					wafer_resource src, size_t src_offset,
 					void *dst, size_t size)
 {
-	void *staged;
-	wafer_status status;
-
-	if (size == 0)
-		return WAFER_OK;
-	status = lz_queue_stage(device, queue, size, &staged);
-	if (status != WAFER_OK)
-		return status;
-	status = lz_queue_copy(device, queue, staged,
-			       (const char *)lz_resource_ptr(src) + src_offset,
-			       size);
-	if (status != WAFER_OK)
-		return status;
-	return lz_queue_defer(device, queue,
-			      &(struct lz_pending){
-				      .staged = staged,
-				      .dst = dst,
-				      .size = size,
-			      });
+	return staged_copy(device, queue,
+			   (char *)lz_resource_ptr(src) + src_offset, dst,
+			   size, 0);
 }
 
 /* A memory copy between overlapping regions is undefined in Level Zero;
@@ -349,48 +354,68 @@ static wafer_status map_page(struct lz_device *dev, struct lz_vm_range *r,
 	return WAFER_OK;
 }
 
+/* vm_map's and vm_unmap's opening: takes vm_lock and finds the range
+ * holding [offset, +size) in whole pages, every one of them |mapped| (1)
+ * or not (0). On WAFER_OK vm_lock is held; on a failure it is not. */
+static wafer_status lock_pages(struct lz_device *dev, wafer_resource range,
+			       size_t offset, size_t size, int mapped,
+			       const char *what, struct lz_vm_range **out_r)
+{
+	size_t page = dev->slot->vm_granularity;
+	struct lz_vm_range *r;
+	wafer_status status;
+
+	pthread_mutex_lock(&dev->vm_lock);
+	r = find_range(dev, range, 0);
+	status = check_pages(dev, r, range, offset, size, what);
+	for (size_t i = offset / page;
+	     status == WAFER_OK && i < (offset + size) / page; i++) {
+		if ((r->pages && r->pages[i]) == mapped)
+			continue;
+		lz_host(dev)->set_error("levelzero: %s: [%zu, +%zu): the page "
+					"at %zu is %s",
+					what, offset, size, i * page,
+					mapped ? "not mapped"
+					       : "already mapped");
+		status = WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (status != WAFER_OK) {
+		pthread_mutex_unlock(&dev->vm_lock);
+		return status;
+	}
+	*out_r = r;
+	return WAFER_OK;
+}
+
 /* Every page of [offset, offset + size) must be unmapped; on a failure
  * part way the pages this call mapped are unmapped again. */
 static wafer_status lz_storage_vm_map(void *device, wafer_resource range,
 				      size_t offset, size_t size)
 {
 	struct lz_device *dev = device;
-	const struct wafer_host_services *host = lz_host(dev);
 	size_t page = dev->slot->vm_granularity;
+	size_t first = offset / page, count = size / page;
+	struct lz_vm_range *r;
 	wafer_status status;
 
-	pthread_mutex_lock(&dev->vm_lock);
-	struct lz_vm_range *r = find_range(dev, range, 0);
-	status = check_pages(dev, r, range, offset, size, "vm_map");
+	status = lock_pages(dev, range, offset, size, 0, "vm_map", &r);
 	if (status != WAFER_OK)
-		goto out;
-	size_t first = offset / page, count = size / page;
+		return status;
 	if (!r->pages) {
 		r->pages = calloc(r->size / page, sizeof *r->pages);
 		if (!r->pages) {
-			host->set_error("levelzero: vm_map: out of host memory");
+			lz_host(dev)->set_error("levelzero: vm_map: out of "
+						"host memory");
 			status = WAFER_ERROR_OUT_OF_MEMORY;
-			goto out;
 		}
 	}
-	for (size_t i = first; i < first + count; i++) {
-		if (r->pages[i]) {
-			host->set_error("levelzero: vm_map: [%zu, +%zu): the "
-					"page at %zu is already mapped",
-					offset, size, i * page);
-			status = WAFER_ERROR_INVALID_ARGUMENT;
-			goto out;
-		}
-	}
-	for (size_t i = first; i < first + count; i++) {
+	for (size_t i = first; status == WAFER_OK && i < first + count; i++) {
 		status = map_page(dev, r, i);
 		if (status == WAFER_OK)
 			continue;
 		while (i-- > first)
 			unmap_page(dev, r, i);
-		break;
 	}
-out:
 	pthread_mutex_unlock(&dev->vm_lock);
 	return status;
 }
@@ -402,39 +427,24 @@ static wafer_status lz_storage_vm_unmap(void *device, wafer_resource range,
 {
 	struct lz_device *dev = device;
 	size_t page = dev->slot->vm_granularity;
+	struct lz_vm_range *r;
 	wafer_status status;
 
-	pthread_mutex_lock(&dev->vm_lock);
-	struct lz_vm_range *r = find_range(dev, range, 0);
-	status = check_pages(dev, r, range, offset, size, "vm_unmap");
+	status = lock_pages(dev, range, offset, size, 1, "vm_unmap", &r);
 	if (status != WAFER_OK)
-		goto out;
-	size_t first = offset / page, count = size / page;
-	for (size_t i = first; i < first + count; i++) {
-		if (!r->pages || !r->pages[i]) {
-			lz_host(dev)->set_error("levelzero: vm_unmap: [%zu, "
-						"+%zu): the page at %zu is not "
-						"mapped",
-						offset, size, i * page);
-			status = WAFER_ERROR_INVALID_ARGUMENT;
-			goto out;
-		}
-	}
-	for (size_t i = first; i < first + count; i++)
+		return status;
+	for (size_t i = offset / page; i < (offset + size) / page; i++)
 		unmap_page(dev, r, i);
-out:
 	pthread_mutex_unlock(&dev->vm_lock);
-	return status;
+	return WAFER_OK;
 }
 
 /*===----------------------------------------------------------------------===
- * Pinned host memory
+ * Pinned host memory, for the plugin's own staging (server.c)
  *===----------------------------------------------------------------------===*/
 
-static wafer_status lz_storage_host_alloc(void *device, size_t size,
-					  void **out_ptr)
+wafer_status lz_host_alloc(struct lz_device *dev, size_t size, void **out_ptr)
 {
-	struct lz_device *dev = device;
 	ze_host_mem_alloc_desc_t desc = {
 		.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
 	};
@@ -457,10 +467,8 @@ static wafer_status lz_storage_host_alloc(void *device, size_t size,
 	return WAFER_OK;
 }
 
-static void lz_storage_host_free(void *device, void *ptr)
+void lz_host_free(struct lz_device *dev, void *ptr)
 {
-	struct lz_device *dev = device;
-
 	if (ptr)
 		zeMemFree(dev->context, ptr);
 }
@@ -470,12 +478,7 @@ static void lz_storage_host_free(void *device, void *ptr)
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_storage_ops lz_storage_ops = {
-	.struct_size = sizeof(struct wafer_storage_ops),
-	.alloc = lz_storage_alloc,
-	.free = lz_storage_free,
-	.copy_in = lz_storage_copy_in,
-	.copy_out = lz_storage_copy_out,
-	.copy = lz_storage_copy,
+	WAFER_PLUGIN_STORAGE_OPS(lz),
 	/* alloc_async/free_async: NULL. Level Zero has no stream-ordered
 	 * allocator; the core's `stream` strategy falls back to plain
 	 * alloc and free here (and says so in its log). */
@@ -483,8 +486,7 @@ const struct wafer_storage_ops lz_storage_ops = {
 	.vm_release = lz_storage_vm_release,
 	.vm_map = lz_storage_vm_map,
 	.vm_unmap = lz_storage_vm_unmap,
-	.host_alloc = lz_storage_host_alloc,
-	.host_free = lz_storage_host_free,
+	/* host_alloc/host_free: NULL, retired in ABI 1.1. */
 };
 
 void lz_storage_open(struct lz_device *device)

@@ -453,6 +453,16 @@ static void arg_binding(struct args *a, const struct job *j, int i)
 	arg_u64(a, j->bind[i].offset / j->elem[i]);
 }
 
+/* Elements in a shape of |rank| dimensions. */
+static uint64_t shape_count(const uint64_t *shape, uint32_t rank)
+{
+	uint64_t n = 1;
+
+	for (uint32_t i = 0; i < rank; i++)
+		n *= shape[i];
+	return n;
+}
+
 static void arg_vec8(struct args *a, const uint64_t *v)
 {
 	cl_ulong8 x;
@@ -693,10 +703,7 @@ static wafer_status run_1d(const struct job *j)
 		arg_vec8(&a, p->strided.b_strides);
 		arg_u64(&a, p->strided.a_offset);
 		arg_u64(&a, p->strided.b_offset);
-		n = 1;
-		for (uint32_t i = 0; i < p->strided.rank; i++)
-			n *= p->strided.shape[i];
-		arg_u64(&a, n);
+		arg_u64(&a, n = shape_count(p->strided.shape, p->strided.rank));
 		break;
 	case FAM_COPY_STRIDED:
 		arg_binding(&a, j, 0);
@@ -705,10 +712,7 @@ static wafer_status run_1d(const struct job *j)
 		arg_vec8(&a, p->copy.shape);
 		arg_vec8(&a, p->copy.strides);
 		arg_u64(&a, p->copy.offset);
-		n = 1;
-		for (uint32_t i = 0; i < p->copy.rank; i++)
-			n *= p->copy.shape[i];
-		arg_u64(&a, n);
+		arg_u64(&a, n = shape_count(p->copy.shape, p->copy.rank));
 		break;
 	case FAM_CAST:
 		arg_binding(&a, j, 0);

@@ -117,8 +117,6 @@ struct ocl_program {
 	char *error;         /* the failure's detail, with the build log */
 };
 
-struct ocl_pinned; /* storage.c: a host_alloc block */
-
 /* An open device. The core may call storage and server entries on it from
  * several threads at once (plugin.h): what is mutable is under |lock|, or
  * belongs to a queue. */
@@ -127,7 +125,7 @@ struct ocl_device {
 	const struct ocl_device_entry *entry;
 	cl_context context;
 	/* For work that belongs to no client queue: mapping and unmapping
-	 * host_alloc blocks. */
+	 * the staging rings. */
 	cl_command_queue util_queue;
 
 	/* From the device's properties (plugin.c). */
@@ -142,9 +140,6 @@ struct ocl_device {
 	 * catalogue asks (OpenCL's default allows 2.5 ulp). */
 	int exact_div_sqrt;
 
-	/* Guards |pinned|. */
-	pthread_mutex_t lock;
-	struct ocl_pinned *pinned;
 	/* Guards |programs|; held while one builds, so two queues needing
 	 * the same program at once compile it once. */
 	pthread_mutex_t program_lock;
@@ -252,7 +247,6 @@ wafer_status ocl_fail(const struct wafer_host_services *host, cl_int code,
 
 /* storage.c */
 extern const struct wafer_storage_ops ocl_storage_ops;
-void ocl_storage_close(struct ocl_device *device);
 /* Reaps finished staged writes; with |wait_all|, waits for every one.
  * A failed write is kept as the queue's error. */
 void ocl_staging_reap(struct ocl_queue *queue, int wait_all);

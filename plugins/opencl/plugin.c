@@ -104,9 +104,10 @@ static int set_text(char **slot, const char *value)
 /* Applies one `key = value` line of [opencl]. Unknown keys are logged and
  * ignored, so a configuration written for a newer plugin still loads; a
  * bad value fails init, naming where it was set. */
-static wafer_status apply_option(struct ocl_state *state,
+static wafer_status apply_option(void *state_arg,
 				 const struct wafer_plugin_option *option)
 {
+	struct ocl_state *state = state_arg;
 	const struct wafer_host_services *host = state->host;
 	const char *origin;
 	const char *key, *value;
@@ -429,28 +430,19 @@ static wafer_status ocl_init(const struct wafer_plugin_init_args *args,
 	wafer_status status;
 
 	*out_state = NULL;
-	status = wafer_plugin_init_check(args, OCL_NAME);
-	if (status != WAFER_OK)
+	state = wafer_plugin_init_state(args, OCL_NAME, sizeof *state, &status);
+	if (!state)
 		return status;
-
-	state = calloc(1, sizeof *state);
-	if (!state) {
-		args->host->set_error(OCL_NAME ": out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	state->host = args->host;
 	/* CPU OpenCL devices (PoCL) are opt-in: the cpu plugin serves the
 	 * host's cores better, and "default" should not land on them. */
 	state->type_mask = CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR;
 	state->cache_enabled = 1;
 	state->clblast_enabled = 1;
-	for (size_t i = 0; i < args->option_count; i++) {
-		status = apply_option(state,
-				      wafer_plugin_array_at(args->options, i));
-		if (status != WAFER_OK) {
-			free_state(state);
-			return status;
-		}
+	status = wafer_plugin_apply_options(args, apply_option, state);
+	if (status != WAFER_OK) {
+		free_state(state);
+		return status;
 	}
 
 	enumerate(state);
@@ -489,12 +481,10 @@ static wafer_status ocl_device_count(void *state, uint32_t *out_count)
 static const struct ocl_device_entry *entry_at(const struct ocl_state *st,
 					       uint32_t index)
 {
-	if (index < st->device_count)
-		return &st->devices[index];
-	st->host->set_error(
-		OCL_NAME ": no device %" PRIu32 " (there %s %" PRIu32 ")",
-		index, st->device_count == 1 ? "is" : "are", st->device_count);
-	return NULL;
+	if (wafer_plugin_device_index_check(st->host, OCL_NAME, index,
+					    st->device_count))
+		return NULL;
+	return &st->devices[index];
 }
 
 /* Whether the space-separated extension list has |name|. */
@@ -586,9 +576,7 @@ static wafer_status ocl_device_info(void *state, uint32_t index,
 	info.compute_units = p.compute_units;
 
 	/* Hand over the part of the struct the core knows. */
-	memcpy(out, &info,
-	       out->struct_size < sizeof info ? out->struct_size : sizeof info);
-	return WAFER_OK;
+	return wafer_plugin_device_info_copy(out, &info);
 }
 
 /* Errors the driver reports on its own (a kernel that faulted, a lost
@@ -640,7 +628,6 @@ static wafer_status ocl_device_open(void *state, uint32_t index,
 	}
 	dev->state = st;
 	dev->entry = e;
-	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->program_lock, NULL);
 	read_props(e->id, &p);
 	dev->alignment = alignment_of(&p);
@@ -669,13 +656,11 @@ static void ocl_device_close(void *device)
 
 	ocl_kernels_close(dev);
 	ocl_programs_release(dev);
-	ocl_storage_close(dev);
 	if (dev->util_queue)
 		clReleaseCommandQueue(dev->util_queue);
 	if (dev->context)
 		clReleaseContext(dev->context);
 	pthread_mutex_destroy(&dev->program_lock);
-	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 }
 
@@ -695,29 +680,11 @@ static wafer_status ocl_device_kernels(void *device,
  *===----------------------------------------------------------------------===*/
 
 static const struct wafer_plugin ocl_plugin = {
-	.struct_size = sizeof(struct wafer_plugin),
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+	WAFER_PLUGIN_DESCRIPTOR(ocl),
 	.name = OCL_NAME,
 	.version = PACKAGE_VERSION,
 	.description = "OpenCL through the ICD loader (OpenCL C kernels, "
 		       "cached program binaries)",
-	.init = ocl_init,
-	.shutdown = ocl_shutdown,
-	.device_count = ocl_device_count,
-	.device_info = ocl_device_info,
-	.device_open = ocl_device_open,
-	.device_close = ocl_device_close,
-	.device_kernels = ocl_device_kernels,
-	.storage = &ocl_storage_ops,
-	.server = &ocl_server_ops,
 };
 
-/* The plugin speaks one ABI major and returns its descriptor whatever the
- * core speaks: on a mismatch the core reports both majors and unloads it. */
-const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
-{
-	return &ocl_plugin;
-}
+WAFER_PLUGIN_QUERY_RETURNS(ocl_plugin)

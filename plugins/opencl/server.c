@@ -218,11 +218,7 @@ static wafer_status ocl_server_timer_end(void *device, void *queue,
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_server_ops ocl_server_ops = {
-	.struct_size = sizeof(struct wafer_server_ops),
-	.queue_create = ocl_server_queue_create,
-	.queue_destroy = ocl_server_queue_destroy,
-	.launch = ocl_server_launch,
-	.sync = ocl_server_sync,
+	WAFER_PLUGIN_SERVER_OPS(ocl),
 	.timer_begin = ocl_server_timer_begin,
 	.timer_end = ocl_server_timer_end,
 };

@@ -39,13 +39,6 @@
  * written directly (blocking) instead of staged. */
 #define DIRECT_WRITE_MIN ((size_t)1 << 20)
 
-/* A host_alloc block: the mapping of a CL_MEM_ALLOC_HOST_PTR buffer. */
-struct ocl_pinned {
-	void *ptr;
-	cl_mem buffer;
-	struct ocl_pinned *next;
-};
-
 /*===----------------------------------------------------------------------===
  * Allocation
  *===----------------------------------------------------------------------===*/
@@ -58,11 +51,8 @@ static wafer_status ocl_storage_alloc(void *device, size_t size,
 	cl_mem mem;
 	cl_int err;
 
-	*out_resource = 0;
-	if (size == 0) {
-		host->set_error(OCL_NAME ": cannot allocate 0 bytes");
+	if (wafer_plugin_alloc_check(host, OCL_NAME, size, out_resource))
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
 	if (size > dev->max_alloc) {
 		host->set_error(OCL_NAME ": cannot allocate %zu bytes: more "
 				"than %s allows in one buffer "
@@ -375,118 +365,13 @@ static wafer_status ocl_storage_copy(void *device, void *queue,
 }
 
 /*===----------------------------------------------------------------------===
- * Pinned host memory
- *===----------------------------------------------------------------------===*/
-
-/* CL_MEM_ALLOC_HOST_PTR asks the driver for host memory the device can
- * reach directly (page-locked on discrete GPUs); mapping it gives the
- * caller a pointer that reads and writes of other buffers use at full
- * DMA speed. The buffer stays mapped until host_free. */
-static wafer_status ocl_storage_host_alloc(void *device, size_t size,
-					   void **out_ptr)
-{
-	struct ocl_device *dev = device;
-	const struct wafer_host_services *host = ocl_host(dev);
-	struct ocl_pinned *p;
-	cl_int err;
-
-	*out_ptr = NULL;
-	if (size == 0) {
-		host->set_error(OCL_NAME ": host_alloc of 0 bytes");
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	p = calloc(1, sizeof *p);
-	if (!p) {
-		host->set_error(OCL_NAME ": out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
-	p->buffer = clCreateBuffer(dev->context,
-				   CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
-				   size, NULL, &err);
-	if (!p->buffer) {
-		free(p);
-		ocl_fail(host, err, "host_alloc: clCreateBuffer(%zu bytes, "
-			 "CL_MEM_ALLOC_HOST_PTR)", size);
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
-	p->ptr = clEnqueueMapBuffer(dev->util_queue, p->buffer, CL_TRUE,
-				    CL_MAP_READ | CL_MAP_WRITE, 0, size, 0,
-				    NULL, NULL, &err);
-	if (!p->ptr) {
-		clReleaseMemObject(p->buffer);
-		free(p);
-		return ocl_fail(host, err, "host_alloc: clEnqueueMapBuffer"
-				"(%zu bytes)", size);
-	}
-	pthread_mutex_lock(&dev->lock);
-	p->next = dev->pinned;
-	dev->pinned = p;
-	pthread_mutex_unlock(&dev->lock);
-	*out_ptr = p->ptr;
-	return WAFER_OK;
-}
-
-static void release_pinned(struct ocl_device *dev, struct ocl_pinned *p)
-{
-	clEnqueueUnmapMemObject(dev->util_queue, p->buffer, p->ptr, 0, NULL,
-				NULL);
-	clFinish(dev->util_queue);
-	clReleaseMemObject(p->buffer);
-	free(p);
-}
-
-static void ocl_storage_host_free(void *device, void *ptr)
-{
-	struct ocl_device *dev = device;
-	struct ocl_pinned *p = NULL;
-
-	pthread_mutex_lock(&dev->lock);
-	for (struct ocl_pinned **pp = &dev->pinned; *pp; pp = &(*pp)->next) {
-		if ((*pp)->ptr != ptr)
-			continue;
-		p = *pp;
-		*pp = p->next;
-		break;
-	}
-	pthread_mutex_unlock(&dev->lock);
-	if (!p) {
-		if (ptr)
-			ocl_host(dev)->log(ocl_host(dev), WAFER_LOG_WARN,
-					   "host_free: %p is not from "
-					   "host_alloc; ignored",
-					   ptr);
-		return;
-	}
-	release_pinned(dev, p);
-}
-
-/*===----------------------------------------------------------------------===
  * The table
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_storage_ops ocl_storage_ops = {
-	.struct_size = sizeof(struct wafer_storage_ops),
-	.alloc = ocl_storage_alloc,
-	.free = ocl_storage_free,
-	.copy_in = ocl_storage_copy_in,
-	.copy_out = ocl_storage_copy_out,
-	.copy = ocl_storage_copy,
+	WAFER_PLUGIN_STORAGE_OPS(ocl),
 	/* alloc_async/free_async, vm_*: NULL. OpenCL 1.2 has neither a
 	 * stream-ordered allocator nor virtual memory (SVM is not it). */
-	.host_alloc = ocl_storage_host_alloc,
-	.host_free = ocl_storage_host_free,
+	/* host_alloc/host_free: NULL, retired in ABI 1.1; the staging ring
+	 * above is the plugin's own pinned memory. */
 };
-
-void ocl_storage_close(struct ocl_device *dev)
-{
-	/* No lock: the core closes a device only when nothing uses it. */
-	while (dev->pinned) {
-		struct ocl_pinned *p = dev->pinned;
-		dev->pinned = p->next;
-		ocl_host(dev)->log(ocl_host(dev), WAFER_LOG_WARN,
-				   "device closed with pinned host memory "
-				   "at %p still allocated; freed",
-				   p->ptr);
-		release_pinned(dev, p);
-	}
-}

@@ -38,37 +38,27 @@ template <> struct Elem<F32> {
 	}
 };
 
-template <> struct Elem<F16> {
-	typedef unsigned short Bits;
-	static __device__ __forceinline__ float load(Bits b)
-	{
-		return __half2float(__ushort_as_half(b));
+/* f16 and bf16 are stored as their bits; |name| is the part of the CUDA
+ * intrinsics' names for the type (__half2float, __bfloat162float, ...). */
+#define ELEM_16BIT(T, name)                                                    \
+	template <> struct Elem<T> {                                           \
+		typedef unsigned short Bits;                                   \
+		static __device__ __forceinline__ float load(Bits b)          \
+		{                                                              \
+			return __##name##2float(__ushort_as_##name(b));        \
+		}                                                              \
+		static __device__ __forceinline__ Bits store(float f)         \
+		{                                                              \
+			return __##name##_as_ushort(__float2##name##_rn(f));   \
+		}                                                              \
+		static __device__ __forceinline__ Bits from_double(double d)  \
+		{                                                              \
+			return __##name##_as_ushort(__double2##name(d));       \
+		}                                                              \
 	}
-	static __device__ __forceinline__ Bits store(float f)
-	{
-		return __half_as_ushort(__float2half_rn(f));
-	}
-	static __device__ __forceinline__ Bits from_double(double d)
-	{
-		return __half_as_ushort(__double2half(d));
-	}
-};
 
-template <> struct Elem<BF16> {
-	typedef unsigned short Bits;
-	static __device__ __forceinline__ float load(Bits b)
-	{
-		return __bfloat162float(__ushort_as_bfloat16(b));
-	}
-	static __device__ __forceinline__ Bits store(float f)
-	{
-		return __bfloat16_as_ushort(__float2bfloat16_rn(f));
-	}
-	static __device__ __forceinline__ Bits from_double(double d)
-	{
-		return __bfloat16_as_ushort(__double2bfloat16(d));
-	}
-};
+ELEM_16BIT(F16, half);
+ELEM_16BIT(BF16, bfloat16);
 
 /* i32 moves as bits (copy, copy_strided); cast converts it itself. */
 template <> struct Elem<I32> {
@@ -92,5 +82,24 @@ static __device__ __forceinline__ uint64_t grid_threads(void)
 {
 	return (uint64_t)gridDim.x * blockDim.x;
 }
+
+/* The binary operations of elementwise.cu and strided.cu, as functors:
+ * apply(a, b) = |expr|. */
+#define BINARY_OP(name, expr)                                                  \
+	struct name {                                                          \
+		static __device__ __forceinline__ float apply(float a,        \
+							      float b)        \
+		{                                                              \
+			return expr;                                           \
+		}                                                              \
+	}
+
+BINARY_OP(Add, a + b);
+BINARY_OP(Sub, a - b);
+BINARY_OP(Mul, a * b);
+BINARY_OP(Div, a / b);
+/* NaN when either operand is: a plain compare would drop one. */
+BINARY_OP(Max, a != a || b != b ? a + b : (a > b ? a : b));
+BINARY_OP(Min, a != a || b != b ? a + b : (a < b ? a : b));
 
 #endif

@@ -23,45 +23,22 @@
  * Operations, on floats
  *===----------------------------------------------------------------------===*/
 
-struct Neg {
-	static __device__ __forceinline__ float apply(float x) { return -x; }
-};
-
-struct Abs {
-	static __device__ __forceinline__ float apply(float x)
-	{
-		return fabsf(x);
+/* A unary operation as a functor: apply(x) = |expr|. */
+#define UNARY_OP(name, expr)                                                   \
+	struct name {                                                          \
+		static __device__ __forceinline__ float apply(float x)        \
+		{                                                              \
+			return expr;                                           \
+		}                                                              \
 	}
-};
 
-struct Exp {
-	static __device__ __forceinline__ float apply(float x)
-	{
-		return expf(x);
-	}
-};
-
-struct Log {
-	static __device__ __forceinline__ float apply(float x)
-	{
-		return logf(x);
-	}
-};
-
-struct Sqrt {
-	static __device__ __forceinline__ float apply(float x)
-	{
-		return sqrtf(x);
-	}
-};
-
-struct Relu {
-	/* max(x, 0) with NaN propagating (plugin.h). */
-	static __device__ __forceinline__ float apply(float x)
-	{
-		return x > 0.0f || x != x ? x : 0.0f;
-	}
-};
+UNARY_OP(Neg, -x);
+UNARY_OP(Abs, fabsf(x));
+UNARY_OP(Exp, expf(x));
+UNARY_OP(Log, logf(x));
+UNARY_OP(Sqrt, sqrtf(x));
+/* max(x, 0) with NaN propagating (plugin.h). */
+UNARY_OP(Relu, x > 0.0f || x != x ? x : 0.0f);
 
 /* 1 / (1 + e^-x) from e^-|x|: nothing overflows. */
 static __device__ __forceinline__ float sigmoid(float x)
@@ -71,12 +48,7 @@ static __device__ __forceinline__ float sigmoid(float x)
 	return x >= 0.0f ? s : t * s;
 }
 
-struct Sigmoid {
-	static __device__ __forceinline__ float apply(float x)
-	{
-		return sigmoid(x);
-	}
-};
+UNARY_OP(Sigmoid, sigmoid(x));
 
 /* The tanh form, 0.5 x (1 + tanh(u)) = x sigmoid(2u), which has no
  * cancellation for negative x. */
@@ -88,69 +60,29 @@ struct Gelu {
 	}
 };
 
-struct Tanh {
-	static __device__ __forceinline__ float apply(float x)
-	{
-		return tanhf(x);
-	}
-};
+UNARY_OP(Tanh, tanhf(x));
 
-struct Add {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a + b;
-	}
-};
-
-struct Sub {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a - b;
-	}
-};
-
-struct Mul {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a * b;
-	}
-};
-
-struct Div {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a / b;
-	}
-};
-
-/* NaN when either operand is: a plain compare would drop one. */
-struct Max {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a != a || b != b ? a + b : (a > b ? a : b);
-	}
-};
-
-struct Min {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a != a || b != b ? a + b : (a < b ? a : b);
-	}
-};
+/* Binary operations: Add .. Min, in common.cuh. */
 
 /*===----------------------------------------------------------------------===
  * Bodies
  *===----------------------------------------------------------------------===*/
 
+/* A body's opening: B, its element's bits; V, elements in 16 bytes; out;
+ * nv, whole 16-byte vectors in n elements; t and s, this thread's index
+ * and the grid's stride. Vectors go first, then the tail one at a time. */
+#define VEC_BODY(T)                                                            \
+	typedef typename Elem<T>::Bits B;                                      \
+	const int V = 16 / sizeof(B);                                          \
+	B *out = (B *)out_;                                                    \
+	const uint64_t nv = n / V, t = global_thread(), s = grid_threads()
+
 template <typename T>
 static __device__ __forceinline__ void fill_body(void *out_, double value,
 						 uint64_t n)
 {
-	typedef typename Elem<T>::Bits B;
-	const int V = 16 / sizeof(B);
-	B *out = (B *)out_;
+	VEC_BODY(T);
 	const B v = Elem<T>::from_double(value);
-	const uint64_t nv = n / V, t = global_thread(), s = grid_threads();
 	Vec16<T> vec;
 
 #pragma unroll
@@ -168,11 +100,8 @@ template <typename T>
 static __device__ __forceinline__ void copy_body(void *out_, const void *in_,
 						 uint64_t n)
 {
-	typedef typename Elem<T>::Bits B;
-	const int V = 16 / sizeof(B);
-	B *out = (B *)out_;
+	VEC_BODY(T);
 	const B *in = (const B *)in_;
-	const uint64_t nv = n / V, t = global_thread(), s = grid_threads();
 
 	for (uint64_t i = t; i < nv; i += s)
 		((uint4 *)out)[i] = ((const uint4 *)in)[i];
@@ -184,11 +113,8 @@ template <typename T, typename Op>
 static __device__ __forceinline__ void unary_body(void *out_, const void *in_,
 						  uint64_t n)
 {
-	typedef typename Elem<T>::Bits B;
-	const int V = 16 / sizeof(B);
-	B *out = (B *)out_;
+	VEC_BODY(T);
 	const B *in = (const B *)in_;
-	const uint64_t nv = n / V, t = global_thread(), s = grid_threads();
 
 	for (uint64_t i = t; i < nv; i += s) {
 		Vec16<T> x;
@@ -206,11 +132,8 @@ template <typename T, typename Op>
 static __device__ __forceinline__ void binary_body(void *out_, const void *a_,
 						   const void *b_, uint64_t n)
 {
-	typedef typename Elem<T>::Bits B;
-	const int V = 16 / sizeof(B);
-	B *out = (B *)out_;
+	VEC_BODY(T);
 	const B *a = (const B *)a_, *b = (const B *)b_;
-	const uint64_t nv = n / V, t = global_thread(), s = grid_threads();
 
 	for (uint64_t i = t; i < nv; i += s) {
 		Vec16<T> x, y;

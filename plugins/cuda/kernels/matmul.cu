@@ -71,6 +71,20 @@ template <> struct Load4<BF16> : Load4Half<BF16> {};
  *   x[l * ld + o]   otherwise,
  * counted from the tile's origin (o0, k0). For A, k_contig = !trans_a;
  * for B, k_contig = trans_b. */
+/* Where element |e| of a Tile is, (o, l), read one at a time: consecutive
+ * elements walk the contiguous dimension (a macro, so that load and store
+ * keep their index arithmetic exactly as written, in their own types). */
+#define TILE_PLACE(e, o, l)                                                    \
+	do {                                                                   \
+		if (k_contig) {                                                \
+			l = (e) % BK;                                          \
+			o = (e) / BK;                                          \
+		} else {                                                       \
+			o = (e) % OUTER;                                       \
+			l = (e) / OUTER;                                       \
+		}                                                              \
+	} while (0)
+
 template <typename T, int OUTER, int BK> struct Tile {
 	typedef typename Elem<T>::Bits B;
 	static const int PER = OUTER * BK / THREADS;
@@ -110,13 +124,7 @@ template <typename T, int OUTER, int BK> struct Tile {
 		for (int i = 0; i < PER; i++) {
 			int e = tid + i * THREADS;
 			uint64_t o, l;
-			if (k_contig) {
-				l = e % BK;
-				o = e / BK;
-			} else {
-				o = e % OUTER;
-				l = e / OUTER;
-			}
+			TILE_PLACE(e, o, l);
 			uint64_t go = o0 + o, gl = k0 + l;
 			float v = 0.0f;
 			if (go < outer_total && gl < k_total)
@@ -155,13 +163,7 @@ template <typename T, int OUTER, int BK> struct Tile {
 		for (int i = 0; i < PER; i++) {
 			int e = tid + i * THREADS;
 			int o, l;
-			if (k_contig) {
-				l = e % BK;
-				o = e / BK;
-			} else {
-				o = e % OUTER;
-				l = e / OUTER;
-			}
+			TILE_PLACE(e, o, l);
 			S[l][o] = r[i];
 		}
 	}
@@ -182,6 +184,17 @@ static __device__ __forceinline__ void batch_entry(void *c_, const void *a_,
 	*c = (B *)c_ + z * p.stride_c;
 }
 
+/* A kernel's opening: its batch entry's matrices a, b, c (of element type
+ * B), the origin (m0, n0) of its block's tile of C (BM x BN) and its
+ * thread's index tid. A macro: the declarations stay the kernel's own. */
+#define BLOCK_ORIGIN(B)                                                        \
+	const B *a, *b;                                                        \
+	B *c;                                                                  \
+	batch_entry<B>(c_, a_, b_, p, &c, &a, &b);                             \
+	const uint64_t m0 = (uint64_t)blockIdx.y * BM;                         \
+	const uint64_t n0 = (uint64_t)blockIdx.x * BN;                         \
+	const int tid = threadIdx.x
+
 /*===----------------------------------------------------------------------===
  * CUDA-core tiles
  *===----------------------------------------------------------------------===*/
@@ -197,12 +210,7 @@ tiled(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 	__shared__ __align__(16) float As[2][BK][SA];
 	__shared__ __align__(16) float Bs[2][BK][SB];
 
-	const B *a, *b;
-	B *c;
-	batch_entry<B>(c_, a_, b_, p, &c, &a, &b);
-	const uint64_t m0 = (uint64_t)blockIdx.y * BM;
-	const uint64_t n0 = (uint64_t)blockIdx.x * BN;
-	const int tid = threadIdx.x;
+	BLOCK_ORIGIN(B);
 	const int tx = tid % (BN / TN), ty = tid / (BN / TN);
 	const bool a_kc = !p.trans_a, b_kc = p.trans_b != 0;
 
@@ -235,19 +243,11 @@ tiled(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 			float av[TM], bv[TN];
 #pragma unroll
 			for (int i = 0; i < TM; i += 4) {
-				float4 v = *(const float4 *)&As[cur][l][ty * TM + i];
-				av[i] = v.x;
-				av[i + 1] = v.y;
-				av[i + 2] = v.z;
-				av[i + 3] = v.w;
+				Load4<F32>::run(&As[cur][l][ty * TM + i], &av[i]);
 			}
 #pragma unroll
 			for (int j = 0; j < TN; j += 4) {
-				float4 v = *(const float4 *)&Bs[cur][l][tx * TN + j];
-				bv[j] = v.x;
-				bv[j + 1] = v.y;
-				bv[j + 2] = v.z;
-				bv[j + 3] = v.w;
+				Load4<F32>::run(&Bs[cur][l][tx * TN + j], &bv[j]);
 			}
 #pragma unroll
 			for (int i = 0; i < TM; i++)
@@ -356,12 +356,7 @@ reg_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 	__shared__ __align__(16) float As[2][BK][BM];
 	__shared__ __align__(16) float Bs[2][BK][BN];
 
-	const B *a, *b;
-	B *c;
-	batch_entry<B>(c_, a_, b_, p, &c, &a, &b);
-	const uint64_t m0 = (uint64_t)blockIdx.y * BM;
-	const uint64_t n0 = (uint64_t)blockIdx.x * BN;
-	const int tid = threadIdx.x;
+	BLOCK_ORIGIN(B);
 	const int tx = tid % 16, ty = tid / 16;
 
 	/* Vector 0 of this thread: element (outer o, k l) of its tile. */
@@ -705,12 +700,8 @@ warp_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 	__shared__ __align__(16) float As[2 * OpA::SIZE];
 	__shared__ __align__(16) float Bs[2 * OpB::SIZE];
 
-	const float *a, *b;
-	float *c;
-	batch_entry<float>(c_, a_, b_, p, &c, &a, &b);
-	const uint64_t m0 = (uint64_t)blockIdx.y * BM;
-	const uint64_t n0 = (uint64_t)blockIdx.x * BN;
-	const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+	BLOCK_ORIGIN(float);
+	const int warp = tid / 32, lane = tid % 32;
 	const int wm = warp / (BN / WN), wn = warp % (BN / WN);
 	const int am = wm * WM + (lane / LN) * 4; /* first row in the tile */
 	const int bn = wn * WN + (lane % LN) * 4; /* first column */
@@ -907,6 +898,33 @@ to_smem(typename Elem<T>::Bits bits)
 	return bits; /* f16/bf16: the bits; f32: the float itself */
 }
 
+/* wmma_tile's operand staging: S[i][j] = op(X)(r0 + i, c0 + j) for
+ * i < R, j < C, zero past |rows| x |cols|. X is stored row-major with
+ * leading dimension |ld|, transposed when |trans|; consecutive threads
+ * walk the stored matrix's contiguous dimension. */
+template <typename T, int R, int C, int L, typename Smem, typename B>
+static __device__ __forceinline__ void
+stage_tile(Smem (*S)[L], const B *x, uint64_t ld, uint32_t trans,
+	   uint64_t r0, uint64_t c0, uint64_t rows, uint64_t cols, int tid)
+{
+#pragma unroll 4
+	for (int e = tid; e < R * C; e += THREADS) {
+		int i, j;
+		if (!trans) {
+			j = e % C;
+			i = e / C;
+		} else {
+			i = e % R;
+			j = e / R;
+		}
+		uint64_t gi = r0 + i, gj = c0 + j;
+		B v = 0;
+		if (gi < rows && gj < cols)
+			v = trans ? x[gj * ld + gi] : x[gi * ld + gj];
+		S[i][j] = to_smem<T>(v);
+	}
+}
+
 /* Block tile 128 x 128, k step 32; 8 warps as 2 (m) x 4 (n), each warp
  * 64 x 32 of C: 4 x 2 fragments of 16 x 16. Operands are read with
  * bounds checks one element at a time (zeros past the edges), so any
@@ -927,12 +945,8 @@ wmma_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 	__shared__ __align__(128) S Bs[BK][LB];
 	__shared__ __align__(128) float Cs[THREADS / 32][16 * 16];
 
-	const B *a, *b;
-	B *c;
-	batch_entry<B>(c_, a_, b_, p, &c, &a, &b);
-	const uint64_t m0 = (uint64_t)blockIdx.y * BM;
-	const uint64_t n0 = (uint64_t)blockIdx.x * BN;
-	const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+	BLOCK_ORIGIN(B);
+	const int warp = tid / 32, lane = tid % 32;
 	const int wm = warp / 4, wn = warp % 4;
 
 	wmma::fragment<wmma::accumulator, 16, 16, KS, float> acc[4][2];
@@ -943,43 +957,12 @@ wmma_tile(void *c_, const void *a_, const void *b_, const cuda_matmul_args &p)
 			wmma::fill_fragment(acc[i][j], 0.0f);
 
 	for (uint64_t k0 = 0; k0 < p.k; k0 += BK) {
-		/* A: As[i][l] = op(A)(m0 + i, k0 + l). Consecutive threads
-		 * walk the stored matrix's contiguous dimension. */
-#pragma unroll 4
-		for (int e = tid; e < BM * BK; e += THREADS) {
-			int i, l;
-			if (!p.trans_a) {
-				l = e % BK;
-				i = e / BK;
-			} else {
-				i = e % BM;
-				l = e / BM;
-			}
-			uint64_t gi = m0 + i, gl = k0 + l;
-			B v = 0;
-			if (gi < p.m && gl < p.k)
-				v = p.trans_a ? a[gl * p.lda + gi]
-					      : a[gi * p.lda + gl];
-			As[i][l] = to_smem<T>(v);
-		}
-		/* B: Bs[l][j] = op(B)(k0 + l, n0 + j). */
-#pragma unroll 4
-		for (int e = tid; e < BK * BN; e += THREADS) {
-			int l, j;
-			if (!p.trans_b) {
-				j = e % BN;
-				l = e / BN;
-			} else {
-				l = e % BK;
-				j = e / BK;
-			}
-			uint64_t gl = k0 + l, gj = n0 + j;
-			B v = 0;
-			if (gl < p.k && gj < p.n)
-				v = p.trans_b ? b[gj * p.ldb + gl]
-					      : b[gl * p.ldb + gj];
-			Bs[l][j] = to_smem<T>(v);
-		}
+		/* As[i][l] = op(A)(m0 + i, k0 + l); Bs[l][j] = op(B)(k0 + l,
+		 * n0 + j). */
+		stage_tile<T, BM, BK>(As, a, p.lda, p.trans_a, m0, k0, p.m,
+				      p.k, tid);
+		stage_tile<T, BK, BN>(Bs, b, p.ldb, p.trans_b, k0, n0, p.k,
+				      p.n, tid);
 		__syncthreads();
 
 #pragma unroll

@@ -58,21 +58,33 @@ static __device__ __forceinline__ float block_reduce(float v, float *scratch)
 	return v;
 }
 
+/* A row kernel's opening: B, the element's bits; |scratch| for
+ * block_reduce; out and in typed. Blocks then stride over the rows. */
+#define ROW_BODY(T)                                                            \
+	typedef typename Elem<T>::Bits B;                                      \
+	__shared__ float scratch[WARPS];                                       \
+	B *out = (B *)out_;                                                    \
+	const B *in = (const B *)in_
+
+/* The block's fold of row[0 .. cols) with Op; all threads get it. */
+template <typename T, typename Op>
+static __device__ __forceinline__ float
+row_fold(const typename Elem<T>::Bits *row, uint64_t cols, float *scratch)
+{
+	float acc = Op::identity();
+	for (uint64_t c = threadIdx.x; c < cols; c += THREADS)
+		acc = Op::combine(acc, Elem<T>::load(row[c]));
+	return block_reduce<Op>(acc, scratch);
+}
+
 template <typename T, typename Op, bool MEAN>
 static __device__ __forceinline__ void rows_reduce(void *out_, const void *in_,
 						   const struct wafer_rows_params &p)
 {
-	typedef typename Elem<T>::Bits B;
-	__shared__ float scratch[WARPS];
-	B *out = (B *)out_;
-	const B *in = (const B *)in_;
+	ROW_BODY(T);
 
 	for (uint64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
-		const B *row = in + r * p.cols;
-		float acc = Op::identity();
-		for (uint64_t c = threadIdx.x; c < p.cols; c += THREADS)
-			acc = Op::combine(acc, Elem<T>::load(row[c]));
-		acc = block_reduce<Op>(acc, scratch);
+		float acc = row_fold<T, Op>(in + r * p.cols, p.cols, scratch);
 		if (threadIdx.x == 0)
 			out[r] = Elem<T>::store(MEAN ? acc / (float)p.cols : acc);
 	}
@@ -82,18 +94,12 @@ template <typename T>
 static __device__ __forceinline__ void softmax(void *out_, const void *in_,
 					       const struct wafer_rows_params &p)
 {
-	typedef typename Elem<T>::Bits B;
-	__shared__ float scratch[WARPS];
-	B *out = (B *)out_;
-	const B *in = (const B *)in_;
+	ROW_BODY(T);
 
 	for (uint64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
 		const B *row = in + r * p.cols;
 		B *dst = out + r * p.cols;
-		float m = MaxOp::identity();
-		for (uint64_t c = threadIdx.x; c < p.cols; c += THREADS)
-			m = MaxOp::combine(m, Elem<T>::load(row[c]));
-		m = block_reduce<MaxOp>(m, scratch);
+		const float m = row_fold<T, MaxOp>(row, p.cols, scratch);
 		float sum = 0.0f;
 		for (uint64_t c = threadIdx.x; c < p.cols; c += THREADS)
 			sum += expf(Elem<T>::load(row[c]) - m);

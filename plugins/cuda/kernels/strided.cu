@@ -16,54 +16,21 @@
 #define THREADS 256
 
 /*===----------------------------------------------------------------------===
- * Binary operations (as in elementwise.cu)
- *===----------------------------------------------------------------------===*/
-
-struct Add {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a + b;
-	}
-};
-
-struct Sub {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a - b;
-	}
-};
-
-struct Mul {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a * b;
-	}
-};
-
-struct Div {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a / b;
-	}
-};
-
-struct Max {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a != a || b != b ? a + b : (a > b ? a : b);
-	}
-};
-
-struct Min {
-	static __device__ __forceinline__ float apply(float a, float b)
-	{
-		return a != a || b != b ? a + b : (a < b ? a : b);
-	}
-};
-
-/*===----------------------------------------------------------------------===
  * Strided binary
  *===----------------------------------------------------------------------===*/
+
+/* Elements in the shape of |p| (rank |rank|), as Index. */
+template <typename Index, typename Params>
+static __device__ __forceinline__ Index shape_count(const Params &p, int rank)
+{
+	Index count = 1;
+
+#pragma unroll
+	for (int d = 0; d < WAFER_KERNEL_MAX_RANK; d++)
+		if (d < rank)
+			count *= (Index)p.shape[d];
+	return count;
+}
 
 template <typename T, typename Op, typename Index>
 static __device__ __forceinline__ void
@@ -74,12 +41,8 @@ binary_strided(void *out_, const void *a_, const void *b_,
 	B *out = (B *)out_;
 	const B *a = (const B *)a_, *b = (const B *)b_;
 	const int rank = (int)p.rank;
-	Index count = 1;
+	const Index count = shape_count<Index>(p, rank);
 
-#pragma unroll
-	for (int d = 0; d < WAFER_KERNEL_MAX_RANK; d++)
-		if (d < rank)
-			count *= (Index)p.shape[d];
 	for (Index i = (Index)global_thread(); i < count;
 	     i += (Index)grid_threads()) {
 		Index rem = i, ai = (Index)p.a_offset, bi = (Index)p.b_offset;
@@ -137,12 +100,8 @@ gather(void *out_, const void *in_, const struct wafer_strided_copy_params &p)
 	B *out = (B *)out_;
 	const B *in = (const B *)in_;
 	const int rank = (int)p.rank;
-	Index count = 1;
+	const Index count = shape_count<Index>(p, rank);
 
-#pragma unroll
-	for (int d = 0; d < WAFER_KERNEL_MAX_RANK; d++)
-		if (d < rank)
-			count *= (Index)p.shape[d];
 	for (Index i = (Index)global_thread(); i < count;
 	     i += (Index)grid_threads()) {
 		Index rem = i, at = (Index)p.offset;
@@ -191,11 +150,12 @@ struct FromF32 {
 	static __device__ __forceinline__ int32_t to_int(B v) { return 0; }
 };
 
-struct FromF16 {
+/* f16 and bf16: Elem's exact widening. */
+template <typename T> struct From16 {
 	typedef unsigned short B;
 	static __device__ __forceinline__ float to_float(B v)
 	{
-		return __half2float(__ushort_as_half(v));
+		return Elem<T>::load(v);
 	}
 	static __device__ __forceinline__ double to_double(B v)
 	{
@@ -204,20 +164,8 @@ struct FromF16 {
 	static const bool integer = false;
 	static __device__ __forceinline__ int32_t to_int(B v) { return 0; }
 };
-
-struct FromBF16 {
-	typedef unsigned short B;
-	static __device__ __forceinline__ float to_float(B v)
-	{
-		return __bfloat162float(__ushort_as_bfloat16(v));
-	}
-	static __device__ __forceinline__ double to_double(B v)
-	{
-		return to_float(v);
-	}
-	static const bool integer = false;
-	static __device__ __forceinline__ int32_t to_int(B v) { return 0; }
-};
+struct FromF16 : From16<F16> {};
+struct FromBF16 : From16<BF16> {};
 
 struct FromI32 {
 	typedef int32_t B;
@@ -244,28 +192,19 @@ struct ToF32 {
 	}
 };
 
-struct ToF16 {
+/* f16 and bf16: Elem's conversions, from double for an integer source. */
+template <typename T> struct To16 {
 	typedef unsigned short B;
 	template <typename From>
 	static __device__ __forceinline__ B convert(typename From::B v)
 	{
 		if (From::integer)
-			return __half_as_ushort(__double2half(From::to_double(v)));
-		return __half_as_ushort(__float2half_rn(From::to_float(v)));
+			return Elem<T>::from_double(From::to_double(v));
+		return Elem<T>::store(From::to_float(v));
 	}
 };
-
-struct ToBF16 {
-	typedef unsigned short B;
-	template <typename From>
-	static __device__ __forceinline__ B convert(typename From::B v)
-	{
-		if (From::integer)
-			return __bfloat16_as_ushort(
-				__double2bfloat16(From::to_double(v)));
-		return __bfloat16_as_ushort(__float2bfloat16_rn(From::to_float(v)));
-	}
-};
+struct ToF16 : To16<F16> {};
+struct ToBF16 : To16<BF16> {};
 
 /* Toward zero, saturating; NaN gives 0. */
 struct ToI32 {

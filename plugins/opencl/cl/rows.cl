@@ -39,37 +39,28 @@ GROUP_REDUCE(group_max, max_nan)
 		return;                                                        \
 	__global const ST_##DT *row = in + in_off + r * cols;
 
+/* A row reduction: each item's |acc| starts at |init| and takes its
+ * elements of the row through |fold|; the group folds them with |group|
+ * and item 0 stores |result|. */
+#define ROW_REDUCE(DT, name, init, fold, group, result)                        \
+	__kernel void name##_##DT(ROW_ARGS(DT))                                \
+	{                                                                      \
+		ROW_BEGIN(DT)                                                  \
+		float acc = (init);                                            \
+		for (ulong c = lid; c < cols; c += step)                       \
+			acc = (fold);                                          \
+		acc = group(acc, scratch);                                     \
+		if (lid == 0)                                                  \
+			STORE_##DT(out + out_off, r, (result));                \
+	}
+
 #define ROWS(DT)                                                               \
-	__kernel void reduce_sum_##DT(ROW_ARGS(DT))                            \
-	{                                                                      \
-		ROW_BEGIN(DT)                                                  \
-		float acc = 0.0f;                                              \
-		for (ulong c = lid; c < cols; c += step)                       \
-			acc += LOAD_##DT(row, c);                              \
-		acc = group_sum(acc, scratch);                                 \
-		if (lid == 0)                                                  \
-			STORE_##DT(out + out_off, r, acc);                     \
-	}                                                                      \
-	__kernel void reduce_mean_##DT(ROW_ARGS(DT))                           \
-	{                                                                      \
-		ROW_BEGIN(DT)                                                  \
-		float acc = 0.0f;                                              \
-		for (ulong c = lid; c < cols; c += step)                       \
-			acc += LOAD_##DT(row, c);                              \
-		acc = group_sum(acc, scratch);                                 \
-		if (lid == 0)                                                  \
-			STORE_##DT(out + out_off, r, acc / (float)cols);       \
-	}                                                                      \
-	__kernel void reduce_max_##DT(ROW_ARGS(DT))                            \
-	{                                                                      \
-		ROW_BEGIN(DT)                                                  \
-		float acc = -INFINITY;                                         \
-		for (ulong c = lid; c < cols; c += step)                       \
-			acc = max_nan(acc, LOAD_##DT(row, c));                 \
-		acc = group_max(acc, scratch);                                 \
-		if (lid == 0)                                                  \
-			STORE_##DT(out + out_off, r, acc);                     \
-	}                                                                      \
+	ROW_REDUCE(DT, reduce_sum, 0.0f, acc + LOAD_##DT(row, c), group_sum,   \
+		   acc)                                                        \
+	ROW_REDUCE(DT, reduce_mean, 0.0f, acc + LOAD_##DT(row, c), group_sum,  \
+		   acc / (float)cols)                                          \
+	ROW_REDUCE(DT, reduce_max, -INFINITY, max_nan(acc, LOAD_##DT(row, c)), \
+		   group_max, acc)                                             \
 	/* out may alias in exactly: every read of the row happens before  \
 	 * the barriers in group_sum, and the last pass reads each element \
 	 * in the item that then writes it. */                              \
