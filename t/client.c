@@ -367,20 +367,22 @@ static void test_execute_errors(wafer_client *client)
 	/* Two views of one handle: exactly the same range (in place) or
 	 * disjoint ranges work; a partial overlap is refused (the cpu copy
 	 * once ran memcpy on overlapping memory). */
+	/* Offsets of 64 KiB: a multiple of any device's alignment. */
+	enum { K64 = 64 << 10 };
 	wafer_handle wide;
-	wafer_empty(client, 1024, &wide);
-	struct wafer_elementwise_params quarter = {.count = 128};
-	args.params = &quarter;
-	bindings[0] = (wafer_buffer_binding){wide, 256, 512};
-	bindings[1] = (wafer_buffer_binding){wide, 0, 512};
+	wafer_empty(client, 4 * K64, &wide);
+	struct wafer_elementwise_params half = {.count = 2 * K64 / 4};
+	args.params = &half;
+	bindings[0] = (wafer_buffer_binding){wide, K64, 2 * K64};
+	bindings[1] = (wafer_buffer_binding){wide, 0, 2 * K64};
 	is_status(wafer_execute(client, &args), WAFER_ERROR_INVALID_ARGUMENT,
-		  "bindings [256, 768) and [0, 512) of one handle");
+		  "bindings [64K, 192K) and [0, 128K) of one handle");
 	like(wafer_last_error(), "overlap partially",
 	     "detail says they overlap partially");
-	bindings[0] = (wafer_buffer_binding){wide, 0, 512};
+	bindings[0] = (wafer_buffer_binding){wide, 0, 2 * K64};
 	is_status(wafer_execute(client, &args), WAFER_OK,
 		  "the same range twice (in place)");
-	bindings[0] = (wafer_buffer_binding){wide, 512, 512};
+	bindings[0] = (wafer_buffer_binding){wide, 2 * K64, 2 * K64};
 	is_status(wafer_execute(client, &args), WAFER_OK,
 		  "disjoint ranges of one handle");
 	is_status(wafer_sync(client), WAFER_OK, "  ... and they ran");
