@@ -70,6 +70,10 @@ struct wafer_command {
 		struct {
 			struct wafer_handle_slot *slot;
 			size_t size;
+			/* The caller needs the outcome now: a queueing
+			 * channel waits for it rather than deferring a
+			 * failure to the next sync. */
+			bool wait;
 		} reserve;
 		struct {
 			struct wafer_handle_slot *slot;

@@ -217,8 +217,9 @@ static wafer_status check_range(const char *what, wafer_handle handle,
 	return WAFER_OK;
 }
 
-WAFER_API wafer_status wafer_empty(wafer_client *client, size_t size,
-				   wafer_handle *out_handle)
+/* wafer_empty, and wafer_client_empty_now when |wait|. */
+static wafer_status empty(wafer_client *client, size_t size, bool wait,
+			  wafer_handle *out_handle)
 {
 	struct wafer_handle_slot *slot;
 
@@ -262,7 +263,7 @@ WAFER_API wafer_status wafer_empty(wafer_client *client, size_t size,
 		return status;
 	struct wafer_command command = {
 		.kind = WAFER_COMMAND_RESERVE,
-		.reserve = {.slot = slot, .size = size},
+		.reserve = {.slot = slot, .size = size, .wait = wait},
 	};
 	status = wafer_channel_submit(&client->channel, &command);
 	if (status != WAFER_OK) {
@@ -274,6 +275,18 @@ WAFER_API wafer_status wafer_empty(wafer_client *client, size_t size,
 	}
 	*out_handle = handle;
 	return WAFER_OK;
+}
+
+WAFER_API wafer_status wafer_empty(wafer_client *client, size_t size,
+				   wafer_handle *out_handle)
+{
+	return empty(client, size, false, out_handle);
+}
+
+wafer_status wafer_client_empty_now(wafer_client *client, size_t size,
+				    wafer_handle *out_handle)
+{
+	return empty(client, size, true, out_handle);
 }
 
 WAFER_API wafer_status wafer_write(wafer_client *client, wafer_handle handle,

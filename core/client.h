@@ -61,6 +61,13 @@ struct wafer_kernel_table *wafer_client_kernels(wafer_client *client);
 wafer_status wafer_client_submit(wafer_client *client,
 				 struct wafer_command *command);
 
+/* wafer_empty, but the reservation's outcome is known when it returns on
+ * every channel (a queueing channel waits for its runner): for an
+ * operation that must not give up a donated input before its output has
+ * memory. */
+wafer_status wafer_client_empty_now(wafer_client *client, size_t size,
+				    wafer_handle *out_handle);
+
 /* Device timers around work on the client's queue (autotune measures
  * with them). wafer_client_timer_begin queues the start of a timer and,
  * on a queueing channel (mpsc), returns without waiting for it: the

@@ -177,9 +177,23 @@ static void scenario(wafer_client *c, struct outcome *o)
 	}
 }
 
+static wafer_status open_client_on(const char *channel, const char *strategy,
+				   const char *site, uint64_t fail_at,
+				   uint64_t fail_count, wafer_runtime **rt,
+				   wafer_client **c);
+
 static wafer_status open_client(const char *strategy, const char *site,
 				uint64_t fail_at, uint64_t fail_count,
 				wafer_runtime **rt, wafer_client **c)
+{
+	return open_client_on("mutex", strategy, site, fail_at, fail_count, rt,
+			      c);
+}
+
+static wafer_status open_client_on(const char *channel, const char *strategy,
+				   const char *site, uint64_t fail_at,
+				   uint64_t fail_count, wafer_runtime **rt,
+				   wafer_client **c)
 {
 	char k[32], count[32];
 	snprintf(k, sizeof k, "%" PRIu64, fail_at);
@@ -200,7 +214,7 @@ static wafer_status open_client(const char *strategy, const char *site,
 	};
 	wafer_client_options co = {
 		.struct_size = sizeof co,
-		.channel = "mutex",
+		.channel = channel,
 		.memory = strategy,
 	};
 	*c = NULL;
@@ -252,6 +266,46 @@ static void sweep_storage(const char *strategy, const char *site,
 	diag("%s, %s x%" PRIu64 ": %d of %d injected failures reached the "
 	     "caller (the rest were absorbed: retried, or a candidate "
 	     "dropped)", strategy, site, count, recovered, injected);
+}
+
+/* An operation given a shared input to donate (it cannot reuse it) whose
+ * output reservation fails: on every channel the call fails with
+ * WAFER_ERROR_OUT_OF_MEMORY and the input stays the caller's. (mpsc once
+ * returned OK, dropped the input and left an output without memory.) */
+static void test_donated_shared_input(const char *channel)
+{
+	const uint64_t n = N;
+	static float a[N];
+	wafer_runtime *rt = NULL;
+	wafer_client *c = NULL;
+	wafer_tensor ta = {0}, out = {0};
+
+	/* direct strategy: one allocation per handle; the 2nd is relu's
+	 * output, and it fails twice (past the core's one retry). */
+	if (open_client_on(channel, "direct", "alloc", 2, 2, &rt, &c) !=
+		    WAFER_OK ||
+	    wafer_tensor_create(c, WAFER_DTYPE_F32, 1, &n, a, &ta) != WAFER_OK ||
+	    wafer_retain(c, ta.handle) != WAFER_OK) {
+		ok(0, "%s: set up: %s", channel, wafer_last_error());
+		wafer_client_close(c);
+		wafer_runtime_close(rt);
+		return;
+	}
+	wafer_tensor given = ta;
+	is_status(wafer_op_relu(c, &given, WAFER_DONATE_INPUT, &out),
+		  WAFER_ERROR_OUT_OF_MEMORY,
+		  "%s: donating a shared input, the output's memory refused",
+		  channel);
+	uint32_t refs = 0;
+	is_status(wafer_handle_references(c, ta.handle, &refs), WAFER_OK,
+		  "%s:   ... the input is live", channel);
+	is_int(refs, 2, "%s:   ... with both references", channel);
+	is_status(wafer_sync(c), WAFER_OK,
+		  "%s:   ... and nothing is left to report at sync", channel);
+	wafer_release(c, ta.handle);
+	wafer_release(c, ta.handle);
+	wafer_client_close(c);
+	wafer_runtime_close(rt);
 }
 
 #if HOST_FAULTS
@@ -327,6 +381,9 @@ int main(void)
 			if (strcmp(sites[i], "copy") != 0)
 				sweep_storage(strategies[s], sites[i], 2);
 		}
+	static const char *const channels[] = {"direct", "mutex", "mpsc"};
+	for (size_t i = 0; i < 3; i++)
+		test_donated_shared_input(channels[i]);
 #if HOST_FAULTS
 	sweep_host("pool");
 #else

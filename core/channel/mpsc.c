@@ -815,6 +815,10 @@ static wafer_status mpsc_submit(void *self, struct wafer_command *command)
 		if (command->write.size > MPSC_COPY_WRITE_MAX)
 			return push_and_wait(ch, command, 0);
 		return push_copy(ch, command);
+	case WAFER_COMMAND_RESERVE:
+		if (command->reserve.wait)
+			return push_and_wait(ch, command, 0);
+		return push_copy(ch, command);
 	default:
 		return push_copy(ch, command);
 	}

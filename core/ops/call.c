@@ -302,9 +302,20 @@ wafer_status wafer_op_output(struct wafer_op_call *call, wafer_dtype dtype,
 	wafer_tensor out = wafer_tensor_view(call->out.handle, dtype, rank,
 					     shape);
 	if (call->reuse == WAFER_OP_NEW) {
+		/* An input given up (donated, but shared, so not reused) is
+		 * dropped once the call succeeds: then the output's memory
+		 * must be known to be there, on a queueing channel too, or
+		 * the call would succeed and lose the input while its output
+		 * has none (mutex and direct fail the call instead). */
+		bool gives_up = false;
+		for (size_t i = 0; i < call->input_count; i++)
+			gives_up |= call->inputs[i].drop;
 		wafer_status status =
-			wafer_tensor_empty(call->client, dtype, rank, shape,
-					   &out);
+			gives_up ? wafer_op_tensor_empty_now(call->client,
+							     dtype, rank,
+							     shape, &out)
+				 : wafer_tensor_empty(call->client, dtype,
+						      rank, shape, &out);
 		if (status != WAFER_OK) {
 			/* Nothing was given up yet: the inputs stay. */
 			for (size_t i = 0; i < call->input_count; i++)

@@ -76,6 +76,12 @@ bool wafer_view_shape_count_fits(uint32_t rank, const uint64_t *shape,
 /* The same, 0 when it does not fit: only where 0 is refused anyway. */
 uint64_t wafer_view_shape_count(uint32_t rank, const uint64_t *shape);
 
+/* wafer_tensor_empty whose reservation's outcome is known on return on
+ * every channel (wafer_client_empty_now). */
+wafer_status wafer_op_tensor_empty_now(wafer_client *client,
+				       wafer_dtype dtype, uint32_t rank,
+				       const uint64_t *shape, wafer_tensor *out);
+
 /* Writes "[2, 3, 4]" into |buf|; returns buf. */
 const char *wafer_view_shape_string(uint32_t rank, const uint64_t *shape,
 				    char *buf, size_t size);

@@ -328,11 +328,15 @@ wafer_status wafer_view_check_shape(const char *what, wafer_dtype dtype,
 	return WAFER_OK;
 }
 
-/* wafer_tensor_empty (|upload| false) and wafer_tensor_create (|upload|
- * true: |data| is uploaded); |what| names the call in errors. */
+/* How new_tensor makes the handle. */
+enum new_tensor_kind { NEW_EMPTY, NEW_EMPTY_NOW, NEW_UPLOAD };
+
+/* wafer_tensor_empty (NEW_EMPTY), wafer_op_tensor_empty_now and
+ * wafer_tensor_create (NEW_UPLOAD: |data| is uploaded); |what| names the
+ * call in errors. */
 static wafer_status new_tensor(const char *what, wafer_client *client,
 			       wafer_dtype dtype, uint32_t rank,
-			       const uint64_t *shape, bool upload,
+			       const uint64_t *shape, enum new_tensor_kind kind,
 			       const void *data, wafer_tensor *out)
 {
 	size_t bytes;
@@ -345,8 +349,11 @@ static wafer_status new_tensor(const char *what, wafer_client *client,
 	wafer_status status =
 		wafer_view_check_shape(what, dtype, rank, shape, &bytes);
 	if (status == WAFER_OK)
-		status = upload ? wafer_create(client, data, bytes, &handle)
-				: wafer_empty(client, bytes, &handle);
+		status = kind == NEW_UPLOAD ? wafer_create(client, data, bytes,
+							   &handle)
+			 : kind == NEW_EMPTY_NOW
+				 ? wafer_client_empty_now(client, bytes, &handle)
+				 : wafer_empty(client, bytes, &handle);
 	if (status == WAFER_OK)
 		*out = wafer_tensor_view(handle, dtype, rank, shape);
 	return status;
@@ -358,7 +365,15 @@ WAFER_API wafer_status wafer_tensor_empty(wafer_client *client,
 					  wafer_tensor *out)
 {
 	return new_tensor("wafer_tensor_empty", client, dtype, rank, shape,
-			  false, NULL, out);
+			  NEW_EMPTY, NULL, out);
+}
+
+wafer_status wafer_op_tensor_empty_now(wafer_client *client,
+				       wafer_dtype dtype, uint32_t rank,
+				       const uint64_t *shape, wafer_tensor *out)
+{
+	return new_tensor("wafer_tensor_empty", client, dtype, rank, shape,
+			  NEW_EMPTY_NOW, NULL, out);
 }
 
 WAFER_API wafer_status wafer_tensor_create(wafer_client *client,
@@ -367,7 +382,7 @@ WAFER_API wafer_status wafer_tensor_create(wafer_client *client,
 					   const void *data, wafer_tensor *out)
 {
 	return new_tensor("wafer_tensor_create", client, dtype, rank, shape,
-			  true, data, out);
+			  NEW_UPLOAD, data, out);
 }
 
 WAFER_API wafer_status wafer_tensor_read(wafer_client *client,
