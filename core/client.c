@@ -718,47 +718,32 @@ struct wafer_kernel_table *wafer_client_kernels(wafer_client *client)
 	return client->kernels;
 }
 
-wafer_status wafer_client_submit(wafer_client *client,
-				 struct wafer_command *command)
-{
-	return wafer_channel_submit(&client->channel, command);
-}
-
 /* Device timers for autotune: the commands are built here so that no
  * caller outside the client needs to know about them. */
-static wafer_status client_timers_supported(const wafer_client *client,
-					    const char *call)
+static wafer_status submit_timer(wafer_client *client,
+				 enum wafer_command_kind kind, void **timer,
+				 uint64_t *out_ns, const char *call)
 {
 	if (!(client->device->info.capabilities & WAFER_CAP_DEVICE_TIMERS))
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
 				  "%s: %s has no device timers", call,
 				  client->device->backend);
-	return WAFER_OK;
+	struct wafer_command command = {
+		.kind = kind,
+		.timer = {.slot = timer, .elapsed_ns = out_ns},
+	};
+	return wafer_channel_submit(&client->channel, &command);
 }
 
 wafer_status wafer_client_timer_begin(wafer_client *client, void **timer)
 {
-	wafer_status status =
-		client_timers_supported(client, "wafer_client_timer_begin");
-	if (status != WAFER_OK)
-		return status;
-	struct wafer_command command = {
-		.kind = WAFER_COMMAND_TIMER_BEGIN,
-		.timer = {.slot = timer},
-	};
-	return wafer_channel_submit(&client->channel, &command);
+	return submit_timer(client, WAFER_COMMAND_TIMER_BEGIN, timer, NULL,
+			    "wafer_client_timer_begin");
 }
 
 wafer_status wafer_client_timer_end(wafer_client *client, void **timer,
 				    uint64_t *out_ns)
 {
-	wafer_status status =
-		client_timers_supported(client, "wafer_client_timer_end");
-	if (status != WAFER_OK)
-		return status;
-	struct wafer_command command = {
-		.kind = WAFER_COMMAND_TIMER_END,
-		.timer = {.slot = timer, .elapsed_ns = out_ns},
-	};
-	return wafer_channel_submit(&client->channel, &command);
+	return submit_timer(client, WAFER_COMMAND_TIMER_END, timer, out_ns,
+			    "wafer_client_timer_end");
 }

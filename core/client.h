@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * client.h: what the rest of the core (the ops layer, core/ops/, and
- * autotune, core/autotune*.c) may use of a client beyond wafer.h. The
+ * autotune, core/autotune/) may use of a client beyond wafer.h. The
  * client keeps one path for everything that reaches the device: an
  * operation resolves its kernel once and launches it through
  * wafer_client_launch, which runs the same binding, range and parameter
@@ -54,12 +54,6 @@ wafer_status wafer_client_drop(wafer_client *client, wafer_handle handle,
 wafer_runtime *wafer_client_runtime(const wafer_client *client);
 struct wafer_runtime_device *wafer_client_runtime_device(const wafer_client *client);
 struct wafer_kernel_table *wafer_client_kernels(wafer_client *client);
-
-/* Hands |command| to the client's channel as the public calls do, for
- * commands the public API has no call for (device timers); the caller
- * checked it. */
-wafer_status wafer_client_submit(wafer_client *client,
-				 struct wafer_command *command);
 
 /* wafer_empty, but the reservation's outcome is known when it returns on
  * every channel (a queueing channel waits for its runner): for an

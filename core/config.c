@@ -722,11 +722,6 @@ static int read_file(const char *path, char **out_text, size_t *out_len)
 	return 0;
 }
 
-static bool is_absent(int err)
-{
-	return err == ENOENT || err == ENOTDIR;
-}
-
 static const char *describe_errno(int err)
 {
 	if (err == EFBIG)
@@ -748,7 +743,7 @@ wafer_status wafer_config_load_file(struct wafer_config *config,
 	if (status != WAFER_OK)
 		return status;
 	int err = read_file(path, &text, &len);
-	if (is_absent(err)) {
+	if (wafer_errno_absent(err)) {
 		load.source->state = WAFER_CONFIG_SOURCE_ABSENT;
 		wafer_log_debug("config", "%s: not there", path);
 		return WAFER_OK;
@@ -864,7 +859,7 @@ wafer_status wafer_config_load_dir(struct wafer_config *config,
 		status = load_begin(&load, config, dir, tolerant);
 		if (status != WAFER_OK)
 			return status;
-		if (is_absent(err)) {
+		if (wafer_errno_absent(err)) {
 			load.source->state = WAFER_CONFIG_SOURCE_ABSENT;
 			return WAFER_OK;
 		}

@@ -14,6 +14,7 @@
 #ifndef WAFER_CORE_ERROR_H
 #define WAFER_CORE_ERROR_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,6 +46,13 @@ void wafer_error_clear(void);
 /* The calling thread's detail ("" when none); valid until the thread's
  * next wafer_fail. */
 const char *wafer_error_detail(void);
+
+/* Whether an errno from open or stat means "no such file" (ENOENT,
+ * ENOTDIR), as opposed to a file that is there but cannot be used. */
+static inline bool wafer_errno_absent(int err)
+{
+	return err == ENOENT || err == ENOTDIR;
+}
 
 /* The first checks of a public call that fills a struct: |owner| (named
  * |owner_name|) and |out| (named |out_name|) are not NULL, and out's

@@ -137,16 +137,11 @@ static int file_error(const char *path)
 	return stat(path, &st) == 0 ? 0 : errno;
 }
 
-static bool is_absent(int err)
-{
-	return err == ENOENT || err == ENOTDIR;
-}
-
 static wafer_status check_path(struct wafer_loaded_plugin *p, const char *path)
 {
 	int err = file_error(path);
 
-	if (is_absent(err))
+	if (wafer_errno_absent(err))
 		return reject(p, WAFER_ERROR_NOT_FOUND, "not found: %s", path);
 	if (err)
 		return reject(p, WAFER_ERROR_PLUGIN, "cannot use %s: %s", path,
@@ -190,7 +185,7 @@ static wafer_status search_path(struct wafer_loaded_plugin *p,
 				return p->path ? WAFER_OK
 					       : out_of_memory("plugin path");
 			}
-			if (!is_absent(err))
+			if (!wafer_errno_absent(err))
 				return reject(p, WAFER_ERROR_PLUGIN,
 					      "cannot use %s: %s", candidate,
 					      strerror(err));
