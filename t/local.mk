@@ -146,6 +146,17 @@ t_opencl_cache_LDADD = -ldl -lpthread
 endif
 EXTRA_DIST += t/opencl_host.h
 
+# The test programs a backend conditional below leaves out, each reported
+# as skipped with configure's reason (t/configured.sh).
+TESTS += t/configured.sh
+EXTRA_DIST += t/configured.sh
+AM_TESTS_ENVIRONMENT += \
+	WAFER_HAVE_CUDA='$(WAFER_HAVE_CUDA)' WAFER_CUDA_WHY='$(WAFER_CUDA_WHY)' \
+	WAFER_HAVE_OPENCL='$(WAFER_HAVE_OPENCL)' WAFER_OPENCL_WHY='$(WAFER_OPENCL_WHY)' \
+	WAFER_HAVE_LEVELZERO='$(WAFER_HAVE_LEVELZERO)' WAFER_LEVELZERO_WHY='$(WAFER_LEVELZERO_WHY)'; \
+	export WAFER_HAVE_CUDA WAFER_CUDA_WHY WAFER_HAVE_OPENCL WAFER_OPENCL_WHY \
+	WAFER_HAVE_LEVELZERO WAFER_LEVELZERO_WHY;
+
 # Symbols the built libraries export.
 TESTS += t/exports.sh
 EXTRA_DIST += t/exports.sh
@@ -327,3 +338,21 @@ check-valgrind:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(VALGRIND_TESTS)' \
 		LOG_COMPILER='$(LIBTOOL) --mode=execute $(VALGRIND)'
 .PHONY: check-valgrind
+
+# What each test runs on, for ./quickstart check's per-stage counts
+# (t/tally.awk): the backend-neutral tests open the default device, so
+# they run on the backend WAFER_BACKEND names and each of their points is
+# a check per backend and channel; each backend's own tests drive that
+# plugin (or its test driver) whatever WAFER_BACKEND says.
+BACKEND_NEUTRAL_TESTS = t/client t/channels t/stress t/ops t/donation \
+	t/replay-backend.sh
+BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
+	opencl:t/opencl_plugin opencl:t/opencl_cache \
+	cuda:t/cuda_plugin cuda:t/cuda.sh \
+	levelzero:t/levelzero_plugin levelzero:t/levelzero_client \
+	levelzero:t/levelzero_intercept.sh levelzero:t/levelzero_nodriver.sh \
+	levelzero:t/levelzero_spirv.sh levelzero:t/levelzero_kernels_cl
+print-test-classes:
+	@echo "neutral $(BACKEND_NEUTRAL_TESTS)"
+	@echo "own $(BACKEND_OWN_TESTS)"
+.PHONY: print-test-classes
