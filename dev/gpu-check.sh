@@ -11,7 +11,7 @@
 #
 # TRACE_DIR holds the allocation traces (*.trace.gz) to replay on the
 # device (default: $WAFER_TRACES, else ../traces, else none). Results go
-# to $OUT (default ./gpu-check-out), seven files:
+# to $OUT (default ./gpu-check-out), eight files:
 #
 #   summary.log    the device, each stage's verdict and time, the headline
 #                  figures (also printed at the end)
@@ -21,17 +21,21 @@
 #   plugin.log     wafer-info, and t/cuda_plugin --real (the plugin through
 #                  its ABI on the GPU: copies, staging, VM, every matmul
 #                  variant and dtype against a host reference)
-#   sanitizer.log  compute-sanitizer memcheck over t/cuda_plugin --real and
-#                  the backend-neutral tests of operations and buffer
-#                  ownership (t/ops, t/donation) with the `direct` memory
-#                  strategy (one allocation per handle, so an access past a
-#                  handle is past an allocation); last, in the time left
+#   sanitizer.log  compute-sanitizer's memcheck, initcheck, synccheck and
+#                  racecheck over t/cuda_plugin --real, memcheck and
+#                  initcheck over the backend-neutral tests of operations
+#                  and buffer ownership (t/ops, t/donation) with the
+#                  `direct` memory strategy; each with its verdict in
+#                  summary.log; last, in the time left
 #   bench.log      wafer-bench alloc, dispatch, bandwidth, sgemm (and
 #                  matmul when the autotune bench is built), each figure
 #                  beside its raw CUDA counterpart from the same run
 #   replay.log     wafer-replay of the traces on the GPU's real storage with
 #                  the pool and stream strategies (and the accounting-only
 #                  storage, for the ratios)
+#   torch.log      the same traces through PyTorch's caching allocator,
+#                  default and expandable segments, when TORCH_REPLAY names
+#                  the replay script (../shared/tools/torch_replay.py)
 #
 # Every stage has a time limit, so one hang does not eat the machine, and
 # the whole run stays inside GPU_CHECK_BUDGET (540 s): about 5-8 minutes on
@@ -57,6 +61,16 @@ began=$(stamp)
 # in order of importance, the sanitizer last.
 budget=${GPU_CHECK_BUDGET:-540}
 
+# GPU_CHECK_ONLY: the parts to run after the build, from "plugin check
+# bench replay torch sanitizer" (default: all of them), e.g. to give the
+# sanitizer a run of its own.
+want() {
+	case " ${GPU_CHECK_ONLY:-all} " in
+	*" all "* | *" $1 "*) return 0 ;;
+	esac
+	return 1
+}
+
 # stage NAME LOG LIMIT COMMAND...: runs COMMAND with its output appended
 # to LOG, under a time limit, and notes the verdict and time.
 stage() {
@@ -78,6 +92,9 @@ stage() {
 	say "$(printf '%-28s %-22s %4ss' "$st_name" "$st_verdict" $(($(stamp) - st_t0)))"
 	return $st_rc
 }
+
+plugin=$OUT/plugin.log check=$OUT/check.log bench=$OUT/bench.log
+replay=$OUT/replay.log san=$OUT/sanitizer.log replayed=
 
 #--- the machine ---------------------------------------------------------------
 say "wafer gpu-check: $(basename "$top") on $(hostname), $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -123,6 +140,7 @@ else
 	unset WAFER_CONFIG
 fi
 
+if want plugin; then
 #--- the plugin on the GPU -------------------------------------------------------
 plugin=$OUT/plugin.log
 : > "$plugin"
@@ -133,7 +151,9 @@ if ! grep -q "cuda: accepted" "$plugin"; then
 fi
 stage "cuda_plugin --real" "$plugin" 180 ./libtool --mode=execute t/cuda_plugin --real
 say "  cuda_plugin: $(grep -c '^ok' "$plugin") ok, $(grep -c '^not ok' "$plugin") not ok"
+fi
 
+if want check; then
 #--- the whole suite on cuda ---------------------------------------------------
 check=$OUT/check.log
 : > "$check"
@@ -147,7 +167,9 @@ for log in t/*.log; do
 		say "  failing: $log ($(grep -c '^not ok' "$log") not ok)"
 	fi
 done
+fi
 
+if want bench; then
 #--- benchmarks ----------------------------------------------------------------
 bench=$OUT/bench.log
 : > "$bench"
@@ -161,7 +183,9 @@ if "$run" tools/wafer-bench --help 2>&1 | grep -q '^  matmul'; then
 		"$run" tools/wafer-bench matmul --sizes=1024,4096
 fi
 unset WAFER_BACKEND
+fi
 
+if want replay; then
 #--- replay --------------------------------------------------------------------
 replay=$OUT/replay.log
 : > "$replay"
@@ -182,29 +206,85 @@ if [ -n "$traces" ] && ls "$traces"/*.trace.gz >/dev/null 2>&1; then
 else
 	say "no traces (pass TRACE_DIR, or set WAFER_TRACES): replay skipped"
 fi
+fi
 
+if want torch; then
+#--- PyTorch's allocator on the same traces --------------------------------------
+# The figure wafer-replay's ratios are compared with: TORCH_REPLAY names a
+# script that replays one trace through PyTorch's CUDA caching allocator
+# (the shared tools' torch_replay.py), run once with the default settings
+# and once with expandable segments.
+torchlog=$OUT/torch.log
+: > "$torchlog"
+if [ -n "${TORCH_REPLAY:-}" ] && [ -n "$traces" ] && python3 -c 'import torch' 2>/dev/null; then
+	for trace in "$traces"/*.trace.gz; do
+		tname=$(basename "$trace" .trace.gz)
+		stage "torch $tname default" "$torchlog" 120 python3 "$TORCH_REPLAY" "$trace"
+		PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+			stage "torch $tname expandable" "$torchlog" 120 python3 "$TORCH_REPLAY" "$trace"
+	done
+	unset PYTORCH_CUDA_ALLOC_CONF
+	grep '^torch ' "$torchlog" | sed 's/^/  /' | tee -a "$summary"
+else
+	say "no TORCH_REPLAY script, traces or PyTorch: PyTorch's side not measured"
+fi
+fi
+
+if want sanitizer; then
 #--- compute-sanitizer ---------------------------------------------------------
+# All four tools, each to a verdict: memcheck (out-of-bounds and misaligned
+# accesses, leaks), racecheck (shared-memory hazards), synccheck (barriers
+# not every thread reaches) and initcheck (reads of device memory never
+# written), over t/cuda_plugin --real (every kernel of the plugin);
+# memcheck and initcheck
+# also over the backend-neutral operations and ownership tests with the
+# `direct` strategy (one allocation per handle, so an access past a handle
+# is past an allocation). A tool that stops without a verdict ("failed to
+# track", an internal error) is a failure, not a pass.
 san=$OUT/sanitizer.log
 : > "$san"
+# sanitize TOOL NAME LIMIT COMMAND...: one tool over one program; the
+# verdict is the program's exit, the tool's error count, and whether the
+# tool finished its analysis.
+sanitize() {
+	sz_tool=$1 sz_name=$2 sz_limit=$3
+	shift 3
+	sz_mark=$(wc -l < "$san")
+	# shellcheck disable=SC2086
+	stage "$sz_tool $sz_name" "$san" "$sz_limit" \
+		./libtool --mode=execute "$sanitizer" --tool "$sz_tool" \
+		--error-exitcode 86 --print-limit 50 $sz_extra "$@"
+	sz_rc=$?
+	sz_tail=$(tail -n +"$((sz_mark + 1))" "$san")
+	sz_errors=$(printf '%s\n' "$sz_tail" | sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' | tail -1)
+	if printf '%s\n' "$sz_tail" | grep -q -i -E 'failed to track|internal sanitizer error|Sanitizer.*(error|failed):'; then
+		say "  $sz_tool $sz_name: INCONCLUSIVE: $(printf '%s\n' "$sz_tail" | grep -i -m1 -E 'failed to track|internal sanitizer error|Sanitizer.*(error|failed):')"
+	elif [ -z "$sz_errors" ]; then
+		say "  $sz_tool $sz_name: no verdict (no ERROR SUMMARY; exit $sz_rc)"
+	else
+		say "  $sz_tool $sz_name: $sz_errors errors (exit $sz_rc)"
+	fi
+}
 if [ -n "$sanitizer" ]; then
-	# $memcheck is a command with arguments: split on purpose.
-	# shellcheck disable=SC2086
-	memcheck="$sanitizer --tool memcheck --report-api-errors no --leak-check full --error-exitcode 86 --print-limit 50"
-	# shellcheck disable=SC2086
-	stage "memcheck cuda_plugin --real" "$san" 300 \
-		./libtool --mode=execute $memcheck t/cuda_plugin --real
-	# The backend-neutral tests of operations and buffer ownership.
+	say "$("$sanitizer" --version | grep -i version | head -1)"
+	for tool in memcheck initcheck synccheck racecheck; do
+		sz_extra=${GPU_CHECK_SANITIZER_FLAGS:-}
+		[ $tool = memcheck ] && sz_extra="$sz_extra --leak-check full --report-api-errors no"
+		sanitize $tool "cuda_plugin --real" 300 t/cuda_plugin --real
+	done
+	export WAFER_BACKEND=cuda WAFER_MEMORY=direct
 	for t in ops donation; do
 		[ -x "t/$t" ] || continue
-		# shellcheck disable=SC2086
-		stage "memcheck t/$t (direct)" "$san" 240 \
-			env WAFER_BACKEND=cuda WAFER_MEMORY=direct \
-			./libtool --mode=execute $memcheck "t/$t"
+		for tool in memcheck initcheck; do
+			sz_extra=${GPU_CHECK_SANITIZER_FLAGS:-}
+			[ $tool = memcheck ] && sz_extra="$sz_extra --leak-check full --report-api-errors no"
+			sanitize $tool "t/$t (direct)" 240 "t/$t"
+		done
 	done
-	grep -E 'ERROR SUMMARY|Invalid|out of bounds' "$san" | sort | uniq -c | head -10 |
-		sed 's/^/  sanitizer: /' | tee -a "$summary"
+	unset WAFER_BACKEND WAFER_MEMORY
 else
-	say "compute-sanitizer not found: memcheck skipped"
+	say "compute-sanitizer not found: no sanitizer stage"
+fi
 fi
 
 #--- headline figures ----------------------------------------------------------
