@@ -522,6 +522,15 @@ static void test_vm(void *device, void *queue)
 	struct wafer_binding b = binding(range, PAGE, PAGE);
 	status_is(do_launch(device, queue, fill, &b, 1, &fp, sizeof fp, 0),
 		  WAFER_OK, "a launch binding mapped pages of the range");
+	/* The core syncs before it releases what a launch uses. */
+	status_is(sv->sync(device, queue), WAFER_OK, "  ... and sync");
+	int all_one = fz->read(ptr_of(range, PAGE), back, PAGE);
+	for (size_t i = 0; all_one && i < PAGE / 4; i++) {
+		float v;
+		memcpy(&v, back + 4 * i, 4);
+		all_one = v == 1.0f;
+	}
+	ok(all_one, "  ... the kernel wrote 1.0 over the mapped page");
 
 	st->vm_release(device, range);
 	fz->usage(&u);

@@ -267,16 +267,18 @@ EXTRA_DIST += t/backend-opencl.conf
 # (t/levelzero/driver.c, host memory) that the real oneAPI loader loads
 # through ZE_ENABLE_ALT_DRIVERS. Only these tests name it; nothing else in
 # the suite, and no run of wafer-info outside them, sees it.
-EXTRA_DIST += t/levelzero/fakeze.h t/levelzero/spirv.h \
+EXTRA_DIST += t/levelzero/fakeze.h t/levelzero/spirv.h t/levelzero/emulate.h \
 	t/levelzero_nodriver.sh t/levelzero_spirv.sh t/levelzero_intercept.sh
 if WAFER_LEVELZERO
 check_LTLIBRARIES += t/levelzero/fakeze.la
 t_levelzero_fakeze_la_SOURCES = t/levelzero/driver.c t/levelzero/fakeze.h \
-	t/levelzero/spirv.c t/levelzero/spirv.h
+	t/levelzero/spirv.c t/levelzero/spirv.h \
+	t/levelzero/emulate.h t/levelzero/emulate_plugin.c
 t_levelzero_fakeze_la_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS)
 # No version script: the loader looks up the zeGet*ProcAddrTable exports.
 t_levelzero_fakeze_la_LDFLAGS = -module -avoid-version -shared \
 	-no-undefined -rpath /nowhere
+t_levelzero_fakeze_la_LIBADD = -lm
 
 # The plugin through the vendor ABI alone, on the test driver.
 check_PROGRAMS += t/levelzero_plugin
