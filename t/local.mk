@@ -268,7 +268,8 @@ EXTRA_DIST += t/backend-opencl.conf
 # through ZE_ENABLE_ALT_DRIVERS. Only these tests name it; nothing else in
 # the suite, and no run of wafer-info outside them, sees it.
 EXTRA_DIST += t/levelzero/fakeze.h t/levelzero/spirv.h t/levelzero/emulate.h \
-	t/levelzero_nodriver.sh t/levelzero_spirv.sh t/levelzero_intercept.sh
+	t/levelzero_nodriver.sh t/levelzero_spirv.sh t/levelzero_intercept.sh \
+	t/levelzero_ops.sh
 if WAFER_LEVELZERO
 check_LTLIBRARIES += t/levelzero/fakeze.la
 t_levelzero_fakeze_la_SOURCES = t/levelzero/driver.c t/levelzero/fakeze.h \
@@ -294,6 +295,10 @@ t_levelzero_client_LDADD = $(T_CORE_LIBS) -ldl
 
 # The same with the loader's intercept layer on (several drivers).
 TESTS += t/levelzero_intercept.sh
+
+# t/ops (every operation against host references) on the test driver,
+# which runs the kernels by emulation.
+TESTS += t/levelzero_ops.sh
 
 # wafer-info without a driver and with the test driver; the embedded
 # SPIR-V module validated.
