@@ -296,6 +296,15 @@ t_levelzero_client_LDADD = $(T_CORE_LIBS) -ldl
 # The same with the loader's intercept layer on (several drivers).
 TESTS += t/levelzero_intercept.sh
 
+# The test driver's execution model: what a careless host program gets
+# wrong (no barrier, no sync, wrong arguments) shows.
+check_PROGRAMS += t/levelzero_model
+TESTS += t/levelzero_model
+t_levelzero_model_SOURCES = t/levelzero_model.c t/levelzero/fakeze.h
+nodist_t_levelzero_model_SOURCES = plugins/levelzero/kernels-spirv.c
+t_levelzero_model_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS)
+t_levelzero_model_LDADD = $(LEVELZERO_LIBS) -ldl
+
 # t/ops (every operation against host references) on the test driver,
 # which runs the kernels by emulation.
 TESTS += t/levelzero_ops.sh
