@@ -475,9 +475,12 @@ enum cmd_kind { C_COPY, C_LAUNCH, C_BARRIER };
 
 /* What a launch runs: the kernel's emulation and the launch as recorded
  * (argument bytes, group size and counts). */
+struct kernel;
+
 struct exec {
 	emulate_fn *emulate;
-	const struct spv_kernel *spv;
+	const struct kernel *kernel; /* for the in-use check; never read */
+	unsigned char global[FAKEZE_MAX_ARGS]; /* pointer arguments */
 	struct fakeze_launch rec;
 };
 
@@ -564,7 +567,7 @@ static void run_launch(const struct exec *x)
 	for (uint32_t i = 0; i < l.arg_count; i++) {
 		l.args[i].bytes = x->rec.args[i].bytes;
 		l.args[i].size = x->rec.args[i].size;
-		if (x->spv->args[i].kind != SPV_ARG_GLOBAL)
+		if (!x->global[i])
 			continue;
 		memcpy(&l.args[i].ptr, x->rec.args[i].bytes, sizeof(void *));
 		l.args[i].reach = device_reach(l.args[i].ptr);
@@ -737,7 +740,7 @@ static int cmd_touches(const struct cmd *c, const void *lo, size_t size)
 		return 0;
 	for (uint32_t i = 0; i < c->exec->rec.arg_count; i++) {
 		void *p;
-		if (c->exec->spv->args[i].kind != SPV_ARG_GLOBAL)
+		if (!c->exec->global[i])
 			continue;
 		memcpy(&p, c->exec->rec.args[i].bytes, sizeof p);
 		if (ranges_overlap(p, 1, lo, size))
@@ -746,7 +749,7 @@ static int cmd_touches(const struct cmd *c, const void *lo, size_t size)
 	return 0;
 }
 
-enum use { USE_MEMORY, USE_LIST, USE_EVENT };
+enum use { USE_MEMORY, USE_LIST, USE_EVENT, USE_KERNEL };
 
 static int cmd_uses(const struct cmd *c, enum use use, const void *what,
 		    size_t size)
@@ -758,6 +761,8 @@ static int cmd_uses(const struct cmd *c, enum use use, const void *what,
 		return c->from == what;
 	case USE_EVENT:
 		return c->signal == what;
+	case USE_KERNEL:
+		return c->kind == C_LAUNCH && (const void *)c->exec->kernel == what;
 	}
 	return 0;
 }
@@ -1864,6 +1869,7 @@ static ze_result_t fz_zeKernelDestroy(ze_kernel_handle_t h)
 	struct kernel *k = obj_get(h, K_KERNEL, WHO);
 	if (!k)
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	settle(USE_KERNEL, k, 0, WHO);
 	k->module->kernels--;
 	obj_free(k);
 	return leave(ZE_RESULT_SUCCESS);
@@ -1996,11 +2002,13 @@ static ze_result_t check_launch(struct list *l, struct kernel *k,
 	memcpy(rec->args, k->args, sizeof rec->args);
 	rec->immediate = l->immediate;
 	/* What runs is a copy: the kernel's arguments may change before. */
-	struct exec *x = malloc(sizeof *x);
+	struct exec *x = calloc(1, sizeof *x);
 	if (!x)
 		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
 	x->emulate = k->emulate;
-	x->spv = k->spv;
+	x->kernel = k;
+	for (uint32_t i = 0; i < k->spv->arg_count && i < FAKEZE_MAX_ARGS; i++)
+		x->global[i] = k->spv->args[i].kind == SPV_ARG_GLOBAL;
 	x->rec = *rec;
 	*out = x;
 	return ZE_RESULT_SUCCESS;
