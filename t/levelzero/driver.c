@@ -542,7 +542,8 @@ static void engine_drop(struct engine *e, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (e->cmds[i].owned)
 			free(e->cmds[i].exec);
-	memmove(e->cmds, e->cmds + n, (e->count - n) * sizeof *e->cmds);
+	if (n && e->count > n)
+		memmove(e->cmds, e->cmds + n, (e->count - n) * sizeof *e->cmds);
 	e->count -= n;
 }
 
