@@ -327,3 +327,11 @@ check-valgrind:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(VALGRIND_TESTS)' \
 		LOG_COMPILER='$(LIBTOOL) --mode=execute $(VALGRIND)'
 .PHONY: check-valgrind
+
+# Public calls and documented error paths no other test reached (issue
+# 21), one idea per file; backend-neutral (WAFER_BACKEND).
+check_PROGRAMS += t/tensor t/ops_wrappers t/api_errors
+TESTS += t/tensor t/ops_wrappers t/api_errors
+t_tensor_LDADD = libwafer.la
+t_ops_wrappers_LDADD = libwafer.la -lm
+t_api_errors_LDADD = libwafer.la
