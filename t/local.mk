@@ -330,8 +330,9 @@ check-valgrind:
 
 # Public calls and documented error paths no other test reached (issue
 # 21), one idea per file; backend-neutral (WAFER_BACKEND).
-check_PROGRAMS += t/tensor t/ops_wrappers t/api_errors
-TESTS += t/tensor t/ops_wrappers t/api_errors
+check_PROGRAMS += t/tensor t/ops_wrappers t/api_errors t/autotune_errors
+TESTS += t/tensor t/ops_wrappers t/api_errors t/autotune_errors
 t_tensor_LDADD = libwafer.la
 t_ops_wrappers_LDADD = libwafer.la -lm
 t_api_errors_LDADD = libwafer.la
+t_autotune_errors_LDADD = libwafer.la
