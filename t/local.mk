@@ -336,3 +336,11 @@ t_tensor_LDADD = libwafer.la
 t_ops_wrappers_LDADD = libwafer.la -lm
 t_api_errors_LDADD = libwafer.la
 t_autotune_errors_LDADD = libwafer.la
+# wafer_client_open's NO_DEVICE, DEVICE and PLUGIN errors on test plugins
+# (t/plugins/open_fails.c: devices that fail to open or to give a queue).
+check_LTLIBRARIES += t/plugins/open_fails.la
+t_plugins_open_fails_la_SOURCES = t/plugins/open_fails.c $(T_PLUGIN_COMMON)
+t_plugins_open_fails_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
+check_PROGRAMS += t/client_open_errors
+TESTS += t/client_open_errors
+t_client_open_errors_LDADD = $(T_CORE_LIBS)
