@@ -11,6 +11,10 @@
  *    with a non-zero params_size.
  *  - wafer_memory_usage_get(3), wafer_memory_trim(3): a NULL client, a
  *    NULL out_usage, struct_size 0.
+ *  - wafer_client_device(3), wafer_runtime_device(3) and the other calls
+ *    that fill a caller's struct: a NULL owner or out, struct_size 0, an
+ *    index past the count; on failure the fields inside struct_size are
+ *    0 (wafer.h: outputs are 0 on failure), nothing past it is written.
  *  - wafer_handle_size(3): stores 0 in *out_size on every failure.
  *  - wafer_ops(3): a NULL client or input, an unknown operation.
  *
@@ -187,6 +191,9 @@ static void test_memory_calls(void)
 		  WAFER_ERROR_INVALID_ARGUMENT, "memory_usage_get(NULL client)");
 	like(wafer_last_error(), "wafer_memory_usage_get: client is NULL",
 	     "  ... detail names client");
+	/* wafer.h: outputs are set on every path, 0 on failure. */
+	wafer_memory_usage zero = {.struct_size = sizeof zero};
+	ok(!memcmp(&u, &zero, sizeof u), "  ... every counter stored as 0");
 	is_status(wafer_memory_usage_get(client, NULL),
 		  WAFER_ERROR_INVALID_ARGUMENT, "memory_usage_get(NULL out_usage)");
 	like(wafer_last_error(), "wafer_memory_usage_get: out_usage is NULL",
@@ -210,6 +217,114 @@ static void test_memory_calls(void)
 	nothing_changed(&before, "failed memory calls (nothing trimmed)");
 
 	check(wafer_release(client, kept), "release");
+}
+
+/*===----------------------------------------------------------------------===
+ * Calls that fill a struct: wafer_client_device, wafer_runtime_device,
+ * wafer_runtime_plugin, wafer_runtime_config_source
+ *===----------------------------------------------------------------------===*/
+
+enum struct_call { CLIENT_DEVICE, RUNTIME_DEVICE, RUNTIME_PLUGIN,
+		   CONFIG_SOURCE };
+static const char *const struct_call_names[] = {
+	"wafer_client_device", "wafer_runtime_device", "wafer_runtime_plugin",
+	"wafer_runtime_config_source"};
+
+/* Calls |which| on |out|, with a NULL owner when |null_owner|. */
+static wafer_status call_struct(enum struct_call which, int null_owner,
+				size_t index, void *out)
+{
+	const wafer_runtime *rt = null_owner ? NULL : runtime;
+	switch (which) {
+	case CLIENT_DEVICE:
+		return wafer_client_device(null_owner ? NULL : client, out);
+	case RUNTIME_DEVICE: return wafer_runtime_device(rt, index, out);
+	case RUNTIME_PLUGIN: return wafer_runtime_plugin(rt, index, out);
+	case CONFIG_SOURCE: return wafer_runtime_config_source(rt, index, out);
+	}
+	return WAFER_ERROR_INTERNAL;
+}
+
+/* Bytes [from, to) of |p| all equal |value|. */
+static int bytes_are(const unsigned char *p, size_t from, size_t to,
+		     unsigned char value)
+{
+	for (size_t i = from; i < to; i++)
+		if (p[i] != value)
+			return 0;
+	return 1;
+}
+
+/* A caller's struct inside a larger buffer: struct_size, then a pattern
+ * the call may overwrite only inside struct_size. */
+enum { PATTERN = 0x5a, BUFFER = 256 };
+static void fill_pattern(unsigned char *buf, size_t struct_size)
+{
+	memset(buf, PATTERN, BUFFER);
+	memcpy(buf, &struct_size, sizeof struct_size);
+}
+
+static void test_struct_outputs(void)
+{
+	/* Owners' counts: an index at the count is out of range. */
+	const size_t counts[] = {0, wafer_runtime_device_count(runtime),
+				 wafer_runtime_plugin_count(runtime),
+				 wafer_runtime_config_source_count(runtime)};
+	const size_t sizes[] = {sizeof(wafer_device_desc),
+				sizeof(wafer_device_desc),
+				sizeof(wafer_plugin_report),
+				sizeof(wafer_config_source)};
+	/* An older caller's struct: struct_size and one 8-byte field. */
+	const size_t short_size = sizeof(size_t) + 8;
+	unsigned char buf[BUFFER];
+	char want[96];
+
+	for (int c = CLIENT_DEVICE; c <= CONFIG_SOURCE; c++) {
+		const char *fn = struct_call_names[c];
+		const char *owner = c == CLIENT_DEVICE ? "client" : "runtime";
+		size_t size = sizes[c];
+
+		fill_pattern(buf, size);
+		is_status(call_struct(c, 1, 0, buf),
+			  WAFER_ERROR_INVALID_ARGUMENT, "%s, NULL %s", fn,
+			  owner);
+		snprintf(want, sizeof want, "%s: %s is NULL", fn, owner);
+		like(wafer_last_error(), want, "  ... detail names %s", owner);
+		ok(bytes_are(buf, sizeof(size_t), size, 0) &&
+			   bytes_are(buf, size, BUFFER, PATTERN),
+		   "  ... every field stored as 0, nothing past the struct");
+
+		fill_pattern(buf, short_size);
+		is_status(call_struct(c, 1, 0, buf),
+			  WAFER_ERROR_INVALID_ARGUMENT,
+			  "%s, NULL %s, a struct_size of %zu", fn, owner,
+			  short_size);
+		ok(bytes_are(buf, sizeof(size_t), short_size, 0) &&
+			   bytes_are(buf, short_size, BUFFER, PATTERN),
+		   "  ... its one field stored as 0, nothing past it");
+
+		is_status(call_struct(c, 0, 0, NULL),
+			  WAFER_ERROR_INVALID_ARGUMENT, "%s, NULL out", fn);
+		like(wafer_last_error(), fn, "  ... detail names the call");
+
+		fill_pattern(buf, 0);
+		is_status(call_struct(c, 0, 0, buf),
+			  WAFER_ERROR_INVALID_ARGUMENT, "%s, struct_size 0", fn);
+		like(wafer_last_error(), "struct_size is 0",
+		     "  ... detail names struct_size");
+		ok(bytes_are(buf, sizeof(size_t), BUFFER, PATTERN),
+		   "  ... nothing written");
+
+		if (c == CLIENT_DEVICE)
+			continue;
+		fill_pattern(buf, size);
+		is_status(call_struct(c, 0, counts[c], buf),
+			  WAFER_ERROR_OUT_OF_RANGE, "%s, index %zu of %zu", fn,
+			  counts[c], counts[c]);
+		ok(bytes_are(buf, sizeof(size_t), size, 0) &&
+			   bytes_are(buf, size, BUFFER, PATTERN),
+		   "  ... every field stored as 0, nothing past the struct");
+	}
 }
 
 /*===----------------------------------------------------------------------===
@@ -368,6 +483,7 @@ int main(void)
 
 	test_execute();
 	test_memory_calls();
+	test_struct_outputs();
 	test_handle_size();
 	test_ops();
 

@@ -1,8 +1,9 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * autotune_errors.c: two documented argument errors of autotune.h (see
+ * autotune_errors.c: documented argument errors of autotune.h (see
  * wafer_execute_autotune(3), ERRORS) that t/autotune does not reach —
- *  - a NULL op, for each call that takes one;
+ *  - a NULL op, for each call that takes one (and a NULL runtime for
+ *    wafer_autotune_stats_get);
  *  - a key function that returns more than 8 dimensions
  *    (WAFER_AUTOTUNE_MAX_DIMS), and exactly 8 as the counterpart.
  * Each failure returns WAFER_ERROR_INVALID_ARGUMENT naming the problem,
@@ -183,6 +184,22 @@ static void test_null_op(void)
 	is_status(wafer_autotune_cache_file(NULL, &op, path, sizeof path),
 		  WAFER_ERROR_INVALID_ARGUMENT, "cache_file, NULL client");
 	is_str(path, "", "  ... the path is empty");
+
+	/* wafer.h: outputs are 0 on failure, inside struct_size only. */
+	struct {
+		wafer_autotune_stats stats;
+		uint64_t canary;
+	} s;
+	memset(&s, 0x5a, sizeof s);
+	s.stats.struct_size = sizeof s.stats;
+	is_status(wafer_autotune_stats_get(NULL, &s.stats),
+		  WAFER_ERROR_INVALID_ARGUMENT, "stats_get, NULL runtime");
+	like(wafer_last_error(), "wafer_autotune_stats_get: runtime is NULL",
+	     "  ... detail names runtime");
+	wafer_autotune_stats zero = {.struct_size = sizeof zero};
+	ok(!memcmp(&s.stats, &zero, sizeof zero) &&
+		   s.canary == UINT64_C(0x5a5a5a5a5a5a5a5a),
+	   "  ... every count stored as 0, nothing past the struct");
 
 	is_int(runs - runs_before, 0, "no candidate ran");
 	wafer_autotune_stats after = stats_now();
