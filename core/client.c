@@ -181,15 +181,11 @@ static void copy_out_struct(void *out, const void *full, size_t full_size)
 WAFER_API wafer_status wafer_client_device(const wafer_client *client,
 					   wafer_device_desc *out_desc)
 {
-	if (!client || !out_desc)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_client_device: %s is NULL",
-				  client ? "out_desc" : "client");
-	if (out_desc->struct_size < sizeof(size_t))
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_client_device: out_desc->struct_size "
-				  "is %zu",
-				  out_desc->struct_size);
+	wafer_status checked = wafer_check_out_struct(
+		"wafer_client_device", "client", client, "out_desc", out_desc,
+		sizeof *out_desc);
+	if (checked != WAFER_OK)
+		return checked;
 	wafer_device_desc desc = {.struct_size = sizeof desc};
 	wafer_runtime_describe_device(client->device, &desc);
 	copy_out_struct(out_desc, &desc, sizeof desc);
@@ -680,7 +676,7 @@ WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 {
 	wafer_status checked = wafer_check_out_struct(
 		"wafer_memory_usage_get", "client", client, "out_usage",
-		out_usage);
+		out_usage, sizeof *out_usage);
 	if (checked != WAFER_OK)
 		return checked;
 	wafer_memory_usage usage = {.struct_size = sizeof usage};

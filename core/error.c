@@ -165,14 +165,21 @@ wafer_status wafer_deferred_take(struct wafer_deferred *d)
 
 wafer_status wafer_check_out_struct(const char *fn, const char *owner_name,
 				    const void *owner, const char *out_name,
-				    const void *out)
+				    void *out, size_t full_size)
 {
-	size_t struct_size;
+	size_t struct_size = 0;
 
-	if (!owner || !out)
+	if (out)
+		memcpy(&struct_size, out, sizeof struct_size);
+	if (!owner || !out) {
+		if (out && struct_size >= sizeof(size_t))
+			memset((char *)out + sizeof(size_t), 0,
+			       (struct_size < full_size ? struct_size
+							: full_size) -
+				       sizeof(size_t));
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL",
 				  fn, owner ? out_name : owner_name);
-	memcpy(&struct_size, out, sizeof struct_size);
+	}
 	if (struct_size < sizeof(size_t))
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "%s: struct_size is %zu", fn, struct_size);

@@ -54,13 +54,15 @@ static inline bool wafer_errno_absent(int err)
 	return err == ENOENT || err == ENOTDIR;
 }
 
-/* The first checks of a public call that fills a struct: |owner| (named
- * |owner_name|) and |out| (named |out_name|) are not NULL, and out's
- * struct_size (its first member) holds at least that member. Else
- * WAFER_ERROR_INVALID_ARGUMENT naming |fn| and what is wrong. */
+/* The first checks of a public call that fills a struct of |full_size|
+ * bytes: |owner| (named |owner_name|) and |out| (named |out_name|) are
+ * not NULL, and out's struct_size (its first member) holds at least that
+ * member. Else WAFER_ERROR_INVALID_ARGUMENT naming |fn| and what is
+ * wrong; a NULL |owner| with a usable |out| zeroes the fields of |out|
+ * inside its struct_size first (wafer.h: outputs are 0 on failure). */
 wafer_status wafer_check_out_struct(const char *fn, const char *owner_name,
 				    const void *owner, const char *out_name,
-				    const void *out);
+				    void *out, size_t full_size);
 
 /* A failure found after the call that caused it returned (queued work
  * that failed, a sync the memory manager needed), kept until a call the

@@ -355,19 +355,37 @@ check-valgrind:
 		LOG_COMPILER='$(LIBTOOL) --mode=execute $(VALGRIND)'
 .PHONY: check-valgrind
 
+# Public calls and documented error paths no other test reached (issue
+# 21), one idea per file; backend-neutral (WAFER_BACKEND).
+check_PROGRAMS += t/tensor t/ops_wrappers t/api_errors t/autotune_errors
+TESTS += t/tensor t/ops_wrappers t/api_errors t/autotune_errors
+t_tensor_LDADD = libwafer.la
+t_ops_wrappers_LDADD = libwafer.la -lm
+t_api_errors_LDADD = libwafer.la
+t_autotune_errors_LDADD = libwafer.la
+# wafer_client_open's NO_DEVICE, DEVICE and PLUGIN errors on test plugins
+# (t/plugins/open_fails.c: devices that fail to open or to give a queue).
+check_LTLIBRARIES += t/plugins/open_fails.la
+t_plugins_open_fails_la_SOURCES = t/plugins/open_fails.c $(T_PLUGIN_COMMON)
+t_plugins_open_fails_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
+check_PROGRAMS += t/client_open_errors
+TESTS += t/client_open_errors
+t_client_open_errors_LDADD = $(T_CORE_LIBS)
+
 # What each test runs on, for ./quickstart check's per-stage counts
 # (t/tally.awk): the backend-neutral tests open the default device, so
 # they run on the backend WAFER_BACKEND names and each of their points is
 # a check per backend and channel; each backend's own tests drive that
 # plugin (or its test driver) whatever WAFER_BACKEND says.
 BACKEND_NEUTRAL_TESTS = t/client t/channels t/stress t/ops t/donation \
-	t/replay-backend.sh
+	t/replay-backend.sh t/tensor t/ops_wrappers t/api_errors t/autotune_errors
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
 	cuda:t/cuda_plugin cuda:t/cuda.sh \
 	levelzero:t/levelzero_plugin levelzero:t/levelzero_client \
 	levelzero:t/levelzero_intercept.sh levelzero:t/levelzero_nodriver.sh \
-	levelzero:t/levelzero_spirv.sh levelzero:t/levelzero_kernels_cl
+	levelzero:t/levelzero_spirv.sh levelzero:t/levelzero_kernels_cl \
+	levelzero:t/levelzero_model levelzero:t/levelzero_ops.sh
 print-test-classes:
 	@echo "neutral $(BACKEND_NEUTRAL_TESTS)"
 	@echo "own $(BACKEND_OWN_TESTS)"
