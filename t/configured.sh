@@ -24,6 +24,7 @@ opencl t/opencl_plugin
 opencl t/opencl_cache
 levelzero t/levelzero_plugin
 levelzero t/levelzero_client
+levelzero t/levelzero_model
 levelzero+opencl t/levelzero_kernels_cl"
 
 have() {

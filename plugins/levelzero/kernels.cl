@@ -8,9 +8,11 @@
  *
  * NOT YET RUN ON INTEL HARDWARE. The test driver in t/ checks that every
  * launch names a kernel of this module with arguments of the sizes its
- * SPIR-V signature declares; t/levelzero_kernels_cl.c runs this source on
- * an OpenCL device (pocl's CPU device in CI) against references. Neither
- * runs the SPIR-V on a Level Zero device (see plugins/levelzero/README).
+ * SPIR-V signature declares and runs a host emulation of the kernel (the
+ * same arguments, the same groups); t/levelzero_kernels_cl.c runs this
+ * source on an OpenCL device (pocl's CPU device in CI) against
+ * references. Neither runs the SPIR-V on a Level Zero device (see
+ * plugins/levelzero/README).
  *
  * Conventions, which kernels.c (the host side) follows:
  *  - Kernel names are <operation>_<type>: add_f32, cast_f16_i32. Kernels
