@@ -1025,7 +1025,7 @@ int main(void)
 	const char *builddir = getenv("T_BUILDDIR");
 
 	if (!builddir)
-		skip_all("T_BUILDDIR is not set (run through make check)");
+		bail_out("T_BUILDDIR is not set (run through make check)");
 	snprintf(libs_dir, sizeof libs_dir, "%s/plugins/.libs", builddir);
 	snprintf(plugin_path, sizeof plugin_path, "%s:%s/plugins", libs_dir,
 		 builddir);

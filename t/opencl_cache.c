@@ -498,15 +498,13 @@ int main(void)
 	/* The parent must not load the plugin: the ICD loader could read
 	 * its vendors before a child sets OCL_ICD_VENDORS. */
 	if (!builddir)
-		skip_all("T_BUILDDIR is not set (run through make check)");
+		bail_out("T_BUILDDIR is not set (run through make check)");
 	snprintf(so, sizeof so, "%s/../plugins/opencl/.libs/opencl.so",
 		 builddir);
 	/* This test is built only when configure builds the plugin. */
-	if (file_size(so) < 0) {
-		printf("Bail out! %s: configure built the OpenCL plugin, but it "
-		       "is not there\n", so);
-		return 1;
-	}
+	if (file_size(so) < 0)
+		bail_out("%s: configure built the OpenCL plugin, but it is not "
+			 "there", so);
 	snprintf(tmp, sizeof tmp, "%s/wafer-opencl-cache.XXXXXX",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(tmp)) {

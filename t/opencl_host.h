@@ -46,14 +46,12 @@ static void load_plugin(void)
 	wafer_plugin_query_fn query;
 
 	if (!builddir)
-		skip_all("T_BUILDDIR is not set (run through make check)");
+		bail_out("T_BUILDDIR is not set (run through make check)");
 	snprintf(path, sizeof path, "%s/../plugins/opencl/.libs/opencl.so",
 		 builddir);
 	so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!so) {
-		printf("Bail out! dlopen %s: %s\n", path, dlerror());
-		exit(1);
-	}
+	if (!so)
+		bail_out("dlopen %s: %s", path, dlerror());
 	plugin_so = so;
 	query = (wafer_plugin_query_fn)dlsym(so, WAFER_PLUGIN_QUERY_SYMBOL);
 	fake_log_hook = count_source_builds;
