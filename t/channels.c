@@ -17,12 +17,16 @@
  * reservation is reported at the next sync, and bursts far past the
  * channel's node cache (several producers, small and large uploads) keep
  * their order and bytes. */
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
@@ -397,6 +401,67 @@ static void test_mpsc_returns_at_once(void)
 	wafer_client_close(d);
 }
 
+/*===----------------------------------------------------------------------===
+ * Threads that block, seen without a clock
+ *===----------------------------------------------------------------------===*/
+
+/* The scheduler state of thread |tid| of this process, from /proc: 'R'
+ * running, 'S' asleep in a wait (a futex: a condition variable, a join),
+ * 0 once it has exited. Tests wait for a thread to block instead of
+ * sleeping "long enough" and hoping it did; a thread that never blocks
+ * hangs the test, and the harness catches that. */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* after the name, which may hold spaces */
+	if (!p || p[1] != ' ')
+		return 0;
+	return p[2] == 'Z' || p[2] == 'X' ? 0 : p[2];
+}
+
+static pid_t current_tid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* Waits until every other thread of the process is asleep: the channel's
+ * runner and the plugin's workers have nothing left to do. */
+static void wait_quiescent(void)
+{
+	pid_t self = current_tid();
+
+	for (;;) {
+		DIR *d = opendir("/proc/self/task");
+		struct dirent *e;
+		int busy = 0;
+
+		if (!d)
+			return;
+		while (!busy && (e = readdir(d))) {
+			pid_t tid = (pid_t)atoi(e->d_name);
+			char state;
+			if (tid <= 0 || tid == self)
+				continue;
+			state = thread_state(tid);
+			busy = state && state != 'S';
+		}
+		closedir(d);
+		if (!busy)
+			return;
+		sched_yield();
+	}
+}
+
 /* mpsc only: bursts far past the channel's node cache and its queue
  * bound, queued behind a blocked launch: recycled nodes, producers that
  * wait for one, and uploads too large for a recycled node keep their
@@ -416,12 +481,20 @@ static void *burst_producer(void *arg)
 	return NULL;
 }
 
-/* Opens the gate after a while: until then the burst fills the queue up
- * to its bound and the producers wait. */
-static void *open_gate_later(void *gate)
+/* Opens the gate once the issuing thread blocks: on the queue's bound
+ * (the burst filled it) or in joining its producers. Until then the
+ * burst piles up behind the held runner. */
+struct gate_opener {
+	int *gate;
+	pid_t issuer;
+};
+
+static void *open_gate_when_blocked(void *arg)
 {
-	nanosleep(&(struct timespec){.tv_nsec = 30000000}, NULL);
-	__atomic_store_n((int *)gate, 1, __ATOMIC_RELEASE);
+	struct gate_opener *o = arg;
+	while (thread_state(o->issuer) == 'R')
+		sched_yield();
+	__atomic_store_n(o->gate, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -430,6 +503,7 @@ static void *open_gate_later(void *gate)
  * for the runner instead of piling up memory behind it. */
 struct upload_worker {
 	wafer_client *client;
+	pid_t tid;  /* the producer's thread (atomic) */
 	wafer_handle h;
 	unsigned char *bytes; /* writes x size bytes, pattern per write */
 	int writes;
@@ -442,6 +516,7 @@ enum { UPLOAD_SIZE = 1 << 20 };
 static void *upload_producer(void *arg)
 {
 	struct upload_worker *w = arg;
+	__atomic_store_n(&w->tid, current_tid(), __ATOMIC_RELEASE);
 	for (int i = 0; i < w->writes; i++) {
 		w->errors += wafer_write(w->client, w->h, 0,
 					 w->bytes + (size_t)i * UPLOAD_SIZE,
@@ -469,13 +544,15 @@ static void test_mpsc_upload_bound(void)
 	pthread_create(&producer, NULL, upload_producer, &w);
 	/* The runner is held by the gate: only what fits in 64 MiB can be
 	 * copied and queued (63 uploads with their node headers); the next
-	 * write waits. Wait for the 63 (10 s at most), then give the
-	 * producer time to overrun the bound if it could. */
-	for (int ms = 0; ms < 10000 &&
-			 __atomic_load_n(&w.done, __ATOMIC_ACQUIRE) < 63;
-	     ms++)
-		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
-	nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+	 * write waits. Wait for the 63, then for the producer to block (on
+	 * the bound) or to finish (past it, if there were none): no clock,
+	 * and a producer that never gets there hangs for the harness. */
+	while (__atomic_load_n(&w.done, __ATOMIC_ACQUIRE) < 63)
+		sched_yield();
+	while (__atomic_load_n(&w.done, __ATOMIC_ACQUIRE) < writes &&
+	       thread_state(__atomic_load_n(&w.tid, __ATOMIC_ACQUIRE)) !=
+		       'S')
+		sched_yield();
 	int done = __atomic_load_n(&w.done, __ATOMIC_ACQUIRE);
 	ok(done >= 60 && done <= 64,
 	   "mpsc: %d of %d 1 MiB uploads returned behind a held runner "
@@ -513,7 +590,8 @@ static void test_mpsc_burst(void)
 		__atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
 		exec(c, "gate", NULL, 0, &addr, sizeof addr, 1);
 		pthread_t opener;
-		pthread_create(&opener, NULL, open_gate_later, &gate);
+		struct gate_opener o = {&gate, current_tid()};
+		pthread_create(&opener, NULL, open_gate_when_blocked, &o);
 		fill(c, x, n, 0.0);
 		fill(c, one, n, 1.0);
 		int errors = 0;
@@ -529,7 +607,8 @@ static void test_mpsc_burst(void)
 		struct burst_worker workers[producers];
 		pthread_t threads[producers];
 		for (int t = 0; t < producers; t++) {
-			workers[t] = (struct burst_worker){c, 0, one, 1000, 0};
+			workers[t] = (struct burst_worker){
+				.client = c, .one = one, .adds = 1000};
 			wafer_empty(c, 64 * sizeof(float), &workers[t].x);
 			fill(c, workers[t].x, 64, (double)t);
 			pthread_create(&threads[t], NULL, burst_producer,
@@ -563,9 +642,9 @@ static void test_mpsc_burst(void)
 		   "%d producers in order (%d errors, %d wrong)",
 		   round, adds, sizes[0], sizes[n_sizes - 1], producers, errors,
 		   wrong);
-		/* Idle long enough for the runner to sleep, which trims the
-		 * nodes past the cache's bound before the next burst. */
-		nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
+		/* Idle until the runner sleeps, which trims the nodes past
+		 * the cache's bound before the next burst. */
+		wait_quiescent();
 	}
 	for (int k = 0; k < n_sizes; k++)
 		wafer_release(c, w[k]);

@@ -898,7 +898,7 @@ int main(void)
 	struct wafer_plugin_option opt = option("threads", "4", "api");
 
 	if (!builddir)
-		skip_all("T_BUILDDIR is not set (run through make check)");
+		bail_out("T_BUILDDIR is not set (run through make check)");
 	snprintf(path, sizeof path, "%s/../plugins/cpu/.libs/cpu.so",
 		 builddir);
 	page_size = sysconf(_SC_PAGESIZE);

@@ -10,10 +10,20 @@ plugin="$T_BUILDDIR/../plugins/cpu/.libs/cpu.so"
 cuda="$T_BUILDDIR/../plugins/cuda/.libs/cuda.so"
 library="$T_BUILDDIR/../.libs/libwafer.so.0"
 
+# WAFER_HAVE_CUDA, WAFER_HAVE_OPENCL (yes or no) and their reasons come
+# from configure through t/local.mk's test environment, so a plugin that
+# configure built and that is missing fails instead of passing as "not
+# built".
+if [ -z "${T_BUILDDIR:-}" ] || [ -z "${WAFER_HAVE_CUDA:-}" ] ||
+   [ -z "${WAFER_HAVE_OPENCL:-}" ]; then
+	echo "Bail out! T_BUILDDIR/WAFER_HAVE_CUDA/WAFER_HAVE_OPENCL not set (run through make check)"
+	exit 1
+fi
 if ! command -v nm >/dev/null 2>&1; then
-	echo "1..0 # SKIP nm not found"
+	echo "1..0 # SKIP nm (binutils) not found on this machine"
 	exit 0
 fi
+
 
 # Names of the defined dynamic symbols of $1, without @VERSION suffixes.
 exports() {
@@ -33,7 +43,14 @@ fi
 
 # The cuda plugin, when built: the same rule, and no libcuda (or any CUDA
 # library) linked — the driver is dlopened at run time.
-if [ -e "$cuda" ]; then
+if [ "$WAFER_HAVE_CUDA" != yes ]; then
+	echo "ok 2 # SKIP configure did not build the cuda plugin: ${WAFER_CUDA_WHY:-}"
+	echo "ok 3 # SKIP configure did not build the cuda plugin: ${WAFER_CUDA_WHY:-}"
+elif [ ! -e "$cuda" ]; then
+	echo "not ok 2 - cuda.so exports only wafer_plugin_query"
+	echo "# configure built the cuda plugin, but $cuda is not there"
+	echo "not ok 3 - cuda.so links no CUDA library"
+else
 	syms=$(exports "$cuda") || syms="(nm failed on $cuda)"
 	if [ "$syms" = wafer_plugin_query ]; then
 		echo "ok 2 - cuda.so exports only wafer_plugin_query"
@@ -50,11 +67,8 @@ if [ -e "$cuda" ]; then
 			echo "$needed" | sed 's/^/# /'
 		fi
 	else
-		echo "ok 3 # SKIP readelf not found"
+		echo "ok 3 # SKIP readelf (binutils) not found on this machine"
 	fi
-else
-	echo "ok 2 # SKIP the cuda plugin was not built"
-	echo "ok 3 # SKIP the cuda plugin was not built"
 fi
 
 if syms=$(exports "$library"); then
@@ -70,8 +84,11 @@ else
 fi
 
 opencl="$T_BUILDDIR/../plugins/opencl/.libs/opencl.so"
-if [ ! -e "$opencl" ]; then
-	echo "ok 5 # SKIP the OpenCL plugin was not built"
+if [ "$WAFER_HAVE_OPENCL" != yes ]; then
+	echo "ok 5 # SKIP configure did not build the OpenCL plugin: ${WAFER_OPENCL_WHY:-}"
+elif [ ! -e "$opencl" ]; then
+	echo "not ok 5 - opencl.so exports only wafer_plugin_query"
+	echo "# configure built the OpenCL plugin, but $opencl is not there"
 elif [ "$(exports "$opencl")" = wafer_plugin_query ]; then
 	echo "ok 5 - opencl.so exports only wafer_plugin_query"
 else

@@ -22,7 +22,8 @@ AM_TESTS_ENVIRONMENT = \
 #    add leak reports, never hide one.
 #  - t/lsan-opencl.supp: what PoCL and its LLVM leak while compiling
 #    (driver frames only; the file says why).
-EXTRA_DIST += t/tap.h t/fake_host.h t/lsan-opencl.supp t/valgrind.supp
+EXTRA_DIST += t/tap.h t/fake_host.h t/catalogue.h t/lsan-opencl.supp \
+	t/valgrind.supp
 # Test programs link the convenience library to reach internals.
 T_CORE_LIBS = libwafer-core.la
 
@@ -170,6 +171,9 @@ t_plugins_tunable_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 check_PROGRAMS += t/autotune
 TESTS += t/autotune
 t_autotune_LDADD = libwafer.la
+# Its clock_gettime and nanosleep stand in for libc's in the library and
+# the tunable plugin (the host-clock case runs on a fake clock).
+t_autotune_LDFLAGS = -rdynamic
 
 # The cpu plugin's matmul and reduction variants against a reference, and
 # the ops layer's tuned launches.

@@ -34,9 +34,10 @@ static void count_source_builds(const char *line)
 }
 
 static const struct wafer_plugin *plugin;
+static void *plugin_so;
 
 /* dlopens $T_BUILDDIR/../plugins/opencl/.libs/opencl.so and queries it;
- * skips the whole test when the plugin was not built. */
+ * a plugin that configure built and that does not load is a failure. */
 static void load_plugin(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -45,14 +46,13 @@ static void load_plugin(void)
 	wafer_plugin_query_fn query;
 
 	if (!builddir)
-		skip_all("T_BUILDDIR is not set (run through make check)");
+		bail_out("T_BUILDDIR is not set (run through make check)");
 	snprintf(path, sizeof path, "%s/../plugins/opencl/.libs/opencl.so",
 		 builddir);
 	so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!so) {
-		printf("Bail out! dlopen %s: %s\n", path, dlerror());
-		exit(1);
-	}
+	if (!so)
+		bail_out("dlopen %s: %s", path, dlerror());
+	plugin_so = so;
 	query = (wafer_plugin_query_fn)dlsym(so, WAFER_PLUGIN_QUERY_SYMBOL);
 	fake_log_hook = count_source_builds;
 	plugin = query ? query(WAFER_PLUGIN_ABI_MAJOR, &fake_host) : NULL;
@@ -60,6 +60,50 @@ static void load_plugin(void)
 		printf("Bail out! %s: no descriptor\n", path);
 		exit(1);
 	}
+}
+
+/* How many OpenCL devices of any type the machine has, asked of the ICD
+ * loader the plugin itself links (dlsym on the plugin's handle searches
+ * its dependencies), not of the plugin: when the plugin finds none, this
+ * says whether there really is none — then a test may skip — or the
+ * plugin failed on a machine that has a device, which is a failure.
+ * |why| gets what was found, or why nothing was. The OpenCL types are
+ * spelled out to keep the tests free of <CL/cl.h>. */
+static unsigned opencl_devices_present(char *why, size_t why_size)
+{
+	typedef int32_t (*get_platforms_fn)(uint32_t, void **, uint32_t *);
+	typedef int32_t (*get_devices_fn)(void *, uint64_t, uint32_t,
+					  void **, uint32_t *);
+	const uint64_t device_type_all = 0xffffffffu; /* CL_DEVICE_TYPE_ALL */
+	get_platforms_fn get_platforms;
+	get_devices_fn get_devices;
+	void *platforms[16];
+	uint32_t platform_count = 0;
+	unsigned devices = 0;
+	int32_t err;
+
+	*(void **)&get_platforms = dlsym(plugin_so, "clGetPlatformIDs");
+	*(void **)&get_devices = dlsym(plugin_so, "clGetDeviceIDs");
+	if (!get_platforms || !get_devices) {
+		snprintf(why, why_size, "the plugin links no clGetPlatformIDs");
+		return 0;
+	}
+	err = get_platforms(16, platforms, &platform_count);
+	if (err != 0) {
+		snprintf(why, why_size, "clGetPlatformIDs: error %d", err);
+		return 0;
+	}
+	if (platform_count > 16)
+		platform_count = 16;
+	for (uint32_t i = 0; i < platform_count; i++) {
+		uint32_t n = 0;
+		if (get_devices(platforms[i], device_type_all, 0, NULL, &n) ==
+		    0)
+			devices += n;
+	}
+	snprintf(why, why_size, "%u platform(s), %u device(s)",
+		 platform_count, devices);
+	return devices;
 }
 
 static struct wafer_plugin_option option(const char *key, const char *value,

@@ -9,8 +9,9 @@
  * guard bytes around them — launch errors, device timers, and launches
  * from several threads on their own queues.
  *
- * Skips when the plugin was not built or the machine has no OpenCL
- * device. The binary cache, the build-log error path and the no-platform
+ * Skips only when the machine has no OpenCL device (as the ICD loader
+ * sees it); a plugin that fails to initialise or to open a device that is
+ * there fails the test. The binary cache, the build-log error path and the no-platform
  * path are in opencl_cache.c. */
 #include "build-config.h"
 
@@ -392,7 +393,10 @@ static void test_options(const char *dev_name, const char *platform_name,
 		   "  ... zero devices, and the reason lists what was found: "
 		   "%s", reason);
 	else
-		ok(1, "  ... (this machine has such a device too)");
+		/* The first device is of type_name, so not of this type. */
+		ok(n > 0 && n < (int)all,
+		   "  ... %d such device(s), not counting the first of the %u",
+		   n, all);
 
 	snprintf(part, sizeof part, "%.6s", dev_name);
 	for (char *p = part; *p; p++)
@@ -1259,8 +1263,10 @@ static void test_timers(void)
 		      &p, sizeof p);
 	status_is(plugin->server->timer_end(device, queue, timer, &ns),
 		  WAFER_OK, "timer around add on 1M elements");
-	ok(ns > 1000 && ns < UINT64_C(10000000000),
-	   "  ... device time %.1f us", (double)ns / 1e3);
+	/* What the device's clock says is reported, not judged against a
+	 * bound: it saw the launch (more than 0), and the enclosing timer
+	 * below, over one more launch, saw more. */
+	ok(ns > 0, "  ... some device time (%.1f us)", (double)ns / 1e3);
 	launch_kernel(device, queue,
 		      find_kernel(device, "add", WAFER_DTYPE_F32, NULL), bb, 3,
 		      &p, sizeof p);
@@ -1377,13 +1383,34 @@ int main(void)
 {
 	struct wafer_device_info info = {.struct_size = sizeof info};
 	char platform[256] = "", name[256], type[16] = "cpu";
+	char why[256], skip[300];
 	uint32_t count = 0;
+	unsigned present;
 	wafer_status status;
 
 	load_plugin();
-	if (init_with(NULL, 0, &state) != WAFER_OK ||
-	    plugin->device_count(state, &count) != WAFER_OK || count == 0)
-		skip_all("no OpenCL device on this machine");
+	/* Skipped only when the ICD loader itself finds no device; on a
+	 * machine with one, the plugin failing to see it fails. */
+	present = opencl_devices_present(why, sizeof why);
+	if (!present) {
+		snprintf(skip, sizeof skip, "no OpenCL device on this machine "
+			 "(%s)", why);
+		skip_all(skip);
+	}
+	diag("OpenCL here: %s", why);
+	status = init_with(NULL, 0, &state);
+	if (!status_is(status, WAFER_OK, "init, with %u OpenCL device(s) "
+		       "present", present)) {
+		done_testing();
+		return exit_status();
+	}
+	status = plugin->device_count(state, &count);
+	if (!ok(status == WAFER_OK && count >= 1, "the plugin finds a device "
+		"(%u) of the %u the ICD loader lists", count, present)) {
+		diag("%s", last_error);
+		done_testing();
+		return exit_status();
+	}
 	plugin->device_info(state, 0, &info);
 	/* "<device> (<platform>)": the platform for the filters. */
 	{
@@ -1401,9 +1428,10 @@ int main(void)
 	status = plugin->device_open(state, 0, &device);
 	if (status == WAFER_OK)
 		status = plugin->server->queue_create(device, &queue);
-	if (status != WAFER_OK) {
-		printf("Bail out! device_open: %s\n", last_error);
-		return 1;
+	if (!status_is(status, WAFER_OK, "device_open and queue_create on "
+		       "device 0")) {
+		done_testing();
+		return exit_status();
 	}
 	diag("device: %s", info.name);
 

@@ -17,9 +17,9 @@
 n=0
 pass() { n=$((n + 1)); echo "ok $n - $*"; }
 fail() { n=$((n + 1)); echo "not ok $n - $*"; failed=1; }
-skip() { n=$((n + 1)); echo "ok $n # SKIP $*"; }
 diag() { echo "$*" | sed 's/^/# /'; }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+bail_out() { echo "Bail out! $*"; exit 1; }
 failed=0
 
 # Where the trees are: from make check's environment (t/local.mk), or
@@ -36,11 +36,20 @@ skeleton_src=$top_srcdir/examples/plugin-skeleton
 CC=${CC:-cc}
 PKG_CONFIG=${PKG_CONFIG:-pkg-config}
 MAKE_PROGRAM=${MAKE_PROGRAM:-make}
+# What a vendor's machine needs besides this tree; a machine without one
+# of them genuinely cannot run this, so the test says which and skips.
 for tool in "$CC" "$PKG_CONFIG" "$MAKE_PROGRAM" nm sed; do
-	command -v "$tool" >/dev/null 2>&1 || skip_all "$tool not found"
+	command -v "$tool" >/dev/null 2>&1 ||
+		skip_all "$tool not found on this machine (needed to build the skeleton as a vendor would)"
 done
-[ -f "$top_builddir/wafer.pc" ] || skip_all "no wafer.pc in $top_builddir"
-[ -f "$skeleton_src/skeleton.c" ] || skip_all "no $skeleton_src"
+# What this tree ships or configure makes: missing is a failure.
+[ -f "$top_builddir/wafer.pc" ] || bail_out "no wafer.pc in $top_builddir (configure makes it)"
+for f in skeleton.c skeleton.map Makefile; do
+	[ -r "$skeleton_src/$f" ] || bail_out "cannot read $skeleton_src/$f (shipped in the tarball)"
+done
+for f in plugin-skeleton-dlopen.c plugin-skeleton-client.c; do
+	[ -r "$top_srcdir/t/$f" ] || bail_out "cannot read $top_srcdir/t/$f (shipped in the tarball)"
+done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-skeleton.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT

@@ -10,7 +10,10 @@
  *   is_str(got, want, "name")      strings (NULL-safe)
  *   like(got, "needle", "name")    strstr(got, needle) != NULL
  *   is_status(got, want, "name")   wafer_status, prints wafer_last_error()
- *   skip_all("why")                plan 0 tests and exit 0 (1..0 # SKIP)
+ *   skip_all("why")                plan 0 tests and exit 0 (1..0 # SKIP):
+ *                                  only for something optional the machine
+ *                                  genuinely lacks, named in "why"
+ *   bail_out("why %s", x)          stop the whole test as failed (Bail out!)
  *   diag("text")                   comment line on stderr-safe stdout
  *
  * Header-only so each test is one file. */
@@ -132,6 +135,20 @@ static inline void skip_all(const char *why)
 	printf("1..0 # SKIP %s\n", why);
 	fflush(stdout);
 	exit(0);
+}
+
+static inline void bail_out(const char *format, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+static inline void bail_out(const char *format, ...)
+{
+	va_list ap;
+	va_start(ap, format);
+	printf("Bail out! ");
+	vprintf(format, ap);
+	printf("\n");
+	va_end(ap);
+	fflush(stdout);
+	exit(1);
 }
 
 static inline void done_testing(void)

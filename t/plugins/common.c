@@ -183,9 +183,15 @@ wafer_status tp_device_open(void *state, uint32_t index, void **out_device)
 	return WAFER_OK;
 }
 
+/* Logs, so that a test sees a close its plugin's state does not outlive
+ * (t/loader.c: a device still acquired at runtime close). */
 void tp_device_close(void *device)
 {
-	((struct tp_device *)device)->close_count++;
+	struct tp_device *d = device;
+
+	d->close_count++;
+	tp_host->log(tp_host, WAFER_LOG_DEBUG, "device_close: device %u",
+		     d->index);
 }
 
 //===----------------------------------------------------------------------===//
