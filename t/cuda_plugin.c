@@ -405,7 +405,7 @@ static void test_device_info(void *state)
 		  "device_info(0)");
 	ok(info.name[0] != '\0', "device name: %s", info.name);
 	if (!real)
-		is_str(info.name, "Fake GPU 0 (compute 9.0, 4 SMs)",
+		is_str(info.name, "Fake GPU 0 (compute 9.0, 132 SMs)",
 		       "  ... name, compute capability and SMs");
 	ok(info.memory_bytes > 0, "memory: %" PRIu64 " bytes",
 	   info.memory_bytes);
