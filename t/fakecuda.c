@@ -63,6 +63,35 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* fakecuda.h's numbers are <cuda.h>'s. */
+_Static_assert(FAKECUDA_ERROR_INVALID_VALUE == CUDA_ERROR_INVALID_VALUE &&
+		       FAKECUDA_ERROR_INVALID_CONTEXT ==
+			       CUDA_ERROR_INVALID_CONTEXT &&
+		       FAKECUDA_ERROR_INVALID_HANDLE == CUDA_ERROR_INVALID_HANDLE &&
+		       FAKECUDA_ERROR_NOT_FOUND == CUDA_ERROR_NOT_FOUND &&
+		       FAKECUDA_ERROR_ILLEGAL_ADDRESS ==
+			       CUDA_ERROR_ILLEGAL_ADDRESS &&
+		       FAKECUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ==
+			       CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES &&
+		       FAKECUDA_ERROR_MISALIGNED_ADDRESS ==
+			       CUDA_ERROR_MISALIGNED_ADDRESS,
+	       "fakecuda.h's CUresults");
+_Static_assert(FAKECUDA_ATTR_MAX_BLOCK_DIM_X ==
+			       CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X &&
+		       FAKECUDA_ATTR_MULTIPROCESSOR_COUNT ==
+			       CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT &&
+		       FAKECUDA_ATTR_COMPUTE_CAPABILITY_MAJOR ==
+			       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR &&
+		       FAKECUDA_ATTR_COMPUTE_CAPABILITY_MINOR ==
+			       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR &&
+		       FAKECUDA_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN ==
+			       CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN &&
+		       FAKECUDA_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED ==
+			       CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED &&
+		       FAKECUDA_ATTR_MEMORY_POOLS_SUPPORTED ==
+			       CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+	       "fakecuda.h's device attributes");
+
 /*===----------------------------------------------------------------------===
  * Global state
  *===----------------------------------------------------------------------===*/
@@ -225,6 +254,7 @@ struct op {
 	void *owned;
 	/* OP_KERNEL */
 	const struct fake_kernel *kernel;
+	uint64_t cost; /* bytes its bindings span, for the fake clock */
 	uintptr_t ptr[4];
 	unsigned char params[512]; /* the largest block, with room */
 	unsigned grid[3];
@@ -255,7 +285,7 @@ static struct CUstream_st *streams;
 struct CUevent_st {
 	unsigned flags;
 	uint64_t recorded, completed;
-	struct timespec when;
+	uint64_t when; /* the fake clock at its latest record */
 	/* The latest record: on which stream, as its op number there. */
 	struct CUstream_st *stream;
 	uint64_t stream_seq;
@@ -273,6 +303,11 @@ static void delay(void)
 }
 
 static void run_kernel(struct op *o);
+
+/* What events time: a fake clock in nanoseconds that each op advances by
+ * 1 us plus 1 ns a byte it moves (a kernel: a byte its bindings span), so
+ * timers measure work, the same on every run, whatever the host's load. */
+static uint64_t clock_ns;
 
 /* Runs |o| (L not held), then reports it done. */
 static void run_op(struct op *o)
@@ -293,8 +328,9 @@ static void run_op(struct op *o)
 		run_kernel(o);
 
 	pthread_mutex_lock(&L);
+	clock_ns += 1000 + (o->kind == OP_COPY ? o->n : o->cost);
 	if (o->kind == OP_EVENT) {
-		clock_gettime(CLOCK_MONOTONIC, &o->event->when);
+		o->event->when = clock_ns;
 		if (o->gseq > o->event->completed)
 			o->event->completed = o->gseq;
 	}
@@ -1177,8 +1213,9 @@ static uint64_t first_u64(const struct op *o)
 
 /* Checks that pointer |i| holds |bytes|; on failure the context gets the
  * sticky illegal-address error. */
-static int range_ok(const struct op *o, int i, uint64_t bytes)
+static int range_ok(struct op *o, int i, uint64_t bytes)
 {
+	o->cost += bytes;
 	pthread_mutex_lock(&L);
 	int ok = device_range_ok(o->ptr[i], bytes);
 	if (!ok && sticky == CUDA_SUCCESS)
@@ -1187,7 +1224,7 @@ static int range_ok(const struct op *o, int i, uint64_t bytes)
 	return ok;
 }
 
-static int kernel_ranges_ok(const struct op *o, int count, uint64_t bytes)
+static int kernel_ranges_ok(struct op *o, int count, uint64_t bytes)
 {
 	for (int i = 0; i < count; i++)
 		if (!range_ok(o, i, bytes))
@@ -1473,30 +1510,32 @@ static void emulate_matmul(struct op *o)
 	uint64_t ea = ta ? extent(p.k, p.m, p.lda) : extent(p.m, p.k, p.lda);
 	uint64_t eb = tb ? extent(p.n, p.k, p.ldb) : extent(p.k, p.n, p.ldb);
 	uint64_t ec = extent(p.m, p.n, p.ldc);
-	CUresult fault = CUDA_SUCCESS;
+	CUresult bad = CUDA_SUCCESS;
+
+	o->cost = batch * es * (ea + eb + ec);
 
 	if (k->layout_ta >= 0 &&
 	    (p.lda % 4 || p.ldb % 4 || o->ptr[1] % (4 * es) ||
 	     o->ptr[2] % (4 * es) ||
 	     (batch > 1 && (p.stride_a % 4 || p.stride_b % 4))))
-		fault = CUDA_ERROR_MISALIGNED_ADDRESS;
+		bad = CUDA_ERROR_MISALIGNED_ADDRESS;
 	pthread_mutex_lock(&L);
-	for (uint64_t t = 0; t < batch && !fault && p.m && p.n; t++)
+	for (uint64_t t = 0; t < batch && !bad && p.m && p.n; t++)
 		if (!device_range_ok(o->ptr[0] + es * t * p.stride_c, es * ec) ||
 		    (p.k && (!device_range_ok(o->ptr[1] + es * t * p.stride_a,
 					      es * ea) ||
 			     !device_range_ok(o->ptr[2] + es * t * p.stride_b,
 					      es * eb))))
-			fault = CUDA_ERROR_ILLEGAL_ADDRESS;
-	if (fault && sticky == CUDA_SUCCESS) {
+			bad = CUDA_ERROR_ILLEGAL_ADDRESS;
+	if (bad && sticky == CUDA_SUCCESS) {
 		fprintf(stderr, "fakecuda: %s: %s\n", k->name,
-			fault == CUDA_ERROR_MISALIGNED_ADDRESS
+			bad == CUDA_ERROR_MISALIGNED_ADDRESS
 				? "misaligned operand or row stride"
 				: "an operand outside device memory");
-		sticky = fault;
+		sticky = bad;
 	}
 	pthread_mutex_unlock(&L);
-	if (fault)
+	if (bad)
 		return;
 	for (uint64_t t = 0; t < batch; t++) {
 		void *c = (char *)o->ptr[0] + es * t * p.stride_c;
@@ -1730,8 +1769,7 @@ static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 		pthread_mutex_unlock(&L);
 		return CUDA_ERROR_NOT_READY;
 	}
-	*ms = (float)((double)(end->when.tv_sec - start->when.tv_sec) * 1e3 +
-		      (double)(end->when.tv_nsec - start->when.tv_nsec) / 1e6);
+	*ms = (float)(((double)end->when - (double)start->when) / 1e6);
 	pthread_mutex_unlock(&L);
 	return CUDA_SUCCESS;
 }
