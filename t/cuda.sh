@@ -126,17 +126,17 @@ suite() {
 		passed=$(printf '%s\n' "$out" | grep '^ok' |
 			grep -vc '# *SKIP')
 		if printf '%s\n' "$out" | grep -q '^not ok'; then
-			fail "t/$name on cuda (stand-in) $*" \
+			fail "t/$name on cuda (stand-in)${*:+ $*}" \
 				"$(printf '%s\n' "$out" | grep -A3 '^not ok' | head -20)"
 		elif [ "$passed" -eq 0 ]; then
 			why=$(printf '%s\n' "$out" | sed -n 's/^1\.\.0 *# *SKIP *//p')
-			skip "t/$name on cuda (stand-in) $*" \
+			skip "t/$name on cuda (stand-in)${*:+ $*}" \
 				"${why:-no point passed ($skipped skipped)}"
 		else
-			pass "t/$name on cuda (stand-in) $* ($passed passed, $skipped skipped)"
+			pass "t/$name on cuda (stand-in)${*:+ $*} ($passed passed, $skipped skipped)"
 		fi
 	else
-		fail "t/$name on cuda (stand-in) $*" \
+		fail "t/$name on cuda (stand-in)${*:+ $*}" \
 			"$(printf '%s\n' "$out" | grep -v '^ok' | tail -20)"
 	fi
 }

@@ -8,9 +8,14 @@
  * no driver, an old driver, cuInit failing, a missing entry point, no
  * device, an old GPU, no pinned memory, a kernel touching freed memory.
  * The stand-in checks the driver's contracts strictly (contexts current,
- * asynchronous streams, pinned versus pageable copies, whole-mapping
- * unmaps), so the same storage, staging, virtual-memory and launch code
- * that runs on the GPU is exercised here.
+ * each stream's context, asynchronous streams, stream-ordered memory in
+ * stream order, pinned versus pageable copies, whole-mapping unmaps) and
+ * runs each kernel over the grid and block it was launched with, so the
+ * same storage, staging, virtual-memory and launch code that runs on the
+ * GPU is exercised here. At the end the test calls the stand-in's entry
+ * points itself, making on purpose the mistakes it must catch (a grid
+ * short of tiles, a block that is not the kernel's, an unknown kernel or
+ * attribute, memory out of stream order, another context's stream).
  *
  *   t/cuda_plugin            on the stand-in (make check)
  *   t/cuda_plugin --real     the driver-neutral part on libcuda.so.1 and
@@ -1153,8 +1158,9 @@ static void test_shape_checks(void *device, void *queue)
 
 /* C = op(A) op(B) for every matmul variant against a double-precision
  * host product of the same (rounded) inputs: batch 3 with strides, each
- * transpose, edge tiles. The stand-in runs one naive loop for all
- * variants (which checks what the plugin hands the kernel); on a GPU
+ * transpose, edge tiles. The stand-in runs one exact loop for all
+ * variants, over the tiles of the variant's grid (which checks what the
+ * plugin hands the kernel: function, arguments, grid, block); on a GPU
  * every variant and dtype runs its own kernel. */
 static void test_matmul(void *device, void *queue)
 {

@@ -23,21 +23,51 @@
  *    exactly one whole mapping; cuMemMap needs offset 0 and unmapped
  *    address space; cuMemAddressFree needs nothing mapped;
  *  - cuModuleGetFunction finds a kernel only if the module image holds
- *    its PTX entry (the plugin's fatbins are built uncompressed).
+ *    its PTX entry (the plugin's fatbins are built uncompressed), and
+ *    only if the stand-in can emulate it: otherwise CUDA_ERROR_NOT_FOUND
+ *    and a line on stderr, never a silent no-op; cuLaunchKernel takes
+ *    only functions of a loaded module (CUDA_ERROR_INVALID_HANDLE);
+ *  - cuDeviceGetAttribute answers the attributes the plugin reads, with
+ *    an H200's values (sm_90, 132 SMs, 227 KiB opt-in shared memory),
+ *    and refuses any other with CUDA_ERROR_INVALID_VALUE;
+ *  - a stream belongs to the context it was created in: work queued on
+ *    it while another context is current fails with
+ *    CUDA_ERROR_INVALID_HANDLE, and once its context is destroyed (the
+ *    last cuDevicePrimaryCtxRelease) every use fails with
+ *    CUDA_ERROR_INVALID_CONTEXT;
+ *  - cuMemAllocAsync memory is valid on its stream after the allocation,
+ *    on another stream only once the host saw that point done (a sync of
+ *    the stream, or of an event recorded after it), never after
+ *    cuMemFreeAsync, whose stream must in turn come after every other
+ *    stream's use; a use out of that order gets the sticky
+ *    CUDA_ERROR_ILLEGAL_ADDRESS (at the next sync) and a line on stderr;
+ *  - events time a fake clock that counts work (1 us an op plus 1 ns a
+ *    byte it moves), so timers are deterministic.
  *
  * Kernels are emulated on the host by name, with the catalogue's meaning
- * (wafer/plugin.h) and the element type the name says: every operation
- * of the cuda plugin, matmul as one naive loop for all variants. So the
- * plugin's host side — which function, which arguments, which grid — is
- * checked end to end by the backend-neutral tests; its device code is
- * not (that takes a GPU: dev/gpu-check.sh).
+ * (wafer/plugin.h) and the element type the name says, over the grid and
+ * block they are launched with, as the kernel sources map them (the
+ * table above find_emulator): grid-stride kernels cover every element
+ * from any grid; a matmul block computes its BM x BN tile of C for batch
+ * entry blockIdx.z, so a grid short of tiles leaves them unwritten; a
+ * layout kernel (_nn .. _tt) reads the transposes its name says and
+ * faults on misaligned rows; strided.cu's 32-bit twins index in 32 bits.
+ * A block past a kernel's __launch_bounds__ fails with
+ * CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, one of a shape the kernel is not
+ * written for with CUDA_ERROR_INVALID_VALUE. So the plugin's host side —
+ * which function, which arguments, which grid and block — is checked
+ * by the backend-neutral tests; its device code is not (that takes a
+ * GPU: dev/gpu-check.sh), and matmul is one exact loop for every
+ * variant, whatever its tile size or arithmetic.
  *
  * Knobs (environment, read when used): FAKECUDA_VERSION (13000),
  * FAKECUDA_INIT (a CUresult for cuInit), FAKECUDA_MISSING (a symbol
  * cuGetProcAddress does not find), FAKECUDA_DEVICES (1), FAKECUDA_ARCH
  * (90), FAKECUDA_MEMORY (1 GiB), FAKECUDA_NO_VMM, FAKECUDA_NO_POOLS,
- * FAKECUDA_DELAY_US. fakecuda_stats() and fakecuda_reset() are for tests
- * that dlopen this library themselves. */
+ * FAKECUDA_NO_PINNED, FAKECUDA_DELAY_US. fakecuda_stats() and
+ * fakecuda_reset() are for tests that dlopen this library themselves;
+ * fakecuda.h numbers what they check when they call entry points
+ * directly. */
 #include "build-config.h"
 
 #include <errno.h>
@@ -636,6 +666,9 @@ static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
+/* The attributes the plugin reads (plugins/cuda/plugin.c), as an H200
+ * (sm_90) answers them; FAKECUDA_ARCH, FAKECUDA_NO_VMM and
+ * FAKECUDA_NO_POOLS play older or smaller GPUs. */
 static CUresult fake_cuDeviceGetAttribute(int *value, CUdevice_attribute a,
 					  CUdevice dev)
 {
