@@ -736,12 +736,13 @@ static void stop_stream(struct CUstream_st *s);
  * work is finished, their threads end, and their handles become stale. */
 static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
 {
-	struct CUctx_st *ctx = &contexts[dev];
+	struct CUctx_st *ctx;
 
 	if (!initialised)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (dev < 0 || dev >= device_count())
 		return CUDA_ERROR_INVALID_DEVICE;
+	ctx = &contexts[dev];
 	pthread_mutex_lock(&L);
 	if (!ctx->alive) {
 		pthread_mutex_unlock(&L);
@@ -752,13 +753,19 @@ static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
 		return CUDA_SUCCESS;
 	}
 	ctx->alive = 0;
-	for (struct CUstream_st *t = streams; t; t = t->next)
-		if (t->ctx == ctx && !t->dead) {
-			t->dead = 1;
-			pthread_mutex_unlock(&L);
-			stop_stream(t);
-			pthread_mutex_lock(&L);
+	/* From the head again after each stop: the list may change while L
+	 * is dropped. */
+	for (struct CUstream_st *t = streams; t;) {
+		if (t->ctx != ctx || t->dead) {
+			t = t->next;
+			continue;
 		}
+		t->dead = 1;
+		pthread_mutex_unlock(&L);
+		stop_stream(t);
+		pthread_mutex_lock(&L);
+		t = streams;
+	}
 	pthread_mutex_unlock(&L);
 	return CUDA_SUCCESS;
 }
