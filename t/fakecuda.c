@@ -501,12 +501,13 @@ static int use_ok(const struct CUstream_st *s, uintptr_t p, const char *what)
 	if (!r)
 		return 1;
 	if (r->free_pending) {
-		fault(CUDA_ERROR_ILLEGAL_ADDRESS, "%s of 0x%" PRIxPTR " on "
-		      "stream %p after cuMemFreeAsync", what, p, (void *)s);
+		fault(CUDA_ERROR_ILLEGAL_ADDRESS, "%s: 0x%" PRIxPTR " on "
+		      "stream %p, after its cuMemFreeAsync", what, p,
+		      (void *)s);
 		return 0;
 	}
 	if (r->owner && r->owner != s) {
-		fault(CUDA_ERROR_ILLEGAL_ADDRESS, "%s of 0x%" PRIxPTR " on "
+		fault(CUDA_ERROR_ILLEGAL_ADDRESS, "%s: 0x%" PRIxPTR " on "
 		      "stream %p, allocated by cuMemAllocAsync on stream %p "
 		      "with nothing ordering the two", what, p, (void *)s,
 		      (void *)r->owner);
@@ -2012,9 +2013,9 @@ static CUresult copy(void *dst, const void *src, size_t n, CUstream s,
 	}
 	/* Sticky on failure, like a kernel's bad access. */
 	if (dst_device)
-		use_ok(s, (uintptr_t)dst, "a copy into");
+		use_ok(s, (uintptr_t)dst, "a copy's destination");
 	if (src_device)
-		use_ok(s, (uintptr_t)src, "a copy from");
+		use_ok(s, (uintptr_t)src, "a copy's source");
 	int pinned = dst_device ? (src_device || is_pinned(src, n))
 				: is_pinned(dst, n);
 	pthread_mutex_unlock(&L);
