@@ -1785,6 +1785,22 @@ static void test_fake_grid(void *ctx, void *stream)
 			       "  ... and nothing runs");
 	}
 
+	/* A layout kernel reads 16-byte vectors along every row: B's rows
+	 * of 70 floats put every other one off 16 bytes (the plugin sends
+	 * such layouts to tile64). */
+	{
+		void *reg = NULL;
+		cu.cuModuleGetFunction(&reg, mm_mod,
+				       "wafer_matmul_f32_reg128_nn");
+		is_int(cu.cuLaunchKernel(reg, 1, 2, 1, 256, 1, 1, 0, stream,
+					 params, NULL),
+		       FAKECUDA_SUCCESS, "reg128_nn with ldb = 70 launches");
+		is_int(cu.cuStreamSynchronize(stream),
+		       FAKECUDA_ERROR_MISALIGNED_ADDRESS,
+		       "  ... and faults: CUDA_ERROR_MISALIGNED_ADDRESS");
+		fake_reset();
+	}
+
 	/* Grid-stride kernels cover every element from any grid. */
 	{
 		enum { E = 100003 };
