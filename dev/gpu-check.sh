@@ -256,7 +256,9 @@ sanitize() {
 		--error-exitcode 86 --print-limit 50 $sz_extra "$@"
 	sz_rc=$?
 	sz_tail=$(tail -n +"$((sz_mark + 1))" "$san")
-	sz_errors=$(printf '%s\n' "$sz_tail" | sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' | tail -1)
+	# "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, M warnings)".
+	sz_errors=$(printf '%s\n' "$sz_tail" | sed -n -e 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' \
+		-e 's/.*RACECHECK SUMMARY: .*(\([0-9]*\) error.*/\1/p' | tail -1)
 	if printf '%s\n' "$sz_tail" | grep -q -i -E 'failed to track|internal sanitizer error|Sanitizer.*(error|failed):'; then
 		say "  $sz_tool $sz_name: INCONCLUSIVE: $(printf '%s\n' "$sz_tail" | grep -i -m1 -E 'failed to track|internal sanitizer error|Sanitizer.*(error|failed):')"
 	elif [ -z "$sz_errors" ]; then
