@@ -59,16 +59,6 @@ struct cache_header {
  * Where
  *===----------------------------------------------------------------------===*/
 
-static const char *env(const char *name)
-{
-#ifdef HAVE_SECURE_GETENV
-	const char *value = secure_getenv(name);
-#else
-	const char *value = getenv(name);
-#endif
-	return value && value[0] == '/' ? value : NULL;
-}
-
 static bool is_off(const char *value)
 {
 	return strcmp(value, "off") == 0 || strcmp(value, "no") == 0 ||
@@ -79,7 +69,7 @@ wafer_status wafer_binary_cache_dir(const struct wafer_config *config,
 				    const char *plugin, char **out_dir)
 {
 	const struct wafer_config_entry *own = NULL, *off = NULL, *core = NULL;
-	const char *base;
+	const char *origin;
 	int n = 0;
 	char *dir = NULL;
 
@@ -95,11 +85,8 @@ wafer_status wafer_binary_cache_dir(const struct wafer_config *config,
 		dir = strdup(own->value);
 	else if (core && core->value[0])
 		n = asprintf(&dir, "%s/%s", core->value, plugin);
-	else if ((base = env("XDG_CACHE_HOME")))
-		n = asprintf(&dir, "%s/wafer/%s", base, plugin);
-	else if ((base = env("HOME")))
-		n = asprintf(&dir, "%s/.cache/wafer/%s", base, plugin);
-	else
+	else if (!(dir = wafer_file_cache_path(plugin, &origin)) &&
+		 errno == ENOENT)
 		return WAFER_OK; /* nowhere to keep it: the cache is off */
 	if (n < 0 || !dir)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,

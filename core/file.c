@@ -4,6 +4,7 @@
 #include "build-config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -103,4 +104,37 @@ int wafer_file_make_dirs(const char *dir, mode_t mode)
 	}
 	free(copy);
 	return err;
+}
+
+static const char *absolute_env(const char *name)
+{
+#ifdef HAVE_SECURE_GETENV
+	const char *value = secure_getenv(name);
+#else
+	const char *value = getenv(name);
+#endif
+	return value && value[0] == '/' ? value : NULL;
+}
+
+char *wafer_file_cache_path(const char *leaf, const char **out_origin)
+{
+	const char *base, *middle;
+	char *path;
+
+	if ((base = absolute_env("XDG_CACHE_HOME"))) {
+		*out_origin = "XDG_CACHE_HOME";
+		middle = "/wafer/";
+	} else if ((base = absolute_env("HOME"))) {
+		*out_origin = "HOME";
+		middle = "/.cache/wafer/";
+	} else {
+		*out_origin = NULL;
+		errno = ENOENT;
+		return NULL;
+	}
+	if (asprintf(&path, "%s%s%s", base, middle, leaf) < 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return path;
 }

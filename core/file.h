@@ -27,4 +27,11 @@ int wafer_file_write_all(int fd, const void *data, size_t size);
  * |mode|; an existing one is fine. 0, or an errno value. */
 int wafer_file_make_dirs(const char *dir, mode_t mode);
 
+/* The user's cache directory for |leaf|: "$XDG_CACHE_HOME/wafer/<leaf>",
+ * else "$HOME/.cache/wafer/<leaf>" (each variable used only when it holds
+ * an absolute path, read with secure_getenv), as a new string, with the
+ * variable it came from in |*out_origin| ("XDG_CACHE_HOME", "HOME").
+ * NULL with errno ENOENT when neither is set, ENOMEM when out of memory. */
+char *wafer_file_cache_path(const char *leaf, const char **out_origin);
+
 #endif
