@@ -22,7 +22,9 @@
  * handed to a driver, and the plugin builds again and rewrites it. Files
  * are written to a temporary name in the same directory and renamed into
  * place, so a reader sees an old file or a whole new one, never half of
- * one, also when two processes write at once. */
+ * one, also when two processes write at once; they are the user's own
+ * (0600 in 0700 directories), and a file someone else owns, or a link, is
+ * not believed. */
 #include "build-config.h"
 
 #include <errno.h>
@@ -212,6 +214,19 @@ wafer_status wafer_binary_cache_load(const char *dir,
 		return WAFER_ERROR_NOT_FOUND;
 	if (!key_path(dir, &key, &path))
 		goto out;
+	/* What is loaded from here may be code (a host-c program's shared
+	 * object): only the user's own files are believed. */
+	struct stat st;
+	if (lstat(path, &st) != 0) {
+		if (!wafer_errno_absent(errno))
+			snprintf(why, sizeof why, "cannot read it: %s",
+				 strerror(errno));
+		goto out;
+	}
+	if (st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
+		snprintf(why, sizeof why, "not a regular file of this user");
+		goto out;
+	}
 	err = wafer_file_read(path,
 			      sizeof(struct cache_header) + key.size +
 				      CACHE_MAX_BINARY,

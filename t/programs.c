@@ -878,6 +878,9 @@ static void test_second_process(const char *self)
 	ok(second.ran, "second process: runs");
 	is_int(second.compiled, 0, "  ... compiling nothing");
 	is_int(second.cached, 1, "  ... the binary came from the cache");
+	struct child_counts off = run_child(self, f, "off");
+	ok(off.ran && off.compiled == 1 && off.cached == 0,
+	   "[core] cache_dir = off: compiled again, nothing from a cache");
 	char cmd[4200];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
