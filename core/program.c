@@ -249,14 +249,21 @@ WAFER_API wafer_status wafer_program_create(wafer_client *client,
 	struct wafer_runtime_device *device =
 		wafer_client_runtime_device(client);
 	const struct wafer_server_ops *server = device->plugin->server;
+	wafer_program_source source;
+	wafer_status status;
+	/* Bad arguments are reported as such on every backend. */
+	for (size_t i = 0; i < count; i++) {
+		status = get_source(sources, i, &source);
+		if (status != WAFER_OK)
+			return status;
+	}
 	if (!has_programs(server))
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
 				  "wafer_program_create: programs not "
 				  "supported by plugin %s",
 				  device->backend);
 
-	wafer_program_source source;
-	wafer_status status = choose_source(device, sources, count, &source);
+	status = choose_source(device, sources, count, &source);
 	if (status != WAFER_OK)
 		return status;
 	struct wafer_program *p = calloc(1, sizeof *p);
