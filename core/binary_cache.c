@@ -168,7 +168,13 @@ static void *check_file(const unsigned char *data, size_t size,
 		snprintf(why, why_size, "not a wafer cache file");
 		return NULL;
 	}
-	if (h.key_size != key->size || size - sizeof h < key->size ||
+	if (h.key_size == key->size && size - sizeof h < key->size) {
+		snprintf(why, why_size, "truncated: %zu bytes of its key, the "
+			 "header says %" PRIu32,
+			 size - sizeof h, h.key_size);
+		return NULL;
+	}
+	if (h.key_size != key->size ||
 	    memcmp(data + sizeof h, key->bytes, key->size) != 0) {
 		snprintf(why, why_size, "written for another key");
 		return NULL;

@@ -56,6 +56,11 @@ t/user_kernels/kernels.spv: t/user_kernels/kernels.cl
 CLEANFILES += t/user_kernels/kernels.spv
 endif
 
+# The plugins' compiled-binary cache (core/binary_cache.c), directly.
+check_PROGRAMS += t/binary_cache
+TESTS += t/binary_cache
+t_binary_cache_LDADD = $(T_CORE_LIBS)
+
 # The plugin loader and the runtime: test plugins, selectors, reports.
 # Handles never issued twice (core/handle_table.c, driven directly).
 check_PROGRAMS += t/handle_table
