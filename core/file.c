@@ -106,13 +106,19 @@ int wafer_file_make_dirs(const char *dir, mode_t mode)
 	return err;
 }
 
-static const char *absolute_env(const char *name)
+const char *wafer_file_getenv(const char *name)
 {
 #ifdef HAVE_SECURE_GETENV
 	const char *value = secure_getenv(name);
 #else
 	const char *value = getenv(name);
 #endif
+	return value && value[0] ? value : NULL;
+}
+
+static const char *absolute_env(const char *name)
+{
+	const char *value = wafer_file_getenv(name);
 	return value && value[0] == '/' ? value : NULL;
 }
 

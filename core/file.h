@@ -27,6 +27,11 @@ int wafer_file_write_all(int fd, const void *data, size_t size);
  * |mode|; an existing one is fine. 0, or an errno value. */
 int wafer_file_make_dirs(const char *dir, mode_t mode);
 
+/* Environment variable |name| as the core reads paths from it: with
+ * secure_getenv where there is one (a set-user-ID program reads none);
+ * NULL when unset or empty. */
+const char *wafer_file_getenv(const char *name);
+
 /* The user's cache directory for |leaf|: "$XDG_CACHE_HOME/wafer/<leaf>",
  * else "$HOME/.cache/wafer/<leaf>" (each variable used only when it holds
  * an absolute path, read with secure_getenv), as a new string, with the

@@ -86,16 +86,6 @@ static struct {
 } cc;
 static pthread_once_t cc_once = PTHREAD_ONCE_INIT;
 
-static const char *env(const char *name)
-{
-#ifdef HAVE_SECURE_GETENV
-	const char *value = secure_getenv(name);
-#else
-	const char *value = getenv(name);
-#endif
-	return value && *value ? value : NULL;
-}
-
 static bool executable(const char *path)
 {
 	struct stat st;
@@ -106,7 +96,7 @@ static bool executable(const char *path)
 /* |name| on PATH into |out|; false when it is not there. */
 static bool find_on_path(const char *name, char *out, size_t size)
 {
-	const char *path = env("PATH");
+	const char *path = wafer_file_getenv("PATH");
 
 	if (strchr(name, '/')) {
 		snprintf(out, size, "%s", name);
@@ -149,7 +139,7 @@ static void find_include(void)
 
 static void find_compiler(void)
 {
-	const char *command = env("CC");
+	const char *command = wafer_file_getenv("CC");
 	char first[4096];
 	size_t used = 0;
 
@@ -236,7 +226,7 @@ wafer_status cpu_program_formats(void *device,
 /* A temporary directory's base: $TMPDIR, else /tmp. */
 static const char *tmp_base(void)
 {
-	const char *t = env("TMPDIR");
+	const char *t = wafer_file_getenv("TMPDIR");
 	return t ? t : "/tmp";
 }
 
