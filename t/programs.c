@@ -777,12 +777,16 @@ static int child_main(const char *format_number, const char *dir)
 	wafer_program *p = NULL;
 	const wafer_kernel_ref *saxpy = NULL;
 
+	/* Format 0: every source at once (a fat program). */
 	load_sources();
+	wafer_program_source all[FORMATS];
+	size_t n = 0;
+	for (size_t i = 0; i < FORMATS; i++)
+		if (sources[i].data && (!f || sources[i].format == f))
+			all[n++] = sources[i];
 	if (wafer_runtime_open(&options, &runtime) != WAFER_OK ||
 	    wafer_client_open(runtime, "default", NULL, &client) != WAFER_OK ||
-	    !source_of(f) ||
-	    wafer_program_create(client, source_of(f), 1, NULL, &p) !=
-		    WAFER_OK ||
+	    !n || wafer_program_create(client, all, n, NULL, &p) != WAFER_OK ||
 	    wafer_program_kernel(p, "wafer_test_saxpy", 2,
 				 sizeof(struct saxpy_params),
 				 &saxpy) != WAFER_OK ||
@@ -800,10 +804,13 @@ struct child_counts {
 	int ran;
 	int compiled;
 	int cached;
+	int no_cc; /* "host-c not offered" lines */
 };
 
+/* Runs the child for format |f| (0: all) with cache directory |dir| and,
+ * when not NULL, the environment setting |extra| ("NAME=value"). */
 static struct child_counts run_child(const char *self, wafer_program_format f,
-				     const char *dir)
+				     const char *dir, const char *extra)
 {
 	struct child_counts counts = {0};
 	char number[16], line[8192];
@@ -815,7 +822,7 @@ static struct child_counts run_child(const char *self, wafer_program_format f,
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = calloc(n + 2, sizeof *env);
+	char **env = calloc(n + 3, sizeof *env);
 	if (!env || pipe(fds) != 0) {
 		free(env);
 		return counts;
@@ -825,6 +832,8 @@ static struct child_counts run_child(const char *self, wafer_program_format f,
 		if (strncmp(environ[i], "WAFER_LOG=", 10) != 0)
 			env[k++] = environ[i];
 	env[k++] = "WAFER_LOG=debug";
+	if (extra)
+		env[k++] = (char *)extra;
 	char *const args[] = {(char *)self, "--child", number, (char *)dir,
 			      NULL};
 	fflush(stdout);
@@ -844,6 +853,8 @@ static struct child_counts run_child(const char *self, wafer_program_format f,
 			counts.compiled++;
 		if (strstr(line, "program: from cache"))
 			counts.cached++;
+		if (strstr(line, "host-c not offered"))
+			counts.no_cc++;
 		if (strstr(line, "child failed"))
 			diag("%s", line);
 	}
@@ -870,17 +881,27 @@ static void test_second_process(const char *self)
 		ok(0, "mkdtemp: %s", strerror(errno));
 		return;
 	}
-	struct child_counts first = run_child(self, f, dir);
+	struct child_counts first = run_child(self, f, dir, NULL);
 	ok(first.ran, "first process: %s program runs",
 	   wafer_program_format_name(f));
 	is_int(first.compiled, 1, "  ... compiled once");
-	struct child_counts second = run_child(self, f, dir);
+	struct child_counts second = run_child(self, f, dir, NULL);
 	ok(second.ran, "second process: runs");
 	is_int(second.compiled, 0, "  ... compiling nothing");
 	is_int(second.cached, 1, "  ... the binary came from the cache");
-	struct child_counts off = run_child(self, f, "off");
+	struct child_counts off = run_child(self, f, "off", NULL);
 	ok(off.ran && off.compiled == 1 && off.cached == 0,
 	   "[core] cache_dir = off: compiled again, nothing from a cache");
+	/* The cpu plugin without a C compiler: host-c is not offered, so a
+	 * fat program falls through to its host-so source. */
+	if (strcmp(backend, "cpu") == 0) {
+		struct child_counts no_cc =
+			run_child(self, 0, dir, "CC=/nonexistent/cc");
+		ok(no_cc.ran && no_cc.compiled == 0 && no_cc.cached == 0,
+		   "cpu without a C compiler: a fat program runs its host-so");
+		ok(no_cc.no_cc > 0, "  ... the log says why host-c is not "
+		   "offered");
+	}
 	char cmd[4200];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)

@@ -170,9 +170,9 @@ static void find_compiler(void)
 	}
 	if (!find_on_path(cc.argv[0], first, sizeof first)) {
 		snprintf(cc.why, sizeof cc.why,
-			 "no C compiler: '%s' is not an executable on PATH "
-			 "(set CC)",
-			 cc.argv[0]);
+			 "no C compiler: '%s' is not an executable%s (set CC)",
+			 cc.argv[0],
+			 strchr(cc.argv[0], '/') ? "" : " on PATH");
 		cc.argc = 0;
 		return;
 	}
