@@ -657,6 +657,9 @@ uint64_t wafer_loader_derived_caps(const struct wafer_loaded_plugin *plugin,
 		caps |= WAFER_CAP_VIRTUAL_MEMORY;
 	if (q->timer_begin && q->timer_end)
 		caps |= WAFER_CAP_DEVICE_TIMERS;
+	if (q->program_formats && q->program_load && q->program_kernel &&
+	    q->program_release)
+		caps |= WAFER_CAP_PROGRAMS;
 	/* WAFER_CAP_PINNED_HOST is no longer derived: host_alloc/host_free
 	 * are retired in ABI 1.1. It stays in DERIVED_CAPS so that a plugin
 	 * claiming it has it cleared: the core never sets it. */
@@ -665,7 +668,7 @@ uint64_t wafer_loader_derived_caps(const struct wafer_loaded_plugin *plugin,
 
 #define DERIVED_CAPS                                                           \
 	(WAFER_CAP_STREAM_ORDERED_ALLOC | WAFER_CAP_VIRTUAL_MEMORY |           \
-	 WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PINNED_HOST)
+	 WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PINNED_HOST | WAFER_CAP_PROGRAMS)
 
 wafer_status wafer_loader_device_info(const struct wafer_loaded_plugin *plugin,
 				      uint32_t index,

@@ -224,11 +224,6 @@ static wafer_status choose_source(struct wafer_runtime_device *device,
 			  device->backend, device->index, takes, gave);
 }
 
-static bool has_programs(const struct wafer_server_ops *server)
-{
-	return server->program_formats && server->program_load &&
-	       server->program_kernel && server->program_release;
-}
 
 WAFER_API wafer_status wafer_program_create(wafer_client *client,
 					    const wafer_program_source *sources,
@@ -257,7 +252,8 @@ WAFER_API wafer_status wafer_program_create(wafer_client *client,
 		if (status != WAFER_OK)
 			return status;
 	}
-	if (!has_programs(server))
+	(void)server;
+	if (!(device->info.capabilities & WAFER_CAP_PROGRAMS))
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
 				  "wafer_program_create: programs not "
 				  "supported by plugin %s",

@@ -151,6 +151,9 @@ typedef struct wafer_program_source {
 /* Retired: never set by the core since ABI 1.1 (host_alloc/host_free
  * are retired); the bit keeps its number and is cleared if claimed. */
 #define WAFER_CAP_PINNED_HOST (UINT64_C(1) << 7)
+/* Since ABI 1.2, set by the core from the optional entries too: the
+ * plugin loads programs, the caller's own kernels (program.h). */
+#define WAFER_CAP_PROGRAMS (UINT64_C(1) << 8)
 
 #ifdef __cplusplus
 }
