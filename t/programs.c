@@ -454,6 +454,24 @@ static void test_compile_error(void)
 	ok(strstr(log, ":3:") || strstr(log, "(3)") || strstr(log, "line 3"),
 	   "  ... with the line number: %s", log);
 	like(log, "broken", "  ... naming the source");
+
+	/* A long log is kept whole: 60 errors, the last one on line 61. */
+	static char many[8192];
+	size_t used = (size_t)snprintf(many, sizeof many, "/* many */\n");
+	for (int i = 0; i < 60; i++)
+		used += (size_t)snprintf(many + used, sizeof many - used,
+					 "int f%d(void) { return "
+					 "wafer_undeclared_%d; }\n",
+					 i, i);
+	src.data = many;
+	src.size = used;
+	is_status(wafer_program_create(client, &src, 1, NULL, &p),
+		  WAFER_ERROR_BUILD, "60 compile errors: WAFER_ERROR_BUILD");
+	log = wafer_last_error();
+	ok(strlen(log) > 2000 && strstr(log, "wafer_undeclared_0") &&
+		   strstr(log, "wafer_undeclared_59"),
+	   "  ... the whole log, first error to last (%zu bytes)",
+	   strlen(log));
 	wafer_client_close(client);
 }
 
