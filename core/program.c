@@ -187,7 +187,8 @@ static void format_list(char *buf, size_t size,
 		snprintf(buf, size, "nothing");
 }
 
-/* The index of the first of the caller's sources the device takes. */
+/* Copies into |out| the first of the caller's sources whose format the
+ * device takes. */
 static wafer_status choose_source(struct wafer_runtime_device *device,
 				  const wafer_program_source *sources,
 				  size_t count, wafer_program_source *out)
@@ -224,7 +225,6 @@ static wafer_status choose_source(struct wafer_runtime_device *device,
 			  device->backend, device->index, takes, gave);
 }
 
-
 WAFER_API wafer_status wafer_program_create(wafer_client *client,
 					    const wafer_program_source *sources,
 					    size_t count, const char *options,
@@ -246,13 +246,13 @@ WAFER_API wafer_status wafer_program_create(wafer_client *client,
 	const struct wafer_server_ops *server = device->plugin->server;
 	wafer_program_source source;
 	wafer_status status;
+
 	/* Bad arguments are reported as such on every backend. */
 	for (size_t i = 0; i < count; i++) {
 		status = get_source(sources, i, &source);
 		if (status != WAFER_OK)
 			return status;
 	}
-	(void)server;
 	if (!(device->info.capabilities & WAFER_CAP_PROGRAMS))
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
 				  "wafer_program_create: programs not "
