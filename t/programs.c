@@ -773,6 +773,14 @@ static void test_autotune(void)
 	is_status(wafer_autotune_execute_candidate(client, &tile_op, &inputs,
 						   "second"),
 		  WAFER_OK, "  ... the other one still runs");
+	/* The refs are read at every run: a new program's takes its place. */
+	wafer_program_create(client, source, 1, NULL, &p[0]);
+	get_kernels(p[0], &saxpy, &tile[0]);
+	tile_candidates[0].kernel_ref = tile[0];
+	is_status(wafer_autotune_execute_candidate(client, &tile_op, &inputs,
+						   "first"),
+		  WAFER_OK, "  ... a new program's ref in its place runs");
+	wafer_program_release(p[0]);
 	wafer_release(client, hin);
 	wafer_release(client, hout);
 	wafer_program_release(p[1]);

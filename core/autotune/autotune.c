@@ -260,9 +260,11 @@ static char *copy_or_null(const char *s, bool *failed)
 	return copy;
 }
 
+/* |by_ref|: a kernel candidate by ref, the tunable's candidate
+ * |listed|. */
 static wafer_status add_candidate(struct wafer_tune_op *op, const char *name,
 				  const char *kernel, const char *variant,
-				  const wafer_kernel_ref *kernel_ref,
+				  bool by_ref, size_t listed,
 				  wafer_autotune_run_fn run, const void *data)
 {
 	struct wafer_tune_candidate *c = &op->candidates[op->candidate_count];
@@ -272,7 +274,8 @@ static wafer_status add_candidate(struct wafer_tune_op *op, const char *name,
 		.name = copy_or_null(name, &failed),
 		.kernel = copy_or_null(kernel, &failed),
 		.variant = copy_or_null(variant, &failed),
-		.kernel_ref = kernel_ref,
+		.by_ref = by_ref,
+		.listed = listed,
 		.run = run,
 		.data = data,
 	};
@@ -299,16 +302,15 @@ static wafer_status resolve_candidates(wafer_client *client,
 				  "autotune: out of host memory");
 	for (size_t i = 0; i < t->candidate_count && status == WAFER_OK; i++) {
 		const wafer_autotune_candidate *c = listed(t, i);
-		const wafer_kernel_ref *ref = listed_ref(c);
-		if (ref)
-			status = add_candidate(op, c->name, NULL, NULL, ref,
+		if (listed_ref(c))
+			status = add_candidate(op, c->name, NULL, NULL, true, i,
 					       NULL, NULL);
 		else
 			status = add_candidate(
 				op, c->name,
 				c->variant ? (c->kernel ? c->kernel : t->kernel)
 					   : NULL,
-				c->variant, NULL, c->run, c->data);
+				c->variant, false, 0, c->run, c->data);
 	}
 	if (!(t->flags & WAFER_TUNABLE_KERNEL_VARIANTS))
 		return status;
@@ -333,7 +335,7 @@ static wafer_status resolve_candidates(wafer_client *client,
 			break;
 		}
 		status = add_candidate(op, k->variant, t->kernel, k->variant,
-				       NULL,
+				       false, 0,
 				       NULL, NULL);
 	}
 	return status;
@@ -439,7 +441,14 @@ wafer_status wafer_tune_run(wafer_client *client, const wafer_tunable *tunable,
 				  tunable->name, wafer_status_string(status));
 	args.kernel = candidate->kernel;
 	args.variant = candidate->variant;
-	args.kernel_ref = candidate->kernel_ref;
+	if (candidate->by_ref) {
+		args.kernel_ref = listed_ref(listed(tunable, candidate->listed));
+		if (!args.kernel_ref)
+			return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+					  "autotune %s: candidate %s has no "
+					  "kernel_ref any more",
+					  tunable->name, candidate->name);
+	}
 	return wafer_execute(client, &args);
 }
 

@@ -171,8 +171,9 @@ typedef struct wafer_autotune_candidate {
 	 * (wafer_program_kernel, program.h) or one from wafer_kernel_find —
 	 * of the client that runs the operation; kernel and variant are
 	 * then ignored. It is launched with what bind chose, like any
-	 * kernel candidate; a ref of another client, or of a released
-	 * program, disqualifies the candidate. */
+	 * kernel candidate, and read from this array at every run, so the
+	 * caller may replace it (a program created again); a ref of another
+	 * client, or of a released program, disqualifies the candidate. */
 	const wafer_kernel_ref *kernel_ref;
 } wafer_autotune_candidate;
 
