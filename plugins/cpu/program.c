@@ -649,11 +649,21 @@ wafer_status cpu_program_launch(struct cpu_device *dev,
 	};
 	/* A range of dimension 0 is worth a thread at about CPU_GRAIN items
 	 * of the whole launch: the cost of an item is the caller's, and
-	 * this is the catalogue's guess for a cheap one. */
+	 * this is the catalogue's guess for a cheap one. Smaller launches
+	 * run here at once, without the pool's arithmetic (a launch by ref
+	 * should cost what a catalogue kernel's does). */
+	uint64_t g0 = launch->global[0];
 	uint64_t inner = launch->global[1] * launch->global[2];
+	if (g0 < 2 * CPU_GRAIN && inner < 2 * CPU_GRAIN &&
+	    g0 * inner < 2 * CPU_GRAIN) {
+		call.args.begin = 0;
+		call.args.end = g0;
+		k->fn(&call.args);
+		return WAFER_OK;
+	}
 	uint64_t grain = inner >= CPU_GRAIN ? 1 : CPU_GRAIN / inner;
-	cpu_pool_parallel_for(dev->pool, (size_t)launch->global[0],
-			      (size_t)grain, run_range, &call);
+	cpu_pool_parallel_for(dev->pool, (size_t)g0, (size_t)grain, run_range,
+			      &call);
 	return WAFER_OK;
 }
 
