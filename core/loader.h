@@ -84,6 +84,9 @@ struct wafer_loaded_plugin {
 	struct wafer_server_ops server;
 	/* Handed to the plugin; lives as long as it is loaded. */
 	struct wafer_host_services host;
+	/* The plugin's compiled-binary cache directory (host cache_load,
+	 * cache_store); NULL: none, or the cache is off. */
+	char *cache_dir;
 	bool initialised;
 };
 
@@ -110,7 +113,8 @@ void wafer_loader_unload(struct wafer_loaded_plugin *plugin);
 /* Calls the plugin's device_info for device |index| with struct_size set,
  * makes the name a terminated string, checks alloc_alignment (a power of
  * two, at least 16), and replaces the derived capability bits
- * (WAFER_CAP_STREAM_ORDERED_ALLOC, _VIRTUAL_MEMORY, _DEVICE_TIMERS)
+ * (WAFER_CAP_STREAM_ORDERED_ALLOC, _VIRTUAL_MEMORY, _DEVICE_TIMERS,
+ * _PROGRAMS)
  * with what the optional entries offer; _PINNED_HOST is always cleared
  * (host_alloc is retired in ABI 1.1). On failure |*out|
  * is zeroed and the detail reads "<name>:<index>: device_info: ...". */

@@ -418,7 +418,7 @@ static void test_loader_direct(void)
 	   "full: optional entries kept");
 	is_int(p ? wafer_loader_derived_caps(p, 4096) : 0,
 	       WAFER_CAP_STREAM_ORDERED_ALLOC | WAFER_CAP_VIRTUAL_MEMORY |
-		       WAFER_CAP_DEVICE_TIMERS,
+		       WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PROGRAMS,
 	       "full: every derived bit; never pinned-host (ABI 1.1)");
 	is_int(p ? wafer_loader_derived_caps(p, 0) &
 			   WAFER_CAP_VIRTUAL_MEMORY
@@ -595,7 +595,8 @@ static void test_devices(void)
 {
 	const uint64_t derived = WAFER_CAP_STREAM_ORDERED_ALLOC |
 				 WAFER_CAP_VIRTUAL_MEMORY |
-				 WAFER_CAP_DEVICE_TIMERS; /* never PINNED_HOST */
+				 WAFER_CAP_DEVICE_TIMERS |
+				 WAFER_CAP_PROGRAMS; /* never PINNED_HOST */
 	const uint64_t base = WAFER_CAP_HOST_MEMORY | WAFER_CAP_F64;
 	wafer_runtime *rt = open_runtime("good, full, old_minor", NULL, 0);
 	wafer_device_desc d;

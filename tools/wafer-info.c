@@ -43,6 +43,7 @@ static const char *const cap_words[] = {
 	"virtual-memory",
 	"device-timers",
 	"pinned-host", /* retired: the core never sets it since ABI 1.1 */
+	"programs",
 };
 
 static void print_caps(uint64_t caps)

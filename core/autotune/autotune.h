@@ -128,7 +128,13 @@ bool wafer_tune_key_parse(const char *dtypes, const char *flags,
 struct wafer_tune_candidate {
 	char *name;
 	char *kernel;  /* kernel candidates */
-	char *variant; /* NULL: a client-side candidate */
+	char *variant; /* NULL: a client-side candidate or a ref */
+	/* A kernel candidate given by ref (a program kernel's): kernel and
+	 * variant are NULL, and the ref is read from the tunable's
+	 * candidate |listed| at every run, so that the caller may replace
+	 * it (a program re-created on another client). */
+	bool by_ref;
+	size_t listed;
 	wafer_autotune_run_fn run;
 	const void *data;
 };

@@ -7,7 +7,10 @@
  *
  * Options, in the [cpu] section of wafer.conf(5):
  *   threads = N   threads a launch may use, the launching thread included;
- *                 0 or absent: one per online core. */
+ *                 0 or absent: one per online core.
+ *   cache = off, cache_dir = DIR
+ *                 the binary cache of host-c programs (read by the core,
+ *                 see wafer.conf(5) [core] cache_dir). */
 #include "build-config.h"
 
 #include <errno.h>
@@ -72,6 +75,10 @@ static wafer_status apply_option(void *state_arg,
 				option->value ? option->value : "");
 		return WAFER_ERROR_CONFIG;
 	}
+	/* The host's binary cache (host-c programs) reads these itself. */
+	if (strcmp(option->key, "cache_dir") == 0 ||
+	    strcmp(option->key, "cache") == 0)
+		return WAFER_OK;
 	host->log(host, WAFER_LOG_WARN, "%s: [cpu] unknown option '%s' ignored",
 		  origin, option->key);
 	return WAFER_OK;

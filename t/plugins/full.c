@@ -1,7 +1,9 @@
 /* wafer — SPDX-License-Identifier: MIT
  * full.c: a test plugin that offers every optional entry (stream-ordered
- * allocation, virtual memory, pinned host memory, timers), so the core
- * derives every capability bit; two devices, for "full:1" selectors. */
+ * allocation, virtual memory, pinned host memory, timers, programs), so
+ * the core derives every capability bit; two devices, for "full:1"
+ * selectors. Its program entries are there to be seen, not used: it
+ * takes host-so and loads none. */
 #include "build-config.h"
 
 #include "t/plugins/common.h"
@@ -31,6 +33,39 @@ static const struct wafer_storage_ops full_storage_ops = {
 	.host_free = tp_host_free,
 };
 
+static const wafer_program_format full_formats[] = {WAFER_PROGRAM_HOST_SO};
+
+static wafer_status full_program_formats(void *device,
+					 const wafer_program_format **out,
+					 size_t *out_count)
+{
+	*out = full_formats;
+	*out_count = 1;
+	return WAFER_OK;
+}
+
+static wafer_status full_program_load(void *device,
+				      const struct wafer_program_source *source,
+				      const char *options, void **out_program)
+{
+	*out_program = NULL;
+	tp_host->set_error("full: programs are declared, never loaded");
+	return WAFER_ERROR_NOT_SUPPORTED;
+}
+
+static wafer_status full_program_kernel(void *device, void *program,
+					const char *name, uint32_t bindings,
+					size_t params_size,
+					const struct wafer_kernel **out_kernel)
+{
+	*out_kernel = NULL;
+	return WAFER_ERROR_NOT_FOUND;
+}
+
+static void full_program_release(void *device, void *program)
+{
+}
+
 static const struct wafer_server_ops full_server_ops = {
 	.struct_size = sizeof(struct wafer_server_ops),
 	.queue_create = tp_queue_create,
@@ -39,6 +74,10 @@ static const struct wafer_server_ops full_server_ops = {
 	.sync = tp_sync,
 	.timer_begin = tp_timer_begin,
 	.timer_end = tp_timer_end,
+	.program_formats = full_program_formats,
+	.program_load = full_program_load,
+	.program_kernel = full_program_kernel,
+	.program_release = full_program_release,
 };
 
 WAFER_PLUGIN_EXPORT const struct wafer_plugin *
