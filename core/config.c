@@ -228,7 +228,8 @@ static char *path_join(const char *dir, const char *name)
  *===----------------------------------------------------------------------===*/
 
 static const char *const core_keys[] = {"backend", "plugin_path", "channel",
-					"log", "max_handles", NULL};
+					"log", "max_handles", "cache_dir",
+					NULL};
 static const char *const memory_keys[] = {"strategy", NULL};
 /* wafer-autotune(7); values are checked by core/autotune/settings.c. */
 static const char *const autotune_keys[] = {"mode", "cache_dir", "warmup",

@@ -14,6 +14,7 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
+#include "core/binary_cache.h"
 #include "core/error.h"
 #include "core/loader.h"
 #include "core/plugin_file.h"
@@ -100,6 +101,31 @@ static void host_log(const struct wafer_host_services *host,
 	va_start(ap, format);
 	wafer_vlog(level, p && p->name ? p->name : "plugin", format, ap);
 	va_end(ap);
+}
+
+/* The compiled-binary cache (plugin.h), in the plugin's directory. */
+static const char *host_cache_dir(const struct wafer_host_services *host)
+{
+	const struct wafer_loaded_plugin *p = host ? host->host_data : NULL;
+	return p ? p->cache_dir : NULL;
+}
+
+static wafer_status host_cache_load(const struct wafer_host_services *host,
+				    const struct wafer_cache_part *parts,
+				    size_t part_count, void **out_data,
+				    size_t *out_size)
+{
+	return wafer_binary_cache_load(host_cache_dir(host), host, parts,
+				       part_count, out_data, out_size);
+}
+
+static wafer_status host_cache_store(const struct wafer_host_services *host,
+				     const struct wafer_cache_part *parts,
+				     size_t part_count, const void *data,
+				     size_t size)
+{
+	return wafer_binary_cache_store(host_cache_dir(host), host, parts,
+					part_count, data, size);
 }
 
 //===----------------------------------------------------------------------===//
@@ -408,6 +434,9 @@ static wafer_status open_and_query(struct wafer_loaded_plugin *p, bool by_path)
 		.set_error = host_set_error,
 		.log = host_log,
 		.host_data = p,
+		.cache_load = host_cache_load,
+		.cache_free = wafer_binary_cache_free,
+		.cache_store = host_cache_store,
 	};
 	wafer_error_clear();
 	d = query(WAFER_PLUGIN_ABI_MAJOR, &p->host);
@@ -466,6 +495,10 @@ static wafer_status init_plugin(struct wafer_loaded_plugin *p,
 	void *state = NULL;
 	wafer_status status;
 
+	/* Before init: a plugin may build (and cache) binaries there. */
+	status = wafer_binary_cache_dir(config, p->name, &p->cache_dir);
+	if (status != WAFER_OK)
+		return status;
 	status = plugin_options(config, p->name, &options, &option_count);
 	if (status != WAFER_OK)
 		return status;
@@ -606,6 +639,7 @@ void wafer_loader_unload(struct wafer_loaded_plugin *plugin)
 	free(plugin->version);
 	free(plugin->description);
 	free(plugin->reason);
+	free(plugin->cache_dir);
 	free(plugin);
 }
 

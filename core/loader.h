@@ -84,6 +84,9 @@ struct wafer_loaded_plugin {
 	struct wafer_server_ops server;
 	/* Handed to the plugin; lives as long as it is loaded. */
 	struct wafer_host_services host;
+	/* The plugin's compiled-binary cache directory (host cache_load,
+	 * cache_store); NULL: none, or the cache is off. */
+	char *cache_dir;
 	bool initialised;
 };
 

@@ -28,7 +28,9 @@ libwafer_core_la_SOURCES = \
 	core/channel/direct.c \
 	core/channel/mutex.c \
 	core/channel/mpsc.c \
-	core/client.c core/client.h core/runtime.h
+	core/client.c core/client.h core/runtime.h \
+	core/program.c \
+	core/binary_cache.c core/binary_cache.h
 
 lib_LTLIBRARIES += libwafer.la
 libwafer_la_SOURCES =

@@ -22,6 +22,7 @@ WAFER_API const char *wafer_status_string(wafer_status status)
 	case WAFER_ERROR_IO: return "WAFER_ERROR_IO";
 	case WAFER_ERROR_ABI_MISMATCH: return "WAFER_ERROR_ABI_MISMATCH";
 	case WAFER_ERROR_INTERNAL: return "WAFER_ERROR_INTERNAL";
+	case WAFER_ERROR_BUILD: return "WAFER_ERROR_BUILD";
 	}
 	return "WAFER_ERROR_UNKNOWN";
 }

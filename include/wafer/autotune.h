@@ -166,6 +166,14 @@ typedef struct wafer_autotune_candidate {
 	/* Client-side candidate. */
 	wafer_autotune_run_fn run;
 	const void *data;
+	/* Since wafer 0.2 (struct_size says whether a caller has it): a
+	 * kernel candidate given by ref — a program kernel
+	 * (wafer_program_kernel, program.h) or one from wafer_kernel_find —
+	 * of the client that runs the operation; kernel and variant are
+	 * then ignored. It is launched with what bind chose, like any
+	 * kernel candidate; a ref of another client, or of a released
+	 * program, disqualifies the candidate. */
+	const wafer_kernel_ref *kernel_ref;
 } wafer_autotune_candidate;
 
 /* wafer_tunable.flags */

@@ -1,7 +1,7 @@
 /* wafer — vendor-neutral compute runtime.
  * SPDX-License-Identifier: MIT
  *
- * plugin.h: the vendor ABI, version 1. A backend plugin is a shared object
+ * plugin.h: the vendor ABI, version 1 (minor 2). A backend plugin is a shared object
  * that exports exactly one symbol, wafer_plugin_query(), which returns a
  * const descriptor: a name, lifetime and device entries, a storage-ops
  * table, a server-ops table and a kernel table. The core (libwafer) does
@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define WAFER_PLUGIN_ABI_MAJOR 1
-#define WAFER_PLUGIN_ABI_MINOR 1
+#define WAFER_PLUGIN_ABI_MINOR 2
 
 /* The one symbol a plugin exports. */
 #define WAFER_PLUGIN_QUERY_SYMBOL "wafer_plugin_query"
@@ -76,6 +76,15 @@ typedef enum wafer_log_level {
 	WAFER_LOG_DEBUG = 3,
 } wafer_log_level;
 
+/* One part of a compiled-binary cache key (cache_load and cache_store
+ * below). A NULL |data| with |size| 0 is an empty part. Arrays of parts
+ * are stepped by their first element's struct_size. */
+struct wafer_cache_part {
+	size_t struct_size;
+	const void *data;
+	size_t size;
+};
+
 struct wafer_host_services {
 	size_t struct_size;
 	uint32_t abi_major;
@@ -98,6 +107,37 @@ struct wafer_host_services {
 		;
 	/* Opaque to the plugin; identifies it in log lines. */
 	void *host_data;
+
+	/* Since ABI 1.2 (check with WAFER_STRUCT_HAS before use): the
+	 * compiled-binary cache, one mechanism for every plugin. Binaries
+	 * live in the plugin's own directory, $XDG_CACHE_HOME/wafer/<plugin>/
+	 * (else $HOME/.cache/wafer/<plugin>/; `[core] cache_dir` replaces
+	 * the base, and "off" there turns the cache off). The key is the
+	 * concatenation of |parts| — what the binary depends on: source
+	 * bytes, format, build options, device name, driver version, the
+	 * plugin's version. It is stored in full in the file and compared
+	 * on read (a hash of it only names the file), with a checksum of the
+	 * binary: a damaged or foreign file is a miss, never handed back.
+	 * Files are written atomically (temporary file, then rename) and
+	 * readable by the user only. Without a usable directory every
+	 * lookup misses and every store does nothing.
+	 *
+	 * cache_load: the binary for the key in |*out_data| (free it with
+	 * cache_free) and its size; WAFER_ERROR_NOT_FOUND on a miss (a
+	 * damaged file is logged and is a miss too). Both outputs are set
+	 * on every path. */
+	wafer_status (*cache_load)(const struct wafer_host_services *host,
+				   const struct wafer_cache_part *parts,
+				   size_t part_count, void **out_data,
+				   size_t *out_size);
+	void (*cache_free)(void *data);
+	/* Stores |size| (> 0) bytes for the key. A failure (no directory, a
+	 * full disk) is logged and returned, and costs only the next
+	 * process a compilation: callers usually ignore it. */
+	wafer_status (*cache_store)(const struct wafer_host_services *host,
+				    const struct wafer_cache_part *parts,
+				    size_t part_count, const void *data,
+				    size_t size);
 };
 
 /*===----------------------------------------------------------------------===
@@ -308,6 +348,48 @@ struct wafer_server_ops {
 				    void **out_timer);
 	wafer_status (*timer_end)(void *device, void *queue, void *timer,
 				  uint64_t *out_ns);
+
+	/* Since ABI 1.2, optional, all four or none: programs, the caller's
+	 * own kernels (wafer-program(7)). Without them
+	 * wafer_program_create reports "programs not supported by <plugin>"
+	 * and nothing else changes.
+	 *
+	 * program_formats: the formats this device accepts, best first
+	 * (WAFER_PROGRAM_* of wafer/types.h); the array stays valid until
+	 * device_close. The core hands program_load the first of the
+	 * caller's sources whose format is listed. */
+	wafer_status (*program_formats)(void *device,
+					const wafer_program_format **out_formats,
+					size_t *out_count);
+	/* Builds or loads |source| (a listed format; its bytes are valid
+	 * during the call only) with |options| (NULL or the caller's build
+	 * options) and returns the plugin's program. A compile or link
+	 * failure is WAFER_ERROR_BUILD with the compiler's whole log, line
+	 * numbers as it gave them, through set_error. Use the host's
+	 * cache_load/cache_store so that a second process compiles nothing,
+	 * and log "program: compiled <name>" or "program: from cache
+	 * <name>" at debug level (the tests count them). May be called
+	 * from any client's thread, concurrently with launches. */
+	wafer_status (*program_load)(void *device,
+				     const struct wafer_program_source *source,
+				     const char *options, void **out_program);
+	/* The kernel |name| of |program| as a table entry: op = |name|,
+	 * variant "default", dtype WAFER_DTYPE_NONE, binding_count and
+	 * params_size as the caller declared them (the core checks each
+	 * launch against them), impl the plugin's. It is owned by the
+	 * program and valid until program_release. The core passes it to
+	 * launch as launch->kernel like a catalogue entry: the plugin tells
+	 * the two apart by its own impl. Unknown name: WAFER_ERROR_NOT_FOUND
+	 * naming the kernel. */
+	wafer_status (*program_kernel)(void *device, void *program,
+				       const char *name,
+				       uint32_t binding_count,
+				       size_t params_size,
+				       const struct wafer_kernel **out_kernel);
+	/* Frees |program| and its kernels. The core calls it once no
+	 * launch of them is queued any more: after the queues that
+	 * launched them were synchronised. */
+	void (*program_release)(void *device, void *program);
 };
 
 /*===----------------------------------------------------------------------===

@@ -72,6 +72,9 @@ typedef enum wafer_status {
 	WAFER_ERROR_ABI_MISMATCH = 13,
 	/* A bug inside wafer or a plugin: an invariant did not hold. */
 	WAFER_ERROR_INTERNAL = 14,
+	/* A program did not compile or link; wafer_last_error() holds the
+	 * compiler's log, line numbers as the compiler gave them. */
+	WAFER_ERROR_BUILD = 15,
 } wafer_status;
 
 /*===----------------------------------------------------------------------===
@@ -93,6 +96,38 @@ typedef enum wafer_dtype {
 	WAFER_DTYPE_F64 = 6,
 	WAFER_DTYPE_I64 = 7,
 } wafer_dtype;
+
+/*===----------------------------------------------------------------------===
+ * Program sources
+ *===----------------------------------------------------------------------===*/
+
+/* The formats of a program's sources (program.h), which the plugin ABI
+ * passes on as they are (plugin.h). The numbers are part of the ABI; new
+ * formats are appended. */
+typedef enum wafer_program_format {
+	WAFER_PROGRAM_NONE = 0,
+	WAFER_PROGRAM_CUDA_C = 1,   /* CUDA C++ source text, compiled with NVRTC */
+	WAFER_PROGRAM_PTX = 2,      /* PTX text */
+	WAFER_PROGRAM_CUBIN = 3,    /* a CUBIN or fatbin image */
+	WAFER_PROGRAM_OPENCL_C = 4, /* OpenCL C source text */
+	WAFER_PROGRAM_SPIRV = 5,    /* a SPIR-V module (OpenCL, Level Zero) */
+	WAFER_PROGRAM_HOST_C = 6,   /* C source of host kernels, built with
+				     * the system's C compiler */
+	WAFER_PROGRAM_HOST_SO = 7,  /* an ELF shared object image exporting
+				     * host kernels (host_kernel.h) */
+} wafer_program_format;
+
+/* One source of a program. */
+typedef struct wafer_program_source {
+	size_t struct_size;
+	wafer_program_format format;
+	/* The bytes; text need not be NUL-terminated. Read during
+	 * wafer_program_create (and the plugin's program_load) only. */
+	const void *data;
+	size_t size;
+	/* Optional, for the compiler's messages: "saxpy.cu". */
+	const char *name;
+} wafer_program_source;
 
 /*===----------------------------------------------------------------------===
  * Device capabilities
