@@ -57,6 +57,7 @@
 
 #include "plugins/cuda/kernels/args.h"
 #include "t/fakecuda.h"
+#include "t/fakecuda_program.h"
 #include "t/half.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -208,7 +209,7 @@ struct op {
 	const struct fake_kernel *kernel;
 	uintptr_t ptr[4];
 	unsigned char params[512]; /* the largest block, with room */
-	unsigned grid[3];
+	unsigned grid[3], block[3];
 	/* OP_EVENT */
 	struct CUevent_st *event;
 	/* OP_FREE */
@@ -518,11 +519,13 @@ struct fake_kernel {
 	int dtype;          /* T_*: every binding's, or a cast's source */
 	int dtype_out;      /* a cast's target */
 	int op;             /* which unary, binary or reduction */
+	fakecuda_program_fn *program; /* a program's (fakecuda_program.c) */
 };
 
 struct CUmod_st {
 	const char *image;
 	size_t image_size;
+	void *owned; /* a program's image, copied: the caller frees its own */
 	struct fake_kernel *kernels[256];
 	int kernel_count;
 };
@@ -552,11 +555,21 @@ static CUresult fake_cuModuleLoadData(CUmodule *module, const void *image)
 	if (r)
 		return r;
 	size_t n = fatbin_size(image);
+	void *owned = NULL;
+	if (!n && (n = fakecuda_program_image_size(image))) {
+		owned = malloc(n);
+		if (!owned)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		image = memcpy(owned, image, n);
+	}
 	if (!n)
 		return CUDA_ERROR_INVALID_IMAGE;
 	m = calloc(1, sizeof *m);
-	if (!m)
+	if (!m) {
+		free(owned);
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->owned = owned;
 	m->image = image;
 	m->image_size = n;
 	*module = m;
@@ -564,6 +577,15 @@ static CUresult fake_cuModuleLoadData(CUmodule *module, const void *image)
 	stats.modules_loaded++;
 	pthread_mutex_unlock(&L);
 	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuModuleLoadDataEx(CUmodule *module, const void *image,
+					unsigned count, CUjit_option *keys,
+					void **values)
+{
+	CUresult r = fakecuda_program_check(image, count, keys, values);
+
+	return r ? r : fake_cuModuleLoadData(module, image);
 }
 
 static CUresult fake_cuModuleUnload(CUmodule module)
@@ -574,6 +596,7 @@ static CUresult fake_cuModuleUnload(CUmodule module)
 		return r;
 	for (int i = 0; i < module->kernel_count; i++)
 		free(module->kernels[i]);
+	free(module->owned);
 	free(module);
 	return CUDA_SUCCESS;
 }
@@ -589,6 +612,7 @@ static void emulate_gather(struct op *o);
 static void emulate_cast(struct op *o);
 static void emulate_rows(struct op *o);
 static void emulate_matmul(struct op *o);
+static void emulate_program(struct op *o);
 
 /* Operations, in the order of these names: unary, then binary. */
 static const char *const unary_names[] = {
@@ -647,6 +671,11 @@ static void find_emulator(struct fake_kernel *k)
 	char prefix[64];
 
 	k->run = emulate_noop;
+	if ((k->program = fakecuda_program_emulator(name, &k->pointers,
+						    &k->params_size))) {
+		k->run = emulate_program;
+		return;
+	}
 	if (strncmp(name, "wafer_", 6) != 0)
 		return;
 	name += 6;
@@ -738,7 +767,9 @@ static CUresult fake_cuModuleGetFunction(CUfunction *fn, CUmodule module,
 		return r;
 	/* The PTX of the module declares each kernel as an entry. */
 	snprintf(entry, sizeof entry, ".entry %s(", name);
-	if (!memmem(module->image, module->image_size, entry, strlen(entry)))
+	if (!memmem(module->image, module->image_size, entry, strlen(entry)) &&
+	    !(module->owned && fakecuda_program_has_kernel(
+				       module->image, module->image_size, name)))
 		return CUDA_ERROR_NOT_FOUND;
 	if (module->kernel_count == 256)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -787,6 +818,9 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
 	o->grid[0] = gx;
 	o->grid[1] = gy;
 	o->grid[2] = gz;
+	o->block[0] = bx;
+	o->block[1] = by;
+	o->block[2] = bz;
 	/* Arguments are read now, as the driver does. */
 	for (int i = 0; i < k->pointers; i++)
 		memcpy(&o->ptr[i], params[i], sizeof(CUdeviceptr));
@@ -875,6 +909,28 @@ static int kernel_ranges_ok(const struct op *o, int count, uint64_t bytes)
 static void run_kernel(struct op *o)
 {
 	o->kernel->run(o);
+}
+
+/* fakecuda_program.h's reach check, on the module's lock. */
+static int program_reach(uintptr_t p, uint64_t bytes)
+{
+	pthread_mutex_lock(&L);
+	int ok = device_range_ok(p, bytes);
+	if (!ok && sticky == CUDA_SUCCESS)
+		sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+	pthread_mutex_unlock(&L);
+	return ok;
+}
+
+static void emulate_program(struct op *o)
+{
+	struct fakecuda_program_launch l = {
+		.ptr = o->ptr, .params = o->params, .reach = program_reach,
+	};
+
+	memcpy(l.grid, o->grid, sizeof l.grid);
+	memcpy(l.block, o->block, sizeof l.block);
+	o->kernel->program(&l);
 }
 
 static float sigmoid(float x)
@@ -1864,6 +1920,7 @@ static const struct {
 	ENTRY(cuDevicePrimaryCtxRetain),
 	ENTRY(cuCtxSetCurrent),
 	ENTRY(cuModuleLoadData),
+	ENTRY(cuModuleLoadDataEx),
 	ENTRY(cuModuleUnload),
 	ENTRY(cuModuleGetFunction),
 	ENTRY(cuFuncSetAttribute),

@@ -244,7 +244,8 @@ EXTRA_DIST += t/fakecuda.h t/half.h t/cuda.sh
 TESTS += t/cuda.sh
 if WAFER_CUDA
 check_LTLIBRARIES += t/fakecuda.la
-t_fakecuda_la_SOURCES = t/fakecuda.c t/fakecuda.h t/half.h
+t_fakecuda_la_SOURCES = t/fakecuda.c t/fakecuda.h t/half.h \
+	t/fakecuda_program.c t/fakecuda_program.h
 t_fakecuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 t_fakecuda_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-rpath /nowhere
