@@ -8,11 +8,12 @@
  * launched with, so a wrong grid or a wrong argument shows in the
  * results:
  *
- *   wafer_test_saxpy   {y, x} f32; params {u64 n; f32 a; u32 pad}:
+ *   wafer_test_saxpy   {y, x} f32; params {u64 n; f32 a; u32 reserved}:
  *                      i = global x; i < n: y[i] = a * x[i] + y[i]
- *   wafer_test_tile2d  {out, in} f32; params {u64 rows, cols; f32 scale;
- *                      u32 pad}: c = global x, r = global y; inside:
- *                      out[c * rows + r] = scale * in[r * cols + c]
+ *   wafer_test_tile2d  {out, in} f32; params {u32 rows, cols; f32 scale;
+ *                      u32 reserved}: c = global x, r = global y; inside:
+ *                      out[r * cols + c] = scale * in[c * rows + r]
+ * (t/programs/kernels.cu, whose tile2d works in tiles of 16 x 16 threads.)
  *
  * Any other kernel a program holds is found (cuModuleGetFunction) and runs
  * as a no-op; one it does not hold is CUDA_ERROR_NOT_FOUND. */
@@ -128,13 +129,13 @@ int fakecuda_program_has_kernel(const void *image, size_t size,
 struct saxpy_params {
 	uint64_t n;
 	float a;
-	uint32_t pad;
+	uint32_t reserved;
 };
 
 struct tile2d_params {
-	uint64_t rows, cols;
+	uint32_t rows, cols;
 	float scale;
-	uint32_t pad;
+	uint32_t reserved;
 };
 
 /* Threads the launch has along dimension |d|. */
@@ -169,15 +170,15 @@ static void tile2d(const struct fakecuda_program_launch *l)
 	rows = threads(l, 1) < p.rows ? threads(l, 1) : p.rows;
 	if (!rows || !cols)
 		return;
-	/* Each thread reads in[r][c] and writes out[c][r]: the corners. */
-	if (!l->reach(l->ptr[1], ((rows - 1) * p.cols + cols) * 4) ||
-	    !l->reach(l->ptr[0], ((cols - 1) * p.rows + rows) * 4))
+	/* Each thread reads in[c][r] and writes out[r][c]: the corners. */
+	if (!l->reach(l->ptr[1], ((cols - 1) * p.rows + rows) * 4) ||
+	    !l->reach(l->ptr[0], ((rows - 1) * p.cols + cols) * 4))
 		return;
 	float *out = (float *)l->ptr[0];
 	const float *in = (const float *)l->ptr[1];
 	for (uint64_t r = 0; r < rows; r++)
 		for (uint64_t c = 0; c < cols; c++)
-			out[c * p.rows + r] = p.scale * in[r * p.cols + c];
+			out[r * p.cols + c] = p.scale * in[c * p.rows + r];
 }
 
 fakecuda_program_fn *fakecuda_program_emulator(const char *name,
