@@ -7,8 +7,11 @@
  * the plugin asked of Level Zero: each launch's SPIR-V kernel, argument
  * bytes and group counts, the calls it made, and any call a real driver
  * would refuse (a violation). Copies really move bytes (the driver's
- * memory is host memory); kernels are recorded, never run — what they
- * compute is not tested here, nor anywhere without Intel hardware. */
+ * memory is host memory) and kernels really run, by the driver's
+ * emulation of kernels.cl, out of order between barriers and only when
+ * the host synchronises: test_values checks what a chain of dependent
+ * operations on one queue computes. (The SPIR-V itself runs nowhere
+ * without Intel hardware.) */
 #include "build-config.h"
 
 #include <dlfcn.h>
@@ -522,6 +525,15 @@ static void test_vm(void *device, void *queue)
 	struct wafer_binding b = binding(range, PAGE, PAGE);
 	status_is(do_launch(device, queue, fill, &b, 1, &fp, sizeof fp, 0),
 		  WAFER_OK, "a launch binding mapped pages of the range");
+	/* The core syncs before it releases what a launch uses. */
+	status_is(sv->sync(device, queue), WAFER_OK, "  ... and sync");
+	int all_one = fz->read(ptr_of(range, PAGE), back, PAGE);
+	for (size_t i = 0; all_one && i < PAGE / 4; i++) {
+		float v;
+		memcpy(&v, back + 4 * i, 4);
+		all_one = v == 1.0f;
+	}
+	ok(all_one, "  ... the kernel wrote 1.0 over the mapped page");
 
 	st->vm_release(device, range);
 	fz->usage(&u);
@@ -780,6 +792,111 @@ static void test_rows_and_matmul(void *device, void *queue,
 				       arg_ptr(&p[2]), ARG(mp)};
 		check_last("matmul", "matmul_f32", gs, gc, w, 4);
 	}
+}
+
+/* What the kernels compute: a chain of dependent operations on one queue
+ * with no sync between them — uploads, add, a scalar multiply, a row sum,
+ * a matmul, downloads — checked against the host. The driver runs each
+ * kernel (an emulation of kernels.cl) and runs commands between barriers
+ * out of order, only at the sync: a missing barrier, a wrong argument or
+ * launch shape, or a download read before the sync shows as a value. */
+static void test_values(void *device, void *queue, const char *mode)
+{
+	enum { N = 1000, ROWS = 4, M = 4, K = 6, NN = 5 };
+	float a[N], b[N], d[N], sums[ROWS], mm[M * NN];
+	wafer_resource ra = alloc_or_die(device, N * 4),
+		       rb = alloc_or_die(device, N * 4),
+		       rc = alloc_or_die(device, N * 4),
+		       rd = alloc_or_die(device, N * 4),
+		       rs = alloc_or_die(device, ROWS * 4),
+		       rm = alloc_or_die(device, M * NN * 4);
+	const struct wafer_kernel *add = find_kernel(device, "add", WAFER_DTYPE_F32),
+		*mul_s = find_kernel(device, "mul_scalar", WAFER_DTYPE_F32),
+		*sum = find_kernel(device, "reduce_sum", WAFER_DTYPE_F32),
+		*matmul = find_kernel(device, "matmul", WAFER_DTYPE_F32);
+	wafer_status s = WAFER_OK;
+
+	for (int i = 0; i < N; i++) {
+		a[i] = (float)i * 0.25f - 3.0f;
+		b[i] = 1.0f + (float)(i % 7);
+	}
+	memset(d, 0, sizeof d);
+	memset(sums, 0, sizeof sums);
+	memset(mm, 0, sizeof mm);
+	st->copy_in(device, queue, ra, 0, a, sizeof a);
+	st->copy_in(device, queue, rb, 0, b, sizeof b);
+	/* c = a + b */
+	struct wafer_binding b3[3] = {binding(rc, 0, N * 4),
+				      binding(ra, 0, N * 4),
+				      binding(rb, 0, N * 4)};
+	struct wafer_elementwise_params ep = {.count = N};
+	if (s == WAFER_OK)
+		s = do_launch(device, queue, add, b3, 3, &ep, sizeof ep, 0);
+	/* d = 2 * c (the scalar first) */
+	struct wafer_binding b2[2] = {binding(rd, 0, N * 4),
+				      binding(rc, 0, N * 4)};
+	struct wafer_scalar_params sp = {.count = N, .scalar = 2.0,
+					 .scalar_first = 1};
+	if (s == WAFER_OK)
+		s = do_launch(device, queue, mul_s, b2, 2, &sp, sizeof sp, 0);
+	/* sums = the rows of d as ROWS x N / ROWS */
+	struct wafer_binding br[2] = {binding(rs, 0, ROWS * 4),
+				      binding(rd, 0, N * 4)};
+	struct wafer_rows_params rp = {.rows = ROWS, .cols = N / ROWS};
+	if (s == WAFER_OK)
+		s = do_launch(device, queue, sum, br, 2, &rp, sizeof rp, 0);
+	/* mm = d[0 .. M*K) as M x K times c[0 .. K*NN) as K x NN */
+	struct wafer_binding bm[3] = {binding(rm, 0, M * NN * 4),
+				      binding(rd, 0, N * 4),
+				      binding(rc, 0, N * 4)};
+	struct wafer_matmul_params mp = {.batch = 1, .m = M, .n = NN, .k = K};
+	if (s == WAFER_OK)
+		s = do_launch(device, queue, matmul, bm, 3, &mp, sizeof mp, 0);
+	st->copy_out(device, queue, rd, 0, d, sizeof d);
+	st->copy_out(device, queue, rs, 0, sums, sizeof sums);
+	st->copy_out(device, queue, rm, 0, mm, sizeof mm);
+	ok(d[N - 1] == 0.0f && sums[0] == 0.0f,
+	   "%s: values: nothing downloaded before the sync", mode);
+	if (s == WAFER_OK)
+		s = sv->sync(device, queue);
+	status_is(s, WAFER_OK, "%s: values: upload, add, mul_scalar, "
+			       "reduce_sum, matmul, download, one sync",
+		  mode);
+
+	int good = 1;
+	for (int i = 0; good && i < N; i++)
+		if (!(good = d[i] == 2.0f * (a[i] + b[i])))
+			diag("d[%d] = %g, want %g", i, d[i], 2.0f * (a[i] + b[i]));
+	ok(good, "%s: values: 2 * (a + b) exact", mode);
+	good = 1;
+	for (int r = 0; r < ROWS; r++) {
+		double want = 0;
+		for (int c = 0; c < N / ROWS; c++)
+			want += 2.0 * ((double)a[r * (N / ROWS) + c] +
+				       b[r * (N / ROWS) + c]);
+		if (fabs(sums[r] - want) > 1e-5 * fabs(want) + 1e-3) {
+			diag("row %d: sum %g, want %g", r, sums[r], want);
+			good = 0;
+		}
+	}
+	ok(good, "%s: values: the row sums", mode);
+	good = 1;
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < NN; j++) {
+			double want = 0;
+			for (int k = 0; k < K; k++)
+				want += 2.0 * ((double)a[i * K + k] + b[i * K + k]) *
+					((double)a[k * NN + j] + b[k * NN + j]);
+			if (fabs(mm[i * NN + j] - want) > 1e-4 * fabs(want) + 1e-4) {
+				diag("mm[%d][%d] = %g, want %g", i, j,
+				     mm[i * NN + j], want);
+				good = 0;
+			}
+		}
+	ok(good, "%s: values: the matmul", mode);
+	wafer_resource all[] = {ra, rb, rc, rd, rs, rm};
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		st->free(device, all[i]);
 }
 
 static void test_fill_and_noop(void *device, void *queue)
@@ -1205,6 +1322,7 @@ static void run_mode(const char *mode, const struct wafer_plugin_option *opts,
 	status_is(sv->sync(device, queue), WAFER_OK, "%s: sync after the "
 						       "catalogue", mode);
 	free_buffers(device, &bufs);
+	test_values(device, queue, mode);
 	no_violations(mode);
 	test_driver_errors(device, queue, immediate);
 	test_timers(device, queue, mode);

@@ -268,16 +268,19 @@ EXTRA_DIST += t/backend-opencl.conf
 # (t/levelzero/driver.c, host memory) that the real oneAPI loader loads
 # through ZE_ENABLE_ALT_DRIVERS. Only these tests name it; nothing else in
 # the suite, and no run of wafer-info outside them, sees it.
-EXTRA_DIST += t/levelzero/fakeze.h t/levelzero/spirv.h \
-	t/levelzero_nodriver.sh t/levelzero_spirv.sh t/levelzero_intercept.sh
+EXTRA_DIST += t/levelzero/fakeze.h t/levelzero/spirv.h t/levelzero/emulate.h \
+	t/levelzero_nodriver.sh t/levelzero_spirv.sh t/levelzero_intercept.sh \
+	t/levelzero_ops.sh
 if WAFER_LEVELZERO
 check_LTLIBRARIES += t/levelzero/fakeze.la
 t_levelzero_fakeze_la_SOURCES = t/levelzero/driver.c t/levelzero/fakeze.h \
-	t/levelzero/spirv.c t/levelzero/spirv.h
+	t/levelzero/spirv.c t/levelzero/spirv.h \
+	t/levelzero/emulate.h t/levelzero/emulate_plugin.c
 t_levelzero_fakeze_la_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS)
 # No version script: the loader looks up the zeGet*ProcAddrTable exports.
 t_levelzero_fakeze_la_LDFLAGS = -module -avoid-version -shared \
 	-no-undefined -rpath /nowhere
+t_levelzero_fakeze_la_LIBADD = -lm
 
 # The plugin through the vendor ABI alone, on the test driver.
 check_PROGRAMS += t/levelzero_plugin
@@ -293,6 +296,19 @@ t_levelzero_client_LDADD = $(T_CORE_LIBS) -ldl
 
 # The same with the loader's intercept layer on (several drivers).
 TESTS += t/levelzero_intercept.sh
+
+# The test driver's execution model: what a careless host program gets
+# wrong (no barrier, no sync, wrong arguments) shows.
+check_PROGRAMS += t/levelzero_model
+TESTS += t/levelzero_model
+t_levelzero_model_SOURCES = t/levelzero_model.c t/levelzero/fakeze.h
+nodist_t_levelzero_model_SOURCES = plugins/levelzero/kernels-spirv.c
+t_levelzero_model_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS)
+t_levelzero_model_LDADD = $(LEVELZERO_LIBS) -ldl
+
+# t/ops (every operation against host references) on the test driver,
+# which runs the kernels by emulation.
+TESTS += t/levelzero_ops.sh
 
 # wafer-info without a driver and with the test driver; the embedded
 # SPIR-V module validated.

@@ -16,10 +16,19 @@
  *  - virtual memory is real: a reservation is PROT_NONE address space, a
  *    physical object is a memfd, zeVirtualMemMap maps it there, so bytes
  *    written through a mapping are in the physical object;
- *  - command lists record commands; an immediate list runs each one as it
- *    is appended, a regular list when its queue executes it. Copies run;
- *    kernel launches are checked against the module's SPIR-V and
- *    recorded, never run;
+ *  - command lists record commands. Submitted work (a regular list its
+ *    queue executes, or what is appended to an asynchronous immediate
+ *    list) is pending: nothing of it runs until the host synchronises
+ *    with it (zeCommandQueueSynchronize, or zeEventHostSynchronize /
+ *    zeEventQueryStatus on an event it signals), so the host reads stale
+ *    bytes before that. Then it runs the way the specification allows a
+ *    device to: the commands between two barriers in any order — here in
+ *    reverse (FAKEZE_ORDER), so a command that depends on an earlier one
+ *    with no barrier between them reads what was there before;
+ *  - kernel launches are checked against the module's SPIR-V, recorded,
+ *    and run: each kernel of the module is emulated on host memory by
+ *    name (t/levelzero/emulate.h), from the argument bytes the plugin set
+ *    and over the groups it launched, so results are real values;
  *  - events are signalled by the commands that name them, with kernel
  *    timestamps from a fake device clock.
  * One lock serialises every entry point: nothing here ever waits. */
@@ -38,6 +47,7 @@
 #include <level_zero/zes_ddi.h>
 #include <level_zero/zet_ddi.h>
 
+#include "t/levelzero/emulate.h"
 #include "t/levelzero/fakeze.h"
 #include "t/levelzero/spirv.h"
 
@@ -64,6 +74,8 @@ static struct {
 	uint32_t max_groups;
 	int build_fail;       /* 1: every build fails; 2: builds with flags */
 	int integrated;
+	enum { ORDER_REVERSE, ORDER_FORWARD, ORDER_SHUFFLE } order;
+	uint64_t seed;
 } config;
 
 static size_t env_size(const char *name, size_t fallback)
@@ -94,6 +106,12 @@ static void read_config(void)
 			    : strcmp(fail, "flags") == 0 ? 2
 							 : 1;
 	config.integrated = env_size("FAKEZE_INTEGRATED", 0) != 0;
+	const char *order = getenv("FAKEZE_ORDER");
+	config.order = !order || !*order || !strcmp(order, "reverse")
+			       ? ORDER_REVERSE
+		       : !strcmp(order, "forward") ? ORDER_FORWARD
+						   : ORDER_SHUFFLE;
+	config.seed = env_size("FAKEZE_SEED", 1) | 1;
 }
 
 struct counter {
@@ -126,8 +144,17 @@ static void violate(const char *format, ...)
 	if (vasprintf(&text, format, ap) < 0)
 		text = NULL;
 	va_end(ap);
-	if (text)
-		violations[violation_count++] = text;
+	if (!text)
+		return;
+	violations[violation_count++] = text;
+	/* For tests that run a program which never sees this driver's
+	 * API (t/levelzero_ops.sh): every violation, one per line. */
+	const char *log = getenv("FAKEZE_VIOLATIONS");
+	FILE *f = log && *log ? fopen(log, "a") : NULL;
+	if (f) {
+		fprintf(f, "%s\n", text);
+		fclose(f);
+	}
 }
 
 /* Every entry point starts here, under the lock: counts the call and
@@ -345,6 +372,28 @@ static int device_accessible(const void *p, size_t size)
 	return 1;
 }
 
+/* How many bytes from |p| on the device can reach: to the end of its
+ * allocation, or of the run of mapped pages it is in; 0 for any other
+ * address. What an emulated kernel may touch through a pointer. */
+static size_t device_reach(const void *p)
+{
+	struct alloc *a = find_alloc(p, 1);
+	struct reservation *r;
+
+	if (a)
+		return (size_t)(a->ptr + a->size - (const char *)p);
+	r = find_reservation(p);
+	if (!r)
+		return 0;
+	size_t page = ((const char *)p - r->base) / config.page;
+	size_t end = page;
+	while (end < r->size / config.page && r->pages[end])
+		end++;
+	if (end == page)
+		return 0;
+	return (size_t)(r->base + end * config.page - (const char *)p);
+}
+
 static uint64_t device_use(void)
 {
 	return device_bytes + physical_bytes;
@@ -408,6 +457,7 @@ struct kernel {
 	struct obj o;
 	struct module *module;
 	const struct spv_kernel *spv;
+	emulate_fn *emulate;
 	struct fakeze_arg args[FAKEZE_MAX_ARGS];
 	int set[FAKEZE_MAX_ARGS];
 	uint32_t group_size[3];
@@ -423,12 +473,34 @@ static size_t launch_count, launch_cap;
 
 enum cmd_kind { C_COPY, C_LAUNCH, C_BARRIER };
 
+/* What a launch runs: the kernel's emulation and the launch as recorded
+ * (argument bytes, group size and counts). */
+struct kernel;
+
+struct exec {
+	emulate_fn *emulate;
+	const struct kernel *kernel; /* for the in-use check; never read */
+	unsigned char global[FAKEZE_MAX_ARGS]; /* pointer arguments */
+	struct fakeze_launch rec;
+};
+
+struct list;
+
 struct cmd {
 	enum cmd_kind kind;
 	void *dst;
 	const void *src;
 	size_t size;
 	struct event *signal;
+	struct exec *exec;  /* C_LAUNCH */
+	int owned;          /* exec is this command's to free */
+	struct list *from;  /* the regular list it was executed from */
+};
+
+/* Submitted work not yet run: a queue's, or an immediate list's. */
+struct engine {
+	struct cmd *cmds;
+	size_t count, cap;
 };
 
 struct list {
@@ -437,16 +509,87 @@ struct list {
 	struct fake_device *device;
 	uint32_t ordinal;
 	int immediate;
+	int synchronous; /* an immediate list in ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS */
 	int closed;
-	struct cmd *cmds;
-	size_t count, cap;
+	struct engine cmds; /* a regular list's commands, recorded */
+	struct engine work; /* an immediate list's, submitted */
 };
 
 struct queue {
 	struct obj o;
 	struct context *context;
 	uint32_t ordinal;
+	struct engine work;
 };
+
+static ze_result_t engine_push(struct engine *e, const struct cmd *c)
+{
+	if (e->count == e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 16;
+		struct cmd *grown = realloc(e->cmds, cap * sizeof *grown);
+		if (!grown)
+			return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+		e->cmds = grown;
+		e->cap = cap;
+	}
+	e->cmds[e->count++] = *c;
+	return ZE_RESULT_SUCCESS;
+}
+
+/* Forgets the first |n| commands of |e|. */
+static void engine_drop(struct engine *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (e->cmds[i].owned)
+			free(e->cmds[i].exec);
+	if (n && e->count > n)
+		memmove(e->cmds, e->cmds + n, (e->count - n) * sizeof *e->cmds);
+	e->count -= n;
+}
+
+static void engine_free(struct engine *e)
+{
+	engine_drop(e, e->count);
+	free(e->cmds);
+	e->cmds = NULL;
+	e->cap = 0;
+}
+
+/* Runs a launch: the emulation reads and writes device memory (host
+ * memory here) through the arguments the plugin set. */
+static void run_launch(const struct exec *x)
+{
+	struct emulate_launch l = {0};
+
+	l.kernel = x->rec.kernel;
+	memcpy(l.group_size, x->rec.group_size, sizeof l.group_size);
+	memcpy(l.group_count, x->rec.group_count, sizeof l.group_count);
+	l.arg_count = x->rec.arg_count;
+	for (uint32_t i = 0; i < l.arg_count; i++) {
+		l.args[i].bytes = x->rec.args[i].bytes;
+		l.args[i].size = x->rec.args[i].size;
+		if (!x->global[i])
+			continue;
+		memcpy(&l.args[i].ptr, x->rec.args[i].bytes, sizeof(void *));
+		l.args[i].reach = device_reach(l.args[i].ptr);
+	}
+	x->emulate(&l);
+}
+
+void emulate_fault(struct emulate_launch *l, const char *format, ...)
+{
+	va_list ap;
+	char text[200];
+
+	if (l->faulted++)
+		return;
+	va_start(ap, format);
+	vsnprintf(text, sizeof text, format, ap);
+	va_end(ap);
+	violate("kernel %s (%ux%ux%u groups of %ux%ux%u): %s", l->kernel,
+		l->group_count[0], l->group_count[1], l->group_count[2],
+		l->group_size[0], l->group_size[1], l->group_size[2], text);
+}
 
 static void run_cmd(const struct cmd *c)
 {
@@ -458,6 +601,7 @@ static void run_cmd(const struct cmd *c)
 		device_clock += FAKEZE_TICKS;
 		break;
 	case C_LAUNCH:
+		run_launch(c->exec);
 		device_clock += FAKEZE_TICKS;
 		break;
 	case C_BARRIER:
@@ -466,27 +610,204 @@ static void run_cmd(const struct cmd *c)
 	signal_event(c->signal, start, device_clock);
 }
 
-/* Appends |c| to |l|: runs it now on an immediate list. */
-static ze_result_t append(struct list *l, const struct cmd *c)
+static int ranges_overlap(const void *a, size_t an, const void *b, size_t bn)
 {
+	return (const char *)a < (const char *)b + bn &&
+	       (const char *)b < (const char *)a + an;
+}
+
+/* Two copies of one segment may run at the same time: one writing what
+ * the other reads or writes is a race, undefined whatever order the
+ * driver picks. (Launches are not checked: what a kernel touches is not
+ * known before it runs.) */
+static void check_races(const struct cmd *cmds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++) {
+			const struct cmd *a = &cmds[i], *b = &cmds[j];
+			if (a->kind != C_COPY || b->kind != C_COPY)
+				continue;
+			if (ranges_overlap(a->dst, a->size, b->dst, b->size) ||
+			    ranges_overlap(a->dst, a->size, b->src, b->size) ||
+			    ranges_overlap(b->dst, b->size, a->src, a->size))
+				violate("copies %p <- %p (%zu) and %p <- %p "
+					"(%zu) race: no barrier between them",
+					a->dst, a->src, a->size, b->dst, b->src,
+					b->size);
+		}
+}
+
+static uint64_t shuffle_state;
+
+/* Runs |n| commands with no barrier between them, in the order
+ * FAKEZE_ORDER picks: the specification lets them run in any order. */
+static void run_segment(const struct cmd *cmds, size_t n)
+{
+	size_t order[64];
+
+	check_races(cmds, n);
+	for (size_t done = 0; done < n; done += 64) {
+		size_t m = n - done < 64 ? n - done : 64;
+		const struct cmd *part = cmds + (config.order == ORDER_REVERSE
+							 ? n - done - m
+							 : done);
+		for (size_t i = 0; i < m; i++)
+			order[i] = config.order == ORDER_REVERSE ? m - 1 - i : i;
+		if (config.order == ORDER_SHUFFLE) {
+			if (!shuffle_state)
+				shuffle_state = config.seed;
+			for (size_t i = m; i > 1; i--) {
+				shuffle_state ^= shuffle_state << 13;
+				shuffle_state ^= shuffle_state >> 7;
+				shuffle_state ^= shuffle_state << 17;
+				size_t k = shuffle_state % i, t = order[i - 1];
+				order[i - 1] = order[k];
+				order[k] = t;
+			}
+		}
+		for (size_t i = 0; i < m; i++)
+			run_cmd(&part[order[i]]);
+	}
+}
+
+/* Where the segment holding command |k| of |e| ends: a barrier is a
+ * segment of its own, else the next barrier or the end. */
+static size_t segment_end(const struct engine *e, size_t k)
+{
+	if (e->cmds[k].kind == C_BARRIER)
+		return k + 1;
+	while (k < e->count && e->cmds[k].kind != C_BARRIER)
+		k++;
+	return k;
+}
+
+/* Completes the first |upto| commands of |e| (a segment boundary). */
+static void drain(struct engine *e, size_t upto)
+{
+	size_t i = 0;
+
+	while (i < upto) {
+		size_t j = segment_end(e, i);
+		if (j > upto)
+			j = upto;
+		run_segment(e->cmds + i, j - i);
+		i = j;
+	}
+	engine_drop(e, upto);
+}
+
+/* Every engine with submitted work: the queues' and the immediate
+ * lists'. */
+static struct engine *engine_of(struct obj *o)
+{
+	if (o->kind == K_QUEUE)
+		return &((struct queue *)o)->work;
+	if (o->kind == K_LIST && ((struct list *)o)->immediate)
+		return &((struct list *)o)->work;
+	return NULL;
+}
+
+/* Runs the pending work up to the last command that signals |ev| (or,
+ * without |run|, drops it unrun); 0 when no pending command signals it.
+ * (The last: an earlier one is work a host left behind that a device
+ * would have finished by now.) */
+static int complete_signal(const struct event *ev, int run)
+{
+	for (struct obj *o = live.next; o != &live; o = o->next) {
+		struct engine *e = engine_of(o);
+		size_t last = SIZE_MAX;
+		for (size_t k = 0; e && k < e->count; k++)
+			if (e->cmds[k].signal == ev)
+				last = k;
+		if (last != SIZE_MAX) {
+			if (run)
+				drain(e, segment_end(e, last));
+			else
+				engine_drop(e, segment_end(e, last));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Does |c| touch [lo, lo + size)? A launch, through any of its global
+ * pointer arguments. */
+static int cmd_touches(const struct cmd *c, const void *lo, size_t size)
+{
+	if (c->kind == C_COPY)
+		return ranges_overlap(c->dst, c->size, lo, size) ||
+		       ranges_overlap(c->src, c->size, lo, size);
+	if (c->kind != C_LAUNCH)
+		return 0;
+	for (uint32_t i = 0; i < c->exec->rec.arg_count; i++) {
+		void *p;
+		if (!c->exec->global[i])
+			continue;
+		memcpy(&p, c->exec->rec.args[i].bytes, sizeof p);
+		if (ranges_overlap(p, 1, lo, size))
+			return 1;
+	}
+	return 0;
+}
+
+enum use { USE_MEMORY, USE_LIST, USE_EVENT, USE_KERNEL };
+
+static int cmd_uses(const struct cmd *c, enum use use, const void *what,
+		    size_t size)
+{
+	switch (use) {
+	case USE_MEMORY:
+		return cmd_touches(c, what, size);
+	case USE_LIST:
+		return c->from == what;
+	case USE_EVENT:
+		return c->signal == what;
+	case USE_KERNEL:
+		return c->kind == C_LAUNCH && (const void *)c->exec->kernel == what;
+	}
+	return 0;
+}
+
+/* The host is about to free or change |what|: pending work that still
+ * uses it is a violation (the host did not synchronise first). That work
+ * is then completed, so the driver itself never touches freed memory. */
+static void settle(enum use use, const void *what, size_t size,
+		   const char *who)
+{
+	for (struct obj *o = live.next; o != &live; o = o->next) {
+		struct engine *e = engine_of(o);
+		size_t last = SIZE_MAX;
+		for (size_t k = 0; e && k < e->count; k++)
+			if (cmd_uses(&e->cmds[k], use, what, size))
+				last = k;
+		if (last == SIZE_MAX)
+			continue;
+		violate("%s(%p): submitted work not yet complete still uses "
+			"it (the host never synchronised with it)",
+			who, what);
+		drain(e, segment_end(e, last));
+	}
+}
+
+/* Appends |c| to |l|: submits it at once on an immediate list. */
+static ze_result_t append(struct list *l, struct cmd *c)
+{
+	ze_result_t r;
+
+	c->owned = c->exec != NULL;
 	if (l->immediate) {
-		run_cmd(c);
-		return ZE_RESULT_SUCCESS;
-	}
-	if (l->closed) {
+		r = engine_push(&l->work, c);
+		if (r == ZE_RESULT_SUCCESS && l->synchronous)
+			drain(&l->work, l->work.count);
+	} else if (l->closed) {
 		violate("append to a closed command list");
-		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+		r = ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	} else {
+		r = engine_push(&l->cmds, c);
 	}
-	if (l->count == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 16;
-		struct cmd *grown = realloc(l->cmds, cap * sizeof *grown);
-		if (!grown)
-			return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-		l->cmds = grown;
-		l->cap = cap;
-	}
-	l->cmds[l->count++] = *c;
-	return ZE_RESULT_SUCCESS;
+	if (r != ZE_RESULT_SUCCESS && c->owned)
+		free(c->exec);
+	return r;
 }
 
 /* The signal event of an append, checked. */
@@ -724,6 +1045,13 @@ static ze_result_t fz_zeCommandQueueDestroy(ze_command_queue_handle_t h)
 	struct queue *q = obj_get(h, K_QUEUE, WHO);
 	if (!q)
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	if (q->work.count) {
+		violate("zeCommandQueueDestroy: %zu submitted commands not yet "
+			"complete (the host never synchronised with them)",
+			q->work.count);
+		drain(&q->work, q->work.count);
+	}
+	engine_free(&q->work);
 	obj_free(q);
 	return leave(ZE_RESULT_SUCCESS);
 }
@@ -746,10 +1074,19 @@ static ze_result_t fz_zeCommandQueueExecuteCommandLists(
 			return leave(ZE_RESULT_ERROR_INVALID_ARGUMENT);
 		}
 	}
+	/* Submitted, not run: the commands run when the host synchronises.
+	 * Lists of one call may overlap too: a segment runs on from one
+	 * list into the next. */
 	for (uint32_t i = 0; i < n; i++) {
 		struct list *l = (struct list *)lists[i];
-		for (size_t k = 0; k < l->count; k++)
-			run_cmd(&l->cmds[k]);
+		for (size_t k = 0; k < l->cmds.count; k++) {
+			struct cmd c = l->cmds.cmds[k];
+			c.owned = 0;
+			c.from = l;
+			ze_result_t r = engine_push(&q->work, &c);
+			if (r != ZE_RESULT_SUCCESS)
+				return leave(r);
+		}
 	}
 	return leave(ZE_RESULT_SUCCESS);
 }
@@ -757,14 +1094,21 @@ static ze_result_t fz_zeCommandQueueExecuteCommandLists(
 static ze_result_t fz_zeCommandQueueSynchronize(ze_command_queue_handle_t h,
 					     uint64_t timeout)
 {
-	ENTER();
-	if (!obj_get(h, K_QUEUE, WHO))
+	ze_result_t injected = enter(WHO);
+	struct queue *q = obj_get(h, K_QUEUE, WHO);
+	if (!q)
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
-	return leave(ZE_RESULT_SUCCESS); /* everything ran at execute */
+	if (injected != ZE_RESULT_SUCCESS) {
+		/* As a lost device: what was submitted never runs. */
+		engine_drop(&q->work, q->work.count);
+		return leave(injected);
+	}
+	drain(&q->work, q->work.count);
+	return leave(ZE_RESULT_SUCCESS);
 }
 
 static ze_result_t new_list(ze_context_handle_t hc, ze_device_handle_t hd,
-			    uint32_t ordinal, int immediate,
+			    uint32_t ordinal, int immediate, int synchronous,
 			    ze_command_list_handle_t *out, const char *who)
 {
 	struct context *c = obj_get(hc, K_CONTEXT, who);
@@ -783,6 +1127,7 @@ static ze_result_t new_list(ze_context_handle_t hc, ze_device_handle_t hd,
 	l->device = d;
 	l->ordinal = ordinal;
 	l->immediate = immediate;
+	l->synchronous = synchronous;
 	*out = (ze_command_list_handle_t)l;
 	return ZE_RESULT_SUCCESS;
 }
@@ -793,8 +1138,8 @@ static ze_result_t fz_zeCommandListCreate(ze_context_handle_t hc,
 				       ze_command_list_handle_t *out)
 {
 	ENTER();
-	return leave(new_list(hc, hd, desc->commandQueueGroupOrdinal, 0, out,
-			      WHO));
+	return leave(new_list(hc, hd, desc->commandQueueGroupOrdinal, 0, 0,
+			      out, WHO));
 }
 
 static ze_result_t fz_zeCommandListCreateImmediate(
@@ -804,7 +1149,9 @@ static ze_result_t fz_zeCommandListCreateImmediate(
 	ENTER();
 	if (config.no_immediate)
 		return leave(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
-	return leave(new_list(hc, hd, desc->ordinal, 1, out, WHO));
+	return leave(new_list(hc, hd, desc->ordinal, 1,
+			      desc->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS,
+			      out, WHO));
 }
 
 static ze_result_t fz_zeCommandListDestroy(ze_command_list_handle_t h)
@@ -813,7 +1160,16 @@ static ze_result_t fz_zeCommandListDestroy(ze_command_list_handle_t h)
 	struct list *l = obj_get(h, K_LIST, WHO);
 	if (!l)
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
-	free(l->cmds);
+	settle(USE_LIST, l, 0, WHO);
+	if (l->work.count) {
+		violate("zeCommandListDestroy: %zu commands of the immediate "
+			"list not yet complete (the host never synchronised "
+			"with them)",
+			l->work.count);
+		drain(&l->work, l->work.count);
+	}
+	engine_free(&l->cmds);
+	engine_free(&l->work);
 	obj_free(l);
 	return leave(ZE_RESULT_SUCCESS);
 }
@@ -838,8 +1194,9 @@ static ze_result_t fz_zeCommandListReset(ze_command_list_handle_t h)
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
 	if (l->immediate)
 		violate("zeCommandListReset on an immediate list");
+	settle(USE_LIST, l, 0, WHO);
 	l->closed = 0;
-	l->count = 0;
+	engine_drop(&l->cmds, l->cmds.count);
 	return leave(ZE_RESULT_SUCCESS);
 }
 
@@ -955,6 +1312,7 @@ static ze_result_t fz_zeEventDestroy(ze_event_handle_t h)
 	struct event *e = obj_get(h, K_EVENT, WHO);
 	if (!e)
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	settle(USE_EVENT, e, 0, WHO);
 	e->pool->events--;
 	obj_free(e);
 	return leave(ZE_RESULT_SUCCESS);
@@ -962,10 +1320,19 @@ static ze_result_t fz_zeEventDestroy(ze_event_handle_t h)
 
 static ze_result_t fz_zeEventHostSynchronize(ze_event_handle_t h, uint64_t timeout)
 {
-	ENTER();
+	ze_result_t injected = enter(WHO);
 	struct event *e = obj_get(h, K_EVENT, WHO);
 	if (!e)
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	if (injected != ZE_RESULT_SUCCESS) {
+		/* As a lost device: what the host waited for never runs. */
+		complete_signal(e, 0);
+		return leave(injected);
+	}
+	/* The device finishes what signals the event while the host
+	 * waits (any timeout: this device is never slow). */
+	if (!e->signalled)
+		complete_signal(e, 1);
 	if (!e->signalled) {
 		if (timeout == UINT64_MAX)
 			violate("zeEventHostSynchronize: waits forever for an "
@@ -991,6 +1358,9 @@ static ze_result_t fz_zeEventQueryStatus(ze_event_handle_t h)
 	struct event *e = obj_get(h, K_EVENT, WHO);
 	if (!e)
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	/* A host polling the event sees the device finish it. */
+	if (!e->signalled)
+		complete_signal(e, 1);
 	return leave(e->signalled ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY);
 }
 
@@ -1081,6 +1451,7 @@ static ze_result_t fz_zeMemFree(ze_context_handle_t hc, void *ptr)
 		struct alloc *a = *p;
 		if (a->ptr != ptr)
 			continue;
+		settle(USE_MEMORY, a->ptr, a->size, WHO);
 		*p = a->next;
 		if (a->kind == A_DEVICE)
 			device_bytes -= a->size;
@@ -1308,6 +1679,7 @@ static ze_result_t fz_zeVirtualMemUnmap(ze_context_handle_t hc, const void *ptr,
 				ptr, size, i);
 			return leave(ZE_RESULT_ERROR_INVALID_ARGUMENT);
 		}
+	settle(USE_MEMORY, ptr, size, WHO);
 	if (mmap((void *)ptr, size, PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
 		 0) == MAP_FAILED)
@@ -1442,6 +1814,22 @@ static ze_result_t fz_zeModuleBuildLogGetString(ze_module_build_log_handle_t h,
 	return leave(ZE_RESULT_SUCCESS);
 }
 
+/* Every table of emulated kernels (emulate.h). */
+static const struct emulate_kernel *const emulate_tables[] = {
+	emulate_plugin_kernels,
+};
+
+emulate_fn *emulate_find(const char *name)
+{
+	for (size_t t = 0; t < sizeof emulate_tables / sizeof *emulate_tables;
+	     t++)
+		for (const struct emulate_kernel *k = emulate_tables[t]; k->name;
+		     k++)
+			if (strcmp(k->name, name) == 0)
+				return k->run;
+	return NULL;
+}
+
 static ze_result_t fz_zeKernelCreate(ze_module_handle_t hm,
 				  const ze_kernel_desc_t *desc,
 				  ze_kernel_handle_t *out)
@@ -1456,11 +1844,21 @@ static ze_result_t fz_zeKernelCreate(ze_module_handle_t hm,
 			desc->pKernelName);
 		return leave(ZE_RESULT_ERROR_INVALID_KERNEL_NAME);
 	}
+	/* A kernel runs by emulation: one the driver cannot run is refused
+	 * as if the module lacked it. */
+	emulate_fn *emulate = emulate_find(spv->name);
+	if (!emulate) {
+		violate("zeKernelCreate: kernel '%s' has no emulation in the "
+			"test driver (t/levelzero/emulate.h)",
+			desc->pKernelName);
+		return leave(ZE_RESULT_ERROR_INVALID_KERNEL_NAME);
+	}
 	struct kernel *k = obj_new(K_KERNEL, sizeof *k);
 	if (!k)
 		return leave(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
 	k->module = m;
 	k->spv = spv;
+	k->emulate = emulate;
 	m->kernels++;
 	*out = (ze_kernel_handle_t)k;
 	return leave(ZE_RESULT_SUCCESS);
@@ -1472,6 +1870,7 @@ static ze_result_t fz_zeKernelDestroy(ze_kernel_handle_t h)
 	struct kernel *k = obj_get(h, K_KERNEL, WHO);
 	if (!k)
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	settle(USE_KERNEL, k, 0, WHO);
 	k->module->kernels--;
 	obj_free(k);
 	return leave(ZE_RESULT_SUCCESS);
@@ -1551,7 +1950,7 @@ static ze_result_t fz_zeKernelSuggestGroupSize(ze_kernel_handle_t h, uint32_t gx
 
 /* Checks a launch the way a driver would before it runs, and records it. */
 static ze_result_t check_launch(struct list *l, struct kernel *k,
-				const ze_group_count_t *g)
+				const ze_group_count_t *g, struct exec **out)
 {
 	if (l->ordinal != COMPUTE_ORDINAL)
 		violate("launch %s on a list of the copy-only group",
@@ -1603,6 +2002,16 @@ static ze_result_t check_launch(struct list *l, struct kernel *k,
 	rec->arg_count = k->spv->arg_count;
 	memcpy(rec->args, k->args, sizeof rec->args);
 	rec->immediate = l->immediate;
+	/* What runs is a copy: the kernel's arguments may change before. */
+	struct exec *x = calloc(1, sizeof *x);
+	if (!x)
+		return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+	x->emulate = k->emulate;
+	x->kernel = k;
+	for (uint32_t i = 0; i < k->spv->arg_count && i < FAKEZE_MAX_ARGS; i++)
+		x->global[i] = k->spv->args[i].kind == SPV_ARG_GLOBAL;
+	x->rec = *rec;
+	*out = x;
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -1619,7 +2028,7 @@ static ze_result_t fz_zeCommandListAppendLaunchKernel(
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
 	if (wait_count)
 		violate("zeCommandListAppendLaunchKernel: waits on events");
-	ze_result_t r = check_launch(l, k, groups);
+	ze_result_t r = check_launch(l, k, groups, &c.exec);
 	if (r != ZE_RESULT_SUCCESS)
 		return leave(r);
 	return leave(append(l, &c));

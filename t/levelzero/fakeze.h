@@ -8,14 +8,22 @@
  * it), so it reads what the plugin did through the loader:
  *
  *  - every kernel launch, recorded (kernel name, group size and counts,
- *    argument bytes) and never executed; copies are executed;
+ *    argument bytes) and executed, by an emulation of the kernel on host
+ *    memory (emulate.h); copies are executed. Nothing submitted runs
+ *    before the host synchronises with it (a queue synchronise, or a
+ *    wait or query on an event it signals), and commands with no barrier
+ *    between them run in reverse order (FAKEZE_ORDER), so a missing
+ *    barrier or a read before the sync shows as a stale value;
  *  - how often each ze entry point was called;
  *  - violations: every call a real driver would refuse or that is
  *    undefined behaviour in the Level Zero specification (a kernel name
  *    not in the module, an argument of the wrong size, an argument left
  *    unset, a copy from pageable or unknown memory, overlapping copies,
  *    a group size against the kernel's required one, freeing what was not
- *    allocated, waiting for an event nothing will signal, ...);
+ *    allocated, waiting for an event nothing will signal, two copies with
+ *    no barrier between them touching the same bytes, freeing memory or
+ *    resetting a list that submitted work still uses, a kernel reaching
+ *    past its buffer, ...);
  *  - live objects and bytes, for leak checks.
  * And it lets a test inject a failure into a chosen entry point.
  *
@@ -30,6 +38,13 @@
  *   FAKEZE_BUILD_FAIL=1     zeModuleCreate fails with a build log
  *   FAKEZE_BUILD_FAIL=flags zeModuleCreate fails when given build flags
  *   FAKEZE_INTEGRATED=1     the GPUs say they are integrated
+ *   FAKEZE_ORDER=reverse    order of the commands between two barriers:
+ *                           reverse (default), forward, or shuffle
+ *   FAKEZE_SEED=N           the shuffle's seed (default 1)
+ *   FAKEZE_VIOLATIONS=FILE  also append every violation to FILE
+ * An injected failure (fail below) of zeCommandQueueSynchronize or
+ * zeEventHostSynchronize drops the work the call waited for, unrun, as
+ * a lost device would.
  *
  * Device clock: launches and copies take FAKEZE_TICKS ticks each,
  * barriers none; the clock runs at FAKEZE_HZ and its kernel timestamps
@@ -84,7 +99,8 @@ struct fakeze_api {
 	 * ones returns |result| (a ze_result_t) and does nothing. */
 	void (*fail)(const char *entry_point, uint64_t after, int result);
 	void (*usage)(struct fakeze_usage *out);
-	/* Reads |size| bytes of device memory at |ptr| (it is host memory). */
+	/* Reads |size| bytes of device memory at |ptr| (it is host memory):
+	 * what is there now, so stale until the host synchronised. */
 	int (*read)(const void *ptr, void *dst, size_t size);
 	/* Sets the device clock (in ticks, before masking to the timestamp
 	 * width), so a test can put a timestamp wrap where it wants one. */
