@@ -7,10 +7,14 @@
 # (t/fakecuda.c) it is accepted, and the backend-neutral suite — t/client,
 # t/channels, t/stress, t/ops, t/donation — passes on it with
 # WAFER_BACKEND=cuda, also with every stream step slowed down and with
-# each memory strategy. The stand-in emulates each kernel by its name, so
-# this checks the plugin's host side end to end (which function, which
-# arguments, which grid, staging, streams); the kernels themselves run on
-# a GPU only (dev/gpu-check.sh).
+# each memory strategy. The stand-in emulates each kernel by its name
+# over the grid and block it was launched with, refuses a block the kernel
+# is not written for and a kernel it cannot emulate, and checks stream
+# order for stream-ordered memory and each stream's context; so this
+# checks the plugin's host side (which function, which arguments, which
+# grid and block, staging, streams). The kernels' device code runs on a
+# GPU only (dev/gpu-check.sh). A sub-test's skipped points are reported
+# as skipped, never as passes.
 set -u
 
 if [ -z "${T_BUILDDIR:-}" ]; then
@@ -34,6 +38,11 @@ failed=0
 pass() {
 	n=$((n + 1))
 	echo "ok $n - $1"
+}
+# skip NAME REASON: a point not tested here, reported as TAP's skip.
+skip() {
+	n=$((n + 1))
+	echo "ok $n - $1 # SKIP $2"
 }
 fail() {
 	n=$((n + 1))
@@ -82,7 +91,8 @@ conf "$tmp/default.conf" ""
 out=$(WAFER_CONFIG=$tmp/default.conf "$info" 2>&1)
 case $out in
 *"cuda: accepted"*)
-	pass "# SKIP libcuda.so.1 is installed and works here" ;;
+	skip "default driver: a reason is given" \
+		"libcuda.so.1 is installed and works here" ;;
 *)
 	if command -v ldconfig >/dev/null 2>&1 &&
 		ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
@@ -99,25 +109,34 @@ conf "$tmp/fake.conf" "$fake"
 out=$(WAFER_CONFIG=$tmp/fake.conf "$info" 2>&1)
 contains "stand-in driver: cuda accepted" "$out" "cuda: accepted, 1 device"
 contains "stand-in driver: cuda:0 is the default device" "$out" \
-	"Default device: cuda:0 (Fake GPU 0 (compute 9.0, 4 SMs))"
+	"Default device: cuda:0 (Fake GPU 0 (compute 9.0, 132 SMs))"
 # pinned-host is not among them: host_alloc is retired in ABI 1.1.
 contains "stand-in driver: capabilities" "$out" \
 	"f16 bf16 f64 stream-ordered-alloc virtual-memory device-timers"
 
-# suite NAME [VAR=value...]: a backend-neutral test on cuda.
+# suite NAME [VAR=value...]: a backend-neutral test on cuda. Its skipped
+# points are counted apart from its passes; one that skipped everything
+# is a skip here, with its reason.
 suite() {
 	name=$1
 	shift
 	if out=$(env WAFER_CONFIG="$tmp/fake.conf" WAFER_BACKEND=cuda "$@" \
 		"$T_BUILDDIR/$name" 2>&1); then
+		skipped=$(printf '%s\n' "$out" | grep -c '^ok .*# *SKIP')
+		passed=$(printf '%s\n' "$out" | grep '^ok' |
+			grep -vc '# *SKIP')
 		if printf '%s\n' "$out" | grep -q '^not ok'; then
-			fail "t/$name on cuda (stand-in) $*" \
+			fail "t/$name on cuda (stand-in)${*:+ $*}" \
 				"$(printf '%s\n' "$out" | grep -A3 '^not ok' | head -20)"
+		elif [ "$passed" -eq 0 ]; then
+			why=$(printf '%s\n' "$out" | sed -n 's/^1\.\.0 *# *SKIP *//p')
+			skip "t/$name on cuda (stand-in)${*:+ $*}" \
+				"${why:-no point passed ($skipped skipped)}"
 		else
-			pass "t/$name on cuda (stand-in) $* ($(printf '%s\n' "$out" | grep -c '^ok') points)"
+			pass "t/$name on cuda (stand-in)${*:+ $*} ($passed passed, $skipped skipped)"
 		fi
 	else
-		fail "t/$name on cuda (stand-in) $*" \
+		fail "t/$name on cuda (stand-in)${*:+ $*}" \
 			"$(printf '%s\n' "$out" | grep -v '^ok' | tail -20)"
 	fi
 }

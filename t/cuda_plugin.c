@@ -8,9 +8,14 @@
  * no driver, an old driver, cuInit failing, a missing entry point, no
  * device, an old GPU, no pinned memory, a kernel touching freed memory.
  * The stand-in checks the driver's contracts strictly (contexts current,
- * asynchronous streams, pinned versus pageable copies, whole-mapping
- * unmaps), so the same storage, staging, virtual-memory and launch code
- * that runs on the GPU is exercised here.
+ * each stream's context, asynchronous streams, stream-ordered memory in
+ * stream order, pinned versus pageable copies, whole-mapping unmaps) and
+ * runs each kernel over the grid and block it was launched with, so the
+ * same storage, staging, virtual-memory and launch code that runs on the
+ * GPU is exercised here. At the end the test calls the stand-in's entry
+ * points itself, making on purpose the mistakes it must catch (a grid
+ * short of tiles, a block that is not the kernel's, an unknown kernel or
+ * attribute, memory out of stream order, another context's stream).
  *
  *   t/cuda_plugin            on the stand-in (make check)
  *   t/cuda_plugin --real     the driver-neutral part on libcuda.so.1 and
@@ -405,7 +410,7 @@ static void test_device_info(void *state)
 		  "device_info(0)");
 	ok(info.name[0] != '\0', "device name: %s", info.name);
 	if (!real)
-		is_str(info.name, "Fake GPU 0 (compute 9.0, 4 SMs)",
+		is_str(info.name, "Fake GPU 0 (compute 9.0, 132 SMs)",
 		       "  ... name, compute capability and SMs");
 	ok(info.memory_bytes > 0, "memory: %" PRIu64 " bytes",
 	   info.memory_bytes);
@@ -911,6 +916,12 @@ static void test_bad_launches(void *device, void *queue)
 		.global = {1024, 1, 1},
 	};
 	struct wafer_kernel copy;
+	float in[1024], got[1024];
+	int fine = 1;
+
+	/* Every element a kernel below reads holds a known value. */
+	values(in, 1024, 41);
+	plugin->storage->copy_in(device, queue, r, 0, in, sizeof in);
 
 	/* Binding count, parameter size, the bindings' form and kernel
 	 * identity are the core's to check, once (plugin.h): the same
@@ -945,7 +956,11 @@ static void test_bad_launches(void *device, void *queue)
 	   "launches table entries only)");
 	status_is(sv->launch(device, queue, &l), WAFER_OK,
 		  "the repaired launch runs");
+	plugin->storage->copy_out(device, queue, r, 0, got, sizeof got);
 	status_is(sync_queue(device, queue), WAFER_OK, "  ... sync");
+	for (size_t i = 0; i < 1024; i++)
+		fine &= got[i] == (i < 16 ? in[i] + in[i] : in[i]);
+	ok(fine, "  ... doubled its 16 elements (out == a == b) and no more");
 	plugin->storage->free(device, r);
 }
 
@@ -970,12 +985,38 @@ static wafer_status launch_params(void *device, void *queue, const char *op,
 	return plugin->server->launch(device, queue, &l);
 }
 
-/* What each launch kind checks before anything runs. */
+/* Downloads |n| floats of |r| and compares them with |want|, each within
+ * |tol| times (1 + |want|). */
+static void floats_are(void *device, void *queue, wafer_resource r,
+		       const float *want, size_t n, double tol,
+		       const char *what)
+{
+	float *got = malloc(n * sizeof *got);
+	size_t bad = n;
+
+	if (!got)
+		exit(1);
+	plugin->storage->copy_out(device, queue, r, 0, got, n * sizeof *got);
+	if (sync_queue(device, queue) == WAFER_OK)
+		for (bad = 0; bad < n; bad++)
+			if (!(fabs((double)got[bad] - want[bad]) <=
+			      tol * (1 + fabs((double)want[bad]))))
+				break;
+	if (!ok(bad == n, "  ... %s", what) && bad < n)
+		diag("element %zu: got %g, want %g", bad, (double)got[bad],
+		     (double)want[bad]);
+	free(got);
+}
+
+/* What each launch kind checks before anything runs, and that what does
+ * run computes the right values from inputs that hold known values. */
 static void test_shape_checks(void *device, void *queue)
 {
-	wafer_resource r = alloc_or_die(device, 4096);
-	struct wafer_binding b[3] = {binding(r, 0, 4096), binding(r, 0, 1024),
-				     binding(r, 0, 4096)};
+	wafer_resource rin = alloc_or_die(device, 4096);
+	wafer_resource rout = alloc_or_die(device, 4096);
+	struct wafer_binding b[3] = {binding(rout, 0, 4096),
+				     binding(rin, 0, 1024),
+				     binding(rin, 0, 4096)};
 	struct wafer_binary_strided_params sp = {
 		.rank = 2,
 		.shape = {16, 16},
@@ -993,11 +1034,18 @@ static void test_shape_checks(void *device, void *queue)
 		.dtype_out = WAFER_DTYPE_F16,
 	};
 	struct wafer_rows_params rp = {.rows = 4, .cols = 64};
+	float in[1024], want[1024];
+
+	values(in, 1024, 77);
+	plugin->storage->copy_in(device, queue, rin, 0, in, sizeof in);
 
 	/* b[1] holds 256 floats: exactly a 16 x 16 view. */
 	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
 				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
 		  WAFER_OK, "add_strided 16x16 with a broadcast row");
+	for (size_t i = 0; i < 256; i++)
+		want[i] = in[i] + in[i % 16];
+	floats_are(device, queue, rout, want, 256, 0, "a + the broadcast row");
 	sp.a_offset = 1;
 	status_is(launch_params(device, queue, WAFER_KERNEL_ADD_STRIDED,
 				WAFER_DTYPE_F32, b, 3, &sp, sizeof sp),
@@ -1021,15 +1069,28 @@ static void test_shape_checks(void *device, void *queue)
 	status_is(launch_params(device, queue, WAFER_KERNEL_COPY_STRIDED,
 				WAFER_DTYPE_F32, b, 2, &gp, sizeof gp),
 		  WAFER_OK, "copy_strided of a transposed 16x16 view");
+	for (size_t i = 0; i < 256; i++)
+		want[i] = in[(i % 16) * 16 + i / 16];
+	floats_are(device, queue, rout, want, 256, 0, "the transpose");
 	gp.strides[0] = 64;
 	status_is(launch_params(device, queue, WAFER_KERNEL_COPY_STRIDED,
 				WAFER_DTYPE_F32, b, 2, &gp, sizeof gp),
 		  WAFER_ERROR_OUT_OF_RANGE, "copy_strided past its input");
 
+	cp.dtype_out = WAFER_DTYPE_I32;
 	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
 				WAFER_DTYPE_F32, b, 2, &cp, sizeof cp),
-		  WAFER_OK, "cast f32 -> f16 of 256");
-	cp.dtype_out = WAFER_DTYPE_I32;
+		  WAFER_OK, "cast f32 -> i32 of 256");
+	{
+		int32_t got[256];
+		int fine = 1;
+		plugin->storage->copy_out(device, queue, rout, 0, got,
+					  sizeof got);
+		sync_queue(device, queue);
+		for (size_t i = 0; i < 256; i++)
+			fine &= got[i] == (int32_t)in[i];
+		ok(fine, "  ... each value toward zero");
+	}
 	b[0].size = 1020;
 	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
 				WAFER_DTYPE_F32, b, 2, &cp, sizeof cp),
@@ -1051,9 +1112,27 @@ static void test_shape_checks(void *device, void *queue)
 	status_is(launch_params(device, queue, WAFER_KERNEL_REDUCE_SUM,
 				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
 		  WAFER_OK, "reduce_sum 4 x 64");
+	for (size_t r = 0; r < 4; r++) {
+		double sum = 0;
+		for (size_t c = 0; c < 64; c++)
+			sum += in[r * 64 + c];
+		want[r] = (float)sum;
+	}
+	/* Summed in float, in any order: a few ulps of sum |x|. */
+	floats_are(device, queue, rout, want, 4, 1e-3, "each row's sum");
 	status_is(launch_params(device, queue, WAFER_KERNEL_SOFTMAX,
 				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
 		  WAFER_OK, "softmax 4 x 64");
+	for (size_t r = 0; r < 4; r++) {
+		double m = -INFINITY, sum = 0;
+		for (size_t c = 0; c < 64; c++)
+			m = in[r * 64 + c] > m ? in[r * 64 + c] : m;
+		for (size_t c = 0; c < 64; c++)
+			sum += exp(in[r * 64 + c] - m);
+		for (size_t c = 0; c < 64; c++)
+			want[r * 64 + c] = (float)(exp(in[r * 64 + c] - m) / sum);
+	}
+	floats_are(device, queue, rout, want, 256, 1e-5, "softmax of each row");
 	b[0].size = 512;
 	status_is(launch_params(device, queue, WAFER_KERNEL_SOFTMAX,
 				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
@@ -1061,18 +1140,27 @@ static void test_shape_checks(void *device, void *queue)
 	status_is(launch_params(device, queue, WAFER_KERNEL_REDUCE_MAX,
 				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
 		  WAFER_OK, "  ... while reduce_max needs rows elements only");
+	for (size_t r = 0; r < 4; r++) {
+		want[r] = -INFINITY;
+		for (size_t c = 0; c < 64; c++)
+			want[r] = in[r * 64 + c] > want[r] ? in[r * 64 + c]
+							   : want[r];
+	}
+	floats_are(device, queue, rout, want, 4, 0, "each row's maximum");
 	rp.cols = 0;
 	status_is(launch_params(device, queue, WAFER_KERNEL_REDUCE_MAX,
 				WAFER_DTYPE_F32, b, 2, &rp, sizeof rp),
 		  WAFER_ERROR_INVALID_ARGUMENT, "reduce_max of 0 columns");
 	status_is(sync_queue(device, queue), WAFER_OK, "  ... sync");
-	plugin->storage->free(device, r);
+	plugin->storage->free(device, rin);
+	plugin->storage->free(device, rout);
 }
 
 /* C = op(A) op(B) for every matmul variant against a double-precision
  * host product of the same (rounded) inputs: batch 3 with strides, each
- * transpose, edge tiles. The stand-in runs one naive loop for all
- * variants (which checks what the plugin hands the kernel); on a GPU
+ * transpose, edge tiles. The stand-in runs one exact loop for all
+ * variants, over the tiles of the variant's grid (which checks what the
+ * plugin hands the kernel: function, arguments, grid, block); on a GPU
  * every variant and dtype runs its own kernel. */
 static void test_matmul(void *device, void *queue)
 {
@@ -1196,21 +1284,39 @@ static void test_matmul(void *device, void *queue)
 	}
 }
 
-static void test_timers(void *device, void *queue)
+/* A timer around a fill of |n| floats; 0 if a step failed. */
+static uint64_t timed_fill(void *device, void *queue, wafer_resource r,
+			   size_t n)
 {
-	const size_t n = 1 << 20;
-	wafer_resource r = alloc_or_die(device, n * 4);
 	struct wafer_binding b = binding(r, 0, n * 4);
 	void *timer = NULL;
 	uint64_t ns = 0;
 
 	status_is(plugin->server->timer_begin(device, queue, &timer), WAFER_OK,
 		  "timer_begin");
-	launch(device, queue, WAFER_KERNEL_FILL, WAFER_DTYPE_F32, &b, 1, n, 1);
+	status_is(launch(device, queue, WAFER_KERNEL_FILL, WAFER_DTYPE_F32, &b,
+			 1, n, 1),
+		  WAFER_OK, "  ... a fill of %zu floats", n);
 	status_is(plugin->server->timer_end(device, queue, timer, &ns),
-		  WAFER_OK, "timer_end");
-	ok(ns > 0 && ns < UINT64_C(10000000000),
-	   "  ... a fill of 4 MiB took %" PRIu64 " ns", ns);
+		  WAFER_OK, "  ... timer_end");
+	return ns;
+}
+
+/* Timers measure device time: no bounds on it here (a test must not
+ * depend on the clock of a loaded machine), but something happened, and
+ * on the stand-in, whose clock counts work, more work took longer. */
+static void test_timers(void *device, void *queue)
+{
+	const size_t n = 1 << 20;
+	wafer_resource r = alloc_or_die(device, n * 4);
+	uint64_t small = timed_fill(device, queue, r, n / 4);
+	uint64_t large = timed_fill(device, queue, r, n);
+
+	ok(small > 0 && large > 0, "both timers measured some time (%" PRIu64
+	   " and %" PRIu64 " ns)", small, large);
+	if (!real)
+		ok(large > small, "  ... on the stand-in's clock, the fill of "
+		   "4 MiB took longer than the fill of 1 MiB");
 	plugin->storage->free(device, r);
 }
 
@@ -1446,6 +1552,427 @@ static void test_threads(void *device)
 	}
 	is_int(failures, 0, "%d threads, a queue each, 20 rounds of upload, "
 	       "add, download", CLIENTS);
+}
+
+/*===----------------------------------------------------------------------===
+ * The stand-in's own contracts, called directly
+ *
+ * What a plugin bug looks like to the stand-in, shown by making the
+ * mistake on purpose through its entry points: a grid short of tiles
+ * leaves them unwritten, a block that is not the kernel's is refused, an
+ * unknown kernel or attribute is an error, a stream belongs to its
+ * context, and stream-ordered memory is used in stream order only.
+ *===----------------------------------------------------------------------===*/
+
+typedef unsigned long long fc_ptr;
+/* The entry points used below, with <cuda.h>'s signatures in plain C
+ * (handles are pointers, CUdevice an int, CUdeviceptr 64 bits). */
+static struct {
+	int (*cuInit)(unsigned);
+	int (*cuDeviceGet)(int *, int);
+	int (*cuDeviceGetAttribute)(int *, int, int);
+	int (*cuDevicePrimaryCtxRetain)(void **, int);
+	int (*cuDevicePrimaryCtxRelease)(int);
+	int (*cuCtxSetCurrent)(void *);
+	int (*cuModuleLoadData)(void **, const void *);
+	int (*cuModuleUnload)(void *);
+	int (*cuModuleGetFunction)(void **, void *, const char *);
+	int (*cuStreamCreate)(void **, unsigned);
+	int (*cuStreamDestroy)(void *);
+	int (*cuStreamSynchronize)(void *);
+	int (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
+			      unsigned, unsigned, unsigned, void *, void **,
+			      void **);
+	int (*cuMemAlloc)(fc_ptr *, size_t);
+	int (*cuMemFree)(fc_ptr);
+	int (*cuMemAllocAsync)(fc_ptr *, size_t, void *);
+	int (*cuMemFreeAsync)(fc_ptr, void *);
+	int (*cuMemcpyHtoDAsync)(fc_ptr, const void *, size_t, void *);
+	int (*cuMemcpyDtoHAsync)(void *, fc_ptr, size_t, void *);
+} cu;
+
+static int resolve_fake(void *fake)
+{
+	fakecuda_getproc_fn getproc =
+		(fakecuda_getproc_fn)dlsym(fake, "cuGetProcAddress_v2");
+	static const char *const names[] = {
+		"cuInit", "cuDeviceGet", "cuDeviceGetAttribute",
+		"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease",
+		"cuCtxSetCurrent", "cuModuleLoadData", "cuModuleUnload",
+		"cuModuleGetFunction", "cuStreamCreate", "cuStreamDestroy",
+		"cuStreamSynchronize", "cuLaunchKernel", "cuMemAlloc",
+		"cuMemFree", "cuMemAllocAsync", "cuMemFreeAsync",
+		"cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
+	};
+	void **slots = (void **)&cu;
+
+	if (!getproc)
+		return 0;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (getproc(names[i], &slots[i], 12000, 0, NULL) !=
+		    FAKECUDA_SUCCESS) {
+			diag("cuGetProcAddress_v2(%s) failed", names[i]);
+			return 0;
+		}
+	return 1;
+}
+
+/* The fatbin nvcc built for the plugin's |name|.cu, read whole; NULL if
+ * it is not there. */
+static void *read_fatbin(const char *name)
+{
+	char path[4096];
+	FILE *f;
+	long n;
+	void *image = NULL;
+
+	snprintf(path, sizeof path, "%s/../plugins/cuda/kernels/%s.fatbin",
+		 getenv("T_BUILDDIR"), name);
+	f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (image = malloc((size_t)n)) &&
+	    fread(image, 1, (size_t)n, f) != (size_t)n) {
+		free(image);
+		image = NULL;
+	}
+	fclose(f);
+	return image;
+}
+
+/* The plugin queries these, and gets an H200's values; anything else is
+ * refused rather than answered with a made-up 0. */
+static void test_fake_attributes(void)
+{
+	static const struct {
+		int attr, want;
+		const char *name;
+	} h200[] = {
+		{FAKECUDA_ATTR_COMPUTE_CAPABILITY_MAJOR, 9, "compute major"},
+		{FAKECUDA_ATTR_COMPUTE_CAPABILITY_MINOR, 0, "compute minor"},
+		{FAKECUDA_ATTR_MULTIPROCESSOR_COUNT, 132, "multiprocessors"},
+		{FAKECUDA_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448,
+		 "opt-in shared memory a block"},
+		{FAKECUDA_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1,
+		 "virtual memory management"},
+		{FAKECUDA_ATTR_MEMORY_POOLS_SUPPORTED, 1, "memory pools"},
+	};
+	int v;
+
+	for (size_t i = 0; i < sizeof h200 / sizeof h200[0]; i++) {
+		v = -1;
+		is_int(cu.cuDeviceGetAttribute(&v, h200[i].attr, 0),
+		       FAKECUDA_SUCCESS, "attribute %d (%s) is modelled",
+		       h200[i].attr, h200[i].name);
+		is_int(v, h200[i].want, "  ... with an H200's value");
+	}
+	is_int(cu.cuDeviceGetAttribute(&v, FAKECUDA_ATTR_MAX_BLOCK_DIM_X, 0),
+	       FAKECUDA_ERROR_INVALID_VALUE,
+	       "an attribute the stand-in does not model is "
+	       "CUDA_ERROR_INVALID_VALUE, not a 0");
+}
+
+/* C = A B by wafer_matmul_f32_tile64 (64 x 64 tiles, 256 threads) for
+ * m = 130, n = 70, k = 8: grid 2 x 3. */
+static void test_fake_grid(void *ctx, void *stream)
+{
+	enum { M = 130, N = 70, K = 8 };
+	void *matmul = read_fatbin("matmul"), *elementwise =
+		read_fatbin("elementwise");
+	void *mm_mod = NULL, *ew_mod = NULL, *fn = NULL, *fill = NULL,
+	     *add = NULL, *none = NULL;
+	static float a[M * K], b[K * N], c[M * N], want[M * N];
+	fc_ptr da, db, dc;
+	struct {
+		uint64_t m, n, k, lda, ldb, ldc, sa, sb, sc;
+		uint32_t ta, tb;
+	} args = {M, N, K, K, N, N, 0, 0, 0, 0, 0};
+	void *params[4] = {&dc, &da, &db, &args};
+
+	cu.cuCtxSetCurrent(ctx);
+	if (!ok(matmul && elementwise, "the plugin's fatbins are readable") ||
+	    !ok(cu.cuModuleLoadData(&mm_mod, matmul) == FAKECUDA_SUCCESS &&
+			cu.cuModuleLoadData(&ew_mod, elementwise) ==
+				FAKECUDA_SUCCESS &&
+			cu.cuModuleGetFunction(&fn, mm_mod,
+					       "wafer_matmul_f32_tile64") ==
+				FAKECUDA_SUCCESS &&
+			cu.cuModuleGetFunction(&fill, ew_mod,
+					       "wafer_fill_f32") ==
+				FAKECUDA_SUCCESS &&
+			cu.cuModuleGetFunction(&add, ew_mod,
+					       "wafer_add_f32") ==
+				FAKECUDA_SUCCESS,
+		"  ... load, with their kernels")) {
+		free(matmul);
+		free(elementwise);
+		return;
+	}
+	is_int(cu.cuModuleGetFunction(&none, mm_mod, "wafer_matmul_f32_none"),
+	       FAKECUDA_ERROR_NOT_FOUND,
+	       "a name the module lacks: CUDA_ERROR_NOT_FOUND");
+
+	values(a, M * K, 3);
+	values(b, K * N, 4);
+	for (size_t i = 0; i < M; i++)
+		for (size_t j = 0; j < N; j++) {
+			double sum = 0;
+			for (size_t l = 0; l < K; l++)
+				sum += (double)a[i * K + l] * b[l * N + j];
+			want[i * N + j] = (float)sum;
+		}
+	cu.cuMemAlloc(&da, sizeof a);
+	cu.cuMemAlloc(&db, sizeof b);
+	cu.cuMemAlloc(&dc, sizeof c);
+	cu.cuMemcpyHtoDAsync(da, a, sizeof a, stream);
+	cu.cuMemcpyHtoDAsync(db, b, sizeof b, stream);
+
+	/* Each run: C to a sentinel, one launch, C back; returns how many
+	 * elements are right and how many still hold the sentinel. */
+	static const struct {
+		unsigned gx, gy, bx, by;
+		int result;
+		const char *what;
+	} runs[] = {
+		{2, 3, 256, 1, FAKECUDA_SUCCESS, "grid 2 x 3 (the tiles of C)"},
+		{2, 2, 256, 1, FAKECUDA_SUCCESS,
+		 "grid 2 x 2, a row of tiles short"},
+		{1, 3, 256, 1, FAKECUDA_SUCCESS,
+		 "grid 1 x 3, a column of tiles short"},
+		{2, 3, 128, 1, FAKECUDA_ERROR_INVALID_VALUE,
+		 "block 128, not the kernel's 256"},
+		{2, 3, 16, 16, FAKECUDA_ERROR_INVALID_VALUE,
+		 "block 16 x 16, not the kernel's 1-D 256"},
+		{2, 3, 512, 1, FAKECUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+		 "block 512, past __launch_bounds__(256)"},
+	};
+	for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+		size_t right = 0, untouched = 0, rows_right = 0;
+		for (size_t i = 0; i < M * N; i++)
+			c[i] = -1234.5f;
+		cu.cuMemcpyHtoDAsync(dc, c, sizeof c, stream);
+		is_int(cu.cuLaunchKernel(fn, runs[r].gx, runs[r].gy, 1,
+					 runs[r].bx, runs[r].by, 1, 0, stream,
+					 params, NULL),
+		       runs[r].result, "matmul tile64 %ux%ux%u: %s", M, N, K,
+		       runs[r].what);
+		cu.cuMemcpyDtoHAsync(c, dc, sizeof c, stream);
+		cu.cuStreamSynchronize(stream);
+		for (size_t i = 0; i < M; i++) {
+			size_t row = 0;
+			for (size_t j = 0; j < N; j++) {
+				float g = c[i * N + j], w = want[i * N + j];
+				right += fabsf(g - w) <= 1e-4f * (1 + fabsf(w));
+				row += fabsf(g - w) <= 1e-4f * (1 + fabsf(w));
+				untouched += g == -1234.5f;
+			}
+			rows_right += row == N;
+		}
+		if (r == 0)
+			is_int((long long)right, M * N,
+			       "  ... computes every element of C");
+		else if (r == 1)
+			ok(rows_right == 128 && untouched == 2 * N,
+			   "  ... leaves rows 128 and 129 unwritten (%zu "
+			   "rows right, %zu elements untouched)",
+			   rows_right, untouched);
+		else if (r == 2)
+			ok(right == M * 64 && untouched == M * (N - 64),
+			   "  ... leaves columns 64 to 69 unwritten");
+		else
+			is_int((long long)untouched, M * N,
+			       "  ... and nothing runs");
+	}
+
+	/* Grid-stride kernels cover every element from any grid. */
+	{
+		enum { E = 100003 };
+		struct {
+			uint64_t count;
+			double value;
+		} fp = {E, 2.5};
+		fc_ptr d;
+		float *host = malloc(E * sizeof *host);
+		void *fparams[2] = {&d, &fp};
+		size_t fine = 0;
+
+		cu.cuMemAlloc(&d, E * sizeof *host);
+		is_int(cu.cuLaunchKernel(fill, 1, 1, 1, 256, 1, 1, 0, stream,
+					 fparams, NULL),
+		       FAKECUDA_SUCCESS, "fill of %d floats by one block",
+		       E);
+		cu.cuMemcpyDtoHAsync(host, d, E * sizeof *host, stream);
+		cu.cuStreamSynchronize(stream);
+		for (size_t i = 0; i < E; i++)
+			fine += host[i] == 2.5f;
+		is_int((long long)fine, E,
+		       "  ... its grid-stride loop reaches every element");
+		is_int(cu.cuLaunchKernel(fill, 4, 1, 1, 1024, 1, 1, 0, stream,
+					 fparams, NULL),
+		       FAKECUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+		       "fill with 1024 threads a block, past its "
+		       "__launch_bounds__(256)");
+		is_int(cu.cuLaunchKernel(add, 4, 1, 1, 64, 4, 1, 0, stream,
+					 fparams, NULL),
+		       FAKECUDA_ERROR_INVALID_VALUE,
+		       "add with a 64 x 4 block (it indexes threadIdx.x "
+		       "only)");
+		cu.cuMemFree(d);
+		free(host);
+	}
+
+	/* A kernel in the module the stand-in cannot emulate: an image of
+	 * the fatbin header's form whose PTX declares wafer_mystery. */
+	{
+		static const char ptx[] = ".entry wafer_mystery(";
+		unsigned char image[16 + sizeof ptx];
+		uint32_t magic = 0xba55ed50u;
+		uint16_t header = 16;
+		uint64_t body = sizeof ptx;
+		void *mod = NULL, *f = NULL;
+
+		memset(image, 0, sizeof image);
+		memcpy(image, &magic, 4);
+		memcpy(image + 6, &header, 2);
+		memcpy(image + 8, &body, 8);
+		memcpy(image + 16, ptx, sizeof ptx);
+		is_int(cu.cuModuleLoadData(&mod, image), FAKECUDA_SUCCESS,
+		       "a module declaring wafer_mystery loads");
+		is_int(cu.cuModuleGetFunction(&f, mod, "wafer_mystery"),
+		       FAKECUDA_ERROR_NOT_FOUND,
+		       "  ... but the stand-in cannot run it: "
+		       "CUDA_ERROR_NOT_FOUND, never a silent no-op");
+		cu.cuModuleUnload(mod);
+	}
+
+	cu.cuMemFree(da);
+	cu.cuMemFree(db);
+	cu.cuMemFree(dc);
+	cu.cuModuleUnload(mm_mod);
+	cu.cuModuleUnload(ew_mod);
+	free(matmul);
+	free(elementwise);
+}
+
+/* cuMemAllocAsync memory in and out of stream order. */
+static void test_fake_stream_order(void *ctx)
+{
+	void *s1 = NULL, *s2 = NULL;
+	unsigned char buf[4096] = {0};
+	fc_ptr p;
+
+	cu.cuCtxSetCurrent(ctx);
+	cu.cuStreamCreate(&s1, 1);
+	cu.cuStreamCreate(&s2, 1);
+
+	cu.cuMemAllocAsync(&p, sizeof buf, s1);
+	cu.cuMemcpyHtoDAsync(p, buf, sizeof buf, s1);
+	cu.cuMemFreeAsync(p, s1);
+	is_int(cu.cuStreamSynchronize(s1), FAKECUDA_SUCCESS,
+	       "allocated, used and freed on one stream: in order");
+
+	cu.cuMemAllocAsync(&p, sizeof buf, s1);
+	cu.cuMemcpyHtoDAsync(p, buf, sizeof buf, s2);
+	is_int(cu.cuStreamSynchronize(s2), FAKECUDA_ERROR_ILLEGAL_ADDRESS,
+	       "used on another stream before the allocation was ordered "
+	       "before it: CUDA_ERROR_ILLEGAL_ADDRESS at the sync");
+	fake_reset();
+	cu.cuMemFreeAsync(p, s1);
+	cu.cuStreamSynchronize(s1);
+
+	cu.cuMemAllocAsync(&p, sizeof buf, s1);
+	cu.cuStreamSynchronize(s1);
+	cu.cuMemcpyHtoDAsync(p, buf, sizeof buf, s2);
+	is_int(cu.cuStreamSynchronize(s2), FAKECUDA_SUCCESS,
+	       "used on another stream after the allocating one was synced");
+	cu.cuMemcpyHtoDAsync(p, buf, sizeof buf, s2);
+	cu.cuMemFreeAsync(p, s1);
+	is_int(cu.cuStreamSynchronize(s1), FAKECUDA_ERROR_ILLEGAL_ADDRESS,
+	       "freed on one stream while another's use of it is not "
+	       "ordered before the free: CUDA_ERROR_ILLEGAL_ADDRESS");
+	cu.cuStreamSynchronize(s2);
+	fake_reset();
+
+	cu.cuMemAllocAsync(&p, sizeof buf, s1);
+	cu.cuMemFreeAsync(p, s1);
+	cu.cuMemcpyHtoDAsync(p, buf, sizeof buf, s1);
+	is_int(cu.cuStreamSynchronize(s1), FAKECUDA_ERROR_ILLEGAL_ADDRESS,
+	       "used after cuMemFreeAsync: CUDA_ERROR_ILLEGAL_ADDRESS");
+	fake_reset();
+
+	cu.cuStreamDestroy(s1);
+	cu.cuStreamDestroy(s2);
+}
+
+/* A stream is its context's: another context's work may not go on it,
+ * and once its context is destroyed it is stale. */
+static void test_fake_stream_context(void *ctx0)
+{
+	void *ctx1 = NULL, *s = NULL, *mine = NULL;
+	unsigned char buf[256] = {0};
+	fc_ptr p;
+
+	setenv("FAKECUDA_DEVICES", "2", 1);
+	if (!ok(cu.cuDevicePrimaryCtxRetain(&ctx1, 1) == FAKECUDA_SUCCESS,
+		"a second device's primary context")) {
+		unsetenv("FAKECUDA_DEVICES");
+		return;
+	}
+	cu.cuCtxSetCurrent(ctx1);
+	is_int(cu.cuStreamCreate(&s, 1), FAKECUDA_SUCCESS,
+	       "  ... a stream in it");
+	cu.cuCtxSetCurrent(ctx0);
+	cu.cuStreamCreate(&mine, 1);
+	cu.cuMemAlloc(&p, sizeof buf);
+	is_int(cu.cuMemcpyHtoDAsync(p, buf, sizeof buf, s),
+	       FAKECUDA_ERROR_INVALID_HANDLE,
+	       "a copy onto it from the first device's context: "
+	       "CUDA_ERROR_INVALID_HANDLE");
+	is_int(cu.cuMemcpyHtoDAsync(p, buf, sizeof buf, mine),
+	       FAKECUDA_SUCCESS, "  ... onto the context's own stream: fine");
+	is_int(cu.cuStreamSynchronize(s), FAKECUDA_SUCCESS,
+	       "  ... any context may wait for it");
+	is_int(cu.cuDevicePrimaryCtxRelease(1), FAKECUDA_SUCCESS,
+	       "its context released for the last time (destroyed)");
+	is_int(cu.cuStreamSynchronize(s), FAKECUDA_ERROR_INVALID_CONTEXT,
+	       "  ... its stream is stale: CUDA_ERROR_INVALID_CONTEXT");
+	cu.cuCtxSetCurrent(ctx1);
+	is_int(cu.cuMemcpyHtoDAsync(p, buf, sizeof buf, s),
+	       FAKECUDA_ERROR_INVALID_CONTEXT,
+	       "  ... and no work goes on it, even with the dead context "
+	       "current");
+	cu.cuCtxSetCurrent(ctx0);
+	is_int(cu.cuStreamDestroy(s), FAKECUDA_ERROR_INVALID_CONTEXT,
+	       "  ... destroying it says so (and gives its memory back)");
+	cu.cuStreamSynchronize(mine);
+	cu.cuStreamDestroy(mine);
+	cu.cuMemFree(p);
+	unsetenv("FAKECUDA_DEVICES");
+}
+
+static void test_fake_contracts(void *fake)
+{
+	void *ctx = NULL, *stream = NULL;
+	int dev = -1;
+
+	if (!ok(resolve_fake(fake), "the stand-in's entry points, directly") ||
+	    !ok(cu.cuInit(0) == FAKECUDA_SUCCESS &&
+			cu.cuDeviceGet(&dev, 0) == FAKECUDA_SUCCESS &&
+			cu.cuDevicePrimaryCtxRetain(&ctx, dev) ==
+				FAKECUDA_SUCCESS &&
+			cu.cuCtxSetCurrent(ctx) == FAKECUDA_SUCCESS &&
+			cu.cuStreamCreate(&stream, 1) == FAKECUDA_SUCCESS,
+		"  ... a context and a stream of device 0"))
+		return;
+	test_fake_attributes();
+	test_fake_grid(ctx, stream);
+	test_fake_stream_order(ctx);
+	test_fake_stream_context(ctx);
+	cu.cuCtxSetCurrent(ctx);
+	cu.cuStreamDestroy(stream);
+	cu.cuDevicePrimaryCtxRelease(dev);
+	cu.cuCtxSetCurrent(NULL);
 }
 
 /*===----------------------------------------------------------------------===
@@ -1700,8 +2227,10 @@ int main(int argc, char **argv)
 	}
 	plugin->shutdown(state);
 	dlclose(so);
-	if (fake)
+	if (fake) {
+		test_fake_contracts(fake);
 		dlclose(fake);
+	}
 	done_testing();
 	return exit_status();
 }

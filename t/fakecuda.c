@@ -23,24 +23,56 @@
  *    exactly one whole mapping; cuMemMap needs offset 0 and unmapped
  *    address space; cuMemAddressFree needs nothing mapped;
  *  - cuModuleGetFunction finds a kernel only if the module image holds
- *    its PTX entry (the plugin's fatbins are built uncompressed).
+ *    its PTX entry (the plugin's fatbins are built uncompressed), and
+ *    only if the stand-in can emulate it: otherwise CUDA_ERROR_NOT_FOUND
+ *    and a line on stderr, never a silent no-op; cuLaunchKernel takes
+ *    only functions of a loaded module (CUDA_ERROR_INVALID_HANDLE);
+ *  - cuDeviceGetAttribute answers the attributes the plugin reads, with
+ *    an H200's values (sm_90, 132 SMs, 227 KiB opt-in shared memory),
+ *    and refuses any other with CUDA_ERROR_INVALID_VALUE;
+ *  - a stream belongs to the context it was created in: work queued on
+ *    it while another context is current fails with
+ *    CUDA_ERROR_INVALID_HANDLE, and once its context is destroyed (the
+ *    last cuDevicePrimaryCtxRelease) every use fails with
+ *    CUDA_ERROR_INVALID_CONTEXT;
+ *  - cuMemAllocAsync memory is valid on its stream after the allocation,
+ *    on another stream only once the host saw that point done (a sync of
+ *    the stream, or of an event recorded after it), never after
+ *    cuMemFreeAsync, whose stream must in turn come after every other
+ *    stream's use; a use out of that order gets the sticky
+ *    CUDA_ERROR_ILLEGAL_ADDRESS (at the next sync) and a line on stderr;
+ *  - events time a fake clock that counts work (1 us an op plus 1 ns a
+ *    byte it moves), so timers are deterministic.
  *
  * Kernels are emulated on the host by name, with the catalogue's meaning
- * (wafer/plugin.h) and the element type the name says: every operation
- * of the cuda plugin, matmul as one naive loop for all variants. So the
- * plugin's host side — which function, which arguments, which grid — is
- * checked end to end by the backend-neutral tests; its device code is
- * not (that takes a GPU: dev/gpu-check.sh).
+ * (wafer/plugin.h) and the element type the name says, over the grid and
+ * block they are launched with, as the kernel sources map them (the
+ * table above find_emulator): grid-stride kernels cover every element
+ * from any grid; a matmul block computes its BM x BN tile of C for batch
+ * entry blockIdx.z, so a grid short of tiles leaves them unwritten; a
+ * layout kernel (_nn .. _tt) reads the transposes its name says and
+ * faults on misaligned rows; strided.cu's 32-bit twins index in 32 bits.
+ * A block past a kernel's __launch_bounds__ fails with
+ * CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, one of a shape the kernel is not
+ * written for with CUDA_ERROR_INVALID_VALUE. So the plugin's host side —
+ * which function, which arguments, which grid and block — is checked
+ * by the backend-neutral tests; its device code is not (that takes a
+ * GPU: dev/gpu-check.sh), and matmul is one exact loop for every
+ * variant, whatever its tile size or arithmetic.
  *
  * Knobs (environment, read when used): FAKECUDA_VERSION (13000),
  * FAKECUDA_INIT (a CUresult for cuInit), FAKECUDA_MISSING (a symbol
  * cuGetProcAddress does not find), FAKECUDA_DEVICES (1), FAKECUDA_ARCH
  * (90), FAKECUDA_MEMORY (1 GiB), FAKECUDA_NO_VMM, FAKECUDA_NO_POOLS,
- * FAKECUDA_DELAY_US. fakecuda_stats() and fakecuda_reset() are for tests
- * that dlopen this library themselves. */
+ * FAKECUDA_NO_PINNED, FAKECUDA_DELAY_US. fakecuda_stats() and
+ * fakecuda_reset() are for tests that dlopen this library themselves;
+ * fakecuda.h numbers what they check when they call entry points
+ * directly. */
 #include "build-config.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -62,6 +94,35 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* fakecuda.h's numbers are <cuda.h>'s. */
+_Static_assert(FAKECUDA_ERROR_INVALID_VALUE == CUDA_ERROR_INVALID_VALUE &&
+		       FAKECUDA_ERROR_INVALID_CONTEXT ==
+			       CUDA_ERROR_INVALID_CONTEXT &&
+		       FAKECUDA_ERROR_INVALID_HANDLE == CUDA_ERROR_INVALID_HANDLE &&
+		       FAKECUDA_ERROR_NOT_FOUND == CUDA_ERROR_NOT_FOUND &&
+		       FAKECUDA_ERROR_ILLEGAL_ADDRESS ==
+			       CUDA_ERROR_ILLEGAL_ADDRESS &&
+		       FAKECUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ==
+			       CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES &&
+		       FAKECUDA_ERROR_MISALIGNED_ADDRESS ==
+			       CUDA_ERROR_MISALIGNED_ADDRESS,
+	       "fakecuda.h's CUresults");
+_Static_assert(FAKECUDA_ATTR_MAX_BLOCK_DIM_X ==
+			       CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X &&
+		       FAKECUDA_ATTR_MULTIPROCESSOR_COUNT ==
+			       CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT &&
+		       FAKECUDA_ATTR_COMPUTE_CAPABILITY_MAJOR ==
+			       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR &&
+		       FAKECUDA_ATTR_COMPUTE_CAPABILITY_MINOR ==
+			       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR &&
+		       FAKECUDA_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN ==
+			       CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN &&
+		       FAKECUDA_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED ==
+			       CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED &&
+		       FAKECUDA_ATTR_MEMORY_POOLS_SUPPORTED ==
+			       CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+	       "fakecuda.h's device attributes");
+
 /*===----------------------------------------------------------------------===
  * Global state
  *===----------------------------------------------------------------------===*/
@@ -77,6 +138,19 @@ struct region {
 	uintptr_t base;
 	size_t size;
 	int accessible;           /* REGION_MAPPED: cuMemSetAccess done */
+	/* REGION_ALLOC from cuMemAllocAsync: valid on |owner| after op
+	 * |alloc_seq| of it, and on other streams only once the host saw
+	 * that point done (owner then NULL); |free_pending| from
+	 * cuMemFreeAsync on, until the free runs. */
+	struct CUstream_st *owner;
+	uint64_t alloc_seq;
+	int free_pending;
+	/* The latest use by each of a few streams (op numbers there): a
+	 * free on another stream must come after the host saw them done. */
+	struct {
+		const struct CUstream_st *stream;
+		uint64_t seq;
+	} users[4];
 	struct fake_handle *handle; /* REGION_MAPPED */
 	void *block;              /* REGION_ALLOC/PINNED: what to free */
 };
@@ -99,8 +173,12 @@ static int initialised;
 
 static _Thread_local CUcontext current;
 
+/* A device's primary context: alive while retained; each life is a new
+ * generation, so streams of an earlier one are recognisably stale. */
 struct CUctx_st {
 	int ordinal;
+	int refs, alive;
+	unsigned generation;
 };
 static struct CUctx_st contexts[8];
 
@@ -207,6 +285,7 @@ struct op {
 	void *owned;
 	/* OP_KERNEL */
 	const struct fake_kernel *kernel;
+	uint64_t cost; /* bytes its bindings span, for the fake clock */
 	uintptr_t ptr[4];
 	unsigned char params[512]; /* the largest block, with room */
 	unsigned grid[3], block[3];
@@ -220,15 +299,30 @@ struct op {
 struct CUstream_st {
 	pthread_t thread;
 	struct op *head, *tail;
+	struct op *running;
 	int busy, stop;
 	uint64_t issued, done;
+	/* The context it was created in, and that context's life. */
+	struct CUctx_st *ctx;
+	unsigned generation;
+	int dead; /* its context was destroyed: the thread is gone */
+	uint64_t seen; /* the host saw its ops up to this one done */
+	struct CUstream_st *next; /* every stream not yet destroyed */
 };
+
+static struct CUstream_st *streams;
 
 struct CUevent_st {
 	unsigned flags;
 	uint64_t recorded, completed;
-	struct timespec when;
+	uint64_t when; /* the fake clock at its latest record */
+	/* The latest record: on which stream, as its op number there. */
+	struct CUstream_st *stream;
+	uint64_t stream_seq;
+	struct CUevent_st *next; /* every event not yet destroyed */
 };
+
+static struct CUevent_st *events;
 
 static void delay(void)
 {
@@ -239,6 +333,11 @@ static void delay(void)
 }
 
 static void run_kernel(struct op *o);
+
+/* What events time: a fake clock in nanoseconds that each op advances by
+ * 1 us plus 1 ns a byte it moves (a kernel: a byte its bindings span), so
+ * timers measure work, the same on every run, whatever the host's load. */
+static uint64_t clock_ns;
 
 /* Runs |o| (L not held), then reports it done. */
 static void run_op(struct op *o)
@@ -259,8 +358,9 @@ static void run_op(struct op *o)
 		run_kernel(o);
 
 	pthread_mutex_lock(&L);
+	clock_ns += 1000 + (o->kind == OP_COPY ? o->n : o->cost);
 	if (o->kind == OP_EVENT) {
-		clock_gettime(CLOCK_MONOTONIC, &o->event->when);
+		o->event->when = clock_ns;
 		if (o->gseq > o->event->completed)
 			o->event->completed = o->gseq;
 	}
@@ -291,10 +391,12 @@ static void *stream_main(void *arg)
 		if (!s->head)
 			s->tail = NULL;
 		s->busy = 1;
+		s->running = o;
 		pthread_mutex_unlock(&L);
 		run_op(o);
-		free(o);
 		pthread_mutex_lock(&L);
+		s->running = NULL;
+		free(o);
 		s->busy = 0;
 		s->done++;
 		pthread_cond_broadcast(&C);
@@ -328,6 +430,104 @@ static void wait_stream(struct CUstream_st *s, uint64_t seq)
 }
 
 /*===----------------------------------------------------------------------===
+ * Stream-ordered memory
+ *
+ * cuMemAllocAsync memory may be used on its stream after the allocation,
+ * and on another stream only once that stream is ordered after it; here,
+ * once the host saw the allocating stream pass the allocation
+ * (cuStreamSynchronize, or an event recorded after it completing). After
+ * cuMemFreeAsync nothing may use it, and the free must come after every
+ * use on other streams. A use that breaks this gets the sticky
+ * CUDA_ERROR_ILLEGAL_ADDRESS (reported by the next call, a sync at the
+ * latest) and a line on stderr: on a GPU it is a race that corrupts
+ * memory now and then.
+ *===----------------------------------------------------------------------===*/
+
+/* The context gets the sticky |error|, and stderr says why. L held. */
+static void fault(CUresult error, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+static void fault(CUresult error, const char *format, ...)
+{
+	va_list ap;
+
+	fputs("fakecuda: ", stderr);
+	va_start(ap, format);
+	vfprintf(stderr, format, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (sticky == CUDA_SUCCESS)
+		sticky = error;
+}
+
+static struct region *region_at(enum region_kind kind, uintptr_t p);
+
+/* The first use by a stream other than |s| that the host has not seen
+ * done, or NULL. L held. */
+static const struct CUstream_st *unordered_user(const struct CUstream_st *s,
+						const struct region *r)
+{
+	for (int i = 0; i < 4; i++)
+		if (r->users[i].stream && r->users[i].stream != s &&
+		    r->users[i].seq > r->users[i].stream->seen)
+			return r->users[i].stream;
+	return NULL;
+}
+
+/* Notes that the next op of |s| uses |r|. L held. */
+static void note_use(const struct CUstream_st *s, struct region *r)
+{
+	int at = -1;
+
+	for (int i = 0; i < 4 && at < 0; i++)
+		if (r->users[i].stream == s)
+			at = i;
+	/* Else a free slot, or one whose use the host saw done. */
+	for (int i = 0; i < 4 && at < 0; i++)
+		if (!r->users[i].stream ||
+		    r->users[i].seq <= r->users[i].stream->seen)
+			at = i;
+	if (at < 0)
+		at = 0; /* more streams than slots: check fewer */
+	r->users[at].stream = s;
+	r->users[at].seq = s->issued + 1;
+}
+
+/* Whether |s| may use device address |p| now (an op being queued). L
+ * held. */
+static int use_ok(const struct CUstream_st *s, uintptr_t p, const char *what)
+{
+	struct region *r = region_at(REGION_ALLOC, p);
+
+	if (!r)
+		return 1;
+	if (r->free_pending) {
+		fault(CUDA_ERROR_ILLEGAL_ADDRESS, "%s of 0x%" PRIxPTR " on "
+		      "stream %p after cuMemFreeAsync", what, p, (void *)s);
+		return 0;
+	}
+	if (r->owner && r->owner != s) {
+		fault(CUDA_ERROR_ILLEGAL_ADDRESS, "%s of 0x%" PRIxPTR " on "
+		      "stream %p, allocated by cuMemAllocAsync on stream %p "
+		      "with nothing ordering the two", what, p, (void *)s,
+		      (void *)r->owner);
+		return 0;
+	}
+	note_use(s, r);
+	return 1;
+}
+
+/* The host saw op |seq| of |s| done: its allocations up to there are
+ * valid on every stream. L held. */
+static void ordered_after(struct CUstream_st *s, uint64_t seq)
+{
+	if (seq > s->seen)
+		s->seen = seq;
+	for (size_t i = 0; i < region_count; i++)
+		if (regions[i].owner == s && regions[i].alloc_seq <= seq)
+			regions[i].owner = NULL;
+}
+
+/*===----------------------------------------------------------------------===
  * Error names
  *===----------------------------------------------------------------------===*/
 
@@ -357,6 +557,11 @@ static const struct {
 	 "operation not supported"},
 	{CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE",
 	 "device kernel image is invalid"},
+	{CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+	 "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+	 "too many resources requested for launch"},
+	{CUDA_ERROR_MISALIGNED_ADDRESS, "CUDA_ERROR_MISALIGNED_ADDRESS",
+	 "misaligned address"},
 };
 
 static CUresult fake_cuGetErrorName(CUresult error, const char **out)
@@ -397,9 +602,23 @@ static CUresult need_context(void)
 {
 	if (!initialised)
 		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!current)
+	if (!current || !current->alive)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	return sticky;
+}
+
+/* Whether work may go on |s| now: its context must be alive (else
+ * CUDA_ERROR_INVALID_CONTEXT) and current (else the handle is not one of
+ * this context's: CUDA_ERROR_INVALID_HANDLE). */
+static CUresult stream_usable(const struct CUstream_st *s)
+{
+	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (s->dead || !s->ctx->alive || s->ctx->generation != s->generation)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (s->ctx != current)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuInit(unsigned flags)
@@ -447,6 +666,9 @@ static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
+/* The attributes the plugin reads (plugins/cuda/plugin.c), as an H200
+ * (sm_90) answers them; FAKECUDA_ARCH, FAKECUDA_NO_VMM and
+ * FAKECUDA_NO_POOLS play older or smaller GPUs. */
 static CUresult fake_cuDeviceGetAttribute(int *value, CUdevice_attribute a,
 					  CUdevice dev)
 {
@@ -462,10 +684,16 @@ static CUresult fake_cuDeviceGetAttribute(int *value, CUdevice_attribute a,
 		*value = (int)(arch % 10);
 		break;
 	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-		*value = 4;
+		*value = 132;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
 		*value = 227 << 10;
+		break;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+		*value = 1024;
+		break;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+		*value = 32;
 		break;
 	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
 		*value = !getenv("FAKECUDA_NO_VMM");
@@ -474,8 +702,12 @@ static CUresult fake_cuDeviceGetAttribute(int *value, CUdevice_attribute a,
 		*value = !getenv("FAKECUDA_NO_POOLS");
 		break;
 	default:
-		*value = 0;
-		break;
+		/* Not one the stand-in knows (the driver would answer every
+		 * valid one): a plugin reading a new attribute must teach
+		 * the stand-in its H200 value first. */
+		fprintf(stderr, "fakecuda: cuDeviceGetAttribute(%d): not "
+			"modelled\n", (int)a);
+		return CUDA_ERROR_INVALID_VALUE;
 	}
 	return CUDA_SUCCESS;
 }
@@ -486,8 +718,48 @@ static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (dev < 0 || dev >= device_count())
 		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&L);
 	contexts[dev].ordinal = dev;
+	if (!contexts[dev].alive) {
+		contexts[dev].alive = 1;
+		contexts[dev].generation++;
+	}
+	contexts[dev].refs++;
+	pthread_mutex_unlock(&L);
 	*ctx = &contexts[dev];
+	return CUDA_SUCCESS;
+}
+
+static void stop_stream(struct CUstream_st *s);
+
+/* The last release destroys the context, and with it its streams: their
+ * work is finished, their threads end, and their handles become stale. */
+static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+	struct CUctx_st *ctx = &contexts[dev];
+
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (dev < 0 || dev >= device_count())
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&L);
+	if (!ctx->alive) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	if (--ctx->refs > 0) {
+		pthread_mutex_unlock(&L);
+		return CUDA_SUCCESS;
+	}
+	ctx->alive = 0;
+	for (struct CUstream_st *t = streams; t; t = t->next)
+		if (t->ctx == ctx && !t->dead) {
+			t->dead = 1;
+			pthread_mutex_unlock(&L);
+			stop_stream(t);
+			pthread_mutex_lock(&L);
+		}
+	pthread_mutex_unlock(&L);
 	return CUDA_SUCCESS;
 }
 
@@ -519,8 +791,21 @@ struct fake_kernel {
 	int dtype;          /* T_*: every binding's, or a cast's source */
 	int dtype_out;      /* a cast's target */
 	int op;             /* which unary, binary or reduction */
+	/* The launch shape the kernel is written for (see shapes below):
+	 * at most |threads| a block (its __launch_bounds__), exactly that
+	 * many when |exact|; a matmul's tile of C per block; a layout
+	 * kernel's transposes (-1: it reads p.trans_a/b); 32-bit indices. */
+	unsigned threads;
+	int exact;
+	unsigned tile_m, tile_n;
+	int layout_ta, layout_tb;
+	int narrow;
+	struct CUmod_st *module;
+	uint32_t magic; /* KERNEL_MAGIC while its module is loaded */
 	fakecuda_program_fn *program; /* a program's (fakecuda_program.c) */
 };
+
+#define KERNEL_MAGIC 0x6b65726eu
 
 struct CUmod_st {
 	const char *image;
@@ -594,8 +879,10 @@ static CUresult fake_cuModuleUnload(CUmodule module)
 
 	if (r && r != sticky)
 		return r;
-	for (int i = 0; i < module->kernel_count; i++)
+	for (int i = 0; i < module->kernel_count; i++) {
+		module->kernels[i]->magic = 0;
 		free(module->kernels[i]);
+	}
 	free(module->owned);
 	free(module);
 	return CUDA_SUCCESS;
@@ -663,57 +950,131 @@ static void set_run(struct fake_kernel *k, emulator_fn run, int pointers,
 	k->params_size = params_size;
 }
 
-/* Fills in how |k| (named already) is emulated; kernels not emulated
- * (none of the plugin's, today) run as no-ops. */
-static void find_emulator(struct fake_kernel *k)
+/* The matmul variants of plugins/cuda/kernels/matmul.cu: the tile of C
+ * each block computes (grid = n tiles x m tiles x batch), and whether the
+ * variant is one kernel per layout (_nn, _nt, _tn, _tt), which ignores
+ * p.trans_a/b and reads 16-byte vectors along every stored row. Keep in
+ * step with matmul.cu's TILED/REG/WARP/WMMA lines. */
+static const struct {
+	const char *variant;
+	unsigned tile_m, tile_n;
+	int layouts;
+} matmul_variants[] = {
+	{"tile64", 64, 64, 0},       {"tile128", 128, 128, 0},
+	{"reg128", 128, 128, 1},     {"reg128k16", 128, 128, 1},
+	{"reg128x64", 128, 64, 1},   {"warp128", 128, 128, 1},
+	{"warp128x256", 128, 256, 1}, {"tf32", 128, 128, 0},
+	{"wmma", 128, 128, 0},
+};
+
+/* The launch shapes, from the kernel sources (every kernel of
+ * elementwise.cu, strided.cu, reduce.cu and matmul.cu is
+ * __launch_bounds__(256)):
+ *
+ *   noop                      no bounds: up to the device's 1024 threads.
+ *   elementwise, strided,     grid-stride loops over blockIdx.x *
+ *   copy_strided, cast        blockDim.x + threadIdx.x: any grid x and
+ *                             block x <= 256 cover every element.
+ *   reduce_*, softmax         a block per row, striding over rows by
+ *                             gridDim.x: any grid x covers every row; the
+ *                             block must be exactly 256 (the column loop
+ *                             strides by 256, block_reduce has 8 warps).
+ *   matmul_*                  block (x, y, z) computes C's tile rows
+ *                             [y * BM, y * BM + BM), columns [x * BN, x *
+ *                             BN + BN) of batch entry z; exactly 256.
+ *
+ * All are 1-D blocks (y = z = 1). A block above the bounds fails with
+ * CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, as the driver fails it; a shape a
+ * kernel is not written for (2-D blocks, fewer threads than an exact
+ * kernel needs) with CUDA_ERROR_INVALID_VALUE and a line on stderr: the
+ * driver would launch it and the kernel compute garbage. */
+static void set_shape(struct fake_kernel *k, unsigned threads, int exact)
+{
+	k->threads = threads;
+	k->exact = exact;
+}
+
+/* Fills in how |k| (named already) is emulated and launched; 0 if the
+ * stand-in has no emulation for it. */
+static int find_emulator(struct fake_kernel *k)
 {
 	const char *name = k->name;
 	char prefix[64];
 
-	k->run = emulate_noop;
+	k->layout_ta = k->layout_tb = -1;
+	set_shape(k, 256, 0);
+	/* A program's kernel takes any block; its emulation walks it. */
 	if ((k->program = fakecuda_program_emulator(name, &k->pointers,
 						    &k->params_size))) {
 		k->run = emulate_program;
-		return;
+		set_shape(k, 1024, 0);
+		return 1;
 	}
 	if (strncmp(name, "wafer_", 6) != 0)
-		return;
+		return 0;
 	name += 6;
-	if (strcmp(name, "noop") == 0)
-		return;
+	k->narrow = strstr(name, "strided_") && !strstr(name, "_i64");
+	if (strcmp(name, "noop") == 0) {
+		set_shape(k, 1024, 0);
+		k->run = emulate_noop;
+		return 1;
+	}
 	if (strncmp(name, "matmul_", 7) == 0) {
-		char dt[8] = "";
-		sscanf(name + 7, "%7[a-z0-9]", dt);
+		char dt[8] = "", variant[32] = "", layout[4] = "";
+		if (sscanf(name + 7, "%7[a-z0-9]_%31[a-z0-9]_%3[a-z]", dt,
+			   variant, layout) < 2)
+			return 0;
 		k->dtype = suffix_dtype(dt);
-		if (k->dtype >= 0)
+		if (k->dtype < 0)
+			return 0;
+		for (size_t i = 0;
+		     i < sizeof matmul_variants / sizeof matmul_variants[0];
+		     i++) {
+			if (strcmp(variant, matmul_variants[i].variant) != 0)
+				continue;
+			if (matmul_variants[i].layouts) {
+				if (strlen(layout) != 2 ||
+				    !strchr("nt", layout[0]) ||
+				    !strchr("nt", layout[1]))
+					return 0;
+				k->layout_ta = layout[0] == 't';
+				k->layout_tb = layout[1] == 't';
+			} else if (layout[0]) {
+				return 0;
+			}
+			k->tile_m = matmul_variants[i].tile_m;
+			k->tile_n = matmul_variants[i].tile_n;
 			set_run(k, emulate_matmul, 3,
 				sizeof(struct cuda_matmul_args));
-		return;
+			set_shape(k, 256, 1);
+			return 1;
+		}
+		return 0;
 	}
 	if (strncmp(name, "cast_", 5) == 0) {
 		char from[8] = "", to[8] = "";
-		if (sscanf(name + 5, "%7[a-z0-9]_%7[a-z0-9]", from, to) == 2) {
-			k->dtype = suffix_dtype(from);
-			k->dtype_out = suffix_dtype(to);
-			if (k->dtype >= 0 && k->dtype_out >= 0)
-				set_run(k, emulate_cast, 2,
-					sizeof(struct wafer_cast_params));
-		}
-		return;
+		if (sscanf(name + 5, "%7[a-z0-9]_%7[a-z0-9]", from, to) != 2)
+			return 0;
+		k->dtype = suffix_dtype(from);
+		k->dtype_out = suffix_dtype(to);
+		if (k->dtype < 0 || k->dtype_out < 0)
+			return 0;
+		set_run(k, emulate_cast, 2, sizeof(struct wafer_cast_params));
+		return 1;
 	}
 	if (named(k, name, "copy_strided_")) {
 		set_run(k, emulate_gather, 2,
 			sizeof(struct wafer_strided_copy_params));
-		return;
+		return 1;
 	}
 	if (named(k, name, "fill_")) {
 		set_run(k, emulate_fill, 1, sizeof(struct wafer_fill_params));
-		return;
+		return 1;
 	}
 	if (named(k, name, "copy_")) {
 		set_run(k, emulate_copy, 2,
 			sizeof(struct wafer_elementwise_params));
-		return;
+		return 1;
 	}
 	for (int i = 0; i < 4; i++) {
 		snprintf(prefix, sizeof prefix, "%s_", rows_names[i]);
@@ -721,7 +1082,8 @@ static void find_emulator(struct fake_kernel *k)
 			k->op = i;
 			set_run(k, emulate_rows, 2,
 				sizeof(struct wafer_rows_params));
-			return;
+			set_shape(k, 256, 1);
+			return 1;
 		}
 	}
 	for (int i = 0; i < 9; i++) {
@@ -730,7 +1092,7 @@ static void find_emulator(struct fake_kernel *k)
 			k->op = i;
 			set_run(k, emulate_unary, 2,
 				sizeof(struct wafer_elementwise_params));
-			return;
+			return 1;
 		}
 	}
 	for (int i = 0; i < 6; i++) {
@@ -739,21 +1101,22 @@ static void find_emulator(struct fake_kernel *k)
 		if (named(k, name, prefix)) {
 			set_run(k, emulate_scalar, 2,
 				sizeof(struct wafer_scalar_params));
-			return;
+			return 1;
 		}
 		snprintf(prefix, sizeof prefix, "%s_strided_", binary_names[i]);
 		if (named(k, name, prefix)) {
 			set_run(k, emulate_strided, 3,
 				sizeof(struct wafer_binary_strided_params));
-			return;
+			return 1;
 		}
 		snprintf(prefix, sizeof prefix, "%s_", binary_names[i]);
 		if (named(k, name, prefix)) {
 			set_run(k, emulate_binary, 3,
 				sizeof(struct wafer_elementwise_params));
-			return;
+			return 1;
 		}
 	}
+	return 0;
 }
 
 static CUresult fake_cuModuleGetFunction(CUfunction *fn, CUmodule module,
@@ -777,7 +1140,16 @@ static CUresult fake_cuModuleGetFunction(CUfunction *fn, CUmodule module,
 	if (!k)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	snprintf(k->name, sizeof k->name, "%s", name);
-	find_emulator(k);
+	k->module = module;
+	/* The driver finds the name; the stand-in cannot run it. Running
+	 * it as a no-op would pass tests that a GPU fails. */
+	if (!find_emulator(k)) {
+		fprintf(stderr, "fakecuda: cuModuleGetFunction(%s): the "
+			"stand-in has no emulation for this kernel\n", name);
+		free(k);
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	k->magic = KERNEL_MAGIC;
 	module->kernels[module->kernel_count++] = k;
 	*fn = (CUfunction)k;
 	return CUDA_SUCCESS;
@@ -800,12 +1172,31 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
 
 	if (r)
 		return r;
-	if (!k || !stream || extra)
+	if (!k || k->magic != KERNEL_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!stream || extra)
 		return CUDA_ERROR_INVALID_VALUE;
+	r = stream_usable(stream);
+	if (r)
+		return r;
 	if (!gx || !gy || !gz || gx > 0x7fffffffu || gy > 65535 ||
-	    gz > 65535 || !bx || !by || !bz || bx * by * bz > 1024 ||
-	    smem > 48 * 1024)
+	    gz > 65535 || !bx || !by || !bz || bx > 1024 || by > 1024 ||
+	    bz > 64 || (uint64_t)bx * by * bz > 1024 || smem > 48 * 1024)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* The kernel's own bounds (the shapes above). */
+	if ((uint64_t)bx * by * bz > k->threads) {
+		fprintf(stderr, "fakecuda: cuLaunchKernel(%s): block %ux%ux%u "
+			"is more than its __launch_bounds__(%u)\n", k->name,
+			bx, by, bz, k->threads);
+		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+	}
+	if (!k->program &&
+	    (by != 1 || bz != 1 || (k->exact && bx != k->threads))) {
+		fprintf(stderr, "fakecuda: cuLaunchKernel(%s): block %ux%ux%u, "
+			"but the kernel is written for %s%ux1x1\n", k->name,
+			bx, by, bz, k->exact ? "" : "at most ", k->threads);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
 	if ((k->pointers || k->params_size) && !params)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (k->params_size > sizeof o->params)
@@ -827,6 +1218,8 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
 	if (k->params_size)
 		memcpy(o->params, params[k->pointers], k->params_size);
 	pthread_mutex_lock(&L);
+	for (int i = 0; i < k->pointers; i++)
+		use_ok(stream, o->ptr[i], k->name);
 	stats.launches++;
 	push_op(stream, o);
 	pthread_mutex_unlock(&L);
@@ -888,8 +1281,9 @@ static uint64_t first_u64(const struct op *o)
 
 /* Checks that pointer |i| holds |bytes|; on failure the context gets the
  * sticky illegal-address error. */
-static int range_ok(const struct op *o, int i, uint64_t bytes)
+static int range_ok(struct op *o, int i, uint64_t bytes)
 {
+	o->cost += bytes;
 	pthread_mutex_lock(&L);
 	int ok = device_range_ok(o->ptr[i], bytes);
 	if (!ok && sticky == CUDA_SUCCESS)
@@ -898,7 +1292,7 @@ static int range_ok(const struct op *o, int i, uint64_t bytes)
 	return ok;
 }
 
-static int kernel_ranges_ok(const struct op *o, int count, uint64_t bytes)
+static int kernel_ranges_ok(struct op *o, int count, uint64_t bytes)
 {
 	for (int i = 0; i < count; i++)
 		if (!range_ok(o, i, bytes))
@@ -1040,14 +1434,21 @@ static void emulate_scalar(struct op *o)
 	}
 }
 
-/* Element |i| of a row-major |shape| at |offset| + sum index * stride. */
+/* Element |i| of a row-major |shape| at |offset| + sum index * stride.
+ * A |narrow| kernel (strided.cu's 32-bit twins) does it all in uint32_t,
+ * wrapping as the GPU would if the plugin picked it for too large a view. */
 static uint64_t strided_index(uint32_t rank, const uint64_t *shape,
 			      const uint64_t *strides, uint64_t offset,
-			      uint64_t i)
+			      uint64_t i, int narrow)
 {
+	uint64_t mask = narrow ? UINT32_MAX : UINT64_MAX;
+
+	offset &= mask;
+	i &= mask;
 	for (uint32_t d = rank; d-- > 0;) {
-		offset += (i % shape[d]) * strides[d];
-		i /= shape[d];
+		uint64_t extent = shape[d] & mask;
+		offset = (offset + (i % extent) * (strides[d] & mask)) & mask;
+		i /= extent;
 	}
 	return offset;
 }
@@ -1060,12 +1461,14 @@ static uint64_t reach(uint32_t rank, const uint64_t *shape,
 	return offset + 1;
 }
 
-static uint64_t product(uint32_t rank, const uint64_t *shape)
+/* Elements of |shape|: the count a kernel loops to, in 32 bits for a
+ * narrow one. */
+static uint64_t product(uint32_t rank, const uint64_t *shape, int narrow)
 {
 	uint64_t n = 1;
 	for (uint32_t d = 0; d < rank; d++)
 		n *= shape[d];
-	return n;
+	return narrow ? (uint32_t)n : n;
 }
 
 static void emulate_strided(struct op *o)
@@ -1075,7 +1478,7 @@ static void emulate_strided(struct op *o)
 	size_t es = size_of(k->dtype);
 
 	memcpy(&p, o->params, sizeof p);
-	uint64_t n = product(p.rank, p.shape);
+	uint64_t n = product(p.rank, p.shape, k->narrow);
 	if (!range_ok(o, 0, n * es) ||
 	    !range_ok(o, 1, reach(p.rank, p.shape, p.a_strides, p.a_offset) * es) ||
 	    !range_ok(o, 2, reach(p.rank, p.shape, p.b_strides, p.b_offset) * es))
@@ -1083,10 +1486,10 @@ static void emulate_strided(struct op *o)
 	for (uint64_t i = 0; i < n; i++) {
 		float a = load_as(k->dtype, (const void *)o->ptr[1],
 				  strided_index(p.rank, p.shape, p.a_strides,
-						p.a_offset, i));
+						p.a_offset, i, k->narrow));
 		float b = load_as(k->dtype, (const void *)o->ptr[2],
 				  strided_index(p.rank, p.shape, p.b_strides,
-						p.b_offset, i));
+						p.b_offset, i, k->narrow));
 		store_as(k->dtype, (void *)o->ptr[0], i, binary_op(k->op, a, b));
 	}
 }
@@ -1097,7 +1500,7 @@ static void emulate_gather(struct op *o)
 	size_t es = size_of(o->kernel->dtype);
 
 	memcpy(&p, o->params, sizeof p);
-	uint64_t n = product(p.rank, p.shape);
+	uint64_t n = product(p.rank, p.shape, o->kernel->narrow);
 	if (!range_ok(o, 0, n * es) ||
 	    !range_ok(o, 1, reach(p.rank, p.shape, p.strides, p.offset) * es))
 		return;
@@ -1105,7 +1508,8 @@ static void emulate_gather(struct op *o)
 		memcpy((char *)o->ptr[0] + i * es,
 		       (const char *)o->ptr[1] +
 			       strided_index(p.rank, p.shape, p.strides,
-					     p.offset, i) * es,
+					     p.offset, i, o->kernel->narrow) *
+				       es,
 		       es);
 }
 
@@ -1176,7 +1580,13 @@ static uint64_t extent(uint64_t rows, uint64_t cols, uint64_t ld)
 	return (rows - 1) * ld + cols;
 }
 
-/* Batch entries blockIdx.z = 0 .. grid z - 1; rows m of this launch. */
+/* Runs the launch's grid as matmul.cu does: block (x, y, z) computes the
+ * tile rows [y * BM, y * BM + BM) and columns [x * BN, x * BN + BN) of C,
+ * clipped to m x n, for batch entry z. What no block covers stays
+ * unwritten, as on the GPU. A layout kernel (_nn .. _tt) reads the
+ * transposes its name says, whatever p.trans_a/b hold, in 16-byte
+ * vectors: rows or batch strides off a multiple of 4 elements, or an
+ * operand not aligned to 4 elements, give CUDA_ERROR_MISALIGNED_ADDRESS. */
 static void emulate_matmul(struct op *o)
 {
 	const struct fake_kernel *k = o->kernel;
@@ -1184,39 +1594,59 @@ static void emulate_matmul(struct op *o)
 	size_t es = size_of(k->dtype);
 
 	memcpy(&p, o->params, sizeof p);
+	int ta = k->layout_ta >= 0 ? k->layout_ta : p.trans_a != 0;
+	int tb = k->layout_tb >= 0 ? k->layout_tb : p.trans_b != 0;
 	uint64_t batch = o->grid[2];
-	uint64_t ea = p.trans_a ? extent(p.k, p.m, p.lda)
-				: extent(p.m, p.k, p.lda);
-	uint64_t eb = p.trans_b ? extent(p.n, p.k, p.ldb)
-				: extent(p.k, p.n, p.ldb);
+	uint64_t ea = ta ? extent(p.k, p.m, p.lda) : extent(p.m, p.k, p.lda);
+	uint64_t eb = tb ? extent(p.n, p.k, p.ldb) : extent(p.k, p.n, p.ldb);
 	uint64_t ec = extent(p.m, p.n, p.ldc);
-	int ok = 1;
+	CUresult bad = CUDA_SUCCESS;
+
+	o->cost = batch * es * (ea + eb + ec);
+
+	if (k->layout_ta >= 0 &&
+	    (p.lda % 4 || p.ldb % 4 || o->ptr[1] % (4 * es) ||
+	     o->ptr[2] % (4 * es) ||
+	     (batch > 1 && (p.stride_a % 4 || p.stride_b % 4))))
+		bad = CUDA_ERROR_MISALIGNED_ADDRESS;
 	pthread_mutex_lock(&L);
-	for (uint64_t t = 0; t < batch && ok; t++)
-		ok = device_range_ok(o->ptr[0] + es * t * p.stride_c, es * ec) &&
-		     device_range_ok(o->ptr[1] + es * t * p.stride_a, es * ea) &&
-		     device_range_ok(o->ptr[2] + es * t * p.stride_b, es * eb);
-	if (!ok && sticky == CUDA_SUCCESS)
-		sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+	for (uint64_t t = 0; t < batch && !bad && p.m && p.n; t++)
+		if (!device_range_ok(o->ptr[0] + es * t * p.stride_c, es * ec) ||
+		    (p.k && (!device_range_ok(o->ptr[1] + es * t * p.stride_a,
+					      es * ea) ||
+			     !device_range_ok(o->ptr[2] + es * t * p.stride_b,
+					      es * eb))))
+			bad = CUDA_ERROR_ILLEGAL_ADDRESS;
+	if (bad && sticky == CUDA_SUCCESS) {
+		fprintf(stderr, "fakecuda: %s: %s\n", k->name,
+			bad == CUDA_ERROR_MISALIGNED_ADDRESS
+				? "misaligned operand or row stride"
+				: "an operand outside device memory");
+		sticky = bad;
+	}
 	pthread_mutex_unlock(&L);
-	if (!ok)
+	if (bad)
 		return;
 	for (uint64_t t = 0; t < batch; t++) {
 		void *c = (char *)o->ptr[0] + es * t * p.stride_c;
 		const void *a = (const char *)o->ptr[1] + es * t * p.stride_a;
 		const void *b = (const char *)o->ptr[2] + es * t * p.stride_b;
-		for (uint64_t i = 0; i < p.m; i++)
-			for (uint64_t j = 0; j < p.n; j++) {
-				double s = 0;
-				for (uint64_t l = 0; l < p.k; l++)
-					s += (double)load_as(k->dtype, a,
-							     p.trans_a ? l * p.lda + i
-								       : i * p.lda + l) *
-					     load_as(k->dtype, b,
-						     p.trans_b ? j * p.ldb + l
-							       : l * p.ldb + j);
-				store_as(k->dtype, c, i * p.ldc + j, (float)s);
-			}
+		for (uint64_t by = 0; by < o->grid[1]; by++)
+		for (uint64_t bx = 0; bx < o->grid[0]; bx++)
+		for (uint64_t i = by * k->tile_m;
+		     i < p.m && i < (by + 1) * k->tile_m; i++)
+		for (uint64_t j = bx * k->tile_n;
+		     j < p.n && j < (bx + 1) * k->tile_n; j++) {
+			double sum = 0;
+			for (uint64_t l = 0; l < p.k; l++)
+				sum += (double)load_as(k->dtype, a,
+						       ta ? l * p.lda + i
+							  : i * p.lda + l) *
+				       load_as(k->dtype, b,
+					       tb ? j * p.ldb + l
+						  : l * p.ldb + j);
+			store_as(k->dtype, c, i * p.ldc + j, (float)sum);
+		}
 	}
 }
 
@@ -1236,15 +1666,42 @@ static CUresult fake_cuStreamCreate(CUstream *out, unsigned flags)
 	s = calloc(1, sizeof *s);
 	if (!s)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	s->ctx = current;
+	s->generation = current->generation;
 	if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
 		free(s);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	pthread_mutex_lock(&L);
+	s->next = streams;
+	streams = s;
 	stats.streams_live++;
 	pthread_mutex_unlock(&L);
 	*out = s;
 	return CUDA_SUCCESS;
+}
+
+/* Runs what |s| holds, ends its thread; its allocations are then valid
+ * everywhere. L not held. */
+static void stop_stream(struct CUstream_st *s)
+{
+	pthread_mutex_lock(&L);
+	s->stop = 1;
+	stats.streams_live--;
+	pthread_cond_broadcast(&C);
+	pthread_mutex_unlock(&L);
+	pthread_join(s->thread, NULL);
+	pthread_mutex_lock(&L);
+	ordered_after(s, s->issued);
+	/* Its handle may be reused by the next stream. */
+	for (struct CUevent_st *e = events; e; e = e->next)
+		if (e->stream == s)
+			e->stream = NULL;
+	for (size_t i = 0; i < region_count; i++)
+		for (int u = 0; u < 4; u++)
+			if (regions[i].users[u].stream == s)
+				regions[i].users[u].stream = NULL;
+	pthread_mutex_unlock(&L);
 }
 
 static CUresult fake_cuStreamDestroy(CUstream s)
@@ -1255,13 +1712,19 @@ static CUresult fake_cuStreamDestroy(CUstream s)
 	if (!s)
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&L);
-	s->stop = 1;
-	stats.streams_live--;
-	pthread_cond_broadcast(&C);
+	for (struct CUstream_st **at = &streams; *at; at = &(*at)->next)
+		if (*at == s) {
+			*at = s->next;
+			break;
+		}
+	int dead = s->dead;
 	pthread_mutex_unlock(&L);
-	pthread_join(s->thread, NULL);
+	/* A stream of a destroyed context ended with it; the stale handle
+	 * is refused, and its memory given back here. */
+	if (!dead)
+		stop_stream(s);
 	free(s);
-	return CUDA_SUCCESS;
+	return dead ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
 }
 
 static CUresult fake_cuStreamSynchronize(CUstream s)
@@ -1272,8 +1735,14 @@ static CUresult fake_cuStreamSynchronize(CUstream s)
 		return r;
 	if (!s)
 		return CUDA_ERROR_INVALID_HANDLE;
+	/* Any context may wait for a stream; not for one whose context is
+	 * gone. */
+	if (s->dead || !s->ctx->alive || s->ctx->generation != s->generation)
+		return CUDA_ERROR_INVALID_CONTEXT;
 	pthread_mutex_lock(&L);
-	wait_stream(s, s->issued);
+	uint64_t upto = s->issued;
+	wait_stream(s, upto);
+	ordered_after(s, upto);
 	r = sticky;
 	stats.stream_syncs++;
 	pthread_mutex_unlock(&L);
@@ -1292,6 +1761,8 @@ static CUresult fake_cuEventCreate(CUevent *out, unsigned flags)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	e->flags = flags;
 	pthread_mutex_lock(&L);
+	e->next = events;
+	events = e;
 	stats.events_live++;
 	pthread_mutex_unlock(&L);
 	*out = e;
@@ -1306,6 +1777,11 @@ static CUresult fake_cuEventDestroy(CUevent e)
 	/* The driver defers the destruction of a pending event; so do we. */
 	while (e->completed < e->recorded)
 		pthread_cond_wait(&C, &L);
+	for (struct CUevent_st **at = &events; *at; at = &(*at)->next)
+		if (*at == e) {
+			*at = e->next;
+			break;
+		}
 	stats.events_live--;
 	pthread_mutex_unlock(&L);
 	free(e);
@@ -1319,8 +1795,11 @@ static CUresult fake_cuEventRecord(CUevent e, CUstream s)
 
 	if (r)
 		return r;
-	if (!e || !s)
+	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
+	r = stream_usable(s);
+	if (r)
+		return r;
 	o = calloc(1, sizeof *o);
 	if (!o)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1328,7 +1807,8 @@ static CUresult fake_cuEventRecord(CUevent e, CUstream s)
 	o->event = e;
 	pthread_mutex_lock(&L);
 	/* A record supersedes the event's earlier ones, on any stream. */
-	push_op(s, o);
+	e->stream_seq = push_op(s, o);
+	e->stream = s;
 	e->recorded = o->gseq;
 	pthread_mutex_unlock(&L);
 	return CUDA_SUCCESS;
@@ -1342,6 +1822,8 @@ static CUresult fake_cuEventQuery(CUevent e)
 		return r;
 	pthread_mutex_lock(&L);
 	r = e->completed >= e->recorded ? sticky : CUDA_ERROR_NOT_READY;
+	if (r == CUDA_SUCCESS && e->stream)
+		ordered_after(e->stream, e->stream_seq);
 	pthread_mutex_unlock(&L);
 	return r;
 }
@@ -1355,6 +1837,8 @@ static CUresult fake_cuEventSynchronize(CUevent e)
 	pthread_mutex_lock(&L);
 	while (e->completed < e->recorded)
 		pthread_cond_wait(&C, &L);
+	if (e->stream)
+		ordered_after(e->stream, e->stream_seq);
 	r = sticky;
 	stats.event_syncs++;
 	pthread_mutex_unlock(&L);
@@ -1375,8 +1859,7 @@ static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 		pthread_mutex_unlock(&L);
 		return CUDA_ERROR_NOT_READY;
 	}
-	*ms = (float)((double)(end->when.tv_sec - start->when.tv_sec) * 1e3 +
-		      (double)(end->when.tv_nsec - start->when.tv_nsec) / 1e6);
+	*ms = (float)(((double)end->when - (double)start->when) / 1e6);
 	pthread_mutex_unlock(&L);
 	return CUDA_SUCCESS;
 }
@@ -1446,7 +1929,7 @@ static CUresult fake_cuMemFree(CUdeviceptr ptr)
 		return r;
 	pthread_mutex_lock(&L);
 	struct region *reg = find_region(REGION_ALLOC, (uintptr_t)ptr);
-	if (!reg) {
+	if (!reg || reg->free_pending) {
 		pthread_mutex_unlock(&L);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -1467,9 +1950,15 @@ static CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size,
 		return r;
 	if (getenv("FAKECUDA_NO_POOLS"))
 		return CUDA_ERROR_NOT_SUPPORTED;
+	r = stream_usable(s);
+	if (r)
+		return r;
 	r = allocate(out, size);
 	if (r == CUDA_SUCCESS) {
 		pthread_mutex_lock(&L);
+		struct region *reg = find_region(REGION_ALLOC, (uintptr_t)*out);
+		reg->owner = s;
+		reg->alloc_seq = s->issued;
 		stats.async_allocs++;
 		pthread_mutex_unlock(&L);
 	}
@@ -1483,17 +1972,28 @@ static CUresult fake_cuMemFreeAsync(CUdeviceptr ptr, CUstream s)
 
 	if (r)
 		return r;
+	r = stream_usable(s);
+	if (r)
+		return r;
 	o = calloc(1, sizeof *o);
 	if (!o)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	o->kind = OP_FREE;
 	o->free_ptr = (uintptr_t)ptr;
 	pthread_mutex_lock(&L);
-	if (!find_region(REGION_ALLOC, (uintptr_t)ptr)) {
+	struct region *reg = find_region(REGION_ALLOC, (uintptr_t)ptr);
+	if (!reg || reg->free_pending) {
 		pthread_mutex_unlock(&L);
 		free(o);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+	const struct CUstream_st *other = unordered_user(s, reg);
+	if (use_ok(s, (uintptr_t)ptr, "cuMemFreeAsync") && other)
+		fault(CUDA_ERROR_ILLEGAL_ADDRESS, "cuMemFreeAsync of 0x%"
+		      PRIxPTR " on stream %p, used on stream %p with nothing "
+		      "ordering that use before the free", (uintptr_t)ptr,
+		      (void *)s, (void *)other);
+	reg->free_pending = 1;
 	stats.async_frees++;
 	push_op(s, o);
 	pthread_mutex_unlock(&L);
@@ -1549,8 +2049,9 @@ static CUresult copy(void *dst, const void *src, size_t n, CUstream s,
 
 	if (r)
 		return r;
-	if (!s)
-		return CUDA_ERROR_INVALID_HANDLE;
+	r = stream_usable(s);
+	if (r)
+		return r;
 	if (n == 0)
 		return CUDA_SUCCESS;
 	pthread_mutex_lock(&L);
@@ -1559,6 +2060,11 @@ static CUresult copy(void *dst, const void *src, size_t n, CUstream s,
 		pthread_mutex_unlock(&L);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+	/* Sticky on failure, like a kernel's bad access. */
+	if (dst_device)
+		use_ok(s, (uintptr_t)dst, "a copy into");
+	if (src_device)
+		use_ok(s, (uintptr_t)src, "a copy from");
 	int pinned = dst_device ? (src_device || is_pinned(src, n))
 				: is_pinned(dst, n);
 	pthread_mutex_unlock(&L);
@@ -1918,6 +2424,8 @@ static const struct {
 	{"cuDeviceTotalMem", (void *)fake_cuDeviceTotalMem},
 	ENTRY(cuDeviceGetAttribute),
 	ENTRY(cuDevicePrimaryCtxRetain),
+	{"cuDevicePrimaryCtxRelease",
+	 (void *)fake_cuDevicePrimaryCtxRelease},
 	ENTRY(cuCtxSetCurrent),
 	ENTRY(cuModuleLoadData),
 	ENTRY(cuModuleLoadDataEx),

@@ -27,4 +27,32 @@ struct fakecuda_stats {
 typedef void (*fakecuda_stats_fn)(struct fakecuda_stats *out);
 typedef void (*fakecuda_reset_fn)(void);
 
+/* For tests that call the stand-in's entry points themselves, through
+ * cuGetProcAddress_v2 (at version 12000), without <cuda.h>: the CUresult
+ * values and device attributes they check, numbered as <cuda.h> numbers
+ * them (t/fakecuda.c asserts that they agree). */
+typedef int (*fakecuda_getproc_fn)(const char *symbol, void **pfn,
+				   int version, uint64_t flags, int *status);
+
+enum {
+	FAKECUDA_SUCCESS = 0,
+	FAKECUDA_ERROR_INVALID_VALUE = 1,
+	FAKECUDA_ERROR_INVALID_CONTEXT = 201,
+	FAKECUDA_ERROR_INVALID_HANDLE = 400,
+	FAKECUDA_ERROR_NOT_FOUND = 500,
+	FAKECUDA_ERROR_ILLEGAL_ADDRESS = 700,
+	FAKECUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+	FAKECUDA_ERROR_MISALIGNED_ADDRESS = 716,
+};
+
+enum {
+	FAKECUDA_ATTR_MAX_BLOCK_DIM_X = 2,
+	FAKECUDA_ATTR_MULTIPROCESSOR_COUNT = 16,
+	FAKECUDA_ATTR_COMPUTE_CAPABILITY_MAJOR = 75,
+	FAKECUDA_ATTR_COMPUTE_CAPABILITY_MINOR = 76,
+	FAKECUDA_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+	FAKECUDA_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+	FAKECUDA_ATTR_MEMORY_POOLS_SUPPORTED = 115,
+};
+
 #endif

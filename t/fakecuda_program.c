@@ -13,12 +13,15 @@
  *   wafer_test_tile2d  {out, in} f32; params {u32 rows, cols; f32 scale;
  *                      u32 reserved}: c = global x, r = global y; inside:
  *                      out[r * cols + c] = scale * in[c * rows + r]
- * (t/programs/kernels.cu, whose tile2d works in tiles of 16 x 16 threads.)
+ * (t/programs/kernels.cu; tile2d works in tiles of 16 x 16 threads). Each
+ * walks the threads of the launched blocks as the kernel does, so a grid
+ * or block the plugin got wrong gives wrong values.
  *
  * Any other kernel a program holds is found (cuModuleGetFunction) and runs
  * as a no-op; one it does not hold is CUDA_ERROR_NOT_FOUND. */
 #include "build-config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -144,41 +147,87 @@ static uint64_t threads(const struct fakecuda_program_launch *l, int d)
 	return (uint64_t)l->grid[d] * l->block[d];
 }
 
+/* Whether pointer argument |a| reaches element |i| (floats), asking the
+ * driver only past what it already said yes to (|*known| bytes). */
+static int reaches(const struct fakecuda_program_launch *l, int a, uint64_t i,
+		   uint64_t *known)
+{
+	uint64_t need = (i + 1) * 4;
+
+	if (need <= *known)
+		return 1;
+	if (!l->reach(l->ptr[a], need))
+		return 0;
+	*known = need;
+	return 1;
+}
+
+/* Every thread of the grid, as the kernel: i = blockIdx.x * blockDim.x +
+ * threadIdx.x. Threads of other y and z indices repeat it (racing, on a
+ * GPU; in order here). */
 static void saxpy(const struct fakecuda_program_launch *l)
 {
 	struct saxpy_params p;
-	uint64_t n;
+	uint64_t n, reps = threads(l, 1) * threads(l, 2), ky = 0, kx = 0;
 
 	memcpy(&p, l->params, sizeof p);
 	/* The threads that pass the kernel's bounds check. */
 	n = threads(l, 0) < p.n ? threads(l, 0) : p.n;
-	if (!l->reach(l->ptr[0], n * 4) || !l->reach(l->ptr[1], n * 4))
+	if (n == 0 || !reaches(l, 0, n - 1, &ky) || !reaches(l, 1, n - 1, &kx))
 		return;
 	float *y = (float *)l->ptr[0];
 	const float *x = (const float *)l->ptr[1];
-	for (uint64_t i = 0; i < n; i++)
-		y[i] = p.a * x[i] + y[i];
+	for (uint64_t r = 0; r < reps; r++)
+		for (uint64_t i = 0; i < n; i++)
+			y[i] = p.a * x[i] + y[i];
 }
 
+#define TILE 16
+
+/* Block by block, as the kernel: its threads (lc, lr) load tile[lr][lc]
+ * from in, then, after the barrier, store tile[lc][lr] to out. A block
+ * other than TILE x TILE leaves parts of a tile unloaded (NaN here) or
+ * unstored, and one larger writes past the tile: a fault. */
 static void tile2d(const struct fakecuda_program_launch *l)
 {
 	struct tile2d_params p;
-	uint64_t cols, rows;
+	float tile[TILE][TILE + 1];
+	uint64_t kin = 0, kout = 0;
 
 	memcpy(&p, l->params, sizeof p);
-	cols = threads(l, 0) < p.cols ? threads(l, 0) : p.cols;
-	rows = threads(l, 1) < p.rows ? threads(l, 1) : p.rows;
-	if (!rows || !cols)
+	if (l->block[0] > TILE || l->block[1] > TILE) {
+		l->reach(0, 1); /* shared memory past the tile */
 		return;
-	/* Each thread reads in[c][r] and writes out[r][c]: the corners. */
-	if (!l->reach(l->ptr[1], ((cols - 1) * p.rows + rows) * 4) ||
-	    !l->reach(l->ptr[0], ((rows - 1) * p.cols + cols) * 4))
-		return;
+	}
 	float *out = (float *)l->ptr[0];
 	const float *in = (const float *)l->ptr[1];
-	for (uint64_t r = 0; r < rows; r++)
-		for (uint64_t c = 0; c < cols; c++)
-			out[r * p.cols + c] = p.scale * in[c * p.rows + r];
+	for (uint64_t z = 0; z < threads(l, 2); z++)
+	for (uint64_t by = 0; by < l->grid[1]; by++)
+	for (uint64_t bx = 0; bx < l->grid[0]; bx++) {
+		uint64_t c0 = bx * TILE, r0 = by * TILE;
+
+		for (int i = 0; i < TILE; i++)
+			for (int j = 0; j <= TILE; j++)
+				tile[i][j] = NAN;
+		for (uint64_t lr = 0; lr < l->block[1]; lr++)
+			for (uint64_t lc = 0; lc < l->block[0]; lc++) {
+				uint64_t i = (c0 + lr) * p.rows + r0 + lc;
+				if (c0 + lr >= p.cols || r0 + lc >= p.rows)
+					continue;
+				if (!reaches(l, 1, i, &kin))
+					return;
+				tile[lr][lc] = in[i];
+			}
+		for (uint64_t lr = 0; lr < l->block[1]; lr++)
+			for (uint64_t lc = 0; lc < l->block[0]; lc++) {
+				uint64_t o = (r0 + lr) * p.cols + c0 + lc;
+				if (c0 + lc >= p.cols || r0 + lr >= p.rows)
+					continue;
+				if (!reaches(l, 0, o, &kout))
+					return;
+				out[o] = p.scale * tile[lc][lr];
+			}
+	}
 }
 
 fakecuda_program_fn *fakecuda_program_emulator(const char *name,
