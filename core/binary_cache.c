@@ -1,10 +1,234 @@
 /* wafer — SPDX-License-Identifier: MIT
- * binary_cache.c: the compiled-binary cache (binary_cache.h). */
+ *
+ * binary_cache.c: the compiled-binary cache of the host services
+ * (plugin.h: cache_load, cache_store), so that a second process compiles
+ * nothing — the opencl plugin's catalogue and every plugin's programs
+ * (program.h) go through it.
+ *
+ * One directory per plugin (wafer_binary_cache_dir), one file per key:
+ * <16 hex digits>.bin, the digits a hash of the key. The key is what the
+ * binary depends on, as the plugin's parts name it (source bytes, format,
+ * options, device, driver and plugin versions); each part is stored with
+ * its length in front, so that no two lists of parts make one key. A
+ * changed driver or source therefore gets a new file; old ones are never
+ * read again (removing the directory is always safe).
+ *
+ * A file is a header, the key and the binary:
+ *   "WAFERBC1"  u32 key length  u32 0  u64 binary length  u64 FNV-1a of
+ *   the binary, all in host byte order
+ * It is read in full and believed only if the magic, the key, the length
+ * and the checksum all match: a truncated or damaged file (a crash while
+ * writing, a full disk, a stray edit) is logged and is a miss, never
+ * handed to a driver, and the plugin builds again and rewrites it. Files
+ * are written to a temporary name in the same directory and renamed into
+ * place, so a reader sees an old file or a whole new one, never half of
+ * one, also when two processes write at once. */
 #include "build-config.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/binary_cache.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/hash.h"
+
+#define CACHE_MAGIC "WAFERBC1"
+/* Binaries larger than this are not cached (nor believed when read). */
+#define CACHE_MAX_BINARY ((uint64_t)256 << 20)
+/* Keys larger than this (the source is part of it) are not cached. */
+#define CACHE_MAX_KEY ((size_t)64 << 20)
+
+struct cache_header {
+	char magic[8];
+	uint32_t key_size;
+	uint32_t reserved;
+	uint64_t binary_size;
+	uint64_t binary_hash;
+};
+
+/*===----------------------------------------------------------------------===
+ * Where
+ *===----------------------------------------------------------------------===*/
+
+static const char *env(const char *name)
+{
+#ifdef HAVE_SECURE_GETENV
+	const char *value = secure_getenv(name);
+#else
+	const char *value = getenv(name);
+#endif
+	return value && value[0] == '/' ? value : NULL;
+}
+
+static bool is_off(const char *value)
+{
+	return strcmp(value, "off") == 0 || strcmp(value, "no") == 0 ||
+	       strcmp(value, "false") == 0 || strcmp(value, "0") == 0;
+}
+
+wafer_status wafer_binary_cache_dir(const struct wafer_config *config,
+				    const char *plugin, char **out_dir)
+{
+	const struct wafer_config_entry *own = NULL, *off = NULL, *core = NULL;
+	const char *base;
+	int n = 0;
+	char *dir = NULL;
+
+	*out_dir = NULL;
+	if (config) {
+		own = wafer_config_lookup(config, plugin, "cache_dir");
+		off = wafer_config_lookup(config, plugin, "cache");
+		core = wafer_config_lookup(config, "core", "cache_dir");
+	}
+	if ((off && is_off(off->value)) || (core && is_off(core->value)))
+		return WAFER_OK;
+	if (own && own->value[0])
+		dir = strdup(own->value);
+	else if (core && core->value[0])
+		n = asprintf(&dir, "%s/%s", core->value, plugin);
+	else if ((base = env("XDG_CACHE_HOME")))
+		n = asprintf(&dir, "%s/wafer/%s", base, plugin);
+	else if ((base = env("HOME")))
+		n = asprintf(&dir, "%s/.cache/wafer/%s", base, plugin);
+	else
+		return WAFER_OK; /* nowhere to keep it: the cache is off */
+	if (n < 0 || !dir)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "%s: out of host memory (cache directory)",
+				  plugin);
+	*out_dir = dir;
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Keys
+ *===----------------------------------------------------------------------===*/
+
+/* The key: each part as a u64 length and its bytes. */
+struct key {
+	unsigned char *bytes;
+	size_t size;
+	uint64_t hash;
+};
+
+static const struct wafer_cache_part *part_at(const struct wafer_cache_part *parts,
+					      size_t i)
+{
+	return (const void *)((const char *)parts + i * parts[0].struct_size);
+}
+
+static bool make_key(const struct wafer_cache_part *parts, size_t count,
+		     struct key *key)
+{
+	size_t size = 0;
+
+	memset(key, 0, sizeof *key);
+	if (!count || parts[0].struct_size < sizeof *parts)
+		return false;
+	for (size_t i = 0; i < count; i++) {
+		size_t n = part_at(parts, i)->size;
+		if (n > CACHE_MAX_KEY || size > CACHE_MAX_KEY - n - 8)
+			return false;
+		size += 8 + n;
+	}
+	key->bytes = malloc(size ? size : 1);
+	if (!key->bytes)
+		return false;
+	for (size_t i = 0; i < count; i++) {
+		const struct wafer_cache_part *p = part_at(parts, i);
+		uint64_t n = p->size;
+		memcpy(key->bytes + key->size, &n, 8);
+		if (n)
+			memcpy(key->bytes + key->size + 8, p->data, p->size);
+		key->size += 8 + p->size;
+	}
+	key->hash = wafer_fnv_bytes(WAFER_FNV_INIT, key->bytes, key->size);
+	return true;
+}
+
+static bool key_path(const char *dir, const struct key *key, char **out)
+{
+	return asprintf(out, "%s/%016" PRIx64 ".bin", dir, key->hash) >= 0;
+}
+
+/*===----------------------------------------------------------------------===
+ * Reading
+ *===----------------------------------------------------------------------===*/
+
+/* Reads all of |fd| (at most |limit| bytes) into a new buffer. */
+static unsigned char *read_all(int fd, size_t limit, size_t *out_size)
+{
+	struct stat st;
+	unsigned char *data;
+	size_t got = 0;
+
+	if (fstat(fd, &st) != 0 || st.st_size < 0 ||
+	    (uint64_t)st.st_size > limit)
+		return NULL;
+	data = malloc(st.st_size ? (size_t)st.st_size : 1);
+	while (data && got < (size_t)st.st_size) {
+		ssize_t n = read(fd, data + got, (size_t)st.st_size - got);
+		if (n <= 0) {
+			free(data);
+			return NULL;
+		}
+		got += (size_t)n;
+	}
+	*out_size = got;
+	return data;
+}
+
+/* The binary of file |data| (|size| bytes) for |key|, or NULL with the
+ * reason in |why|. */
+static void *check_file(const unsigned char *data, size_t size,
+			const struct key *key, size_t *out_size, char *why,
+			size_t why_size)
+{
+	struct cache_header h;
+	void *binary;
+
+	if (size >= sizeof h)
+		memcpy(&h, data, sizeof h);
+	if (size < sizeof h || memcmp(h.magic, CACHE_MAGIC, 8) != 0) {
+		snprintf(why, why_size, "not a wafer cache file");
+		return NULL;
+	}
+	if (h.key_size != key->size || size - sizeof h < key->size ||
+	    memcmp(data + sizeof h, key->bytes, key->size) != 0) {
+		snprintf(why, why_size, "written for another key");
+		return NULL;
+	}
+	if (h.binary_size != size - sizeof h - key->size) {
+		snprintf(why, why_size,
+			 "truncated: %zu bytes of binary, the header says "
+			 "%" PRIu64,
+			 size - sizeof h - key->size, h.binary_size);
+		return NULL;
+	}
+	const unsigned char *start = data + sizeof h + key->size;
+	if (h.binary_size == 0 ||
+	    wafer_fnv_bytes(WAFER_FNV_INIT, start, (size_t)h.binary_size) !=
+		    h.binary_hash) {
+		snprintf(why, why_size, "checksum mismatch: damaged");
+		return NULL;
+	}
+	binary = malloc((size_t)h.binary_size);
+	if (!binary) {
+		snprintf(why, why_size, "out of host memory");
+		return NULL;
+	}
+	memcpy(binary, start, (size_t)h.binary_size);
+	*out_size = (size_t)h.binary_size;
+	return binary;
+}
 
 wafer_status wafer_binary_cache_load(const char *dir,
 				     const struct wafer_host_services *host,
@@ -12,15 +236,137 @@ wafer_status wafer_binary_cache_load(const char *dir,
 				     size_t part_count, void **out_data,
 				     size_t *out_size)
 {
-	(void)dir, (void)host, (void)parts, (void)part_count;
+	struct key key;
+	char *path = NULL, why[512] = "";
+	unsigned char *data = NULL;
+	size_t size = 0;
+	int fd;
+
 	*out_data = NULL;
 	*out_size = 0;
-	return WAFER_ERROR_NOT_FOUND;
+	if (!dir || !parts || !make_key(parts, part_count, &key))
+		return WAFER_ERROR_NOT_FOUND;
+	if (!key_path(dir, &key, &path))
+		goto out;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (!wafer_errno_absent(errno))
+			snprintf(why, sizeof why, "cannot open it: %s",
+				 strerror(errno));
+		goto out;
+	}
+	data = read_all(fd, sizeof(struct cache_header) + key.size +
+				    CACHE_MAX_BINARY,
+			&size);
+	close(fd);
+	if (!data)
+		snprintf(why, sizeof why, "cannot read it, or it is too large");
+	else
+		*out_data = check_file(data, size, &key, out_size, why,
+				       sizeof why);
+out:
+	if (why[0] && host && host->log)
+		host->log(host, WAFER_LOG_INFO, "ignoring cache file %s: %s",
+			  path, why);
+	free(data);
+	free(path);
+	free(key.bytes);
+	return *out_data ? WAFER_OK : WAFER_ERROR_NOT_FOUND;
 }
 
 void wafer_binary_cache_free(void *data)
 {
 	free(data);
+}
+
+/*===----------------------------------------------------------------------===
+ * Writing
+ *===----------------------------------------------------------------------===*/
+
+/* mkdir -p, each new level 0700 (a cache is the user's own business). */
+static int make_dirs(const char *path)
+{
+	char *buf = strdup(path);
+	int result = 0;
+
+	if (!buf)
+		return -1;
+	for (char *p = buf + 1; *p && !result; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+			result = -1;
+		*p = '/';
+	}
+	if (!result && mkdir(buf, 0700) != 0 && errno != EEXIST)
+		result = -1;
+	free(buf);
+	return result;
+}
+
+static int write_all(int fd, const void *data, size_t size)
+{
+	const char *p = data;
+
+	while (size) {
+		ssize_t n = write(fd, p, size);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		size -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Writes |h|, the key and the binary to a temporary file in |dir| and
+ * renames it to |path|; the reason in |why| on failure. */
+static int write_file(const char *dir, const char *path,
+		      const struct cache_header *h, const struct key *key,
+		      const void *binary, size_t size, char *why,
+		      size_t why_size)
+{
+	char *tmp = NULL;
+	int fd, ok;
+
+	if (make_dirs(dir) != 0) {
+		snprintf(why, why_size, "cannot create %s: %s", dir,
+			 strerror(errno));
+		return -1;
+	}
+	if (asprintf(&tmp, "%s/.tmp-XXXXXX", dir) < 0) {
+		snprintf(why, why_size, "out of host memory");
+		return -1;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		snprintf(why, why_size, "cannot create a file in %s: %s", dir,
+			 strerror(errno));
+		free(tmp);
+		return -1;
+	}
+	ok = write_all(fd, h, sizeof *h) == 0 &&
+	     write_all(fd, key->bytes, key->size) == 0 &&
+	     write_all(fd, binary, size) == 0;
+	if (!ok)
+		snprintf(why, why_size, "cannot write %s: %s", tmp,
+			 strerror(errno));
+	if (close(fd) != 0 && ok) {
+		snprintf(why, why_size, "cannot write %s: %s", tmp,
+			 strerror(errno));
+		ok = 0;
+	}
+	if (ok && rename(tmp, path) != 0) {
+		snprintf(why, why_size, "cannot rename %s to %s: %s", tmp,
+			 path, strerror(errno));
+		ok = 0;
+	}
+	if (!ok)
+		unlink(tmp);
+	free(tmp);
+	return ok ? 0 : -1;
 }
 
 wafer_status wafer_binary_cache_store(const char *dir,
@@ -29,15 +375,32 @@ wafer_status wafer_binary_cache_store(const char *dir,
 				      size_t part_count, const void *data,
 				      size_t size)
 {
-	(void)dir, (void)host, (void)parts, (void)part_count, (void)data,
-		(void)size;
-	return WAFER_ERROR_NOT_SUPPORTED;
-}
+	struct cache_header h = {.magic = CACHE_MAGIC};
+	struct key key;
+	char *path = NULL, why[512] = "";
+	wafer_status status = WAFER_ERROR_IO;
 
-wafer_status wafer_binary_cache_dir(const struct wafer_config *config,
-				    const char *plugin, char **out_dir)
-{
-	(void)config, (void)plugin;
-	*out_dir = NULL;
-	return WAFER_OK;
+	if (!dir)
+		return WAFER_OK; /* the cache is off */
+	if (!parts || !data || size == 0 || size > CACHE_MAX_BINARY)
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	if (!make_key(parts, part_count, &key) || key.size > UINT32_MAX) {
+		free(key.bytes);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (!key_path(dir, &key, &path)) {
+		snprintf(why, sizeof why, "out of host memory");
+		goto out;
+	}
+	h.key_size = (uint32_t)key.size;
+	h.binary_size = size;
+	h.binary_hash = wafer_fnv_bytes(WAFER_FNV_INIT, data, size);
+	if (write_file(dir, path, &h, &key, data, size, why, sizeof why) == 0)
+		status = WAFER_OK;
+out:
+	if (status != WAFER_OK && host && host->log)
+		host->log(host, WAFER_LOG_INFO, "binary not cached: %s", why);
+	free(path);
+	free(key.bytes);
+	return status;
 }

@@ -214,6 +214,18 @@ static wafer_status run_timer_end(struct wafer_bridge *bridge,
 	return WAFER_OK;
 }
 
+/* The plugin frees a program only once no queued launch uses it: the
+ * launches of it were issued on this queue before this command, so a
+ * sync (whose failure is deferred like a memory sync's) makes it safe. */
+static wafer_status run_program_release(struct wafer_bridge *bridge,
+					void *loaded)
+{
+	wafer_status status = bridge_quiesce(bridge);
+	bridge->device->plugin->server->program_release(bridge->device->device,
+							loaded);
+	return status;
+}
+
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 			      struct wafer_command *c)
 {
@@ -275,6 +287,8 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 		return run_timer_begin(bridge, c->timer.slot);
 	case WAFER_COMMAND_TIMER_END:
 		return run_timer_end(bridge, c->timer.slot, c->timer.elapsed_ns);
+	case WAFER_COMMAND_PROGRAM_RELEASE:
+		return run_program_release(bridge, c->program.loaded);
 	}
 	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);
 }

@@ -39,6 +39,9 @@ enum wafer_command_kind {
 	 * so a queueing channel need not wait for it; END waits. */
 	WAFER_COMMAND_TIMER_BEGIN, /* timer */
 	WAFER_COMMAND_TIMER_END,   /* timer; waits */
+	/* A program was released (program.h): once the queue has finished
+	 * the launches issued before, the plugin's program_release. */
+	WAFER_COMMAND_PROGRAM_RELEASE, /* program */
 };
 
 /* Kernels take at most this many bindings through wafer_execute. */
@@ -98,6 +101,9 @@ struct wafer_command {
 			void **slot;
 			uint64_t *elapsed_ns; /* TIMER_END only */
 		} timer;
+		struct {
+			void *loaded; /* the plugin's program */
+		} program;
 	};
 };
 

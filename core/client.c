@@ -30,6 +30,8 @@ struct wafer_client {
 	/* This client's lookup cache and refs (wafer_kernel_find). */
 	struct wafer_kernel_cache kernel_cache;
 	struct wafer_kernel_refs refs;
+	/* Its programs and their kernel refs (program_table.h). */
+	struct wafer_program_table programs;
 	struct wafer_bridge bridge;
 	struct wafer_channel channel;
 };
@@ -116,6 +118,9 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 	status = wafer_kernel_refs_init(&client->refs, client->kernels);
 	if (status != WAFER_OK)
 		goto fail_handles;
+	status = wafer_program_table_init(&client->programs);
+	if (status != WAFER_OK)
+		goto fail_refs;
 	status = wafer_bridge_init(&client->bridge, client->device,
 				   &client->handles, config,
 				   choose_memory(options));
@@ -138,6 +143,8 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 fail_bridge:
 	wafer_bridge_fini(&client->bridge);
 fail_kernels:
+	wafer_program_table_fini(&client->programs, client->device);
+fail_refs:
 	wafer_kernel_refs_fini(&client->refs);
 fail_handles:
 	wafer_handle_table_fini(&client->handles);
@@ -160,6 +167,8 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 	wafer_status fini = wafer_bridge_fini(&client->bridge);
 	if (status == WAFER_OK)
 		status = fini;
+	/* The queue is idle: programs still alive go now. */
+	wafer_program_table_fini(&client->programs, client->device);
 	wafer_kernel_refs_fini(&client->refs);
 	wafer_handle_table_fini(&client->handles);
 	wafer_runtime_release_device(client->runtime, client->device);
@@ -596,6 +605,27 @@ wafer_status wafer_client_launch(wafer_client *client,
 		      params_size, global, local);
 }
 
+/* A ref that is not one of the catalogue's: a program kernel's (its
+ * own path, so that the catalogue's stays as short as it was). */
+static __attribute__((noinline)) wafer_status
+execute_ref_slow(wafer_client *client, const wafer_execute_args *args,
+		 const wafer_kernel_ref *ref)
+{
+	const struct wafer_kernel *kernel;
+	if (!wafer_program_table_deref(&client->programs, ref, &kernel))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_execute: kernel_ref %p is not a "
+				  "kernel of this client (refs from "
+				  "wafer_kernel_find and wafer_program_kernel "
+				  "are valid for the client that made them)",
+				  (const void *)ref);
+	if (!kernel)
+		return wafer_program_ref_released(ref);
+	return launch(client, kernel, args->bindings, args->binding_count,
+		      args->params, args->params_size, args->global,
+		      EXECUTE_ARGS_HAVE(args, local) ? args->local : NULL);
+}
+
 WAFER_API wafer_status wafer_execute(wafer_client *client,
 				     const wafer_execute_args *args)
 {
@@ -612,12 +642,7 @@ WAFER_API wafer_status wafer_execute(wafer_client *client,
 	if (ref) {
 		kernel = wafer_kernel_refs_deref(&client->refs, ref);
 		if (!kernel)
-			return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-					  "wafer_execute: kernel_ref %p is "
-					  "not a kernel of this client (refs "
-					  "from wafer_kernel_find are valid "
-					  "for the client that found them)",
-					  (const void *)ref);
+			return execute_ref_slow(client, args, ref);
 	} else {
 		kernel = wafer_kernel_find_cached(client->kernels,
 						  &client->kernel_cache,
@@ -716,6 +741,20 @@ struct wafer_runtime_device *wafer_client_runtime_device(const wafer_client *cli
 struct wafer_kernel_table *wafer_client_kernels(wafer_client *client)
 {
 	return client->kernels;
+}
+
+struct wafer_program_table *wafer_client_programs(wafer_client *client)
+{
+	return &client->programs;
+}
+
+wafer_status wafer_client_release_program(wafer_client *client, void *loaded)
+{
+	struct wafer_command command = {
+		.kind = WAFER_COMMAND_PROGRAM_RELEASE,
+		.program = {.loaded = loaded},
+	};
+	return wafer_channel_submit(&client->channel, &command);
 }
 
 /* Device timers for autotune: the commands are built here so that no

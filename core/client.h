@@ -17,6 +17,7 @@
 
 #include "core/handle_table.h"
 #include "core/kernel_table.h"
+#include "core/program_table.h"
 #include "core/runtime.h"
 #include "core/bridge.h"
 
@@ -54,6 +55,14 @@ wafer_status wafer_client_drop(wafer_client *client, wafer_handle handle,
 wafer_runtime *wafer_client_runtime(const wafer_client *client);
 struct wafer_runtime_device *wafer_client_runtime_device(const wafer_client *client);
 struct wafer_kernel_table *wafer_client_kernels(wafer_client *client);
+
+/* The client's programs (core/program.c). */
+struct wafer_program_table *wafer_client_programs(wafer_client *client);
+
+/* Queues the release of the plugin's program |loaded| of a program of
+ * |client|: it runs after the work issued before it (on mpsc the call
+ * returns at once). */
+wafer_status wafer_client_release_program(wafer_client *client, void *loaded);
 
 /* wafer_empty, but the reservation's outcome is known when it returns on
  * every channel (a queueing channel waits for its runner): for an

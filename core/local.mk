@@ -29,7 +29,7 @@ libwafer_core_la_SOURCES = \
 	core/channel/mutex.c \
 	core/channel/mpsc.c \
 	core/client.c core/client.h core/runtime.h \
-	core/program.c \
+	core/program.c core/program_table.h \
 	core/binary_cache.c core/binary_cache.h
 
 lib_LTLIBRARIES += libwafer.la

@@ -1,11 +1,34 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * program.c: the caller's own kernels (program.h). */
+ * program.c: the caller's own kernels (program.h): choosing the source a
+ * device takes, loading it through the plugin's program entries, handing
+ * out kernel refs, and releasing in queue order. The records behind
+ * programs and refs are kept as program_table.h says. */
 #include "build-config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <wafer/program.h>
 
+#include "core/client.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "core/program_table.h"
+
+struct wafer_program {
+	wafer_client *client;
+	struct wafer_runtime_device *device;
+	/* The plugin's program; NULL once released (under the table's
+	 * lock). */
+	void *loaded;
+	wafer_program_format format;
+	/* For messages: the source's name, else its format. */
+	char name[96];
+	struct wafer_program *next;
+};
 
 WAFER_API const char *wafer_program_format_name(wafer_program_format format)
 {
@@ -22,16 +45,283 @@ WAFER_API const char *wafer_program_format_name(wafer_program_format format)
 	return "unknown";
 }
 
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
+
+wafer_status wafer_program_table_init(struct wafer_program_table *table)
+{
+	memset(table, 0, sizeof *table);
+	if (pthread_mutex_init(&table->lock, NULL) != 0)
+		return wafer_fail(WAFER_ERROR_INTERNAL,
+				  "pthread_mutex_init failed");
+	atomic_init(&table->blocks, NULL);
+	return WAFER_OK;
+}
+
+void wafer_program_table_fini(struct wafer_program_table *table,
+			      struct wafer_runtime_device *device)
+{
+	const struct wafer_server_ops *server = device->plugin->server;
+	size_t live = 0;
+
+	for (struct wafer_program *p = table->programs, *next; p; p = next) {
+		next = p->next;
+		if (p->loaded) {
+			server->program_release(device->device, p->loaded);
+			live++;
+		}
+		free(p);
+	}
+	if (live)
+		wafer_log_info("core",
+			       "client closed with %zu live program(s); "
+			       "releasing them",
+			       live);
+	struct wafer_program_ref_block *b =
+		atomic_load_explicit(&table->blocks, memory_order_relaxed);
+	while (b) {
+		struct wafer_program_ref_block *next = b->next;
+		free(b);
+		b = next;
+	}
+	pthread_mutex_destroy(&table->lock);
+}
+
+wafer_status wafer_program_ref_released(const void *ref)
+{
+	const struct wafer_program_ref *r = ref;
+	return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+			  "wafer_execute: kernel_ref %p is a kernel of "
+			  "program '%s', which was released",
+			  ref, r->program->name);
+}
+
+/* Calls |fn| on every ref of |table| in use. Under the lock. */
+static void for_each_ref(struct wafer_program_table *table,
+			 bool (*fn)(struct wafer_program_ref *, void *),
+			 void *data)
+{
+	struct wafer_program_ref_block *b =
+		atomic_load_explicit(&table->blocks, memory_order_relaxed);
+	size_t used = table->used;
+	for (; b; b = b->next, used = WAFER_PROGRAM_REF_BLOCK)
+		for (size_t i = 0; i < used; i++)
+			if (!fn(&b->refs[i], data))
+				return;
+}
+
+/* A new ref; NULL when out of host memory. Under the lock. */
+static struct wafer_program_ref *new_ref(struct wafer_program_table *table)
+{
+	struct wafer_program_ref_block *head =
+		atomic_load_explicit(&table->blocks, memory_order_relaxed);
+	if (!head || table->used == WAFER_PROGRAM_REF_BLOCK) {
+		struct wafer_program_ref_block *b = calloc(1, sizeof *b);
+		if (!b)
+			return NULL;
+		for (size_t i = 0; i < WAFER_PROGRAM_REF_BLOCK; i++)
+			atomic_init(&b->refs[i].kernel, NULL);
+		b->next = head;
+		atomic_store_explicit(&table->blocks, b, memory_order_release);
+		table->used = 0;
+		head = b;
+	}
+	return &head->refs[table->used++];
+}
+
+//===----------------------------------------------------------------------===//
+// Create
+//===----------------------------------------------------------------------===//
+
+/* The smallest wafer_program_source a caller may pass: up to |size|. */
+#define SOURCE_MIN_SIZE                                                        \
+	(offsetof(wafer_program_source, size) + sizeof(size_t))
+
+/* Checks the caller's sources and copies source |i| into |*out| at the
+ * full struct size (fields the caller's struct lacks are 0). */
+static wafer_status get_source(const wafer_program_source *sources, size_t i,
+			       wafer_program_source *out)
+{
+	size_t stride = sources[0].struct_size;
+	if (stride < SOURCE_MIN_SIZE)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_program_create: sources[0]."
+				  "struct_size is %zu, expected %zu",
+				  stride, sizeof *out);
+	const wafer_program_source *s =
+		(const void *)((const char *)sources + i * stride);
+	memset(out, 0, sizeof *out);
+	memcpy(out, s, stride < sizeof *out ? stride : sizeof *out);
+	out->struct_size = sizeof *out;
+	if (!out->data || out->size == 0)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_program_create: sources[%zu] (%s) "
+				  "has %s",
+				  i, wafer_program_format_name(out->format),
+				  out->data ? "size 0" : "no data");
+	if (out->format <= WAFER_PROGRAM_NONE ||
+	    out->format > WAFER_PROGRAM_HOST_SO)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_program_create: sources[%zu] has "
+				  "the unknown format %d",
+				  i, (int)out->format);
+	return WAFER_OK;
+}
+
+/* "a, b, c" of |formats| into |buf|. */
+static void format_list(char *buf, size_t size,
+			const wafer_program_format *formats, size_t count)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < count && used < size; i++) {
+		int n = snprintf(buf + used, size - used, "%s%s",
+				 i ? ", " : "",
+				 wafer_program_format_name(formats[i]));
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+	if (!count)
+		snprintf(buf, size, "nothing");
+}
+
+/* The index of the first of the caller's sources the device takes. */
+static wafer_status choose_source(struct wafer_runtime_device *device,
+				  const wafer_program_source *sources,
+				  size_t count, wafer_program_source *out)
+{
+	const struct wafer_server_ops *server = device->plugin->server;
+	const wafer_program_format *formats = NULL;
+	size_t format_count = 0;
+	wafer_program_format offered[64];
+	wafer_status status;
+
+	status = server->program_formats(device->device, &formats,
+					 &format_count);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status, "%s:%u: program_formats",
+					  device->backend, device->index);
+	for (size_t i = 0; i < count; i++) {
+		status = get_source(sources, i, out);
+		if (status != WAFER_OK)
+			return status;
+		if (i < sizeof offered / sizeof offered[0])
+			offered[i] = out->format;
+		for (size_t f = 0; f < format_count; f++)
+			if (formats[f] == out->format)
+				return WAFER_OK;
+	}
+	char takes[256], gave[256];
+	format_list(takes, sizeof takes, formats, format_count);
+	format_list(gave, sizeof gave, offered,
+		    count < sizeof offered / sizeof offered[0]
+			    ? count
+			    : sizeof offered / sizeof offered[0]);
+	return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
+			  "wafer_program_create: %s:%u takes %s; offered: %s",
+			  device->backend, device->index, takes, gave);
+}
+
+static bool has_programs(const struct wafer_server_ops *server)
+{
+	return server->program_formats && server->program_load &&
+	       server->program_kernel && server->program_release;
+}
+
 WAFER_API wafer_status wafer_program_create(wafer_client *client,
 					    const wafer_program_source *sources,
 					    size_t count, const char *options,
 					    wafer_program **out_program)
 {
-	(void)client, (void)sources, (void)count, (void)options;
 	if (out_program)
 		*out_program = NULL;
-	return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
-			  "wafer_program_create: not implemented yet");
+	if (!client || !sources || !out_program)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_program_create: %s is NULL",
+				  !client ? "client"
+				  : !sources ? "sources"
+					     : "out_program");
+	if (count == 0)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_program_create: count is 0");
+	struct wafer_runtime_device *device =
+		wafer_client_runtime_device(client);
+	const struct wafer_server_ops *server = device->plugin->server;
+	if (!has_programs(server))
+		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
+				  "wafer_program_create: programs not "
+				  "supported by plugin %s",
+				  device->backend);
+
+	wafer_program_source source;
+	wafer_status status = choose_source(device, sources, count, &source);
+	if (status != WAFER_OK)
+		return status;
+	struct wafer_program *p = calloc(1, sizeof *p);
+	if (!p)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "wafer_program_create: out of host memory");
+	p->client = client;
+	p->device = device;
+	p->format = source.format;
+	snprintf(p->name, sizeof p->name, "%s",
+		 source.name ? source.name
+			     : wafer_program_format_name(source.format));
+
+	wafer_error_clear();
+	status = server->program_load(device->device, &source, options,
+				      &p->loaded);
+	if (status == WAFER_OK && !p->loaded)
+		status = wafer_fail(WAFER_ERROR_INTERNAL,
+				    "program_load returned no program");
+	if (status != WAFER_OK) {
+		/* A build log stays as the compiler wrote it: the context
+		 * goes in front. */
+		wafer_fail_context(status,
+				   "wafer_program_create(%s, %s) on %s:%u",
+				   p->name,
+				   wafer_program_format_name(source.format),
+				   device->backend, device->index);
+		free(p);
+		return status;
+	}
+	struct wafer_program_table *table = wafer_client_programs(client);
+	pthread_mutex_lock(&table->lock);
+	p->next = table->programs;
+	table->programs = p;
+	pthread_mutex_unlock(&table->lock);
+	wafer_log_debug("core", "program %s (%s) loaded on %s:%u", p->name,
+			wafer_program_format_name(p->format), device->backend,
+			device->index);
+	*out_program = p;
+	return WAFER_OK;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+struct find_ref {
+	const struct wafer_program *program;
+	const char *name;
+	uint32_t binding_count;
+	size_t params_size;
+	struct wafer_program_ref *found;
+};
+
+static bool match_ref(struct wafer_program_ref *r, void *data)
+{
+	struct find_ref *f = data;
+	const struct wafer_kernel *k =
+		atomic_load_explicit(&r->kernel, memory_order_relaxed);
+	if (r->program != f->program || !k ||
+	    k->binding_count != f->binding_count ||
+	    k->params_size != f->params_size || strcmp(k->op, f->name) != 0)
+		return true;
+	f->found = r;
+	return false;
 }
 
 WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
@@ -40,15 +330,98 @@ WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
 					    size_t params_size,
 					    const wafer_kernel_ref **out_kernel)
 {
-	(void)program, (void)name, (void)binding_count, (void)params_size;
 	if (out_kernel)
 		*out_kernel = NULL;
-	return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
-			  "wafer_program_kernel: not implemented yet");
+	if (!program || !name || !out_kernel)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_program_kernel: %s is NULL",
+				  !program ? "program"
+				  : !name ? "name"
+					  : "out_kernel");
+	if (binding_count > WAFER_MAX_BINDINGS)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_program_kernel(%s): %u bindings, "
+				  "the most is %d",
+				  name, binding_count, WAFER_MAX_BINDINGS);
+	struct wafer_program_table *table =
+		wafer_client_programs(program->client);
+	struct wafer_runtime_device *device = program->device;
+	wafer_status status = WAFER_OK;
+
+	pthread_mutex_lock(&table->lock);
+	if (!program->loaded) {
+		status = wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+				    "wafer_program_kernel(%s): program '%s' "
+				    "was released",
+				    name, program->name);
+		goto out;
+	}
+	struct find_ref find = {program, name, binding_count, params_size,
+				NULL};
+	for_each_ref(table, match_ref, &find);
+	if (find.found) {
+		*out_kernel = (const wafer_kernel_ref *)(void *)find.found;
+		goto out;
+	}
+	const struct wafer_kernel *kernel = NULL;
+	wafer_error_clear();
+	status = device->plugin->server->program_kernel(
+		device->device, program->loaded, name, binding_count,
+		params_size, &kernel);
+	if (status == WAFER_OK && !kernel)
+		status = wafer_fail(WAFER_ERROR_INTERNAL,
+				    "program_kernel returned no kernel");
+	if (status != WAFER_OK) {
+		status = wafer_fail_context(
+			status, "wafer_program_kernel(%s) of program '%s' on "
+				"%s:%u",
+			name, program->name, device->backend, device->index);
+		goto out;
+	}
+	struct wafer_program_ref *r = new_ref(table);
+	if (!r) {
+		status = wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				    "wafer_program_kernel: out of host memory");
+		goto out;
+	}
+	r->program = program;
+	atomic_store_explicit(&r->kernel, kernel, memory_order_release);
+	*out_kernel = (const wafer_kernel_ref *)(void *)r;
+out:
+	pthread_mutex_unlock(&table->lock);
+	return status;
+}
+
+//===----------------------------------------------------------------------===//
+// Release
+//===----------------------------------------------------------------------===//
+
+static bool retire_ref(struct wafer_program_ref *r, void *data)
+{
+	if (r->program == data)
+		atomic_store_explicit(&r->kernel, NULL, memory_order_release);
+	return true;
 }
 
 WAFER_API wafer_status wafer_program_release(wafer_program *program)
 {
-	(void)program;
-	return WAFER_OK;
+	if (!program)
+		return WAFER_OK;
+	struct wafer_program_table *table =
+		wafer_client_programs(program->client);
+
+	pthread_mutex_lock(&table->lock);
+	void *loaded = program->loaded;
+	program->loaded = NULL;
+	if (loaded)
+		for_each_ref(table, retire_ref, program);
+	pthread_mutex_unlock(&table->lock);
+	if (!loaded)
+		return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
+				  "wafer_program_release: program '%s' was "
+				  "released already",
+				  program->name);
+	/* Launches of its kernels issued before this run first: the
+	 * plugin's program goes in queue order. */
+	return wafer_client_release_program(program->client, loaded);
 }

@@ -31,6 +31,31 @@ check_PROGRAMS += t/client
 TESTS += t/client
 t_client_LDADD = libwafer.la
 
+# Backend-neutral: the caller's own kernels (program.h), in every format
+# of t/user_kernels/ the device takes. The host-so source is kernels.c built
+# into a module; the SPIR-V one is kernels.cl compiled as the levelzero
+# plugin compiles its own (plugins/levelzero/local.mk), when configure
+# found the tools.
+check_PROGRAMS += t/programs
+TESTS += t/programs
+t_programs_LDADD = libwafer.la -lm
+EXTRA_DIST += t/user_kernels/kernels.cl t/user_kernels/kernels.cu \
+	t/user_kernels/kernels.ptx
+check_LTLIBRARIES += t/user_kernels/kernels.la
+t_user_kernels_kernels_la_SOURCES = t/user_kernels/kernels.c
+t_user_kernels_kernels_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+if WAFER_LEVELZERO
+check_DATA += t/user_kernels/kernels.spv
+t/user_kernels/kernels.spv: t/user_kernels/kernels.cl
+	$(AM_V_GEN)$(MKDIR_P) t/user_kernels && \
+	$(LEVELZERO_CLANG) $(LEVELZERO_CLFLAGS) \
+		-c $(srcdir)/t/user_kernels/kernels.cl -o $@.bc && \
+	$(LLVM_SPIRV) $(LEVELZERO_SPIRV_FLAGS) $@.bc -o $@.tmp && \
+	$(SPIRV_VAL) --target-env opencl2.0 $@.tmp && \
+	rm -f $@.bc && mv -f $@.tmp $@
+CLEANFILES += t/user_kernels/kernels.spv
+endif
+
 # The plugin loader and the runtime: test plugins, selectors, reports.
 # Handles never issued twice (core/handle_table.c, driven directly).
 check_PROGRAMS += t/handle_table
@@ -95,7 +120,7 @@ t_plugins_unresolved_la_SOURCES = t/plugins/unresolved.c
 t_plugins_unresolved_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 
 # "not an ELF file": a file named like a plugin that is not a shared object.
-check_DATA = t/plugins/not-a-plugin.so
+check_DATA += t/plugins/not-a-plugin.so
 t/plugins/not-a-plugin.so:
 	$(AM_V_GEN)$(MKDIR_P) t/plugins && \
 	echo 'not a shared object' > $@

@@ -58,15 +58,18 @@ typedef void wafer_host_kernel_fn(const struct wafer_host_kernel_args *args);
 #define WAFER_HOST_KERNEL_VISIBLE
 #endif
 
+/* Declares (so that -Wmissing-prototypes is content) and defines kernel
+ * |name|; the body follows. */
 #ifdef __cplusplus
-#define WAFER_HOST_KERNEL(name)                                                \
-	extern "C" WAFER_HOST_KERNEL_VISIBLE void name(                        \
-		const struct wafer_host_kernel_args *args)
+#define WAFER_HOST_KERNEL_LINKAGE extern "C" WAFER_HOST_KERNEL_VISIBLE
 #else
-#define WAFER_HOST_KERNEL(name)                                                \
-	WAFER_HOST_KERNEL_VISIBLE void name(                                   \
-		const struct wafer_host_kernel_args *args)
+#define WAFER_HOST_KERNEL_LINKAGE WAFER_HOST_KERNEL_VISIBLE
 #endif
+#define WAFER_HOST_KERNEL(name)                                                \
+	WAFER_HOST_KERNEL_LINKAGE void name(                                   \
+		const struct wafer_host_kernel_args *args);                    \
+	WAFER_HOST_KERNEL_LINKAGE void name(                                   \
+		const struct wafer_host_kernel_args *args)
 
 #ifdef __cplusplus
 }

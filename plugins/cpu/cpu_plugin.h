@@ -9,6 +9,8 @@
  *   storage.c    wafer_storage_ops: memory, copies, virtual memory
  *   server.c     wafer_server_ops: queues, launch, sync, timers
  *   kernels.c    the kernel table and the f32 kernels behind it
+ *   program.c    the caller's own kernels: programs of host C or a
+ *                shared object
  *   threadpool.c how a launch is spread over the cores
  *
  * Nothing here is exported: the plugin is built with -fvisibility=hidden
@@ -68,6 +70,22 @@ void cpu_storage_close(struct cpu_device *device);
 
 /* server.c */
 extern const struct wafer_server_ops cpu_server_ops;
+
+/* program.c: the caller's own kernels (host-c, host-so), the server's
+ * program entries, and the launch of one of their kernels (server.c
+ * hands it every launch whose impl is a program kernel's). */
+wafer_status cpu_program_formats(void *device,
+				 const wafer_program_format **out_formats,
+				 size_t *out_count);
+wafer_status cpu_program_load(void *device,
+			      const struct wafer_program_source *source,
+			      const char *options, void **out_program);
+wafer_status cpu_program_kernel(void *device, void *program, const char *name,
+				uint32_t binding_count, size_t params_size,
+				const struct wafer_kernel **out_kernel);
+void cpu_program_release(void *device, void *program);
+wafer_status cpu_program_launch(struct cpu_device *device,
+				const struct wafer_launch *launch);
 
 /* A resource is a host address widened to 64 bits (plugin.h). */
 static inline void *cpu_resource_ptr(wafer_resource resource)

@@ -26,6 +26,7 @@
 #ifndef WAFER_PLUGINS_CPU_KERNELS_H
 #define WAFER_PLUGINS_CPU_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -109,6 +110,9 @@ struct cpu_kernel_impl {
 	 * next sync, as plugin.h asks of every backend. (The kernels cannot
 	 * fail once checked; a vendor's device may.) */
 	wafer_status (*run)(const struct cpu_kernel_args *args);
+	/* Set by program.c alone: the entry is a kernel of the caller's
+	 * program, whose launch server.c hands to cpu_program_launch. */
+	bool program;
 };
 
 /* Defines |name|, a cpu_kernel_impl that runs |run_| after |check_|

@@ -10,7 +10,8 @@ plugins_cpu_cpu_la_SOURCES = \
 	plugins/cpu/kernels.c plugins/cpu/kernels.h \
 	plugins/cpu/kernel_sets.def \
 	plugins/cpu/kernels_math.h \
-	plugins/cpu/threadpool.c plugins/cpu/threadpool.h
+	plugins/cpu/threadpool.c plugins/cpu/threadpool.h \
+	plugins/cpu/program.c
 # Kernel files, one family each; a new one is listed here and in
 # kernel_sets.def (see kernels.h).
 plugins_cpu_cpu_la_SOURCES += \
@@ -37,7 +38,13 @@ plugins_cpu_cpu_la_SOURCES += \
 # byte vectors" at -O2 with these, five of nine unary loops without).
 plugins_cpu_cpu_la_CFLAGS = $(AM_CFLAGS) -fno-math-errno -fno-trapping-math
 plugins_cpu_cpu_la_LDFLAGS = $(WAFER_PLUGIN_LDFLAGS)
-plugins_cpu_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
+# program.c: where <wafer/host_kernel.h> is for host-c programs, installed
+# and (for a plugin running from this build tree) in the source tree.
+plugins_cpu_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) \
+	-DWAFER_INCLUDEDIR='"$(includedir)"' \
+	-DWAFER_BUILDDIR='"$(abs_top_builddir)"' \
+	-DWAFER_SOURCE_INCLUDEDIR='"$(abs_top_srcdir)/include"'
+
 # pthread comes from -pthread in WAFER_CFLAGS; libm for sqrtf's fallback.
 plugins_cpu_cpu_la_LIBADD = -lm $(OPENBLAS_LIBS)
 EXTRA_plugins_cpu_cpu_la_DEPENDENCIES = $(top_srcdir)/plugins/plugin.map

@@ -1,0 +1,716 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * program.c: the cpu plugin's programs — the caller's own host kernels
+ * (program.h, host_kernel.h).
+ *
+ *   host-so  an ELF shared object image: loaded from memory (a memfd, or
+ *            an unlinked temporary file where there is none) with dlopen
+ *            RTLD_NOW | RTLD_LOCAL, so each program has its own copy of
+ *            its statics;
+ *   host-c   C source: compiled with the system's C compiler ($CC, else
+ *            `cc` on PATH) into a shared object, which goes into the
+ *            host's binary cache (a second process compiles nothing) and
+ *            is then loaded like a host-so image. Without a compiler the
+ *            format is not offered, so a fat program falls through to its
+ *            host-so source.
+ *
+ * A kernel is found by dlsym. A launch calls it on ranges of dimension 0
+ * split over the device's thread pool, like the catalogue's kernels. The
+ * cpu backend is synchronous: when program_release runs, no launch of the
+ * program is running, so it dlcloses at once. */
+#include "build-config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <wafer/host_kernel.h>
+
+#include "plugins/cpu/cpu_plugin.h"
+#include "plugins/cpu/kernels.h"
+#include "plugins/cpu/threadpool.h"
+
+extern char **environ;
+
+#ifndef WAFER_INCLUDEDIR
+#error "WAFER_INCLUDEDIR must name the installed include directory (local.mk)"
+#endif
+
+struct cpu_program_kernel {
+	/* First: server.c sees impl.program and hands the launch here. */
+	struct cpu_kernel_impl impl;
+	struct wafer_kernel entry;
+	wafer_host_kernel_fn *fn;
+	struct cpu_program_kernel *next;
+	char name[];
+};
+
+struct cpu_program {
+	void *dl;
+	char *name;
+	pthread_mutex_t lock; /* kernels */
+	struct cpu_program_kernel *kernels;
+};
+
+/*===----------------------------------------------------------------------===
+ * The C compiler
+ *===----------------------------------------------------------------------===*/
+
+#define CC_MAX_ARGS 32
+
+/* The most bindings a launch through wafer_execute has (the core's
+ * limit, checked by wafer_program_kernel). */
+#define CPU_PROGRAM_MAX_BINDINGS 16
+
+/* The compiler command ($CC split at blanks, its first word resolved on
+ * PATH) and the header directory, found once per process: both depend
+ * only on the environment and on where this plugin lies. */
+static struct {
+	char text[4096];          /* the words, NUL-separated */
+	char *argv[CC_MAX_ARGS];  /* into |text| */
+	int argc;                 /* 0: no compiler */
+	char why[512];            /* why not, when argc is 0 */
+	char include[4096];       /* -I directory for <wafer/host_kernel.h> */
+} cc;
+static pthread_once_t cc_once = PTHREAD_ONCE_INIT;
+
+static const char *env(const char *name)
+{
+#ifdef HAVE_SECURE_GETENV
+	const char *value = secure_getenv(name);
+#else
+	const char *value = getenv(name);
+#endif
+	return value && *value ? value : NULL;
+}
+
+static bool executable(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	       access(path, X_OK) == 0;
+}
+
+/* |name| on PATH into |out|; false when it is not there. */
+static bool find_on_path(const char *name, char *out, size_t size)
+{
+	const char *path = env("PATH");
+
+	if (strchr(name, '/')) {
+		snprintf(out, size, "%s", name);
+		return executable(out);
+	}
+	if (!path)
+		path = "/usr/bin:/bin";
+	for (const char *p = path;;) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		int n = snprintf(out, size, "%.*s/%s", (int)len,
+				 len ? p : ".", name);
+		if (n > 0 && (size_t)n < size && executable(out))
+			return true;
+		if (!end)
+			return false;
+		p = end + 1;
+	}
+}
+
+/* Where <wafer/host_kernel.h> is: the source tree's include directory
+ * when this plugin runs from its build tree (uninstalled), else the
+ * installed one. */
+static void find_include(void)
+{
+	Dl_info info;
+	const char *here = "";
+	if (dladdr((void *)find_include, &info) && info.dli_fname)
+		here = info.dli_fname;
+#if defined(WAFER_BUILDDIR) && defined(WAFER_SOURCE_INCLUDEDIR)
+	size_t n = strlen(WAFER_BUILDDIR);
+	if (strncmp(here, WAFER_BUILDDIR, n) == 0 && here[n] == '/') {
+		snprintf(cc.include, sizeof cc.include, "%s",
+			 WAFER_SOURCE_INCLUDEDIR);
+		return;
+	}
+#endif
+	snprintf(cc.include, sizeof cc.include, "%s", WAFER_INCLUDEDIR);
+}
+
+static void find_compiler(void)
+{
+	const char *command = env("CC");
+	char first[4096];
+	size_t used = 0;
+
+	find_include();
+	if (!command)
+		command = "cc";
+	for (const char *p = command; *p;) {
+		p += strspn(p, " \t");
+		size_t len = strcspn(p, " \t");
+		if (!len)
+			break;
+		if (cc.argc == CC_MAX_ARGS - 1 || used + len + 1 > sizeof cc.text) {
+			snprintf(cc.why, sizeof cc.why,
+				 "the compiler command '%s' is too long",
+				 command);
+			cc.argc = 0;
+			return;
+		}
+		memcpy(cc.text + used, p, len);
+		cc.text[used + len] = '\0';
+		cc.argv[cc.argc++] = cc.text + used;
+		used += len + 1;
+		p += len;
+	}
+	if (!cc.argc) {
+		snprintf(cc.why, sizeof cc.why, "CC is blank");
+		return;
+	}
+	if (!find_on_path(cc.argv[0], first, sizeof first)) {
+		snprintf(cc.why, sizeof cc.why,
+			 "no C compiler: '%s' is not an executable on PATH "
+			 "(set CC)",
+			 cc.argv[0]);
+		cc.argc = 0;
+		return;
+	}
+	/* The resolved path replaces the first word. */
+	if (used + strlen(first) + 1 > sizeof cc.text) {
+		snprintf(cc.why, sizeof cc.why, "the compiler path is too long");
+		cc.argc = 0;
+		return;
+	}
+	strcpy(cc.text + used, first);
+	cc.argv[0] = cc.text + used;
+}
+
+static bool have_compiler(const struct cpu_device *dev)
+{
+	pthread_once(&cc_once, find_compiler);
+	if (!cc.argc) {
+		const struct wafer_host_services *host = dev->state->host;
+		host->log(host, WAFER_LOG_DEBUG,
+			  "program: host-c not offered: %s", cc.why);
+	}
+	return cc.argc > 0;
+}
+
+/*===----------------------------------------------------------------------===
+ * Formats
+ *===----------------------------------------------------------------------===*/
+
+static const wafer_program_format with_cc[] = {WAFER_PROGRAM_HOST_C,
+					       WAFER_PROGRAM_HOST_SO};
+static const wafer_program_format without_cc[] = {WAFER_PROGRAM_HOST_SO};
+
+wafer_status cpu_program_formats(void *device,
+					const wafer_program_format **out_formats,
+					size_t *out_count)
+{
+	if (have_compiler(device)) {
+		*out_formats = with_cc;
+		*out_count = sizeof with_cc / sizeof with_cc[0];
+	} else {
+		*out_formats = without_cc;
+		*out_count = 1;
+	}
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Loading a shared object from memory
+ *===----------------------------------------------------------------------===*/
+
+static int write_all(int fd, const void *data, size_t size)
+{
+	const char *p = data;
+	while (size) {
+		ssize_t n = write(fd, p, size);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		size -= (size_t)n;
+	}
+	return 0;
+}
+
+/* A temporary directory's base: $TMPDIR, else /tmp. */
+static const char *tmp_base(void)
+{
+	const char *t = env("TMPDIR");
+	return t ? t : "/tmp";
+}
+
+/* dlopens the shared object |image|; the program's |name| is for the
+ * message. */
+static wafer_status load_image(const struct cpu_device *dev, const char *name,
+			       const void *image, size_t size, void **out_dl)
+{
+	const struct wafer_host_services *host = dev->state->host;
+	char path[4200];
+	bool unlink_after = false;
+	int fd;
+
+	*out_dl = NULL;
+	if (size < 4 || memcmp(image, "\177ELF", 4) != 0) {
+		host->set_error("cpu: program %s: the host-so image (%zu "
+				"bytes) is not an ELF shared object",
+				name, size);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	fd = memfd_create("wafer-program", MFD_CLOEXEC);
+	if (fd >= 0) {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	} else {
+		snprintf(path, sizeof path, "%s/wafer-program-XXXXXX.so",
+			 tmp_base());
+		fd = mkstemps(path, 3);
+		unlink_after = true;
+	}
+	if (fd < 0 || write_all(fd, image, size) != 0) {
+		host->set_error("cpu: program %s: cannot stage its shared "
+				"object (%s): %s",
+				name, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		if (unlink_after)
+			unlink(path);
+		return WAFER_ERROR_IO;
+	}
+	dlerror();
+	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	const char *why = dl ? NULL : dlerror();
+	close(fd);
+	if (unlink_after)
+		unlink(path);
+	if (!dl) {
+		host->set_error("cpu: program %s: dlopen failed: %s", name,
+				why ? why : "unknown error");
+		return WAFER_ERROR_BUILD;
+	}
+	*out_dl = dl;
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Compiling host C
+ *===----------------------------------------------------------------------===*/
+
+/* |name| if it is a plain file name ([A-Za-z0-9_.-], at most 64 bytes,
+ * not starting with '.'), for the compiler's messages; else
+ * "program.c". */
+static const char *source_file_name(const char *name)
+{
+	if (!name || !name[0] || name[0] == '.' || strlen(name) > 64)
+		return "program.c";
+	for (const char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' ||
+		      *c == '-'))
+			return "program.c";
+	return name;
+}
+
+static void *read_file(const char *path, size_t *out_size)
+{
+	struct stat st;
+	void *data = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*out_size = 0;
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && st.st_size >= 0) {
+		size_t size = (size_t)st.st_size, got = 0;
+		data = malloc(size + 1);
+		while (data && got < size) {
+			ssize_t n = read(fd, (char *)data + got, size - got);
+			if (n <= 0) {
+				free(data);
+				data = NULL;
+				break;
+			}
+			got += (size_t)n;
+		}
+		if (data) {
+			((char *)data)[size] = '\0';
+			*out_size = size;
+		}
+	}
+	close(fd);
+	return data;
+}
+
+/* Splits |options| at blanks into |argv| from |argc| on (the copy in
+ * |buf|); false when there are too many. */
+static bool split_options(const char *options, char *buf, char **argv,
+			  int *argc, int max)
+{
+	if (!options)
+		return true;
+	strcpy(buf, options);
+	for (char *p = strtok(buf, " \t\n"); p; p = strtok(NULL, " \t\n")) {
+		if (*argc >= max)
+			return false;
+		argv[(*argc)++] = p;
+	}
+	return true;
+}
+
+/* Runs the compiler on |source| in a fresh temporary directory; on
+ * success the shared object's bytes in |*out_image|. A failure of the
+ * compiler is WAFER_ERROR_BUILD with its output, whole and as it wrote
+ * it. */
+static wafer_status compile(const struct cpu_device *dev,
+			    const struct wafer_program_source *source,
+			    const char *options, void **out_image,
+			    size_t *out_size)
+{
+	const struct wafer_host_services *host = dev->state->host;
+	const char *file = source_file_name(source->name);
+	char dir[4200], src[4400], so[4400], log[4400], include[4200];
+	char *argv[CC_MAX_ARGS + 256];
+	char *option_buf = NULL;
+	int argc = 0, fd, exit_status = -1;
+	wafer_status status = WAFER_OK;
+	pid_t pid;
+
+	*out_image = NULL;
+	*out_size = 0;
+	snprintf(dir, sizeof dir, "%s/wafer-cc-XXXXXX", tmp_base());
+	if (!mkdtemp(dir)) {
+		host->set_error("cpu: cannot create a directory for the C "
+				"compiler in %s: %s",
+				tmp_base(), strerror(errno));
+		return WAFER_ERROR_IO;
+	}
+	snprintf(src, sizeof src, "%s/%s", dir, file);
+	snprintf(so, sizeof so, "%s/program.so", dir);
+	snprintf(log, sizeof log, "%s/compiler.log", dir);
+	snprintf(include, sizeof include, "-I%s", cc.include);
+
+	/* The #line keeps the compiler's messages about the caller's text
+	 * and lines, not the temporary file. */
+	fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || dprintf(fd, "#line 1 \"%s\"\n", file) < 0 ||
+	    write_all(fd, source->data, source->size) != 0 ||
+	    write_all(fd, "\n", 1) != 0) {
+		host->set_error("cpu: cannot write %s: %s", src,
+				strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		status = WAFER_ERROR_IO;
+		goto out;
+	}
+	close(fd);
+
+	for (int i = 0; i < cc.argc; i++)
+		argv[argc++] = cc.argv[i];
+	argv[argc++] = "-shared";
+	argv[argc++] = "-fPIC";
+	argv[argc++] = "-O2";
+	argv[argc++] = include;
+	option_buf = malloc(options ? strlen(options) + 1 : 1);
+	if (!option_buf ||
+	    !split_options(options, option_buf, argv, &argc,
+			   CC_MAX_ARGS + 256 - 8)) {
+		host->set_error("cpu: program %s: %s", file,
+				option_buf ? "too many build options"
+					   : "out of host memory");
+		status = WAFER_ERROR_INVALID_ARGUMENT;
+		goto out;
+	}
+	argv[argc++] = "-o";
+	argv[argc++] = so;
+	/* The caller's name need not end in .c. */
+	argv[argc++] = "-x";
+	argv[argc++] = "c";
+	argv[argc++] = src;
+	argv[argc] = NULL;
+
+	posix_spawn_file_actions_t actions;
+	posix_spawn_file_actions_init(&actions);
+	posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&actions, 1, log,
+					 O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_adddup2(&actions, 1, 2);
+	int err = posix_spawn(&pid, argv[0], &actions, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&actions);
+	if (err) {
+		host->set_error("cpu: cannot run the C compiler %s: %s",
+				argv[0], strerror(err));
+		status = WAFER_ERROR_BUILD;
+		goto out;
+	}
+	while (waitpid(pid, &exit_status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(exit_status) || WEXITSTATUS(exit_status) != 0) {
+		size_t log_size;
+		char *text = read_file(log, &log_size);
+		host->set_error("cpu: program %s did not compile (%s, exit "
+				"status %d):\n%s",
+				file, argv[0],
+				WIFEXITED(exit_status)
+					? WEXITSTATUS(exit_status)
+					: -1,
+				text ? text : "(no output)");
+		free(text);
+		status = WAFER_ERROR_BUILD;
+		goto out;
+	}
+	*out_image = read_file(so, out_size);
+	if (!*out_image) {
+		host->set_error("cpu: program %s: cannot read %s: %s", file, so,
+				strerror(errno));
+		status = WAFER_ERROR_IO;
+	}
+out:
+	free(option_buf);
+	unlink(src);
+	unlink(so);
+	unlink(log);
+	rmdir(dir);
+	return status;
+}
+
+/* The host-c image of |source| from the host's cache, or compiled and
+ * stored there. */
+static wafer_status host_c_image(const struct cpu_device *dev,
+				 const struct wafer_program_source *source,
+				 const char *options, const char *name,
+				 void **out_image, size_t *out_size,
+				 bool *out_cached)
+{
+	const struct wafer_host_services *host = dev->state->host;
+	bool cache = WAFER_STRUCT_HAS(host, struct wafer_host_services,
+				      cache_store) &&
+		     host->cache_load && host->cache_store && host->cache_free;
+	char command[4400];
+	size_t used = 0;
+
+	/* Everything the image depends on: the plugin (and so the header's
+	 * ABI), the compiler command, the options, the source. */
+	for (int i = 0; i < cc.argc && used < sizeof command; i++)
+		used += (size_t)snprintf(command + used, sizeof command - used,
+					 "%s ", cc.argv[i]);
+	static const char what[] = "wafer cpu plugin " PACKAGE_VERSION
+				   " host-c -shared -fPIC -O2\n";
+	const char *opts = options ? options : "";
+	struct wafer_cache_part parts[] = {
+		{sizeof parts[0], what, sizeof what - 1},
+		{sizeof parts[0], command, strlen(command) + 1},
+		{sizeof parts[0], opts, strlen(opts) + 1},
+		{sizeof parts[0], name, strlen(name) + 1},
+		{sizeof parts[0], source->data, source->size},
+	};
+	size_t part_count = sizeof parts / sizeof parts[0];
+
+	*out_cached = false;
+	if (cache && host->cache_load(host, parts, part_count, out_image,
+				      out_size) == WAFER_OK) {
+		*out_cached = true;
+		return WAFER_OK;
+	}
+	wafer_status status = compile(dev, source, options, out_image, out_size);
+	if (status != WAFER_OK)
+		return status;
+	if (cache)
+		host->cache_store(host, parts, part_count, *out_image,
+				  *out_size);
+	return WAFER_OK;
+}
+
+wafer_status cpu_program_load(void *device,
+				     const struct wafer_program_source *source,
+				     const char *options, void **out_program)
+{
+	struct cpu_device *dev = device;
+	const struct wafer_host_services *host = dev->state->host;
+	const char *name = source->name ? source->name
+		: source->format == WAFER_PROGRAM_HOST_C ? "host-c"
+							 : "host-so";
+	void *image = NULL;
+	size_t size = source->size;
+	bool cached = false;
+	wafer_status status;
+
+	*out_program = NULL;
+	struct cpu_program *p = calloc(1, sizeof *p);
+	if (!p || !(p->name = strdup(name))) {
+		free(p);
+		host->set_error("cpu: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	if (source->format == WAFER_PROGRAM_HOST_C) {
+		if (!have_compiler(dev)) {
+			host->set_error("cpu: program %s: host-c: %s", name,
+					cc.why);
+			status = WAFER_ERROR_NOT_SUPPORTED;
+			goto fail;
+		}
+		status = host_c_image(dev, source, options, name, &image,
+				      &size, &cached);
+		if (status != WAFER_OK)
+			goto fail;
+		host->log(host, WAFER_LOG_DEBUG, "program: %s %s",
+			  cached ? "from cache" : "compiled", name);
+		status = load_image(dev, name, image, size, &p->dl);
+		if (cached)
+			host->cache_free(image);
+		else
+			free(image);
+	} else if (source->format == WAFER_PROGRAM_HOST_SO) {
+		status = load_image(dev, name, source->data, source->size,
+				    &p->dl);
+	} else {
+		host->set_error("cpu: program %s: format %d is not one the "
+				"cpu plugin takes",
+				name, (int)source->format);
+		status = WAFER_ERROR_NOT_SUPPORTED;
+	}
+	if (status != WAFER_OK)
+		goto fail;
+	*out_program = p;
+	return WAFER_OK;
+fail:
+	pthread_mutex_destroy(&p->lock);
+	free(p->name);
+	free(p);
+	return status;
+}
+
+/*===----------------------------------------------------------------------===
+ * Kernels and launches
+ *===----------------------------------------------------------------------===*/
+
+wafer_status cpu_program_kernel(void *device, void *program,
+				       const char *name, uint32_t binding_count,
+				       size_t params_size,
+				       const struct wafer_kernel **out_kernel)
+{
+	struct cpu_device *dev = device;
+	const struct wafer_host_services *host = dev->state->host;
+	struct cpu_program *p = program;
+	void *symbol;
+
+	*out_kernel = NULL;
+	dlerror();
+	symbol = dlsym(p->dl, name);
+	if (!symbol) {
+		const char *why = dlerror();
+		host->set_error("cpu: program %s has no kernel '%s'%s%s",
+				p->name, name, why ? ": " : "",
+				why ? why : "");
+		return WAFER_ERROR_NOT_FOUND;
+	}
+	struct cpu_program_kernel *k = calloc(1, sizeof *k + strlen(name) + 1);
+	if (!k) {
+		host->set_error("cpu: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	strcpy(k->name, name);
+	memcpy(&k->fn, &symbol, sizeof k->fn); /* object to function */
+	k->impl.program = true;
+	k->entry = (struct wafer_kernel){
+		.struct_size = sizeof k->entry,
+		.op = k->name,
+		.variant = "default",
+		.dtype = WAFER_DTYPE_NONE,
+		.binding_count = binding_count,
+		.params_size = params_size,
+		.impl = &k->impl,
+	};
+	pthread_mutex_lock(&p->lock);
+	k->next = p->kernels;
+	p->kernels = k;
+	pthread_mutex_unlock(&p->lock);
+	*out_kernel = &k->entry;
+	return WAFER_OK;
+}
+
+struct range_call {
+	wafer_host_kernel_fn *fn;
+	struct wafer_host_kernel_args args;
+};
+
+static void run_range(void *ctx, size_t begin, size_t end)
+{
+	const struct range_call *call = ctx;
+	struct wafer_host_kernel_args args = call->args;
+	args.begin = begin;
+	args.end = end;
+	call->fn(&args);
+}
+
+wafer_status cpu_program_launch(struct cpu_device *dev,
+				const struct wafer_launch *launch)
+{
+	const struct cpu_program_kernel *k =
+		(const struct cpu_program_kernel *)launch->kernel->impl;
+	void *data[CPU_PROGRAM_MAX_BINDINGS];
+	size_t sizes[CPU_PROGRAM_MAX_BINDINGS];
+	uint32_t n = launch->binding_count;
+
+	if (n > CPU_PROGRAM_MAX_BINDINGS) {
+		dev->state->host->set_error("cpu: kernel %s: %u bindings, the "
+					    "most is %d",
+					    k->name, n,
+					    CPU_PROGRAM_MAX_BINDINGS);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct wafer_binding *b =
+			wafer_plugin_array_at(launch->bindings, i);
+		data[i] = (char *)cpu_resource_ptr(b->resource) + b->offset;
+		sizes[i] = b->size;
+	}
+	struct range_call call = {
+		.fn = k->fn,
+		.args = {
+			.struct_size = sizeof call.args,
+			.bindings = data,
+			.binding_sizes = sizes,
+			.binding_count = n,
+			.params = launch->params_size ? launch->params : NULL,
+			.params_size = launch->params_size,
+			.global = {launch->global[0], launch->global[1],
+				   launch->global[2]},
+		},
+	};
+	/* A range of dimension 0 is worth a thread at about CPU_GRAIN items
+	 * of the whole launch: the cost of an item is the caller's, and
+	 * this is the catalogue's guess for a cheap one. */
+	uint64_t inner = launch->global[1] * launch->global[2];
+	uint64_t grain = inner >= CPU_GRAIN ? 1 : CPU_GRAIN / inner;
+	cpu_pool_parallel_for(dev->pool, (size_t)launch->global[0],
+			      (size_t)grain, run_range, &call);
+	return WAFER_OK;
+}
+
+void cpu_program_release(void *device, void *program)
+{
+	struct cpu_program *p = program;
+
+	(void)device;
+	dlclose(p->dl);
+	for (struct cpu_program_kernel *k = p->kernels, *next; k; k = next) {
+		next = k->next;
+		free(k);
+	}
+	pthread_mutex_destroy(&p->lock);
+	free(p->name);
+	free(p);
+}
+
