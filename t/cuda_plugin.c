@@ -2118,6 +2118,29 @@ static void test_programs(void *device, void *queue)
 	ok(bad == NULL, "no program from a failed load");
 }
 
+/* [cuda] nvrtc = no: PTX and CUBIN only. */
+static void test_programs_without_nvrtc(void)
+{
+	struct wafer_plugin_option no = option("nvrtc", "no", "test");
+	const wafer_program_format *formats = NULL;
+	void *state = NULL, *device = NULL;
+	size_t count = 0;
+
+	if (real || init_with(&no, 1, &state) != WAFER_OK ||
+	    plugin->device_open(state, 0, &device) != WAFER_OK) {
+		ok(real, "nvrtc = no: open: %s", last_error);
+		if (state)
+			plugin->shutdown(state);
+		return;
+	}
+	plugin->server->program_formats(device, &formats, &count);
+	ok(count == 2 && formats[0] == WAFER_PROGRAM_PTX &&
+		   formats[1] == WAFER_PROGRAM_CUBIN,
+	   "nvrtc = no: programs in ptx and cubin only");
+	plugin->device_close(device);
+	plugin->shutdown(state);
+}
+
 static void test_device(void *state)
 {
 	struct wafer_device_info info = {.struct_size = sizeof info};
@@ -2221,6 +2244,7 @@ int main(int argc, char **argv)
 		test_staging_limits();
 		test_no_pinned();
 		test_no_vmm_no_pools();
+		test_programs_without_nvrtc();
 		struct fakecuda_stats s = stats();
 		is_int((long long)s.streams_live, 0, "every stream destroyed");
 		is_int((long long)s.events_live, 0, "every event destroyed");
