@@ -38,6 +38,7 @@
 #include "core/binary_cache.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/hash.h"
 
 #define CACHE_MAGIC "WAFERBC1"
@@ -58,16 +59,6 @@ struct cache_header {
  * Where
  *===----------------------------------------------------------------------===*/
 
-static const char *env(const char *name)
-{
-#ifdef HAVE_SECURE_GETENV
-	const char *value = secure_getenv(name);
-#else
-	const char *value = getenv(name);
-#endif
-	return value && value[0] == '/' ? value : NULL;
-}
-
 static bool is_off(const char *value)
 {
 	return strcmp(value, "off") == 0 || strcmp(value, "no") == 0 ||
@@ -78,7 +69,7 @@ wafer_status wafer_binary_cache_dir(const struct wafer_config *config,
 				    const char *plugin, char **out_dir)
 {
 	const struct wafer_config_entry *own = NULL, *off = NULL, *core = NULL;
-	const char *base;
+	const char *origin;
 	int n = 0;
 	char *dir = NULL;
 
@@ -94,11 +85,8 @@ wafer_status wafer_binary_cache_dir(const struct wafer_config *config,
 		dir = strdup(own->value);
 	else if (core && core->value[0])
 		n = asprintf(&dir, "%s/%s", core->value, plugin);
-	else if ((base = env("XDG_CACHE_HOME")))
-		n = asprintf(&dir, "%s/wafer/%s", base, plugin);
-	else if ((base = env("HOME")))
-		n = asprintf(&dir, "%s/.cache/wafer/%s", base, plugin);
-	else
+	else if (!(dir = wafer_file_cache_path(plugin, &origin)) &&
+		 errno == ENOENT)
 		return WAFER_OK; /* nowhere to keep it: the cache is off */
 	if (n < 0 || !dir)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
@@ -163,29 +151,6 @@ static bool key_path(const char *dir, const struct key *key, char **out)
  * Reading
  *===----------------------------------------------------------------------===*/
 
-/* Reads all of |fd| (at most |limit| bytes) into a new buffer. */
-static unsigned char *read_all(int fd, size_t limit, size_t *out_size)
-{
-	struct stat st;
-	unsigned char *data;
-	size_t got = 0;
-
-	if (fstat(fd, &st) != 0 || st.st_size < 0 ||
-	    (uint64_t)st.st_size > limit)
-		return NULL;
-	data = malloc(st.st_size ? (size_t)st.st_size : 1);
-	while (data && got < (size_t)st.st_size) {
-		ssize_t n = read(fd, data + got, (size_t)st.st_size - got);
-		if (n <= 0) {
-			free(data);
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	*out_size = got;
-	return data;
-}
-
 /* The binary of file |data| (|size| bytes) for |key|, or NULL with the
  * reason in |why|. */
 static void *check_file(const unsigned char *data, size_t size,
@@ -237,10 +202,9 @@ wafer_status wafer_binary_cache_load(const char *dir,
 				     size_t *out_size)
 {
 	struct key key;
-	char *path = NULL, why[512] = "";
-	unsigned char *data = NULL;
+	char *path = NULL, why[512] = "", *data = NULL;
 	size_t size = 0;
-	int fd;
+	int err;
 
 	*out_data = NULL;
 	*out_size = 0;
@@ -248,22 +212,17 @@ wafer_status wafer_binary_cache_load(const char *dir,
 		return WAFER_ERROR_NOT_FOUND;
 	if (!key_path(dir, &key, &path))
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		if (!wafer_errno_absent(errno))
-			snprintf(why, sizeof why, "cannot open it: %s",
-				 strerror(errno));
-		goto out;
-	}
-	data = read_all(fd, sizeof(struct cache_header) + key.size +
-				    CACHE_MAX_BINARY,
-			&size);
-	close(fd);
-	if (!data)
-		snprintf(why, sizeof why, "cannot read it, or it is too large");
-	else
-		*out_data = check_file(data, size, &key, out_size, why,
-				       sizeof why);
+	err = wafer_file_read(path,
+			      sizeof(struct cache_header) + key.size +
+				      CACHE_MAX_BINARY,
+			      &data, &size);
+	if (!err)
+		*out_data = check_file((unsigned char *)data, size, &key,
+				       out_size, why, sizeof why);
+	else if (err == EFBIG)
+		snprintf(why, sizeof why, "too large, or not a regular file");
+	else if (!wafer_errno_absent(err))
+		snprintf(why, sizeof why, "cannot read it: %s", strerror(err));
 out:
 	if (why[0] && host && host->log)
 		host->log(host, WAFER_LOG_INFO, "ignoring cache file %s: %s",
@@ -283,44 +242,6 @@ void wafer_binary_cache_free(void *data)
  * Writing
  *===----------------------------------------------------------------------===*/
 
-/* mkdir -p, each new level 0700 (a cache is the user's own business). */
-static int make_dirs(const char *path)
-{
-	char *buf = strdup(path);
-	int result = 0;
-
-	if (!buf)
-		return -1;
-	for (char *p = buf + 1; *p && !result; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-			result = -1;
-		*p = '/';
-	}
-	if (!result && mkdir(buf, 0700) != 0 && errno != EEXIST)
-		result = -1;
-	free(buf);
-	return result;
-}
-
-static int write_all(int fd, const void *data, size_t size)
-{
-	const char *p = data;
-
-	while (size) {
-		ssize_t n = write(fd, p, size);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		size -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Writes |h|, the key and the binary to a temporary file in |dir| and
  * renames it to |path|; the reason in |why| on failure. */
 static int write_file(const char *dir, const char *path,
@@ -331,9 +252,10 @@ static int write_file(const char *dir, const char *path,
 	char *tmp = NULL;
 	int fd, ok;
 
-	if (make_dirs(dir) != 0) {
+	int err = wafer_file_make_dirs(dir, 0700);
+	if (err) {
 		snprintf(why, why_size, "cannot create %s: %s", dir,
-			 strerror(errno));
+			 strerror(err));
 		return -1;
 	}
 	if (asprintf(&tmp, "%s/.tmp-XXXXXX", dir) < 0) {
@@ -347,9 +269,9 @@ static int write_file(const char *dir, const char *path,
 		free(tmp);
 		return -1;
 	}
-	ok = write_all(fd, h, sizeof *h) == 0 &&
-	     write_all(fd, key->bytes, key->size) == 0 &&
-	     write_all(fd, binary, size) == 0;
+	ok = wafer_file_write_all(fd, h, sizeof *h) == 0 &&
+	     wafer_file_write_all(fd, key->bytes, key->size) == 0 &&
+	     wafer_file_write_all(fd, binary, size) == 0;
 	if (!ok)
 		snprintf(why, why_size, "cannot write %s: %s", tmp,
 			 strerror(errno));

@@ -30,7 +30,8 @@ libwafer_core_la_SOURCES = \
 	core/channel/mpsc.c \
 	core/client.c core/client.h core/runtime.h \
 	core/program.c core/program_table.h \
-	core/binary_cache.c core/binary_cache.h
+	core/binary_cache.c core/binary_cache.h \
+	core/file.c core/file.h
 
 lib_LTLIBRARIES += libwafer.la
 libwafer_la_SOURCES =

@@ -10,6 +10,12 @@ noinst_PROGRAMS += examples/mlp
 examples_mlp_SOURCES = examples/mlp.c
 examples_mlp_LDADD = libwafer.la -lm
 
+# A kernel of your own (program.h) in CUDA C, OpenCL C and host C, run on
+# the default device: ./uninstalled examples/custom-kernel
+noinst_PROGRAMS += examples/custom-kernel
+examples_custom_kernel_SOURCES = examples/custom-kernel.c
+examples_custom_kernel_LDADD = libwafer.la -lm
+
 # examples/plugin-skeleton/: an out-of-tree plugin for vendors to copy. It
 # has its own plain Makefile and is shipped, not built here (see
 # wafer-plugin(7); t/plugin-skeleton.sh builds it against this tree). It is

@@ -76,3 +76,7 @@ dist_man_MANS += man/wafer-memory.7
 dist_man_MANS += man/wafer-cuda.7
 dist_man_MANS += man/wafer-opencl.7
 dist_man_MANS += man/wafer-levelzero.7
+# Programs: the caller's own kernels (<wafer/program.h>).
+dist_man_MANS += man/wafer-program.7 man/wafer_program_create.3 \
+	man/wafer_program_kernel.3 man/wafer_program_release.3 \
+	man/wafer_program_format_name.3

@@ -403,7 +403,7 @@ static const struct bad_case bad_cases[] = {
 	{"key before section", "# no header yet\n\n", "backend = cpu", 0,
 	 "key 'backend' before any [section] header"},
 	{"unknown [core] key", "#\n[core]\n", "backends = cpu", 0,
-	 "unknown key 'backends' in [core] (known: backend, plugin_path, channel, log, max_handles)"},
+	 "unknown key 'backends' in [core] (known: backend, plugin_path, channel, log, max_handles, cache_dir)"},
 	{"unknown [memory] key", "#\n[memory]\n", "strategies = pool", 0,
 	 "unknown key 'strategies' in [memory] (known: strategy)"},
 	{"bad [core] log", "#\n[core]\n", "log = loud", 0,
@@ -904,7 +904,7 @@ static void test_chain_errors(void)
 	is_status(wafer_config_load_chain(c, &paths, bad_options, 4, false),
 		  WAFER_ERROR_CONFIG, "strict: unknown [core] option fails");
 	is_str(wafer_last_error(),
-	       "options: unknown key 'nope' in [core] (known: backend, plugin_path, channel, log, max_handles)",
+	       "options: unknown key 'nope' in [core] (known: backend, plugin_path, channel, log, max_handles, cache_dir)",
 	       "bad option named");
 	wafer_config_destroy(c);
 	c = new_config();

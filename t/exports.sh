@@ -21,7 +21,7 @@ exports() {
 		awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u
 }
 
-echo "1..5"
+echo "1..6"
 
 syms=$(exports "$plugin") || syms="(nm failed on $plugin)"
 if [ "$syms" = wafer_plugin_query ]; then
@@ -77,4 +77,19 @@ elif [ "$(exports "$opencl")" = wafer_plugin_query ]; then
 else
 	echo "not ok 5 - opencl.so exports only wafer_plugin_query"
 	exports "$opencl" | sed 's/^/# exported: /'
+fi
+
+# The calls of <wafer/program.h> (a new header adds exports the version
+# script's wafer_* picks up; this checks they are there).
+libsyms=$(exports "$library")
+missing=
+for sym in wafer_program_create wafer_program_kernel wafer_program_release \
+	wafer_program_format_name; do
+	echo "$libsyms" | grep -qx "$sym" || missing="$missing $sym"
+done
+if [ -z "$missing" ]; then
+	echo "ok 6 - libwafer.so.0 exports the program calls"
+else
+	echo "not ok 6 - libwafer.so.0 exports the program calls"
+	echo "# missing:$missing"
 fi

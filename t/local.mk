@@ -162,12 +162,12 @@ t_cpu_plugin_LDADD = -ldl
 if WAFER_OPENCL
 check_PROGRAMS += t/opencl_plugin
 TESTS += t/opencl_plugin
-t_opencl_plugin_LDADD = -ldl -lm -lpthread
+t_opencl_plugin_LDADD = $(T_CORE_LIBS) -ldl -lm -lpthread
 # The binary cache across processes, the build-log error path, and no
 # OpenCL platform at all.
 check_PROGRAMS += t/opencl_cache
 TESTS += t/opencl_cache
-t_opencl_cache_LDADD = -ldl -lpthread
+t_opencl_cache_LDADD = $(T_CORE_LIBS) -ldl -lpthread
 endif
 EXTRA_DIST += t/opencl_host.h
 

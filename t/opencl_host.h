@@ -2,9 +2,12 @@
  *
  * opencl_host.h: what the OpenCL plugin tests share — the built
  * opencl.so loaded by hand with a fake host services table that records
- * the plugin's error text and log lines (and counts source builds), and
+ * the plugin's error text and log lines (and counts source builds) and
+ * offers the core's own compiled-binary cache (core/binary_cache.c, in
+ * the directory the core would choose for the init options given), and
  * small helpers around init options, buffers and launches. Header-only,
- * like tap.h, so each test stays one file. */
+ * like tap.h, so each test stays one file; it links the core's
+ * convenience library. */
 #ifndef WAFER_T_OPENCL_HOST_H
 #define WAFER_T_OPENCL_HOST_H
 
@@ -22,6 +25,57 @@
 #include "t/tap.h"
 
 #include "t/fake_host.h"
+
+#include "core/binary_cache.h"
+#include "core/config.h"
+
+/* The cache directory the core would give the plugin for the options of
+ * the last init_with (NULL: off). */
+static char *cache_dir;
+
+static wafer_status host_cache_load(const struct wafer_host_services *host,
+				    const struct wafer_cache_part *parts,
+				    size_t part_count, void **out_data,
+				    size_t *out_size)
+{
+	return wafer_binary_cache_load(cache_dir, host, parts, part_count,
+				       out_data, out_size);
+}
+
+static wafer_status host_cache_store(const struct wafer_host_services *host,
+				     const struct wafer_cache_part *parts,
+				     size_t part_count, const void *data,
+				     size_t size)
+{
+	return wafer_binary_cache_store(cache_dir, host, parts, part_count,
+					data, size);
+}
+
+/* fake_host with the cache services (set up by load_plugin). */
+static struct wafer_host_services opencl_host;
+
+/* Picks the cache directory from |options| by the core's own rule
+ * ([opencl] cache_dir and cache, else the XDG default). */
+static void choose_cache_dir(const struct wafer_plugin_option *options,
+			     size_t count)
+{
+	struct wafer_config *config = NULL;
+
+	free(cache_dir);
+	cache_dir = NULL;
+	if (wafer_config_create(&config) != WAFER_OK) {
+		printf("Bail out! wafer_config_create failed\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < count; i++)
+		wafer_config_set(config, "opencl", options[i].key,
+				 options[i].value, options[i].origin);
+	if (wafer_binary_cache_dir(config, "opencl", &cache_dir) != WAFER_OK) {
+		printf("Bail out! wafer_binary_cache_dir failed\n");
+		exit(1);
+	}
+	wafer_config_destroy(config);
+}
 
 /* "built <unit> for <device> from source" lines: clBuildProgram calls on
  * source (program.c logs each at info level). */
@@ -55,7 +109,11 @@ static void load_plugin(void)
 	}
 	query = (wafer_plugin_query_fn)dlsym(so, WAFER_PLUGIN_QUERY_SYMBOL);
 	fake_log_hook = count_source_builds;
-	plugin = query ? query(WAFER_PLUGIN_ABI_MAJOR, &fake_host) : NULL;
+	opencl_host = fake_host;
+	opencl_host.cache_load = host_cache_load;
+	opencl_host.cache_free = wafer_binary_cache_free;
+	opencl_host.cache_store = host_cache_store;
+	plugin = query ? query(WAFER_PLUGIN_ABI_MAJOR, &opencl_host) : NULL;
 	if (!plugin) {
 		printf("Bail out! %s: no descriptor\n", path);
 		exit(1);
@@ -87,11 +145,12 @@ static wafer_status init_with(const struct wafer_plugin_option *options,
 	all[0] = option("type", "all", "t/opencl_host.h");
 	for (size_t i = 0; i < count; i++)
 		all[i + 1] = options[i];
+	choose_cache_dir(all, count + 1);
 	struct wafer_plugin_init_args args = {
 		.struct_size = sizeof args,
 		.options = all,
 		.option_count = count + 1,
-		.host = &fake_host,
+		.host = &opencl_host,
 	};
 	return plugin->init(&args, out_state);
 }

@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <wafer/autotune.h>
 #include <wafer/ops.h>
 #include <wafer/program.h>
 #include <wafer/wafer.h>
@@ -656,6 +657,110 @@ static void test_donation(void)
 }
 
 /*===----------------------------------------------------------------------===
+ * Autotune
+ *===----------------------------------------------------------------------===*/
+
+struct tile_inputs {
+	wafer_buffer_binding bindings[2];
+	struct tile_params params;
+};
+
+static wafer_status tile_bind(const void *inputs, wafer_execute_args *args)
+{
+	const struct tile_inputs *in = inputs;
+	args->bindings = in->bindings;
+	args->binding_count = 2;
+	args->params = &in->params;
+	args->params_size = sizeof in->params;
+	args->global[0] = in->params.cols;
+	args->global[1] = in->params.rows;
+	args->global[2] = 1;
+	args->local[0] = args->local[1] = 16;
+	args->local[2] = 1;
+	return WAFER_OK;
+}
+
+static wafer_status tile_key(const void *inputs, wafer_autotune_key *key)
+{
+	const struct tile_inputs *in = inputs;
+	key->dtypes[0] = WAFER_DTYPE_F32;
+	key->dim_count = 2;
+	key->dims[0] = in->params.rows;
+	key->dims[1] = in->params.cols;
+	return WAFER_OK;
+}
+
+/* Filled with refs once the programs exist; the tunable is identified by
+ * its address, the candidates by name. */
+static wafer_autotune_candidate tile_candidates[2] = {
+	{.struct_size = sizeof(wafer_autotune_candidate), .name = "first"},
+	{.struct_size = sizeof(wafer_autotune_candidate), .name = "second"},
+};
+static const wafer_tunable tile_op = {
+	.struct_size = sizeof tile_op,
+	.name = "t_programs_tile2d",
+	.candidates = tile_candidates,
+	.candidate_count = 2,
+	.bind = tile_bind,
+	.key = tile_key,
+};
+
+/* Two programs' tile2d kernels as the candidates of one operation. */
+static void test_autotune(void)
+{
+	const wafer_program_source *source = some_source();
+	if (!source)
+		return;
+	wafer_client *client = open_client("mutex");
+	wafer_program *p[2] = {NULL, NULL};
+	const wafer_kernel_ref *saxpy, *tile[2] = {NULL, NULL};
+	for (int i = 0; i < 2; i++) {
+		wafer_program_create(client, source, 1, NULL, &p[i]);
+		get_kernels(p[i], &saxpy, &tile[i]);
+		tile_candidates[i].kernel_ref = tile[i];
+	}
+	static float in[ROWS * COLS], got[ROWS * COLS];
+	for (size_t i = 0; i < ROWS * COLS; i++)
+		in[i] = input(i, 4);
+	wafer_handle hin = upload(client, in, ROWS * COLS), hout;
+	wafer_empty(client, sizeof got, &hout);
+	struct tile_inputs inputs = {
+		.bindings = {{hout, 0, 0}, {hin, 0, 0}},
+		.params = {.rows = ROWS, .cols = COLS, .scale = -1.0f},
+	};
+	wafer_autotune_result result = {.struct_size = sizeof result};
+	wafer_status status =
+		wafer_execute_autotune(client, &tile_op, &inputs, &result);
+	is_status(status, WAFER_OK,
+		  "autotune over two program kernels by ref");
+	if (status != WAFER_OK)
+		diag("%s", wafer_last_error());
+	ok(result.candidate && (strcmp(result.candidate, "first") == 0 ||
+				strcmp(result.candidate, "second") == 0),
+	   "  ... one of them ran (%s)",
+	   result.candidate ? result.candidate : "none");
+	bool right = wafer_read(client, hout, 0, got, sizeof got) == WAFER_OK;
+	for (size_t r = 0; right && r < ROWS; r++)
+		for (size_t c = 0; right && c < COLS; c++)
+			right = got[r * COLS + c] == -in[c * ROWS + r];
+	ok(right, "  ... and left the right result");
+
+	/* A released program's candidate is disqualified, not fatal. */
+	wafer_program_release(p[0]);
+	is_status(wafer_autotune_execute_candidate(client, &tile_op, &inputs,
+						   "first"),
+		  WAFER_ERROR_INVALID_HANDLE,
+		  "running the released program's candidate: INVALID_HANDLE");
+	is_status(wafer_autotune_execute_candidate(client, &tile_op, &inputs,
+						   "second"),
+		  WAFER_OK, "  ... the other one still runs");
+	wafer_release(client, hin);
+	wafer_release(client, hout);
+	wafer_program_release(p[1]);
+	wafer_client_close(client);
+}
+
+/*===----------------------------------------------------------------------===
  * A second process compiles nothing
  *===----------------------------------------------------------------------===*/
 
@@ -814,6 +919,7 @@ int main(int argc, char **argv)
 	test_errors();
 	test_release_order();
 	test_donation();
+	test_autotune();
 	test_second_process("/proc/self/exe");
 
 	for (size_t i = 0; i < FORMATS; i++)

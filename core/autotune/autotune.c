@@ -126,26 +126,58 @@ static const wafer_autotune_candidate *listed(const wafer_tunable *t, size_t i)
 						  i * t->candidates[0].struct_size);
 }
 
+/* Candidate |i|'s name is not one of an earlier candidate's. */
+static wafer_status check_unique(const wafer_tunable *t, size_t i)
+{
+	const char *name = listed(t, i)->name;
+	for (size_t k = 0; k < i; k++)
+		if (strcmp(listed(t, k)->name, name) == 0)
+			return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+					  "autotune %s: two candidates are "
+					  "named %s",
+					  t->name, name);
+	return WAFER_OK;
+}
+
+/* The first candidate struct had no kernel_ref. */
+#define CANDIDATE_MIN_SIZE offsetof(wafer_autotune_candidate, kernel_ref)
+
+/* The candidate's kernel_ref where its struct has one, else NULL. */
+static const wafer_kernel_ref *listed_ref(const wafer_autotune_candidate *c)
+{
+	return WAFER_STRUCT_HAS(c, wafer_autotune_candidate, kernel_ref)
+		       ? c->kernel_ref
+		       : NULL;
+}
+
 static wafer_status check_candidate(const wafer_tunable *t, size_t i)
 {
 	const wafer_autotune_candidate *c = listed(t, i);
 
-	if (c->struct_size < sizeof *c)
+	if (c->struct_size < CANDIDATE_MIN_SIZE)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "autotune %s: candidate %zu has struct_size "
 				  "%zu, expected %zu",
 				  t->name, i, c->struct_size, sizeof *c);
+	const wafer_kernel_ref *ref = listed_ref(c);
 	if (!valid_name(c->name, true))
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "autotune %s: candidate %zu has no valid name "
 				  "(1 to %d of A-Z a-z 0-9 _ . - : +)",
 				  t->name, i, WAFER_TUNE_NAME_MAX);
-	if (!c->variant == !c->run)
+	if (!(c->variant || ref) == !c->run)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "autotune %s: candidate %s must set exactly "
-				  "one of variant (a kernel) and run (a "
-				  "function)",
+				  "one of variant or kernel_ref (a kernel) and "
+				  "run (a function)",
 				  t->name, c->name);
+	if (ref && !t->bind)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "autotune %s: kernel candidate %s needs the "
+				  "operation's bind function",
+				  t->name, c->name);
+	if (ref)
+		return check_unique(t, i);
 	if (c->variant && !(c->kernel || t->kernel))
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "autotune %s: kernel candidate %s names no "
@@ -156,13 +188,7 @@ static wafer_status check_candidate(const wafer_tunable *t, size_t i)
 				  "autotune %s: kernel candidate %s needs the "
 				  "operation's bind function",
 				  t->name, c->name);
-	for (size_t k = 0; k < i; k++)
-		if (strcmp(listed(t, k)->name, c->name) == 0)
-			return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-					  "autotune %s: two candidates are "
-					  "named %s",
-					  t->name, c->name);
-	return WAFER_OK;
+	return check_unique(t, i);
 }
 
 static wafer_status check_tunable(const wafer_tunable *t)
@@ -236,6 +262,7 @@ static char *copy_or_null(const char *s, bool *failed)
 
 static wafer_status add_candidate(struct wafer_tune_op *op, const char *name,
 				  const char *kernel, const char *variant,
+				  const wafer_kernel_ref *kernel_ref,
 				  wafer_autotune_run_fn run, const void *data)
 {
 	struct wafer_tune_candidate *c = &op->candidates[op->candidate_count];
@@ -245,6 +272,7 @@ static wafer_status add_candidate(struct wafer_tune_op *op, const char *name,
 		.name = copy_or_null(name, &failed),
 		.kernel = copy_or_null(kernel, &failed),
 		.variant = copy_or_null(variant, &failed),
+		.kernel_ref = kernel_ref,
 		.run = run,
 		.data = data,
 	};
@@ -271,11 +299,16 @@ static wafer_status resolve_candidates(wafer_client *client,
 				  "autotune: out of host memory");
 	for (size_t i = 0; i < t->candidate_count && status == WAFER_OK; i++) {
 		const wafer_autotune_candidate *c = listed(t, i);
-		status = add_candidate(op, c->name,
-				       c->variant ? (c->kernel ? c->kernel
-							       : t->kernel)
-						  : NULL,
-				       c->variant, c->run, c->data);
+		const wafer_kernel_ref *ref = listed_ref(c);
+		if (ref)
+			status = add_candidate(op, c->name, NULL, NULL, ref,
+					       NULL, NULL);
+		else
+			status = add_candidate(
+				op, c->name,
+				c->variant ? (c->kernel ? c->kernel : t->kernel)
+					   : NULL,
+				c->variant, NULL, c->run, c->data);
 	}
 	if (!(t->flags & WAFER_TUNABLE_KERNEL_VARIANTS))
 		return status;
@@ -300,6 +333,7 @@ static wafer_status resolve_candidates(wafer_client *client,
 			break;
 		}
 		status = add_candidate(op, k->variant, t->kernel, k->variant,
+				       NULL,
 				       NULL, NULL);
 	}
 	return status;
@@ -405,12 +439,15 @@ wafer_status wafer_tune_run(wafer_client *client, const wafer_tunable *tunable,
 				  tunable->name, wafer_status_string(status));
 	args.kernel = candidate->kernel;
 	args.variant = candidate->variant;
+	args.kernel_ref = candidate->kernel_ref;
 	return wafer_execute(client, &args);
 }
 
 /* Marks in |available| (indices into op->candidates) those the device
- * can run for |inputs|: every client-side one, and the kernel ones whose
- * (kernel, variant) exists for the dtype bind gives. */
+ * can run for |inputs|: every client-side one, every one by ref (a ref
+ * that fails, of a released program or another client, disqualifies its
+ * candidate when it runs), and the kernel ones whose (kernel, variant)
+ * exists for the dtype bind gives. */
 static wafer_status find_available(wafer_client *client,
 				   const struct wafer_tune_op *op,
 				   const void *inputs, size_t *available,

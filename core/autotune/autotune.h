@@ -128,7 +128,10 @@ bool wafer_tune_key_parse(const char *dtypes, const char *flags,
 struct wafer_tune_candidate {
 	char *name;
 	char *kernel;  /* kernel candidates */
-	char *variant; /* NULL: a client-side candidate */
+	char *variant; /* NULL: a client-side candidate or a ref */
+	/* A kernel candidate given by ref (a program kernel's): kernel and
+	 * variant are NULL. */
+	const wafer_kernel_ref *kernel_ref;
 	wafer_autotune_run_fn run;
 	const void *data;
 };

@@ -40,6 +40,7 @@
 #include "core/autotune/autotune.h"
 #include "core/hash.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/log.h"
 
 #define FORMAT_LINE "wafer-autotune 1"
@@ -154,42 +155,19 @@ wafer_status wafer_tune_file_path(const struct wafer_tune_settings *settings,
 static wafer_status read_file(const char *path, char **out_data,
 			      size_t *out_size, char *why, size_t why_size)
 {
-	*out_data = NULL;
-	*out_size = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return WAFER_OK;
-		snprintf(why, why_size, "cannot open: %s", strerror(errno));
-		return WAFER_ERROR_IO;
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size > MAX_FILE_BYTES) {
+	int err = wafer_file_read(path, MAX_FILE_BYTES, out_data, out_size);
+	if (err == ENOENT)
+		return WAFER_OK;
+	if (err == EFBIG)
 		snprintf(why, why_size, "not a regular file of at most %u bytes",
 			 MAX_FILE_BYTES);
-		close(fd);
-		return WAFER_ERROR_IO;
-	}
-	size_t size = (size_t)st.st_size, got = 0;
-	char *data = malloc(size + 1);
-	if (!data) {
-		close(fd);
+	else if (err == ENOMEM)
 		snprintf(why, why_size, "out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
-	while (got < size) {
-		ssize_t n = read(fd, data + got, size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	data[got] = '\0';
-	*out_data = data;
-	*out_size = got;
+	else if (err)
+		snprintf(why, why_size, "cannot open: %s", strerror(err));
+	if (err)
+		return err == ENOMEM ? WAFER_ERROR_OUT_OF_MEMORY
+				     : WAFER_ERROR_IO;
 	return WAFER_OK;
 }
 
@@ -420,42 +398,15 @@ wafer_tune_file_find(const struct wafer_tune_op *op,
 /* mkdir -p for the directory part of |path|. */
 static int make_parents(const char *path)
 {
-	char *copy = strdup(path);
-	int err = 0;
-
-	if (!copy)
+	const char *slash = strrchr(path, '/');
+	if (!slash || slash == path)
+		return 0;
+	char *dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
 		return ENOMEM;
-	char *slash = strrchr(copy, '/');
-	if (slash && slash != copy) {
-		*slash = '\0';
-		for (char *p = copy + 1; !err; p++) {
-			if (*p != '/' && *p != '\0')
-				continue;
-			char c = *p;
-			*p = '\0';
-			if (mkdir(copy, 0755) != 0 && errno != EEXIST)
-				err = errno;
-			*p = c;
-			if (c == '\0')
-				break;
-		}
-	}
-	free(copy);
+	int err = wafer_file_make_dirs(dir, 0755);
+	free(dir);
 	return err;
-}
-
-static wafer_status write_all(int fd, const char *data, size_t size)
-{
-	while (size) {
-		ssize_t n = write(fd, data, size);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return WAFER_ERROR_IO;
-		data += n;
-		size -= (size_t)n;
-	}
-	return WAFER_OK;
 }
 
 /* Writes op->entries to a temporary file and renames it over op->path. */
@@ -502,7 +453,9 @@ static wafer_status replace_file(const struct wafer_tune_op *op, char *why,
 		status = WAFER_ERROR_IO;
 	} else {
 		fchmod(fd, 0644);
-		status = write_all(fd, t.data, t.used);
+		status = wafer_file_write_all(fd, t.data, t.used) == 0
+				 ? WAFER_OK
+				 : WAFER_ERROR_IO;
 		if (status == WAFER_OK && fsync(fd) != 0)
 			status = WAFER_ERROR_IO;
 		if (close(fd) != 0)

@@ -18,6 +18,7 @@
  * The environment is read once, when the runtime opens. */
 #include "build-config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,22 +26,13 @@
 
 #include "core/autotune/autotune.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/log.h"
 
 #define SECTION "autotune"
 
 /* The most a `warmup` or `samples` value may ask: more only costs time. */
 #define MAX_RUNS 1000
-
-static const char *tune_getenv(const char *name)
-{
-#ifdef HAVE_SECURE_GETENV
-	const char *value = secure_getenv(name);
-#else
-	const char *value = getenv(name);
-#endif
-	return value && *value ? value : NULL;
-}
 
 const char *wafer_tune_mode_name(enum wafer_tune_mode mode)
 {
@@ -138,9 +130,7 @@ static wafer_status find_cache_dir(const struct wafer_config *config,
 {
 	const struct wafer_config_entry *e =
 		wafer_config_lookup(config, SECTION, "cache_dir");
-	const char *base;
-	const char *suffix;
-	char *dir;
+	const char *origin;
 
 	if (e && e->value[0]) {
 		out->cache_dir = strdup(e->value);
@@ -148,21 +138,12 @@ static wafer_status find_cache_dir(const struct wafer_config *config,
 			 "%s", e->origin);
 		goto check;
 	}
-	if ((base = tune_getenv("XDG_CACHE_HOME"))) {
-		suffix = "/wafer/autotune";
-		snprintf(out->cache_dir_origin, sizeof out->cache_dir_origin,
-			 "XDG_CACHE_HOME");
-	} else if ((base = tune_getenv("HOME"))) {
-		suffix = "/.cache/wafer/autotune";
-		snprintf(out->cache_dir_origin, sizeof out->cache_dir_origin,
-			 "HOME");
-	} else {
+	out->cache_dir = wafer_file_cache_path("autotune", &origin);
+	if (!out->cache_dir && errno == ENOENT)
 		return WAFER_OK;
-	}
-	dir = malloc(strlen(base) + strlen(suffix) + 1);
-	if (dir)
-		sprintf(dir, "%s%s", base, suffix);
-	out->cache_dir = dir;
+	if (origin)
+		snprintf(out->cache_dir_origin, sizeof out->cache_dir_origin,
+			 "%s", origin);
 check:
 	if (!out->cache_dir)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,

@@ -4,9 +4,9 @@
  * real one. It offers one device whose memory is host memory, a queue
  * that runs everything at once in the caller's thread, and two kernels
  * from the standard catalogue (fill and add on f32). Every optional entry
- * (stream-ordered allocation, virtual memory, timers) is left NULL, which
- * the core reads as "not supported"; host_alloc/host_free are retired
- * (ABI 1.1) and stay NULL in every plugin.
+ * (stream-ordered allocation, virtual memory, timers, programs) is left
+ * NULL, which the core reads as "not supported"; host_alloc/host_free are
+ * retired (ABI 1.1) and stay NULL in every plugin.
  *
  * To turn it into a plugin for real hardware, replace in order:
  *   1. skeleton_device_count/_info/_open: ask the vendor driver (dlopen it,
@@ -433,6 +433,19 @@ static const struct wafer_server_ops skeleton_server_ops = {
 	.launch = skeleton_launch,
 	.sync = skeleton_sync,
 	/* timer_begin, timer_end: NULL, no device timers. */
+	/* program_formats, program_load, program_kernel, program_release
+	 * (ABI 1.2): NULL, so wafer_program_create reports "programs not
+	 * supported by plugin skeleton". A plugin that loads the caller's
+	 * own kernels sets all four (wafer-plugin(7), PROGRAMS):
+	 *   program_formats  the formats it takes, e.g. {WAFER_PROGRAM_SPIRV}
+	 *   program_load     build the source (the host's cache_load and
+	 *                    cache_store keep compiled binaries), return a
+	 *                    handle; WAFER_ERROR_BUILD with the log on failure
+	 *   program_kernel   a struct wafer_kernel the program owns, with
+	 *                    an impl that skeleton_launch can tell from the
+	 *                    catalogue's
+	 *   program_release  free it: no launch of it is queued any more
+	 * plugins/cpu/program.c in the wafer sources is a complete one. */
 };
 
 /*===----------------------------------------------------------------------===

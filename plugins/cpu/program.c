@@ -17,7 +17,9 @@
  * A kernel is found by dlsym. A launch calls it on ranges of dimension 0
  * split over the device's thread pool, like the catalogue's kernels. The
  * cpu backend is synchronous: when program_release runs, no launch of the
- * program is running, so it dlcloses at once. */
+ * program is running, so it dlcloses at once. Reading and writing files
+ * goes through the core's core/file.c, compiled into the plugin (which
+ * links nothing of libwafer). */
 #include "build-config.h"
 
 #include <dlfcn.h>
@@ -35,6 +37,7 @@
 
 #include <wafer/host_kernel.h>
 
+#include "core/file.h"
 #include "plugins/cpu/cpu_plugin.h"
 #include "plugins/cpu/kernels.h"
 #include "plugins/cpu/threadpool.h"
@@ -230,21 +233,6 @@ wafer_status cpu_program_formats(void *device,
  * Loading a shared object from memory
  *===----------------------------------------------------------------------===*/
 
-static int write_all(int fd, const void *data, size_t size)
-{
-	const char *p = data;
-	while (size) {
-		ssize_t n = write(fd, p, size);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		size -= (size_t)n;
-	}
-	return 0;
-}
-
 /* A temporary directory's base: $TMPDIR, else /tmp. */
 static const char *tmp_base(void)
 {
@@ -278,7 +266,7 @@ static wafer_status load_image(const struct cpu_device *dev, const char *name,
 		fd = mkstemps(path, 3);
 		unlink_after = true;
 	}
-	if (fd < 0 || write_all(fd, image, size) != 0) {
+	if (fd < 0 || wafer_file_write_all(fd, image, size) != 0) {
 		host->set_error("cpu: program %s: cannot stage its shared "
 				"object (%s): %s",
 				name, path, strerror(errno));
@@ -322,34 +310,14 @@ static const char *source_file_name(const char *name)
 	return name;
 }
 
+/* The whole of |path| (logs and shared objects are small), or NULL. */
 static void *read_file(const char *path, size_t *out_size)
 {
-	struct stat st;
-	void *data = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	*out_size = 0;
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) == 0 && st.st_size >= 0) {
-		size_t size = (size_t)st.st_size, got = 0;
-		data = malloc(size + 1);
-		while (data && got < size) {
-			ssize_t n = read(fd, (char *)data + got, size - got);
-			if (n <= 0) {
-				free(data);
-				data = NULL;
-				break;
-			}
-			got += (size_t)n;
-		}
-		if (data) {
-			((char *)data)[size] = '\0';
-			*out_size = size;
-		}
-	}
-	close(fd);
-	return data;
+	char *data;
+	int err = wafer_file_read(path, (size_t)1 << 30, &data, out_size);
+	if (err)
+		errno = err;
+	return err ? NULL : data;
 }
 
 /* Splits |options| at blanks into |argv| from |argc| on (the copy in
@@ -404,8 +372,8 @@ static wafer_status compile(const struct cpu_device *dev,
 	 * and lines, not the temporary file. */
 	fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0 || dprintf(fd, "#line 1 \"%s\"\n", file) < 0 ||
-	    write_all(fd, source->data, source->size) != 0 ||
-	    write_all(fd, "\n", 1) != 0) {
+	    wafer_file_write_all(fd, source->data, source->size) != 0 ||
+	    wafer_file_write_all(fd, "\n", 1) != 0) {
 		host->set_error("cpu: cannot write %s: %s", src,
 				strerror(errno));
 		if (fd >= 0)

@@ -15,7 +15,7 @@
  *   program.c    building the OpenCL C programs at first use
  *   user_program.c  programs the caller brings (OpenCL C, SPIR-V): the
  *                program entries of wafer_server_ops, and their launches
- *   cache.c      the on-disk cache of program binaries
+ *   cache.c      program binaries in the host's compiled-binary cache
  *   kernels.c    the kernel table: which catalogue entry runs which
  *                OpenCL C function, and how its arguments are set
  *   clblast.c    CLBlast's GEMM as a matmul variant (when configured)
@@ -84,7 +84,7 @@ struct ocl_state {
 	cl_device_type type_mask;
 	char *build_options;
 	int cache_enabled;
-	char *cache_dir; /* NULL: $XDG_CACHE_HOME/wafer/opencl */
+	char *cache_dir; /* as set; the core reads it (binary_cache.c) */
 	int clblast_enabled;
 	enum {
 		OCL_STAGING_AUTO,
@@ -183,19 +183,24 @@ struct ocl_kernel_desc; /* cache.c: program binaries on disk */
 #define OCL_PATH_MAX 4096
 struct ocl_cache_key {
 	char text[2048];         /* everything the binary depends on */
-	uint64_t hash;           /* of |text|: the file name */
-	char path[OCL_PATH_MAX]; /* "" when caching is off or has no place */
+	uint64_t hash;           /* of |text|, for log lines */
+	/* What the log lines name ("the binary cache (key ...)"); "" when
+	 * caching is off or the host has no cache. */
+	char path[OCL_PATH_MAX];
+	/* Whose cache_load/cache_store keep the binaries. */
+	const struct wafer_host_services *host;
 };
 /* FNV-1a, 64 bits, continuing from |hash| (start: 1469598103934665603). */
 uint64_t ocl_fnv1a(uint64_t hash, const void *data, size_t size);
 void ocl_cache_key(const struct ocl_device *device, const char *unit,
 		   const char *options, const char *const *sources,
 		   size_t source_count, struct ocl_cache_key *key);
-/* The cached binary for |key| (malloc'd), or NULL: |why| is "" when there
- * is simply none, else why the file was not believed. */
+/* The cached binary for |key| (malloc'd), or NULL; |why| is "": the
+ * host logs why it did not believe a file. */
 unsigned char *ocl_cache_read(const struct ocl_cache_key *key,
 			      size_t *out_size, char *why, size_t why_size);
-/* Writes the binary atomically; -1 with |why| on failure. */
+/* Stores the binary (the host writes it atomically and logs a failure);
+ * -1 on failure, |why| "". */
 int ocl_cache_write(const struct ocl_cache_key *key,
 		    const unsigned char *binary, size_t size, char *why,
 		    size_t why_size);

@@ -14,7 +14,9 @@
  *   build_options = TEXT more options for clBuildProgram
  *   cache = on|off       the on-disk cache of program binaries (on)
  *   cache_dir = DIR      where it lives (default
- *                        $XDG_CACHE_HOME/wafer/opencl)
+ *                        $XDG_CACHE_HOME/wafer/opencl); the core reads
+ *                        both for the host's binary cache (plugin.h),
+ *                        the plugin checks them
  *   clblast = on|off     offer CLBlast's GEMM as a matmul variant (on;
  *                        only when the plugin was built with CLBlast)
  *   staging = auto|always|never

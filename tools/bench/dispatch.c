@@ -6,12 +6,18 @@
  * execute+sync round trip; beside them, in the same run, a plain call of
  * the plugin's own launch entry with the same kernel (the plugin loaded by
  * hand, no wafer core in between), and wafer_execute with the kernel
- * resolved once by wafer_kernel_find, as the plain call has it:
+ * resolved once by wafer_kernel_find, as the plain call has it, and an
+ * empty kernel of the caller's own (a program, program.h) by ref, which
+ * should cost what the catalogue's costs:
  *
  *   dispatch channel=C ns_per_execute=X ns_per_roundtrip=Y plain_call_ns=Z
  *            vs_plain=X/Z ns_per_execute_ref=F ref_vs_plain=F/Z
+ *            [ns_per_execute_program=P program_vs_ref=P/F]
  *            [raw_launch_ns=R vs_raw=X/R]
  *
+ * The program fields when the device takes one of the empty kernel's
+ * formats (CUDA C, PTX, OpenCL C, host C); else the reason goes to
+ * stderr.
  * The last two when the backend has a raw counterpart (raw.h): an empty
  * kernel launched with the vendor API directly (cuLaunchKernel), the
  * same number of times, in the same process. */
@@ -24,6 +30,7 @@
 #include <string.h>
 
 #include <wafer/plugin.h>
+#include <wafer/program.h>
 
 #include "tools/bench/bench.h"
 #include "tools/bench/raw.h"
@@ -123,6 +130,50 @@ static double plain_call_ns(const char *path, uint32_t index)
 	return ns;
 }
 
+/* An empty kernel, wafer_bench_empty (no bindings, no parameters), in
+ * the formats one can write inline. */
+static const char empty_cuda[] =
+	"extern \"C\" __global__ void wafer_bench_empty() {}\n";
+static const char empty_ptx[] = ".version 7.8\n"
+				".target sm_75\n"
+				".address_size 64\n"
+				".visible .entry wafer_bench_empty()\n"
+				"{\n"
+				"\tret;\n"
+				"}\n";
+static const char empty_opencl[] = "__kernel void wafer_bench_empty(void) {}\n";
+static const char empty_host[] = "#include <wafer/host_kernel.h>\n"
+				 "WAFER_HOST_KERNEL(wafer_bench_empty) {}\n";
+
+/* The empty kernel as a program of |client|, or NULL with the reason on
+ * stderr. */
+static wafer_program *empty_program(wafer_client *client,
+				    const wafer_kernel_ref **out_ref)
+{
+#define SOURCE(f, text, file)                                                  \
+	{sizeof(wafer_program_source), f, text, sizeof text - 1, file}
+	static const wafer_program_source sources[] = {
+		SOURCE(WAFER_PROGRAM_CUDA_C, empty_cuda, "empty.cu"),
+		SOURCE(WAFER_PROGRAM_PTX, empty_ptx, "empty.ptx"),
+		SOURCE(WAFER_PROGRAM_OPENCL_C, empty_opencl, "empty.cl"),
+		SOURCE(WAFER_PROGRAM_HOST_C, empty_host, "empty.c"),
+	};
+#undef SOURCE
+	wafer_program *program = NULL;
+	*out_ref = NULL;
+	if (wafer_program_create(client, sources,
+				 sizeof sources / sizeof sources[0], NULL,
+				 &program) != WAFER_OK ||
+	    wafer_program_kernel(program, "wafer_bench_empty", 0, 0,
+				 out_ref) != WAFER_OK) {
+		fprintf(stderr, "wafer-bench: no program kernel: %s\n",
+			wafer_last_error());
+		wafer_program_release(program);
+		return NULL;
+	}
+	return program;
+}
+
 static void measure_channel(wafer_runtime *runtime, const char *channel,
 			    double plain_ns, double raw_ns)
 {
@@ -155,6 +206,23 @@ static void measure_channel(wafer_runtime *runtime, const char *channel,
 	bench_check(wafer_sync(client), "sync");
 	double ref_ns = (double)(bench_now_ns() - start) / (double)launches;
 
+	/* A kernel of the caller's own, by ref. */
+	wafer_execute_args by_program = args;
+	wafer_program *program = empty_program(client, &by_program.kernel_ref);
+	double program_ns = -1;
+	if (program) {
+		for (int i = 0; i < 1000; i++)
+			bench_check(wafer_execute(client, &by_program),
+				    "execute wafer_bench_empty");
+		bench_check(wafer_sync(client), "sync");
+		start = bench_now_ns();
+		for (uint64_t i = 0; i < launches; i++)
+			wafer_execute(client, &by_program);
+		bench_check(wafer_sync(client), "sync");
+		program_ns = (double)(bench_now_ns() - start) / (double)launches;
+		bench_check(wafer_program_release(program), "program_release");
+	}
+
 	start = bench_now_ns();
 	for (uint64_t i = 0; i < roundtrips; i++) {
 		wafer_execute(client, &args);
@@ -167,6 +235,9 @@ static void measure_channel(wafer_runtime *runtime, const char *channel,
 	       "ref_vs_plain=%.2f",
 	       channel, execute_ns, roundtrip_ns, plain_ns,
 	       execute_ns / plain_ns, ref_ns, ref_ns / plain_ns);
+	if (program_ns > 0)
+		printf(" ns_per_execute_program=%.1f program_vs_ref=%.3f",
+		       program_ns, program_ns / ref_ns);
 	if (raw_ns > 0)
 		printf(" raw_launch_ns=%.1f vs_raw=%.3f", raw_ns,
 		       execute_ns / raw_ns);
