@@ -74,7 +74,8 @@ static const wafer_program_format formats_source[] = {
 	WAFER_PROGRAM_OPENCL_C,
 };
 
-/* Whether |dev| takes SPIR-V: its IL versions name it. */
+/* Whether |dev| takes SPIR-V: its IL versions name it (and the call that
+ * takes it is there: create_with_il). */
 static int takes_spirv(const struct ocl_device *dev)
 {
 	char il[OCL_TEXT_MAX] = "";
@@ -110,7 +111,7 @@ wafer_status ocl_user_program_formats(void *device,
 				      const wafer_program_format **out,
 				      size_t *out_count)
 {
-	if (takes_spirv(device)) {
+	if (takes_spirv(device) && create_with_il(device)) {
 		*out = formats_il;
 		*out_count = sizeof formats_il / sizeof formats_il[0];
 	} else {
