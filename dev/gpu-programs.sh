@@ -97,6 +97,9 @@ if [ ! -x t/programs ] || [ ! -e plugins/cuda/.libs/cuda.so ]; then
 		make -j"$jobs" check TESTS= || { tail -40 "$OUT/build.log"; exit 1; }
 fi
 run=$top/uninstalled
+# The sources beside a build in another directory.
+src=$(sed -n 's/^abs_top_srcdir = //p' Makefile 2>/dev/null)
+[ -n "$src" ] || src=$top
 
 # The test suite's environment (t/local.mk), with a cache of its own so
 # the first compilation is a real one.
@@ -104,9 +107,12 @@ export WAFER_PLUGIN_PATH="$top/plugins/cuda/.libs:$top/plugins/opencl/.libs:$top
 export WAFER_SYSCONFDIR="$top/etc"
 export XDG_CONFIG_HOME="$top/t/xdg-config"
 export XDG_CACHE_HOME="$OUT/xdg-cache"
-export T_BUILDDIR="$top/t" T_SRCDIR="$top/t"
+export T_BUILDDIR="$top/t" T_SRCDIR="$src/t"
 rm -rf "$XDG_CACHE_HOME"
 unset WAFER_MEMORY WAFER_CHANNEL WAFER_LOG WAFER_CONFIG
+# GPU_PROGRAMS_CONFIG (for trying the script without a GPU, on the tests'
+# stand-in driver) becomes WAFER_CONFIG; otherwise none is read.
+[ -n "${GPU_PROGRAMS_CONFIG:-}" ] && export WAFER_CONFIG="$GPU_PROGRAMS_CONFIG"
 
 stage wafer-info "$log" 60 "$run" tools/wafer-info
 grep -E "^ *(cuda|opencl):" "$log" | head -4 | sed 's/^/  /' | tee -a "$summary"
