@@ -70,7 +70,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..23"
+echo "1..25"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -145,6 +145,10 @@ suite channels
 suite stress WAFER_STRESS_OPS=300
 suite ops
 suite donation
+# The caller's own kernels: CUDA C through the real NVRTC, PTX (the
+# stand-in emulates the test's kernels by name: t/fakecuda_program.c).
+suite programs
+suite programs FAKECUDA_DELAY_US=20
 suite ops FAKECUDA_DELAY_US=10
 suite client FAKECUDA_DELAY_US=20
 # Each memory strategy reaches other storage entries: plain, stream-ordered

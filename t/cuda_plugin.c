@@ -2005,6 +2005,168 @@ static void test_fake_contracts(void *fake)
  * Main
  *===----------------------------------------------------------------------===*/
 
+
+/*===----------------------------------------------------------------------===
+ * Programs (program.c): CUDA C through the real NVRTC, PTX, CUBIN
+ *===----------------------------------------------------------------------===*/
+
+/* The saxpy of t/fakecuda_program.c: y = a x + y. */
+static const char program_cu[] =
+	"struct saxpy_params { unsigned long long n; float a; unsigned pad; };\n"
+	"extern \"C\" __global__ void wafer_test_saxpy(float *y, const float *x,\n"
+	"                                             saxpy_params p)\n"
+	"{\n"
+	"\tunsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;\n"
+	"\tif (i < p.n)\n"
+	"\t\ty[i] = p.a * x[i] + y[i];\n"
+	"}\n";
+
+static wafer_status program_from(void *device, wafer_program_format format,
+				 const void *data, size_t size, void **out)
+{
+	struct wafer_program_source src = {
+		.struct_size = sizeof src,
+		.format = format,
+		.data = data,
+		.size = size,
+		.name = "saxpy.cu",
+	};
+	return plugin->server->program_load(device, &src, NULL, out);
+}
+
+static void test_programs(void *device, void *queue)
+{
+	const struct wafer_server_ops *s = plugin->server;
+	const wafer_program_format *formats = NULL;
+	const struct wafer_kernel *k = NULL, *again = NULL;
+	struct { uint64_t n; float a; uint32_t pad; } p = {1000, 2.0f, 0};
+	enum { N = 1000 };
+	float x[N], y[N], got[N];
+	void *program = NULL, *bad = NULL;
+	size_t count = 0;
+
+	if (real || !WAFER_STRUCT_HAS(s, struct wafer_server_ops,
+				      program_release)) {
+		ok(s->program_load != NULL, "# SKIP programs on the GPU: "
+		   "t/programs (dev/gpu-programs.sh)");
+		return;
+	}
+	status_is(s->program_formats(device, &formats, &count), WAFER_OK,
+		  "program_formats");
+	ok(count == 3 && formats[0] == WAFER_PROGRAM_CUDA_C &&
+		   formats[1] == WAFER_PROGRAM_PTX &&
+		   formats[2] == WAFER_PROGRAM_CUBIN,
+	   "programs: cuda-c (NVRTC loads), ptx, cubin");
+
+	/* NVRTC compiles for the stand-in's sm_90; the CUBIN it makes is
+	 * what the driver is given. */
+	if (!status_is(program_from(device, WAFER_PROGRAM_CUDA_C, program_cu,
+				    strlen(program_cu), &program),
+		       WAFER_OK, "program_load: CUDA C through NVRTC"))
+		return;
+	status_is(s->program_kernel(device, program, "wafer_test_saxpy", 2,
+				    sizeof p, &k),
+		  WAFER_OK, "program_kernel: wafer_test_saxpy");
+	status_is(s->program_kernel(device, program, "wafer_test_saxpy", 2,
+				    sizeof p, &again),
+		  WAFER_OK, "program_kernel again");
+	ok(k && k == again && k->dtype == WAFER_DTYPE_NONE &&
+		   k->binding_count == 2 && k->params_size == sizeof p &&
+		   strcmp(k->op, "wafer_test_saxpy") == 0,
+	   "program_kernel: one entry per name and shape, dtype none");
+	status_is(s->program_kernel(device, program, "saxpy", 2, sizeof p,
+				    &again),
+		  WAFER_ERROR_NOT_FOUND, "program_kernel: an unknown name");
+	like(last_error, "no kernel 'saxpy' in program saxpy.cu",
+	     "program_kernel: the error names the kernel and program");
+
+	/* y at an offset into its allocation: the kernel gets the
+	 * binding's first byte. */
+	wafer_resource rx = alloc_or_die(device, sizeof x);
+	wafer_resource ry = alloc_or_die(device, 256 + sizeof y);
+	values(x, N, 1);
+	values(y, N, 2);
+	s->sync(device, queue);
+	plugin->storage->copy_in(device, queue, rx, 0, x, sizeof x);
+	plugin->storage->copy_in(device, queue, ry, 256, y, sizeof y);
+	struct wafer_binding b[2] = {binding(ry, 256, sizeof y),
+				     binding(rx, 0, sizeof x)};
+	struct wafer_launch l = {
+		.struct_size = sizeof l,
+		.kernel = k,
+		.bindings = b,
+		.binding_count = 2,
+		.params = &p,
+		.params_size = sizeof p,
+		.global = {N, 1, 1},
+	};
+	status_is(s->launch(device, queue, &l), WAFER_OK,
+		  "launch of a program kernel (default block)");
+	l.local[0] = 64; /* 16 blocks of 64: 24 threads past n */
+	status_is(s->launch(device, queue, &l), WAFER_OK,
+		  "launch of a program kernel (block 64)");
+	plugin->storage->copy_out(device, queue, ry, 256, got, sizeof got);
+	status_is(sync_queue(device, queue), WAFER_OK, "sync after them");
+	int wrong = 0;
+	for (int i = 0; i < N; i++)
+		wrong += got[i] != 2.0f * x[i] + (2.0f * x[i] + y[i]);
+	is_int(wrong, 0, "program kernel: y = 2x + (2x + y) at every element");
+	plugin->storage->free(device, rx);
+	plugin->storage->free(device, ry);
+	s->program_release(device, program);
+
+	/* Failures: the compiler's log with its line, the JIT's, a bad
+	 * image. */
+	static const char broken[] = "extern \"C\" __global__ void f(float *y)\n"
+				     "{\n"
+				     "\ty[0] = undeclared;\n"
+				     "}\n";
+	status_is(program_from(device, WAFER_PROGRAM_CUDA_C, broken,
+			       sizeof broken - 1, &bad),
+		  WAFER_ERROR_BUILD, "CUDA C that does not compile: BUILD");
+	like(last_error, "saxpy.cu(3): error", "the error holds NVRTC's "
+	     "log with the line");
+	static const char no_version[] = "\n\n.entry f()\n{\n\tret;\n}\n";
+	status_is(program_from(device, WAFER_PROGRAM_PTX, no_version,
+			       sizeof no_version - 1, &bad),
+		  WAFER_ERROR_BUILD, "PTX the driver refuses: BUILD");
+	like(last_error, "line 3", "the error holds the JIT's log");
+	static const unsigned char junk[64] = {0x7f, 'E', 'L', 'F', 2, 1};
+	unsigned char cut[64];
+	memcpy(cut, junk, sizeof cut);
+	cut[0x3c] = 9; /* nine section headers at offset 0 of 64 bytes */
+	cut[0x3a] = 64;
+	status_is(program_from(device, WAFER_PROGRAM_CUBIN, cut, sizeof cut,
+			       &bad),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "a CUBIN whose headers lie past its bytes: refused before "
+		  "the driver reads it");
+	ok(bad == NULL, "no program from a failed load");
+}
+
+/* [cuda] nvrtc = no: PTX and CUBIN only. */
+static void test_programs_without_nvrtc(void)
+{
+	struct wafer_plugin_option no = option("nvrtc", "no", "test");
+	const wafer_program_format *formats = NULL;
+	void *state = NULL, *device = NULL;
+	size_t count = 0;
+
+	if (real || init_with(&no, 1, &state) != WAFER_OK ||
+	    plugin->device_open(state, 0, &device) != WAFER_OK) {
+		ok(real, "nvrtc = no: open: %s", last_error);
+		if (state)
+			plugin->shutdown(state);
+		return;
+	}
+	plugin->server->program_formats(device, &formats, &count);
+	ok(count == 2 && formats[0] == WAFER_PROGRAM_PTX &&
+		   formats[1] == WAFER_PROGRAM_CUBIN,
+	   "nvrtc = no: programs in ptx and cubin only");
+	plugin->device_close(device);
+	plugin->shutdown(state);
+}
+
 static void test_device(void *state)
 {
 	struct wafer_device_info info = {.struct_size = sizeof info};
@@ -2031,6 +2193,7 @@ static void test_device(void *state)
 	test_shape_checks(device, queue);
 	test_matmul(device, queue);
 	test_timers(device, queue);
+	test_programs(device, queue);
 	test_threads(device);
 	plugin->server->queue_destroy(device, queue);
 
@@ -2107,6 +2270,7 @@ int main(int argc, char **argv)
 		test_staging_limits();
 		test_no_pinned();
 		test_no_vmm_no_pools();
+		test_programs_without_nvrtc();
 		struct fakecuda_stats s = stats();
 		is_int((long long)s.streams_live, 0, "every stream destroyed");
 		is_int((long long)s.events_live, 0, "every event destroyed");

@@ -89,6 +89,7 @@
 
 #include "plugins/cuda/kernels/args.h"
 #include "t/fakecuda.h"
+#include "t/fakecuda_program.h"
 #include "t/half.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -287,8 +288,7 @@ struct op {
 	uint64_t cost; /* bytes its bindings span, for the fake clock */
 	uintptr_t ptr[4];
 	unsigned char params[512]; /* the largest block, with room */
-	unsigned grid[3];
-	unsigned block;
+	unsigned grid[3], block[3];
 	/* OP_EVENT */
 	struct CUevent_st *event;
 	/* OP_FREE */
@@ -810,6 +810,7 @@ struct fake_kernel {
 	int narrow;
 	struct CUmod_st *module;
 	uint32_t magic; /* KERNEL_MAGIC while its module is loaded */
+	fakecuda_program_fn *program; /* a program's (fakecuda_program.c) */
 };
 
 #define KERNEL_MAGIC 0x6b65726eu
@@ -817,6 +818,7 @@ struct fake_kernel {
 struct CUmod_st {
 	const char *image;
 	size_t image_size;
+	void *owned; /* a program's image, copied: the caller frees its own */
 	struct fake_kernel *kernels[256];
 	int kernel_count;
 };
@@ -846,11 +848,21 @@ static CUresult fake_cuModuleLoadData(CUmodule *module, const void *image)
 	if (r)
 		return r;
 	size_t n = fatbin_size(image);
+	void *owned = NULL;
+	if (!n && (n = fakecuda_program_image_size(image))) {
+		owned = malloc(n);
+		if (!owned)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		image = memcpy(owned, image, n);
+	}
 	if (!n)
 		return CUDA_ERROR_INVALID_IMAGE;
 	m = calloc(1, sizeof *m);
-	if (!m)
+	if (!m) {
+		free(owned);
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->owned = owned;
 	m->image = image;
 	m->image_size = n;
 	*module = m;
@@ -858,6 +870,15 @@ static CUresult fake_cuModuleLoadData(CUmodule *module, const void *image)
 	stats.modules_loaded++;
 	pthread_mutex_unlock(&L);
 	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuModuleLoadDataEx(CUmodule *module, const void *image,
+					unsigned count, CUjit_option *keys,
+					void **values)
+{
+	CUresult r = fakecuda_program_check(image, count, keys, values);
+
+	return r ? r : fake_cuModuleLoadData(module, image);
 }
 
 static CUresult fake_cuModuleUnload(CUmodule module)
@@ -870,6 +891,7 @@ static CUresult fake_cuModuleUnload(CUmodule module)
 		module->kernels[i]->magic = 0;
 		free(module->kernels[i]);
 	}
+	free(module->owned);
 	free(module);
 	return CUDA_SUCCESS;
 }
@@ -885,6 +907,7 @@ static void emulate_gather(struct op *o);
 static void emulate_cast(struct op *o);
 static void emulate_rows(struct op *o);
 static void emulate_matmul(struct op *o);
+static void emulate_program(struct op *o);
 
 /* Operations, in the order of these names: unary, then binary. */
 static const char *const unary_names[] = {
@@ -988,6 +1011,13 @@ static int find_emulator(struct fake_kernel *k)
 
 	k->layout_ta = k->layout_tb = -1;
 	set_shape(k, 256, 0);
+	/* A program's kernel takes any block; its emulation walks it. */
+	if ((k->program = fakecuda_program_emulator(name, &k->pointers,
+						    &k->params_size))) {
+		k->run = emulate_program;
+		set_shape(k, 1024, 0);
+		return 1;
+	}
 	if (strncmp(name, "wafer_", 6) != 0)
 		return 0;
 	name += 6;
@@ -1108,7 +1138,9 @@ static CUresult fake_cuModuleGetFunction(CUfunction *fn, CUmodule module,
 		return r;
 	/* The PTX of the module declares each kernel as an entry. */
 	snprintf(entry, sizeof entry, ".entry %s(", name);
-	if (!memmem(module->image, module->image_size, entry, strlen(entry)))
+	if (!memmem(module->image, module->image_size, entry, strlen(entry)) &&
+	    !(module->owned && fakecuda_program_has_kernel(
+				       module->image, module->image_size, name)))
 		return CUDA_ERROR_NOT_FOUND;
 	if (module->kernel_count == 256)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1166,7 +1198,8 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
 			bx, by, bz, k->threads);
 		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
 	}
-	if (by != 1 || bz != 1 || (k->exact && bx != k->threads)) {
+	if (!k->program &&
+	    (by != 1 || bz != 1 || (k->exact && bx != k->threads))) {
 		fprintf(stderr, "fakecuda: cuLaunchKernel(%s): block %ux%ux%u, "
 			"but the kernel is written for %s%ux1x1\n", k->name,
 			bx, by, bz, k->exact ? "" : "at most ", k->threads);
@@ -1184,7 +1217,9 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
 	o->grid[0] = gx;
 	o->grid[1] = gy;
 	o->grid[2] = gz;
-	o->block = bx;
+	o->block[0] = bx;
+	o->block[1] = by;
+	o->block[2] = bz;
 	/* Arguments are read now, as the driver does. */
 	for (int i = 0; i < k->pointers; i++)
 		memcpy(&o->ptr[i], params[i], sizeof(CUdeviceptr));
@@ -1276,6 +1311,28 @@ static int kernel_ranges_ok(struct op *o, int count, uint64_t bytes)
 static void run_kernel(struct op *o)
 {
 	o->kernel->run(o);
+}
+
+/* fakecuda_program.h's reach check, on the module's lock. */
+static int program_reach(uintptr_t p, uint64_t bytes)
+{
+	pthread_mutex_lock(&L);
+	int ok = device_range_ok(p, bytes);
+	if (!ok && sticky == CUDA_SUCCESS)
+		sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+	pthread_mutex_unlock(&L);
+	return ok;
+}
+
+static void emulate_program(struct op *o)
+{
+	struct fakecuda_program_launch l = {
+		.ptr = o->ptr, .params = o->params, .reach = program_reach,
+	};
+
+	memcpy(l.grid, o->grid, sizeof l.grid);
+	memcpy(l.block, o->block, sizeof l.block);
+	o->kernel->program(&l);
 }
 
 static float sigmoid(float x)
@@ -2379,6 +2436,7 @@ static const struct {
 	 (void *)fake_cuDevicePrimaryCtxRelease},
 	ENTRY(cuCtxSetCurrent),
 	ENTRY(cuModuleLoadData),
+	ENTRY(cuModuleLoadDataEx),
 	ENTRY(cuModuleUnload),
 	ENTRY(cuModuleGetFunction),
 	ENTRY(cuFuncSetAttribute),

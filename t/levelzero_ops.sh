@@ -8,13 +8,15 @@
 # synchronises, so the values t/ops reads back are what the plugin's host
 # code — its arguments, launch shapes, barriers and syncs — makes of them.
 # One more test point at the end: the driver saw no call a real driver
-# would refuse (it writes them to FAKEZE_VIOLATIONS).
+# would refuse (it writes them to FAKEZE_VIOLATIONS). With an argument,
+# the same for that backend-neutral test instead (levelzero_programs.sh).
 set -u
+test=${1:-ops}
 if [ -z "${T_BUILDDIR:-}" ]; then
 	echo "1..0 # SKIP T_BUILDDIR is not set (run through make check)"
 	exit 0
 fi
-violations="$T_BUILDDIR/levelzero_ops.violations"
+violations="$T_BUILDDIR/levelzero_$test.violations"
 rm -f "$violations"
 ZE_ENABLE_ALT_DRIVERS="$T_BUILDDIR/levelzero/.libs/fakeze.so"
 WAFER_BACKEND=levelzero
@@ -23,7 +25,7 @@ export ZE_ENABLE_ALT_DRIVERS WAFER_BACKEND FAKEZE_VIOLATIONS
 unset FAKEZE_DEVICES FAKEZE_NO_IMMEDIATE FAKEZE_NO_VM FAKEZE_BUILD_FAIL \
 	FAKEZE_ORDER FAKEZE_MEMORY FAKEZE_MAX_GROUPS
 
-out=$("$T_BUILDDIR/ops")
+out=$("$T_BUILDDIR/$test")
 status=$?
 # t/ops's own plan goes; the plan after the extra point replaces it.
 printf '%s\n' "$out" | grep -v '^1\.\.[0-9]*'

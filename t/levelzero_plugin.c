@@ -1348,6 +1348,63 @@ static void test_leaks(const char *when)
 		     (unsigned long long)u.host_bytes);
 }
 
+/* Programs (program.c) through the vendor ABI: the driver's build log as
+ * WAFER_ERROR_BUILD, an unknown kernel naming those there are. Run with
+ * FAKEZE_BUILD_FAIL=flags: a module fails when given build flags. */
+static void test_program_errors(void *device)
+{
+	char path[4096];
+	const char *builddir = getenv("T_BUILDDIR");
+	const struct wafer_kernel *k = NULL;
+	void *program = NULL;
+	long size = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/user_kernels/kernels.spv", builddir);
+	f = fopen(path, "rb");
+	unsigned char *spv = f && fseek(f, 0, SEEK_END) == 0 &&
+					     (size = ftell(f)) > 0
+				     ? malloc((size_t)size)
+				     : NULL;
+	if (!spv || fseek(f, 0, SEEK_SET) != 0 ||
+	    fread(spv, 1, (size_t)size, f) != (size_t)size) {
+		ok(0, "programs: read %s", path);
+		free(spv);
+		if (f)
+			fclose(f);
+		return;
+	}
+	fclose(f);
+	struct wafer_program_source src = {
+		.struct_size = sizeof src,
+		.format = WAFER_PROGRAM_SPIRV,
+		.data = spv,
+		.size = (size_t)size,
+		.name = "kernels.spv",
+	};
+	status_is(sv->program_load(device, &src, "-DTILE=8", &program),
+		  WAFER_ERROR_BUILD, "programs: a module that does not build");
+	if (!getenv("ZE_ENABLE_LOADER_INTERCEPT"))
+		like(last_error, "kernels.spv (", "  ... naming it");
+	if (!getenv("ZE_ENABLE_LOADER_INTERCEPT"))
+		like(last_error, "error: the test driver was told to fail",
+		     "  ... with the driver's build log");
+	ok(program == NULL, "  ... and no program");
+	status_is(sv->program_load(device, &src, NULL, &program), WAFER_OK,
+		  "programs: without flags it builds");
+	status_is(sv->program_kernel(device, program, "saxpy", 2, 16, &k),
+		  WAFER_ERROR_NOT_FOUND, "programs: an unknown kernel");
+	like(last_error, "it has: wafer_test_saxpy, wafer_test_tile2d",
+	     "  ... naming the kernels there are");
+	status_is(sv->program_kernel(device, program, "wafer_test_saxpy", 2,
+				     16, &k),
+		  WAFER_OK, "programs: wafer_test_saxpy");
+	ok(k && k->dtype == WAFER_DTYPE_NONE && k->binding_count == 2,
+	   "  ... an entry of dtype none, two bindings");
+	sv->program_release(device, program);
+	free(spv);
+}
+
 int main(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -1457,6 +1514,7 @@ int main(void)
 	is_str(fz->build_flags(), "", "  ... builds without flags");
 	like(log_text, "f32 division and sqrt may be off",
 	     "  ... and warns what that costs");
+	test_program_errors(device);
 	plugin->device_close(device);
 	plugin->shutdown(state);
 

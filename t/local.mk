@@ -289,7 +289,8 @@ EXTRA_DIST += t/fakecuda.h t/half.h t/cuda.sh
 TESTS += t/cuda.sh
 if WAFER_CUDA
 check_LTLIBRARIES += t/fakecuda.la
-t_fakecuda_la_SOURCES = t/fakecuda.c t/fakecuda.h t/half.h
+t_fakecuda_la_SOURCES = t/fakecuda.c t/fakecuda.h t/half.h \
+	t/fakecuda_program.c t/fakecuda_program.h
 t_fakecuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 t_fakecuda_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-rpath /nowhere
@@ -314,12 +315,13 @@ EXTRA_DIST += t/backend-opencl.conf
 # the suite, and no run of wafer-info outside them, sees it.
 EXTRA_DIST += t/levelzero/fakeze.h t/levelzero/spirv.h t/levelzero/emulate.h \
 	t/levelzero_nodriver.sh t/levelzero_spirv.sh t/levelzero_intercept.sh \
-	t/levelzero_ops.sh
+	t/levelzero_ops.sh t/levelzero_programs.sh
 if WAFER_LEVELZERO
 check_LTLIBRARIES += t/levelzero/fakeze.la
 t_levelzero_fakeze_la_SOURCES = t/levelzero/driver.c t/levelzero/fakeze.h \
 	t/levelzero/spirv.c t/levelzero/spirv.h \
-	t/levelzero/emulate.h t/levelzero/emulate_plugin.c
+	t/levelzero/emulate.h t/levelzero/emulate_plugin.c \
+	t/levelzero/program.c t/levelzero/program.h
 t_levelzero_fakeze_la_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS)
 # No version script: the loader looks up the zeGet*ProcAddrTable exports.
 t_levelzero_fakeze_la_LDFLAGS = -module -avoid-version -shared \
@@ -353,6 +355,9 @@ t_levelzero_model_LDADD = $(LEVELZERO_LIBS) -ldl
 # t/ops (every operation against host references) on the test driver,
 # which runs the kernels by emulation.
 TESTS += t/levelzero_ops.sh
+# t/programs (the caller's own SPIR-V kernels, emulated by name:
+# t/levelzero/program.c) the same way.
+TESTS += t/levelzero_programs.sh
 
 # wafer-info without a driver and with the test driver; the embedded
 # SPIR-V module validated.

@@ -1379,6 +1379,147 @@ static void test_threads(void)
  * Main
  *===----------------------------------------------------------------------===*/
 
+
+/*===----------------------------------------------------------------------===
+ * Programs (user_program.c): the caller's OpenCL C
+ *===----------------------------------------------------------------------===*/
+
+static const char program_cl[] =
+	"typedef struct { ulong n; float a; uint pad; } saxpy_params;\n"
+	"__kernel void wafer_test_saxpy(__global float *y, __global const float *x,\n"
+	"                               saxpy_params p)\n"
+	"{\n"
+	"\tsize_t i = get_global_id(0);\n"
+	"\tif (i < p.n)\n"
+	"\t\ty[i] = p.a * x[i] + y[i];\n"
+	"}\n"
+	"typedef struct { ulong rows, cols; float scale; uint pad; } tile_params;\n"
+	"__kernel void wafer_test_tile2d(__global float *out, __global const float *in,\n"
+	"                                tile_params p)\n"
+	"{\n"
+	"\tsize_t c = get_global_id(0), r = get_global_id(1);\n"
+	"\tif (r < p.rows && c < p.cols)\n"
+	"\t\tout[c * p.rows + r] = p.scale * in[r * p.cols + c];\n"
+	"}\n";
+
+static wafer_status load_cl(const char *text, const char *options, void **out)
+{
+	struct wafer_program_source src = {
+		.struct_size = sizeof src,
+		.format = WAFER_PROGRAM_OPENCL_C,
+		.data = text,
+		.size = strlen(text),
+		.name = "test.cl",
+	};
+	return plugin->server->program_load(device, &src, options, out);
+}
+
+static void test_programs(void)
+{
+	const struct wafer_server_ops *s = plugin->server;
+	const wafer_program_format *formats = NULL;
+	const struct wafer_kernel *saxpy = NULL, *tile = NULL, *k = NULL;
+	struct { uint64_t n; float a; uint32_t pad; } sp = {1000, 3.0f, 0};
+	struct { uint64_t rows, cols; float scale; uint32_t pad; } tp = {
+		37, 53, 0.5f, 0};
+	double x[1000], y[1000], in[37 * 53], got[37 * 53];
+	void *program = NULL, *bad = NULL;
+	size_t count = 0;
+	int wrong = 0;
+
+	if (!WAFER_STRUCT_HAS(s, struct wafer_server_ops, program_release))
+		return;
+	status_is(s->program_formats(device, &formats, &count), WAFER_OK,
+		  "programs: program_formats");
+	ok(count >= 1 && formats[0] == WAFER_PROGRAM_OPENCL_C,
+	   "programs: opencl-c first (%zu formats)", count);
+	if (!status_is(load_cl(program_cl, "-cl-std=CL1.2", &program),
+		       WAFER_OK, "programs: OpenCL C builds"))
+		return;
+	status_is(s->program_kernel(device, program, "wafer_test_saxpy", 2,
+				    sizeof sp, &saxpy),
+		  WAFER_OK, "programs: wafer_test_saxpy");
+	status_is(s->program_kernel(device, program, "wafer_test_tile2d", 2,
+				    sizeof tp, &tile),
+		  WAFER_OK, "programs: wafer_test_tile2d");
+	status_is(s->program_kernel(device, program, "nothing", 2, sizeof sp,
+				    &k),
+		  WAFER_ERROR_NOT_FOUND, "programs: an unknown kernel");
+	status_is(s->program_kernel(device, program, "wafer_test_saxpy", 3,
+				    sizeof sp, &k),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "programs: a binding count the kernel does not take");
+	like(last_error, "takes 3 arguments, not 4",
+	     "programs: the error says how many it takes");
+	if (!saxpy || !tile) {
+		s->program_release(device, program);
+		return;
+	}
+
+	/* Bindings at a non-zero offset with guard bytes around them: the
+	 * kernel gets a pointer to the binding's first byte. */
+	inputs(x, 1000, 1);
+	inputs(y, 1000, 2);
+	struct buf b[2] = {upload_values(WAFER_DTYPE_F32, y, 1000),
+			   upload_values(WAFER_DTYPE_F32, x, 1000)};
+	struct wafer_binding bind[2] = {bind_of(b[0]), bind_of(b[1])};
+	struct wafer_launch l = {
+		.struct_size = sizeof l,
+		.kernel = saxpy,
+		.bindings = bind,
+		.binding_count = 2,
+		.params = &sp,
+		.params_size = sizeof sp,
+		.global = {1000, 1, 1},
+	};
+	status_is(s->launch(device, queue, &l), WAFER_OK,
+		  "programs: launch saxpy");
+	status_is(download_values(WAFER_DTYPE_F32, b[0], 1000, got), WAFER_OK,
+		  "programs: download");
+	for (int i = 0; i < 1000; i++)
+		wrong += got[i] != (double)(3.0f * (float)x[i] + (float)y[i]);
+	is_int(wrong, 0, "programs: saxpy y = 3x + y at every element");
+	ok(check_guards(b[0]) && check_guards(b[1]),
+	   "programs: nothing written outside the bindings");
+	free_buf(b[0]);
+	free_buf(b[1]);
+
+	/* A 2-D launch whose global size is no multiple of the local. */
+	inputs(in, 37 * 53, 3);
+	b[0] = new_buf(37 * 53 * 4);
+	b[1] = upload_values(WAFER_DTYPE_F32, in, 37 * 53);
+	bind[0] = bind_of(b[0]);
+	bind[1] = bind_of(b[1]);
+	l.kernel = tile;
+	l.params = &tp;
+	l.params_size = sizeof tp;
+	l.global[0] = 53;
+	l.global[1] = 37;
+	l.local[0] = l.local[1] = 8;
+	status_is(s->launch(device, queue, &l), WAFER_OK,
+		  "programs: launch tile2d, global 53 x 37, local 8 x 8");
+	status_is(download_values(WAFER_DTYPE_F32, b[0], 37 * 53, got),
+		  WAFER_OK, "programs: download");
+	wrong = 0;
+	for (int r = 0; r < 37; r++)
+		for (int c = 0; c < 53; c++)
+			wrong += got[c * 37 + r] != 0.5 * (float)in[r * 53 + c];
+	is_int(wrong, 0, "programs: tile2d transposes and scales");
+	ok(check_guards(b[0]), "programs: nothing written past the output");
+	free_buf(b[0]);
+	free_buf(b[1]);
+	s->program_release(device, program);
+
+	static const char broken[] = "__kernel void f(__global float *y)\n"
+				     "{\n"
+				     "\ty[0] = undeclared;\n"
+				     "}\n";
+	status_is(load_cl(broken, NULL, &bad), WAFER_ERROR_BUILD,
+		  "programs: OpenCL C that does not build: BUILD");
+	like(last_error, "test.cl:3:", "programs: the build log with its line");
+	ok(bad == NULL, "programs: no program from a failed build");
+}
+
 int main(void)
 {
 	struct wafer_device_info info = {.struct_size = sizeof info};
@@ -1453,6 +1594,7 @@ int main(void)
 	test_launch_errors();
 	test_timers();
 	test_threads();
+	test_programs();
 
 	plugin->server->queue_destroy(device, queue);
 	plugin->device_close(device);

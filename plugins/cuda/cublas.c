@@ -29,8 +29,7 @@
 #define CUBLAS_MEMBER(name) __typeof__(name) *name;
 
 struct cuda_cublas {
-	void *library;
-	char path[256];
+	struct cuda_library library;
 	CUBLAS_FUNCTIONS(CUBLAS_MEMBER)
 };
 
@@ -44,34 +43,15 @@ struct cuda_cublas {
 #define CUBLAS_SYMBOL_(name) #name
 
 #define CUBLAS_RESOLVE(name)                                                   \
-	c->name = (__typeof__(c->name))dlsym(c->library, CUBLAS_SYMBOL(name)); \
-	if (!c->name) {                                                        \
-		missing = CUBLAS_SYMBOL(name);                                 \
-		goto fail;                                                     \
-	}
+	c->name = (__typeof__(c->name))dlsym(handle, CUBLAS_SYMBOL(name));     \
+	if (!c->name)                                                          \
+		return CUBLAS_SYMBOL(name);
 
-static struct cuda_cublas *try_load(const struct wafer_host_services *host,
-				    const char *file)
+static const char *resolve(void *handle, void *table)
 {
-	struct cuda_cublas *c = calloc(1, sizeof *c);
-	const char *missing = NULL;
+	struct cuda_cublas *c = table;
 
-	if (!c)
-		return NULL;
-	c->library = dlopen(file, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	if (!c->library) {
-		host->log(host, WAFER_LOG_DEBUG, "cuBLAS: %s", dlerror());
-		free(c);
-		return NULL;
-	}
-	snprintf(c->path, sizeof c->path, "%s", file);
 	CUBLAS_FUNCTIONS(CUBLAS_RESOLVE)
-	return c;
-fail:
-	host->log(host, WAFER_LOG_WARN, "cuBLAS: %s has no %s; not used", file,
-		  missing);
-	dlclose(c->library);
-	free(c);
 	return NULL;
 }
 
@@ -93,19 +73,21 @@ const struct cuda_cublas *cuda_cublas_get(struct cuda_state *state)
 		return c;
 	}
 	state->cublas_tried = 1;
-	if (state->options.cublas_library) {
-		c = try_load(host, state->options.cublas_library);
-	} else {
-		for (size_t i = 0; !c && i < sizeof names / sizeof names[0];
-		     i++)
-			c = try_load(host, names[i]);
+	c = calloc(1, sizeof *c);
+	if (c && cuda_library_open(host, "cuBLAS",
+				   state->options.cublas_library, names,
+				   sizeof names / sizeof names[0], resolve, c,
+				   &c->library) != 0) {
+		free(c);
+		c = NULL;
 	}
 	state->cublas = c;
 	pthread_mutex_unlock(&state->cublas_lock);
 
 	if (c)
 		host->log(host, WAFER_LOG_INFO,
-			  "cuBLAS from %s: matmul variant \"cublas\"", c->path);
+			  "cuBLAS from %s: matmul variant \"cublas\"",
+			  c->library.path);
 	else
 		host->log(host, WAFER_LOG_INFO,
 			  "cuBLAS not found (%s): no matmul variant \"cublas\"",
@@ -118,8 +100,7 @@ const struct cuda_cublas *cuda_cublas_get(struct cuda_state *state)
 void cuda_cublas_unload(struct cuda_state *state)
 {
 	if (state->cublas) {
-		/* RTLD_NODELETE: the mapping stays for the next instance. */
-		dlclose(state->cublas->library);
+		cuda_library_close(&state->cublas->library);
 		free(state->cublas);
 	}
 	state->cublas = NULL;

@@ -16,6 +16,9 @@
  *   kernels.c    the kernel table: which CUDA function serves which
  *                catalogue entry, and how each is launched
  *   cublas.c     cuBLAS, loaded with dlopen, as a matmul variant
+ *   program.c    programs: the caller's own kernels (CUDA C, PTX,
+ *                CUBIN), loaded and launched
+ *   nvrtc.c      NVRTC, loaded with dlopen, compiling CUDA C
  *   kernels/ the device code (.cu), compiled by nvcc to fatbins that
  *                fatbins.S embeds in the plugin
  *
@@ -59,12 +62,15 @@ struct cuda_options {
 	size_t staging_limit;       /* pinned staging bytes per device */
 	int cublas;                 /* 0: never; 1: when it loads */
 	char *cublas_library;       /* NULL: search the usual names */
+	int nvrtc;                  /* 0: never; 1: when it loads */
+	char *nvrtc_library;        /* NULL: search the usual names */
 };
 
 struct cuda_cublas;
+struct cuda_nvrtc;
 
-/* The plugin instance. Read-only after init except the cuBLAS loader,
- * which has its own lock. */
+/* The plugin instance. Read-only after init except the cuBLAS and NVRTC
+ * loaders, which have their own locks. */
 struct cuda_state {
 	const struct wafer_host_services *host;
 	struct cuda_options options;
@@ -79,6 +85,9 @@ struct cuda_state {
 	pthread_mutex_t cublas_lock;
 	int cublas_tried;
 	struct cuda_cublas *cublas; /* NULL until loaded, or if it fails */
+	pthread_mutex_t nvrtc_lock;
+	int nvrtc_tried;
+	struct cuda_nvrtc *nvrtc;   /* NULL until loaded, or if it fails */
 };
 
 /* One pinned staging buffer and, while a copy uses it, that copy. */
@@ -180,6 +189,28 @@ wafer_status cuda_enter(const struct cuda_device *device);
  * 1024, "KiB" too). Returns 0 or -1. */
 int cuda_parse_size(const char *text, uint64_t *out);
 
+/* A library of the toolkit loaded with dlopen (cuBLAS, NVRTC). */
+struct cuda_library {
+	void *handle;
+	char path[256]; /* the name it was opened by */
+};
+
+/* Returns the name of the first symbol |handle| lacks, or NULL when it
+ * has them all (and has stored them where |table| says). */
+typedef const char *cuda_library_resolve_fn(void *handle, void *table);
+
+/* Opens |configured| alone when it is not NULL, else the first of |names|
+ * that dlopens (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE: it stays mapped for
+ * the process) and has every symbol |resolve| asks for. Each failure is
+ * logged under |what| ("cuBLAS"): at debug level a file that does not
+ * open, at warn level one that lacks a symbol. Returns 0, or -1 with
+ * nothing open. */
+int cuda_library_open(const struct wafer_host_services *host, const char *what,
+		      const char *configured, const char *const *names,
+		      size_t count, cuda_library_resolve_fn *resolve,
+		      void *table, struct cuda_library *out);
+void cuda_library_close(struct cuda_library *library);
+
 /* storage.c */
 extern const struct wafer_storage_ops cuda_storage_ops;
 void cuda_storage_open(struct cuda_device *device);
@@ -205,6 +236,24 @@ void cuda_staging_retire_all(struct cuda_device *device, struct cuda_queue *q,
 
 /* server.c */
 extern const struct wafer_server_ops cuda_server_ops;
+
+/* program.c: the program entries of cuda_server_ops (plugin.h) */
+wafer_status cuda_program_formats(void *device,
+				  const wafer_program_format **out_formats,
+				  size_t *out_count);
+wafer_status cuda_program_load(void *device,
+			       const struct wafer_program_source *source,
+			       const char *options, void **out_program);
+wafer_status cuda_program_kernel(void *device, void *program, const char *name,
+				 uint32_t binding_count, size_t params_size,
+				 const struct wafer_kernel **out_kernel);
+void cuda_program_release(void *device, void *program);
+/* Whether |kernel| is a program's (else it is of the catalogue). */
+int cuda_program_kernel_of(const struct wafer_kernel *kernel);
+/* Issues a launch of a program's kernel on |q| (context current). */
+wafer_status cuda_program_launch(struct cuda_device *device,
+				 struct cuda_queue *q,
+				 const struct wafer_launch *launch);
 
 /* A resource is a CUdeviceptr widened to 64 bits (plugin.h). */
 static inline CUdeviceptr cuda_ptr(wafer_resource resource)

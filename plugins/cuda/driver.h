@@ -40,6 +40,7 @@
 	X(cuDevicePrimaryCtxRetain)                                            \
 	X(cuCtxSetCurrent)                                                     \
 	X(cuModuleLoadData)                                                    \
+	X(cuModuleLoadDataEx)                                                  \
 	X(cuModuleUnload)                                                      \
 	X(cuModuleGetFunction)                                                 \
 	X(cuFuncSetAttribute)                                                  \

@@ -24,6 +24,8 @@ plugins_cuda_cuda_la_SOURCES = \
 	plugins/cuda/server.c \
 	plugins/cuda/kernels.c plugins/cuda/kernels.h \
 	plugins/cuda/cublas.c plugins/cuda/cublas.h \
+	plugins/cuda/program.c \
+	plugins/cuda/nvrtc.c plugins/cuda/nvrtc.h \
 	plugins/cuda/fatbins.S
 plugins_cuda_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
 	-DWAFER_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'

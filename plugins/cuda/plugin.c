@@ -24,9 +24,13 @@
  *                            straight from and to pageable memory)
  *   cublas = auto|no|PATH    offer cuBLAS as the matmul variant "cublas"
  *                            when it loads (auto, the default), never, or
- *                            from this file */
+ *                            from this file
+ *   nvrtc = auto|no|PATH     compile programs in CUDA C with NVRTC when it
+ *                            loads (auto, the default), never (programs
+ *                            in PTX and CUBIN only), or from this file */
 #include "build-config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -37,6 +41,7 @@
 
 #include "plugins/cuda/cublas.h"
 #include "plugins/cuda/cuda_plugin.h"
+#include "plugins/cuda/nvrtc.h"
 
 /*===----------------------------------------------------------------------===
  * Shared helpers
@@ -128,6 +133,56 @@ int cuda_parse_size(const char *text, uint64_t *out)
 	return 0;
 }
 
+static int library_try(const struct wafer_host_services *host,
+		       const char *what, const char *file,
+		       cuda_library_resolve_fn *resolve, void *table,
+		       struct cuda_library *out)
+{
+	const char *missing;
+	void *handle;
+
+	dlerror();
+	handle = dlopen(file, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!handle) {
+		const char *error = dlerror();
+		host->log(host, WAFER_LOG_DEBUG, "%s: %s", what,
+			  error ? error : file);
+		return -1;
+	}
+	missing = resolve(handle, table);
+	if (missing) {
+		host->log(host, WAFER_LOG_WARN, "%s: %s has no %s; not used",
+			  what, file, missing);
+		dlclose(handle);
+		return -1;
+	}
+	out->handle = handle;
+	snprintf(out->path, sizeof out->path, "%s", file);
+	return 0;
+}
+
+int cuda_library_open(const struct wafer_host_services *host, const char *what,
+		      const char *configured, const char *const *names,
+		      size_t count, cuda_library_resolve_fn *resolve,
+		      void *table, struct cuda_library *out)
+{
+	memset(out, 0, sizeof *out);
+	if (configured)
+		return library_try(host, what, configured, resolve, table, out);
+	for (size_t i = 0; i < count; i++)
+		if (library_try(host, what, names[i], resolve, table, out) == 0)
+			return 0;
+	return -1;
+}
+
+void cuda_library_close(struct cuda_library *library)
+{
+	/* RTLD_NODELETE: the mapping stays for the next instance. */
+	if (library->handle)
+		dlclose(library->handle);
+	memset(library, 0, sizeof *library);
+}
+
 /*===----------------------------------------------------------------------===
  * Options
  *===----------------------------------------------------------------------===*/
@@ -159,6 +214,28 @@ static wafer_status set_string(struct cuda_state *state, char **slot,
 	free(*slot);
 	*slot = copy;
 	return WAFER_OK;
+}
+
+/* auto|no|PATH of a library loaded with dlopen (cublas, nvrtc). */
+static wafer_status library_option(struct cuda_state *state,
+				   const char *origin, const char *key,
+				   const char *value, int *use, char **path)
+{
+	if (strcasecmp(value, "auto") == 0 || strcasecmp(value, "yes") == 0) {
+		*use = 1;
+		free(*path);
+		*path = NULL;
+		return WAFER_OK;
+	}
+	if (strcasecmp(value, "no") == 0 || strcasecmp(value, "off") == 0) {
+		*use = 0;
+		return WAFER_OK;
+	}
+	if (value[0] != '/')
+		return bad_value(state, origin, key,
+				 "auto, no or an absolute path", value);
+	*use = 1;
+	return set_string(state, path, value);
 }
 
 /* Applies one `key = value` line of [cuda]. Unknown keys are logged and
@@ -212,26 +289,12 @@ static wafer_status apply_option(void *state_arg,
 		o->staging_limit = (size_t)n;
 		return WAFER_OK;
 	}
-	if (strcmp(key, "cublas") == 0) {
-		if (strcasecmp(value, "auto") == 0 ||
-		    strcasecmp(value, "yes") == 0) {
-			o->cublas = 1;
-			free(o->cublas_library);
-			o->cublas_library = NULL;
-			return WAFER_OK;
-		}
-		if (strcasecmp(value, "no") == 0 ||
-		    strcasecmp(value, "off") == 0) {
-			o->cublas = 0;
-			return WAFER_OK;
-		}
-		if (value[0] != '/')
-			return bad_value(state, origin, key,
-					 "auto, no or an absolute path",
-					 value);
-		o->cublas = 1;
-		return set_string(state, &o->cublas_library, value);
-	}
+	if (strcmp(key, "cublas") == 0)
+		return library_option(state, origin, key, value, &o->cublas,
+				      &o->cublas_library);
+	if (strcmp(key, "nvrtc") == 0)
+		return library_option(state, origin, key, value, &o->nvrtc,
+				      &o->nvrtc_library);
 	host->log(host, WAFER_LOG_WARN,
 		  "%s: [cuda] unknown option '%s' ignored", origin, key);
 	return WAFER_OK;
@@ -322,12 +385,15 @@ static int list_devices(struct cuda_state *state)
 static void free_state(struct cuda_state *state)
 {
 	cuda_cublas_unload(state);
+	cuda_nvrtc_unload(state);
 	if (state->driver.library)
 		cuda_driver_unload(&state->driver);
 	pthread_mutex_destroy(&state->cublas_lock);
+	pthread_mutex_destroy(&state->nvrtc_lock);
 	free(state->ordinals);
 	free(state->options.driver_library);
 	free(state->options.cublas_library);
+	free(state->options.nvrtc_library);
 	free(state);
 }
 
@@ -343,11 +409,13 @@ static wafer_status cuda_init(const struct wafer_plugin_init_args *args,
 		return status;
 	state->host = args->host;
 	pthread_mutex_init(&state->cublas_lock, NULL);
+	pthread_mutex_init(&state->nvrtc_lock, NULL);
 	state->options = (struct cuda_options){
 		.release_threshold = UINT64_MAX,
 		.staging_chunk = (size_t)4 << 20,
 		.staging_limit = (size_t)64 << 20,
 		.cublas = 1,
+		.nvrtc = 1,
 	};
 	status = wafer_plugin_apply_options(args, apply_option, state);
 	if (status != WAFER_OK) {

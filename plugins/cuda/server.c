@@ -105,14 +105,17 @@ static wafer_status cuda_server_launch(void *device, void *queue,
 				       const struct wafer_launch *launch)
 {
 	struct cuda_device *dev = device;
-	/* The core checked the launch against our table (plugin.h): the
-	 * kernel is one of ours, its impl our descriptor. */
+	/* The core checked the launch against our table or a program's
+	 * kernel (plugin.h): the kernel is one of ours, its impl our
+	 * descriptor or program kernel. */
 	const struct cuda_kernel_desc *desc = launch->kernel->impl;
 	wafer_status status;
 
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
+	if (cuda_program_kernel_of(launch->kernel))
+		return cuda_program_launch(dev, queue, launch);
 	return cuda_kernels_launch(dev, queue, desc, launch);
 }
 
@@ -195,4 +198,8 @@ const struct wafer_server_ops cuda_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS(cuda),
 	.timer_begin = cuda_server_timer_begin,
 	.timer_end = cuda_server_timer_end,
+	.program_formats = cuda_program_formats,
+	.program_load = cuda_program_load,
+	.program_kernel = cuda_program_kernel,
+	.program_release = cuda_program_release,
 };

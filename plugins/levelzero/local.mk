@@ -13,6 +13,7 @@ plugins_levelzero_levelzero_la_SOURCES = \
 	plugins/levelzero/storage.c \
 	plugins/levelzero/server.c \
 	plugins/levelzero/kernels.c plugins/levelzero/kernels.h \
+	plugins/levelzero/program.c \
 	plugins/levelzero/status.c
 nodist_plugins_levelzero_levelzero_la_SOURCES = \
 	plugins/levelzero/kernels-spirv.c

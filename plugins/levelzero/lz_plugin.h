@@ -14,6 +14,8 @@
  *                kernel, its arguments and its group counts
  *   kernels.cl   the kernels themselves (OpenCL C, compiled to SPIR-V at
  *                build time and embedded)
+ *   program.c    programs, the caller's own SPIR-V kernels: the program
+ *                entries of wafer_server_ops, and their launches
  *   status.c     ze_result_t names and their wafer_status
  *
  * The plugin links the Level Zero loader (libze_loader.so.1), the vendor-
@@ -184,6 +186,31 @@ wafer_status lz_queue_wait(struct lz_device *device, struct lz_queue *queue);
 /* Records |p| for the queue's next wait. */
 wafer_status lz_queue_defer(struct lz_device *device, struct lz_queue *queue,
 			    const struct lz_pending *p);
+/* Appends a launch of |kernel| (group size and arguments set) with
+ * |group_count| groups to |queue|, after everything issued before it;
+ * |name| is for the error. */
+wafer_status lz_queue_launch(struct lz_device *device, struct lz_queue *queue,
+			     ze_kernel_handle_t kernel,
+			     const uint32_t group_count[3], const char *name);
+
+/* program.c: the program entries of lz_server_ops (plugin.h) */
+wafer_status lz_program_formats(void *device,
+				const wafer_program_format **out_formats,
+				size_t *out_count);
+wafer_status lz_program_load(void *device,
+			     const struct wafer_program_source *source,
+			     const char *options, void **out_program);
+wafer_status lz_program_kernel(void *device, void *program, const char *name,
+			       uint32_t binding_count, size_t params_size,
+			       const struct wafer_kernel **out_kernel);
+void lz_program_release(void *device, void *program);
+/* Whether |kernel| is a program's (else it is of the catalogue). */
+int lz_program_kernel_of(const struct wafer_kernel *kernel);
+wafer_status lz_program_launch(struct lz_device *device, struct lz_queue *queue,
+			       const struct wafer_launch *launch);
+/* The text of a module build log, malloc'd ("" when it has none); NULL
+ * when out of memory. */
+char *lz_build_log(ze_module_build_log_handle_t log);
 
 /* status.c */
 const char *lz_result_name(ze_result_t result);

@@ -495,18 +495,12 @@ static wafer_status build_module(struct lz_device *dev)
 		return WAFER_OK;
 	}
 	char text[1024] = "";
-	size_t size = 0;
-	if (log && zeModuleBuildLogGetString(log, &size, NULL) ==
-			   ZE_RESULT_SUCCESS &&
-	    size > 0) {
-		char *all = malloc(size);
-		if (all && zeModuleBuildLogGetString(log, &size, all) ==
-				   ZE_RESULT_SUCCESS)
-			snprintf(text, sizeof text, "%s", all);
+	if (log) {
+		char *all = lz_build_log(log);
+		snprintf(text, sizeof text, "%s", all ? all : "");
 		free(all);
-	}
-	if (log)
 		zeModuleBuildLogDestroy(log);
+	}
 	dev->module = NULL;
 	host->set_error("levelzero: zeModuleCreate (%zu bytes of SPIR-V) "
 			"for '%s': %s%s%s",

@@ -437,6 +437,8 @@ static wafer_status lz_server_launch(void *device, void *queue,
 	ze_result_t r;
 	const char *what = "zeKernelSetGroupSize";
 
+	if (lz_program_kernel_of(launch->kernel))
+		return lz_program_launch(dev, q, launch);
 	status = prepare_launch(dev, launch, &d);
 	if (status != WAFER_OK)
 		return status;
@@ -453,25 +455,37 @@ static wafer_status lz_server_launch(void *device, void *queue,
 		r = zeKernelSetArgumentValue(kernel, i, d.args[i].size,
 					     d.args[i].value);
 	}
-	if (r == ZE_RESULT_SUCCESS) {
-		what = "zeCommandListAppendBarrier";
-		r = order(q);
+	if (r != ZE_RESULT_SUCCESS) {
+		lz_host(dev)->set_error("levelzero: launch %s (%s): %s: %s",
+					launch->kernel->op,
+					lz_spirv_kernels[d.kernel], what,
+					lz_result_name(r));
+		return lz_status(r);
 	}
+	return lz_queue_launch(dev, q, kernel, d.group_count,
+			       lz_spirv_kernels[d.kernel]);
+}
+
+wafer_status lz_queue_launch(struct lz_device *dev, struct lz_queue *q,
+			     ze_kernel_handle_t kernel,
+			     const uint32_t group_count[3], const char *name)
+{
+	const char *what = "zeCommandListAppendBarrier";
+	ze_result_t r = order(q);
+
 	if (r == ZE_RESULT_SUCCESS) {
 		ze_group_count_t groups = {
-			.groupCountX = d.group_count[0],
-			.groupCountY = d.group_count[1],
-			.groupCountZ = d.group_count[2],
+			.groupCountX = group_count[0],
+			.groupCountY = group_count[1],
+			.groupCountZ = group_count[2],
 		};
 		what = "zeCommandListAppendLaunchKernel";
 		r = zeCommandListAppendLaunchKernel(q->list, kernel, &groups,
 						    NULL, 0, NULL);
 	}
 	if (r != ZE_RESULT_SUCCESS) {
-		lz_host(dev)->set_error("levelzero: launch %s (%s): %s: %s",
-					launch->kernel->op,
-					lz_spirv_kernels[d.kernel], what,
-					lz_result_name(r));
+		lz_host(dev)->set_error("levelzero: launch %s: %s: %s", name,
+					what, lz_result_name(r));
 		return lz_status(r);
 	}
 	appended(q);
@@ -613,4 +627,8 @@ const struct wafer_server_ops lz_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS(lz),
 	.timer_begin = lz_server_timer_begin,
 	.timer_end = lz_server_timer_end,
+	.program_formats = lz_program_formats,
+	.program_load = lz_program_load,
+	.program_kernel = lz_program_kernel,
+	.program_release = lz_program_release,
 };

@@ -13,6 +13,8 @@
  *   server.c     wafer_server_ops: in-order profiling queues, launch,
  *                sync, device timers
  *   program.c    building the OpenCL C programs at first use
+ *   user_program.c  programs the caller brings (OpenCL C, SPIR-V): the
+ *                program entries of wafer_server_ops, and their launches
  *   cache.c      program binaries in the host's compiled-binary cache
  *   kernels.c    the kernel table: which catalogue entry runs which
  *                OpenCL C function, and how its arguments are set
@@ -277,6 +279,23 @@ wafer_status ocl_program_get(struct ocl_device *device, enum ocl_unit unit,
 void ocl_programs_release(struct ocl_device *device);
 /* Name of a unit, for messages and cache files: "elementwise". */
 const char *ocl_unit_name(enum ocl_unit unit);
+
+/* user_program.c: the program entries of ocl_server_ops (plugin.h) */
+wafer_status ocl_user_program_formats(void *device,
+				      const wafer_program_format **out_formats,
+				      size_t *out_count);
+wafer_status ocl_user_program_load(void *device,
+				   const struct wafer_program_source *source,
+				   const char *options, void **out_program);
+wafer_status ocl_user_program_kernel(void *device, void *program,
+				     const char *name, uint32_t binding_count,
+				     size_t params_size,
+				     const struct wafer_kernel **out_kernel);
+void ocl_user_program_release(void *device, void *program);
+/* Whether |kernel| is a program's (else it is of the catalogue). */
+int ocl_user_kernel_of(const struct wafer_kernel *kernel);
+wafer_status ocl_user_launch(struct ocl_queue *queue,
+			     const struct wafer_launch *launch);
 
 /* kernels.c */
 wafer_status ocl_kernels_open(struct ocl_device *device);

@@ -49,6 +49,7 @@
 
 #include "t/levelzero/emulate.h"
 #include "t/levelzero/fakeze.h"
+#include "t/levelzero/program.h"
 #include "t/levelzero/spirv.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -446,6 +447,8 @@ struct module {
 	struct context *context;
 	struct spv_module spv;
 	uint32_t kernels;
+	void *native; /* zeModuleGetNativeBinary's (program.h) */
+	size_t native_size;
 };
 
 struct build_log {
@@ -1741,7 +1744,15 @@ static ze_result_t fz_zeModuleCreate(ze_context_handle_t hc, ze_device_handle_t 
 		*log = NULL;
 	if (!c || !device_of(hd, WHO))
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
-	if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV) {
+	const void *code = desc->pInputModule;
+	size_t code_size = desc->inputSize;
+	if (desc->format == ZE_MODULE_FORMAT_NATIVE &&
+	    !fakeze_native_unwrap(&code, &code_size)) {
+		new_log(log, "error: not a native binary of this driver");
+		return leave(ZE_RESULT_ERROR_INVALID_NATIVE_BINARY);
+	}
+	if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV &&
+	    desc->format != ZE_MODULE_FORMAT_NATIVE) {
 		violate("zeModuleCreate: format %d", (int)desc->format);
 		return leave(ZE_RESULT_ERROR_INVALID_ENUMERATION);
 	}
@@ -1759,8 +1770,7 @@ static ze_result_t fz_zeModuleCreate(ze_context_handle_t hc, ze_device_handle_t 
 	struct module *m = obj_new(K_MODULE, sizeof *m);
 	if (!m)
 		return leave(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
-	if (spv_parse(desc->pInputModule, desc->inputSize, &m->spv, why,
-		      sizeof why) != 0 ||
+	if (spv_parse(code, code_size, &m->spv, why, sizeof why) != 0 ||
 	    m->spv.version > 0x00010200u) {
 		char text[256];
 		snprintf(text, sizeof text, "error: %s",
@@ -1772,6 +1782,7 @@ static ze_result_t fz_zeModuleCreate(ze_context_handle_t hc, ze_device_handle_t 
 		return leave(ZE_RESULT_ERROR_MODULE_BUILD_FAILURE);
 	}
 	m->context = c;
+	m->native = fakeze_native_wrap(code, code_size, &m->native_size);
 	new_log(log, "");
 	*out = (ze_module_handle_t)m;
 	return leave(ZE_RESULT_SUCCESS);
@@ -1786,7 +1797,39 @@ static ze_result_t fz_zeModuleDestroy(ze_module_handle_t h)
 	if (m->kernels)
 		violate("zeModuleDestroy: %u kernels still alive", m->kernels);
 	spv_free(&m->spv);
+	free(m->native);
 	obj_free(m);
+	return leave(ZE_RESULT_SUCCESS);
+}
+
+/* For the programs of t/programs.c (program.h). */
+static ze_result_t fz_zeModuleGetNativeBinary(ze_module_handle_t h,
+					      size_t *size, uint8_t *binary)
+{
+	ENTER();
+	struct module *m = obj_get(h, K_MODULE, WHO);
+	if (!m || !size)
+		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	if (!m->native)
+		return leave(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+	if (binary && *size >= m->native_size)
+		memcpy(binary, m->native, m->native_size);
+	*size = m->native_size;
+	return leave(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t fz_zeModuleGetKernelNames(ze_module_handle_t h,
+					     uint32_t *count,
+					     const char **names)
+{
+	ENTER();
+	struct module *m = obj_get(h, K_MODULE, WHO);
+	if (!m || !count)
+		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	for (uint32_t i = 0; names && i < *count && i < m->spv.kernel_count;
+	     i++)
+		names[i] = m->spv.kernels[i].name;
+	*count = m->spv.kernel_count;
 	return leave(ZE_RESULT_SUCCESS);
 }
 
@@ -1817,6 +1860,7 @@ static ze_result_t fz_zeModuleBuildLogGetString(ze_module_build_log_handle_t h,
 /* Every table of emulated kernels (emulate.h). */
 static const struct emulate_kernel *const emulate_tables[] = {
 	emulate_plugin_kernels,
+	emulate_program_kernels,
 };
 
 emulate_fn *emulate_find(const char *name)
@@ -2261,6 +2305,8 @@ TABLE(zeGetMemProcAddrTable, ze_mem_dditable_t, {
 TABLE(zeGetModuleProcAddrTable, ze_module_dditable_t, {
 	t->pfnCreate = fz_zeModuleCreate;
 	t->pfnDestroy = fz_zeModuleDestroy;
+	t->pfnGetNativeBinary = fz_zeModuleGetNativeBinary;
+	t->pfnGetKernelNames = fz_zeModuleGetKernelNames;
 })
 TABLE(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t, {
 	t->pfnDestroy = fz_zeModuleBuildLogDestroy;

@@ -62,5 +62,7 @@ void emulate_fault(struct emulate_launch *launch, const char *format, ...)
 
 /* The kernels of plugins/levelzero/kernels.cl (emulate_plugin.c). */
 extern const struct emulate_kernel emulate_plugin_kernels[];
+/* The kernels of t/user_kernels/kernels.cl, t/programs.c's (program.c). */
+extern const struct emulate_kernel emulate_program_kernels[];
 
 #endif

@@ -1,0 +1,542 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * program.c: programs, the caller's own kernels (wafer-program(7)), on the
+ * Level Zero plugin — the program entries of wafer_server_ops and the
+ * launch of a program's kernel.
+ *
+ * The format is SPIR-V: zeModuleCreate(ZE_MODULE_FORMAT_IL_SPIRV) with the
+ * caller's options as build flags. A module that does not build is
+ * WAFER_ERROR_BUILD with the driver's whole build log. The driver's native
+ * binary of a built module (zeModuleGetNativeBinary) goes to the host's
+ * binary cache, keyed by the SPIR-V, the options, the device and the
+ * driver, so a second process creates the module from it
+ * (ZE_MODULE_FORMAT_NATIVE) and compiles nothing; a native binary the
+ * driver no longer takes is compiled again from the SPIR-V.
+ *
+ * Kernels are looked up in zeModuleGetKernelNames before zeKernelCreate,
+ * so an unknown name is WAFER_ERROR_NOT_FOUND listing the names there
+ * are. A launch follows the calling convention: one USM pointer per
+ * binding (the allocation plus the binding's offset), then the parameter
+ * block by value; the group size is the launch's local size, or
+ * zeKernelSuggestGroupSize's for the global size when it gives none; the
+ * group counts cover the global size rounded up. A kernel's arguments
+ * are state of its kernel object until the launch is appended (the
+ * command list keeps their values), so launches of one program kernel
+ * from several queues take turns setting and appending. */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/levelzero/lz_plugin.h"
+
+/* Version of what this file stores in the binary cache. */
+#define CACHE_LAYOUT "wafer levelzero program 1"
+
+/* More bindings than the core ever passes. */
+#define MAX_BINDINGS 64
+
+struct lz_program_kernel {
+	/* entry.impl points back here. */
+	struct wafer_kernel entry;
+	/* Guards the kernel object's group size and arguments from set to
+	 * append. */
+	pthread_mutex_t lock;
+	ze_kernel_handle_t kernel;
+	struct lz_program_kernel *next;
+	char name[];
+};
+
+struct lz_program {
+	ze_module_handle_t module;
+	char name[128];
+	pthread_mutex_t lock; /* of |kernels| */
+	struct lz_program_kernel *kernels;
+};
+
+static const wafer_program_format formats[] = {WAFER_PROGRAM_SPIRV};
+
+wafer_status lz_program_formats(void *device,
+				const wafer_program_format **out_formats,
+				size_t *out_count)
+{
+	*out_formats = formats;
+	*out_count = sizeof formats / sizeof formats[0];
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Building
+ *===----------------------------------------------------------------------===*/
+
+char *lz_build_log(ze_module_build_log_handle_t log)
+{
+	size_t size = 0;
+	char *text;
+
+	if (!log || zeModuleBuildLogGetString(log, &size, NULL) !=
+			    ZE_RESULT_SUCCESS)
+		size = 0;
+	text = malloc(size + 1);
+	if (!text)
+		return NULL;
+	if (size && zeModuleBuildLogGetString(log, &size, text) !=
+			    ZE_RESULT_SUCCESS)
+		size = 0;
+	text[size] = '\0';
+	return text;
+}
+
+/* zeModuleCreate of |size| bytes in |format|; on a build failure the log
+ * (malloc'd) in |*out_log| when the loader can return one. */
+static ze_result_t create(struct lz_device *dev, ze_module_format_t format,
+			  const void *code, size_t size, const char *options,
+			  ze_module_handle_t *out, char **out_log)
+{
+	ze_module_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+		.format = format,
+		.inputSize = size,
+		.pInputModule = code,
+		.pBuildFlags = options ? options : "",
+	};
+	ze_module_build_log_handle_t log = NULL;
+	ze_result_t r;
+
+	*out = NULL;
+	if (out_log)
+		*out_log = NULL;
+	r = zeModuleCreate(dev->context, dev->device, &desc, out,
+			   dev->state->loader_intercepts ? NULL : &log);
+	if (r != ZE_RESULT_SUCCESS) {
+		*out = NULL;
+		if (out_log && log)
+			*out_log = lz_build_log(log);
+	}
+	if (log)
+		zeModuleBuildLogDestroy(log);
+	return r;
+}
+
+static int has_cache(const struct wafer_host_services *host)
+{
+	return WAFER_STRUCT_HAS(host, struct wafer_host_services,
+				cache_store) &&
+	       host->cache_load && host->cache_store && host->cache_free;
+}
+
+static struct wafer_cache_part part(const void *data, size_t size)
+{
+	return (struct wafer_cache_part){
+		.struct_size = sizeof(struct wafer_cache_part),
+		.data = data,
+		.size = size,
+	};
+}
+
+static struct wafer_cache_part text_part(const char *text)
+{
+	return part(text, strlen(text) + 1);
+}
+
+/* The module from its cached native binary; NULL when there is none or
+ * the driver does not take it. */
+static ze_module_handle_t from_cache(struct lz_device *dev,
+				     const struct wafer_cache_part *key,
+				     size_t parts, const char *options,
+				     const char *name)
+{
+	const struct wafer_host_services *host = lz_host(dev);
+	ze_module_handle_t module = NULL;
+	void *data = NULL;
+	size_t size = 0;
+	ze_result_t r;
+
+	if (!has_cache(host) ||
+	    host->cache_load(host, key, parts, &data, &size) != WAFER_OK)
+		return NULL;
+	r = create(dev, ZE_MODULE_FORMAT_NATIVE, data, size, options, &module,
+		   NULL);
+	host->cache_free(data);
+	if (r == ZE_RESULT_SUCCESS)
+		return module;
+	host->log(host, WAFER_LOG_INFO,
+		  "program: the cached native binary of %s does not load on "
+		  "'%s' (%s); building it again",
+		  name, dev->slot->name, lz_result_name(r));
+	return NULL;
+}
+
+/* Stores the driver's native binary of |module|; a failure costs only the
+ * next process a build. */
+static void to_cache(struct lz_device *dev, ze_module_handle_t module,
+		     const struct wafer_cache_part *key, size_t parts)
+{
+	const struct wafer_host_services *host = lz_host(dev);
+	uint8_t *binary;
+	size_t size = 0;
+
+	if (!has_cache(host) ||
+	    zeModuleGetNativeBinary(module, &size, NULL) != ZE_RESULT_SUCCESS ||
+	    size == 0 || !(binary = malloc(size)))
+		return;
+	if (zeModuleGetNativeBinary(module, &size, binary) == ZE_RESULT_SUCCESS)
+		host->cache_store(host, key, parts, binary, size);
+	free(binary);
+}
+
+/* What the native code depends on besides the SPIR-V and the options:
+ * the device, and the driver's version where the driver says it. */
+static void driver_text(struct lz_device *dev, char *buf, size_t size)
+{
+	ze_driver_properties_t props = {
+		.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES,
+	};
+	ze_api_version_t api = 0;
+
+	if (zeDriverGetProperties(dev->slot->driver, &props) !=
+	    ZE_RESULT_SUCCESS)
+		props.driverVersion = 0;
+	if (zeDriverGetApiVersion(dev->slot->driver, &api) != ZE_RESULT_SUCCESS)
+		api = 0;
+	snprintf(buf, size, "driver %" PRIu32 ", API %#x", props.driverVersion,
+		 (unsigned)api);
+}
+
+wafer_status lz_program_load(void *device,
+			     const struct wafer_program_source *source,
+			     const char *options, void **out_program)
+{
+	struct lz_device *dev = device;
+	const struct wafer_host_services *host = lz_host(dev);
+	const char *name = source->name ? source->name : "(unnamed)";
+	struct lz_program *p;
+	char driver[96], *log = NULL;
+	ze_result_t r;
+
+	*out_program = NULL;
+	if (source->format != WAFER_PROGRAM_SPIRV) {
+		host->set_error("levelzero: %s: format %d is not one '%s' "
+				"takes (spirv)",
+				name, (int)source->format, dev->slot->name);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	if (source->size == 0) {
+		host->set_error("levelzero: spirv %s is empty", name);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	driver_text(dev, driver, sizeof driver);
+	/* Everything the native binary depends on. */
+	const struct wafer_cache_part key[] = {
+		text_part(CACHE_LAYOUT),
+		text_part(PACKAGE_VERSION),
+		text_part("spirv"),
+		text_part(dev->slot->name),
+		text_part(driver),
+		text_part(options ? options : ""),
+		text_part(name),
+		part(source->data, source->size),
+	};
+	const size_t parts = sizeof key / sizeof key[0];
+
+	p = calloc(1, sizeof *p);
+	if (!p) {
+		host->set_error("levelzero: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	snprintf(p->name, sizeof p->name, "%s", name);
+	p->module = from_cache(dev, key, parts, options, p->name);
+	if (p->module) {
+		host->log(host, WAFER_LOG_DEBUG, "program: from cache %s ('%s')",
+			  p->name, dev->slot->name);
+		goto built;
+	}
+	r = create(dev, ZE_MODULE_FORMAT_IL_SPIRV, source->data, source->size,
+		   options, &p->module, &log);
+	if (r != ZE_RESULT_SUCCESS) {
+		int build = r == ZE_RESULT_ERROR_MODULE_BUILD_FAILURE ||
+			    r == ZE_RESULT_ERROR_INVALID_NATIVE_BINARY ||
+			    r == ZE_RESULT_ERROR_INVALID_ARGUMENT;
+		host->set_error("levelzero: spirv %s (%zu bytes) does not "
+				"build on '%s' with flags '%s': %s%s%s",
+				p->name, source->size, dev->slot->name,
+				options ? options : "", lz_result_name(r),
+				log && log[0] ? ":\n" : "", log ? log : "");
+		free(log);
+		free(p);
+		return build ? WAFER_ERROR_BUILD : lz_status(r);
+	}
+	host->log(host, WAFER_LOG_DEBUG, "program: compiled %s for '%s'",
+		  p->name, dev->slot->name);
+	to_cache(dev, p->module, key, parts);
+built:
+	pthread_mutex_init(&p->lock, NULL);
+	*out_program = p;
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Kernels
+ *===----------------------------------------------------------------------===*/
+
+/* Whether |module| has a kernel |name|; the names it has go to |list|
+ * (for the error), comma-separated. */
+static int module_has(ze_module_handle_t module, const char *name, char *list,
+		      size_t size)
+{
+	uint32_t count = 0;
+	const char **names;
+	int found = 0;
+
+	list[0] = '\0';
+	if (zeModuleGetKernelNames(module, &count, NULL) != ZE_RESULT_SUCCESS)
+		return -1; /* cannot tell: let zeKernelCreate say */
+	names = calloc(count ? count : 1, sizeof *names);
+	if (!names ||
+	    zeModuleGetKernelNames(module, &count, names) != ZE_RESULT_SUCCESS) {
+		free(names);
+		return -1;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		size_t used = strlen(list);
+		found |= strcmp(names[i], name) == 0;
+		snprintf(list + used, size - used, "%s%s", i ? ", " : "",
+			 names[i]);
+	}
+	free(names);
+	return found;
+}
+
+wafer_status lz_program_kernel(void *device, void *program, const char *name,
+			       uint32_t binding_count, size_t params_size,
+			       const struct wafer_kernel **out_kernel)
+{
+	struct lz_device *dev = device;
+	const struct wafer_host_services *host = lz_host(dev);
+	struct lz_program *p = program;
+	struct lz_program_kernel *k;
+	ze_kernel_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC,
+		.pKernelName = name,
+	};
+	ze_kernel_properties_t props = {
+		.stype = ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES,
+	};
+	uint32_t want = binding_count + (params_size ? 1 : 0);
+	wafer_status status = WAFER_OK;
+	ze_kernel_handle_t kernel = NULL;
+	char names[512];
+	ze_result_t r;
+
+	*out_kernel = NULL;
+	if (binding_count > MAX_BINDINGS) {
+		host->set_error("levelzero: kernel %s of %s: %" PRIu32
+				" bindings, at most %d",
+				name, p->name, binding_count, MAX_BINDINGS);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	pthread_mutex_lock(&p->lock);
+	for (k = p->kernels; k; k = k->next)
+		if (strcmp(k->name, name) == 0 &&
+		    k->entry.binding_count == binding_count &&
+		    k->entry.params_size == params_size)
+			goto out;
+	if (module_has(p->module, name, names, sizeof names) == 0) {
+		host->set_error("levelzero: no kernel '%s' in program %s (it "
+				"has: %s)",
+				name, p->name, names[0] ? names : "none");
+		status = WAFER_ERROR_NOT_FOUND;
+		goto out;
+	}
+	r = zeKernelCreate(p->module, &desc, &kernel);
+	if (r == ZE_RESULT_ERROR_INVALID_KERNEL_NAME) {
+		host->set_error("levelzero: no kernel '%s' in program %s", name,
+				p->name);
+		status = WAFER_ERROR_NOT_FOUND;
+		goto out;
+	}
+	if (r != ZE_RESULT_SUCCESS) {
+		host->set_error("levelzero: zeKernelCreate(%s of %s): %s", name,
+				p->name, lz_result_name(r));
+		status = lz_status(r);
+		goto out;
+	}
+	/* The convention: a pointer per binding, then the block. */
+	if (zeKernelGetProperties(kernel, &props) == ZE_RESULT_SUCCESS &&
+	    props.numKernelArgs != want) {
+		host->set_error("levelzero: kernel %s of %s takes %" PRIu32
+				" arguments, not %" PRIu32 " (%" PRIu32
+				" bindings%s)",
+				name, p->name, props.numKernelArgs, want,
+				binding_count,
+				params_size ? " and the parameter block" : "");
+		zeKernelDestroy(kernel);
+		status = WAFER_ERROR_INVALID_ARGUMENT;
+		goto out;
+	}
+	k = calloc(1, sizeof *k + strlen(name) + 1);
+	if (!k) {
+		zeKernelDestroy(kernel);
+		host->set_error("levelzero: out of host memory");
+		status = WAFER_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	strcpy(k->name, name);
+	k->kernel = kernel;
+	pthread_mutex_init(&k->lock, NULL);
+	k->entry = (struct wafer_kernel){
+		.struct_size = sizeof(struct wafer_kernel),
+		.op = k->name,
+		.variant = "default",
+		.dtype = WAFER_DTYPE_NONE,
+		.binding_count = binding_count,
+		.params_size = params_size,
+		.impl = k,
+	};
+	k->next = p->kernels;
+	p->kernels = k;
+out:
+	if (status == WAFER_OK)
+		*out_kernel = &k->entry;
+	pthread_mutex_unlock(&p->lock);
+	return status;
+}
+
+void lz_program_release(void *device, void *program)
+{
+	struct lz_program *p = program;
+
+	if (!p)
+		return;
+	while (p->kernels) {
+		struct lz_program_kernel *k = p->kernels;
+		p->kernels = k->next;
+		zeKernelDestroy(k->kernel);
+		pthread_mutex_destroy(&k->lock);
+		free(k);
+	}
+	zeModuleDestroy(p->module);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/*===----------------------------------------------------------------------===
+ * Launch
+ *===----------------------------------------------------------------------===*/
+
+int lz_program_kernel_of(const struct wafer_kernel *kernel)
+{
+	/* plugin.h: catalogue entries always have an element type. */
+	return kernel->dtype == WAFER_DTYPE_NONE;
+}
+
+/* Group size and counts for |launch| on |k| (its lock held: the
+ * suggestion is the kernel object's). */
+static wafer_status shape(struct lz_device *dev,
+			  const struct lz_program_kernel *k,
+			  const struct wafer_launch *launch, uint32_t size[3],
+			  uint32_t count[3])
+{
+	const struct wafer_host_services *host = lz_host(dev);
+	const struct lz_limits *lim = &dev->slot->limits;
+	uint64_t global[3];
+	ze_result_t r;
+
+	for (int d = 0; d < 3; d++) {
+		global[d] = launch->global[d] ? launch->global[d] : 1;
+		size[d] = launch->local[d] ? launch->local[d] : 1;
+	}
+	if (!launch->local[0] && !launch->local[1] && !launch->local[2]) {
+		r = zeKernelSuggestGroupSize(
+			k->kernel,
+			global[0] > UINT32_MAX ? UINT32_MAX : (uint32_t)global[0],
+			global[1] > UINT32_MAX ? UINT32_MAX : (uint32_t)global[1],
+			global[2] > UINT32_MAX ? UINT32_MAX : (uint32_t)global[2],
+			&size[0], &size[1], &size[2]);
+		if (r != ZE_RESULT_SUCCESS) {
+			host->set_error("levelzero: launch %s: "
+					"zeKernelSuggestGroupSize: %s",
+					k->name, lz_result_name(r));
+			return lz_status(r);
+		}
+	}
+	for (int d = 0; d < 3; d++) {
+		uint64_t groups;
+
+		if (size[d] == 0 || size[d] > lim->max_group_size[d]) {
+			host->set_error("levelzero: launch %s: a group of %" PRIu32
+					" in dimension %d; the device takes "
+					"1 to %" PRIu32,
+					k->name, size[d], d,
+					lim->max_group_size[d]);
+			return WAFER_ERROR_INVALID_ARGUMENT;
+		}
+		groups = (global[d] + size[d] - 1) / size[d];
+		if (groups > lim->max_group_count[d]) {
+			host->set_error("levelzero: launch %s: %" PRIu64
+					" groups of %" PRIu32 " in dimension "
+					"%d, more than the device's %" PRIu32,
+					k->name, groups, size[d], d,
+					lim->max_group_count[d]);
+			return WAFER_ERROR_NOT_SUPPORTED;
+		}
+		count[d] = (uint32_t)groups;
+	}
+	if ((uint64_t)size[0] * size[1] * size[2] > lim->max_total_group_size) {
+		host->set_error("levelzero: launch %s: a group of %" PRIu32
+				" x %" PRIu32 " x %" PRIu32 " items, more than "
+				"the device's %" PRIu32,
+				k->name, size[0], size[1], size[2],
+				lim->max_total_group_size);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return WAFER_OK;
+}
+
+wafer_status lz_program_launch(struct lz_device *dev, struct lz_queue *q,
+			       const struct wafer_launch *launch)
+{
+	const struct wafer_host_services *host = lz_host(dev);
+	struct lz_program_kernel *k =
+		(struct lz_program_kernel *)launch->kernel->impl;
+	uint32_t n = k->entry.binding_count, size[3], count[3];
+	void *ptr[MAX_BINDINGS];
+	const char *what = "zeKernelSetGroupSize";
+	wafer_status status;
+	ze_result_t r;
+
+	status = WAFER_PLUGIN_DEBUG_CHECK_LAUNCH(host, "levelzero", launch,
+						 LZ_ALIGNMENT);
+	if (status != WAFER_OK)
+		return status;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct wafer_binding *b =
+			wafer_plugin_array_at(launch->bindings, i);
+		ptr[i] = (char *)lz_resource_ptr(b->resource) + b->offset;
+	}
+	pthread_mutex_lock(&k->lock);
+	status = shape(dev, k, launch, size, count);
+	if (status != WAFER_OK)
+		goto out;
+	r = zeKernelSetGroupSize(k->kernel, size[0], size[1], size[2]);
+	for (uint32_t i = 0; r == ZE_RESULT_SUCCESS && i < n; i++) {
+		what = "zeKernelSetArgumentValue";
+		r = zeKernelSetArgumentValue(k->kernel, i, sizeof ptr[i],
+					     &ptr[i]);
+	}
+	if (r == ZE_RESULT_SUCCESS && k->entry.params_size)
+		r = zeKernelSetArgumentValue(k->kernel, n, k->entry.params_size,
+					     launch->params);
+	if (r != ZE_RESULT_SUCCESS) {
+		host->set_error("levelzero: launch %s: %s: %s", k->name, what,
+				lz_result_name(r));
+		status = lz_status(r);
+		goto out;
+	}
+	status = lz_queue_launch(dev, q, k->kernel, count, k->name);
+out:
+	pthread_mutex_unlock(&k->lock);
+	return status;
+}

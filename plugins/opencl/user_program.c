@@ -1,0 +1,578 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * user_program.c: programs, the caller's own kernels (wafer-program(7)),
+ * on the OpenCL plugin — the program entries of wafer_server_ops and the
+ * launch of a program's kernel. (program.c builds the plugin's own
+ * catalogue; this file, what the caller brings.)
+ *
+ * Formats: opencl-c (clCreateProgramWithSource) on every device, and
+ * spirv (clCreateProgramWithIL, or the cl_khr_il_program extension) on a
+ * device whose CL_DEVICE_IL_VERSION names SPIR-V. The build options are
+ * the caller's alone. A program that does not build is WAFER_ERROR_BUILD
+ * with the device's whole build log as the compiler wrote it; OpenCL C
+ * gets a `#line 1 "<name>"` in front, so the log's lines name the
+ * caller's file (the line numbers are the caller's either way). The built
+ * binary goes to the host's binary cache, keyed by the source, the
+ * options and the device and driver, so a second process loads it with
+ * clCreateProgramWithBinary and compiles nothing.
+ *
+ * Launch, as every format's calling convention says: one `__global`
+ * pointer per binding to the binding's first byte — the buffer itself at
+ * offset 0, else a sub-buffer from the offset (binding offsets are
+ * multiples of alloc_alignment, which is at least the device's
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN, as sub-buffers need) — then the
+ * parameter block by value. The global size is the launch's, rounded up
+ * to whole work-groups when it gives a local size; without one the driver
+ * chooses. A kernel's arguments are state of its cl_kernel, so launches
+ * of one program kernel from several queues take turns setting them and
+ * enqueueing (a short lock; the enqueued command keeps its values). */
+#include "build-config.h"
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CL/cl_ext.h>
+
+#include "plugins/opencl/ocl_plugin.h"
+
+/* Version of what this file stores in the binary cache. */
+#define CACHE_LAYOUT "wafer opencl program 1"
+
+/* More bindings than the core ever passes. */
+#define MAX_BINDINGS 64
+
+struct ocl_user_kernel {
+	/* entry.impl points back here. */
+	struct wafer_kernel entry;
+	/* Guards the arguments of |kernel| from set to enqueue. */
+	pthread_mutex_t lock;
+	cl_kernel kernel;
+	struct ocl_user_kernel *next;
+	char name[];
+};
+
+struct ocl_user_program {
+	cl_program program;
+	char name[128];
+	pthread_mutex_t lock; /* of |kernels| */
+	struct ocl_user_kernel *kernels;
+};
+
+/*===----------------------------------------------------------------------===
+ * Formats
+ *===----------------------------------------------------------------------===*/
+
+static const wafer_program_format formats_il[] = {
+	WAFER_PROGRAM_OPENCL_C,
+	WAFER_PROGRAM_SPIRV,
+};
+
+static const wafer_program_format formats_source[] = {
+	WAFER_PROGRAM_OPENCL_C,
+};
+
+/* Whether |dev| takes SPIR-V: its IL versions name it (and the call that
+ * takes it is there: create_with_il). */
+static int takes_spirv(const struct ocl_device *dev)
+{
+	char il[OCL_TEXT_MAX] = "";
+
+	if (clGetDeviceInfo(dev->entry->id, CL_DEVICE_IL_VERSION_KHR,
+			    sizeof il - 1, il, NULL) != CL_SUCCESS)
+		return 0;
+	return strstr(il, "SPIR-V") != NULL;
+}
+
+/* clCreateProgramWithIL of OpenCL 2.1 (the plugin is built against 1.2,
+ * so it is looked up, not linked), else the KHR extension's. */
+static clCreateProgramWithILKHR_fn create_with_il(const struct ocl_device *dev)
+{
+	clCreateProgramWithILKHR_fn fn;
+	void *loader;
+
+	fn = (clCreateProgramWithILKHR_fn)(uintptr_t)
+		clGetExtensionFunctionAddressForPlatform(
+			dev->entry->platform, "clCreateProgramWithILKHR");
+	if (fn)
+		return fn;
+	loader = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!loader)
+		return NULL;
+	fn = (clCreateProgramWithILKHR_fn)(uintptr_t)dlsym(
+		loader, "clCreateProgramWithIL");
+	dlclose(loader); /* RTLD_NOLOAD: only our reference goes */
+	return fn;
+}
+
+wafer_status ocl_user_program_formats(void *device,
+				      const wafer_program_format **out,
+				      size_t *out_count)
+{
+	if (takes_spirv(device) && create_with_il(device)) {
+		*out = formats_il;
+		*out_count = sizeof formats_il / sizeof formats_il[0];
+	} else {
+		*out = formats_source;
+		*out_count = sizeof formats_source / sizeof formats_source[0];
+	}
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Building
+ *===----------------------------------------------------------------------===*/
+
+/* The device's build log of |program|, malloc'd ("" when there is none). */
+static char *build_log(const struct ocl_device *dev, cl_program program)
+{
+	size_t size = 0;
+	char *log;
+
+	if (clGetProgramBuildInfo(program, dev->entry->id, CL_PROGRAM_BUILD_LOG,
+				  0, NULL, &size) != CL_SUCCESS)
+		size = 0;
+	log = malloc(size + 1);
+	if (!log)
+		return NULL;
+	if (size && clGetProgramBuildInfo(program, dev->entry->id,
+					  CL_PROGRAM_BUILD_LOG, size, log,
+					  NULL) != CL_SUCCESS)
+		size = 0;
+	log[size] = '\0';
+	return log;
+}
+
+/* clBuildProgram of |program|; a failure is WAFER_ERROR_BUILD with the
+ * whole log, verbatim. */
+static wafer_status build(const struct ocl_device *dev, cl_program program,
+			  const char *format, const char *name,
+			  const char *options)
+{
+	const struct wafer_host_services *host = ocl_host(dev);
+	cl_int err;
+	char *log;
+
+	err = clBuildProgram(program, 1, &dev->entry->id, options ? options : "",
+			     NULL, NULL);
+	if (err == CL_SUCCESS)
+		return WAFER_OK;
+	if (err != CL_BUILD_PROGRAM_FAILURE && err != CL_INVALID_BUILD_OPTIONS &&
+	    err != CL_COMPILER_NOT_AVAILABLE && err != CL_INVALID_BINARY)
+		return ocl_fail(host, err, "clBuildProgram(%s %s) on %s", format,
+				name, dev->entry->name);
+	log = build_log(dev, program);
+	host->set_error(OCL_NAME ": %s %s does not build on %s: %s (%d) with "
+			"options '%s'%s%s",
+			format, name, dev->entry->name, ocl_error_name(err),
+			(int)err, options ? options : "",
+			log && log[0] ? ":\n" : "", log ? log : "");
+	free(log);
+	return WAFER_ERROR_BUILD;
+}
+
+static int has_cache(const struct wafer_host_services *host)
+{
+	return WAFER_STRUCT_HAS(host, struct wafer_host_services,
+				cache_store) &&
+	       host->cache_load && host->cache_store && host->cache_free;
+}
+
+static struct wafer_cache_part part(const void *data, size_t size)
+{
+	return (struct wafer_cache_part){
+		.struct_size = sizeof(struct wafer_cache_part),
+		.data = data,
+		.size = size,
+	};
+}
+
+static struct wafer_cache_part text_part(const char *text)
+{
+	return part(text, strlen(text) + 1);
+}
+
+/* The program from its cached binary; NULL when there is none or the
+ * driver does not take it any more. */
+static cl_program from_cache(const struct ocl_device *dev,
+			     const struct wafer_cache_part *key, size_t parts,
+			     const char *options, const char *name)
+{
+	const struct wafer_host_services *host = ocl_host(dev);
+	cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
+	cl_program program;
+	void *data = NULL;
+	size_t size = 0;
+
+	if (!has_cache(host) ||
+	    host->cache_load(host, key, parts, &data, &size) != WAFER_OK)
+		return NULL;
+	const unsigned char *binary = data;
+	program = clCreateProgramWithBinary(dev->context, 1, &dev->entry->id,
+					    &size, &binary, &binary_status,
+					    &err);
+	host->cache_free(data);
+	if (program && binary_status == CL_SUCCESS &&
+	    clBuildProgram(program, 1, &dev->entry->id, options ? options : "",
+			   NULL, NULL) == CL_SUCCESS)
+		return program;
+	if (program)
+		clReleaseProgram(program);
+	host->log(host, WAFER_LOG_INFO,
+		  "program: the cached binary of %s does not load on %s; "
+		  "building it again",
+		  name, dev->entry->name);
+	return NULL;
+}
+
+/* Writes the built program's binary to the cache; a failure costs only
+ * the next process a build. */
+static void to_cache(const struct ocl_device *dev, cl_program program,
+		     const struct wafer_cache_part *key, size_t parts)
+{
+	const struct wafer_host_services *host = ocl_host(dev);
+	unsigned char *binary;
+	size_t size = 0;
+
+	if (!has_cache(host) ||
+	    clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size,
+			     &size, NULL) != CL_SUCCESS ||
+	    size == 0 || !(binary = malloc(size)))
+		return;
+	if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary,
+			     &binary, NULL) == CL_SUCCESS)
+		host->cache_store(host, key, parts, binary, size);
+	free(binary);
+}
+
+/* `#line 1 "name"`, so the build log names the caller's file rather than
+ * the compiler's temporary one; "" for a name that cannot be quoted
+ * plainly. Returns its length. */
+static size_t line_directive(const char *name, char *buf, size_t size)
+{
+	int n;
+
+	buf[0] = '\0';
+	if (strpbrk(name, "\"\\\n\r"))
+		return 0;
+	n = snprintf(buf, size, "#line 1 \"%s\"\n", name);
+	if (n < 0 || (size_t)n >= size) {
+		buf[0] = '\0';
+		return 0;
+	}
+	return (size_t)n;
+}
+
+wafer_status ocl_user_program_load(void *device,
+				   const struct wafer_program_source *source,
+				   const char *options, void **out_program)
+{
+	struct ocl_device *dev = device;
+	const struct wafer_host_services *host = ocl_host(dev);
+	const struct ocl_device_entry *e = dev->entry;
+	const char *name = source->name ? source->name : "(unnamed)";
+	const char *format = source->format == WAFER_PROGRAM_SPIRV ? "spirv"
+								    : "opencl-c";
+	clCreateProgramWithILKHR_fn with_il = NULL;
+	struct ocl_user_program *p;
+	cl_program program;
+	wafer_status status;
+	cl_int err = CL_SUCCESS;
+
+	*out_program = NULL;
+	if (source->format != WAFER_PROGRAM_OPENCL_C &&
+	    (source->format != WAFER_PROGRAM_SPIRV || !takes_spirv(dev) ||
+	     !(with_il = create_with_il(dev)))) {
+		host->set_error(OCL_NAME ": %s: format %d is not one %s takes",
+				name, (int)source->format, e->name);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	if (source->size == 0) {
+		host->set_error(OCL_NAME ": %s %s is empty", format, name);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	/* Everything the binary depends on. */
+	const struct wafer_cache_part key[] = {
+		text_part(CACHE_LAYOUT),
+		text_part(PACKAGE_VERSION),
+		text_part(format),
+		text_part(e->platform_name),
+		text_part(e->platform_version),
+		text_part(e->name),
+		text_part(e->vendor),
+		text_part(e->device_version),
+		text_part(e->driver_version),
+		text_part(options ? options : ""),
+		text_part(name),
+		part(source->data, source->size),
+	};
+	const size_t parts = sizeof key / sizeof key[0];
+
+	p = calloc(1, sizeof *p);
+	if (!p) {
+		host->set_error(OCL_NAME ": out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	snprintf(p->name, sizeof p->name, "%s", name);
+	program = from_cache(dev, key, parts, options, p->name);
+	if (program) {
+		host->log(host, WAFER_LOG_DEBUG, "program: from cache %s (%s)",
+			  p->name, e->name);
+		goto built;
+	}
+	if (with_il) {
+		program = with_il(dev->context, source->data, source->size,
+				  &err);
+	} else {
+		char line[160];
+		const char *text[2] = {line, source->data};
+		size_t length[2] = {line_directive(p->name, line, sizeof line),
+				    source->size};
+		program = clCreateProgramWithSource(dev->context, 2, text,
+						    length, &err);
+	}
+	if (!program) {
+		free(p);
+		return ocl_fail(host, err, "%s %s: clCreateProgramWith%s",
+				format, name, with_il ? "IL" : "Source");
+	}
+	status = build(dev, program, format, p->name, options);
+	if (status != WAFER_OK) {
+		clReleaseProgram(program);
+		free(p);
+		return status;
+	}
+	host->log(host, WAFER_LOG_DEBUG, "program: compiled %s (%s) for %s",
+		  p->name, format, e->name);
+	to_cache(dev, program, key, parts);
+built:
+	p->program = program;
+	pthread_mutex_init(&p->lock, NULL);
+	*out_program = p;
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Kernels
+ *===----------------------------------------------------------------------===*/
+
+wafer_status ocl_user_program_kernel(void *device, void *program,
+				     const char *name, uint32_t binding_count,
+				     size_t params_size,
+				     const struct wafer_kernel **out_kernel)
+{
+	struct ocl_device *dev = device;
+	const struct wafer_host_services *host = ocl_host(dev);
+	struct ocl_user_program *p = program;
+	struct ocl_user_kernel *k;
+	cl_uint args = 0, want = binding_count + (params_size ? 1 : 0);
+	wafer_status status = WAFER_OK;
+	cl_kernel kernel;
+	cl_int err;
+
+	*out_kernel = NULL;
+	if (binding_count > MAX_BINDINGS) {
+		host->set_error(OCL_NAME ": kernel %s of %s: %" PRIu32
+				" bindings, at most %d",
+				name, p->name, binding_count, MAX_BINDINGS);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	pthread_mutex_lock(&p->lock);
+	for (k = p->kernels; k; k = k->next)
+		if (strcmp(k->name, name) == 0 &&
+		    k->entry.binding_count == binding_count &&
+		    k->entry.params_size == params_size)
+			goto out;
+	kernel = clCreateKernel(p->program, name, &err);
+	if (!kernel && err == CL_INVALID_KERNEL_NAME) {
+		host->set_error(OCL_NAME ": no kernel '%s' in program %s", name,
+				p->name);
+		status = WAFER_ERROR_NOT_FOUND;
+		goto out;
+	}
+	if (!kernel) {
+		status = ocl_fail(host, err, "clCreateKernel(%s, %s)", p->name,
+				  name);
+		goto out;
+	}
+	/* The convention: a pointer per binding, then the block. */
+	if (clGetKernelInfo(kernel, CL_KERNEL_NUM_ARGS, sizeof args, &args,
+			    NULL) == CL_SUCCESS &&
+	    args != want) {
+		host->set_error(OCL_NAME ": kernel %s of %s takes %u arguments, "
+				"not %u (%" PRIu32 " bindings%s)",
+				name, p->name, args, want, binding_count,
+				params_size ? " and the parameter block" : "");
+		clReleaseKernel(kernel);
+		status = WAFER_ERROR_INVALID_ARGUMENT;
+		goto out;
+	}
+	k = calloc(1, sizeof *k + strlen(name) + 1);
+	if (!k) {
+		clReleaseKernel(kernel);
+		host->set_error(OCL_NAME ": out of host memory");
+		status = WAFER_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	strcpy(k->name, name);
+	k->kernel = kernel;
+	pthread_mutex_init(&k->lock, NULL);
+	k->entry = (struct wafer_kernel){
+		.struct_size = sizeof(struct wafer_kernel),
+		.op = k->name,
+		.variant = "default",
+		.dtype = WAFER_DTYPE_NONE,
+		.binding_count = binding_count,
+		.params_size = params_size,
+		.impl = k,
+	};
+	k->next = p->kernels;
+	p->kernels = k;
+out:
+	if (status == WAFER_OK)
+		*out_kernel = &k->entry;
+	pthread_mutex_unlock(&p->lock);
+	return status;
+}
+
+void ocl_user_program_release(void *device, void *program)
+{
+	struct ocl_user_program *p = program;
+
+	if (!p)
+		return;
+	while (p->kernels) {
+		struct ocl_user_kernel *k = p->kernels;
+		p->kernels = k->next;
+		clReleaseKernel(k->kernel);
+		pthread_mutex_destroy(&k->lock);
+		free(k);
+	}
+	clReleaseProgram(p->program);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/*===----------------------------------------------------------------------===
+ * Launch
+ *===----------------------------------------------------------------------===*/
+
+int ocl_user_kernel_of(const struct wafer_kernel *kernel)
+{
+	/* plugin.h: catalogue entries always have an element type. */
+	return kernel->dtype == WAFER_DTYPE_NONE;
+}
+
+/* Sets the arguments of |k| and enqueues it; |k->lock| held. */
+static wafer_status set_and_enqueue(struct ocl_queue *q,
+				    const struct ocl_user_kernel *k,
+				    const cl_mem *mem,
+				    const struct wafer_launch *launch,
+				    cl_uint dims, const size_t *global,
+				    const size_t *local)
+{
+	const struct wafer_host_services *host = ocl_host(q->device);
+	uint32_t n = k->entry.binding_count;
+	cl_event event, *ev = ocl_queue_timing(q) ? &event : NULL;
+	cl_int err = CL_SUCCESS;
+	cl_uint i;
+
+	for (i = 0; i < n && err == CL_SUCCESS; i++)
+		err = clSetKernelArg(k->kernel, i, sizeof(cl_mem), &mem[i]);
+	if (err == CL_SUCCESS && k->entry.params_size)
+		err = clSetKernelArg(k->kernel, i++, k->entry.params_size,
+				     launch->params);
+	if (err != CL_SUCCESS)
+		return ocl_fail(host, err,
+				"launch %s: clSetKernelArg(%u, %zu bytes)",
+				k->name, i - 1,
+				i - 1 < n ? sizeof(cl_mem)
+					  : k->entry.params_size);
+	err = clEnqueueNDRangeKernel(q->queue, k->kernel, dims, NULL, global,
+				     local, 0, NULL, ev);
+	if (err != CL_SUCCESS)
+		return ocl_fail(host, err,
+				"launch %s: clEnqueueNDRangeKernel(global "
+				"%zu x %zu x %zu)",
+				k->name, global[0], dims > 1 ? global[1] : 1,
+				dims > 2 ? global[2] : 1);
+	if (ev) {
+		ocl_queue_timed(q, event);
+		clReleaseEvent(event);
+	}
+	return WAFER_OK;
+}
+
+wafer_status ocl_user_launch(struct ocl_queue *q,
+			     const struct wafer_launch *launch)
+{
+	struct ocl_device *dev = q->device;
+	const struct wafer_host_services *host = ocl_host(dev);
+	struct ocl_user_kernel *k = (struct ocl_user_kernel *)
+					    launch->kernel->impl;
+	uint32_t n = k->entry.binding_count;
+	cl_mem mem[MAX_BINDINGS], sub[MAX_BINDINGS];
+	size_t global[3], local[3];
+	int has_local = launch->local[0] || launch->local[1] ||
+			launch->local[2];
+	cl_uint dims = 1;
+	wafer_status status;
+	cl_int err;
+
+	status = WAFER_PLUGIN_DEBUG_CHECK_LAUNCH(host, OCL_NAME, launch,
+						 dev->alignment);
+	if (status != WAFER_OK)
+		return status;
+	for (int d = 0; d < 3; d++) {
+		uint64_t g = launch->global[d] ? launch->global[d] : 1;
+		local[d] = launch->local[d] ? launch->local[d] : 1;
+		/* NDRange: whole work-groups when a size is given. */
+		if (has_local)
+			g = (g + local[d] - 1) / local[d] * local[d];
+		if (g > SIZE_MAX) {
+			host->set_error(OCL_NAME ": launch %s: global[%d] of "
+					"%" PRIu64 " items",
+					k->name, d, g);
+			return WAFER_ERROR_INVALID_ARGUMENT;
+		}
+		global[d] = (size_t)g;
+		if (global[d] > 1 || local[d] > 1)
+			dims = (cl_uint)d + 1;
+	}
+
+	/* The binding's first byte: the buffer, or a sub-buffer of it. The
+	 * enqueued command keeps the sub-buffers it uses; ours go at once. */
+	memset(sub, 0, sizeof sub);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct wafer_binding *b =
+			wafer_plugin_array_at(launch->bindings, i);
+		cl_buffer_region region = {b->offset, b->size};
+
+		mem[i] = ocl_resource_mem(b->resource);
+		if (b->offset == 0)
+			continue;
+		sub[i] = clCreateSubBuffer(mem[i], CL_MEM_READ_WRITE,
+					   CL_BUFFER_CREATE_TYPE_REGION,
+					   &region, &err);
+		if (!sub[i]) {
+			status = ocl_fail(host, err,
+					  "launch %s: binding %" PRIu32
+					  ": clCreateSubBuffer(offset %zu, "
+					  "%zu bytes)",
+					  k->name, i, b->offset, b->size);
+			goto out;
+		}
+		mem[i] = sub[i];
+	}
+	pthread_mutex_lock(&k->lock);
+	status = set_and_enqueue(q, k, mem, launch, dims, global,
+				 has_local ? local : NULL);
+	pthread_mutex_unlock(&k->lock);
+out:
+	for (uint32_t i = 0; i < n; i++)
+		if (sub[i])
+			clReleaseMemObject(sub[i]);
+	return status;
+}
