@@ -417,14 +417,16 @@ t_client_open_errors_LDADD = $(T_CORE_LIBS)
 # a check per backend and channel; each backend's own tests drive that
 # plugin (or its test driver) whatever WAFER_BACKEND says.
 BACKEND_NEUTRAL_TESTS = t/client t/channels t/stress t/ops t/donation \
-	t/replay-backend.sh t/tensor t/ops_wrappers t/api_errors t/autotune_errors
+	t/replay-backend.sh t/tensor t/ops_wrappers t/api_errors t/autotune_errors \
+	t/programs
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
 	cuda:t/cuda_plugin cuda:t/cuda.sh \
 	levelzero:t/levelzero_plugin levelzero:t/levelzero_client \
 	levelzero:t/levelzero_intercept.sh levelzero:t/levelzero_nodriver.sh \
 	levelzero:t/levelzero_spirv.sh levelzero:t/levelzero_kernels_cl \
-	levelzero:t/levelzero_model levelzero:t/levelzero_ops.sh
+	levelzero:t/levelzero_model levelzero:t/levelzero_ops.sh \
+	levelzero:t/levelzero_programs.sh
 print-test-classes:
 	@echo "neutral $(BACKEND_NEUTRAL_TESTS)"
 	@echo "own $(BACKEND_OWN_TESTS)"
