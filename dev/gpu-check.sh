@@ -16,8 +16,10 @@
 #   summary.log    the device, each stage's verdict and time, the headline
 #                  figures (also printed at the end)
 #   build.log      configure and make -j16
-#   check.log      make check with WAFER_BACKEND=cuda: the whole suite,
-#                  and the logs of any test that failed
+#   check.log      make check with WAFER_BACKEND=cuda: the whole suite
+#                  (t/programs: CUDA C through NVRTC and PTX on the GPU),
+#                  then again on NVIDIA's OpenCL; the logs of any test
+#                  that failed
 #   plugin.log     wafer-info, and t/cuda_plugin --real (the plugin through
 #                  its ABI on the GPU: copies, staging, VM, every matmul
 #                  variant and dtype against a host reference)
@@ -62,7 +64,7 @@ began=$(stamp)
 budget=${GPU_CHECK_BUDGET:-540}
 
 # GPU_CHECK_ONLY: the parts to run after the build, from "plugin check
-# bench replay torch sanitizer" (default: all of them), e.g. to give the
+# opencl bench replay torch sanitizer" (default: all of them), e.g. to give the
 # sanitizer a run of its own.
 want() {
 	case " ${GPU_CHECK_ONLY:-all} " in
@@ -127,7 +129,7 @@ stage "make check programs" "$build" 300 make -j"$jobs" check TESTS= ||
 run=$top/uninstalled
 
 # The environment the test suite gives its programs (t/local.mk).
-export WAFER_PLUGIN_PATH="$top/plugins/cuda/.libs:$top/plugins/cpu/.libs"
+export WAFER_PLUGIN_PATH="$top/plugins/cuda/.libs:$top/plugins/opencl/.libs:$top/plugins/cpu/.libs"
 export WAFER_SYSCONFDIR="$top/etc"
 export XDG_CONFIG_HOME="$top/t/xdg-config" XDG_CACHE_HOME="$top/t/xdg-cache"
 export T_BUILDDIR="$top/t" T_SRCDIR="$top/t"
@@ -167,6 +169,33 @@ for log in t/*.log; do
 		say "  failing: $log ($(grep -c '^not ok' "$log") not ok)"
 	fi
 done
+fi
+
+if want opencl; then
+#--- the whole suite on NVIDIA's OpenCL ------------------------------------------
+# NVIDIA's OpenCL driver (libnvidia-opencl.so.1) named to the ICD loader
+# directly, since the machine may register only other platforms; the
+# results go to check.log after the cuda run's.
+nv_ocl=$(ls /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 \
+	/usr/local/nvidia/lib64/libnvidia-opencl.so.1 2>/dev/null | head -1)
+if [ -n "$nv_ocl" ] && [ -e plugins/opencl/.libs/opencl.so ]; then
+	nv_conf=$OUT/opencl-nvidia.conf
+	printf '[core]\nbackend = opencl\n[opencl]\nplatform = NVIDIA\n' > "$nv_conf"
+	rm -f t/*.log t/*.trs
+	export OCL_ICD_FILENAMES="$nv_ocl" WAFER_CONFIG="$nv_conf"
+	stage "make check (NVIDIA OpenCL)" "$check" 420 \
+		make -j"$jobs" check WAFER_BACKEND=opencl
+	unset OCL_ICD_FILENAMES WAFER_CONFIG
+	grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR)' "$check" | tail -7 | sed 's/^/  opencl check /' | tee -a "$summary"
+	for log in t/*.log; do
+		grep -q -E '^(not ok|Bail out)' "$log" 2>/dev/null || continue
+		printf '\n===== failed on NVIDIA OpenCL: %s\n' "$log" >> "$check"
+		cat "$log" >> "$check"
+		say "  failing on NVIDIA OpenCL: $log"
+	done
+else
+	say "no libnvidia-opencl.so.1 (or no opencl plugin): the suite on NVIDIA OpenCL not run"
+fi
 fi
 
 if want bench; then
@@ -282,9 +311,11 @@ if [ -n "$sanitizer" ]; then
 		sanitize $tool "cuda_plugin --real" 300 t/cuda_plugin --real
 	done
 	export WAFER_BACKEND=cuda WAFER_MEMORY=direct
-	for t in ops donation; do
+	# t/programs: the caller's own kernels (CUDA C through NVRTC, PTX).
+	for t in ops donation programs; do
 		[ -x "t/$t" ] || continue
 		for tool in memcheck initcheck; do
+			[ $t = programs ] && [ $tool = initcheck ] && continue
 			sz_extra=${GPU_CHECK_SANITIZER_FLAGS:-}
 			[ $tool = memcheck ] && sz_extra="$sz_extra --leak-check full --report-api-errors no"
 			sanitize $tool "t/$t (direct)" 240 "t/$t"
