@@ -9,9 +9,9 @@
  * spirv (clCreateProgramWithIL, or the cl_khr_il_program extension) on a
  * device whose CL_DEVICE_IL_VERSION names SPIR-V. The build options are
  * the caller's alone. A program that does not build is WAFER_ERROR_BUILD
- * with the device's whole build log as the compiler wrote it; OpenCL C
- * gets a `#line 1 "<name>"` in front, so the log's lines name the
- * caller's file (the line numbers are the caller's either way). The built
+ * with the device's whole build log as the compiler wrote it, its line
+ * numbers the caller's (the file it names is the compiler's choice:
+ * "<kernel>" on NVIDIA, a temporary file on PoCL). The built
  * binary goes to the host's binary cache, keyed by the source, the
  * options and the device and driver, so a second process loads it with
  * clCreateProgramWithBinary and compiles nothing.
@@ -247,24 +247,6 @@ static void to_cache(const struct ocl_device *dev, cl_program program,
 	free(binary);
 }
 
-/* `#line 1 "name"`, so the build log names the caller's file rather than
- * the compiler's temporary one; "" for a name that cannot be quoted
- * plainly. Returns its length. */
-static size_t line_directive(const char *name, char *buf, size_t size)
-{
-	int n;
-
-	buf[0] = '\0';
-	if (strpbrk(name, "\"\\\n\r"))
-		return 0;
-	n = snprintf(buf, size, "#line 1 \"%s\"\n", name);
-	if (n < 0 || (size_t)n >= size) {
-		buf[0] = '\0';
-		return 0;
-	}
-	return (size_t)n;
-}
-
 wafer_status ocl_user_program_load(void *device,
 				   const struct wafer_program_source *source,
 				   const char *options, void **out_program)
@@ -326,12 +308,12 @@ wafer_status ocl_user_program_load(void *device,
 		program = with_il(dev->context, source->data, source->size,
 				  &err);
 	} else {
-		char line[160];
-		const char *text[2] = {line, source->data};
-		size_t length[2] = {line_directive(p->name, line, sizeof line),
-				    source->size};
-		program = clCreateProgramWithSource(dev->context, 2, text,
-						    length, &err);
+		/* The source as it is: a `#line` directive in front would
+		 * name the caller's file in PoCL's log, but NVIDIA's
+		 * compiler ignores it and would count it as line 1. */
+		const char *text = source->data;
+		program = clCreateProgramWithSource(dev->context, 1, &text,
+						    &source->size, &err);
 	}
 	if (!program) {
 		free(p);
