@@ -9,13 +9,15 @@
  * device, an old GPU, no pinned memory, a kernel touching freed memory.
  * The stand-in checks the driver's contracts strictly (contexts current,
  * each stream's context, asynchronous streams, stream-ordered memory in
- * stream order, pinned versus pageable copies, whole-mapping unmaps) and
- * runs each kernel over the grid and block it was launched with, so the
+ * stream order, pinned versus pageable copies, whole-mapping unmaps,
+ * no read of device memory nothing wrote, as initcheck checks) and runs
+ * each kernel over the grid and block it was launched with, so the
  * same storage, staging, virtual-memory and launch code that runs on the
  * GPU is exercised here. At the end the test calls the stand-in's entry
  * points itself, making on purpose the mistakes it must catch (a grid
  * short of tiles, a block that is not the kernel's, an unknown kernel or
- * attribute, memory out of stream order, another context's stream).
+ * attribute, memory out of stream order, another context's stream,
+ * reads of unwritten memory).
  *
  *   t/cuda_plugin            on the stand-in (make check)
  *   t/cuda_plugin --real     the driver-neutral part on libcuda.so.1 and
