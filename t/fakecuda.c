@@ -432,12 +432,12 @@ struct op {
 	void *owned;
 	/* OP_KERNEL */
 	const struct fake_kernel *kernel;
+	unsigned uninit_seen; /* bindings reported reading unwritten bytes */
 	uint64_t cost; /* bytes its bindings span, for the fake clock */
 	uintptr_t ptr[4];
 	unsigned char params[512]; /* the largest block, with room */
 	unsigned grid[3];
 	unsigned block;
-	unsigned uninit_seen; /* bindings reported reading unwritten bytes */
 	/* OP_EVENT */
 	struct CUevent_st *event;
 	/* OP_FREE */
