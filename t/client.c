@@ -372,7 +372,11 @@ static void test_execute_errors(wafer_client *client)
 	/* Offsets of 64 KiB: a multiple of any device's alignment. */
 	enum { K64 = 64 << 10 };
 	wafer_handle wide;
-	wafer_empty(client, 4 * K64, &wide);
+	/* Known values, not wafer_empty: the kernels read them. */
+	float *xs = malloc(4 * K64);
+	for (size_t i = 0; xs && i < K64; i++)
+		xs[i] = (float)(i % 7) - 3.0f;
+	wafer_create(client, xs, 4 * K64, &wide);
 	struct wafer_elementwise_params half = {.count = 2 * K64 / 4};
 	args.params = &half;
 	bindings[0] = (wafer_buffer_binding){wide, K64, 2 * K64};
@@ -388,6 +392,17 @@ static void test_execute_errors(wafer_client *client)
 	is_status(wafer_execute(client, &args), WAFER_OK,
 		  "disjoint ranges of one handle");
 	is_status(wafer_sync(client), WAFER_OK, "  ... and they ran");
+	/* relu in place on the first half, then of it into the second. */
+	size_t wrong = 0;
+	if (xs && wafer_read(client, wide, 0, xs, 4 * K64) == WAFER_OK)
+		for (size_t i = 0; i < K64; i++) {
+			float want = (float)((i % (K64 / 2)) % 7) - 3.0f;
+			wrong += xs[i] != (want > 0.0f ? want : 0.0f);
+		}
+	else
+		wrong = 1;
+	is_int((long long)wrong, 0, "  ... with relu's values in both halves");
+	free(xs);
 	wafer_release(client, wide);
 	args.params = &params;
 	bindings[0] = (wafer_buffer_binding){a, 0, 0};

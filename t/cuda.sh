@@ -12,9 +12,11 @@
 # is not written for and a kernel it cannot emulate, and checks stream
 # order for stream-ordered memory and each stream's context; so this
 # checks the plugin's host side (which function, which arguments, which
-# grid and block, staging, streams). The kernels' device code runs on a
-# GPU only (dev/gpu-check.sh). A sub-test's skipped points are reported
-# as skipped, never as passes.
+# grid and block, staging, streams). It also reports, as initcheck does
+# on a GPU, a copy or kernel reading device memory nothing wrote: a run
+# with such a line ("fakecuda: uninitialised read") fails. The kernels'
+# device code runs on a GPU only (dev/gpu-check.sh). A sub-test's skipped
+# points are reported as skipped, never as passes.
 set -u
 
 if [ -z "${T_BUILDDIR:-}" ]; then
@@ -114,6 +116,9 @@ contains "stand-in driver: cuda:0 is the default device" "$out" \
 contains "stand-in driver: capabilities" "$out" \
 	"f16 bf16 f64 stream-ordered-alloc virtual-memory device-timers"
 
+# What the stand-in says of a read of device memory nothing wrote.
+uninit='^fakecuda: uninitialised read'
+
 # suite NAME [VAR=value...]: a backend-neutral test on cuda. Its skipped
 # points are counted apart from its passes; one that skipped everything
 # is a skip here, with its reason.
@@ -128,6 +133,9 @@ suite() {
 		if printf '%s\n' "$out" | grep -q '^not ok'; then
 			fail "t/$name on cuda (stand-in)${*:+ $*}" \
 				"$(printf '%s\n' "$out" | grep -A3 '^not ok' | head -20)"
+		elif printf '%s\n' "$out" | grep -q "$uninit"; then
+			fail "t/$name on cuda (stand-in)${*:+ $*}: reads of unwritten device memory" \
+				"$(printf '%s\n' "$out" | grep "$uninit" | head -20)"
 		elif [ "$passed" -eq 0 ]; then
 			why=$(printf '%s\n' "$out" | sed -n 's/^1\.\.0 *# *SKIP *//p')
 			skip "t/$name on cuda (stand-in)${*:+ $*}" \
@@ -162,6 +170,12 @@ suite channels FAKECUDA_DELAY_US=20
 replay() {
 	if out=$(env WAFER_CONFIG="$tmp/fake.conf" "$top/tools/wafer-replay" \
 		--strategy "$1" --storage "$2" "$T_SRCDIR/replay-small.trace" 2>&1); then
+		case $out in
+		*"fakecuda: uninitialised read"*)
+			fail "wafer-replay --strategy $1 --storage $2: reads of unwritten device memory" \
+				"$(printf '%s\n' "$out" | grep "$uninit" | head -20)"
+			return ;;
+		esac
 		contains "wafer-replay --strategy $1 --storage $2" "$out" \
 			"strategy=$1 events="
 	else

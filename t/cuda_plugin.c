@@ -9,13 +9,15 @@
  * device, an old GPU, no pinned memory, a kernel touching freed memory.
  * The stand-in checks the driver's contracts strictly (contexts current,
  * each stream's context, asynchronous streams, stream-ordered memory in
- * stream order, pinned versus pageable copies, whole-mapping unmaps) and
- * runs each kernel over the grid and block it was launched with, so the
+ * stream order, pinned versus pageable copies, whole-mapping unmaps,
+ * no read of device memory nothing wrote, as initcheck checks) and runs
+ * each kernel over the grid and block it was launched with, so the
  * same storage, staging, virtual-memory and launch code that runs on the
  * GPU is exercised here. At the end the test calls the stand-in's entry
  * points itself, making on purpose the mistakes it must catch (a grid
  * short of tiles, a block that is not the kernel's, an unknown kernel or
- * attribute, memory out of stream order, another context's stream).
+ * attribute, memory out of stream order, another context's stream,
+ * reads of unwritten memory).
  *
  *   t/cuda_plugin            on the stand-in (make check)
  *   t/cuda_plugin --real     the driver-neutral part on libcuda.so.1 and
@@ -1237,6 +1239,12 @@ static void test_matmul(void *device, void *queue)
 						 na * es);
 			plugin->storage->copy_in(device, queue, rb, 0, db,
 						 nb * es);
+			/* C's batch gaps are no output: a known byte there
+			 * before, the same after (and nothing reads back
+			 * bytes nobody wrote). */
+			memset(dc, 0xa5, nc * es);
+			plugin->storage->copy_in(device, queue, rc, 0, dc,
+						 nc * es);
 			/* This variant's own entry, not the default one. */
 			struct wafer_launch l = {
 				.struct_size = sizeof l, .kernel = k,
@@ -1265,11 +1273,16 @@ static void test_matmul(void *device, void *queue)
 						if (!(err <= worst))
 							worst = err;
 					}
-			ok(st == WAFER_OK && worst <= tol,
+			int gaps = 1;
+			for (size_t i = 0; i < nc * es && st == WAFER_OK; i++)
+				if (i / es % sc >= m * n && dc[i] != 0xa5)
+					gaps = 0;
+			ok(st == WAFER_OK && worst <= tol && gaps,
 			   "matmul %s %s %" PRIu64 "x%" PRIu64 "x%" PRIu64
-			   " ta=%u tb=%u batch 3: worst relative error %.2g",
+			   " ta=%u tb=%u batch 3: worst relative error %.2g%s",
 			   dtype_name(dt), k->variant, m, n, k_, shapes[s].ta,
-			   shapes[s].tb, worst);
+			   shapes[s].tb, worst,
+			   gaps ? "" : ", and a batch gap of C overwritten");
 			if (st != WAFER_OK)
 				diag("%s", last_error);
 			plugin->storage->free(device, ra);
@@ -1589,6 +1602,7 @@ static struct {
 	int (*cuMemFreeAsync)(fc_ptr, void *);
 	int (*cuMemcpyHtoDAsync)(fc_ptr, const void *, size_t, void *);
 	int (*cuMemcpyDtoHAsync)(void *, fc_ptr, size_t, void *);
+	int (*cuMemcpyDtoDAsync)(fc_ptr, fc_ptr, size_t, void *);
 } cu;
 
 static int resolve_fake(void *fake)
@@ -1603,6 +1617,7 @@ static int resolve_fake(void *fake)
 		"cuStreamSynchronize", "cuLaunchKernel", "cuMemAlloc",
 		"cuMemFree", "cuMemAllocAsync", "cuMemFreeAsync",
 		"cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
+		"cuMemcpyDtoDAsync",
 	};
 	void **slots = (void **)&cu;
 
@@ -1977,6 +1992,72 @@ static void test_fake_stream_context(void *ctx0)
 	unsetenv("FAKECUDA_DEVICES");
 }
 
+/* Reads of device bytes that nothing wrote, which initcheck reports on
+ * a GPU: the stand-in counts each copy and kernel binding that makes one
+ * (and names it on stderr); written bytes travel with device copies. */
+static void test_fake_initcheck(void *ctx, void *stream)
+{
+	enum { E = 64 };
+	void *image = read_fatbin("elementwise"), *mod = NULL, *add = NULL;
+	static float in[E], out[E];
+	struct {
+		uint64_t count;
+	} ep = {E};
+	fc_ptr p = 0, q = 0, r = 0;
+	void *params[4] = {&r, &p, &q, &ep};
+	const size_t half = sizeof in / 2;
+
+	cu.cuCtxSetCurrent(ctx);
+	if (!ok(image && cu.cuModuleLoadData(&mod, image) == FAKECUDA_SUCCESS &&
+			cu.cuModuleGetFunction(&add, mod, "wafer_add_f32") ==
+				FAKECUDA_SUCCESS,
+		"initcheck: wafer_add_f32 loads")) {
+		free(image);
+		return;
+	}
+	values(in, E, 17);
+	cu.cuMemAlloc(&p, sizeof in);
+	cu.cuMemAlloc(&q, sizeof in);
+	cu.cuMemAlloc(&r, sizeof in);
+	uint64_t n0 = stats().uninit_reads;
+	cu.cuMemcpyHtoDAsync(p, in, half, stream);
+	cu.cuMemcpyDtoHAsync(out, p, half, stream);
+	cu.cuStreamSynchronize(stream);
+	is_int((long long)(stats().uninit_reads - n0), 0,
+	       "initcheck: reading back the half written: nothing to report");
+	ok(memcmp(out, in, half) == 0, "  ... and the values are those written");
+	cu.cuMemcpyDtoHAsync(out, p, sizeof in, stream);
+	cu.cuStreamSynchronize(stream);
+	is_int((long long)(stats().uninit_reads - n0), 1,
+	       "  ... the whole, half never written: one uninitialised read");
+	cu.cuMemcpyDtoDAsync(q, p, sizeof in, stream);
+	cu.cuStreamSynchronize(stream);
+	is_int((long long)(stats().uninit_reads - n0), 2,
+	       "  ... a device-to-device copy of the whole: another");
+	cu.cuMemcpyDtoHAsync(out, q, half, stream);
+	cu.cuStreamSynchronize(stream);
+	is_int((long long)(stats().uninit_reads - n0), 2,
+	       "  ... the copy's first half is written");
+	cu.cuMemcpyDtoHAsync(out, q + half, half, stream);
+	cu.cuStreamSynchronize(stream);
+	is_int((long long)(stats().uninit_reads - n0), 3,
+	       "  ... its second half is not");
+	is_int(cu.cuLaunchKernel(add, 1, 1, 1, 256, 1, 1, 0, stream, params,
+				 NULL),
+	       FAKECUDA_SUCCESS, "  ... wafer_add_f32 of the two still runs");
+	cu.cuMemcpyDtoHAsync(out, r, sizeof out, stream);
+	cu.cuStreamSynchronize(stream);
+	is_int((long long)(stats().uninit_reads - n0), 5,
+	       "  ... one report for each input; its output is written");
+	is_int(stats().sticky, 0, "  ... none of this is an error the "
+	       "program sees, as on a GPU");
+	cu.cuMemFree(p);
+	cu.cuMemFree(q);
+	cu.cuMemFree(r);
+	cu.cuModuleUnload(mod);
+	free(image);
+}
+
 static void test_fake_contracts(void *fake)
 {
 	void *ctx = NULL, *stream = NULL;
@@ -1995,6 +2076,7 @@ static void test_fake_contracts(void *fake)
 	test_fake_grid(ctx, stream);
 	test_fake_stream_order(ctx);
 	test_fake_stream_context(ctx);
+	test_fake_initcheck(ctx, stream);
 	cu.cuCtxSetCurrent(ctx);
 	cu.cuStreamDestroy(stream);
 	cu.cuDevicePrimaryCtxRelease(dev);
@@ -2274,6 +2356,10 @@ int main(int argc, char **argv)
 		struct fakecuda_stats s = stats();
 		is_int((long long)s.streams_live, 0, "every stream destroyed");
 		is_int((long long)s.events_live, 0, "every event destroyed");
+		/* What initcheck reports on a GPU (the lines on stderr
+		 * say which copy or kernel, and where). */
+		is_int((long long)s.uninit_reads, 0, "the stand-in saw no read "
+		       "of unwritten device memory");
 	}
 	plugin->shutdown(state);
 	dlclose(so);

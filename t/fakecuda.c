@@ -42,7 +42,12 @@
  *    stream's use; a use out of that order gets the sticky
  *    CUDA_ERROR_ILLEGAL_ADDRESS (at the next sync) and a line on stderr;
  *  - events time a fake clock that counts work (1 us an op plus 1 ns a
- *    byte it moves), so timers are deterministic.
+ *    byte it moves), so timers are deterministic;
+ *  - as compute-sanitizer's initcheck does, it tracks which bytes of
+ *    device memory were ever written, and a copy or kernel that reads one
+ *    that never was gets a line on stderr ("fakecuda: uninitialised
+ *    read: ...") and is counted (fakecuda_stats' uninit_reads); it still
+ *    runs, as on the GPU.
  *
  * Kernels are emulated on the host by name, with the catalogue's meaning
  * (wafer/plugin.h) and the element type the name says, over the grid and
@@ -153,6 +158,7 @@ struct region {
 	} users[4];
 	struct fake_handle *handle; /* REGION_MAPPED */
 	void *block;              /* REGION_ALLOC/PINNED: what to free */
+	uint8_t *written;         /* REGION_ALLOC: see "Written bytes" */
 };
 
 struct fake_handle {
@@ -160,6 +166,7 @@ struct fake_handle {
 	size_t size;
 	int mappings;
 	int released;
+	uint8_t *written; /* see "Written bytes" */
 };
 
 static struct region *regions;
@@ -265,6 +272,147 @@ static int is_pinned(const void *p, size_t n)
 }
 
 /*===----------------------------------------------------------------------===
+ * Written bytes
+ *
+ * As compute-sanitizer's initcheck does: every allocation (and every
+ * physical handle, whose bytes stay written wherever it is mapped) has a
+ * bit a byte, set once something wrote the byte: a copy from the host, a
+ * device-to-device copy from written bytes, a kernel's output. A copy
+ * whose source, or a kernel whose input, holds a byte never written
+ * reads garbage: that is reported on stderr and counted, once a call and
+ * binding, and the work still runs, as on the GPU. The emulators mark
+ * what each kernel reads and writes: whole bindings for elementwise
+ * kernels, the elements or rows it touches for strided, gather and
+ * matmul kernels. All with L held.
+ *===----------------------------------------------------------------------===*/
+
+static void bits_set(uint8_t *b, size_t from, size_t to)
+{
+	for (; from < to && from % 8; from++)
+		b[from / 8] |= (uint8_t)(1u << from % 8);
+	if (to - from >= 8) {
+		memset(b + from / 8, 0xff, (to - from) / 8);
+		from += (to - from) / 8 * 8;
+	}
+	for (; from < to; from++)
+		b[from / 8] |= (uint8_t)(1u << from % 8);
+}
+
+static int bit(const uint8_t *b, size_t i)
+{
+	return b[i / 8] >> i % 8 & 1;
+}
+
+/* The first bit in [from, to) equal to |want|, or |to|. */
+static size_t bits_find(const uint8_t *b, size_t from, size_t to, int want)
+{
+	uint8_t none = want ? 0x00 : 0xff;
+
+	for (; from < to && from % 8; from++)
+		if (bit(b, from) == want)
+			return from;
+	while (to - from >= 8 && b[from / 8] == none)
+		from += 8;
+	for (; from < to; from++)
+		if (bit(b, from) == want)
+			return from;
+	return to;
+}
+
+/* The bits of the device memory at |p|: |*off| is p's there, |*avail| the
+ * bytes up to the end of its allocation or mapping, |*base| and |*size|
+ * that allocation's or mapping's; NULL if |p| is no device memory. */
+static uint8_t *written_at(uintptr_t p, size_t *off, size_t *avail,
+			   uintptr_t *base, size_t *size)
+{
+	struct region *r = region_at(REGION_ALLOC, p);
+
+	if (!r)
+		r = region_at(REGION_MAPPED, p);
+	if (!r)
+		return NULL;
+	*off = p - r->base; /* a mapping starts at its handle's offset 0 */
+	*avail = r->size - *off;
+	*base = r->base;
+	*size = r->size;
+	return r->kind == REGION_ALLOC ? r->written : r->handle->written;
+}
+
+/* Something wrote [p, p + n). */
+static void mark_written(uintptr_t p, size_t n)
+{
+	while (n) {
+		size_t off, avail, size;
+		uintptr_t base;
+		uint8_t *b = written_at(p, &off, &avail, &base, &size);
+		if (!b)
+			return; /* not device memory: a fault of its own */
+		size_t step = n < avail ? n : avail;
+		bits_set(b, off, off + step);
+		p += step;
+		n -= step;
+	}
+}
+
+/* The first byte of [p, p + n) never written, or 0 (never device
+ * memory) if every one was; |*run| the bytes never written from there,
+ * within its allocation, whose start and size go to |*base|, |*size|. */
+static uintptr_t first_unwritten(uintptr_t p, size_t n, size_t *run,
+				 uintptr_t *base, size_t *size)
+{
+	while (n) {
+		size_t off, avail;
+		uint8_t *b = written_at(p, &off, &avail, base, size);
+		if (!b)
+			return 0;
+		size_t step = n < avail ? n : avail;
+		size_t at = bits_find(b, off, off + step, 0);
+		if (at < off + step) {
+			*run = bits_find(b, at, off + step, 1) - at;
+			return p + (at - off);
+		}
+		p += step;
+		n -= step;
+	}
+	return 0;
+}
+
+/* Reports a read of [p, p + n) by |what| (a copy's source, a kernel's
+ * input) if it holds a byte never written; returns 0 then. */
+static int read_written(const char *what, uintptr_t p, size_t n)
+{
+	size_t run = 0, size = 0;
+	uintptr_t base = 0;
+	uintptr_t bad = first_unwritten(p, n, &run, &base, &size);
+
+	if (!bad)
+		return 1;
+	stats.uninit_reads++;
+	fprintf(stderr, "fakecuda: uninitialised read: %s reads [0x%" PRIxPTR
+		", 0x%" PRIxPTR "), and [0x%" PRIxPTR ", 0x%" PRIxPTR ") of it "
+		"was never written (device memory 0x%" PRIxPTR ", %zu "
+		"bytes)\n", what, p, p + n, bad, bad + run, base, size);
+	return 0;
+}
+
+/* A device-to-device copy of |n| bytes: what was written at |src| is
+ * written at |dst|, the rest stays unwritten. */
+static void copy_written(uintptr_t dst, uintptr_t src, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		size_t run = 0, size;
+		uintptr_t base;
+		uintptr_t bad = first_unwritten(src + done, n - done, &run,
+						&base, &size);
+		size_t good = bad ? bad - (src + done) : n - done;
+		mark_written(dst + done, good);
+		done += good + run;
+	}
+}
+
+/*===----------------------------------------------------------------------===
  * Streams
  *===----------------------------------------------------------------------===*/
 
@@ -285,6 +433,7 @@ struct op {
 	void *owned;
 	/* OP_KERNEL */
 	const struct fake_kernel *kernel;
+	unsigned uninit_seen; /* bindings reported reading unwritten bytes */
 	uint64_t cost; /* bytes its bindings span, for the fake clock */
 	uintptr_t ptr[4];
 	unsigned char params[512]; /* the largest block, with room */
@@ -350,6 +499,14 @@ static void run_op(struct op *o)
 		     (!o->check_src || device_range_ok((uintptr_t)o->src, o->n));
 	if (!ok && sticky == CUDA_SUCCESS)
 		sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+	if (ok && o->kind == OP_COPY && o->check_src)
+		read_written(o->check_dst ? "cuMemcpyDtoDAsync's source"
+					  : "cuMemcpyDtoHAsync's source",
+			     (uintptr_t)o->src, o->n);
+	if (ok && o->kind == OP_COPY && o->check_dst && o->check_src)
+		copy_written((uintptr_t)o->dst, (uintptr_t)o->src, o->n);
+	else if (ok && o->kind == OP_COPY && o->check_dst)
+		mark_written((uintptr_t)o->dst, o->n);
 	pthread_mutex_unlock(&L);
 
 	if (ok && o->kind == OP_COPY)
@@ -369,6 +526,7 @@ static void run_op(struct op *o)
 		if (r) {
 			device_bytes -= r->size;
 			free(r->block);
+			free(r->written);
 			drop_region(r);
 		}
 	}
@@ -1308,6 +1466,29 @@ static int kernel_ranges_ok(struct op *o, int count, uint64_t bytes)
 	return 1;
 }
 
+/* The kernel reads |bytes| of binding |i| from byte |off| on (see
+ * "Written bytes"): a binding is reported once a launch. */
+static void kernel_reads(struct op *o, int i, uint64_t off, uint64_t bytes)
+{
+	char what[192];
+
+	if (o->uninit_seen & 1u << i)
+		return;
+	snprintf(what, sizeof what, "%s's binding %d", o->kernel->name, i);
+	pthread_mutex_lock(&L);
+	if (!read_written(what, o->ptr[i] + off, bytes))
+		o->uninit_seen |= 1u << i;
+	pthread_mutex_unlock(&L);
+}
+
+/* The kernel writes |bytes| of binding |i| from byte |off| on. */
+static void kernel_writes(struct op *o, int i, uint64_t off, uint64_t bytes)
+{
+	pthread_mutex_lock(&L);
+	mark_written(o->ptr[i] + off, bytes);
+	pthread_mutex_unlock(&L);
+}
+
 static void run_kernel(struct op *o)
 {
 	o->kernel->run(o);
@@ -1382,6 +1563,7 @@ static void emulate_fill(struct op *o)
 	memcpy(&value, o->params + 8, 8);
 	if (!kernel_ranges_ok(o, 1, n * size_of(k->dtype)))
 		return;
+	kernel_writes(o, 0, 0, n * size_of(k->dtype));
 	for (uint64_t i = 0; i < n; i++)
 		store_as(k->dtype, (void *)o->ptr[0], i, (float)value);
 }
@@ -1390,8 +1572,11 @@ static void emulate_copy(struct op *o)
 {
 	uint64_t n = first_u64(o) * size_of(o->kernel->dtype);
 
-	if (kernel_ranges_ok(o, 2, n))
-		memmove((void *)o->ptr[0], (const void *)o->ptr[1], n);
+	if (!kernel_ranges_ok(o, 2, n))
+		return;
+	kernel_reads(o, 1, 0, n);
+	kernel_writes(o, 0, 0, n);
+	memmove((void *)o->ptr[0], (const void *)o->ptr[1], n);
 }
 
 static void emulate_unary(struct op *o)
@@ -1401,6 +1586,8 @@ static void emulate_unary(struct op *o)
 
 	if (!kernel_ranges_ok(o, 2, n * size_of(k->dtype)))
 		return;
+	kernel_reads(o, 1, 0, n * size_of(k->dtype));
+	kernel_writes(o, 0, 0, n * size_of(k->dtype));
 	for (uint64_t i = 0; i < n; i++)
 		store_as(k->dtype, (void *)o->ptr[0], i,
 			 unary_op(k->op, load_as(k->dtype,
@@ -1414,6 +1601,9 @@ static void emulate_binary(struct op *o)
 
 	if (!kernel_ranges_ok(o, 3, n * size_of(k->dtype)))
 		return;
+	kernel_reads(o, 1, 0, n * size_of(k->dtype));
+	kernel_reads(o, 2, 0, n * size_of(k->dtype));
+	kernel_writes(o, 0, 0, n * size_of(k->dtype));
 	for (uint64_t i = 0; i < n; i++) {
 		float a = load_as(k->dtype, (const void *)o->ptr[1], i);
 		float b = load_as(k->dtype, (const void *)o->ptr[2], i);
@@ -1431,6 +1621,8 @@ static void emulate_scalar(struct op *o)
 	memcpy(&p, o->params, sizeof p);
 	if (!kernel_ranges_ok(o, 2, p.count * size_of(k->dtype)))
 		return;
+	kernel_reads(o, 1, 0, p.count * size_of(k->dtype));
+	kernel_writes(o, 0, 0, p.count * size_of(k->dtype));
 	/* The scalar in the dtype first. */
 	store_as(k->dtype, bits, 0, (float)p.scalar);
 	s = k->dtype == T_F32 ? (float)p.scalar : load_as(k->dtype, bits, 0);
@@ -1492,14 +1684,17 @@ static void emulate_strided(struct op *o)
 	    !range_ok(o, 2, reach(p.rank, p.shape, p.b_strides, p.b_offset) * es))
 		return;
 	for (uint64_t i = 0; i < n; i++) {
-		float a = load_as(k->dtype, (const void *)o->ptr[1],
-				  strided_index(p.rank, p.shape, p.a_strides,
-						p.a_offset, i, k->narrow));
-		float b = load_as(k->dtype, (const void *)o->ptr[2],
-				  strided_index(p.rank, p.shape, p.b_strides,
-						p.b_offset, i, k->narrow));
+		uint64_t ia = strided_index(p.rank, p.shape, p.a_strides,
+					    p.a_offset, i, k->narrow);
+		uint64_t ib = strided_index(p.rank, p.shape, p.b_strides,
+					    p.b_offset, i, k->narrow);
+		kernel_reads(o, 1, ia * es, es);
+		kernel_reads(o, 2, ib * es, es);
+		float a = load_as(k->dtype, (const void *)o->ptr[1], ia);
+		float b = load_as(k->dtype, (const void *)o->ptr[2], ib);
 		store_as(k->dtype, (void *)o->ptr[0], i, binary_op(k->op, a, b));
 	}
+	kernel_writes(o, 0, 0, n * es); /* after: it may be an input */
 }
 
 static void emulate_gather(struct op *o)
@@ -1512,13 +1707,14 @@ static void emulate_gather(struct op *o)
 	if (!range_ok(o, 0, n * es) ||
 	    !range_ok(o, 1, reach(p.rank, p.shape, p.strides, p.offset) * es))
 		return;
-	for (uint64_t i = 0; i < n; i++)
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t at = strided_index(p.rank, p.shape, p.strides,
+					    p.offset, i, o->kernel->narrow);
+		kernel_reads(o, 1, at * es, es);
 		memcpy((char *)o->ptr[0] + i * es,
-		       (const char *)o->ptr[1] +
-			       strided_index(p.rank, p.shape, p.strides,
-					     p.offset, i, o->kernel->narrow) *
-				       es,
-		       es);
+		       (const char *)o->ptr[1] + at * es, es);
+	}
+	kernel_writes(o, 0, 0, n * es);
 }
 
 static void emulate_cast(struct op *o)
@@ -1530,6 +1726,8 @@ static void emulate_cast(struct op *o)
 	if (!range_ok(o, 0, p.count * size_of(k->dtype_out)) ||
 	    !range_ok(o, 1, p.count * size_of(k->dtype)))
 		return;
+	kernel_reads(o, 1, 0, p.count * size_of(k->dtype));
+	kernel_writes(o, 0, 0, p.count * size_of(k->dtype_out));
 	for (uint64_t i = 0; i < p.count; i++) {
 		if (k->dtype == T_I32 && k->dtype_out == T_I32) {
 			((int32_t *)o->ptr[0])[i] =
@@ -1551,6 +1749,8 @@ static void emulate_rows(struct op *o)
 	if (!range_ok(o, 0, (k->op == 3 ? p.rows * p.cols : p.rows) * es) ||
 	    !range_ok(o, 1, p.rows * p.cols * es))
 		return;
+	kernel_reads(o, 1, 0, p.rows * p.cols * es);
+	kernel_writes(o, 0, 0, (k->op == 3 ? p.rows * p.cols : p.rows) * es);
 	for (uint64_t r = 0; r < p.rows; r++) {
 		const void *in = (const char *)o->ptr[1] + r * p.cols * es;
 		double sum = 0, e = 0;
@@ -1635,6 +1835,22 @@ static void emulate_matmul(struct op *o)
 	pthread_mutex_unlock(&L);
 	if (bad)
 		return;
+	/* What the grid's blocks read: the rows of A and columns of B of
+	 * their tiles, each stored row of them from its first element to
+	 * its last. */
+	uint64_t m_end = (uint64_t)o->grid[1] * k->tile_m;
+	uint64_t n_end = (uint64_t)o->grid[0] * k->tile_n;
+	m_end = m_end < p.m ? m_end : p.m;
+	n_end = n_end < p.n ? n_end : p.n;
+	for (uint64_t t = 0; t < batch && p.k && m_end && n_end; t++) {
+		uint64_t a0 = es * t * p.stride_a, b0 = es * t * p.stride_b;
+		for (uint64_t r = 0; r < (ta ? p.k : m_end); r++)
+			kernel_reads(o, 1, a0 + es * r * p.lda,
+				     es * (ta ? m_end : p.k));
+		for (uint64_t r = 0; r < (tb ? n_end : p.k); r++)
+			kernel_reads(o, 2, b0 + es * r * p.ldb,
+				     es * (tb ? p.k : n_end));
+	}
 	for (uint64_t t = 0; t < batch; t++) {
 		void *c = (char *)o->ptr[0] + es * t * p.stride_c;
 		const void *a = (const char *)o->ptr[1] + es * t * p.stride_a;
@@ -1656,6 +1872,10 @@ static void emulate_matmul(struct op *o)
 			store_as(k->dtype, c, i * p.ldc + j, (float)sum);
 		}
 	}
+	for (uint64_t t = 0; t < batch; t++)
+		for (uint64_t i = 0; i < m_end && n_end; i++)
+			kernel_writes(o, 0, es * (t * p.stride_c + i * p.ldc),
+				      es * n_end);
 }
 
 /*===----------------------------------------------------------------------===
@@ -1907,11 +2127,15 @@ static CUresult allocate(CUdeviceptr *out, size_t size)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	p = aligned_alloc(256, rounded);
-	if (!p || add_region((struct region){.kind = REGION_ALLOC,
-					     .base = (uintptr_t)p,
-					     .size = rounded,
-					     .block = p}) != 0) {
+	uint8_t *written = calloc(rounded / 8, 1);
+	if (!p || !written ||
+	    add_region((struct region){.kind = REGION_ALLOC,
+				       .base = (uintptr_t)p,
+				       .size = rounded,
+				       .block = p,
+				       .written = written}) != 0) {
 		free(p);
+		free(written);
 		pthread_mutex_unlock(&L);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -1943,6 +2167,7 @@ static CUresult fake_cuMemFree(CUdeviceptr ptr)
 	}
 	device_bytes -= reg->size;
 	free(reg->block);
+	free(reg->written);
 	drop_region(reg);
 	stats.frees++;
 	pthread_mutex_unlock(&L);
@@ -2274,11 +2499,16 @@ static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out,
 	stats.handles_live++;
 	pthread_mutex_unlock(&L);
 	h = calloc(1, sizeof *h);
-	if (h)
+	if (h) {
 		h->fd = memfd_create("fakecuda", MFD_CLOEXEC);
-	if (!h || h->fd < 0 || ftruncate(h->fd, (off_t)size) != 0) {
+		h->written = calloc(size / 8, 1);
+	}
+	if (!h || h->fd < 0 || !h->written ||
+	    ftruncate(h->fd, (off_t)size) != 0) {
 		if (h && h->fd >= 0)
 			close(h->fd);
+		if (h)
+			free(h->written);
 		free(h);
 		pthread_mutex_lock(&L);
 		device_bytes -= size;
@@ -2299,6 +2529,7 @@ static void handle_maybe_free(struct fake_handle *h)
 	close(h->fd);
 	device_bytes -= h->size;
 	stats.handles_live--;
+	free(h->written);
 	free(h);
 }
 

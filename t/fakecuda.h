@@ -22,6 +22,9 @@ struct fakecuda_stats {
 	uint64_t release_threshold;
 	uint64_t device_bytes;
 	int sticky; /* the context's sticky CUresult, 0 if none */
+	/* Copies and kernels that read device memory nothing wrote (one a
+	 * call and binding; each also a line on stderr). */
+	uint64_t uninit_reads;
 };
 
 typedef void (*fakecuda_stats_fn)(struct fakecuda_stats *out);
