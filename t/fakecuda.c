@@ -1494,11 +1494,15 @@ static void run_kernel(struct op *o)
 	o->kernel->run(o);
 }
 
-/* fakecuda_program.h's reach check, on the module's lock. */
+/* fakecuda_program.h's reach check, on the module's lock. The stand-in
+ * cannot tell a program kernel's reads from its writes: what it reaches
+ * counts as written (see "Written bytes"), and its reads go unchecked. */
 static int program_reach(uintptr_t p, uint64_t bytes)
 {
 	pthread_mutex_lock(&L);
 	int ok = device_range_ok(p, bytes);
+	if (ok)
+		mark_written(p, bytes);
 	if (!ok && sticky == CUDA_SUCCESS)
 		sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
 	pthread_mutex_unlock(&L);
