@@ -23,8 +23,7 @@ AM_TESTS_ENVIRONMENT = \
 #  - t/lsan-opencl.supp: what PoCL and its LLVM leak while compiling
 #    (driver frames only; the file says why).
 EXTRA_DIST += t/tap.h t/fake_host.h t/catalogue.h t/client_util.h \
-	t/lsan-opencl.supp \
-	t/valgrind.supp
+	t/lsan-opencl.supp t/valgrind.supp
 # Test programs link the convenience library to reach internals.
 T_CORE_LIBS = libwafer-core.la
 
