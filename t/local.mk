@@ -290,7 +290,8 @@ TESTS += t/cuda.sh
 if WAFER_CUDA
 check_LTLIBRARIES += t/fakecuda.la
 t_fakecuda_la_SOURCES = t/fakecuda.c t/fakecuda.h t/half.h \
-	t/fakecuda_program.c t/fakecuda_program.h
+	t/fakecuda_program.c t/fakecuda_program.h \
+	t/user_kernels/emulate.c t/user_kernels/emulate.h
 t_fakecuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 t_fakecuda_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-rpath /nowhere
@@ -321,7 +322,8 @@ check_LTLIBRARIES += t/levelzero/fakeze.la
 t_levelzero_fakeze_la_SOURCES = t/levelzero/driver.c t/levelzero/fakeze.h \
 	t/levelzero/spirv.c t/levelzero/spirv.h \
 	t/levelzero/emulate.h t/levelzero/emulate_plugin.c \
-	t/levelzero/program.c t/levelzero/program.h
+	t/levelzero/program.c t/levelzero/program.h \
+	t/user_kernels/emulate.c t/user_kernels/emulate.h
 t_levelzero_fakeze_la_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS)
 # No version script: the loader looks up the zeGet*ProcAddrTable exports.
 t_levelzero_fakeze_la_LDFLAGS = -module -avoid-version -shared \
