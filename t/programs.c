@@ -315,18 +315,28 @@ static wafer_status create_one(wafer_client *client,
 	return wafer_program_create(client, source, 1, options, out);
 }
 
+/* Kernel |name| of |p|, two bindings and a |params_size| block: its ref,
+ * or NULL and a diag. */
+static const wafer_kernel_ref *kernel_of(wafer_program *p, const char *name,
+					 size_t params_size)
+{
+	const wafer_kernel_ref *ref = NULL;
+
+	if (wafer_program_kernel(p, name, 2, params_size, &ref) != WAFER_OK)
+		diag("%s: %s", name, wafer_last_error());
+	return ref;
+}
+
+static const wafer_kernel_ref *saxpy_of(wafer_program *p)
+{
+	return kernel_of(p, "wafer_test_saxpy", sizeof(struct saxpy_params));
+}
+
 static void get_kernels(wafer_program *p, const wafer_kernel_ref **saxpy,
 			const wafer_kernel_ref **tile)
 {
-	wafer_status s1 = wafer_program_kernel(p, "wafer_test_saxpy", 2,
-					       sizeof(struct saxpy_params),
-					       saxpy);
-	if (s1 != WAFER_OK)
-		diag("wafer_test_saxpy: %s", wafer_last_error());
-	wafer_status s2 = wafer_program_kernel(p, "wafer_test_tile2d", 2,
-					       sizeof(struct tile_params), tile);
-	if (s2 != WAFER_OK)
-		diag("wafer_test_tile2d: %s", wafer_last_error());
+	*saxpy = saxpy_of(p);
+	*tile = kernel_of(p, "wafer_test_tile2d", sizeof(struct tile_params));
 }
 
 /*===----------------------------------------------------------------------===
@@ -369,10 +379,8 @@ static void test_format(wafer_program_format f)
 		   "  ... saxpy by ref, three launches: right (%s)", what);
 		ok(tile && check_tile(client, tile, what),
 		   "  ... tile2d with its parameter block: right (%s)", what);
-		const wafer_kernel_ref *again = NULL;
-		wafer_program_kernel(p, "wafer_test_saxpy", 2,
-				     sizeof(struct saxpy_params), &again);
-		ok(again == saxpy, "  ... asking again gives the same ref");
+		ok(saxpy_of(p) == saxpy,
+		   "  ... asking again gives the same ref");
 		is_status(wafer_program_release(p), WAFER_OK, "  ... released");
 		is_status(wafer_client_close(client), WAFER_OK,
 			  "  ... client closed clean");
@@ -528,9 +536,7 @@ static void test_errors(void)
 	ok(ref == NULL, "  ... no ref");
 	like(wafer_last_error(), "wafer_no_such_kernel", "  ... naming it");
 
-	const wafer_kernel_ref *saxpy = NULL;
-	wafer_program_kernel(p, "wafer_test_saxpy", 2,
-			     sizeof(struct saxpy_params), &saxpy);
+	const wafer_kernel_ref *saxpy = saxpy_of(p);
 	float data[64] = {0};
 	wafer_handle h = upload(client, data, 64);
 	wafer_buffer_binding one = {h, 0, 0};
@@ -591,10 +597,8 @@ static void test_release_order(void)
 		return;
 	wafer_client *client = open_client("mpsc");
 	wafer_program *p = NULL;
-	const wafer_kernel_ref *saxpy = NULL;
 	wafer_program_create(client, source, 1, NULL, &p);
-	wafer_program_kernel(p, "wafer_test_saxpy", 2,
-			     sizeof(struct saxpy_params), &saxpy);
+	const wafer_kernel_ref *saxpy = saxpy_of(p);
 	static float x[N], y[N];
 	for (size_t i = 0; i < N; i++) {
 		x[i] = 1.0f;
@@ -629,10 +633,8 @@ static void test_donation(void)
 		return;
 	wafer_client *client = open_client("mpsc");
 	wafer_program *p = NULL;
-	const wafer_kernel_ref *saxpy = NULL;
 	wafer_program_create(client, source, 1, NULL, &p);
-	wafer_program_kernel(p, "wafer_test_saxpy", 2,
-			     sizeof(struct saxpy_params), &saxpy);
+	const wafer_kernel_ref *saxpy = saxpy_of(p);
 	static float x[N], y[N];
 	for (size_t i = 0; i < N; i++) {
 		x[i] = (float)i;
@@ -814,9 +816,7 @@ static int child_main(const char *format_number, const char *dir)
 	if (wafer_runtime_open(&options, &runtime) != WAFER_OK ||
 	    wafer_client_open(runtime, "default", NULL, &client) != WAFER_OK ||
 	    !n || wafer_program_create(client, all, n, NULL, &p) != WAFER_OK ||
-	    wafer_program_kernel(p, "wafer_test_saxpy", 2,
-				 sizeof(struct saxpy_params),
-				 &saxpy) != WAFER_OK ||
+	    !(saxpy = saxpy_of(p)) ||
 	    !check_saxpy(client, saxpy, 1, "child")) {
 		fprintf(stderr, "child failed: %s\n", wafer_last_error());
 		return 1;
