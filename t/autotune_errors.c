@@ -214,8 +214,7 @@ int main(void)
 	test_null_op();
 	test_too_many_dims();
 
-	check(wafer_client_close(client), "client_close");
-	wafer_runtime_close(runtime);
+	close_default(runtime, client);
 	done_testing();
 	return exit_status();
 }

@@ -10,6 +10,7 @@
  *                                  client on "default" (WAFER_BACKEND picks
  *                                  another), the device named in a diag;
  *                                  returns the device's backend name
+ *   close_default(rt, c)           closes both again
  *   open_runtime_on(backends, path) a runtime on |backends| only, plugins
  *                                  from |path|, no configuration file read
  *   usage_now(c)                   wafer_memory_usage after a wafer_sync
@@ -59,6 +60,13 @@ static inline const char *open_default(const wafer_runtime_options *options,
 	check(wafer_client_device(*out_client, &device), "device");
 	diag("backend %s: %s", device.backend, device.name);
 	return device.backend;
+}
+
+static inline void close_default(wafer_runtime *runtime,
+				 wafer_client *client)
+{
+	check(wafer_client_close(client), "client_close");
+	wafer_runtime_close(runtime);
 }
 
 static inline wafer_runtime *open_runtime_on(const char *backends,

@@ -1379,8 +1379,7 @@ int main(void)
 		diag("%s lacks the kernels of %d result(s), skipped", backend,
 		     missing_kernels);
 
-	check(wafer_client_close(client), "client_close");
-	wafer_runtime_close(runtime);
+	close_default(runtime, client);
 	done_testing();
 	return exit_status();
 }

@@ -251,8 +251,7 @@ int main(void)
 	test_reduce();
 
 	ok_clean(client, "at the end");
-	check(wafer_client_close(client), "client_close");
-	wafer_runtime_close(runtime);
+	close_default(runtime, client);
 	done_testing();
 	return exit_status();
 }

@@ -366,8 +366,7 @@ int main(void)
 	test_empty_errors();
 
 	ok_clean(client, "at the end");
-	check(wafer_client_close(client), "client_close");
-	wafer_runtime_close(runtime);
+	close_default(runtime, client);
 	done_testing();
 	return exit_status();
 }
