@@ -174,13 +174,15 @@ static inline double ref_unary(wafer_unary_op op, double x)
  * changes nothing). */
 static inline double ref_binary(wafer_binary_op op, double a, double b)
 {
+	if (isnan(a) || isnan(b))
+		return NAN;
 	switch (op) {
 	case WAFER_BINARY_ADD: return a + b;
 	case WAFER_BINARY_SUB: return a - b;
 	case WAFER_BINARY_MUL: return a * b;
 	case WAFER_BINARY_DIV: return a / b;
-	case WAFER_BINARY_MAX: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-	case WAFER_BINARY_MIN: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+	case WAFER_BINARY_MAX: return a > b ? a : b;
+	case WAFER_BINARY_MIN: return a < b ? a : b;
 	}
 	return NAN;
 }

@@ -496,11 +496,9 @@ static void test_scalar(void)
 					float *y = download(&to);
 					double *want = malloc(n * sizeof *want);
 					for (size_t i = 0; i < n; i++)
-						want[i] = first
-								  ? (float)ref_binary(op, scalar,
-										      a[i])
-								  : (float)ref_binary(op, a[i],
-										      scalar);
+						want[i] = (float)(first
+							? ref_binary(op, scalar, a[i])
+							: ref_binary(op, a[i], scalar));
 					compare(name, y, want, n, 0, 0);
 					free(want);
 					free(y);

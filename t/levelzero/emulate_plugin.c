@@ -227,6 +227,19 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 	return n;
 }
 
+/* The element that flat index |i| of |shape| (|rank| dimensions, the last
+ * the fastest) names under |strides|, from |offset|. */
+static uint64_t strided_at(uint64_t i, uint32_t rank, const uint64_t *shape,
+			   const uint64_t *strides, uint64_t offset)
+{
+	for (uint32_t d = rank; d-- > 0;) {
+		uint64_t q = i / shape[d];
+		offset += (i - q * shape[d]) * strides[d];
+		i = q;
+	}
+	return offset;
+}
+
 /* name_f32(out, in_a, in_b, ulong count);
  * name_scalar_f32(out, in_a, ulong count, float scalar, uint scalar_first);
  * name_strided_f32(out, in_a, in_b, struct binary_strided p) */
@@ -251,18 +264,14 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 	static void name##_strided_f32(struct emulate_launch *l)              \
 	{                                                                      \
 		struct strided p;                                              \
-		if (!emulate_value(l, 3, &p, sizeof p))                                \
+		if (!emulate_value(l, 3, &p, sizeof p))                        \
 			return;                                                \
 		FOR_EACH(l, i, shape_count(p.rank, p.shape))                   \
 		{                                                              \
-			uint64_t rest = i, ia = p.a_offset, ib = p.b_offset;   \
-			for (uint32_t d = p.rank; d-- > 0;) {                  \
-				uint64_t q = rest / p.shape[d];                \
-				uint64_t idx = rest - q * p.shape[d];          \
-				rest = q;                                      \
-				ia += idx * p.a_strides[d];                    \
-				ib += idx * p.b_strides[d];                    \
-			}                                                      \
+			uint64_t ia = strided_at(i, p.rank, p.shape,           \
+						 p.a_strides, p.a_offset);     \
+			uint64_t ib = strided_at(i, p.rank, p.shape,           \
+						 p.b_strides, p.b_offset);     \
 			st_f32(l, 0, i, f(ld_f32(l, 1, ia), ld_f32(l, 2, ib))); \
 		}                                                              \
 	}
@@ -278,16 +287,12 @@ BINARY(min, min_nan)
 	static void copy_strided_b##bits(struct emulate_launch *l)            \
 	{                                                                      \
 		struct strided_copy p;                                         \
-		if (!emulate_value(l, 2, &p, sizeof p))                                \
+		if (!emulate_value(l, 2, &p, sizeof p))                        \
 			return;                                                \
 		FOR_EACH(l, i, shape_count(p.rank, p.shape))                   \
 		{                                                              \
-			uint64_t rest = i, from = p.offset;                    \
-			for (uint32_t d = p.rank; d-- > 0;) {                  \
-				uint64_t q = rest / p.shape[d];                \
-				from += (rest - q * p.shape[d]) * p.strides[d]; \
-				rest = q;                                      \
-			}                                                      \
+			uint64_t from = strided_at(i, p.rank, p.shape,         \
+						   p.strides, p.offset);       \
 			st_u##bits(l, 0, i, ld_u##bits(l, 1, from));           \
 		}                                                              \
 	}

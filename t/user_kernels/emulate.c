@@ -76,8 +76,8 @@ void user_kernel_tile2d(const struct user_kernel_launch *l)
 			for (uint64_t lc = 0; lc < l->group_size[0]; lc++) {
 				if (c0 + lr >= p.cols || r0 + lc >= p.rows)
 					continue;
-				const float *in = l->elem(
-					l->ctx, 1, (c0 + lr) * p.rows + r0 + lc);
+				uint64_t i = (c0 + lr) * p.rows + r0 + lc;
+				const float *in = l->elem(l->ctx, 1, i);
 				if (!in)
 					return;
 				tile[lr][lc] = *in;
@@ -87,8 +87,8 @@ void user_kernel_tile2d(const struct user_kernel_launch *l)
 			for (uint64_t lc = 0; lc < l->group_size[0]; lc++) {
 				if (c0 + lc >= p.cols || r0 + lr >= p.rows)
 					continue;
-				float *out = l->elem(
-					l->ctx, 0, (r0 + lr) * p.cols + c0 + lc);
+				uint64_t o = (r0 + lr) * p.cols + c0 + lc;
+				float *out = l->elem(l->ctx, 0, o);
 				if (!out)
 					return;
 				*out = p.scale * tile[lc][lr];
