@@ -241,6 +241,20 @@ static wafer_status run_tile(wafer_client *client, const wafer_kernel_ref *ref,
 	return wafer_execute(client, &args);
 }
 
+/* Releases |a| and |b|, the handles of a run of |kernel|; whether that
+ * run and its read back (|status|) worked, with a diag when not. */
+static bool ran(wafer_client *client, wafer_handle a, wafer_handle b,
+		wafer_status status, const char *what, const char *kernel)
+{
+	wafer_release(client, a);
+	wafer_release(client, b);
+	if (status == WAFER_OK)
+		return true;
+	diag("%s: %s: %s: %s", what, kernel, wafer_status_string(status),
+	     wafer_last_error());
+	return false;
+}
+
 /* Runs saxpy |times| times (a = 0.5, 1.5, ...) and checks y. */
 static bool check_saxpy(wafer_client *client, const wafer_kernel_ref *ref,
 			int times, const char *what)
@@ -260,13 +274,8 @@ static bool check_saxpy(wafer_client *client, const wafer_kernel_ref *ref,
 	}
 	if (status == WAFER_OK)
 		status = wafer_read(client, hy, 0, got, sizeof got);
-	wafer_release(client, hx);
-	wafer_release(client, hy);
-	if (status != WAFER_OK) {
-		diag("%s: saxpy: %s: %s", what, wafer_status_string(status),
-		     wafer_last_error());
+	if (!ran(client, hx, hy, status, what, "saxpy"))
 		return false;
-	}
 	for (size_t i = 0; i < N; i++)
 		if (fabsf(got[i] - want[i]) > 1e-4f * (1.0f + fabsf(want[i]))) {
 			diag("%s: saxpy y[%zu] = %g, want %g", what, i,
@@ -289,13 +298,8 @@ static bool check_tile(wafer_client *client, const wafer_kernel_ref *ref,
 		status = run_tile(client, ref, hout, hin, 2.0f);
 	if (status == WAFER_OK)
 		status = wafer_read(client, hout, 0, got, sizeof got);
-	wafer_release(client, hin);
-	wafer_release(client, hout);
-	if (status != WAFER_OK) {
-		diag("%s: tile2d: %s: %s", what, wafer_status_string(status),
-		     wafer_last_error());
+	if (!ran(client, hin, hout, status, what, "tile2d"))
 		return false;
-	}
 	for (size_t r = 0; r < ROWS; r++)
 		for (size_t c = 0; c < COLS; c++)
 			if (got[r * COLS + c] != 2.0f * in[c * ROWS + r]) {
@@ -330,6 +334,20 @@ static const wafer_kernel_ref *kernel_of(wafer_program *p, const char *name,
 static const wafer_kernel_ref *saxpy_of(wafer_program *p)
 {
 	return kernel_of(p, "wafer_test_saxpy", sizeof(struct saxpy_params));
+}
+
+/* A client on mpsc, a program of |source| on it and the program's saxpy
+ * (NULL, with a diag, where they fail: what follows fails then). */
+static wafer_client *saxpy_client(const wafer_program_source *source,
+				  wafer_program **p,
+				  const wafer_kernel_ref **saxpy)
+{
+	wafer_client *client = open_client("mpsc");
+
+	if (create_one(client, source, NULL, p) != WAFER_OK)
+		diag("program_create: %s", wafer_last_error());
+	*saxpy = saxpy_of(*p);
+	return client;
 }
 
 static void get_kernels(wafer_program *p, const wafer_kernel_ref **saxpy,
@@ -595,10 +613,9 @@ static void test_release_order(void)
 	const wafer_program_source *source = some_source();
 	if (!source)
 		return;
-	wafer_client *client = open_client("mpsc");
 	wafer_program *p = NULL;
-	wafer_program_create(client, source, 1, NULL, &p);
-	const wafer_kernel_ref *saxpy = saxpy_of(p);
+	const wafer_kernel_ref *saxpy = NULL;
+	wafer_client *client = saxpy_client(source, &p, &saxpy);
 	static float x[N], y[N];
 	for (size_t i = 0; i < N; i++) {
 		x[i] = 1.0f;
@@ -631,10 +648,9 @@ static void test_donation(void)
 	const wafer_program_source *source = some_source();
 	if (!source)
 		return;
-	wafer_client *client = open_client("mpsc");
 	wafer_program *p = NULL;
-	wafer_program_create(client, source, 1, NULL, &p);
-	const wafer_kernel_ref *saxpy = saxpy_of(p);
+	const wafer_kernel_ref *saxpy = NULL;
+	wafer_client *client = saxpy_client(source, &p, &saxpy);
 	static float x[N], y[N];
 	for (size_t i = 0; i < N; i++) {
 		x[i] = (float)i;
