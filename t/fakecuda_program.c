@@ -122,7 +122,6 @@ int fakecuda_program_has_kernel(const void *image, size_t size,
 
 struct cuda_ctx {
 	const struct fakecuda_program_launch *l;
-	user_kernel_fn *run;
 	/* Per pointer argument, the bytes the driver already said it
 	 * reaches: it is asked only past them. */
 	uint64_t known[2];
