@@ -30,34 +30,18 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
+#include "client_util.h"
 #include "tap.h"
 
 static wafer_runtime *runtime;
 static wafer_client *client;
-
-static void check(wafer_status status, const char *what)
-{
-	if (status != WAFER_OK) {
-		diag("%s: %s: %s", what, wafer_status_string(status),
-		     wafer_last_error());
-		exit(1);
-	}
-}
-
-static wafer_memory_usage usage_now(void)
-{
-	wafer_memory_usage usage = {.struct_size = sizeof usage};
-	check(wafer_sync(client), "sync");
-	check(wafer_memory_usage_get(client, &usage), "memory_usage_get");
-	return usage;
-}
 
 /* The failed calls since |before| made nothing: no handle, no byte in
  * use or reserved, no storage call. */
 static void nothing_changed(const wafer_memory_usage *before,
 			    const char *what)
 {
-	wafer_memory_usage now = usage_now();
+	wafer_memory_usage now = usage_now(client);
 	ok(now.handles_live == before->handles_live &&
 		   now.bytes_in_use == before->bytes_in_use &&
 		   now.bytes_reserved == before->bytes_reserved &&
@@ -126,7 +110,7 @@ static void test_execute(void)
 	wafer_handle in = create_floats(2 * FLOATS, -8192.0f, 1.0f);
 	wafer_handle out = create_floats(2 * FLOATS, 7.0f, 0.0f);
 	struct wafer_elementwise_params params = {.count = 64};
-	wafer_memory_usage before = usage_now();
+	wafer_memory_usage before = usage_now(client);
 
 	is_status(relu(out, 0, in, 4, 64, &params, sizeof params),
 		  WAFER_ERROR_INVALID_ARGUMENT,
@@ -182,7 +166,7 @@ static void test_memory_calls(void)
 	wafer_handle kept = create_floats(1024, 1.0f, 0.0f);
 	wafer_handle dropped = create_floats(4096, 1.0f, 0.0f);
 	check(wafer_release(client, dropped), "release");
-	wafer_memory_usage before = usage_now();
+	wafer_memory_usage before = usage_now(client);
 
 	wafer_memory_usage u;
 	memset(&u, 0x5a, sizeof u);
@@ -414,7 +398,7 @@ static void test_ops(void)
 	      "create");
 	check(wafer_tensor_create(client, WAFER_DTYPE_F32, 2, shape, data, &b),
 	      "create");
-	wafer_memory_usage before = usage_now();
+	wafer_memory_usage before = usage_now(client);
 
 	/* Inputs are offered with DONATE_INPUT where they can be: a failed
 	 * call must not take them. */
@@ -474,12 +458,7 @@ static void test_ops(void)
 
 int main(void)
 {
-	check(wafer_runtime_open(NULL, &runtime), "runtime_open");
-	check(wafer_client_open(runtime, "default", NULL, &client),
-	      "client_open");
-	wafer_device_desc device = {.struct_size = sizeof device};
-	check(wafer_client_device(client, &device), "device");
-	diag("backend %s: %s", device.backend, device.name);
+	open_default(NULL, &runtime, &client);
 
 	test_execute();
 	test_memory_calls();
@@ -487,11 +466,8 @@ int main(void)
 	test_handle_size();
 	test_ops();
 
-	wafer_memory_usage usage = usage_now();
-	ok(usage.handles_live == 0 && usage.bytes_in_use == 0,
-	   "at the end no handle is alive and no byte in use");
-	check(wafer_client_close(client), "client_close");
-	wafer_runtime_close(runtime);
+	ok_clean(client, "at the end");
+	close_default(runtime, client);
 	done_testing();
 	return exit_status();
 }

@@ -22,20 +22,12 @@
 #include <wafer/autotune.h>
 #include <wafer/wafer.h>
 
+#include "client_util.h"
 #include "tap.h"
 
 static wafer_runtime *runtime;
 static wafer_client *client;
 static int runs;
-
-static void check(wafer_status status, const char *what)
-{
-	if (status != WAFER_OK) {
-		diag("%s: %s: %s", what, wafer_status_string(status),
-		     wafer_last_error());
-		exit(1);
-	}
-}
 
 static wafer_status count_run(wafer_client *c, const void *inputs,
 			      const void *data)
@@ -217,18 +209,12 @@ int main(void)
 		.options = &off,
 		.option_count = getenv("XDG_CACHE_HOME") ? 0 : 1,
 	};
-	check(wafer_runtime_open(&ro, &runtime), "runtime_open");
-	check(wafer_client_open(runtime, "default", NULL, &client),
-	      "client_open");
-	wafer_device_desc device = {.struct_size = sizeof device};
-	check(wafer_client_device(client, &device), "device");
-	diag("backend %s: %s", device.backend, device.name);
+	open_default(&ro, &runtime, &client);
 
 	test_null_op();
 	test_too_many_dims();
 
-	check(wafer_client_close(client), "client_close");
-	wafer_runtime_close(runtime);
+	close_default(runtime, client);
 	done_testing();
 	return exit_status();
 }

@@ -31,6 +31,7 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
+#include "client_util.h"
 #include "tap.h"
 
 static wafer_runtime *runtime;
@@ -728,21 +729,7 @@ int main(void)
 		 env_path ? env_path : "", env_path ? ":" : "", builddir);
 	snprintf(backends, sizeof backends, "%s, async",
 		 backend && *backend ? backend : "cpu");
-	wafer_option options[] = {
-		{"core", "plugin_path", path},
-		{"core", "backend", backends},
-	};
-	wafer_runtime_options ro = {
-		.struct_size = sizeof ro,
-		.options = options,
-		.option_count = 2,
-		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
-	};
-	wafer_status s = wafer_runtime_open(&ro, &runtime);
-	if (s != WAFER_OK) {
-		printf("Bail out! runtime_open: %s\n", wafer_last_error());
-		return 1;
-	}
+	runtime = open_runtime_on(backends, path);
 
 	for (int ch = 0; ch < N_CHANNELS; ch++) {
 		test_chain("default", channels[ch]);

@@ -14,6 +14,7 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
+#include "client_util.h"
 #include "tap.h"
 
 static wafer_runtime *runtime;
@@ -50,24 +51,6 @@ static wafer_status run_elementwise(wafer_client *client, const char *op,
 		.dtype = WAFER_DTYPE_F32,
 		.bindings = bindings,
 		.binding_count = b ? 3 : 2,
-		.params = &params,
-		.params_size = sizeof params,
-		.global = {count, 1, 1},
-	};
-	return wafer_execute(client, &args);
-}
-
-static wafer_status run_fill(wafer_client *client, wafer_handle out,
-			     uint64_t count, double value)
-{
-	wafer_buffer_binding binding = {out, 0, 0};
-	struct wafer_fill_params params = {.count = count, .value = value};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = WAFER_KERNEL_FILL,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = &binding,
-		.binding_count = 1,
 		.params = &params,
 		.params_size = sizeof params,
 		.global = {count, 1, 1},
@@ -299,7 +282,7 @@ static void test_kernels(wafer_client *client)
 			is_int((long long)wrong, 0, "%s n=%zu matches the host",
 			       ops[k].op, n);
 		}
-		is_status(run_fill(client, ho, n, -2.25), WAFER_OK,
+		is_status(fill_floats(client, ho, n, -2.25), WAFER_OK,
 			  "fill n=%zu", n);
 		wafer_read(client, ho, 0, out, bytes);
 		size_t wrong = 0;

@@ -26,30 +26,14 @@
 
 #include "core/runtime.h"
 #include "t/plugins/common.h"
+#include "client_util.h"
 #include "tap.h"
 
 static char plugin_path[4096];
 
 static wafer_runtime *open_runtime(const char *backends)
 {
-	wafer_option options[] = {
-		{"core", "backend", backends},
-		{"core", "plugin_path", plugin_path},
-	};
-	wafer_runtime_options ro = {
-		.struct_size = sizeof ro,
-		.options = options,
-		.option_count = 2,
-		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
-	};
-	wafer_runtime *rt = NULL;
-	wafer_status status = wafer_runtime_open(&ro, &rt);
-	if (status != WAFER_OK) {
-		diag("runtime_open(%s): %s: %s", backends,
-		     wafer_status_string(status), wafer_last_error());
-		exit(1);
-	}
-	return rt;
+	return open_runtime_on(backends, plugin_path);
 }
 
 /* wafer_client_open(rt, selector) fails with |want|, stores NULL and
@@ -123,22 +107,9 @@ static void test_open_fails(void)
 	if (client) {
 		wafer_handle h;
 		float ys[4] = {0};
-		struct wafer_fill_params fill = {.count = 4, .value = 2.5};
-		wafer_buffer_binding binding = {WAFER_HANDLE_NULL_INIT, 0, 0};
-		int worked = wafer_empty(client, sizeof ys, &h) == WAFER_OK;
-		binding.handle = h;
-		wafer_execute_args args = {
-			.struct_size = sizeof args,
-			.kernel = "fill",
-			.dtype = WAFER_DTYPE_F32,
-			.bindings = &binding,
-			.binding_count = 1,
-			.params = &fill,
-			.params_size = sizeof fill,
-			.global = {4, 1, 1},
-		};
-		worked = worked && wafer_execute(client, &args) == WAFER_OK &&
-			 wafer_read(client, h, 0, ys, sizeof ys) == WAFER_OK;
+		int worked = wafer_empty(client, sizeof ys, &h) == WAFER_OK &&
+			     fill_floats(client, h, 4, 2.5) == WAFER_OK &&
+			     wafer_read(client, h, 0, ys, sizeof ys) == WAFER_OK;
 		ok(worked && ys[0] == 2.5f && ys[3] == 2.5f,
 		   "  ... which fills a buffer");
 		wafer_release(client, h);

@@ -29,6 +29,7 @@
 #include <wafer/wafer.h>
 
 #include "catalogue.h"
+#include "client_util.h"
 #include "tap.h"
 
 #define N 1000
@@ -37,15 +38,6 @@
 static wafer_runtime *runtime;
 static wafer_client *client;
 static const char *channel = "default";
-
-static void check(wafer_status status, const char *what)
-{
-	if (status != WAFER_OK) {
-		diag("%s: %s: %s", what, wafer_status_string(status),
-		     wafer_last_error());
-		exit(1);
-	}
-}
 
 static wafer_client *open_client(const char *name)
 {
@@ -276,22 +268,7 @@ static void test_donate(void)
 	like(wafer_last_error(), "donated to relu", "  ... naming relu");
 	is_status(wafer_op_neg(client, &x, WAFER_DONATE_INPUT, &z),
 		  WAFER_ERROR_DONATED, "donating it again");
-	wafer_buffer_binding binding = {old, 0, 0};
-	struct {
-		uint64_t count;
-		double value;
-	} fill = {N, 1.0};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = "fill",
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = &binding,
-		.binding_count = 1,
-		.params = &fill,
-		.params_size = sizeof fill,
-		.global = {N, 1, 1},
-	};
-	is_status(wafer_execute(client, &args), WAFER_ERROR_DONATED,
+	is_status(fill_floats(client, old, N, 1.0), WAFER_ERROR_DONATED,
 		  "executing a kernel on it");
 	uint32_t count = 7;
 	is_status(wafer_handle_references(client, old, &count),

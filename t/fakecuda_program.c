@@ -3,29 +3,20 @@
  * fakecuda_program.c: the programs of t/programs.c on the stand-in driver
  * (t/fakecuda.c). The stand-in runs no device code; it takes the images a
  * program loads — PTX text, and the CUBIN that NVRTC (real, from the
- * toolkit) compiles from the test's CUDA C — and emulates the test's
- * kernels by name on host memory, over the grid and block they were
- * launched with, so a wrong grid or a wrong argument shows in the
- * results:
- *
- *   wafer_test_saxpy   {y, x} f32; params {u64 n; f32 a; u32 reserved}:
- *                      i = global x; i < n: y[i] = a * x[i] + y[i]
- *   wafer_test_tile2d  {out, in} f32; params {u32 rows, cols; f32 scale;
- *                      u32 reserved}: c = global x, r = global y; inside:
- *                      out[r * cols + c] = scale * in[c * rows + r]
- * (t/programs/kernels.cu; tile2d works in tiles of 16 x 16 threads). Each
- * walks the threads of the launched blocks as the kernel does, so a grid
- * or block the plugin got wrong gives wrong values.
+ * toolkit) compiles from the test's CUDA C — and runs the test's kernels,
+ * t/user_kernels/kernels.cu, by their emulation on host memory
+ * (t/user_kernels/emulate.h), over the grid and block they were launched
+ * with, so a wrong grid or a wrong argument shows in the results.
  *
  * Any other kernel a program holds is found (cuModuleGetFunction) and runs
  * as a no-op; one it does not hold is CUDA_ERROR_NOT_FOUND. */
 #include "build-config.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "t/fakecuda_program.h"
+#include "t/user_kernels/emulate.h"
 
 /*===----------------------------------------------------------------------===
  * Images
@@ -129,120 +120,70 @@ int fakecuda_program_has_kernel(const void *image, size_t size,
  * Kernels
  *===----------------------------------------------------------------------===*/
 
-struct saxpy_params {
-	uint64_t n;
-	float a;
-	uint32_t reserved;
+struct cuda_ctx {
+	const struct fakecuda_program_launch *l;
+	/* Per pointer argument, the bytes the driver already said it
+	 * reaches: it is asked only past them. */
+	uint64_t known[2];
 };
 
-struct tile2d_params {
-	uint32_t rows, cols;
-	float scale;
-	uint32_t reserved;
-};
-
-/* Threads the launch has along dimension |d|. */
-static uint64_t threads(const struct fakecuda_program_launch *l, int d)
+static float *elem(void *ctx, int a, uint64_t i)
 {
-	return (uint64_t)l->grid[d] * l->block[d];
+	struct cuda_ctx *c = ctx;
+	uint64_t need = (i + 1) * sizeof(float);
+
+	if (need > c->known[a]) {
+		if (!c->l->reach(c->l->ptr[a], need))
+			return NULL;
+		c->known[a] = need;
+	}
+	return (float *)c->l->ptr[a] + i;
 }
 
-/* Whether pointer argument |a| reaches element |i| (floats), asking the
- * driver only past what it already said yes to (|*known| bytes). */
-static int reaches(const struct fakecuda_program_launch *l, int a, uint64_t i,
-		   uint64_t *known)
+static void past_tile(void *ctx, uint32_t x, uint32_t y)
 {
-	uint64_t need = (i + 1) * 4;
+	struct cuda_ctx *c = ctx;
 
-	if (need <= *known)
-		return 1;
-	if (!l->reach(l->ptr[a], need))
-		return 0;
-	*known = need;
-	return 1;
+	(void)x, (void)y;
+	c->l->reach(0, 1); /* shared memory past the tile */
 }
 
-/* Every thread of the grid, as the kernel: i = blockIdx.x * blockDim.x +
- * threadIdx.x. Threads of other y and z indices repeat it (racing, on a
- * GPU; in order here). */
+static void run(const struct fakecuda_program_launch *l, user_kernel_fn *fn)
+{
+	struct cuda_ctx c = {.l = l};
+	struct user_kernel_launch u = {
+		.group_count = {l->grid[0], l->grid[1], l->grid[2]},
+		.group_size = {l->block[0], l->block[1], l->block[2]},
+		.params = l->params,
+		.elem = elem,
+		.past_tile = past_tile,
+		.ctx = &c,
+	};
+
+	fn(&u);
+}
+
+/* fakecuda_program_fn is given no name: one function a kernel. */
 static void saxpy(const struct fakecuda_program_launch *l)
 {
-	struct saxpy_params p;
-	uint64_t n, reps = threads(l, 1) * threads(l, 2), ky = 0, kx = 0;
-
-	memcpy(&p, l->params, sizeof p);
-	/* The threads that pass the kernel's bounds check. */
-	n = threads(l, 0) < p.n ? threads(l, 0) : p.n;
-	if (n == 0 || !reaches(l, 0, n - 1, &ky) || !reaches(l, 1, n - 1, &kx))
-		return;
-	float *y = (float *)l->ptr[0];
-	const float *x = (const float *)l->ptr[1];
-	for (uint64_t r = 0; r < reps; r++)
-		for (uint64_t i = 0; i < n; i++)
-			y[i] = p.a * x[i] + y[i];
+	run(l, user_kernel_saxpy);
 }
 
-#define TILE 16
-
-/* Block by block, as the kernel: its threads (lc, lr) load tile[lr][lc]
- * from in, then, after the barrier, store tile[lc][lr] to out. A block
- * other than TILE x TILE leaves parts of a tile unloaded (NaN here) or
- * unstored, and one larger writes past the tile: a fault. */
 static void tile2d(const struct fakecuda_program_launch *l)
 {
-	struct tile2d_params p;
-	float tile[TILE][TILE + 1];
-	uint64_t kin = 0, kout = 0;
-
-	memcpy(&p, l->params, sizeof p);
-	if (l->block[0] > TILE || l->block[1] > TILE) {
-		l->reach(0, 1); /* shared memory past the tile */
-		return;
-	}
-	float *out = (float *)l->ptr[0];
-	const float *in = (const float *)l->ptr[1];
-	for (uint64_t z = 0; z < threads(l, 2); z++)
-	for (uint64_t by = 0; by < l->grid[1]; by++)
-	for (uint64_t bx = 0; bx < l->grid[0]; bx++) {
-		uint64_t c0 = bx * TILE, r0 = by * TILE;
-
-		for (int i = 0; i < TILE; i++)
-			for (int j = 0; j <= TILE; j++)
-				tile[i][j] = NAN;
-		for (uint64_t lr = 0; lr < l->block[1]; lr++)
-			for (uint64_t lc = 0; lc < l->block[0]; lc++) {
-				uint64_t i = (c0 + lr) * p.rows + r0 + lc;
-				if (c0 + lr >= p.cols || r0 + lc >= p.rows)
-					continue;
-				if (!reaches(l, 1, i, &kin))
-					return;
-				tile[lr][lc] = in[i];
-			}
-		for (uint64_t lr = 0; lr < l->block[1]; lr++)
-			for (uint64_t lc = 0; lc < l->block[0]; lc++) {
-				uint64_t o = (r0 + lr) * p.cols + c0 + lc;
-				if (c0 + lc >= p.cols || r0 + lr >= p.rows)
-					continue;
-				if (!reaches(l, 0, o, &kout))
-					return;
-				out[o] = p.scale * tile[lc][lr];
-			}
-	}
+	run(l, user_kernel_tile2d);
 }
 
 fakecuda_program_fn *fakecuda_program_emulator(const char *name,
 					       int *out_pointers,
 					       size_t *out_params_size)
 {
-	if (strcmp(name, "wafer_test_saxpy") == 0) {
-		*out_pointers = 2;
-		*out_params_size = sizeof(struct saxpy_params);
+	user_kernel_fn *fn =
+		user_kernel_emulator(name, out_pointers, out_params_size);
+
+	if (fn == user_kernel_saxpy)
 		return saxpy;
-	}
-	if (strcmp(name, "wafer_test_tile2d") == 0) {
-		*out_pointers = 2;
-		*out_params_size = sizeof(struct tile2d_params);
+	if (fn == user_kernel_tile2d)
 		return tile2d;
-	}
 	return NULL;
 }

@@ -404,23 +404,15 @@ int main(void)
 	const char *builddir = getenv("T_BUILDDIR");
 	char driver_path[4096];
 	void *driver;
-	const struct fakeze_api *(*get_api)(void);
 	ze_driver_handle_t drv;
 	uint32_t n = 1;
 
 	if (!builddir)
 		skip_all("T_BUILDDIR is not set (run through make check)");
-	snprintf(driver_path, sizeof driver_path,
-		 "%s/levelzero/.libs/fakeze.so", builddir);
-	setenv("ZE_ENABLE_ALT_DRIVERS", driver_path, 1);
 	unsetenv("FAKEZE_ORDER");
 	unsetenv("FAKEZE_DEVICES");
 	unsetenv("FAKEZE_MEMORY");
-	driver = dlopen(driver_path, RTLD_NOW | RTLD_LOCAL);
-	get_api = driver ? (const struct fakeze_api *(*)(void))(uintptr_t)
-				   dlsym(driver, "fakeze_get_api")
-			 : NULL;
-	fz = get_api ? get_api() : NULL;
+	fz = fakeze_bind(builddir, driver_path, sizeof driver_path, &driver);
 	if (!ok(fz != NULL, "the test driver %s", driver_path)) {
 		diag("%s", dlerror());
 		done_testing();

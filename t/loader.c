@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/runtime.h"
 #include "t/plugins/common.h"
+#include "client_util.h"
 #include "tap.h"
 
 /* $T_BUILDDIR/plugins/.libs (the modules) and $T_BUILDDIR/plugins (the
@@ -860,22 +861,9 @@ static void test_clients(void)
 			  "client device");
 		is_str(d.name, "good device 0", "client device name");
 		wafer_handle h = WAFER_HANDLE_NULL_INIT;
-		struct wafer_fill_params fill = {.count = 4, .value = 2.0};
-		wafer_buffer_binding binding = {WAFER_HANDLE_NULL_INIT, 0, 0};
 		is_status(wafer_empty(client, sizeof ys, &h), WAFER_OK,
 			  "client: empty");
-		binding.handle = h;
-		wafer_execute_args args = {
-			.struct_size = sizeof args,
-			.kernel = "fill",
-			.dtype = WAFER_DTYPE_F32,
-			.bindings = &binding,
-			.binding_count = 1,
-			.params = &fill,
-			.params_size = sizeof fill,
-			.global = {4, 1, 1},
-		};
-		is_status(wafer_execute(client, &args), WAFER_OK,
+		is_status(fill_floats(client, h, 4, 2.0), WAFER_OK,
 			  "client: fill");
 		is_status(wafer_read(client, h, 0, ys, sizeof ys), WAFER_OK,
 			  "client: read");

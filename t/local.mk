@@ -22,8 +22,8 @@ AM_TESTS_ENVIRONMENT = \
 #    add leak reports, never hide one.
 #  - t/lsan-opencl.supp: what PoCL and its LLVM leak while compiling
 #    (driver frames only; the file says why).
-EXTRA_DIST += t/tap.h t/fake_host.h t/catalogue.h t/lsan-opencl.supp \
-	t/valgrind.supp
+EXTRA_DIST += t/tap.h t/fake_host.h t/catalogue.h t/client_util.h \
+	t/lsan-opencl.supp t/valgrind.supp
 # Test programs link the convenience library to reach internals.
 T_CORE_LIBS = libwafer-core.la
 
@@ -290,7 +290,8 @@ TESTS += t/cuda.sh
 if WAFER_CUDA
 check_LTLIBRARIES += t/fakecuda.la
 t_fakecuda_la_SOURCES = t/fakecuda.c t/fakecuda.h t/half.h \
-	t/fakecuda_program.c t/fakecuda_program.h
+	t/fakecuda_program.c t/fakecuda_program.h \
+	t/user_kernels/emulate.c t/user_kernels/emulate.h
 t_fakecuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 t_fakecuda_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-rpath /nowhere
@@ -321,7 +322,8 @@ check_LTLIBRARIES += t/levelzero/fakeze.la
 t_levelzero_fakeze_la_SOURCES = t/levelzero/driver.c t/levelzero/fakeze.h \
 	t/levelzero/spirv.c t/levelzero/spirv.h \
 	t/levelzero/emulate.h t/levelzero/emulate_plugin.c \
-	t/levelzero/program.c t/levelzero/program.h
+	t/levelzero/program.c t/levelzero/program.h \
+	t/user_kernels/emulate.c t/user_kernels/emulate.h
 t_levelzero_fakeze_la_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS)
 # No version script: the loader looks up the zeGet*ProcAddrTable exports.
 t_levelzero_fakeze_la_LDFLAGS = -module -avoid-version -shared \

@@ -25,6 +25,7 @@
 #include <wafer/wafer.h>
 
 #include "catalogue.h"
+#include "client_util.h"
 #include "tap.h"
 
 static wafer_runtime *runtime;
@@ -58,31 +59,15 @@ static float *random_floats(size_t n, float lo, float hi)
 	return v;
 }
 
-static void check(wafer_status status, const char *what)
-{
-	if (status != WAFER_OK) {
-		diag("%s: %s: %s", what, wafer_status_string(status),
-		     wafer_last_error());
-		exit(1);
-	}
-}
-
 static wafer_tensor upload(const float *data, uint32_t rank,
 			   const uint64_t *shape)
 {
-	wafer_tensor t;
-	check(wafer_tensor_create(client, WAFER_DTYPE_F32, rank, shape, data,
-				  &t),
-	      "tensor_create");
-	return t;
+	return upload_f32(client, rank, shape, data);
 }
 
 static float *download(const wafer_tensor *t)
 {
-	size_t n = (size_t)wafer_tensor_count(t);
-	float *v = malloc(n * sizeof *v);
-	check(wafer_tensor_read(client, t, v, n * sizeof *v), "tensor_read");
-	return v;
+	return download_f32(client, t);
 }
 
 /* IEEE half to float, for checking f16 results on the host. */
@@ -139,18 +124,6 @@ static int compare(const char *name, const float *got, const double *want,
 	return ok(1, "%s", name);
 }
 
-/* No handle alive, no byte in use: every test ends here. */
-static void check_clean(const char *test)
-{
-	wafer_memory_usage usage = {.struct_size = sizeof usage};
-	check(wafer_sync(client), "sync");
-	check(wafer_memory_usage_get(client, &usage), "usage");
-	ok(usage.handles_live == 0 && usage.bytes_in_use == 0,
-	   "%s: no handle alive, no byte in use (%" PRIu64 " handles, %" PRIu64
-	   " bytes)",
-	   test, usage.handles_live, usage.bytes_in_use);
-}
-
 static void shape_name(char *buf, size_t size, uint32_t rank,
 		       const uint64_t *shape)
 {
@@ -164,24 +137,6 @@ static void shape_name(char *buf, size_t size, uint32_t rank,
 /*===----------------------------------------------------------------------===
  * Unary
  *===----------------------------------------------------------------------===*/
-
-static double ref_unary(wafer_unary_op op, double x)
-{
-	switch (op) {
-	case WAFER_UNARY_NEG: return -x;
-	case WAFER_UNARY_ABS: return fabs(x);
-	case WAFER_UNARY_EXP: return exp(x);
-	case WAFER_UNARY_LOG: return log(x);
-	case WAFER_UNARY_SQRT: return sqrt(x);
-	case WAFER_UNARY_RELU: return x > 0 || isnan(x) ? x : 0; /* NaN stays */
-	case WAFER_UNARY_GELU:
-		return 0.5 * x *
-		       (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-	case WAFER_UNARY_SIGMOID: return 1 / (1 + exp(-x));
-	case WAFER_UNARY_TANH: return tanh(x);
-	}
-	return NAN;
-}
 
 static const char *const unary_names[] = {"neg",  "abs",  "exp",
 					  "log",  "sqrt", "relu",
@@ -220,7 +175,7 @@ static void test_unary(void)
 			free(want);
 		}
 	}
-	check_clean("unary");
+	ok_clean(client, "unary");
 }
 
 /* Edge values: zeros, infinities, NaN, subnormals, the extremes of exp. */
@@ -257,7 +212,7 @@ static void test_unary_special(void)
 		}
 		wafer_tensor_release(client, &tx);
 	}
-	check_clean("unary special values");
+	ok_clean(client, "unary special values");
 }
 
 /* A strided input goes through copy_strided, then in place. */
@@ -316,25 +271,12 @@ static void test_unary_views(void)
 	}
 	wafer_tensor_release(client, &tx);
 	free(x);
-	check_clean("unary views");
+	ok_clean(client, "unary views");
 }
 
 /*===----------------------------------------------------------------------===
  * Binary
  *===----------------------------------------------------------------------===*/
-
-static float ref_binary(wafer_binary_op op, float a, float b)
-{
-	switch (op) {
-	case WAFER_BINARY_ADD: return a + b;
-	case WAFER_BINARY_SUB: return a - b;
-	case WAFER_BINARY_MUL: return a * b;
-	case WAFER_BINARY_DIV: return a / b;
-	case WAFER_BINARY_MAX: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-	case WAFER_BINARY_MIN: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-	}
-	return NAN;
-}
 
 static const char *const binary_names[] = {"add", "sub", "mul",
 					   "div", "max", "min"};
@@ -428,7 +370,8 @@ static void test_binary(void)
 					size_t ib = broadcast_index(
 						i, k->rank, k->shape, k->rank_b,
 						k->shape_b);
-					want[i] = ref_binary(op, a[ia], b[ib]);
+					want[i] = (float)ref_binary(op, a[ia],
+								    b[ib]);
 				}
 				if (!shape_ok)
 					ok(0, "%s: output shape", name);
@@ -444,7 +387,7 @@ static void test_binary(void)
 			free(b);
 		}
 	}
-	check_clean("binary");
+	ok_clean(client, "binary");
 }
 
 static void test_binary_special(void)
@@ -466,7 +409,7 @@ static void test_binary_special(void)
 			float *y = download(&to);
 			double want[8];
 			for (size_t i = 0; i < 8; i++)
-				want[i] = ref_binary(op, a[i], b[i]);
+				want[i] = (float)ref_binary(op, a[i], b[i]);
 			compare(name, y, want, 8, 0, 0);
 			free(y);
 			wafer_tensor_release(client, &to);
@@ -474,7 +417,7 @@ static void test_binary_special(void)
 		wafer_tensor_release(client, &ta);
 		wafer_tensor_release(client, &tb);
 	}
-	check_clean("binary special values");
+	ok_clean(client, "binary special values");
 }
 
 /* Transposed and sliced operands reach the _strided kernels as views. */
@@ -526,7 +469,7 @@ static void test_binary_views(void)
 	wafer_tensor_release(client, &tb);
 	free(a);
 	free(b);
-	check_clean("binary views");
+	ok_clean(client, "binary views");
 }
 
 static void test_scalar(void)
@@ -553,11 +496,9 @@ static void test_scalar(void)
 					float *y = download(&to);
 					double *want = malloc(n * sizeof *want);
 					for (size_t i = 0; i < n; i++)
-						want[i] = first
-								  ? ref_binary(op, scalar,
-									       a[i])
-								  : ref_binary(op, a[i],
-									       scalar);
+						want[i] = (float)(first
+							? ref_binary(op, scalar, a[i])
+							: ref_binary(op, a[i], scalar));
 					compare(name, y, want, n, 0, 0);
 					free(want);
 					free(y);
@@ -580,7 +521,7 @@ static void test_scalar(void)
 		wafer_tensor_release(client, &to);
 	}
 	wafer_tensor_release(client, &ta);
-	check_clean("scalar");
+	ok_clean(client, "scalar");
 }
 
 /*===----------------------------------------------------------------------===
@@ -664,7 +605,7 @@ static void test_fill_copy(void)
 	}
 	wafer_tensor_release(client, &tx);
 	free(x);
-	check_clean("fill and copy");
+	ok_clean(client, "fill and copy");
 }
 
 /* f16 reference: the compiler's _Float16 where it has one (correctly
@@ -890,7 +831,7 @@ static void test_cast(void)
 	}
 	wafer_tensor_release(client, &tx);
 	free(x);
-	check_clean("cast");
+	ok_clean(client, "cast");
 }
 
 /*===----------------------------------------------------------------------===
@@ -1006,7 +947,7 @@ static void test_reduce(void)
 	wafer_tensor_release(client, &tn);
 	wafer_tensor_release(client, &tx);
 	free(x);
-	check_clean("reductions");
+	ok_clean(client, "reductions");
 }
 
 static void test_softmax(void)
@@ -1049,7 +990,7 @@ static void test_softmax(void)
 		wafer_tensor_release(client, &tx);
 		free(x);
 	}
-	check_clean("softmax");
+	ok_clean(client, "softmax");
 }
 
 /*===----------------------------------------------------------------------===
@@ -1158,7 +1099,7 @@ static void test_matmul(void)
 	run_matmul_case(1, 5, 6, 19, 4, 0, 1);
 	run_matmul_case(2, 2, 70, 65, 33, 1, 1);
 	run_matmul_case(16, 16, 64, 64, 64, 0, 0);
-	check_clean("matmul");
+	ok_clean(client, "matmul");
 }
 
 /* Views: a transposed view flips the flag; a sliced or offset one is
@@ -1221,7 +1162,7 @@ static void test_matmul_views(void)
 	free(b);
 	free(x);
 	free(z);
-	check_clean("matmul views");
+	ok_clean(client, "matmul views");
 }
 
 /*===----------------------------------------------------------------------===
@@ -1407,18 +1348,12 @@ static void test_errors(void)
 	wafer_tensor_release(client, &m);
 	is_status(wafer_op_neg(client, &a, WAFER_ALWAYS_COPY, &out),
 		  WAFER_ERROR_INVALID_HANDLE, "a released handle");
-	check_clean("errors");
+	ok_clean(client, "errors");
 }
 
 int main(void)
 {
-	check(wafer_runtime_open(NULL, &runtime), "runtime_open");
-	check(wafer_client_open(runtime, "default", NULL, &client),
-	      "client_open");
-	wafer_device_desc device = {.struct_size = sizeof device};
-	check(wafer_client_device(client, &device), "device");
-	diag("backend %s: %s", device.backend, device.name);
-	backend = device.backend;
+	backend = open_default(NULL, &runtime, &client);
 
 	test_unary();
 	test_unary_special();
@@ -1442,8 +1377,7 @@ int main(void)
 		diag("%s lacks the kernels of %d result(s), skipped", backend,
 		     missing_kernels);
 
-	check(wafer_client_close(client), "client_close");
-	wafer_runtime_close(runtime);
+	close_default(runtime, client);
 	done_testing();
 	return exit_status();
 }

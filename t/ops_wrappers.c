@@ -21,6 +21,7 @@
 #include <wafer/ops.h>
 #include <wafer/wafer.h>
 
+#include "client_util.h"
 #include "tap.h"
 
 static wafer_client *client;
@@ -41,21 +42,9 @@ static const float ps[N] = {0.125f, 0.5f, 1.0f, 2.0f, 3.5f,
 			    7.0f,   0.3f, 2.5f, 6.0f, 11.0f};
 static const double scalar = 0.75;
 
-static void check(wafer_status status, const char *what)
-{
-	if (status != WAFER_OK) {
-		diag("%s: %s: %s", what, wafer_status_string(status),
-		     wafer_last_error());
-		exit(1);
-	}
-}
-
 static wafer_tensor upload(const float *data)
 {
-	wafer_tensor t;
-	check(wafer_tensor_create(client, WAFER_DTYPE_F32, 2, shape, data, &t),
-	      "tensor_create");
-	return t;
+	return upload_f32(client, 2, shape, data);
 }
 
 /* Judges one wrapper's result: the status (a skip when the backend lacks
@@ -97,24 +86,6 @@ static void judge(const char *name, wafer_status status, wafer_tensor *out,
 typedef wafer_status (*unary_fn)(wafer_client *, const wafer_tensor *,
 				 wafer_copy_semantics, wafer_tensor *);
 
-static double ref_unary(wafer_unary_op op, double x)
-{
-	switch (op) {
-	case WAFER_UNARY_NEG: return -x;
-	case WAFER_UNARY_ABS: return fabs(x);
-	case WAFER_UNARY_EXP: return exp(x);
-	case WAFER_UNARY_LOG: return log(x);
-	case WAFER_UNARY_SQRT: return sqrt(x);
-	case WAFER_UNARY_RELU: return x > 0 ? x : 0;
-	case WAFER_UNARY_GELU: /* the tanh form (ops.h) */
-		return 0.5 * x *
-		       (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-	case WAFER_UNARY_SIGMOID: return 1 / (1 + exp(-x));
-	case WAFER_UNARY_TANH: return tanh(x);
-	}
-	return NAN;
-}
-
 static void test_unary(void)
 {
 	static const struct {
@@ -155,19 +126,6 @@ static void test_unary(void)
  * Binary: wafer_op_add ... wafer_op_min, their _scalar forms, and
  * wafer_op_scalar_sub / wafer_op_scalar_div
  *===----------------------------------------------------------------------===*/
-
-static double ref_binary(wafer_binary_op op, double a, double b)
-{
-	switch (op) {
-	case WAFER_BINARY_ADD: return a + b;
-	case WAFER_BINARY_SUB: return a - b;
-	case WAFER_BINARY_MUL: return a * b;
-	case WAFER_BINARY_DIV: return a / b;
-	case WAFER_BINARY_MAX: return a > b ? a : b;
-	case WAFER_BINARY_MIN: return a < b ? a : b;
-	}
-	return NAN;
-}
 
 typedef wafer_status (*binary_fn)(wafer_client *, const wafer_tensor *,
 				  wafer_copy_semantics, const wafer_tensor *,
@@ -286,24 +244,14 @@ int main(void)
 {
 	wafer_runtime *runtime;
 
-	check(wafer_runtime_open(NULL, &runtime), "runtime_open");
-	check(wafer_client_open(runtime, "default", NULL, &client),
-	      "client_open");
-	wafer_device_desc device = {.struct_size = sizeof device};
-	check(wafer_client_device(client, &device), "device");
-	diag("backend %s: %s", device.backend, device.name);
+	open_default(NULL, &runtime, &client);
 
 	test_unary();
 	test_binary();
 	test_reduce();
 
-	wafer_memory_usage usage = {.struct_size = sizeof usage};
-	check(wafer_sync(client), "sync");
-	check(wafer_memory_usage_get(client, &usage), "usage");
-	ok(usage.handles_live == 0 && usage.bytes_in_use == 0,
-	   "at the end no handle is alive and no byte in use");
-	check(wafer_client_close(client), "client_close");
-	wafer_runtime_close(runtime);
+	ok_clean(client, "at the end");
+	close_default(runtime, client);
 	done_testing();
 	return exit_status();
 }

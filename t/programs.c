@@ -241,6 +241,20 @@ static wafer_status run_tile(wafer_client *client, const wafer_kernel_ref *ref,
 	return wafer_execute(client, &args);
 }
 
+/* Releases |a| and |b|, the handles of a run of |kernel|; whether that
+ * run and its read back (|status|) worked, with a diag when not. */
+static bool ran(wafer_client *client, wafer_handle a, wafer_handle b,
+		wafer_status status, const char *what, const char *kernel)
+{
+	wafer_release(client, a);
+	wafer_release(client, b);
+	if (status == WAFER_OK)
+		return true;
+	diag("%s: %s: %s: %s", what, kernel, wafer_status_string(status),
+	     wafer_last_error());
+	return false;
+}
+
 /* Runs saxpy |times| times (a = 0.5, 1.5, ...) and checks y. */
 static bool check_saxpy(wafer_client *client, const wafer_kernel_ref *ref,
 			int times, const char *what)
@@ -260,13 +274,8 @@ static bool check_saxpy(wafer_client *client, const wafer_kernel_ref *ref,
 	}
 	if (status == WAFER_OK)
 		status = wafer_read(client, hy, 0, got, sizeof got);
-	wafer_release(client, hx);
-	wafer_release(client, hy);
-	if (status != WAFER_OK) {
-		diag("%s: saxpy: %s: %s", what, wafer_status_string(status),
-		     wafer_last_error());
+	if (!ran(client, hx, hy, status, what, "saxpy"))
 		return false;
-	}
 	for (size_t i = 0; i < N; i++)
 		if (fabsf(got[i] - want[i]) > 1e-4f * (1.0f + fabsf(want[i]))) {
 			diag("%s: saxpy y[%zu] = %g, want %g", what, i,
@@ -289,13 +298,8 @@ static bool check_tile(wafer_client *client, const wafer_kernel_ref *ref,
 		status = run_tile(client, ref, hout, hin, 2.0f);
 	if (status == WAFER_OK)
 		status = wafer_read(client, hout, 0, got, sizeof got);
-	wafer_release(client, hin);
-	wafer_release(client, hout);
-	if (status != WAFER_OK) {
-		diag("%s: tile2d: %s: %s", what, wafer_status_string(status),
-		     wafer_last_error());
+	if (!ran(client, hin, hout, status, what, "tile2d"))
 		return false;
-	}
 	for (size_t r = 0; r < ROWS; r++)
 		for (size_t c = 0; c < COLS; c++)
 			if (got[r * COLS + c] != 2.0f * in[c * ROWS + r]) {
@@ -315,18 +319,42 @@ static wafer_status create_one(wafer_client *client,
 	return wafer_program_create(client, source, 1, options, out);
 }
 
+/* Kernel |name| of |p|, two bindings and a |params_size| block: its ref,
+ * or NULL and a diag. */
+static const wafer_kernel_ref *kernel_of(wafer_program *p, const char *name,
+					 size_t params_size)
+{
+	const wafer_kernel_ref *ref = NULL;
+
+	if (wafer_program_kernel(p, name, 2, params_size, &ref) != WAFER_OK)
+		diag("%s: %s", name, wafer_last_error());
+	return ref;
+}
+
+static const wafer_kernel_ref *saxpy_of(wafer_program *p)
+{
+	return kernel_of(p, "wafer_test_saxpy", sizeof(struct saxpy_params));
+}
+
+/* A client on mpsc, a program of |source| on it and the program's saxpy
+ * (NULL, with a diag, where they fail: what follows fails then). */
+static wafer_client *saxpy_client(const wafer_program_source *source,
+				  wafer_program **p,
+				  const wafer_kernel_ref **saxpy)
+{
+	wafer_client *client = open_client("mpsc");
+
+	if (create_one(client, source, NULL, p) != WAFER_OK)
+		diag("program_create: %s", wafer_last_error());
+	*saxpy = saxpy_of(*p);
+	return client;
+}
+
 static void get_kernels(wafer_program *p, const wafer_kernel_ref **saxpy,
 			const wafer_kernel_ref **tile)
 {
-	wafer_status s1 = wafer_program_kernel(p, "wafer_test_saxpy", 2,
-					       sizeof(struct saxpy_params),
-					       saxpy);
-	if (s1 != WAFER_OK)
-		diag("wafer_test_saxpy: %s", wafer_last_error());
-	wafer_status s2 = wafer_program_kernel(p, "wafer_test_tile2d", 2,
-					       sizeof(struct tile_params), tile);
-	if (s2 != WAFER_OK)
-		diag("wafer_test_tile2d: %s", wafer_last_error());
+	*saxpy = saxpy_of(p);
+	*tile = kernel_of(p, "wafer_test_tile2d", sizeof(struct tile_params));
 }
 
 /*===----------------------------------------------------------------------===
@@ -369,10 +397,8 @@ static void test_format(wafer_program_format f)
 		   "  ... saxpy by ref, three launches: right (%s)", what);
 		ok(tile && check_tile(client, tile, what),
 		   "  ... tile2d with its parameter block: right (%s)", what);
-		const wafer_kernel_ref *again = NULL;
-		wafer_program_kernel(p, "wafer_test_saxpy", 2,
-				     sizeof(struct saxpy_params), &again);
-		ok(again == saxpy, "  ... asking again gives the same ref");
+		ok(saxpy_of(p) == saxpy,
+		   "  ... asking again gives the same ref");
 		is_status(wafer_program_release(p), WAFER_OK, "  ... released");
 		is_status(wafer_client_close(client), WAFER_OK,
 			  "  ... client closed clean");
@@ -528,9 +554,7 @@ static void test_errors(void)
 	ok(ref == NULL, "  ... no ref");
 	like(wafer_last_error(), "wafer_no_such_kernel", "  ... naming it");
 
-	const wafer_kernel_ref *saxpy = NULL;
-	wafer_program_kernel(p, "wafer_test_saxpy", 2,
-			     sizeof(struct saxpy_params), &saxpy);
+	const wafer_kernel_ref *saxpy = saxpy_of(p);
 	float data[64] = {0};
 	wafer_handle h = upload(client, data, 64);
 	wafer_buffer_binding one = {h, 0, 0};
@@ -589,12 +613,9 @@ static void test_release_order(void)
 	const wafer_program_source *source = some_source();
 	if (!source)
 		return;
-	wafer_client *client = open_client("mpsc");
 	wafer_program *p = NULL;
 	const wafer_kernel_ref *saxpy = NULL;
-	wafer_program_create(client, source, 1, NULL, &p);
-	wafer_program_kernel(p, "wafer_test_saxpy", 2,
-			     sizeof(struct saxpy_params), &saxpy);
+	wafer_client *client = saxpy_client(source, &p, &saxpy);
 	static float x[N], y[N];
 	for (size_t i = 0; i < N; i++) {
 		x[i] = 1.0f;
@@ -627,12 +648,9 @@ static void test_donation(void)
 	const wafer_program_source *source = some_source();
 	if (!source)
 		return;
-	wafer_client *client = open_client("mpsc");
 	wafer_program *p = NULL;
 	const wafer_kernel_ref *saxpy = NULL;
-	wafer_program_create(client, source, 1, NULL, &p);
-	wafer_program_kernel(p, "wafer_test_saxpy", 2,
-			     sizeof(struct saxpy_params), &saxpy);
+	wafer_client *client = saxpy_client(source, &p, &saxpy);
 	static float x[N], y[N];
 	for (size_t i = 0; i < N; i++) {
 		x[i] = (float)i;
@@ -814,9 +832,7 @@ static int child_main(const char *format_number, const char *dir)
 	if (wafer_runtime_open(&options, &runtime) != WAFER_OK ||
 	    wafer_client_open(runtime, "default", NULL, &client) != WAFER_OK ||
 	    !n || wafer_program_create(client, all, n, NULL, &p) != WAFER_OK ||
-	    wafer_program_kernel(p, "wafer_test_saxpy", 2,
-				 sizeof(struct saxpy_params),
-				 &saxpy) != WAFER_OK ||
+	    !(saxpy = saxpy_of(p)) ||
 	    !check_saxpy(client, saxpy, 1, "child")) {
 		fprintf(stderr, "child failed: %s\n", wafer_last_error());
 		return 1;

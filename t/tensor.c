@@ -20,26 +20,10 @@
 #include <wafer/ops.h>
 #include <wafer/wafer.h>
 
+#include "client_util.h"
 #include "tap.h"
 
 static wafer_client *client;
-
-static void check(wafer_status status, const char *what)
-{
-	if (status != WAFER_OK) {
-		diag("%s: %s: %s", what, wafer_status_string(status),
-		     wafer_last_error());
-		exit(1);
-	}
-}
-
-static wafer_memory_usage usage_now(void)
-{
-	wafer_memory_usage usage = {.struct_size = sizeof usage};
-	check(wafer_sync(client), "sync");
-	check(wafer_memory_usage_get(client, &usage), "memory_usage_get");
-	return usage;
-}
 
 /* The fields a dense view of |rank| dims of |shape| must have: its
  * handle and dtype, the shape up to rank and zeros everywhere else. */
@@ -248,7 +232,7 @@ static void test_empty(void)
 		{WAFER_DTYPE_F16, 8, s8, 24}, {WAFER_DTYPE_I64, 0, NULL, 1},
 		{WAFER_DTYPE_BF16, 1, s1, 33},
 	};
-	wafer_memory_usage before = usage_now();
+	wafer_memory_usage before = usage_now(client);
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		size_t bytes = (size_t)cases[i].count *
@@ -273,7 +257,7 @@ static void test_empty(void)
 		check(wafer_handle_references(client, t.handle, &refs),
 		      "references");
 		is_int(refs, 1, "  ... holding one reference");
-		wafer_memory_usage now = usage_now();
+		wafer_memory_usage now = usage_now(client);
 		ok(now.handles_live == before.handles_live + 1 &&
 			   now.bytes_in_use == before.bytes_in_use + bytes,
 		   "  ... one more handle live and %zu more bytes in use", bytes);
@@ -290,7 +274,7 @@ static void test_empty(void)
 		free(back);
 		is_status(wafer_tensor_release(client, &t), WAFER_OK,
 			  "  ... and wafer_tensor_release releases it");
-		now = usage_now();
+		now = usage_now(client);
 		ok(now.handles_live == before.handles_live &&
 			   now.bytes_in_use == before.bytes_in_use,
 		   "  ... no handle and no byte left in use");
@@ -333,7 +317,7 @@ static void test_empty_errors(void)
 		 WAFER_ERROR_OUT_OF_MEMORY, "cannot reserve",
 		 "more bytes than the device has"},
 	};
-	wafer_memory_usage before = usage_now();
+	wafer_memory_usage before = usage_now(client);
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		if (cases[i].status == WAFER_ERROR_OUT_OF_MEMORY &&
@@ -356,7 +340,7 @@ static void test_empty_errors(void)
 		  WAFER_ERROR_INVALID_ARGUMENT, "tensor_empty with a NULL out");
 	like(wafer_last_error(), "out is NULL", "  ... detail names out");
 
-	wafer_memory_usage after = usage_now();
+	wafer_memory_usage after = usage_now(client);
 	ok(after.handles_live == before.handles_live &&
 		   after.bytes_in_use == before.bytes_in_use &&
 		   after.bytes_reserved == before.bytes_reserved &&
@@ -372,12 +356,7 @@ int main(void)
 {
 	wafer_runtime *runtime;
 
-	check(wafer_runtime_open(NULL, &runtime), "runtime_open");
-	check(wafer_client_open(runtime, "default", NULL, &client),
-	      "client_open");
-	wafer_device_desc device = {.struct_size = sizeof device};
-	check(wafer_client_device(client, &device), "device");
-	diag("backend %s: %s", device.backend, device.name);
+	open_default(NULL, &runtime, &client);
 
 	test_dtype_size();
 	test_view_fields();
@@ -386,11 +365,8 @@ int main(void)
 	test_empty();
 	test_empty_errors();
 
-	wafer_memory_usage usage = usage_now();
-	ok(usage.handles_live == 0 && usage.bytes_in_use == 0,
-	   "at the end no handle is alive and no byte in use");
-	check(wafer_client_close(client), "client_close");
-	wafer_runtime_close(runtime);
+	ok_clean(client, "at the end");
+	close_default(runtime, client);
 	done_testing();
 	return exit_status();
 }

@@ -60,6 +60,17 @@ emulate_fn *emulate_find(const char *name);
 void emulate_fault(struct emulate_launch *launch, const char *format, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* By-value argument |a| of |size| bytes, into |out|: 1, or 0 and a
+ * fault when the plugin set something else (emulate_plugin.c). */
+int emulate_value(struct emulate_launch *launch, uint32_t a, void *out,
+		  size_t size);
+
+/* Element |i| of |size| bytes through pointer argument |a|, or NULL
+ * after a fault: the launch faulted already, |a| is not a pointer, or the
+ * element is past what the device reaches from it (emulate_plugin.c). */
+unsigned char *emulate_at(struct emulate_launch *launch, uint32_t a,
+			  uint64_t i, size_t size);
+
 /* The kernels of plugins/levelzero/kernels.cl (emulate_plugin.c). */
 extern const struct emulate_kernel emulate_plugin_kernels[];
 /* The kernels of t/user_kernels/kernels.cl, t/programs.c's (program.c). */

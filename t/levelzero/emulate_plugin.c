@@ -26,9 +26,8 @@
  * Arguments and memory
  *===----------------------------------------------------------------------===*/
 
-/* The by-value argument |a| of |size| bytes, into |out|; 0 after a fault
- * (the signature does not match what the plugin set). */
-static int value(struct emulate_launch *l, uint32_t a, void *out, size_t size)
+int emulate_value(struct emulate_launch *l, uint32_t a, void *out,
+		  size_t size)
 {
 	if (a >= l->arg_count || l->args[a].size != size || l->args[a].ptr) {
 		emulate_fault(l, "argument %u is not a %zu-byte value", a, size);
@@ -38,31 +37,8 @@ static int value(struct emulate_launch *l, uint32_t a, void *out, size_t size)
 	return 1;
 }
 
-static uint64_t arg_u64(struct emulate_launch *l, uint32_t a)
-{
-	uint64_t v = 0;
-	value(l, a, &v, sizeof v);
-	return v;
-}
-
-static uint32_t arg_u32(struct emulate_launch *l, uint32_t a)
-{
-	uint32_t v = 0;
-	value(l, a, &v, sizeof v);
-	return v;
-}
-
-static float arg_f32(struct emulate_launch *l, uint32_t a)
-{
-	float v = 0;
-	value(l, a, &v, sizeof v);
-	return v;
-}
-
-/* Element |i| of |size| bytes through pointer argument |a|, or NULL after
- * a fault: not a pointer, or past what the device reaches from it. */
-static unsigned char *at(struct emulate_launch *l, uint32_t a, uint64_t i,
-			 size_t size)
+unsigned char *emulate_at(struct emulate_launch *l, uint32_t a, uint64_t i,
+			  size_t size)
 {
 	const struct emulate_arg *g = &l->args[a];
 
@@ -83,61 +59,41 @@ static unsigned char *at(struct emulate_launch *l, uint32_t a, uint64_t i,
 	return g->ptr + i * size;
 }
 
-static float ld_f32(struct emulate_launch *l, uint32_t a, uint64_t i)
-{
-	const unsigned char *p = at(l, a, i, 4);
-	float v = 0;
+/* arg_<name>(l, a): by-value argument |a| of |type|, 0 after a fault. */
+#define ARG(name, type)                                                        \
+	static type arg_##name(struct emulate_launch *l, uint32_t a)          \
+	{                                                                      \
+		type v = 0;                                                    \
+		emulate_value(l, a, &v, sizeof v);                             \
+		return v;                                                      \
+	}
+ARG(u64, uint64_t)
+ARG(u32, uint32_t)
+ARG(f32, float)
 
-	if (p)
-		memcpy(&v, p, 4);
-	return v;
-}
-
-static void st_f32(struct emulate_launch *l, uint32_t a, uint64_t i, float v)
-{
-	unsigned char *p = at(l, a, i, 4);
-
-	if (p)
-		memcpy(p, &v, 4);
-}
-
-static uint32_t ld_u32(struct emulate_launch *l, uint32_t a, uint64_t i)
-{
-	const unsigned char *p = at(l, a, i, 4);
-	uint32_t v = 0;
-
-	if (p)
-		memcpy(&v, p, 4);
-	return v;
-}
-
-static void st_u32(struct emulate_launch *l, uint32_t a, uint64_t i,
-		   uint32_t v)
-{
-	unsigned char *p = at(l, a, i, 4);
-
-	if (p)
-		memcpy(p, &v, 4);
-}
-
-static uint16_t ld_u16(struct emulate_launch *l, uint32_t a, uint64_t i)
-{
-	const unsigned char *p = at(l, a, i, 2);
-	uint16_t v = 0;
-
-	if (p)
-		memcpy(&v, p, 2);
-	return v;
-}
-
-static void st_u16(struct emulate_launch *l, uint32_t a, uint64_t i,
-		   uint16_t v)
-{
-	unsigned char *p = at(l, a, i, 2);
-
-	if (p)
-		memcpy(p, &v, 2);
-}
+/* ld_<name>(l, a, i), st_<name>(l, a, i, v): element |i| of |type|
+ * through pointer argument |a|; after a fault a load gives 0 and a store
+ * does nothing. */
+#define LOAD_STORE(name, type)                                                 \
+	static type ld_##name(struct emulate_launch *l, uint32_t a,           \
+			      uint64_t i)                                      \
+	{                                                                      \
+		const unsigned char *p = emulate_at(l, a, i, sizeof(type));    \
+		type v = 0;                                                    \
+		if (p)                                                         \
+			memcpy(&v, p, sizeof v);                               \
+		return v;                                                      \
+	}                                                                      \
+	static void st_##name(struct emulate_launch *l, uint32_t a,           \
+			      uint64_t i, type v)                              \
+	{                                                                      \
+		unsigned char *p = emulate_at(l, a, i, sizeof(type));          \
+		if (p)                                                         \
+			memcpy(p, &v, sizeof v);                               \
+	}
+LOAD_STORE(f32, float)
+LOAD_STORE(u32, uint32_t)
+LOAD_STORE(u16, uint16_t)
 
 /* get_global_size(0) */
 static uint64_t global_size(const struct emulate_launch *l)
@@ -271,6 +227,19 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 	return n;
 }
 
+/* The element that flat index |i| of |shape| (|rank| dimensions, the last
+ * the fastest) names under |strides|, from |offset|. */
+static uint64_t strided_at(uint64_t i, uint32_t rank, const uint64_t *shape,
+			   const uint64_t *strides, uint64_t offset)
+{
+	for (uint32_t d = rank; d-- > 0;) {
+		uint64_t q = i / shape[d];
+		offset += (i - q * shape[d]) * strides[d];
+		i = q;
+	}
+	return offset;
+}
+
 /* name_f32(out, in_a, in_b, ulong count);
  * name_scalar_f32(out, in_a, ulong count, float scalar, uint scalar_first);
  * name_strided_f32(out, in_a, in_b, struct binary_strided p) */
@@ -295,18 +264,14 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 	static void name##_strided_f32(struct emulate_launch *l)              \
 	{                                                                      \
 		struct strided p;                                              \
-		if (!value(l, 3, &p, sizeof p))                                \
+		if (!emulate_value(l, 3, &p, sizeof p))                        \
 			return;                                                \
 		FOR_EACH(l, i, shape_count(p.rank, p.shape))                   \
 		{                                                              \
-			uint64_t rest = i, ia = p.a_offset, ib = p.b_offset;   \
-			for (uint32_t d = p.rank; d-- > 0;) {                  \
-				uint64_t q = rest / p.shape[d];                \
-				uint64_t idx = rest - q * p.shape[d];          \
-				rest = q;                                      \
-				ia += idx * p.a_strides[d];                    \
-				ib += idx * p.b_strides[d];                    \
-			}                                                      \
+			uint64_t ia = strided_at(i, p.rank, p.shape,           \
+						 p.a_strides, p.a_offset);     \
+			uint64_t ib = strided_at(i, p.rank, p.shape,           \
+						 p.b_strides, p.b_offset);     \
 			st_f32(l, 0, i, f(ld_f32(l, 1, ia), ld_f32(l, 2, ib))); \
 		}                                                              \
 	}
@@ -322,16 +287,12 @@ BINARY(min, min_nan)
 	static void copy_strided_b##bits(struct emulate_launch *l)            \
 	{                                                                      \
 		struct strided_copy p;                                         \
-		if (!value(l, 2, &p, sizeof p))                                \
+		if (!emulate_value(l, 2, &p, sizeof p))                        \
 			return;                                                \
 		FOR_EACH(l, i, shape_count(p.rank, p.shape))                   \
 		{                                                              \
-			uint64_t rest = i, from = p.offset;                    \
-			for (uint32_t d = p.rank; d-- > 0;) {                  \
-				uint64_t q = rest / p.shape[d];                \
-				from += (rest - q * p.shape[d]) * p.strides[d]; \
-				rest = q;                                      \
-			}                                                      \
+			uint64_t from = strided_at(i, p.rank, p.shape,         \
+						   p.strides, p.offset);       \
 			st_u##bits(l, 0, i, ld_u##bits(l, 1, from));           \
 		}                                                              \
 	}
@@ -592,7 +553,7 @@ static void matmul_f32(struct emulate_launch *l)
 	struct matmul p;
 	const uint32_t *gc = l->group_count;
 
-	if (!value(l, 3, &p, sizeof p))
+	if (!emulate_value(l, 3, &p, sizeof p))
 		return;
 	uint64_t tiles_n = (p.n + TILE - 1) / TILE;
 	uint64_t tiles_m = (p.m + TILE - 1) / TILE;

@@ -53,8 +53,11 @@
 #ifndef WAFER_T_LEVELZERO_FAKEZE_H
 #define WAFER_T_LEVELZERO_FAKEZE_H
 
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #define FAKEZE_MAX_ARGS 16
 #define FAKEZE_ARG_BYTES 256
@@ -108,5 +111,28 @@ struct fakeze_api {
 	/* pBuildFlags of the last module that built. */
 	const char *(*build_flags)(void);
 };
+
+/* For a test: the driver built in |builddir| (T_BUILDDIR), its path in
+ * |path|, made the loader's (ZE_ENABLE_ALT_DRIVERS) and opened here too —
+ * the same file, so one instance, whose record the test reads (the
+ * handle, for dlclose, in |*out_driver|). Its API, or NULL (dlerror()
+ * says why). The FAKEZE_ variables are read at zeInit, so a test may set
+ * them before or after. */
+static inline const struct fakeze_api *fakeze_bind(const char *builddir,
+						   char *path, size_t size,
+						   void **out_driver)
+{
+	const struct fakeze_api *(*get_api)(void) = NULL;
+	void *driver;
+
+	snprintf(path, size, "%s/levelzero/.libs/fakeze.so", builddir);
+	setenv("ZE_ENABLE_ALT_DRIVERS", path, 1);
+	driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (driver)
+		get_api = (const struct fakeze_api *(*)(void))(uintptr_t)dlsym(
+			driver, "fakeze_get_api");
+	*out_driver = driver;
+	return get_api ? get_api() : NULL;
+}
 
 #endif

@@ -1,0 +1,190 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * client_util.h: the client-side helpers the tests of the client API
+ * share, so that each is written once:
+ *
+ *   check(status, "what")          stop the test (exit 1) unless WAFER_OK,
+ *                                  the status and wafer_last_error() in a
+ *                                  diag: for setup a test does not assert
+ *   open_default(options, &rt, &c) a runtime (|options| may be NULL) and a
+ *                                  client on "default" (WAFER_BACKEND picks
+ *                                  another), the device named in a diag;
+ *                                  returns the device's backend name
+ *   close_default(rt, c)           closes both again
+ *   open_runtime_on(backends, path) a runtime on |backends| only, plugins
+ *                                  from |path|, no configuration file read
+ *   usage_now(c)                   wafer_memory_usage after a wafer_sync
+ *   ok_clean(c, "at the end")      one point: no handle alive, no byte in
+ *                                  use
+ *   fill_floats(c, h, n, value)    the "fill" kernel on |n| floats of |h|
+ *   upload_f32(c, rank, shape, v)  a tensor of |v| (floats)
+ *   download_f32(c, t)             a tensor's elements, malloc'd
+ *   ref_unary(op, x), ref_binary(op, a, b): the host's reference of an
+ *                                  operation of ops.h, in double (NaN
+ *                                  propagates, as the kernels do)
+ *
+ * Header-only, like tap.h (include it after tap.h). */
+#ifndef WAFER_T_CLIENT_UTIL_H
+#define WAFER_T_CLIENT_UTIL_H
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <wafer/ops.h>
+#include <wafer/plugin.h>
+#include <wafer/wafer.h>
+
+#include "tap.h"
+
+static inline void check(wafer_status status, const char *what)
+{
+	if (status != WAFER_OK) {
+		diag("%s: %s: %s", what, wafer_status_string(status),
+		     wafer_last_error());
+		exit(1);
+	}
+}
+
+/* The backend name lives as long as the runtime (wafer.h). */
+static inline const char *open_default(const wafer_runtime_options *options,
+				       wafer_runtime **out_runtime,
+				       wafer_client **out_client)
+{
+	wafer_device_desc device = {.struct_size = sizeof device};
+
+	check(wafer_runtime_open(options, out_runtime), "runtime_open");
+	check(wafer_client_open(*out_runtime, "default", NULL, out_client),
+	      "client_open");
+	check(wafer_client_device(*out_client, &device), "device");
+	diag("backend %s: %s", device.backend, device.name);
+	return device.backend;
+}
+
+static inline void close_default(wafer_runtime *runtime,
+				 wafer_client *client)
+{
+	check(wafer_client_close(client), "client_close");
+	wafer_runtime_close(runtime);
+}
+
+static inline wafer_runtime *open_runtime_on(const char *backends,
+					     const char *plugin_path)
+{
+	wafer_option options[] = {
+		{"core", "backend", backends},
+		{"core", "plugin_path", plugin_path},
+	};
+	wafer_runtime_options ro = {
+		.struct_size = sizeof ro,
+		.options = options,
+		.option_count = 2,
+		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
+	};
+	wafer_runtime *rt = NULL;
+	wafer_status status = wafer_runtime_open(&ro, &rt);
+
+	if (status != WAFER_OK) {
+		diag("runtime_open(%s): %s: %s", backends,
+		     wafer_status_string(status), wafer_last_error());
+		exit(1);
+	}
+	return rt;
+}
+
+static inline wafer_memory_usage usage_now(wafer_client *client)
+{
+	wafer_memory_usage usage = {.struct_size = sizeof usage};
+
+	check(wafer_sync(client), "sync");
+	check(wafer_memory_usage_get(client, &usage), "memory_usage_get");
+	return usage;
+}
+
+/* One point, named |what|: no handle alive, no byte in use. */
+static inline int ok_clean(wafer_client *client, const char *what)
+{
+	wafer_memory_usage usage = usage_now(client);
+
+	return ok(usage.handles_live == 0 && usage.bytes_in_use == 0,
+		  "%s: no handle alive, no byte in use (%" PRIu64
+		  " handles, %" PRIu64 " bytes)",
+		  what, usage.handles_live, usage.bytes_in_use);
+}
+
+static inline wafer_status fill_floats(wafer_client *client, wafer_handle h,
+				       uint64_t count, double value)
+{
+	struct wafer_fill_params fill = {.count = count, .value = value};
+	wafer_buffer_binding binding = {h, 0, 0};
+	wafer_execute_args args = {
+		.struct_size = sizeof args,
+		.kernel = WAFER_KERNEL_FILL,
+		.dtype = WAFER_DTYPE_F32,
+		.bindings = &binding,
+		.binding_count = 1,
+		.params = &fill,
+		.params_size = sizeof fill,
+		.global = {count, 1, 1},
+	};
+	return wafer_execute(client, &args);
+}
+
+static inline wafer_tensor upload_f32(wafer_client *client, uint32_t rank,
+				      const uint64_t *shape, const float *data)
+{
+	wafer_tensor t;
+
+	check(wafer_tensor_create(client, WAFER_DTYPE_F32, rank, shape, data,
+				  &t),
+	      "tensor_create");
+	return t;
+}
+
+static inline float *download_f32(wafer_client *client, const wafer_tensor *t)
+{
+	size_t n = (size_t)wafer_tensor_count(t);
+	float *v = malloc(n * sizeof *v);
+
+	check(wafer_tensor_read(client, t, v, n * sizeof *v), "tensor_read");
+	return v;
+}
+
+static inline double ref_unary(wafer_unary_op op, double x)
+{
+	switch (op) {
+	case WAFER_UNARY_NEG: return -x;
+	case WAFER_UNARY_ABS: return fabs(x);
+	case WAFER_UNARY_EXP: return exp(x);
+	case WAFER_UNARY_LOG: return log(x);
+	case WAFER_UNARY_SQRT: return sqrt(x);
+	case WAFER_UNARY_RELU: return x > 0 || isnan(x) ? x : 0; /* NaN stays */
+	case WAFER_UNARY_GELU: /* the tanh form (ops.h) */
+		return 0.5 * x *
+		       (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+	case WAFER_UNARY_SIGMOID: return 1 / (1 + exp(-x));
+	case WAFER_UNARY_TANH: return tanh(x);
+	}
+	return NAN;
+}
+
+/* On float operands, rounded back to float, it is the float operation
+ * (double has more than twice float's precision: the second rounding
+ * changes nothing). */
+static inline double ref_binary(wafer_binary_op op, double a, double b)
+{
+	if (isnan(a) || isnan(b))
+		return NAN;
+	switch (op) {
+	case WAFER_BINARY_ADD: return a + b;
+	case WAFER_BINARY_SUB: return a - b;
+	case WAFER_BINARY_MUL: return a * b;
+	case WAFER_BINARY_DIV: return a / b;
+	case WAFER_BINARY_MAX: return a > b ? a : b;
+	case WAFER_BINARY_MIN: return a < b ? a : b;
+	}
+	return NAN;
+}
+
+#endif
