@@ -238,18 +238,7 @@ void cuda_staging_retire_all(struct cuda_device *device, struct cuda_queue *q,
 extern const struct wafer_server_ops cuda_server_ops;
 
 /* program.c: the program entries of cuda_server_ops (plugin.h) */
-wafer_status cuda_program_formats(void *device,
-				  const wafer_program_format **out_formats,
-				  size_t *out_count);
-wafer_status cuda_program_load(void *device,
-			       const struct wafer_program_source *source,
-			       const char *options, void **out_program);
-wafer_status cuda_program_kernel(void *device, void *program, const char *name,
-				 uint32_t binding_count, size_t params_size,
-				 const struct wafer_kernel **out_kernel);
-void cuda_program_release(void *device, void *program);
-/* Whether |kernel| is a program's (else it is of the catalogue). */
-int cuda_program_kernel_of(const struct wafer_kernel *kernel);
+WAFER_PLUGIN_PROGRAM_ENTRIES(cuda);
 /* Issues a launch of a program's kernel on |q| (context current). */
 wafer_status cuda_program_launch(struct cuda_device *device,
 				 struct cuda_queue *q,
