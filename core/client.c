@@ -661,12 +661,11 @@ WAFER_API wafer_status wafer_kernel_find(wafer_client *client,
 {
 	if (out_kernel)
 		*out_kernel = NULL;
-	if (!client || !kernel || !out_kernel)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_kernel_find: %s is NULL",
-				  !client ? "client"
-				  : !kernel ? "kernel"
-					    : "out_kernel");
+	wafer_status status = wafer_check_not_null(
+		"wafer_kernel_find", client, "client", kernel, "kernel",
+		out_kernel, "out_kernel");
+	if (status != WAFER_OK)
+		return status;
 	const struct wafer_kernel *k = wafer_kernel_find_cached(
 		client->kernels, &client->kernel_cache, kernel, variant, dtype);
 	if (!k)

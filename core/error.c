@@ -163,6 +163,17 @@ wafer_status wafer_deferred_take(struct wafer_deferred *d)
 	return status;
 }
 
+wafer_status wafer_check_not_null(const char *fn, const void *a,
+				  const char *a_name, const void *b,
+				  const char *b_name, const void *c,
+				  const char *c_name)
+{
+	if (a && b && c)
+		return WAFER_OK;
+	return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+			  !a ? a_name : !b ? b_name : c_name);
+}
+
 wafer_status wafer_check_out_struct(const char *fn, const char *owner_name,
 				    const void *owner, const char *out_name,
 				    void *out, size_t full_size)

@@ -54,6 +54,14 @@ static inline bool wafer_errno_absent(int err)
 	return err == ENOENT || err == ENOTDIR;
 }
 
+/* The first check of a public call taking three pointers: WAFER_OK when
+ * none of |a|, |b|, |c| is NULL, else WAFER_ERROR_INVALID_ARGUMENT with
+ * "<fn>: <name> is NULL" naming the first that is. */
+wafer_status wafer_check_not_null(const char *fn, const void *a,
+				  const char *a_name, const void *b,
+				  const char *b_name, const void *c,
+				  const char *c_name);
+
 /* The first checks of a public call that fills a struct of |full_size|
  * bytes: |owner| (named |owner_name|) and |out| (named |out_name|) are
  * not NULL, and out's struct_size (its first member) holds at least that

@@ -232,12 +232,11 @@ WAFER_API wafer_status wafer_program_create(wafer_client *client,
 {
 	if (out_program)
 		*out_program = NULL;
-	if (!client || !sources || !out_program)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_program_create: %s is NULL",
-				  !client ? "client"
-				  : !sources ? "sources"
-					     : "out_program");
+	wafer_status status = wafer_check_not_null(
+		"wafer_program_create", client, "client", sources, "sources",
+		out_program, "out_program");
+	if (status != WAFER_OK)
+		return status;
 	if (count == 0)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_program_create: count is 0");
@@ -245,7 +244,6 @@ WAFER_API wafer_status wafer_program_create(wafer_client *client,
 		wafer_client_runtime_device(client);
 	const struct wafer_server_ops *server = device->plugin->server;
 	wafer_program_source source;
-	wafer_status status;
 
 	/* Bad arguments are reported as such on every backend. */
 	for (size_t i = 0; i < count; i++) {
@@ -335,12 +333,11 @@ WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
 {
 	if (out_kernel)
 		*out_kernel = NULL;
-	if (!program || !name || !out_kernel)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_program_kernel: %s is NULL",
-				  !program ? "program"
-				  : !name ? "name"
-					  : "out_kernel");
+	wafer_status status = wafer_check_not_null(
+		"wafer_program_kernel", program, "program", name, "name",
+		out_kernel, "out_kernel");
+	if (status != WAFER_OK)
+		return status;
 	if (binding_count > WAFER_MAX_BINDINGS)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_program_kernel(%s): %u bindings, "
@@ -349,7 +346,6 @@ WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
 	struct wafer_program_table *table =
 		wafer_client_programs(program->client);
 	struct wafer_runtime_device *device = program->device;
-	wafer_status status = WAFER_OK;
 
 	pthread_mutex_lock(&table->lock);
 	if (!program->loaded) {

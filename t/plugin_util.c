@@ -3,10 +3,13 @@
  * plugin_util: the header-only plugin helpers of <wafer/plugin_util.h>,
  * with a fake host and no plugin: element sizes of every dtype, ABI array
  * stepping, the init and device checks, every catalogue reach check (and
- * its overflow cases), the deferred failure of a queue, and the debug-only
- * launch checks. */
+ * its overflow cases), the deferred failure of a queue, the debug-only
+ * launch checks, and the program helpers: a program's kernels, the
+ * cached build (on an in-memory cache of one entry) and the program
+ * entries' macros. */
 #include "build-config.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +273,318 @@ static void debug_checks(void)
 		  WAFER_ERROR_INVALID_ARGUMENT, "debug: no launch");
 }
 
+/*===----------------------------------------------------------------------===
+ * Programs
+ *===----------------------------------------------------------------------===*/
+
+/* A plugin's program kernel: the head, then its own part. */
+struct util_kernel {
+	struct wafer_plugin_program_kernel head;
+	int handle;
+};
+
+static int made, destroyed;
+
+/* make: kernels named "missing" are not found; others get a handle. */
+static wafer_status util_make(void *ctx, void *kernel)
+{
+	struct util_kernel *k = kernel;
+
+	if (strcmp(k->head.name, "missing") == 0) {
+		fake_set_error("util: no kernel '%s' in program %s",
+			       k->head.name, (const char *)ctx);
+		return WAFER_ERROR_NOT_FOUND;
+	}
+	k->handle = 100 + made++;
+	return WAFER_OK;
+}
+
+static void util_destroy(void *kernel)
+{
+	destroyed += ((struct util_kernel *)kernel)->handle;
+}
+
+static void program_kernels(void)
+{
+	struct wafer_plugin_program_kernels list = {
+		&fake_host, "util", "prog.c", 4, NULL};
+	const struct wafer_kernel *a = NULL, *again = NULL, *other = NULL,
+				  *k = NULL;
+	const size_t size = sizeof(struct util_kernel);
+
+	made = destroyed = 0;
+	status_is(wafer_plugin_program_kernel_get(&list, "saxpy", 2, 8, size,
+						  util_make, "prog.c", &a),
+		  WAFER_OK, "program_kernel_get: a new kernel");
+	ok(a && strcmp(a->op, "saxpy") == 0 &&
+		   strcmp(a->variant, "default") == 0 &&
+		   a->dtype == WAFER_DTYPE_NONE && a->binding_count == 2 &&
+		   a->params_size == 8 && a->struct_size == sizeof *a,
+	   "  ... op = its name, variant default, dtype NONE, the counts");
+	ok(a && a->impl == (const void *)a &&
+		   ((const struct util_kernel *)a->impl)->handle == 100,
+	   "  ... impl is the plugin's struct, filled by make");
+	ok(wafer_plugin_kernel_is_program(a), "  ... is a program kernel");
+	struct wafer_kernel catalogue = {.struct_size = sizeof catalogue,
+					 .op = "add",
+					 .dtype = WAFER_DTYPE_F32};
+	ok(!wafer_plugin_kernel_is_program(&catalogue),
+	   "a catalogue entry (it has a dtype) is not");
+	status_is(wafer_plugin_program_kernel_get(&list, "saxpy", 2, 8, size,
+						  util_make, "prog.c",
+						  &again),
+		  WAFER_OK, "the same name and counts again");
+	ok(again == a && made == 1, "  ... the same entry, made once");
+	status_is(wafer_plugin_program_kernel_get(&list, "saxpy", 3, 8, size,
+						  util_make, "prog.c",
+						  &other),
+		  WAFER_OK, "the same name with other counts");
+	ok(other && other != a && other->binding_count == 3 && made == 2,
+	   "  ... a second entry");
+	status_is(wafer_plugin_program_kernel_get(&list, "missing", 1, 0, size,
+						  util_make, "prog.c", &k),
+		  WAFER_ERROR_NOT_FOUND, "make's failure is returned");
+	ok(k == NULL && list.first == (struct wafer_plugin_program_kernel *)
+						 (void *)other,
+	   "  ... and nothing is added");
+	like(last_error, "util: no kernel 'missing' in program prog.c",
+	     "  ... with make's text");
+	status_is(wafer_plugin_program_kernel_get(&list, "wide", 5, 0, size,
+						  util_make, "prog.c", &k),
+		  WAFER_ERROR_INVALID_ARGUMENT, "more bindings than the most");
+	is_str(last_error, "util: kernel wide of prog.c: 5 bindings, at most 4",
+	       "  ... names the kernel, the program and both counts");
+	ok(made == 2, "  ... make is not called");
+	wafer_plugin_program_kernels_release(&list, util_destroy);
+	ok(list.first == NULL && destroyed == 100 + 101,
+	   "release destroys every kernel once and empties the list");
+}
+
+/* An in-memory cache of one entry, behind a host table that offers it. */
+static struct {
+	char key[256];
+	unsigned char data[64];
+	size_t size;
+	int loads, stores;
+} cache;
+
+static void key_text(const struct wafer_cache_part *parts, size_t count,
+		     char *out, size_t size)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < count && used + 1 < size; i++) {
+		size_t n = parts[i].size < size - used - 1 ? parts[i].size
+							   : size - used - 1;
+		/* A NUL shows as '~', so the whole key reads as one string. */
+		for (size_t c = 0; c < n; c++, used++)
+			out[used] = ((const char *)parts[i].data)[c]
+					    ? ((const char *)parts[i].data)[c]
+					    : '~';
+		out[used++] = '|';
+		out[used] = '\0';
+	}
+}
+
+static wafer_status mem_load(const struct wafer_host_services *host,
+			     const struct wafer_cache_part *parts,
+			     size_t count, void **out_data, size_t *out_size)
+{
+	char key[256];
+
+	(void)host;
+	cache.loads++;
+	key_text(parts, count, key, sizeof key);
+	*out_data = NULL;
+	*out_size = 0;
+	if (!cache.size || strcmp(key, cache.key) != 0)
+		return WAFER_ERROR_NOT_FOUND;
+	*out_data = malloc(cache.size);
+	memcpy(*out_data, cache.data, cache.size);
+	*out_size = cache.size;
+	return WAFER_OK;
+}
+
+static wafer_status mem_store(const struct wafer_host_services *host,
+			      const struct wafer_cache_part *parts,
+			      size_t count, const void *data, size_t size)
+{
+	(void)host;
+	cache.stores++;
+	key_text(parts, count, cache.key, sizeof cache.key);
+	cache.size = size < sizeof cache.data ? size : sizeof cache.data;
+	memcpy(cache.data, data, cache.size);
+	return WAFER_OK;
+}
+
+/* What the callbacks of a cached build saw and do. */
+struct util_build {
+	int compiled, loaded;
+	char loaded_bytes[64];
+	wafer_status load_gives, compile_gives;
+	int store_nothing;
+};
+
+static wafer_status util_load(void *ctx, const void *binary, size_t size)
+{
+	struct util_build *b = ctx;
+
+	b->loaded++;
+	snprintf(b->loaded_bytes, sizeof b->loaded_bytes, "%.*s", (int)size,
+		 (const char *)binary);
+	return b->load_gives;
+}
+
+static wafer_status util_compile(void *ctx, void **out_binary,
+				 size_t *out_size)
+{
+	struct util_build *b = ctx;
+
+	b->compiled++;
+	if (b->compile_gives != WAFER_OK) {
+		fake_set_error("util: prog.c(3): error: expected ';'");
+		return b->compile_gives;
+	}
+	if (!b->store_nothing) {
+		*out_binary = strdup("BINARY");
+		*out_size = 6;
+	}
+	return WAFER_OK;
+}
+
+static void cached_build(void)
+{
+	struct wafer_host_services host = fake_host;
+	struct wafer_host_services old_host = fake_host;
+	struct util_build b = {0};
+	const struct wafer_cache_part key[] = {
+		wafer_plugin_cache_text("util 1"),
+		wafer_plugin_cache_part("src", 3),
+	};
+	struct wafer_plugin_cached_build build = {
+		&host, "prog.c", "util on dev", key, 2, util_load, util_compile,
+		&b};
+
+	host.cache_load = mem_load;
+	host.cache_free = free;
+	host.cache_store = mem_store;
+	old_host.struct_size = offsetof(struct wafer_host_services, cache_load);
+	ok(wafer_plugin_has_cache(&host), "has_cache: a host offering it");
+	ok(!wafer_plugin_has_cache(&fake_host) &&
+		   !wafer_plugin_has_cache(&old_host),
+	   "  ... not one without the entries, nor an ABI 1.1 table");
+	ok(key[0].struct_size == sizeof key[0] && key[0].size == 7 &&
+		   memcmp(key[0].data, "util 1", 7) == 0 && key[1].size == 3,
+	   "cache_text counts the NUL, cache_part the bytes given");
+
+	memset(&cache, 0, sizeof cache);
+	log_reset();
+	status_is(wafer_plugin_cached_build(&build), WAFER_OK,
+		  "cached_build: the first time");
+	ok(b.compiled == 1 && b.loaded == 0 && cache.stores == 1 &&
+		   cache.size == 6 && memcmp(cache.data, "BINARY", 6) == 0,
+	   "  ... compiled, and the binary stored");
+	is_str(cache.key, "util 1~|src|", "  ... under the key's parts");
+	like(log_text, "program: compiled prog.c (util on dev)",
+	     "  ... logged as compiled");
+
+	log_reset();
+	status_is(wafer_plugin_cached_build(&build), WAFER_OK, "the second time");
+	ok(b.compiled == 1 && b.loaded == 1 &&
+		   strcmp(b.loaded_bytes, "BINARY") == 0 && cache.stores == 1,
+	   "  ... loaded from the stored bytes, nothing compiled or stored");
+	like(log_text, "program: from cache prog.c (util on dev)",
+	     "  ... logged as from cache");
+
+	log_reset();
+	b.load_gives = WAFER_ERROR_BUILD;
+	status_is(wafer_plugin_cached_build(&build), WAFER_OK,
+		  "a cached binary that does not load");
+	ok(b.loaded == 2 && b.compiled == 2 && cache.stores == 2,
+	   "  ... is compiled again and stored again");
+	like(log_text, "the cached binary of prog.c (util on dev) does not "
+		       "load; compiling it again",
+	     "  ... and the log says so");
+
+	memset(&cache, 0, sizeof cache);
+	b.compile_gives = WAFER_ERROR_BUILD;
+	status_is(wafer_plugin_cached_build(&build), WAFER_ERROR_BUILD,
+		  "a failed compilation is returned");
+	like(last_error, "prog.c(3): error: expected ';'",
+	     "  ... with the compiler's text");
+	ok(cache.stores == 0, "  ... and nothing is stored");
+
+	b.compile_gives = WAFER_OK;
+	b.store_nothing = 1;
+	status_is(wafer_plugin_cached_build(&build), WAFER_OK,
+		  "a compilation that gives no binary");
+	ok(cache.stores == 0, "  ... stores nothing");
+
+	b = (struct util_build){0};
+	build.host = &fake_host;
+	log_reset();
+	status_is(wafer_plugin_cached_build(&build), WAFER_OK,
+		  "a host without the cache");
+	status_is(wafer_plugin_cached_build(&build), WAFER_OK, "  ... twice");
+	ok(b.compiled == 2 && b.loaded == 0,
+	   "  ... compiles each time, loads nothing");
+}
+
+/* The program entries, declared and tabled by the macros. */
+WAFER_PLUGIN_PROGRAM_ENTRIES(util);
+
+wafer_status util_program_formats(void *device,
+				  const wafer_program_format **out_formats,
+				  size_t *out_count)
+{
+	static const wafer_program_format formats[] = {WAFER_PROGRAM_HOST_C};
+
+	(void)device;
+	*out_formats = formats;
+	*out_count = 1;
+	return WAFER_OK;
+}
+
+wafer_status util_program_load(void *device,
+			       const struct wafer_program_source *source,
+			       const char *options, void **out_program)
+{
+	(void)device, (void)source, (void)options;
+	*out_program = NULL;
+	return WAFER_ERROR_NOT_SUPPORTED;
+}
+
+wafer_status util_program_kernel(void *device, void *program,
+				 const char *name, uint32_t binding_count,
+				 size_t params_size,
+				 const struct wafer_kernel **out_kernel)
+{
+	(void)device, (void)program, (void)name, (void)binding_count,
+		(void)params_size;
+	*out_kernel = NULL;
+	return WAFER_ERROR_NOT_FOUND;
+}
+
+void util_program_release(void *device, void *program)
+{
+	(void)device, (void)program;
+}
+
+static void program_macros(void)
+{
+	const struct wafer_server_ops ops = {
+		.struct_size = sizeof ops,
+		WAFER_PLUGIN_PROGRAM_OPS(util),
+	};
+
+	ok(ops.program_formats == util_program_formats &&
+		   ops.program_load == util_program_load &&
+		   ops.program_kernel == util_program_kernel &&
+		   ops.program_release == util_program_release,
+	   "WAFER_PLUGIN_PROGRAM_OPS fills the four program entries");
+}
+
 int main(void)
 {
 	dtype_sizes();
@@ -278,6 +593,9 @@ int main(void)
 	reach();
 	deferred();
 	debug_checks();
+	program_kernels();
+	cached_build();
+	program_macros();
 	done_testing();
 	return exit_status();
 }

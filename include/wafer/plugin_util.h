@@ -7,8 +7,8 @@
  * would otherwise write again: element sizes, stepping ABI arrays, checking
  * the host services table, filling device_info for a core of any minor
  * version, how far a catalogue parameter block reaches into its bindings,
- * and a queue's deferred failure (found after launch returned, reported by
- * the next sync).
+ * a queue's deferred failure (found after launch returned, reported by
+ * the next sync), and a program's kernels and cached binary.
  *
  * Division of work with the core (plugin.h): the core checks kernel
  * identity, binding count, parameter-block size, binding alignment and
@@ -623,6 +623,221 @@ wafer_plugin_deferred_report(struct wafer_plugin_deferred *d,
 }
 
 /*===----------------------------------------------------------------------===
+ * Programs: the caller's own kernels
+ *===----------------------------------------------------------------------===*/
+
+/* Whether |kernel| is one program_kernel handed out (dtype
+ * WAFER_DTYPE_NONE) rather than an entry of the plugin's catalogue, which
+ * always has an element type (plugin.h). launch asks it first. */
+static inline int
+wafer_plugin_kernel_is_program(const struct wafer_kernel *kernel)
+{
+	return kernel->dtype == WAFER_DTYPE_NONE;
+}
+
+/* The head of a plugin's program kernel: the plugin's own struct begins
+ * with it (its driver object, a lock of its arguments follow). entry is
+ * what program_kernel returns: op = |name|, variant "default", dtype
+ * NONE, the declared binding_count and params_size, impl = the plugin's
+ * struct itself. */
+struct wafer_plugin_program_kernel {
+	struct wafer_kernel entry;
+	const char *name; /* entry.op: a copy, kept after the plugin's struct */
+	struct wafer_plugin_program_kernel *next;
+};
+
+/* A program's kernels, one per name and declared counts, with what the
+ * messages name. Set the fields, first = NULL; it is not locked: hold the
+ * program's lock around wafer_plugin_program_kernel_get (program_kernel
+ * may be called from several threads at once). */
+struct wafer_plugin_program_kernels {
+	const struct wafer_host_services *host;
+	const char *plugin;    /* "cuda" */
+	const char *program;   /* the program's name */
+	uint32_t max_bindings; /* the most a kernel may take; 0: any */
+	struct wafer_plugin_program_kernel *first;
+};
+
+/* Fills the plugin's part of |kernel| (its struct, the head filled in):
+ * looks the kernel up in the driver's program, checks it takes what the
+ * calling convention passes. On failure it sets the detail and leaves
+ * nothing to undo. */
+typedef wafer_status wafer_plugin_program_kernel_make_fn(void *ctx,
+							 void *kernel);
+/* Undoes what make did (NULL: nothing to undo). */
+typedef void wafer_plugin_program_kernel_destroy_fn(void *kernel);
+
+/* program_kernel's lookup: the entry for |name| with |binding_count| and
+ * |params_size| if |kernels| has it, else a new one of |size| bytes (the
+ * plugin's struct, starting with the head) that |make| fills, added to
+ * |kernels|. WAFER_ERROR_INVALID_ARGUMENT for more bindings than
+ * max_bindings ("<plugin>: kernel K of P: N bindings, at most M"),
+ * WAFER_ERROR_OUT_OF_MEMORY ("<plugin>: out of host memory"), or make's
+ * failure. */
+static inline wafer_status wafer_plugin_program_kernel_get(
+	struct wafer_plugin_program_kernels *kernels, const char *name,
+	uint32_t binding_count, size_t params_size, size_t size,
+	wafer_plugin_program_kernel_make_fn *make, void *ctx,
+	const struct wafer_kernel **out_kernel)
+{
+	const struct wafer_host_services *host = kernels->host;
+	struct wafer_plugin_program_kernel *k;
+	size_t length = strlen(name) + 1;
+	wafer_status status;
+	char *copy;
+
+	*out_kernel = NULL;
+	if (kernels->max_bindings && binding_count > kernels->max_bindings) {
+		host->set_error("%s: kernel %s of %s: %" PRIu32
+				" bindings, at most %" PRIu32,
+				kernels->plugin, name, kernels->program,
+				binding_count, kernels->max_bindings);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	for (k = kernels->first; k; k = k->next)
+		if (strcmp(k->name, name) == 0 &&
+		    k->entry.binding_count == binding_count &&
+		    k->entry.params_size == params_size) {
+			*out_kernel = &k->entry;
+			return WAFER_OK;
+		}
+	k = (struct wafer_plugin_program_kernel *)calloc(1, size + length);
+	if (!k) {
+		host->set_error("%s: out of host memory", kernels->plugin);
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	copy = (char *)k + size;
+	memcpy(copy, name, length);
+	k->name = copy;
+	k->entry.struct_size = sizeof k->entry;
+	k->entry.op = copy;
+	k->entry.variant = "default";
+	k->entry.dtype = WAFER_DTYPE_NONE;
+	k->entry.binding_count = binding_count;
+	k->entry.params_size = params_size;
+	k->entry.impl = k;
+	status = make(ctx, k);
+	if (status != WAFER_OK) {
+		free(k);
+		return status;
+	}
+	k->next = kernels->first;
+	kernels->first = k;
+	*out_kernel = &k->entry;
+	return WAFER_OK;
+}
+
+/* program_release's part: |destroy| (may be NULL) and frees every kernel
+ * of |kernels|. */
+static inline void wafer_plugin_program_kernels_release(
+	struct wafer_plugin_program_kernels *kernels,
+	wafer_plugin_program_kernel_destroy_fn *destroy)
+{
+	while (kernels->first) {
+		struct wafer_plugin_program_kernel *k = kernels->first;
+
+		kernels->first = k->next;
+		if (destroy)
+			destroy(k);
+		free(k);
+	}
+}
+
+/* Whether |host| offers the compiled-binary cache (ABI 1.2): cache_load,
+ * cache_free and cache_store, inside its struct_size. */
+static inline int
+wafer_plugin_has_cache(const struct wafer_host_services *host)
+{
+	return WAFER_STRUCT_HAS(host, struct wafer_host_services,
+				cache_store) &&
+	       host->cache_load && host->cache_free && host->cache_store;
+}
+
+/* A part of a cache key: |size| bytes at |data|; or a string with its
+ * NUL (so "ab" + "c" and "a" + "bc" are different keys). */
+static inline struct wafer_cache_part wafer_plugin_cache_part(const void *data,
+							      size_t size)
+{
+	struct wafer_cache_part part;
+
+	part.struct_size = sizeof part;
+	part.data = data;
+	part.size = size;
+	return part;
+}
+
+static inline struct wafer_cache_part
+wafer_plugin_cache_text(const char *text)
+{
+	return wafer_plugin_cache_part(text, strlen(text) + 1);
+}
+
+/* program_load's use of the host's cache, so that a second process
+ * compiles nothing: a program made from the cached binary of |key| when
+ * there is one that loads, else compiled and its binary stored. */
+struct wafer_plugin_cached_build {
+	const struct wafer_host_services *host;
+	/* For the log lines: the program's name, and what it is built
+	 * for ("spirv on 'GPU 0'"). */
+	const char *name;
+	const char *target;
+	/* Everything the binary depends on (plugin.h: cache_load). */
+	const struct wafer_cache_part *key;
+	size_t key_parts;
+	/* Makes the program from a cached binary (its bytes valid during
+	 * the call only). Anything but WAFER_OK: it is compiled again. */
+	wafer_status (*load)(void *ctx, const void *binary, size_t size);
+	/* Compiles the program (a failure is returned as it is, with its
+	 * detail); on success the binary to store in |*out_binary|
+	 * (malloc'd, freed here), or NULL when there is none to store. */
+	wafer_status (*compile)(void *ctx, void **out_binary,
+				size_t *out_size);
+	void *ctx;
+};
+
+/* Runs |b|: load from the cache, else compile and store. Logs at debug
+ * level "program: from cache <name> (<target>)" or "program: compiled
+ * <name> (<target>)" (plugin.h asks for them), and at info level a cached
+ * binary that did not load. Returns WAFER_OK or compile's failure. */
+static inline wafer_status
+wafer_plugin_cached_build(const struct wafer_plugin_cached_build *b)
+{
+	const struct wafer_host_services *host = b->host;
+	int cache = wafer_plugin_has_cache(host);
+	void *binary = NULL;
+	size_t size = 0;
+	wafer_status status;
+
+	if (cache && host->cache_load(host, b->key, b->key_parts, &binary,
+				      &size) == WAFER_OK) {
+		status = b->load(b->ctx, binary, size);
+		host->cache_free(binary);
+		if (status == WAFER_OK) {
+			host->log(host, WAFER_LOG_DEBUG,
+				  "program: from cache %s (%s)", b->name,
+				  b->target);
+			return WAFER_OK;
+		}
+		host->log(host, WAFER_LOG_INFO,
+			  "program: the cached binary of %s (%s) does not "
+			  "load; compiling it again",
+			  b->name, b->target);
+	}
+	binary = NULL;
+	size = 0;
+	status = b->compile(b->ctx, &binary, &size);
+	if (status != WAFER_OK)
+		return status;
+	host->log(host, WAFER_LOG_DEBUG, "program: compiled %s (%s)", b->name,
+		  b->target);
+	/* A failure to store costs only the next process a compilation. */
+	if (cache && binary && size)
+		host->cache_store(host, b->key, b->key_parts, binary, size);
+	free(binary);
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
  * The descriptor and the ops tables, from a prefix
  *===----------------------------------------------------------------------===*/
 
@@ -670,6 +885,30 @@ wafer_plugin_deferred_report(struct wafer_plugin_deferred *d,
 	.queue_create = prefix##_server_queue_create,                          \
 	.queue_destroy = prefix##_server_queue_destroy,                        \
 	.launch = prefix##_server_launch, .sync = prefix##_server_sync
+
+/* The program entries (plugin.h, optional since ABI 1.2) from one
+ * prefix: WAFER_PLUGIN_PROGRAM_ENTRIES(acme); in the plugin's header
+ * declares acme_program_formats, acme_program_load, acme_program_kernel
+ * and acme_program_release, and WAFER_PLUGIN_PROGRAM_OPS(acme) fills
+ * them into its wafer_server_ops after WAFER_PLUGIN_SERVER_OPS. */
+#define WAFER_PLUGIN_PROGRAM_ENTRIES(prefix)                                   \
+	wafer_status prefix##_program_formats(                                 \
+		void *device, const wafer_program_format **out_formats,       \
+		size_t *out_count);                                            \
+	wafer_status prefix##_program_load(                                    \
+		void *device, const struct wafer_program_source *source,      \
+		const char *options, void **out_program);                      \
+	wafer_status prefix##_program_kernel(                                  \
+		void *device, void *program, const char *name,                 \
+		uint32_t binding_count, size_t params_size,                    \
+		const struct wafer_kernel **out_kernel);                       \
+	void prefix##_program_release(void *device, void *program)
+
+#define WAFER_PLUGIN_PROGRAM_OPS(prefix)                                       \
+	.program_formats = prefix##_program_formats,                           \
+	.program_load = prefix##_program_load,                                 \
+	.program_kernel = prefix##_program_kernel,                             \
+	.program_release = prefix##_program_release
 
 /* Defines the entry point returning |descriptor| whatever the core
  * speaks: on an ABI major mismatch the core reports both majors and

@@ -73,17 +73,8 @@ extern const struct wafer_server_ops cpu_server_ops;
 
 /* program.c: the caller's own kernels (host-c, host-so), the server's
  * program entries, and the launch of one of their kernels (server.c
- * hands it every launch whose impl is a program kernel's). */
-wafer_status cpu_program_formats(void *device,
-				 const wafer_program_format **out_formats,
-				 size_t *out_count);
-wafer_status cpu_program_load(void *device,
-			      const struct wafer_program_source *source,
-			      const char *options, void **out_program);
-wafer_status cpu_program_kernel(void *device, void *program, const char *name,
-				uint32_t binding_count, size_t params_size,
-				const struct wafer_kernel **out_kernel);
-void cpu_program_release(void *device, void *program);
+ * hands it every launch of a program kernel's). */
+WAFER_PLUGIN_PROGRAM_ENTRIES(cpu);
 wafer_status cpu_program_launch(struct cpu_device *device,
 				const struct wafer_launch *launch);
 

@@ -110,9 +110,6 @@ struct cpu_kernel_impl {
 	 * next sync, as plugin.h asks of every backend. (The kernels cannot
 	 * fail once checked; a vendor's device may.) */
 	wafer_status (*run)(const struct cpu_kernel_args *args);
-	/* Set by program.c alone: the entry is a kernel of the caller's
-	 * program, whose launch server.c hands to cpu_program_launch. */
-	bool program;
 };
 
 /* Defines |name|, a cpu_kernel_impl that runs |run_| after |check_|

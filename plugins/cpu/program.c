@@ -49,19 +49,16 @@ extern char **environ;
 #endif
 
 struct cpu_program_kernel {
-	/* First: server.c sees impl.program and hands the launch here. */
-	struct cpu_kernel_impl impl;
-	struct wafer_kernel entry;
+	/* First: head.entry.impl points back here. */
+	struct wafer_plugin_program_kernel head;
 	wafer_host_kernel_fn *fn;
-	struct cpu_program_kernel *next;
-	char name[];
 };
 
 struct cpu_program {
 	void *dl;
 	char *name;
-	pthread_mutex_t lock; /* kernels */
-	struct cpu_program_kernel *kernels;
+	pthread_mutex_t lock; /* of |kernels| */
+	struct wafer_plugin_program_kernels kernels;
 };
 
 /*===----------------------------------------------------------------------===
@@ -442,18 +439,51 @@ out:
 	return status;
 }
 
-/* The host-c image of |source| from the host's cache, or compiled and
- * stored there. */
-static wafer_status host_c_image(const struct cpu_device *dev,
-				 const struct wafer_program_source *source,
-				 const char *options, const char *name,
-				 void **out_image, size_t *out_size,
-				 bool *out_cached)
+/* What load_cached and compile_and_load share: the program being made. */
+struct build_ctx {
+	const struct cpu_device *dev;
+	const struct wafer_program_source *source;
+	const char *options;
+	struct cpu_program *p;
+};
+
+/* The program from its cached shared object (wafer_plugin_cached_build's
+ * load). */
+static wafer_status load_cached(void *ctx, const void *image, size_t size)
 {
-	const struct wafer_host_services *host = dev->state->host;
-	bool cache = WAFER_STRUCT_HAS(host, struct wafer_host_services,
-				      cache_store) &&
-		     host->cache_load && host->cache_store && host->cache_free;
+	struct build_ctx *b = ctx;
+
+	return load_image(b->dev, b->p->name, image, size, &b->p->dl);
+}
+
+/* The source compiled and loaded; its shared object is stored. */
+static wafer_status compile_and_load(void *ctx, void **out_image,
+				     size_t *out_size)
+{
+	struct build_ctx *b = ctx;
+	void *image;
+	size_t size;
+	wafer_status status;
+
+	status = compile(b->dev, b->source, b->options, &image, &size);
+	if (status != WAFER_OK)
+		return status;
+	status = load_image(b->dev, b->p->name, image, size, &b->p->dl);
+	if (status != WAFER_OK) {
+		free(image);
+		return status;
+	}
+	*out_image = image;
+	*out_size = size;
+	return WAFER_OK;
+}
+
+/* A host-c program from the host's cache, or compiled (and stored
+ * there). */
+static wafer_status load_host_c(const struct cpu_device *dev,
+				const struct wafer_program_source *source,
+				const char *options, struct cpu_program *p)
+{
 	char command[4400];
 	size_t used = 0;
 
@@ -464,29 +494,26 @@ static wafer_status host_c_image(const struct cpu_device *dev,
 					 "%s ", cc.argv[i]);
 	static const char what[] = "wafer cpu plugin " PACKAGE_VERSION
 				   " host-c -shared -fPIC -O2\n";
-	const char *opts = options ? options : "";
-	struct wafer_cache_part parts[] = {
-		{sizeof parts[0], what, sizeof what - 1},
-		{sizeof parts[0], command, strlen(command) + 1},
-		{sizeof parts[0], opts, strlen(opts) + 1},
-		{sizeof parts[0], name, strlen(name) + 1},
-		{sizeof parts[0], source->data, source->size},
+	const struct wafer_cache_part parts[] = {
+		wafer_plugin_cache_part(what, sizeof what - 1),
+		wafer_plugin_cache_text(command),
+		wafer_plugin_cache_text(options ? options : ""),
+		wafer_plugin_cache_text(p->name),
+		wafer_plugin_cache_part(source->data, source->size),
 	};
-	size_t part_count = sizeof parts / sizeof parts[0];
+	struct build_ctx b = {dev, source, options, p};
+	const struct wafer_plugin_cached_build cached = {
+		.host = dev->state->host,
+		.name = p->name,
+		.target = "host-c",
+		.key = parts,
+		.key_parts = sizeof parts / sizeof parts[0],
+		.load = load_cached,
+		.compile = compile_and_load,
+		.ctx = &b,
+	};
 
-	*out_cached = false;
-	if (cache && host->cache_load(host, parts, part_count, out_image,
-				      out_size) == WAFER_OK) {
-		*out_cached = true;
-		return WAFER_OK;
-	}
-	wafer_status status = compile(dev, source, options, out_image, out_size);
-	if (status != WAFER_OK)
-		return status;
-	if (cache)
-		host->cache_store(host, parts, part_count, *out_image,
-				  *out_size);
-	return WAFER_OK;
+	return wafer_plugin_cached_build(&cached);
 }
 
 wafer_status cpu_program_load(void *device,
@@ -498,9 +525,6 @@ wafer_status cpu_program_load(void *device,
 	const char *name = source->name ? source->name
 		: source->format == WAFER_PROGRAM_HOST_C ? "host-c"
 							 : "host-so";
-	void *image = NULL;
-	size_t size = source->size;
-	bool cached = false;
 	wafer_status status;
 
 	*out_program = NULL;
@@ -511,6 +535,11 @@ wafer_status cpu_program_load(void *device,
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	}
 	pthread_mutex_init(&p->lock, NULL);
+	p->kernels = (struct wafer_plugin_program_kernels){
+		.host = host,
+		.plugin = "cpu",
+		.program = p->name,
+	};
 	if (source->format == WAFER_PROGRAM_HOST_C) {
 		if (!have_compiler(dev)) {
 			host->set_error("cpu: program %s: host-c: %s", name,
@@ -518,17 +547,7 @@ wafer_status cpu_program_load(void *device,
 			status = WAFER_ERROR_NOT_SUPPORTED;
 			goto fail;
 		}
-		status = host_c_image(dev, source, options, name, &image,
-				      &size, &cached);
-		if (status != WAFER_OK)
-			goto fail;
-		host->log(host, WAFER_LOG_DEBUG, "program: %s %s",
-			  cached ? "from cache" : "compiled", name);
-		status = load_image(dev, name, image, size, &p->dl);
-		if (cached)
-			host->cache_free(image);
-		else
-			free(image);
+		status = load_host_c(dev, source, options, p);
 	} else if (source->format == WAFER_PROGRAM_HOST_SO) {
 		status = load_image(dev, name, source->data, source->size,
 				    &p->dl);
@@ -553,49 +572,43 @@ fail:
  * Kernels and launches
  *===----------------------------------------------------------------------===*/
 
-wafer_status cpu_program_kernel(void *device, void *program,
-				       const char *name, uint32_t binding_count,
-				       size_t params_size,
-				       const struct wafer_kernel **out_kernel)
+/* The function of |kernel|'s name (wafer_plugin_program_kernel_get's
+ * make). */
+static wafer_status make_kernel(void *ctx, void *kernel)
 {
-	struct cpu_device *dev = device;
-	const struct wafer_host_services *host = dev->state->host;
-	struct cpu_program *p = program;
+	const struct cpu_program *p = ctx;
+	struct cpu_program_kernel *k = kernel;
 	void *symbol;
 
-	*out_kernel = NULL;
 	dlerror();
-	symbol = dlsym(p->dl, name);
+	symbol = dlsym(p->dl, k->head.name);
 	if (!symbol) {
 		const char *why = dlerror();
-		host->set_error("cpu: program %s has no kernel '%s'%s%s",
-				p->name, name, why ? ": " : "",
-				why ? why : "");
+		p->kernels.host->set_error("cpu: program %s has no kernel "
+					   "'%s'%s%s",
+					   p->name, k->head.name,
+					   why ? ": " : "", why ? why : "");
 		return WAFER_ERROR_NOT_FOUND;
 	}
-	struct cpu_program_kernel *k = calloc(1, sizeof *k + strlen(name) + 1);
-	if (!k) {
-		host->set_error("cpu: out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
-	strcpy(k->name, name);
 	memcpy(&k->fn, &symbol, sizeof k->fn); /* object to function */
-	k->impl.program = true;
-	k->entry = (struct wafer_kernel){
-		.struct_size = sizeof k->entry,
-		.op = k->name,
-		.variant = "default",
-		.dtype = WAFER_DTYPE_NONE,
-		.binding_count = binding_count,
-		.params_size = params_size,
-		.impl = &k->impl,
-	};
-	pthread_mutex_lock(&p->lock);
-	k->next = p->kernels;
-	p->kernels = k;
-	pthread_mutex_unlock(&p->lock);
-	*out_kernel = &k->entry;
 	return WAFER_OK;
+}
+
+wafer_status cpu_program_kernel(void *device, void *program,
+				const char *name, uint32_t binding_count,
+				size_t params_size,
+				const struct wafer_kernel **out_kernel)
+{
+	struct cpu_program *p = program;
+	wafer_status status;
+
+	(void)device;
+	pthread_mutex_lock(&p->lock);
+	status = wafer_plugin_program_kernel_get(
+		&p->kernels, name, binding_count, params_size,
+		sizeof(struct cpu_program_kernel), make_kernel, p, out_kernel);
+	pthread_mutex_unlock(&p->lock);
+	return status;
 }
 
 struct range_call {
@@ -624,7 +637,7 @@ wafer_status cpu_program_launch(struct cpu_device *dev,
 	if (n > CPU_PROGRAM_MAX_BINDINGS) {
 		dev->state->host->set_error("cpu: kernel %s: %u bindings, the "
 					    "most is %d",
-					    k->name, n,
+					    k->head.name, n,
 					    CPU_PROGRAM_MAX_BINDINGS);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
@@ -673,10 +686,7 @@ void cpu_program_release(void *device, void *program)
 
 	(void)device;
 	dlclose(p->dl);
-	for (struct cpu_program_kernel *k = p->kernels, *next; k; k = next) {
-		next = k->next;
-		free(k);
-	}
+	wafer_plugin_program_kernels_release(&p->kernels, NULL);
 	pthread_mutex_destroy(&p->lock);
 	free(p->name);
 	free(p);

@@ -120,7 +120,7 @@ static wafer_status cpu_server_launch(void *device, void *queue,
 	struct cpu_kernel_args args;
 	wafer_status status;
 
-	if (impl->program)
+	if (wafer_plugin_kernel_is_program(entry))
 		return cpu_program_launch(device, launch);
 	status = prepare_launch(device, launch, &args);
 	if (status != WAFER_OK)
@@ -184,8 +184,5 @@ const struct wafer_server_ops cpu_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS(cpu),
 	.timer_begin = cpu_server_timer_begin,
 	.timer_end = cpu_server_timer_end,
-	.program_formats = cpu_program_formats,
-	.program_load = cpu_program_load,
-	.program_kernel = cpu_program_kernel,
-	.program_release = cpu_program_release,
+	WAFER_PLUGIN_PROGRAM_OPS(cpu),
 };

@@ -63,48 +63,19 @@ const struct cuda_cublas *cuda_cublas_get(struct cuda_state *state)
 		WAFER_CUDA_LIBDIR "/libcublas.so.13",
 		WAFER_CUDA_LIBDIR "/libcublas.so.12",
 	};
-	const struct wafer_host_services *host = state->host;
-	struct cuda_cublas *c = NULL;
+	static const struct cuda_library_kind kind = {
+		.what = "cuBLAS",
+		.names = names,
+		.name_count = sizeof names / sizeof names[0],
+		.table_size = sizeof(struct cuda_cublas),
+		.resolve = resolve,
+		.offers = "matmul variant \"cublas\"",
+		.searched = "libcublas.so.13, .12",
+		.without = "no matmul variant \"cublas\"",
+	};
 
-	pthread_mutex_lock(&state->cublas_lock);
-	if (state->cublas_tried) {
-		c = state->cublas;
-		pthread_mutex_unlock(&state->cublas_lock);
-		return c;
-	}
-	state->cublas_tried = 1;
-	c = calloc(1, sizeof *c);
-	if (c && cuda_library_open(host, "cuBLAS",
-				   state->options.cublas_library, names,
-				   sizeof names / sizeof names[0], resolve, c,
-				   &c->library) != 0) {
-		free(c);
-		c = NULL;
-	}
-	state->cublas = c;
-	pthread_mutex_unlock(&state->cublas_lock);
-
-	if (c)
-		host->log(host, WAFER_LOG_INFO,
-			  "cuBLAS from %s: matmul variant \"cublas\"",
-			  c->library.path);
-	else
-		host->log(host, WAFER_LOG_INFO,
-			  "cuBLAS not found (%s): no matmul variant \"cublas\"",
-			  state->options.cublas_library
-				  ? state->options.cublas_library
-				  : "libcublas.so.13, .12");
-	return c;
-}
-
-void cuda_cublas_unload(struct cuda_state *state)
-{
-	if (state->cublas) {
-		cuda_library_close(&state->cublas->library);
-		free(state->cublas);
-	}
-	state->cublas = NULL;
-	state->cublas_tried = 0;
+	return cuda_library_get(state->host, &state->cublas, &kind,
+				state->options.cublas_library);
 }
 
 int cuda_cublas_has_dtype(const struct cuda_cublas *cublas, wafer_dtype dtype)

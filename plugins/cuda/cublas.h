@@ -21,7 +21,6 @@ struct cuda_cublas;
  * file, else libcublas.so.13, then .12, also under the toolkit's lib64).
  * NULL when it does not load (logged once). Thread-safe. */
 const struct cuda_cublas *cuda_cublas_get(struct cuda_state *state);
-void cuda_cublas_unload(struct cuda_state *state);
 
 int cuda_cublas_has_dtype(const struct cuda_cublas *cublas, wafer_dtype dtype);
 

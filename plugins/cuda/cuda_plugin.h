@@ -66,8 +66,20 @@ struct cuda_options {
 	char *nvrtc_library;        /* NULL: search the usual names */
 };
 
-struct cuda_cublas;
-struct cuda_nvrtc;
+/* A library of the toolkit loaded with dlopen (cuBLAS, NVRTC). */
+struct cuda_library {
+	void *handle;
+	char path[256]; /* the name it was opened by */
+};
+
+/* One loaded on first use, tried once per plugin instance: its table
+ * (cublas.c's struct cuda_cublas, ...: it begins with its struct
+ * cuda_library), NULL until then or when it did not load. */
+struct cuda_lazy_library {
+	pthread_mutex_t lock;
+	int tried;
+	struct cuda_library *table;
+};
 
 /* The plugin instance. Read-only after init except the cuBLAS and NVRTC
  * loaders, which have their own locks. */
@@ -82,12 +94,8 @@ struct cuda_state {
 	 * CUDA_MIN_ARCH and later, in the driver's order. */
 	uint32_t device_count;
 	int *ordinals;
-	pthread_mutex_t cublas_lock;
-	int cublas_tried;
-	struct cuda_cublas *cublas; /* NULL until loaded, or if it fails */
-	pthread_mutex_t nvrtc_lock;
-	int nvrtc_tried;
-	struct cuda_nvrtc *nvrtc;   /* NULL until loaded, or if it fails */
+	struct cuda_lazy_library cublas;
+	struct cuda_lazy_library nvrtc;
 };
 
 /* One pinned staging buffer and, while a copy uses it, that copy. */
@@ -189,12 +197,6 @@ wafer_status cuda_enter(const struct cuda_device *device);
  * 1024, "KiB" too). Returns 0 or -1. */
 int cuda_parse_size(const char *text, uint64_t *out);
 
-/* A library of the toolkit loaded with dlopen (cuBLAS, NVRTC). */
-struct cuda_library {
-	void *handle;
-	char path[256]; /* the name it was opened by */
-};
-
 /* Returns the name of the first symbol |handle| lacks, or NULL when it
  * has them all (and has stored them where |table| says). */
 typedef const char *cuda_library_resolve_fn(void *handle, void *table);
@@ -210,6 +212,35 @@ int cuda_library_open(const struct wafer_host_services *host, const char *what,
 		      size_t count, cuda_library_resolve_fn *resolve,
 		      void *table, struct cuda_library *out);
 void cuda_library_close(struct cuda_library *library);
+
+/* What cuda_library_get loads: |what| ("cuBLAS") from the first of
+ * |names| (when the configuration names no file) into a table of
+ * |table_size| bytes that begins with its struct cuda_library, |resolve|
+ * filling it; then |ready|, when not NULL, says whether the library is
+ * usable (0; it may rewrite |offers|, else it logs why not). The log
+ * says "<what> from <path>: <offers>", or "<what> not found (<searched>):
+ * <without>". */
+struct cuda_library_kind {
+	const char *what;
+	const char *const *names;
+	size_t name_count;
+	size_t table_size;
+	cuda_library_resolve_fn *resolve;
+	int (*ready)(const struct wafer_host_services *host, void *table,
+		     char *offers, size_t size);
+	const char *offers;   /* "matmul variant \"cublas\"" */
+	const char *searched; /* "libcublas.so.13, .12" */
+	const char *without;  /* "no matmul variant \"cublas\"" */
+};
+
+/* The table of |lazy|, loaded on the first call (from |configured| when
+ * not NULL); NULL when it did not load. */
+void *cuda_library_get(const struct wafer_host_services *host,
+		       struct cuda_lazy_library *lazy,
+		       const struct cuda_library_kind *kind,
+		       const char *configured);
+/* Closes and frees |lazy|'s table; the next get tries again. */
+void cuda_library_unload(struct cuda_lazy_library *lazy);
 
 /* storage.c */
 extern const struct wafer_storage_ops cuda_storage_ops;
@@ -238,18 +269,7 @@ void cuda_staging_retire_all(struct cuda_device *device, struct cuda_queue *q,
 extern const struct wafer_server_ops cuda_server_ops;
 
 /* program.c: the program entries of cuda_server_ops (plugin.h) */
-wafer_status cuda_program_formats(void *device,
-				  const wafer_program_format **out_formats,
-				  size_t *out_count);
-wafer_status cuda_program_load(void *device,
-			       const struct wafer_program_source *source,
-			       const char *options, void **out_program);
-wafer_status cuda_program_kernel(void *device, void *program, const char *name,
-				 uint32_t binding_count, size_t params_size,
-				 const struct wafer_kernel **out_kernel);
-void cuda_program_release(void *device, void *program);
-/* Whether |kernel| is a program's (else it is of the catalogue). */
-int cuda_program_kernel_of(const struct wafer_kernel *kernel);
+WAFER_PLUGIN_PROGRAM_ENTRIES(cuda);
 /* Issues a launch of a program's kernel on |q| (context current). */
 wafer_status cuda_program_launch(struct cuda_device *device,
 				 struct cuda_queue *q,

@@ -68,19 +68,28 @@ static const char *resolve(void *handle, void *table)
 	return NULL;
 }
 
-/* The version and the architectures it compiles for; -1 if NVRTC cannot
- * say (then it is not used). */
-static int describe(struct cuda_nvrtc *n)
+/* The version and the architectures it compiles for, in |offers|; -1 if
+ * NVRTC cannot say (then it is not used). */
+static int describe(const struct wafer_host_services *host, void *table,
+		    char *offers, size_t size)
 {
+	struct cuda_nvrtc *n = table;
 	int major = 0, minor = 0, count = 0;
 
 	if (n->nvrtcVersion(&major, &minor) != NVRTC_SUCCESS ||
 	    n->nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS ||
 	    count <= 0 || count > NVRTC_ARCHS_MAX ||
-	    n->nvrtcGetSupportedArchs(n->archs) != NVRTC_SUCCESS)
+	    n->nvrtcGetSupportedArchs(n->archs) != NVRTC_SUCCESS) {
+		host->log(host, WAFER_LOG_WARN,
+			  "NVRTC from %s does not say its version or "
+			  "architectures; not used",
+			  n->library.path);
 		return -1;
+	}
 	n->arch_count = count;
 	snprintf(n->version, sizeof n->version, "%d.%d", major, minor);
+	snprintf(offers, size, "NVRTC %s, programs in CUDA C (sm_%d to sm_%d)",
+		 n->version, n->archs[0], n->archs[n->arch_count - 1]);
 	return 0;
 }
 
@@ -94,59 +103,21 @@ const struct cuda_nvrtc *cuda_nvrtc_get(struct cuda_state *state)
 		WAFER_CUDA_LIBDIR "/libnvrtc.so.12",
 		WAFER_CUDA_LIBDIR "/libnvrtc.so",
 	};
-	const struct wafer_host_services *host = state->host;
-	struct cuda_nvrtc *n = NULL;
+	static const struct cuda_library_kind kind = {
+		.what = "NVRTC",
+		.names = names,
+		.name_count = sizeof names / sizeof names[0],
+		.table_size = sizeof(struct cuda_nvrtc),
+		.resolve = resolve,
+		.ready = describe,
+		.searched = "libnvrtc.so.13, .12",
+		.without = "programs in PTX and CUBIN only",
+	};
 
-	pthread_mutex_lock(&state->nvrtc_lock);
-	if (state->nvrtc_tried || !state->options.nvrtc) {
-		n = state->nvrtc;
-		pthread_mutex_unlock(&state->nvrtc_lock);
-		return n;
-	}
-	state->nvrtc_tried = 1;
-	n = calloc(1, sizeof *n);
-	if (n && cuda_library_open(host, "NVRTC", state->options.nvrtc_library,
-				   names, sizeof names / sizeof names[0],
-				   resolve, n, &n->library) != 0) {
-		free(n);
-		n = NULL;
-	}
-	if (n && describe(n) != 0) {
-		host->log(host, WAFER_LOG_WARN,
-			  "NVRTC from %s does not say its version or "
-			  "architectures; not used",
-			  n->library.path);
-		cuda_library_close(&n->library);
-		free(n);
-		n = NULL;
-	}
-	state->nvrtc = n;
-	pthread_mutex_unlock(&state->nvrtc_lock);
-
-	if (n)
-		host->log(host, WAFER_LOG_INFO,
-			  "NVRTC %s from %s: programs in CUDA C (sm_%d to "
-			  "sm_%d)",
-			  n->version, n->library.path, n->archs[0],
-			  n->archs[n->arch_count - 1]);
-	else
-		host->log(host, WAFER_LOG_INFO,
-			  "NVRTC not found (%s): programs in PTX and CUBIN "
-			  "only",
-			  state->options.nvrtc_library
-				  ? state->options.nvrtc_library
-				  : "libnvrtc.so.13, .12");
-	return n;
-}
-
-void cuda_nvrtc_unload(struct cuda_state *state)
-{
-	if (state->nvrtc) {
-		cuda_library_close(&state->nvrtc->library);
-		free(state->nvrtc);
-	}
-	state->nvrtc = NULL;
-	state->nvrtc_tried = 0;
+	if (!state->options.nvrtc)
+		return NULL;
+	return cuda_library_get(state->host, &state->nvrtc, &kind,
+				state->options.nvrtc_library);
 }
 
 const char *cuda_nvrtc_version(const struct cuda_nvrtc *nvrtc)

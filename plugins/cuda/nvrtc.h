@@ -19,7 +19,6 @@ struct cuda_nvrtc;
  * toolkit's lib64). NULL when it does not load or [cuda] nvrtc = no
  * (logged once). Thread-safe. */
 const struct cuda_nvrtc *cuda_nvrtc_get(struct cuda_state *state);
-void cuda_nvrtc_unload(struct cuda_state *state);
 
 /* "13.0": part of the cache key of what it compiles. */
 const char *cuda_nvrtc_version(const struct cuda_nvrtc *nvrtc);

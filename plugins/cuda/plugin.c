@@ -183,6 +183,58 @@ void cuda_library_close(struct cuda_library *library)
 	memset(library, 0, sizeof *library);
 }
 
+void *cuda_library_get(const struct wafer_host_services *host,
+		       struct cuda_lazy_library *lazy,
+		       const struct cuda_library_kind *kind,
+		       const char *configured)
+{
+	struct cuda_library *table;
+	char offers[256];
+
+	pthread_mutex_lock(&lazy->lock);
+	if (lazy->tried) {
+		table = lazy->table;
+		pthread_mutex_unlock(&lazy->lock);
+		return table;
+	}
+	lazy->tried = 1;
+	snprintf(offers, sizeof offers, "%s", kind->offers);
+	table = calloc(1, kind->table_size);
+	if (table && cuda_library_open(host, kind->what, configured,
+				       kind->names, kind->name_count,
+				       kind->resolve, table, table) != 0) {
+		free(table);
+		table = NULL;
+	}
+	if (table && kind->ready &&
+	    kind->ready(host, table, offers, sizeof offers) != 0) {
+		cuda_library_close(table);
+		free(table);
+		table = NULL;
+	}
+	lazy->table = table;
+	pthread_mutex_unlock(&lazy->lock);
+
+	if (table)
+		host->log(host, WAFER_LOG_INFO, "%s from %s: %s", kind->what,
+			  table->path, offers);
+	else
+		host->log(host, WAFER_LOG_INFO, "%s not found (%s): %s",
+			  kind->what, configured ? configured : kind->searched,
+			  kind->without);
+	return table;
+}
+
+void cuda_library_unload(struct cuda_lazy_library *lazy)
+{
+	if (lazy->table) {
+		cuda_library_close(lazy->table);
+		free(lazy->table);
+	}
+	lazy->table = NULL;
+	lazy->tried = 0;
+}
+
 /*===----------------------------------------------------------------------===
  * Options
  *===----------------------------------------------------------------------===*/
@@ -384,12 +436,12 @@ static int list_devices(struct cuda_state *state)
 
 static void free_state(struct cuda_state *state)
 {
-	cuda_cublas_unload(state);
-	cuda_nvrtc_unload(state);
+	cuda_library_unload(&state->cublas);
+	cuda_library_unload(&state->nvrtc);
 	if (state->driver.library)
 		cuda_driver_unload(&state->driver);
-	pthread_mutex_destroy(&state->cublas_lock);
-	pthread_mutex_destroy(&state->nvrtc_lock);
+	pthread_mutex_destroy(&state->cublas.lock);
+	pthread_mutex_destroy(&state->nvrtc.lock);
 	free(state->ordinals);
 	free(state->options.driver_library);
 	free(state->options.cublas_library);
@@ -408,8 +460,8 @@ static wafer_status cuda_init(const struct wafer_plugin_init_args *args,
 	if (!state)
 		return status;
 	state->host = args->host;
-	pthread_mutex_init(&state->cublas_lock, NULL);
-	pthread_mutex_init(&state->nvrtc_lock, NULL);
+	pthread_mutex_init(&state->cublas.lock, NULL);
+	pthread_mutex_init(&state->nvrtc.lock, NULL);
 	state->options = (struct cuda_options){
 		.release_threshold = UINT64_MAX,
 		.staging_chunk = (size_t)4 << 20,

@@ -49,20 +49,18 @@
 #define DEFAULT_BLOCK 256u
 
 struct cuda_program_kernel {
-	/* entry.impl points back here. */
-	struct wafer_kernel entry;
+	/* First: head.entry.impl points back here. */
+	struct wafer_plugin_program_kernel head;
 	CUfunction function;
-	struct cuda_program_kernel *next;
-	char name[];
 };
 
 struct cuda_program {
 	CUmodule module;
 	char name[128];
-	/* Kernels handed out; program_kernel may be called from several
+	/* Of |kernels|: program_kernel may be called from several
 	 * threads. */
 	pthread_mutex_t lock;
-	struct cuda_program_kernel *kernels;
+	struct wafer_plugin_program_kernels kernels;
 };
 
 static const wafer_program_format formats_nvrtc[] = {
@@ -201,25 +199,50 @@ static wafer_status load_module(struct cuda_device *dev, const void *image,
  * CUDA C
  *===----------------------------------------------------------------------===*/
 
-static int has_cache(const struct wafer_host_services *host)
+/* What load_cached and compile share: the module being made. */
+struct build_ctx {
+	struct cuda_device *dev;
+	const struct cuda_nvrtc *nv;
+	const struct wafer_program_source *source;
+	const char *options;
+	const char *name;
+	const char *target;
+	CUmodule *out;
+};
+
+/* The module from cached NVRTC output (wafer_plugin_cached_build's load):
+ * a stored PTX ends in its NUL; a CUBIN is checked. */
+static wafer_status load_cached(void *ctx, const void *image, size_t size)
 {
-	return WAFER_STRUCT_HAS(host, struct wafer_host_services,
-				cache_store) &&
-	       host->cache_load && host->cache_store && host->cache_free;
+	struct build_ctx *b = ctx;
+	const unsigned char *p = image;
+
+	if (size == 0 || (p[size - 1] != '\0' && image_problem(p, size)))
+		return WAFER_ERROR_BUILD;
+	return load_module(b->dev, image, "cuda-c", b->name, b->out);
 }
 
-static struct wafer_cache_part part(const void *data, size_t size)
+/* NVRTC's output, loaded; it is stored only when the driver took it. */
+static wafer_status compile(void *ctx, void **out_image, size_t *out_size)
 {
-	return (struct wafer_cache_part){
-		.struct_size = sizeof(struct wafer_cache_part),
-		.data = data,
-		.size = size,
-	};
-}
+	struct build_ctx *b = ctx;
+	void *image = NULL;
+	size_t size = 0;
+	wafer_status status;
 
-static struct wafer_cache_part text_part(const char *text)
-{
-	return part(text, strlen(text) + 1);
+	status = cuda_nvrtc_compile(b->nv, b->dev->host, b->source->data,
+				    b->source->size, b->name, b->options,
+				    b->target, &image, &size);
+	if (status != WAFER_OK)
+		return status;
+	status = load_module(b->dev, image, "cuda-c", b->name, b->out);
+	if (status != WAFER_OK) {
+		free(image);
+		return status;
+	}
+	*out_image = image;
+	*out_size = size;
+	return WAFER_OK;
 }
 
 /* NVRTC's output for |source|, from the cache or compiled (and then
@@ -231,11 +254,8 @@ static wafer_status load_cuda_c(struct cuda_device *dev,
 {
 	const struct wafer_host_services *host = dev->host;
 	const struct cuda_nvrtc *nv = cuda_nvrtc_get(dev->state);
-	char target[32], driver[32];
-	void *image = NULL;
-	size_t size = 0;
+	char target[32], driver[32], what[96];
 	int cubin;
-	wafer_status status;
 
 	if (!nv) {
 		host->set_error("cuda: %s: CUDA C needs NVRTC, which is not "
@@ -245,54 +265,33 @@ static wafer_status load_cuda_c(struct cuda_device *dev,
 	}
 	cuda_nvrtc_target(nv, dev->arch, target, sizeof target, &cubin);
 	snprintf(driver, sizeof driver, "%d", dev->drv->version);
+	snprintf(what, sizeof what, "%s %s, NVRTC %s", cubin ? "CUBIN" : "PTX",
+		 target, cuda_nvrtc_version(nv));
 	/* Everything the compiled code depends on. */
 	const struct wafer_cache_part key[] = {
-		text_part(CACHE_LAYOUT),
-		text_part(PACKAGE_VERSION),
-		text_part("cuda-c"),
-		text_part(target),
-		text_part(driver),
-		text_part(cuda_nvrtc_version(nv)),
-		text_part(options ? options : ""),
-		text_part(name),
-		part(source->data, source->size),
+		wafer_plugin_cache_text(CACHE_LAYOUT),
+		wafer_plugin_cache_text(PACKAGE_VERSION),
+		wafer_plugin_cache_text("cuda-c"),
+		wafer_plugin_cache_text(target),
+		wafer_plugin_cache_text(driver),
+		wafer_plugin_cache_text(cuda_nvrtc_version(nv)),
+		wafer_plugin_cache_text(options ? options : ""),
+		wafer_plugin_cache_text(name),
+		wafer_plugin_cache_part(source->data, source->size),
 	};
-	const size_t parts = sizeof key / sizeof key[0];
+	struct build_ctx b = {dev, nv, source, options, name, target, out};
+	const struct wafer_plugin_cached_build cached = {
+		.host = host,
+		.name = name,
+		.target = what,
+		.key = key,
+		.key_parts = sizeof key / sizeof key[0],
+		.load = load_cached,
+		.compile = compile,
+		.ctx = &b,
+	};
 
-	if (has_cache(host) &&
-	    host->cache_load(host, key, parts, &image, &size) == WAFER_OK) {
-		/* A stored PTX ends in its NUL; a CUBIN is checked. */
-		const unsigned char *p = image;
-		int good = size > 0 && (p[size - 1] == '\0' ||
-					!image_problem(p, size));
-		status = good ? load_module(dev, image, "cuda-c", name, out)
-			      : WAFER_ERROR_BUILD;
-		host->cache_free(image);
-		if (status == WAFER_OK) {
-			host->log(host, WAFER_LOG_DEBUG,
-				  "program: from cache %s (%s)", name, target);
-			return WAFER_OK;
-		}
-		host->log(host, WAFER_LOG_INFO,
-			  "program: the cached code of %s did not load; "
-			  "compiling it again",
-			  name);
-	}
-
-	status = cuda_nvrtc_compile(nv, host, source->data, source->size, name,
-				    options, target, &image, &size);
-	if (status != WAFER_OK)
-		return status;
-	host->log(host, WAFER_LOG_DEBUG,
-		  "program: compiled %s for %s with NVRTC %s (%zu bytes of %s)",
-		  name, target, cuda_nvrtc_version(nv), size,
-		  cubin ? "CUBIN" : "PTX");
-	status = load_module(dev, image, "cuda-c", name, out);
-	/* Only code the driver took is worth keeping. */
-	if (status == WAFER_OK && has_cache(host))
-		host->cache_store(host, key, parts, image, size);
-	free(image);
-	return status;
+	return wafer_plugin_cached_build(&cached);
 }
 
 /*===----------------------------------------------------------------------===
@@ -362,76 +361,64 @@ wafer_status cuda_program_load(void *device,
 		return status;
 	}
 	pthread_mutex_init(&p->lock, NULL);
+	p->kernels = (struct wafer_plugin_program_kernels){
+		.host = host,
+		.plugin = "cuda",
+		.program = p->name,
+		.max_bindings = PROGRAM_MAX_BINDINGS,
+	};
 	*out_program = p;
 	return WAFER_OK;
 }
 
-wafer_status cuda_program_kernel(void *device, void *program,
-					const char *name,
-					uint32_t binding_count,
-					size_t params_size,
-					const struct wafer_kernel **out_kernel)
+/* What make_kernel needs besides the kernel. */
+struct make {
+	struct cuda_device *dev;
+	struct cuda_program *p;
+};
+
+/* The CUfunction of |kernel|'s name (wafer_plugin_program_kernel_get's
+ * make). */
+static wafer_status make_kernel(void *ctx, void *kernel)
 {
-	struct cuda_device *dev = device;
-	struct cuda_program *p = program;
-	struct cuda_program_kernel *k;
-	wafer_status status = WAFER_OK;
-	CUfunction fn;
+	const struct make *m = ctx;
+	struct cuda_device *dev = m->dev;
+	struct cuda_program_kernel *k = kernel;
+	const char *name = k->head.name;
+	wafer_status status;
 	CUresult r;
 
-	*out_kernel = NULL;
-	if (binding_count > PROGRAM_MAX_BINDINGS) {
-		dev->host->set_error("cuda: kernel %s of %s: %" PRIu32
-				     " bindings, at most %d",
-				     name, p->name, binding_count,
-				     PROGRAM_MAX_BINDINGS);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	pthread_mutex_lock(&p->lock);
-	for (k = p->kernels; k; k = k->next)
-		if (strcmp(k->name, name) == 0 &&
-		    k->entry.binding_count == binding_count &&
-		    k->entry.params_size == params_size)
-			goto out;
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
-		goto out;
-	r = dev->drv->cuModuleGetFunction(&fn, p->module, name);
+		return status;
+	r = dev->drv->cuModuleGetFunction(&k->function, m->p->module, name);
 	if (r == CUDA_ERROR_NOT_FOUND) {
 		dev->host->set_error("cuda: no kernel '%s' in program %s "
 				     "(kernels are found by their extern \"C\" "
 				     "name)",
-				     name, p->name);
-		status = WAFER_ERROR_NOT_FOUND;
-		goto out;
+				     name, m->p->name);
+		return WAFER_ERROR_NOT_FOUND;
 	}
-	if (r != CUDA_SUCCESS) {
-		status = cuda_fail(dev->state, r, "cuModuleGetFunction(%s, %s)",
-				   p->name, name);
-		goto out;
-	}
-	k = calloc(1, sizeof *k + strlen(name) + 1);
-	if (!k) {
-		dev->host->set_error("cuda: out of host memory");
-		status = WAFER_ERROR_OUT_OF_MEMORY;
-		goto out;
-	}
-	strcpy(k->name, name);
-	k->function = fn;
-	k->entry = (struct wafer_kernel){
-		.struct_size = sizeof(struct wafer_kernel),
-		.op = k->name,
-		.variant = "default",
-		.dtype = WAFER_DTYPE_NONE,
-		.binding_count = binding_count,
-		.params_size = params_size,
-		.impl = k,
-	};
-	k->next = p->kernels;
-	p->kernels = k;
-out:
-	if (status == WAFER_OK)
-		*out_kernel = &k->entry;
+	if (r != CUDA_SUCCESS)
+		return cuda_fail(dev->state, r, "cuModuleGetFunction(%s, %s)",
+				 m->p->name, name);
+	return WAFER_OK;
+}
+
+wafer_status cuda_program_kernel(void *device, void *program,
+				 const char *name, uint32_t binding_count,
+				 size_t params_size,
+				 const struct wafer_kernel **out_kernel)
+{
+	struct cuda_program *p = program;
+	struct make m = {device, p};
+	wafer_status status;
+
+	pthread_mutex_lock(&p->lock);
+	status = wafer_plugin_program_kernel_get(
+		&p->kernels, name, binding_count, params_size,
+		sizeof(struct cuda_program_kernel), make_kernel, &m,
+		out_kernel);
 	pthread_mutex_unlock(&p->lock);
 	return status;
 }
@@ -447,11 +434,7 @@ void cuda_program_release(void *device, void *program)
 	 * to if unloading fails. */
 	if (cuda_enter(dev) == WAFER_OK)
 		dev->drv->cuModuleUnload(p->module);
-	while (p->kernels) {
-		struct cuda_program_kernel *k = p->kernels;
-		p->kernels = k->next;
-		free(k);
-	}
+	wafer_plugin_program_kernels_release(&p->kernels, NULL);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -460,17 +443,11 @@ void cuda_program_release(void *device, void *program)
  * Launch
  *===----------------------------------------------------------------------===*/
 
-int cuda_program_kernel_of(const struct wafer_kernel *kernel)
-{
-	/* plugin.h: catalogue entries always have an element type. */
-	return kernel->dtype == WAFER_DTYPE_NONE;
-}
-
 wafer_status cuda_program_launch(struct cuda_device *dev, struct cuda_queue *q,
 				 const struct wafer_launch *launch)
 {
 	const struct cuda_program_kernel *k = launch->kernel->impl;
-	uint32_t n = k->entry.binding_count;
+	uint32_t n = k->head.entry.binding_count;
 	CUdeviceptr ptr[PROGRAM_MAX_BINDINGS];
 	void *args[PROGRAM_MAX_BINDINGS + 1];
 	_Alignas(16) unsigned char small[1024];
@@ -500,7 +477,7 @@ wafer_status cuda_program_launch(struct cuda_device *dev, struct cuda_queue *q,
 				"cuda: launch %s: global[%d] = %" PRIu64
 				" needs %" PRIu64 " blocks of %u, more than "
 				"a grid holds",
-				k->name, d, g, blocks, block[d]);
+				k->head.name, d, g, blocks, block[d]);
 			return WAFER_ERROR_INVALID_ARGUMENT;
 		}
 		grid[d] = (unsigned)blocks;
@@ -513,22 +490,22 @@ wafer_status cuda_program_launch(struct cuda_device *dev, struct cuda_queue *q,
 	}
 	/* The block by value, from aligned storage: the core's copy may sit
 	 * at any address. */
-	if (k->entry.params_size > sizeof small) {
-		params = malloc(k->entry.params_size);
+	if (k->head.entry.params_size > sizeof small) {
+		params = malloc(k->head.entry.params_size);
 		if (!params) {
 			dev->host->set_error("cuda: launch %s: out of host "
 					     "memory",
-					     k->name);
+					     k->head.name);
 			return WAFER_ERROR_OUT_OF_MEMORY;
 		}
 	}
-	if (k->entry.params_size) {
-		memcpy(params, launch->params, k->entry.params_size);
+	if (k->head.entry.params_size) {
+		memcpy(params, launch->params, k->head.entry.params_size);
 		args[n] = params;
 	}
 	r = dev->drv->cuLaunchKernel(k->function, grid[0], grid[1], grid[2],
 				     block[0], block[1], block[2], 0, q->stream,
-				     n || k->entry.params_size ? args : NULL,
+				     n || k->head.entry.params_size ? args : NULL,
 				     NULL);
 	if (params != small)
 		free(params);
@@ -536,7 +513,7 @@ wafer_status cuda_program_launch(struct cuda_device *dev, struct cuda_queue *q,
 		return cuda_fail(dev->state, r,
 				 "cuLaunchKernel(%s, grid %ux%ux%u, block "
 				 "%ux%ux%u)",
-				 k->name, grid[0], grid[1], grid[2], block[0],
+				 k->head.name, grid[0], grid[1], grid[2], block[0],
 				 block[1], block[2]);
 	return WAFER_OK;
 }

@@ -114,7 +114,7 @@ static wafer_status cuda_server_launch(void *device, void *queue,
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
-	if (cuda_program_kernel_of(launch->kernel))
+	if (wafer_plugin_kernel_is_program(launch->kernel))
 		return cuda_program_launch(dev, queue, launch);
 	return cuda_kernels_launch(dev, queue, desc, launch);
 }
@@ -198,8 +198,5 @@ const struct wafer_server_ops cuda_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS(cuda),
 	.timer_begin = cuda_server_timer_begin,
 	.timer_end = cuda_server_timer_end,
-	.program_formats = cuda_program_formats,
-	.program_load = cuda_program_load,
-	.program_kernel = cuda_program_kernel,
-	.program_release = cuda_program_release,
+	WAFER_PLUGIN_PROGRAM_OPS(cuda),
 };

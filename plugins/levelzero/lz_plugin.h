@@ -194,18 +194,7 @@ wafer_status lz_queue_launch(struct lz_device *device, struct lz_queue *queue,
 			     const uint32_t group_count[3], const char *name);
 
 /* program.c: the program entries of lz_server_ops (plugin.h) */
-wafer_status lz_program_formats(void *device,
-				const wafer_program_format **out_formats,
-				size_t *out_count);
-wafer_status lz_program_load(void *device,
-			     const struct wafer_program_source *source,
-			     const char *options, void **out_program);
-wafer_status lz_program_kernel(void *device, void *program, const char *name,
-			       uint32_t binding_count, size_t params_size,
-			       const struct wafer_kernel **out_kernel);
-void lz_program_release(void *device, void *program);
-/* Whether |kernel| is a program's (else it is of the catalogue). */
-int lz_program_kernel_of(const struct wafer_kernel *kernel);
+WAFER_PLUGIN_PROGRAM_ENTRIES(lz);
 wafer_status lz_program_launch(struct lz_device *device, struct lz_queue *queue,
 			       const struct wafer_launch *launch);
 /* The text of a module build log, malloc'd ("" when it has none); NULL

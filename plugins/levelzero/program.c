@@ -39,21 +39,19 @@
 #define MAX_BINDINGS 64
 
 struct lz_program_kernel {
-	/* entry.impl points back here. */
-	struct wafer_kernel entry;
+	/* First: head.entry.impl points back here. */
+	struct wafer_plugin_program_kernel head;
 	/* Guards the kernel object's group size and arguments from set to
 	 * append. */
 	pthread_mutex_t lock;
 	ze_kernel_handle_t kernel;
-	struct lz_program_kernel *next;
-	char name[];
 };
 
 struct lz_program {
 	ze_module_handle_t module;
 	char name[128];
 	pthread_mutex_t lock; /* of |kernels| */
-	struct lz_program_kernel *kernels;
+	struct wafer_plugin_program_kernels kernels;
 };
 
 static const wafer_program_format formats[] = {WAFER_PROGRAM_SPIRV};
@@ -120,71 +118,66 @@ static ze_result_t create(struct lz_device *dev, ze_module_format_t format,
 	return r;
 }
 
-static int has_cache(const struct wafer_host_services *host)
+/* What load_native and build share: the program being made. */
+struct build_ctx {
+	struct lz_device *dev;
+	const struct wafer_program_source *source;
+	const char *options;
+	struct lz_program *p;
+};
+
+/* The module from its cached native binary (wafer_plugin_cached_build's
+ * load): the driver may no longer take it. */
+static wafer_status load_native(void *ctx, const void *binary, size_t size)
 {
-	return WAFER_STRUCT_HAS(host, struct wafer_host_services,
-				cache_store) &&
-	       host->cache_load && host->cache_store && host->cache_free;
+	struct build_ctx *b = ctx;
+
+	return create(b->dev, ZE_MODULE_FORMAT_NATIVE, binary, size,
+		      b->options, &b->p->module, NULL) == ZE_RESULT_SUCCESS
+		       ? WAFER_OK
+		       : WAFER_ERROR_BUILD;
 }
 
-static struct wafer_cache_part part(const void *data, size_t size)
+/* The module from the SPIR-V, and the driver's native binary of it to
+ * store (none when the driver does not give it). */
+static wafer_status build(void *ctx, void **out_binary, size_t *out_size)
 {
-	return (struct wafer_cache_part){
-		.struct_size = sizeof(struct wafer_cache_part),
-		.data = data,
-		.size = size,
-	};
-}
-
-static struct wafer_cache_part text_part(const char *text)
-{
-	return part(text, strlen(text) + 1);
-}
-
-/* The module from its cached native binary; NULL when there is none or
- * the driver does not take it. */
-static ze_module_handle_t from_cache(struct lz_device *dev,
-				     const struct wafer_cache_part *key,
-				     size_t parts, const char *options,
-				     const char *name)
-{
-	const struct wafer_host_services *host = lz_host(dev);
-	ze_module_handle_t module = NULL;
-	void *data = NULL;
+	struct build_ctx *b = ctx;
+	struct lz_device *dev = b->dev;
+	struct lz_program *p = b->p;
+	const char *options = b->options;
 	size_t size = 0;
+	char *log = NULL;
+	uint8_t *binary;
 	ze_result_t r;
 
-	if (!has_cache(host) ||
-	    host->cache_load(host, key, parts, &data, &size) != WAFER_OK)
-		return NULL;
-	r = create(dev, ZE_MODULE_FORMAT_NATIVE, data, size, options, &module,
-		   NULL);
-	host->cache_free(data);
-	if (r == ZE_RESULT_SUCCESS)
-		return module;
-	host->log(host, WAFER_LOG_INFO,
-		  "program: the cached native binary of %s does not load on "
-		  "'%s' (%s); building it again",
-		  name, dev->slot->name, lz_result_name(r));
-	return NULL;
-}
-
-/* Stores the driver's native binary of |module|; a failure costs only the
- * next process a build. */
-static void to_cache(struct lz_device *dev, ze_module_handle_t module,
-		     const struct wafer_cache_part *key, size_t parts)
-{
-	const struct wafer_host_services *host = lz_host(dev);
-	uint8_t *binary;
-	size_t size = 0;
-
-	if (!has_cache(host) ||
-	    zeModuleGetNativeBinary(module, &size, NULL) != ZE_RESULT_SUCCESS ||
+	r = create(dev, ZE_MODULE_FORMAT_IL_SPIRV, b->source->data,
+		   b->source->size, options, &p->module, &log);
+	if (r != ZE_RESULT_SUCCESS) {
+		int failed = r == ZE_RESULT_ERROR_MODULE_BUILD_FAILURE ||
+			     r == ZE_RESULT_ERROR_INVALID_NATIVE_BINARY ||
+			     r == ZE_RESULT_ERROR_INVALID_ARGUMENT;
+		lz_host(dev)->set_error(
+			"levelzero: spirv %s (%zu bytes) does not build on "
+			"'%s' with flags '%s': %s%s%s",
+			p->name, b->source->size, dev->slot->name,
+			options ? options : "", lz_result_name(r),
+			log && log[0] ? ":\n" : "", log ? log : "");
+		free(log);
+		return failed ? WAFER_ERROR_BUILD : lz_status(r);
+	}
+	if (zeModuleGetNativeBinary(p->module, &size, NULL) !=
+		    ZE_RESULT_SUCCESS ||
 	    size == 0 || !(binary = malloc(size)))
-		return;
-	if (zeModuleGetNativeBinary(module, &size, binary) == ZE_RESULT_SUCCESS)
-		host->cache_store(host, key, parts, binary, size);
-	free(binary);
+		return WAFER_OK;
+	if (zeModuleGetNativeBinary(p->module, &size, binary) !=
+	    ZE_RESULT_SUCCESS) {
+		free(binary);
+		return WAFER_OK;
+	}
+	*out_binary = binary;
+	*out_size = size;
+	return WAFER_OK;
 }
 
 /* What the native code depends on besides the SPIR-V and the options:
@@ -213,8 +206,8 @@ wafer_status lz_program_load(void *device,
 	const struct wafer_host_services *host = lz_host(dev);
 	const char *name = source->name ? source->name : "(unnamed)";
 	struct lz_program *p;
-	char driver[96], *log = NULL;
-	ze_result_t r;
+	char driver[96], target[256];
+	wafer_status status;
 
 	*out_program = NULL;
 	if (source->format != WAFER_PROGRAM_SPIRV) {
@@ -230,16 +223,15 @@ wafer_status lz_program_load(void *device,
 	driver_text(dev, driver, sizeof driver);
 	/* Everything the native binary depends on. */
 	const struct wafer_cache_part key[] = {
-		text_part(CACHE_LAYOUT),
-		text_part(PACKAGE_VERSION),
-		text_part("spirv"),
-		text_part(dev->slot->name),
-		text_part(driver),
-		text_part(options ? options : ""),
-		text_part(name),
-		part(source->data, source->size),
+		wafer_plugin_cache_text(CACHE_LAYOUT),
+		wafer_plugin_cache_text(PACKAGE_VERSION),
+		wafer_plugin_cache_text("spirv"),
+		wafer_plugin_cache_text(dev->slot->name),
+		wafer_plugin_cache_text(driver),
+		wafer_plugin_cache_text(options ? options : ""),
+		wafer_plugin_cache_text(name),
+		wafer_plugin_cache_part(source->data, source->size),
 	};
-	const size_t parts = sizeof key / sizeof key[0];
 
 	p = calloc(1, sizeof *p);
 	if (!p) {
@@ -247,32 +239,30 @@ wafer_status lz_program_load(void *device,
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	}
 	snprintf(p->name, sizeof p->name, "%s", name);
-	p->module = from_cache(dev, key, parts, options, p->name);
-	if (p->module) {
-		host->log(host, WAFER_LOG_DEBUG, "program: from cache %s ('%s')",
-			  p->name, dev->slot->name);
-		goto built;
-	}
-	r = create(dev, ZE_MODULE_FORMAT_IL_SPIRV, source->data, source->size,
-		   options, &p->module, &log);
-	if (r != ZE_RESULT_SUCCESS) {
-		int build = r == ZE_RESULT_ERROR_MODULE_BUILD_FAILURE ||
-			    r == ZE_RESULT_ERROR_INVALID_NATIVE_BINARY ||
-			    r == ZE_RESULT_ERROR_INVALID_ARGUMENT;
-		host->set_error("levelzero: spirv %s (%zu bytes) does not "
-				"build on '%s' with flags '%s': %s%s%s",
-				p->name, source->size, dev->slot->name,
-				options ? options : "", lz_result_name(r),
-				log && log[0] ? ":\n" : "", log ? log : "");
-		free(log);
+	snprintf(target, sizeof target, "spirv on '%s'", dev->slot->name);
+	struct build_ctx b = {dev, source, options, p};
+	const struct wafer_plugin_cached_build cached = {
+		.host = host,
+		.name = p->name,
+		.target = target,
+		.key = key,
+		.key_parts = sizeof key / sizeof key[0],
+		.load = load_native,
+		.compile = build,
+		.ctx = &b,
+	};
+	status = wafer_plugin_cached_build(&cached);
+	if (status != WAFER_OK) {
 		free(p);
-		return build ? WAFER_ERROR_BUILD : lz_status(r);
+		return status;
 	}
-	host->log(host, WAFER_LOG_DEBUG, "program: compiled %s for '%s'",
-		  p->name, dev->slot->name);
-	to_cache(dev, p->module, key, parts);
-built:
 	pthread_mutex_init(&p->lock, NULL);
+	p->kernels = (struct wafer_plugin_program_kernels){
+		.host = host,
+		.plugin = "levelzero",
+		.program = p->name,
+		.max_bindings = MAX_BINDINGS,
+	};
 	*out_program = p;
 	return WAFER_OK;
 }
@@ -309,14 +299,23 @@ static int module_has(ze_module_handle_t module, const char *name, char *list,
 	return found;
 }
 
-wafer_status lz_program_kernel(void *device, void *program, const char *name,
-			       uint32_t binding_count, size_t params_size,
-			       const struct wafer_kernel **out_kernel)
+/* What make_kernel needs besides the kernel. */
+struct make {
+	struct lz_device *dev;
+	struct lz_program *p;
+};
+
+/* The kernel object of |kernel|'s name (wafer_plugin_program_kernel_get's
+ * make), found in the module's kernel names first. */
+static wafer_status make_kernel(void *ctx, void *kernel)
 {
-	struct lz_device *dev = device;
-	const struct wafer_host_services *host = lz_host(dev);
-	struct lz_program *p = program;
-	struct lz_program_kernel *k;
+	const struct make *m = ctx;
+	const struct wafer_host_services *host = lz_host(m->dev);
+	struct lz_program *p = m->p;
+	struct lz_program_kernel *k = kernel;
+	const char *name = k->head.name;
+	uint32_t binding_count = k->head.entry.binding_count;
+	size_t params_size = k->head.entry.params_size;
 	ze_kernel_desc_t desc = {
 		.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC,
 		.pKernelName = name,
@@ -325,46 +324,28 @@ wafer_status lz_program_kernel(void *device, void *program, const char *name,
 		.stype = ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES,
 	};
 	uint32_t want = binding_count + (params_size ? 1 : 0);
-	wafer_status status = WAFER_OK;
-	ze_kernel_handle_t kernel = NULL;
 	char names[512];
 	ze_result_t r;
 
-	*out_kernel = NULL;
-	if (binding_count > MAX_BINDINGS) {
-		host->set_error("levelzero: kernel %s of %s: %" PRIu32
-				" bindings, at most %d",
-				name, p->name, binding_count, MAX_BINDINGS);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	pthread_mutex_lock(&p->lock);
-	for (k = p->kernels; k; k = k->next)
-		if (strcmp(k->name, name) == 0 &&
-		    k->entry.binding_count == binding_count &&
-		    k->entry.params_size == params_size)
-			goto out;
 	if (module_has(p->module, name, names, sizeof names) == 0) {
 		host->set_error("levelzero: no kernel '%s' in program %s (it "
 				"has: %s)",
 				name, p->name, names[0] ? names : "none");
-		status = WAFER_ERROR_NOT_FOUND;
-		goto out;
+		return WAFER_ERROR_NOT_FOUND;
 	}
-	r = zeKernelCreate(p->module, &desc, &kernel);
+	r = zeKernelCreate(p->module, &desc, &k->kernel);
 	if (r == ZE_RESULT_ERROR_INVALID_KERNEL_NAME) {
 		host->set_error("levelzero: no kernel '%s' in program %s", name,
 				p->name);
-		status = WAFER_ERROR_NOT_FOUND;
-		goto out;
+		return WAFER_ERROR_NOT_FOUND;
 	}
 	if (r != ZE_RESULT_SUCCESS) {
 		host->set_error("levelzero: zeKernelCreate(%s of %s): %s", name,
 				p->name, lz_result_name(r));
-		status = lz_status(r);
-		goto out;
+		return lz_status(r);
 	}
 	/* The convention: a pointer per binding, then the block. */
-	if (zeKernelGetProperties(kernel, &props) == ZE_RESULT_SUCCESS &&
+	if (zeKernelGetProperties(k->kernel, &props) == ZE_RESULT_SUCCESS &&
 	    props.numKernelArgs != want) {
 		host->set_error("levelzero: kernel %s of %s takes %" PRIu32
 				" arguments, not %" PRIu32 " (%" PRIu32
@@ -372,34 +353,33 @@ wafer_status lz_program_kernel(void *device, void *program, const char *name,
 				name, p->name, props.numKernelArgs, want,
 				binding_count,
 				params_size ? " and the parameter block" : "");
-		zeKernelDestroy(kernel);
-		status = WAFER_ERROR_INVALID_ARGUMENT;
-		goto out;
+		zeKernelDestroy(k->kernel);
+		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	k = calloc(1, sizeof *k + strlen(name) + 1);
-	if (!k) {
-		zeKernelDestroy(kernel);
-		host->set_error("levelzero: out of host memory");
-		status = WAFER_ERROR_OUT_OF_MEMORY;
-		goto out;
-	}
-	strcpy(k->name, name);
-	k->kernel = kernel;
 	pthread_mutex_init(&k->lock, NULL);
-	k->entry = (struct wafer_kernel){
-		.struct_size = sizeof(struct wafer_kernel),
-		.op = k->name,
-		.variant = "default",
-		.dtype = WAFER_DTYPE_NONE,
-		.binding_count = binding_count,
-		.params_size = params_size,
-		.impl = k,
-	};
-	k->next = p->kernels;
-	p->kernels = k;
-out:
-	if (status == WAFER_OK)
-		*out_kernel = &k->entry;
+	return WAFER_OK;
+}
+
+static void destroy_kernel(void *kernel)
+{
+	struct lz_program_kernel *k = kernel;
+
+	zeKernelDestroy(k->kernel);
+	pthread_mutex_destroy(&k->lock);
+}
+
+wafer_status lz_program_kernel(void *device, void *program, const char *name,
+			       uint32_t binding_count, size_t params_size,
+			       const struct wafer_kernel **out_kernel)
+{
+	struct lz_program *p = program;
+	struct make m = {device, p};
+	wafer_status status;
+
+	pthread_mutex_lock(&p->lock);
+	status = wafer_plugin_program_kernel_get(
+		&p->kernels, name, binding_count, params_size,
+		sizeof(struct lz_program_kernel), make_kernel, &m, out_kernel);
 	pthread_mutex_unlock(&p->lock);
 	return status;
 }
@@ -410,13 +390,7 @@ void lz_program_release(void *device, void *program)
 
 	if (!p)
 		return;
-	while (p->kernels) {
-		struct lz_program_kernel *k = p->kernels;
-		p->kernels = k->next;
-		zeKernelDestroy(k->kernel);
-		pthread_mutex_destroy(&k->lock);
-		free(k);
-	}
+	wafer_plugin_program_kernels_release(&p->kernels, destroy_kernel);
 	zeModuleDestroy(p->module);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -425,12 +399,6 @@ void lz_program_release(void *device, void *program)
 /*===----------------------------------------------------------------------===
  * Launch
  *===----------------------------------------------------------------------===*/
-
-int lz_program_kernel_of(const struct wafer_kernel *kernel)
-{
-	/* plugin.h: catalogue entries always have an element type. */
-	return kernel->dtype == WAFER_DTYPE_NONE;
-}
 
 /* Group size and counts for |launch| on |k| (its lock held: the
  * suggestion is the kernel object's). */
@@ -458,7 +426,7 @@ static wafer_status shape(struct lz_device *dev,
 		if (r != ZE_RESULT_SUCCESS) {
 			host->set_error("levelzero: launch %s: "
 					"zeKernelSuggestGroupSize: %s",
-					k->name, lz_result_name(r));
+					k->head.name, lz_result_name(r));
 			return lz_status(r);
 		}
 	}
@@ -469,7 +437,7 @@ static wafer_status shape(struct lz_device *dev,
 			host->set_error("levelzero: launch %s: a group of %" PRIu32
 					" in dimension %d; the device takes "
 					"1 to %" PRIu32,
-					k->name, size[d], d,
+					k->head.name, size[d], d,
 					lim->max_group_size[d]);
 			return WAFER_ERROR_INVALID_ARGUMENT;
 		}
@@ -478,7 +446,7 @@ static wafer_status shape(struct lz_device *dev,
 			host->set_error("levelzero: launch %s: %" PRIu64
 					" groups of %" PRIu32 " in dimension "
 					"%d, more than the device's %" PRIu32,
-					k->name, groups, size[d], d,
+					k->head.name, groups, size[d], d,
 					lim->max_group_count[d]);
 			return WAFER_ERROR_NOT_SUPPORTED;
 		}
@@ -488,7 +456,7 @@ static wafer_status shape(struct lz_device *dev,
 		host->set_error("levelzero: launch %s: a group of %" PRIu32
 				" x %" PRIu32 " x %" PRIu32 " items, more than "
 				"the device's %" PRIu32,
-				k->name, size[0], size[1], size[2],
+				k->head.name, size[0], size[1], size[2],
 				lim->max_total_group_size);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
@@ -501,7 +469,7 @@ wafer_status lz_program_launch(struct lz_device *dev, struct lz_queue *q,
 	const struct wafer_host_services *host = lz_host(dev);
 	struct lz_program_kernel *k =
 		(struct lz_program_kernel *)launch->kernel->impl;
-	uint32_t n = k->entry.binding_count, size[3], count[3];
+	uint32_t n = k->head.entry.binding_count, size[3], count[3];
 	void *ptr[MAX_BINDINGS];
 	const char *what = "zeKernelSetGroupSize";
 	wafer_status status;
@@ -526,16 +494,17 @@ wafer_status lz_program_launch(struct lz_device *dev, struct lz_queue *q,
 		r = zeKernelSetArgumentValue(k->kernel, i, sizeof ptr[i],
 					     &ptr[i]);
 	}
-	if (r == ZE_RESULT_SUCCESS && k->entry.params_size)
-		r = zeKernelSetArgumentValue(k->kernel, n, k->entry.params_size,
+	if (r == ZE_RESULT_SUCCESS && k->head.entry.params_size)
+		r = zeKernelSetArgumentValue(k->kernel, n,
+					     k->head.entry.params_size,
 					     launch->params);
 	if (r != ZE_RESULT_SUCCESS) {
-		host->set_error("levelzero: launch %s: %s: %s", k->name, what,
-				lz_result_name(r));
+		host->set_error("levelzero: launch %s: %s: %s", k->head.name,
+				what, lz_result_name(r));
 		status = lz_status(r);
 		goto out;
 	}
-	status = lz_queue_launch(dev, q, k->kernel, count, k->name);
+	status = lz_queue_launch(dev, q, k->kernel, count, k->head.name);
 out:
 	pthread_mutex_unlock(&k->lock);
 	return status;

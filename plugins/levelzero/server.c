@@ -437,7 +437,7 @@ static wafer_status lz_server_launch(void *device, void *queue,
 	ze_result_t r;
 	const char *what = "zeKernelSetGroupSize";
 
-	if (lz_program_kernel_of(launch->kernel))
+	if (wafer_plugin_kernel_is_program(launch->kernel))
 		return lz_program_launch(dev, q, launch);
 	status = prepare_launch(dev, launch, &d);
 	if (status != WAFER_OK)
@@ -627,8 +627,5 @@ const struct wafer_server_ops lz_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS(lz),
 	.timer_begin = lz_server_timer_begin,
 	.timer_end = lz_server_timer_end,
-	.program_formats = lz_program_formats,
-	.program_load = lz_program_load,
-	.program_kernel = lz_program_kernel,
-	.program_release = lz_program_release,
+	WAFER_PLUGIN_PROGRAM_OPS(lz),
 };

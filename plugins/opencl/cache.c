@@ -23,14 +23,6 @@
 
 #include "plugins/opencl/ocl_plugin.h"
 
-/* Whether the host offers the compiled-binary cache (ABI 1.2). */
-static int has_cache(const struct wafer_host_services *host)
-{
-	return WAFER_STRUCT_HAS(host, struct wafer_host_services,
-				cache_store) &&
-	       host->cache_load && host->cache_free && host->cache_store;
-}
-
 uint64_t ocl_fnv1a(uint64_t hash, const void *data, size_t size)
 {
 	const unsigned char *p = data;
@@ -71,7 +63,7 @@ void ocl_cache_key(const struct ocl_device *dev, const char *unit,
 	 * no cache to use. */
 	key->host = ocl_host(dev);
 	key->path[0] = '\0';
-	if (dev->state->cache_enabled && has_cache(key->host))
+	if (dev->state->cache_enabled && wafer_plugin_has_cache(key->host))
 		snprintf(key->path, sizeof key->path,
 			 "the binary cache (key %016" PRIx64 ")", key->hash);
 }

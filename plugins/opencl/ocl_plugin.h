@@ -279,21 +279,12 @@ wafer_status ocl_program_get(struct ocl_device *device, enum ocl_unit unit,
 void ocl_programs_release(struct ocl_device *device);
 /* Name of a unit, for messages and cache files: "elementwise". */
 const char *ocl_unit_name(enum ocl_unit unit);
+/* The device's build log of |program|, malloc'd ("" when there is none);
+ * NULL when out of memory. */
+char *ocl_build_log(const struct ocl_device *device, cl_program program);
 
 /* user_program.c: the program entries of ocl_server_ops (plugin.h) */
-wafer_status ocl_user_program_formats(void *device,
-				      const wafer_program_format **out_formats,
-				      size_t *out_count);
-wafer_status ocl_user_program_load(void *device,
-				   const struct wafer_program_source *source,
-				   const char *options, void **out_program);
-wafer_status ocl_user_program_kernel(void *device, void *program,
-				     const char *name, uint32_t binding_count,
-				     size_t params_size,
-				     const struct wafer_kernel **out_kernel);
-void ocl_user_program_release(void *device, void *program);
-/* Whether |kernel| is a program's (else it is of the catalogue). */
-int ocl_user_kernel_of(const struct wafer_kernel *kernel);
+WAFER_PLUGIN_PROGRAM_ENTRIES(ocl_user);
 wafer_status ocl_user_launch(struct ocl_queue *queue,
 			     const struct wafer_launch *launch);
 

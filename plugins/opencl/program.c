@@ -71,8 +71,7 @@ static void build_options(const struct ocl_device *dev, char *buf,
 		 extra ? " " : "", extra ? extra : "");
 }
 
-/* The device's build log of |program|, malloc'd ("" when there is none). */
-static char *build_log(const struct ocl_device *dev, cl_program program)
+char *ocl_build_log(const struct ocl_device *dev, cl_program program)
 {
 	size_t size = 0;
 	char *log;
@@ -98,7 +97,7 @@ static wafer_status build_failed(struct ocl_device *dev, enum ocl_unit unit,
 				 cl_int err, const char *options)
 {
 	const struct wafer_host_services *host = ocl_host(dev);
-	char *log = program ? build_log(dev, program) : NULL;
+	char *log = program ? ocl_build_log(dev, program) : NULL;
 	const char *text = log ? log + strspn(log, " \t\r\n") : "";
 	size_t need = strlen(text) + 1024;
 	wafer_status status = ocl_status_of(err);

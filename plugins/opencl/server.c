@@ -129,7 +129,7 @@ static wafer_status ocl_server_launch(void *device, void *queue,
 	 * stream of launches and small writes never waits for it. */
 	if (q->staging.count)
 		ocl_staging_reap(q, 0);
-	if (ocl_user_kernel_of(launch->kernel))
+	if (wafer_plugin_kernel_is_program(launch->kernel))
 		return ocl_user_launch(q, launch);
 	return ocl_kernels_launch(q, launch);
 }
@@ -223,8 +223,5 @@ const struct wafer_server_ops ocl_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS(ocl),
 	.timer_begin = ocl_server_timer_begin,
 	.timer_end = ocl_server_timer_end,
-	.program_formats = ocl_user_program_formats,
-	.program_load = ocl_user_program_load,
-	.program_kernel = ocl_user_program_kernel,
-	.program_release = ocl_user_program_release,
+	WAFER_PLUGIN_PROGRAM_OPS(ocl_user),
 };

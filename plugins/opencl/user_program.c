@@ -45,20 +45,18 @@
 #define MAX_BINDINGS 64
 
 struct ocl_user_kernel {
-	/* entry.impl points back here. */
-	struct wafer_kernel entry;
+	/* First: head.entry.impl points back here. */
+	struct wafer_plugin_program_kernel head;
 	/* Guards the arguments of |kernel| from set to enqueue. */
 	pthread_mutex_t lock;
 	cl_kernel kernel;
-	struct ocl_user_kernel *next;
-	char name[];
 };
 
 struct ocl_user_program {
 	cl_program program;
 	char name[128];
 	pthread_mutex_t lock; /* of |kernels| */
-	struct ocl_user_kernel *kernels;
+	struct wafer_plugin_program_kernels kernels;
 };
 
 /*===----------------------------------------------------------------------===
@@ -125,26 +123,6 @@ wafer_status ocl_user_program_formats(void *device,
  * Building
  *===----------------------------------------------------------------------===*/
 
-/* The device's build log of |program|, malloc'd ("" when there is none). */
-static char *build_log(const struct ocl_device *dev, cl_program program)
-{
-	size_t size = 0;
-	char *log;
-
-	if (clGetProgramBuildInfo(program, dev->entry->id, CL_PROGRAM_BUILD_LOG,
-				  0, NULL, &size) != CL_SUCCESS)
-		size = 0;
-	log = malloc(size + 1);
-	if (!log)
-		return NULL;
-	if (size && clGetProgramBuildInfo(program, dev->entry->id,
-					  CL_PROGRAM_BUILD_LOG, size, log,
-					  NULL) != CL_SUCCESS)
-		size = 0;
-	log[size] = '\0';
-	return log;
-}
-
 /* clBuildProgram of |program|; a failure is WAFER_ERROR_BUILD with the
  * whole log, verbatim. */
 static wafer_status build(const struct ocl_device *dev, cl_program program,
@@ -163,7 +141,7 @@ static wafer_status build(const struct ocl_device *dev, cl_program program,
 	    err != CL_COMPILER_NOT_AVAILABLE && err != CL_INVALID_BINARY)
 		return ocl_fail(host, err, "clBuildProgram(%s %s) on %s", format,
 				name, dev->entry->name);
-	log = build_log(dev, program);
+	log = ocl_build_log(dev, program);
 	host->set_error(OCL_NAME ": %s %s does not build on %s: %s (%d) with "
 			"options '%s'%s%s",
 			format, name, dev->entry->name, ocl_error_name(err),
@@ -173,78 +151,86 @@ static wafer_status build(const struct ocl_device *dev, cl_program program,
 	return WAFER_ERROR_BUILD;
 }
 
-static int has_cache(const struct wafer_host_services *host)
-{
-	return WAFER_STRUCT_HAS(host, struct wafer_host_services,
-				cache_store) &&
-	       host->cache_load && host->cache_store && host->cache_free;
-}
-
-static struct wafer_cache_part part(const void *data, size_t size)
-{
-	return (struct wafer_cache_part){
-		.struct_size = sizeof(struct wafer_cache_part),
-		.data = data,
-		.size = size,
-	};
-}
-
-static struct wafer_cache_part text_part(const char *text)
-{
-	return part(text, strlen(text) + 1);
-}
-
-/* The program from its cached binary; NULL when there is none or the
- * driver does not take it any more. */
-static cl_program from_cache(const struct ocl_device *dev,
-			     const struct wafer_cache_part *key, size_t parts,
-			     const char *options, const char *name)
-{
-	const struct wafer_host_services *host = ocl_host(dev);
-	cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
+/* What load_binary and compile share: the program being made. */
+struct build_ctx {
+	struct ocl_device *dev;
+	const struct wafer_program_source *source;
+	const char *options;
+	const char *format;
+	const char *name;
+	clCreateProgramWithILKHR_fn with_il;
 	cl_program program;
-	void *data = NULL;
-	size_t size = 0;
+};
 
-	if (!has_cache(host) ||
-	    host->cache_load(host, key, parts, &data, &size) != WAFER_OK)
-		return NULL;
+/* The program from its cached binary (wafer_plugin_cached_build's load):
+ * the driver may not take it any more. */
+static wafer_status load_binary(void *ctx, const void *data, size_t size)
+{
+	struct build_ctx *b = ctx;
+	const struct ocl_device *dev = b->dev;
+	cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
 	const unsigned char *binary = data;
-	program = clCreateProgramWithBinary(dev->context, 1, &dev->entry->id,
-					    &size, &binary, &binary_status,
-					    &err);
-	host->cache_free(data);
-	if (program && binary_status == CL_SUCCESS &&
-	    clBuildProgram(program, 1, &dev->entry->id, options ? options : "",
-			   NULL, NULL) == CL_SUCCESS)
-		return program;
-	if (program)
-		clReleaseProgram(program);
-	host->log(host, WAFER_LOG_INFO,
-		  "program: the cached binary of %s does not load on %s; "
-		  "building it again",
-		  name, dev->entry->name);
-	return NULL;
+
+	b->program = clCreateProgramWithBinary(dev->context, 1,
+					       &dev->entry->id, &size, &binary,
+					       &binary_status, &err);
+	if (b->program && binary_status == CL_SUCCESS &&
+	    clBuildProgram(b->program, 1, &dev->entry->id,
+			   b->options ? b->options : "", NULL,
+			   NULL) == CL_SUCCESS)
+		return WAFER_OK;
+	if (b->program)
+		clReleaseProgram(b->program);
+	b->program = NULL;
+	return WAFER_ERROR_BUILD;
 }
 
-/* Writes the built program's binary to the cache; a failure costs only
- * the next process a build. */
-static void to_cache(const struct ocl_device *dev, cl_program program,
-		     const struct wafer_cache_part *key, size_t parts)
+/* The program from the caller's source or SPIR-V, and its binary to
+ * store. */
+static wafer_status compile(void *ctx, void **out_binary, size_t *out_size)
 {
+	struct build_ctx *b = ctx;
+	const struct ocl_device *dev = b->dev;
+	const struct wafer_program_source *source = b->source;
 	const struct wafer_host_services *host = ocl_host(dev);
 	unsigned char *binary;
+	wafer_status status;
 	size_t size = 0;
+	cl_int err = CL_SUCCESS;
 
-	if (!has_cache(host) ||
-	    clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size,
+	if (b->with_il) {
+		b->program = b->with_il(dev->context, source->data,
+					source->size, &err);
+	} else {
+		/* The source as it is: a `#line` directive in front would
+		 * name the caller's file in PoCL's log, but NVIDIA's
+		 * compiler ignores it and would count it as line 1. */
+		const char *text = source->data;
+		b->program = clCreateProgramWithSource(dev->context, 1, &text,
+						       &source->size, &err);
+	}
+	if (!b->program)
+		return ocl_fail(host, err, "%s %s: clCreateProgramWith%s",
+				b->format, b->name,
+				b->with_il ? "IL" : "Source");
+	status = build(dev, b->program, b->format, b->name, b->options);
+	if (status != WAFER_OK) {
+		clReleaseProgram(b->program);
+		b->program = NULL;
+		return status;
+	}
+	if (clGetProgramInfo(b->program, CL_PROGRAM_BINARY_SIZES, sizeof size,
 			     &size, NULL) != CL_SUCCESS ||
 	    size == 0 || !(binary = malloc(size)))
-		return;
-	if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary,
-			     &binary, NULL) == CL_SUCCESS)
-		host->cache_store(host, key, parts, binary, size);
-	free(binary);
+		return WAFER_OK;
+	if (clGetProgramInfo(b->program, CL_PROGRAM_BINARIES, sizeof binary,
+			     &binary, NULL) != CL_SUCCESS) {
+		free(binary);
+		return WAFER_OK;
+	}
+	*out_binary = binary;
+	*out_size = size;
+	return WAFER_OK;
 }
 
 wafer_status ocl_user_program_load(void *device,
@@ -259,9 +245,8 @@ wafer_status ocl_user_program_load(void *device,
 								    : "opencl-c";
 	clCreateProgramWithILKHR_fn with_il = NULL;
 	struct ocl_user_program *p;
-	cl_program program;
+	char target[OCL_TEXT_MAX + 32];
 	wafer_status status;
-	cl_int err = CL_SUCCESS;
 
 	*out_program = NULL;
 	if (source->format != WAFER_PROGRAM_OPENCL_C &&
@@ -277,20 +262,19 @@ wafer_status ocl_user_program_load(void *device,
 	}
 	/* Everything the binary depends on. */
 	const struct wafer_cache_part key[] = {
-		text_part(CACHE_LAYOUT),
-		text_part(PACKAGE_VERSION),
-		text_part(format),
-		text_part(e->platform_name),
-		text_part(e->platform_version),
-		text_part(e->name),
-		text_part(e->vendor),
-		text_part(e->device_version),
-		text_part(e->driver_version),
-		text_part(options ? options : ""),
-		text_part(name),
-		part(source->data, source->size),
+		wafer_plugin_cache_text(CACHE_LAYOUT),
+		wafer_plugin_cache_text(PACKAGE_VERSION),
+		wafer_plugin_cache_text(format),
+		wafer_plugin_cache_text(e->platform_name),
+		wafer_plugin_cache_text(e->platform_version),
+		wafer_plugin_cache_text(e->name),
+		wafer_plugin_cache_text(e->vendor),
+		wafer_plugin_cache_text(e->device_version),
+		wafer_plugin_cache_text(e->driver_version),
+		wafer_plugin_cache_text(options ? options : ""),
+		wafer_plugin_cache_text(name),
+		wafer_plugin_cache_part(source->data, source->size),
 	};
-	const size_t parts = sizeof key / sizeof key[0];
 
 	p = calloc(1, sizeof *p);
 	if (!p) {
@@ -298,40 +282,32 @@ wafer_status ocl_user_program_load(void *device,
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	}
 	snprintf(p->name, sizeof p->name, "%s", name);
-	program = from_cache(dev, key, parts, options, p->name);
-	if (program) {
-		host->log(host, WAFER_LOG_DEBUG, "program: from cache %s (%s)",
-			  p->name, e->name);
-		goto built;
-	}
-	if (with_il) {
-		program = with_il(dev->context, source->data, source->size,
-				  &err);
-	} else {
-		/* The source as it is: a `#line` directive in front would
-		 * name the caller's file in PoCL's log, but NVIDIA's
-		 * compiler ignores it and would count it as line 1. */
-		const char *text = source->data;
-		program = clCreateProgramWithSource(dev->context, 1, &text,
-						    &source->size, &err);
-	}
-	if (!program) {
-		free(p);
-		return ocl_fail(host, err, "%s %s: clCreateProgramWith%s",
-				format, name, with_il ? "IL" : "Source");
-	}
-	status = build(dev, program, format, p->name, options);
+	snprintf(target, sizeof target, "%s on %s", format, e->name);
+	struct build_ctx b = {dev, source, options, format, p->name, with_il,
+			      NULL};
+	const struct wafer_plugin_cached_build cached = {
+		.host = host,
+		.name = p->name,
+		.target = target,
+		.key = key,
+		.key_parts = sizeof key / sizeof key[0],
+		.load = load_binary,
+		.compile = compile,
+		.ctx = &b,
+	};
+	status = wafer_plugin_cached_build(&cached);
 	if (status != WAFER_OK) {
-		clReleaseProgram(program);
 		free(p);
 		return status;
 	}
-	host->log(host, WAFER_LOG_DEBUG, "program: compiled %s (%s) for %s",
-		  p->name, format, e->name);
-	to_cache(dev, program, key, parts);
-built:
-	p->program = program;
+	p->program = b.program;
 	pthread_mutex_init(&p->lock, NULL);
+	p->kernels = (struct wafer_plugin_program_kernels){
+		.host = host,
+		.plugin = OCL_NAME,
+		.program = p->name,
+		.max_bindings = MAX_BINDINGS,
+	};
 	*out_program = p;
 	return WAFER_OK;
 }
@@ -340,81 +316,64 @@ built:
  * Kernels
  *===----------------------------------------------------------------------===*/
 
-wafer_status ocl_user_program_kernel(void *device, void *program,
-				     const char *name, uint32_t binding_count,
-				     size_t params_size,
-				     const struct wafer_kernel **out_kernel)
+/* The cl_kernel of |kernel|'s name (wafer_plugin_program_kernel_get's
+ * make). */
+static wafer_status make_kernel(void *ctx, void *kernel)
 {
-	struct ocl_device *dev = device;
-	const struct wafer_host_services *host = ocl_host(dev);
-	struct ocl_user_program *p = program;
-	struct ocl_user_kernel *k;
+	const struct ocl_user_program *p = ctx;
+	struct ocl_user_kernel *k = kernel;
+	const struct wafer_host_services *host = p->kernels.host;
+	const char *name = k->head.name;
+	uint32_t binding_count = k->head.entry.binding_count;
+	size_t params_size = k->head.entry.params_size;
 	cl_uint args = 0, want = binding_count + (params_size ? 1 : 0);
-	wafer_status status = WAFER_OK;
-	cl_kernel kernel;
 	cl_int err;
 
-	*out_kernel = NULL;
-	if (binding_count > MAX_BINDINGS) {
-		host->set_error(OCL_NAME ": kernel %s of %s: %" PRIu32
-				" bindings, at most %d",
-				name, p->name, binding_count, MAX_BINDINGS);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	pthread_mutex_lock(&p->lock);
-	for (k = p->kernels; k; k = k->next)
-		if (strcmp(k->name, name) == 0 &&
-		    k->entry.binding_count == binding_count &&
-		    k->entry.params_size == params_size)
-			goto out;
-	kernel = clCreateKernel(p->program, name, &err);
-	if (!kernel && err == CL_INVALID_KERNEL_NAME) {
+	k->kernel = clCreateKernel(p->program, name, &err);
+	if (!k->kernel && err == CL_INVALID_KERNEL_NAME) {
 		host->set_error(OCL_NAME ": no kernel '%s' in program %s", name,
 				p->name);
-		status = WAFER_ERROR_NOT_FOUND;
-		goto out;
+		return WAFER_ERROR_NOT_FOUND;
 	}
-	if (!kernel) {
-		status = ocl_fail(host, err, "clCreateKernel(%s, %s)", p->name,
-				  name);
-		goto out;
-	}
+	if (!k->kernel)
+		return ocl_fail(host, err, "clCreateKernel(%s, %s)", p->name,
+				name);
 	/* The convention: a pointer per binding, then the block. */
-	if (clGetKernelInfo(kernel, CL_KERNEL_NUM_ARGS, sizeof args, &args,
+	if (clGetKernelInfo(k->kernel, CL_KERNEL_NUM_ARGS, sizeof args, &args,
 			    NULL) == CL_SUCCESS &&
 	    args != want) {
 		host->set_error(OCL_NAME ": kernel %s of %s takes %u arguments, "
 				"not %u (%" PRIu32 " bindings%s)",
 				name, p->name, args, want, binding_count,
 				params_size ? " and the parameter block" : "");
-		clReleaseKernel(kernel);
-		status = WAFER_ERROR_INVALID_ARGUMENT;
-		goto out;
+		clReleaseKernel(k->kernel);
+		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	k = calloc(1, sizeof *k + strlen(name) + 1);
-	if (!k) {
-		clReleaseKernel(kernel);
-		host->set_error(OCL_NAME ": out of host memory");
-		status = WAFER_ERROR_OUT_OF_MEMORY;
-		goto out;
-	}
-	strcpy(k->name, name);
-	k->kernel = kernel;
 	pthread_mutex_init(&k->lock, NULL);
-	k->entry = (struct wafer_kernel){
-		.struct_size = sizeof(struct wafer_kernel),
-		.op = k->name,
-		.variant = "default",
-		.dtype = WAFER_DTYPE_NONE,
-		.binding_count = binding_count,
-		.params_size = params_size,
-		.impl = k,
-	};
-	k->next = p->kernels;
-	p->kernels = k;
-out:
-	if (status == WAFER_OK)
-		*out_kernel = &k->entry;
+	return WAFER_OK;
+}
+
+static void destroy_kernel(void *kernel)
+{
+	struct ocl_user_kernel *k = kernel;
+
+	clReleaseKernel(k->kernel);
+	pthread_mutex_destroy(&k->lock);
+}
+
+wafer_status ocl_user_program_kernel(void *device, void *program,
+				     const char *name, uint32_t binding_count,
+				     size_t params_size,
+				     const struct wafer_kernel **out_kernel)
+{
+	struct ocl_user_program *p = program;
+	wafer_status status;
+
+	(void)device;
+	pthread_mutex_lock(&p->lock);
+	status = wafer_plugin_program_kernel_get(
+		&p->kernels, name, binding_count, params_size,
+		sizeof(struct ocl_user_kernel), make_kernel, p, out_kernel);
 	pthread_mutex_unlock(&p->lock);
 	return status;
 }
@@ -423,15 +382,10 @@ void ocl_user_program_release(void *device, void *program)
 {
 	struct ocl_user_program *p = program;
 
+	(void)device;
 	if (!p)
 		return;
-	while (p->kernels) {
-		struct ocl_user_kernel *k = p->kernels;
-		p->kernels = k->next;
-		clReleaseKernel(k->kernel);
-		pthread_mutex_destroy(&k->lock);
-		free(k);
-	}
+	wafer_plugin_program_kernels_release(&p->kernels, destroy_kernel);
 	clReleaseProgram(p->program);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -440,12 +394,6 @@ void ocl_user_program_release(void *device, void *program)
 /*===----------------------------------------------------------------------===
  * Launch
  *===----------------------------------------------------------------------===*/
-
-int ocl_user_kernel_of(const struct wafer_kernel *kernel)
-{
-	/* plugin.h: catalogue entries always have an element type. */
-	return kernel->dtype == WAFER_DTYPE_NONE;
-}
 
 /* Sets the arguments of |k| and enqueues it; |k->lock| held. */
 static wafer_status set_and_enqueue(struct ocl_queue *q,
@@ -456,29 +404,30 @@ static wafer_status set_and_enqueue(struct ocl_queue *q,
 				    const size_t *local)
 {
 	const struct wafer_host_services *host = ocl_host(q->device);
-	uint32_t n = k->entry.binding_count;
+	uint32_t n = k->head.entry.binding_count;
 	cl_event event, *ev = ocl_queue_timing(q) ? &event : NULL;
 	cl_int err = CL_SUCCESS;
 	cl_uint i;
 
 	for (i = 0; i < n && err == CL_SUCCESS; i++)
 		err = clSetKernelArg(k->kernel, i, sizeof(cl_mem), &mem[i]);
-	if (err == CL_SUCCESS && k->entry.params_size)
-		err = clSetKernelArg(k->kernel, i++, k->entry.params_size,
+	if (err == CL_SUCCESS && k->head.entry.params_size)
+		err = clSetKernelArg(k->kernel, i++, k->head.entry.params_size,
 				     launch->params);
 	if (err != CL_SUCCESS)
 		return ocl_fail(host, err,
 				"launch %s: clSetKernelArg(%u, %zu bytes)",
-				k->name, i - 1,
+				k->head.name, i - 1,
 				i - 1 < n ? sizeof(cl_mem)
-					  : k->entry.params_size);
+					  : k->head.entry.params_size);
 	err = clEnqueueNDRangeKernel(q->queue, k->kernel, dims, NULL, global,
 				     local, 0, NULL, ev);
 	if (err != CL_SUCCESS)
 		return ocl_fail(host, err,
 				"launch %s: clEnqueueNDRangeKernel(global "
 				"%zu x %zu x %zu)",
-				k->name, global[0], dims > 1 ? global[1] : 1,
+				k->head.name, global[0],
+				dims > 1 ? global[1] : 1,
 				dims > 2 ? global[2] : 1);
 	if (ev) {
 		ocl_queue_timed(q, event);
@@ -494,7 +443,7 @@ wafer_status ocl_user_launch(struct ocl_queue *q,
 	const struct wafer_host_services *host = ocl_host(dev);
 	struct ocl_user_kernel *k = (struct ocl_user_kernel *)
 					    launch->kernel->impl;
-	uint32_t n = k->entry.binding_count;
+	uint32_t n = k->head.entry.binding_count;
 	cl_mem mem[MAX_BINDINGS], sub[MAX_BINDINGS];
 	size_t global[3], local[3];
 	int has_local = launch->local[0] || launch->local[1] ||
@@ -516,7 +465,7 @@ wafer_status ocl_user_launch(struct ocl_queue *q,
 		if (g > SIZE_MAX) {
 			host->set_error(OCL_NAME ": launch %s: global[%d] of "
 					"%" PRIu64 " items",
-					k->name, d, g);
+					k->head.name, d, g);
 			return WAFER_ERROR_INVALID_ARGUMENT;
 		}
 		global[d] = (size_t)g;
@@ -543,7 +492,8 @@ wafer_status ocl_user_launch(struct ocl_queue *q,
 					  "launch %s: binding %" PRIu32
 					  ": clCreateSubBuffer(offset %zu, "
 					  "%zu bytes)",
-					  k->name, i, b->offset, b->size);
+					  k->head.name, i, b->offset,
+					  b->size);
 			goto out;
 		}
 		mem[i] = sub[i];
