@@ -112,6 +112,9 @@ struct wafer_bridge {
 	struct wafer_handle_table *handles;
 	void *queue;
 	struct wafer_storage storage;
+	/* [memory] limit of the device, as this client read it; the storage
+	 * wrapper charges it (core/memory/limit.h). */
+	struct wafer_memory_limit limit;
 	struct wafer_memory *memory;
 	/* device->plugin->server->launch and device->device, kept here: four
 	 * dependent loads fewer on every launch. */
