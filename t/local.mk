@@ -254,6 +254,10 @@ t_memory_direct_LDADD = $(T_CORE_LIBS)
 check_PROGRAMS += t/memory_pool
 TESTS += t/memory_pool
 t_memory_pool_LDADD = $(T_CORE_LIBS)
+# [memory] limit and the out-of-memory hook, on the fake storage.
+check_PROGRAMS += t/memory_limit
+TESTS += t/memory_limit
+t_memory_limit_LDADD = $(T_CORE_LIBS)
 check_PROGRAMS += t/memory_property
 TESTS += t/memory_property
 t_memory_property_LDADD = $(T_CORE_LIBS)
