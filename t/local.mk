@@ -57,6 +57,12 @@ t/user_kernels/kernels.spv: t/user_kernels/kernels.cl
 CLEANFILES += t/user_kernels/kernels.spv
 endif
 
+# Backend-neutral: [memory] limit and the out-of-memory handler through
+# the client API, on every channel (t/cuda.sh runs it on the stand-in).
+check_PROGRAMS += t/memory_oom
+TESTS += t/memory_oom
+t_memory_oom_LDADD = libwafer.la
+
 # The plugins' compiled-binary cache (core/binary_cache.c), directly.
 check_PROGRAMS += t/binary_cache
 TESTS += t/binary_cache
