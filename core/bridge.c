@@ -108,6 +108,18 @@ wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 	return WAFER_OK;
 }
 
+_Thread_local struct wafer_bridge *wafer_bridge_in_oom;
+
+wafer_status wafer_bridge_refuse_in_oom(void)
+{
+	return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+			  "called from the client's out-of-memory handler, "
+			  "which runs on the thread that owns the client and "
+			  "may only release handles (see "
+			  "wafer_memory_set_oom_handler(3)); waiting here would "
+			  "deadlock");
+}
+
 static void release_leaked(struct wafer_handle_slot *slot, void *data)
 {
 	struct wafer_bridge *bridge = data;

@@ -74,13 +74,6 @@ static const char *choose_memory(const wafer_client_options *options)
 	return NULL; /* the memory manager reads [memory] strategy */
 }
 
-/* The client whose out-of-memory handler the calling thread is running,
- * if any: its bridge is this thread's and mid-reserve, so a release from
- * the handler runs on it at once (wafer_client_drop) instead of going
- * through the channel, whose lock this thread holds (mutex) or whose
- * runner this thread is (mpsc). */
-static _Thread_local wafer_client *oom_client;
-
 /* The memory manager's out-of-memory hook (memory.h): the program's
  * handler, if it set one. */
 static bool client_oom(void *data, const wafer_oom_info *info)
@@ -92,10 +85,14 @@ static bool client_oom(void *data, const wafer_oom_info *info)
 	pthread_mutex_unlock(&client->oom_lock);
 	if (!handler)
 		return false;
-	wafer_client *outer = oom_client;
-	oom_client = client;
+	/* The bridge is this thread's and mid-reserve: a release from the
+	 * handler runs on it at once (wafer_client_drop) instead of going
+	 * through the channel, whose lock this thread holds (mutex) or whose
+	 * runner this thread is (mpsc). */
+	struct wafer_bridge *outer = wafer_bridge_in_oom;
+	wafer_bridge_in_oom = &client->bridge;
 	wafer_oom_action action = handler(client, info, user);
-	oom_client = outer;
+	wafer_bridge_in_oom = outer;
 	return action == WAFER_OOM_RETRY;
 }
 
@@ -436,7 +433,7 @@ wafer_status wafer_client_drop(wafer_client *client, wafer_handle handle,
 		.kind = WAFER_COMMAND_RELEASE,
 		.release = {.slot = last},
 	};
-	if (oom_client == client) /* from its out-of-memory handler */
+	if (wafer_bridge_in_oom == &client->bridge) /* from its handler */
 		return wafer_bridge_run(&client->bridge, &command);
 	return wafer_channel_submit(&client->channel, &command);
 }

@@ -10,6 +10,7 @@
  * mutex, the runner's on mpsc), or decline; that the limit is the
  * device's, shared by its clients; percentages; and bad values. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,9 @@ struct handler_data {
 	char detail[1024];
 	pthread_t thread;
 	wafer_status release_status;
+	bool try_sync;              /* call wafer_sync from the handler */
+	wafer_status sync_status;
+	char sync_detail[512];
 	uint64_t in_use_after; /* the client's in use after its release */
 };
 
@@ -110,6 +114,11 @@ static wafer_oom_action handler(wafer_client *client,
 	d->info = *info;
 	snprintf(d->detail, sizeof d->detail, "%s", info->detail);
 	d->thread = pthread_self();
+	if (d->try_sync) {
+		d->sync_status = wafer_sync(client);
+		snprintf(d->sync_detail, sizeof d->sync_detail, "%s",
+			 wafer_last_error());
+	}
 	if (d->release.bits) {
 		d->release_status = wafer_release(client, d->release);
 		d->release.bits = 0;
@@ -150,8 +159,12 @@ static void test_channel(const char *channel)
 	like(last_detail, want, "%s: declined: the limit's detail",
 	     channel);
 
-	/* A handler that releases a and retries. */
-	d = (struct handler_data){.release = a, .answer = WAFER_OOM_RETRY};
+	/* A handler that releases a and retries; on mutex and mpsc it also
+	 * tries a call that would wait for the client (refused: it would
+	 * wait for itself). */
+	bool queued = strcmp(channel, "direct") != 0;
+	d = (struct handler_data){.release = a, .answer = WAFER_OOM_RETRY,
+				  .try_sync = queued};
 	is_status(reserve(client, 4 * MiB, &c), WAFER_OK,
 		  "%s: the handler released 4 MiB, the retry succeeded",
 		  channel);
@@ -173,6 +186,14 @@ static void test_channel(const char *channel)
 	else
 		ok(pthread_equal(d.thread, pthread_self()),
 		   "%s: the handler ran on the caller's thread", channel);
+	if (queued) {
+		is_status(d.sync_status, WAFER_ERROR_INVALID_ARGUMENT,
+			  "%s: wafer_sync inside the handler is refused",
+			  channel);
+		like(d.sync_detail, "called from the client's out-of-memory "
+				    "handler",
+		     "%s: and says why", channel);
+	}
 	is_status(wafer_retain(client, a), WAFER_ERROR_INVALID_HANDLE,
 		  "%s: the released handle is dead", channel);
 
