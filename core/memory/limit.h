@@ -6,7 +6,9 @@
  * summed in one counter of the device (struct wafer_runtime_device's
  * memory_reserved), which every client's storage wrapper charges before
  * it asks the plugin for memory (alloc, alloc_async, vm_map) and credits
- * when it gives memory back. What counts is what storage holds — live
+ * when it gives memory back. The counter is the runtime's (each runtime
+ * opens its own devices): other runtimes and processes are not counted.
+ * What counts is what storage holds — live
  * blocks and cached free ones, rounded as the strategy rounds — not the
  * bytes handles asked for.
  *
