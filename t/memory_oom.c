@@ -8,7 +8,8 @@
  * that the handler gets the figures, may release a handle and retry (on
  * the thread the channel runs commands on: the caller's on direct and
  * mutex, the runner's on mpsc), or decline; that the limit is the
- * device's, shared by its clients; percentages; and bad values. */
+ * device's, shared by its clients; percentages; WAFER_MEMORY_LIMIT; and
+ * bad values. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -277,6 +278,23 @@ static void test_percent(void)
 	wafer_runtime_close(runtime);
 }
 
+/* WAFER_MEMORY_LIMIT comes after the files. */
+static void test_environment(void)
+{
+	setenv("WAFER_MEMORY_LIMIT", "4M", 1);
+	wafer_runtime *runtime = open_runtime("8M");
+	unsetenv("WAFER_MEMORY_LIMIT");
+	wafer_client *client = open_client(runtime, "direct");
+	wafer_handle a;
+	is_status(reserve(client, 6 * MiB, &a), WAFER_ERROR_OUT_OF_MEMORY,
+		  "environment: 6 MiB passes WAFER_MEMORY_LIMIT=4M");
+	like(last_detail, "[memory] limit 4M (4194304 bytes, from environment "
+			  "WAFER_MEMORY_LIMIT)",
+	     "environment: the detail names the variable");
+	wafer_client_close(client);
+	wafer_runtime_close(runtime);
+}
+
 static void test_bad_value(void)
 {
 	wafer_runtime *runtime = open_runtime("120%");
@@ -295,6 +313,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		bail_out("mkdtemp failed");
 	snprintf(conf, sizeof conf, "%s/wafer.conf", dir);
+	unsetenv("WAFER_MEMORY_LIMIT"); /* the limits here are the files' */
 	const char *caller = getenv("WAFER_CONFIG");
 	FILE *f = caller ? fopen(caller, "r") : NULL;
 	if (f) {
@@ -309,6 +328,7 @@ int main(void)
 	test_channel("mpsc");
 	test_shared();
 	test_percent();
+	test_environment();
 	test_bad_value();
 	unlink(conf);
 	rmdir(dir);
