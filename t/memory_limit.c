@@ -9,6 +9,8 @@
  * and one device's counter is shared by the managers of its clients. */
 #include "build-config.h"
 
+#include <pthread.h>
+
 #include "t/fake_storage.h"
 #include "t/tap.h"
 
@@ -313,6 +315,71 @@ static void test_shared_device(void)
 	is_int((long long)device, 0, "counter back to 0");
 }
 
+/* Managers on several threads charging one device: the counter never
+ * passes the limit and comes back to 0. */
+struct racer {
+	struct limited l;
+	unsigned seed;
+	uint64_t *device;
+	int over;      /* times the device's counter was seen past 1 MiB */
+	int refused;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	struct wafer_slice held[8] = {{0}};
+	for (int i = 0; i < 20000; i++) {
+		struct wafer_slice *s = &held[rand_r(&r->seed) % 8];
+		if (s->resource) {
+			wafer_memory_release(r->l.m, s);
+			s->resource = 0;
+			if (i % 7 == 0)
+				wafer_memory_trim_cache(r->l.m);
+			continue;
+		}
+		size_t size = 1 + (size_t)rand_r(&r->seed) % (200 * KiB);
+		if (wafer_memory_reserve(r->l.m, size, s) != WAFER_OK)
+			r->refused++;
+		if (__atomic_load_n(r->device, __ATOMIC_RELAXED) > 1 * MiB)
+			r->over++;
+	}
+	for (int k = 0; k < 8; k++)
+		if (held[k].resource)
+			wafer_memory_release(r->l.m, &held[k]);
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	uint64_t device = 0;
+	struct racer r[4];
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct racer){.seed = 17u * (unsigned)i + 1,
+				      .device = &device};
+		limited_init(&r[i].l, NULL, "1M",
+			     "[memory.pool]\nlarge_round = 64K\n"
+			     "small_chunk = 64K\n",
+			     0, &device);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, race, &r[i]);
+	int over = 0, refused = 0;
+	size_t leaked = 0;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		over += r[i].over;
+		refused += r[i].refused;
+	}
+	for (int i = 0; i < 4; i++)
+		leaked += limited_fini(&r[i].l);
+	is_int(over, 0, "threads: the device never held more than its limit");
+	ok(refused > 0, "threads: the limit was met (%d refusals)", refused);
+	is_int((long long)leaked, 0, "threads: no leak");
+	is_int((long long)device, 0, "threads: the counter is back to 0");
+}
+
 int main(void)
 {
 	test_limit_hit();
@@ -323,6 +390,7 @@ int main(void)
 	test_vm();
 	test_percent();
 	test_shared_device();
+	test_threads();
 	done_testing();
 	return exit_status();
 }
