@@ -2,6 +2,7 @@
  * bridge.c: the bridge between a client and its device (see bridge.h). */
 #include "build-config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -76,8 +77,14 @@ wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 	bridge->launch = plugin->server->launch;
 	bridge->plugin_device = device->device;
 
-	wafer_status status =
-		plugin->server->queue_create(device->device, &bridge->queue);
+	char name[48];
+	snprintf(name, sizeof name, "%s:%u", device->backend, device->index);
+	wafer_status status = wafer_memory_limit_init(
+		&bridge->limit, config, device->info.memory_bytes, name,
+		&device->memory_reserved);
+	if (status != WAFER_OK)
+		return status;
+	status = plugin->server->queue_create(device->device, &bridge->queue);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s: queue_create",
 					  device->backend);
@@ -90,6 +97,7 @@ wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 		.quiesce = bridge_quiesce,
 		.sync = bridge_sync_hook,
 		.quiesce_data = bridge,
+		.limit = &bridge->limit,
 	};
 	status = wafer_memory_create(memory_strategy, &bridge->storage, config,
 				     &bridge->memory);
@@ -98,6 +106,18 @@ wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 		return status;
 	}
 	return WAFER_OK;
+}
+
+_Thread_local struct wafer_bridge *wafer_bridge_in_oom;
+
+wafer_status wafer_bridge_refuse_in_oom(void)
+{
+	return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+			  "called from the client's out-of-memory handler, "
+			  "which runs on the thread that owns the client and "
+			  "may only release handles (see "
+			  "wafer_memory_set_oom_handler(3)); waiting here would "
+			  "deadlock");
 }
 
 static void release_leaked(struct wafer_handle_slot *slot, void *data)

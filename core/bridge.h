@@ -112,6 +112,9 @@ struct wafer_bridge {
 	struct wafer_handle_table *handles;
 	void *queue;
 	struct wafer_storage storage;
+	/* [memory] limit of the device, as this client read it; the storage
+	 * wrapper charges it (core/memory/limit.h). */
+	struct wafer_memory_limit limit;
 	struct wafer_memory *memory;
 	/* device->plugin->server->launch and device->device, kept here: four
 	 * dependent loads fewer on every launch. */
@@ -154,6 +157,18 @@ static inline void wafer_bridge_defer(struct wafer_bridge *bridge,
 {
 	wafer_deferred_record(&bridge->deferred, status);
 }
+
+/* The bridge whose client's out-of-memory handler the calling thread is
+ * running (core/client.c sets it around the call), else NULL. The thread
+ * then owns that bridge mid-reserve: a release from the handler runs on
+ * it at once, and a channel refuses any call that would wait for the
+ * bridge (its own lock, its own runner) with wafer_bridge_refuse_in_oom
+ * instead of deadlocking. */
+extern _Thread_local struct wafer_bridge *wafer_bridge_in_oom;
+
+/* WAFER_ERROR_INVALID_ARGUMENT: "a call from the client's out-of-memory
+ * handler ...". */
+wafer_status wafer_bridge_refuse_in_oom(void);
 
 /* Runs one launch: the EXECUTE command, and the direct and mutex
  * channels' launch path. Sets request->launch.bindings. */

@@ -7,6 +7,7 @@
 #include "build-config.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,12 @@ struct wafer_client {
 	struct wafer_program_table programs;
 	struct wafer_bridge bridge;
 	struct wafer_channel channel;
+	/* The program's out-of-memory handler (wafer_memory_set_oom_handler):
+	 * set from any thread, read under the lock by the thread that runs
+	 * the failing reserve. */
+	pthread_mutex_t oom_lock;
+	wafer_oom_handler oom_handler;
+	void *oom_user;
 };
 
 //===----------------------------------------------------------------------===//
@@ -67,6 +74,28 @@ static const char *choose_memory(const wafer_client_options *options)
 	return NULL; /* the memory manager reads [memory] strategy */
 }
 
+/* The memory manager's out-of-memory hook (memory.h): the program's
+ * handler, if it set one. */
+static bool client_oom(void *data, const wafer_oom_info *info)
+{
+	wafer_client *client = data;
+	pthread_mutex_lock(&client->oom_lock);
+	wafer_oom_handler handler = client->oom_handler;
+	void *user = client->oom_user;
+	pthread_mutex_unlock(&client->oom_lock);
+	if (!handler)
+		return false;
+	/* The bridge is this thread's and mid-reserve: a release from the
+	 * handler runs on it at once (wafer_client_drop) instead of going
+	 * through the channel, whose lock this thread holds (mutex) or whose
+	 * runner this thread is (mpsc). */
+	struct wafer_bridge *outer = wafer_bridge_in_oom;
+	wafer_bridge_in_oom = &client->bridge;
+	wafer_oom_action action = handler(client, info, user);
+	wafer_bridge_in_oom = outer;
+	return action == WAFER_OOM_RETRY;
+}
+
 WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 					 const char *selector,
 					 const wafer_client_options *options,
@@ -93,6 +122,7 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 	if (!client)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
 	client->runtime = runtime;
+	pthread_mutex_init(&client->oom_lock, NULL);
 	const struct wafer_config *config = wafer_runtime_get_config(runtime);
 
 	status = wafer_runtime_acquire_device(runtime, selector, &client->device);
@@ -126,6 +156,7 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 				   choose_memory(options));
 	if (status != WAFER_OK)
 		goto fail_kernels;
+	wafer_memory_set_oom(client->bridge.memory, client_oom, client);
 	const char *channel = choose_channel(config, options, &origin);
 	status = wafer_channel_create(channel, origin, &client->bridge,
 				      &client->channel);
@@ -151,6 +182,7 @@ fail_handles:
 fail_device:
 	wafer_runtime_release_device(runtime, client->device);
 fail_free:
+	pthread_mutex_destroy(&client->oom_lock);
 	free(client);
 	return status;
 }
@@ -173,6 +205,7 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 	wafer_handle_table_fini(&client->handles);
 	wafer_runtime_release_device(client->runtime, client->device);
 	wafer_runtime_client_closed(client->runtime);
+	pthread_mutex_destroy(&client->oom_lock);
 	free(client);
 	return status;
 }
@@ -400,6 +433,8 @@ wafer_status wafer_client_drop(wafer_client *client, wafer_handle handle,
 		.kind = WAFER_COMMAND_RELEASE,
 		.release = {.slot = last},
 	};
+	if (wafer_bridge_in_oom == &client->bridge) /* from its handler */
+		return wafer_bridge_run(&client->bridge, &command);
 	return wafer_channel_submit(&client->channel, &command);
 }
 
@@ -712,6 +747,20 @@ WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 	usage.handles_live = wafer_handle_table_live(&client->handles);
 	copy_out_struct(out_usage, &usage, sizeof usage);
 	return status;
+}
+
+WAFER_API wafer_status wafer_memory_set_oom_handler(wafer_client *client,
+						    wafer_oom_handler handler,
+						    void *user)
+{
+	if (!client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_memory_set_oom_handler: client is NULL");
+	pthread_mutex_lock(&client->oom_lock);
+	client->oom_handler = handler;
+	client->oom_user = handler ? user : NULL;
+	pthread_mutex_unlock(&client->oom_lock);
+	return WAFER_OK;
 }
 
 WAFER_API wafer_status wafer_memory_trim(wafer_client *client)

@@ -11,6 +11,7 @@ libwafer_core_la_SOURCES = \
 	core/memory/storage.c core/memory/storage.h \
 	core/memory/memory.c core/memory/memory.h \
 	core/memory/common.c core/memory/common.h \
+	core/memory/limit.c core/memory/limit.h \
 	core/memory/registry.c \
 	core/memory/exact.c \
 	core/memory/direct.c \

@@ -31,6 +31,9 @@ struct wafer_runtime_device {
 	/* Lookups in it, built when the device opens; shared by every
 	 * client of the device (thread-safe, see kernel_table.h). */
 	struct wafer_kernel_table kernel_table;
+	/* Bytes all clients of the device hold from its storage, for
+	 * `[memory] limit` (core/memory/limit.h; changed atomically). */
+	uint64_t memory_reserved;
 };
 
 const struct wafer_config *wafer_runtime_get_config(const wafer_runtime *runtime);

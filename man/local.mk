@@ -22,6 +22,7 @@ dist_man_MANS += \
 	man/wafer_kernel_find.3 \
 	man/wafer_last_error.3 \
 	man/wafer_memory_trim.3 \
+	man/wafer_memory_set_oom_handler.3 \
 	man/wafer_read.3 \
 	man/wafer_read_async.3 \
 	man/wafer_release.3 \

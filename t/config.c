@@ -406,7 +406,7 @@ static const struct bad_case bad_cases[] = {
 	{"unknown [core] key", "#\n[core]\n", "backends = cpu", 0,
 	 "unknown key 'backends' in [core] (known: backend, plugin_path, channel, log, max_handles, cache_dir)"},
 	{"unknown [memory] key", "#\n[memory]\n", "strategies = pool", 0,
-	 "unknown key 'strategies' in [memory] (known: strategy)"},
+	 "unknown key 'strategies' in [memory] (known: strategy, limit)"},
 	{"bad [core] log", "#\n[core]\n", "log = loud", 0,
 	 "[core] log: expected error, warn, info or debug, got 'loud'"},
 	{"NUL byte", "#\n[cpu]\n", "a\0b = 1", 7, "NUL byte in line"},

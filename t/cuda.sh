@@ -5,7 +5,7 @@
 # loads and reports zero devices with the reason, which wafer-info shows,
 # and the next backend is the default. On the stand-in driver
 # (t/fakecuda.c) it is accepted, and the backend-neutral suite — t/client,
-# t/channels, t/stress, t/ops, t/donation — passes on it with
+# t/channels, t/stress, t/ops, t/donation, t/memory_oom — passes on it with
 # WAFER_BACKEND=cuda, also with every stream step slowed down and with
 # each memory strategy. The stand-in emulates each kernel by its name
 # over the grid and block it was launched with, refuses a block the kernel
@@ -72,7 +72,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..25"
+echo "1..28"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -165,6 +165,11 @@ for strategy in direct chunked buckets stream; do
 	suite client WAFER_MEMORY=$strategy
 done
 suite channels FAKECUDA_DELAY_US=20
+# [memory] limit and the out-of-memory handler: on mapped pages (VMM), on
+# plain allocations, and a percentage of another memory size.
+suite memory_oom
+suite memory_oom FAKECUDA_NO_VMM=1
+suite memory_oom FAKECUDA_MEMORY=3000000000
 
 # wafer-replay on the device's real storage (--storage), the stand-in's.
 replay() {

@@ -31,7 +31,7 @@ exports() {
 		awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u
 }
 
-echo "1..6"
+echo "1..7"
 
 syms=$(exports "$plugin") || syms="(nm failed on $plugin)"
 if [ "$syms" = wafer_plugin_query ]; then
@@ -109,4 +109,11 @@ if [ -z "$missing" ]; then
 else
 	echo "not ok 6 - libwafer.so.0 exports the program calls"
 	echo "# missing:$missing"
+fi
+
+# The out-of-memory handler of <wafer/wafer.h> (wafer-memory(7)).
+if echo "$libsyms" | grep -qx wafer_memory_set_oom_handler; then
+	echo "ok 7 - libwafer.so.0 exports wafer_memory_set_oom_handler"
+else
+	echo "not ok 7 - libwafer.so.0 exports wafer_memory_set_oom_handler"
 fi

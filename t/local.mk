@@ -57,6 +57,12 @@ t/user_kernels/kernels.spv: t/user_kernels/kernels.cl
 CLEANFILES += t/user_kernels/kernels.spv
 endif
 
+# Backend-neutral: [memory] limit and the out-of-memory handler through
+# the client API, on every channel (t/cuda.sh runs it on the stand-in).
+check_PROGRAMS += t/memory_oom
+TESTS += t/memory_oom
+t_memory_oom_LDADD = libwafer.la
+
 # The plugins' compiled-binary cache (core/binary_cache.c), directly.
 check_PROGRAMS += t/binary_cache
 TESTS += t/binary_cache
@@ -254,6 +260,10 @@ t_memory_direct_LDADD = $(T_CORE_LIBS)
 check_PROGRAMS += t/memory_pool
 TESTS += t/memory_pool
 t_memory_pool_LDADD = $(T_CORE_LIBS)
+# [memory] limit and the out-of-memory hook, on the fake storage.
+check_PROGRAMS += t/memory_limit
+TESTS += t/memory_limit
+t_memory_limit_LDADD = $(T_CORE_LIBS)
 check_PROGRAMS += t/memory_property
 TESTS += t/memory_property
 t_memory_property_LDADD = $(T_CORE_LIBS)

@@ -359,8 +359,11 @@ static struct mpsc_node *take_node(struct mpsc_channel *ch)
 {
 	struct mpsc_node *node;
 	while (!(node = take_recycled(ch))) {
+		/* The runner itself, in the client's out-of-memory handler,
+		 * must not wait for the runner: it takes one more node. */
 		if (atomic_load_explicit(&ch->pool_count,
-					 memory_order_relaxed) < MPSC_QUEUE_MAX) {
+					 memory_order_relaxed) < MPSC_QUEUE_MAX ||
+		    wafer_bridge_in_oom == ch->bridge) {
 			node = aligned_alloc(MPSC_CACHE_LINE, MPSC_NODE_SIZE);
 			if (!node)
 				return NULL;
@@ -663,6 +666,10 @@ static wafer_status push_and_wait(struct mpsc_channel *ch,
 				  const struct wafer_command *command,
 				  uint32_t flags)
 {
+	/* From the client's out-of-memory handler, this thread is the
+	 * runner: it would wait for itself. */
+	if (__builtin_expect(wafer_bridge_in_oom == ch->bridge, 0))
+		return wafer_bridge_refuse_in_oom();
 	struct mpsc_waiter waiter;
 	atomic_init(&waiter.state, WAIT_PENDING);
 	struct mpsc_node node = {

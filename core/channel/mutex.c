@@ -41,6 +41,10 @@ static void mutex_destroy(void *self)
 static wafer_status mutex_submit(void *self, struct wafer_command *command)
 {
 	struct mutex_channel *ch = self;
+	/* From the client's out-of-memory handler, this thread holds the
+	 * lock already. */
+	if (__builtin_expect(wafer_bridge_in_oom == ch->bridge, 0))
+		return wafer_bridge_refuse_in_oom();
 	pthread_mutex_lock(&ch->lock);
 	wafer_status status = wafer_bridge_run(ch->bridge, command);
 	pthread_mutex_unlock(&ch->lock);
@@ -51,6 +55,8 @@ static wafer_status mutex_execute(void *self,
 				  struct wafer_execute_request *request)
 {
 	struct mutex_channel *ch = self;
+	if (__builtin_expect(wafer_bridge_in_oom == ch->bridge, 0))
+		return wafer_bridge_refuse_in_oom();
 	pthread_mutex_lock(&ch->lock);
 	wafer_status status = wafer_bridge_execute(ch->bridge, request);
 	pthread_mutex_unlock(&ch->lock);

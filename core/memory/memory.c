@@ -18,6 +18,9 @@ struct wafer_memory {
 	uint64_t bytes_in_use;
 	uint64_t peak_in_use;
 	uint64_t reuse_hits;
+	/* The out-of-memory hook (wafer_memory_set_oom). */
+	wafer_memory_oom_fn oom;
+	void *oom_data;
 };
 
 const struct wafer_memory_strategy_ops *
@@ -95,16 +98,63 @@ static uint64_t storage_calls(const struct wafer_storage *s)
 	return c->allocs + c->maps;
 }
 
+/* A reserve; on out-of-memory, the strategy's cache is trimmed and it
+ * tries once more: cached free memory may be what stands in the way (of
+ * the device's limit, or of the device). */
+static wafer_status reserve_trimming(struct wafer_memory *memory, size_t size,
+				     struct wafer_slice *out_slice)
+{
+	wafer_status status = memory->ops->reserve(memory->self, size, out_slice);
+	if (status == WAFER_ERROR_OUT_OF_MEMORY) {
+		memory->ops->trim(memory->self);
+		status = memory->ops->reserve(memory->self, size, out_slice);
+	}
+	return status;
+}
+
+void wafer_memory_set_oom(struct wafer_memory *memory, wafer_memory_oom_fn fn,
+			  void *data)
+{
+	memory->oom = fn;
+	memory->oom_data = data;
+}
+
+/* The reserve of |size| failed for want of memory: the hook may release
+ * slices and ask for one retry. The failure's detail is kept across the
+ * hook (whose own calls may overwrite the thread's detail) and is the
+ * result's when the hook declines. */
+static wafer_status ask_oom(struct wafer_memory *memory, size_t size,
+			    struct wafer_slice *out_slice)
+{
+	char *detail = strdup(wafer_error_detail());
+	const struct wafer_memory_limit *limit = memory->storage->limit;
+	wafer_oom_info info = {
+		.struct_size = sizeof info,
+		.size = size,
+		.bytes_in_use = memory->bytes_in_use,
+		.bytes_reserved = memory->storage->counters.bytes_reserved,
+		.device_reserved =
+			limit ? wafer_memory_limit_device_reserved(limit)
+			      : memory->storage->counters.bytes_reserved,
+		.limit = limit ? limit->bytes : 0,
+		.detail = detail ? detail : "out of memory",
+	};
+	wafer_status status = WAFER_ERROR_OUT_OF_MEMORY;
+	if (memory->oom(memory->oom_data, &info))
+		status = reserve_trimming(memory, size, out_slice);
+	else
+		wafer_fail(status, "%s", info.detail);
+	free(detail);
+	return status;
+}
+
 wafer_status wafer_memory_reserve(struct wafer_memory *memory, size_t size,
 				  struct wafer_slice *out_slice)
 {
 	uint64_t calls_before = storage_calls(memory->storage);
-	wafer_status status = memory->ops->reserve(memory->self, size, out_slice);
-	if (status == WAFER_ERROR_OUT_OF_MEMORY) {
-		/* Cached free memory may be what stands in the way. */
-		memory->ops->trim(memory->self);
-		status = memory->ops->reserve(memory->self, size, out_slice);
-	}
+	wafer_status status = reserve_trimming(memory, size, out_slice);
+	if (status == WAFER_ERROR_OUT_OF_MEMORY && memory->oom)
+		status = ask_oom(memory, size, out_slice);
 	if (status != WAFER_OK) {
 		memset(out_slice, 0, sizeof *out_slice);
 		if (status != WAFER_ERROR_OUT_OF_MEMORY)

@@ -14,6 +14,7 @@
 #ifndef WAFER_CORE_MEMORY_MEMORY_H
 #define WAFER_CORE_MEMORY_MEMORY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -97,6 +98,16 @@ wafer_status wafer_memory_reserve(struct wafer_memory *memory, size_t size,
 				  struct wafer_slice *out_slice);
 void wafer_memory_release(struct wafer_memory *memory,
 			  const struct wafer_slice *slice);
+/* The out-of-memory hook: called by wafer_memory_reserve when a reserve
+ * still fails for want of memory after the trim and retry, with |info|
+ * filled (size, this manager's figures, the device's and its limit, the
+ * failure's detail). It may release slices (the strategy is between
+ * calls); true asks for one more reserve (trimming again if that fails),
+ * false lets the reserve fail with the original detail. fn NULL: none. */
+typedef bool (*wafer_memory_oom_fn)(void *data, const wafer_oom_info *info);
+void wafer_memory_set_oom(struct wafer_memory *memory, wafer_memory_oom_fn fn,
+			  void *data);
+
 void wafer_memory_trim_cache(struct wafer_memory *memory);
 void wafer_memory_after_sync(struct wafer_memory *memory);
 

@@ -17,6 +17,25 @@ static void add_reserved(struct wafer_storage *s, size_t bytes)
 static void sub_reserved(struct wafer_storage *s, size_t bytes)
 {
 	s->counters.bytes_reserved -= bytes;
+	if (s->limit)
+		wafer_memory_limit_credit(s->limit, bytes);
+}
+
+/* Before |bytes| more are asked of the plugin: the device's limit. */
+static wafer_status charge(struct wafer_storage *s, size_t bytes)
+{
+	if (!s->limit)
+		return WAFER_OK;
+	return wafer_memory_limit_charge(s->limit, bytes,
+					 s->counters.bytes_reserved);
+}
+
+/* The plugin refused what charge() booked: give it back. */
+static void uncharge(struct wafer_storage *s, wafer_status status,
+		     size_t bytes)
+{
+	if (status != WAFER_OK && s->limit)
+		wafer_memory_limit_credit(s->limit, bytes);
 }
 
 /* Counts an allocation (alloc, alloc_async, vm_reserve) that returned
@@ -59,8 +78,14 @@ static void counted_free(struct wafer_storage *s,
 wafer_status wafer_storage_alloc(struct wafer_storage *s, size_t size,
 				 wafer_resource *out_resource)
 {
-	return counted_alloc(s, s->ops->alloc(s->device, size, out_resource),
-			     size, out_resource);
+	wafer_status status = charge(s, size);
+	if (status != WAFER_OK) {
+		*out_resource = 0;
+		return status;
+	}
+	status = s->ops->alloc(s->device, size, out_resource);
+	uncharge(s, status, size);
+	return counted_alloc(s, status, size, out_resource);
 }
 
 void wafer_storage_free(struct wafer_storage *s, wafer_resource resource,
@@ -75,9 +100,14 @@ wafer_status wafer_storage_alloc_async(struct wafer_storage *s, size_t size,
 	if (!wafer_storage_has_async(s))
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
 				  "the plugin offers no stream-ordered allocation");
-	return counted_alloc(
-		s, s->ops->alloc_async(s->device, s->queue, size, out_resource),
-		size, out_resource);
+	wafer_status status = charge(s, size);
+	if (status != WAFER_OK) {
+		*out_resource = 0;
+		return status;
+	}
+	status = s->ops->alloc_async(s->device, s->queue, size, out_resource);
+	uncharge(s, status, size);
+	return counted_alloc(s, status, size, out_resource);
 }
 
 wafer_status wafer_storage_free_async(struct wafer_storage *s,
@@ -110,7 +140,11 @@ void wafer_storage_vm_release(struct wafer_storage *s, wafer_resource range,
 wafer_status wafer_storage_vm_map(struct wafer_storage *s, wafer_resource range,
 				  size_t offset, size_t size)
 {
-	wafer_status status = s->ops->vm_map(s->device, range, offset, size);
+	wafer_status status = charge(s, size);
+	if (status != WAFER_OK)
+		return status;
+	status = s->ops->vm_map(s->device, range, offset, size);
+	uncharge(s, status, size);
 	s->counters.maps++;
 	if (status == WAFER_OK)
 		add_reserved(s, size);

@@ -19,6 +19,8 @@
 
 #include <wafer/plugin.h>
 
+#include "core/memory/limit.h"
+
 struct wafer_storage_counters {
 	uint64_t allocs;   /* alloc + alloc_async + vm_reserve */
 	uint64_t frees;    /* free + free_async + vm_release */
@@ -46,6 +48,11 @@ struct wafer_storage {
 	/* Waits for every queued operation on the queue (the stream
 	 * strategy's reap step). NULL: nothing queued. */
 	wafer_status (*sync)(void *quiesce_data);
+	/* The device's `[memory] limit` and its counter of bytes reserved by
+	 * all its clients (limit.h): charged before alloc, alloc_async and
+	 * vm_map, credited at free, free_async, vm_unmap and vm_release.
+	 * NULL: neither (null and fake storage). */
+	struct wafer_memory_limit *limit;
 	struct wafer_storage_counters counters;
 };
 

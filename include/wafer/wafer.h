@@ -371,6 +371,37 @@ WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 /* Returns cached (unused) memory to the device. */
 WAFER_API wafer_status wafer_memory_trim(wafer_client *client);
 
+/* Out of memory (wafer_memory_set_oom_handler(3)): what a reserve that is
+ * about to fail asked for and what is held. */
+typedef struct wafer_oom_info {
+	size_t struct_size;
+	size_t size;              /* bytes the reserve asked for */
+	uint64_t bytes_in_use;    /* this client's live handles */
+	uint64_t bytes_reserved;  /* this client's, from storage */
+	uint64_t device_reserved; /* all clients of the device, from storage */
+	uint64_t limit;           /* [memory] limit in bytes; 0: none */
+	const char *detail;       /* why it failed (the error text so far) */
+} wafer_oom_info;
+
+typedef enum wafer_oom_action {
+	WAFER_OOM_FAIL = 0,  /* the reserve fails with OUT_OF_MEMORY */
+	WAFER_OOM_RETRY = 1, /* handles were released: try once more */
+} wafer_oom_action;
+
+typedef wafer_oom_action (*wafer_oom_handler)(wafer_client *client,
+					      const wafer_oom_info *info,
+					      void *user);
+
+/* Calls |handler| (NULL: none) before a reserve of |client| fails for
+ * want of memory — its device's [memory] limit or the device itself —
+ * after the cache was trimmed. It may release handles (wafer_release)
+ * and ask for one retry. It runs on the thread that runs the client's
+ * commands: the caller's on the direct and mutex channels, the runner
+ * thread on mpsc; see the man page for what it may call. */
+WAFER_API wafer_status wafer_memory_set_oom_handler(wafer_client *client,
+						    wafer_oom_handler handler,
+						    void *user);
+
 #ifdef __cplusplus
 }
 #endif
