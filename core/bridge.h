@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/handle_table.h"
 #include "core/memory/memory.h"
+#include "core/memory/record.h"
 #include "core/runtime.h"
 #include "core/memory/storage.h"
 
@@ -113,6 +114,8 @@ struct wafer_bridge {
 	void *queue;
 	struct wafer_storage storage;
 	struct wafer_memory *memory;
+	/* `[memory] trace`: the reserves and releases, or NULL. */
+	struct wafer_memory_record *record;
 	/* device->plugin->server->launch and device->device, kept here: four
 	 * dependent loads fewer on every launch. */
 	wafer_status (*launch)(void *device, void *queue,

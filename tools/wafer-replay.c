@@ -258,6 +258,34 @@ static uint64_t storage_ops(const struct wafer_storage *s)
 	return c->allocs + c->frees + c->maps + c->unmaps;
 }
 
+/* "alloc:3,free:3": the storage calls per plugin entry, the entries
+ * never called left out ("none" when there were no calls), so a reader
+ * sees where the calls went (a vm_unmap costs more than a vm_map). */
+static void format_calls(const wafer_memory_usage *u, char *buf, size_t size)
+{
+	const struct {
+		const char *name;
+		uint64_t count;
+	} kinds[] = {
+		{"alloc", u->calls_alloc},
+		{"free", u->calls_free},
+		{"alloc_async", u->calls_alloc_async},
+		{"free_async", u->calls_free_async},
+		{"vm_reserve", u->calls_vm_reserve},
+		{"vm_release", u->calls_vm_release},
+		{"vm_map", u->calls_vm_map},
+		{"vm_unmap", u->calls_vm_unmap},
+	};
+	size_t used = 0;
+	snprintf(buf, size, "none");
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+		if (kinds[i].count && used < size)
+			used += (size_t)snprintf(buf + used, size - used,
+						 "%s%s:%" PRIu64,
+						 used ? "," : "",
+						 kinds[i].name, kinds[i].count);
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -370,11 +398,15 @@ int main(int argc, char **argv)
 					       (double)u.peak_in_use
 				     : 0.0;
 	const char *name = wafer_memory_strategy_name(memory);
+	char calls[256];
+	format_calls(&u, calls, sizeof calls);
 	printf("strategy=%s events=%zu peak_live=%" PRIu64
 	       " peak_reserved=%" PRIu64 " ratio=%.3f storage_ops=%" PRIu64
-	       " steady_ops=%" PRIu64 " ns_per_event=%.1f\n",
+	       " steady_ops=%" PRIu64 " calls=%s failures=%" PRIu64
+	       " retries=%" PRIu64 " ns_per_event=%.1f\n",
 	       name, t.count, u.peak_in_use, u.peak_reserved, ratio, ops,
-	       ops - ops_at_half, (double)elapsed / (double)t.count);
+	       ops - ops_at_half, calls, u.storage_failures, u.reserve_retries,
+	       (double)elapsed / (double)t.count);
 	fflush(stdout);
 
 	int rc = 0;

@@ -18,6 +18,7 @@ struct wafer_memory {
 	uint64_t bytes_in_use;
 	uint64_t peak_in_use;
 	uint64_t reuse_hits;
+	uint64_t retries; /* reserves retried after a trim */
 };
 
 const struct wafer_memory_strategy_ops *
@@ -103,6 +104,7 @@ wafer_status wafer_memory_reserve(struct wafer_memory *memory, size_t size,
 	if (status == WAFER_ERROR_OUT_OF_MEMORY) {
 		/* Cached free memory may be what stands in the way. */
 		memory->ops->trim(memory->self);
+		memory->retries++;
 		status = memory->ops->reserve(memory->self, size, out_slice);
 	}
 	if (status != WAFER_OK) {
@@ -157,6 +159,16 @@ void wafer_memory_get_usage(const struct wafer_memory *memory,
 	out->storage_maps = c->maps;
 	out->storage_unmaps = c->unmaps;
 	out->reuse_hits = memory->reuse_hits;
+	out->calls_alloc = c->calls_alloc;
+	out->calls_free = c->calls_free;
+	out->calls_alloc_async = c->calls_alloc_async;
+	out->calls_free_async = c->calls_free_async;
+	out->calls_vm_reserve = c->calls_vm_reserve;
+	out->calls_vm_release = c->calls_vm_release;
+	out->calls_vm_map = c->calls_vm_map;
+	out->calls_vm_unmap = c->calls_vm_unmap;
+	out->storage_failures = c->failures;
+	out->reserve_retries = memory->retries;
 }
 
 void wafer_memory_strategy_stats(const struct wafer_memory *memory,

@@ -362,6 +362,21 @@ typedef struct wafer_memory_usage {
 	uint64_t storage_unmaps;
 	uint64_t reuse_hits;      /* reserves served from cached memory */
 	uint64_t handles_live;
+	/* Since 0.2 (read them only where struct_size covers them): calls
+	 * per entry of the plugin's storage (the storage_* sums above add
+	 * them up: allocs = alloc + alloc_async + vm_reserve, frees = free +
+	 * free_async + vm_release), the calls of them that failed, and the
+	 * reserves retried after the cache was trimmed. */
+	uint64_t calls_alloc;
+	uint64_t calls_free;
+	uint64_t calls_alloc_async;
+	uint64_t calls_free_async;
+	uint64_t calls_vm_reserve;
+	uint64_t calls_vm_release;
+	uint64_t calls_vm_map;
+	uint64_t calls_vm_unmap;
+	uint64_t storage_failures;
+	uint64_t reserve_retries;
 } wafer_memory_usage;
 
 /* Memory statistics of the client's memory manager. */
