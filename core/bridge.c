@@ -246,6 +246,34 @@ static wafer_status run_program_release(struct wafer_bridge *bridge,
 	return status;
 }
 
+static void attach_handle(struct wafer_handle_slot *slot, void *data)
+{
+	struct wafer_bridge *bridge = data;
+	if (slot->slice.resource)
+		wafer_memory_snapshot_attach(
+			bridge->snapshot, &slot->slice,
+			wafer_handle_table_handle(bridge->handles, slot));
+}
+
+/* The memory manager's snapshot, each live block named by its handle. */
+static wafer_status run_snapshot(struct wafer_bridge *bridge,
+				 struct wafer_memory_snapshot *out)
+{
+	wafer_status status = wafer_memory_snapshot_take(bridge->memory, out);
+	if (status != WAFER_OK)
+		return status;
+	bridge->snapshot = out;
+	wafer_handle_table_for_each_live(bridge->handles, attach_handle,
+					 bridge);
+	bridge->snapshot = NULL;
+	if (out->failed)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "memory snapshot: out of host memory after "
+				  "%zu items", out->count);
+	wafer_memory_snapshot_sort(out);
+	return WAFER_OK;
+}
+
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 			      struct wafer_command *c)
 {
@@ -314,6 +342,8 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 		return run_timer_end(bridge, c->timer.slot, c->timer.elapsed_ns);
 	case WAFER_COMMAND_PROGRAM_RELEASE:
 		return run_program_release(bridge, c->program.loaded);
+	case WAFER_COMMAND_SNAPSHOT:
+		return run_snapshot(bridge, c->snapshot.out);
 	}
 	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);
 }

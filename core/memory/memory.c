@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/memory/common.h"
+#include "core/memory/snapshot.h"
 
 struct wafer_memory {
 	const struct wafer_memory_strategy_ops *ops;
@@ -177,6 +178,21 @@ void wafer_memory_strategy_stats(const struct wafer_memory *memory,
 	memset(out, 0, sizeof *out);
 	if (memory->ops->stats)
 		memory->ops->stats(memory->self, out);
+}
+
+wafer_status wafer_memory_snapshot_take(struct wafer_memory *memory,
+					struct wafer_memory_snapshot *out)
+{
+	memset(out, 0, sizeof *out);
+	if (memory->ops->snapshot)
+		memory->ops->snapshot(memory->self, out);
+	else
+		wafer_memory_base_snapshot(memory->self, out);
+	if (out->failed)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "memory snapshot: out of host memory after "
+				  "%zu items", out->count);
+	return WAFER_OK;
 }
 
 /*===----------------------------------------------------------------------===
