@@ -261,6 +261,12 @@ check_PROGRAMS += t/memory_null
 TESTS += t/memory_null
 t_memory_null_LDADD = $(T_CORE_LIBS)
 
+# Calls per storage entry, failures, retries and snapshots, on the fake
+# storage (t/fake_storage.h).
+check_PROGRAMS += t/memory_observe
+TESTS += t/memory_observe
+t_memory_observe_LDADD = $(T_CORE_LIBS)
+
 # wafer-replay on a hand-made trace with known answers (t/replay.sh); it
 # runs the tools/wafer-replay that `all` builds before any test.
 TESTS += t/replay.sh
