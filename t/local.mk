@@ -282,6 +282,11 @@ check_PROGRAMS += t/memory_trace
 TESTS += t/memory_trace
 t_memory_trace_LDADD = libwafer.la
 
+# wafer_memory_snapshot on the default device, on each channel.
+check_PROGRAMS += t/memory_snapshot
+TESTS += t/memory_snapshot
+t_memory_snapshot_LDADD = libwafer.la
+
 # The direct strategy lets ASan catch a kernel writing past its handle.
 check_PROGRAMS += t/overrun
 TESTS += t/overrun
@@ -430,7 +435,7 @@ t_client_open_errors_LDADD = $(T_CORE_LIBS)
 # plugin (or its test driver) whatever WAFER_BACKEND says.
 BACKEND_NEUTRAL_TESTS = t/client t/channels t/stress t/ops t/donation \
 	t/replay-backend.sh t/tensor t/ops_wrappers t/api_errors t/autotune_errors \
-	t/programs t/memory_trace
+	t/programs t/memory_trace t/memory_snapshot
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
 	cuda:t/cuda_plugin cuda:t/cuda.sh \

@@ -58,7 +58,7 @@ line_is() {
 	printf '%s\n' "$1" | cmp -s - "$tmp/line"
 }
 
-echo "1..38"
+echo "1..45"
 
 expect() { # expect "ARGS" "LINE"
 	args=$1
@@ -109,6 +109,17 @@ sed 's/^\([af] .*\)$/\1 t=12 note=x/' "$trace" > "$tmp/named.trace"
 check "named fields are read past" replays --strategy direct "$tmp/named.trace"
 check "  same line" line_is \
 	"strategy=direct events=6 peak_live=4000 peak_reserved=4000 ratio=1.000 storage_ops=6 steady_ops=3 calls=alloc:3,free:3 failures=0 retries=0"
+
+# --snapshot=2: after a 1 1000 and a 2 3000, pool's one small segment
+# (a 256 GiB range of 2 MiB pages, the first mapped) holds both, named by
+# the trace lines that allocated them, and the free rest.
+check "--snapshot=2" replays --snapshot=2 "$trace"
+check "  the segment" has "segment 0 small: 274877906944 bytes, 2097152 mapped, pages of 2097152"
+check "  its page runs" has "  pages [2097152, 274877906944) unmapped"
+check "  the first block, from line 3" has "  block [0, 1024) live: 1000 bytes, trace line 3"
+check "  the second, from line 4" has "  block [1024, 4096) live: 3000 bytes, trace line 4"
+check "  the free rest" has "  block [4096, 274877906944) free"
+check "--snapshot=0 is refused" refuses --snapshot=0 "$trace"
 
 check "unknown strategy is refused" refuses --strategy nosuch "$trace"
 check "  listing the known ones" has "known: exact, direct, chunked, buckets, stream, pool"
