@@ -109,27 +109,97 @@ void wafer_memory_base_snapshot(void *self, struct wafer_memory_snapshot *out)
 					      c->size, c->size, 0);
 }
 
+/* Sort key of an item for attach: its segment's resource, its kind
+ * (segments first), its offset. */
+struct place {
+	wafer_resource resource;
+	wafer_memory_item_kind kind;
+	uint64_t offset;
+};
+
+static int compare_place(const struct place *a, const struct place *b)
+{
+	if (a->resource != b->resource)
+		return a->resource < b->resource ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+static struct place place_of(const struct wafer_memory_snapshot *s, size_t i)
+{
+	return (struct place){s->resources[i], s->items[i].kind,
+			      s->items[i].offset};
+}
+
+/* qsort has no context argument: the snapshot being indexed. */
+static _Thread_local const struct wafer_memory_snapshot *sorting;
+
+static int by_index_place(const void *x, const void *y)
+{
+	struct place a = place_of(sorting, *(const size_t *)x);
+	struct place b = place_of(sorting, *(const size_t *)y);
+	return compare_place(&a, &b);
+}
+
+static bool build_index(struct wafer_memory_snapshot *s)
+{
+	s->index_built = true;
+	s->index = malloc((s->count ? s->count : 1) * sizeof *s->index);
+	if (!s->index)
+		return false;
+	for (size_t i = 0; i < s->count; i++) {
+		const wafer_memory_item *it = &s->items[i];
+		if (it->kind == WAFER_MEMORY_ITEM_SEGMENT ||
+		    (it->kind == WAFER_MEMORY_ITEM_BLOCK && it->live))
+			s->index[s->indexed++] = i;
+	}
+	sorting = s;
+	qsort(s->index, s->indexed, sizeof *s->index, by_index_place);
+	sorting = NULL;
+	return true;
+}
+
+/* The item at |key| in the index, or SIZE_MAX. */
+static size_t find(const struct wafer_memory_snapshot *s, struct place key)
+{
+	size_t lo = 0, hi = s->indexed;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct place at = place_of(s, s->index[mid]);
+		int c = compare_place(&at, &key);
+		if (c == 0)
+			return s->index[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return SIZE_MAX;
+}
+
 void wafer_memory_snapshot_attach(struct wafer_memory_snapshot *s,
 				  const struct wafer_slice *slice,
 				  wafer_handle handle)
 {
-	/* Linear: a debugging call, and the snapshot is taken once. */
-	int64_t segment = -1;
-	for (size_t i = 0; i < s->count; i++) {
-		wafer_memory_item *item = &s->items[i];
-		if (s->resources[i] != slice->resource)
-			continue;
-		if (item->kind == WAFER_MEMORY_ITEM_SEGMENT)
-			segment = item->segment;
-		if (item->kind == WAFER_MEMORY_ITEM_BLOCK && item->live &&
-		    item->offset == slice->offset) {
-			item->handle = handle;
-			return;
-		}
+	if (s->failed)
+		return;
+	if (!s->index_built && !build_index(s)) {
+		s->failed = true;
+		return;
 	}
-	if (segment < 0)
+	size_t block = find(s, (struct place){slice->resource,
+					      WAFER_MEMORY_ITEM_BLOCK,
+					      slice->offset});
+	if (block != SIZE_MAX) {
+		s->items[block].handle = handle;
+		return;
+	}
+	size_t segment = find(s, (struct place){slice->resource,
+						WAFER_MEMORY_ITEM_SEGMENT, 0});
+	if (segment == SIZE_MAX)
 		return; /* held off the lists (stream's pending): not shown */
-	wafer_memory_snapshot_block(s, (uint32_t)segment, slice->offset,
+	wafer_memory_snapshot_block(s, s->items[segment].segment, slice->offset,
 				    slice->size, true, slice->size);
 	if (!s->failed)
 		s->items[s->count - 1].handle = handle;
@@ -151,11 +221,15 @@ void wafer_memory_snapshot_sort(struct wafer_memory_snapshot *s)
 	 * and dropped. */
 	free(s->resources);
 	s->resources = NULL;
+	free(s->index);
+	s->index = NULL;
+	s->indexed = 0;
 	qsort(s->items, s->count, sizeof *s->items, by_place);
 }
 
 void wafer_memory_snapshot_fini(struct wafer_memory_snapshot *s)
 {
+	free(s->index);
 	free(s->items);
 	free(s->resources);
 	memset(s, 0, sizeof *s);

@@ -33,6 +33,11 @@ struct wafer_memory_snapshot {
 	uint32_t segments;
 	/* The last segment added: its pages and blocks follow it. */
 	wafer_resource last_resource;
+	/* For attach: the segments and live blocks the strategy listed, by
+	 * (resource, kind, offset); built at the first attach. */
+	size_t *index;
+	size_t indexed;
+	bool index_built;
 	bool failed; /* out of host memory: items are missing */
 };
 
