@@ -5,9 +5,10 @@
  * and PATH.<pid>.1, holding exactly the reserves and releases they made
  * (a handle left live at close is released there); the built
  * wafer-replay replays the first under every strategy with the peak live
- * bytes the client had, and draws it with --svg. A trace path that
- * cannot be created fails the client open naming it. Backend-neutral
- * (WAFER_BACKEND). */
+ * bytes the client had, and draws it with --svg. WAFER_MEMORY_TRACE
+ * records as the setting does. A trace path that cannot be created
+ * fails the client open naming it. Backend-neutral (WAFER_BACKEND). */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,41 @@ static void test_bad_path(void)
 	wafer_runtime_close(rt);
 }
 
+/* WAFER_MEMORY_TRACE alone (no option): one file, named after it. */
+static void test_environment(void)
+{
+	char trace[600], prefix[64], path[1400] = "";
+	snprintf(trace, sizeof trace, "%s/env.trace", dir);
+	snprintf(prefix, sizeof prefix, "env.trace.%ld.", (long)getpid());
+	setenv("WAFER_MEMORY_TRACE", trace, 1);
+	wafer_runtime *rt = NULL;
+	if (wafer_runtime_open(NULL, &rt) != WAFER_OK)
+		bail_out("runtime_open: %s", wafer_last_error());
+	unsetenv("WAFER_MEMORY_TRACE");
+	wafer_client *c = open_client(rt);
+	wafer_handle h = empty(c, 4096);
+	wafer_release(c, h);
+	wafer_client_close(c);
+	wafer_runtime_close(rt);
+
+	int files = 0;
+	DIR *d = opendir(dir);
+	for (struct dirent *e; d && (e = readdir(d));)
+		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+			files++;
+			snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		}
+	if (d)
+		closedir(d);
+	is_int(files, 1, "WAFER_MEMORY_TRACE: one file %s<n>", prefix);
+	struct recording r;
+	ok(read_recording(path, &r), "  readable");
+	is_int(r.reserves, 1, "  its reserve");
+	is_int(r.bytes, 4096, "  of 4096 bytes");
+	is_int(r.releases, 1, "  and its release");
+	remove(path);
+}
+
 int main(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -233,6 +269,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		bail_out("mkdtemp %s failed", dir);
 	test_two_clients();
+	test_environment();
 	test_bad_path();
 	rmdir(dir);
 	done_testing();
