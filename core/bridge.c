@@ -47,6 +47,7 @@ static wafer_status report(struct wafer_bridge *bridge, wafer_status status)
 /* A sync the program asked for (sync, read, close). */
 static wafer_status bridge_sync(struct wafer_bridge *bridge)
 {
+	wafer_memory_record_flush(bridge->record);
 	return report(bridge, queue_sync(bridge));
 }
 
@@ -101,6 +102,15 @@ wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 	};
 	status = wafer_memory_create(memory_strategy, &bridge->storage, config,
 				     &bridge->memory);
+	if (status == WAFER_OK) {
+		char who[160];
+		snprintf(who, sizeof who, "client on %s:%u, strategy %s",
+			 device->backend, device->index,
+			 wafer_memory_strategy_name(bridge->memory));
+		status = wafer_memory_record_open(config, who, &bridge->record);
+		if (status != WAFER_OK)
+			wafer_memory_destroy(bridge->memory);
+	}
 	if (status != WAFER_OK) {
 		plugin->server->queue_destroy(device->device, bridge->queue);
 		return status;
@@ -120,11 +130,19 @@ wafer_status wafer_bridge_refuse_in_oom(void)
 			  "deadlock");
 }
 
+/* Releases a slot's memory, recorded under its slot index (record.h). */
+static void release_slot(struct wafer_bridge *bridge,
+			 struct wafer_handle_slot *slot)
+{
+	wafer_memory_record_release(bridge->record, slot->index);
+	wafer_memory_release(bridge->memory, &slot->slice);
+}
+
 static void release_leaked(struct wafer_handle_slot *slot, void *data)
 {
 	struct wafer_bridge *bridge = data;
 	if (slot->slice.resource)
-		wafer_memory_release(bridge->memory, &slot->slice);
+		release_slot(bridge, slot);
 }
 
 wafer_status wafer_bridge_fini(struct wafer_bridge *bridge)
@@ -139,6 +157,7 @@ wafer_status wafer_bridge_fini(struct wafer_bridge *bridge)
 	wafer_handle_table_for_each_live(bridge->handles, release_leaked,
 					 bridge);
 	wafer_memory_destroy(bridge->memory);
+	wafer_memory_record_close(bridge->record);
 	bridge->device->plugin->server->queue_destroy(bridge->device->device,
 						      bridge->queue);
 	/* Only what freeing the leaked handles found: the program has had
@@ -246,6 +265,34 @@ static wafer_status run_program_release(struct wafer_bridge *bridge,
 	return status;
 }
 
+static void attach_handle(struct wafer_handle_slot *slot, void *data)
+{
+	struct wafer_bridge *bridge = data;
+	if (slot->slice.resource)
+		wafer_memory_snapshot_attach(
+			bridge->snapshot, &slot->slice,
+			wafer_handle_table_handle(bridge->handles, slot));
+}
+
+/* The memory manager's snapshot, each live block named by its handle. */
+static wafer_status run_snapshot(struct wafer_bridge *bridge,
+				 struct wafer_memory_snapshot *out)
+{
+	wafer_status status = wafer_memory_snapshot_take(bridge->memory, out);
+	if (status != WAFER_OK)
+		return status;
+	bridge->snapshot = out;
+	wafer_handle_table_for_each_live(bridge->handles, attach_handle,
+					 bridge);
+	bridge->snapshot = NULL;
+	if (out->failed)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "memory snapshot: out of host memory after "
+				  "%zu items", out->count);
+	wafer_memory_snapshot_sort(out);
+	return WAFER_OK;
+}
+
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 			      struct wafer_command *c)
 {
@@ -258,8 +305,13 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 	case WAFER_COMMAND_EXECUTE:
 		return wafer_bridge_execute(bridge, &c->execute);
 	case WAFER_COMMAND_RESERVE:
-		return wafer_memory_reserve(bridge->memory, c->reserve.size,
-					    &c->reserve.slot->slice);
+		status = wafer_memory_reserve(bridge->memory, c->reserve.size,
+					      &c->reserve.slot->slice);
+		if (status == WAFER_OK)
+			wafer_memory_record_reserve(bridge->record,
+						    c->reserve.slot->index,
+						    c->reserve.size);
+		return status;
 	case WAFER_COMMAND_WRITE:
 		status = check_backed(c->write.slot, "write");
 		if (status != WAFER_OK)
@@ -292,7 +344,7 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 		 * quiesce first (storage.c). */
 		slice = &c->release.slot->slice;
 		if (slice->resource)
-			wafer_memory_release(bridge->memory, slice);
+			release_slot(bridge, c->release.slot);
 		wafer_handle_table_recycle(bridge->handles, c->release.slot);
 		return WAFER_OK;
 	case WAFER_COMMAND_SYNC:
@@ -309,6 +361,8 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 		return run_timer_end(bridge, c->timer.slot, c->timer.elapsed_ns);
 	case WAFER_COMMAND_PROGRAM_RELEASE:
 		return run_program_release(bridge, c->program.loaded);
+	case WAFER_COMMAND_SNAPSHOT:
+		return run_snapshot(bridge, c->snapshot.out);
 	}
 	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);
 }

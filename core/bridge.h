@@ -20,6 +20,8 @@
 #include "core/error.h"
 #include "core/handle_table.h"
 #include "core/memory/memory.h"
+#include "core/memory/record.h"
+#include "core/memory/snapshot.h"
 #include "core/runtime.h"
 #include "core/memory/storage.h"
 
@@ -42,6 +44,9 @@ enum wafer_command_kind {
 	/* A program was released (program.h): once the queue has finished
 	 * the launches issued before, the plugin's program_release. */
 	WAFER_COMMAND_PROGRAM_RELEASE, /* program */
+	/* wafer_memory_snapshot: the memory manager's segments and blocks,
+	 * each live block named by its handle; waits. */
+	WAFER_COMMAND_SNAPSHOT, /* snapshot */
 };
 
 /* Kernels take at most this many bindings through wafer_execute. */
@@ -104,6 +109,9 @@ struct wafer_command {
 		struct {
 			void *loaded; /* the plugin's program */
 		} program;
+		struct {
+			struct wafer_memory_snapshot *out;
+		} snapshot;
 	};
 };
 
@@ -116,6 +124,10 @@ struct wafer_bridge {
 	 * wrapper charges it (core/memory/limit.h). */
 	struct wafer_memory_limit limit;
 	struct wafer_memory *memory;
+	/* `[memory] trace`: the reserves and releases, or NULL. */
+	struct wafer_memory_record *record;
+	/* The snapshot being taken (run_snapshot), for its callback. */
+	struct wafer_memory_snapshot *snapshot;
 	/* device->plugin->server->launch and device->device, kept here: four
 	 * dependent loads fewer on every launch. */
 	wafer_status (*launch)(void *device, void *queue,

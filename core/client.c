@@ -768,6 +768,29 @@ WAFER_API wafer_status wafer_memory_trim(wafer_client *client)
 	return submit_bare(client, WAFER_COMMAND_TRIM, "wafer_memory_trim");
 }
 
+/* The snapshot is taken on the bridge's thread and visited on the
+ * caller's, so that |visit| may call the client. */
+WAFER_API wafer_status wafer_memory_snapshot(wafer_client *client,
+					     wafer_memory_visitor visit,
+					     void *user)
+{
+	if (!client || !visit)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_memory_snapshot: %s is NULL",
+				  client ? "visit" : "client");
+	struct wafer_memory_snapshot snapshot;
+	memset(&snapshot, 0, sizeof snapshot);
+	struct wafer_command command = {
+		.kind = WAFER_COMMAND_SNAPSHOT,
+		.snapshot = {.out = &snapshot},
+	};
+	wafer_status status = wafer_channel_submit(&client->channel, &command);
+	for (size_t i = 0; status == WAFER_OK && i < snapshot.count; i++)
+		visit(&snapshot.items[i], user);
+	wafer_memory_snapshot_fini(&snapshot);
+	return status;
+}
+
 //===----------------------------------------------------------------------===//
 // For the rest of the core (client.h)
 //===----------------------------------------------------------------------===//

@@ -230,7 +230,7 @@ static char *path_join(const char *dir, const char *name)
 static const char *const core_keys[] = {"backend", "plugin_path", "channel",
 					"log", "max_handles", "cache_dir",
 					NULL};
-static const char *const memory_keys[] = {"strategy", "limit", NULL};
+static const char *const memory_keys[] = {"strategy", "limit", "trace", NULL};
 /* wafer-autotune(7); values are checked by core/autotune/settings.c. */
 static const char *const autotune_keys[] = {"mode", "cache_dir", "warmup",
 					    "samples", "eliminate_ratio",
@@ -893,6 +893,7 @@ static const struct config_env_var {
 	{"WAFER_CHANNEL", "core", "channel"},
 	{"WAFER_MEMORY", "memory", "strategy"},
 	{"WAFER_MEMORY_LIMIT", "memory", "limit"},
+	{"WAFER_MEMORY_TRACE", "memory", "trace"},
 	{"WAFER_AUTOTUNE", "autotune", "mode"},
 };
 

@@ -460,3 +460,10 @@ void wafer_handle_table_for_each_live(struct wafer_handle_table *table,
 			fn(slot, data);
 	}
 }
+
+wafer_handle wafer_handle_table_handle(const struct wafer_handle_table *table,
+				       struct wafer_handle_slot *slot)
+{
+	return encode(table, slot->index,
+		      WAFER_HANDLE_STATE_GENERATION(atomic_load(&slot->state)));
+}

@@ -160,6 +160,11 @@ void wafer_handle_table_for_each_live(struct wafer_handle_table *table,
 						 void *),
 				      void *data);
 
+/* The handle that names |slot| now (its current generation): what a
+ * live slot's holders use (the memory snapshot's blocks). */
+wafer_handle wafer_handle_table_handle(const struct wafer_handle_table *table,
+				       struct wafer_handle_slot *slot);
+
 static inline uint64_t
 wafer_handle_table_live(struct wafer_handle_table *table)
 {

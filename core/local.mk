@@ -19,6 +19,8 @@ libwafer_core_la_SOURCES = \
 	core/memory/buckets.c \
 	core/memory/stream.c \
 	core/memory/pool.c core/memory/bitmap.h \
+	core/memory/record.c core/memory/record.h \
+	core/memory/snapshot.c core/memory/snapshot.h \
 	core/memory/null_storage.c core/memory/null_storage.h \
 	core/memory/u64map.c core/memory/u64map.h \
 	core/handle_table.c core/handle_table.h \

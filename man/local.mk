@@ -36,6 +36,8 @@ dist_man_MANS += \
 	man/wafer_version_string.3 \
 	man/wafer_write.3
 dist_man_MANS += man/wafer-info.1
+# wafer_memory_snapshot(3): its own page (one call, its own types).
+dist_man_MANS += man/wafer_memory_snapshot.3
 dist_man_MANS += man/wafer.conf.5
 
 # ops.h (wafer_ops(3), one page for the header; the other names are .so

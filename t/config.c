@@ -406,7 +406,7 @@ static const struct bad_case bad_cases[] = {
 	{"unknown [core] key", "#\n[core]\n", "backends = cpu", 0,
 	 "unknown key 'backends' in [core] (known: backend, plugin_path, channel, log, max_handles, cache_dir)"},
 	{"unknown [memory] key", "#\n[memory]\n", "strategies = pool", 0,
-	 "unknown key 'strategies' in [memory] (known: strategy, limit)"},
+	 "unknown key 'strategies' in [memory] (known: strategy, limit, trace)"},
 	{"bad [core] log", "#\n[core]\n", "log = loud", 0,
 	 "[core] log: expected error, warn, info or debug, got 'loud'"},
 	{"NUL byte", "#\n[cpu]\n", "a\0b = 1", 7, "NUL byte in line"},
@@ -674,6 +674,7 @@ static void chain_env(void)
 	env_set("WAFER_CHANNEL", "direct");
 	env_set("WAFER_PLUGIN_PATH", "/env/plugins");
 	env_set("WAFER_MEMORY", "  pool ");
+	env_set("WAFER_MEMORY_TRACE", "/tmp/run.trace");
 	env_set("WAFER_LOG", "info");
 	env_set("WAFER_BACKEND", "");
 }
@@ -733,6 +734,10 @@ static void test_chain_order(void)
 	       "WAFER_MEMORY sets [memory] strategy, trimmed");
 	is_str(origin_of(c, "memory", "strategy"), "environment WAFER_MEMORY",
 	       "origin of WAFER_MEMORY");
+	is_str(wafer_config_get(c, "memory", "trace", NULL), "/tmp/run.trace",
+	       "WAFER_MEMORY_TRACE sets [memory] trace");
+	is_str(origin_of(c, "memory", "trace"), "environment WAFER_MEMORY_TRACE",
+	       "origin of WAFER_MEMORY_TRACE");
 	is_str(wafer_config_get(c, "core", "log", NULL), "debug",
 	       "option beats WAFER_LOG");
 	wafer_config_destroy(c);

@@ -111,9 +111,15 @@ else
 	echo "# missing:$missing"
 fi
 
-# The out-of-memory handler of <wafer/wafer.h> (wafer-memory(7)).
-if echo "$libsyms" | grep -qx wafer_memory_set_oom_handler; then
-	echo "ok 7 - libwafer.so.0 exports wafer_memory_set_oom_handler"
+# The memory calls of <wafer/wafer.h> (wafer-memory(7)).
+missing=
+for sym in wafer_memory_usage_get wafer_memory_trim wafer_memory_snapshot \
+	wafer_memory_set_oom_handler; do
+	echo "$libsyms" | grep -qx "$sym" || missing="$missing $sym"
+done
+if [ -z "$missing" ]; then
+	echo "ok 7 - libwafer.so.0 exports the memory calls"
 else
-	echo "not ok 7 - libwafer.so.0 exports wafer_memory_set_oom_handler"
+	echo "not ok 7 - libwafer.so.0 exports the memory calls"
+	echo "# missing:$missing"
 fi

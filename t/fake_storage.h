@@ -6,7 +6,8 @@
  * virtual-memory entries with mmap(PROT_NONE) and mprotect, so a strategy
  * that hands out an unmapped page faults instead of passing — and it:
  *
- *   - counts every call (allocs, frees, maps, unmaps, syncs, quiesces);
+ *   - counts every call (allocs, frees, maps, unmaps, syncs, quiesces),
+ *     and the calls per entry (per.alloc, per.vm_map, ...);
  *   - fails every k-th acquiring call (alloc, alloc_async, vm_reserve,
  *     vm_map) with WAFER_ERROR_OUT_OF_MEMORY when fail_every = k;
  *   - can defer free_async until the next sync, as a GPU queue does;
@@ -54,6 +55,11 @@ struct fake_storage {
 	struct fake_options opt;
 
 	unsigned long allocs, frees, maps, unmaps, syncs, quiesces;
+	/* The calls per entry, as wafer_memory_usage's calls_* count them. */
+	struct {
+		unsigned long alloc, free, alloc_async, free_async;
+		unsigned long vm_reserve, vm_release, vm_map, vm_unmap;
+	} per;
 	unsigned long acquires;   /* acquiring calls, failed ones included */
 	unsigned long fail_every; /* 0: never */
 	unsigned long failures;
@@ -147,6 +153,7 @@ static inline wafer_status fake_alloc(void *device, size_t size,
 {
 	struct fake_storage *f = device;
 	f->allocs++;
+	f->per.alloc++;
 	return fake_alloc_kind(f, size, FAKE_ALLOC, out);
 }
 
@@ -162,6 +169,7 @@ static inline void fake_free(void *device, wafer_resource resource)
 {
 	struct fake_storage *f = device;
 	f->frees++;
+	f->per.free++;
 	struct fake_object *o = fake_find(f, resource);
 	if (!o || o->kind == FAKE_RANGE || o->pending_free) {
 		fake_violation(f, "free of a resource not allocated", resource);
@@ -175,6 +183,7 @@ static inline wafer_status fake_alloc_async(void *device, void *queue,
 {
 	struct fake_storage *f = device;
 	f->allocs++;
+	f->per.alloc_async++;
 	return fake_alloc_kind(f, size, FAKE_ASYNC, out);
 }
 
@@ -183,6 +192,7 @@ static inline wafer_status fake_free_async(void *device, void *queue,
 {
 	struct fake_storage *f = device;
 	f->frees++;
+	f->per.free_async++;
 	struct fake_object *o = fake_find(f, resource);
 	if (!o || o->kind != FAKE_ASYNC || o->pending_free) {
 		fake_violation(f, "free_async of a resource not allocated",
@@ -267,6 +277,7 @@ static inline wafer_status fake_vm_reserve(void *device, size_t size,
 {
 	struct fake_storage *f = device;
 	f->allocs++;
+	f->per.vm_reserve++;
 	*out = 0;
 	if (size == 0 || size % f->opt.granularity)
 		fake_violation(f, "vm_reserve not a multiple of granularity", 0);
@@ -320,6 +331,7 @@ static inline wafer_status fake_vm_map(void *device, wafer_resource range,
 {
 	struct fake_storage *f = device;
 	f->maps++;
+	f->per.vm_map++;
 	struct fake_object *o =
 		fake_range(f, range, offset, size, "vm_map out of range");
 	if (!o)
@@ -345,6 +357,7 @@ static inline wafer_status fake_vm_unmap(void *device, wafer_resource range,
 {
 	struct fake_storage *f = device;
 	f->unmaps++;
+	f->per.vm_unmap++;
 	struct fake_object *o =
 		fake_range(f, range, offset, size, "vm_unmap out of range");
 	if (!o)
@@ -366,6 +379,7 @@ static inline void fake_vm_release(void *device, wafer_resource range)
 {
 	struct fake_storage *f = device;
 	f->frees++;
+	f->per.vm_release++;
 	struct fake_object *o = fake_find(f, range);
 	if (!o || o->kind != FAKE_RANGE) {
 		fake_violation(f, "vm_release of an unknown range", range);

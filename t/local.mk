@@ -271,6 +271,12 @@ check_PROGRAMS += t/memory_null
 TESTS += t/memory_null
 t_memory_null_LDADD = $(T_CORE_LIBS)
 
+# Calls per storage entry, failures, retries and snapshots, on the fake
+# storage (t/fake_storage.h).
+check_PROGRAMS += t/memory_observe
+TESTS += t/memory_observe
+t_memory_observe_LDADD = $(T_CORE_LIBS)
+
 # wafer-replay on a hand-made trace with known answers (t/replay.sh); it
 # runs the tools/wafer-replay that `all` builds before any test.
 TESTS += t/replay.sh
@@ -279,6 +285,17 @@ EXTRA_DIST += t/replay.sh t/replay-small.trace
 # wafer-replay against the default backend's real storage.
 TESTS += t/replay-backend.sh
 EXTRA_DIST += t/replay-backend.sh
+
+# [memory] trace on the default device: the recording replays with the
+# wafer-replay that `all` builds under every strategy, and draws (--svg).
+check_PROGRAMS += t/memory_trace
+TESTS += t/memory_trace
+t_memory_trace_LDADD = libwafer.la
+
+# wafer_memory_snapshot on the default device, on each channel.
+check_PROGRAMS += t/memory_snapshot
+TESTS += t/memory_snapshot
+t_memory_snapshot_LDADD = libwafer.la
 
 # The direct strategy lets ASan catch a kernel writing past its handle.
 check_PROGRAMS += t/overrun
@@ -430,7 +447,7 @@ t_client_open_errors_LDADD = $(T_CORE_LIBS)
 # plugin (or its test driver) whatever WAFER_BACKEND says.
 BACKEND_NEUTRAL_TESTS = t/client t/channels t/stress t/ops t/donation \
 	t/replay-backend.sh t/tensor t/ops_wrappers t/api_errors t/autotune_errors \
-	t/programs
+	t/programs t/memory_trace t/memory_snapshot
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
 	cuda:t/cuda_plugin cuda:t/cuda.sh \

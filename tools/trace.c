@@ -116,9 +116,27 @@ bool wafer_trace_add_line(struct wafer_trace *t, char *text, char *why,
 		return false;
 	}
 	t->lines++;
-	for (char *tok = strtok_r(text, " \t\r\n", &save); tok && n < 4;
-	     tok = strtok_r(NULL, " \t\r\n", &save))
-		fields[n++] = tok;
+	/* The event's own fields, then named ones (trace.h); four own
+	 * fields are already one too many for any event. */
+	bool named = false;
+	for (char *tok = strtok_r(text, " \t\r\n", &save); tok;
+	     tok = strtok_r(NULL, " \t\r\n", &save)) {
+		if (n > 0 && fields[0][0] == '#')
+			return true;
+		char *eq = strchr(tok, '=');
+		if (eq && n > 0 && eq != tok) {
+			named = true;
+			continue;
+		}
+		if (named) {
+			snprintf(why, why_size,
+				 "malformed line: '%.20s' after a named field "
+				 "(expected name=value)", tok);
+			return false;
+		}
+		if (n < 4)
+			fields[n++] = tok;
+	}
 	if (n == 0 || fields[0][0] == '#')
 		return true;
 	if (strcmp(fields[0], "a") == 0)

@@ -8,6 +8,10 @@
  *   f <id>           a free of a live id
  *   # ...            a comment; blank lines are skipped
  *
+ * An event may carry named fields after its own, `name=value` each (a
+ * recording's `t=<ns>`, core/memory/record.h); they are checked for
+ * form (a name, then '=') and otherwise ignored.
+ *
  * Separate from the tool so that it can be fuzzed (fuzz/trace.c): a bad
  * line is an error with its reason, never an exit. */
 #ifndef WAFER_TOOLS_TRACE_H

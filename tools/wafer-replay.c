@@ -29,6 +29,7 @@
 #include "core/log.h"
 #include "core/memory/memory.h"
 #include "core/memory/null_storage.h"
+#include "core/memory/snapshot.h"
 #include "tools/replay_backend.h"
 #include "core/memory/u64map.h"
 #include "tools/replay_svg.h"
@@ -124,12 +125,26 @@ bad:
 	    option, text);
 }
 
+/* A positive decimal count (an event number). */
+static size_t parse_count(const char *option, const char *text)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (end == text || *end || errno || v == 0 || v > SIZE_MAX - 1 ||
+	    *text == '-')
+		die("%s: expected a positive event number, got '%s'", option,
+		    text);
+	return (size_t)v;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: wafer-replay [--strategy S] [--storage null|BACKEND] "
 		"[--granularity B]\n"
 		"                    [--alignment B] [--no-vm] [--svg FILE]\n"
+		"                    [--snapshot[=EVENT]]\n"
 		"                    [--config FILE] [--option SECTION.KEY=VALUE]... "
 		"TRACE\n"
 		"Replays an allocation trace (a <id> <bytes> / f <id> lines, "
@@ -148,6 +163,9 @@ struct options {
 	const char *strategy;
 	const char *svg;
 	const char *trace;
+	/* --snapshot: print the memory after this many events (0: none;
+	 * SIZE_MAX: after the last). */
+	size_t snapshot_at;
 	struct wafer_null_storage_options storage;
 	/* NULL: the null storage; else a device selector ("cpu", "cuda:0"). */
 	const char *backend;
@@ -178,7 +196,7 @@ static void set_option(struct options *o, const char *text)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_NO_VM = 256, OPT_ALIGNMENT, OPT_CONFIG };
+	enum { OPT_NO_VM = 256, OPT_ALIGNMENT, OPT_CONFIG, OPT_SNAPSHOT };
 	static const struct option longopts[] = {
 		{"strategy", required_argument, NULL, 's'},
 		{"storage", required_argument, NULL, 'b'},
@@ -186,6 +204,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{"alignment", required_argument, NULL, OPT_ALIGNMENT},
 		{"no-vm", no_argument, NULL, OPT_NO_VM},
 		{"svg", required_argument, NULL, 'S'},
+		{"snapshot", optional_argument, NULL, OPT_SNAPSHOT},
 		{"config", required_argument, NULL, OPT_CONFIG},
 		{"option", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
@@ -215,6 +234,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'S':
 			o->svg = optarg;
+			break;
+		case OPT_SNAPSHOT:
+			o->snapshot_at = optarg ? parse_count("--snapshot", optarg)
+						: SIZE_MAX;
 			break;
 		case OPT_CONFIG:
 			if (wafer_config_load_file(o->config, optarg, false) !=
@@ -256,6 +279,85 @@ static uint64_t storage_ops(const struct wafer_storage *s)
 {
 	const struct wafer_storage_counters *c = &s->counters;
 	return c->allocs + c->frees + c->maps + c->unmaps;
+}
+
+/* "alloc:3,free:3": the storage calls per plugin entry, the entries
+ * never called left out ("none" when there were no calls), so a reader
+ * sees where the calls went (a vm_unmap costs more than a vm_map). */
+static void format_calls(const wafer_memory_usage *u, char *buf, size_t size)
+{
+	const struct {
+		const char *name;
+		uint64_t count;
+	} kinds[] = {
+		{"alloc", u->calls_alloc},
+		{"free", u->calls_free},
+		{"alloc_async", u->calls_alloc_async},
+		{"free_async", u->calls_free_async},
+		{"vm_reserve", u->calls_vm_reserve},
+		{"vm_release", u->calls_vm_release},
+		{"vm_map", u->calls_vm_map},
+		{"vm_unmap", u->calls_vm_unmap},
+	};
+	size_t used = 0;
+	snprintf(buf, size, "none");
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+		if (kinds[i].count && used < size)
+			used += (size_t)snprintf(buf + used, size - used,
+						 "%s%s:%" PRIu64,
+						 used ? "," : "",
+						 kinds[i].name, kinds[i].count);
+}
+
+/* Prints |memory|'s snapshot after |events| events: live blocks are
+ * named by the trace line of their allocation (|lines|, per slot). */
+static void print_snapshot(FILE *out, struct wafer_memory *memory,
+			   const struct wafer_slice *slices,
+			   const uint32_t *lines, uint32_t slots,
+			   size_t events)
+{
+	struct wafer_memory_snapshot s;
+	if (wafer_memory_snapshot_take(memory, &s) != WAFER_OK)
+		die("%s", wafer_error_detail());
+	for (uint32_t i = 0; i < slots; i++)
+		if (slices[i].size)
+			wafer_memory_snapshot_attach(
+				&s, &slices[i], (wafer_handle){lines[i]});
+	if (s.failed)
+		die("memory snapshot: out of host memory");
+	wafer_memory_snapshot_sort(&s);
+	fprintf(out, "snapshot after event %zu: %" PRIu32 " segments\n", events,
+	       s.segments);
+	for (size_t i = 0; i < s.count; i++) {
+		const wafer_memory_item *it = &s.items[i];
+		uint64_t end = it->offset + it->size;
+		switch (it->kind) {
+		case WAFER_MEMORY_ITEM_SEGMENT:
+			fprintf(out, "segment %" PRIu32 " %s: %" PRIu64
+			       " bytes, %" PRIu64 " mapped", it->segment,
+			       it->arena, it->size, it->mapped_bytes);
+			if (it->page_size)
+				fprintf(out, ", pages of %" PRIu64, it->page_size);
+			fprintf(out, "\n");
+			break;
+		case WAFER_MEMORY_ITEM_PAGES:
+			fprintf(out, "  pages [%" PRIu64 ", %" PRIu64 ") %s\n",
+			       it->offset, end,
+			       it->mapped ? "mapped" : "unmapped");
+			break;
+		case WAFER_MEMORY_ITEM_BLOCK:
+			if (it->live)
+				fprintf(out, "  block [%" PRIu64 ", %" PRIu64
+				       ") live: %" PRIu64 " bytes, trace line "
+				       "%" PRIu64 "\n", it->offset, end,
+				       it->requested, it->handle.bits);
+			else
+				fprintf(out, "  block [%" PRIu64 ", %" PRIu64
+				       ") free\n", it->offset, end);
+			break;
+		}
+	}
+	wafer_memory_snapshot_fini(&s);
 }
 
 static uint64_t now_ns(void)
@@ -328,6 +430,12 @@ int main(int argc, char **argv)
 		die("%s", wafer_error_detail());
 
 	struct wafer_slice *slices = calloc(t.slots, sizeof *slices);
+	uint32_t *lines = o.snapshot_at ? calloc(t.slots + 1, sizeof *lines)
+					: NULL;
+	if (o.snapshot_at && !lines)
+		die("out of host memory for %zu events", t.count);
+	if (o.snapshot_at > t.count)
+		o.snapshot_at = t.count;
 	struct replay_svg_series series = {0};
 	if (o.svg) {
 		series.count = t.count;
@@ -340,6 +448,9 @@ int main(int argc, char **argv)
 	/* The steady state: events [half, count), the trace's second half. */
 	size_t half = t.count / 2;
 	uint64_t ops_at_half = 0;
+	FILE *snapshot;
+	char *snapshot_text = NULL;
+	size_t snapshot_size = 0;
 	uint64_t start = now_ns();
 	for (size_t i = 0; i < t.count; i++) {
 		const struct wafer_trace_event *e = &t.events[i];
@@ -350,6 +461,8 @@ int main(int argc, char **argv)
 						 &slices[e->slot]) != WAFER_OK)
 				die("%s:%u: %s", o.trace, e->line,
 				    wafer_error_detail());
+			if (lines)
+				lines[e->slot] = e->line;
 		} else {
 			wafer_memory_release(memory, &slices[e->slot]);
 			slices[e->slot].size = 0;
@@ -359,6 +472,18 @@ int main(int argc, char **argv)
 			wafer_memory_get_usage(memory, &u);
 			series.in_use[i] = u.bytes_in_use;
 			series.reserved[i] = u.bytes_reserved;
+		}
+		if (i + 1 == o.snapshot_at) {
+			/* Printed after the result line, and not timed. */
+			uint64_t paused = now_ns();
+			snapshot = open_memstream(&snapshot_text,
+						  &snapshot_size);
+			if (!snapshot)
+				die("out of host memory for the snapshot");
+			print_snapshot(snapshot, memory, slices, lines,
+				       t.slots, i + 1);
+			fclose(snapshot);
+			start += now_ns() - paused;
 		}
 	}
 	uint64_t elapsed = now_ns() - start;
@@ -370,11 +495,18 @@ int main(int argc, char **argv)
 					       (double)u.peak_in_use
 				     : 0.0;
 	const char *name = wafer_memory_strategy_name(memory);
+	char calls[256];
+	format_calls(&u, calls, sizeof calls);
 	printf("strategy=%s events=%zu peak_live=%" PRIu64
 	       " peak_reserved=%" PRIu64 " ratio=%.3f storage_ops=%" PRIu64
-	       " steady_ops=%" PRIu64 " ns_per_event=%.1f\n",
+	       " steady_ops=%" PRIu64 " calls=%s failures=%" PRIu64
+	       " retries=%" PRIu64 " ns_per_event=%.1f\n",
 	       name, t.count, u.peak_in_use, u.peak_reserved, ratio, ops,
-	       ops - ops_at_half, (double)elapsed / (double)t.count);
+	       ops - ops_at_half, calls, u.storage_failures, u.reserve_retries,
+	       (double)elapsed / (double)t.count);
+	if (snapshot_text)
+		fputs(snapshot_text, stdout);
+	free(snapshot_text);
 	fflush(stdout);
 
 	int rc = 0;
@@ -414,6 +546,7 @@ int main(int argc, char **argv)
 	free(series.in_use);
 	free(series.reserved);
 	free(slices);
+	free(lines);
 	wafer_trace_fini(&t);
 	return rc;
 }

@@ -816,6 +816,7 @@ static wafer_status mpsc_submit(void *self, struct wafer_command *command)
 	case WAFER_COMMAND_READ:
 	case WAFER_COMMAND_SYNC:
 	case WAFER_COMMAND_USAGE:
+	case WAFER_COMMAND_SNAPSHOT:
 	case WAFER_COMMAND_TIMER_END:
 		return push_and_wait(ch, command, 0);
 	case WAFER_COMMAND_WRITE:

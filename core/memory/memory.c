@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/memory/common.h"
+#include "core/memory/snapshot.h"
 
 struct wafer_memory {
 	const struct wafer_memory_strategy_ops *ops;
@@ -21,6 +22,7 @@ struct wafer_memory {
 	/* The out-of-memory hook (wafer_memory_set_oom). */
 	wafer_memory_oom_fn oom;
 	void *oom_data;
+	uint64_t retries; /* reserves retried after a trim */
 };
 
 const struct wafer_memory_strategy_ops *
@@ -106,7 +108,9 @@ static wafer_status reserve_trimming(struct wafer_memory *memory, size_t size,
 {
 	wafer_status status = memory->ops->reserve(memory->self, size, out_slice);
 	if (status == WAFER_ERROR_OUT_OF_MEMORY) {
+		/* Cached free memory may be what stands in the way. */
 		memory->ops->trim(memory->self);
+		memory->retries++;
 		status = memory->ops->reserve(memory->self, size, out_slice);
 	}
 	return status;
@@ -207,6 +211,16 @@ void wafer_memory_get_usage(const struct wafer_memory *memory,
 	out->storage_maps = c->maps;
 	out->storage_unmaps = c->unmaps;
 	out->reuse_hits = memory->reuse_hits;
+	out->calls_alloc = c->calls_alloc;
+	out->calls_free = c->calls_free;
+	out->calls_alloc_async = c->calls_alloc_async;
+	out->calls_free_async = c->calls_free_async;
+	out->calls_vm_reserve = c->calls_vm_reserve;
+	out->calls_vm_release = c->calls_vm_release;
+	out->calls_vm_map = c->calls_vm_map;
+	out->calls_vm_unmap = c->calls_vm_unmap;
+	out->storage_failures = c->failures;
+	out->reserve_retries = memory->retries;
 }
 
 void wafer_memory_strategy_stats(const struct wafer_memory *memory,
@@ -215,6 +229,21 @@ void wafer_memory_strategy_stats(const struct wafer_memory *memory,
 	memset(out, 0, sizeof *out);
 	if (memory->ops->stats)
 		memory->ops->stats(memory->self, out);
+}
+
+wafer_status wafer_memory_snapshot_take(struct wafer_memory *memory,
+					struct wafer_memory_snapshot *out)
+{
+	memset(out, 0, sizeof *out);
+	if (memory->ops->snapshot)
+		memory->ops->snapshot(memory->self, out);
+	else
+		wafer_memory_base_snapshot(memory->self, out);
+	if (out->failed)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "memory snapshot: out of host memory after "
+				  "%zu items", out->count);
+	return WAFER_OK;
 }
 
 /*===----------------------------------------------------------------------===

@@ -42,6 +42,8 @@ struct wafer_memory_strategy_stats {
 	uint64_t segments;      /* chunks / segments / buffers held */
 };
 
+struct wafer_memory_snapshot;
+
 /* One strategy. |self| is the strategy's own state. */
 struct wafer_memory_strategy_ops {
 	const char *name;
@@ -69,6 +71,9 @@ struct wafer_memory_strategy_ops {
 	void (*after_sync)(void *self);
 	/* Optional (NULL: all zero): the strategy's own counters. */
 	void (*stats)(void *self, struct wafer_memory_strategy_stats *out);
+	/* Optional (NULL: the base's chunks as segments): its segments,
+	 * page runs and blocks (core/memory/snapshot.h). */
+	void (*snapshot)(void *self, struct wafer_memory_snapshot *out);
 };
 
 /* The strategies compiled in, NULL-terminated, and lookup by name. */

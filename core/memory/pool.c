@@ -54,6 +54,7 @@
 #include "core/log.h"
 #include "core/memory/bitmap.h"
 #include "core/memory/common.h"
+#include "core/memory/snapshot.h"
 
 /* Idle ages are kept per 64 KiB of address space at least: with small
  * pages (4 KiB on cpu) a per-page age would cost a release one store per
@@ -923,5 +924,43 @@ static void pool_stats(void *self, struct wafer_memory_strategy_stats *out)
 	out->segments = p->small.segments.count + p->large.segments.count;
 }
 
+/* Every segment of both arenas, the runs of its pages (past the tracked
+ * ones none was ever mapped) and every block, free ones included. */
+static void pool_snapshot(void *self, struct wafer_memory_snapshot *out)
+{
+	struct pool_state *p = self;
+	for (int i = 0; i < 2; i++) {
+		const struct pool_arena *a = arena_of(p, i);
+		for (const struct wafer_memory_chunk *c = a->segments.head; c;
+		     c = c->next) {
+			const struct pool_segment *s =
+				(const struct pool_segment *)c;
+			uint32_t n = wafer_memory_snapshot_segment(
+				out, a->name, c->resource, c->size,
+				s->mapped_bytes, s->vm ? p->gran : 0);
+			for (size_t from = 0; s->vm && from < s->pages;) {
+				bool mapped = from < s->tracked &&
+					      wafer_bits_find(s->mapped, from,
+							      from + 1, 1) == from;
+				size_t to = from < s->tracked
+					? wafer_bits_find(s->mapped, from,
+							  s->tracked, !mapped)
+					: s->pages;
+				if (!mapped && to == s->tracked)
+					to = s->pages;
+				wafer_memory_snapshot_pages(
+					out, n, (uint64_t)from * p->gran,
+					(uint64_t)(to - from) * p->gran, mapped);
+				from = to;
+			}
+			for (const struct pool_block *b = s->first; b;
+			     b = b->next)
+				wafer_memory_snapshot_block(out, n, b->offset,
+							    b->size, !b->free,
+							    b->requested);
+		}
+	}
+}
+
 WAFER_MEMORY_STRATEGY(pool, pool_setup, .destroy = pool_destroy,
-		      .stats = pool_stats);
+		      .stats = pool_stats, .snapshot = pool_snapshot);

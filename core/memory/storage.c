@@ -39,16 +39,20 @@ static void uncharge(struct wafer_storage *s, wafer_status status,
 }
 
 /* Counts an allocation (alloc, alloc_async, vm_reserve) that returned
- * |status|; on success books |bytes| as reserved, on failure clears
- * |*out_resource|. */
-static wafer_status counted_alloc(struct wafer_storage *s, wafer_status status,
-				  size_t bytes, wafer_resource *out_resource)
+ * |status| in the sum and in |*kind|; on success books |bytes| as
+ * reserved, on failure clears |*out_resource|. */
+static wafer_status counted_alloc(struct wafer_storage *s, uint64_t *kind,
+				  wafer_status status, size_t bytes,
+				  wafer_resource *out_resource)
 {
 	s->counters.allocs++;
-	if (status == WAFER_OK)
+	(*kind)++;
+	if (status == WAFER_OK) {
 		add_reserved(s, bytes);
-	else
+	} else {
+		s->counters.failures++;
 		*out_resource = 0;
+	}
 	return status;
 }
 
@@ -67,11 +71,12 @@ static void quiesce(struct wafer_storage *s)
  * quiet, and counts it: |bytes| were reserved. */
 static void counted_free(struct wafer_storage *s,
 			 void (*op)(void *device, wafer_resource resource),
-			 wafer_resource resource, size_t bytes)
+			 uint64_t *kind, wafer_resource resource, size_t bytes)
 {
 	quiesce(s);
 	op(s->device, resource);
 	s->counters.frees++;
+	(*kind)++;
 	sub_reserved(s, bytes);
 }
 
@@ -85,13 +90,14 @@ wafer_status wafer_storage_alloc(struct wafer_storage *s, size_t size,
 	}
 	status = s->ops->alloc(s->device, size, out_resource);
 	uncharge(s, status, size);
-	return counted_alloc(s, status, size, out_resource);
+	return counted_alloc(s, &s->counters.calls_alloc, status, size,
+			     out_resource);
 }
 
 void wafer_storage_free(struct wafer_storage *s, wafer_resource resource,
 			size_t size)
 {
-	counted_free(s, s->ops->free, resource, size);
+	counted_free(s, s->ops->free, &s->counters.calls_free, resource, size);
 }
 
 wafer_status wafer_storage_alloc_async(struct wafer_storage *s, size_t size,
@@ -107,7 +113,8 @@ wafer_status wafer_storage_alloc_async(struct wafer_storage *s, size_t size,
 	}
 	status = s->ops->alloc_async(s->device, s->queue, size, out_resource);
 	uncharge(s, status, size);
-	return counted_alloc(s, status, size, out_resource);
+	return counted_alloc(s, &s->counters.calls_alloc_async, status, size,
+			     out_resource);
 }
 
 wafer_status wafer_storage_free_async(struct wafer_storage *s,
@@ -115,8 +122,11 @@ wafer_status wafer_storage_free_async(struct wafer_storage *s,
 {
 	wafer_status status = s->ops->free_async(s->device, s->queue, resource);
 	s->counters.frees++;
+	s->counters.calls_free_async++;
 	if (status == WAFER_OK)
 		sub_reserved(s, size);
+	else
+		s->counters.failures++;
 	return status;
 }
 
@@ -127,14 +137,16 @@ wafer_status wafer_storage_vm_reserve(struct wafer_storage *s, size_t size,
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
 				  "the plugin offers no virtual memory");
 	/* An address range: no bytes until pages are mapped. */
-	return counted_alloc(s, s->ops->vm_reserve(s->device, size, out_range),
-			     0, out_range);
+	return counted_alloc(s, &s->counters.calls_vm_reserve,
+			     s->ops->vm_reserve(s->device, size, out_range), 0,
+			     out_range);
 }
 
 void wafer_storage_vm_release(struct wafer_storage *s, wafer_resource range,
 			      size_t mapped_bytes)
 {
-	counted_free(s, s->ops->vm_release, range, mapped_bytes);
+	counted_free(s, s->ops->vm_release, &s->counters.calls_vm_release,
+		     range, mapped_bytes);
 }
 
 wafer_status wafer_storage_vm_map(struct wafer_storage *s, wafer_resource range,
@@ -146,8 +158,11 @@ wafer_status wafer_storage_vm_map(struct wafer_storage *s, wafer_resource range,
 	status = s->ops->vm_map(s->device, range, offset, size);
 	uncharge(s, status, size);
 	s->counters.maps++;
+	s->counters.calls_vm_map++;
 	if (status == WAFER_OK)
 		add_reserved(s, size);
+	else
+		s->counters.failures++;
 	return status;
 }
 
@@ -158,7 +173,10 @@ wafer_status wafer_storage_vm_unmap(struct wafer_storage *s,
 	quiesce(s);
 	wafer_status status = s->ops->vm_unmap(s->device, range, offset, size);
 	s->counters.unmaps++;
+	s->counters.calls_vm_unmap++;
 	if (status == WAFER_OK)
 		sub_reserved(s, size);
+	else
+		s->counters.failures++;
 	return status;
 }

@@ -28,6 +28,14 @@ struct wafer_storage_counters {
 	uint64_t unmaps;   /* vm_unmap */
 	uint64_t bytes_reserved; /* allocated + mapped, now */
 	uint64_t peak_reserved;
+	/* Calls per plugin entry (the sums above add them up), and calls
+	 * that returned an error (a failed alloc, map, unmap, free_async):
+	 * wafer_memory_usage's calls_* fields, wafer-replay's calls=. */
+	uint64_t calls_alloc, calls_free;
+	uint64_t calls_alloc_async, calls_free_async;
+	uint64_t calls_vm_reserve, calls_vm_release;
+	uint64_t calls_vm_map, calls_vm_unmap;
+	uint64_t failures;
 };
 
 struct wafer_storage {

@@ -362,6 +362,21 @@ typedef struct wafer_memory_usage {
 	uint64_t storage_unmaps;
 	uint64_t reuse_hits;      /* reserves served from cached memory */
 	uint64_t handles_live;
+	/* Since 0.2 (read them only where struct_size covers them): calls
+	 * per entry of the plugin's storage (the storage_* sums above add
+	 * them up: allocs = alloc + alloc_async + vm_reserve, frees = free +
+	 * free_async + vm_release), the calls of them that failed, and the
+	 * reserves retried after the cache was trimmed. */
+	uint64_t calls_alloc;
+	uint64_t calls_free;
+	uint64_t calls_alloc_async;
+	uint64_t calls_free_async;
+	uint64_t calls_vm_reserve;
+	uint64_t calls_vm_release;
+	uint64_t calls_vm_map;
+	uint64_t calls_vm_unmap;
+	uint64_t storage_failures;
+	uint64_t reserve_retries;
 } wafer_memory_usage;
 
 /* Memory statistics of the client's memory manager. */
@@ -401,6 +416,47 @@ typedef wafer_oom_action (*wafer_oom_handler)(wafer_client *client,
 WAFER_API wafer_status wafer_memory_set_oom_handler(wafer_client *client,
 						    wafer_oom_handler handler,
 						    void *user);
+
+/* A snapshot of the client's memory, for debugging fragmentation
+ * (wafer_memory_snapshot(3)): one item per segment (a storage allocation
+ * or reserved address range), then the runs of its pages, mapped or not
+ * (paged segments only), then its blocks in address order, live or free
+ * (free ones where the strategy keeps them: pool). */
+typedef enum wafer_memory_item_kind {
+	WAFER_MEMORY_ITEM_SEGMENT = 1,
+	WAFER_MEMORY_ITEM_PAGES = 2,
+	WAFER_MEMORY_ITEM_BLOCK = 3,
+} wafer_memory_item_kind;
+
+typedef struct wafer_memory_item {
+	size_t struct_size; /* the library's: read only fields inside it */
+	wafer_memory_item_kind kind;
+	uint32_t segment;       /* the segment's number in this snapshot */
+	const char *arena;      /* SEGMENT: "small", "large", the strategy */
+	uint64_t offset;        /* PAGES, BLOCK: from the segment's start */
+	uint64_t size;          /* SEGMENT: its bytes (address range or
+				 * allocation); PAGES: the run's; BLOCK:
+				 * the bytes it spans */
+	uint64_t mapped_bytes;  /* SEGMENT: bytes backed by memory */
+	uint64_t page_size;     /* SEGMENT: 0 when not paged */
+	uint32_t mapped;        /* PAGES: 1 mapped, 0 not */
+	uint32_t live;          /* BLOCK: 1 held for a handle, 0 free */
+	uint64_t requested;     /* BLOCK, live: bytes asked */
+	wafer_handle handle;    /* BLOCK, live: its handle; null once the
+				 * handle is released but its release is
+				 * still queued */
+} wafer_memory_item;
+
+typedef void (*wafer_memory_visitor)(const wafer_memory_item *item,
+				     void *user);
+
+/* Calls |visit| on each item of a snapshot of the client's memory, on
+ * the calling thread, after the snapshot was taken (so |visit| may call
+ * the client). WAFER_ERROR_OUT_OF_MEMORY when the snapshot does not fit
+ * in host memory (nothing is visited). */
+WAFER_API wafer_status wafer_memory_snapshot(wafer_client *client,
+					     wafer_memory_visitor visit,
+					     void *user);
 
 #ifdef __cplusplus
 }
