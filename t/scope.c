@@ -11,7 +11,8 @@
  * thread's handle since; ending a scope that is not the innermost, not
  * open or another thread's is a clean error that changes nothing. Every
  * test ends with no handle alive and no byte in use. On the direct, mutex
- * and mpsc channels, with the pool and buckets strategies for the loop.
+ * and mpsc channels, with the pool and buckets strategies for the loop,
+ * and chunked where it keeps its free chunks (dealloc = never).
  *
  * Backend-neutral: the default device (WAFER_BACKEND picks another); a
  * backend without some f32 kernel of the chain reports one skip naming
@@ -575,6 +576,19 @@ int main(void)
 			test_loop(strategies[m]);
 			check(wafer_client_close(client), "close");
 		}
+		/* chunked keeps its free chunks with dealloc = never. */
+		wafer_runtime *saved = runtime;
+		wafer_option never = {"memory.chunked", "dealloc", "never"};
+		wafer_runtime_options options = {.struct_size = sizeof options,
+						 .options = &never,
+						 .option_count = 1};
+		check(wafer_runtime_open(&options, &runtime), "runtime_open");
+		client = open_client(channel, "chunked");
+		test_loop("chunked, dealloc never");
+		check(wafer_client_close(client), "close");
+		wafer_runtime_close(runtime);
+		runtime = saved;
+
 		client = open_client(channel, NULL);
 		test_nested();
 		test_retain_keep();
