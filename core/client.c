@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/runtime.h"
 #include "core/bridge.h"
+#include "core/scope.h"
 
 struct wafer_client {
 	wafer_runtime *runtime;
@@ -41,6 +42,8 @@ struct wafer_client {
 	pthread_mutex_t oom_lock;
 	wafer_oom_handler oom_handler;
 	void *oom_user;
+	/* Open scopes of its threads (wafer_scope_begin, core/scope.h). */
+	struct wafer_scopes scopes;
 };
 
 //===----------------------------------------------------------------------===//
@@ -151,6 +154,9 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 	status = wafer_program_table_init(&client->programs);
 	if (status != WAFER_OK)
 		goto fail_refs;
+	status = wafer_scopes_init(&client->scopes, &client->handles);
+	if (status != WAFER_OK)
+		goto fail_programs;
 	status = wafer_bridge_init(&client->bridge, client->device,
 				   &client->handles, config,
 				   choose_memory(options));
@@ -174,6 +180,8 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 fail_bridge:
 	wafer_bridge_fini(&client->bridge);
 fail_kernels:
+	wafer_scopes_fini(&client->scopes);
+fail_programs:
 	wafer_program_table_fini(&client->programs, client->device);
 fail_refs:
 	wafer_kernel_refs_fini(&client->refs);
@@ -199,6 +207,11 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 	wafer_status fini = wafer_bridge_fini(&client->bridge);
 	if (status == WAFER_OK)
 		status = fini;
+	/* Scopes left open: their handles went with the rest above. */
+	size_t open_scopes = wafer_scopes_fini(&client->scopes);
+	if (open_scopes)
+		wafer_log_info("core", "client closed with %zu scope(s) "
+			       "still open", open_scopes);
 	/* The queue is idle: programs still alive go now. */
 	wafer_program_table_fini(&client->programs, client->device);
 	wafer_kernel_refs_fini(&client->refs);
@@ -310,6 +323,15 @@ static wafer_status empty(wafer_client *client, size_t size, bool wait,
 		wafer_handle_table_unref(&client->handles, handle, NULL, &last);
 		wafer_handle_table_recycle(&client->handles, slot);
 		return status;
+	}
+	/* Inside a scope of this thread, the scope holds this reference; a
+	 * handle that could not be entered is not handed out. */
+	if (wafer_scopes_any(&client->scopes)) {
+		status = wafer_scopes_enter(&client->scopes, handle);
+		if (status != WAFER_OK) {
+			wafer_client_drop(client, handle, NULL);
+			return status;
+		}
 	}
 	*out_handle = handle;
 	return WAFER_OK;
@@ -468,6 +490,11 @@ WAFER_API wafer_status wafer_handle_size(wafer_client *client,
 struct wafer_handle_table *wafer_client_handles(wafer_client *client)
 {
 	return &client->handles;
+}
+
+struct wafer_scopes *wafer_client_scopes(wafer_client *client)
+{
+	return &client->scopes;
 }
 
 const struct wafer_kernel *wafer_client_kernel(wafer_client *client,

@@ -24,6 +24,9 @@
 /* The client's handle table (lookups, donation). */
 struct wafer_handle_table *wafer_client_handles(wafer_client *client);
 
+/* The client's open scopes (core/scope.c). */
+struct wafer_scopes *wafer_client_scopes(wafer_client *client);
+
 /* The default variant of kernel |op| for |dtype|, or NULL with
  * WAFER_ERROR_NOT_SUPPORTED recorded: "kernel 'gelu' (f32) is not
  * supported by <plugin>". */

@@ -309,6 +309,21 @@ wafer_status wafer_handle_table_lookup(struct wafer_handle_table *table,
 	return live_slot(table, handle, what, out_slot, &state);
 }
 
+bool wafer_handle_table_alive(struct wafer_handle_table *table,
+			      wafer_handle handle)
+{
+	uint64_t index = handle.bits & SLOT_MASK;
+
+	if ((uint16_t)(handle.bits >> TAG_SHIFT) != table->tag || !index ||
+	    index >= atomic_load_explicit(&table->next_unused,
+					  memory_order_acquire))
+		return false;
+	struct wafer_handle_slot *slot = slot_at(table, index);
+	return slot && state_matches(atomic_load_explicit(&slot->state,
+							  memory_order_acquire),
+				     handle);
+}
+
 wafer_status wafer_handle_table_retain(struct wafer_handle_table *table,
 				       wafer_handle handle)
 {

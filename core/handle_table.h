@@ -122,6 +122,12 @@ wafer_status wafer_handle_table_lookup(struct wafer_handle_table *table,
 				       wafer_handle handle, const char *what,
 				       struct wafer_handle_slot **out_slot);
 
+/* Whether |handle| is live now, without recording an error (scopes test
+ * their entries with it; see core/scope.h). A snapshot: a live handle
+ * may be released by another thread at once, a dead one never returns. */
+bool wafer_handle_table_alive(struct wafer_handle_table *table,
+			      wafer_handle handle);
+
 /* Adds a reference to a live slot. */
 wafer_status wafer_handle_table_retain(struct wafer_handle_table *table,
 				       wafer_handle handle);

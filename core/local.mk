@@ -44,6 +44,9 @@ libwafer_la_LDFLAGS = -version-info $(WAFER_LT_VERSION) -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/core/libwafer.map
 EXTRA_libwafer_la_DEPENDENCIES = $(top_srcdir)/core/libwafer.map
 
+# Scopes: handles released together (wafer_scope_begin, core/scope.h).
+libwafer_core_la_SOURCES += core/scope.c core/scope.h
+
 # The runtime: configuration chain, plugin loader, devices.
 libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c
 

@@ -83,3 +83,6 @@ dist_man_MANS += man/wafer-levelzero.7
 dist_man_MANS += man/wafer-program.7 man/wafer_program_create.3 \
 	man/wafer_program_kernel.3 man/wafer_program_release.3 \
 	man/wafer_program_format_name.3
+# Scopes: handles released together (wafer_scope_begin in <wafer/wafer.h>).
+dist_man_MANS += man/wafer_scope_begin.3 man/wafer_scope_end.3 \
+	man/wafer_scope_keep.3

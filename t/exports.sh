@@ -31,7 +31,7 @@ exports() {
 		awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u
 }
 
-echo "1..7"
+echo "1..8"
 
 syms=$(exports "$plugin") || syms="(nm failed on $plugin)"
 if [ "$syms" = wafer_plugin_query ]; then
@@ -121,5 +121,16 @@ if [ -z "$missing" ]; then
 	echo "ok 7 - libwafer.so.0 exports the memory calls"
 else
 	echo "not ok 7 - libwafer.so.0 exports the memory calls"
+	echo "# missing:$missing"
+fi
+# The scope calls of <wafer/wafer.h> (wafer_scope_begin(3)).
+missing=
+for sym in wafer_scope_begin wafer_scope_end wafer_scope_keep; do
+	echo "$libsyms" | grep -qx "$sym" || missing="$missing $sym"
+done
+if [ -z "$missing" ]; then
+	echo "ok 8 - libwafer.so.0 exports the scope calls"
+else
+	echo "not ok 8 - libwafer.so.0 exports the scope calls"
 	echo "# missing:$missing"
 fi

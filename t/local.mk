@@ -233,6 +233,12 @@ check_PROGRAMS += t/donation
 TESTS += t/donation
 t_donation_LDADD = libwafer.la
 
+# Scopes (wafer_scope_begin): a scope per iteration reuses the last
+# iteration's memory; nesting, keep, errors, threads; on every channel.
+check_PROGRAMS += t/scope
+TESTS += t/scope
+t_scope_LDADD = libwafer.la -lpthread
+
 # The plugin skeleton, built out of tree with pkg-config and its own
 # Makefile, then loaded (t/plugin-skeleton.sh; not part of the main build).
 TESTS += t/plugin-skeleton.sh
@@ -447,7 +453,7 @@ t_client_open_errors_LDADD = $(T_CORE_LIBS)
 # plugin (or its test driver) whatever WAFER_BACKEND says.
 BACKEND_NEUTRAL_TESTS = t/client t/channels t/stress t/ops t/donation \
 	t/replay-backend.sh t/tensor t/ops_wrappers t/api_errors t/autotune_errors \
-	t/programs t/memory_trace t/memory_snapshot
+	t/programs t/memory_trace t/memory_snapshot t/scope t/memory_oom
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
 	cuda:t/cuda_plugin cuda:t/cuda.sh \

@@ -29,6 +29,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/ops/internal.h"
+#include "core/scope.h"
 
 static const char *semantics_name(wafer_copy_semantics s)
 {
@@ -282,6 +283,13 @@ wafer_status wafer_op_output(struct wafer_op_call *call, wafer_dtype dtype,
 {
 	uint64_t count = wafer_view_shape_count(rank, shape);
 
+	/* An output that takes an input's buffer over is a new reference of
+	 * the caller's innermost scope, as a new buffer is (wafer_empty
+	 * enters those): room for its entry first, since a donation cannot
+	 * be undone once made. */
+	wafer_status room = wafer_scopes_room(wafer_client_scopes(call->client));
+	if (room != WAFER_OK)
+		return wafer_fail_context(room, "%s: output", call->op);
 	for (size_t i = 0; i < call->input_count; i++) {
 		struct wafer_op_input *in = &call->inputs[i];
 		if (in->semantics == WAFER_DONATE_INPUT)
@@ -301,7 +309,17 @@ wafer_status wafer_op_output(struct wafer_op_call *call, wafer_dtype dtype,
 
 	wafer_tensor out = wafer_tensor_view(call->out.handle, dtype, rank,
 					     shape);
-	if (call->reuse == WAFER_OP_NEW) {
+	if (call->reuse != WAFER_OP_NEW) {
+		wafer_status entered = wafer_scopes_enter(
+			wafer_client_scopes(call->client), out.handle);
+		if (entered != WAFER_OK) {
+			/* Not after the room above; as a refused launch. */
+			wafer_client_drop(call->client, out.handle, NULL);
+			for (size_t i = 0; i < call->input_count; i++)
+				call->inputs[i].drop = false;
+			return entered;
+		}
+	} else {
 		/* An input given up (donated, but shared, so not reused) is
 		 * dropped once the call succeeds: then the output's memory
 		 * must be known to be there, on a queueing channel too, or

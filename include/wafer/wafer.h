@@ -458,6 +458,51 @@ WAFER_API wafer_status wafer_memory_snapshot(wafer_client *client,
 					     wafer_memory_visitor visit,
 					     void *user);
 
+/*===----------------------------------------------------------------------===
+ * Scopes: handles released together (wafer_scope_begin(3))
+ *===----------------------------------------------------------------------===*/
+
+/* A scope names a stretch of a thread's work on a client; a value, like a
+ * handle (0 is never a scope). While it is open, every handle the thread
+ * creates on the client — wafer_empty, wafer_create, the tensors and the
+ * outputs of the operations of ops.h — is entered in it, and
+ * wafer_scope_end drops that creation reference. A handle outlives its
+ * scope when the caller retained it (wafer_retain adds a reference the
+ * scope never drops) or kept it (wafer_scope_keep). Released with the
+ * end, the scope's buffers go back to the memory manager's cache, not to
+ * the device: the next scope's temporaries of the same sizes reuse them
+ * without a storage call. See wafer-memory(7). */
+typedef struct wafer_scope {
+	uint64_t bits;
+} wafer_scope;
+
+/* Opens a scope on |client| for the calling thread, inside the thread's
+ * innermost open scope on the client if it has one. Only the thread that
+ * began a scope may keep in it or end it; other threads' handles never
+ * enter it. Cost: nothing on the device; each handle created inside adds
+ * a few host instructions under the client's scope lock. */
+WAFER_API wafer_status wafer_scope_begin(wafer_client *client,
+					 wafer_scope *out_scope);
+
+/* Drops the reference of every handle created in |scope| that is still
+ * alive (newest first, in queue order like wafer_release), and closes it.
+ * A handle the caller released, or gave up to an operation
+ * (WAFER_DONATE_INPUT), inside the scope is not released again. |scope|
+ * must be the calling thread's innermost open scope on the client: else
+ * WAFER_ERROR_INVALID_ARGUMENT naming the scope and the reason, and
+ * nothing changes. Memory is not trimmed. */
+WAFER_API wafer_status wafer_scope_end(wafer_client *client,
+				       wafer_scope scope);
+
+/* Moves one reference of |handle| that |scope| holds out of it, as if the
+ * handle had been created just after the scope ended: into the thread's
+ * enclosing scope on the client, or to the caller (who releases it) when
+ * |scope| is the outermost. WAFER_ERROR_INVALID_ARGUMENT when the scope
+ * holds no reference of |handle| (made before the scope began, or kept
+ * already); the handle's own errors (released, donated) as wafer_retain. */
+WAFER_API wafer_status wafer_scope_keep(wafer_client *client,
+					wafer_scope scope, wafer_handle handle);
+
 #ifdef __cplusplus
 }
 #endif
