@@ -368,8 +368,15 @@ static void test_format(wafer_program_format f)
 	static const char *const channels[] = {"direct", "mutex", "mpsc"};
 
 	if (!source) {
-		ok(!required(f), "%s: %s source %s", backend, name,
-		   required(f) ? "missing, but required" : "not built here");
+		/* A format this build could not make its test source for
+		 * (SPIR-V needs clang and llvm-spirv at build time) is a
+		 * skip, not a pass; one the backend requires, a failure. */
+		if (required(f))
+			ok(0, "%s: %s source missing, but required", backend,
+			   name);
+		else
+			ok(1, "%s: %s source # SKIP not built here", backend,
+			   name);
 		return;
 	}
 	for (size_t c = 0; c < 3; c++) {
