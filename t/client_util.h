@@ -22,6 +22,12 @@
  *   ref_unary(op, x), ref_binary(op, a, b): the host's reference of an
  *                                  operation of ops.h, in double (NaN
  *                                  propagates, as the kernels do)
+ *   needs_f32_kernels(c, label, test, "add", ..., NULL)
+ *                                  whether |c|'s device has every f32
+ *                                  kernel listed; if not, one point: a
+ *                                  skip naming what is missing, or a
+ *                                  failure on a backend that ships the
+ *                                  whole catalogue (catalogue.h)
  *
  * Header-only, like tap.h (include it after tap.h). */
 #ifndef WAFER_T_CLIENT_UTIL_H
@@ -29,13 +35,16 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <wafer/ops.h>
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
+#include "catalogue.h"
 #include "tap.h"
 
 static inline void check(wafer_status status, const char *what)
@@ -185,6 +194,42 @@ static inline double ref_binary(wafer_binary_op op, double a, double b)
 	case WAFER_BINARY_MIN: return a < b ? a : b;
 	}
 	return NAN;
+}
+
+/* Whether |c|'s device has every f32 kernel of the NULL-terminated list;
+ * if not, one skip line (or a failure, for a backend that ships the whole
+ * catalogue) names |label|, |test| and what is missing. */
+static inline int needs_f32_kernels(wafer_client *c, const char *label,
+				    const char *test, ...)
+{
+	char missing[256] = "";
+	size_t used = 0;
+	const char *kernel;
+	va_list ap;
+
+	va_start(ap, test);
+	while ((kernel = va_arg(ap, const char *)) != NULL) {
+		const wafer_kernel_ref *ref;
+		if (wafer_kernel_find(c, kernel, NULL, WAFER_DTYPE_F32,
+				      &ref) == WAFER_OK)
+			continue;
+		int n = snprintf(missing + used, sizeof missing - used, "%s%s",
+				 used ? ", " : "", kernel);
+		if (n > 0 && (size_t)n < sizeof missing - used)
+			used += (size_t)n;
+	}
+	va_end(ap);
+	if (!used)
+		return 1;
+	wafer_device_desc device = {.struct_size = sizeof device};
+	check(wafer_client_device(c, &device), "device");
+	if (backend_has_full_catalogue(device.backend))
+		ok(0, "[%s] %s: %s ships the whole catalogue, yet has no f32 "
+		   "kernel %s", label, test, device.backend, missing);
+	else
+		ok(1, "[%s] %s # SKIP no f32 kernel %s on %s", label, test,
+		   missing, device.backend);
+	return 0;
 }
 
 #endif

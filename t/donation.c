@@ -100,40 +100,8 @@ static float relu(float x) { return x > 0 ? x : 0; }
 static float twice(float x) { return 2 * x; }
 static float relu_twice(float x) { return x > 0 ? 2 * x : 0; }
 
-/* Whether |c|'s device has every f32 kernel of the
- * NULL-terminated |kernels|; if not, one skip line names |test| and what
- * is missing, and the test is not run. */
-static int needs(wafer_client *c, const char *test, ...)
-{
-	char missing[256] = "";
-	size_t used = 0;
-	const char *kernel;
-	va_list ap;
-
-	va_start(ap, test);
-	while ((kernel = va_arg(ap, const char *)) != NULL) {
-		const wafer_kernel_ref *ref;
-		if (wafer_kernel_find(c, kernel, NULL, WAFER_DTYPE_F32,
-				      &ref) == WAFER_OK)
-			continue;
-		int n = snprintf(missing + used, sizeof missing - used, "%s%s",
-				 used ? ", " : "", kernel);
-		if (n > 0 && (size_t)n < sizeof missing - used)
-			used += (size_t)n;
-	}
-	va_end(ap);
-	if (!used)
-		return 1;
-	wafer_device_desc device = {.struct_size = sizeof device};
-	check(wafer_client_device(c, &device), "device");
-	if (backend_has_full_catalogue(device.backend))
-		ok(0, "[%s] %s: %s ships the whole catalogue, yet has no f32 "
-		   "kernel %s", channel, test, device.backend, missing);
-	else
-		ok(1, "[%s] %s # SKIP no f32 kernel %s on %s", channel, test,
-		   missing, device.backend);
-	return 0;
-}
+/* needs(c, test, kernels..., NULL): client_util.h, under this channel. */
+#define needs(c, ...) needs_f32_kernels(c, channel, __VA_ARGS__)
 
 static void check_clean(const char *test)
 {

@@ -30,8 +30,8 @@
 #include <wafer/ops.h>
 #include <wafer/wafer.h>
 
-#include "catalogue.h"
 #include "tap.h"
+#include "client_util.h"
 
 #define ROWS 16
 #define COLS 16
@@ -41,15 +41,6 @@
 static wafer_runtime *runtime;
 static wafer_client *client;
 static const char *channel = "default";
-
-static void check(wafer_status status, const char *what)
-{
-	if (status != WAFER_OK) {
-		diag("%s: %s: %s", what, wafer_status_string(status),
-		     wafer_last_error());
-		exit(1);
-	}
-}
 
 static wafer_client *open_client(const char *name, const char *memory)
 {
@@ -98,40 +89,9 @@ static void check_clean(const char *test)
 	   channel, test, u.handles_live, u.bytes_in_use);
 }
 
-/* Whether the device has every f32 kernel of the NULL-terminated list; if
- * not, one skip line (or a failure, for a backend that ships the whole
- * catalogue) names |test| and what is missing. */
-static int needs(const char *test, ...)
-{
-	char missing[256] = "";
-	size_t used = 0;
-	const char *kernel;
-	va_list ap;
-
-	va_start(ap, test);
-	while ((kernel = va_arg(ap, const char *)) != NULL) {
-		const wafer_kernel_ref *ref;
-		if (wafer_kernel_find(client, kernel, NULL, WAFER_DTYPE_F32,
-				      &ref) == WAFER_OK)
-			continue;
-		int n = snprintf(missing + used, sizeof missing - used, "%s%s",
-				 used ? ", " : "", kernel);
-		if (n > 0 && (size_t)n < sizeof missing - used)
-			used += (size_t)n;
-	}
-	va_end(ap);
-	if (!used)
-		return 1;
-	wafer_device_desc device = {.struct_size = sizeof device};
-	check(wafer_client_device(client, &device), "device");
-	if (backend_has_full_catalogue(device.backend))
-		ok(0, "[%s] %s: %s ships the whole catalogue, yet has no f32 "
-		   "kernel %s", channel, test, device.backend, missing);
-	else
-		ok(1, "[%s] %s # SKIP no f32 kernel %s on %s", channel, test,
-		   missing, device.backend);
-	return 0;
-}
+/* needs(test, kernels..., NULL): client_util.h, on the client under
+ * this channel. */
+#define needs(...) needs_f32_kernels(client, channel, __VA_ARGS__)
 
 /*===----------------------------------------------------------------------===
  * The loop: a scope per iteration reuses the last iteration's memory
