@@ -495,15 +495,23 @@ int main(int argc, char **argv)
 					       (double)u.peak_in_use
 				     : 0.0;
 	const char *name = wafer_memory_strategy_name(memory);
-	char calls[256];
+	char calls[256], pages[128] = "";
 	format_calls(&u, calls, sizeof calls);
+	/* On virtual memory, the pages mapped and unmapped over the run: on
+	 * a real driver the time goes with them, not with the calls. */
+	if (storage.vm_granularity && (u.calls_vm_map || u.calls_vm_unmap))
+		snprintf(pages, sizeof pages,
+			 " pages=map:%" PRIu64 ",unmap:%" PRIu64,
+			 storage.counters.bytes_mapped / storage.vm_granularity,
+			 storage.counters.bytes_unmapped /
+				 storage.vm_granularity);
 	printf("strategy=%s events=%zu peak_live=%" PRIu64
 	       " peak_reserved=%" PRIu64 " ratio=%.3f storage_ops=%" PRIu64
-	       " steady_ops=%" PRIu64 " calls=%s failures=%" PRIu64
+	       " steady_ops=%" PRIu64 " calls=%s%s failures=%" PRIu64
 	       " retries=%" PRIu64 " ns_per_event=%.1f\n",
 	       name, t.count, u.peak_in_use, u.peak_reserved, ratio, ops,
-	       ops - ops_at_half, calls, u.storage_failures, u.reserve_retries,
-	       (double)elapsed / (double)t.count);
+	       ops - ops_at_half, calls, pages, u.storage_failures,
+	       u.reserve_retries, (double)elapsed / (double)t.count);
 	if (snapshot_text)
 		fputs(snapshot_text, stdout);
 	free(snapshot_text);
