@@ -72,7 +72,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..28"
+echo "1..29"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -189,6 +189,20 @@ replay() {
 }
 replay pool cuda
 replay stream cuda
+# stream's ratio counts live and pending bytes; beside it the driver
+# pool's own high-water mark (the stand-in's pool keeps live async bytes,
+# rounded to 256: 1024 + 3072 at least, with both live).
+case $out in
+*" driver_reserved="*)
+	high=${out#* driver_reserved=}
+	high=${high%% *}
+	if [ "$high" -ge 4096 ]; then
+		pass "stream: driver_reserved=$high beside its ratio"
+	else
+		fail "stream: driver_reserved=$high below the 4096 bytes live" "$out"
+	fi ;;
+*)	fail "stream: driver_reserved= beside its ratio" "$out" ;;
+esac
 replay direct cuda
 
 [ "$failed" -eq 0 ]

@@ -505,11 +505,25 @@ int main(int argc, char **argv)
 			 storage.counters.bytes_mapped / storage.vm_granularity,
 			 storage.counters.bytes_unmapped /
 				 storage.vm_granularity);
+	/* stream's ratio counts live and pending bytes; the driver's pool
+	 * keeps freed memory cached behind them. Its own high-water mark,
+	 * where the plugin keeps one, is what the device really held. */
+	char driver[128] = "";
+	uint64_t high = 0;
+	if ((u.calls_alloc_async || u.calls_free_async) &&
+	    storage.ops->figure &&
+	    storage.ops->figure(storage.device,
+				WAFER_STORAGE_FIGURE_ASYNC_RESERVED_HIGH,
+				&high) == WAFER_OK)
+		snprintf(driver, sizeof driver,
+			 " driver_reserved=%" PRIu64 " driver_ratio=%.3f", high,
+			 u.peak_in_use ? (double)high / (double)u.peak_in_use
+				       : 0.0);
 	printf("strategy=%s events=%zu peak_live=%" PRIu64
-	       " peak_reserved=%" PRIu64 " ratio=%.3f storage_ops=%" PRIu64
+	       " peak_reserved=%" PRIu64 " ratio=%.3f%s storage_ops=%" PRIu64
 	       " steady_ops=%" PRIu64 " calls=%s%s failures=%" PRIu64
 	       " retries=%" PRIu64 " ns_per_event=%.1f\n",
-	       name, t.count, u.peak_in_use, u.peak_reserved, ratio, ops,
+	       name, t.count, u.peak_in_use, u.peak_reserved, ratio, driver, ops,
 	       ops - ops_at_half, calls, pages, u.storage_failures,
 	       u.reserve_retries, (double)elapsed / (double)t.count);
 	if (snapshot_text)
