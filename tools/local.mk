@@ -37,6 +37,7 @@ endif
 
 bin_PROGRAMS += tools/wafer-replay
 tools_wafer_replay_SOURCES = tools/wafer-replay.c tools/trace.c tools/trace.h \
+	tools/trace_file.c tools/trace_file.h \
 	tools/replay_svg.c tools/replay_svg.h \
 	tools/replay_backend.c tools/replay_backend.h
 tools_wafer_replay_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
