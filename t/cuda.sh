@@ -72,7 +72,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..29"
+echo "1..31"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -204,5 +204,24 @@ case $out in
 *)	fail "stream: driver_reserved= beside its ratio" "$out" ;;
 esac
 replay direct cuda
+
+# wafer-bench replay: the trace through pool on the device, beside the
+# driver's own pool called directly (that side loads libcuda.so.1 itself:
+# the stand-in under that name). The stand-in's pool caches nothing: its
+# high-water mark is the trace's live bytes, rounded to 256 — 4096, or
+# 4608 when the stream has not yet run a free that the third
+# allocation follows.
+mkdir "$tmp/lib" && ln -s "$fake" "$tmp/lib/libcuda.so.1"
+out=$(env WAFER_CONFIG="$tmp/fake.conf" \
+	LD_LIBRARY_PATH="$tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+	"$top/tools/wafer-bench" replay "$T_SRCDIR/replay-small.trace" cuda:0 2>&1)
+contains "wafer-bench replay: pool on the device" "$out" \
+	"replay trace=replay-small.trace events=6 strategy=pool ns_per_event="
+case $out in
+*" raw_reserved=4096 raw_ratio=1.024 vs_raw="* | \
+*" raw_reserved=4608 raw_ratio=1.152 vs_raw="*)
+	pass "wafer-bench replay: beside the driver's pool, its mark" ;;
+*)	fail "wafer-bench replay: beside the driver's pool, its mark" "$out" ;;
+esac
 
 [ "$failed" -eq 0 ]
