@@ -72,7 +72,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..31"
+echo "1..32"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -204,6 +204,14 @@ case $out in
 *)	fail "stream: driver_reserved= beside its ratio" "$out" ;;
 esac
 replay direct cuda
+
+# [cuda] vm_page: each page of the pool is one physical allocation of
+# that size.
+{ cat "$tmp/fake.conf"; echo "vm_page = 8M"; } > "$tmp/page8.conf"
+out=$(env WAFER_CONFIG="$tmp/page8.conf" "$top/tools/wafer-replay" \
+	--strategy pool --storage cuda "$T_SRCDIR/replay-small.trace" 2>&1)
+contains "vm_page = 8M: one 8 MiB page mapped" "$out" \
+	"peak_reserved=8388608 ratio=2097.152 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 pages=map:1,unmap:0"
 
 # wafer-bench replay: the trace through pool on the device, beside the
 # driver's own pool called directly (that side loads libcuda.so.1 itself:
