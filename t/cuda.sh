@@ -72,7 +72,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..28"
+echo "1..32"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -189,6 +189,47 @@ replay() {
 }
 replay pool cuda
 replay stream cuda
+# stream's ratio counts live and pending bytes; beside it the driver
+# pool's own high-water mark (the stand-in's pool keeps live async bytes,
+# rounded to 256: 1024 + 3072 at least, with both live).
+case $out in
+*" driver_reserved="*)
+	high=${out#* driver_reserved=}
+	high=${high%% *}
+	if [ "$high" -ge 4096 ]; then
+		pass "stream: driver_reserved=$high beside its ratio"
+	else
+		fail "stream: driver_reserved=$high below the 4096 bytes live" "$out"
+	fi ;;
+*)	fail "stream: driver_reserved= beside its ratio" "$out" ;;
+esac
 replay direct cuda
+
+# [cuda] vm_page: each page of the pool is one physical allocation of
+# that size.
+{ cat "$tmp/fake.conf"; echo "vm_page = 8M"; } > "$tmp/page8.conf"
+out=$(env WAFER_CONFIG="$tmp/page8.conf" "$top/tools/wafer-replay" \
+	--strategy pool --storage cuda "$T_SRCDIR/replay-small.trace" 2>&1)
+contains "vm_page = 8M: one 8 MiB page mapped" "$out" \
+	"peak_reserved=8388608 ratio=2097.152 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 pages=map:1,unmap:0"
+
+# wafer-bench replay: the trace through pool on the device, beside the
+# driver's own pool called directly (that side loads libcuda.so.1 itself:
+# the stand-in under that name). The stand-in's pool caches nothing: its
+# high-water mark is the trace's live bytes, rounded to 256 — 4096, or
+# 4608 when the stream has not yet run a free that the third
+# allocation follows.
+mkdir "$tmp/lib" && ln -s "$fake" "$tmp/lib/libcuda.so.1"
+out=$(env WAFER_CONFIG="$tmp/fake.conf" \
+	LD_LIBRARY_PATH="$tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+	"$top/tools/wafer-bench" replay "$T_SRCDIR/replay-small.trace" cuda:0 2>&1)
+contains "wafer-bench replay: pool on the device" "$out" \
+	"replay trace=replay-small.trace events=6 strategy=pool ns_per_event="
+case $out in
+*" raw_reserved=4096 raw_ratio=1.024 vs_raw="* | \
+*" raw_reserved=4608 raw_ratio=1.152 vs_raw="*)
+	pass "wafer-bench replay: beside the driver's pool, its mark" ;;
+*)	fail "wafer-bench replay: beside the driver's pool, its mark" "$out" ;;
+esac
 
 [ "$failed" -eq 0 ]

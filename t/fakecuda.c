@@ -150,6 +150,7 @@ struct region {
 	struct CUstream_st *owner;
 	uint64_t alloc_seq;
 	int free_pending;
+	int async;                /* from cuMemAllocAsync: the pool's */
 	/* The latest use by each of a few streams (op numbers there): a
 	 * free on another stream must come after the host saw them done. */
 	struct {
@@ -172,6 +173,9 @@ struct fake_handle {
 static struct region *regions;
 static size_t region_count, region_capacity;
 static size_t device_bytes;     /* allocations + physical handles */
+/* The default pool's bytes (cuMemAllocAsync's, until their free runs:
+ * this pool caches nothing) and their high-water mark. */
+static size_t pool_bytes, pool_bytes_high;
 static struct fakecuda_stats stats;
 /* A kernel or copy hit bad memory. Atomic: streams set it under L, and
  * every call reads it (need_context) without taking L. */
@@ -525,6 +529,8 @@ static void run_op(struct op *o)
 		struct region *r = find_region(REGION_ALLOC, o->free_ptr);
 		if (r) {
 			device_bytes -= r->size;
+			if (r->async)
+				pool_bytes -= r->size;
 			free(r->block);
 			free(r->written);
 			drop_region(r);
@@ -2196,6 +2202,10 @@ static CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size,
 		struct region *reg = find_region(REGION_ALLOC, (uintptr_t)*out);
 		reg->owner = s;
 		reg->alloc_seq = s->issued;
+		reg->async = 1;
+		pool_bytes += reg->size;
+		if (pool_bytes > pool_bytes_high)
+			pool_bytes_high = pool_bytes;
 		stats.async_allocs++;
 		pthread_mutex_unlock(&L);
 	}
@@ -2261,6 +2271,35 @@ static CUresult fake_cuMemPoolSetAttribute(CUmemoryPool p,
 		memcpy(&stats.release_threshold, value, 8);
 		pthread_mutex_unlock(&L);
 	}
+	return CUDA_SUCCESS;
+}
+
+/* RESERVED_MEM_CURRENT/HIGH, RELEASE_THRESHOLD; HIGH is reset by
+ * setting it (to 0) in CUDA, not modelled here. */
+static CUresult fake_cuMemPoolGetAttribute(CUmemoryPool p,
+					   CUmemPool_attribute a, void *value)
+{
+	cuuint64_t v;
+
+	if (p != &pool || !value)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&L);
+	switch (a) {
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+		v = pool_bytes;
+		break;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+		v = pool_bytes_high;
+		break;
+	case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+		v = stats.release_threshold;
+		break;
+	default:
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	pthread_mutex_unlock(&L);
+	memcpy(value, &v, sizeof v);
 	return CUDA_SUCCESS;
 }
 
@@ -2692,6 +2731,7 @@ static const struct {
 	ENTRY(cuMemFreeAsync),
 	ENTRY(cuDeviceGetDefaultMemPool),
 	ENTRY(cuMemPoolSetAttribute),
+	ENTRY(cuMemPoolGetAttribute),
 	ENTRY(cuMemPoolTrimTo),
 	{"cuMemcpyHtoDAsync", (void *)fake_cuMemcpyHtoDAsync},
 	{"cuMemcpyDtoHAsync", (void *)fake_cuMemcpyDtoHAsync},

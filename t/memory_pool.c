@@ -3,7 +3,8 @@
  * t/memory_pool: the `pool` strategy, with and without virtual memory —
  * splitting and coalescing, best fit, alignment from storage, the small
  * arena, pages mapped on demand and kept when idle, the bound on mapped
- * bytes and the order idle pages go in, max_idle, trim, plain chunks
+ * bytes and the order idle pages go in, placement where a hole is still
+ * mapped, max_idle, trim, plain chunks
  * without vm, and the out-of-memory retry. */
 #include "build-config.h"
 
@@ -243,6 +244,45 @@ static void test_idle_order(void)
 	is_int((long long)fake_fini(&f), 0, "no leak");
 }
 
+/* A big block goes where its hole is still mapped, not at the hole's
+ * start when those pages went back to storage. */
+static void test_window(void)
+{
+	struct fake_storage f;
+	fake_init(&f, &vm);
+	struct wafer_memory *m =
+		fake_memory(&f, "pool", "[memory.pool]\noverhead = 0\n");
+	struct wafer_slice a, b, c, d, e, x, g;
+	wafer_memory_reserve(m, 2 * MiB, &a);
+	wafer_memory_reserve(m, 2 * MiB, &b);
+	wafer_memory_reserve(m, 2 * MiB, &c);
+	wafer_memory_reserve(m, 2 * MiB, &d);
+	wafer_memory_reserve(m, 2 * MiB, &e);
+	wafer_memory_release(m, &a);
+	/* Too big for a's hole: mapped at the top, a's pages go back. */
+	wafer_memory_reserve(m, 2 * MiB + 64 * KiB, &x);
+	is_int((long long)f.unmaps, 1, "window: a's idle pages unmapped");
+	wafer_memory_release(m, &b);
+	wafer_memory_release(m, &c);
+	/* One hole of 6 MiB: its first 2 unmapped, the next 4 mapped. */
+	unsigned long maps = f.maps, unmaps = f.unmaps;
+	wafer_memory_reserve(m, 4 * MiB, &g);
+	is_int((long long)g.offset, (long long)b.offset,
+	       "window: 4 MiB lands on b's and c's mapped pages");
+	is_int((long long)(f.maps - maps), 0, "window: without a map call");
+	is_int((long long)(f.unmaps - unmaps), 0, "window: nor an unmap");
+	struct wafer_slice h;
+	wafer_memory_reserve(m, 2 * MiB, &h);
+	is_int((long long)h.offset, (long long)a.offset,
+	       "window: the hole's front stayed a free block");
+	struct wafer_slice *all[] = {&d, &e, &x, &g, &h};
+	for (int i = 0; i < 5; i++)
+		wafer_memory_release(m, all[i]);
+	books_agree(&f, m, "window");
+	wafer_memory_destroy(m);
+	is_int((long long)fake_fini(&f), 0, "window: no leak");
+}
+
 static void test_max_idle(void)
 {
 	struct fake_storage f;
@@ -373,6 +413,7 @@ int main(void)
 	test_pages();
 	test_bound();
 	test_idle_order();
+	test_window();
 	test_max_idle();
 	test_chunks();
 	test_out_of_memory();

@@ -77,9 +77,9 @@ expect "--strategy chunked" \
 expect "--strategy stream" \
 	"strategy=stream events=6 peak_live=4000 peak_reserved=4000 ratio=1.000 storage_ops=6 steady_ops=3 calls=alloc_async:3,free_async:3 failures=0 retries=0"
 expect "--strategy pool --storage null" \
-	"strategy=pool events=6 peak_live=4000 peak_reserved=2097152 ratio=524.288 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 failures=0 retries=0"
+	"strategy=pool events=6 peak_live=4000 peak_reserved=2097152 ratio=524.288 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 pages=map:1,unmap:0 failures=0 retries=0"
 expect "--granularity 64K" \
-	"strategy=pool events=6 peak_live=4000 peak_reserved=65536 ratio=16.384 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 failures=0 retries=0"
+	"strategy=pool events=6 peak_live=4000 peak_reserved=65536 ratio=16.384 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 pages=map:1,unmap:0 failures=0 retries=0"
 expect "--strategy pool --no-vm" \
 	"strategy=pool events=6 peak_live=4000 peak_reserved=2097152 ratio=524.288 storage_ops=1 steady_ops=0 calls=alloc:1 failures=0 retries=0"
 

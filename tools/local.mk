@@ -8,10 +8,16 @@ bin_PROGRAMS += tools/wafer-bench
 tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
 	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c \
 	tools/bench/matmul.c tools/bench/compare.c tools/bench/bandwidth.c \
-	tools/bench/raw.h
-# OpenBLAS, when configure found it, is matmul's reference.
-tools_wafer_bench_LDADD = libwafer.la $(OPENBLAS_LIBS) -lm
+	tools/bench/raw.h tools/bench/replay.c tools/trace.c tools/trace.h \
+	tools/trace_file.c tools/trace_file.h \
+	tools/replay_backend.c tools/replay_backend.h
+# OpenBLAS, when configure found it, is matmul's reference. `replay`
+# drives a memory strategy on a device's storage directly, as
+# wafer-replay does: the core's internals, so the core is linked in
+# (libwafer-core.la, which libwafer.la wraps) like wafer-replay's.
+tools_wafer_bench_LDADD = libwafer-core.la $(OPENBLAS_LIBS) $(ZLIB_LIBS) -lm
 tools_wafer_bench_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) $(BENCH_CUDA_CPPFLAGS)
+tools_wafer_bench_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
 # Raw vendor counterparts (tools/bench/raw.h): with the cuda plugin, the
 # driver and cuBLAS called directly (loaded with the plugin's own dlopen
 # loader) and the `sgemm` benchmark; its baseline kernels are compiled by
@@ -37,6 +43,7 @@ endif
 
 bin_PROGRAMS += tools/wafer-replay
 tools_wafer_replay_SOURCES = tools/wafer-replay.c tools/trace.c tools/trace.h \
+	tools/trace_file.c tools/trace_file.h \
 	tools/replay_svg.c tools/replay_svg.h \
 	tools/replay_backend.c tools/replay_backend.h
 tools_wafer_replay_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)

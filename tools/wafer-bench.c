@@ -30,6 +30,9 @@ static const struct {
 	 "bandwidth, dispatch and matmul on several devices in one run"},
 	{"bandwidth", bench_bandwidth,
 	 "f32 add through wafer_execute, in GB/s"},
+	{"replay", bench_replay,
+	 "an allocation trace through pool on the device, beside the "
+	 "driver's own pool"},
 #ifdef WAFER_BENCH_CUDA
 	{"sgemm", bench_sgemm,
 	 "cuda: fp32 matmul n x n per variant, beside cuBLAS called directly"},

@@ -20,8 +20,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <zlib.h>
-
 #include <wafer/wafer.h>
 
 #include "core/config.h"
@@ -34,6 +32,7 @@
 #include "core/memory/u64map.h"
 #include "tools/replay_svg.h"
 #include "tools/trace.h"
+#include "tools/trace_file.h"
 
 /*===----------------------------------------------------------------------===
  * The trace
@@ -50,51 +49,6 @@ static void die(const char *format, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	exit(1);
-}
-
-/* Reads one line of any length into |*buf|; false at end of file. */
-static bool read_line(gzFile in, const char *path, char **buf, size_t *size)
-{
-	size_t used = 0;
-	for (;;) {
-		if (used + 2 > *size) {
-			*size = *size ? *size * 2 : 256;
-			*buf = realloc(*buf, *size);
-			if (!*buf)
-				die("out of host memory reading the trace");
-		}
-		if (!gzgets(in, *buf + used, (int)(*size - used))) {
-			int err;
-			const char *msg = gzerror(in, &err);
-			if (err != Z_OK && err != Z_STREAM_END)
-				die("%s: %s", path, err == Z_ERRNO
-						     ? strerror(errno) : msg);
-			return used > 0;
-		}
-		used += strlen(*buf + used);
-		if (used && (*buf)[used - 1] == '\n')
-			return true;
-	}
-}
-
-/* Reads the whole trace (tools/trace.h). Every problem names the line: a
- * replay of a bad trace would measure nothing real. */
-static void load_trace(const char *path, struct wafer_trace *t)
-{
-	gzFile in = gzopen(path, "rb");
-	if (!in)
-		die("%s: %s", path, errno ? strerror(errno) : "cannot open");
-	gzbuffer(in, 1 << 16);
-
-	char *buf = NULL, why[256];
-	size_t size = 0;
-	while (read_line(in, path, &buf, &size))
-		if (!wafer_trace_add_line(t, buf, why, sizeof why))
-			die("%s:%u: %s", path, t->lines, why);
-	free(buf);
-	gzclose(in);
-	if (t->count == 0)
-		die("%s: no events", path);
 }
 
 /*===----------------------------------------------------------------------===
@@ -413,7 +367,9 @@ int main(int argc, char **argv)
 		wafer_log_set_level(level);
 
 	struct wafer_trace t = {0};
-	load_trace(o.trace, &t);
+	char why[512];
+	if (!wafer_trace_load(o.trace, &t, why, sizeof why))
+		die("%s", why);
 
 	struct wafer_storage storage;
 	struct replay_backend backend;
@@ -495,15 +451,37 @@ int main(int argc, char **argv)
 					       (double)u.peak_in_use
 				     : 0.0;
 	const char *name = wafer_memory_strategy_name(memory);
-	char calls[256];
+	char calls[256], pages[128] = "";
 	format_calls(&u, calls, sizeof calls);
+	/* On virtual memory, the pages mapped and unmapped over the run: on
+	 * a real driver the time goes with them, not with the calls. */
+	if (storage.vm_granularity && (u.calls_vm_map || u.calls_vm_unmap))
+		snprintf(pages, sizeof pages,
+			 " pages=map:%" PRIu64 ",unmap:%" PRIu64,
+			 storage.counters.bytes_mapped / storage.vm_granularity,
+			 storage.counters.bytes_unmapped /
+				 storage.vm_granularity);
+	/* stream's ratio counts live and pending bytes; the driver's pool
+	 * keeps freed memory cached behind them. Its own high-water mark,
+	 * where the plugin keeps one, is what the device really held. */
+	char driver[128] = "";
+	uint64_t high = 0;
+	if ((u.calls_alloc_async || u.calls_free_async) &&
+	    storage.ops->figure &&
+	    storage.ops->figure(storage.device,
+				WAFER_STORAGE_FIGURE_ASYNC_RESERVED_HIGH,
+				&high) == WAFER_OK)
+		snprintf(driver, sizeof driver,
+			 " driver_reserved=%" PRIu64 " driver_ratio=%.3f", high,
+			 u.peak_in_use ? (double)high / (double)u.peak_in_use
+				       : 0.0);
 	printf("strategy=%s events=%zu peak_live=%" PRIu64
-	       " peak_reserved=%" PRIu64 " ratio=%.3f storage_ops=%" PRIu64
-	       " steady_ops=%" PRIu64 " calls=%s failures=%" PRIu64
+	       " peak_reserved=%" PRIu64 " ratio=%.3f%s storage_ops=%" PRIu64
+	       " steady_ops=%" PRIu64 " calls=%s%s failures=%" PRIu64
 	       " retries=%" PRIu64 " ns_per_event=%.1f\n",
-	       name, t.count, u.peak_in_use, u.peak_reserved, ratio, ops,
-	       ops - ops_at_half, calls, u.storage_failures, u.reserve_retries,
-	       (double)elapsed / (double)t.count);
+	       name, t.count, u.peak_in_use, u.peak_reserved, ratio, driver, ops,
+	       ops - ops_at_half, calls, pages, u.storage_failures,
+	       u.reserve_retries, (double)elapsed / (double)t.count);
 	if (snapshot_text)
 		fputs(snapshot_text, stdout);
 	free(snapshot_text);

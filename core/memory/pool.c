@@ -668,31 +668,82 @@ static void segment_free(struct pool_state *p, struct pool_segment *s)
  * Reserve and release
  *===----------------------------------------------------------------------===*/
 
+/* Where in free block |b| (vm) |size| bytes need the fewest new pages:
+ * at its start, or where a window of them starts or ends with a run of
+ * mapped pages inside the block. Stores the offset in *at and returns
+ * the pages it needs. A big block whose first bytes lie on pages that
+ * were unmapped, with idle mapped pages further in (a hole left by a
+ * bigger tensor of an earlier step), is then used where it is mapped
+ * instead of mapping its start and unmapping its middle. */
+static size_t best_window(const struct pool_state *p,
+			  const struct pool_block *b, size_t size, size_t *at)
+{
+	const struct pool_segment *s = b->seg;
+	size_t best = unmapped_pages(p, s, b->offset, size);
+	*at = b->offset;
+	if (best == 0 || size < p->gran)
+		return best;
+	/* Page-aligned windows of |pages| pages wholly inside the block. */
+	size_t pages = (size + p->gran - 1) / p->gran;
+	size_t lo = (b->offset + p->gran - 1) / p->gran;
+	size_t end = b->offset + b->size;
+	if (end / p->gran < lo + pages)
+		return best;
+	size_t hi = end / p->gran - pages; /* last start page */
+	size_t known = s->tracked < end / p->gran ? s->tracked : end / p->gran;
+	for (size_t q = lo; q < known;) {
+		size_t from = wafer_bits_find(s->mapped, q, known, 1);
+		if (from == known)
+			break;
+		size_t to = wafer_bits_find(s->mapped, from, known, 0);
+		size_t starts[2] = {from, to >= pages ? to - pages : 0};
+		for (int i = 0; i < 2; i++) {
+			size_t k = starts[i];
+			if (k < lo || k > hi)
+				continue;
+			size_t cost = unmapped_pages(p, s, k * p->gran, size);
+			if (cost < best) {
+				best = cost;
+				*at = k * p->gran;
+			}
+		}
+		if (best == 0)
+			break;
+		q = to;
+	}
+	return best;
+}
+
 /* The best fit by cost: the smallest free block whose first |size| bytes
  * need no new page, else the one needing the fewest (the smaller on a
- * tie). Blocks are placed at the start of the hole: that keeps a
+ * tie), placed where in it the fewest are needed (best_window; *at).
+ * Otherwise blocks are placed at the start of the hole: that keeps a
  * segment's working set packed at its low end. */
 static struct pool_block *find_block(struct pool_state *p, struct pool_arena *a,
-				     size_t size)
+				     size_t size, size_t *at)
 {
 	struct pool_block *best = NULL;
-	size_t best_cost = SIZE_MAX;
+	size_t best_cost = SIZE_MAX, best_at = 0;
 	for (unsigned bin = next_bin(a, bin_of(size)); bin < POOL_BINS;
 	     bin = next_bin(a, bin + 1)) {
 		for (struct pool_block *b = a->bins[bin]; b; b = b->free_next) {
 			if (b->size < size)
 				continue;
-			if (!b->seg->vm)
+			if (!b->seg->vm || unmapped_pages(p, b->seg, b->offset,
+							  size) == 0) {
+				*at = b->offset;
 				return b;
-			size_t cost = unmapped_pages(p, b->seg, b->offset, size);
-			if (cost == 0)
-				return b;
+			}
+			size_t where;
+			size_t cost = best_window(p, b, size, &where);
 			if (cost < best_cost) {
 				best = b;
 				best_cost = cost;
+				best_at = where;
 			}
 		}
 	}
+	*at = best_at;
 	return best;
 }
 
@@ -737,18 +788,28 @@ static wafer_status pool_reserve(void *self, size_t size,
 	const struct wafer_storage_counters *c = &p->base.storage->counters;
 	uint64_t calls = c->allocs + c->maps;
 
-	struct pool_block *b = find_block(p, a, aligned);
+	size_t at = 0;
+	struct pool_block *b = find_block(p, a, aligned, &at);
 	if (!b) {
 		struct pool_segment *fresh = NULL;
 		wafer_status status = segment_new(p, a, aligned, size, &fresh);
 		if (status != WAFER_OK)
 			return status;
 		b = fresh->first;
+		at = 0;
 	}
 	struct pool_segment *s = b->seg;
 	wafer_status status = WAFER_OK;
 	if (s->vm)
-		status = map_range(p, s, b->offset, aligned, size);
+		status = map_range(p, s, at, aligned, size);
+	/* Placed inside the hole: its front stays a free block. */
+	if (status == WAFER_OK && at > b->offset) {
+		status = split(p, b, at - b->offset);
+		if (status == WAFER_OK) {
+			bin_insert(a, b);
+			b = b->next;
+		}
+	}
 	if (status == WAFER_OK)
 		status = split(p, b, aligned);
 	if (status != WAFER_OK)

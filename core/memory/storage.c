@@ -159,10 +159,12 @@ wafer_status wafer_storage_vm_map(struct wafer_storage *s, wafer_resource range,
 	uncharge(s, status, size);
 	s->counters.maps++;
 	s->counters.calls_vm_map++;
-	if (status == WAFER_OK)
+	if (status == WAFER_OK) {
 		add_reserved(s, size);
-	else
+		s->counters.bytes_mapped += size;
+	} else {
 		s->counters.failures++;
+	}
 	return status;
 }
 
@@ -174,9 +176,10 @@ wafer_status wafer_storage_vm_unmap(struct wafer_storage *s,
 	wafer_status status = s->ops->vm_unmap(s->device, range, offset, size);
 	s->counters.unmaps++;
 	s->counters.calls_vm_unmap++;
-	if (status == WAFER_OK)
+	if (status == WAFER_OK) {
 		sub_reserved(s, size);
-	else
+		s->counters.bytes_unmapped += size;
+	} else
 		s->counters.failures++;
 	return status;
 }

@@ -36,6 +36,10 @@ struct wafer_storage_counters {
 	uint64_t calls_vm_reserve, calls_vm_release;
 	uint64_t calls_vm_map, calls_vm_unmap;
 	uint64_t failures;
+	/* Bytes vm_map and vm_unmap succeeded on, summed over time: a
+	 * driver's cost goes with the pages (cuda makes several calls per
+	 * page), not with the calls. wafer-replay's pages=. */
+	uint64_t bytes_mapped, bytes_unmapped;
 };
 
 struct wafer_storage {

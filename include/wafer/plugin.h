@@ -259,7 +259,19 @@ struct wafer_storage_ops {
 	/* Retired in ABI 1.1: the core never calls these; leave them NULL. */
 	wafer_status (*host_alloc)(void *device, size_t size, void **out_ptr);
 	void (*host_free)(void *device, void *ptr);
+
+	/* Appended after ABI 1.2, optional (NULL: no figures): a figure
+	 * about the device's memory that only the plugin knows, in *value;
+	 * WAFER_ERROR_NOT_SUPPORTED for one it does not keep. |what| is a
+	 * WAFER_STORAGE_FIGURE_* below. */
+	wafer_status (*figure)(void *device, int what, uint64_t *value);
 };
+
+/* The most bytes the stream-ordered allocator (alloc_async) has held
+ * from the device at once since the device was opened: memory it keeps
+ * cached after free_async counts too (CUDA:
+ * CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH of the pool alloc_async uses). */
+#define WAFER_STORAGE_FIGURE_ASYNC_RESERVED_HIGH 1
 
 /*===----------------------------------------------------------------------===
  * Kernels and launches

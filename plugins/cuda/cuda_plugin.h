@@ -60,6 +60,7 @@ struct cuda_options {
 	uint64_t release_threshold; /* UINT64_MAX: the pool keeps all */
 	size_t staging_chunk;       /* largest staging buffer */
 	size_t staging_limit;       /* pinned staging bytes per device */
+	size_t vm_page;             /* 0: the driver's granularity */
 	int cublas;                 /* 0: never; 1: when it loads */
 	char *cublas_library;       /* NULL: search the usual names */
 	int nvrtc;                  /* 0: never; 1: when it loads */

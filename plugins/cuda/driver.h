@@ -61,6 +61,7 @@
 	X(cuMemFreeAsync)                                                      \
 	X(cuDeviceGetDefaultMemPool)                                           \
 	X(cuMemPoolSetAttribute)                                               \
+	X(cuMemPoolGetAttribute)                                               \
 	X(cuMemPoolTrimTo)                                                     \
 	X(cuMemcpyHtoDAsync)                                                   \
 	X(cuMemcpyDtoHAsync)                                                   \

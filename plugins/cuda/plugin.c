@@ -22,6 +22,11 @@
  *   staging_limit = SIZE     pinned staging memory a device may hold
  *                            (default 64M; 0: no staging, copies go
  *                            straight from and to pageable memory)
+ *   vm_page = SIZE           page of virtual memory (vm_map): each is
+ *                            one physical allocation; a power of two, at
+ *                            least the driver's granularity (the default,
+ *                            2M on current GPUs). Larger pages cost fewer
+ *                            driver calls per byte mapped and round more.
  *   cublas = auto|no|PATH    offer cuBLAS as the matmul variant "cublas"
  *                            when it loads (auto, the default), never, or
  *                            from this file
@@ -341,6 +346,14 @@ static wafer_status apply_option(void *state_arg,
 		o->staging_limit = (size_t)n;
 		return WAFER_OK;
 	}
+	if (strcmp(key, "vm_page") == 0) {
+		if (cuda_parse_size(value, &n) != 0 || !is_power_of_two(n) ||
+		    n > (uint64_t)1 << 40)
+			return bad_value(state, origin, key,
+					 "a power of two (2M, 8M)", value);
+		o->vm_page = (size_t)n;
+		return WAFER_OK;
+	}
 	if (strcmp(key, "cublas") == 0)
 		return library_option(state, origin, key, value, &o->cublas,
 				      &o->cublas_library);
@@ -585,6 +598,10 @@ static wafer_status read_facts(const struct cuda_state *state, uint32_t index,
 			    CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS ||
 		    !is_power_of_two(f->granularity))
 			f->granularity = 0;
+		/* A power of two at least the granularity is a multiple. */
+		if (f->granularity &&
+		    state->options.vm_page > f->granularity)
+			f->granularity = state->options.vm_page;
 	}
 	return WAFER_OK;
 }

@@ -18,6 +18,7 @@
  *   copy                  cuMemcpyDtoDAsync on the queue's stream.
  *   host_alloc/host_free  NULL: retired in ABI 1.1 (staging.c has its
  *                         own pinned pool).
+ *   figure                the default pool's CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH.
  *
  * When the device runs out of memory, alloc and vm_map first ask the
  * default pool to give back what it caches (cuMemPoolTrimTo) and try once
@@ -549,6 +550,37 @@ static void cuda_storage_vm_release(void *device, wafer_resource range)
 }
 
 /*===----------------------------------------------------------------------===
+ * Figures
+ *===----------------------------------------------------------------------===*/
+
+/* The default pool's own high-water mark: what alloc_async really held,
+ * cached memory included (the core only sees live and pending bytes). */
+static wafer_status cuda_storage_figure(void *device, int what,
+					uint64_t *value)
+{
+	struct cuda_device *dev = device;
+	cuuint64_t high = 0;
+	wafer_status status;
+	CUresult result;
+
+	if (what != WAFER_STORAGE_FIGURE_ASYNC_RESERVED_HIGH || !dev->pool) {
+		dev->host->set_error("cuda: figure %d: not kept on cuda:%" PRIu32,
+				     what, dev->index);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	result = dev->drv->cuMemPoolGetAttribute(
+		dev->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &high);
+	if (result != CUDA_SUCCESS)
+		return cuda_fail(dev->state, result,
+				 "cuMemPoolGetAttribute(RESERVED_MEM_HIGH)");
+	*value = high;
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
  * The table
  *===----------------------------------------------------------------------===*/
 
@@ -560,6 +592,7 @@ const struct wafer_storage_ops cuda_storage_ops = {
 	.vm_release = cuda_storage_vm_release,
 	.vm_map = cuda_storage_vm_map,
 	.vm_unmap = cuda_storage_vm_unmap,
+	.figure = cuda_storage_figure,
 	/* host_alloc/host_free: retired in ABI 1.1 (NULL); staging.c keeps
 	 * its own pinned buffers. */
 };

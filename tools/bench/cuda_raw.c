@@ -9,7 +9,8 @@
  * driver the way a CUDA programmer would: cuLaunchKernel on a
  * non-blocking stream, cuMemAllocAsync + cuMemFreeAsync on the device's
  * default pool, an add of one element per thread (raw_kernels.cu), and
- * cublasSgemm_v2. Each figure is the best of several samples, host time
+ * cublasSgemm_v2, and an allocation trace replayed on that pool
+ * (`replay`). Each figure is the best of several samples, host time
  * around work that ends with a stream synchronisation — the way the wafer
  * side is timed. */
 #include "build-config.h"
@@ -29,6 +30,7 @@
 #include "plugins/cuda/driver.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/raw.h"
+#include "tools/trace.h"
 
 extern const unsigned char bench_raw_fatbin[];
 
@@ -72,9 +74,6 @@ static int setup(int ordinal)
 	CHECK(raw.drv.cuDeviceGet(&raw.dev, ordinal));
 	CHECK(raw.drv.cuDevicePrimaryCtxRetain(&raw.ctx, raw.dev));
 	CHECK(raw.drv.cuCtxSetCurrent(raw.ctx));
-	CHECK(raw.drv.cuModuleLoadData(&raw.module, bench_raw_fatbin));
-	CHECK(raw.drv.cuModuleGetFunction(&raw.noop, raw.module, "raw_noop"));
-	CHECK(raw.drv.cuModuleGetFunction(&raw.add, raw.module, "raw_add"));
 	CHECK(raw.drv.cuStreamCreate(&raw.stream, CU_STREAM_NON_BLOCKING));
 	/* As the plugin's default: the pool keeps what it has. */
 	CHECK(raw.drv.cuDeviceGetDefaultMemPool(&pool, raw.dev));
@@ -89,6 +88,29 @@ static int enter(void)
 	return 0;
 }
 
+/* The baseline kernels, loaded on first use: the allocation figures
+ * need none (and the stand-in driver, t/fakecuda.c, cannot run them). */
+static int enter_kernels(void)
+{
+	CUmodule module;
+	CUresult r;
+
+	if (enter() != 0)
+		return -1;
+	if (raw.module)
+		return 0;
+	CHECK(raw.drv.cuModuleLoadData(&module, bench_raw_fatbin));
+	r = raw.drv.cuModuleGetFunction(&raw.noop, module, "raw_noop");
+	if (r == CUDA_SUCCESS)
+		r = raw.drv.cuModuleGetFunction(&raw.add, module, "raw_add");
+	if (r != CUDA_SUCCESS) {
+		raw.drv.cuModuleUnload(module);
+		return fail("cuModuleGetFunction(raw_noop, raw_add)", r);
+	}
+	raw.module = module;
+	return 0;
+}
+
 /*===----------------------------------------------------------------------===
  * The counterparts
  *===----------------------------------------------------------------------===*/
@@ -97,7 +119,7 @@ static double raw_launch_ns(uint64_t launches)
 {
 	double best = INFINITY;
 
-	if (enter() != 0)
+	if (enter_kernels() != 0)
 		return -1;
 	for (int i = 0; i < 1000; i++)
 		CHECK(raw.drv.cuLaunchKernel(raw.noop, 1, 1, 1, 1, 1, 1, 0,
@@ -140,6 +162,69 @@ static double raw_alloc_pair_ns(size_t size, uint64_t pairs)
 	return best;
 }
 
+/* The trace's allocations and frees, each straight to the default pool
+ * on the stream; the pool is trimmed and its high-water mark reset
+ * first, so both the time and the mark are this replay's. */
+static double raw_replay_ns(const struct wafer_trace *t, uint64_t *out_high)
+{
+	CUdeviceptr *ptrs = calloc(t->slots ? t->slots : 1, sizeof *ptrs);
+	cuuint64_t zero = 0, high = 0;
+	CUmemoryPool pool;
+	CUresult r = CUDA_SUCCESS;
+	const char *what = "";
+
+	if (!ptrs) {
+		fprintf(stderr, "wafer-bench: raw CUDA: out of host memory\n");
+		return -1;
+	}
+	if (enter() != 0) {
+		free(ptrs);
+		return -1;
+	}
+	r = raw.drv.cuDeviceGetDefaultMemPool(&pool, raw.dev);
+	if (r == CUDA_SUCCESS)
+		r = raw.drv.cuStreamSynchronize(raw.stream);
+	if (r == CUDA_SUCCESS)
+		r = raw.drv.cuMemPoolTrimTo(pool, 0);
+	if (r == CUDA_SUCCESS)
+		r = raw.drv.cuMemPoolSetAttribute(
+			pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero);
+	if (r != CUDA_SUCCESS) {
+		free(ptrs);
+		return fail("the default pool", r);
+	}
+	uint64_t start = bench_now_ns();
+	for (size_t i = 0; i < t->count && r == CUDA_SUCCESS; i++) {
+		const struct wafer_trace_event *e = &t->events[i];
+		what = e->size ? "cuMemAllocAsync" : "cuMemFreeAsync";
+		if (e->size) {
+			r = raw.drv.cuMemAllocAsync(&ptrs[e->slot], e->size,
+						    raw.stream);
+		} else {
+			r = raw.drv.cuMemFreeAsync(ptrs[e->slot], raw.stream);
+			ptrs[e->slot] = 0;
+		}
+	}
+	if (r == CUDA_SUCCESS) {
+		what = "cuStreamSynchronize";
+		r = raw.drv.cuStreamSynchronize(raw.stream);
+	}
+	double ns = (double)(bench_now_ns() - start) / (double)t->count;
+	/* What the trace left live, then the pool's mark. */
+	for (uint32_t i = 0; i < t->slots; i++)
+		if (ptrs[i])
+			raw.drv.cuMemFreeAsync(ptrs[i], raw.stream);
+	raw.drv.cuStreamSynchronize(raw.stream);
+	free(ptrs);
+	if (r != CUDA_SUCCESS)
+		return fail(what, r);
+	CHECK(raw.drv.cuMemPoolGetAttribute(
+		pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &high));
+	raw.drv.cuMemPoolTrimTo(pool, 0);
+	*out_high = high;
+	return ns;
+}
+
 static double raw_add_gbps(size_t count, unsigned reps)
 {
 	CUdeviceptr a, b, out;
@@ -148,7 +233,7 @@ static double raw_add_gbps(size_t count, unsigned reps)
 	unsigned blocks = (unsigned)((count + 255) / 256);
 	double best = INFINITY;
 
-	if (enter() != 0)
+	if (enter_kernels() != 0)
 		return -1;
 	CHECK(raw.drv.cuMemAlloc(&a, count * 4));
 	CHECK(raw.drv.cuMemAlloc(&b, count * 4));
@@ -283,6 +368,7 @@ static const struct bench_raw cuda_raw = {
 	.alloc_pair_ns = raw_alloc_pair_ns,
 	.add_gbps = raw_add_gbps,
 	.sgemm_gflops = raw_sgemm_gflops,
+	.replay_ns = raw_replay_ns,
 };
 
 const struct bench_raw *bench_raw_for(const wafer_device_desc *device)

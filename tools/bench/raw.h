@@ -13,6 +13,8 @@
 
 #include <wafer/wafer.h>
 
+struct wafer_trace;
+
 struct bench_raw {
 	/* What the numbers below call: "cuLaunchKernel", ... */
 	const char *launch_what, *alloc_what, *add_what, *sgemm_what;
@@ -31,6 +33,12 @@ struct bench_raw {
 	 * best of |reps|; |out_c| (n x n floats, may be NULL) receives C for
 	 * A[i] = a(i), B[i] = b(i) as bench_matrix_value() fills them. */
 	double (*sgemm_gflops)(unsigned n, unsigned reps, float *out_c);
+	/* ns per event of |trace| (tools/trace.h) replayed through the
+	 * device's stream-ordered pool, from nothing cached to a
+	 * synchronised stream; *out_reserved_high: the most bytes the pool
+	 * held meanwhile. */
+	double (*replay_ns)(const struct wafer_trace *trace,
+			    uint64_t *out_reserved_high);
 };
 
 /* The counterpart for |device| (the one the benchmark's client runs
