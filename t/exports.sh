@@ -96,41 +96,30 @@ else
 	exports "$opencl" | sed 's/^/# exported: /'
 fi
 
-# The calls of <wafer/program.h> (a new header adds exports the version
-# script's wafer_* picks up; this checks they are there).
+# Calls added after the first release: the version script's wafer_*
+# picks them up; this checks they are there.
 libsyms=$(exports "$library")
-missing=
-for sym in wafer_program_create wafer_program_kernel wafer_program_release \
-	wafer_program_format_name; do
-	echo "$libsyms" | grep -qx "$sym" || missing="$missing $sym"
-done
-if [ -z "$missing" ]; then
-	echo "ok 6 - libwafer.so.0 exports the program calls"
-else
-	echo "not ok 6 - libwafer.so.0 exports the program calls"
-	echo "# missing:$missing"
-fi
-
+# exports_all N WHAT SYMBOL...: point N, "libwafer.so.0 exports WHAT".
+exports_all() {
+	n=$1 what=$2
+	shift 2
+	missing=
+	for sym in "$@"; do
+		echo "$libsyms" | grep -qx "$sym" || missing="$missing $sym"
+	done
+	if [ -z "$missing" ]; then
+		echo "ok $n - libwafer.so.0 exports $what"
+	else
+		echo "not ok $n - libwafer.so.0 exports $what"
+		echo "# missing:$missing"
+	fi
+}
+# <wafer/program.h>
+exports_all 6 "the program calls" wafer_program_create wafer_program_kernel \
+	wafer_program_release wafer_program_format_name
 # The memory calls of <wafer/wafer.h> (wafer-memory(7)).
-missing=
-for sym in wafer_memory_usage_get wafer_memory_trim wafer_memory_snapshot \
-	wafer_memory_set_oom_handler; do
-	echo "$libsyms" | grep -qx "$sym" || missing="$missing $sym"
-done
-if [ -z "$missing" ]; then
-	echo "ok 7 - libwafer.so.0 exports the memory calls"
-else
-	echo "not ok 7 - libwafer.so.0 exports the memory calls"
-	echo "# missing:$missing"
-fi
+exports_all 7 "the memory calls" wafer_memory_usage_get wafer_memory_trim \
+	wafer_memory_snapshot wafer_memory_set_oom_handler
 # The scope calls of <wafer/wafer.h> (wafer_scope_begin(3)).
-missing=
-for sym in wafer_scope_begin wafer_scope_end wafer_scope_keep; do
-	echo "$libsyms" | grep -qx "$sym" || missing="$missing $sym"
-done
-if [ -z "$missing" ]; then
-	echo "ok 8 - libwafer.so.0 exports the scope calls"
-else
-	echo "not ok 8 - libwafer.so.0 exports the scope calls"
-	echo "# missing:$missing"
-fi
+exports_all 8 "the scope calls" wafer_scope_begin wafer_scope_end \
+	wafer_scope_keep
