@@ -72,7 +72,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..32"
+echo "1..34"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -206,12 +206,31 @@ esac
 replay direct cuda
 
 # [cuda] vm_page: each page of the pool is one physical allocation of
-# that size.
-{ cat "$tmp/fake.conf"; echo "vm_page = 8M"; } > "$tmp/page8.conf"
+# that size. The address range is set, not the default 131072 pages (1 TiB
+# here), which a sanitizer's shadow layout may not have room for.
+{ cat "$tmp/fake.conf"; echo "vm_page = 8M"
+  printf '[memory.pool]\nva_size = 256M\n'; } > "$tmp/page8.conf"
 out=$(env WAFER_CONFIG="$tmp/page8.conf" "$top/tools/wafer-replay" \
 	--strategy pool --storage cuda "$T_SRCDIR/replay-small.trace" 2>&1)
 contains "vm_page = 8M: one 8 MiB page mapped" "$out" \
 	"peak_reserved=8388608 ratio=2097.152 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 pages=map:1,unmap:0"
+
+# A machine with less address space than the pool's default range: the
+# pool halves its reservation until one is granted (256 GiB refused, 128,
+# 64 and 32 too, 16 GiB granted), then keeps that size.
+out=$(env WAFER_CONFIG="$tmp/fake.conf" FAKECUDA_VA_MAX=$((16 << 30)) \
+	"$top/tools/wafer-replay" --strategy pool --storage cuda \
+	"$T_SRCDIR/replay-small.trace" 2>&1)
+contains "pool: the address range halves until the driver grants one" \
+	"$out" "peak_reserved=2097152 ratio=524.288 storage_ops=6 steady_ops=0 calls=vm_reserve:5,vm_map:1 pages=map:1,unmap:0"
+out=$(env WAFER_CONFIG="$tmp/fake.conf" FAKECUDA_VA_MAX=1048576 \
+	"$top/tools/wafer-replay" --strategy pool --storage cuda \
+	"$T_SRCDIR/replay-small.trace" 2>&1)
+case $out in
+*"cannot reserve 1000 bytes"*"cuMemAddressReserve(2097152)"*"CUDA_ERROR_OUT_OF_MEMORY"*)
+	pass "pool: no range of one page either: a clean OOM naming the last try" ;;
+*)	fail "pool: no range of one page either: a clean OOM naming the last try" "$out" ;;
+esac
 
 # wafer-bench replay: the trace through pool on the device, beside the
 # driver's own pool called directly (that side loads libcuda.so.1 itself:

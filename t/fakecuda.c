@@ -69,7 +69,8 @@
  * FAKECUDA_INIT (a CUresult for cuInit), FAKECUDA_MISSING (a symbol
  * cuGetProcAddress does not find), FAKECUDA_DEVICES (1), FAKECUDA_ARCH
  * (90), FAKECUDA_MEMORY (1 GiB), FAKECUDA_NO_VMM, FAKECUDA_NO_POOLS,
- * FAKECUDA_NO_PINNED, FAKECUDA_DELAY_US. fakecuda_stats() and
+ * FAKECUDA_NO_PINNED, FAKECUDA_DELAY_US, FAKECUDA_VA_MAX (bytes: a
+ * larger address reservation is refused). fakecuda_stats() and
  * fakecuda_reset() are for tests that dlopen this library themselves;
  * fakecuda.h numbers what they check when they call entry points
  * directly. */
@@ -2478,6 +2479,10 @@ static CUresult fake_cuMemAddressReserve(CUdeviceptr *out, size_t size,
 		return r;
 	if (!size || size % g || addr || flags || (align && align % g))
 		return CUDA_ERROR_INVALID_VALUE;
+	/* FAKECUDA_VA_MAX: a driver (or process) with less address space. */
+	const char *va_max = getenv("FAKECUDA_VA_MAX");
+	if (va_max && size > strtoull(va_max, NULL, 0))
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	/* Over-reserve, then trim to a granularity-aligned range. */
 	char *raw = mmap(NULL, size + g, PROT_NONE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

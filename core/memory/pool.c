@@ -587,6 +587,33 @@ static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
  * Segments
  *===----------------------------------------------------------------------===*/
 
+/* Reserves |chunk->size| bytes of address space, or, where the machine
+ * refuses that much (a sanitizer's shadow layout, `ulimit -v`, a driver
+ * with a smaller address space), the largest halving of it that works,
+ * down to |needed|. The size that worked becomes the pool's va_size, so
+ * only the first segment pays for the search. */
+static wafer_status reserve_range(struct pool_state *p, size_t needed,
+				  struct wafer_memory_chunk *chunk)
+{
+	for (;;) {
+		wafer_status status = wafer_storage_vm_reserve(
+			p->base.storage, chunk->size, &chunk->resource);
+		size_t smaller = wafer_align_up(chunk->size / 2, p->gran);
+		if (smaller < needed)
+			smaller = needed;
+		if (status != WAFER_ERROR_OUT_OF_MEMORY ||
+		    smaller == chunk->size)
+			return status;
+		wafer_log_info("memory",
+			       "pool: %zu bytes of address space refused (%s); "
+			       "trying %zu",
+			       chunk->size, wafer_error_detail(), smaller);
+		chunk->size = smaller;
+		if (p->va_size > smaller)
+			p->va_size = smaller;
+	}
+}
+
 /* A new segment big enough for |size| bytes, holding one free block. */
 static wafer_status segment_new(struct pool_state *p, struct pool_arena *a,
 				size_t size, size_t incoming,
@@ -605,11 +632,11 @@ static wafer_status segment_new(struct pool_state *p, struct pool_arena *a,
 		s->chunk.size = wafer_align_up(size, p->gran);
 		if (s->chunk.size < p->va_size)
 			s->chunk.size = p->va_size;
-		s->pages = s->chunk.size / p->gran;
 		while (((size_t)p->gran << s->age_shift) < AGE_SLOT)
 			s->age_shift++;
-		status = wafer_storage_vm_reserve(p->base.storage, s->chunk.size,
-						  &s->chunk.resource);
+		status = reserve_range(p, wafer_align_up(size, p->gran),
+				       &s->chunk);
+		s->pages = s->chunk.size / p->gran;
 	} else {
 		bool small = a == &p->small && size <= p->small_chunk;
 		size_t round = a == &p->small ? p->small_chunk : p->large_round;
