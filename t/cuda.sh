@@ -208,10 +208,10 @@ replay direct cuda
 # [cuda] vm_page: each page of the pool is one physical allocation of
 # that size. The address range is set, not the default 131072 pages (1 TiB
 # here), which a sanitizer's shadow layout may not have room for.
-{ cat "$tmp/fake.conf"; echo "vm_page = 8M"
-  printf '[memory.pool]\nva_size = 256M\n'; } > "$tmp/page8.conf"
+{ cat "$tmp/fake.conf"; echo "vm_page = 8M"; } > "$tmp/page8.conf"
 out=$(env WAFER_CONFIG="$tmp/page8.conf" "$top/tools/wafer-replay" \
-	--strategy pool --storage cuda "$T_SRCDIR/replay-small.trace" 2>&1)
+	--strategy pool --option memory.pool.va_size=256M --storage cuda \
+	"$T_SRCDIR/replay-small.trace" 2>&1)
 contains "vm_page = 8M: one 8 MiB page mapped" "$out" \
 	"peak_reserved=8388608 ratio=2097.152 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 pages=map:1,unmap:0"
 
