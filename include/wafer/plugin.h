@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define WAFER_PLUGIN_ABI_MAJOR 1
-#define WAFER_PLUGIN_ABI_MINOR 2
+#define WAFER_PLUGIN_ABI_MINOR 3
 
 /* The one symbol a plugin exports. */
 #define WAFER_PLUGIN_QUERY_SYMBOL "wafer_plugin_query"
@@ -265,6 +265,27 @@ struct wafer_storage_ops {
 	 * WAFER_ERROR_NOT_SUPPORTED for one it does not keep. |what| is a
 	 * WAFER_STORAGE_FIGURE_* below. */
 	wafer_status (*figure)(void *device, int what, uint64_t *value);
+
+	/* Since ABI 1.3, optional, all three or none: interop
+	 * (wafer-interop(7)). Without them wafer_handle_native and
+	 * wafer_handle_import report "interop not supported by <plugin>".
+	 *
+	 * native: fills |out|'s kind, address (pointer kinds) or object and
+	 * offset (object kinds), context and device_ordinal for the byte at
+	 * |offset| of |resource| (a resource from alloc, alloc_async,
+	 * import, or a vm range whose page at |offset| is mapped). The core
+	 * sets struct_size, backend and size. */
+	wafer_status (*native)(void *device, wafer_resource resource,
+			       size_t offset, struct wafer_native_buffer *out);
+	/* import: a resource over the caller's memory |buffer| (size > 0,
+	 * its kind checked; another device's or context's memory is
+	 * WAFER_ERROR_INVALID_ARGUMENT naming both). It is used like any
+	 * resource (bindings, copies) but never freed by the plugin: the
+	 * core calls forget, once no queued work uses it, instead of free. */
+	wafer_status (*import)(void *device,
+			       const struct wafer_native_buffer *buffer,
+			       wafer_resource *out_resource);
+	void (*forget)(void *device, wafer_resource resource);
 };
 
 /* The most bytes the stream-ordered allocator (alloc_async) has held
@@ -402,6 +423,17 @@ struct wafer_server_ops {
 	 * launch of them is queued any more: after the queues that
 	 * launched them were synchronised. */
 	void (*program_release)(void *device, void *program);
+
+	/* Since ABI 1.3, optional, both or none: interop. queue_native fills
+	 * |out|'s kind, queue, context and device_ordinal with |queue|'s
+	 * native queue (the core sets struct_size and backend). queue_wrap
+	 * makes a queue over the caller's |native| one (a CUstream, a
+	 * cl_command_queue, ...); queue_destroy of such a queue synchronises
+	 * it and frees the plugin's record, never |native| itself. */
+	wafer_status (*queue_native)(void *device, void *queue,
+				     struct wafer_native_queue *out);
+	wafer_status (*queue_wrap)(void *device, void *native,
+				   void **out_queue);
 };
 
 /*===----------------------------------------------------------------------===

@@ -130,6 +130,62 @@ typedef struct wafer_program_source {
 } wafer_program_source;
 
 /*===----------------------------------------------------------------------===
+ * Native handles (interop.h, and the plugin ABI's interop entries)
+ *===----------------------------------------------------------------------===*/
+
+/* What a native buffer is. */
+typedef enum wafer_native_kind {
+	WAFER_NATIVE_NONE = 0,
+	/* Host memory: |address| is a pointer the process can dereference
+	 * (the cpu plugin). */
+	WAFER_NATIVE_HOST_POINTER = 1,
+	/* |address| is a CUdeviceptr in the primary context of CUDA device
+	 * |device_ordinal| (|context| is that CUcontext). */
+	WAFER_NATIVE_CUDA_POINTER = 2,
+	/* |object| is a cl_mem, the handle's bytes start |offset| bytes into
+	 * it; |context| is its cl_context. */
+	WAFER_NATIVE_OPENCL_MEM = 3,
+	/* |address| is a Level Zero USM device pointer; |context| is its
+	 * ze_context_handle_t. */
+	WAFER_NATIVE_LEVELZERO_POINTER = 4,
+} wafer_native_kind;
+
+/* A buffer as the backend knows it. The caller sets struct_size; fields
+ * past it are neither read nor written. */
+typedef struct wafer_native_buffer {
+	size_t struct_size;
+	wafer_native_kind kind;
+	/* The plugin's name ("cuda"); set by wafer_handle_native, ignored
+	 * by wafer_handle_import. */
+	const char *backend;
+	/* The first byte, for the pointer kinds (offset already applied). */
+	uint64_t address;
+	/* The backend's object, for the object kinds (cl_mem), and where in
+	 * it the bytes start. */
+	void *object;
+	size_t offset;
+	/* Bytes: the handle's size. */
+	size_t size;
+	/* The backend's context (CUcontext, cl_context,
+	 * ze_context_handle_t); NULL on cpu. */
+	void *context;
+	/* The backend's own device number (CUDA ordinal, ...); 0 on cpu. */
+	int device_ordinal;
+} wafer_native_buffer;
+
+/* The client's queue. */
+typedef struct wafer_native_queue {
+	size_t struct_size;
+	wafer_native_kind kind; /* the kind of the device's buffers */
+	const char *backend;
+	/* CUstream, cl_command_queue, ze_command_list_handle_t; NULL on cpu
+	 * (work there runs in order on the client's own thread). */
+	void *queue;
+	void *context;
+	int device_ordinal;
+} wafer_native_queue;
+
+/*===----------------------------------------------------------------------===
  * Device capabilities
  *===----------------------------------------------------------------------===*/
 

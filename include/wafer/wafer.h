@@ -191,6 +191,12 @@ typedef struct wafer_client_options {
 	const char *channel;
 	/* Memory strategy name, NULL: `[memory] strategy`. */
 	const char *memory;
+	/* Appended for interop (interop.h): NULL, or the caller's own queue (a
+	 * CUstream, cl_command_queue, ...) for the client's work, so that it
+	 * is ordered with the caller's. wafer never destroys it; it must
+	 * outlive the client. WAFER_ERROR_NOT_SUPPORTED on a plugin without
+	 * the interop entries. */
+	void *native_queue;
 } wafer_client_options;
 
 /* Opens a client on the device named by |selector|:
