@@ -415,6 +415,47 @@ static void test_scope(void)
 	check(wafer_release(owner, oh), "release owner's");
 }
 
+/* A callback that calls the client: releases another handle, and tries
+ * a sync (refused on the mpsc runner, which would wait for itself). */
+struct calling {
+	wafer_client *client;
+	wafer_handle other;
+	wafer_status released, synced;
+	_Atomic int calls;
+};
+
+static void call_client(void *data)
+{
+	struct calling *k = data;
+	k->released = wafer_release(k->client, k->other);
+	k->synced = wafer_sync(k->client);
+	atomic_fetch_add(&k->calls, 1);
+}
+
+static void test_callback_calls_client(void)
+{
+	float init[N] = {0};
+	wafer_handle oh;
+	wafer_native_buffer nb = foreign_buffer(&oh, init);
+	struct calling k = {.client = client, .other = make(1)};
+	wafer_handle g;
+	check(wafer_handle_import(client, &nb, call_client, &k, &g), "import");
+	check(wafer_release(client, g), "release");
+	check(wafer_sync(client), "sync");
+	is_int(k.calls, 1, "[%s] a callback that calls the client ran once",
+	       channel);
+	is_status(k.released, WAFER_OK,
+		  "[%s]   ... and released another handle from it", channel);
+	is_status(k.synced,
+		  strcmp(channel, "mpsc") == 0 ? WAFER_ERROR_INVALID_ARGUMENT
+					       : WAFER_OK,
+		  "[%s]   ... a sync from it: %s", channel,
+		  strcmp(channel, "mpsc") == 0 ? "refused on the runner"
+					       : "fine");
+	check(wafer_release(owner, oh), "release owner's");
+	ok_clean(client, "callback calling the client");
+}
+
 /* One bad import: |status|, an error naming |needle|, no handle, no
  * callback, nothing alive. */
 static void bad_import(const wafer_native_buffer *b, wafer_status status,
@@ -634,6 +675,7 @@ static void run_channel(const char *name)
 	test_close_alive();
 	test_donation();
 	test_scope();
+	test_callback_calls_client();
 	test_bad_input();
 	test_queue();
 	check(wafer_client_close(owner), "close owner");
