@@ -771,6 +771,66 @@ static void test_not_supported(void)
 	     "  ... says so");
 	ok(c == NULL, "  ... no client");
 	wafer_runtime_close(rt);
+
+	/* Part of each group of entries is none of it (the loader drops
+	 * them): half_interop reads as not supported. */
+	rt = open_runtime_on("half_interop", path);
+	check(wafer_client_open(rt, "half_interop", NULL, &c),
+	      "open half_interop");
+	q = (wafer_native_queue){.struct_size = sizeof q};
+	is_status(wafer_client_native_queue(c, &q), WAFER_ERROR_NOT_SUPPORTED,
+		  "half_interop plugin: native_queue not supported");
+	check(wafer_create(c, v, sizeof v, &h), "create");
+	nb = (wafer_native_buffer){.struct_size = sizeof nb};
+	is_status(wafer_handle_native(c, h, &nb), WAFER_ERROR_NOT_SUPPORTED,
+		  "half_interop plugin: handle_native not supported");
+	check(wafer_release(c, h), "release");
+	check(wafer_client_close(c), "close");
+	wafer_runtime_close(rt);
+}
+
+/* A client on the caller's queue, where the plugin wraps one: the full
+ * test plugin takes any pointer as a queue. */
+static void test_wrap(void)
+{
+	const char *builddir = getenv("T_BUILDDIR");
+	char path[4096];
+	if (!builddir) {
+		ok(1, "client on a native queue # SKIP T_BUILDDIR is not set");
+		return;
+	}
+	snprintf(path, sizeof path, "%s/plugins/.libs", builddir);
+	wafer_runtime *rt = open_runtime_on("full", path);
+	static const char *const channels[] = {"direct", "mutex", "mpsc"};
+	for (size_t i = 0; i < 3; i++) {
+		int callers_queue;
+		wafer_client *c = NULL;
+		wafer_client_options options = {
+			.struct_size = sizeof options,
+			.channel = channels[i],
+			.native_queue = &callers_queue,
+		};
+		is_status(wafer_client_open(rt, "full", &options, &c), WAFER_OK,
+			  "[%s] full plugin: open on the caller's queue",
+			  channels[i]);
+		if (!c)
+			continue;
+		wafer_native_queue q = {.struct_size = sizeof q};
+		check(wafer_client_native_queue(c, &q), "native_queue");
+		ok(q.queue == &callers_queue && q.kind ==
+						    WAFER_NATIVE_HOST_POINTER,
+		   "[%s]   ... its native queue is the caller's", channels[i]);
+		float v[4] = {1, 2, 3, 4}, w[4] = {0};
+		wafer_handle h;
+		check(wafer_create(c, v, sizeof v, &h), "create");
+		check(wafer_read(c, h, 0, w, sizeof w), "read");
+		ok(memcmp(v, w, sizeof v) == 0, "[%s]   ... and works",
+		   channels[i]);
+		check(wafer_release(c, h), "release");
+		is_status(wafer_client_close(c), WAFER_OK, "[%s]   ... closes",
+			  channels[i]);
+	}
+	wafer_runtime_close(rt);
 }
 
 /*===----------------------------------------------------------------------===
@@ -841,6 +901,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof channels / sizeof channels[0]; i++)
 		run_channel(channels[i]);
 	test_not_supported();
+	test_wrap();
 	wafer_runtime_close(runtime);
 	done_testing();
 	return exit_status();
