@@ -2440,6 +2440,29 @@ static void test_queue_wrap(void *device, void *queue, void *stream)
 	is_int(cu.cuStreamSynchronize(nq.queue), FAKECUDA_SUCCESS,
 	       "  ... a stream the driver synchronises");
 
+	/* The default streams, by their handles (<cuda.h>'s
+	 * CU_STREAM_LEGACY and CU_STREAM_PER_THREAD). */
+	status_is(sv->queue_wrap(device, (void *)2, &wq),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "queue_wrap of the per-thread default stream is refused");
+	like(last_error, "CU_STREAM_PER_THREAD", "  ... naming it");
+	if (real) {
+		/* The stand-in does not model the legacy stream. */
+		status_is(sv->queue_wrap(device, (void *)1, &wq), WAFER_OK,
+			  "queue_wrap of the legacy default stream");
+		if (wq) {
+			wafer_resource t = alloc_or_die(device, n);
+			pattern(a, n, 52);
+			st->copy_in(device, wq, t, 0, a, n);
+			st->copy_out(device, wq, t, 0, got, n);
+			status_is(sync_queue(device, wq), WAFER_OK,
+				  "  ... copies on it and a sync");
+			ok(memcmp(a, got, n) == 0, "  ... the bytes arrive");
+			sv->queue_destroy(device, wq);
+			st->free(device, t);
+		}
+	}
+	wq = NULL;
 	status_is(sv->queue_wrap(device, stream, &wq), WAFER_OK,
 		  "queue_wrap of the test's stream");
 	if (!wq)
