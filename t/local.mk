@@ -190,9 +190,10 @@ EXTRA_DIST += t/configured.sh
 AM_TESTS_ENVIRONMENT += \
 	WAFER_HAVE_CUDA='$(WAFER_HAVE_CUDA)' WAFER_CUDA_WHY='$(WAFER_CUDA_WHY)' \
 	WAFER_HAVE_OPENCL='$(WAFER_HAVE_OPENCL)' WAFER_OPENCL_WHY='$(WAFER_OPENCL_WHY)' \
-	WAFER_HAVE_LEVELZERO='$(WAFER_HAVE_LEVELZERO)' WAFER_LEVELZERO_WHY='$(WAFER_LEVELZERO_WHY)'; \
+	WAFER_HAVE_LEVELZERO='$(WAFER_HAVE_LEVELZERO)' WAFER_LEVELZERO_WHY='$(WAFER_LEVELZERO_WHY)' \
+	WAFER_HAVE_DLPACK='$(WAFER_HAVE_DLPACK)' WAFER_DLPACK_WHY='$(WAFER_DLPACK_WHY)'; \
 	export WAFER_HAVE_CUDA WAFER_CUDA_WHY WAFER_HAVE_OPENCL WAFER_OPENCL_WHY \
-	WAFER_HAVE_LEVELZERO WAFER_LEVELZERO_WHY;
+	WAFER_HAVE_LEVELZERO WAFER_LEVELZERO_WHY WAFER_HAVE_DLPACK WAFER_DLPACK_WHY;
 
 # Symbols the built libraries export.
 TESTS += t/exports.sh
@@ -454,6 +455,14 @@ t_client_open_errors_LDADD = $(T_CORE_LIBS)
 BACKEND_NEUTRAL_TESTS = t/client t/channels t/stress t/ops t/donation \
 	t/replay-backend.sh t/tensor t/ops_wrappers t/api_errors t/autotune_errors \
 	t/programs t/memory_trace t/memory_snapshot t/scope t/memory_oom
+# Backend-neutral: DLPack exchange (include/wafer/dlpack.h), when configure
+# found DLPack (else t/configured.sh reports it skipped).
+if WAFER_DLPACK
+check_PROGRAMS += t/dlpack
+TESTS += t/dlpack
+t_dlpack_LDADD = libwafer.la
+BACKEND_NEUTRAL_TESTS += t/dlpack
+endif
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
 	cuda:t/cuda_plugin cuda:t/cuda.sh \
