@@ -27,7 +27,8 @@ levelzero t/levelzero_plugin
 levelzero t/levelzero_client
 levelzero t/levelzero_model
 levelzero+opencl t/levelzero_kernels_cl
-dlpack t/dlpack"
+dlpack t/dlpack
+dlpack t/dlpack_versioned"
 
 have() {
 	case $1 in

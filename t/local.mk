@@ -462,7 +462,16 @@ check_PROGRAMS += t/dlpack
 TESTS += t/dlpack
 t_dlpack_LDADD = libwafer.la
 BACKEND_NEUTRAL_TESTS += t/dlpack
+# The DLPack 1.x calls: core/dlpack.c compiled again against t/dlpack-v1/
+# (the installed header plus 1.0's additions), ahead of the library's.
+check_PROGRAMS += t/dlpack_versioned
+TESTS += t/dlpack_versioned
+t_dlpack_versioned_SOURCES = t/dlpack_versioned.c core/dlpack.c
+t_dlpack_versioned_CPPFLAGS = -I$(top_srcdir)/t/dlpack-v1 $(AM_CPPFLAGS)
+t_dlpack_versioned_LDADD = $(T_CORE_LIBS)
+BACKEND_NEUTRAL_TESTS += t/dlpack_versioned
 endif
+EXTRA_DIST += t/dlpack-v1/dlpack/dlpack.h
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
 	cuda:t/cuda_plugin cuda:t/cuda.sh \
