@@ -229,6 +229,12 @@ check_PROGRAMS += t/ops
 TESTS += t/ops
 t_ops_LDADD = libwafer.la -lm
 
+# Native handles out and in (interop.h), on every channel; its "not
+# supported" points use the good test plugin.
+check_PROGRAMS += t/interop
+TESTS += t/interop
+t_interop_LDADD = libwafer.la
+
 # The copy semantics and donation rules of ops.h, on every channel.
 check_PROGRAMS += t/donation
 TESTS += t/donation
@@ -454,7 +460,8 @@ t_client_open_errors_LDADD = $(T_CORE_LIBS)
 # plugin (or its test driver) whatever WAFER_BACKEND says.
 BACKEND_NEUTRAL_TESTS = t/client t/channels t/stress t/ops t/donation \
 	t/replay-backend.sh t/tensor t/ops_wrappers t/api_errors t/autotune_errors \
-	t/programs t/memory_trace t/memory_snapshot t/scope t/memory_oom
+	t/programs t/memory_trace t/memory_snapshot t/scope t/memory_oom \
+	t/interop
 # Backend-neutral: DLPack exchange (include/wafer/dlpack.h), when configure
 # found DLPack (else t/configured.sh reports it skipped).
 if WAFER_DLPACK
