@@ -487,6 +487,14 @@ BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	levelzero:t/levelzero_spirv.sh levelzero:t/levelzero_kernels_cl \
 	levelzero:t/levelzero_model levelzero:t/levelzero_ops.sh \
 	levelzero:t/levelzero_programs.sh
+# t/dlpack on the Level Zero test driver, when both are built.
+if WAFER_DLPACK
+if WAFER_LEVELZERO
+TESTS += t/levelzero_dlpack.sh
+BACKEND_OWN_TESTS += levelzero:t/levelzero_dlpack.sh
+endif
+endif
+EXTRA_DIST += t/levelzero_dlpack.sh
 print-test-classes:
 	@echo "neutral $(BACKEND_NEUTRAL_TESTS)"
 	@echo "own $(BACKEND_OWN_TESTS)"
