@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@
 
 #include "core/channel/channel.h"
 #include "core/client.h"
+#include "core/client_watch.h"
 #include "core/error.h"
 #include "core/handle_table.h"
 #include "core/kernel_table.h"
@@ -44,6 +46,8 @@ struct wafer_client {
 	void *oom_user;
 	/* Open scopes of its threads (wafer_scope_begin, core/scope.h). */
 	struct wafer_scopes scopes;
+	/* Created on first use (core/client_watch.h); marked at close. */
+	_Atomic(struct wafer_client_watch *) watch;
 };
 
 //===----------------------------------------------------------------------===//
@@ -209,6 +213,9 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 {
 	if (!client)
 		return WAFER_OK;
+	/* First, so that what the client handed out (a DLPack deleter) finds
+	 * it closed from here on instead of calling into it half freed. */
+	wafer_client_watch_close(atomic_load(&client->watch));
 	/* The sync reports what queued work left unreported; the channel then
 	 * stops (a runner thread is joined) and the bridge frees the rest. */
 	struct wafer_command sync = {.kind = WAFER_COMMAND_SYNC};
@@ -231,6 +238,25 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 	pthread_mutex_destroy(&client->oom_lock);
 	free(client);
 	return status;
+}
+
+struct wafer_client_watch *wafer_client_watch(wafer_client *client)
+{
+	struct wafer_client_watch *w = atomic_load(&client->watch);
+
+	if (!w) {
+		struct wafer_client_watch *fresh =
+			wafer_client_watch_create(client);
+		if (!fresh)
+			return NULL;
+		/* Two first uses at once: one record wins, the other goes. */
+		if (atomic_compare_exchange_strong(&client->watch, &w, fresh))
+			w = fresh;
+		else
+			wafer_client_watch_put(fresh);
+	}
+	wafer_client_watch_hold(w); /* the caller's reference */
+	return w;
 }
 
 WAFER_API wafer_status wafer_client_device(const wafer_client *client,

@@ -73,7 +73,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..37"
+echo "1..40"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -177,6 +177,16 @@ suite memory_oom FAKECUDA_MEMORY=3000000000
 suite interop
 suite interop WAFER_MEMORY=stream
 suite interop FAKECUDA_DELAY_US=20
+# DLPack exchange (kDLCUDA), built only with DLPack's header: else the
+# three points are skips with configure's reason.
+for args in dlpack "dlpack FAKECUDA_DELAY_US=20" dlpack_versioned; do
+	set -- $args
+	if [ -x "$T_BUILDDIR/$1" ]; then
+		suite "$@"
+	else
+		skip "t/$args on cuda (stand-in)" "not built here (${WAFER_DLPACK_WHY:-DLPack not configured})"
+	fi
+done
 
 # wafer-replay on the device's real storage (--storage), the stand-in's.
 replay() {
