@@ -541,6 +541,23 @@ static uint64_t release_idle(struct pool_state *p, uint64_t bytes,
 	uint64_t total = 0;
 	while (chosen < runs.count && total < bytes)
 		total += runs.runs[chosen++].bytes;
+	if (p->whole && bytes != UINT64_MAX) {
+		/* Units come whole, and the youngest chosen may be big
+		 * enough alone for what older small ones were chosen for:
+		 * keep only those needed to reach |bytes|, the youngest
+		 * dropped first (each one given back too many is a map
+		 * again later). */
+		size_t kept = 0;
+		for (size_t i = chosen; i-- > 0;)
+			if (total - runs.runs[i].bytes >= bytes) {
+				total -= runs.runs[i].bytes;
+				runs.runs[i].bytes = 0;
+			}
+		for (size_t i = 0; i < chosen; i++)
+			if (runs.runs[i].bytes)
+				runs.runs[kept++] = runs.runs[i];
+		chosen = kept;
+	}
 
 	/* Chosen runs that touch become one call. */
 	qsort(runs.runs, chosen, sizeof *runs.runs, by_address);
