@@ -72,7 +72,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..38"
+echo "1..40"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -170,6 +170,13 @@ suite channels FAKECUDA_DELAY_US=20
 suite memory_oom
 suite memory_oom FAKECUDA_NO_VMM=1
 suite memory_oom FAKECUDA_MEMORY=3000000000
+# Whole maps: each vm_map is one physical allocation ([cuda] vm_page =
+# whole) and the pool unmaps whole units only; the stand-in refuses an
+# unmap that cuts a mapping.
+{ cat "$tmp/fake.conf"; echo "vm_page = whole"; echo "[memory.pool]"
+  echo "unmap = whole"; } > "$tmp/units.conf"
+suite client WAFER_CONFIG="$tmp/units.conf"
+suite memory_oom WAFER_CONFIG="$tmp/units.conf"
 
 # wafer-replay on the device's real storage (--storage), the stand-in's.
 replay() {

@@ -633,6 +633,14 @@ static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 		return WAFER_OK;
 	make_room(p, (uint64_t)missing * p->gran, incoming, s, first, end);
 	size_t cap = unit_cap(p, end - first);
+	/* Several calls: fail before the first if the limit refuses the
+	 * lot, rather than map some and unmap them again. */
+	if (missing > cap) {
+		wafer_status status = wafer_storage_limit_check(
+			p->base.storage, missing * p->gran);
+		if (status != WAFER_OK)
+			return status;
+	}
 
 	wafer_status status = WAFER_OK;
 	size_t at = first;
