@@ -125,26 +125,28 @@ uninit='^fakecuda: uninitialised read'
 suite() {
 	name=$1
 	shift
+	# The points' names leave out the scratch directory's random name.
+	args=$(printf '%s' "$*" | sed "s|$tmp/||g")
 	if out=$(env WAFER_CONFIG="$tmp/fake.conf" WAFER_BACKEND=cuda "$@" \
 		"$T_BUILDDIR/$name" 2>&1); then
 		skipped=$(printf '%s\n' "$out" | grep -c '^ok .*# *SKIP')
 		passed=$(printf '%s\n' "$out" | grep '^ok' |
 			grep -vc '# *SKIP')
 		if printf '%s\n' "$out" | grep -q '^not ok'; then
-			fail "t/$name on cuda (stand-in)${*:+ $*}" \
+			fail "t/$name on cuda (stand-in)${args:+ $args}" \
 				"$(printf '%s\n' "$out" | grep -A3 '^not ok' | head -20)"
 		elif printf '%s\n' "$out" | grep -q "$uninit"; then
-			fail "t/$name on cuda (stand-in)${*:+ $*}: reads of unwritten device memory" \
+			fail "t/$name on cuda (stand-in)${args:+ $args}: reads of unwritten device memory" \
 				"$(printf '%s\n' "$out" | grep "$uninit" | head -20)"
 		elif [ "$passed" -eq 0 ]; then
 			why=$(printf '%s\n' "$out" | sed -n 's/^1\.\.0 *# *SKIP *//p')
-			skip "t/$name on cuda (stand-in)${*:+ $*}" \
+			skip "t/$name on cuda (stand-in)${args:+ $args}" \
 				"${why:-no point passed ($skipped skipped)}"
 		else
-			pass "t/$name on cuda (stand-in)${*:+ $*} ($passed passed, $skipped skipped)"
+			pass "t/$name on cuda (stand-in)${args:+ $args} ($passed passed, $skipped skipped)"
 		fi
 	else
-		fail "t/$name on cuda (stand-in)${*:+ $*}" \
+		fail "t/$name on cuda (stand-in)${args:+ $args}" \
 			"$(printf '%s\n' "$out" | grep -v '^ok' | tail -20)"
 	fi
 }
