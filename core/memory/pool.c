@@ -403,6 +403,8 @@ static void push_units(const struct pool_state *p, struct idle_runs *out,
 		       const struct pool_segment *ex, size_t ex_first,
 		       size_t ex_end)
 {
+	if (from >= to)
+		return; /* no mapped page: [from, to) may start past tracked */
 	size_t u = page_bit(s->starts, from)
 			   ? from : wafer_bits_find(s->starts, from + 1, to, 1);
 	while (u < to) {
