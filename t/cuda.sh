@@ -73,7 +73,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..40"
+echo "1..46"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -126,26 +126,28 @@ uninit='^fakecuda: uninitialised read'
 suite() {
 	name=$1
 	shift
+	# The points' names leave out the scratch directory's random name.
+	args=$(printf '%s' "$*" | sed "s|$tmp/||g")
 	if out=$(env WAFER_CONFIG="$tmp/fake.conf" WAFER_BACKEND=cuda "$@" \
 		"$T_BUILDDIR/$name" 2>&1); then
 		skipped=$(printf '%s\n' "$out" | grep -c '^ok .*# *SKIP')
 		passed=$(printf '%s\n' "$out" | grep '^ok' |
 			grep -vc '# *SKIP')
 		if printf '%s\n' "$out" | grep -q '^not ok'; then
-			fail "t/$name on cuda (stand-in)${*:+ $*}" \
+			fail "t/$name on cuda (stand-in)${args:+ $args}" \
 				"$(printf '%s\n' "$out" | grep -A3 '^not ok' | head -20)"
 		elif printf '%s\n' "$out" | grep -q "$uninit"; then
-			fail "t/$name on cuda (stand-in)${*:+ $*}: reads of unwritten device memory" \
+			fail "t/$name on cuda (stand-in)${args:+ $args}: reads of unwritten device memory" \
 				"$(printf '%s\n' "$out" | grep "$uninit" | head -20)"
 		elif [ "$passed" -eq 0 ]; then
 			why=$(printf '%s\n' "$out" | sed -n 's/^1\.\.0 *# *SKIP *//p')
-			skip "t/$name on cuda (stand-in)${*:+ $*}" \
+			skip "t/$name on cuda (stand-in)${args:+ $args}" \
 				"${why:-no point passed ($skipped skipped)}"
 		else
-			pass "t/$name on cuda (stand-in)${*:+ $*} ($passed passed, $skipped skipped)"
+			pass "t/$name on cuda (stand-in)${args:+ $args} ($passed passed, $skipped skipped)"
 		fi
 	else
-		fail "t/$name on cuda (stand-in)${*:+ $*}" \
+		fail "t/$name on cuda (stand-in)${args:+ $args}" \
 			"$(printf '%s\n' "$out" | grep -v '^ok' | tail -20)"
 	fi
 }
@@ -187,6 +189,13 @@ for args in dlpack "dlpack FAKECUDA_DELAY_US=20" dlpack_versioned; do
 		skip "t/$args on cuda (stand-in)" "not built here (${WAFER_DLPACK_WHY:-DLPack not configured})"
 	fi
 done
+# Whole maps: each vm_map is one physical allocation ([cuda] vm_page =
+# whole) and the pool unmaps whole units only; the stand-in refuses an
+# unmap that cuts a mapping.
+{ cat "$tmp/fake.conf"; echo "vm_page = whole"; echo "[memory.pool]"
+  echo "unmap = whole"; } > "$tmp/units.conf"
+suite client WAFER_CONFIG="$tmp/units.conf"
+suite memory_oom WAFER_CONFIG="$tmp/units.conf"
 
 # wafer-replay on the device's real storage (--storage), the stand-in's.
 replay() {
@@ -231,6 +240,36 @@ out=$(env WAFER_CONFIG="$tmp/page8.conf" "$top/tools/wafer-replay" \
 	"$T_SRCDIR/replay-small.trace" 2>&1)
 contains "vm_page = 8M: one 8 MiB page mapped" "$out" \
 	"peak_reserved=8388608 ratio=2097.152 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 pages=map:1,unmap:0"
+
+# [cuda] vm_page = whole: each vm_map call is one physical allocation of
+# its size, and vm_unmap takes whole earlier calls only (the stand-in's
+# cuMemUnmap refuses a part of a mapping, as CUDA does). The trace: a
+# 24 MiB block (12 pages, mapped in units of 2: a quarter of its span),
+# a 2 MiB one after it, the first freed, a 4 MiB block in its hole (pages
+# 0-1), then a 30 MiB one past the second (15 pages: 7 units of 2 and one
+# of 1). With overhead 0 the hole's idle pages 2-11 must go first: with
+# [memory.pool] unmap = whole that is its 5 idle units, each a cuMemUnmap
+# of one whole mapping; with unmap = pages it is one cut through the
+# 12-page mapping, which the plugin refuses, naming the remedy.
+printf 'a 1 25165824\na 2 2097152\nf 1\na 3 4194304\na 4 31457280\nf 2\nf 3\nf 4\n' \
+	> "$tmp/units.trace"
+{ cat "$tmp/fake.conf"; echo "vm_page = whole"; } > "$tmp/whole.conf"
+out=$(env WAFER_CONFIG="$tmp/whole.conf" "$top/tools/wafer-replay" \
+	--strategy pool --option memory.pool.va_size=256M \
+	--option memory.pool.overhead=0 --option memory.pool.unmap=whole \
+	--storage cuda "$tmp/units.trace" 2>&1)
+contains "vm_page = whole, unmap = whole: one allocation per unit, whole units unmapped" \
+	"$out" "peak_reserved=37748736 ratio=1.000 storage_ops=17 steady_ops=9 calls=vm_reserve:1,vm_map:15,vm_unmap:1 pages=map:28,unmap:10 failures=0"
+out=$(env WAFER_CONFIG="$tmp/whole.conf" "$top/tools/wafer-replay" \
+	--strategy pool --option memory.pool.va_size=256M \
+	--option memory.pool.overhead=0 --option memory.pool.unmap=pages \
+	--storage cuda "$tmp/units.trace" 2>&1)
+contains "vm_page = whole, unmap = pages: a cut through a mapping is refused, naming it" \
+	"$out" "cuda: vm_unmap: [4194304, +20971520) of range 0x"
+contains "  and the remedy; the pages stay mapped" "$out" \
+	"cuts the physical allocation mapped across offset 4194304: with [cuda] vm_page = whole, vm_unmap takes whole earlier vm_map calls only ([memory.pool] unmap = whole keeps to that)"
+contains "  counted as a failure" "$out" \
+	"pages=map:28,unmap:0 failures=1"
 
 # A machine with less address space than the pool's default range: the
 # pool halves its reservation until one is granted (256 GiB refused, 128,

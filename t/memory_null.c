@@ -89,6 +89,56 @@ static void test_vm(void)
 		  WAFER_ERROR_INVALID_ARGUMENT, "alignment 100 refused");
 }
 
+/* whole_maps: a vm_map is one physical allocation, and an unmap must
+ * cover whole ones (as cuMemUnmap); without it, every page is one. */
+static void test_whole_maps(void)
+{
+	struct wafer_storage s;
+	struct wafer_null_storage_options o = {.vm_granularity = 64 << 10,
+					       .whole_maps = true};
+	wafer_resource r;
+	uint64_t made, gone;
+	wafer_null_storage_init(&s, &o);
+	wafer_storage_vm_reserve(&s, 4 * MiB, &r);
+	is_status(wafer_storage_vm_map(&s, r, 0, 192 << 10), WAFER_OK,
+		  "whole: map three pages in one call");
+	is_status(wafer_storage_vm_map(&s, r, 192 << 10, 64 << 10), WAFER_OK,
+		  "whole: and the fourth in another");
+	wafer_null_storage_phys(&s, &made, &gone);
+	is_int((long long)made, 2, "two physical allocations");
+	is_status(wafer_storage_vm_unmap(&s, r, 64 << 10, 64 << 10),
+		  WAFER_ERROR_INVALID_ARGUMENT, "unmapping the middle fails");
+	const char *first;
+	is_int((long long)wafer_null_storage_violations(&s, &first), 1,
+	       "a violation");
+	like(first, "cuts a mapping", "naming the cut");
+	is_status(wafer_storage_vm_unmap(&s, r, 0, 128 << 10),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "unmapping the front of a mapping fails");
+	is_status(wafer_storage_vm_unmap(&s, r, 0, 256 << 10), WAFER_OK,
+		  "unmapping both mappings at once works");
+	wafer_null_storage_phys(&s, &made, &gone);
+	is_int((long long)gone, 2, "two physical allocations given back");
+	is_int((long long)wafer_null_storage_bytes(&s), 0, "none held");
+	wafer_storage_vm_release(&s, r, 0);
+	wafer_null_storage_fini(&s);
+
+	o.whole_maps = false;
+	wafer_null_storage_init(&s, &o);
+	wafer_storage_vm_reserve(&s, 4 * MiB, &r);
+	wafer_storage_vm_map(&s, r, 0, 192 << 10);
+	is_status(wafer_storage_vm_unmap(&s, r, 64 << 10, 64 << 10), WAFER_OK,
+		  "pages: unmapping the middle page works");
+	wafer_null_storage_phys(&s, &made, &gone);
+	ok(made == 3 && gone == 1, "pages: one physical allocation a page "
+	   "(%llu made, %llu given back)", (unsigned long long)made,
+	   (unsigned long long)gone);
+	is_int((long long)wafer_null_storage_violations(&s, NULL), 0,
+	       "pages: no violation");
+	wafer_storage_vm_release(&s, r, 128 << 10);
+	wafer_null_storage_fini(&s);
+}
+
 static void test_u64map(void)
 {
 	struct wafer_u64map map = {0};
@@ -132,6 +182,7 @@ int main(void)
 {
 	test_alloc();
 	test_vm();
+	test_whole_maps();
 	test_u64map();
 	done_testing();
 	return exit_status();

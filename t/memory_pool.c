@@ -4,10 +4,11 @@
  * splitting and coalescing, best fit, alignment from storage, the small
  * arena, pages mapped on demand and kept when idle, the bound on mapped
  * bytes and the order idle pages go in, placement where a hole is still
- * mapped, max_idle, trim, plain chunks
+ * mapped, max_idle, trim, whole units (unmap = whole), plain chunks
  * without vm, and the out-of-memory retry. */
 #include "build-config.h"
 
+#include "core/memory/null_storage.h"
 #include "t/fake_storage.h"
 #include "t/tap.h"
 
@@ -378,6 +379,78 @@ static void test_out_of_memory(void)
 	is_int((long long)f.violations, 0, "storage contract kept");
 }
 
+/* unmap = whole on a storage where each vm_map is one physical
+ * allocation and an unmap must cover whole ones (the null storage's
+ * whole_maps, checking it): blocks are mapped in units of a quarter of
+ * their span at most, and only whole idle units go back. */
+static void test_whole(void)
+{
+	struct wafer_storage s;
+	struct wafer_null_storage_options o = {.whole_maps = true};
+	is_status(wafer_null_storage_init(&s, &o), WAFER_OK,
+		  "whole: null storage, 2 MiB pages");
+	struct wafer_config *config =
+		fake_config("[memory.pool]\noverhead = 0\nunmap = whole\n");
+	struct wafer_memory *m;
+	is_status(wafer_memory_create("pool", &s, config, &m), WAFER_OK,
+		  "whole: pool with unmap = whole");
+	struct wafer_slice a, b, c, d;
+	uint64_t made, gone;
+	wafer_memory_reserve(m, 24 * MiB, &a);
+	wafer_null_storage_phys(&s, &made, &gone);
+	is_int((long long)made, 6, "24 MiB: 6 units of 2 pages (a quarter)");
+	wafer_memory_reserve(m, 2 * MiB, &b);
+	wafer_memory_release(m, &a);
+	wafer_memory_reserve(m, 4 * MiB, &c);
+	is_int((long long)c.offset, (long long)a.offset,
+	       "4 MiB lands in the mapped hole");
+	wafer_memory_reserve(m, 30 * MiB, &d);
+	wafer_null_storage_phys(&s, &made, &gone);
+	is_int((long long)made, 6 + 1 + 8, "30 MiB past b: 8 more units");
+	is_int((long long)gone, 5,
+	       "overhead 0: the hole's 5 idle units went, not the one in use");
+	is_int((long long)s.counters.bytes_reserved, 36 * MiB,
+	       "36 MiB mapped: 4 + 2 + 30");
+	wafer_memory_release(m, &c);
+	wafer_memory_release(m, &b);
+	wafer_memory_release(m, &d);
+	wafer_memory_trim_cache(m);
+	is_int((long long)s.counters.bytes_reserved, 0, "trim: 0 reserved");
+	wafer_memory_destroy(m);
+	wafer_config_destroy(config);
+	const char *first;
+	is_int((long long)wafer_null_storage_violations(&s, &first), 0,
+	       "no unmap cut a mapping");
+	is_int((long long)wafer_null_storage_live(&s), 0, "whole: no leak");
+	wafer_null_storage_fini(&s);
+
+	/* unit caps a unit: 64 MiB is 4 units of 16 MiB by default (a
+	 * quarter), 16 of 4 MiB with unit = 4M. */
+	static const struct {
+		const char *text;
+		long long units;
+	} caps[] = {
+		{"[memory.pool]\nunmap = whole\n", 4},
+		{"[memory.pool]\nunmap = whole\nunit = 4M\n", 16},
+		{"[memory.pool]\n", 1},
+	};
+	for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+		wafer_null_storage_init(&s, &o);
+		config = fake_config(caps[i].text);
+		wafer_memory_create("pool", &s, config, &m);
+		wafer_memory_reserve(m, 64 * MiB, &a);
+		wafer_null_storage_phys(&s, &made, &gone);
+		is_int((long long)made, caps[i].units,
+		       "64 MiB block: %lld maps (%zu)", caps[i].units, i);
+		wafer_memory_release(m, &a);
+		wafer_memory_destroy(m);
+		wafer_config_destroy(config);
+		is_int((long long)wafer_null_storage_violations(&s, NULL), 0,
+		       "  storage contract kept");
+		wafer_null_storage_fini(&s);
+	}
+}
+
 static void test_options(void)
 {
 	static const struct {
@@ -387,6 +460,8 @@ static void test_options(void)
 		{"[memory.pool]\noverhead = much\n", "overhead"},
 		{"[memory.pool]\nsmall_max = big\n", "small_max"},
 		{"[memory.pool]\nslack = 1\n", "unknown option 'slack'"},
+		{"[memory.pool]\nunmap = some\n", "unmap: expected whole or pages"},
+		{"[memory.pool]\nunit = big\n", "unit"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct fake_storage f;
@@ -415,6 +490,7 @@ int main(void)
 	test_idle_order();
 	test_window();
 	test_max_idle();
+	test_whole();
 	test_chunks();
 	test_out_of_memory();
 	test_options();

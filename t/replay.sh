@@ -58,7 +58,7 @@ line_is() {
 	printf '%s\n' "$1" | cmp -s - "$tmp/line"
 }
 
-echo "1..45"
+echo "1..53"
 
 expect() { # expect "ARGS" "LINE"
 	args=$1
@@ -77,11 +77,39 @@ expect "--strategy chunked" \
 expect "--strategy stream" \
 	"strategy=stream events=6 peak_live=4000 peak_reserved=4000 ratio=1.000 storage_ops=6 steady_ops=3 calls=alloc_async:3,free_async:3 failures=0 retries=0"
 expect "--strategy pool --storage null" \
-	"strategy=pool events=6 peak_live=4000 peak_reserved=2097152 ratio=524.288 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 pages=map:1,unmap:0 failures=0 retries=0"
+	"strategy=pool events=6 peak_live=4000 peak_reserved=2097152 ratio=524.288 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 pages=map:1,unmap:0 phys=map:1,unmap:0 failures=0 retries=0"
 expect "--granularity 64K" \
-	"strategy=pool events=6 peak_live=4000 peak_reserved=65536 ratio=16.384 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 pages=map:1,unmap:0 failures=0 retries=0"
+	"strategy=pool events=6 peak_live=4000 peak_reserved=65536 ratio=16.384 storage_ops=2 steady_ops=0 calls=vm_reserve:1,vm_map:1 pages=map:1,unmap:0 phys=map:1,unmap:0 failures=0 retries=0"
 expect "--strategy pool --no-vm" \
 	"strategy=pool events=6 peak_live=4000 peak_reserved=2097152 ratio=524.288 storage_ops=1 steady_ops=0 calls=alloc:1 failures=0 retries=0"
+
+# --whole-maps: each vm_map is one physical allocation and an unmap must
+# cover whole ones; the pool then unmaps whole units (memory.pool.unmap =
+# whole, which --whole-maps implies). The trace: a 24 MiB block (12
+# pages; units of a quarter of its span: 6 of 2 pages), a 2 MiB one (1),
+# the first freed, a 4 MiB block in its hole (pages 0-1, mapped), a
+# 30 MiB one past the second (15 pages: 7 units of 2, one of 1). With
+# overhead 0 the hole's idle pages 2-11 go first: 5 whole units, in one
+# call. Without --whole-maps the pool maps each run in one call (3) and
+# unmaps pages 2-11 of the first: 28 and 10 pages, a physical allocation
+# each.
+printf 'a 1 25165824\na 2 2097152\nf 1\na 3 4194304\na 4 31457280\nf 2\nf 3\nf 4\n' \
+	> "$tmp/units.trace"
+check "--whole-maps" replays --whole-maps --option memory.pool.overhead=0 \
+	"$tmp/units.trace"
+check "  line: physical allocations are units" line_is \
+	"strategy=pool events=8 peak_live=37748736 peak_reserved=37748736 ratio=1.000 storage_ops=17 steady_ops=9 calls=vm_reserve:1,vm_map:15,vm_unmap:1 pages=map:28,unmap:10 phys=map:15,unmap:5 failures=0 retries=0"
+check "pages" replays --option memory.pool.overhead=0 "$tmp/units.trace"
+check "  line: physical allocations are pages" line_is \
+	"strategy=pool events=8 peak_live=37748736 peak_reserved=37748736 ratio=1.000 storage_ops=5 steady_ops=2 calls=vm_reserve:1,vm_map:3,vm_unmap:1 pages=map:28,unmap:10 phys=map:28,unmap:10 failures=0 retries=0"
+check "--whole-maps with a pool unmapping pages fails" refuses --whole-maps \
+	--option memory.pool.overhead=0 --option memory.pool.unmap=pages \
+	"$tmp/units.trace"
+check "  naming the cut" has \
+	"broke the storage contract 1 times; first: vm_unmap [4194304, +20971520) of range 0x"
+check "unmap = neither whole nor pages is refused" refuses \
+	--option memory.pool.unmap=some "$tmp/units.trace"
+check "  naming the key" has "unmap"
 
 # The same trace compressed gives the same line.
 gzip -c "$trace" > "$tmp/small.trace.gz"

@@ -97,7 +97,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: wafer-replay [--strategy S] [--storage null|BACKEND] "
 		"[--granularity B]\n"
-		"                    [--alignment B] [--no-vm] [--svg FILE]\n"
+		"                    [--alignment B] [--no-vm] [--whole-maps] "
+		"[--svg FILE]\n"
 		"                    [--snapshot[=EVENT]]\n"
 		"                    [--config FILE] [--option SECTION.KEY=VALUE]... "
 		"TRACE\n"
@@ -150,13 +151,15 @@ static void set_option(struct options *o, const char *text)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_NO_VM = 256, OPT_ALIGNMENT, OPT_CONFIG, OPT_SNAPSHOT };
+	enum { OPT_NO_VM = 256, OPT_ALIGNMENT, OPT_CONFIG, OPT_SNAPSHOT,
+	       OPT_WHOLE_MAPS };
 	static const struct option longopts[] = {
 		{"strategy", required_argument, NULL, 's'},
 		{"storage", required_argument, NULL, 'b'},
 		{"granularity", required_argument, NULL, 'g'},
 		{"alignment", required_argument, NULL, OPT_ALIGNMENT},
 		{"no-vm", no_argument, NULL, OPT_NO_VM},
+		{"whole-maps", no_argument, NULL, OPT_WHOLE_MAPS},
 		{"svg", required_argument, NULL, 'S'},
 		{"snapshot", optional_argument, NULL, OPT_SNAPSHOT},
 		{"config", required_argument, NULL, OPT_CONFIG},
@@ -185,6 +188,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_NO_VM:
 			o->storage.no_vm = true;
+			break;
+		case OPT_WHOLE_MAPS:
+			o->storage.whole_maps = true;
 			break;
 		case 'S':
 			o->svg = optarg;
@@ -222,6 +228,13 @@ static void parse_options(int argc, char **argv, struct options *o)
 		usage(stderr);
 		exit(2);
 	}
+	/* Whole maps need a pool that unmaps whole units; a pool told
+	 * otherwise is left so, and the null storage reports its cuts. */
+	if (o->storage.whole_maps &&
+	    !wafer_config_lookup(o->config, "memory.pool", "unmap") &&
+	    wafer_config_set(o->config, "memory.pool", "unmap", "whole",
+			     "--whole-maps") != WAFER_OK)
+		die("%s", wafer_error_detail());
 	o->trace = argv[optind];
 }
 
@@ -461,6 +474,15 @@ int main(int argc, char **argv)
 			 storage.counters.bytes_mapped / storage.vm_granularity,
 			 storage.counters.bytes_unmapped /
 				 storage.vm_granularity);
+	/* The physical allocations behind them, as the null storage made
+	 * them: one a page, or with --whole-maps one a vm_map call. */
+	if (!o.backend && *pages) {
+		uint64_t made, gone;
+		size_t used = strlen(pages);
+		wafer_null_storage_phys(&storage, &made, &gone);
+		snprintf(pages + used, sizeof pages - used,
+			 " phys=map:%" PRIu64 ",unmap:%" PRIu64, made, gone);
+	}
 	/* stream's ratio counts live and pending bytes; the driver's pool
 	 * keeps freed memory cached behind them. Its own high-water mark,
 	 * where the plugin keeps one, is what the device really held. */

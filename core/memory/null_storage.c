@@ -18,6 +18,7 @@ struct null_range {
 	size_t size;
 	size_t pages;
 	uint8_t *mapped; /* one bit per page */
+	uint8_t *starts; /* whole_maps: one bit per page that starts a map */
 	size_t mapped_bytes;
 };
 
@@ -28,7 +29,11 @@ struct null_device {
 	uint64_t next_address;
 	struct wafer_u64map allocs; /* resource -> size */
 	struct wafer_u64map ranges; /* resource -> struct null_range * */
+	bool whole_maps;
 	uint64_t bytes;             /* allocated + mapped */
+	/* Physical allocations made by vm_map and given back by vm_unmap:
+	 * one per page, or with whole_maps one per vm_map call. */
+	uint64_t phys_maps, phys_unmaps;
 	uint64_t violations;
 	char first_violation[256];
 };
@@ -149,7 +154,9 @@ static wafer_status null_vm_reserve(void *device, size_t size,
 	struct null_range *range = calloc(1, sizeof *range);
 	size_t pages = size / d->granularity;
 	uint8_t *bits = range ? calloc((pages + 7) / 8, 1) : NULL;
-	if (!bits) {
+	uint8_t *starts = bits ? calloc((pages + 7) / 8, 1) : NULL;
+	if (!starts) {
+		free(bits);
 		free(range);
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
 				  "null storage: out of host memory");
@@ -157,8 +164,10 @@ static wafer_status null_vm_reserve(void *device, size_t size,
 	range->size = size;
 	range->pages = pages;
 	range->mapped = bits;
+	range->starts = starts;
 	wafer_resource r = take_address(d, size, d->granularity);
 	if (!wafer_u64map_put(&d->ranges, r, (uint64_t)(uintptr_t)range)) {
+		free(starts);
 		free(bits);
 		free(range);
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
@@ -186,7 +195,13 @@ static void null_vm_release(void *device, wafer_resource range_id)
 	struct null_range *range = (struct null_range *)(uintptr_t)value;
 	d->bytes -= range->mapped_bytes;
 	free(range->mapped);
+	free(range->starts);
 	free(range);
+}
+
+static bool bit(const uint8_t *bits, size_t page)
+{
+	return bits[page / 8] & (1u << (page % 8));
 }
 
 /* Checks a map or unmap request; every page of it must be in state
@@ -207,15 +222,28 @@ static bool check_pages(struct null_device *d, const char *what,
 			  what, offset, size, range->size);
 		return false;
 	}
-	for (size_t p = offset / d->granularity,
-		    end = (offset + size) / d->granularity; p < end; p++) {
-		bool mapped = range->mapped[p / 8] & (1u << (p % 8));
+	size_t first = offset / d->granularity;
+	size_t end = (offset + size) / d->granularity;
+	for (size_t p = first; p < end; p++) {
+		bool mapped = bit(range->mapped, p);
 		if (mapped != want_mapped) {
 			violation(d, "%s [%zu, +%zu): page %zu is %s", what,
 				  offset, size, p,
 				  mapped ? "already mapped" : "not mapped");
 			return false;
 		}
+	}
+	/* whole_maps: an unmap covers whole earlier maps, as cuMemUnmap
+	 * does: it starts where one started and ends where one ends. */
+	if (d->whole_maps && want_mapped &&
+	    (!bit(range->starts, first) ||
+	     (end < range->pages && bit(range->mapped, end) &&
+	      !bit(range->starts, end)))) {
+		violation(d, "%s [%zu, +%zu) of range 0x%llx: cuts a mapping "
+			  "(whole maps: an unmap covers whole earlier "
+			  "vm_map calls)",
+			  what, offset, size, (unsigned long long)id);
+		return false;
 	}
 	return true;
 }
@@ -243,11 +271,28 @@ static wafer_status map_pages(void *device, wafer_resource id, size_t offset,
 			 size, !map))
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "null storage: %s", d->first_violation);
+	size_t first = offset / d->granularity;
+	size_t end = (offset + size) / d->granularity;
+	uint64_t phys = end - first;
+	if (d->whole_maps && map) {
+		phys = 1;
+		range->starts[first / 8] |= (uint8_t)(1u << (first % 8));
+	} else if (d->whole_maps) {
+		phys = 0;
+		for (size_t p = first; p < end; p++)
+			if (bit(range->starts, p)) {
+				phys++;
+				range->starts[p / 8] &=
+					(uint8_t)~(1u << (p % 8));
+			}
+	}
 	set_pages(d, range, offset, size, map);
 	if (map) {
+		d->phys_maps += phys;
 		range->mapped_bytes += size;
 		d->bytes += size;
 	} else {
+		d->phys_unmaps += phys;
 		range->mapped_bytes -= size;
 		d->bytes -= size;
 	}
@@ -298,6 +343,7 @@ wafer_null_storage_init(struct wafer_storage *out,
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	d->alignment = alignment;
 	d->granularity = granularity;
+	d->whole_maps = options->whole_maps;
 	d->next_address = UINT64_C(1) << 32;
 	d->ops = (struct wafer_storage_ops){
 		.struct_size = sizeof(struct wafer_storage_ops),
@@ -335,6 +381,7 @@ void wafer_null_storage_fini(struct wafer_storage *storage)
 		struct null_range *range =
 			(struct null_range *)(uintptr_t)d->ranges.values[i];
 		free(range->mapped);
+		free(range->starts);
 		free(range);
 	}
 	wafer_u64map_fini(&d->ranges);
@@ -363,4 +410,12 @@ uint64_t wafer_null_storage_bytes(const struct wafer_storage *storage)
 {
 	const struct null_device *d = storage->device;
 	return d->bytes;
+}
+
+void wafer_null_storage_phys(const struct wafer_storage *storage,
+			     uint64_t *out_maps, uint64_t *out_unmaps)
+{
+	const struct null_device *d = storage->device;
+	*out_maps = d->phys_maps;
+	*out_unmaps = d->phys_unmaps;
 }

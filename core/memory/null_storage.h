@@ -30,6 +30,11 @@ struct wafer_null_storage_options {
 	 * what a plugin without them would get. */
 	bool no_vm;
 	bool no_async;
+	/* Each vm_map call is one physical allocation, and a vm_unmap
+	 * must cover whole earlier vm_map calls (one or more): what the
+	 * cuda plugin does with `[cuda] vm_page = whole`. Otherwise every
+	 * page is one and any mapped pages may be unmapped. */
+	bool whole_maps;
 };
 
 /* Fills |*out_storage| (ops, device, alignment, granularity; zero
@@ -52,5 +57,11 @@ uint64_t wafer_null_storage_violations(const struct wafer_storage *storage,
  * a cross-check of the wrappers' bytes_reserved. */
 size_t wafer_null_storage_live(const struct wafer_storage *storage);
 uint64_t wafer_null_storage_bytes(const struct wafer_storage *storage);
+
+/* Physical allocations vm_map made and vm_unmap gave back so far: one
+ * per page, or with whole_maps one per vm_map call (vm_release's are not
+ * counted). On a driver like CUDA the time goes with these. */
+void wafer_null_storage_phys(const struct wafer_storage *storage,
+			     uint64_t *out_maps, uint64_t *out_unmaps);
 
 #endif

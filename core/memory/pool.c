@@ -29,6 +29,14 @@
  * where partly used pages cannot be given back — and makes storage calls
  * while the working set grows or moves, not while it repeats.
  *
+ * With unmap = whole the pool never unmaps part of what one vm_map call
+ * mapped (a unit): a unit goes back whole, once no block touches it. A
+ * storage may then back each vm_map call with one physical allocation
+ * (`[cuda] vm_page = whole`), and on CUDA the time goes with those, not
+ * with the bytes. A block's missing pages are mapped in units of a
+ * quarter of its span at most (unit_cap), so a unit that a small block
+ * keeps from going back is small beside the block that mapped it.
+ *
  * Without virtual memory a segment is a plain storage allocation (a
  * chunk): small_chunk bytes in the small arena, the request rounded up to
  * large_round in the large one. An entirely free chunk is the unit of
@@ -44,7 +52,10 @@
  *   va_size = 0          address range reserved per segment (vm only;
  *                        0: 131072 pages of the granularity)
  *   small_chunk = 2M     chunk size of the small arena (no vm)
- *   large_round = 2M     large chunks are rounded up to this (no vm) */
+ *   large_round = 2M     large chunks are rounded up to this (no vm)
+ *   unmap = pages        pages: any idle mapped page may be unmapped;
+ *                        whole: only whole units (vm only)
+ *   unit = 16M           unmap = whole: the most one vm_map call maps */
 #include "build-config.h"
 
 #include <stdlib.h>
@@ -101,6 +112,9 @@ struct pool_segment {
 	size_t pages;
 	size_t tracked;
 	uint64_t *mapped;
+	/* vm: per page, whether a unit (the pages one vm_map call mapped)
+	 * starts there. A unit runs to the next start or unmapped page. */
+	uint64_t *starts;
 	uint32_t *idle_since;
 	unsigned age_shift; /* pages per age slot = 1 << age_shift */
 	/* chunk: the tick of its last release */
@@ -113,6 +127,10 @@ struct pool_segment {
 struct pool_state {
 	struct wafer_memory_base base;
 	bool vm;
+	/* vm: unmap only whole units (what one vm_map mapped), never a
+	 * part of one: [memory.pool] unmap = whole. */
+	bool whole;
+	size_t unit_pages; /* the most pages one unit holds */
 	size_t align;
 	size_t gran; /* vm page size */
 	struct pool_arena small, large;
@@ -134,7 +152,7 @@ struct pool_state {
 
 static const char *const pool_options[] = {
 	"small_max", "overhead", "max_idle", "va_size", "small_chunk",
-	"large_round", NULL,
+	"large_round", "unmap", "unit", NULL,
 };
 
 static struct pool_arena *arena_of(struct pool_state *p, int i)
@@ -260,6 +278,11 @@ static bool track_pages(struct pool_segment *s, size_t end)
 		return false;
 	s->mapped = mapped;
 	memset(mapped + old_words, 0, (words - old_words) * sizeof *mapped);
+	uint64_t *starts = realloc(s->starts, words * sizeof *starts);
+	if (!starts)
+		return false;
+	s->starts = starts;
+	memset(starts + old_words, 0, (words - old_words) * sizeof *starts);
 	size_t slots = (want >> s->age_shift) + 1;
 	size_t old_slots = s->tracked ? (s->tracked >> s->age_shift) + 1 : 0;
 	uint32_t *idle = realloc(s->idle_since, slots * sizeof *idle);
@@ -365,6 +388,46 @@ static void push_pages(const struct pool_state *p, struct idle_runs *out,
 	}
 }
 
+static bool page_bit(const uint64_t *bits, size_t page)
+{
+	return (bits[page / 64] >> (page % 64)) & 1;
+}
+
+/* unmap = whole: the units lying wholly in mapped pages [from, to) of
+ * |s| (pages inside one free block), one run each, as young as its
+ * youngest page; a unit reaching past either end is in use (or in the
+ * placement's way) and stays. Units touching [ex_first, ex_end) of |ex|
+ * are left out. */
+static void push_units(const struct pool_state *p, struct idle_runs *out,
+		       struct pool_segment *s, size_t from, size_t to,
+		       const struct pool_segment *ex, size_t ex_first,
+		       size_t ex_end)
+{
+	if (from >= to)
+		return; /* no mapped page: [from, to) may start past tracked */
+	size_t u = page_bit(s->starts, from)
+			   ? from : wafer_bits_find(s->starts, from + 1, to, 1);
+	while (u < to) {
+		size_t next = wafer_bits_find(s->starts, u + 1, to, 1);
+		bool whole = next < to || to >= s->tracked ||
+			     !page_bit(s->mapped, to) || page_bit(s->starts, to);
+		bool in_way = s == ex && u < ex_end && ex_first < next;
+		if (whole && !in_way) {
+			uint32_t since = 0;
+			unsigned sh = s->age_shift;
+			for (size_t q = u >> sh; q <= (next - 1) >> sh; q++)
+				if (s->idle_since[q] > since)
+					since = s->idle_since[q];
+			runs_push(out, (struct idle_run){
+				.seg = s, .first = u, .end = next,
+				.bytes = (next - u) * p->gran,
+				.since = since,
+			});
+		}
+		u = next;
+	}
+}
+
 /* The idle runs of one free block, leaving out pages [ex_first, ex_end)
  * of segment |ex| (the placement being made room for). */
 static void collect_block(struct pool_state *p, struct idle_runs *out,
@@ -388,6 +451,10 @@ static void collect_block(struct pool_state *p, struct idle_runs *out,
 		size_t from = wafer_bits_find(s->mapped, first, end, 1);
 		size_t to = wafer_bits_find(s->mapped, from, end, 0);
 		first = to;
+		if (p->whole) {
+			push_units(p, out, s, from, to, ex, ex_first, ex_end);
+			continue;
+		}
 		if (s != ex || to <= ex_first || ex_end <= from) {
 			push_pages(p, out, s, from, to);
 			continue;
@@ -454,6 +521,7 @@ static bool release_run(struct pool_state *p, const struct idle_run *run)
 		return false;
 	}
 	wafer_bits_clear(s->mapped, run->first, run->end);
+	wafer_bits_clear(s->starts, run->first, run->end);
 	s->mapped_bytes -= run->bytes;
 	p->mapped -= run->bytes;
 	return true;
@@ -475,6 +543,23 @@ static uint64_t release_idle(struct pool_state *p, uint64_t bytes,
 	uint64_t total = 0;
 	while (chosen < runs.count && total < bytes)
 		total += runs.runs[chosen++].bytes;
+	if (p->whole && bytes != UINT64_MAX) {
+		/* Units come whole, and the youngest chosen may be big
+		 * enough alone for what older small ones were chosen for:
+		 * keep only those needed to reach |bytes|, the youngest
+		 * dropped first (each one given back too many is a map
+		 * again later). */
+		size_t kept = 0;
+		for (size_t i = chosen; i-- > 0;)
+			if (total - runs.runs[i].bytes >= bytes) {
+				total -= runs.runs[i].bytes;
+				runs.runs[i].bytes = 0;
+			}
+		for (size_t i = 0; i < chosen; i++)
+			if (runs.runs[i].bytes)
+				runs.runs[kept++] = runs.runs[i];
+		chosen = kept;
+	}
 
 	/* Chosen runs that touch become one call. */
 	qsort(runs.runs, chosen, sizeof *runs.runs, by_address);
@@ -516,8 +601,27 @@ static void make_room(struct pool_state *p, uint64_t need, size_t incoming,
 			     ex_end);
 }
 
+/* unmap = whole: the most pages one vm_map call may cover for a block
+ * spanning |span| pages — a quarter of the span, rounded down to a power
+ * of two, at most `unit`. A unit goes back only once no block touches
+ * it, so a unit much larger than the blocks later placed on it would
+ * stay mapped for a small one; a quarter keeps what such a block strands
+ * small against the big block that mapped it, while a big block still
+ * costs a few physical allocations, not one per page. Otherwise no cap:
+ * a run of pages is one call. */
+static size_t unit_cap(const struct pool_state *p, size_t span)
+{
+	if (!p->whole)
+		return SIZE_MAX;
+	size_t cap = 1;
+	while (cap * 2 <= span / 4 && cap * 2 <= p->unit_pages)
+		cap *= 2;
+	return cap;
+}
+
 /* Maps the unmapped pages of [offset, offset + size) of |s|, one call per
- * run of them. On failure unmaps what this call mapped. */
+ * run of them (unmap = whole: per unit_cap pages of a run). On failure
+ * unmaps what this call mapped. */
 static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 			      size_t offset, size_t size, size_t incoming)
 {
@@ -530,6 +634,15 @@ static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 	if (!missing)
 		return WAFER_OK;
 	make_room(p, (uint64_t)missing * p->gran, incoming, s, first, end);
+	size_t cap = unit_cap(p, end - first);
+	/* Several calls: fail before the first if the limit refuses the
+	 * lot, rather than map some and unmap them again. */
+	if (missing > cap) {
+		wafer_status status = wafer_storage_limit_check(
+			p->base.storage, missing * p->gran);
+		if (status != WAFER_OK)
+			return status;
+	}
 
 	wafer_status status = WAFER_OK;
 	size_t at = first;
@@ -538,6 +651,8 @@ static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 		size_t to = wafer_bits_find(s->mapped, from, end, 1);
 		if (from == to)
 			break;
+		if (to - from > cap)
+			to = from + cap;
 		status = wafer_storage_vm_map(p->base.storage, s->chunk.resource,
 					      from * p->gran,
 					      (to - from) * p->gran);
@@ -547,6 +662,7 @@ static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 		if (status != WAFER_OK)
 			break;
 		wafer_bits_set(s->mapped, from, to);
+		wafer_bits_set(s->starts, from, from + 1);
 		/* Freshly mapped pages are as young as any. */
 		stamp_pages(s, from, to, p->tick);
 		s->mapped_bytes += (to - from) * p->gran;
@@ -559,7 +675,8 @@ static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 	/* Roll back. The range lies in one free block; mapped pages wholly
 	 * inside it were mapped by this call or idle before — unmapping the
 	 * latter too is harmless. Edge pages shared with a live neighbour
-	 * were mapped before and stay. */
+	 * were mapped before and stay. With unmap = whole, the units wholly
+	 * inside: this call's are. */
 	struct pool_block *b = s->first;
 	while (b && b->offset + b->size <= offset)
 		b = b->next;
@@ -569,17 +686,23 @@ static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 		inner_first = first;
 	if (inner_end > end)
 		inner_end = end;
+	struct idle_runs runs = {0};
 	while (inner_first < inner_end) {
 		size_t from = wafer_bits_find(s->mapped, inner_first,
 					      inner_end, 1);
 		size_t to = wafer_bits_find(s->mapped, from, inner_end, 0);
-		if (from < to)
-			release_run(p, &(struct idle_run){
+		if (from < to && p->whole)
+			push_units(p, &runs, s, from, to, NULL, 0, 0);
+		else if (from < to)
+			runs_push(&runs, (struct idle_run){
 				.seg = s, .first = from, .end = to,
 				.bytes = (to - from) * p->gran,
 			});
 		inner_first = to;
 	}
+	for (size_t i = 0; i < runs.count; i++)
+		release_run(p, &runs.runs[i]);
+	free(runs.runs);
 	return status;
 }
 
@@ -687,6 +810,7 @@ static void segment_free(struct pool_state *p, struct pool_segment *s)
 				   s->chunk.size);
 	p->mapped -= s->mapped_bytes;
 	free(s->mapped);
+	free(s->starts);
 	free(s->idle_since);
 	free(s);
 }
@@ -976,8 +1100,20 @@ static wafer_status pool_setup(void *self, const struct wafer_config *config)
 		status = wafer_config_get_size(config, section, "large_round",
 					       (uint64_t)2 << 20,
 					       &p->large_round);
+	uint64_t unit = 0;
+	if (status == WAFER_OK)
+		status = wafer_config_get_size(config, section, "unit",
+					       (uint64_t)16 << 20, &unit);
 	if (status != WAFER_OK)
 		return status;
+	p->unit_pages = p->gran && unit > p->gran ? unit / p->gran : 1;
+	const char *unmap = wafer_config_get(config, section, "unmap",
+					     "pages");
+	if (strcmp(unmap, "whole") == 0)
+		p->whole = true;
+	else if (strcmp(unmap, "pages") != 0)
+		return wafer_memory_option_invalid(&p->base, config, "unmap",
+						   "whole or pages");
 	/* Sizes the arithmetic relies on: aligned and non-zero. */
 	p->small_chunk = wafer_align_up(p->small_chunk ? p->small_chunk : 1,
 					p->align);

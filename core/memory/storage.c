@@ -38,6 +38,14 @@ static void uncharge(struct wafer_storage *s, wafer_status status,
 		wafer_memory_limit_credit(s->limit, bytes);
 }
 
+wafer_status wafer_storage_limit_check(struct wafer_storage *s, size_t bytes)
+{
+	wafer_status status = charge(s, bytes);
+	if (status == WAFER_OK && s->limit)
+		wafer_memory_limit_credit(s->limit, bytes);
+	return status;
+}
+
 /* Counts an allocation (alloc, alloc_async, vm_reserve) that returned
  * |status| in the sum and in |*kind|; on success books |bytes| as
  * reserved, on failure clears |*out_resource|. */

@@ -103,6 +103,13 @@ wafer_status wafer_storage_vm_unmap(struct wafer_storage *s,
 				    wafer_resource range, size_t offset,
 				    size_t size);
 
+/* Whether |bytes| more fit under the device's limit now: WAFER_OK, or
+ * the error vm_map would give (naming the limit). Books nothing, so a
+ * strategy about to map in several calls can fail before the first
+ * instead of mapping and unmapping; another client may still take the
+ * room in between (the calls then fail as usual). */
+wafer_status wafer_storage_limit_check(struct wafer_storage *s, size_t bytes);
+
 /* Rounds |size| up to a multiple of |align| (a power of two). */
 static inline size_t wafer_align_up(size_t size, size_t align)
 {

@@ -61,6 +61,7 @@ struct cuda_options {
 	size_t staging_chunk;       /* largest staging buffer */
 	size_t staging_limit;       /* pinned staging bytes per device */
 	size_t vm_page;             /* 0: the driver's granularity */
+	int vm_whole;               /* vm_page = whole: one allocation a map */
 	int cublas;                 /* 0: never; 1: when it loads */
 	char *cublas_library;       /* NULL: search the usual names */
 	int nvrtc;                  /* 0: never; 1: when it loads */
@@ -138,6 +139,9 @@ struct cuda_device {
 	/* cuMemGetAllocationGranularity; 0 when the device has no virtual
 	 * memory management (the core then treats vm_* as not offered). */
 	size_t vm_granularity;
+	/* [cuda] vm_page = whole: each vm_map call is one physical
+	 * allocation, and vm_unmap takes whole earlier vm_map calls only. */
+	int vm_whole;
 	/* The device's default stream-ordered pool; NULL when the device has
 	 * none (alloc_async then reports WAFER_ERROR_NOT_SUPPORTED). */
 	CUmemoryPool pool;

@@ -22,11 +22,16 @@
  *   staging_limit = SIZE     pinned staging memory a device may hold
  *                            (default 64M; 0: no staging, copies go
  *                            straight from and to pageable memory)
- *   vm_page = SIZE           page of virtual memory (vm_map): each is
+ *   vm_page = SIZE|whole     page of virtual memory (vm_map): each is
  *                            one physical allocation; a power of two, at
  *                            least the driver's granularity (the default,
  *                            2M on current GPUs). Larger pages cost fewer
  *                            driver calls per byte mapped and round more.
+ *                            whole: pages of the driver's granularity, and
+ *                            each vm_map call one physical allocation of
+ *                            its whole size; vm_unmap then takes whole
+ *                            earlier vm_map calls only (the pool's
+ *                            [memory.pool] unmap = whole keeps to that).
  *   cublas = auto|no|PATH    offer cuBLAS as the matmul variant "cublas"
  *                            when it loads (auto, the default), never, or
  *                            from this file
@@ -347,10 +352,16 @@ static wafer_status apply_option(void *state_arg,
 		return WAFER_OK;
 	}
 	if (strcmp(key, "vm_page") == 0) {
+		o->vm_whole = strcmp(value, "whole") == 0;
+		if (o->vm_whole) {
+			o->vm_page = 0;
+			return WAFER_OK;
+		}
 		if (cuda_parse_size(value, &n) != 0 || !is_power_of_two(n) ||
 		    n > (uint64_t)1 << 40)
 			return bad_value(state, origin, key,
-					 "a power of two (2M, 8M)", value);
+					 "a power of two (2M, 8M) or whole",
+					 value);
 		o->vm_page = (size_t)n;
 		return WAFER_OK;
 	}
@@ -692,6 +703,7 @@ static wafer_status cuda_device_open(void *state, uint32_t index,
 	dev->smem_optin = attribute(
 		dev->drv, f.cu, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
 	dev->vm_granularity = f.granularity;
+	dev->vm_whole = st->options.vm_whole;
 
 	/* The primary context is shared with the CUDA runtime and anyone
 	 * else in the process. It is retained here and never released: a

@@ -13,7 +13,11 @@
  *                         cuMemMap), so any page-aligned part of what was
  *                         mapped can be unmapped again — CUDA can only
  *                         unmap whole mappings. One cuMemSetAccess covers
- *                         each vm_map call.
+ *                         each vm_map call. With [cuda] vm_page = whole,
+ *                         each vm_map call is one physical allocation of
+ *                         its size (the driver's cost goes with
+ *                         allocations, not bytes) and vm_unmap takes
+ *                         whole earlier vm_map calls only.
  *   copy_in/copy_out      through pinned staging buffers (staging.c).
  *   copy                  cuMemcpyDtoDAsync on the queue's stream.
  *   host_alloc/host_free  NULL: retired in ABI 1.1 (staging.c has its
@@ -40,13 +44,16 @@
 #include "plugins/cuda/cuda_plugin.h"
 
 /* One vm_reserve'd range, with a bit per page saying whether it is
- * mapped (device->vm_ranges, under vm_lock). */
+ * mapped, and one saying whether a mapping (one physical allocation)
+ * starts there: every mapped page without vm_page = whole
+ * (device->vm_ranges, under vm_lock). */
 struct cuda_vm_range {
 	CUdeviceptr base;
 	size_t size;
 	size_t pages;
 	size_t mapped_pages;
 	uint64_t *mapped;
+	uint64_t *starts;
 	struct cuda_vm_range *next;
 };
 
@@ -249,6 +256,32 @@ static int page_is_mapped(const struct cuda_vm_range *r, size_t page)
 	return (r->mapped[page / 64] >> (page % 64)) & 1;
 }
 
+static int page_starts(const struct cuda_vm_range *r, size_t page)
+{
+	return (r->starts[page / 64] >> (page % 64)) & 1;
+}
+
+static void mark_start(struct cuda_vm_range *r, size_t page, int start)
+{
+	uint64_t bit = UINT64_C(1) << (page % 64);
+
+	if (start)
+		r->starts[page / 64] |= bit;
+	else
+		r->starts[page / 64] &= ~bit;
+}
+
+/* The end of the mapping that starts at mapped page |p|: the next page
+ * that starts one or is not mapped. Called with vm_lock held. */
+static size_t mapping_end(const struct cuda_vm_range *r, size_t p)
+{
+	size_t q = p + 1;
+
+	while (q < r->pages && page_is_mapped(r, q) && !page_starts(r, q))
+		q++;
+	return q;
+}
+
 static void mark_page(struct cuda_vm_range *r, size_t page, int mapped)
 {
 	uint64_t bit = UINT64_C(1) << (page % 64);
@@ -343,8 +376,13 @@ static wafer_status cuda_storage_vm_reserve(void *device, size_t size,
 		r->size = size;
 		r->pages = size / g;
 		r->mapped = calloc((r->pages + 63) / 64, sizeof *r->mapped);
+		r->starts = calloc((r->pages + 63) / 64, sizeof *r->starts);
 	}
-	if (!r || !r->mapped) {
+	if (!r || !r->mapped || !r->starts) {
+		if (r) {
+			free(r->mapped);
+			free(r->starts);
+		}
 		free(r);
 		dev->host->set_error("cuda: vm_reserve: out of host memory");
 		return WAFER_ERROR_OUT_OF_MEMORY;
@@ -352,6 +390,7 @@ static wafer_status cuda_storage_vm_reserve(void *device, size_t size,
 	result = dev->drv->cuMemAddressReserve(&r->base, size, g, 0, 0);
 	if (result != CUDA_SUCCESS) {
 		free(r->mapped);
+		free(r->starts);
 		free(r);
 		return cuda_fail(dev->state, result,
 				 "cuMemAddressReserve(%zu)", size);
@@ -366,31 +405,41 @@ static wafer_status cuda_storage_vm_reserve(void *device, size_t size,
 	return WAFER_OK;
 }
 
-/* Unmaps pages [first, end) that are mapped. Returns the first failure,
- * after trying every page. Called with vm_lock held. */
+/* Unmaps the mappings that start in pages [first, end), each with one
+ * cuMemUnmap (CUDA unmaps whole mappings only; callers never cut one).
+ * Returns the first failure, after trying every mapping. Called with
+ * vm_lock held. */
 static CUresult unmap_pages(struct cuda_device *dev, struct cuda_vm_range *r,
 			    size_t first, size_t end)
 {
 	size_t g = dev->vm_granularity;
 	CUresult first_error = CUDA_SUCCESS;
 
-	for (size_t p = first; p < end; p++) {
-		if (!page_is_mapped(r, p))
+	for (size_t p = first; p < end;) {
+		if (!page_is_mapped(r, p)) {
+			p++;
 			continue;
-		CUresult result = dev->drv->cuMemUnmap(r->base + p * g, g);
-		if (result == CUDA_SUCCESS)
-			mark_page(r, p, 0);
-		else if (first_error == CUDA_SUCCESS)
+		}
+		size_t q = mapping_end(r, p);
+		CUresult result =
+			dev->drv->cuMemUnmap(r->base + p * g, (q - p) * g);
+		if (result == CUDA_SUCCESS) {
+			mark_start(r, p, 0);
+			for (size_t i = p; i < q; i++)
+				mark_page(r, i, 0);
+		} else if (first_error == CUDA_SUCCESS) {
 			first_error = result;
+		}
+		p = q;
 	}
 	return first_error;
 }
 
-/* Backs page |p| with a physical allocation of its own. The handle is
- * released at once: the mapping keeps the memory, and cuMemUnmap of the
- * page frees it. */
-static CUresult map_page(struct cuda_device *dev, struct cuda_vm_range *r,
-			 size_t p)
+/* Backs pages [p, p + n) with one physical allocation of their own. The
+ * handle is released at once: the mapping keeps the memory, and
+ * cuMemUnmap of the mapping frees it. */
+static CUresult map_pages(struct cuda_device *dev, struct cuda_vm_range *r,
+			  size_t p, size_t n)
 {
 	const struct cuda_driver *drv = dev->drv;
 	size_t g = dev->vm_granularity;
@@ -402,17 +451,20 @@ static CUresult map_page(struct cuda_device *dev, struct cuda_vm_range *r,
 	CUmemGenericAllocationHandle handle;
 	CUresult result;
 
-	result = drv->cuMemCreate(&handle, g, &prop, 0);
+	result = drv->cuMemCreate(&handle, n * g, &prop, 0);
 	if (result == CUDA_ERROR_OUT_OF_MEMORY && dev->pool) {
 		trim_pool(dev);
-		result = drv->cuMemCreate(&handle, g, &prop, 0);
+		result = drv->cuMemCreate(&handle, n * g, &prop, 0);
 	}
 	if (result != CUDA_SUCCESS)
 		return result;
-	result = drv->cuMemMap(r->base + p * g, g, 0, handle, 0);
+	result = drv->cuMemMap(r->base + p * g, n * g, 0, handle, 0);
 	drv->cuMemRelease(handle);
-	if (result == CUDA_SUCCESS)
-		mark_page(r, p, 1);
+	if (result == CUDA_SUCCESS) {
+		mark_start(r, p, 1);
+		for (size_t i = p; i < p + n; i++)
+			mark_page(r, i, 1);
+	}
 	return result;
 }
 
@@ -471,8 +523,11 @@ static wafer_status cuda_storage_vm_map(void *device, wafer_resource range,
 			    &end);
 	if (status != WAFER_OK)
 		return status;
-	for (p = first; p < end && result == CUDA_SUCCESS; p++)
-		result = map_page(dev, r, p);
+	if (dev->vm_whole)
+		result = map_pages(dev, r, first, end - first);
+	for (p = first; !dev->vm_whole && p < end && result == CUDA_SUCCESS;
+	     p++)
+		result = map_pages(dev, r, p, 1);
 	if (result == CUDA_SUCCESS) {
 		CUmemAccessDesc access = {
 			.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE,
@@ -507,6 +562,23 @@ static wafer_status cuda_storage_vm_unmap(void *device, wafer_resource range,
 			    &end);
 	if (status != WAFER_OK)
 		return status;
+	/* Whole mappings only: [first, end) starts where one starts and
+	 * ends where one ends (always so with a mapping per page). */
+	size_t cut = !page_starts(r, first) ? first
+		     : end < r->pages && page_is_mapped(r, end) &&
+				     !page_starts(r, end)
+			     ? end : SIZE_MAX;
+	if (cut != SIZE_MAX) {
+		dev->host->set_error(
+			"cuda: vm_unmap: [%zu, +%zu) of range 0x%" PRIx64
+			" cuts the physical allocation mapped across offset "
+			"%zu: with [cuda] vm_page = whole, vm_unmap takes "
+			"whole earlier vm_map calls only ([memory.pool] "
+			"unmap = whole keeps to that)",
+			offset, size, range, cut * dev->vm_granularity);
+		pthread_mutex_unlock(&dev->vm_lock);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
 	result = unmap_pages(dev, r, first, end);
 	if (result != CUDA_SUCCESS)
 		status = cuda_fail(dev->state, result,
@@ -534,6 +606,7 @@ static void release_range(struct cuda_device *dev, struct cuda_vm_range *r)
 			       cuda_result_text(dev->drv, result, text,
 						sizeof text));
 	free(r->mapped);
+	free(r->starts);
 	free(r);
 }
 
