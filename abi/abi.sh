@@ -13,6 +13,8 @@
 #       (abidiff counts them harmless). Anything else fails: a removed or
 #       changed function, a member moved, retyped or removed, a struct
 #       grown inside another one, a new SONAME.
+#   abi.sh symbols LIB VERSION [OLD] >FILE
+#       the Debian symbols file of LIB (debian/libwafer0.symbols)
 # Types not declared under INCLUDEDIR are private and left out.
 set -u
 die() {
@@ -94,7 +96,25 @@ check)
 		sed 's/^/  /' "$tmp/report"
 	fi
 	;;
+symbols)
+	# abi.sh symbols LIB VERSION [OLD]: debian/libwafer0.symbols for LIB,
+	# each symbol with its version node; a symbol OLD lists keeps the
+	# version it came with, a new one gets VERSION (the release now).
+	[ $# -ge 3 ] || die "usage: abi.sh symbols LIB VERSION [OLD]"
+	lib=$2 version=$3 old=${4:-/dev/null}
+	[ -f "$old" ] || old=/dev/null
+	soname=$(objdump -p "$lib" | awk '$1 == "SONAME" { print $2 }')
+	[ -n "$soname" ] || die "$lib: no SONAME"
+	echo "$soname" | sed 's/^\(lib.*\)\.so\.\([0-9]*\)$/\1.so.\2 \1\2 #MINVER#/'
+	echo "* Build-Depends-Package: libwafer-dev"
+	nm -D --defined-only --with-symbol-versions "$lib" |
+		awk '{ name = $3; sub(/@@/, "@", name); if (name !~ /@/) name = name "@" name; print name }' |
+		LC_ALL=C sort | while read -r sym; do
+			was=$(awk -v s="$sym" '$1 == s { print $2; exit }' "$old")
+			echo " $sym ${was:-$version}"
+		done
+	;;
 *)
-	die "usage: abi.sh dump LIB INCLUDEDIR | abi.sh check BASELINE LIB INCLUDEDIR"
+	die "usage: abi.sh dump LIB INCLUDEDIR | check BASELINE LIB INCLUDEDIR | symbols LIB VERSION [OLD]"
 	;;
 esac

@@ -4,7 +4,8 @@
 #                      library that uses each one (abi/plugin-abi.c)
 # `make abi-check` compares the build with them (abi/abi.sh: additions
 # and appended struct fields pass, anything else fails); `make
-# abi-update` writes the build's ABI as the new baselines, at a release.
+# abi-update` writes the build's ABI as the new baselines, at a release
+# (and debian/libwafer0.symbols, new symbols marked with this version).
 # Both need abigail-tools and a build with debug info (-g, the default).
 EXTRA_DIST += abi/libwafer.abi abi/plugin.abi abi/abi.sh abi/plugin-abi.c
 check_LTLIBRARIES += abi/plugin-abi.la
@@ -21,5 +22,11 @@ abi-update: libwafer.la abi/plugin-abi.la
 	mv -f $(srcdir)/abi/libwafer.abi.tmp $(srcdir)/abi/libwafer.abi
 	$(ABI_SH) dump abi/.libs/plugin-abi.so $(ABI_INCLUDE) >$(srcdir)/abi/plugin.abi.tmp
 	mv -f $(srcdir)/abi/plugin.abi.tmp $(srcdir)/abi/plugin.abi
+	@if test -d $(srcdir)/debian; then \
+	  $(ABI_SH) symbols .libs/libwafer.so.0 $(VERSION) \
+		$(srcdir)/debian/libwafer0.symbols >$(srcdir)/debian/libwafer0.symbols.tmp && \
+	  mv -f $(srcdir)/debian/libwafer0.symbols.tmp $(srcdir)/debian/libwafer0.symbols && \
+	  echo "debian/libwafer0.symbols: new symbols marked $(VERSION)"; \
+	fi
 	@echo "abi/libwafer.abi and abi/plugin.abi now describe this build; commit them"
 .PHONY: abi-check abi-update
