@@ -11,7 +11,9 @@
 #                    (a libtool module's .libs/NAME.so is installed as
 #                    build/DIR/NAME.so; the runner lays the build tree's
 #                    shape over them again, DIR/.libs included)
-conformancedir = $(pkglibexecdir)/conformance
+# In the library's directory, not libexec: most of it is data, and a
+# package tool (dh_fixperms) makes everything under libexec executable.
+conformancedir = $(pkglibdir)/conformance
 
 # What the backend-neutral tests read besides themselves, relative to t/.
 # A new backend-neutral test that opens a file of t/ (T_SRCDIR) or one
@@ -81,7 +83,6 @@ install-conformance: all-local
 uninstall-local: uninstall-conformance
 uninstall-conformance:
 	-rm -rf '$(DESTDIR)$(conformancedir)'
-	-rmdir '$(DESTDIR)$(pkglibexecdir)' 2>/dev/null
 .PHONY: uninstall-conformance
 
 dist_man_MANS += man/wafer-conformance.1
