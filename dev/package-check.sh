@@ -15,7 +15,8 @@
 #      with apt-get and purged at the end;
 #   5. wafer-conformance --backend cpu from the installed files, its logs
 #      in OUTDIR/conformance/t/*.log ("PASS: t/NAME N - ...");
-#   6. examples/hello built with pkg-config against them, and run.
+#   6. the shipped examples built with pkg-config against them (hello
+#      run), and the plugin skeleton with its Makefile.
 # Each step appends "NAME PASS|FAIL" to OUTDIR/points; exits 1 when one
 # failed. Logs: OUTDIR/*.log.
 set -u
@@ -112,25 +113,34 @@ tail -1 "$out/conformance.tap" | sed 's/^/      /'
 [ $rc -eq 0 ] || grep -E '^not ok' "$out/conformance.tap"
 [ -n "$(ls "$out"/conformance/t/*.log 2>/dev/null)" ] || point wafer-conformance FAIL
 
-# 6. An example, built with pkg-config against the installed files.
+# 6. The examples libwafer-dev ships, built with pkg-config against the
+# installed files (hello also run), and the plugin skeleton with its own
+# Makefile.
 mkdir -p "$out/example"
+ex=$root/usr/share/doc/wafer/examples
 if [ -n "$root" ]; then
 	multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-	flags=$(PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_LIBDIR=$root/usr/lib/$multiarch/pkgconfig \
-		pkg-config --cflags --libs wafer)
+	pkgconfig="env PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_LIBDIR=$root/usr/lib/$multiarch/pkgconfig pkg-config"
 	run_env="LD_LIBRARY_PATH=$root/usr/lib/$multiarch WAFER_PLUGIN_PATH=$root/usr/lib/$multiarch/wafer/plugins WAFER_SYSCONFDIR=$root/etc/wafer"
 else
-	flags=$(pkg-config --cflags --libs wafer)
+	pkgconfig=pkg-config
 	run_env=
 fi
+flags=$($pkgconfig --cflags --libs wafer)
+ok=PASS
+for name in hello mlp custom-kernel; do
+	# shellcheck disable=SC2086
+	gcc -o "$out/example/$name" "$ex/$name.c" $flags -lm >>"$out/example.log" 2>&1 || ok=FAIL
+done
 # shellcheck disable=SC2086
-if gcc -o "$out/example/hello" "$src/examples/hello.c" $flags -lm >"$out/example.log" 2>&1 &&
-	env $run_env WAFER_BACKEND=cpu "$out/example/hello" >>"$out/example.log" 2>&1; then
-	point example-pkg-config PASS
-else
-	point example-pkg-config FAIL
-	tail -10 "$out/example.log"
-fi
+env $run_env WAFER_BACKEND=cpu "$out/example/hello" >>"$out/example.log" 2>&1 || ok=FAIL
+point examples-pkg-config $ok
+shown=$ok
+cp -r "$ex/plugin-skeleton" "$out/example/skeleton" &&
+	make -C "$out/example/skeleton" PKG_CONFIG="$pkgconfig" >>"$out/example.log" 2>&1 &&
+	[ -f "$out/example/skeleton/skeleton.so" ] && ok=PASS || ok=FAIL
+point plugin-skeleton $ok
+[ "$shown$ok" = PASSPASS ] || tail -10 "$out/example.log"
 
 if [ -z "$root" ]; then
 	# shellcheck disable=SC2046
