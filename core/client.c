@@ -77,6 +77,15 @@ static const char *choose_memory(const wafer_client_options *options)
 	return NULL; /* the memory manager reads [memory] strategy */
 }
 
+/* The caller's own queue (interop.h), where its struct has the field. */
+static void *choose_native_queue(const wafer_client_options *options)
+{
+	if (options &&
+	    WAFER_STRUCT_HAS(options, wafer_client_options, native_queue))
+		return options->native_queue;
+	return NULL;
+}
+
 /* The memory manager's out-of-memory hook (memory.h): the program's
  * handler, if it set one. */
 static bool client_oom(void *data, const wafer_oom_info *info)
@@ -159,7 +168,8 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 		goto fail_programs;
 	status = wafer_bridge_init(&client->bridge, client->device,
 				   &client->handles, config,
-				   choose_memory(options));
+				   choose_memory(options),
+				   choose_native_queue(options));
 	if (status != WAFER_OK)
 		goto fail_kernels;
 	wafer_memory_set_oom(client->bridge.memory, client_oom, client);
@@ -223,16 +233,6 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 	return status;
 }
 
-/* Copies |full| into a caller's struct whose struct_size may be smaller
- * (built against an older header): only the fields both sides have. */
-static void copy_out_struct(void *out, const void *full, size_t full_size)
-{
-	size_t caller_size = *(const size_t *)out;
-	size_t n = caller_size < full_size ? caller_size : full_size;
-	memcpy((char *)out + sizeof(size_t), (const char *)full + sizeof(size_t),
-	       n - sizeof(size_t));
-}
-
 WAFER_API wafer_status wafer_client_device(const wafer_client *client,
 					   wafer_device_desc *out_desc)
 {
@@ -243,7 +243,7 @@ WAFER_API wafer_status wafer_client_device(const wafer_client *client,
 		return checked;
 	wafer_device_desc desc = {.struct_size = sizeof desc};
 	wafer_runtime_describe_device(client->device, &desc);
-	copy_out_struct(out_desc, &desc, sizeof desc);
+	wafer_copy_out_struct(out_desc, &desc, sizeof desc);
 	return WAFER_OK;
 }
 
@@ -772,7 +772,7 @@ WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 	};
 	wafer_status status = wafer_channel_submit(&client->channel, &command);
 	usage.handles_live = wafer_handle_table_live(&client->handles);
-	copy_out_struct(out_usage, &usage, sizeof usage);
+	wafer_copy_out_struct(out_usage, &usage, sizeof usage);
 	return status;
 }
 
@@ -840,6 +840,17 @@ struct wafer_kernel_table *wafer_client_kernels(wafer_client *client)
 struct wafer_program_table *wafer_client_programs(wafer_client *client)
 {
 	return &client->programs;
+}
+
+wafer_status wafer_client_submit(wafer_client *client,
+				 struct wafer_command *command)
+{
+	return wafer_channel_submit(&client->channel, command);
+}
+
+const struct wafer_bridge *wafer_client_bridge(const wafer_client *client)
+{
+	return &client->bridge;
 }
 
 wafer_status wafer_client_release_program(wafer_client *client, void *loaded)

@@ -32,6 +32,7 @@ libwafer_core_la_SOURCES = \
 	core/channel/mutex.c \
 	core/channel/mpsc.c \
 	core/client.c core/client.h core/runtime.h \
+	core/interop.c core/interop.h \
 	core/program.c core/program_table.h \
 	core/binary_cache.c core/binary_cache.h \
 	core/file.c core/file.h

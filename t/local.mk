@@ -90,7 +90,8 @@ check_LTLIBRARIES += t/plugins/good.la t/plugins/full.la \
 	t/plugins/old_minor.la t/plugins/abi_major.la t/plugins/no_symbol.la \
 	t/plugins/init_fails.la t/plugins/no_devices.la \
 	t/plugins/missing_required.la t/plugins/null_query.la \
-	t/plugins/old_struct.la t/plugins/unresolved.la t/plugins/faulty.la
+	t/plugins/old_struct.la t/plugins/unresolved.la t/plugins/faulty.la \
+	t/plugins/half_interop.la
 t_plugins_good_la_SOURCES = t/plugins/good.c $(T_PLUGIN_COMMON)
 t_plugins_good_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_full_la_SOURCES = t/plugins/full.c $(T_PLUGIN_COMMON)
@@ -107,6 +108,8 @@ t_plugins_missing_required_la_SOURCES = t/plugins/missing_required.c $(T_PLUGIN_
 t_plugins_missing_required_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_old_struct_la_SOURCES = t/plugins/old_struct.c $(T_PLUGIN_COMMON)
 t_plugins_old_struct_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
+t_plugins_half_interop_la_SOURCES = t/plugins/half_interop.c $(T_PLUGIN_COMMON)
+t_plugins_half_interop_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_null_query_la_SOURCES = t/plugins/null_query.c
 t_plugins_null_query_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 # No version script: it would hide the near-miss symbol this one exports.
@@ -227,6 +230,12 @@ clean-local-t:
 check_PROGRAMS += t/ops
 TESTS += t/ops
 t_ops_LDADD = libwafer.la -lm
+
+# Native handles out and in (interop.h), on every channel; its "not
+# supported" points use the good test plugin.
+check_PROGRAMS += t/interop
+TESTS += t/interop
+t_interop_LDADD = libwafer.la
 
 # The copy semantics and donation rules of ops.h, on every channel.
 check_PROGRAMS += t/donation
@@ -460,7 +469,8 @@ t_client_open_errors_LDADD = $(T_CORE_LIBS)
 # plugin (or its test driver) whatever WAFER_BACKEND says.
 BACKEND_NEUTRAL_TESTS = t/client t/channels t/stress t/ops t/donation \
 	t/replay-backend.sh t/tensor t/ops_wrappers t/api_errors t/autotune_errors \
-	t/programs t/memory_trace t/memory_snapshot t/scope t/memory_oom
+	t/programs t/memory_trace t/memory_snapshot t/scope t/memory_oom \
+	t/interop
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
 	cuda:t/cuda_plugin cuda:t/cuda.sh cuda:t/torch_alloc \
