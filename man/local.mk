@@ -86,3 +86,4 @@ dist_man_MANS += man/wafer-program.7 man/wafer_program_create.3 \
 # Scopes: handles released together (wafer_scope_begin in <wafer/wafer.h>).
 dist_man_MANS += man/wafer_scope_begin.3 man/wafer_scope_end.3 \
 	man/wafer_scope_keep.3
+dist_man_MANS += man/wafer-torch.7
