@@ -165,6 +165,10 @@ def child(args):
     import torch
     torch.manual_seed(0)
     rng = random.Random(42)
+    # cuDNN's benchmark mode asks the allocator for its largest free block
+    # (cacheInfo), which a pluggable allocator cannot answer: PyTorch's
+    # default, heuristics, in every run alike.
+    torch.backends.cudnn.benchmark = False
     torch.cuda.init()
     free0, total = torch.cuda.mem_get_info()
     base_used = total - free0
