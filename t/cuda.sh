@@ -5,7 +5,8 @@
 # loads and reports zero devices with the reason, which wafer-info shows,
 # and the next backend is the default. On the stand-in driver
 # (t/fakecuda.c) it is accepted, and the backend-neutral suite — t/client,
-# t/channels, t/stress, t/ops, t/donation, t/memory_oom — passes on it with
+# t/channels, t/stress, t/ops, t/donation, t/memory_oom, t/interop —
+# passes on it with
 # WAFER_BACKEND=cuda, also with every stream step slowed down and with
 # each memory strategy. The stand-in emulates each kernel by its name
 # over the grid and block it was launched with, refuses a block the kernel
@@ -72,7 +73,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..34"
+echo "1..37"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -170,6 +171,12 @@ suite channels FAKECUDA_DELAY_US=20
 suite memory_oom
 suite memory_oom FAKECUDA_NO_VMM=1
 suite memory_oom FAKECUDA_MEMORY=3000000000
+# Native pointers and streams out, the caller's in (the stand-in says
+# whose memory a pointer is and which context a stream belongs to): on
+# the pool's mapped pages, on stream-ordered memory, and slowed down.
+suite interop
+suite interop WAFER_MEMORY=stream
+suite interop FAKECUDA_DELAY_US=20
 
 # wafer-replay on the device's real storage (--storage), the stand-in's.
 replay() {

@@ -777,12 +777,26 @@ static CUresult need_context(void)
 	return sticky;
 }
 
+/* The legacy and per-thread default streams (CU_STREAM_LEGACY,
+ * CU_STREAM_PER_THREAD) are not modelled: a handle that is one of them
+ * says so on stderr, and the call is refused (never dereferenced). */
+static int default_stream(const struct CUstream_st *s, const char *what)
+{
+	if ((uintptr_t)s > (uintptr_t)CU_STREAM_PER_THREAD)
+		return 0;
+	fprintf(stderr, "fakecuda: %s: default stream %p: not modelled\n",
+		what, (const void *)s);
+	return 1;
+}
+
 /* Whether work may go on |s| now: its context must be alive (else
  * CUDA_ERROR_INVALID_CONTEXT) and current (else the handle is not one of
  * this context's: CUDA_ERROR_INVALID_HANDLE). */
 static CUresult stream_usable(const struct CUstream_st *s)
 {
 	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (default_stream(s, "a stream argument"))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (s->dead || !s->ctx->alive || s->ctx->generation != s->generation)
 		return CUDA_ERROR_INVALID_CONTEXT;
@@ -1952,7 +1966,7 @@ static CUresult fake_cuStreamDestroy(CUstream s)
 	if (!initialised || !current)
 		return !initialised ? CUDA_ERROR_NOT_INITIALIZED
 				    : CUDA_ERROR_INVALID_CONTEXT;
-	if (!s)
+	if (!s || default_stream(s, "cuStreamDestroy"))
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&L);
 	for (struct CUstream_st **at = &streams; *at; at = &(*at)->next)
@@ -1976,7 +1990,7 @@ static CUresult fake_cuStreamSynchronize(CUstream s)
 
 	if (r && r != sticky)
 		return r;
-	if (!s)
+	if (!s || default_stream(s, "cuStreamSynchronize"))
 		return CUDA_ERROR_INVALID_HANDLE;
 	/* Any context may wait for a stream; not for one whose context is
 	 * gone. */
@@ -2765,11 +2779,8 @@ static CUresult fake_cuStreamGetCtx(CUstream s, CUcontext *out)
 	if (!initialised)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	*out = NULL;
-	if ((uintptr_t)s <= (uintptr_t)CU_STREAM_PER_THREAD) {
-		fprintf(stderr, "fakecuda: cuStreamGetCtx(%p): default "
-			"streams are not modelled\n", (void *)s);
+	if (default_stream(s, "cuStreamGetCtx"))
 		return CUDA_ERROR_INVALID_HANDLE;
-	}
 	pthread_mutex_lock(&L);
 	int known = 0;
 	for (struct CUstream_st *t = streams; t && !known; t = t->next)

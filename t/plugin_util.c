@@ -4,9 +4,9 @@
  * with a fake host and no plugin: element sizes of every dtype, ABI array
  * stepping, the init and device checks, every catalogue reach check (and
  * its overflow cases), the deferred failure of a queue, the debug-only
- * launch checks, and the program helpers: a program's kernels, the
+ * launch checks, the program helpers: a program's kernels, the
  * cached build (on an in-memory cache of one entry) and the program
- * entries' macros. */
+ * entries' macros, and the interop import check and ops macros. */
 #include "build-config.h"
 
 #include <stddef.h>
@@ -234,6 +234,113 @@ static void deferred(void)
 	wafer_plugin_deferred_clear(&d);
 	ok(d.status == WAFER_OK && d.detail == NULL && d.later == 0,
 	   "clear forgets it");
+}
+
+static wafer_status acme_storage_native(void *d, wafer_resource r, size_t o,
+					struct wafer_native_buffer *out)
+{
+	(void)d, (void)r, (void)o, (void)out;
+	return WAFER_OK;
+}
+static wafer_status acme_storage_import(void *d,
+					const struct wafer_native_buffer *b,
+					wafer_resource *out)
+{
+	(void)d, (void)b, (void)out;
+	return WAFER_OK;
+}
+static void acme_storage_forget(void *d, wafer_resource r)
+{
+	(void)d, (void)r;
+}
+static wafer_status acme_server_queue_native(void *d, void *q,
+					     struct wafer_native_queue *out)
+{
+	(void)d, (void)q, (void)out;
+	return WAFER_OK;
+}
+static wafer_status acme_server_queue_wrap(void *d, void *n, void **out)
+{
+	(void)d, (void)n, (void)out;
+	return WAFER_OK;
+}
+
+static void interop(void)
+{
+	struct wafer_native_buffer b = {
+		.struct_size = sizeof b,
+		.kind = WAFER_NATIVE_CUDA_POINTER,
+		.address = 0x10000,
+		.size = 256,
+	};
+	wafer_resource r = 7;
+
+	status_is(wafer_plugin_import_check(&fake_host, "acme", &b,
+					    WAFER_NATIVE_CUDA_POINTER,
+					    "cuda-pointer", &r),
+		  WAFER_OK, "import_check: a whole pointer buffer");
+	ok(r == 0, "  ... sets the resource to 0");
+	b.kind = WAFER_NATIVE_HOST_POINTER;
+	status_is(wafer_plugin_import_check(&fake_host, "acme", &b,
+					    WAFER_NATIVE_CUDA_POINTER,
+					    "cuda-pointer", &r),
+		  WAFER_ERROR_INVALID_ARGUMENT, "import_check: another kind");
+	is_str(last_error, "acme: import: native kind 1, not cuda-pointer (2)",
+	       "  ... naming both");
+	b.kind = WAFER_NATIVE_CUDA_POINTER;
+	b.size = 0;
+	status_is(wafer_plugin_import_check(&fake_host, "acme", &b,
+					    WAFER_NATIVE_CUDA_POINTER,
+					    "cuda-pointer", &r),
+		  WAFER_ERROR_INVALID_ARGUMENT, "import_check: 0 bytes");
+	b.size = 256;
+	b.address = 0;
+	status_is(wafer_plugin_import_check(&fake_host, "acme", &b,
+					    WAFER_NATIVE_CUDA_POINTER,
+					    "cuda-pointer", &r),
+		  WAFER_ERROR_INVALID_ARGUMENT, "import_check: address 0");
+	like(last_error, "no address", "  ... says so");
+	b.address = UINT64_MAX - 16;
+	status_is(wafer_plugin_import_check(&fake_host, "acme", &b,
+					    WAFER_NATIVE_CUDA_POINTER,
+					    "cuda-pointer", &r),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "import_check: an address range that wraps");
+	b = (struct wafer_native_buffer){.struct_size = sizeof b,
+					 .kind = WAFER_NATIVE_OPENCL_MEM,
+					 .offset = 64,
+					 .size = 256};
+	status_is(wafer_plugin_import_check(&fake_host, "acme", &b,
+					    WAFER_NATIVE_OPENCL_MEM,
+					    "opencl-mem", &r),
+		  WAFER_ERROR_INVALID_ARGUMENT, "import_check: no object");
+	like(last_error, "no object", "  ... says so");
+	b.object = &b;
+	status_is(wafer_plugin_import_check(&fake_host, "acme", &b,
+					    WAFER_NATIVE_OPENCL_MEM,
+					    "opencl-mem", &r),
+		  WAFER_OK, "import_check: an object and an offset");
+	b.struct_size = offsetof(struct wafer_native_buffer, context);
+	status_is(wafer_plugin_import_check(&fake_host, "acme", &b,
+					    WAFER_NATIVE_OPENCL_MEM,
+					    "opencl-mem", &r),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "import_check: a struct_size short of device_ordinal");
+	status_is(wafer_plugin_import_check(&fake_host, "acme", NULL,
+					    WAFER_NATIVE_OPENCL_MEM,
+					    "opencl-mem", &r),
+		  WAFER_ERROR_INVALID_ARGUMENT, "import_check: NULL");
+
+	const struct wafer_storage_ops so = {
+		WAFER_PLUGIN_INTEROP_STORAGE_OPS(acme)};
+	const struct wafer_server_ops vo = {
+		WAFER_PLUGIN_INTEROP_SERVER_OPS(acme)};
+	ok(so.native == acme_storage_native &&
+		   so.import == acme_storage_import &&
+		   so.forget == acme_storage_forget &&
+		   vo.queue_native == acme_server_queue_native &&
+		   vo.queue_wrap == acme_server_queue_wrap,
+	   "WAFER_PLUGIN_INTEROP_*_OPS fill the five interop entries");
 }
 
 static void debug_checks(void)
@@ -596,6 +703,7 @@ int main(void)
 	program_kernels();
 	cached_build();
 	program_macros();
+	interop();
 	done_testing();
 	return exit_status();
 }

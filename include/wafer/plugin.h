@@ -279,9 +279,12 @@ struct wafer_storage_ops {
 			       size_t offset, struct wafer_native_buffer *out);
 	/* import: a resource over the caller's memory |buffer| (size > 0,
 	 * its kind checked; another device's or context's memory is
-	 * WAFER_ERROR_INVALID_ARGUMENT naming both). It is used like any
-	 * resource (bindings, copies) but never freed by the plugin: the
-	 * core calls forget, once no queued work uses it, instead of free. */
+	 * WAFER_ERROR_INVALID_ARGUMENT naming both). For the pointer kinds
+	 * the resource starts at |address|; for the object kinds it is the
+	 * object, and the core keeps |offset| as the handle's offset into
+	 * it. It is used like any resource (bindings, copies) but never
+	 * freed by the plugin: the core calls forget, once no queued work
+	 * uses it, instead of free. */
 	wafer_status (*import)(void *device,
 			       const struct wafer_native_buffer *buffer,
 			       wafer_resource *out_resource);

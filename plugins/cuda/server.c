@@ -17,7 +17,9 @@
  *
  * Interop (ABI 1.3): queue_native hands out the stream; queue_wrap makes a
  * queue over the caller's CUstream (one of the device's primary context,
- * blocking or not), which the queue does not own: destroying it
+ * blocking or not, or CU_STREAM_LEGACY, the legacy default stream that
+ * PyTorch's default stream is; not CU_STREAM_PER_THREAD, which differs
+ * per thread), which the queue does not own: destroying it
  * synchronises the stream and drops the plugin's record (staging buffers,
  * cuBLAS handle), never cuStreamDestroy. Everything a queue does goes
  * through its stream — staging events, stream-ordered allocations and
@@ -127,15 +129,29 @@ static wafer_status cuda_server_queue_wrap(void *device, void *native,
 	CUcontext ctx = NULL;
 	struct cuda_queue *q;
 	wafer_status status;
-	CUresult result;
+	CUresult result = CUDA_SUCCESS;
 
 	*out_queue = NULL;
+	/* The per-thread default stream is another stream on each thread,
+	 * and a client's work may run on a thread of its own (mpsc). */
+	if (stream == CU_STREAM_PER_THREAD) {
+		dev->host->set_error("cuda: queue_wrap: CU_STREAM_PER_THREAD "
+				     "is a different stream on each thread; "
+				     "pass a stream of your own or "
+				     "CU_STREAM_LEGACY");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
 	/* The stream must be one of this device's primary context: work
-	 * the plugin issues on it runs with that context current. */
-	result = dev->drv->cuStreamGetCtx(stream, &ctx);
+	 * the plugin issues on it runs with that context current. The
+	 * legacy default stream is the current context's, which is ours
+	 * whenever the plugin issues work. */
+	if (stream == CU_STREAM_LEGACY)
+		ctx = dev->ctx;
+	else
+		result = dev->drv->cuStreamGetCtx(stream, &ctx);
 	if (result != CUDA_SUCCESS)
 		return cuda_fail(dev->state, result,
 				 "queue_wrap: cuStreamGetCtx(stream %p)",

@@ -641,9 +641,12 @@ static wafer_status check_pointer(struct cuda_device *dev, CUdeviceptr p,
 	if (result == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE)
 		result = drv->cuPointerGetAttribute(
 			&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
-	if (result == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE)
-		result = drv->cuPointerGetAttribute(
-			&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, p);
+	/* Memory no context allocated (virtual memory, a pool's) may have
+	 * no context to report: only one that is there is compared. */
+	if (result == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE &&
+	    drv->cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT,
+				       p) != CUDA_SUCCESS)
+		ctx = NULL;
 	if (result == CUDA_ERROR_INVALID_VALUE) {
 		dev->host->set_error("cuda: import: %s 0x%llx is not memory "
 				     "the CUDA driver knows",

@@ -24,11 +24,11 @@
  * the core's strategies pool cl_mem buffers themselves.
  *
  * Interop (ABI 1.3): native hands out the resource's cl_mem, the offset
- * and the device's cl_context. import takes a buffer of that context: at
- * offset 0 the caller's cl_mem itself, retained; elsewhere a sub-buffer
- * from that offset (of the parent, when the caller's is a sub-buffer
- * itself), which the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN must allow.
- * forget releases that reference; the caller's own stays its own. */
+ * and the device's cl_context. import takes a buffer of that context as
+ * the resource, retained, whatever the offset (the core keeps the offset
+ * as the handle's place in it, as for a binding: no sub-buffer, whose
+ * alignment rules differ per device); forget releases that reference,
+ * and the caller's own stays its own. */
 #include "build-config.h"
 
 #include <inttypes.h>
@@ -412,12 +412,11 @@ static wafer_status ocl_storage_import(void *device,
 {
 	struct ocl_device *dev = device;
 	const struct wafer_host_services *host = ocl_host(dev);
-	cl_mem mem, parent = NULL, sub;
+	cl_mem mem;
 	cl_context context = NULL;
 	cl_mem_object_type type = 0;
-	size_t size = 0, offset, parent_offset = 0;
+	size_t size = 0;
 	wafer_status status;
-	cl_int err;
 
 	status = wafer_plugin_import_check(host, OCL_NAME, buffer,
 					   WAFER_NATIVE_OPENCL_MEM,
@@ -425,7 +424,6 @@ static wafer_status ocl_storage_import(void *device,
 	if (status != WAFER_OK)
 		return status;
 	mem = buffer->object;
-	offset = buffer->offset;
 	status = mem_info(dev, mem, CL_MEM_CONTEXT, "CL_MEM_CONTEXT", &context,
 			  sizeof context);
 	if (status == WAFER_OK && context != dev->context) {
@@ -447,51 +445,22 @@ static wafer_status ocl_storage_import(void *device,
 	if (status == WAFER_OK)
 		status = mem_info(dev, mem, CL_MEM_SIZE, "CL_MEM_SIZE", &size,
 				  sizeof size);
-	if (status == WAFER_OK &&
-	    (offset > size || buffer->size > size - offset)) {
+	if (status == WAFER_OK && (buffer->offset > size ||
+				   buffer->size > size - buffer->offset)) {
 		host->set_error(OCL_NAME ": import: %zu bytes at offset %zu "
 				"run past the end of cl_mem %p (%zu bytes)",
-				buffer->size, offset, (void *)mem, size);
+				buffer->size, buffer->offset, (void *)mem,
+				size);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
 	if (status != WAFER_OK)
 		return status;
-	if (offset == 0) {
-		clRetainMemObject(mem);
-		*out_resource = ocl_mem_resource(mem);
-		return WAFER_OK;
-	}
-	/* A sub-buffer of a sub-buffer is not allowed: start from its
-	 * parent. */
-	status = mem_info(dev, mem, CL_MEM_ASSOCIATED_MEMOBJECT,
-			  "CL_MEM_ASSOCIATED_MEMOBJECT", &parent, sizeof parent);
-	if (status == WAFER_OK && parent)
-		status = mem_info(dev, mem, CL_MEM_OFFSET, "CL_MEM_OFFSET",
-				  &parent_offset, sizeof parent_offset);
-	if (status != WAFER_OK)
-		return status;
-	cl_buffer_region region = {
-		.origin = parent_offset + offset,
-		.size = buffer->size,
-	};
-	sub = clCreateSubBuffer(parent ? parent : mem, 0,
-				CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-	if (!sub) {
-		ocl_fail(host, err,
-			 "import: clCreateSubBuffer(cl_mem %p, offset %zu, %zu "
-			 "bytes) (%s aligns sub-buffers to %zu bytes)",
-			 (void *)mem, offset, region.size, dev->entry->name,
-			 dev->alignment);
-		return err == CL_MISALIGNED_SUB_BUFFER_OFFSET ||
-				       err == CL_INVALID_VALUE
-			       ? WAFER_ERROR_INVALID_ARGUMENT
-			       : ocl_status_of(err);
-	}
-	*out_resource = ocl_mem_resource(sub);
+	clRetainMemObject(mem);
+	*out_resource = ocl_mem_resource(mem);
 	return WAFER_OK;
 }
 
-/* Drops import's reference (the caller's buffer, or the sub-buffer). */
+/* Drops import's reference; the caller's own stays. */
 static void ocl_storage_forget(void *device, wafer_resource resource)
 {
 	(void)device;

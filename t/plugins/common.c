@@ -344,8 +344,9 @@ wafer_status tp_copy(void *device, void *queue, wafer_resource dst,
 wafer_status tp_queue_create(void *device, void **out_queue)
 {
 	/* A real allocation, so a queue the core forgets to destroy shows
-	 * up as a leak under the sanitizers. */
-	*out_queue = malloc(1);
+	 * up as a leak under the sanitizers. It holds the native queue it
+	 * wraps (tp_queue_wrap), NULL for its own. */
+	*out_queue = calloc(1, sizeof(void *));
 	if (!*out_queue) {
 		tp_host->set_error("queue: out of memory");
 		return WAFER_ERROR_OUT_OF_MEMORY;
@@ -471,13 +472,15 @@ wafer_status tp_queue_native(void *device, void *queue,
 			     struct wafer_native_queue *out)
 {
 	out->kind = WAFER_NATIVE_HOST_POINTER;
-	out->queue = NULL;
+	out->queue = *(void **)queue;
 	return WAFER_OK;
 }
 
+/* Any pointer stands for a caller's queue: the queue remembers it. */
 wafer_status tp_queue_wrap(void *device, void *native, void **out_queue)
 {
-	*out_queue = NULL;
-	tp_host->set_error("no native queue to wrap");
-	return WAFER_ERROR_NOT_SUPPORTED;
+	wafer_status status = tp_queue_create(device, out_queue);
+	if (status == WAFER_OK)
+		*(void **)*out_queue = native;
+	return status;
 }

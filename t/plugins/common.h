@@ -112,8 +112,10 @@ void tp_host_free(void *device, void *ptr);
 wafer_status tp_timer_begin(void *device, void *queue, void **out_timer);
 wafer_status tp_timer_end(void *device, void *queue, void *timer,
 			  uint64_t *out_ns);
-/* Interop (ABI 1.3; full.c, half_interop.c): host pointers out and in,
- * no native queue (NULL, and queue_wrap refuses). */
+/* Interop (ABI 1.3; full.c, half_interop.c): host pointers out and in;
+ * the native queue is NULL for the plugin's own queues, and queue_wrap
+ * takes any pointer as the caller's queue and gives it back as the
+ * native one. */
 wafer_status tp_native(void *device, wafer_resource resource, size_t offset,
 		       struct wafer_native_buffer *out);
 wafer_status tp_import(void *device, const struct wafer_native_buffer *buffer,
