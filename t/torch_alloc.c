@@ -11,15 +11,18 @@
  * out again on that stream (pool) and not on the other; statistics equal
  * to the calls made; size 0, a pointer it never gave out; close. Then
  * the ordering contract: memory freed while a copy into it is still
- * queued on its stream, then returned to the driver (empty_cache), must
- * outlive the copy — the stand-in turns a copy into unmapped memory into
- * a sticky CUDA_ERROR_ILLEGAL_ADDRESS. Stream 0 (the legacy default
+ * queued on its stream, then returned to the driver (by empty_cache, or
+ * by the free itself with the pool's max_idle), must outlive the copy —
+ * the stand-in turns a copy into unmapped memory into a sticky
+ * CUDA_ERROR_ILLEGAL_ADDRESS. The core has to synchronise the stream
+ * for that: its work is the program's, which wafer cannot see. Stream 0 (the legacy default
  * stream) where the stand-in models it. The statistics' report at exit
  * (WAFER_TORCH_REPORT) in a child process. */
 #include "build-config.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +68,7 @@ static struct {
 static int (*cuStreamGetCtx)(void *, void **);
 
 static fakecuda_stats_fn fake_stats;
+static fakecuda_reset_fn fake_reset;
 static void *ctx;
 static char tmpdir[] = "/tmp/wafer-torch.XXXXXX";
 
@@ -103,7 +107,8 @@ static int resolve(void *fake)
 		    NULL) != FAKECUDA_SUCCESS)
 		cuStreamGetCtx = NULL;
 	fake_stats = (fakecuda_stats_fn)dlsym(fake, "fakecuda_stats");
-	return fake_stats != NULL;
+	fake_reset = (fakecuda_reset_fn)dlsym(fake, "fakecuda_reset");
+	return fake_stats && fake_reset;
 }
 
 static int sticky(void)
@@ -113,20 +118,22 @@ static int sticky(void)
 	return s.sticky;
 }
 
-/* A configuration on the stand-in with memory strategy |strategy|, for
- * the runtime the allocator opens next. */
-static void configure(const char *fake_path, const char *strategy)
+/* A configuration on the stand-in with memory strategy |strategy| and
+ * the lines |extra|, for the runtime the allocator opens next; |name|
+ * names its file. */
+static void configure(const char *fake_path, const char *name,
+		      const char *strategy, const char *extra)
 {
 	char path[4096];
 	FILE *f;
 
-	snprintf(path, sizeof path, "%s/%s.conf", tmpdir, strategy);
+	snprintf(path, sizeof path, "%s/%s.conf", tmpdir, name);
 	f = fopen(path, "w");
 	if (!f)
 		bail_out("cannot write %s", path);
 	fprintf(f, "[core]\nbackend = cuda\n[cuda]\ndriver_library = %s\n"
-		   "cublas = no\n[memory]\nstrategy = %s\n",
-		fake_path, strategy);
+		   "cublas = no\n[memory]\nstrategy = %s\n%s",
+		fake_path, strategy, extra);
 	fclose(f);
 	setenv("WAFER_CONFIG", path, 1);
 }
@@ -359,17 +366,20 @@ static void test_basics(const char *strategy, void *s1, void *s2)
 }
 
 /* Memory whose last use is still queued on its stream when it is freed
- * and then returned to the driver: the return must wait for the use.
- * FAKECUDA_DELAY_US keeps the copy queued well past the free. */
-static void test_ordering(const char *strategy, void *s1)
+ * and returned to the driver: the return must wait for the use.
+ * FAKECUDA_DELAY_US keeps the copy queued well past the free. The
+ * return is the program's wafer_torch_empty_cache, or with |on_free|
+ * the strategy's own, inside the free (the pool's max_idle). */
+static void test_ordering(const char *strategy, void *s1, bool on_free)
 {
+	const char *how = on_free ? "free" : "empty_cache";
 	size_t n = 4 * 1048576;
 	unsigned char *in = malloc(n);
 	struct wafer_torch_stats s0, s;
 
 	pattern(in, n, 9);
 	void *p = wt.alloc((ssize_t)n, 0, s1);
-	ok(p != NULL, "%s: 4 MiB for the ordering check", strategy);
+	ok(p != NULL, "%s, %s: 4 MiB for the ordering check", strategy, how);
 	if (!p) {
 		free(in);
 		return;
@@ -381,20 +391,21 @@ static void test_ordering(const char *strategy, void *s1)
 	/* Staged at the call (pageable source); runs 20 ms later. */
 	cu.cuMemcpyHtoDAsync((fc_ptr)(uintptr_t)p, in, n, s1);
 	wt.free(p, (ssize_t)n, 0, s1);
-	wt.empty_cache();
+	if (!on_free)
+		wt.empty_cache();
 	int synced = cu.cuStreamSynchronize(s1);
 	unsetenv("FAKECUDA_DELAY_US");
 	s = stats();
 	ok(s.storage_frees + s.storage_unmaps >
 		   s0.storage_frees + s0.storage_unmaps,
-	   "%s: empty_cache gave memory back to the driver (frees %llu, "
-	   "unmaps %llu)", strategy,
+	   "%s: %s gave memory back to the driver (frees %llu, "
+	   "unmaps %llu)", strategy, how,
 	   (unsigned long long)(s.storage_frees - s0.storage_frees),
 	   (unsigned long long)(s.storage_unmaps - s0.storage_unmaps));
-	is_int(synced, 0, "%s: the copy queued before the free ran on live "
-	       "memory (stream sync)", strategy);
-	is_int(sticky(), 0, "%s: no access to memory already given back",
-	       strategy);
+	is_int(synced, 0, "%s, %s: the copy queued before the free ran on "
+	       "live memory (stream sync)", strategy, how);
+	is_int(sticky(), 0, "%s, %s: no access to memory already given back",
+	       strategy, how);
 	free(in);
 }
 
@@ -544,21 +555,30 @@ int main(int argc, char **argv)
 		bail_out("cuStreamCreate");
 
 	/* stream first: its ordering check leaves the context usable
-	 * whatever happens; pool's, last, may poison it. */
+	 * whatever happens; pool's, last, may poison it (a sticky error,
+	 * which the stand-in forgets at fakecuda_reset). */
 	static const char *const strategies[] = {"stream", "pool"};
 	for (size_t i = 0; i < 2; i++) {
 		const char *strategy = strategies[i];
-		configure(fake_path, strategy);
+		configure(fake_path, strategy, strategy, "");
 		test_basics(strategy, s1, s2);
 		test_threads(strategy, s1, s2);
 		if (strcmp(strategy, "pool") == 0) {
 			test_legacy_stream();
 			test_close(s1);
 		}
-		test_ordering(strategy, s1);
+		test_ordering(strategy, s1, false);
 		is_int((long long)wt.close(), 0, "%s: closed with nothing "
 		       "live", strategy);
 	}
+	fake_reset();
+	/* A pool that unmaps idle pages as soon as a free leaves more than
+	 * 1 MiB of them: the free itself returns memory to the driver. */
+	configure(fake_path, "pool-max-idle", "pool",
+		  "[memory.pool]\nmax_idle = 1M\n");
+	test_ordering("pool", s1, true);
+	is_int((long long)wt.close(), 0, "pool, max_idle: closed with "
+	       "nothing live");
 
 	cu.cuStreamDestroy(s1);
 	cu.cuStreamDestroy(s2);
