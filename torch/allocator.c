@@ -208,11 +208,18 @@ static void setting(const char *key, const char *fallback, char *dst,
 	snprintf(dst, size, "%s", v && *v ? v : fallback);
 }
 
-/* state_lock held. */
+/* state_lock held. The runtime runs no kernel of wafer's here, so the
+ * cuda plugin need not load cuBLAS (PyTorch has loaded its own). */
 static bool open_runtime(void)
 {
 	static bool registered;
-	wafer_status status = wafer_runtime_open(NULL, &runtime);
+	static const wafer_option no_cublas = {"cuda", "cublas", "no"};
+	const wafer_runtime_options options = {
+		.struct_size = sizeof options,
+		.options = &no_cublas,
+		.option_count = 1,
+	};
+	wafer_status status = wafer_runtime_open(&options, &runtime);
 
 	if (status != WAFER_OK) {
 		say("cannot open the wafer runtime: %s", wafer_last_error());
