@@ -57,7 +57,9 @@ static wafer_status bridge_sync(struct wafer_bridge *bridge)
 static wafer_status bridge_quiesce(void *data)
 {
 	struct wafer_bridge *bridge = data;
-	return bridge->queue_dirty ? memory_sync(bridge) : WAFER_OK;
+	return bridge->queue_dirty || bridge->queue_foreign
+		       ? memory_sync(bridge)
+		       : WAFER_OK;
 }
 
 /* storage.sync: the stream strategy's reap. */
@@ -88,6 +90,7 @@ static wafer_status open_queue(struct wafer_bridge *bridge, void *native_queue)
 						  "%s: queue_wrap of native "
 						  "queue %p",
 						  device->backend, native_queue);
+		bridge->queue_foreign = true;
 	} else {
 		status = server->queue_create(device->device, &bridge->queue);
 		if (status != WAFER_OK)

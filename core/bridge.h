@@ -156,6 +156,10 @@ struct wafer_bridge {
 	void *plugin_device;
 	/* Work was issued since the queue was last synchronised. */
 	bool queue_dirty;
+	/* The queue wraps the caller's (wafer_client_options.native_queue):
+	 * the caller's own work on it is invisible here, so it is never
+	 * known to be idle. */
+	bool queue_foreign;
 	/* The kind of the device's native buffers (the plugin's
 	 * queue_native, asked once at init), WAFER_NATIVE_NONE where the
 	 * plugin has no interop server entries. Read by the client's

@@ -100,3 +100,4 @@ EXTRA_DIST += man/wafer_tensor_to_dlpack.3 man/wafer_tensor_from_dlpack.3 \
 	man/wafer_tensor_to_dlpack_versioned.3 \
 	man/wafer_tensor_from_dlpack_versioned.3
 endif
+dist_man_MANS += man/wafer-torch.7

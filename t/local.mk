@@ -346,6 +346,13 @@ t_cuda_plugin_SOURCES = t/cuda_plugin.c t/fakecuda.h t/half.h
 t_cuda_plugin_LDADD = -ldl -lm
 endif
 
+# libwafer-torch.so (torch/) as PyTorch drives it, on the stand-in driver:
+# dlopened from the build tree, streams made by the stand-in's own
+# cuStreamCreate (skips when the cuda plugin was not built).
+check_PROGRAMS += t/torch_alloc
+TESTS += t/torch_alloc
+t_torch_alloc_LDADD = -ldl -lpthread
+
 # The tests' XDG_CACHE_HOME: the OpenCL plugin's program binaries and
 # PoCL's compiled kernels, made by make check.
 clean-local: clean-local-t-cache
@@ -486,7 +493,7 @@ endif
 EXTRA_DIST += t/dlpack-v1/dlpack/dlpack.h
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
-	cuda:t/cuda_plugin cuda:t/cuda.sh \
+	cuda:t/cuda_plugin cuda:t/cuda.sh cuda:t/torch_alloc \
 	levelzero:t/levelzero_plugin levelzero:t/levelzero_client \
 	levelzero:t/levelzero_intercept.sh levelzero:t/levelzero_nodriver.sh \
 	levelzero:t/levelzero_spirv.sh levelzero:t/levelzero_kernels_cl \

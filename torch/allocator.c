@@ -1,0 +1,520 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * allocator.c: libwafer-torch.so, PyTorch's CUDA memory on wafer
+ * (wafer-torch(7)): the two entry points of PyTorch's
+ * CUDAPluggableAllocator on top of the public client API, nothing else.
+ *
+ * One wafer client per (device, stream) PyTorch allocates for, opened on
+ * "cuda:<device>" with that stream as its native queue, so that what the
+ * memory strategy does is ordered on the stream PyTorch's kernels use,
+ * as in PyTorch's own caching allocator:
+ *
+ *  - memory freed on a stream is cached by that stream's client and
+ *    handed out again to later requests for that stream; the kernels
+ *    that will use it are queued behind the ones that used it before;
+ *  - memory given back to the driver waits for the work queued on the
+ *    stream (the core synchronises a wrapped queue before a free or an
+ *    unmap: its work is issued by PyTorch, not by wafer, so wafer cannot
+ *    know that the queue is idle), and the stream strategy's
+ *    cuMemFreeAsync goes on the stream itself.
+ *
+ * Stream 0, the legacy default stream PyTorch runs on unless told
+ * otherwise, cannot be passed as it is: a NULL native_queue means "a
+ * stream of wafer's own", which would order nothing with PyTorch's work.
+ * It is wrapped as CU_STREAM_LEGACY, the driver's explicit handle for the
+ * same stream.
+ *
+ * Clients use the "mutex" channel unless `[torch] channel` says
+ * otherwise: every call here wants its answer (a pointer) at once, and on
+ * mpsc each one would be a round trip to the runner thread.
+ *
+ * A pointer names its allocation through a hash map (pointer -> record of
+ * handle and client) under one lock held for a few instructions; clients
+ * are found without a lock in an append-only table. */
+#include "build-config.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wafer/interop.h>
+#include <wafer/wafer.h>
+
+#include "core/memory/u64map.h"
+#include "torch/wafer_torch.h"
+
+/* CU_STREAM_LEGACY of <cuda.h>: the legacy default stream, by name. */
+#define TORCH_LEGACY_STREAM ((void *)(uintptr_t)0x1)
+
+/* (device, stream) pairs: PyTorch's stream pools hold 32 streams per
+ * priority and device, so this is far more than a process uses. */
+#define TORCH_MAX_CLIENTS 1024
+
+struct torch_client {
+	int device;
+	void *stream; /* as PyTorch passed it */
+	wafer_client *client;
+};
+
+/* A live allocation. While free, |size| links the free list. */
+struct torch_record {
+	wafer_handle handle;
+	uint32_t client;
+	uint64_t size;
+};
+
+/* state_lock: the runtime, opening clients, closing. */
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static wafer_runtime *runtime;
+static char channel[32];
+static char backend[32];
+static struct torch_client clients[TORCH_MAX_CLIENTS];
+/* Published with release after the entry is written: readers scan
+ * [0, count) without the lock. */
+static atomic_size_t client_count;
+
+/* map_lock: the pointer map, the records, the counters under it. */
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct wafer_u64map live;
+static struct torch_record *records;
+static size_t record_capacity, record_used;
+static uint64_t free_records; /* index + 1 of the first free record; 0 */
+static uint64_t n_allocs, n_frees, bytes_live, peak_live;
+
+static atomic_uint_fast64_t n_zero, n_failed;
+
+static void say(const char *format, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *format, ...)
+{
+	va_list ap;
+	va_start(ap, format);
+	fputs("wafer-torch: ", stderr);
+	vfprintf(stderr, format, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/*===----------------------------------------------------------------------===
+ * Statistics
+ *===----------------------------------------------------------------------===*/
+
+static int collect(int device, struct wafer_torch_stats *s)
+{
+	size_t n = atomic_load_explicit(&client_count, memory_order_acquire);
+	int status = 0;
+
+	pthread_mutex_lock(&map_lock);
+	s->allocs = n_allocs;
+	s->frees = n_frees;
+	s->bytes_live = bytes_live;
+	s->peak_live = peak_live;
+	pthread_mutex_unlock(&map_lock);
+	s->zero_allocs = atomic_load(&n_zero);
+	s->failed_allocs = atomic_load(&n_failed);
+	for (size_t i = 0; i < n; i++) {
+		const struct torch_client *c = &clients[i];
+		wafer_memory_usage u = {.struct_size = sizeof u};
+
+		if (device >= 0 && c->device != device)
+			continue;
+		if (wafer_memory_usage_get(c->client, &u) != WAFER_OK) {
+			say("statistics of the client for device %d, stream "
+			    "%p: %s", c->device, c->stream, wafer_last_error());
+			status = -1;
+			continue;
+		}
+		s->clients++;
+		s->bytes_in_use += u.bytes_in_use;
+		s->peak_in_use += u.peak_in_use;
+		s->bytes_reserved += u.bytes_reserved;
+		s->peak_reserved += u.peak_reserved;
+		s->storage_allocs += u.storage_allocs;
+		s->storage_frees += u.storage_frees;
+		s->storage_maps += u.storage_maps;
+		s->storage_unmaps += u.storage_unmaps;
+		s->reuse_hits += u.reuse_hits;
+	}
+	return status;
+}
+
+int wafer_torch_stats(int device, struct wafer_torch_stats *out)
+{
+	struct wafer_torch_stats s = {.struct_size = sizeof s};
+	size_t size;
+
+	if (!out || out->struct_size < sizeof(size_t) * 2) {
+		say("wafer_torch_stats: struct_size %zu is too small",
+		    out ? out->struct_size : (size_t)0);
+		return -1;
+	}
+	int status = collect(device, &s);
+	size = out->struct_size < sizeof s ? out->struct_size : sizeof s;
+	memcpy((char *)out + sizeof(size_t), (char *)&s + sizeof(size_t),
+	       size - sizeof(size_t));
+	return status;
+}
+
+/* WAFER_TORCH_REPORT=stderr or a file: the statistics at exit, one line
+ * of key=value (what dev/torch-train.py reads when it cannot ask). */
+static void report_at_exit(void)
+{
+	const char *where = getenv("WAFER_TORCH_REPORT");
+	struct wafer_torch_stats s = {.struct_size = sizeof s};
+	FILE *f;
+
+	if (!where || !*where)
+		return;
+	collect(-1, &s);
+	f = strcmp(where, "stderr") == 0 ? stderr : fopen(where, "w");
+	if (!f) {
+		say("WAFER_TORCH_REPORT: cannot write %s", where);
+		return;
+	}
+	fprintf(f,
+		"wafer-torch: clients=%llu allocs=%llu frees=%llu "
+		"zero_allocs=%llu failed_allocs=%llu peak_live=%llu "
+		"peak_in_use=%llu peak_reserved=%llu bytes_reserved=%llu "
+		"storage_allocs=%llu storage_frees=%llu storage_maps=%llu "
+		"storage_unmaps=%llu reuse_hits=%llu\n",
+		(unsigned long long)s.clients, (unsigned long long)s.allocs,
+		(unsigned long long)s.frees, (unsigned long long)s.zero_allocs,
+		(unsigned long long)s.failed_allocs,
+		(unsigned long long)s.peak_live,
+		(unsigned long long)s.peak_in_use,
+		(unsigned long long)s.peak_reserved,
+		(unsigned long long)s.bytes_reserved,
+		(unsigned long long)s.storage_allocs,
+		(unsigned long long)s.storage_frees,
+		(unsigned long long)s.storage_maps,
+		(unsigned long long)s.storage_unmaps,
+		(unsigned long long)s.reuse_hits);
+	if (f != stderr)
+		fclose(f);
+}
+
+/*===----------------------------------------------------------------------===
+ * Clients
+ *===----------------------------------------------------------------------===*/
+
+/* A configuration value of [torch], or |fallback|, into |dst|. */
+static void setting(const char *key, const char *fallback, char *dst,
+		    size_t size)
+{
+	const char *v = wafer_runtime_config_value(runtime, "torch", key, NULL);
+	snprintf(dst, size, "%s", v && *v ? v : fallback);
+}
+
+/* state_lock held. The runtime runs no kernel of wafer's here, so the
+ * cuda plugin need not load cuBLAS (PyTorch has loaded its own). */
+static bool open_runtime(void)
+{
+	static bool registered;
+	static const wafer_option no_cublas = {"cuda", "cublas", "no"};
+	const wafer_runtime_options options = {
+		.struct_size = sizeof options,
+		.options = &no_cublas,
+		.option_count = 1,
+	};
+	wafer_status status = wafer_runtime_open(&options, &runtime);
+
+	if (status != WAFER_OK) {
+		say("cannot open the wafer runtime: %s", wafer_last_error());
+		runtime = NULL;
+		return false;
+	}
+	setting("channel", "mutex", channel, sizeof channel);
+	setting("backend", "cuda", backend, sizeof backend);
+	if (!registered) {
+		registered = true;
+		atexit(report_at_exit);
+	}
+	return true;
+}
+
+static bool same(const struct torch_client *c, int device, void *stream)
+{
+	return c->device == device && c->stream == stream;
+}
+
+/* state_lock held: opens the client of (device, stream). */
+static bool open_client(int device, void *stream, size_t *out_index)
+{
+	size_t n = atomic_load_explicit(&client_count, memory_order_relaxed);
+	char selector[64];
+
+	for (size_t i = 0; i < n; i++)
+		if (same(&clients[i], device, stream)) {
+			*out_index = i;
+			return true;
+		}
+	if (!runtime && !open_runtime())
+		return false;
+	if (n == TORCH_MAX_CLIENTS) {
+		say("device %d, stream %p: more than %d (device, stream) "
+		    "pairs", device, stream, TORCH_MAX_CLIENTS);
+		return false;
+	}
+	snprintf(selector, sizeof selector, "%s:%d", backend, device);
+	wafer_client_options options = {
+		.struct_size = sizeof options,
+		.channel = channel,
+		.native_queue = stream ? stream : TORCH_LEGACY_STREAM,
+	};
+	struct torch_client *c = &clients[n];
+	if (wafer_client_open(runtime, selector, &options, &c->client) !=
+	    WAFER_OK) {
+		say("cannot open a wafer client on %s for stream %p: %s",
+		    selector, stream, wafer_last_error());
+		return false;
+	}
+	c->device = device;
+	c->stream = stream;
+	atomic_store_explicit(&client_count, n + 1, memory_order_release);
+	*out_index = n;
+	return true;
+}
+
+static bool client_for(int device, void *stream, size_t *out_index)
+{
+	size_t n = atomic_load_explicit(&client_count, memory_order_acquire);
+
+	for (size_t i = 0; i < n; i++)
+		if (same(&clients[i], device, stream)) {
+			*out_index = i;
+			return true;
+		}
+	if (device < 0) {
+		say("device %d: not a CUDA device", device);
+		return false;
+	}
+	pthread_mutex_lock(&state_lock);
+	bool ok = open_client(device, stream, out_index);
+	pthread_mutex_unlock(&state_lock);
+	return ok;
+}
+
+/* Out of memory on |device|: what the other streams' clients hold cached
+ * goes back to the device (each client's own cache it trimmed itself). */
+static void trim_others(int device, size_t except)
+{
+	size_t n = atomic_load_explicit(&client_count, memory_order_acquire);
+
+	for (size_t i = 0; i < n; i++)
+		if (i != except && clients[i].device == device)
+			wafer_memory_trim(clients[i].client);
+}
+
+/*===----------------------------------------------------------------------===
+ * Pointer map
+ *===----------------------------------------------------------------------===*/
+
+/* map_lock held. The index of a free record, or SIZE_MAX when host
+ * memory ran out. */
+static size_t take_record(void)
+{
+	if (free_records) {
+		size_t i = (size_t)free_records - 1;
+		free_records = records[i].size;
+		return i;
+	}
+	if (record_used == record_capacity) {
+		size_t capacity = record_capacity ? record_capacity * 2 : 256;
+		struct torch_record *bigger =
+			realloc(records, capacity * sizeof *records);
+		if (!bigger)
+			return SIZE_MAX;
+		records = bigger;
+		record_capacity = capacity;
+	}
+	return record_used++;
+}
+
+/* map_lock held. */
+static void put_record(size_t i)
+{
+	records[i].size = free_records;
+	free_records = i + 1;
+}
+
+static bool remember(void *ptr, wafer_handle handle, size_t client,
+		     size_t size)
+{
+	uint64_t key = (uint64_t)(uintptr_t)ptr;
+	bool ok = false;
+
+	pthread_mutex_lock(&map_lock);
+	if (wafer_u64map_get(&live, key, NULL)) {
+		/* Two live allocations at one address: wafer's bug. */
+		say("%p was handed out twice (%zu bytes now)", ptr, size);
+	} else {
+		size_t i = take_record();
+		if (i != SIZE_MAX && wafer_u64map_put(&live, key, i)) {
+			records[i] = (struct torch_record){
+				.handle = handle,
+				.client = (uint32_t)client,
+				.size = size,
+			};
+			n_allocs++;
+			bytes_live += size;
+			if (bytes_live > peak_live)
+				peak_live = bytes_live;
+			ok = true;
+		} else {
+			if (i != SIZE_MAX)
+				put_record(i);
+			say("out of host memory for the pointer map");
+		}
+	}
+	pthread_mutex_unlock(&map_lock);
+	return ok;
+}
+
+static bool forget(void *ptr, struct torch_record *out)
+{
+	uint64_t i;
+
+	pthread_mutex_lock(&map_lock);
+	bool found = wafer_u64map_remove(&live, (uint64_t)(uintptr_t)ptr, &i);
+	if (found) {
+		*out = records[i];
+		put_record((size_t)i);
+		n_frees++;
+		bytes_live -= out->size;
+	}
+	pthread_mutex_unlock(&map_lock);
+	return found;
+}
+
+/*===----------------------------------------------------------------------===
+ * Entry points
+ *===----------------------------------------------------------------------===*/
+
+/* A handle's first byte as a pointer PyTorch can use, or NULL. */
+static void *pointer_of(wafer_client *client, wafer_handle handle, int device)
+{
+	wafer_native_buffer nb = {.struct_size = sizeof nb};
+
+	if (wafer_handle_native(client, handle, &nb) != WAFER_OK) {
+		say("device %d: the pointer of a new buffer: %s", device,
+		    wafer_last_error());
+		return NULL;
+	}
+	if (nb.kind != WAFER_NATIVE_CUDA_POINTER &&
+	    nb.kind != WAFER_NATIVE_HOST_POINTER &&
+	    nb.kind != WAFER_NATIVE_LEVELZERO_POINTER) {
+		say("%s:%d gives %s buffers, not pointers", backend, device,
+		    wafer_native_kind_name(nb.kind));
+		return NULL;
+	}
+	return (void *)(uintptr_t)nb.address;
+}
+
+/* wafer_torch_alloc for a size > 0: the pointer, or NULL said why. */
+static void *allocate(size_t size, int device, void *stream)
+{
+	size_t index;
+	wafer_handle handle;
+
+	if (!client_for(device, stream, &index))
+		return NULL;
+	wafer_client *client = clients[index].client;
+	wafer_status status = wafer_empty(client, size, &handle);
+	if (status == WAFER_ERROR_OUT_OF_MEMORY) {
+		trim_others(device, index);
+		status = wafer_empty(client, size, &handle);
+	}
+	if (status != WAFER_OK) {
+		say("alloc of %zu bytes on device %d, stream %p: %s", size,
+		    device, stream, wafer_last_error());
+		return NULL;
+	}
+	void *ptr = pointer_of(client, handle, device);
+	if (ptr && remember(ptr, handle, index, size))
+		return ptr;
+	wafer_release(client, handle);
+	return NULL;
+}
+
+void *wafer_torch_alloc(ssize_t size, int device, void *stream)
+{
+	if (size == 0) {
+		/* PyTorch asks for empty tensors; its own allocator answers
+		 * NULL for them, and never frees NULL. */
+		atomic_fetch_add(&n_zero, 1);
+		return NULL;
+	}
+	void *ptr = NULL;
+	if (size < 0)
+		say("alloc of %zd bytes on device %d", size, device);
+	else
+		ptr = allocate((size_t)size, device, stream);
+	if (!ptr)
+		atomic_fetch_add(&n_failed, 1);
+	return ptr;
+}
+
+void wafer_torch_free(void *ptr, ssize_t size, int device, void *stream)
+{
+	struct torch_record r;
+
+	if (!ptr)
+		return;
+	if (!forget(ptr, &r)) {
+		say("free of %p (%zd bytes, device %d, stream %p): not a live "
+		    "allocation of wafer-torch", ptr, size, device, stream);
+		return;
+	}
+	/* Back to the stream's client: reused by later work on that
+	 * stream, or given back to the driver behind the work queued on
+	 * it. */
+	if (wafer_release(clients[r.client].client, r.handle) != WAFER_OK)
+		say("free of %p (%zd bytes, device %d): %s", ptr, size,
+		    device, wafer_last_error());
+}
+
+void wafer_torch_empty_cache(void)
+{
+	size_t n = atomic_load_explicit(&client_count, memory_order_acquire);
+
+	for (size_t i = 0; i < n; i++)
+		if (wafer_memory_trim(clients[i].client) != WAFER_OK)
+			say("empty_cache on device %d, stream %p: %s",
+			    clients[i].device, clients[i].stream,
+			    wafer_last_error());
+}
+
+size_t wafer_torch_close(void)
+{
+	size_t n, leaked;
+
+	pthread_mutex_lock(&state_lock);
+	pthread_mutex_lock(&map_lock);
+	leaked = live.count;
+	wafer_u64map_fini(&live);
+	free(records);
+	records = NULL;
+	record_capacity = record_used = 0;
+	free_records = 0;
+	n_allocs = n_frees = bytes_live = peak_live = 0;
+	pthread_mutex_unlock(&map_lock);
+	atomic_store(&n_zero, 0);
+	atomic_store(&n_failed, 0);
+
+	n = atomic_load(&client_count);
+	atomic_store(&client_count, 0);
+	for (size_t i = 0; i < n; i++) {
+		if (wafer_client_close(clients[i].client) != WAFER_OK)
+			say("closing the client of device %d, stream %p: %s",
+			    clients[i].device, clients[i].stream,
+			    wafer_last_error());
+		clients[i] = (struct torch_client){0};
+	}
+	wafer_runtime_close(runtime);
+	runtime = NULL;
+	pthread_mutex_unlock(&state_lock);
+	return leaked;
+}
