@@ -58,6 +58,13 @@ check)
 			next
 		}
 		/^[0-9]+ Added / { mode = "added"; next }
+		# "Function symbols changes summary: 0 Removed, 4 Added ...":
+		# symbols without debug info; only removals are a break.
+		/^(Function|Variable) symbols changes summary: / {
+			if ($5 + 0) bad($0)
+			mode = "added"
+			next
+		}
 		/^[0-9]+ (Removed|Changed|removed|changed) / { mode = "bad"; bad($0); next }
 		/^ELF SONAME changed/ { mode = "bad"; bad($0); next }
 		/^\x27.*\x27 changed:$/ { mode = "type"; old = ""; type = $0; next }
