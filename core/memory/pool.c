@@ -1107,13 +1107,20 @@ static wafer_status pool_setup(void *self, const struct wafer_config *config)
 	if (status != WAFER_OK)
 		return status;
 	p->unit_pages = p->gran && unit > p->gran ? unit / p->gran : 1;
+	/* The plugin may take whole unmaps only (`[cuda] vm_page =
+	 * whole`): then that is the default, and cutting is refused here
+	 * rather than at every unmap. */
+	bool plugin_whole = p->vm && wafer_storage_unmaps_whole(p->base.storage);
 	const char *unmap = wafer_config_get(config, section, "unmap",
-					     "pages");
+					     plugin_whole ? "whole" : "pages");
 	if (strcmp(unmap, "whole") == 0)
 		p->whole = true;
-	else if (strcmp(unmap, "pages") != 0)
-		return wafer_memory_option_invalid(&p->base, config, "unmap",
-						   "whole or pages");
+	else if (strcmp(unmap, "pages") != 0 || plugin_whole)
+		return wafer_memory_option_invalid(
+			&p->base, config, "unmap",
+			plugin_whole ? "whole: the plugin's vm_unmap takes whole "
+				       "vm_map calls only"
+				     : "whole or pages");
 	/* Sizes the arithmetic relies on: aligned and non-zero. */
 	p->small_chunk = wafer_align_up(p->small_chunk ? p->small_chunk : 1,
 					p->align);

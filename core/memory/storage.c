@@ -138,6 +138,15 @@ wafer_status wafer_storage_free_async(struct wafer_storage *s,
 	return status;
 }
 
+bool wafer_storage_unmaps_whole(const struct wafer_storage *s)
+{
+	uint64_t whole = 0;
+	return s->ops->figure &&
+	       s->ops->figure(s->device, WAFER_STORAGE_FIGURE_WHOLE_UNMAPS,
+			      &whole) == WAFER_OK &&
+	       whole;
+}
+
 wafer_status wafer_storage_vm_reserve(struct wafer_storage *s, size_t size,
 				      wafer_resource *out_range)
 {

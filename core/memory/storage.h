@@ -68,6 +68,10 @@ struct wafer_storage {
 	struct wafer_storage_counters counters;
 };
 
+/* The plugin's vm_unmap takes only whole earlier vm_map calls
+ * (WAFER_STORAGE_FIGURE_WHOLE_UNMAPS). */
+bool wafer_storage_unmaps_whole(const struct wafer_storage *s);
+
 static inline bool wafer_storage_has_vm(const struct wafer_storage *s)
 {
 	return s->vm_granularity && s->ops->vm_reserve && s->ops->vm_release &&

@@ -296,6 +296,11 @@ struct wafer_storage_ops {
  * cached after free_async counts too (CUDA:
  * CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH of the pool alloc_async uses). */
 #define WAFER_STORAGE_FIGURE_ASYNC_RESERVED_HIGH 1
+/* 1 when vm_unmap takes only whole earlier vm_map calls (each call one
+ * physical allocation, as the cuda plugin's `vm_page = whole`); 0 or
+ * NOT_SUPPORTED when any page-aligned part may be unmapped. The pool
+ * then unmaps whole units only. */
+#define WAFER_STORAGE_FIGURE_WHOLE_UNMAPS 2
 
 /*===----------------------------------------------------------------------===
  * Kernels and launches

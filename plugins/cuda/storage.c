@@ -634,7 +634,8 @@ static void cuda_storage_vm_release(void *device, wafer_resource range)
  *===----------------------------------------------------------------------===*/
 
 /* The default pool's own high-water mark: what alloc_async really held,
- * cached memory included (the core only sees live and pending bytes). */
+ * cached memory included (the core only sees live and pending bytes);
+ * and whether vm_unmap takes whole vm_map calls only (vm_page = whole). */
 static wafer_status cuda_storage_figure(void *device, int what,
 					uint64_t *value)
 {
@@ -643,6 +644,10 @@ static wafer_status cuda_storage_figure(void *device, int what,
 	wafer_status status;
 	CUresult result;
 
+	if (what == WAFER_STORAGE_FIGURE_WHOLE_UNMAPS) {
+		*value = dev->vm_whole;
+		return WAFER_OK;
+	}
 	if (what != WAFER_STORAGE_FIGURE_ASYNC_RESERVED_HIGH || !dev->pool) {
 		dev->host->set_error("cuda: figure %d: not kept on cuda:%" PRIu32,
 				     what, dev->index);
