@@ -160,8 +160,17 @@ int wafer_torch_stats(int device, struct wafer_torch_stats *out)
 
 /* WAFER_TORCH_REPORT=stderr or a file: the statistics at exit, one line
  * of key=value (what dev/torch-train.py reads when it cannot ask). */
-static void report_at_exit(void)
+/* Set once the runtime was opened: the report has something to say. */
+static bool report_wanted;
+
+/* A destructor rather than atexit: it runs when the process exits and
+ * also when this object is dlclose'd first (an atexit handler would then
+ * point into unmapped code where a sanitizer's atexit keeps it apart
+ * from the object's lifetime). */
+__attribute__((destructor)) static void report_at_exit(void)
 {
+	if (!report_wanted)
+		return;
 	const char *where = getenv("WAFER_TORCH_REPORT");
 	struct wafer_torch_stats s = {.struct_size = sizeof s};
 	FILE *f;
@@ -212,7 +221,6 @@ static void setting(const char *key, const char *fallback, char *dst,
  * cuda plugin need not load cuBLAS (PyTorch has loaded its own). */
 static bool open_runtime(void)
 {
-	static bool registered;
 	static const wafer_option no_cublas = {"cuda", "cublas", "no"};
 	const wafer_runtime_options options = {
 		.struct_size = sizeof options,
@@ -228,10 +236,7 @@ static bool open_runtime(void)
 	}
 	setting("channel", "mutex", channel, sizeof channel);
 	setting("backend", "cuda", backend, sizeof backend);
-	if (!registered) {
-		registered = true;
-		atexit(report_at_exit);
-	}
+	report_wanted = true;
 	return true;
 }
 
