@@ -21,7 +21,8 @@ conformancedir = $(pkglibdir)/conformance
 # from BACKEND_NEUTRAL_TESTS alone.
 CONFORMANCE_SRC_FILES = replay-small.trace user_kernels/kernels.c \
 	user_kernels/kernels.cl user_kernels/kernels.cu user_kernels/kernels.ptx
-CONFORMANCE_BUILT_FILES = plugins/async.la user_kernels/kernels.la
+CONFORMANCE_BUILT_FILES = plugins/async.la plugins/good.la plugins/full.la \
+	plugins/half_interop.la user_kernels/kernels.la
 if WAFER_LEVELZERO
 CONFORMANCE_BUILT_FILES += user_kernels/kernels.spv
 endif
