@@ -2450,8 +2450,11 @@ static void test_legacy_order(void *device, void *wq, wafer_resource t,
 	status_is(sync_queue(device, wq), WAFER_OK,
 		  "  ... a download on it after a blocking stream's upload");
 	ok(memcmp(a, got, n) == 0, "  ... reads what the upload wrote");
-	pattern(a, n, 54);
+	/* Two uploads on it, the second the one to read: a download that
+	 * ran beside them would see the first's bytes or older. */
 	memset(got, 0, n);
+	st->copy_in(device, wq, t, 0, got, n);
+	pattern(a, n, 54);
 	st->copy_in(device, wq, t, 0, a, n);
 	/* Into pageable memory: returns when the copy ran. */
 	is_int(cu.cuMemcpyDtoHAsync(got, p, n, blocking), FAKECUDA_SUCCESS,

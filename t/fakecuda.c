@@ -35,6 +35,17 @@
  *    CUDA_ERROR_INVALID_HANDLE, and once its context is destroyed (the
  *    last cuDevicePrimaryCtxRelease) every use fails with
  *    CUDA_ERROR_INVALID_CONTEXT;
+ *  - CU_STREAM_LEGACY is the legacy default stream of the context
+ *    current on the calling thread (none: CUDA_ERROR_INVALID_CONTEXT),
+ *    started at its first use: it takes copies, kernels, events,
+ *    stream-ordered allocations and frees and cuStreamSynchronize as
+ *    any stream, cuStreamGetCtx answers the current context, and
+ *    cuStreamDestroy refuses it (CUDA_ERROR_INVALID_HANDLE). Its work
+ *    runs after what every blocking stream of its context (created
+ *    CU_STREAM_DEFAULT) was given before, and theirs after what it was
+ *    given before; that also orders stream-ordered memory between them.
+ *    CU_STREAM_PER_THREAD and NULL are not modelled: refused with
+ *    CUDA_ERROR_INVALID_HANDLE and a line on stderr;
  *  - cuMemAllocAsync memory is valid on its stream after the allocation,
  *    on another stream only once the host saw that point done (a sync of
  *    the stream, or of an event recorded after it), never after
@@ -2102,8 +2113,8 @@ static CUresult fake_cuStreamSynchronize(CUstream s)
 	if (!s || default_stream(s, "cuStreamSynchronize"))
 		return CUDA_ERROR_INVALID_HANDLE;
 	/* The legacy stream: the current context's (there is one: see
-	 * need_context). Its work waits for the blocking streams' before
-	 * it, so waiting for it waits for theirs too. */
+	 * need_context). Waiting for its work waits for the blocking
+	 * streams' work queued before that, not for any queued since. */
 	r = resolve_stream(&s);
 	if (r)
 		return r;
