@@ -2461,6 +2461,24 @@ static void test_legacy_order(void *device, void *wq, wafer_resource t,
 	       "  ... a blocking stream's download after an upload on it");
 	ok(memcmp(a, got, n) == 0, "  ... reads what the upload wrote");
 	unsetenv("FAKECUDA_DELAY_US");
+	/* So stream-ordered memory passes between the two without a sync:
+	 * allocated on the legacy stream, written on the blocking one,
+	 * read on the legacy one, freed on the blocking one. */
+	fc_ptr q = 0;
+	if (cu.cuMemAllocAsync(&q, n, (void *)1) == FAKECUDA_SUCCESS) {
+		pattern(a, n, 55);
+		memset(got, 0, n);
+		cu.cuMemcpyHtoDAsync(q, a, n, blocking);
+		cu.cuMemcpyDtoHAsync(got, q, n, (void *)1);
+		cu.cuMemFreeAsync(q, blocking);
+		is_int(cu.cuStreamSynchronize(blocking), FAKECUDA_SUCCESS,
+		       "  ... cuMemAllocAsync on it, used and freed on a "
+		       "blocking stream");
+		ok(memcmp(a, got, n) == 0, "  ... the bytes arrive");
+		is_int(stats().sticky, 0, "  ... no use out of stream order");
+	} else {
+		ok(1, "# SKIP the driver has no memory pools");
+	}
 	cu.cuStreamSynchronize(blocking);
 	cu.cuStreamDestroy(blocking);
 	free(a);
