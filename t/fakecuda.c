@@ -2083,10 +2083,12 @@ static CUresult fake_cuStreamDestroy(CUstream s)
 		return !initialised ? CUDA_ERROR_NOT_INITIALIZED
 				    : CUDA_ERROR_INVALID_CONTEXT;
 	/* The legacy stream lives as long as its context. */
-	if (!s || s == CU_STREAM_LEGACY || default_stream(s, "cuStreamDestroy"))
+	if (!s || s == CU_STREAM_LEGACY ||
+	    default_stream(s, "cuStreamDestroy"))
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&L);
 	int dead = s->dead;
+	s->stop = 1; /* a context release leaves it to us */
 	pthread_mutex_unlock(&L);
 	/* A stream of a destroyed context ended with it; the stale handle
 	 * is refused, and its memory given back here. It stays in |streams|
