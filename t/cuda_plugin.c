@@ -2422,6 +2422,69 @@ static void test_import(void *device, void *queue, void *stream)
 	free(got);
 }
 
+/* The legacy default stream's implicit synchronisation, through |wq|,
+ * a queue over it: its work runs after what a blocking stream (one
+ * created without CU_STREAM_NON_BLOCKING) was given before, and the
+ * blocking stream's after what it was given before. Each copy reads
+ * what the other stream wrote, however late that runs (on the
+ * stand-in, FAKECUDA_DELAY_US holds each step back 20 ms). */
+static void test_legacy_order(void *device, void *wq, wafer_resource t,
+			      size_t n)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	unsigned char *a = bytes(n), *got = bytes(n);
+	void *blocking = NULL;
+	fc_ptr p = (fc_ptr)t;
+
+	if (cu.cuStreamCreate(&blocking, 0) != FAKECUDA_SUCCESS) {
+		ok(0, "a blocking stream for the legacy stream's order");
+		free(a);
+		free(got);
+		return;
+	}
+	/* Set and unset while no stream has work. */
+	setenv("FAKECUDA_DELAY_US", "20000", 1);
+	pattern(a, n, 53);
+	cu.cuMemcpyHtoDAsync(p, a, n, blocking);
+	st->copy_out(device, wq, t, 0, got, n);
+	status_is(sync_queue(device, wq), WAFER_OK,
+		  "  ... a download on it after a blocking stream's upload");
+	ok(memcmp(a, got, n) == 0, "  ... reads what the upload wrote");
+	/* Two uploads on it, the second the one to read: a download that
+	 * ran beside them would see the first's bytes or older. */
+	memset(got, 0, n);
+	st->copy_in(device, wq, t, 0, got, n);
+	pattern(a, n, 54);
+	st->copy_in(device, wq, t, 0, a, n);
+	/* Into pageable memory: returns when the copy ran. */
+	is_int(cu.cuMemcpyDtoHAsync(got, p, n, blocking), FAKECUDA_SUCCESS,
+	       "  ... a blocking stream's download after an upload on it");
+	ok(memcmp(a, got, n) == 0, "  ... reads what the upload wrote");
+	unsetenv("FAKECUDA_DELAY_US");
+	/* So stream-ordered memory passes between the two without a sync:
+	 * allocated on the legacy stream, written on the blocking one,
+	 * read on the legacy one, freed on the blocking one. */
+	fc_ptr q = 0;
+	if (cu.cuMemAllocAsync(&q, n, (void *)1) == FAKECUDA_SUCCESS) {
+		pattern(a, n, 55);
+		memset(got, 0, n);
+		cu.cuMemcpyHtoDAsync(q, a, n, blocking);
+		cu.cuMemcpyDtoHAsync(got, q, n, (void *)1);
+		cu.cuMemFreeAsync(q, blocking);
+		is_int(cu.cuStreamSynchronize(blocking), FAKECUDA_SUCCESS,
+		       "  ... cuMemAllocAsync on it, used and freed on a "
+		       "blocking stream");
+		ok(memcmp(a, got, n) == 0, "  ... the bytes arrive");
+		is_int(stats().sticky, 0, "  ... no use out of stream order");
+	} else {
+		ok(1, "# SKIP the driver has no memory pools");
+	}
+	cu.cuStreamSynchronize(blocking);
+	cu.cuStreamDestroy(blocking);
+	free(a);
+	free(got);
+}
+
 static void test_queue_wrap(void *device, void *queue, void *stream)
 {
 	const struct wafer_storage_ops *st = plugin->storage;
@@ -2446,21 +2509,29 @@ static void test_queue_wrap(void *device, void *queue, void *stream)
 		  WAFER_ERROR_INVALID_ARGUMENT,
 		  "queue_wrap of the per-thread default stream is refused");
 	like(last_error, "CU_STREAM_PER_THREAD", "  ... naming it");
-	if (real) {
-		/* The stand-in does not model the legacy stream. */
-		status_is(sv->queue_wrap(device, (void *)1, &wq), WAFER_OK,
-			  "queue_wrap of the legacy default stream");
-		if (wq) {
-			wafer_resource t = alloc_or_die(device, n);
-			pattern(a, n, 52);
-			st->copy_in(device, wq, t, 0, a, n);
-			st->copy_out(device, wq, t, 0, got, n);
-			status_is(sync_queue(device, wq), WAFER_OK,
-				  "  ... copies on it and a sync");
-			ok(memcmp(a, got, n) == 0, "  ... the bytes arrive");
-			sv->queue_destroy(device, wq);
-			st->free(device, t);
-		}
+	status_is(sv->queue_wrap(device, (void *)1, &wq), WAFER_OK,
+		  "queue_wrap of the legacy default stream");
+	if (wq) {
+		wafer_resource t = alloc_or_die(device, n);
+		pattern(a, n, 52);
+		st->copy_in(device, wq, t, 0, a, n);
+		st->copy_out(device, wq, t, 0, got, n);
+		status_is(sync_queue(device, wq), WAFER_OK,
+			  "  ... copies on it and a sync");
+		ok(memcmp(a, got, n) == 0, "  ... the bytes arrive");
+		test_legacy_order(device, wq, t, n);
+		sv->queue_destroy(device, wq);
+		st->free(device, t);
+		/* The queue did not own it: the stream lives on. */
+		is_int(cu.cuStreamSynchronize((void *)1), FAKECUDA_SUCCESS,
+		       "  ... the legacy stream outlives the queue");
+		if (real)
+			ok(cu.cuStreamDestroy((void *)1) != FAKECUDA_SUCCESS,
+			   "  ... and cannot be destroyed");
+		else
+			is_int(cu.cuStreamDestroy((void *)1),
+			       FAKECUDA_ERROR_INVALID_HANDLE,
+			       "  ... and cannot be destroyed");
 	}
 	wq = NULL;
 	status_is(sv->queue_wrap(device, stream, &wq), WAFER_OK,

@@ -35,6 +35,17 @@
  *    CUDA_ERROR_INVALID_HANDLE, and once its context is destroyed (the
  *    last cuDevicePrimaryCtxRelease) every use fails with
  *    CUDA_ERROR_INVALID_CONTEXT;
+ *  - CU_STREAM_LEGACY is the legacy default stream of the context
+ *    current on the calling thread (none: CUDA_ERROR_INVALID_CONTEXT),
+ *    started at its first use: it takes copies, kernels, events,
+ *    stream-ordered allocations and frees and cuStreamSynchronize as
+ *    any stream, cuStreamGetCtx answers the current context, and
+ *    cuStreamDestroy refuses it (CUDA_ERROR_INVALID_HANDLE). Its work
+ *    runs after what every blocking stream of its context (created
+ *    CU_STREAM_DEFAULT) was given before, and theirs after what it was
+ *    given before; that also orders stream-ordered memory between them.
+ *    CU_STREAM_PER_THREAD and NULL are not modelled: refused with
+ *    CUDA_ERROR_INVALID_HANDLE and a line on stderr;
  *  - cuMemAllocAsync memory is valid on its stream after the allocation,
  *    on another stream only once the host saw that point done (a sync of
  *    the stream, or of an event recorded after it), never after
@@ -195,6 +206,9 @@ struct CUctx_st {
 	int ordinal;
 	int refs, alive;
 	unsigned generation;
+	/* Its legacy default stream (CU_STREAM_LEGACY), started at its
+	 * first use in this life; NULL until then. */
+	struct CUstream_st *legacy;
 };
 static struct CUctx_st contexts[8];
 
@@ -464,6 +478,9 @@ struct CUstream_st {
 	struct CUctx_st *ctx;
 	unsigned generation;
 	int dead; /* its context was destroyed: the thread is gone */
+	/* Created CU_STREAM_DEFAULT (blocking: ordered with the legacy
+	 * stream), or the context's legacy stream itself. */
+	int blocking, legacy;
 	uint64_t seen; /* the host saw its ops up to this one done */
 	struct CUstream_st *next; /* every stream not yet destroyed */
 };
@@ -545,13 +562,35 @@ static void run_op(struct op *o)
 	free(o->owned);
 }
 
+/* Whether |o|, next on |s|, must wait for another stream of its context:
+ * the legacy stream's work runs after what every blocking stream was
+ * given before it, and a blocking stream's after what the legacy stream
+ * was given before it (<cuda.h>'s "implicit synchronization"). Queues
+ * run in |gseq| order and each op waits only for lower numbers, so no
+ * two wait for each other. L held. */
+static int held_back(const struct CUstream_st *s, const struct op *o)
+{
+	if (!s->legacy && !s->blocking)
+		return 0;
+	for (const struct CUstream_st *t = streams; t; t = t->next) {
+		if (t == s || t->ctx != s->ctx ||
+		    !(s->legacy ? t->blocking : t->legacy))
+			continue;
+		if ((t->running && t->running->gseq < o->gseq) ||
+		    (t->head && t->head->gseq < o->gseq))
+			return 1;
+	}
+	return 0;
+}
+
 static void *stream_main(void *arg)
 {
 	struct CUstream_st *s = arg;
 
 	pthread_mutex_lock(&L);
 	for (;;) {
-		while (!s->head && !s->stop)
+		while ((!s->head && !s->stop) ||
+		       (s->head && held_back(s, s->head)))
 			pthread_cond_wait(&C, &L);
 		if (!s->head)
 			break;
@@ -630,13 +669,28 @@ static void fault(CUresult error, const char *format, ...)
 
 static struct region *region_at(enum region_kind kind, uintptr_t p);
 
-/* The first use by a stream other than |s| that the host has not seen
- * done, or NULL. L held. */
+/* Whether work queued now on |later| runs after all work queued so far
+ * on |earlier|: the same stream, or the legacy stream and a blocking
+ * stream of one context, either way round (held_back). */
+static int ordered(const struct CUstream_st *earlier,
+		   const struct CUstream_st *later)
+{
+	if (earlier == later)
+		return 1;
+	if (earlier->ctx != later->ctx ||
+	    earlier->generation != later->generation)
+		return 0;
+	return earlier->legacy ? later->blocking
+			       : earlier->blocking && later->legacy;
+}
+
+/* The first use by a stream not ordered before |s| that the host has
+ * not seen done, or NULL. L held. */
 static const struct CUstream_st *unordered_user(const struct CUstream_st *s,
 						const struct region *r)
 {
 	for (int i = 0; i < 4; i++)
-		if (r->users[i].stream && r->users[i].stream != s &&
+		if (r->users[i].stream && !ordered(r->users[i].stream, s) &&
 		    r->users[i].seq > r->users[i].stream->seen)
 			return r->users[i].stream;
 	return NULL;
@@ -675,7 +729,7 @@ static int use_ok(const struct CUstream_st *s, uintptr_t p, const char *what)
 		      (void *)s);
 		return 0;
 	}
-	if (r->owner && r->owner != s) {
+	if (r->owner && !ordered(r->owner, s)) {
 		fault(CUDA_ERROR_ILLEGAL_ADDRESS, "%s: 0x%" PRIxPTR " on "
 		      "stream %p, allocated by cuMemAllocAsync on stream %p "
 		      "with nothing ordering the two", what, p, (void *)s,
@@ -777,27 +831,84 @@ static CUresult need_context(void)
 	return sticky;
 }
 
-/* The legacy and per-thread default streams (CU_STREAM_LEGACY,
- * CU_STREAM_PER_THREAD) are not modelled: a handle that is one of them
- * says so on stderr, and the call is refused (never dereferenced). */
+/* The per-thread default stream (CU_STREAM_PER_THREAD) and the NULL
+ * handle (the default stream to the driver) are not modelled: a handle
+ * that is one of them says so on stderr, and the call is refused (never
+ * dereferenced). CU_STREAM_LEGACY is (resolve_stream). */
 static int default_stream(const struct CUstream_st *s, const char *what)
 {
-	if ((uintptr_t)s > (uintptr_t)CU_STREAM_PER_THREAD)
+	if (s == CU_STREAM_LEGACY ||
+	    (uintptr_t)s > (uintptr_t)CU_STREAM_PER_THREAD)
 		return 0;
 	fprintf(stderr, "fakecuda: %s: default stream %p: not modelled\n",
 		what, (const void *)s);
 	return 1;
 }
 
-/* Whether work may go on |s| now: its context must be alive (else
- * CUDA_ERROR_INVALID_CONTEXT) and current (else the handle is not one of
- * this context's: CUDA_ERROR_INVALID_HANDLE). */
-static CUresult stream_usable(const struct CUstream_st *s)
+/* A stream of |ctx| with its worker thread, in |streams|; NULL if none
+ * can be made. L held. */
+static struct CUstream_st *new_stream(struct CUctx_st *ctx, int blocking,
+				      int legacy)
 {
+	struct CUstream_st *s = calloc(1, sizeof *s);
+
 	if (!s)
+		return NULL;
+	s->ctx = ctx;
+	s->generation = ctx->generation;
+	s->blocking = blocking;
+	s->legacy = legacy;
+	/* The thread starts by taking L: it waits until we are done. */
+	if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
+		free(s);
+		return NULL;
+	}
+	s->next = streams;
+	streams = s;
+	if (!legacy)
+		stats.streams_live++;
+	return s;
+}
+
+/* CU_STREAM_LEGACY names the legacy default stream of the context
+ * current on the calling thread (CUDA_ERROR_INVALID_CONTEXT if none):
+ * |*s| becomes that stream, started at its first use. Any other handle
+ * is left as it is. L not held. */
+static CUresult resolve_stream(CUstream *s)
+{
+	struct CUstream_st *legacy;
+
+	if (*s != CU_STREAM_LEGACY)
+		return CUDA_SUCCESS;
+	if (!current || !current->alive)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&L);
+	if (!current->legacy)
+		current->legacy = new_stream(current, 0, 1);
+	legacy = current->legacy;
+	pthread_mutex_unlock(&L);
+	if (!legacy)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*s = legacy;
+	return CUDA_SUCCESS;
+}
+
+/* Whether work may go on |*s| now (CU_STREAM_LEGACY resolved in place):
+ * its context must be alive (else CUDA_ERROR_INVALID_CONTEXT) and
+ * current (else the handle is not one of this context's:
+ * CUDA_ERROR_INVALID_HANDLE). */
+static CUresult stream_usable(CUstream *sp)
+{
+	CUresult r;
+
+	if (!*sp)
 		return CUDA_ERROR_INVALID_HANDLE;
-	if (default_stream(s, "a stream argument"))
+	if (default_stream(*sp, "a stream argument"))
 		return CUDA_ERROR_INVALID_HANDLE;
+	r = resolve_stream(sp);
+	if (r)
+		return r;
+	const struct CUstream_st *s = *sp;
 	if (s->dead || !s->ctx->alive || s->ctx->generation != s->generation)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (s->ctx != current)
@@ -940,7 +1051,8 @@ static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
 	/* From the head again after each stop: the list may change while L
 	 * is dropped. */
 	for (struct CUstream_st *t = streams; t;) {
-		if (t->ctx != ctx || t->dead) {
+		/* (A stream being destroyed is being stopped already.) */
+		if (t->ctx != ctx || t->dead || t->stop) {
 			t = t->next;
 			continue;
 		}
@@ -948,6 +1060,18 @@ static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
 		pthread_mutex_unlock(&L);
 		stop_stream(t);
 		pthread_mutex_lock(&L);
+		/* Nobody holds the legacy stream's handle: it goes now, and
+		 * the context's next life starts another. */
+		if (t == ctx->legacy) {
+			for (struct CUstream_st **at = &streams; *at;
+			     at = &(*at)->next)
+				if (*at == t) {
+					*at = t->next;
+					break;
+				}
+			ctx->legacy = NULL;
+			free(t);
+		}
 		t = streams;
 	}
 	pthread_mutex_unlock(&L);
@@ -1367,7 +1491,7 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!stream || extra)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = stream_usable(stream);
+	r = stream_usable(&stream);
 	if (r)
 		return r;
 	if (!gx || !gy || !gz || gx > 0x7fffffffu || gy > 65535 ||
@@ -1920,20 +2044,11 @@ static CUresult fake_cuStreamCreate(CUstream *out, unsigned flags)
 		return r;
 	if (flags != CU_STREAM_NON_BLOCKING && flags != CU_STREAM_DEFAULT)
 		return CUDA_ERROR_INVALID_VALUE;
-	s = calloc(1, sizeof *s);
+	pthread_mutex_lock(&L);
+	s = new_stream(current, flags == CU_STREAM_DEFAULT, 0);
+	pthread_mutex_unlock(&L);
 	if (!s)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	s->ctx = current;
-	s->generation = current->generation;
-	if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
-		free(s);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	pthread_mutex_lock(&L);
-	s->next = streams;
-	streams = s;
-	stats.streams_live++;
-	pthread_mutex_unlock(&L);
 	*out = s;
 	return CUDA_SUCCESS;
 }
@@ -1944,7 +2059,8 @@ static void stop_stream(struct CUstream_st *s)
 {
 	pthread_mutex_lock(&L);
 	s->stop = 1;
-	stats.streams_live--;
+	if (!s->legacy)
+		stats.streams_live--;
 	pthread_cond_broadcast(&C);
 	pthread_mutex_unlock(&L);
 	pthread_join(s->thread, NULL);
@@ -1966,20 +2082,26 @@ static CUresult fake_cuStreamDestroy(CUstream s)
 	if (!initialised || !current)
 		return !initialised ? CUDA_ERROR_NOT_INITIALIZED
 				    : CUDA_ERROR_INVALID_CONTEXT;
-	if (!s || default_stream(s, "cuStreamDestroy"))
+	/* The legacy stream lives as long as its context. */
+	if (!s || s == CU_STREAM_LEGACY ||
+	    default_stream(s, "cuStreamDestroy"))
 		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&L);
+	int dead = s->dead;
+	s->stop = 1; /* a context release leaves it to us */
+	pthread_mutex_unlock(&L);
+	/* A stream of a destroyed context ended with it; the stale handle
+	 * is refused, and its memory given back here. It stays in |streams|
+	 * until its work is done, for held_back. */
+	if (!dead)
+		stop_stream(s);
 	pthread_mutex_lock(&L);
 	for (struct CUstream_st **at = &streams; *at; at = &(*at)->next)
 		if (*at == s) {
 			*at = s->next;
 			break;
 		}
-	int dead = s->dead;
 	pthread_mutex_unlock(&L);
-	/* A stream of a destroyed context ended with it; the stale handle
-	 * is refused, and its memory given back here. */
-	if (!dead)
-		stop_stream(s);
 	free(s);
 	return dead ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
 }
@@ -1992,6 +2114,12 @@ static CUresult fake_cuStreamSynchronize(CUstream s)
 		return r;
 	if (!s || default_stream(s, "cuStreamSynchronize"))
 		return CUDA_ERROR_INVALID_HANDLE;
+	/* The legacy stream: the current context's (there is one: see
+	 * need_context). Waiting for its work waits for the blocking
+	 * streams' work queued before that, not for any queued since. */
+	r = resolve_stream(&s);
+	if (r)
+		return r;
 	/* Any context may wait for a stream; not for one whose context is
 	 * gone. */
 	if (s->dead || !s->ctx->alive || s->ctx->generation != s->generation)
@@ -2054,7 +2182,7 @@ static CUresult fake_cuEventRecord(CUevent e, CUstream s)
 		return r;
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
-	r = stream_usable(s);
+	r = stream_usable(&s);
 	if (r)
 		return r;
 	o = calloc(1, sizeof *o);
@@ -2213,7 +2341,7 @@ static CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size,
 		return r;
 	if (getenv("FAKECUDA_NO_POOLS"))
 		return CUDA_ERROR_NOT_SUPPORTED;
-	r = stream_usable(s);
+	r = stream_usable(&s);
 	if (r)
 		return r;
 	r = allocate(out, size);
@@ -2239,7 +2367,7 @@ static CUresult fake_cuMemFreeAsync(CUdeviceptr ptr, CUstream s)
 
 	if (r)
 		return r;
-	r = stream_usable(s);
+	r = stream_usable(&s);
 	if (r)
 		return r;
 	o = calloc(1, sizeof *o);
@@ -2345,7 +2473,7 @@ static CUresult copy(void *dst, const void *src, size_t n, CUstream s,
 
 	if (r)
 		return r;
-	r = stream_usable(s);
+	r = stream_usable(&s);
 	if (r)
 		return r;
 	if (n == 0)
@@ -2771,14 +2899,21 @@ static CUresult fake_cuPointerGetAttribute(void *data,
 	}
 }
 
-/* The context a stream was created in. The legacy and per-thread
- * default streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) are not
- * modelled: CUDA_ERROR_INVALID_HANDLE, with a line on stderr. */
+/* The context a stream was created in; for CU_STREAM_LEGACY the current
+ * one (CUDA_ERROR_INVALID_CONTEXT if none). The per-thread default
+ * stream and NULL are not modelled: CUDA_ERROR_INVALID_HANDLE, with a
+ * line on stderr. */
 static CUresult fake_cuStreamGetCtx(CUstream s, CUcontext *out)
 {
 	if (!initialised)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	*out = NULL;
+	if (s == CU_STREAM_LEGACY) {
+		if (!current || !current->alive)
+			return CUDA_ERROR_INVALID_CONTEXT;
+		*out = current;
+		return CUDA_SUCCESS;
+	}
 	if (default_stream(s, "cuStreamGetCtx"))
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&L);

@@ -15,9 +15,9 @@
  * by the free itself with the pool's max_idle), must outlive the copy —
  * the stand-in turns a copy into unmapped memory into a sticky
  * CUDA_ERROR_ILLEGAL_ADDRESS. The core has to synchronise the stream
- * for that: its work is the program's, which wafer cannot see. Stream 0 (the legacy default
- * stream) where the stand-in models it. The statistics' report at exit
- * (WAFER_TORCH_REPORT) in a child process. */
+ * for that: its work is the program's, which wafer cannot see. Stream 0
+ * (the legacy default stream, CU_STREAM_LEGACY) for each strategy. The
+ * statistics' report at exit (WAFER_TORCH_REPORT) in a child process. */
 #include "build-config.h"
 
 #include <dlfcn.h>
@@ -64,7 +64,8 @@ static struct {
 	int (*cuMemcpyHtoDAsync)(fc_ptr, const void *, size_t, void *);
 	int (*cuMemcpyDtoHAsync)(void *, fc_ptr, size_t, void *);
 } cu;
-/* Optional: only a stand-in that models interop has it. */
+/* Optional: only a stand-in that models interop has it (a test fails
+ * without it). */
 static int (*cuStreamGetCtx)(void *, void **);
 
 static fakecuda_stats_fn fake_stats;
@@ -410,25 +411,36 @@ static void test_ordering(const char *strategy, void *s1, bool on_free)
 }
 
 /* Stream 0: PyTorch's default. The allocator wraps it as
- * CU_STREAM_LEGACY; that needs the plugin and the driver to take it. */
-static void test_legacy_stream(void)
+ * CU_STREAM_LEGACY, the legacy default stream of the current context,
+ * which the plugin and the stand-in take as any stream. */
+static void test_legacy_stream(const char *strategy)
 {
 	void *owner = NULL;
 
-	if (!cuStreamGetCtx ||
-	    cuStreamGetCtx(LEGACY_STREAM, &owner) != FAKECUDA_SUCCESS) {
-		ok(1, "stream 0 # SKIP the stand-in driver does not model "
-		   "the legacy default stream (CU_STREAM_LEGACY)");
-		return;
-	}
+	is_int(cuStreamGetCtx ? cuStreamGetCtx(LEGACY_STREAM, &owner) : -1,
+	       FAKECUDA_SUCCESS, "%s, stream 0: the driver takes "
+	       "CU_STREAM_LEGACY", strategy);
+	ok(owner == ctx, "%s, stream 0: it is the current context's",
+	   strategy);
 	void *p = wt.alloc(1000, 0, NULL);
-	ok(p != NULL, "stream 0: 1000 bytes");
+	ok(p != NULL, "%s, stream 0: 1000 bytes", strategy);
 	ok(p && round_trip(p, 1000, LEGACY_STREAM, 5),
-	   "stream 0: written and read back on the legacy stream");
+	   "%s, stream 0: written and read back on the legacy stream",
+	   strategy);
 	wt.free(p, 1000, 0, NULL);
 	void *q = wt.alloc(1000, 0, NULL);
-	ok(q == p, "stream 0: freed memory handed out again");
+	if (strcmp(strategy, "pool") == 0)
+		ok(q == p, "%s, stream 0: freed memory handed out again",
+		   strategy);
+	else
+		ok(q != NULL, "%s, stream 0: allocated again", strategy);
+	ok(q && round_trip(q, 1000, LEGACY_STREAM, 6),
+	   "%s, stream 0: the memory allocated again works", strategy);
 	wt.free(q, 1000, 0, NULL);
+	is_int(cu.cuStreamSynchronize(LEGACY_STREAM), FAKECUDA_SUCCESS,
+	       "%s, stream 0: the legacy stream synchronises", strategy);
+	is_int(sticky(), 0, "%s, stream 0: no access out of stream order",
+	       strategy);
 }
 
 static void test_close(void *s1)
@@ -563,10 +575,9 @@ int main(int argc, char **argv)
 		configure(fake_path, strategy, strategy, "");
 		test_basics(strategy, s1, s2);
 		test_threads(strategy, s1, s2);
-		if (strcmp(strategy, "pool") == 0) {
-			test_legacy_stream();
+		test_legacy_stream(strategy);
+		if (strcmp(strategy, "pool") == 0)
 			test_close(s1);
-		}
 		test_ordering(strategy, s1, false);
 		is_int((long long)wt.close(), 0, "%s: closed with nothing "
 		       "live", strategy);
