@@ -1,0 +1,41 @@
+# wafer — SPDX-License-Identifier: MIT
+"""wafer: a vendor-neutral compute runtime, from Python.
+
+    import numpy as np, wafer
+    rt = wafer.Runtime()
+    c = rt.client("cpu")                  # or "cuda:0", "opencl"
+    x = c.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    print(wafer.softmax(x * 2 + 1).numpy())
+
+Tensors live on a client's device; operators (+ - * / @, unary -,
+abs) and the functions here run wafer's standard operations (ops.h) on
+them. t.numpy() copies back. Views (t.T, t[::2], t.reshape) share the
+buffer. In-place operators and out= write into a tensor's own buffer
+when nothing else names it (WAFER_REUSE_INPUT); wafer.donate(t) gives a
+tensor up to the next operation (WAFER_DONATE_INPUT). Errors are
+wafer.Error subclasses carrying wafer_last_error()'s text.
+"""
+
+from ._wafer import (  # noqa: F401
+    Runtime, Client, Tensor, Program, Kernel,
+    Error, InvalidArgumentError, OutOfMemoryError, NotFoundError,
+    NotSupportedError, ConfigError, PluginError, NoDeviceError, DeviceError,
+    OutOfRangeError, InvalidHandleError, DonatedError, IOError,
+    AbiMismatchError, InternalError, BuildError,
+    donate, library_version,
+    negative, abs, exp, log, sqrt, relu, gelu, sigmoid, tanh,
+    add, subtract, multiply, divide, maximum, minimum,
+    sum, max, mean, softmax, matmul, copy,
+)
+
+__version__ = "0.1.0"
+
+# Element types, by the names numpy gives them (bfloat16 has no numpy
+# type: its name stands for it wherever a dtype is taken).
+float32 = "float32"
+float16 = "float16"
+bfloat16 = "bfloat16"
+float64 = "float64"
+int32 = "int32"
+int64 = "int64"
+uint8 = "uint8"
