@@ -446,10 +446,10 @@ static PyObject *as_contiguous(PyObject *obj, PyObject *dtype)
 
 	if (!np)
 		return NULL;
-	if (dtype)
-		return PyObject_CallMethod(np, "ascontiguousarray", "OO", obj,
-					   dtype);
-	return PyObject_CallMethod(np, "ascontiguousarray", "O", obj);
+	/* asarray(order="C"), not ascontiguousarray: that one turns a
+	 * rank-0 array into rank 1. */
+	return PyObject_CallMethod(np, "asarray", "OOs", obj,
+				   dtype ? dtype : Py_None, "C");
 }
 
 /* Uploads a C-contiguous buffer as a new tensor. */
@@ -529,7 +529,7 @@ static PyObject *asarray_impl(ClientObject *self, PyObject *obj,
 	} else if (PyObject_GetBuffer(obj, &view,
 				      PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
 		have = wp_dtype_from_format(view.format, view.itemsize);
-		if (have != WAFER_DTYPE_NONE && view.ndim > 0) {
+		if (have != WAFER_DTYPE_NONE) {
 			r = tensor_from_buffer(self, &view, have);
 			PyBuffer_Release(&view);
 			Py_XDECREF(arr);
@@ -557,14 +557,6 @@ static PyObject *asarray_impl(ClientObject *self, PyObject *obj,
 			     "asarray: wafer has no element type for format "
 			     "'%s' (%zd bytes)",
 			     view.format ? view.format : "B", view.itemsize);
-	} else if (view.ndim == 0) {
-		/* A scalar: a buffer has no shape entries to read. */
-		wafer_tensor t;
-		wafer_status st = wafer_tensor_create(self->c, have, 0, NULL,
-						      view.buf, &t);
-
-		r = st == WAFER_OK ? wp_tensor_new(self, &t)
-				   : wp_raise(st, "asarray");
 	} else {
 		r = tensor_from_buffer(self, &view, have);
 	}
