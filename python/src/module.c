@@ -194,11 +194,13 @@ PyMODINIT_FUNC PyInit__wafer(void)
 
 	if (!m)
 		return NULL;
-	if (wp_errors_init(m) || add_type(m, &WpRuntime_Type, "Runtime") ||
+	if (wp_errors_init(m) || wp_runtime_init(m) ||
+	    add_type(m, &WpRuntime_Type, "Runtime") ||
 	    add_type(m, &WpClient_Type, "Client") ||
 	    add_type(m, &WpTensor_Type, "Tensor") ||
 	    add_type(m, &WpProgram_Type, "Program") ||
-	    add_type(m, &WpKernel_Type, "Kernel") || wp_ops_init(m)) {
+	    add_type(m, &WpKernel_Type, "Kernel") || wp_ops_init(m) ||
+	    wp_bench_init(m)) {
 		Py_DECREF(m);
 		return NULL;
 	}

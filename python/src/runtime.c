@@ -46,11 +46,6 @@ static PyObject *device_new(const wafer_device_desc *d)
 {
 	PyObject *o, *features;
 
-	if (!device_type) {
-		device_type = PyStructSequence_NewType(&device_desc);
-		if (!device_type)
-			return NULL;
-	}
 	features = PyFrozenSet_New(NULL);
 	if (!features)
 		return NULL;
@@ -90,6 +85,14 @@ static PyObject *device_new(const wafer_device_desc *d)
 		}
 	}
 	return o;
+}
+
+int wp_runtime_init(PyObject *module)
+{
+	device_type = PyStructSequence_NewType(&device_desc);
+	if (!device_type)
+		return -1;
+	return PyModule_AddObjectRef(module, "Device", (PyObject *)device_type);
 }
 
 /*===--------------------------------------------------------------------===

@@ -4,7 +4,8 @@
  * One file per idea: module.c (the module, dtypes), errors.c (the
  * exception per status), runtime.c (Runtime and Client), tensor.c (the
  * Tensor type: views, operators), ops.c (the functions of ops.h),
- * program.c (programs and their kernels).
+ * program.c (programs and their kernels), bench.c (a C loop the
+ * benchmark compares Python's calls with).
  *
  * Ownership: a Client holds a reference to its Runtime, a Tensor, Program
  * or Kernel one to its Client (Kernel: to its Program), so Python's
@@ -129,7 +130,12 @@ PyObject *wp_cast(TensorObject *x, wafer_dtype dtype);
 PyObject *wp_finish(ClientObject *client, wafer_tensor *r, TensorObject *out);
 
 /* runtime.c */
+/* Adds wafer.Device (a struct sequence type). */
+int wp_runtime_init(PyObject *module);
 PyObject *wp_memory_usage_dict(const wafer_memory_usage *u);
+
+/* bench.c: wafer._wafer._c_loop, for python -m wafer.bench. */
+int wp_bench_init(PyObject *module);
 
 /* program.c */
 PyObject *wp_client_program(ClientObject *client, PyObject *args,

@@ -17,7 +17,7 @@ wafer.Error subclasses carrying wafer_last_error()'s text.
 """
 
 from ._wafer import (  # noqa: F401
-    Runtime, Client, Tensor, Program, Kernel,
+    Runtime, Client, Tensor, Program, Kernel, Device,
     Error, InvalidArgumentError, OutOfMemoryError, NotFoundError,
     NotSupportedError, ConfigError, PluginError, NoDeviceError, DeviceError,
     OutOfRangeError, InvalidHandleError, DonatedError, IOError,
