@@ -65,10 +65,10 @@ def test_no_device(rt):
         rt.client("nosuchbackend")
 
 
-def test_bad_config_option():
-    with pytest.raises(wafer.ConfigError):
-        wafer.Runtime({"memory.strategy": "no-such-strategy"},
-                      no_config_files=True).client("default")
+def test_bad_config_option(client):
+    rt = wafer.Runtime({"memory.strategy": "no-such-strategy"})
+    with pytest.raises(wafer.ConfigError, match="no-such-strategy"):
+        rt.client(client.selector)
 
 
 def test_bad_values(client):
