@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/bridge.h"
+#include "core/interop.h"
 
 /* Waits for the queue; the plugin's status with the device named. */
 static wafer_status queue_sync(struct wafer_bridge *bridge)
@@ -65,11 +66,51 @@ static wafer_status bridge_sync_hook(void *data)
 	return memory_sync(data);
 }
 
+/* The client's queue: the plugin's own, or one over the caller's
+ * |native_queue| (wafer_client_options.native_queue). Learns the kind of
+ * the device's native buffers where the plugin can say. */
+static wafer_status open_queue(struct wafer_bridge *bridge, void *native_queue)
+{
+	struct wafer_runtime_device *device = bridge->device;
+	const struct wafer_server_ops *server = device->plugin->server;
+	wafer_status status;
+
+	if (native_queue && !wafer_interop_server(device->plugin))
+		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
+				  "wafer_client_open: native_queue %p: interop "
+				  "not supported by %s",
+				  native_queue, device->backend);
+	if (native_queue) {
+		status = server->queue_wrap(device->device, native_queue,
+					    &bridge->queue);
+		if (status != WAFER_OK)
+			return wafer_fail_context(status,
+						  "%s: queue_wrap of native "
+						  "queue %p",
+						  device->backend, native_queue);
+	} else {
+		status = server->queue_create(device->device, &bridge->queue);
+		if (status != WAFER_OK)
+			return wafer_fail_context(status, "%s: queue_create",
+						  device->backend);
+	}
+	bridge->native_kind = WAFER_NATIVE_NONE;
+	if (wafer_interop_server(device->plugin)) {
+		wafer_native_queue q = {.struct_size = sizeof q};
+		if (server->queue_native(device->device, bridge->queue, &q) ==
+		    WAFER_OK)
+			bridge->native_kind = q.kind;
+		wafer_error_clear();
+	}
+	return WAFER_OK;
+}
+
 wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 			       struct wafer_runtime_device *device,
 			       struct wafer_handle_table *handles,
 			       const struct wafer_config *config,
-			       const char *memory_strategy)
+			       const char *memory_strategy,
+			       void *native_queue)
 {
 	const struct wafer_plugin *plugin = device->plugin;
 	memset(bridge, 0, sizeof *bridge);
@@ -85,10 +126,9 @@ wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 		&device->memory_reserved);
 	if (status != WAFER_OK)
 		return status;
-	status = plugin->server->queue_create(device->device, &bridge->queue);
+	status = open_queue(bridge, native_queue);
 	if (status != WAFER_OK)
-		return wafer_fail_context(status, "%s: queue_create",
-					  device->backend);
+		return status;
 	bridge->storage = (struct wafer_storage){
 		.ops = plugin->storage,
 		.device = device->device,
@@ -123,17 +163,36 @@ _Thread_local struct wafer_bridge *wafer_bridge_in_oom;
 wafer_status wafer_bridge_refuse_in_oom(void)
 {
 	return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-			  "called from the client's out-of-memory handler, "
-			  "which runs on the thread that owns the client and "
-			  "may only release handles (see "
-			  "wafer_memory_set_oom_handler(3)); waiting here would "
+			  "called from the client's out-of-memory handler "
+			  "(or an import's release callback on the mpsc "
+			  "runner), which runs on the thread that owns the "
+			  "client and may only release handles (see "
+			  "wafer_memory_set_oom_handler(3), "
+			  "wafer_handle_import(3)); waiting here would "
 			  "deadlock");
 }
 
-/* Releases a slot's memory, recorded under its slot index (record.h). */
+/* Releases a slot's memory, recorded under its slot index (record.h).
+ * Imported memory (core/interop.h) never was the strategy's: the plugin
+ * forgets it once the queued work that may use it is over (its owner may
+ * reuse it at once; a failed sync is deferred, and the work is over all
+ * the same), and its release callback waits on the bridge's list for the
+ * channel to run it outside the client's lock. */
 static void release_slot(struct wafer_bridge *bridge,
 			 struct wafer_handle_slot *slot)
 {
+	struct wafer_foreign *foreign = slot->foreign;
+
+	if (foreign) {
+		bridge_quiesce(bridge);
+		bridge->device->plugin->storage->forget(bridge->device->device,
+							slot->slice.resource);
+		slot->foreign = NULL;
+		slot->slice = (struct wafer_slice){0};
+		foreign->next = bridge->released;
+		bridge->released = foreign;
+		return;
+	}
 	wafer_memory_record_release(bridge->record, slot->index);
 	wafer_memory_release(bridge->memory, &slot->slice);
 }
@@ -163,6 +222,7 @@ wafer_status wafer_bridge_fini(struct wafer_bridge *bridge)
 	/* Only what freeing the leaked handles found: the program has had
 	 * its last report. */
 	wafer_deferred_clear(&bridge->deferred);
+	wafer_foreign_notify(wafer_bridge_take_released(bridge));
 	return status;
 }
 
@@ -268,7 +328,8 @@ static wafer_status run_program_release(struct wafer_bridge *bridge,
 static void attach_handle(struct wafer_handle_slot *slot, void *data)
 {
 	struct wafer_bridge *bridge = data;
-	if (slot->slice.resource)
+	/* Imported memory is no block of the strategy's. */
+	if (slot->slice.resource && !slot->foreign)
 		wafer_memory_snapshot_attach(
 			bridge->snapshot, &slot->slice,
 			wafer_handle_table_handle(bridge->handles, slot));
@@ -363,6 +424,16 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 		return run_program_release(bridge, c->program.loaded);
 	case WAFER_COMMAND_SNAPSHOT:
 		return run_snapshot(bridge, c->snapshot.out);
+	case WAFER_COMMAND_IMPORT:
+		return wafer_interop_run_import(bridge, c->import.slot,
+						c->import.buffer,
+						c->import.foreign);
+	case WAFER_COMMAND_NATIVE:
+		return wafer_interop_run_native(bridge, c->native.slot,
+						c->native.out);
+	case WAFER_COMMAND_QUEUE_NATIVE:
+		return wafer_interop_run_queue_native(bridge,
+						      c->queue_native.out);
 	}
 	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);
 }

@@ -17,6 +17,8 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
+struct wafer_foreign; /* core/interop.h */
+
 #include "core/error.h"
 #include "core/handle_table.h"
 #include "core/memory/memory.h"
@@ -47,6 +49,13 @@ enum wafer_command_kind {
 	/* wafer_memory_snapshot: the memory manager's segments and blocks,
 	 * each live block named by its handle; waits. */
 	WAFER_COMMAND_SNAPSHOT, /* snapshot */
+	/* Interop (core/interop.h), each waits: a handle over foreign
+	 * memory (the plugin's import), a handle's memory as the backend
+	 * knows it (native), the queue as the backend knows it, after
+	 * everything issued before was submitted to it. */
+	WAFER_COMMAND_IMPORT,       /* import */
+	WAFER_COMMAND_NATIVE,       /* native */
+	WAFER_COMMAND_QUEUE_NATIVE, /* queue_native */
 };
 
 /* Kernels take at most this many bindings through wafer_execute. */
@@ -112,6 +121,18 @@ struct wafer_command {
 		struct {
 			struct wafer_memory_snapshot *out;
 		} snapshot;
+		struct {
+			struct wafer_handle_slot *slot;
+			const wafer_native_buffer *buffer; /* whole struct */
+			struct wafer_foreign *foreign;
+		} import;
+		struct {
+			struct wafer_handle_slot *slot;
+			wafer_native_buffer *out; /* whole struct */
+		} native;
+		struct {
+			wafer_native_queue *out; /* whole struct */
+		} queue_native;
 	};
 };
 
@@ -135,6 +156,16 @@ struct wafer_bridge {
 	void *plugin_device;
 	/* Work was issued since the queue was last synchronised. */
 	bool queue_dirty;
+	/* The kind of the device's native buffers (the plugin's
+	 * queue_native, asked once at init), WAFER_NATIVE_NONE where the
+	 * plugin has no interop server entries. Read by the client's
+	 * threads: written before the channel exists. */
+	wafer_native_kind native_kind;
+	/* Imported memory given back to the plugin (forget) whose release
+	 * callbacks are still to run: the channel runs them once the
+	 * command that released it is done and the client's lock is free
+	 * (wafer_bridge_take_released, core/interop.h). */
+	struct wafer_foreign *released;
 	/* Failures found after the call that caused them returned: queued
 	 * work that failed at a sync the memory manager needed (before
 	 * freeing or unmapping, or the stream strategy's reap), and commands
@@ -144,16 +175,19 @@ struct wafer_bridge {
 	struct wafer_deferred deferred;
 };
 
-/* Creates the queue and the memory manager (strategy |memory_strategy|,
- * NULL: from config). */
+/* Creates the queue (over the caller's |native_queue| with the plugin's
+ * queue_wrap where it is not NULL) and the memory manager (strategy
+ * |memory_strategy|, NULL: from config). */
 wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 			       struct wafer_runtime_device *device,
 			       struct wafer_handle_table *handles,
 			       const struct wafer_config *config,
-			       const char *memory_strategy);
+			       const char *memory_strategy,
+			       void *native_queue);
 
 /* Synchronises, releases every live slot's memory, destroys the memory
- * manager and the queue. Returns the sync's status. */
+ * manager and the queue, then runs the release callbacks of imported
+ * memory. Returns the sync's status. */
 wafer_status wafer_bridge_fini(struct wafer_bridge *bridge);
 
 /* Runs |command|. An EXECUTE's request is handed to
@@ -179,12 +213,25 @@ static inline void wafer_bridge_defer(struct wafer_bridge *bridge,
 extern _Thread_local struct wafer_bridge *wafer_bridge_in_oom;
 
 /* WAFER_ERROR_INVALID_ARGUMENT: "a call from the client's out-of-memory
- * handler ...". */
+ * handler ...". The mpsc runner sets wafer_bridge_in_oom around the
+ * release callbacks of imported memory too, for the same reason. */
 wafer_status wafer_bridge_refuse_in_oom(void);
 
 /* Runs one launch: the EXECUTE command, and the direct and mutex
  * channels' launch path. Sets request->launch.bindings. */
 wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 				  struct wafer_execute_request *request);
+
+/* The imported memory released since the last call, whose callbacks the
+ * caller runs (wafer_foreign_notify, core/interop.h) once it no longer
+ * holds the client's lock. Called where the bridge is run (under the
+ * mutex channel's lock). */
+static inline struct wafer_foreign *
+wafer_bridge_take_released(struct wafer_bridge *bridge)
+{
+	struct wafer_foreign *list = bridge->released;
+	bridge->released = NULL;
+	return list;
+}
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@
 
 #include "core/channel/channel.h"
 #include "core/client.h"
+#include "core/client_watch.h"
 #include "core/error.h"
 #include "core/handle_table.h"
 #include "core/kernel_table.h"
@@ -44,6 +46,8 @@ struct wafer_client {
 	void *oom_user;
 	/* Open scopes of its threads (wafer_scope_begin, core/scope.h). */
 	struct wafer_scopes scopes;
+	/* Created on first use (core/client_watch.h); marked at close. */
+	_Atomic(struct wafer_client_watch *) watch;
 };
 
 //===----------------------------------------------------------------------===//
@@ -75,6 +79,15 @@ static const char *choose_memory(const wafer_client_options *options)
 	if (options && WAFER_STRUCT_HAS(options, wafer_client_options, memory))
 		return options->memory;
 	return NULL; /* the memory manager reads [memory] strategy */
+}
+
+/* The caller's own queue (interop.h), where its struct has the field. */
+static void *choose_native_queue(const wafer_client_options *options)
+{
+	if (options &&
+	    WAFER_STRUCT_HAS(options, wafer_client_options, native_queue))
+		return options->native_queue;
+	return NULL;
 }
 
 /* The memory manager's out-of-memory hook (memory.h): the program's
@@ -159,7 +172,8 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 		goto fail_programs;
 	status = wafer_bridge_init(&client->bridge, client->device,
 				   &client->handles, config,
-				   choose_memory(options));
+				   choose_memory(options),
+				   choose_native_queue(options));
 	if (status != WAFER_OK)
 		goto fail_kernels;
 	wafer_memory_set_oom(client->bridge.memory, client_oom, client);
@@ -199,6 +213,9 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 {
 	if (!client)
 		return WAFER_OK;
+	/* First, so that what the client handed out (a DLPack deleter) finds
+	 * it closed from here on instead of calling into it half freed. */
+	wafer_client_watch_close(atomic_load(&client->watch));
 	/* The sync reports what queued work left unreported; the channel then
 	 * stops (a runner thread is joined) and the bridge frees the rest. */
 	struct wafer_command sync = {.kind = WAFER_COMMAND_SYNC};
@@ -223,14 +240,23 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 	return status;
 }
 
-/* Copies |full| into a caller's struct whose struct_size may be smaller
- * (built against an older header): only the fields both sides have. */
-static void copy_out_struct(void *out, const void *full, size_t full_size)
+struct wafer_client_watch *wafer_client_watch(wafer_client *client)
 {
-	size_t caller_size = *(const size_t *)out;
-	size_t n = caller_size < full_size ? caller_size : full_size;
-	memcpy((char *)out + sizeof(size_t), (const char *)full + sizeof(size_t),
-	       n - sizeof(size_t));
+	struct wafer_client_watch *w = atomic_load(&client->watch);
+
+	if (!w) {
+		struct wafer_client_watch *fresh =
+			wafer_client_watch_create(client);
+		if (!fresh)
+			return NULL;
+		/* Two first uses at once: one record wins, the other goes. */
+		if (atomic_compare_exchange_strong(&client->watch, &w, fresh))
+			w = fresh;
+		else
+			wafer_client_watch_put(fresh);
+	}
+	wafer_client_watch_hold(w); /* the caller's reference */
+	return w;
 }
 
 WAFER_API wafer_status wafer_client_device(const wafer_client *client,
@@ -243,7 +269,7 @@ WAFER_API wafer_status wafer_client_device(const wafer_client *client,
 		return checked;
 	wafer_device_desc desc = {.struct_size = sizeof desc};
 	wafer_runtime_describe_device(client->device, &desc);
-	copy_out_struct(out_desc, &desc, sizeof desc);
+	wafer_copy_out_struct(out_desc, &desc, sizeof desc);
 	return WAFER_OK;
 }
 
@@ -772,7 +798,7 @@ WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 	};
 	wafer_status status = wafer_channel_submit(&client->channel, &command);
 	usage.handles_live = wafer_handle_table_live(&client->handles);
-	copy_out_struct(out_usage, &usage, sizeof usage);
+	wafer_copy_out_struct(out_usage, &usage, sizeof usage);
 	return status;
 }
 
@@ -840,6 +866,17 @@ struct wafer_kernel_table *wafer_client_kernels(wafer_client *client)
 struct wafer_program_table *wafer_client_programs(wafer_client *client)
 {
 	return &client->programs;
+}
+
+wafer_status wafer_client_submit(wafer_client *client,
+				 struct wafer_command *command)
+{
+	return wafer_channel_submit(&client->channel, command);
+}
+
+const struct wafer_bridge *wafer_client_bridge(const wafer_client *client)
+{
+	return &client->bridge;
 }
 
 wafer_status wafer_client_release_program(wafer_client *client, void *loaded)

@@ -59,6 +59,15 @@ wafer_runtime *wafer_client_runtime(const wafer_client *client);
 struct wafer_runtime_device *wafer_client_runtime_device(const wafer_client *client);
 struct wafer_kernel_table *wafer_client_kernels(wafer_client *client);
 
+/* Submits |command| to the client's channel (core/interop.c builds its
+ * own commands); a command that returns a result has run when this
+ * returns. */
+wafer_status wafer_client_submit(wafer_client *client,
+				 struct wafer_command *command);
+
+/* The client's bridge, to read what it learnt at open (native_kind). */
+const struct wafer_bridge *wafer_client_bridge(const wafer_client *client);
+
 /* The client's programs (core/program.c). */
 struct wafer_program_table *wafer_client_programs(wafer_client *client);
 

@@ -196,3 +196,15 @@ wafer_status wafer_check_out_struct(const char *fn, const char *owner_name,
 				  "%s: struct_size is %zu", fn, struct_size);
 	return WAFER_OK;
 }
+
+void wafer_copy_out_struct(void *out, const void *full, size_t full_size)
+{
+	size_t caller = *(const size_t *)out;
+	size_t n = (caller < full_size ? caller : full_size) - sizeof(size_t);
+
+	if (full)
+		memcpy((char *)out + sizeof(size_t),
+		       (const char *)full + sizeof(size_t), n);
+	else
+		memset((char *)out + sizeof(size_t), 0, n);
+}

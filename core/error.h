@@ -72,6 +72,12 @@ wafer_status wafer_check_out_struct(const char *fn, const char *owner_name,
 				    const void *owner, const char *out_name,
 				    void *out, size_t full_size);
 
+/* Copies |full| into the caller's struct |out|, only the fields that lie
+ * inside the caller's struct_size (it may be built against an older
+ * header); struct_size stays as the caller set it. |full| NULL zeroes
+ * them. The caller checked struct_size >= sizeof(size_t). */
+void wafer_copy_out_struct(void *out, const void *full, size_t full_size);
+
 /* A failure found after the call that caused it returned (queued work
  * that failed, a sync the memory manager needed), kept until a call the
  * program waits on (sync, read) reports it: exactly once, never lost.

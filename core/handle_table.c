@@ -186,6 +186,7 @@ wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
 	}
 	slot->size = size;
 	slot->slice = (struct wafer_slice){0};
+	slot->foreign = NULL;
 	/* ended_by stays: it tells a stale handle of the generation before
 	 * this one how that generation ended (released or donated). */
 	uint32_t generation = WAFER_HANDLE_STATE_GENERATION(

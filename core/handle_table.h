@@ -49,6 +49,8 @@
 
 #include "core/memory/memory.h"
 
+struct wafer_foreign;
+
 #define WAFER_HANDLE_SLOT_BITS 24
 #define WAFER_HANDLE_GENERATION_BITS 24
 #define WAFER_HANDLE_BLOCK_SLOTS 4096
@@ -70,6 +72,9 @@ struct wafer_handle_slot {
 	uint32_t index;
 	size_t size;               /* bytes asked at empty/create */
 	struct wafer_slice slice;  /* set by the server at reserve */
+	/* Imported memory (core/interop.h): set with the slice by the
+	 * import, kept through donation, handed back at release. */
+	struct wafer_foreign *foreign;
 	/* Why the previous generation ended: NULL for a release, else the
 	 * name of the operation it was donated to (a static string). Written
 	 * by whoever ends the generation just before the compare-and-swap

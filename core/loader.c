@@ -328,6 +328,48 @@ static bool valid_backend_name(const char *name)
 	return true;
 }
 
+/* The interop entries of ABI 1.3 (plugin.h) are used in groups: the
+ * storage's native, import and forget, the server's queue_native and
+ * queue_wrap. A group the plugin gave only part of is dropped with a
+ * warning, as if it had none (interop is then "not supported"), as the
+ * program entries give no capability unless all four are there: the
+ * rest of the core tests one entry of a group and may use them all. */
+static void whole_interop_groups(struct wafer_loaded_plugin *p)
+{
+	struct wafer_storage_ops *s = &p->storage;
+	struct wafer_server_ops *q = &p->server;
+	int storage = !!s->native + !!s->import + !!s->forget;
+	int server = !!q->queue_native + !!q->queue_wrap;
+
+	if (storage && storage < 3) {
+		wafer_log_warn("loader",
+			       "%s (%s): storage interop entries come "
+			       "together; it has%s%s%s but not%s%s%s: "
+			       "storage interop off",
+			       p->name, p->path ? p->path : "built in",
+			       s->native ? " native" : "",
+			       s->import ? " import" : "",
+			       s->forget ? " forget" : "",
+			       s->native ? "" : " native",
+			       s->import ? "" : " import",
+			       s->forget ? "" : " forget");
+		s->native = NULL;
+		s->import = NULL;
+		s->forget = NULL;
+	}
+	if (server == 1) {
+		wafer_log_warn("loader",
+			       "%s (%s): server interop entries come "
+			       "together; it has %s but not %s: server "
+			       "interop off",
+			       p->name, p->path ? p->path : "built in",
+			       q->queue_native ? "queue_native" : "queue_wrap",
+			       q->queue_native ? "queue_wrap" : "queue_native");
+		q->queue_native = NULL;
+		q->queue_wrap = NULL;
+	}
+}
+
 /* Reads the descriptor |d| the query returned into |p|. */
 static wafer_status check_descriptor(struct wafer_loaded_plugin *p,
 				     const struct wafer_plugin *d, bool by_path)
@@ -375,6 +417,7 @@ static wafer_status check_descriptor(struct wafer_loaded_plugin *p,
 	p->desc.storage = &p->storage;
 	p->desc.server = &p->server;
 	p->plugin = &p->desc;
+	whole_interop_groups(p);
 
 	if (!valid_backend_name(p->desc.name))
 		return reject(p, WAFER_ERROR_PLUGIN,

@@ -32,6 +32,8 @@ libwafer_core_la_SOURCES = \
 	core/channel/mutex.c \
 	core/channel/mpsc.c \
 	core/client.c core/client.h core/runtime.h \
+	core/client_watch.c core/client_watch.h \
+	core/interop.c core/interop.h \
 	core/program.c core/program_table.h \
 	core/binary_cache.c core/binary_cache.h \
 	core/file.c core/file.h
@@ -69,3 +71,10 @@ libwafer_core_la_SOURCES += \
 	core/ops/reduce.c \
 	core/ops/matmul.c \
 	core/ops/tuned.c
+
+# DLPack exchange (include/wafer/dlpack.h), when configure found DLPack.
+if WAFER_DLPACK
+libwafer_core_la_SOURCES += core/dlpack.c
+else
+EXTRA_DIST += core/dlpack.c
+endif

@@ -91,21 +91,6 @@ static wafer_status check_out_struct(const char *call, const void *out)
 	return WAFER_OK;
 }
 
-/* Copies |full| into the caller's struct, only the fields that lie inside
- * the caller's struct_size (it may be built against an older header);
- * struct_size stays as the caller set it. |full| NULL zeroes them. */
-static void copy_out_struct(void *out, const void *full, size_t full_size)
-{
-	size_t caller = *(const size_t *)out;
-	size_t n = (caller < full_size ? caller : full_size) - sizeof(size_t);
-
-	if (full)
-		memcpy((char *)out + sizeof(size_t),
-		       (const char *)full + sizeof(size_t), n);
-	else
-		memset((char *)out + sizeof(size_t), 0, n);
-}
-
 //===----------------------------------------------------------------------===//
 // Opening: configuration, log level, backends
 //===----------------------------------------------------------------------===//
@@ -374,7 +359,7 @@ WAFER_API wafer_status wafer_runtime_device(const wafer_runtime *runtime,
 
 	if (status != WAFER_OK)
 		return status;
-	copy_out_struct(out_desc, NULL, sizeof *out_desc);
+	wafer_copy_out_struct(out_desc, NULL, sizeof *out_desc);
 	if (!runtime)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_runtime_device: runtime is NULL");
@@ -394,7 +379,7 @@ WAFER_API wafer_status wafer_runtime_device(const wafer_runtime *runtime,
 				.memory_bytes = d->listed.memory_bytes,
 				.capabilities = d->listed.capabilities,
 			};
-			copy_out_struct(out_desc, &desc, sizeof desc);
+			wafer_copy_out_struct(out_desc, &desc, sizeof desc);
 			return WAFER_OK;
 		}
 		left -= p->device_count;
@@ -421,7 +406,7 @@ WAFER_API wafer_status wafer_runtime_config_source(const wafer_runtime *runtime,
 
 	if (status != WAFER_OK)
 		return status;
-	copy_out_struct(out_source, NULL, sizeof *out_source);
+	wafer_copy_out_struct(out_source, NULL, sizeof *out_source);
 	if (!runtime)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_runtime_config_source: runtime is "
@@ -435,7 +420,7 @@ WAFER_API wafer_status wafer_runtime_config_source(const wafer_runtime *runtime,
 	wafer_config_source source = *wafer_config_source_at(runtime->config,
 							     index);
 	source.struct_size = sizeof source;
-	copy_out_struct(out_source, &source, sizeof source);
+	wafer_copy_out_struct(out_source, &source, sizeof source);
 	return WAFER_OK;
 }
 
@@ -453,7 +438,7 @@ WAFER_API wafer_status wafer_runtime_plugin(const wafer_runtime *runtime,
 
 	if (status != WAFER_OK)
 		return status;
-	copy_out_struct(out_report, NULL, sizeof *out_report);
+	wafer_copy_out_struct(out_report, NULL, sizeof *out_report);
 	if (!runtime)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_runtime_plugin: runtime is NULL");
@@ -476,7 +461,7 @@ WAFER_API wafer_status wafer_runtime_plugin(const wafer_runtime *runtime,
 		.device_count = p->accepted ? p->device_count : 0,
 		.reason = p->reason ? p->reason : "(out of memory)",
 	};
-	copy_out_struct(out_report, &report, sizeof report);
+	wafer_copy_out_struct(out_report, &report, sizeof report);
 	return WAFER_OK;
 }
 

@@ -86,3 +86,17 @@ dist_man_MANS += man/wafer-program.7 man/wafer_program_create.3 \
 # Scopes: handles released together (wafer_scope_begin in <wafer/wafer.h>).
 dist_man_MANS += man/wafer_scope_begin.3 man/wafer_scope_end.3 \
 	man/wafer_scope_keep.3
+# Interop: native handles out and in (<wafer/interop.h>).
+dist_man_MANS += man/wafer-interop.7 man/wafer_handle_native.3 \
+	man/wafer_handle_import.3 man/wafer_client_native_queue.3 \
+	man/wafer_native_kind_name.3
+# DLPack exchange (<wafer/dlpack.h>), installed with the header only.
+if WAFER_DLPACK
+dist_man_MANS += man/wafer_tensor_to_dlpack.3 man/wafer_tensor_from_dlpack.3 \
+	man/wafer_tensor_to_dlpack_versioned.3 \
+	man/wafer_tensor_from_dlpack_versioned.3
+else
+EXTRA_DIST += man/wafer_tensor_to_dlpack.3 man/wafer_tensor_from_dlpack.3 \
+	man/wafer_tensor_to_dlpack_versioned.3 \
+	man/wafer_tensor_from_dlpack_versioned.3
+endif

@@ -2,13 +2,14 @@
 # wafer — SPDX-License-Identifier: MIT
 #
 # configured.sh: the test programs that a configure conditional builds
-# only with a backend's toolkit (t/local.mk: `if WAFER_OPENCL` ...). One
+# only with a backend's toolkit or an optional library (t/local.mk:
+# `if WAFER_OPENCL` ..., `if WAFER_DLPACK`). One
 # point per program: built, when configure found the toolkit; skipped,
 # with configure's reason, when it did not. So a machine without a
 # toolkit shows in the skip count what it did not test, instead of the
 # tests vanishing from the suite.
 #
-# WAFER_HAVE_<BACKEND> and WAFER_<BACKEND>_WHY come from configure through
+# WAFER_HAVE_<NAME> and WAFER_<NAME>_WHY come from configure through
 # t/local.mk's test environment.
 set -u
 
@@ -25,13 +26,16 @@ opencl t/opencl_cache
 levelzero t/levelzero_plugin
 levelzero t/levelzero_client
 levelzero t/levelzero_model
-levelzero+opencl t/levelzero_kernels_cl"
+levelzero+opencl t/levelzero_kernels_cl
+dlpack t/dlpack
+dlpack t/dlpack_versioned"
 
 have() {
 	case $1 in
 	cuda) echo "${WAFER_HAVE_CUDA:-no}" ;;
 	opencl) echo "${WAFER_HAVE_OPENCL:-no}" ;;
 	levelzero) echo "${WAFER_HAVE_LEVELZERO:-no}" ;;
+	dlpack) echo "${WAFER_HAVE_DLPACK:-no}" ;;
 	esac
 }
 why() {
@@ -39,6 +43,7 @@ why() {
 	cuda) echo "${WAFER_CUDA_WHY:-unknown}" ;;
 	opencl) echo "${WAFER_OPENCL_WHY:-unknown}" ;;
 	levelzero) echo "${WAFER_LEVELZERO_WHY:-unknown}" ;;
+	dlpack) echo "${WAFER_DLPACK_WHY:-unknown}" ;;
 	esac
 }
 

@@ -72,7 +72,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..34"
+echo "1..37"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -170,6 +170,16 @@ suite channels FAKECUDA_DELAY_US=20
 suite memory_oom
 suite memory_oom FAKECUDA_NO_VMM=1
 suite memory_oom FAKECUDA_MEMORY=3000000000
+# DLPack exchange (kDLCUDA), built only with DLPack's header: else the
+# three points are skips with configure's reason.
+for args in dlpack "dlpack FAKECUDA_DELAY_US=20" dlpack_versioned; do
+	set -- $args
+	if [ -x "$T_BUILDDIR/$1" ]; then
+		suite "$@"
+	else
+		skip "t/$args on cuda (stand-in)" "not built here (${WAFER_DLPACK_WHY:-DLPack not configured})"
+	fi
+done
 
 # wafer-replay on the device's real storage (--storage), the stand-in's.
 replay() {

@@ -2249,6 +2249,311 @@ static void test_programs_without_nvrtc(void)
 	plugin->shutdown(state);
 }
 
+/*===----------------------------------------------------------------------===
+ * Interop: native pointers and streams out, the caller's in
+ *===----------------------------------------------------------------------===*/
+
+/* The driver the plugin runs on (the stand-in, or libcuda.so.1 with
+ * --real), for the test's own calls through |cu|. */
+static void *driver_so;
+
+static struct wafer_native_buffer cuda_pointer(fc_ptr address, size_t size)
+{
+	return (struct wafer_native_buffer){
+		.struct_size = sizeof(struct wafer_native_buffer),
+		.kind = WAFER_NATIVE_CUDA_POINTER,
+		.address = address,
+		.size = size,
+	};
+}
+
+/* |n| bytes at device address |p| as the driver reads them on |stream|. */
+static int driver_read(void *stream, fc_ptr p, void *dst, size_t n)
+{
+	return cu.cuMemcpyDtoHAsync(dst, p, n, stream) ||
+	       cu.cuStreamSynchronize(stream);
+}
+
+static int driver_write(void *stream, fc_ptr p, const void *src, size_t n)
+{
+	return cu.cuMemcpyHtoDAsync(p, src, n, stream) ||
+	       cu.cuStreamSynchronize(stream);
+}
+
+static void test_native_out(void *device, void *queue, void *stream,
+			    size_t g)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	const size_t n = 4096;
+	unsigned char *a = bytes(n), *got = bytes(n);
+	wafer_resource r = alloc_or_die(device, n);
+	struct wafer_native_buffer nb = {.struct_size = sizeof nb};
+
+	pattern(a, n, 31);
+	st->copy_in(device, queue, r, 0, a, n);
+	sync_queue(device, queue);
+	status_is(st->native(device, r, 256, &nb), WAFER_OK,
+		  "native of an allocation, 256 bytes in");
+	ok(nb.kind == WAFER_NATIVE_CUDA_POINTER && nb.address == r + 256 &&
+		   nb.context != NULL && nb.device_ordinal == 0,
+	   "  ... a CUDA pointer, the resource + 256, the primary context, "
+	   "device 0");
+	memset(got, 0, n);
+	ok(driver_read(stream, nb.address, got, n - 256) == 0 &&
+		   memcmp(got, a + 256, n - 256) == 0,
+	   "  ... the driver reads copy_in's bytes there");
+	st->free(device, r);
+
+	if (!g)
+		return;
+	wafer_resource range = 0;
+	if (st->vm_reserve(device, 4 * g, &range) != WAFER_OK ||
+	    st->vm_map(device, range, g, g) != WAFER_OK) {
+		ok(0, "vm_reserve and vm_map for native: %s", last_error);
+		return;
+	}
+	st->copy_in(device, queue, range, g + 64, a, n);
+	sync_queue(device, queue);
+	status_is(st->native(device, range, g + 64, &nb), WAFER_OK,
+		  "native of a mapped page of a vm range");
+	ok(nb.address == range + g + 64, "  ... a pointer into the range");
+	ok(driver_read(stream, nb.address, got, n) == 0 &&
+		   memcmp(got, a, n) == 0,
+	   "  ... the driver reads the bytes there");
+	status_is(st->native(device, range, 2 * g, &nb),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "native of an unmapped page is refused");
+	like(last_error, "not mapped", "  ... saying it is not mapped");
+	st->vm_release(device, range);
+	free(a);
+	free(got);
+}
+
+static void test_import(void *device, void *queue, void *stream)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	const size_t n = 4096;
+	unsigned char *a = bytes(n), *b = bytes(n), *got = bytes(n);
+	fc_ptr p = 0;
+	wafer_resource r = 0;
+	struct wafer_native_buffer nb;
+	struct fakecuda_stats s0, s1;
+
+	if (cu.cuMemAlloc(&p, n) != FAKECUDA_SUCCESS) {
+		ok(0, "the test's cuMemAlloc");
+		return;
+	}
+	pattern(a, n, 41);
+	driver_write(stream, p, a, n);
+	nb = cuda_pointer(p, n);
+	status_is(st->import(device, &nb, &r), WAFER_OK,
+		  "import of the test's cuMemAlloc pointer");
+	ok(r == p, "  ... the resource is the pointer");
+	memset(got, 0, n);
+	st->copy_out(device, queue, r, 0, got, n);
+	sync_queue(device, queue);
+	ok(memcmp(got, a, n) == 0, "  ... copy_out reads the driver's bytes");
+	pattern(b, n, 42);
+	st->copy_in(device, queue, r, 512, b, 1024);
+	sync_queue(device, queue);
+	driver_read(stream, p, got, n);
+	ok(memcmp(got + 512, b, 1024) == 0 && memcmp(got, a, 512) == 0,
+	   "  ... copy_in writes where the driver reads");
+	struct wafer_binding bind = binding(r, 1024, 1024);
+	status_is(launch(device, queue, WAFER_KERNEL_FILL, WAFER_DTYPE_F32,
+			 &bind, 1, 256, 3.5),
+		  WAFER_OK, "  ... a fill launched on it");
+	sync_queue(device, queue);
+	float f[256];
+	driver_read(stream, p + 1024, f, sizeof f);
+	int filled = 1;
+	for (size_t i = 0; i < 256; i++)
+		filled &= f[i] == 3.5f;
+	ok(filled, "  ... the driver reads the fill's values");
+	s0 = stats();
+	st->forget(device, r);
+	s1 = stats();
+	if (!real)
+		ok(s1.frees == s0.frees, "  ... forget frees nothing");
+	is_int(cu.cuMemFree(p), FAKECUDA_SUCCESS,
+	       "  ... the test's cuMemFree of it after forget succeeds");
+
+	/* Refusals, each naming what is wrong. */
+	unsigned char host[256];
+	nb = cuda_pointer((fc_ptr)(uintptr_t)host, sizeof host);
+	status_is(st->import(device, &nb, &r), WAFER_ERROR_INVALID_ARGUMENT,
+		  "import of a pageable host pointer is refused");
+	like(last_error, "not memory the CUDA driver knows",
+	     "  ... naming it");
+	ok(r == 0, "  ... and the resource is 0");
+	nb = cuda_pointer(0, n);
+	status_is(st->import(device, &nb, &r), WAFER_ERROR_INVALID_ARGUMENT,
+		  "import of address 0 is refused");
+	nb = cuda_pointer(0x10000, 0);
+	status_is(st->import(device, &nb, &r), WAFER_ERROR_INVALID_ARGUMENT,
+		  "import of 0 bytes is refused");
+	nb = cuda_pointer(0x10000, n);
+	nb.kind = WAFER_NATIVE_OPENCL_MEM;
+	status_is(st->import(device, &nb, &r), WAFER_ERROR_INVALID_ARGUMENT,
+		  "import of another kind is refused");
+	like(last_error, "not cuda-pointer", "  ... naming the kind wanted");
+	if (cu.cuMemAlloc(&p, n) == FAKECUDA_SUCCESS) {
+		nb = cuda_pointer(p, (size_t)64 << 20);
+		status_is(st->import(device, &nb, &r),
+			  WAFER_ERROR_INVALID_ARGUMENT,
+			  "import running past the allocation is refused");
+		like(last_error, "last byte", "  ... naming the last byte");
+		nb = cuda_pointer(p, n);
+		nb.context = (void *)&nb;
+		status_is(st->import(device, &nb, &r),
+			  WAFER_ERROR_INVALID_ARGUMENT,
+			  "import naming another context is refused");
+		like(last_error, "primary context", "  ... saying so");
+		cu.cuMemFree(p);
+	}
+	free(a);
+	free(b);
+	free(got);
+}
+
+static void test_queue_wrap(void *device, void *queue, void *stream)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	const struct wafer_server_ops *sv = plugin->server;
+	const size_t n = 1 << 16;
+	unsigned char *a = bytes(n), *got = bytes(n);
+	struct wafer_native_queue nq = {.struct_size = sizeof nq};
+	void *wq = NULL, *timer = NULL;
+	uint64_t ns = 0;
+	fc_ptr p = 0;
+
+	status_is(sv->queue_native(device, queue, &nq), WAFER_OK,
+		  "queue_native of the plugin's own queue");
+	ok(nq.kind == WAFER_NATIVE_CUDA_POINTER && nq.queue && nq.context,
+	   "  ... a stream and a context");
+	is_int(cu.cuStreamSynchronize(nq.queue), FAKECUDA_SUCCESS,
+	       "  ... a stream the driver synchronises");
+
+	status_is(sv->queue_wrap(device, stream, &wq), WAFER_OK,
+		  "queue_wrap of the test's stream");
+	if (!wq)
+		return;
+	status_is(sv->queue_native(device, wq, &nq), WAFER_OK,
+		  "  ... queue_native of it");
+	ok(nq.queue == stream, "  ... is the test's stream");
+	/* The caller's work, then wafer's on the same stream: in order. */
+	pattern(a, n, 51);
+	wafer_resource r = alloc_or_die(device, n);
+	cu.cuMemAlloc(&p, n);
+	cu.cuMemcpyHtoDAsync(p, a, n, stream);
+	status_is(st->copy(device, wq, r, 0, (wafer_resource)p, 0, n),
+		  WAFER_OK, "  ... a copy after the caller's upload");
+	st->copy_out(device, wq, r, 0, got, n);
+	status_is(sv->timer_begin(device, wq, &timer), WAFER_OK,
+		  "  ... a timer on it");
+	struct wafer_binding bind = binding(r, 0, 1024);
+	launch(device, wq, WAFER_KERNEL_FILL, WAFER_DTYPE_F32, &bind, 1, 256,
+	       -2.0);
+	if (timer)
+		status_is(sv->timer_end(device, wq, timer, &ns), WAFER_OK,
+			  "  ... timer_end (%" PRIu64 " ns)", ns);
+	wafer_resource t = 0;
+	status_is(st->alloc_async(device, wq, n, &t), WAFER_OK,
+		  "  ... alloc_async on it");
+	st->copy(device, wq, t, 0, r, 0, n);
+	st->copy_out(device, wq, t, 0, a, 1024);
+	st->free_async(device, wq, t);
+	status_is(sync_queue(device, wq), WAFER_OK, "  ... sync");
+	float f[256];
+	memcpy(f, a, sizeof f);
+	int filled = 1;
+	for (size_t i = 0; i < 256; i++)
+		filled &= f[i] == -2.0f;
+	ok(filled, "  ... the work ran in order (fill, copy, download)");
+	unsigned char *want = bytes(n);
+	pattern(want, n, 51);
+	ok(memcmp(got, want, n) == 0,
+	   "  ... the copy read the caller's bytes, written before it");
+	struct fakecuda_stats s0 = stats();
+	sv->queue_destroy(device, wq);
+	if (!real)
+		is_int((long long)stats().streams_live,
+		       (long long)s0.streams_live,
+		       "queue_destroy leaves the caller's stream alive");
+	is_int(cu.cuMemcpyHtoDAsync(p, want, n, stream), FAKECUDA_SUCCESS,
+	       "  ... it takes the caller's work");
+	is_int(cu.cuStreamSynchronize(stream), FAKECUDA_SUCCESS,
+	       "  ... and synchronises");
+	cu.cuMemFree(p);
+	st->free(device, r);
+	free(want);
+	free(a);
+	free(got);
+}
+
+/* Another device's memory and stream (the stand-in's second GPU). */
+static void test_interop_other_device(void *device, void *ctx0)
+{
+	void *ctx1 = NULL, *s1 = NULL, *wq = NULL;
+	fc_ptr p = 0;
+	wafer_resource r = 0;
+	struct wafer_native_buffer nb;
+
+	setenv("FAKECUDA_DEVICES", "2", 1);
+	if (cu.cuDevicePrimaryCtxRetain(&ctx1, 1) != FAKECUDA_SUCCESS ||
+	    cu.cuCtxSetCurrent(ctx1) != FAKECUDA_SUCCESS ||
+	    cu.cuMemAlloc(&p, 4096) != FAKECUDA_SUCCESS ||
+	    cu.cuStreamCreate(&s1, 0) != FAKECUDA_SUCCESS) {
+		ok(0, "the stand-in's second device");
+		unsetenv("FAKECUDA_DEVICES");
+		return;
+	}
+	nb = cuda_pointer(p, 4096);
+	status_is(plugin->storage->import(device, &nb, &r),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "import of another device's pointer is refused");
+	like(last_error, "memory of CUDA device 1, not of cuda:0",
+	     "  ... naming both devices");
+	status_is(plugin->server->queue_wrap(device, s1, &wq),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "queue_wrap of another context's stream is refused");
+	like(last_error, "belongs to context", "  ... naming its context");
+	ok(wq == NULL, "  ... and no queue comes back");
+	cu.cuCtxSetCurrent(ctx1);
+	cu.cuStreamDestroy(s1);
+	cu.cuMemFree(p);
+	cu.cuDevicePrimaryCtxRelease(1);
+	cu.cuCtxSetCurrent(ctx0);
+	unsetenv("FAKECUDA_DEVICES");
+}
+
+static void test_interop(void *device, void *queue, size_t g)
+{
+	struct wafer_native_buffer nb = {.struct_size = sizeof nb};
+	wafer_resource r = alloc_or_die(device, 256);
+	void *stream = NULL;
+
+	if (!driver_so || !resolve_fake(driver_so)) {
+		ok(0, "the driver's entry points for the interop tests");
+		return;
+	}
+	/* The test's own calls run in the device's primary context. */
+	plugin->storage->native(device, r, 0, &nb);
+	plugin->storage->free(device, r);
+	if (!nb.context || cu.cuCtxSetCurrent(nb.context) != FAKECUDA_SUCCESS ||
+	    cu.cuStreamCreate(&stream, 1) != FAKECUDA_SUCCESS) {
+		ok(0, "the test's stream in the primary context");
+		return;
+	}
+	test_native_out(device, queue, stream, g);
+	test_import(device, queue, stream);
+	test_queue_wrap(device, queue, stream);
+	if (!real)
+		test_interop_other_device(device, nb.context);
+	cu.cuCtxSetCurrent(nb.context);
+	cu.cuStreamDestroy(stream);
+}
+
 static void test_device(void *state)
 {
 	struct wafer_device_info info = {.struct_size = sizeof info};
@@ -2276,6 +2581,7 @@ static void test_device(void *state)
 	test_matmul(device, queue);
 	test_timers(device, queue);
 	test_programs(device, queue);
+	test_interop(device, queue, info.vm_granularity);
 	test_threads(device);
 	plugin->server->queue_destroy(device, queue);
 
@@ -2319,6 +2625,9 @@ int main(int argc, char **argv)
 		}
 		fake_stats = (fakecuda_stats_fn)dlsym(fake, "fakecuda_stats");
 		fake_reset = (fakecuda_reset_fn)dlsym(fake, "fakecuda_reset");
+		driver_so = fake;
+	} else {
+		driver_so = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	}
 
 	so = dlopen(path, RTLD_NOW | RTLD_LOCAL);

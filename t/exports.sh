@@ -31,7 +31,7 @@ exports() {
 		awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u
 }
 
-echo "1..8"
+echo "1..10"
 
 syms=$(exports "$plugin") || syms="(nm failed on $plugin)"
 if [ "$syms" = wafer_plugin_query ]; then
@@ -123,3 +123,14 @@ exports_all 7 "the memory calls" wafer_memory_usage_get wafer_memory_trim \
 # The scope calls of <wafer/wafer.h> (wafer_scope_begin(3)).
 exports_all 8 "the scope calls" wafer_scope_begin wafer_scope_end \
 	wafer_scope_keep
+# <wafer/interop.h> (wafer-interop(7)).
+exports_all 9 "the interop calls" wafer_handle_native wafer_handle_import \
+	wafer_client_native_queue wafer_native_kind_name
+# <wafer/dlpack.h> (wafer_tensor_to_dlpack(3)), built with DLPack only;
+# the _versioned calls only against a DLPack 1.x header, so not checked.
+if [ "${WAFER_HAVE_DLPACK:-no}" = yes ]; then
+	exports_all 10 "the DLPack calls" wafer_tensor_to_dlpack \
+		wafer_tensor_from_dlpack
+else
+	echo "ok 10 # SKIP not built with DLPack: ${WAFER_DLPACK_WHY:-}"
+fi

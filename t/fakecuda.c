@@ -159,6 +159,9 @@ struct region {
 		uint64_t seq;
 	} users[4];
 	struct fake_handle *handle; /* REGION_MAPPED */
+	/* REGION_ALLOC: the context current at the allocation, for
+	 * cuPointerGetAttribute (a mapping's device is its handle's). */
+	struct CUctx_st *ctx;
 	void *block;              /* REGION_ALLOC/PINNED: what to free */
 	uint8_t *written;         /* REGION_ALLOC: see "Written bytes" */
 };
@@ -166,6 +169,7 @@ struct region {
 struct fake_handle {
 	int fd;
 	size_t size;
+	int ordinal; /* the device of cuMemCreate's location */
 	int mappings;
 	int released;
 	uint8_t *written; /* see "Written bytes" */
@@ -2144,6 +2148,7 @@ static CUresult allocate(CUdeviceptr *out, size_t size)
 				       .base = (uintptr_t)p,
 				       .size = rounded,
 				       .block = p,
+				       .ctx = current,
 				       .written = written}) != 0) {
 		free(p);
 		free(written);
@@ -2535,7 +2540,9 @@ static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out,
 	if (r)
 		return r;
 	if (!size || size % granularity() || flags ||
-	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+	    prop->location.id < 0 || prop->location.id >= device_count())
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&L);
 	if (device_bytes + size > memory_limit()) {
@@ -2565,6 +2572,7 @@ static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out,
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	h->size = size;
+	h->ordinal = prop->location.id;
 	*out = (CUmemGenericAllocationHandle)(uintptr_t)h;
 	return CUDA_SUCCESS;
 }
@@ -2693,6 +2701,89 @@ static CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size,
 }
 
 /*===----------------------------------------------------------------------===
+ * Pointer attributes and a stream's context (interop)
+ *===----------------------------------------------------------------------===*/
+
+/* The attributes an importer asks of a pointer: its memory type, device
+ * ordinal and context. Device memory is an allocation (its context is
+ * the one current at cuMemAlloc/cuMemAllocAsync) or an accessible
+ * mapping (no context: the driver answers NULL for virtual memory);
+ * pinned host memory is CU_MEMORYTYPE_HOST; any other address, as for
+ * pageable memory the driver does not know, CUDA_ERROR_INVALID_VALUE. */
+static CUresult fake_cuPointerGetAttribute(void *data,
+					   CUpointer_attribute attribute,
+					   CUdeviceptr ptr)
+{
+	uintptr_t p = (uintptr_t)ptr;
+	CUresult r = CUDA_SUCCESS;
+	struct CUctx_st *ctx = NULL;
+	int ordinal = 0;
+	unsigned type = CU_MEMORYTYPE_DEVICE;
+
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!data)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&L);
+	struct region *a = region_at(REGION_ALLOC, p);
+	struct region *m = region_at(REGION_MAPPED, p);
+	if (a && !a->free_pending) {
+		ctx = a->ctx;
+		ordinal = ctx ? ctx->ordinal : 0;
+	} else if (m && m->accessible) {
+		ordinal = m->handle->ordinal;
+	} else if (region_at(REGION_PINNED, p)) {
+		type = CU_MEMORYTYPE_HOST;
+	} else {
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_unlock(&L);
+	if (r)
+		return r;
+	switch (attribute) {
+	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		*(unsigned *)data = type;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+		*(int *)data = ordinal;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_CONTEXT:
+		*(CUcontext *)data = ctx;
+		return CUDA_SUCCESS;
+	default:
+		fprintf(stderr, "fakecuda: cuPointerGetAttribute(%d): not "
+			"modelled\n", (int)attribute);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+/* The context a stream was created in. The legacy and per-thread
+ * default streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) are not
+ * modelled: CUDA_ERROR_INVALID_HANDLE, with a line on stderr. */
+static CUresult fake_cuStreamGetCtx(CUstream s, CUcontext *out)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	*out = NULL;
+	if ((uintptr_t)s <= (uintptr_t)CU_STREAM_PER_THREAD) {
+		fprintf(stderr, "fakecuda: cuStreamGetCtx(%p): default "
+			"streams are not modelled\n", (void *)s);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	pthread_mutex_lock(&L);
+	int known = 0;
+	for (struct CUstream_st *t = streams; t && !known; t = t->next)
+		known = t == s;
+	pthread_mutex_unlock(&L);
+	if (!known)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (s->dead || !s->ctx->alive || s->ctx->generation != s->generation)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*out = s->ctx;
+	return CUDA_SUCCESS;
+}
+
+/*===----------------------------------------------------------------------===
  * Entry points
  *===----------------------------------------------------------------------===*/
 
@@ -2751,6 +2842,8 @@ static const struct {
 	ENTRY(cuMemMap),
 	ENTRY(cuMemUnmap),
 	ENTRY(cuMemSetAccess),
+	ENTRY(cuPointerGetAttribute),
+	ENTRY(cuStreamGetCtx),
 };
 
 EXPORT CUresult cuDriverGetVersion(int *version);

@@ -1276,6 +1276,251 @@ static void test_threads(void *device)
  *===----------------------------------------------------------------------===*/
 
 /* Runs the storage, kernel, error and timer tests on a fresh instance. */
+/*===----------------------------------------------------------------------===
+ * Interop: USM pointers and command lists out, the caller's in
+ *===----------------------------------------------------------------------===*/
+
+/* The plugin's handle: the test reaches the Level Zero loader it links
+ * through it (the test itself does not link the loader). */
+static void *plugin_so;
+
+static struct {
+	__typeof__(zeMemAllocDevice) *MemAllocDevice;
+	__typeof__(zeMemAllocHost) *MemAllocHost;
+	__typeof__(zeMemFree) *MemFree;
+	__typeof__(zeMemGetAllocProperties) *MemGetAllocProperties;
+	__typeof__(zeCommandListAppendMemoryCopy) *AppendMemoryCopy;
+} ze;
+
+static int resolve_ze(void)
+{
+	static const char *const names[] = {
+		"zeMemAllocDevice", "zeMemAllocHost", "zeMemFree",
+		"zeMemGetAllocProperties", "zeCommandListAppendMemoryCopy",
+	};
+	void **slots = (void **)&ze;
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!(slots[i] = dlsym(plugin_so, names[i]))) {
+			diag("no %s in the loader", names[i]);
+			return 0;
+		}
+	return 1;
+}
+
+static struct wafer_native_buffer usm_pointer(const void *p, size_t size)
+{
+	return (struct wafer_native_buffer){
+		.struct_size = sizeof(struct wafer_native_buffer),
+		.kind = WAFER_NATIVE_LEVELZERO_POINTER,
+		.address = (uint64_t)(uintptr_t)p,
+		.size = size,
+	};
+}
+
+static wafer_status fill_f32(void *device, void *queue, wafer_resource r,
+			     size_t offset, uint64_t count, double value)
+{
+	struct wafer_binding b = binding(r, offset, count * 4);
+	struct wafer_fill_params fp = {.count = count, .value = value};
+
+	return do_launch(device, queue,
+			 find_kernel(device, "fill", WAFER_DTYPE_F32), &b, 1,
+			 &fp, sizeof fp, 0);
+}
+
+static int floats_equal(const void *bytes, size_t count, float want)
+{
+	for (size_t i = 0; i < count; i++) {
+		float f;
+		memcpy(&f, (const char *)bytes + 4 * i, 4);
+		if (f != want)
+			return 0;
+	}
+	return 1;
+}
+
+static void test_native_out(void *device, void *queue, const char *mode,
+			    int ordinal, ze_context_handle_t *out_ctx,
+			    ze_device_handle_t *out_dev)
+{
+	const size_t n = 4096;
+	unsigned char *a = malloc(n), *got = calloc(1, n);
+	wafer_resource r = alloc_or_die(device, n), range = 0;
+	struct wafer_native_buffer nb = {.struct_size = sizeof nb};
+
+	pattern(a, n, 17);
+	st->copy_in(device, queue, r, 0, a, n);
+	sv->sync(device, queue);
+	status_is(st->native(device, r, 64, &nb), WAFER_OK,
+		  "%s: native of an allocation, 64 bytes in", mode);
+	ok(nb.kind == WAFER_NATIVE_LEVELZERO_POINTER && nb.address == r + 64 &&
+		   nb.context && nb.device_ordinal == ordinal,
+	   "%s:   ... a USM pointer, the resource + 64, the context, "
+	   "device %d",
+	   mode, ordinal);
+	ok(fz->read((const void *)(uintptr_t)nb.address, got, n - 64) &&
+		   memcmp(got, a + 64, n - 64) == 0,
+	   "%s:   ... the driver reads copy_in's bytes there", mode);
+	ze_memory_allocation_properties_t props = {
+		.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES};
+	*out_ctx = nb.context;
+	*out_dev = NULL;
+	ze.MemGetAllocProperties(nb.context,
+				 (const void *)(uintptr_t)nb.address, &props,
+				 out_dev);
+	st->free(device, r);
+
+	if (st->vm_reserve(device, 4 * PAGE, &range) != WAFER_OK ||
+	    st->vm_map(device, range, PAGE, PAGE) != WAFER_OK) {
+		ok(0, "%s: vm_reserve and vm_map: %s", mode, last_error);
+		return;
+	}
+	status_is(st->native(device, range, PAGE + 64, &nb), WAFER_OK,
+		  "%s: native of a mapped page of a vm range", mode);
+	ok(nb.address == range + PAGE + 64, "%s:   ... a pointer into it",
+	   mode);
+	status_is(st->native(device, range, 2 * PAGE, &nb),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "%s: native of an unmapped page is refused", mode);
+	like(last_error, "not mapped", "%s:   ... saying so", mode);
+	st->vm_release(device, range);
+	free(a);
+	free(got);
+}
+
+static void test_import(void *device, void *queue, void *other,
+			const char *mode, ze_context_handle_t ctx,
+			ze_device_handle_t dev)
+{
+	const size_t n = 8192;
+	unsigned char *a = malloc(n), *got = calloc(1, n);
+	ze_device_mem_alloc_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
+	ze_host_mem_alloc_desc_t hdesc = {
+		.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC};
+	void *p = NULL, *h = NULL;
+	wafer_resource r = 0;
+	struct wafer_native_buffer nb;
+
+	if (ze.MemAllocDevice(ctx, &desc, n, 64, dev, &p) != ZE_RESULT_SUCCESS) {
+		ok(0, "%s: the test's zeMemAllocDevice", mode);
+		return;
+	}
+	/* The test driver's device memory is host memory. */
+	pattern(a, n, 23);
+	memcpy(p, a, n);
+	nb = usm_pointer(p, n);
+	status_is(st->import(device, &nb, &r), WAFER_OK,
+		  "%s: import of the test's zeMemAllocDevice pointer", mode);
+	ok(r == (wafer_resource)(uintptr_t)p, "%s:   ... the resource is it",
+	   mode);
+	st->copy_out(device, queue, r, 0, got, n);
+	sv->sync(device, queue);
+	ok(memcmp(got, a, n) == 0, "%s:   ... copy_out reads its bytes",
+	   mode);
+	status_is(fill_f32(device, queue, r, 1024, 256, 0.75), WAFER_OK,
+		  "%s:   ... a fill launched on it", mode);
+	sv->sync(device, queue);
+	fz->read((char *)p + 1024, got, 1024);
+	ok(floats_equal(got, 256, 0.75f), "%s:   ... the driver reads the "
+	   "fill's values", mode);
+	st->forget(device, r);
+	ok(ze.MemFree(ctx, p) == ZE_RESULT_SUCCESS,
+	   "%s:   ... forget left it allocated: the test's zeMemFree "
+	   "succeeds",
+	   mode);
+
+	ze.MemAllocHost(ctx, &hdesc, n, 64, &h);
+	nb = usm_pointer(h, n);
+	status_is(st->import(device, &nb, &r), WAFER_ERROR_INVALID_ARGUMENT,
+		  "%s: import of host USM is refused", mode);
+	like(last_error, "is host memory", "%s:   ... naming it", mode);
+	ok(r == 0, "%s:   ... and the resource is 0", mode);
+	ze.MemFree(ctx, h);
+	nb = usm_pointer(a, n);
+	status_is(st->import(device, &nb, &r), WAFER_ERROR_INVALID_ARGUMENT,
+		  "%s: import of pageable memory is refused", mode);
+	like(last_error, "is unknown memory", "%s:   ... naming it", mode);
+	nb.kind = WAFER_NATIVE_CUDA_POINTER;
+	status_is(st->import(device, &nb, &r), WAFER_ERROR_INVALID_ARGUMENT,
+		  "%s: import of another kind is refused", mode);
+	like(last_error, "not levelzero-pointer", "%s:   ... naming the kind",
+	     mode);
+	if (other) {
+		wafer_resource o = alloc_or_die(other, n);
+		struct wafer_native_buffer on = {.struct_size = sizeof on};
+		st->native(other, o, 0, &on);
+		nb = usm_pointer((const void *)(uintptr_t)on.address, n);
+		status_is(st->import(device, &nb, &r),
+			  WAFER_ERROR_INVALID_ARGUMENT,
+			  "%s: import of the other device's memory is refused",
+			  mode);
+		like(last_error, "is memory of device", "%s:   ... naming it",
+		     mode);
+		st->free(other, o);
+	}
+	free(a);
+	free(got);
+}
+
+/* What the caller appends to the queue's list comes after wafer's work,
+ * and wafer's next work after it: the driver runs commands between
+ * barriers in reverse, so a missing barrier shows as stale bytes. */
+static void test_queue_native(void *device, void *queue, const char *mode)
+{
+	const size_t n = 4096;
+	unsigned char *got = calloc(1, n);
+	struct wafer_native_queue nq = {.struct_size = sizeof nq};
+	wafer_resource r = alloc_or_die(device, n), q = alloc_or_die(device, n);
+	void *wq = NULL;
+
+	fill_f32(device, queue, r, 0, n / 4, 5.0);
+	status_is(sv->queue_native(device, queue, &nq), WAFER_OK,
+		  "%s: queue_native", mode);
+	ok(nq.kind == WAFER_NATIVE_LEVELZERO_POINTER && nq.queue &&
+		   nq.context,
+	   "%s:   ... a command list and the context", mode);
+	ok(ze.AppendMemoryCopy(nq.queue, ptr_of(q, 0), ptr_of(r, 0), n, NULL,
+			       0, NULL) == ZE_RESULT_SUCCESS,
+	   "%s:   ... the test appends a copy to it", mode);
+	fill_f32(device, queue, r, 0, n / 4, 6.0);
+	st->copy_out(device, queue, q, 0, got, n);
+	status_is(sv->sync(device, queue), WAFER_OK, "%s:   ... sync", mode);
+	ok(floats_equal(got, n / 4, 5.0f),
+	   "%s:   ... the test's copy ran after wafer's fill and before its "
+	   "next one",
+	   mode);
+	fz->read(ptr_of(r, 0), got, n);
+	ok(floats_equal(got, n / 4, 6.0f), "%s:   ... and that fill ran",
+	   mode);
+	status_is(sv->queue_wrap(device, nq.queue, &wq),
+		  WAFER_ERROR_NOT_SUPPORTED, "%s: queue_wrap is not supported",
+		  mode);
+	like(last_error, "cannot adopt", "%s:   ... saying why", mode);
+	ok(wq == NULL, "%s:   ... and no queue comes back", mode);
+	st->free(device, r);
+	st->free(device, q);
+	free(got);
+}
+
+static void test_interop(void *state, void *device, void *queue,
+			 const char *mode)
+{
+	ze_context_handle_t ctx = NULL;
+	ze_device_handle_t dev = NULL;
+	void *other = NULL;
+
+	if (!resolve_ze())
+		return;
+	plugin->device_open(state, 0, &other);
+	test_native_out(device, queue, mode, 1, &ctx, &dev);
+	test_import(device, queue, other, mode, ctx, dev);
+	test_queue_native(device, queue, mode);
+	if (other)
+		plugin->device_close(other);
+}
+
 static void run_mode(const char *mode, const struct wafer_plugin_option *opts,
 		     size_t nopts, int immediate)
 {
@@ -1326,6 +1571,8 @@ static void run_mode(const char *mode, const struct wafer_plugin_option *opts,
 	no_violations(mode);
 	test_driver_errors(device, queue, immediate);
 	test_timers(device, queue, mode);
+	no_violations(mode);
+	test_interop(state, device, queue, mode);
 	no_violations(mode);
 
 	sv->queue_destroy(device, queue);
@@ -1433,6 +1680,7 @@ int main(void)
 		return exit_status();
 	}
 	so = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+	plugin_so = so;
 	if (!ok(so != NULL, "dlopen %s", plugin_path)) {
 		diag("%s", dlerror());
 		done_testing();

@@ -427,11 +427,45 @@ static void test_loader_direct(void)
 	       0, "full: no virtual memory without a granularity");
 	wafer_loader_unload(p);
 
+	snprintf(path, sizeof path, "%s/full.so", libs_dir);
+	is_status(wafer_loader_load(NULL, path, &p), WAFER_OK, "load full again");
+	ok(p && p->storage.native && p->storage.import && p->storage.forget &&
+		   p->server.queue_native && p->server.queue_wrap,
+	   "full: interop entries (ABI 1.3) kept");
+	wafer_loader_unload(p);
+
+	/* Interop entries come in groups: part of one is none of it. */
+	snprintf(path, sizeof path, "%s/half_interop.so", libs_dir);
+	{
+		char text[8192] = "";
+		struct capture cap;
+		wafer_status st = WAFER_ERROR_INTERNAL;
+
+		p = NULL;
+		if (capture_begin(&cap)) {
+			st = wafer_loader_load(NULL, path, &p);
+			capture_end(&cap, text, sizeof text);
+		}
+		is_status(st, WAFER_OK, "half_interop: loads");
+		ok(p && !p->storage.native && !p->storage.import &&
+			   !p->storage.forget && !p->server.queue_native &&
+			   !p->server.queue_wrap && p->storage.copy,
+		   "half_interop: both partial interop groups dropped, the "
+		   "rest kept");
+		like(text, "storage interop entries come together; it has "
+		     "native import but not forget",
+		     "half_interop: a warning names the storage entries");
+		like(text, "it has queue_wrap but not queue_native",
+		     "half_interop: and the server entries");
+		wafer_loader_unload(p);
+	}
+
 	snprintf(path, sizeof path, "%s/old_minor.so", libs_dir);
 	is_status(wafer_loader_load(NULL, path, &p), WAFER_OK,
 		  "old minor tables load");
 	ok(p && !p->storage.alloc_async && !p->storage.vm_reserve &&
-		   !p->storage.host_alloc && !p->server.timer_begin,
+		   !p->storage.host_alloc && !p->server.timer_begin &&
+		   !p->storage.native && !p->server.queue_native,
 	   "old minor: entries past struct_size read as NULL");
 	ok(p && p->storage.struct_size == sizeof p->storage &&
 		   p->plugin->storage->copy && p->plugin->server->sync,

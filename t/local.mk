@@ -90,7 +90,8 @@ check_LTLIBRARIES += t/plugins/good.la t/plugins/full.la \
 	t/plugins/old_minor.la t/plugins/abi_major.la t/plugins/no_symbol.la \
 	t/plugins/init_fails.la t/plugins/no_devices.la \
 	t/plugins/missing_required.la t/plugins/null_query.la \
-	t/plugins/old_struct.la t/plugins/unresolved.la t/plugins/faulty.la
+	t/plugins/old_struct.la t/plugins/unresolved.la t/plugins/faulty.la \
+	t/plugins/half_interop.la
 t_plugins_good_la_SOURCES = t/plugins/good.c $(T_PLUGIN_COMMON)
 t_plugins_good_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_full_la_SOURCES = t/plugins/full.c $(T_PLUGIN_COMMON)
@@ -107,6 +108,8 @@ t_plugins_missing_required_la_SOURCES = t/plugins/missing_required.c $(T_PLUGIN_
 t_plugins_missing_required_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_old_struct_la_SOURCES = t/plugins/old_struct.c $(T_PLUGIN_COMMON)
 t_plugins_old_struct_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
+t_plugins_half_interop_la_SOURCES = t/plugins/half_interop.c $(T_PLUGIN_COMMON)
+t_plugins_half_interop_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_null_query_la_SOURCES = t/plugins/null_query.c
 t_plugins_null_query_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 # No version script: it would hide the near-miss symbol this one exports.
@@ -190,9 +193,10 @@ EXTRA_DIST += t/configured.sh
 AM_TESTS_ENVIRONMENT += \
 	WAFER_HAVE_CUDA='$(WAFER_HAVE_CUDA)' WAFER_CUDA_WHY='$(WAFER_CUDA_WHY)' \
 	WAFER_HAVE_OPENCL='$(WAFER_HAVE_OPENCL)' WAFER_OPENCL_WHY='$(WAFER_OPENCL_WHY)' \
-	WAFER_HAVE_LEVELZERO='$(WAFER_HAVE_LEVELZERO)' WAFER_LEVELZERO_WHY='$(WAFER_LEVELZERO_WHY)'; \
+	WAFER_HAVE_LEVELZERO='$(WAFER_HAVE_LEVELZERO)' WAFER_LEVELZERO_WHY='$(WAFER_LEVELZERO_WHY)' \
+	WAFER_HAVE_DLPACK='$(WAFER_HAVE_DLPACK)' WAFER_DLPACK_WHY='$(WAFER_DLPACK_WHY)'; \
 	export WAFER_HAVE_CUDA WAFER_CUDA_WHY WAFER_HAVE_OPENCL WAFER_OPENCL_WHY \
-	WAFER_HAVE_LEVELZERO WAFER_LEVELZERO_WHY;
+	WAFER_HAVE_LEVELZERO WAFER_LEVELZERO_WHY WAFER_HAVE_DLPACK WAFER_DLPACK_WHY;
 
 # Symbols the built libraries export.
 TESTS += t/exports.sh
@@ -227,6 +231,12 @@ clean-local-t:
 check_PROGRAMS += t/ops
 TESTS += t/ops
 t_ops_LDADD = libwafer.la -lm
+
+# Native handles out and in (interop.h), on every channel; its "not
+# supported" points use the good test plugin.
+check_PROGRAMS += t/interop
+TESTS += t/interop
+t_interop_LDADD = libwafer.la
 
 # The copy semantics and donation rules of ops.h, on every channel.
 check_PROGRAMS += t/donation
@@ -458,7 +468,25 @@ t_client_open_errors_LDADD = $(T_CORE_LIBS)
 # plugin (or its test driver) whatever WAFER_BACKEND says.
 BACKEND_NEUTRAL_TESTS = t/client t/channels t/stress t/ops t/donation \
 	t/replay-backend.sh t/tensor t/ops_wrappers t/api_errors t/autotune_errors \
-	t/programs t/memory_trace t/memory_snapshot t/scope t/memory_oom
+	t/programs t/memory_trace t/memory_snapshot t/scope t/memory_oom \
+	t/interop
+# Backend-neutral: DLPack exchange (include/wafer/dlpack.h), when configure
+# found DLPack (else t/configured.sh reports it skipped).
+if WAFER_DLPACK
+check_PROGRAMS += t/dlpack
+TESTS += t/dlpack
+t_dlpack_LDADD = libwafer.la
+BACKEND_NEUTRAL_TESTS += t/dlpack
+# The DLPack 1.x calls: core/dlpack.c compiled again against t/dlpack-v1/
+# (the installed header plus 1.0's additions), ahead of the library's.
+check_PROGRAMS += t/dlpack_versioned
+TESTS += t/dlpack_versioned
+t_dlpack_versioned_SOURCES = t/dlpack_versioned.c core/dlpack.c
+t_dlpack_versioned_CPPFLAGS = -I$(top_srcdir)/t/dlpack-v1 $(AM_CPPFLAGS)
+t_dlpack_versioned_LDADD = $(T_CORE_LIBS)
+BACKEND_NEUTRAL_TESTS += t/dlpack_versioned
+endif
+EXTRA_DIST += t/dlpack-v1/dlpack/dlpack.h
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
 	cuda:t/cuda_plugin cuda:t/cuda.sh \
@@ -467,6 +495,14 @@ BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	levelzero:t/levelzero_spirv.sh levelzero:t/levelzero_kernels_cl \
 	levelzero:t/levelzero_model levelzero:t/levelzero_ops.sh \
 	levelzero:t/levelzero_programs.sh
+# t/dlpack on the Level Zero test driver, when both are built.
+if WAFER_DLPACK
+if WAFER_LEVELZERO
+TESTS += t/levelzero_dlpack.sh
+BACKEND_OWN_TESTS += levelzero:t/levelzero_dlpack.sh
+endif
+endif
+EXTRA_DIST += t/levelzero_dlpack.sh
 print-test-classes:
 	@echo "neutral $(BACKEND_NEUTRAL_TESTS)"
 	@echo "own $(BACKEND_OWN_TESTS)"

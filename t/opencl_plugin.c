@@ -15,6 +15,8 @@
  * path are in opencl_cache.c. */
 #include "build-config.h"
 
+#include <dlfcn.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -1520,6 +1522,352 @@ static void test_programs(void)
 	ok(bad == NULL, "programs: no program from a failed build");
 }
 
+/*===----------------------------------------------------------------------===
+ * Interop: cl_mem and cl_command_queue out, the caller's in
+ *===----------------------------------------------------------------------===*/
+
+/* The OpenCL calls the test makes itself, from the ICD loader the plugin
+ * links (as opencl_devices_present does), with the types spelled out;
+ * and the numbers of <CL/cl.h> they use. */
+static struct {
+	void *(*CreateBuffer)(void *, uint64_t, size_t, void *, int32_t *);
+	int32_t (*ReleaseMemObject)(void *);
+	int32_t (*GetMemObjectInfo)(void *, uint32_t, size_t, void *,
+				    size_t *);
+	void *(*CreateCommandQueue)(void *, void *, uint64_t, int32_t *);
+	int32_t (*ReleaseCommandQueue)(void *);
+	int32_t (*GetCommandQueueInfo)(void *, uint32_t, size_t, void *,
+				       size_t *);
+	void *(*CreateContext)(const intptr_t *, uint32_t, void *const *,
+			       void *, void *, int32_t *);
+	int32_t (*ReleaseContext)(void *);
+	int32_t (*EnqueueReadBuffer)(void *, void *, uint32_t, size_t, size_t,
+				     void *, uint32_t, const void *, void *);
+	int32_t (*EnqueueWriteBuffer)(void *, void *, uint32_t, size_t, size_t,
+				      const void *, uint32_t, const void *,
+				      void *);
+	int32_t (*Finish)(void *);
+} cl;
+
+enum {
+	CL_MEM_READ_WRITE_ = 1,
+	CL_TRUE_ = 1,
+	CL_FALSE_ = 0,
+	CL_MEM_REFERENCE_COUNT_ = 0x1105,
+	CL_QUEUE_DEVICE_ = 0x1091,
+	CL_QUEUE_REFERENCE_COUNT_ = 0x1092,
+	CL_QUEUE_OUT_OF_ORDER_ = 1,
+	CL_QUEUE_PROFILING_ = 2,
+};
+
+static int resolve_cl(void)
+{
+	static const char *const names[] = {
+		"clCreateBuffer",        "clReleaseMemObject",
+		"clGetMemObjectInfo",    "clCreateCommandQueue",
+		"clReleaseCommandQueue", "clGetCommandQueueInfo",
+		"clCreateContext",       "clReleaseContext",
+		"clEnqueueReadBuffer",   "clEnqueueWriteBuffer",
+		"clFinish",
+	};
+	void **slots = (void **)&cl;
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!(slots[i] = dlsym(plugin_so, names[i]))) {
+			diag("no %s in the ICD loader", names[i]);
+			return 0;
+		}
+	return 1;
+}
+
+static uint32_t mem_refs(void *mem)
+{
+	uint32_t refs = 0;
+	cl.GetMemObjectInfo(mem, CL_MEM_REFERENCE_COUNT_, sizeof refs, &refs,
+			    NULL);
+	return refs;
+}
+
+static uint32_t queue_refs(void *q)
+{
+	uint32_t refs = 0;
+	cl.GetCommandQueueInfo(q, CL_QUEUE_REFERENCE_COUNT_, sizeof refs,
+			       &refs, NULL);
+	return refs;
+}
+
+static struct wafer_native_buffer opencl_mem(void *mem, size_t offset,
+					     size_t size)
+{
+	return (struct wafer_native_buffer){
+		.struct_size = sizeof(struct wafer_native_buffer),
+		.kind = WAFER_NATIVE_OPENCL_MEM,
+		.object = mem,
+		.offset = offset,
+		.size = size,
+	};
+}
+
+/* A fill of |count| floats of |value| at |offset| of |r| on |q|. */
+static wafer_status fill_at(void *q, wafer_resource r, size_t offset,
+			    uint64_t count, double value)
+{
+	struct wafer_binding b = binding(r, offset, count * 4);
+	struct wafer_fill_params p = {.count = count, .value = value};
+
+	return launch_kernel(device, q,
+			     find_kernel(device, "fill", WAFER_DTYPE_F32,
+					 NULL),
+			     &b, 1, &p, sizeof p);
+}
+
+static int all_floats(const unsigned char *bytes, size_t count, float want)
+{
+	for (size_t i = 0; i < count; i++) {
+		float f;
+		memcpy(&f, bytes + 4 * i, 4);
+		if (f != want)
+			return 0;
+	}
+	return 1;
+}
+
+static void test_native_out(void *ctx, void *cq)
+{
+	const size_t n = 4096;
+	unsigned char *a = xmalloc(n), *got = xmalloc(n);
+	wafer_resource r = 0;
+	struct wafer_native_buffer nb = {.struct_size = sizeof nb};
+
+	for (size_t i = 0; i < n; i++)
+		a[i] = (unsigned char)(i * 13 + 5);
+	plugin->storage->alloc(device, n, &r);
+	plugin->storage->copy_in(device, queue, r, 0, a, n);
+	plugin->server->sync(device, queue);
+	status_is(plugin->storage->native(device, r, 128, &nb), WAFER_OK,
+		  "native of an allocation, 128 bytes in");
+	ok(nb.kind == WAFER_NATIVE_OPENCL_MEM &&
+		   nb.object == (void *)(uintptr_t)r && nb.offset == 128 &&
+		   nb.context == ctx,
+	   "  ... its cl_mem, offset 128 and the device's cl_context");
+	memset(got, 0, n);
+	ok(cl.EnqueueReadBuffer(cq, nb.object, CL_TRUE_, nb.offset, n - 128,
+				got, 0, NULL, NULL) == 0 &&
+		   memcmp(got, a + 128, n - 128) == 0,
+	   "  ... clEnqueueReadBuffer reads copy_in's bytes there");
+	plugin->storage->free(device, r);
+	free(a);
+	free(got);
+}
+
+static void test_import(void *ctx, void *cq, void *other_ctx)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	const size_t n = 8192;
+	unsigned char *a = xmalloc(n), *got = xmalloc(n);
+	wafer_resource r = 0;
+	struct wafer_native_buffer nb;
+	int32_t err = 0;
+	void *m = cl.CreateBuffer(ctx, CL_MEM_READ_WRITE_, n, NULL, &err);
+
+	if (!ok(m != NULL, "the test's clCreateBuffer (%d)", (int)err))
+		return;
+	for (size_t i = 0; i < n; i++)
+		a[i] = (unsigned char)(i * 7 + 1);
+	cl.EnqueueWriteBuffer(cq, m, CL_TRUE_, 0, n, a, 0, NULL, NULL);
+	nb = opencl_mem(m, 0, n);
+	status_is(st->import(device, &nb, &r), WAFER_OK,
+		  "import of the test's cl_mem");
+	ok(r == (wafer_resource)(uintptr_t)m, "  ... the resource is it");
+	is_int(mem_refs(m), 2, "  ... retained");
+	memset(got, 0, n);
+	st->copy_out(device, queue, r, 0, got, n);
+	plugin->server->sync(device, queue);
+	ok(memcmp(got, a, n) == 0, "  ... copy_out reads the test's bytes");
+	status_is(fill_at(queue, r, 1024, 256, 1.25), WAFER_OK,
+		  "  ... a fill launched on it");
+	plugin->server->sync(device, queue);
+	cl.EnqueueReadBuffer(cq, m, CL_TRUE_, 0, n, got, 0, NULL, NULL);
+	ok(all_floats(got + 1024, 256, 1.25f) && memcmp(got, a, 1024) == 0,
+	   "  ... clEnqueueReadBuffer reads the fill's values");
+	st->forget(device, r);
+	is_int(mem_refs(m), 1, "  ... forget releases its reference only");
+	ok(cl.EnqueueReadBuffer(cq, m, CL_TRUE_, 0, 64, got, 0, NULL, NULL) ==
+		   0,
+	   "  ... and the test's cl_mem is still valid");
+
+	/* At an offset: a sub-buffer from there, where the device allows. */
+	nb = opencl_mem(m, align, n - align);
+	status_is(st->import(device, &nb, &r), WAFER_OK,
+		  "import at offset %zu (the device's alignment)", align);
+	ok(r && r != (wafer_resource)(uintptr_t)m, "  ... a sub-buffer");
+	memset(a, 0x3c, 64);
+	st->copy_in(device, queue, r, 0, a, 64);
+	plugin->server->sync(device, queue);
+	cl.EnqueueReadBuffer(cq, m, CL_TRUE_, align, 64, got, 0, NULL, NULL);
+	ok(memcmp(got, a, 64) == 0, "  ... its byte 0 is the cl_mem's byte "
+	   "%zu", align);
+	st->forget(device, r);
+	is_int(mem_refs(m), 1, "  ... forget releases the sub-buffer");
+
+	nb = opencl_mem(m, 4, 64);
+	r = 1;
+	status_is(st->import(device, &nb, &r), WAFER_ERROR_INVALID_ARGUMENT,
+		  "import at a misaligned offset (4) is refused");
+	like(last_error, "clCreateSubBuffer", "  ... naming the sub-buffer");
+	ok(r == 0, "  ... and the resource is 0");
+	nb = opencl_mem(m, 0, n + 1);
+	status_is(st->import(device, &nb, &r), WAFER_ERROR_INVALID_ARGUMENT,
+		  "import past the end of the cl_mem is refused");
+	like(last_error, "run past the end", "  ... saying so");
+	nb = opencl_mem(m, 0, n);
+	nb.kind = WAFER_NATIVE_CUDA_POINTER;
+	status_is(st->import(device, &nb, &r), WAFER_ERROR_INVALID_ARGUMENT,
+		  "import of another kind is refused");
+	like(last_error, "not opencl-mem", "  ... naming the kind wanted");
+	is_int(mem_refs(m), 1, "  ... none of them kept a reference");
+	cl.ReleaseMemObject(m);
+
+	void *o = other_ctx ? cl.CreateBuffer(other_ctx, CL_MEM_READ_WRITE_, n,
+					      NULL, &err)
+			    : NULL;
+	if (o) {
+		nb = opencl_mem(o, 0, n);
+		status_is(st->import(device, &nb, &r),
+			  WAFER_ERROR_INVALID_ARGUMENT,
+			  "import of another context's cl_mem is refused");
+		like(last_error, "belongs to cl_context", "  ... naming it");
+		is_int(mem_refs(o), 1, "  ... not retained");
+		cl.ReleaseMemObject(o);
+	} else {
+		ok(0, "a cl_mem of a second context (%d)", (int)err);
+	}
+	free(a);
+	free(got);
+}
+
+static void test_queue_wrap(void *ctx, void *dev_id, void *other_ctx)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	const struct wafer_server_ops *sv = plugin->server;
+	const size_t n = 4096;
+	unsigned char *a = xmalloc(n), *got = xmalloc(n);
+	struct wafer_native_queue nq = {.struct_size = sizeof nq};
+	void *wq = NULL, *timer = NULL;
+	uint64_t ns = 0;
+	int32_t err = 0;
+	wafer_resource r = 0;
+	void *cq = cl.CreateCommandQueue(ctx, dev_id, CL_QUEUE_PROFILING_, &err);
+	void *m = cl.CreateBuffer(ctx, CL_MEM_READ_WRITE_, n, NULL, &err);
+
+	if (!ok(cq && m, "the test's queue and buffer"))
+		return;
+	status_is(sv->queue_wrap(device, cq, &wq), WAFER_OK,
+		  "queue_wrap of the test's profiling queue");
+	if (!wq)
+		return;
+	is_int(queue_refs(cq), 2, "  ... retained");
+	sv->queue_native(device, wq, &nq);
+	ok(nq.queue == cq && nq.context == ctx, "  ... queue_native is it");
+	/* The caller's write, then wafer's copy, on the same queue. */
+	for (size_t i = 0; i < n; i++)
+		a[i] = (unsigned char)(i * 3 + 11);
+	st->alloc(device, n, &r);
+	cl.EnqueueWriteBuffer(cq, m, CL_FALSE_, 0, n, a, 0, NULL, NULL);
+	st->copy(device, wq, r, 0, (wafer_resource)(uintptr_t)m, 0, n);
+	st->copy_out(device, wq, r, 0, got, n);
+	status_is(sv->timer_begin(device, wq, &timer), WAFER_OK,
+		  "  ... a timer on it");
+	fill_at(wq, r, 0, 64, 9.0);
+	if (timer)
+		status_is(sv->timer_end(device, wq, timer, &ns), WAFER_OK,
+			  "  ... timer_end (%" PRIu64 " ns)", ns);
+	status_is(sv->sync(device, wq), WAFER_OK, "  ... sync");
+	ok(memcmp(got, a, n) == 0, "  ... wafer's copy came after the "
+	   "caller's write");
+	st->copy_out(device, wq, r, 0, got, 256);
+	sv->sync(device, wq);
+	ok(all_floats(got, 64, 9.0f), "  ... and the fill ran on it");
+	sv->queue_destroy(device, wq);
+	/* Not its reference count: the ICD (PoCL) holds references of its
+	 * own while commands are being retired. */
+	ok(cl.EnqueueReadBuffer(cq, m, CL_TRUE_, 0, n, got, 0, NULL, NULL) ==
+		   0 && cl.Finish(cq) == 0 && memcmp(got, a, n) == 0,
+	   "queue_destroy leaves the test's queue working");
+	st->free(device, r);
+	cl.ReleaseCommandQueue(cq);
+
+	/* Without profiling: everything but timers. */
+	cq = cl.CreateCommandQueue(ctx, dev_id, 0, &err);
+	wq = NULL;
+	if (cq && sv->queue_wrap(device, cq, &wq) == WAFER_OK) {
+		timer = NULL;
+		status_is(sv->timer_begin(device, wq, &timer),
+			  WAFER_ERROR_NOT_SUPPORTED,
+			  "timer_begin on a wrapped queue without profiling "
+			  "is refused");
+		like(last_error, "CL_QUEUE_PROFILING_ENABLE", "  ... saying why");
+		sv->queue_destroy(device, wq);
+	} else {
+		ok(0, "queue_wrap of a queue without profiling: %s",
+		   last_error);
+	}
+	if (cq)
+		cl.ReleaseCommandQueue(cq);
+
+	cq = cl.CreateCommandQueue(ctx, dev_id, CL_QUEUE_OUT_OF_ORDER_, &err);
+	if (cq) {
+		wq = NULL;
+		status_is(sv->queue_wrap(device, cq, &wq),
+			  WAFER_ERROR_INVALID_ARGUMENT,
+			  "queue_wrap of an out-of-order queue is refused");
+		like(last_error, "out of order", "  ... saying why");
+		is_int(queue_refs(cq), 1, "  ... not retained");
+		cl.ReleaseCommandQueue(cq);
+	} else {
+		diag("no out-of-order queue on this device (%d)", (int)err);
+	}
+
+	cq = other_ctx ? cl.CreateCommandQueue(other_ctx, dev_id, 0, &err)
+		       : NULL;
+	if (cq) {
+		wq = NULL;
+		status_is(sv->queue_wrap(device, cq, &wq),
+			  WAFER_ERROR_INVALID_ARGUMENT,
+			  "queue_wrap of another context's queue is refused");
+		like(last_error, "not", "  ... naming the contexts");
+		ok(wq == NULL, "  ... and no queue comes back");
+		cl.ReleaseCommandQueue(cq);
+	} else {
+		ok(0, "a queue of a second context (%d)", (int)err);
+	}
+	cl.ReleaseMemObject(m);
+	free(a);
+	free(got);
+}
+
+static void test_interop(void)
+{
+	struct wafer_native_queue nq = {.struct_size = sizeof nq};
+	void *dev_id = NULL, *other_ctx = NULL;
+	int32_t err = 0;
+
+	if (!resolve_cl())
+		return;
+	status_is(plugin->server->queue_native(device, queue, &nq), WAFER_OK,
+		  "queue_native of the plugin's queue");
+	ok(nq.kind == WAFER_NATIVE_OPENCL_MEM && nq.queue && nq.context,
+	   "  ... a cl_command_queue and its cl_context");
+	cl.GetCommandQueueInfo(nq.queue, CL_QUEUE_DEVICE_, sizeof dev_id,
+			       &dev_id, NULL);
+	other_ctx = cl.CreateContext(NULL, 1, &dev_id, NULL, NULL, &err);
+	test_native_out(nq.context, nq.queue);
+	test_import(nq.context, nq.queue, other_ctx);
+	test_queue_wrap(nq.context, dev_id, other_ctx);
+	if (other_ctx)
+		cl.ReleaseContext(other_ctx);
+}
+
 int main(void)
 {
 	struct wafer_device_info info = {.struct_size = sizeof info};
@@ -1595,6 +1943,7 @@ int main(void)
 	test_timers();
 	test_threads();
 	test_programs();
+	test_interop();
 
 	plugin->server->queue_destroy(device, queue);
 	plugin->device_close(device);

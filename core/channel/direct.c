@@ -6,6 +6,7 @@
 #include "build-config.h"
 
 #include "core/channel/channel.h"
+#include "core/interop.h"
 
 static wafer_status direct_create(struct wafer_bridge *bridge, void **out_self)
 {
@@ -19,7 +20,12 @@ static void direct_destroy(void *self)
 
 static wafer_status direct_submit(void *self, struct wafer_command *command)
 {
-	return wafer_bridge_run(self, command);
+	struct wafer_bridge *bridge = self;
+	wafer_status status = wafer_bridge_run(bridge, command);
+	/* Released imported memory: its callbacks, after the command. */
+	if (__builtin_expect(bridge->released != NULL, 0))
+		wafer_foreign_notify(wafer_bridge_take_released(bridge));
+	return status;
 }
 
 static wafer_status direct_execute(void *self,

@@ -4,11 +4,11 @@
  * per client that owns the bridge. Commands that return nothing (execute,
  * write, reserve, release, asynchronous read, trim, timer begin) are copied
  * into a node, pushed, and the call returns at once; commands that return
- * something (read, sync, usage, timer end) push a node with a waiter and
- * block until the runner has run it. The one exception is back-pressure:
- * with MPSC_QUEUE_MAX recycled nodes queued or running, a producer waits
- * for the runner to hand some back, as a driver's launch call blocks when
- * its launch queue is full.
+ * something (read, sync, usage, timer end, the interop commands) push a
+ * node with a waiter and block until the runner has run it. The one
+ * exception is back-pressure: with MPSC_QUEUE_MAX recycled nodes queued
+ * or running, a producer waits for the runner to hand some back, as a
+ * driver's launch call blocks when its launch queue is full.
  *
  * The queue is an intrusive multi-producer single-consumer list: a push is
  * one atomic exchange and one store, and the runner pops without any lock,
@@ -53,6 +53,7 @@
 
 #include "core/channel/channel.h"
 #include "core/error.h"
+#include "core/interop.h"
 
 /* Uploads up to this size are copied into the node and return at once;
  * larger ones wait for the runner instead of doubling their memory. */
@@ -532,6 +533,21 @@ static void run_node(struct mpsc_channel *ch, struct mpsc_node *node)
 	complete(waiter, status, status ? wafer_error_detail() : "");
 }
 
+/* Released imported memory: its callbacks run here, on the runner, which
+ * owns the bridge as in the out-of-memory handler: a release from a
+ * callback runs at once and a call that would wait for the runner is
+ * refused (wafer_bridge_in_oom). */
+static void notify_released(struct mpsc_channel *ch)
+{
+	struct wafer_bridge *outer = wafer_bridge_in_oom;
+	struct wafer_foreign *released;
+
+	wafer_bridge_in_oom = ch->bridge;
+	while ((released = wafer_bridge_take_released(ch->bridge)))
+		wafer_foreign_notify(released);
+	wafer_bridge_in_oom = outer;
+}
+
 /* The queue looked empty: hands back finished nodes, then polls, yields
  * and finally sleeps until a node comes. */
 static struct mpsc_node *runner_idle(struct mpsc_channel *ch)
@@ -610,6 +626,8 @@ static void *runner_main(void *arg)
 			return NULL;
 		}
 		run_node(ch, node);
+		if (__builtin_expect(ch->bridge->released != NULL, 0))
+			notify_released(ch);
 	}
 }
 
@@ -818,6 +836,9 @@ static wafer_status mpsc_submit(void *self, struct wafer_command *command)
 	case WAFER_COMMAND_USAGE:
 	case WAFER_COMMAND_SNAPSHOT:
 	case WAFER_COMMAND_TIMER_END:
+	case WAFER_COMMAND_IMPORT:
+	case WAFER_COMMAND_NATIVE:
+	case WAFER_COMMAND_QUEUE_NATIVE:
 		return push_and_wait(ch, command, 0);
 	case WAFER_COMMAND_WRITE:
 		if (command->write.size > MPSC_COPY_WRITE_MAX)

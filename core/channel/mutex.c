@@ -10,6 +10,7 @@
 
 #include "core/channel/channel.h"
 #include "core/error.h"
+#include "core/interop.h"
 
 struct mutex_channel {
 	pthread_mutex_t lock;
@@ -47,7 +48,12 @@ static wafer_status mutex_submit(void *self, struct wafer_command *command)
 		return wafer_bridge_refuse_in_oom();
 	pthread_mutex_lock(&ch->lock);
 	wafer_status status = wafer_bridge_run(ch->bridge, command);
+	struct wafer_foreign *released = wafer_bridge_take_released(ch->bridge);
 	pthread_mutex_unlock(&ch->lock);
+	/* Released imported memory: its callbacks, without the lock (they
+	 * may call the client). */
+	if (__builtin_expect(released != NULL, 0))
+		wafer_foreign_notify(released);
 	return status;
 }
 

@@ -8,7 +8,8 @@
  * the host services table, filling device_info for a core of any minor
  * version, how far a catalogue parameter block reaches into its bindings,
  * a queue's deferred failure (found after launch returned, reported by
- * the next sync), and a program's kernels and cached binary.
+ * the next sync), the driver-free checks of an interop import, and a
+ * program's kernels and cached binary.
  *
  * Division of work with the core (plugin.h): the core checks kernel
  * identity, binding count, parameter-block size, binding alignment and
@@ -621,6 +622,79 @@ wafer_plugin_deferred_report(struct wafer_plugin_deferred *d,
 	wafer_plugin_deferred_clear(d);
 	return status;
 }
+
+/*===----------------------------------------------------------------------===
+ * Interop: native handles (ABI 1.3)
+ *===----------------------------------------------------------------------===*/
+
+/* The checks at the top of storage.import that need nothing of the
+ * driver: |buffer| is whole (its struct_size reaches device_ordinal), of
+ * the plugin's |kind| (|kind_name| names it: "cuda-pointer"), its size is
+ * not 0, and it names memory (a nonzero address for the pointer kinds, an
+ * object for the others). Sets *out_resource to 0; on a failure
+ * WAFER_ERROR_INVALID_ARGUMENT and "<plugin>: import: <why>". The plugin
+ * then asks its driver whether the memory is its device's. */
+static inline wafer_status
+wafer_plugin_import_check(const struct wafer_host_services *host,
+			  const char *plugin,
+			  const struct wafer_native_buffer *buffer,
+			  wafer_native_kind kind, const char *kind_name,
+			  wafer_resource *out_resource)
+{
+	const size_t whole = offsetof(struct wafer_native_buffer,
+				      device_ordinal) +
+			     sizeof buffer->device_ordinal;
+	const int pointer = kind != WAFER_NATIVE_OPENCL_MEM;
+
+	*out_resource = 0;
+	if (!buffer || buffer->struct_size < whole) {
+		host->set_error("%s: import: the native buffer's struct_size "
+				"%zu is less than %zu",
+				plugin, buffer ? buffer->struct_size : 0,
+				whole);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (buffer->kind != kind) {
+		host->set_error("%s: import: native kind %d, not %s (%d)",
+				plugin, (int)buffer->kind, kind_name,
+				(int)kind);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (buffer->size == 0) {
+		host->set_error("%s: import: a %s of 0 bytes", plugin,
+				kind_name);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (pointer ? buffer->address == 0 : buffer->object == NULL) {
+		host->set_error("%s: import: a %s with no %s", plugin,
+				kind_name, pointer ? "address" : "object");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (pointer ? buffer->address + buffer->size < buffer->address
+		    : buffer->offset + buffer->size < buffer->offset) {
+		host->set_error("%s: import: %zu bytes from %s %zu wrap "
+				"around",
+				plugin, buffer->size,
+				pointer ? "address" : "offset",
+				pointer ? (size_t)buffer->address
+					: buffer->offset);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return WAFER_OK;
+}
+
+/* The interop entries from one prefix (all five, as the loader wants
+ * them all or none): in the storage ops, WAFER_PLUGIN_INTEROP_STORAGE_OPS
+ * fills acme_storage_native, acme_storage_import, acme_storage_forget;
+ * in the server ops, WAFER_PLUGIN_INTEROP_SERVER_OPS fills
+ * acme_server_queue_native and acme_server_queue_wrap. */
+#define WAFER_PLUGIN_INTEROP_STORAGE_OPS(prefix)                               \
+	.native = prefix##_storage_native,                                     \
+	.import = prefix##_storage_import, .forget = prefix##_storage_forget
+
+#define WAFER_PLUGIN_INTEROP_SERVER_OPS(prefix)                                \
+	.queue_native = prefix##_server_queue_native,                          \
+	.queue_wrap = prefix##_server_queue_wrap
 
 /*===----------------------------------------------------------------------===
  * Programs: the caller's own kernels

@@ -65,6 +65,34 @@ static wafer_status cpu_server_sync(void *device, void *queue)
 	return wafer_plugin_deferred_report(&q->failed, dev->state->host);
 }
 
+/* Interop: there is no native queue on cpu. Work runs in order on the
+ * thread that runs the client's commands, so the queue is NULL (with the
+ * kind of the device's buffers), and a caller's queue cannot be wrapped:
+ * wafer_client_open with a native_queue fails here. */
+static wafer_status cpu_server_queue_native(void *device, void *queue,
+					    struct wafer_native_queue *out)
+{
+	out->kind = WAFER_NATIVE_HOST_POINTER;
+	out->queue = NULL;
+	out->context = NULL;
+	out->device_ordinal = 0;
+	return WAFER_OK;
+}
+
+static wafer_status cpu_server_queue_wrap(void *device, void *native,
+					  void **out_queue)
+{
+	struct cpu_device *dev = device;
+
+	*out_queue = NULL;
+	dev->state->host->set_error("cpu: no native queue to wrap (%p): cpu "
+				    "work runs on the client's own thread and "
+				    "wafer_client_native_queue gives NULL; "
+				    "open the client without native_queue",
+				    native);
+	return WAFER_ERROR_NOT_SUPPORTED;
+}
+
 /*===----------------------------------------------------------------------===
  * Launch
  *===----------------------------------------------------------------------===*/
@@ -185,4 +213,6 @@ const struct wafer_server_ops cpu_server_ops = {
 	.timer_begin = cpu_server_timer_begin,
 	.timer_end = cpu_server_timer_end,
 	WAFER_PLUGIN_PROGRAM_OPS(cpu),
+	.queue_native = cpu_server_queue_native,
+	.queue_wrap = cpu_server_queue_wrap,
 };

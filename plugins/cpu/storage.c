@@ -245,6 +245,56 @@ static wafer_status cpu_storage_vm_unmap(void *device, wafer_resource range,
 }
 
 /*===----------------------------------------------------------------------===
+ * Interop (wafer-interop(7))
+ *===----------------------------------------------------------------------===*/
+
+/* Every resource is a host address (a vm range's too: its base), so the
+ * byte at |offset| is that address plus |offset|, mapped or not: the core
+ * asks only for a handle's bytes, which are. */
+static wafer_status cpu_storage_native(void *device, wafer_resource resource,
+				       size_t offset,
+				       struct wafer_native_buffer *out)
+{
+	out->kind = WAFER_NATIVE_HOST_POINTER;
+	out->address = (uint64_t)(uintptr_t)resource + offset;
+	out->object = NULL;
+	out->offset = 0;
+	out->context = NULL;
+	out->device_ordinal = 0;
+	return WAFER_OK;
+}
+
+/* The caller's host memory becomes a resource as it is: copies and
+ * kernels read it in place. */
+static wafer_status cpu_storage_import(void *device,
+				       const struct wafer_native_buffer *buffer,
+				       wafer_resource *out_resource)
+{
+	*out_resource = 0;
+	if (buffer->kind != WAFER_NATIVE_HOST_POINTER) {
+		host_of(device)->set_error("cpu: import: a buffer of native "
+					   "kind %d is not host memory (cpu "
+					   "takes host pointers, kind %d)",
+					   (int)buffer->kind,
+					   (int)WAFER_NATIVE_HOST_POINTER);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (!buffer->address || buffer->size == 0) {
+		host_of(device)->set_error("cpu: import: host pointer 0x%" PRIx64
+					   " of %zu bytes",
+					   buffer->address, buffer->size);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	*out_resource = (wafer_resource)buffer->address;
+	return WAFER_OK;
+}
+
+/* The memory stays the caller's: there is nothing to let go. */
+static void cpu_storage_forget(void *device, wafer_resource resource)
+{
+}
+
+/*===----------------------------------------------------------------------===
  * The table
  *===----------------------------------------------------------------------===*/
 
@@ -258,6 +308,9 @@ const struct wafer_storage_ops cpu_storage_ops = {
 	.vm_release = cpu_storage_vm_release,
 	.vm_map = cpu_storage_vm_map,
 	.vm_unmap = cpu_storage_vm_unmap,
+	.native = cpu_storage_native,
+	.import = cpu_storage_import,
+	.forget = cpu_storage_forget,
 	/* host_alloc/host_free: NULL. Device memory is host memory; uploads
 	 * and downloads are a memcpy from the caller's buffer and need no
 	 * page-locked staging. */

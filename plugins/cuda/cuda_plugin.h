@@ -164,11 +164,14 @@ struct cuda_device {
 	struct cuda_vm_range *vm_ranges;
 };
 
-/* A queue: one non-blocking stream, and the staging buffers whose copies
+/* A queue: one non-blocking stream (or the caller's), and the staging buffers whose copies
  * it has issued and not yet retired, oldest first (stream order). Calls on
  * one queue never overlap (plugin.h), so none of this is locked. */
 struct cuda_queue {
 	CUstream stream;
+	/* The caller's stream (queue_wrap): synchronised, never destroyed,
+	 * by queue_destroy. */
+	int wrapped;
 	struct cuda_staging *head, *tail;
 	/* Failures met while retiring a staged copy outside sync; sync
 	 * reports the first. */

@@ -75,7 +75,9 @@
 	X(cuMemRelease)                                                        \
 	X(cuMemMap)                                                            \
 	X(cuMemUnmap)                                                          \
-	X(cuMemSetAccess)
+	X(cuMemSetAccess)                                                      \
+	X(cuPointerGetAttribute)                                               \
+	X(cuStreamGetCtx)
 
 #define CUDA_DRIVER_MEMBER(name) __typeof__(name) *name;
 

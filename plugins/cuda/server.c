@@ -13,7 +13,15 @@
  * fails the same way.
  *
  * Timers are CUDA events recorded on the stream around the work; their
- * resolution is about half a microsecond. */
+ * resolution is about half a microsecond.
+ *
+ * Interop (ABI 1.3): queue_native hands out the stream; queue_wrap makes a
+ * queue over the caller's CUstream (one of the device's primary context,
+ * blocking or not), which the queue does not own: destroying it
+ * synchronises the stream and drops the plugin's record (staging buffers,
+ * cuBLAS handle), never cuStreamDestroy. Everything a queue does goes
+ * through its stream — staging events, stream-ordered allocations and
+ * frees, timer events, cuBLAS — so a wrapped queue works the same. */
 #include "build-config.h"
 
 #include <inttypes.h>
@@ -71,7 +79,8 @@ static void cuda_server_queue_destroy(void *device, void *queue)
 	cuda_staging_retire_all(dev, q, 0);
 	if (q->blas)
 		cuda_cublas_queue_done(dev, q);
-	dev->drv->cuStreamDestroy(q->stream);
+	if (!q->wrapped)
+		dev->drv->cuStreamDestroy(q->stream);
 	wafer_plugin_deferred_clear(&q->failed);
 	free(q);
 }
@@ -95,6 +104,59 @@ static wafer_status cuda_server_sync(void *device, void *queue)
 		return cuda_fail(dev->state, result, "cuStreamSynchronize");
 	}
 	return wafer_plugin_deferred_report(&q->failed, dev->host);
+}
+
+static wafer_status cuda_server_queue_native(void *device, void *queue,
+					     struct wafer_native_queue *out)
+{
+	struct cuda_device *dev = device;
+	struct cuda_queue *q = queue;
+
+	out->kind = WAFER_NATIVE_CUDA_POINTER;
+	out->queue = q->stream;
+	out->context = dev->ctx;
+	out->device_ordinal = dev->ordinal;
+	return WAFER_OK;
+}
+
+static wafer_status cuda_server_queue_wrap(void *device, void *native,
+					   void **out_queue)
+{
+	struct cuda_device *dev = device;
+	CUstream stream = native;
+	CUcontext ctx = NULL;
+	struct cuda_queue *q;
+	wafer_status status;
+	CUresult result;
+
+	*out_queue = NULL;
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	/* The stream must be one of this device's primary context: work
+	 * the plugin issues on it runs with that context current. */
+	result = dev->drv->cuStreamGetCtx(stream, &ctx);
+	if (result != CUDA_SUCCESS)
+		return cuda_fail(dev->state, result,
+				 "queue_wrap: cuStreamGetCtx(stream %p)",
+				 native);
+	if (ctx != dev->ctx) {
+		dev->host->set_error("cuda: queue_wrap: stream %p belongs to "
+				     "context %p, not cuda:%" PRIu32
+				     "'s primary context %p",
+				     native, (void *)ctx, dev->index,
+				     (void *)dev->ctx);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	q = calloc(1, sizeof *q);
+	if (!q) {
+		dev->host->set_error("cuda: cannot allocate a queue");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	q->stream = stream;
+	q->wrapped = 1;
+	*out_queue = q;
+	return WAFER_OK;
 }
 
 /*===----------------------------------------------------------------------===
@@ -198,5 +260,6 @@ const struct wafer_server_ops cuda_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS(cuda),
 	.timer_begin = cuda_server_timer_begin,
 	.timer_end = cuda_server_timer_end,
+	WAFER_PLUGIN_INTEROP_SERVER_OPS(cuda),
 	WAFER_PLUGIN_PROGRAM_OPS(cuda),
 };

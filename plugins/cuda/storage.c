@@ -19,6 +19,13 @@
  *   host_alloc/host_free  NULL: retired in ABI 1.1 (staging.c has its
  *                         own pinned pool).
  *   figure                the default pool's CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH.
+ *   native/import/forget  interop (ABI 1.3): a resource is a CUdeviceptr
+ *                         whatever made it, so native is the pointer plus
+ *                         the offset (a vm range's page there must be
+ *                         mapped), import takes the caller's pointer as
+ *                         the resource once the driver says it is this
+ *                         device's memory, and forget has nothing to drop:
+ *                         the memory stays the caller's, never cuMemFree'd.
  *
  * When the device runs out of memory, alloc and vm_map first ask the
  * default pool to give back what it caches (cuMemPoolTrimTo) and try once
@@ -581,6 +588,143 @@ static wafer_status cuda_storage_figure(void *device, int what,
 }
 
 /*===----------------------------------------------------------------------===
+ * Interop
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status cuda_storage_native(void *device, wafer_resource resource,
+					size_t offset,
+					struct wafer_native_buffer *out)
+{
+	struct cuda_device *dev = device;
+	wafer_status status = WAFER_OK;
+
+	/* A vm range answers only for a mapped page: the address of an
+	 * unmapped one is no memory. Other resources are plain pointers. */
+	pthread_mutex_lock(&dev->vm_lock);
+	struct cuda_vm_range *r = find_range(dev, cuda_ptr(resource), 0);
+	if (r && (offset >= r->size ||
+		  !page_is_mapped(r, offset / dev->vm_granularity))) {
+		dev->host->set_error("cuda: native: offset %zu of range "
+				     "0x%" PRIx64 " (%zu bytes) is %s",
+				     offset, resource, r->size,
+				     offset >= r->size ? "outside it"
+						       : "not mapped");
+		status = WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	pthread_mutex_unlock(&dev->vm_lock);
+	if (status != WAFER_OK)
+		return status;
+	out->kind = WAFER_NATIVE_CUDA_POINTER;
+	out->address = (uint64_t)(cuda_ptr(resource) + offset);
+	out->object = NULL;
+	out->offset = 0;
+	out->context = dev->ctx;
+	out->device_ordinal = dev->ordinal;
+	return WAFER_OK;
+}
+
+/* Whether the byte at |p| is device memory of |dev| usable in its primary
+ * context: the driver's memory type, device ordinal and context (NULL for
+ * virtual memory and the stream-ordered pools, which belong to the device
+ * rather than to a context). |which| names the byte in the error. */
+static wafer_status check_pointer(struct cuda_device *dev, CUdeviceptr p,
+				  const char *which)
+{
+	const struct cuda_driver *drv = dev->drv;
+	unsigned type = 0;
+	int ordinal = -1;
+	CUcontext ctx = NULL;
+	CUresult result;
+
+	result = drv->cuPointerGetAttribute(&type,
+					    CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+	if (result == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE)
+		result = drv->cuPointerGetAttribute(
+			&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+	if (result == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE)
+		result = drv->cuPointerGetAttribute(
+			&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, p);
+	if (result == CUDA_ERROR_INVALID_VALUE) {
+		dev->host->set_error("cuda: import: %s 0x%llx is not memory "
+				     "the CUDA driver knows",
+				     which, (unsigned long long)p);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (result != CUDA_SUCCESS)
+		return cuda_fail(dev->state, result,
+				 "import: cuPointerGetAttribute(0x%llx)",
+				 (unsigned long long)p);
+	if (type != CU_MEMORYTYPE_DEVICE) {
+		dev->host->set_error("cuda: import: %s 0x%llx is host memory "
+				     "(CUmemorytype %u), not device memory of "
+				     "cuda:%" PRIu32,
+				     which, (unsigned long long)p, type,
+				     dev->index);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (ordinal != dev->ordinal) {
+		dev->host->set_error("cuda: import: %s 0x%llx is memory of CUDA "
+				     "device %d, not of cuda:%" PRIu32
+				     " (CUDA device %d)",
+				     which, (unsigned long long)p, ordinal,
+				     dev->index, dev->ordinal);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (ctx && ctx != dev->ctx) {
+		dev->host->set_error("cuda: import: %s 0x%llx belongs to "
+				     "context %p, not cuda:%" PRIu32
+				     "'s primary context %p",
+				     which, (unsigned long long)p, (void *)ctx,
+				     dev->index, (void *)dev->ctx);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return WAFER_OK;
+}
+
+static wafer_status cuda_storage_import(void *device,
+					const struct wafer_native_buffer *buffer,
+					wafer_resource *out_resource)
+{
+	struct cuda_device *dev = device;
+	wafer_status status;
+
+	status = wafer_plugin_import_check(dev->host, "cuda", buffer,
+					   WAFER_NATIVE_CUDA_POINTER,
+					   "cuda-pointer", out_resource);
+	if (status != WAFER_OK)
+		return status;
+	if (buffer->context && buffer->context != dev->ctx) {
+		dev->host->set_error("cuda: import: context %p is not "
+				     "cuda:%" PRIu32 "'s primary context %p",
+				     buffer->context, dev->index,
+				     (void *)dev->ctx);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	/* Both ends: a size running past the allocation into another
+	 * device's memory, or into none, is refused too. */
+	CUdeviceptr first = (CUdeviceptr)buffer->address;
+	status = check_pointer(dev, first, "address");
+	if (status == WAFER_OK)
+		status = check_pointer(dev, first + buffer->size - 1,
+				       "last byte");
+	if (status != WAFER_OK)
+		return status;
+	*out_resource = (wafer_resource)first;
+	return WAFER_OK;
+}
+
+/* The resource is the caller's pointer itself: no record to drop, and
+ * the memory is never ours to free. */
+static void cuda_storage_forget(void *device, wafer_resource resource)
+{
+	(void)device;
+	(void)resource;
+}
+
+/*===----------------------------------------------------------------------===
  * The table
  *===----------------------------------------------------------------------===*/
 
@@ -593,6 +737,7 @@ const struct wafer_storage_ops cuda_storage_ops = {
 	.vm_map = cuda_storage_vm_map,
 	.vm_unmap = cuda_storage_vm_unmap,
 	.figure = cuda_storage_figure,
+	WAFER_PLUGIN_INTEROP_STORAGE_OPS(cuda),
 	/* host_alloc/host_free: retired in ABI 1.1 (NULL); staging.c keeps
 	 * its own pinned buffers. */
 };

@@ -159,6 +159,13 @@ struct lz_queue {
 /* plugin.c */
 const struct wafer_host_services *lz_host(const struct lz_device *device);
 
+/* The device_ordinal interop hands out: wafer's index of the device
+ * (Level Zero numbers none of its own). */
+static inline int lz_device_ordinal(const struct lz_device *device)
+{
+	return (int)(device->slot - device->state->devices);
+}
+
 /* storage.c */
 extern const struct wafer_storage_ops lz_storage_ops;
 void lz_storage_open(struct lz_device *device);

@@ -21,7 +21,19 @@
  *
  * Timers use kernel-timestamp events: timer_begin appends a barrier that
  * signals one, timer_end another; the interval is between the two
- * barriers' end timestamps on the device's global clock. */
+ * barriers' end timestamps on the device's global clock.
+ *
+ * Interop (ABI 1.3): queue_native hands out the queue's command list —
+ * the immediate one, or with `immediate = no` the regular one, which runs
+ * only when wafer next waits on the queue (wafer_sync, a read) — after
+ * appending a barrier, so that what the caller appends next runs after
+ * wafer's work; wafer's next command is again preceded by a barrier, and
+ * the next wait covers what the caller appended. queue_wrap is refused
+ * (WAFER_ERROR_NOT_SUPPORTED): the Level Zero 1.4 API this plugin is
+ * built against cannot tell an immediate command list from a regular
+ * one, nor name a list's context or device (zeCommandListIsImmediate and
+ * zeCommandListGetContextHandle came in 1.9), and wafer cannot wait on a
+ * regular list the caller executes itself: a wrong guess would hang. */
 #include "build-config.h"
 
 #include <inttypes.h>
@@ -367,6 +379,46 @@ static wafer_status lz_server_sync(void *device, void *queue)
 	return wafer_plugin_deferred_report(&q->failed, lz_host(dev));
 }
 
+static wafer_status lz_server_queue_native(void *device, void *queue,
+					   struct wafer_native_queue *out)
+{
+	struct lz_device *dev = device;
+	struct lz_queue *q = queue;
+	ze_result_t r;
+
+	r = order(q);
+	if (r != ZE_RESULT_SUCCESS)
+		return lz_fail(lz_host(dev), r,
+			       "queue_native: zeCommandListAppendBarrier");
+	/* What the caller appends is the queue's work from now on: the next
+	 * wait must cover it, and wafer's next command come after it. */
+	q->dirty = true;
+	q->need_barrier = true;
+	out->kind = WAFER_NATIVE_LEVELZERO_POINTER;
+	out->queue = q->list;
+	out->context = dev->context;
+	out->device_ordinal = lz_device_ordinal(dev);
+	return WAFER_OK;
+}
+
+static wafer_status lz_server_queue_wrap(void *device, void *native,
+					 void **out_queue)
+{
+	struct lz_device *dev = device;
+
+	*out_queue = NULL;
+	lz_host(dev)->set_error("levelzero: queue_wrap: cannot adopt the "
+				"caller's command list %p: the Level Zero 1.4 "
+				"API cannot tell an immediate list from a "
+				"regular one (nor its context and device), "
+				"and wafer cannot wait on a regular list it "
+				"does not execute; open the client on its own "
+				"queue and order work with "
+				"wafer_client_native_queue",
+				native);
+	return WAFER_ERROR_NOT_SUPPORTED;
+}
+
 /*===----------------------------------------------------------------------===
  * Launch
  *===----------------------------------------------------------------------===*/
@@ -627,5 +679,6 @@ const struct wafer_server_ops lz_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS(lz),
 	.timer_begin = lz_server_timer_begin,
 	.timer_end = lz_server_timer_end,
+	WAFER_PLUGIN_INTEROP_SERVER_OPS(lz),
 	WAFER_PLUGIN_PROGRAM_OPS(lz),
 };

@@ -21,6 +21,12 @@
  *    outside the span, and gives its memory back at once. The price is a
  *    create and a map per page; the pool strategy maps while its working
  *    set grows, not while it repeats.
+ *  - Interop (ABI 1.3): native is the USM device address plus the offset
+ *    (a vm range's page there must be mapped) and the context; import
+ *    takes the caller's USM pointer as the resource once
+ *    zeMemGetAllocProperties says it is device (or shared) memory of this
+ *    device in this context, at both ends; forget drops nothing: the
+ *    memory stays the caller's, never zeMemFree'd.
  *  - host_alloc/host_free are retired (ABI 1.1) and NULL here; the
  *    queues' staging areas come from lz_host_alloc, zeMemAllocHost:
  *    page-locked host memory the device reaches directly. */
@@ -474,6 +480,130 @@ void lz_host_free(struct lz_device *dev, void *ptr)
 }
 
 /*===----------------------------------------------------------------------===
+ * Interop
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status lz_storage_native(void *device, wafer_resource resource,
+				      size_t offset,
+				      struct wafer_native_buffer *out)
+{
+	struct lz_device *dev = device;
+	size_t g = dev->slot->vm_granularity;
+	wafer_status status = WAFER_OK;
+
+	/* A vm range answers only for a mapped page. */
+	pthread_mutex_lock(&dev->vm_lock);
+	struct lz_vm_range *r = find_range(dev, resource, 0);
+	if (r && (offset >= r->size || !r->pages || !r->pages[offset / g])) {
+		lz_host(dev)->set_error("levelzero: native: offset %zu of "
+					"range 0x%" PRIx64 " (%zu bytes) is %s",
+					offset, resource, r->size,
+					offset >= r->size ? "outside it"
+							  : "not mapped");
+		status = WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	pthread_mutex_unlock(&dev->vm_lock);
+	if (status != WAFER_OK)
+		return status;
+	out->kind = WAFER_NATIVE_LEVELZERO_POINTER;
+	out->address = resource + offset;
+	out->object = NULL;
+	out->offset = 0;
+	out->context = dev->context;
+	out->device_ordinal = lz_device_ordinal(dev);
+	return WAFER_OK;
+}
+
+static const char *memory_type_name(ze_memory_type_t type)
+{
+	switch (type) {
+	case ZE_MEMORY_TYPE_HOST:
+		return "host";
+	case ZE_MEMORY_TYPE_DEVICE:
+		return "device";
+	case ZE_MEMORY_TYPE_SHARED:
+		return "shared";
+	default:
+		return "unknown";
+	}
+}
+
+/* Whether the byte at |p| is device or shared USM of |dev| in its
+ * context; |which| names the byte in the error. */
+static wafer_status check_usm(struct lz_device *dev, const void *p,
+			      const char *which)
+{
+	ze_memory_allocation_properties_t props = {
+		.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES,
+	};
+	ze_device_handle_t owner = NULL;
+	ze_result_t r;
+
+	r = zeMemGetAllocProperties(dev->context, p, &props, &owner);
+	if (r != ZE_RESULT_SUCCESS) {
+		lz_host(dev)->set_error("levelzero: import: "
+					"zeMemGetAllocProperties(%s %p): %s",
+					which, p, lz_result_name(r));
+		return r == ZE_RESULT_ERROR_INVALID_ARGUMENT
+			       ? WAFER_ERROR_INVALID_ARGUMENT
+			       : lz_status(r);
+	}
+	if (props.type != ZE_MEMORY_TYPE_DEVICE &&
+	    props.type != ZE_MEMORY_TYPE_SHARED) {
+		lz_host(dev)->set_error("levelzero: import: %s %p is %s memory "
+					"in context %p, not device memory of "
+					"'%s'",
+					which, p, memory_type_name(props.type),
+					(void *)dev->context, dev->slot->name);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (owner != dev->device) {
+		lz_host(dev)->set_error("levelzero: import: %s %p is memory of "
+					"device %p, not of '%s' (%p)",
+					which, p, (void *)owner,
+					dev->slot->name, (void *)dev->device);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return WAFER_OK;
+}
+
+static wafer_status lz_storage_import(void *device,
+				      const struct wafer_native_buffer *buffer,
+				      wafer_resource *out_resource)
+{
+	struct lz_device *dev = device;
+	wafer_status status;
+
+	status = wafer_plugin_import_check(lz_host(dev), "levelzero", buffer,
+					   WAFER_NATIVE_LEVELZERO_POINTER,
+					   "levelzero-pointer", out_resource);
+	if (status != WAFER_OK)
+		return status;
+	if (buffer->context && buffer->context != (void *)dev->context) {
+		lz_host(dev)->set_error("levelzero: import: context %p is not "
+					"'%s''s context %p",
+					buffer->context, dev->slot->name,
+					(void *)dev->context);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	const char *first = (const char *)(uintptr_t)buffer->address;
+	status = check_usm(dev, first, "address");
+	if (status == WAFER_OK)
+		status = check_usm(dev, first + buffer->size - 1, "last byte");
+	if (status != WAFER_OK)
+		return status;
+	*out_resource = buffer->address;
+	return WAFER_OK;
+}
+
+/* The resource is the caller's pointer: nothing to drop or free. */
+static void lz_storage_forget(void *device, wafer_resource resource)
+{
+	(void)device;
+	(void)resource;
+}
+
+/*===----------------------------------------------------------------------===
  * The table
  *===----------------------------------------------------------------------===*/
 
@@ -486,6 +616,7 @@ const struct wafer_storage_ops lz_storage_ops = {
 	.vm_release = lz_storage_vm_release,
 	.vm_map = lz_storage_vm_map,
 	.vm_unmap = lz_storage_vm_unmap,
+	WAFER_PLUGIN_INTEROP_STORAGE_OPS(lz),
 	/* host_alloc/host_free: NULL, retired in ABI 1.1. */
 };
 

@@ -211,7 +211,10 @@ int ocl_cache_write(const struct ocl_cache_key *key,
  * so nothing here is locked. */
 struct ocl_queue {
 	struct ocl_device *device;
-	cl_command_queue queue; /* in order, CL_QUEUE_PROFILING_ENABLE */
+	/* In order, CL_QUEUE_PROFILING_ENABLE; or the caller's (queue_wrap:
+	 * in order, retained). */
+	cl_command_queue queue;
+	int profiling; /* |queue| has CL_QUEUE_PROFILING_ENABLE: timers */
 
 	/* clCreateKernel'd per queue, at first use: cl_kernel arguments
 	 * are state, and two queues may launch the same kernel at once.

@@ -15,7 +15,15 @@
  * command issued on the queue makes an event, and timer_end returns the
  * time from the start of the first such command to the end of the last
  * (CL_PROFILING_COMMAND_START / _END). That works the same on every
- * vendor, where profiling of marker commands does not. */
+ * vendor, where profiling of marker commands does not.
+ *
+ * Interop (ABI 1.3): queue_native hands out the cl_command_queue;
+ * queue_wrap makes a queue over the caller's, which must be an in-order
+ * queue of the device's context and device, and retains it: queue_destroy
+ * then finishes it and releases that reference, as for a queue of our
+ * own, and the caller's reference stays valid. A caller's queue without
+ * CL_QUEUE_PROFILING_ENABLE runs everything but timers (timer_begin says
+ * so). */
 #include "build-config.h"
 
 #include <stdarg.h>
@@ -36,9 +44,13 @@ struct ocl_timer {
 
 static void ocl_server_queue_destroy(void *device, void *queue);
 
-static wafer_status ocl_server_queue_create(void *device, void **out_queue)
+/* A queue: over |native| (retained) when it is not NULL, |profiling|
+ * saying whether that one has CL_QUEUE_PROFILING_ENABLE; else over a new
+ * profiling queue. */
+static wafer_status queue_make(struct ocl_device *dev,
+			       cl_command_queue native, int native_profiling,
+			       void **out_queue)
 {
-	struct ocl_device *dev = device;
 	const struct wafer_host_services *host = ocl_host(dev);
 	size_t slots = ocl_kernel_slot_count();
 	struct ocl_queue *q;
@@ -60,6 +72,14 @@ static wafer_status ocl_server_queue_create(void *device, void **out_queue)
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	}
 	q->device = dev;
+	q->profiling = 1;
+	if (native) {
+		clRetainCommandQueue(native);
+		q->queue = native;
+		q->profiling = native_profiling;
+		*out_queue = q;
+		return WAFER_OK;
+	}
 	q->queue = clCreateCommandQueue(dev->context, dev->entry->id,
 					CL_QUEUE_PROFILING_ENABLE, &err);
 	if (!q->queue) {
@@ -70,6 +90,11 @@ static wafer_status ocl_server_queue_create(void *device, void **out_queue)
 	}
 	*out_queue = q;
 	return WAFER_OK;
+}
+
+static wafer_status ocl_server_queue_create(void *device, void **out_queue)
+{
+	return queue_make(device, NULL, 0, out_queue);
 }
 
 static void ocl_server_queue_destroy(void *device, void *queue)
@@ -116,6 +141,69 @@ static wafer_status ocl_server_sync(void *device, void *queue)
 	return wafer_plugin_deferred_report(&q->failed, ocl_host(dev));
 }
 
+static wafer_status ocl_server_queue_native(void *device, void *queue,
+					    struct wafer_native_queue *out)
+{
+	struct ocl_device *dev = device;
+	struct ocl_queue *q = queue;
+
+	out->kind = WAFER_NATIVE_OPENCL_MEM;
+	out->queue = q->queue;
+	out->context = dev->context;
+	out->device_ordinal = 0;
+	return WAFER_OK;
+}
+
+static wafer_status ocl_server_queue_wrap(void *device, void *native,
+					  void **out_queue)
+{
+	struct ocl_device *dev = device;
+	const struct wafer_host_services *host = ocl_host(dev);
+	cl_command_queue cq = native;
+	cl_context context = NULL;
+	cl_device_id id = NULL;
+	cl_command_queue_properties props = 0;
+	cl_int err;
+
+	*out_queue = NULL;
+	err = clGetCommandQueueInfo(cq, CL_QUEUE_CONTEXT, sizeof context,
+				    &context, NULL);
+	if (err == CL_SUCCESS)
+		err = clGetCommandQueueInfo(cq, CL_QUEUE_DEVICE, sizeof id, &id,
+					    NULL);
+	if (err == CL_SUCCESS)
+		err = clGetCommandQueueInfo(cq, CL_QUEUE_PROPERTIES,
+					    sizeof props, &props, NULL);
+	if (err != CL_SUCCESS) {
+		ocl_fail(host, err,
+			 "queue_wrap: clGetCommandQueueInfo(cl_command_queue "
+			 "%p)",
+			 native);
+		return err == CL_INVALID_COMMAND_QUEUE
+			       ? WAFER_ERROR_INVALID_ARGUMENT
+			       : ocl_status_of(err);
+	}
+	if (context != dev->context || id != dev->entry->id) {
+		host->set_error(OCL_NAME ": queue_wrap: cl_command_queue %p is "
+				"of cl_context %p and cl_device_id %p, not "
+				"%s's (cl_context %p, cl_device_id %p)",
+				native, (void *)context, (void *)id,
+				dev->entry->name, (void *)dev->context,
+				(void *)dev->entry->id);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	/* wafer's work on a queue relies on its order. */
+	if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) {
+		host->set_error(OCL_NAME ": queue_wrap: cl_command_queue %p "
+				"executes out of order; wafer needs an "
+				"in-order queue",
+				native);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return queue_make(dev, cq, (props & CL_QUEUE_PROFILING_ENABLE) != 0,
+			  out_queue);
+}
+
 /*===----------------------------------------------------------------------===
  * Launch
  *===----------------------------------------------------------------------===*/
@@ -157,8 +245,18 @@ static wafer_status ocl_server_timer_begin(void *device, void *queue,
 {
 	struct ocl_device *dev = device;
 	struct ocl_queue *q = queue;
-	struct ocl_timer *t = calloc(1, sizeof *t);
+	struct ocl_timer *t;
 
+	*out_timer = NULL;
+	if (!q->profiling) {
+		ocl_host(dev)->set_error(
+			OCL_NAME ": timers need a queue with "
+			"CL_QUEUE_PROFILING_ENABLE; the caller's "
+			"cl_command_queue %p has none",
+			(void *)q->queue);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	t = calloc(1, sizeof *t);
 	*out_timer = t;
 	if (!t) {
 		ocl_host(dev)->set_error(OCL_NAME ": cannot allocate a timer");
@@ -223,5 +321,6 @@ const struct wafer_server_ops ocl_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS(ocl),
 	.timer_begin = ocl_server_timer_begin,
 	.timer_end = ocl_server_timer_end,
+	WAFER_PLUGIN_INTEROP_SERVER_OPS(ocl),
 	WAFER_PLUGIN_PROGRAM_OPS(ocl_user),
 };

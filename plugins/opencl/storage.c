@@ -21,7 +21,14 @@
  * plugin.h only promises the bytes at the next sync.
  *
  * No virtual memory (OpenCL has none) and no stream-ordered allocator:
- * the core's strategies pool cl_mem buffers themselves. */
+ * the core's strategies pool cl_mem buffers themselves.
+ *
+ * Interop (ABI 1.3): native hands out the resource's cl_mem, the offset
+ * and the device's cl_context. import takes a buffer of that context: at
+ * offset 0 the caller's cl_mem itself, retained; elsewhere a sub-buffer
+ * from that offset (of the parent, when the caller's is a sub-buffer
+ * itself), which the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN must allow.
+ * forget releases that reference; the caller's own stays its own. */
 #include "build-config.h"
 
 #include <inttypes.h>
@@ -365,11 +372,139 @@ static wafer_status ocl_storage_copy(void *device, void *queue,
 }
 
 /*===----------------------------------------------------------------------===
+ * Interop
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status ocl_storage_native(void *device, wafer_resource resource,
+				       size_t offset,
+				       struct wafer_native_buffer *out)
+{
+	struct ocl_device *dev = device;
+
+	out->kind = WAFER_NATIVE_OPENCL_MEM;
+	out->address = 0;
+	out->object = ocl_resource_mem(resource);
+	out->offset = offset;
+	out->context = dev->context;
+	out->device_ordinal = 0;
+	return WAFER_OK;
+}
+
+/* One clGetMemObjectInfo; on a failure set_error names |what| and |mem|. */
+static wafer_status mem_info(struct ocl_device *dev, cl_mem mem,
+			     cl_mem_info what, const char *name, void *value,
+			     size_t size)
+{
+	cl_int err = clGetMemObjectInfo(mem, what, size, value, NULL);
+
+	if (err == CL_SUCCESS)
+		return WAFER_OK;
+	ocl_fail(ocl_host(dev), err, "import: clGetMemObjectInfo(cl_mem %p, %s)",
+		 (void *)mem, name);
+	/* A handle OpenCL does not know is the caller's mistake. */
+	return err == CL_INVALID_MEM_OBJECT ? WAFER_ERROR_INVALID_ARGUMENT
+					    : ocl_status_of(err);
+}
+
+static wafer_status ocl_storage_import(void *device,
+				       const struct wafer_native_buffer *buffer,
+				       wafer_resource *out_resource)
+{
+	struct ocl_device *dev = device;
+	const struct wafer_host_services *host = ocl_host(dev);
+	cl_mem mem, parent = NULL, sub;
+	cl_context context = NULL;
+	cl_mem_object_type type = 0;
+	size_t size = 0, offset, parent_offset = 0;
+	wafer_status status;
+	cl_int err;
+
+	status = wafer_plugin_import_check(host, OCL_NAME, buffer,
+					   WAFER_NATIVE_OPENCL_MEM,
+					   "opencl-mem", out_resource);
+	if (status != WAFER_OK)
+		return status;
+	mem = buffer->object;
+	offset = buffer->offset;
+	status = mem_info(dev, mem, CL_MEM_CONTEXT, "CL_MEM_CONTEXT", &context,
+			  sizeof context);
+	if (status == WAFER_OK && context != dev->context) {
+		host->set_error(OCL_NAME ": import: cl_mem %p belongs to "
+				"cl_context %p, not %s's cl_context %p",
+				(void *)mem, (void *)context, dev->entry->name,
+				(void *)dev->context);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (status == WAFER_OK)
+		status = mem_info(dev, mem, CL_MEM_TYPE, "CL_MEM_TYPE", &type,
+				  sizeof type);
+	if (status == WAFER_OK && type != CL_MEM_OBJECT_BUFFER) {
+		host->set_error(OCL_NAME ": import: cl_mem %p is not a buffer "
+				"(CL_MEM_TYPE 0x%x)",
+				(void *)mem, (unsigned)type);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (status == WAFER_OK)
+		status = mem_info(dev, mem, CL_MEM_SIZE, "CL_MEM_SIZE", &size,
+				  sizeof size);
+	if (status == WAFER_OK &&
+	    (offset > size || buffer->size > size - offset)) {
+		host->set_error(OCL_NAME ": import: %zu bytes at offset %zu "
+				"run past the end of cl_mem %p (%zu bytes)",
+				buffer->size, offset, (void *)mem, size);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (status != WAFER_OK)
+		return status;
+	if (offset == 0) {
+		clRetainMemObject(mem);
+		*out_resource = ocl_mem_resource(mem);
+		return WAFER_OK;
+	}
+	/* A sub-buffer of a sub-buffer is not allowed: start from its
+	 * parent. */
+	status = mem_info(dev, mem, CL_MEM_ASSOCIATED_MEMOBJECT,
+			  "CL_MEM_ASSOCIATED_MEMOBJECT", &parent, sizeof parent);
+	if (status == WAFER_OK && parent)
+		status = mem_info(dev, mem, CL_MEM_OFFSET, "CL_MEM_OFFSET",
+				  &parent_offset, sizeof parent_offset);
+	if (status != WAFER_OK)
+		return status;
+	cl_buffer_region region = {
+		.origin = parent_offset + offset,
+		.size = buffer->size,
+	};
+	sub = clCreateSubBuffer(parent ? parent : mem, 0,
+				CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+	if (!sub) {
+		ocl_fail(host, err,
+			 "import: clCreateSubBuffer(cl_mem %p, offset %zu, %zu "
+			 "bytes) (%s aligns sub-buffers to %zu bytes)",
+			 (void *)mem, offset, region.size, dev->entry->name,
+			 dev->alignment);
+		return err == CL_MISALIGNED_SUB_BUFFER_OFFSET ||
+				       err == CL_INVALID_VALUE
+			       ? WAFER_ERROR_INVALID_ARGUMENT
+			       : ocl_status_of(err);
+	}
+	*out_resource = ocl_mem_resource(sub);
+	return WAFER_OK;
+}
+
+/* Drops import's reference (the caller's buffer, or the sub-buffer). */
+static void ocl_storage_forget(void *device, wafer_resource resource)
+{
+	(void)device;
+	clReleaseMemObject(ocl_resource_mem(resource));
+}
+
+/*===----------------------------------------------------------------------===
  * The table
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_storage_ops ocl_storage_ops = {
 	WAFER_PLUGIN_STORAGE_OPS(ocl),
+	WAFER_PLUGIN_INTEROP_STORAGE_OPS(ocl),
 	/* alloc_async/free_async, vm_*: NULL. OpenCL 1.2 has neither a
 	 * stream-ordered allocator nor virtual memory (SVM is not it). */
 	/* host_alloc/host_free: NULL, retired in ABI 1.1; the staging ring

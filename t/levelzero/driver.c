@@ -308,11 +308,13 @@ struct alloc {
 	char *ptr;
 	size_t size;
 	struct alloc *next;
+	struct fake_device *device; /* A_DEVICE: whose memory it is */
 };
 
 struct phys {
 	struct obj o;
 	struct context *context;
+	struct fake_device *device;
 	int fd;
 	size_t size;
 	size_t mapped_pages;
@@ -1391,8 +1393,8 @@ static ze_result_t fz_zeEventQueryKernelTimestamp(ze_event_handle_t h,
  *===----------------------------------------------------------------------===*/
 
 static ze_result_t new_alloc(enum alloc_kind kind, ze_context_handle_t hc,
-			     size_t size, size_t alignment, void **out,
-			     const char *who)
+			     struct fake_device *device, size_t size,
+			     size_t alignment, void **out, const char *who)
 {
 	struct context *c = obj_get(hc, K_CONTEXT, who);
 	struct alloc *a;
@@ -1416,7 +1418,7 @@ static ze_result_t new_alloc(enum alloc_kind kind, ze_context_handle_t hc,
 					: ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
 	}
 	memset(p, kind == A_DEVICE ? 0xa5 : 0x5a, size);
-	*a = (struct alloc){kind, c, p, size, allocs};
+	*a = (struct alloc){kind, c, p, size, allocs, device};
 	allocs = a;
 	if (kind == A_DEVICE)
 		device_bytes += size;
@@ -1432,9 +1434,10 @@ static ze_result_t fz_zeMemAllocDevice(ze_context_handle_t hc,
 				    ze_device_handle_t hd, void **out)
 {
 	ENTER();
-	if (!device_of(hd, WHO))
+	struct fake_device *d = device_of(hd, WHO);
+	if (!d)
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
-	return leave(new_alloc(A_DEVICE, hc, size, alignment, out, WHO));
+	return leave(new_alloc(A_DEVICE, hc, d, size, alignment, out, WHO));
 }
 
 static ze_result_t fz_zeMemAllocHost(ze_context_handle_t hc,
@@ -1442,7 +1445,48 @@ static ze_result_t fz_zeMemAllocHost(ze_context_handle_t hc,
 				  size_t size, size_t alignment, void **out)
 {
 	ENTER();
-	return leave(new_alloc(A_HOST, hc, size, alignment, out, WHO));
+	return leave(new_alloc(A_HOST, hc, NULL, size, alignment, out, WHO));
+}
+
+/* As a driver answers it: device or host memory of this context (an
+ * allocation, or a mapped page of a reservation: device memory of its
+ * physical object's device); anything else, another context's memory
+ * included, is ZE_MEMORY_TYPE_UNKNOWN with no device, and still
+ * ZE_RESULT_SUCCESS. */
+static ze_result_t fz_zeMemGetAllocProperties(
+	ze_context_handle_t hc, const void *ptr,
+	ze_memory_allocation_properties_t *props, ze_device_handle_t *hd)
+{
+	ENTER();
+	struct context *c = obj_get(hc, K_CONTEXT, WHO);
+	if (!c)
+		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	if (!props)
+		return leave(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+	struct fake_device *device = NULL;
+	ze_memory_type_t type = ZE_MEMORY_TYPE_UNKNOWN;
+	struct alloc *a = find_alloc(ptr, 1);
+	struct reservation *r = a ? NULL : find_reservation(ptr);
+	if (a && a->context == c) {
+		type = a->kind == A_DEVICE ? ZE_MEMORY_TYPE_DEVICE
+					   : ZE_MEMORY_TYPE_HOST;
+		device = a->device;
+		props->id = (uint64_t)(uintptr_t)a->ptr;
+		props->pageSize = 0;
+	} else if (r && r->context == c) {
+		struct phys *page =
+			r->pages[((const char *)ptr - r->base) / config.page];
+		if (page) {
+			type = ZE_MEMORY_TYPE_DEVICE;
+			device = page->device;
+			props->id = (uint64_t)(uintptr_t)r->base;
+			props->pageSize = config.page;
+		}
+	}
+	props->type = type;
+	if (hd)
+		*hd = (ze_device_handle_t)device;
+	return leave(ZE_RESULT_SUCCESS);
 }
 
 static ze_result_t fz_zeMemFree(ze_context_handle_t hc, void *ptr)
@@ -1567,7 +1611,8 @@ static ze_result_t fz_zePhysicalMemCreate(ze_context_handle_t hc,
 {
 	ENTER();
 	struct context *c = obj_get(hc, K_CONTEXT, WHO);
-	if (!c || !device_of(hd, WHO))
+	struct fake_device *d = c ? device_of(hd, WHO) : NULL;
+	if (!c || !d)
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
 	if (desc->size == 0 || desc->size % config.page)
 		return leave(ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
@@ -1585,6 +1630,7 @@ static ze_result_t fz_zePhysicalMemCreate(ze_context_handle_t hc,
 		return leave(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
 	}
 	p->context = c;
+	p->device = d;
 	p->fd = fd;
 	p->size = desc->size;
 	physical_bytes += desc->size;
@@ -2301,6 +2347,7 @@ TABLE(zeGetMemProcAddrTable, ze_mem_dditable_t, {
 	t->pfnAllocDevice = fz_zeMemAllocDevice;
 	t->pfnAllocHost = fz_zeMemAllocHost;
 	t->pfnFree = fz_zeMemFree;
+	t->pfnGetAllocProperties = fz_zeMemGetAllocProperties;
 })
 TABLE(zeGetModuleProcAddrTable, ze_module_dditable_t, {
 	t->pfnCreate = fz_zeModuleCreate;

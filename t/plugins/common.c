@@ -447,3 +447,37 @@ wafer_status tp_timer_end(void *device, void *queue, void *timer,
 	free(timer);
 	return WAFER_OK;
 }
+
+wafer_status tp_native(void *device, wafer_resource resource, size_t offset,
+		       struct wafer_native_buffer *out)
+{
+	out->kind = WAFER_NATIVE_HOST_POINTER;
+	out->address = (uint64_t)resource + offset;
+	return WAFER_OK;
+}
+
+wafer_status tp_import(void *device, const struct wafer_native_buffer *buffer,
+		       wafer_resource *out_resource)
+{
+	*out_resource = (wafer_resource)buffer->address;
+	return WAFER_OK;
+}
+
+void tp_forget(void *device, wafer_resource resource)
+{
+}
+
+wafer_status tp_queue_native(void *device, void *queue,
+			     struct wafer_native_queue *out)
+{
+	out->kind = WAFER_NATIVE_HOST_POINTER;
+	out->queue = NULL;
+	return WAFER_OK;
+}
+
+wafer_status tp_queue_wrap(void *device, void *native, void **out_queue)
+{
+	*out_queue = NULL;
+	tp_host->set_error("no native queue to wrap");
+	return WAFER_ERROR_NOT_SUPPORTED;
+}

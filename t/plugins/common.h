@@ -112,6 +112,16 @@ void tp_host_free(void *device, void *ptr);
 wafer_status tp_timer_begin(void *device, void *queue, void **out_timer);
 wafer_status tp_timer_end(void *device, void *queue, void *timer,
 			  uint64_t *out_ns);
+/* Interop (ABI 1.3; full.c, half_interop.c): host pointers out and in,
+ * no native queue (NULL, and queue_wrap refuses). */
+wafer_status tp_native(void *device, wafer_resource resource, size_t offset,
+		       struct wafer_native_buffer *out);
+wafer_status tp_import(void *device, const struct wafer_native_buffer *buffer,
+		       wafer_resource *out_resource);
+void tp_forget(void *device, wafer_resource resource);
+wafer_status tp_queue_native(void *device, void *queue,
+			     struct wafer_native_queue *out);
+wafer_status tp_queue_wrap(void *device, void *native, void **out_queue);
 
 /* Tables with the required entries only (every optional one NULL). */
 extern const struct wafer_storage_ops tp_storage_ops;

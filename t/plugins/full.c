@@ -1,6 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  * full.c: a test plugin that offers every optional entry (stream-ordered
- * allocation, virtual memory, pinned host memory, timers, programs), so
+ * allocation, virtual memory, pinned host memory, timers, programs,
+ * interop), so
  * the core derives every capability bit; two devices, for "full:1"
  * selectors. Its program entries are there to be seen, not used: it
  * takes host-so and loads none. */
@@ -31,6 +32,9 @@ static const struct wafer_storage_ops full_storage_ops = {
 	.vm_unmap = tp_vm_unmap,
 	.host_alloc = tp_host_alloc,
 	.host_free = tp_host_free,
+	.native = tp_native,
+	.import = tp_import,
+	.forget = tp_forget,
 };
 
 static const wafer_program_format full_formats[] = {WAFER_PROGRAM_HOST_SO};
@@ -78,6 +82,8 @@ static const struct wafer_server_ops full_server_ops = {
 	.program_load = full_program_load,
 	.program_kernel = full_program_kernel,
 	.program_release = full_program_release,
+	.queue_native = tp_queue_native,
+	.queue_wrap = tp_queue_wrap,
 };
 
 WAFER_PLUGIN_EXPORT const struct wafer_plugin *

@@ -1,0 +1,47 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * half_interop.c: a test plugin with part of each group of interop entries
+ * (ABI 1.3): storage native and import without forget, server queue_wrap
+ * without queue_native. It loads; the loader drops both groups with a
+ * warning, so interop reads as not supported. */
+#include "build-config.h"
+
+#include "t/plugins/common.h"
+
+const struct tp_plugin_defaults tp_plugin = {
+	.name = "half_interop",
+	.version = "1.0",
+	.description = "test plugin: interop entries in part",
+	.devices = 1,
+};
+
+static const struct wafer_storage_ops half_storage_ops = {
+	.struct_size = sizeof(struct wafer_storage_ops),
+	.alloc = tp_alloc,
+	.free = tp_free,
+	.copy_in = tp_copy_in,
+	.copy_out = tp_copy_out,
+	.copy = tp_copy,
+	.native = tp_native,
+	.import = tp_import,
+};
+
+static const struct wafer_server_ops half_server_ops = {
+	.struct_size = sizeof(struct wafer_server_ops),
+	.queue_create = tp_queue_create,
+	.queue_destroy = tp_queue_destroy,
+	.launch = tp_launch,
+	.sync = tp_sync,
+	.queue_wrap = tp_queue_wrap,
+};
+
+WAFER_PLUGIN_EXPORT const struct wafer_plugin *
+wafer_plugin_query(uint32_t core_abi_major,
+		   const struct wafer_host_services *host)
+{
+	static struct wafer_plugin d;
+
+	tp_describe(host, &d);
+	d.storage = &half_storage_ops;
+	d.server = &half_server_ops;
+	return &d;
+}
