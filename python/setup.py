@@ -33,6 +33,28 @@ include_dirs = [f[2:] for f in cflags if f.startswith("-I")]
 library_dirs = [f[2:] for f in libs if f.startswith("-L")]
 libraries = [f[2:] for f in libs if f.startswith("-l")]
 
+def has_dlpack():
+    """Whether libwafer has the DLPack calls (wafer/dlpack.h: built only
+    where DLPack's header was found): a test program compiled and
+    linked against it."""
+    import os
+    import sysconfig
+    import tempfile
+    cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "t.c")
+        with open(src, "w") as f:
+            f.write("#include <wafer/dlpack.h>\n"
+                    "int main(void) { return wafer_tensor_to_dlpack(0, 0, 0)"
+                    " == WAFER_OK; }\n")
+        r = subprocess.run(cc + [src, "-o", os.path.join(d, "t")] + cflags
+                           + libs, capture_output=True)
+    return r.returncode == 0
+
+
+dlpack = has_dlpack()
+print("wafer: DLPack %s in libwafer" % ("found" if dlpack else "not found"))
+
 ext = Extension(
     "wafer._wafer",
     # One file per idea (src/wafer_py.h lists them); a new one is picked
@@ -43,6 +65,7 @@ ext = Extension(
     library_dirs=library_dirs,
     libraries=libraries,
     runtime_library_dirs=library_dirs,
+    define_macros=[("WP_HAVE_DLPACK", "1")] if dlpack else [],
     extra_compile_args=[f for f in cflags if not f.startswith("-I")]
     + ["-std=c11", "-Wall", "-Wno-missing-field-initializers"],
 )

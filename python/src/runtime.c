@@ -792,6 +792,11 @@ static PyMethodDef client_methods[] = {
 	 "Whether the device's plugin has catalogue kernel |kernel| (\"add\","
 	 " \"matmul\", ...) for |dtype|: what operations on that dtype "
 	 "need."},
+	{"from_dlpack", (PyCFunction)wp_client_from_dlpack, METH_O,
+	 "from_dlpack(x) -> Tensor\n\nx's memory (anything with __dlpack__: "
+	 "numpy, PyTorch, CuPy, ...) as a tensor of this client, without "
+	 "copying; x's producer is told the client's stream, and its "
+	 "memory is released when the last tensor naming it goes."},
 	{"program", (PyCFunction)(void (*)(void))wp_client_program,
 	 METH_VARARGS | METH_KEYWORDS,
 	 "program(sources, options=None) -> Program\n\nBuilds the caller's "

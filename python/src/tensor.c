@@ -14,6 +14,8 @@
 
 #include <string.h>
 
+#include <wafer/interop.h>
+
 /*===--------------------------------------------------------------------===
  * Helpers other files share
  *===--------------------------------------------------------------------===*/
@@ -750,6 +752,29 @@ static PyObject *tensor_get_donated(TensorObject *self, void *closure)
 	return PyBool_FromLong(self->state == TENSOR_GONE);
 }
 
+static PyObject *tensor_native_buffer(TensorObject *self, PyObject *unused)
+{
+	wafer_native_buffer nb = {sizeof nb};
+	wafer_status st;
+
+	(void)unused;
+	if (tensor_live(self))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	st = wafer_handle_native(self->client->c, self->t.handle, &nb);
+	Py_END_ALLOW_THREADS
+	if (st != WAFER_OK)
+		return wp_raise(st, "native_buffer()");
+	return Py_BuildValue("{s:s,s:s,s:K,s:K,s:n,s:n,s:i}", "kind",
+			     wafer_native_kind_name(nb.kind), "backend",
+			     nb.backend ? nb.backend : "", "address",
+			     (unsigned long long)nb.address, "object",
+			     (unsigned long long)(uintptr_t)nb.object,
+			     "offset", (Py_ssize_t)nb.offset, "size",
+			     (Py_ssize_t)nb.size, "device_ordinal",
+			     nb.device_ordinal);
+}
+
 static PyGetSetDef tensor_getset[] = {
 	{"shape", (getter)tensor_get_shape, NULL, "The shape, a tuple.", NULL},
 	{"dtype", (getter)tensor_get_dtype, NULL,
@@ -803,6 +828,21 @@ static PyMethodDef tensor_methods[] = {
 	 "astype(dtype) -> Tensor\n\nConverted to dtype (wafer_op_cast)."},
 	{"copy", (PyCFunction)tensor_copy, METH_NOARGS,
 	 "copy() -> Tensor\n\nA dense copy (wafer_op_copy)."},
+	{"native_buffer", (PyCFunction)tensor_native_buffer, METH_NOARGS,
+	 "native_buffer() -> dict\n\nThe buffer as its backend knows it "
+	 "(wafer_handle_native): kind, backend, address (a host or device "
+	 "pointer), object (a cl_mem), offset, size, device_ordinal. The "
+	 "view starts offset * itemsize bytes past it."},
+	{"__dlpack__", (PyCFunction)(void (*)(void))wp_tensor_dlpack,
+	 METH_VARARGS | METH_KEYWORDS,
+	 "__dlpack__(*, stream=None, max_version=None, dl_device=None, "
+	 "copy=None) -> capsule\n\nThe tensor's memory as a DLPack capsule "
+	 "(the array API's protocol), without copying; the client's work is "
+	 "finished first, so any stream of the consumer may read it. Host "
+	 "(cpu), CUDA and Level Zero memory; an OpenCL buffer cannot be "
+	 "described (NotSupportedError)."},
+	{"__dlpack_device__", (PyCFunction)wp_tensor_dlpack_device,
+	 METH_NOARGS, "__dlpack_device__() -> (device_type, device_id)"},
 	{NULL, NULL, 0, NULL},
 };
 

@@ -4,7 +4,7 @@
  * One file per idea: module.c (the module, dtypes), errors.c (the
  * exception per status), runtime.c (Runtime and Client), tensor.c (the
  * Tensor type: views, operators), ops.c (the functions of ops.h),
- * program.c (programs and their kernels), bench.c (a C loop the
+ * program.c (programs and their kernels), dlpack.c (DLPack), bench.c (a C loop the
  * benchmark compares Python's calls with).
  *
  * Ownership: a Client holds a reference to its Runtime, a Tensor, Program
@@ -136,6 +136,12 @@ PyObject *wp_memory_usage_dict(const wafer_memory_usage *u);
 
 /* bench.c: wafer._wafer._c_loop, for python -m wafer.bench. */
 int wp_bench_init(PyObject *module);
+
+/* dlpack.c: the DLPack protocol (raising NotSupportedError when
+ * libwafer has no DLPack). */
+PyObject *wp_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwds);
+PyObject *wp_tensor_dlpack_device(PyObject *self, PyObject *unused);
+PyObject *wp_client_from_dlpack(PyObject *self, PyObject *obj);
 
 /* program.c */
 PyObject *wp_client_program(ClientObject *client, PyObject *args,

@@ -39,3 +39,32 @@ float64 = "float64"
 int32 = "int32"
 int64 = "int64"
 uint8 = "uint8"
+
+
+_default_runtime = None
+_default_clients = {}
+
+
+def from_dlpack(x, client=None):
+    """from_dlpack(x, client=None) -> Tensor
+
+    x's memory (numpy, PyTorch, CuPy, ... anything with __dlpack__) as a
+    wafer tensor, without copying (Client.from_dlpack). Without a client,
+    one of a runtime opened on first use, on x's device: host memory on
+    "cpu", CUDA device N on "cuda:N", oneAPI on "levelzero:N"."""
+    if client is None:
+        global _default_runtime
+        kind, index = x.__dlpack_device__()
+        selector = {1: "cpu", 2: "cuda:%d" % index,
+                    14: "levelzero:%d" % index}.get(int(kind))
+        if selector is None:
+            raise NotSupportedError(
+                "from_dlpack: no wafer device takes DLPack device type %d"
+                % kind)
+        client = _default_clients.get(selector)
+        if client is None:
+            if _default_runtime is None:
+                _default_runtime = Runtime()
+            client = _default_runtime.client(selector)
+            _default_clients[selector] = client
+    return client.from_dlpack(x)

@@ -1,5 +1,6 @@
 # wafer — SPDX-License-Identifier: MIT
 # Type stubs of the wafer package: what it re-exports from wafer._wafer.
+from typing import Any, Optional
 from ._wafer import Device as Device
 from ._wafer import Error as Error
 from ._wafer import InvalidArgumentError as InvalidArgumentError
@@ -45,6 +46,8 @@ from ._wafer import max as max
 from ._wafer import mean as mean
 from ._wafer import softmax as softmax
 from ._wafer import matmul as matmul
+
+def from_dlpack(x: Any, client: Optional[Client] = ...) -> Tensor: ...
 
 __version__: str
 float32: str
