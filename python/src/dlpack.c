@@ -12,18 +12,22 @@
  * Two wrappers around the deleters, for Python's sake:
  *  - export: the consumer may keep the memory past the last Tensor naming
  *    it, but the memory goes when the client closes; the record given out
- *    holds a reference to the Client, dropped after wafer's deleter ran.
+ *    holds a reference to the Client, dropped after wafer's deleter ran
+ *    (as below when the consumer lets go on a thread without the GIL).
  *  - import: wafer calls the producer's deleter on whichever thread drops
  *    the last reference (the runner thread of an mpsc channel, without
  *    the GIL), and a Python producer's deleter needs the GIL (numpy's
  *    drops a Python reference). Where the GIL is held it runs at once,
- *    elsewhere it is handed to the interpreter (Py_AddPendingCall) rather
- *    than waited for: the thread holding the GIL may itself be waiting
- *    for that runner (a read), and waiting both ways would deadlock. */
+ *    elsewhere it is queued for the interpreter (Py_AddPendingCall)
+ *    rather than waited for: the thread holding the GIL may itself be
+ *    waiting for that runner (a read), and waiting both ways would
+ *    deadlock. */
 #include "wafer_py.h"
 
 #ifdef WP_HAVE_DLPACK
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,27 +35,104 @@
 #include <wafer/interop.h>
 
 /*===--------------------------------------------------------------------===
+ * Work for the GIL
+ *===--------------------------------------------------------------------===*/
+
+/* Deleters waiting for the GIL: an unbounded list (Py_AddPendingCall's
+ * own queue holds 32 and then refuses), drained under the GIL by one
+ * pending call, and by Client.sync() and from_dlpack. */
+struct deferred {
+	struct deferred *next;
+	void (*run)(struct deferred *self);
+};
+
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct deferred *deferred_head;
+static int deferred_scheduled;
+
+void wp_deferred_run(void)
+{
+	struct deferred *list, *next, *rev = NULL;
+
+	pthread_mutex_lock(&deferred_lock);
+	list = deferred_head;
+	deferred_head = NULL;
+	deferred_scheduled = 0;
+	pthread_mutex_unlock(&deferred_lock);
+	for (; list; list = next) { /* oldest first */
+		next = list->next;
+		list->next = rev;
+		rev = list;
+	}
+	for (; rev; rev = next) {
+		next = rev->next;
+		rev->run(rev);
+	}
+}
+
+static int deferred_pending_call(void *unused)
+{
+	(void)unused;
+	wp_deferred_run();
+	return 0;
+}
+
+/* Runs |d| now when this thread holds the GIL, else queues it; never
+ * waits for the GIL. */
+static void defer(struct deferred *d)
+{
+	int schedule;
+
+	if (PyGILState_Check()) {
+		d->run(d);
+		return;
+	}
+	pthread_mutex_lock(&deferred_lock);
+	d->next = deferred_head;
+	deferred_head = d;
+	schedule = !deferred_scheduled;
+	deferred_scheduled = 1;
+	pthread_mutex_unlock(&deferred_lock);
+	/* A refusal (the interpreter's queue is full) leaves the list to
+	 * the next defer, sync() or from_dlpack. */
+	if (schedule && Py_AddPendingCall(deferred_pending_call, NULL) != 0) {
+		pthread_mutex_lock(&deferred_lock);
+		deferred_scheduled = 0;
+		pthread_mutex_unlock(&deferred_lock);
+	}
+}
+
+/*===--------------------------------------------------------------------===
  * Export
  *===--------------------------------------------------------------------===*/
 
 /* The record a consumer gets: wafer's own inside, the client kept. */
 struct export_legacy {
-	DLManagedTensor outer;
+	DLManagedTensor outer; /* first: the consumer calls its deleter */
 	DLManagedTensor *inner;
 	PyObject *client;
+	struct deferred d;
 };
 
+static void drop_legacy_export(struct deferred *d)
+{
+	struct export_legacy *e = (struct export_legacy *)
+		((char *)d - offsetof(struct export_legacy, d));
+
+	Py_XDECREF(e->client);
+	free(e);
+}
+
+/* wafer's deleter needs no GIL; dropping the client does (under the GIL
+ * now, or queued: see defer). */
 static void export_legacy_deleter(DLManagedTensor *self)
 {
 	struct export_legacy *e = (struct export_legacy *)self;
-	PyGILState_STATE g;
 
 	if (e->inner && e->inner->deleter)
 		e->inner->deleter(e->inner);
-	g = PyGILState_Ensure();
-	Py_XDECREF(e->client);
-	PyGILState_Release(g);
-	free(e);
+	e->d.run = drop_legacy_export;
+	defer(&e->d);
 }
 
 static void capsule_legacy_destructor(PyObject *cap)
@@ -73,19 +154,26 @@ struct export_versioned {
 	DLManagedTensorVersioned outer;
 	DLManagedTensorVersioned *inner;
 	PyObject *client;
+	struct deferred d;
 };
+
+static void drop_versioned_export(struct deferred *d)
+{
+	struct export_versioned *e = (struct export_versioned *)
+		((char *)d - offsetof(struct export_versioned, d));
+
+	Py_XDECREF(e->client);
+	free(e);
+}
 
 static void export_versioned_deleter(DLManagedTensorVersioned *self)
 {
 	struct export_versioned *e = (struct export_versioned *)self;
-	PyGILState_STATE g;
 
 	if (e->inner && e->inner->deleter)
 		e->inner->deleter(e->inner);
-	g = PyGILState_Ensure();
-	Py_XDECREF(e->client);
-	PyGILState_Release(g);
-	free(e);
+	e->d.run = drop_versioned_export;
+	defer(&e->d);
 }
 
 static void capsule_versioned_destructor(PyObject *cap)
@@ -263,62 +351,52 @@ PyObject *wp_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwds)
  *===--------------------------------------------------------------------===*/
 
 struct import_legacy {
-	DLManagedTensor outer;
+	DLManagedTensor outer; /* first: wafer calls outer.deleter(&outer) */
 	DLManagedTensor *inner;
+	struct deferred d;
 };
 
-static int run_legacy_deleter(void *arg)
+static void run_legacy_deleter(struct deferred *d)
 {
-	struct import_legacy *w = arg;
+	struct import_legacy *w = (struct import_legacy *)
+		((char *)d - offsetof(struct import_legacy, d));
 
 	if (w->inner->deleter)
 		w->inner->deleter(w->inner);
 	free(w);
-	return 0;
 }
 
 static void import_legacy_deleter(DLManagedTensor *self)
 {
-	/* Not under the GIL: to the interpreter, which runs it soon on its
-	 * main thread; only if its queue is full, wait for the GIL here. */
-	if (!PyGILState_Check() && Py_IsInitialized() &&
-	    Py_AddPendingCall(run_legacy_deleter, self) == 0)
-		return;
-	{
-		PyGILState_STATE g = PyGILState_Ensure();
+	struct import_legacy *w = (struct import_legacy *)self;
 
-		run_legacy_deleter(self);
-		PyGILState_Release(g);
-	}
+	w->d.run = run_legacy_deleter;
+	defer(&w->d);
 }
 
 #if defined(DLPACK_MAJOR_VERSION)
 struct import_versioned {
 	DLManagedTensorVersioned outer;
 	DLManagedTensorVersioned *inner;
+	struct deferred d;
 };
 
-static int run_versioned_deleter(void *arg)
+static void run_versioned_deleter(struct deferred *d)
 {
-	struct import_versioned *w = arg;
+	struct import_versioned *w = (struct import_versioned *)
+		((char *)d - offsetof(struct import_versioned, d));
 
 	if (w->inner->deleter)
 		w->inner->deleter(w->inner);
 	free(w);
-	return 0;
 }
 
 static void import_versioned_deleter(DLManagedTensorVersioned *self)
 {
-	if (!PyGILState_Check() && Py_IsInitialized() &&
-	    Py_AddPendingCall(run_versioned_deleter, self) == 0)
-		return;
-	{
-		PyGILState_STATE g = PyGILState_Ensure();
+	struct import_versioned *w = (struct import_versioned *)self;
 
-		run_versioned_deleter(self);
-		PyGILState_Release(g);
-	}
+	w->d.run = run_versioned_deleter;
+	defer(&w->d);
 }
 #endif
 
@@ -402,10 +480,12 @@ static PyObject *ask_capsule(ClientObject *client, PyObject *obj)
 PyObject *wp_client_from_dlpack(PyObject *self, PyObject *obj)
 {
 	ClientObject *client = (ClientObject *)self;
-	PyObject *cap = ask_capsule(client, obj), *r = NULL;
+	PyObject *cap, *r = NULL;
 	wafer_tensor t;
 	wafer_status st;
 
+	wp_deferred_run();
+	cap = ask_capsule(client, obj);
 	if (!cap)
 		return NULL;
 	if (PyCapsule_IsValid(cap, "dltensor")) {
@@ -490,6 +570,10 @@ PyObject *wp_client_from_dlpack(PyObject *self, PyObject *obj)
 	(void)self;
 	(void)obj;
 	return no_dlpack();
+}
+
+void wp_deferred_run(void)
+{
 }
 
 #endif /* WP_HAVE_DLPACK */

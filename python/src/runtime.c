@@ -705,6 +705,8 @@ static PyObject *client_sync(ClientObject *self, PyObject *unused)
 	Py_BEGIN_ALLOW_THREADS
 	st = wafer_sync(self->c);
 	Py_END_ALLOW_THREADS
+	/* Producers' deleters that the work just finished released. */
+	wp_deferred_run();
 	if (st != WAFER_OK)
 		return wp_raise(st, "sync()");
 	Py_RETURN_NONE;

@@ -142,6 +142,9 @@ int wp_bench_init(PyObject *module);
 PyObject *wp_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwds);
 PyObject *wp_tensor_dlpack_device(PyObject *self, PyObject *unused);
 PyObject *wp_client_from_dlpack(PyObject *self, PyObject *obj);
+/* Runs the producers' deleters that released imports queued for the GIL
+ * (the caller holds it). */
+void wp_deferred_run(void);
 
 /* program.c */
 PyObject *wp_client_program(ClientObject *client, PyObject *args,

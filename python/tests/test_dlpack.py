@@ -129,3 +129,22 @@ def test_opencl_buffers_refused(client):
     t = client.asarray(np.ones(3, np.float32))
     with pytest.raises(wafer.NotSupportedError):
         t.__dlpack__()
+
+
+def test_import_released_on_runner_thread(rt, cpu):
+    """On the mpsc channel the last release runs on the runner thread,
+    without the GIL, while this thread may wait for the runner (a read):
+    the producer's deleters are queued for the GIL, never waited for, and
+    have all run once sync() returns — more of them than the
+    interpreter's own queue of pending calls holds."""
+    c = rt.client(cpu.selector, channel="mpsc")
+    x = np.arange(8, dtype=np.float32)
+    base = sys.getrefcount(x)
+    for _ in range(500):
+        t = c.from_dlpack(x)
+        y = wafer.exp(t)
+        del t
+        np.testing.assert_allclose(y.numpy(), np.exp(x), rtol=1e-6)
+        del y
+    c.sync()
+    assert sys.getrefcount(x) == base
