@@ -43,8 +43,10 @@ else
 	dl=
 	# src/dlpack.c is DLPack's only when libwafer has it.
 	printf '#include <wafer/dlpack.h>\nint main(void){return wafer_tensor_to_dlpack(0,0,0)==WAFER_OK;}\n' >"$work/t.c"
+	# shellcheck disable=SC2046 # pkg-config's flags are words
 	${CC:-cc} "$work/t.c" -o "$work/t" $(pkg-config --cflags --libs wafer) 2>/dev/null && dl=-DWP_HAVE_DLPACK=1
 	libdir=$(pkg-config --libs-only-L wafer | sed 's/^-L//; s/ .*//')
+	# shellcheck disable=SC2046,SC2086 # pkg-config's flags are words
 	${CC:-cc} -shared -fPIC -O2 -std=c11 $dl -I"$inc" "$work"/src/src/*.c \
 		$(pkg-config --cflags --libs wafer) -Wl,-rpath,"$libdir" \
 		-o "$work/src/wafer/_wafer$ext" || exit 1
