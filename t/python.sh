@@ -8,10 +8,11 @@
 # visible (--system-site-packages), finding libwafer through the build's
 # wafer-uninstalled.pc — then runs its pytest suite on the suite's
 # backend (WAFER_BACKEND) and reports each pytest test as one TAP point,
-# so the suite's closing count includes them. Skips, saying what is
-# missing, where Python's headers, pip, setuptools, numpy, pytest or
-# hypothesis are not installed, and under sanitizers (an uninstrumented
-# python cannot load an instrumented libwafer).
+# so the suite's closing count includes them; in the suite's default run
+# also on the cuda plugin's stand-in driver where it is built. Skips,
+# saying what is missing, where Python's headers, pip, setuptools,
+# numpy, pytest or hypothesis are not installed, and under sanitizers
+# (an uninstrumented python cannot load an instrumented libwafer).
 #
 # PYTHON picks the interpreter; by default the first of python3 and
 # /usr/bin/python3 that has everything.
@@ -88,26 +89,34 @@ else
 	exit 1
 fi
 
-# pytest, reporting through a JUnit file that is turned into TAP below.
-# It runs in a scratch directory so that nothing is written into the
-# sources (no cache, no bytecode, hypothesis keeps no database).
-junit=$tmp/junit.xml
-(cd "$tmp" && PYTHONDONTWRITEBYTECODE=1 WAFER_README="$top_srcdir/README.md" \
-	"$venv/bin/python" -m pytest -p no:cacheprovider -q -rs \
-	--junitxml="$junit" "$top_srcdir/python/tests") >"$tmp/pytest.log" 2>&1
-rc=$?
-if [ ! -s "$junit" ]; then
-	point "not ok" "pytest ran (exit $rc)" "$(tail -40 "$tmp/pytest.log")"
-	echo "1..$n"
-	exit 1
-fi
-# One line per test: STATUS<TAB>NAME<TAB>DETAIL (detail on one line).
-"$venv/bin/python" - "$junit" >"$tmp/results" <<'PY'
+# pytest_points LABEL [VAR=value...]: the pytest suite in that
+# environment, reporting through a JUnit file turned into one TAP point
+# per test, named "LABEL: file::test". It runs in a scratch directory so
+# that nothing is written into the sources (no cache, no bytecode,
+# hypothesis keeps no database).
+pytest_points() {
+	label=$1
+	shift
+	junit=$tmp/junit.xml
+	rm -f "$junit"
+	(cd "$tmp" && env PYTHONDONTWRITEBYTECODE=1 \
+		WAFER_README="$top_srcdir/README.md" "$@" \
+		"$venv/bin/python" -m pytest -p no:cacheprovider -q -rs \
+		--junitxml="$junit" "$top_srcdir/python/tests") >"$tmp/pytest.log" 2>&1
+	rc=$?
+	if [ ! -s "$junit" ]; then
+		point "not ok" "$label: pytest ran (exit $rc)" "$(tail -40 "$tmp/pytest.log")"
+		return
+	fi
+	before=$failed
+	# One line per test: STATUS<TAB>NAME<TAB>DETAIL (detail on one line).
+	"$venv/bin/python" - "$junit" "$label" >"$tmp/results" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
 for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
-    name = "python: %s::%s" % (case.get("classname", "").split(".")[-1],
-                               case.get("name"))
+    name = "%s: %s::%s" % (sys.argv[2],
+                           case.get("classname", "").split(".")[-1],
+                           case.get("name"))
     status, detail = "ok", ""
     for child in case:
         if child.tag in ("failure", "error"):
@@ -119,15 +128,35 @@ for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
     detail = " ".join(detail.split())[:300]
     print("%s\t%s\t%s" % (status, name.replace("\t", " "), detail))
 PY
-while IFS="	" read -r status name detail; do
-	case $status in
-	ok) point ok "$name" ;;
-	skip) n=$((n + 1)); echo "ok $n - $name # SKIP $detail" ;;
-	*) point "not ok" "$name" "$detail" ;;
-	esac
-done <"$tmp/results"
-if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-	point "not ok" "pytest exit status (exit $rc)" "$(tail -20 "$tmp/pytest.log")"
+	while IFS="	" read -r status name detail; do
+		case $status in
+		ok) point ok "$name" ;;
+		skip) n=$((n + 1)); echo "ok $n - $name # SKIP $detail" ;;
+		*) point "not ok" "$name" "$detail" ;;
+		esac
+	done <"$tmp/results"
+	if [ "$rc" -ne 0 ] && [ "$failed" -eq "$before" ]; then
+		point "not ok" "$label: pytest exit status (exit $rc)" "$(tail -20 "$tmp/pytest.log")"
+	fi
+}
+
+# On the suite's backend (WAFER_BACKEND, else the default device).
+pytest_points python
+
+# Where the cuda plugin and its stand-in driver (t/fakecuda.c) are
+# built, once more on it, as t/cuda.sh runs the client tests: the cuda
+# plugin's host side and the mpsc channel through the package. (Only in
+# the suite's default run: a run for one backend stays on it.)
+fake=$T_BUILDDIR/.libs/fakecuda.so
+if [ -z "${WAFER_BACKEND:-}" ] && [ -e "$top_builddir/plugins/cuda/.libs/cuda.so" ] &&
+	[ -e "$fake" ]; then
+	printf '[core]\nbackend = cuda, cpu\n[cuda]\ndriver_library = %s\ncublas = no\n' \
+		"$fake" >"$tmp/fakecuda.conf"
+	pytest_points "python (cuda stand-in)" WAFER_CONFIG="$tmp/fakecuda.conf" \
+		WAFER_BACKEND=cuda
+else
+	n=$((n + 1))
+	echo "ok $n - python (cuda stand-in) # SKIP ${WAFER_BACKEND:+a run for backend $WAFER_BACKEND}${WAFER_BACKEND:-the cuda plugin or t/fakecuda.so was not built}"
 fi
 echo "1..$n"
 [ "$failed" -eq 0 ]

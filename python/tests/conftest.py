@@ -33,6 +33,7 @@ ALL_DTYPES = ["float32", "float16", "bfloat16", "float64", "int32", "int64",
 TOLERANCE = {
     "float32": (2e-5, 2e-6),
     "float16": (2e-2, 2e-2),
+    "bfloat16": (3e-2, 3e-2),  # 8 significant bits
     "float64": (1e-12, 1e-13),
 }
 
@@ -71,9 +72,31 @@ def assert_close(got, want, dtype, scale=1.0):
                                rtol=rtol * scale, atol=atol * scale)
 
 
-def random_array(rng, shape, dtype, low=-2.0, high=2.0):
-    a = rng.uniform(low, high, size=shape)
+def to_bfloat16(a):
+    """float32 values rounded to the nearest bfloat16 (ties to even), as
+    float32: what a bfloat16 tensor holds, in a type numpy has."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    u = u.astype(np.uint64)
+    lsb = (u >> np.uint64(16)) & np.uint64(1)
+    u = (u + np.uint64(0x7FFF) + lsb) & np.uint64(0xFFFF0000)
+    return u.astype(np.uint32).view(np.float32).reshape(np.shape(a))
+
+
+def host_array(a, dtype):
+    """a in dtype, or for bfloat16 (which numpy has not) in float32 with
+    bfloat16's values."""
+    if dtype == "bfloat16":
+        return to_bfloat16(np.asarray(a, dtype=np.float32))
     return np.asarray(a, dtype=dtype)
+
+
+def upload(client, a, dtype):
+    """A tensor of dtype holding host_array(a, dtype)'s values."""
+    return client.asarray(a, dtype=dtype)
+
+
+def random_array(rng, shape, dtype, low=-2.0, high=2.0):
+    return host_array(rng.uniform(low, high, size=shape), dtype)
 
 
 def draw_view(data, arr, t):

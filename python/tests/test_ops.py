@@ -9,7 +9,8 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import wafer
-from conftest import assert_close, compute_dtypes, draw_view, random_array
+from conftest import (assert_close, compute_dtypes, draw_view, host_array,
+                      random_array, upload)
 
 shapes = hnp.array_shapes(min_dims=0, max_dims=4, min_side=1, max_side=6)
 shapes1 = hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=6)
@@ -47,7 +48,7 @@ def dtype_strategy(client, kernel):
 def divisor(rng, shape, dtype):
     """Values away from 0: sign * [0.5, 2)."""
     a = rng.uniform(0.5, 2, size=shape) * rng.choice([-1, 1], size=shape)
-    return np.asarray(a, dtype=dtype)
+    return host_array(a, dtype)
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
@@ -57,8 +58,8 @@ def test_unary(client, name, data, shape, seed):
     dtype = data.draw(dtype_strategy(client, "exp" if name != "negative"
                                      else "neg"), label="dtype")
     a = random_array(np.random.default_rng(seed), shape, dtype, lo, hi)
-    got = getattr(wafer, name)(client.asarray(a))
-    assert got.dtype == np.dtype(dtype)
+    got = getattr(wafer, name)(upload(client, a, dtype))
+    assert str(got.dtype) == dtype
     assert_close(got, ref(a.astype(np.float64)), dtype)
 
 
@@ -84,7 +85,7 @@ def test_binary_broadcast(client, name, data, shapes, seed):
     a = random_array(rng, sa, dtype)
     b = divisor(rng, sb, dtype) if name == "divide" else \
         random_array(rng, sb, dtype)
-    got = getattr(wafer, name)(client.asarray(a), client.asarray(b))
+    got = getattr(wafer, name)(upload(client, a, dtype), upload(client, b, dtype))
     assert got.shape == shapes.result_shape
     assert_close(got, BINARY[name](a.astype(np.float64),
                                    b.astype(np.float64)), dtype)
@@ -114,10 +115,10 @@ def test_binary_views(client, name, data, shape, seed):
 def test_binary_scalar(client, name, data, shape, seed, scalar, first):
     dtype = data.draw(dtype_strategy(client, "add_scalar"), label="dtype")
     a = divisor(np.random.default_rng(seed), shape, dtype)
-    wa = client.asarray(a)
+    wa = upload(client, a, dtype)
     ref = BINARY[name]
     # The scalar is converted to the tensor's dtype (no promotion).
-    s = np.asarray(scalar, dtype=dtype).astype(np.float64)
+    s = host_array(scalar, dtype).astype(np.float64)
     if first:
         got, want = getattr(wafer, name)(scalar, wa), ref(s, a.astype(np.float64))
     else:
@@ -174,7 +175,7 @@ def test_reduce(client, name, data, shape, seed, keepdims):
     a = random_array(np.random.default_rng(seed), shape, dtype)
     axis = data.draw(st.none() | st.integers(-len(shape), len(shape) - 1),
                      label="axis")
-    w = client.asarray(a)
+    w = upload(client, a, dtype)
     got = getattr(wafer, name)(w, axis=axis, keepdims=keepdims)
     want = REDUCE[name](a.astype(np.float64), axis=axis, keepdims=keepdims)
     n = a.size if axis is None else shape[axis]
@@ -202,7 +203,7 @@ def test_softmax(client, data, shape, seed):
     dtype = data.draw(dtype_strategy(client, "softmax"), label="dtype")
     a = random_array(np.random.default_rng(seed), shape, dtype, -5, 5)
     axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
-    got = wafer.softmax(client.asarray(a), axis=axis)
+    got = wafer.softmax(upload(client, a, dtype), axis=axis)
     assert_close(got, np_softmax(a.astype(np.float64), axis), dtype)
 
 
@@ -228,9 +229,11 @@ def test_matmul(client, data, seed, batch, m, k, n, ta, tb):
     want = np.matmul(a.astype(np.float64), b.astype(np.float64))
     # Operands as given, or stored transposed and viewed back (.T-style
     # views) or passed with the transpose flags.
-    wa = client.asarray(np.swapaxes(a, -1, -2).copy()).transpose(
-        *range(a.ndim - 2), a.ndim - 1, a.ndim - 2) if ta else client.asarray(a)
-    wb = client.asarray(np.swapaxes(b, -1, -2).copy()) if tb else client.asarray(b)
+    wa = upload(client, np.swapaxes(a, -1, -2).copy(), dtype).transpose(
+        *range(a.ndim - 2), a.ndim - 1, a.ndim - 2) if ta else \
+        upload(client, a, dtype)
+    wb = upload(client, np.swapaxes(b, -1, -2).copy(), dtype) if tb else \
+        upload(client, b, dtype)
     got = wafer.matmul(wa, wb, transpose_b=tb)
     assert_close(got, want, dtype, scale=max(1.0, k / 2))
     if not tb:

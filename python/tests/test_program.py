@@ -1,7 +1,9 @@
 # wafer — SPDX-License-Identifier: MIT
 #
 # Programs: the caller's own kernels from sources in several formats
-# (the device takes the first it accepts), launched on tensors.
+# (the device takes the first it accepts), launched on tensors. The
+# kernel is named and laid out as t/user_kernels' saxpy, which the CUDA
+# stand-in driver (t/fakecuda.c) emulates by name.
 import struct
 
 import numpy as np
@@ -16,7 +18,7 @@ HOST_C = r"""
 
 struct saxpy_params { uint64_t n; float a; uint32_t reserved; };
 
-WAFER_HOST_KERNEL(py_saxpy)
+WAFER_HOST_KERNEL(wafer_test_saxpy)
 {
 	struct saxpy_params p;
 	memcpy(&p, args->params, sizeof p);
@@ -30,7 +32,7 @@ WAFER_HOST_KERNEL(py_saxpy)
 OPENCL_C = r"""
 struct saxpy_params { ulong n; float a; uint reserved; };
 
-__kernel void py_saxpy(__global float *y, __global const float *x,
+__kernel void wafer_test_saxpy(__global float *y, __global const float *x,
 		       struct saxpy_params p)
 {
 	size_t i = get_global_id(0);
@@ -42,7 +44,7 @@ __kernel void py_saxpy(__global float *y, __global const float *x,
 CUDA_C = r"""
 struct saxpy_params { unsigned long long n; float a; unsigned reserved; };
 
-extern "C" __global__ void py_saxpy(float *y, const float *x,
+extern "C" __global__ void wafer_test_saxpy(float *y, const float *x,
 				    struct saxpy_params p)
 {
 	unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x
@@ -64,8 +66,8 @@ def program(client):
 
 def test_saxpy(client, program):
     n = 1000
-    saxpy = program.kernel("py_saxpy", bindings=2, params_size=16)
-    assert "py_saxpy" in repr(saxpy)
+    saxpy = program.kernel("wafer_test_saxpy", bindings=2, params_size=16)
+    assert "wafer_test_saxpy" in repr(saxpy)
     rng = np.random.default_rng(1)
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
@@ -79,7 +81,7 @@ def test_saxpy(client, program):
 def test_kernel_on_slice(client, program):
     """A dense slice binds from its offset, which must keep the device's
     alignment (256 bytes is enough everywhere)."""
-    saxpy = program.kernel("py_saxpy", 2, 16)
+    saxpy = program.kernel("wafer_test_saxpy", 2, 16)
     y = client.asarray(np.zeros(128, np.float32))
     x = client.asarray(np.arange(128, dtype=np.float32))
     saxpy(y[64:], x[:64], params=struct.pack("<QfI", 64, 1.0, 0), grid=64)
@@ -89,7 +91,7 @@ def test_kernel_on_slice(client, program):
 
 
 def test_kernel_errors(client, program):
-    saxpy = program.kernel("py_saxpy", 2, 16)
+    saxpy = program.kernel("wafer_test_saxpy", 2, 16)
     x = client.asarray(np.ones((4, 4), np.float32))
     params = struct.pack("<QfI", 16, 1.0, 0)
     with pytest.raises(TypeError, match="2 tensors"):
