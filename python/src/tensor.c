@@ -477,6 +477,49 @@ static PyObject *tensor_reshape(TensorObject *self, PyObject *args)
 	}
 }
 
+/* numpy's broadcast_to: a view of |shape| repeating the dimensions of
+ * size 1 (and new leading ones) with stride 0; no copy. */
+static PyObject *tensor_broadcast_to(TensorObject *self, PyObject *arg)
+{
+	uint64_t shape[WAFER_MAX_RANK];
+	uint32_t rank;
+	wafer_tensor src = self->t, v;
+
+	if (tensor_live(self))
+		return NULL;
+	if (wp_parse_shape(arg, shape, &rank, 0))
+		return NULL;
+	if (rank < src.rank) {
+		PyErr_Format(PyExc_ValueError, "broadcast_to: rank %u is less "
+			     "than the tensor's %u", (unsigned)rank,
+			     (unsigned)src.rank);
+		return NULL;
+	}
+	wp_view_strided(&src);
+	v = src;
+	v.rank = rank;
+	for (uint32_t i = 0; i < rank; i++) {
+		uint32_t lead = rank - src.rank;
+
+		v.shape[i] = shape[i];
+		if (i < lead) {
+			v.strides[i] = 0;
+		} else if (src.shape[i - lead] == shape[i]) {
+			v.strides[i] = src.strides[i - lead];
+		} else if (src.shape[i - lead] == 1) {
+			v.strides[i] = 0;
+		} else {
+			PyErr_Format(PyExc_ValueError,
+				     "broadcast_to: dimension %u of size %llu "
+				     "cannot become %llu", (unsigned)(i - lead),
+				     (unsigned long long)src.shape[i - lead],
+				     (unsigned long long)shape[i]);
+			return NULL;
+		}
+	}
+	return tensor_view(self, &v);
+}
+
 static PyObject *tensor_astype(TensorObject *self, PyObject *arg)
 {
 	wafer_dtype dtype = wp_dtype_from(arg);
@@ -824,6 +867,10 @@ static PyMethodDef tensor_methods[] = {
 	{"reshape", (PyCFunction)tensor_reshape, METH_VARARGS,
 	 "reshape(*shape) -> Tensor\n\nThe elements in a new shape (one -1 is "
 	 "inferred): a view of a dense tensor, else a dense copy."},
+	{"broadcast_to", (PyCFunction)tensor_broadcast_to, METH_O,
+	 "broadcast_to(shape) -> Tensor\n\nA view of the tensor in a larger "
+	 "shape, as numpy.broadcast_to: dimensions of size 1 and new leading "
+	 "ones repeat (stride 0); no copy."},
 	{"astype", (PyCFunction)tensor_astype, METH_O,
 	 "astype(dtype) -> Tensor\n\nConverted to dtype (wafer_op_cast)."},
 	{"copy", (PyCFunction)tensor_copy, METH_NOARGS,

@@ -45,7 +45,9 @@ def test_export_views(cpu):
     a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     t = cpu.asarray(a)
     for view, ref in ((t.T, a.T), (t[1, ::2, 1:], a[1, ::2, 1:]),
-                      (t[:, None, 1], a[:, None, 1])):
+                      (t[:, None, 1], a[:, None, 1]),
+                      (t[0, 0].broadcast_to((3, 4)),
+                       np.broadcast_to(a[0, 0], (3, 4)))):
         v = np.from_dlpack(view)
         assert v.ctypes.data == address(view)
         assert v.strides == tuple(s * 4 for s in view.element_strides) or \

@@ -132,3 +132,30 @@ def test_attributes(client):
     assert client.asarray(np.float32(2.5)).item() == 2.5
     assert float(client.asarray(np.array([1.5], np.float32))) == 1.5
     assert w[0, 0].tolist() == [0, 1, 2, 3]
+
+
+@given(data=st.data(),
+       shapes=hnp.mutually_broadcastable_shapes(num_shapes=1, max_dims=4,
+                                                max_side=4))
+def test_broadcast_to(client, data, shapes):
+    """A stride-0 view, read back and used by operations as it is."""
+    (shape,), target = shapes.input_shapes, shapes.result_shape
+    a = arange(shape) if shape else np.float32(3)
+    w = client.asarray(a)
+    b = w.broadcast_to(target)
+    want = np.broadcast_to(a, target)
+    assert b.shape == target and b.handle == w.handle
+    np.testing.assert_array_equal(b.numpy(), want)
+    np.testing.assert_array_equal(wafer.broadcast_to(w, target).numpy(), want)
+    np.testing.assert_allclose((b * 2 + b).numpy(), want * 3)
+    if target:
+        np.testing.assert_allclose(wafer.sum(b, axis=-1).numpy(),
+                                   want.sum(axis=-1), rtol=1e-6)
+
+
+def test_broadcast_to_refuses(client):
+    w = client.asarray(arange((2, 3)))
+    with pytest.raises(ValueError):
+        w.broadcast_to((4, 3))
+    with pytest.raises(ValueError):
+        w.broadcast_to((3,))

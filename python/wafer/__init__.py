@@ -41,6 +41,14 @@ int64 = "int64"
 uint8 = "uint8"
 
 
+def broadcast_to(x, shape):
+    """broadcast_to(x, shape) -> Tensor
+
+    A view of x in shape, as numpy.broadcast_to (Tensor.broadcast_to):
+    dimensions of size 1 and new leading ones repeat; no copy."""
+    return x.broadcast_to(shape)
+
+
 _default_runtime = None
 _default_clients = {}
 

@@ -47,6 +47,7 @@ from ._wafer import mean as mean
 from ._wafer import softmax as softmax
 from ._wafer import matmul as matmul
 
+def broadcast_to(x: Tensor, shape: Any) -> Tensor: ...
 def from_dlpack(x: Any, client: Optional[Client] = ...) -> Tensor: ...
 
 __version__: str
