@@ -150,3 +150,23 @@ def test_import_released_on_runner_thread(rt, cpu):
         del y
     c.sync()
     assert sys.getrefcount(x) == base
+
+
+def test_exchange_leaks_nothing(cpu):
+    """10,000 round trips each way leave the client's handles, the
+    client's references and the numpy array's references as they were."""
+    x = np.arange(16, dtype=np.float32)
+    t = cpu.asarray(x)
+    np.from_dlpack(cpu.from_dlpack(np.from_dlpack(t)))  # warm the caches
+    cpu.sync()
+    handles = cpu.memory_usage()["handles_live"]
+    client_refs, x_refs = sys.getrefcount(cpu), sys.getrefcount(x)
+    for _ in range(10_000):
+        v = np.from_dlpack(t)
+        w = cpu.from_dlpack(v)
+        u = cpu.from_dlpack(x)
+        del v, w, u
+    cpu.sync()
+    assert cpu.memory_usage()["handles_live"] == handles
+    assert sys.getrefcount(cpu) == client_refs
+    assert sys.getrefcount(x) == x_refs
