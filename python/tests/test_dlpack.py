@@ -157,15 +157,15 @@ def test_exchange_leaks_nothing(cpu):
     client's references and the numpy array's references as they were."""
     x = np.arange(16, dtype=np.float32)
     t = cpu.asarray(x)
-    np.from_dlpack(cpu.from_dlpack(np.from_dlpack(t)))  # warm the caches
+    np.from_dlpack(cpu.from_dlpack(x))  # warm the caches
     cpu.sync()
     handles = cpu.memory_usage()["handles_live"]
     client_refs, x_refs = sys.getrefcount(cpu), sys.getrefcount(x)
     for _ in range(10_000):
         v = np.from_dlpack(t)
-        w = cpu.from_dlpack(v)
         u = cpu.from_dlpack(x)
-        del v, w, u
+        w = np.from_dlpack(u)  # numpy's memory, back through wafer
+        del v, u, w
     cpu.sync()
     assert cpu.memory_usage()["handles_live"] == handles
     assert sys.getrefcount(cpu) == client_refs
