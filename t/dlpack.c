@@ -294,13 +294,15 @@ static void test_round_trip(void)
 	ok_clean(client, "round trip: at the end");
 }
 
-/* A transposed view (strides 1, 3) and a slice (byte_offset), both ways. */
+/* A transposed view (strides 1, 3), a broadcast (stride 0) and a slice
+ * (byte_offset), both ways. */
 static void test_views(void)
 {
 	const float v[6] = {1, 2, 3, 4, 5, 6};
 	const uint64_t shape[2] = {2, 3};
 	wafer_tensor t = upload_f32(client, 2, shape, v), tt, s, u;
 	DLManagedTensor *m;
+	float *got;
 
 	check(wafer_tensor_transpose(&t, 0, 1, &tt), "transpose");
 	is_status(wafer_tensor_to_dlpack(client, &tt, &m), WAFER_OK,
@@ -318,6 +320,25 @@ static void test_views(void)
 	   "import of the transpose: the transposed elements");
 	check(wafer_tensor_release(client, &u), "release");
 
+	/* A broadcast: row 0 twice (stride 0). */
+	wafer_tensor b = t;
+	b.strided = 1;
+	b.shape[0] = 2;
+	b.strides[0] = 0;
+	b.strides[1] = 1;
+	is_status(wafer_tensor_to_dlpack(client, &b, &m), WAFER_OK,
+		  "export: row 0 broadcast to 2x3");
+	ok(m->dl_tensor.strides[0] == 0 && m->dl_tensor.strides[1] == 1,
+	   "export of the broadcast: strides 0, 1");
+	is_status(wafer_tensor_from_dlpack(client, m, &u), WAFER_OK,
+		  "import of the exported broadcast");
+	got = download_f32(client, &u);
+	ok(u.strided && u.strides[0] == 0 && got[0] == 1 && got[3] == 1 &&
+		   got[5] == 3,
+	   "import of the broadcast: row 0 twice");
+	free(got);
+	check(wafer_tensor_release(client, &u), "release");
+
 	check(wafer_tensor_slice(&t, 0, 1, 1, &s), "slice");
 	is_status(wafer_tensor_to_dlpack(client, &s, &m), WAFER_OK,
 		  "export: row 1 of the 2x3 tensor");
@@ -325,13 +346,13 @@ static void test_views(void)
 	       "export of row 1: byte_offset 12");
 	is_status(wafer_tensor_from_dlpack(client, m, &u), WAFER_OK,
 		  "import of the exported row");
-	float *got = download_f32(client, &u);
+	got = download_f32(client, &u);
 	ok(got[0] == 4 && got[1] == 5 && got[2] == 6,
 	   "import of row 1: 4, 5, 6");
 	free(got);
 	check(wafer_tensor_release(client, &u), "release");
 	check(wafer_sync(client), "sync");
-	is_int(references(t.handle), 1, "views: both exports' references "
+	is_int(references(t.handle), 1, "views: the exports' references "
 					"dropped");
 	check(wafer_tensor_release(client, &t), "release t");
 	ok_clean(client, "views: at the end");
@@ -529,7 +550,8 @@ static void test_close_first(wafer_runtime *rt)
 	/* Frees its record only (ASan and valgrind check there is no use of
 	 * the closed client and nothing leaks). */
 	m->deleter(m);
-	ok(1, "an export's deleter after close returns");
+	ok(1, "an export's deleter after close frees its record only (ASan, "
+	      "valgrind: no use of the closed client, no leak)");
 	made_free(made);
 	client = saved;
 }
