@@ -318,6 +318,11 @@ check_PROGRAMS += t/overrun
 TESTS += t/overrun
 t_overrun_LDADD = libwafer.la
 
+# The Python package (python/): built into a venv against this build
+# tree, its pytest suite on the suite's backend, one TAP point per test.
+TESTS += t/python.sh
+EXTRA_DIST += t/python.sh
+
 # Every public header compiles alone as C99 and C++.
 TESTS += t/headers.sh
 EXTRA_DIST += t/headers.sh
