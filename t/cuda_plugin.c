@@ -2743,7 +2743,12 @@ int main(int argc, char **argv)
 	test_options();
 	test_no_driver();
 
-	status_is(init_with(NULL, 0, &state), WAFER_OK, "init on %s",
+	/* Pages of the driver's granularity (2 MiB on the stand-in and on
+	 * current GPUs), which test_vm cuts and maps again one by one; the
+	 * default, vm_page = whole, runs under the backend-neutral suites
+	 * of t/cuda.sh. */
+	struct wafer_plugin_option pages = option("vm_page", "2M", "test");
+	status_is(init_with(&pages, 1, &state), WAFER_OK, "init on %s",
 		  real ? "libcuda.so.1" : "the stand-in driver");
 	if (!state)
 		return exit_status();

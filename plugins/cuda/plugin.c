@@ -24,14 +24,16 @@
  *                            straight from and to pageable memory)
  *   vm_page = SIZE|whole     page of virtual memory (vm_map): each is
  *                            one physical allocation; a power of two, at
- *                            least the driver's granularity (the default,
- *                            2M on current GPUs). Larger pages cost fewer
+ *                            least the driver's granularity (2M on
+ *                            current GPUs). Larger pages cost fewer
  *                            driver calls per byte mapped and round more.
- *                            whole: pages of the driver's granularity, and
- *                            each vm_map call one physical allocation of
- *                            its whole size; vm_unmap then takes whole
- *                            earlier vm_map calls only (the pool's
- *                            [memory.pool] unmap = whole keeps to that).
+ *                            whole (the default): pages of the driver's
+ *                            granularity, and each vm_map call one
+ *                            physical allocation of its whole size;
+ *                            vm_unmap then takes whole earlier vm_map
+ *                            calls only (the pool, told so by the figure
+ *                            WAFER_STORAGE_FIGURE_WHOLE_UNMAPS, keeps to
+ *                            that).
  *   cublas = auto|no|PATH    offer cuBLAS as the matmul variant "cublas"
  *                            when it loads (auto, the default), never, or
  *                            from this file
@@ -490,6 +492,9 @@ static wafer_status cuda_init(const struct wafer_plugin_init_args *args,
 		.release_threshold = UINT64_MAX,
 		.staging_chunk = (size_t)4 << 20,
 		.staging_limit = (size_t)64 << 20,
+		/* One physical allocation per vm_map call: on an H200 the
+		 * time goes with physical allocations, not bytes (README). */
+		.vm_whole = 1,
 		.cublas = 1,
 		.nvrtc = 1,
 	};
