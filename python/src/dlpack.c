@@ -232,6 +232,7 @@ PyObject *wp_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwds)
 				 NULL};
 	PyObject *stream = Py_None, *max_version = Py_None,
 		 *dl_device = Py_None, *copy = Py_None, *cap;
+	void *m = NULL; /* DLManagedTensor or DLManagedTensorVersioned */
 	TensorObject *t = (TensorObject *)self;
 	wafer_tensor src = t->t, tmp;
 	int have_tmp = 0, versioned = 0, type, id;
@@ -283,27 +284,34 @@ PyObject *wp_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwds)
 		src = tmp;
 		have_tmp = 1;
 	}
+	/* One call for both kinds; the record holds its own reference, so
+	 * the copy goes either way. */
+	Py_BEGIN_ALLOW_THREADS
+#if defined(DLPACK_MAJOR_VERSION)
+	if (versioned)
+		st = wafer_tensor_to_dlpack_versioned(
+			t->client->c, &src, (DLManagedTensorVersioned **)&m);
+	else
+#endif
+		st = wafer_tensor_to_dlpack(t->client->c, &src,
+					    (DLManagedTensor **)&m);
+	Py_END_ALLOW_THREADS
+	if (have_tmp)
+		wafer_tensor_release(t->client->c, &src);
+	if (st != WAFER_OK)
+		return wp_raise(st, "__dlpack__");
 #if defined(DLPACK_MAJOR_VERSION)
 	if (versioned) {
-		DLManagedTensorVersioned *m = NULL;
+		DLManagedTensorVersioned *vm = m;
 		struct export_versioned *e = calloc(1, sizeof *e);
 
 		if (!e) {
-			if (have_tmp)
-				wafer_tensor_release(t->client->c, &src);
+			if (vm->deleter)
+				vm->deleter(vm);
 			return PyErr_NoMemory();
 		}
-		Py_BEGIN_ALLOW_THREADS
-		st = wafer_tensor_to_dlpack_versioned(t->client->c, &src, &m);
-		Py_END_ALLOW_THREADS
-		if (have_tmp) /* the record holds its own reference */
-			wafer_tensor_release(t->client->c, &src);
-		if (st != WAFER_OK) {
-			free(e);
-			return wp_raise(st, "__dlpack__");
-		}
-		e->outer = *m;
-		e->inner = m;
+		e->outer = *vm;
+		e->inner = vm;
 		e->outer.deleter = export_versioned_deleter;
 		Py_INCREF(t->client);
 		e->client = (PyObject *)t->client;
@@ -315,26 +323,17 @@ PyObject *wp_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwds)
 	}
 #endif
 	{
-		DLManagedTensor *m = NULL;
+		DLManagedTensor *lm = m;
 		struct export_legacy *e = calloc(1, sizeof *e);
 
 		(void)versioned;
 		if (!e) {
-			if (have_tmp)
-				wafer_tensor_release(t->client->c, &src);
+			if (lm->deleter)
+				lm->deleter(lm);
 			return PyErr_NoMemory();
 		}
-		Py_BEGIN_ALLOW_THREADS
-		st = wafer_tensor_to_dlpack(t->client->c, &src, &m);
-		Py_END_ALLOW_THREADS
-		if (have_tmp)
-			wafer_tensor_release(t->client->c, &src);
-		if (st != WAFER_OK) {
-			free(e);
-			return wp_raise(st, "__dlpack__");
-		}
-		e->outer = *m;
-		e->inner = m;
+		e->outer = *lm;
+		e->inner = lm;
 		e->outer.deleter = export_legacy_deleter;
 		Py_INCREF(t->client);
 		e->client = (PyObject *)t->client;
