@@ -240,6 +240,16 @@ static void runtime_dealloc(RuntimeObject *self)
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* Appends |o|, a new reference or NULL after a failed call, and drops
+ * it; -1 with the error set when either failed. */
+static int append_new(PyObject *list, PyObject *o)
+{
+	int rc = o ? PyList_Append(list, o) : -1;
+
+	Py_XDECREF(o);
+	return rc;
+}
+
 static PyObject *runtime_devices(RuntimeObject *self, PyObject *unused)
 {
 	size_t n = wafer_runtime_device_count(self->rt);
@@ -256,12 +266,10 @@ static PyObject *runtime_devices(RuntimeObject *self, PyObject *unused)
 			return wp_raise(st, "devices()");
 		}
 		o = device_new(&d);
-		if (!o || PyList_Append(list, o)) {
-			Py_XDECREF(o);
+		if (append_new(list, o)) {
 			Py_DECREF(list);
 			return NULL;
 		}
-		Py_DECREF(o);
 	}
 	return list;
 }
@@ -294,12 +302,10 @@ static PyObject *runtime_plugins(RuntimeObject *self, PyObject *unused)
 			str_or_none(r.version), "accepted",
 			r.accepted ? Py_True : Py_False, "device_count",
 			r.device_count, "reason", str_or_none(r.reason));
-		if (!o || PyList_Append(list, o)) {
-			Py_XDECREF(o);
+		if (append_new(list, o)) {
 			Py_DECREF(list);
 			return NULL;
 		}
-		Py_DECREF(o);
 	}
 	return list;
 }
