@@ -683,6 +683,15 @@ wafer_plugin_import_check(const struct wafer_host_services *host,
 	return WAFER_OK;
 }
 
+/* storage.forget for a plugin whose import keeps no record: the resource
+ * is the caller's memory itself, never the plugin's to free. */
+static inline void wafer_plugin_forget_nothing(void *device,
+					       wafer_resource resource)
+{
+	(void)device;
+	(void)resource;
+}
+
 /* The interop entries from one prefix (all five, as the loader wants
  * them all or none): in the storage ops, WAFER_PLUGIN_INTEROP_STORAGE_OPS
  * fills acme_storage_native, acme_storage_import, acme_storage_forget;

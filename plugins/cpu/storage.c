@@ -270,28 +270,15 @@ static wafer_status cpu_storage_import(void *device,
 				       const struct wafer_native_buffer *buffer,
 				       wafer_resource *out_resource)
 {
-	*out_resource = 0;
-	if (buffer->kind != WAFER_NATIVE_HOST_POINTER) {
-		host_of(device)->set_error("cpu: import: a buffer of native "
-					   "kind %d is not host memory (cpu "
-					   "takes host pointers, kind %d)",
-					   (int)buffer->kind,
-					   (int)WAFER_NATIVE_HOST_POINTER);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (!buffer->address || buffer->size == 0) {
-		host_of(device)->set_error("cpu: import: host pointer 0x%" PRIx64
-					   " of %zu bytes",
-					   buffer->address, buffer->size);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	wafer_status status;
+
+	status = wafer_plugin_import_check(host_of(device), "cpu", buffer,
+					   WAFER_NATIVE_HOST_POINTER,
+					   "host-pointer", out_resource);
+	if (status != WAFER_OK)
+		return status;
 	*out_resource = (wafer_resource)buffer->address;
 	return WAFER_OK;
-}
-
-/* The memory stays the caller's: there is nothing to let go. */
-static void cpu_storage_forget(void *device, wafer_resource resource)
-{
 }
 
 /*===----------------------------------------------------------------------===
@@ -310,7 +297,7 @@ const struct wafer_storage_ops cpu_storage_ops = {
 	.vm_unmap = cpu_storage_vm_unmap,
 	.native = cpu_storage_native,
 	.import = cpu_storage_import,
-	.forget = cpu_storage_forget,
+	.forget = wafer_plugin_forget_nothing, /* the memory stays the caller's */
 	/* host_alloc/host_free: NULL. Device memory is host memory; uploads
 	 * and downloads are a memcpy from the caller's buffer and need no
 	 * page-locked staging. */

@@ -797,14 +797,6 @@ static wafer_status cuda_storage_import(void *device,
 	return WAFER_OK;
 }
 
-/* The resource is the caller's pointer itself: no record to drop, and
- * the memory is never ours to free. */
-static void cuda_storage_forget(void *device, wafer_resource resource)
-{
-	(void)device;
-	(void)resource;
-}
-
 /*===----------------------------------------------------------------------===
  * The table
  *===----------------------------------------------------------------------===*/
@@ -818,7 +810,11 @@ const struct wafer_storage_ops cuda_storage_ops = {
 	.vm_map = cuda_storage_vm_map,
 	.vm_unmap = cuda_storage_vm_unmap,
 	.figure = cuda_storage_figure,
-	WAFER_PLUGIN_INTEROP_STORAGE_OPS(cuda),
+	.native = cuda_storage_native,
+	.import = cuda_storage_import,
+	/* The resource is the caller's pointer itself: no record to drop,
+	 * and the memory is never ours to free. */
+	.forget = wafer_plugin_forget_nothing,
 	/* host_alloc/host_free: retired in ABI 1.1 (NULL); staging.c keeps
 	 * its own pinned buffers. */
 };

@@ -596,13 +596,6 @@ static wafer_status lz_storage_import(void *device,
 	return WAFER_OK;
 }
 
-/* The resource is the caller's pointer: nothing to drop or free. */
-static void lz_storage_forget(void *device, wafer_resource resource)
-{
-	(void)device;
-	(void)resource;
-}
-
 /*===----------------------------------------------------------------------===
  * The table
  *===----------------------------------------------------------------------===*/
@@ -616,7 +609,11 @@ const struct wafer_storage_ops lz_storage_ops = {
 	.vm_release = lz_storage_vm_release,
 	.vm_map = lz_storage_vm_map,
 	.vm_unmap = lz_storage_vm_unmap,
-	WAFER_PLUGIN_INTEROP_STORAGE_OPS(lz),
+	.native = lz_storage_native,
+	.import = lz_storage_import,
+	/* The resource is the caller's pointer itself: no record to drop,
+	 * and the memory is never ours to free. */
+	.forget = wafer_plugin_forget_nothing,
 	/* host_alloc/host_free: NULL, retired in ABI 1.1. */
 };
 
