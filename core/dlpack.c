@@ -423,6 +423,17 @@ too_large:
 			  "%s: the view reaches past the address space", fn);
 }
 
+/* The start of both from_dlpack entries: *out cleared first, so that a
+ * refusal leaves no stale handle, then the arguments checked. */
+static wafer_status from_dlpack_check(const char *fn, wafer_client *client,
+				      const void *managed, wafer_tensor *out)
+{
+	if (out)
+		memset(out, 0, sizeof *out);
+	return wafer_check_not_null(fn, client, "client", managed, "managed",
+				    out, "out");
+}
+
 static void call_legacy_deleter(void *user_data)
 {
 	DLManagedTensor *managed = user_data;
@@ -436,10 +447,7 @@ WAFER_API wafer_status wafer_tensor_from_dlpack(wafer_client *client,
 {
 	static const char fn[] = "wafer_tensor_from_dlpack";
 
-	if (out)
-		memset(out, 0, sizeof *out);
-	wafer_status status = wafer_check_not_null(
-		fn, client, "client", managed, "managed", out, "out");
+	wafer_status status = from_dlpack_check(fn, client, managed, out);
 	if (status != WAFER_OK)
 		return status;
 	return import_tensor(fn, client, &managed->dl_tensor,
@@ -494,10 +502,7 @@ wafer_tensor_from_dlpack_versioned(wafer_client *client,
 {
 	static const char fn[] = "wafer_tensor_from_dlpack_versioned";
 
-	if (out)
-		memset(out, 0, sizeof *out);
-	wafer_status status = wafer_check_not_null(
-		fn, client, "client", managed, "managed", out, "out");
+	wafer_status status = from_dlpack_check(fn, client, managed, out);
 	if (status != WAFER_OK)
 		return status;
 	/* A new major changes the struct's layout past |version|. */
