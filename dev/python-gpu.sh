@@ -31,7 +31,11 @@ status=0
 step() { printf '\n==> %s\n' "$*"; }
 
 step "building the package with $py"
+# The venv sees the interpreter's own site-packages only: where numpy,
+# torch and cupy live elsewhere (a venv of their own, PYTHONPATH), it
+# cannot import them, and the compiler path below is taken instead.
 if "$py" -m venv --system-site-packages "$work/venv" &&
+	"$work/venv/bin/python" -c 'import numpy' 2>/dev/null &&
 	"$work/venv/bin/python" -m pip install --no-build-isolation --no-index \
 		--no-deps "$work/src" >"$work/pip.log" 2>&1; then
 	run="$work/venv/bin/python"
