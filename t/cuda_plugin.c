@@ -1607,8 +1607,6 @@ static struct {
 
 static int resolve_fake(void *fake)
 {
-	fakecuda_getproc_fn getproc =
-		(fakecuda_getproc_fn)dlsym(fake, "cuGetProcAddress_v2");
 	static const char *const names[] = {
 		"cuInit", "cuDeviceGet", "cuDeviceGetAttribute",
 		"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease",
@@ -1619,16 +1617,13 @@ static int resolve_fake(void *fake)
 		"cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
 		"cuMemcpyDtoDAsync",
 	};
-	void **slots = (void **)&cu;
+	const char *missing = fakecuda_resolve(
+		fake, names, sizeof names / sizeof names[0], (void **)&cu);
 
-	if (!getproc)
+	if (missing) {
+		diag("the stand-in does not give %s", missing);
 		return 0;
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (getproc(names[i], &slots[i], 12000, 0, NULL) !=
-		    FAKECUDA_SUCCESS) {
-			diag("cuGetProcAddress_v2(%s) failed", names[i]);
-			return 0;
-		}
+	}
 	return 1;
 }
 

@@ -5,6 +5,7 @@
 #ifndef WAFER_T_FAKECUDA_H
 #define WAFER_T_FAKECUDA_H
 
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,23 @@ typedef void (*fakecuda_reset_fn)(void);
  * them (t/fakecuda.c asserts that they agree). */
 typedef int (*fakecuda_getproc_fn)(const char *symbol, void **pfn,
 				   int version, uint64_t flags, int *status);
+
+/* Resolves |count| entry points |names| of the stand-in |fake| (a dlopen
+ * handle) into |slots|, in order. NULL when all were found, else the
+ * first name that was not ("cuGetProcAddress_v2" when that is missing). */
+static inline const char *fakecuda_resolve(void *fake,
+					   const char *const *names,
+					   size_t count, void **slots)
+{
+	fakecuda_getproc_fn getproc =
+		(fakecuda_getproc_fn)dlsym(fake, "cuGetProcAddress_v2");
+	if (!getproc)
+		return "cuGetProcAddress_v2";
+	for (size_t i = 0; i < count; i++)
+		if (getproc(names[i], &slots[i], 12000, 0, NULL) != 0)
+			return names[i];
+	return NULL;
+}
 
 enum {
 	FAKECUDA_SUCCESS = 0,

@@ -86,26 +86,21 @@ static struct wafer_torch_stats stats(void)
 
 static int resolve(void *fake)
 {
-	fakecuda_getproc_fn getproc =
-		(fakecuda_getproc_fn)dlsym(fake, "cuGetProcAddress_v2");
 	static const char *const names[] = {
 		"cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
 		"cuDevicePrimaryCtxRelease", "cuCtxSetCurrent",
 		"cuStreamCreate", "cuStreamDestroy", "cuStreamSynchronize",
 		"cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
 	};
-	void **slots = (void **)&cu;
+	const char *missing = fakecuda_resolve(
+		fake, names, sizeof names / sizeof names[0], (void **)&cu);
 
-	if (!getproc)
+	if (missing) {
+		diag("the stand-in does not give %s", missing);
 		return 0;
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (getproc(names[i], &slots[i], 12000, 0, NULL) !=
-		    FAKECUDA_SUCCESS) {
-			diag("cuGetProcAddress_v2(%s) failed", names[i]);
-			return 0;
-		}
-	if (getproc("cuStreamGetCtx", (void **)&cuStreamGetCtx, 12000, 0,
-		    NULL) != FAKECUDA_SUCCESS)
+	}
+	static const char *const optional[] = {"cuStreamGetCtx"};
+	if (fakecuda_resolve(fake, optional, 1, (void **)&cuStreamGetCtx))
 		cuStreamGetCtx = NULL;
 	fake_stats = (fakecuda_stats_fn)dlsym(fake, "fakecuda_stats");
 	fake_reset = (fakecuda_reset_fn)dlsym(fake, "fakecuda_reset");
