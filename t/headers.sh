@@ -14,7 +14,10 @@ CXX=${CXX:-c++}
 n=0
 check() { # compiler-and-flags, header, label
 	n=$((n + 1))
-	if out=$($1 -Wall -Wextra -pedantic -Werror -fsyntax-only -I"$include" "$2" 2>&1); then
+	# T_CPPFLAGS: configure's CPPFLAGS, where it found <dlpack/dlpack.h>
+	# outside the default paths.
+	# shellcheck disable=SC2086 # the flags are words
+	if out=$($1 -Wall -Wextra -pedantic -Werror -fsyntax-only -I"$include" ${T_CPPFLAGS:-} "$2" 2>&1); then
 		echo "ok $n - $3"
 	else
 		echo "not ok $n - $3"

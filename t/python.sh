@@ -65,6 +65,23 @@ for p in ${PYTHON:-python3 /usr/bin/python3}; do
 done
 [ -n "$python" ] || skip_all "no Python to build and test the package with (${why:-no python3})"
 
+# see_base_modules BASE VENV_PYTHON: a venv made with
+# --system-site-packages still does not see the user's site-packages
+# (pip install --user) nor a base interpreter's extra path entries, where
+# numpy, pytest and hypothesis may be (the GPU machine's Python): name the
+# directories BASE finds them in to the venv in a .pth file.
+see_base_modules() {
+	sb_site=$("$2" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') &&
+		"$1" - >"$sb_site/wafer-test-base.pth" <<'PY'
+import importlib.util, os
+for mod in ("numpy", "pytest", "hypothesis", "setuptools", "wheel"):
+    spec = importlib.util.find_spec(mod)
+    if spec and spec.origin:
+        # .../site-packages/numpy/__init__.py -> .../site-packages
+        print(os.path.dirname(os.path.dirname(spec.origin)))
+PY
+}
+
 work=$T_BUILDDIR/python
 venv=$work/venv
 src=$work/src
@@ -77,6 +94,7 @@ mkdir -p "$work" "$tmp" || exit 1
 log=$work/install.log
 if { [ -x "$venv/bin/python" ] ||
 	"$python" -m venv --system-site-packages --without-pip "$venv"; } >"$log" 2>&1 &&
+	see_base_modules "$python" "$venv/bin/python" &&
 	cp -R "$top_srcdir/python" "$src" && chmod -R u+w "$src" &&
 	(cd "$work" && PKG_CONFIG_PATH="$top_builddir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" \
 		"$venv/bin/python" -m pip install --no-build-isolation --no-index \
