@@ -16,9 +16,8 @@
  *    issued from one thread per rank and, on mpsc, from one thread for
  *    all, on f64 and i32 too; a collective after a kernel sees its
  *    result; every argument error the core checks, each naming what is
- *    wrong and changing
- *    nothing; a failing rank leaves no communicator open; a client
- *    closed with its communicator open.
+ *    wrong and changing nothing; a failing rank leaves no communicator
+ *    open; a client closed with its communicator open.
  *
  * Values are small integers, so f16 and bf16 sums are exact. */
 #include "build-config.h"
