@@ -410,7 +410,7 @@ static wafer_status run_collective(struct wafer_bridge *bridge,
 static wafer_status run_peer_copy(struct wafer_bridge *bridge,
 				  struct wafer_command *c)
 {
-	struct wafer_bridge *from = c->peer_copy.src_bridge;
+	const struct wafer_bridge *from = c->peer_copy.src_bridge;
 	const struct wafer_slice *src, *dst;
 	wafer_status status = check_backed(c->peer_copy.dst, "copy_peer");
 

@@ -153,7 +153,7 @@ struct wafer_command {
 		} collective;
 		struct {
 			struct wafer_handle_slot *dst;
-			struct wafer_bridge *src_bridge;
+			const struct wafer_bridge *src_bridge;
 			struct wafer_handle_slot *src;
 			size_t size;
 		} peer_copy;

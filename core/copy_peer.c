@@ -51,9 +51,7 @@ static wafer_status copy_on_device(wafer_client *src_client,
 			.kind = WAFER_COMMAND_PEER_COPY,
 			.peer_copy = {
 				.dst = dst_slot,
-				/* Read-only here: its queue and device. */
-				.src_bridge = (struct wafer_bridge *)
-					wafer_client_bridge(src_client),
+				.src_bridge = wafer_client_bridge(src_client),
 				.src = src_slot,
 				.size = size,
 			},
