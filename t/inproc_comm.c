@@ -206,6 +206,18 @@ inproc_comm_status inproc_comm_join(const uint8_t id[INPROC_COMM_ID_BYTES],
 	return INPROC_COMM_OK;
 }
 
+uint32_t inproc_comm_waiting(const uint8_t id[INPROC_COMM_ID_BYTES])
+{
+	struct group *g;
+	uint32_t n;
+
+	pthread_mutex_lock(&registry_lock);
+	g = registry_find(id);
+	n = g ? g->joined : 0;
+	pthread_mutex_unlock(&registry_lock);
+	return n;
+}
+
 void inproc_comm_leave(inproc_comm *comm)
 {
 	struct group *g;

@@ -63,6 +63,10 @@ void inproc_comm_id_new(uint8_t id[INPROC_COMM_ID_BYTES]);
 inproc_comm_status inproc_comm_join(const uint8_t id[INPROC_COMM_ID_BYTES],
 				    uint32_t rank, uint32_t size,
 				    unsigned timeout_ms, inproc_comm **out);
+/* How many ranks wait in the forming group |id| (0 when none forms):
+ * lets a test know a rank has joined before it joins another. */
+uint32_t inproc_comm_waiting(const uint8_t id[INPROC_COMM_ID_BYTES]);
+
 /* Leaves the group (no collective of it may be running on this rank);
  * the group goes with its last rank. NULL is a no-op. */
 void inproc_comm_leave(inproc_comm *comm);

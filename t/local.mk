@@ -532,3 +532,11 @@ TESTS += t/comm t/peer
 t_comm_LDADD = libwafer.la -lpthread
 t_peer_LDADD = libwafer.la -lpthread
 BACKEND_NEUTRAL_TESTS += t/comm t/peer
+# The engine on its own: joins, every dtype, mismatched calls.
+check_PROGRAMS += t/inproc_engine
+TESTS += t/inproc_engine
+t_inproc_engine_SOURCES = t/inproc_engine.c t/inproc_comm.c t/inproc_comm.h \
+	t/half.h
+t_inproc_engine_LDADD = -lpthread -lm
+# Its own objects: the plugin compiles inproc_comm.c with libtool.
+t_inproc_engine_CFLAGS = $(AM_CFLAGS)
