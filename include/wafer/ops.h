@@ -304,12 +304,8 @@ WAFER_API wafer_status wafer_op_binary_scalar(wafer_client *client,
  * temporary for a view that is not dense at offset 0. The output is
  * smaller than x and never reuses its buffer: a donated x is released
  * once the reduction is queued. */
-typedef enum wafer_reduce_op {
-	WAFER_REDUCE_SUM = 0,
-	WAFER_REDUCE_MAX = 1,
-	WAFER_REDUCE_MEAN = 2,
-} wafer_reduce_op;
-
+/* wafer_reduce_op (SUM, MAX, MEAN) is in wafer/types.h: collectives
+ * share it. */
 WAFER_API wafer_status wafer_op_reduce(wafer_client *client,
 				       wafer_reduce_op op,
 				       const wafer_tensor *x,

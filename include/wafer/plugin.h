@@ -1,7 +1,7 @@
 /* wafer — vendor-neutral compute runtime.
  * SPDX-License-Identifier: MIT
  *
- * plugin.h: the vendor ABI, version 1 (minor 2). A backend plugin is a shared object
+ * plugin.h: the vendor ABI, version 1 (minor 4). A backend plugin is a shared object
  * that exports exactly one symbol, wafer_plugin_query(), which returns a
  * const descriptor: a name, lifetime and device entries, a storage-ops
  * table, a server-ops table and a kernel table. The core (libwafer) does
@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define WAFER_PLUGIN_ABI_MAJOR 1
-#define WAFER_PLUGIN_ABI_MINOR 3
+#define WAFER_PLUGIN_ABI_MINOR 4
 
 /* The one symbol a plugin exports. */
 #define WAFER_PLUGIN_QUERY_SYMBOL "wafer_plugin_query"
@@ -289,6 +289,23 @@ struct wafer_storage_ops {
 			       const struct wafer_native_buffer *buffer,
 			       wafer_resource *out_resource);
 	void (*forget)(void *device, wafer_resource resource);
+
+	/* Since ABI 1.4, optional: peer copy (wafer_copy_peer). Copies
+	 * |size| (> 0) bytes from |src| at |src_offset|, a resource of
+	 * |src_device| (another device of this plugin, or |device| itself),
+	 * into |dst| at |dst_offset| on |device|, without the host where the
+	 * hardware allows. Ordered on both queues: after everything issued
+	 * on |src_queue| and on |queue| before the call, and before anything
+	 * issued on either later (CUDA: an event recorded on one stream and
+	 * waited on by the other, both ways). Called from the destination
+	 * client's thread: the plugin's entries on |src_queue| may run at the
+	 * same time from the source client's, so what it does on |src_queue|
+	 * must be safe alongside them (CUDA streams are). NULL: the core
+	 * stages the bytes through the host. */
+	wafer_status (*copy_peer)(void *device, void *queue, wafer_resource dst,
+				  size_t dst_offset, void *src_device,
+				  void *src_queue, wafer_resource src,
+				  size_t src_offset, size_t size);
 };
 
 /* The most bytes the stream-ordered allocator (alloc_async) has held
@@ -354,6 +371,37 @@ struct wafer_launch {
 	uint64_t global[3];
 	/* Work-group size hint; 0 lets the plugin choose. */
 	uint32_t local[3];
+};
+
+/*===----------------------------------------------------------------------===
+ * Collectives (since ABI 1.4): the arguments of the server's comm entries
+ *===----------------------------------------------------------------------===*/
+
+struct wafer_comm_open_args {
+	size_t struct_size;
+	uint32_t rank;
+	uint32_t size;
+	/* From comm_id on one rank, the same bytes on every rank. */
+	const wafer_comm_id *id;
+	/* NULL, or the caller's own communicator to run on (an MPI_Comm, an
+	 * ncclComm_t); the plugin never frees it. */
+	void *native;
+};
+
+/* One collective on |count| elements of |dtype| (see
+ * wafer_collective_kind in types.h for how count relates to each side). */
+struct wafer_collective {
+	size_t struct_size;
+	wafer_collective_kind kind;
+	wafer_reduce_op op; /* ALL_REDUCE and REDUCE_SCATTER */
+	wafer_dtype dtype;
+	size_t count;
+	uint32_t root; /* BROADCAST */
+	/* May be the same range (in place) for ALL_REDUCE and BROADCAST. */
+	wafer_resource src;
+	size_t src_offset;
+	wafer_resource dst;
+	size_t dst_offset;
 };
 
 /*===----------------------------------------------------------------------===
@@ -442,6 +490,34 @@ struct wafer_server_ops {
 				     struct wafer_native_queue *out);
 	wafer_status (*queue_wrap)(void *device, void *native,
 				   void **out_queue);
+
+	/* Since ABI 1.4, optional, all four or none: collectives
+	 * (wafer-comm(7)) through the vendor's engine (NCCL, MPI, ...).
+	 * Without them wafer_comm_open reports "collectives not supported by
+	 * <plugin>" and nothing else changes.
+	 *
+	 * comm_id: a new id for rank 0 to hand to the others (NCCL:
+	 * ncclGetUniqueId); all zeros when the transport needs none. */
+	wafer_status (*comm_id)(void *device, wafer_comm_id *out_id);
+	/* Joins communicator |args->id| as rank |args->rank| of
+	 * |args->size| on |device|. Blocks until every rank joined, like
+	 * ncclCommInitRank: ranks of one process call it from different
+	 * threads (the core does so for wafer_comm_open_group). A rank or
+	 * size the transport sees otherwise (MPI_Comm_rank) is
+	 * WAFER_ERROR_INVALID_ARGUMENT naming both. */
+	wafer_status (*comm_open)(void *device,
+				  const struct wafer_comm_open_args *args,
+				  void **out_comm);
+	/* Frees |comm|; the core synchronised the queues that used it. */
+	void (*comm_close)(void *device, void *comm);
+	/* Issues |c| on |queue|, ordered with launches and copies like one
+	 * of them. The core checked the kind, op, dtype (f32, f16, bf16 on
+	 * every plugin with collectives; others where the plugin says so by
+	 * returning NOT_SUPPORTED for what it lacks), root and that the
+	 * ranges lie inside their resources. Every rank issues the same
+	 * collectives in the same order. */
+	wafer_status (*comm_run)(void *device, void *queue, void *comm,
+				 const struct wafer_collective *c);
 };
 
 /*===----------------------------------------------------------------------===

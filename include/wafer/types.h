@@ -186,6 +186,39 @@ typedef struct wafer_native_queue {
 } wafer_native_queue;
 
 /*===----------------------------------------------------------------------===
+ * Collectives (comm.h, and the plugin ABI's comm entries since 1.4)
+ *===----------------------------------------------------------------------===*/
+
+/* What ranks exchange to meet in one communicator: NCCL's unique id
+ * (ncclUniqueId is 128 bytes), or all zeros for a transport that needs
+ * none (MPI finds its peers through the MPI communicator). Plain bytes:
+ * send them to the other ranks any way you like (MPI_Bcast, a file). */
+#define WAFER_COMM_ID_BYTES 128
+typedef struct wafer_comm_id {
+	uint8_t bytes[WAFER_COMM_ID_BYTES];
+} wafer_comm_id;
+
+/* Reductions (wafer_op_reduce) and the reducing collectives, which take
+ * SUM and MAX. */
+typedef enum wafer_reduce_op {
+	WAFER_REDUCE_SUM = 0,
+	WAFER_REDUCE_MAX = 1,
+	WAFER_REDUCE_MEAN = 2,
+} wafer_reduce_op;
+
+typedef enum wafer_collective_kind {
+	/* dst[i] = op over ranks of src[i], count elements on every rank. */
+	WAFER_COLLECTIVE_ALL_REDUCE = 1,
+	/* dst = root's src, count elements (src is read on root only). */
+	WAFER_COLLECTIVE_BROADCAST = 2,
+	/* dst[r * count + i] = rank r's src[i]: src count, dst count * size. */
+	WAFER_COLLECTIVE_ALL_GATHER = 3,
+	/* dst[i] = op over ranks of src[rank * count + i]: src count * size,
+	 * dst count. */
+	WAFER_COLLECTIVE_REDUCE_SCATTER = 4,
+} wafer_collective_kind;
+
+/*===----------------------------------------------------------------------===
  * Device capabilities
  *===----------------------------------------------------------------------===*/
 
@@ -210,6 +243,11 @@ typedef struct wafer_native_queue {
 /* Since ABI 1.2, set by the core from the optional entries too: the
  * plugin loads programs, the caller's own kernels (program.h). */
 #define WAFER_CAP_PROGRAMS (UINT64_C(1) << 8)
+/* Since ABI 1.4, set by the core from the optional entries: the plugin
+ * copies between two of its devices' buffers without the host
+ * (storage.copy_peer), and runs collectives (the server's comm entries). */
+#define WAFER_CAP_PEER_COPY (UINT64_C(1) << 9)
+#define WAFER_CAP_COLLECTIVES (UINT64_C(1) << 10)
 
 #ifdef __cplusplus
 }

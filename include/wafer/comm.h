@@ -1,0 +1,134 @@
+/* wafer — vendor-neutral compute runtime.
+ * SPDX-License-Identifier: MIT
+ *
+ * comm.h: several devices and several processes. Peer copies between
+ * clients of one runtime, and collectives (all-reduce, broadcast,
+ * all-gather, reduce-scatter) through the engine the backend ships with:
+ * NCCL on cuda, MPI on cpu. A collective is queued on the client's queue
+ * like any operation and ordered with its kernels:
+ *
+ *   wafer_comm_id id;                       // rank 0 makes it ...
+ *   if (rank == 0) wafer_comm_id_create(client, &id);
+ *   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD); // ... all get it
+ *   wafer_comm_options o = {sizeof o, rank, size, &id, NULL};
+ *   wafer_comm *comm;
+ *   wafer_comm_open(client, &o, &comm);
+ *   wafer_comm_all_reduce(comm, grads, grads, n, WAFER_DTYPE_F32,
+ *                         WAFER_REDUCE_SUM);
+ *
+ * Plugins without the comm entries of the plugin ABI (1.4) report
+ * WAFER_ERROR_NOT_SUPPORTED, "collectives not supported by <plugin>".
+ * See wafer-comm(7). */
+#ifndef WAFER_COMM_H
+#define WAFER_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <wafer/wafer.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===
+ * Peer copies
+ *===----------------------------------------------------------------------===*/
+
+/* A new handle on |dst_client| holding the bytes of |src| (a handle of
+ * |src_client|; both clients of one runtime, possibly one client). Ordered
+ * on both clients: after the work already submitted on either, before
+ * what is submitted later on either (so |src| may be overwritten and
+ * released at once). Device to device where the plugin can (CUDA:
+ * cuMemcpyPeerAsync), else staged through host memory, which waits for
+ * the source. Errors: WAFER_ERROR_INVALID_ARGUMENT (clients of two
+ * runtimes), WAFER_ERROR_INVALID_HANDLE, WAFER_ERROR_OUT_OF_MEMORY on
+ * |dst_client|. */
+WAFER_API wafer_status wafer_copy_peer(wafer_client *src_client,
+				       wafer_handle src,
+				       wafer_client *dst_client,
+				       wafer_handle *out_dst);
+
+/*===----------------------------------------------------------------------===
+ * Communicators
+ *===----------------------------------------------------------------------===*/
+
+typedef struct wafer_comm wafer_comm;
+
+/* A new communicator id, on the rank that makes it (any client of the
+ * backend). Hand its bytes to every rank. All zeros where the backend's
+ * transport needs none (MPI). WAFER_ERROR_NOT_SUPPORTED without
+ * collectives. */
+WAFER_API wafer_status wafer_comm_id_create(wafer_client *client,
+					    wafer_comm_id *out_id);
+
+typedef struct wafer_comm_options {
+	size_t struct_size;
+	uint32_t rank;          /* this member, 0 .. size-1 */
+	uint32_t size;          /* members in all */
+	const wafer_comm_id *id; /* NULL: all zeros */
+	/* NULL, or the caller's communicator to run on (an MPI_Comm on cpu,
+	 * an ncclComm_t on cuda); never freed by wafer. */
+	void *native;
+} wafer_comm_options;
+
+/* Joins a communicator on |client|'s device. Blocks until all |size|
+ * ranks joined. The communicator belongs to the client: close it before
+ * the client. Errors: WAFER_ERROR_NOT_SUPPORTED, "collectives not
+ * supported by <plugin>"; WAFER_ERROR_INVALID_ARGUMENT for rank >= size,
+ * size 0, or a rank/size the transport sees otherwise. */
+WAFER_API wafer_status wafer_comm_open(wafer_client *client,
+				       const wafer_comm_options *options,
+				       wafer_comm **out_comm);
+
+/* One communicator over |count| clients of this process (one per device,
+ * clients[i] becomes rank i), opened together. On failure none is open.
+ * Collectives on them must then be issued from different threads, or on
+ * clients with the mpsc channel, as each may wait for the others. */
+WAFER_API wafer_status wafer_comm_open_group(wafer_client *const *clients,
+					     size_t count,
+					     wafer_comm **out_comms);
+
+/* Waits for the collectives issued and frees the communicator. NULL is a
+ * no-op. */
+WAFER_API wafer_status wafer_comm_close(wafer_comm *comm);
+
+WAFER_API uint32_t wafer_comm_rank(const wafer_comm *comm);
+WAFER_API uint32_t wafer_comm_size(const wafer_comm *comm);
+
+/* The collectives. |src| and |dst| are handles of the communicator's
+ * client; counts are elements of |dtype| (f32, f16 and bf16 on every
+ * backend with collectives). Every rank issues the same collectives in
+ * the same order. They return once queued (wafer_sync, wafer_read wait);
+ * a transport failure is returned then or by the next sync.
+ *
+ * all_reduce: dst[i] = op over ranks of src[i]; src == dst is in place. */
+WAFER_API wafer_status wafer_comm_all_reduce(wafer_comm *comm,
+					     wafer_handle src, wafer_handle dst,
+					     size_t count, wafer_dtype dtype,
+					     wafer_reduce_op op);
+/* broadcast: dst = root's src (src is read on root only; other ranks may
+ * pass a null handle); src == dst is in place. */
+WAFER_API wafer_status wafer_comm_broadcast(wafer_comm *comm,
+					    wafer_handle src, wafer_handle dst,
+					    size_t count, wafer_dtype dtype,
+					    uint32_t root);
+/* all_gather: dst (count * size elements) = every rank's src (count), in
+ * rank order. */
+WAFER_API wafer_status wafer_comm_all_gather(wafer_comm *comm,
+					     wafer_handle src, wafer_handle dst,
+					     size_t count, wafer_dtype dtype);
+/* reduce_scatter: dst (count) = op over ranks of src's (count * size)
+ * rank-th block. */
+WAFER_API wafer_status wafer_comm_reduce_scatter(wafer_comm *comm,
+						 wafer_handle src,
+						 wafer_handle dst,
+						 size_t count,
+						 wafer_dtype dtype,
+						 wafer_reduce_op op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WAFER_COMM_H */
