@@ -215,4 +215,8 @@ const struct wafer_server_ops cpu_server_ops = {
 	WAFER_PLUGIN_PROGRAM_OPS(cpu),
 	.queue_native = cpu_server_queue_native,
 	.queue_wrap = cpu_server_queue_wrap,
+	.comm_id = cpu_comm_id,
+	.comm_open = cpu_comm_open,
+	.comm_close = cpu_comm_close,
+	.comm_run = cpu_comm_run,
 };
