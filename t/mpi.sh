@@ -1,0 +1,100 @@
+#!/bin/sh
+# wafer — SPDX-License-Identifier: MIT
+#
+# mpi.sh: the cpu plugin's collectives across processes, under mpirun with
+# 4 ranks (oversubscribed: CI has 2 cores). One TAP stream out of:
+#   - t/comm_mpi, the program initialising MPI: its points (rank 0's,
+#     each passing only when every rank passed), renumbered here;
+#   - t/comm_mpi --wafer-init: the plugin initialises and finalises MPI;
+#   - examples/mlp --data-parallel (when built): 4 ranks, each a quarter
+#     of the batch, gradients all-reduced, reach the loss of one process.
+# Skipped only when wafer was configured without MPI (configure's reason).
+set -u
+
+if [ -z "${T_BUILDDIR:-}" ]; then
+	echo "Bail out! T_BUILDDIR is not set (run through make check)"
+	exit 1
+fi
+if [ "${WAFER_HAVE_MPI:-no}" != yes ]; then
+	echo "1..0 # SKIP wafer was configured without MPI: ${WAFER_MPI_WHY:-unknown}"
+	exit 0
+fi
+top=$T_BUILDDIR/..
+ranks=4
+
+# CI runs as root, which mpirun refuses unless told twice. In a container
+# without ptrace rights Open MPI's shared-memory transport cannot use
+# single-copy (CMA) and fails every large message: plain copies instead.
+if [ "$(id -u)" = 0 ]; then
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+fi
+OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_btl_vader_single_copy_mechanism
+mpirun() {
+	"${MPIRUN:-mpirun}" -np "$ranks" --oversubscribe "$@"
+}
+
+n=0
+failed=0
+point() { # point PASS NAME
+	n=$((n + 1))
+	if [ "$1" = 1 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		failed=$((failed + 1))
+	fi
+}
+# Shows a command's output as TAP comments.
+comment() { sed 's/^/# /'; }
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# 1. t/comm_mpi: its points, renumbered into this stream; everything
+# else it or mpirun says as comments.
+mpirun "$top/t/comm_mpi" >"$out" 2>&1
+status=$?
+while IFS= read -r line; do
+	case $line in
+	"ok "[0-9]*)
+		point 1 "t/comm_mpi: ${line#* - }"
+		;;
+	"not ok "[0-9]*)
+		point 0 "t/comm_mpi: ${line#* - }"
+		;;
+	"1.."*) ;; # its plan: this stream counts for itself
+	"#"*) echo "$line" ;;
+	*) echo "# $line" ;;
+	esac
+done <"$out"
+point $([ $status = 0 ] && echo 1 || echo 0) \
+	"mpirun -np $ranks t/comm_mpi exits 0 (got $status)"
+
+# 2. The plugin brings MPI up and down itself.
+mpirun "$top/t/comm_mpi" --wafer-init >"$out" 2>&1
+status=$?
+comment <"$out"
+point $([ $status = 0 ] && echo 1 || echo 0) \
+	"mpirun -np $ranks t/comm_mpi --wafer-init: the plugin initialises MPI, all-reduces, finalises it (exit $status)"
+
+# 3. Data parallel training reaches the loss of one process.
+mlp=$top/examples/mlp
+if [ -x "$mlp" ]; then
+	one=$("$top/uninstalled" "$mlp" --data-parallel 2>&1)
+	status=$?
+	echo "$one" | comment
+	mpirun "$top/uninstalled" "$mlp" --data-parallel >"$out" 2>&1
+	status4=$?
+	comment <"$out"
+	want=$(echo "$one" | sed -n 's/^final loss \([0-9.e+-]*\).*/\1/p')
+	got=$(sed -n 's/^final loss \([0-9.e+-]*\).*/\1/p' "$out" | sort -u)
+	point $([ $status = 0 ] && [ -n "$want" ] && echo 1 || echo 0) \
+		"examples/mlp --data-parallel alone: one process trains (final loss $want)"
+	point $([ $status4 = 0 ] && [ -n "$got" ] && [ "$got" = "$want" ] && echo 1 || echo 0) \
+		"examples/mlp --data-parallel on $ranks ranks: the final loss of one process ($got vs $want)"
+fi
+
+echo "1..$n"
+[ $failed = 0 ]
