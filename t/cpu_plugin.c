@@ -886,6 +886,140 @@ static void test_single_thread(void)
 	plugin->shutdown(state);
 }
 
+/* `devices = N`: N devices, each the whole host; peer copies between two
+ * of them (and within one) are memmoves, ordered as every cpu copy is. */
+static void test_devices_and_peers(void)
+{
+	struct wafer_plugin_option opt = option("devices", "3", "api");
+	struct wafer_device_info info = {.struct_size = sizeof info};
+	void *state, *dev[2], *queue[2];
+	wafer_resource a, b;
+	uint32_t count = 0;
+	float x[64], y[64];
+
+	opt.value = "0";
+	status_is(init_with(&opt, 1, &state), WAFER_ERROR_CONFIG,
+		  "devices = 0 is a configuration error");
+	is_str(last_error,
+	       "api: [cpu] devices: expected a number 1..64, got '0'",
+	       "  ... naming the option and the range");
+	opt.value = "65";
+	status_is(init_with(&opt, 1, &state), WAFER_ERROR_CONFIG,
+		  "devices = 65 is a configuration error");
+
+	opt.value = "3";
+	status_is(init_with(&opt, 1, &state), WAFER_OK, "devices = 3");
+	plugin->device_count(state, &count);
+	is_int(count, 3, "  ... lists three devices");
+	status_is(plugin->device_info(state, 2, &info), WAFER_OK,
+		  "  ... device 2 has info");
+	like(info.name, "device 2 of 3", "  ... its name says which: %s",
+	     info.name);
+	status_is(plugin->device_info(state, 3, &info), WAFER_ERROR_NOT_FOUND,
+		  "  ... there is no device 3");
+	ok(plugin->storage->copy_peer != NULL, "storage.copy_peer is offered");
+
+	for (int d = 0; d < 2; d++)
+		if (plugin->device_open(state, (uint32_t)d, &dev[d]) != WAFER_OK ||
+		    plugin->server->queue_create(dev[d], &queue[d]) != WAFER_OK)
+			bail_out("device %d: %s", d, last_error);
+	for (int i = 0; i < 64; i++)
+		x[i] = (float)i;
+	a = alloc_or_die(dev[0], sizeof x);
+	b = alloc_or_die(dev[1], sizeof x);
+	upload(dev[0], queue[0], a, x, 64);
+	upload(dev[1], queue[1], b, x, 64);
+	/* x[8..40) of device 0 to y[4..36) of device 1. */
+	status_is(plugin->storage->copy_peer(dev[1], queue[1], b,
+					     4 * sizeof(float), dev[0],
+					     queue[0], a, 8 * sizeof(float),
+					     32 * sizeof(float)),
+		  WAFER_OK, "copy_peer from device 0 to device 1");
+	download(dev[1], queue[1], b, y, 64);
+	int right = 1;
+	for (int i = 0; i < 64; i++)
+		right &= y[i] == (i >= 4 && i < 36 ? (float)(i + 4) : (float)i);
+	ok(right, "  ... the bytes land at the offsets, nothing else moves");
+	/* Within one resource, overlapping: memmove's result. */
+	status_is(plugin->storage->copy_peer(dev[0], queue[0], a,
+					     2 * sizeof(float), dev[0],
+					     queue[0], a, 0,
+					     16 * sizeof(float)),
+		  WAFER_OK, "copy_peer within one resource, overlapping");
+	download(dev[0], queue[0], a, y, 64);
+	right = 1;
+	for (int i = 0; i < 64; i++)
+		right &= y[i] == (i >= 2 && i < 18 ? (float)(i - 2) : (float)i);
+	ok(right, "  ... reads as if through a temporary (memmove)");
+	plugin->storage->free(dev[0], a);
+	plugin->storage->free(dev[1], b);
+	for (int d = 0; d < 2; d++) {
+		plugin->server->queue_destroy(dev[d], queue[d]);
+		plugin->device_close(dev[d]);
+	}
+	plugin->shutdown(state);
+}
+
+/* Collectives need the MPI module: where it is missing (or is not the
+ * module), every comm entry says so and the plugin works on. */
+static void test_collectives_without_module(const char *plugin_path)
+{
+	struct wafer_plugin_option opt =
+		option("mpi_module", "/nonexistent/cpu-mpi.so", "api");
+	struct wafer_comm_open_args args = {
+		.struct_size = sizeof args, .rank = 0, .size = 1,
+	};
+	wafer_comm_id id;
+	void *state, *device, *queue, *comm = (void *)1;
+	wafer_resource r;
+	float x[4] = {1, 2, 3, 4}, y[4];
+
+	ok(plugin->server->comm_id && plugin->server->comm_open &&
+		   plugin->server->comm_close && plugin->server->comm_run,
+	   "the server offers all four comm entries");
+	opt.value = "";
+	status_is(init_with(&opt, 1, &state), WAFER_ERROR_CONFIG,
+		  "mpi_module = (nothing) is a configuration error");
+
+	opt.value = "/nonexistent/cpu-mpi.so";
+	status_is(init_with(&opt, 1, &state), WAFER_OK,
+		  "mpi_module = /nonexistent/cpu-mpi.so");
+	if (plugin->device_open(state, 0, &device) != WAFER_OK ||
+	    plugin->server->queue_create(device, &queue) != WAFER_OK)
+		bail_out("cpu device: %s", last_error);
+	status_is(plugin->server->comm_id(device, &id),
+		  WAFER_ERROR_NOT_SUPPORTED, "  ... comm_id: NOT_SUPPORTED");
+	like(last_error,
+	     "cpu: collectives need cpu-mpi.so (configure --with-mpi): "
+	     "/nonexistent/cpu-mpi.so",
+	     "  ... saying what is missing and why: %s", last_error);
+	status_is(plugin->server->comm_open(device, &args, &comm),
+		  WAFER_ERROR_NOT_SUPPORTED, "  ... comm_open: NOT_SUPPORTED");
+	ok(comm == NULL, "  ... and no communicator");
+	r = alloc_or_die(device, sizeof x);
+	upload(device, queue, r, x, 4);
+	download(device, queue, r, y, 4);
+	ok(!memcmp(x, y, sizeof x), "  ... the device works on");
+	plugin->storage->free(device, r);
+	plugin->server->queue_destroy(device, queue);
+	plugin->device_close(device);
+	plugin->shutdown(state);
+
+	/* A shared object that is not the module: cpu.so itself. */
+	opt.value = plugin_path;
+	status_is(init_with(&opt, 1, &state), WAFER_OK,
+		  "mpi_module = cpu.so (not the module)");
+	if (plugin->device_open(state, 0, &device) != WAFER_OK)
+		bail_out("cpu device: %s", last_error);
+	status_is(plugin->server->comm_id(device, &id),
+		  WAFER_ERROR_NOT_SUPPORTED, "  ... comm_id: NOT_SUPPORTED");
+	like(last_error, "is not the module of this cpu plugin (no "
+			 "cpu_mpi_query)",
+	     "  ... saying so: %s", last_error);
+	plugin->device_close(device);
+	plugin->shutdown(state);
+}
+
 int main(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -941,6 +1075,8 @@ int main(void)
 	plugin->device_close(device);
 	plugin->shutdown(state);
 	test_single_thread();
+	test_devices_and_peers();
+	test_collectives_without_module(path);
 
 	ok(dlclose(so) == 0, "dlclose");
 	done_testing();
