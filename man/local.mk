@@ -101,3 +101,5 @@ EXTRA_DIST += man/wafer_tensor_to_dlpack.3 man/wafer_tensor_from_dlpack.3 \
 	man/wafer_tensor_from_dlpack_versioned.3
 endif
 dist_man_MANS += man/wafer-torch.7
+# The cpu plugin's collectives through MPI (plugins/cpu/comm_mpi.c).
+dist_man_MANS += man/wafer-mpi.7
