@@ -6,8 +6,9 @@
 #   - t/comm_mpi, the program initialising MPI: its points (rank 0's,
 #     each passing only when every rank passed), renumbered here;
 #   - t/comm_mpi --wafer-init: the plugin initialises and finalises MPI;
-#   - examples/mlp --data-parallel (when built): 4 ranks, each a quarter
-#     of the batch, gradients all-reduced, reach the loss of one process.
+#   - examples/allreduce: a program with its own MPI;
+#   - examples/mlp --data-parallel: 4 ranks, each a quarter of the batch,
+#     gradients all-reduced, reach the loss of one process.
 # Skipped only when wafer was configured without MPI (configure's reason).
 set -u
 
@@ -89,22 +90,46 @@ comment <"$out"
 point $([ $status = 0 ] && echo 1 || echo 0) \
 	"mpirun -np $ranks t/comm_mpi --wafer-init: the plugin initialises MPI, all-reduces, finalises it (exit $status)"
 
-# 3. Data parallel training reaches the loss of one process.
-mlp=$top/examples/mlp
-if [ -x "$mlp" ]; then
-	one=$("$top/uninstalled" "$mlp" --data-parallel 2>&1)
+# 3. examples/allreduce: the program's own MPI, a sum over the ranks.
+# The examples run on cpu whatever backend the suite is on.
+WAFER_BACKEND=cpu
+export WAFER_BACKEND
+if [ -x "$top/examples/allreduce" ]; then
+	mpirun "$top/uninstalled" "$top/examples/allreduce" >"$out" 2>&1
 	status=$?
-	echo "$one" | comment
-	mpirun "$top/uninstalled" "$mlp" --data-parallel >"$out" 2>&1
-	status4=$?
 	comment <"$out"
-	want=$(echo "$one" | sed -n 's/^final loss \([0-9.e+-]*\).*/\1/p')
-	got=$(sed -n 's/^final loss \([0-9.e+-]*\).*/\1/p' "$out" | sort -u)
-	point $([ $status = 0 ] && [ -n "$want" ] && echo 1 || echo 0) \
-		"examples/mlp --data-parallel alone: one process trains (final loss $want)"
-	point $([ $status4 = 0 ] && [ -n "$got" ] && [ "$got" = "$want" ] && echo 1 || echo 0) \
-		"examples/mlp --data-parallel on $ranks ranks: the final loss of one process ($got vs $want)"
+	point $([ $status = 0 ] && grep -q ': right$' "$out" && echo 1 || echo 0) \
+		"mpirun -np $ranks examples/allreduce: the sum on every rank (exit $status)"
 fi
+
+# 4. Data parallel training reaches the loss of one process: exactly
+# when it is one process (a communicator of one), and within 5% on four,
+# whose gradients are sums of four partial sums in MPI's order, not one
+# sum: rounding differences the training amplifies where it crosses a
+# plateau (0.6% at the end here, the first 60 steps equal to 1e-7).
+final_loss() { sed -n 's/^final loss \([0-9.]*\)$/\1/p' "$@"; }
+mlp=$top/examples/mlp
+"$top/uninstalled" "$mlp" >"$out" 2>&1
+status=$?
+comment <"$out"
+want=$(final_loss "$out")
+point $([ $status = 0 ] && [ -n "$want" ] && echo 1 || echo 0) \
+	"examples/mlp, one process: trains (final loss $want)"
+"$top/uninstalled" "$mlp" --data-parallel >"$out" 2>&1
+status=$?
+comment <"$out"
+alone=$(final_loss "$out")
+point $([ $status = 0 ] && [ -n "$alone" ] && [ "$alone" = "$want" ] && echo 1 || echo 0) \
+	"examples/mlp --data-parallel without mpirun (wafer starts MPI, one rank): the same loss exactly ($alone vs $want)"
+mpirun "$top/uninstalled" "$mlp" --data-parallel >"$out" 2>&1
+status=$?
+comment <"$out"
+got=$(final_loss "$out")
+close=$(awk -v a="$got" -v b="$want" 'BEGIN {
+	d = a - b; if (d < 0) d = -d
+	print (a != "" && b != "" && d <= 0.05 * b) ? 1 : 0 }')
+point $([ $status = 0 ] && [ "$close" = 1 ] && echo 1 || echo 0) \
+	"mpirun -np $ranks examples/mlp --data-parallel: the loss of one process, within 5% ($got vs $want)"
 
 echo "1..$n"
 [ $failed = 0 ]
