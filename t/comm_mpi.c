@@ -2,11 +2,13 @@
  *
  * comm_mpi.c: the cpu plugin's collectives on MPI, one rank per process.
  * t/mpi.sh starts it under mpirun -np 4; run alone it is a world of one.
- * Through the plugin ABI (the cpu plugin dlopened with a fake core, as
- * t/cpu_plugin does), so the plugin and its module cpu-mpi.so are what is
- * tested: every collective against a host reference, every dtype, SUM and
- * MAX, every root, in place and not; the caller's own communicator; a
- * rank or size MPI sees otherwise.
+ * The same checks run twice: through the plugin ABI (the cpu plugin
+ * dlopened with a fake core, as t/cpu_plugin does: the plugin and its
+ * module cpu-mpi.so alone), then through the public API (comm.h, on a
+ * client of cpu: the core's checks and channels too). Every collective
+ * against a host reference, every dtype, SUM and MAX, every root, in
+ * place and not; the caller's own communicator; a rank or size MPI sees
+ * otherwise.
  *
  * Every rank checks its own results; rank 0 prints the point, which
  * passes when every rank passed (the others' stdout is /dev/null, and a
@@ -30,8 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <wafer/comm.h>
 #include <wafer/plugin.h>
 #include <wafer/plugin_util.h>
+#include <wafer/wafer.h>
 
 #include "t/tap.h"
 #include "t/fake_host.h"
@@ -39,6 +43,29 @@
 
 static int rank, size;
 static const struct wafer_plugin *plugin;
+
+/* What the checks run on: the plugin's entries, or the public API. A
+ * buffer is a resource of the plugin or a handle's bits (0: none). */
+struct engine {
+	const char *name;
+	uint64_t (*make)(size_t bytes);
+	void (*upload)(uint64_t b, const void *data, size_t bytes);
+	void (*download)(uint64_t b, void *data, size_t bytes);
+	void (*drop)(uint64_t b);
+	wafer_status (*id)(wafer_comm_id *out);
+	wafer_status (*open)(uint32_t r, uint32_t n, void *native, void **out);
+	void (*close)(void *comm);
+	wafer_status (*run)(void *comm, wafer_collective_kind kind,
+			    wafer_reduce_op op, wafer_dtype t, size_t count,
+			    uint32_t root, uint64_t src, uint64_t dst);
+	const char *(*error)(void);
+};
+static const struct engine *engine;
+
+static const char *error_text(void)
+{
+	return engine ? engine->error() : last_error;
+}
 
 /*===----------------------------------------------------------------------===
  * Points every rank agrees on
@@ -57,9 +84,9 @@ static int agree(int pass, const char *format, ...)
 	va_end(ap);
 	if (!pass)
 		fprintf(stderr, "# rank %d failed: %s (last error: %s)\n", rank,
-			name, last_error);
+			name, error_text());
 	MPI_Allreduce(&pass, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-	return ok(all, "%s", name);
+	return ok(all, "%s: %s", engine->name, name);
 }
 
 /*===----------------------------------------------------------------------===
@@ -134,36 +161,61 @@ static double reduced(wafer_dtype t, wafer_reduce_op op, size_t i, int first,
  * The plugin, driven as the core drives it
  *===----------------------------------------------------------------------===*/
 
-struct rig {
-	void *state, *device, *queue, *comm;
-};
+static struct {
+	void *state, *device, *queue;
+} rig;
 
-/* One resource of |bytes| holding |fill| bytes of |data| (or nothing). */
-static wafer_resource make(const struct rig *g, size_t bytes)
+static uint64_t plugin_make(size_t bytes)
 {
 	wafer_resource r = 0;
 
-	if (plugin->storage->alloc(g->device, bytes ? bytes : 1, &r) != WAFER_OK)
+	if (plugin->storage->alloc(rig.device, bytes ? bytes : 1, &r) !=
+	    WAFER_OK)
 		bail_out("rank %d: alloc %zu: %s", rank, bytes, last_error);
 	return r;
 }
 
-static void upload(const struct rig *g, wafer_resource r, const void *data,
-		   size_t bytes)
+static void plugin_upload(uint64_t b, const void *data, size_t bytes)
 {
-	plugin->storage->copy_in(g->device, g->queue, r, 0, data, bytes);
+	plugin->storage->copy_in(rig.device, rig.queue, b, 0, data, bytes);
 }
 
-static void download(const struct rig *g, wafer_resource r, void *data,
-		     size_t bytes)
+static void plugin_download(uint64_t b, void *data, size_t bytes)
 {
-	plugin->storage->copy_out(g->device, g->queue, r, 0, data, bytes);
+	plugin->storage->copy_out(rig.device, rig.queue, b, 0, data, bytes);
 }
 
-static wafer_status run(const struct rig *g, void *comm,
-			wafer_collective_kind kind, wafer_reduce_op op,
-			wafer_dtype t, size_t count, uint32_t root,
-			wafer_resource src, wafer_resource dst)
+static void plugin_drop(uint64_t b)
+{
+	plugin->storage->free(rig.device, b);
+}
+
+static wafer_status plugin_id(wafer_comm_id *out)
+{
+	return plugin->server->comm_id(rig.device, out);
+}
+
+static wafer_status plugin_open(uint32_t r, uint32_t n, void *native,
+				void **out)
+{
+	struct wafer_comm_open_args args = {
+		.struct_size = sizeof args,
+		.rank = r,
+		.size = n,
+		.id = NULL,
+		.native = native,
+	};
+	return plugin->server->comm_open(rig.device, &args, out);
+}
+
+static void plugin_close(void *comm)
+{
+	plugin->server->comm_close(rig.device, comm);
+}
+
+static wafer_status plugin_run(void *comm, wafer_collective_kind kind,
+			       wafer_reduce_op op, wafer_dtype t, size_t count,
+			       uint32_t root, uint64_t src, uint64_t dst)
 {
 	struct wafer_collective c = {
 		.struct_size = sizeof c,
@@ -175,40 +227,138 @@ static wafer_status run(const struct rig *g, void *comm,
 		.src = src,
 		.dst = dst,
 	};
-	return plugin->server->comm_run(g->device, g->queue, comm, &c);
+	return plugin->server->comm_run(rig.device, rig.queue, comm, &c);
 }
 
-static wafer_status open_comm(const struct rig *g, uint32_t r, uint32_t n,
-			      void *native, void **out)
+static const char *plugin_error(void)
 {
-	struct wafer_comm_open_args args = {
-		.struct_size = sizeof args,
-		.rank = r,
-		.size = n,
-		.id = NULL,
-		.native = native,
-	};
-	return plugin->server->comm_open(g->device, &args, out);
+	return last_error;
 }
 
-static void rig_up(struct rig *g)
+static const struct engine plugin_engine = {
+	"plugin", plugin_make,	plugin_upload, plugin_download, plugin_drop,
+	plugin_id, plugin_open, plugin_close,	plugin_run,	plugin_error,
+};
+
+static void plugin_up(void)
 {
 	struct wafer_plugin_init_args args = {
 		.struct_size = sizeof args,
 		.host = &fake_host,
 	};
 
-	if (plugin->init(&args, &g->state) != WAFER_OK ||
-	    plugin->device_open(g->state, 0, &g->device) != WAFER_OK ||
-	    plugin->server->queue_create(g->device, &g->queue) != WAFER_OK)
+	if (plugin->init(&args, &rig.state) != WAFER_OK ||
+	    plugin->device_open(rig.state, 0, &rig.device) != WAFER_OK ||
+	    plugin->server->queue_create(rig.device, &rig.queue) != WAFER_OK)
 		bail_out("rank %d: cpu plugin: %s", rank, last_error);
 }
 
-static void rig_down(struct rig *g)
+static void plugin_down(void)
 {
-	plugin->server->queue_destroy(g->device, g->queue);
-	plugin->device_close(g->device);
-	plugin->shutdown(g->state);
+	plugin->server->queue_destroy(rig.device, rig.queue);
+	plugin->device_close(rig.device);
+	plugin->shutdown(rig.state);
+}
+
+/*===----------------------------------------------------------------------===
+ * The public API, on a client of cpu
+ *===----------------------------------------------------------------------===*/
+
+static wafer_runtime *runtime;
+static wafer_client *client;
+
+static wafer_handle handle(uint64_t b)
+{
+	return (wafer_handle){b};
+}
+
+static uint64_t api_make(size_t bytes)
+{
+	wafer_handle h;
+
+	if (wafer_empty(client, bytes ? bytes : 1, &h) != WAFER_OK)
+		bail_out("rank %d: wafer_empty %zu: %s", rank, bytes,
+			 wafer_last_error());
+	return h.bits;
+}
+
+static void api_upload(uint64_t b, const void *data, size_t bytes)
+{
+	if (wafer_write(client, handle(b), 0, data, bytes) != WAFER_OK)
+		bail_out("rank %d: wafer_write: %s", rank, wafer_last_error());
+}
+
+/* wafer_read waits for the collectives queued before it. */
+static void api_download(uint64_t b, void *data, size_t bytes)
+{
+	if (wafer_read(client, handle(b), 0, data, bytes) != WAFER_OK)
+		fprintf(stderr, "# rank %d: wafer_read: %s\n", rank,
+			wafer_last_error());
+}
+
+static void api_drop(uint64_t b)
+{
+	wafer_release(client, handle(b));
+}
+
+static wafer_status api_id(wafer_comm_id *out)
+{
+	return wafer_comm_id_create(client, out);
+}
+
+static wafer_status api_open(uint32_t r, uint32_t n, void *native, void **out)
+{
+	wafer_comm_options o = {sizeof o, r, n, NULL, native};
+	wafer_comm *comm = (wafer_comm *)1;
+	wafer_status s = wafer_comm_open(client, &o, &comm);
+
+	*out = comm;
+	return s;
+}
+
+static void api_close(void *comm)
+{
+	wafer_comm_close(comm);
+}
+
+static wafer_status api_run(void *comm, wafer_collective_kind kind,
+			    wafer_reduce_op op, wafer_dtype t, size_t count,
+			    uint32_t root, uint64_t src, uint64_t dst)
+{
+	switch (kind) {
+	case WAFER_COLLECTIVE_ALL_REDUCE:
+		return wafer_comm_all_reduce(comm, handle(src), handle(dst),
+					     count, t, op);
+	case WAFER_COLLECTIVE_BROADCAST:
+		return wafer_comm_broadcast(comm, handle(src), handle(dst),
+					    count, t, root);
+	case WAFER_COLLECTIVE_ALL_GATHER:
+		return wafer_comm_all_gather(comm, handle(src), handle(dst),
+					     count, t);
+	case WAFER_COLLECTIVE_REDUCE_SCATTER:
+		return wafer_comm_reduce_scatter(comm, handle(src),
+						 handle(dst), count, t, op);
+	}
+	return WAFER_ERROR_INVALID_ARGUMENT;
+}
+
+static const struct engine api_engine = {
+	"api", api_make, api_upload, api_download, api_drop,
+	api_id, api_open, api_close, api_run,	wafer_last_error,
+};
+
+static void api_up(void)
+{
+	if (wafer_runtime_open(NULL, &runtime) != WAFER_OK ||
+	    wafer_client_open(runtime, "cpu", NULL, &client) != WAFER_OK)
+		bail_out("rank %d: a client on cpu: %s", rank,
+			 wafer_last_error());
+}
+
+static void api_down(void)
+{
+	wafer_client_close(client);
+	wafer_runtime_close(runtime);
 }
 
 /*===----------------------------------------------------------------------===
@@ -216,6 +366,9 @@ static void rig_down(struct rig *g)
  *===----------------------------------------------------------------------===*/
 
 #define COUNT 37 /* odd: no element count a vector loop would like */
+
+/* The communicator over MPI_COMM_WORLD the collectives run on. */
+static void *world;
 
 /* Checks |got| (|n| elements of |t|) against want(i); says the first
  * difference on stderr. */
@@ -260,19 +413,19 @@ static double want_gathered(wafer_dtype t, size_t i, const void *ctx)
 
 /* |n| elements of this rank's values in a new resource; |host| keeps a
  * host copy for the caller (n elements of t). */
-static wafer_resource filled(const struct rig *g, wafer_dtype t, size_t n,
+static uint64_t filled(wafer_dtype t, size_t n,
 			     void *host)
 {
 	size_t bytes = n * wafer_plugin_dtype_size(t);
-	wafer_resource r = make(g, bytes);
+	uint64_t r = engine->make(bytes);
 
 	for (size_t i = 0; i < n; i++)
 		put(t, host, i, value(t, rank, i));
-	upload(g, r, host, bytes);
+	engine->upload(r, host, bytes);
 	return r;
 }
 
-static void test_all_reduce(const struct rig *g, wafer_dtype t)
+static void test_all_reduce(wafer_dtype t)
 {
 	size_t element = wafer_plugin_dtype_size(t);
 	unsigned char host[COUNT * 8], got[COUNT * 8];
@@ -280,20 +433,20 @@ static void test_all_reduce(const struct rig *g, wafer_dtype t)
 	for (int op = WAFER_REDUCE_SUM; op <= WAFER_REDUCE_MAX; op++)
 		for (int in_place = 0; in_place < 2; in_place++) {
 			struct reduce_ctx ctx = {(wafer_reduce_op)op, 0};
-			wafer_resource src = filled(g, t, COUNT, host);
-			wafer_resource dst = in_place ? src
-						      : make(g, COUNT * element);
-			wafer_status s = run(g, g->comm,
+			uint64_t src = filled(t, COUNT, host);
+			uint64_t dst = in_place ? src
+						      : engine->make(COUNT * element);
+			wafer_status s = engine->run(world,
 					     WAFER_COLLECTIVE_ALL_REDUCE,
 					     (wafer_reduce_op)op, t, COUNT, 0,
 					     src, dst);
 			int pass = s == WAFER_OK;
-			download(g, dst, got, COUNT * element);
+			engine->download(dst, got, COUNT * element);
 			pass = pass && matches(t, got, COUNT, want_reduced,
 					       &ctx, "all_reduce");
 			if (!in_place) { /* the source is left alone */
 				unsigned char kept[COUNT * 8];
-				download(g, src, kept, COUNT * element);
+				engine->download(src, kept, COUNT * element);
 				pass = pass && !memcmp(kept, host,
 						       COUNT * element);
 			}
@@ -301,14 +454,14 @@ static void test_all_reduce(const struct rig *g, wafer_dtype t)
 			      op == WAFER_REDUCE_SUM ? "sum" : "max",
 			      in_place ? "in place" : "into another buffer");
 			if (!in_place)
-				plugin->storage->free(g->device, dst);
-			plugin->storage->free(g->device, src);
+				engine->drop(dst);
+			engine->drop(src);
 		}
 }
 
 /* Every root; the non-root ranks pass no source (resource 0) out of
  * place, as wafer_comm_broadcast allows. */
-static void test_broadcast(const struct rig *g, wafer_dtype t)
+static void test_broadcast(wafer_dtype t)
 {
 	size_t element = wafer_plugin_dtype_size(t);
 	unsigned char host[COUNT * 8], got[COUNT * 8];
@@ -316,49 +469,49 @@ static void test_broadcast(const struct rig *g, wafer_dtype t)
 	for (int root = 0; root < size; root++) {
 		int pass = 1;
 		for (int in_place = 0; in_place < 2; in_place++) {
-			wafer_resource src = filled(g, t, COUNT, host);
-			wafer_resource dst = in_place ? src
-						      : make(g, COUNT * element);
-			wafer_status s = run(g, g->comm,
+			uint64_t src = filled(t, COUNT, host);
+			uint64_t dst = in_place ? src
+						      : engine->make(COUNT * element);
+			wafer_status s = engine->run(world,
 					     WAFER_COLLECTIVE_BROADCAST,
 					     WAFER_REDUCE_SUM, t, COUNT,
 					     (uint32_t)root,
 					     in_place || rank == root ? src : 0,
 					     dst);
 			pass = pass && s == WAFER_OK;
-			download(g, dst, got, COUNT * element);
+			engine->download(dst, got, COUNT * element);
 			pass = pass && matches(t, got, COUNT, want_root, &root,
 					       "broadcast");
 			if (!in_place)
-				plugin->storage->free(g->device, dst);
-			plugin->storage->free(g->device, src);
+				engine->drop(dst);
+			engine->drop(src);
 		}
 		agree(pass, "broadcast %s from root %d, in place and not",
 		      dtype_name(t), root);
 	}
 }
 
-static void test_all_gather(const struct rig *g, wafer_dtype t)
+static void test_all_gather(wafer_dtype t)
 {
 	size_t element = wafer_plugin_dtype_size(t);
 	unsigned char host[COUNT * 8];
 	unsigned char *got = malloc(COUNT * element * (size_t)size);
-	wafer_resource src = filled(g, t, COUNT, host);
-	wafer_resource dst = make(g, COUNT * element * (size_t)size);
-	wafer_status s = run(g, g->comm, WAFER_COLLECTIVE_ALL_GATHER,
+	uint64_t src = filled(t, COUNT, host);
+	uint64_t dst = engine->make(COUNT * element * (size_t)size);
+	wafer_status s = engine->run(world, WAFER_COLLECTIVE_ALL_GATHER,
 			     WAFER_REDUCE_SUM, t, COUNT, 0, src, dst);
 
-	download(g, dst, got, COUNT * element * (size_t)size);
+	engine->download(dst, got, COUNT * element * (size_t)size);
 	agree(s == WAFER_OK && matches(t, got, COUNT * (size_t)size,
 				       want_gathered, NULL, "all_gather"),
 	      "all_gather %s: every rank's %d elements in rank order",
 	      dtype_name(t), COUNT);
-	plugin->storage->free(g->device, dst);
-	plugin->storage->free(g->device, src);
+	engine->drop(dst);
+	engine->drop(src);
 	free(got);
 }
 
-static void test_reduce_scatter(const struct rig *g, wafer_dtype t)
+static void test_reduce_scatter(wafer_dtype t)
 {
 	size_t element = wafer_plugin_dtype_size(t);
 	size_t whole = COUNT * (size_t)size;
@@ -368,64 +521,64 @@ static void test_reduce_scatter(const struct rig *g, wafer_dtype t)
 	for (int op = WAFER_REDUCE_SUM; op <= WAFER_REDUCE_MAX; op++) {
 		struct reduce_ctx ctx = {(wafer_reduce_op)op,
 					 (size_t)rank * COUNT};
-		wafer_resource src = filled(g, t, whole, host);
-		wafer_resource dst = make(g, COUNT * element);
-		wafer_status s = run(g, g->comm,
+		uint64_t src = filled(t, whole, host);
+		uint64_t dst = engine->make(COUNT * element);
+		wafer_status s = engine->run(world,
 				     WAFER_COLLECTIVE_REDUCE_SCATTER,
 				     (wafer_reduce_op)op, t, COUNT, 0, src, dst);
-		download(g, dst, got, COUNT * element);
+		engine->download(dst, got, COUNT * element);
 		agree(s == WAFER_OK && matches(t, got, COUNT, want_reduced,
 					       &ctx, "reduce_scatter"),
 		      "reduce_scatter %s %s: this rank's block reduced",
 		      dtype_name(t), op == WAFER_REDUCE_SUM ? "sum" : "max");
-		plugin->storage->free(g->device, dst);
-		plugin->storage->free(g->device, src);
+		engine->drop(dst);
+		engine->drop(src);
 	}
 	free(host);
 }
 
 /* Long enough that MPI splits the message (and the cpu plugin's memory is
  * past any small-buffer path). */
-static void test_long_all_reduce(const struct rig *g)
+static void test_long_all_reduce(void)
 {
 	size_t n = 1000003;
 	float *host = malloc(n * sizeof *host);
-	wafer_resource r = filled(g, WAFER_DTYPE_F32, n, host);
+	uint64_t r = filled(WAFER_DTYPE_F32, n, host);
 	struct reduce_ctx ctx = {WAFER_REDUCE_SUM, 0};
-	wafer_status s = run(g, g->comm, WAFER_COLLECTIVE_ALL_REDUCE,
+	wafer_status s = engine->run(world, WAFER_COLLECTIVE_ALL_REDUCE,
 			     WAFER_REDUCE_SUM, WAFER_DTYPE_F32, n, 0, r, r);
 
-	download(g, r, host, n * sizeof *host);
+	engine->download(r, host, n * sizeof *host);
 	agree(s == WAFER_OK && matches(WAFER_DTYPE_F32, host, n, want_reduced,
 				       &ctx, "all_reduce"),
 	      "all_reduce of %zu f32 in place", n);
-	plugin->storage->free(g->device, r);
+	engine->drop(r);
 	free(host);
 }
 
-static void test_count_zero(const struct rig *g)
+static void test_count_zero(void)
 {
 	float before[4] = {1, 2, 3, 4}, after[4];
-	wafer_resource r = make(g, sizeof before);
+	uint64_t r = engine->make(sizeof before);
 	int pass = 1;
 
-	upload(g, r, before, sizeof before);
+	engine->upload(r, before, sizeof before);
 	for (int k = WAFER_COLLECTIVE_ALL_REDUCE;
 	     k <= WAFER_COLLECTIVE_REDUCE_SCATTER; k++)
-		pass = pass && run(g, g->comm, (wafer_collective_kind)k,
+		pass = pass && engine->run(world, (wafer_collective_kind)k,
 				   WAFER_REDUCE_SUM, WAFER_DTYPE_F32, 0, 0, r,
 				   r) == WAFER_OK;
-	download(g, r, after, sizeof after);
+	engine->download(r, after, sizeof after);
 	agree(pass && !memcmp(before, after, sizeof before),
 	      "count 0: every collective succeeds and writes nothing");
-	plugin->storage->free(g->device, r);
+	engine->drop(r);
 }
 
 /*===----------------------------------------------------------------------===
  * Communicators
  *===----------------------------------------------------------------------===*/
 
-static void test_ids_and_ranks(const struct rig *g)
+static void test_ids_and_ranks(void)
 {
 	wafer_comm_id id, zero;
 	void *comm = (void *)1;
@@ -434,35 +587,35 @@ static void test_ids_and_ranks(const struct rig *g)
 
 	memset(&id, 0xa5, sizeof id);
 	memset(&zero, 0, sizeof zero);
-	s = plugin->server->comm_id(g->device, &id);
+	s = engine->id(&id);
 	agree(s == WAFER_OK && !memcmp(&id, &zero, sizeof id),
 	      "comm_id: all zeros (MPI needs no id)");
 
 	/* Each rank claims its neighbour's rank. */
-	s = open_comm(g, (uint32_t)((rank + 1) % size), (uint32_t)size, NULL,
+	s = engine->open((uint32_t)((rank + 1) % size), (uint32_t)size, NULL,
 		      &comm);
 	snprintf(want, sizeof want, "as rank %d of %d", rank, size);
 	agree(size == 1 ? s == WAFER_OK
 			: s == WAFER_ERROR_INVALID_ARGUMENT && !comm &&
-				  strstr(last_error, want) &&
-				  strstr(last_error, "MPI_COMM_WORLD"),
+				  strstr(error_text(), want) &&
+				  strstr(error_text(), "MPI_COMM_WORLD"),
 	      "comm_open as another rank: INVALID_ARGUMENT naming both ranks "
 	      "(%s)",
 	      size == 1 ? "one rank: it is this one" : "MPI's own rank named");
 	if (size == 1 && s == WAFER_OK)
-		plugin->server->comm_close(g->device, comm);
+		engine->close(comm);
 
-	s = open_comm(g, 0, (uint32_t)size + 1, NULL, &comm);
+	s = engine->open(0, (uint32_t)size + 1, NULL, &comm);
 	snprintf(want, sizeof want, "of %u asked for", size + 1);
 	agree(s == WAFER_ERROR_INVALID_ARGUMENT && !comm &&
-		      strstr(last_error, want),
+		      strstr(error_text(), want),
 	      "comm_open with one rank too many: INVALID_ARGUMENT: %s",
-	      last_error);
+	      error_text());
 }
 
 /* The caller's communicator (native): the even and the odd ranks apart.
  * A sum reaches only the ranks of one's own half. */
-static void test_native(const struct rig *g)
+static void test_native(void)
 {
 	MPI_Comm half;
 	int half_rank, half_size;
@@ -474,27 +627,27 @@ static void test_native(const struct rig *g)
 	MPI_Comm_rank(half, &half_rank);
 	MPI_Comm_size(half, &half_size);
 
-	pass = open_comm(g, (uint32_t)half_rank, (uint32_t)size + 1, &half,
+	pass = engine->open((uint32_t)half_rank, (uint32_t)size + 1, &half,
 			 &comm) == WAFER_ERROR_INVALID_ARGUMENT &&
-	       strstr(last_error, "the caller's communicator");
+	       strstr(error_text(), "the caller's communicator");
 	agree(pass, "comm_open on the caller's communicator with its size "
 		    "wrong: INVALID_ARGUMENT naming it");
 
-	pass = open_comm(g, (uint32_t)half_rank, (uint32_t)half_size, &half,
+	pass = engine->open((uint32_t)half_rank, (uint32_t)half_size, &half,
 			 &comm) == WAFER_OK;
 	if (pass) {
-		wafer_resource r = filled(g, WAFER_DTYPE_F32, COUNT, host);
-		pass = run(g, comm, WAFER_COLLECTIVE_ALL_REDUCE,
+		uint64_t r = filled(WAFER_DTYPE_F32, COUNT, host);
+		pass = engine->run(comm, WAFER_COLLECTIVE_ALL_REDUCE,
 			   WAFER_REDUCE_SUM, WAFER_DTYPE_F32, COUNT, 0, r,
 			   r) == WAFER_OK;
-		download(g, r, got, sizeof got);
+		engine->download(r, got, sizeof got);
 		for (size_t i = 0; pass && i < COUNT; i++)
 			pass = got[i] == (float)reduced(WAFER_DTYPE_F32,
 							WAFER_REDUCE_SUM, i,
 							rank % 2, 2,
 							half_size);
-		plugin->storage->free(g->device, r);
-		plugin->server->comm_close(g->device, comm);
+		engine->drop(r);
+		engine->close(comm);
 	}
 	agree(pass, "comm_open on the caller's communicator (even and odd "
 		    "ranks apart): a sum over its own ranks only");
@@ -540,7 +693,6 @@ static int env_int(const char *a, const char *b)
 /* The plugin initialises MPI, and finalises it at shutdown. */
 static int wafer_init_mode(void)
 {
-	struct rig g = {0};
 	float host[COUNT], got[COUNT];
 	int initialised = 0, finalised = 0, pass;
 	void *so = load_plugin();
@@ -549,24 +701,25 @@ static int wafer_init_mode(void)
 	size = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE");
 	if (rank < 0 || size < 1)
 		rank = 0, size = 1; /* started without mpirun */
-	rig_up(&g);
-	pass = open_comm(&g, (uint32_t)rank, (uint32_t)size, NULL, &g.comm) ==
+	engine = &plugin_engine;
+	plugin_up();
+	pass = engine->open((uint32_t)rank, (uint32_t)size, NULL, &world) ==
 	       WAFER_OK;
 	MPI_Initialized(&initialised);
 	if (pass) {
-		wafer_resource r = filled(&g, WAFER_DTYPE_F32, COUNT, host);
-		pass = run(&g, g.comm, WAFER_COLLECTIVE_ALL_REDUCE,
-			   WAFER_REDUCE_MAX, WAFER_DTYPE_F32, COUNT, 0, r,
-			   r) == WAFER_OK;
-		download(&g, r, got, sizeof got);
+		uint64_t r = filled(WAFER_DTYPE_F32, COUNT, host);
+		pass = engine->run(world, WAFER_COLLECTIVE_ALL_REDUCE,
+				   WAFER_REDUCE_MAX, WAFER_DTYPE_F32, COUNT, 0,
+				   r, r) == WAFER_OK;
+		engine->download(r, got, sizeof got);
 		for (size_t i = 0; pass && i < COUNT; i++)
 			pass = got[i] == (float)reduced(WAFER_DTYPE_F32,
 							WAFER_REDUCE_MAX, i, 0,
 							1, size);
-		plugin->storage->free(g.device, r);
-		plugin->server->comm_close(g.device, g.comm);
+		engine->drop(r);
+		engine->close(world);
 	}
-	rig_down(&g);
+	plugin_down();
 	MPI_Finalized(&finalised);
 	fprintf(stderr,
 		"# rank %d of %d: all_reduce max %s; MPI initialised by the "
@@ -578,9 +731,34 @@ static int wafer_init_mode(void)
 	return pass && initialised && finalised ? 0 : 1;
 }
 
+/* Every check on |e|, between |up| and |down|. */
+static void run_checks(const struct engine *e, void (*up)(void),
+		       void (*down)(void))
+{
+	engine = e;
+	up();
+	test_ids_and_ranks();
+	agree(engine->open((uint32_t)rank, (uint32_t)size, NULL, &world) ==
+		      WAFER_OK,
+	      "comm_open on MPI_COMM_WORLD as rank %d of %d", rank, size);
+	if (!world)
+		bail_out("no communicator: %s", error_text());
+	for (size_t t = 0; t < DTYPES; t++) {
+		test_all_reduce(dtypes[t]);
+		test_broadcast(dtypes[t]);
+		test_all_gather(dtypes[t]);
+		test_reduce_scatter(dtypes[t]);
+	}
+	test_long_all_reduce();
+	test_count_zero();
+	engine->close(world);
+	world = NULL;
+	test_native();
+	down();
+}
+
 int main(int argc, char **argv)
 {
-	struct rig g = {0};
 	int level, finalised = 1, initialised = 0;
 	void *so;
 
@@ -595,24 +773,8 @@ int main(int argc, char **argv)
 	so = load_plugin();
 	diag("%d ranks; MPI thread level %d", size, level);
 
-	rig_up(&g);
-	test_ids_and_ranks(&g);
-	agree(open_comm(&g, (uint32_t)rank, (uint32_t)size, NULL, &g.comm) ==
-		      WAFER_OK,
-	      "comm_open on MPI_COMM_WORLD as rank %d of %d", rank, size);
-	if (!g.comm)
-		bail_out("no communicator: %s", last_error);
-	for (size_t t = 0; t < DTYPES; t++) {
-		test_all_reduce(&g, dtypes[t]);
-		test_broadcast(&g, dtypes[t]);
-		test_all_gather(&g, dtypes[t]);
-		test_reduce_scatter(&g, dtypes[t]);
-	}
-	test_long_all_reduce(&g);
-	test_count_zero(&g);
-	plugin->server->comm_close(g.device, g.comm);
-	test_native(&g);
-	rig_down(&g);
+	run_checks(&plugin_engine, plugin_up, plugin_down);
+	run_checks(&api_engine, api_up, api_down);
 
 	/* The application's MPI is the application's to finalise. */
 	MPI_Initialized(&initialised);

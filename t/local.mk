@@ -194,7 +194,7 @@ EXTRA_DIST += t/mpi.sh
 if WAFER_MPI
 check_PROGRAMS += t/comm_mpi
 t_comm_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
-t_comm_mpi_LDADD = $(MPI_LIBS) -ldl
+t_comm_mpi_LDADD = libwafer.la $(MPI_LIBS) -ldl
 endif
 AM_TESTS_ENVIRONMENT += \
 	WAFER_HAVE_MPI='$(WAFER_HAVE_MPI)' WAFER_MPI_WHY='$(WAFER_MPI_WHY)' \
