@@ -60,6 +60,19 @@ point() { # point PASS NAME
 # Shows a command's output as TAP comments.
 comment() { sed 's/^/# /'; }
 
+# 0. The split: cpu.so must load where Open MPI is absent, so only the
+# module needs libmpi; and the module exports its table, nothing else.
+cpu=$top/plugins/cpu/.libs/cpu.so
+module=$top/plugins/cpu/.libs/cpu-mpi.so
+needed() { LC_ALL=C objdump -p "$1" 2>/dev/null | awk '$1 == "NEEDED" { print $2 }'; }
+point $([ -n "$(needed "$cpu")" ] && ! needed "$cpu" | grep -q '^libmpi' && echo 1 || echo 0) \
+	"cpu.so does not need libmpi ($(needed "$cpu" | tr '\n' ' '))"
+point $(needed "$module" | grep -q '^libmpi' && echo 1 || echo 0) \
+	"cpu-mpi.so needs libmpi"
+exported=$(nm -D --defined-only "$module" 2>/dev/null | awk '{ print $3 }')
+point $([ "$exported" = cpu_mpi_query ] && echo 1 || echo 0) \
+	"cpu-mpi.so exports only cpu_mpi_query (got: $(echo $exported))"
+
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
