@@ -15,7 +15,7 @@
  * once with WAFER_ALWAYS_COPY everywhere and a release after the last use.
  * Both compute the same numbers; the peaks of memory in use differ.
  *
- * With --data-parallel it trains once more, data parallel: mpirun starts
+ * With --data-parallel it trains once, data parallel: mpirun starts
  * several copies, each takes its slice of the batch, and the gradients
  * are summed over the processes (wafer_comm_all_reduce, comm.h) before
  * every update, so each takes the step one process takes on the whole
@@ -159,13 +159,21 @@ static void init(struct mlp *m, const float *x, const float *y)
  *===----------------------------------------------------------------------===*/
 
 /* Data parallel: |t| becomes the sum over the processes of their |t|, in
- * place. One process: nothing to do. */
+ * place. One process: nothing to do. A collective takes a handle's first
+ * elements, so |t| must be a dense view from the start of its handle (as
+ * every result of an operation is). */
 static void sum_over_ranks(struct mlp *m, const wafer_tensor *t)
 {
-	if (m->comm)
-		CHECK(wafer_comm_all_reduce(m->comm, t->handle, t->handle,
-					    wafer_tensor_count(t), t->dtype,
-					    WAFER_REDUCE_SUM));
+	if (!m->comm)
+		return;
+	if (t->offset || t->strided) {
+		fprintf(stderr, "mlp: sum_over_ranks: not a dense view from "
+				"the start of its handle\n");
+		exit(1);
+	}
+	CHECK(wafer_comm_all_reduce(m->comm, t->handle, t->handle,
+				    wafer_tensor_count(t), t->dtype,
+				    WAFER_REDUCE_SUM));
 }
 
 /* tanh(in W + b); |in| is kept (the backward pass needs it). */
