@@ -960,38 +960,99 @@ static void test_devices_and_peers(void)
 	plugin->shutdown(state);
 }
 
-/* Collectives need the MPI module: where it is missing (or is not the
- * module), every comm entry says so and the plugin works on. */
-static void test_collectives_without_module(const char *plugin_path)
+static void copy_file(const char *from, const char *to)
 {
-	struct wafer_plugin_option opt =
-		option("mpi_module", "/nonexistent/cpu-mpi.so", "api");
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	char buf[65536];
+	size_t n;
+
+	while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+		fwrite(buf, 1, n, out);
+	if (!in || !out || ferror(in) || fclose(out) != 0)
+		bail_out("cannot copy %s to %s", from, to);
+	fclose(in);
+}
+
+/* A copy of cpu.so in a directory of its own (mkdtemp), beside a
+ * cpu-mpi.so copied from |module_from| (NULL: no module file at all); its
+ * descriptor. |dir| (64 bytes) gets the directory. */
+static const struct wafer_plugin *copy_plugin(const char *plugin_path,
+					      const char *module_from,
+					      char *dir, void **out_so)
+{
+	char path[4200];
+	wafer_plugin_query_fn query;
+
+	snprintf(dir, 64, "/tmp/wafer-cpu-plugin-XXXXXX");
+	if (!mkdtemp(dir))
+		bail_out("mkdtemp: cannot make a temporary directory");
+	snprintf(path, sizeof path, "%s/cpu.so", dir);
+	copy_file(plugin_path, path);
+	if (module_from) {
+		snprintf(path, sizeof path, "%s/cpu-mpi.so", dir);
+		copy_file(module_from, path);
+	}
+	snprintf(path, sizeof path, "%s/cpu.so", dir);
+	*out_so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!*out_so)
+		bail_out("dlopen %s: %s", path, dlerror());
+	query = (wafer_plugin_query_fn)(uintptr_t)dlsym(
+		*out_so, WAFER_PLUGIN_QUERY_SYMBOL);
+	return query(WAFER_PLUGIN_ABI_MAJOR, &fake_host);
+}
+
+static void remove_copy(const char *dir, void *so)
+{
+	char path[4200];
+
+	dlclose(so);
+	snprintf(path, sizeof path, "%s/cpu-mpi.so", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/cpu.so", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Collectives need the MPI module beside cpu.so. Not installed: no comm
+ * entries (so the core reports no WAFER_CAP_COLLECTIVES). There but not
+ * loadable: the entries say why, and the device works on. */
+static void test_collectives_and_the_module(const char *plugin_path)
+{
+	char not_elf[80];
+	const struct wafer_plugin *saved = plugin, *copy;
 	struct wafer_comm_open_args args = {
 		.struct_size = sizeof args, .rank = 0, .size = 1,
 	};
 	wafer_comm_id id;
-	void *state, *device, *queue, *comm = (void *)1;
+	void *state, *device, *queue, *comm = (void *)1, *so;
 	wafer_resource r;
 	float x[4] = {1, 2, 3, 4}, y[4];
+	char dir[64];
 
-	ok(plugin->server->comm_id && plugin->server->comm_open &&
-		   plugin->server->comm_close && plugin->server->comm_run,
-	   "the server offers all four comm entries");
-	opt.value = "";
-	status_is(init_with(&opt, 1, &state), WAFER_ERROR_CONFIG,
-		  "mpi_module = (nothing) is a configuration error");
+	copy = copy_plugin(plugin_path, NULL, dir, &so);
+	ok(copy && !copy->server->comm_id && !copy->server->comm_open &&
+		   !copy->server->comm_close && !copy->server->comm_run &&
+		   copy->server->launch && copy->storage->copy_peer,
+	   "without cpu-mpi.so beside it: no comm entries, the rest as ever");
+	remove_copy(dir, so);
 
-	opt.value = "/nonexistent/cpu-mpi.so";
-	status_is(init_with(&opt, 1, &state), WAFER_OK,
-		  "mpi_module = /nonexistent/cpu-mpi.so");
+	/* A module file that is no shared object: this test's source. */
+	snprintf(not_elf, sizeof not_elf, "%s/cpu_plugin.c",
+		 getenv("T_SRCDIR") ? getenv("T_SRCDIR") : ".");
+	copy = copy_plugin(plugin_path, not_elf, dir, &so);
+	ok(copy->server->comm_id && copy->server->comm_open &&
+		   copy->server->comm_close && copy->server->comm_run,
+	   "with a cpu-mpi.so beside it: all four comm entries");
+	plugin = copy;
+	status_is(init_with(NULL, 0, &state), WAFER_OK, "  ... init");
 	if (plugin->device_open(state, 0, &device) != WAFER_OK ||
 	    plugin->server->queue_create(device, &queue) != WAFER_OK)
 		bail_out("cpu device: %s", last_error);
 	status_is(plugin->server->comm_id(device, &id),
-		  WAFER_ERROR_NOT_SUPPORTED, "  ... comm_id: NOT_SUPPORTED");
+		  WAFER_ERROR_NOT_SUPPORTED,
+		  "  ... a module that cannot load: comm_id NOT_SUPPORTED");
 	like(last_error,
-	     "cpu: collectives need cpu-mpi.so (configure --with-mpi): "
-	     "/nonexistent/cpu-mpi.so",
+	     "cpu: collectives need cpu-mpi.so (configure --with-mpi): ",
 	     "  ... saying what is missing and why: %s", last_error);
 	status_is(plugin->server->comm_open(device, &args, &comm),
 		  WAFER_ERROR_NOT_SUPPORTED, "  ... comm_open: NOT_SUPPORTED");
@@ -1004,11 +1065,13 @@ static void test_collectives_without_module(const char *plugin_path)
 	plugin->server->queue_destroy(device, queue);
 	plugin->device_close(device);
 	plugin->shutdown(state);
+	remove_copy(dir, so);
 
 	/* A shared object that is not the module: cpu.so itself. */
-	opt.value = plugin_path;
-	status_is(init_with(&opt, 1, &state), WAFER_OK,
-		  "mpi_module = cpu.so (not the module)");
+	copy = copy_plugin(plugin_path, plugin_path, dir, &so);
+	plugin = copy;
+	status_is(init_with(NULL, 0, &state), WAFER_OK,
+		  "a cpu-mpi.so that is another shared object (cpu.so)");
 	if (plugin->device_open(state, 0, &device) != WAFER_OK)
 		bail_out("cpu device: %s", last_error);
 	status_is(plugin->server->comm_id(device, &id),
@@ -1018,6 +1081,8 @@ static void test_collectives_without_module(const char *plugin_path)
 	     "  ... saying so: %s", last_error);
 	plugin->device_close(device);
 	plugin->shutdown(state);
+	remove_copy(dir, so);
+	plugin = saved;
 }
 
 int main(void)
@@ -1076,7 +1141,7 @@ int main(void)
 	plugin->shutdown(state);
 	test_single_thread();
 	test_devices_and_peers();
-	test_collectives_without_module(path);
+	test_collectives_and_the_module(path);
 
 	ok(dlclose(so) == 0, "dlclose");
 	done_testing();

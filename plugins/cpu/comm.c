@@ -5,8 +5,10 @@
  * module cpu-mpi.so (comm_mpi.c): cpu.so itself never links libmpi, so a
  * process without Open MPI loads it as before. The module is loaded the
  * first time a communicator is asked for, from the directory cpu.so was
- * loaded from (or `[cpu] mpi_module = PATH`); without it every comm entry
- * reports NOT_SUPPORTED, saying why, and nothing else changes.
+ * loaded from. Where it is not installed the plugin has no comm entries
+ * at all (plugin.c), so the core reports collectives as not supported;
+ * where it is there but cannot be loaded, every comm entry reports
+ * NOT_SUPPORTED, saying why. Nothing else changes either way.
  *
  * Ordering is free here: a cpu queue runs each command to completion on
  * the thread that issues it (server.c), so a collective issued on a queue
@@ -21,18 +23,16 @@
 #include "plugins/cpu/comm_mpi.h"
 #include "plugins/cpu/cpu_plugin.h"
 
-/* Where the module is: |state|'s mpi_module, else cpu-mpi.so in the
- * directory of the object this function lives in (cpu.so). */
-static int module_path(const struct cpu_state *state, char *buf, size_t size)
+/* cpu-mpi.so in the directory of the object this function lives in
+ * (cpu.so). */
+int cpu_mpi_module_path(char *buf, size_t size)
 {
 	const char *slash = NULL;
 	Dl_info info;
 	int n;
 
-	if (state->mpi_module)
-		n = snprintf(buf, size, "%s", state->mpi_module);
-	else if (dladdr((void *)module_path, &info) && info.dli_fname &&
-		 (slash = strrchr(info.dli_fname, '/')))
+	if (dladdr((void *)cpu_mpi_module_path, &info) && info.dli_fname &&
+	    (slash = strrchr(info.dli_fname, '/')))
 		n = snprintf(buf, size, "%.*s/%s",
 			     (int)(slash - info.dli_fname), info.dli_fname,
 			     CPU_MPI_MODULE);
@@ -54,7 +54,7 @@ static wafer_status load_module(struct cpu_state *state, int acquire)
 		const struct cpu_mpi_ops *ops;
 		void *dl;
 
-		if (module_path(state, path, sizeof path) != 0) {
+		if (cpu_mpi_module_path(path, sizeof path) != 0) {
 			host->set_error("cpu: collectives need cpu-mpi.so "
 					"(configure --with-mpi): its path is "
 					"longer than %d bytes",

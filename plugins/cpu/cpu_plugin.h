@@ -53,8 +53,6 @@ struct cpu_state {
 	 * host memory and cores each, so that one process can try what
 	 * several devices need (peer copies, wafer_comm_open_group). */
 	unsigned devices;
-	/* `mpi_module = PATH`, or NULL: cpu-mpi.so beside cpu.so. */
-	char *mpi_module;
 	/* The MPI module, loaded by the first communicator (comm.c). */
 	pthread_mutex_t mpi_lock;
 	void *mpi_dl;
@@ -88,11 +86,16 @@ extern const struct wafer_storage_ops cpu_storage_ops;
 void cpu_storage_open(struct cpu_device *device);
 void cpu_storage_close(struct cpu_device *device);
 
-/* server.c */
+/* server.c: with the comm entries (comm.c), and without them for where
+ * the MPI module is not installed (plugin.c chooses). */
 extern const struct wafer_server_ops cpu_server_ops;
+extern const struct wafer_server_ops cpu_server_ops_without_comm;
 
-/* comm.c: the server's comm entries, and shutdown's part: gives back the
- * instance's reference on MPI and unloads the module. */
+/* comm.c: the server's comm entries; where the MPI module should be
+ * (cpu-mpi.so beside cpu.so: 0, or -1 when the path does not fit); and
+ * shutdown's part: gives back the instance's reference on MPI and
+ * unloads the module. */
+int cpu_mpi_module_path(char *buf, size_t size);
 wafer_status cpu_comm_id(void *device, wafer_comm_id *out_id);
 wafer_status cpu_comm_open(void *device,
 			   const struct wafer_comm_open_args *args,

@@ -12,9 +12,6 @@
  *                 1): each the whole host (its memory, `threads` threads
  *                 of its own), for peer copies and communicators of
  *                 several devices in one process.
- *   mpi_module = PATH
- *                 the MPI module the collectives load (comm.c); default
- *                 cpu-mpi.so in the directory cpu.so was loaded from.
  *   cache = off, cache_dir = DIR
  *                 the binary cache of host-c programs (read by the core,
  *                 see wafer.conf(5) [core] cache_dir). */
@@ -22,6 +19,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,20 +93,6 @@ static wafer_status apply_option(void *state_arg,
 				option->value ? option->value : "");
 		return WAFER_ERROR_CONFIG;
 	}
-	if (strcmp(option->key, "mpi_module") == 0) {
-		if (!option->value || !option->value[0]) {
-			host->set_error("%s: [cpu] mpi_module: expected the "
-					"path of cpu-mpi.so",
-					origin);
-			return WAFER_ERROR_CONFIG;
-		}
-		free(state->mpi_module);
-		state->mpi_module = strdup(option->value);
-		if (state->mpi_module)
-			return WAFER_OK;
-		host->set_error("cpu: out of host memory");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	/* The host's binary cache (host-c programs) reads these itself. */
 	if (strcmp(option->key, "cache_dir") == 0 ||
 	    strcmp(option->key, "cache") == 0)
@@ -131,7 +116,6 @@ static wafer_status cpu_init(const struct wafer_plugin_init_args *args,
 	state->devices = 1;
 	status = wafer_plugin_apply_options(args, apply_option, state);
 	if (status != WAFER_OK) {
-		free(state->mpi_module);
 		free(state);
 		return status;
 	}
@@ -149,7 +133,6 @@ static void cpu_shutdown(void *state_arg)
 
 	cpu_comm_shutdown(state);
 	pthread_mutex_destroy(&state->mpi_lock);
-	free(state->mpi_module);
 	free(state);
 }
 
@@ -285,4 +268,29 @@ static const struct wafer_plugin cpu_plugin = {
 	.description = "host memory and threaded C kernels (reference backend)",
 };
 
-WAFER_PLUGIN_QUERY_RETURNS(cpu_plugin)
+/* The same plugin without the comm entries, for where the MPI module is
+ * not installed: the core derives WAFER_CAP_COLLECTIVES from the entries,
+ * and a cpu device that claimed collectives it cannot run would mislead
+ * wafer-info and every caller that asks. Only the file is looked for
+ * here; libmpi is loaded by the first communicator (comm.c), and a module
+ * that is there but cannot load is reported then, with the reason. */
+static struct wafer_plugin cpu_plugin_without_comm;
+static pthread_once_t without_comm_once = PTHREAD_ONCE_INIT;
+
+static void make_without_comm(void)
+{
+	cpu_plugin_without_comm = cpu_plugin;
+	cpu_plugin_without_comm.server = &cpu_server_ops_without_comm;
+}
+
+const struct wafer_plugin *wafer_plugin_query(
+	uint32_t core_abi_major, const struct wafer_host_services *host)
+{
+	char path[PATH_MAX];
+
+	if (cpu_mpi_module_path(path, sizeof path) == 0 &&
+	    access(path, F_OK) == 0)
+		return &cpu_plugin;
+	pthread_once(&without_comm_once, make_without_comm);
+	return &cpu_plugin_without_comm;
+}
