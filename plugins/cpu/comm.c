@@ -99,6 +99,8 @@ static wafer_status load_module(struct cpu_state *state, int acquire)
 
 static wafer_status module(struct cpu_device *dev, int acquire)
 {
+	/* The instance is read-only to devices but for its MPI part, which
+	 * is under mpi_lock (cpu_plugin.h). */
 	struct cpu_state *state = (struct cpu_state *)dev->state;
 	wafer_status status;
 
