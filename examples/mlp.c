@@ -447,12 +447,12 @@ int main(int argc, char **argv)
 	bool same = true;
 	for (int r = 0; r <= STEPS / REPORT; r++)
 		same &= with[r] == without[r];
+	printf("final loss %.6f\n", with[STEPS / REPORT]);
 	printf("peak memory in use: %.1f KiB with donation, %.1f KiB without "
 	       "(%.0f%% less)%s\n",
 	       peak_donate / 1024.0, peak_copy / 1024.0,
 	       100.0 * (1.0 - (double)peak_donate / (double)peak_copy),
 	       same ? "; same losses both ways" : "; LOSSES DIFFER");
-	printf("final loss %.6f\n", with[STEPS / REPORT]);
 	wafer_runtime_close(runtime);
 	return same && with[STEPS / REPORT] < with[0] ? 0 : 1;
 }
