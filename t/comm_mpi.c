@@ -574,6 +574,89 @@ static void test_count_zero(void)
 	engine->drop(r);
 }
 
+/* Through the plugin only, where source and destination are ranges of
+ * one resource: the cpu plugin hands MPI the same buffer (MPI_IN_PLACE)
+ * or a copy of a source that overlaps the destination, never two ranges
+ * that overlap. Elements are f32; |at| is in elements. */
+static int ranged(wafer_collective_kind kind, wafer_reduce_op op,
+		  size_t src_at, size_t dst_at, size_t elements,
+		  const float *init, float *out)
+{
+	uint64_t r = engine->make(elements * sizeof(float));
+	struct wafer_collective c = {
+		.struct_size = sizeof c,
+		.kind = kind,
+		.op = op,
+		.dtype = WAFER_DTYPE_F32,
+		.count = COUNT,
+		.src = r,
+		.src_offset = src_at * sizeof(float),
+		.dst = r,
+		.dst_offset = dst_at * sizeof(float),
+	};
+	wafer_status s;
+
+	engine->upload(r, init, elements * sizeof(float));
+	s = plugin->server->comm_run(rig.device, rig.queue, world, &c);
+	engine->download(r, out, elements * sizeof(float));
+	engine->drop(r);
+	return s == WAFER_OK;
+}
+
+static void test_overlapping_ranges(void)
+{
+	size_t whole = COUNT * (size_t)size;
+	float *init = malloc((whole + 8) * sizeof(float));
+	float *out = malloc((whole + 8) * sizeof(float));
+	struct reduce_ctx sum = {WAFER_REDUCE_SUM, 0};
+	int pass;
+
+	/* all_reduce from [0, COUNT) into [3, 3 + COUNT). */
+	for (size_t i = 0; i < COUNT + 3; i++)
+		init[i] = (float)value(WAFER_DTYPE_F32, rank, i);
+	pass = ranged(WAFER_COLLECTIVE_ALL_REDUCE, WAFER_REDUCE_SUM, 0, 3,
+		      COUNT + 3, init, out) &&
+	       matches(WAFER_DTYPE_F32, out + 3, COUNT, want_reduced, &sum,
+		       "all_reduce");
+	agree(pass, "all_reduce into a range overlapping its source");
+
+	/* all_gather in place: this rank's block already where it goes;
+	 * the other blocks hold garbage until the gather. */
+	for (size_t i = 0; i < whole; i++)
+		init[i] = i / COUNT == (size_t)rank
+				  ? (float)value(WAFER_DTYPE_F32, rank,
+						 i % COUNT)
+				  : -99.0f;
+	pass = ranged(WAFER_COLLECTIVE_ALL_GATHER, WAFER_REDUCE_SUM,
+		      (size_t)rank * COUNT, 0, whole, init, out) &&
+	       matches(WAFER_DTYPE_F32, out, whole, want_gathered, NULL,
+		       "all_gather");
+	agree(pass, "all_gather in place (the source is the rank's block)");
+
+	/* all_gather from a source one element into the destination. */
+	for (size_t i = 0; i < whole + 1; i++)
+		init[i] = i >= 1 && i <= COUNT
+				  ? (float)value(WAFER_DTYPE_F32, rank, i - 1)
+				  : -99.0f;
+	pass = ranged(WAFER_COLLECTIVE_ALL_GATHER, WAFER_REDUCE_SUM, 1, 0,
+		      whole + 1, init, out) &&
+	       matches(WAFER_DTYPE_F32, out, whole, want_gathered, NULL,
+		       "all_gather");
+	agree(pass, "all_gather from a source overlapping the destination");
+
+	/* reduce_scatter onto the start of its own source. */
+	for (size_t i = 0; i < whole; i++)
+		init[i] = (float)value(WAFER_DTYPE_F32, rank, i);
+	sum.base = (size_t)rank * COUNT;
+	pass = ranged(WAFER_COLLECTIVE_REDUCE_SCATTER, WAFER_REDUCE_SUM, 0, 0,
+		      whole, init, out) &&
+	       matches(WAFER_DTYPE_F32, out, COUNT, want_reduced, &sum,
+		       "reduce_scatter");
+	agree(pass, "reduce_scatter onto the start of its own source");
+	free(init);
+	free(out);
+}
+
 /*===----------------------------------------------------------------------===
  * Communicators
  *===----------------------------------------------------------------------===*/
@@ -751,6 +834,8 @@ static void run_checks(const struct engine *e, void (*up)(void),
 	}
 	test_long_all_reduce();
 	test_count_zero();
+	if (engine == &plugin_engine)
+		test_overlapping_ranges();
 	engine->close(world);
 	world = NULL;
 	test_native();
