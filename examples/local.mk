@@ -28,3 +28,15 @@ dist_skeleton_DATA = \
 	examples/plugin-skeleton/Makefile \
 	examples/plugin-skeleton/skeleton.c \
 	examples/plugin-skeleton/skeleton.map
+
+# One all-reduce across the processes of an MPI job, on the default
+# device; built when configure found MPI (wafer-mpi(7)):
+# mpirun -np 4 ./uninstalled examples/allreduce
+if WAFER_MPI
+noinst_PROGRAMS += examples/allreduce
+examples_allreduce_SOURCES = examples/allreduce.c
+examples_allreduce_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+examples_allreduce_LDADD = libwafer.la $(MPI_LIBS)
+else
+EXTRA_DIST += examples/allreduce.c
+endif

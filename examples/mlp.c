@@ -15,15 +15,26 @@
  * once with WAFER_ALWAYS_COPY everywhere and a release after the last use.
  * Both compute the same numbers; the peaks of memory in use differ.
  *
+ * With --data-parallel it trains once, data parallel: mpirun starts
+ * several copies, each takes its slice of the batch, and the gradients
+ * are summed over the processes (wafer_comm_all_reduce, comm.h) before
+ * every update, so each takes the step one process takes on the whole
+ * batch and they reach its loss. The rank comes from mpirun's
+ * environment; wafer brings MPI up itself (wafer-mpi(7)). It needs a
+ * backend with collectives (cpu with cpu-mpi.so, cuda with NCCL).
+ *
  *   cc mlp.c $(pkg-config --cflags --libs wafer) -lm -o mlp && ./mlp
  *   ./uninstalled examples/mlp        (from a build tree)
+ *   mpirun -np 4 ./uninstalled examples/mlp --data-parallel
  */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include <wafer/comm.h>
 #include <wafer/ops.h>
 #include <wafer/wafer.h>
 
@@ -36,10 +47,19 @@
 
 #define KEEP WAFER_ALWAYS_COPY
 
+/* The slice of the batch one process trains on: all of it, or, data
+ * parallel, rows [first, first + rows) as rank |rank| of |ranks|. */
+struct shard {
+	uint32_t rank, ranks;
+	uint64_t first, rows;
+};
+
 struct mlp {
 	wafer_client *client;
 	bool donate;
-	wafer_tensor x, y, ones; /* data: [B,2], one-hot [B,2], [1,B] */
+	struct shard shard;
+	wafer_comm *comm;        /* data parallel only */
+	wafer_tensor x, y, ones; /* data: [R,2], one-hot [R,2], [1,R] (R rows) */
 	wafer_tensor w[3], b[3]; /* [2,H] [H,H] [H,2], [H] [H] [2] */
 };
 
@@ -113,6 +133,7 @@ static wafer_tensor upload(wafer_client *c, const float *data, uint32_t rank,
 
 static void init(struct mlp *m, const float *x, const float *y)
 {
+	uint64_t first = m->shard.first, rows = m->shard.rows;
 	static const uint64_t fan[4] = {2, HIDDEN, HIDDEN, 2};
 	float *buf = malloc(HIDDEN * HIDDEN * sizeof *buf);
 
@@ -127,15 +148,33 @@ static void init(struct mlp *m, const float *x, const float *y)
 				    &m->b[l]));
 	}
 	free(buf);
-	m->x = upload(m->client, x, 2, BATCH, 2);
-	m->y = upload(m->client, y, 2, BATCH, 2);
-	uint64_t row[2] = {1, BATCH};
+	m->x = upload(m->client, x + 2 * first, 2, rows, 2);
+	m->y = upload(m->client, y + 2 * first, 2, rows, 2);
+	uint64_t row[2] = {1, rows};
 	CHECK(wafer_op_fill(m->client, WAFER_DTYPE_F32, 2, row, 1.0, &m->ones));
 }
 
 /*===----------------------------------------------------------------------===
  * Forward and backward
  *===----------------------------------------------------------------------===*/
+
+/* Data parallel: |t| becomes the sum over the processes of their |t|, in
+ * place. One process: nothing to do. A collective takes a handle's first
+ * elements, so |t| must be a dense view from the start of its handle (as
+ * every result of an operation is). */
+static void sum_over_ranks(struct mlp *m, const wafer_tensor *t)
+{
+	if (!m->comm)
+		return;
+	if (t->offset || t->strided) {
+		fprintf(stderr, "mlp: sum_over_ranks: not a dense view from "
+				"the start of its handle\n");
+		exit(1);
+	}
+	CHECK(wafer_comm_all_reduce(m->comm, t->handle, t->handle,
+				    wafer_tensor_count(t), t->dtype,
+				    WAFER_REDUCE_SUM));
+}
 
 /* tanh(in W + b); |in| is kept (the backward pass needs it). */
 static wafer_tensor layer(struct mlp *m, const wafer_tensor *in, int l,
@@ -203,16 +242,22 @@ static wafer_tensor layer_backward(struct mlp *m, const wafer_tensor *in,
 				      WAFER_MATMUL_TRANSPOSE_B, &din));
 	done(m, dz);
 	CHECK(wafer_tensor_reshape(&db, 1, &n, &dbias));
+	/* Each process's gradient covers its rows, scaled by the whole
+	 * batch (step): their sum is the whole batch's. */
+	sum_over_ranks(m, &dw);
+	sum_over_ranks(m, &dbias);
 	sgd(m, &m->w[l], &dw);
 	sgd(m, &m->b[l], &dbias);
 	return din;
 }
 
-/* Mean cross-entropy of |p| against the one-hot labels. */
+/* Mean cross-entropy of |p| against the one-hot labels (of the whole
+ * batch: data parallel, each process's mean weighted by its share of the
+ * rows, summed over the processes). */
 static float loss_of(struct mlp *m, const wafer_tensor *p)
 {
 	wafer_tensor logp, picked, rows, flat, mean;
-	uint64_t row[2] = {1, BATCH};
+	uint64_t row[2] = {1, m->shard.rows};
 	float loss;
 
 	CHECK(wafer_op_log(m->client, p, KEEP, &logp));
@@ -223,6 +268,15 @@ static float loss_of(struct mlp *m, const wafer_tensor *p)
 	CHECK(wafer_tensor_reshape(&rows, 2, row, &flat));
 	CHECK(wafer_op_reduce_mean(m->client, &flat, give(m), &mean));
 	done(m, &rows);
+	if (m->comm) {
+		wafer_tensor share;
+		CHECK(wafer_op_mul_scalar(m->client, &mean, give(m),
+					  (double)m->shard.rows / BATCH,
+					  &share));
+		done(m, &mean);
+		sum_over_ranks(m, &share);
+		mean = share;
+	}
 	CHECK(wafer_tensor_read(m->client, &mean, &loss, sizeof loss));
 	CHECK(wafer_tensor_release(m->client, &mean));
 	return -loss;
@@ -232,12 +286,25 @@ static float accuracy_of(struct mlp *m, const wafer_tensor *p,
 			 const int *label)
 {
 	static float probs[BATCH * 2];
-	int right = 0;
+	uint64_t rows = m->shard.rows;
+	float right = 0;
 
-	CHECK(wafer_tensor_read(m->client, p, probs, sizeof probs));
-	for (int k = 0; k < BATCH; k++)
-		right += (probs[2 * k + 1] > probs[2 * k]) == label[k];
-	return (float)right / BATCH;
+	CHECK(wafer_tensor_read(m->client, p, probs,
+				2 * rows * sizeof probs[0]));
+	for (uint64_t k = 0; k < rows; k++)
+		right += (probs[2 * k + 1] > probs[2 * k]) ==
+			 label[m->shard.first + k];
+	if (m->comm) { /* the right answers of every process */
+		wafer_tensor count;
+		uint64_t one = 1;
+		CHECK(wafer_tensor_create(m->client, WAFER_DTYPE_F32, 1, &one,
+					  &right, &count));
+		sum_over_ranks(m, &count);
+		CHECK(wafer_tensor_read(m->client, &count, &right,
+					sizeof right));
+		CHECK(wafer_tensor_release(m->client, &count));
+	}
+	return right / BATCH;
 }
 
 /* One step of full-batch gradient descent; the loss when asked. */
@@ -269,16 +336,23 @@ static void step(struct mlp *m, bool report, const int *label,
 	layer_backward(m, &m->x, &dz1, 0);
 }
 
-/* Trains from scratch on a new client; returns the peak bytes in use and
- * fills |losses| (one per report). */
-static uint64_t train(wafer_runtime *runtime, bool donate, const float *x,
-		      const float *y, const int *label, float *losses,
-		      bool print)
+/* Trains from scratch on a new client, on |shard|'s rows (data parallel
+ * when there are several ranks, or with |data_parallel|); returns the
+ * peak bytes in use and fills |losses| (one per report). */
+static uint64_t train(wafer_runtime *runtime, bool donate,
+		      const struct shard *shard, bool data_parallel,
+		      const float *x, const float *y, const int *label,
+		      float *losses, bool print)
 {
-	struct mlp m = {.donate = donate};
+	struct mlp m = {.donate = donate, .shard = *shard};
 	wafer_memory_usage usage = {.struct_size = sizeof usage};
 
 	CHECK(wafer_client_open(runtime, "default", NULL, &m.client));
+	if (data_parallel) {
+		wafer_comm_options o = {sizeof o, shard->rank, shard->ranks,
+					NULL, NULL};
+		CHECK(wafer_comm_open(m.client, &o, &m.comm));
+	}
 	init(&m, x, y);
 	for (int s = 0, r = 0; s <= STEPS; s++) {
 		float loss = 0, accuracy = 0;
@@ -303,11 +377,33 @@ static uint64_t train(wafer_runtime *runtime, bool donate, const float *x,
 			(unsigned long long)after.handles_live);
 		exit(1);
 	}
+	CHECK(wafer_comm_close(m.comm));
 	CHECK(wafer_client_close(m.client));
 	return usage.peak_in_use;
 }
 
-int main(void)
+/* This process's slice when mpirun started it (Open MPI and MPICH say
+ * the rank in the environment): rows split as evenly as they go. */
+static struct shard shard_from_environment(void)
+{
+	const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+	const char *ranks = getenv("OMPI_COMM_WORLD_SIZE");
+	struct shard s = {0, 1, 0, BATCH};
+
+	if (!rank || !ranks) {
+		rank = getenv("PMI_RANK");
+		ranks = getenv("PMI_SIZE");
+	}
+	if (rank && ranks && atoi(ranks) > 0) {
+		s.rank = (uint32_t)atoi(rank);
+		s.ranks = (uint32_t)atoi(ranks);
+	}
+	s.first = BATCH * (uint64_t)s.rank / s.ranks;
+	s.rows = BATCH * (uint64_t)(s.rank + 1) / s.ranks - s.first;
+	return s;
+}
+
+int main(int argc, char **argv)
 {
 	static float x[BATCH * 2], y[BATCH * 2];
 	static int label[BATCH];
@@ -315,23 +411,43 @@ int main(void)
 	wafer_runtime *runtime;
 	wafer_device_desc device = {.struct_size = sizeof device};
 	wafer_client *probe;
+	bool data_parallel = argc > 1 && !strcmp(argv[1], "--data-parallel");
+	struct shard whole = {0, 1, 0, BATCH};
+	struct shard mine = data_parallel ? shard_from_environment() : whole;
+	bool speaker = mine.rank == 0;
 
 	make_spirals(x, y, label);
 	CHECK(wafer_runtime_open(NULL, &runtime));
 	CHECK(wafer_client_open(runtime, "default", NULL, &probe));
 	CHECK(wafer_client_device(probe, &device));
 	CHECK(wafer_client_close(probe));
-	printf("two spirals, %d points; MLP 2-%d-%d-2 (tanh), SGD on %s:%u "
-	       "(%s)\n",
-	       BATCH, HIDDEN, HIDDEN, device.backend, device.index,
-	       device.name);
+	if (speaker)
+		printf("two spirals, %d points; MLP 2-%d-%d-2 (tanh), SGD on "
+		       "%s:%u (%s)\n",
+		       BATCH, HIDDEN, HIDDEN, device.backend, device.index,
+		       device.name);
 
-	uint64_t peak_donate = train(runtime, true, x, y, label, with, true);
-	uint64_t peak_copy = train(runtime, false, x, y, label, without, false);
+	if (data_parallel) {
+		if (speaker)
+			printf("data parallel: %u processes, %llu rows each "
+			       "(rank 0)\n",
+			       mine.ranks, (unsigned long long)mine.rows);
+		train(runtime, true, &mine, true, x, y, label, with, speaker);
+		if (speaker)
+			printf("final loss %.6f\n", with[STEPS / REPORT]);
+		wafer_runtime_close(runtime);
+		return with[STEPS / REPORT] < with[0] ? 0 : 1;
+	}
+
+	uint64_t peak_donate =
+		train(runtime, true, &whole, false, x, y, label, with, true);
+	uint64_t peak_copy =
+		train(runtime, false, &whole, false, x, y, label, without, false);
 
 	bool same = true;
 	for (int r = 0; r <= STEPS / REPORT; r++)
 		same &= with[r] == without[r];
+	printf("final loss %.6f\n", with[STEPS / REPORT]);
 	printf("peak memory in use: %.1f KiB with donation, %.1f KiB without "
 	       "(%.0f%% less)%s\n",
 	       peak_donate / 1024.0, peak_copy / 1024.0,

@@ -3,7 +3,7 @@
 #
 # configured.sh: the test programs that a configure conditional builds
 # only with a backend's toolkit or an optional library (t/local.mk:
-# `if WAFER_OPENCL` ..., `if WAFER_DLPACK`). One
+# `if WAFER_OPENCL` ..., `if WAFER_DLPACK`, `if WAFER_MPI`). One
 # point per program: built, when configure found the toolkit; skipped,
 # with configure's reason, when it did not. So a machine without a
 # toolkit shows in the skip count what it did not test, instead of the
@@ -28,7 +28,8 @@ levelzero t/levelzero_client
 levelzero t/levelzero_model
 levelzero+opencl t/levelzero_kernels_cl
 dlpack t/dlpack
-dlpack t/dlpack_versioned"
+dlpack t/dlpack_versioned
+mpi t/comm_mpi"
 
 have() {
 	case $1 in
@@ -36,6 +37,7 @@ have() {
 	opencl) echo "${WAFER_HAVE_OPENCL:-no}" ;;
 	levelzero) echo "${WAFER_HAVE_LEVELZERO:-no}" ;;
 	dlpack) echo "${WAFER_HAVE_DLPACK:-no}" ;;
+	mpi) echo "${WAFER_HAVE_MPI:-no}" ;;
 	esac
 }
 why() {
@@ -44,6 +46,7 @@ why() {
 	opencl) echo "${WAFER_OPENCL_WHY:-unknown}" ;;
 	levelzero) echo "${WAFER_LEVELZERO_WHY:-unknown}" ;;
 	dlpack) echo "${WAFER_DLPACK_WHY:-unknown}" ;;
+	mpi) echo "${WAFER_MPI_WHY:-unknown}" ;;
 	esac
 }
 

@@ -886,6 +886,205 @@ static void test_single_thread(void)
 	plugin->shutdown(state);
 }
 
+/* `devices = N`: N devices, each the whole host; peer copies between two
+ * of them (and within one) are memmoves, ordered as every cpu copy is. */
+static void test_devices_and_peers(void)
+{
+	struct wafer_plugin_option opt = option("devices", "3", "api");
+	struct wafer_device_info info = {.struct_size = sizeof info};
+	void *state, *dev[2], *queue[2];
+	wafer_resource a, b;
+	uint32_t count = 0;
+	float x[64], y[64];
+
+	opt.value = "0";
+	status_is(init_with(&opt, 1, &state), WAFER_ERROR_CONFIG,
+		  "devices = 0 is a configuration error");
+	is_str(last_error,
+	       "api: [cpu] devices: expected a number 1..64, got '0'",
+	       "  ... naming the option and the range");
+	opt.value = "65";
+	status_is(init_with(&opt, 1, &state), WAFER_ERROR_CONFIG,
+		  "devices = 65 is a configuration error");
+
+	opt.value = "3";
+	status_is(init_with(&opt, 1, &state), WAFER_OK, "devices = 3");
+	plugin->device_count(state, &count);
+	is_int(count, 3, "  ... lists three devices");
+	status_is(plugin->device_info(state, 2, &info), WAFER_OK,
+		  "  ... device 2 has info");
+	like(info.name, "device 2 of 3", "  ... its name says which: %s",
+	     info.name);
+	status_is(plugin->device_info(state, 3, &info), WAFER_ERROR_NOT_FOUND,
+		  "  ... there is no device 3");
+	ok(plugin->storage->copy_peer != NULL, "storage.copy_peer is offered");
+
+	for (int d = 0; d < 2; d++)
+		if (plugin->device_open(state, (uint32_t)d, &dev[d]) != WAFER_OK ||
+		    plugin->server->queue_create(dev[d], &queue[d]) != WAFER_OK)
+			bail_out("device %d: %s", d, last_error);
+	for (int i = 0; i < 64; i++)
+		x[i] = (float)i;
+	a = alloc_or_die(dev[0], sizeof x);
+	b = alloc_or_die(dev[1], sizeof x);
+	upload(dev[0], queue[0], a, x, 64);
+	upload(dev[1], queue[1], b, x, 64);
+	/* x[8..40) of device 0 to y[4..36) of device 1. */
+	status_is(plugin->storage->copy_peer(dev[1], queue[1], b,
+					     4 * sizeof(float), dev[0],
+					     queue[0], a, 8 * sizeof(float),
+					     32 * sizeof(float)),
+		  WAFER_OK, "copy_peer from device 0 to device 1");
+	download(dev[1], queue[1], b, y, 64);
+	int right = 1;
+	for (int i = 0; i < 64; i++)
+		right &= y[i] == (i >= 4 && i < 36 ? (float)(i + 4) : (float)i);
+	ok(right, "  ... the bytes land at the offsets, nothing else moves");
+	/* Within one resource, overlapping: memmove's result. */
+	status_is(plugin->storage->copy_peer(dev[0], queue[0], a,
+					     2 * sizeof(float), dev[0],
+					     queue[0], a, 0,
+					     16 * sizeof(float)),
+		  WAFER_OK, "copy_peer within one resource, overlapping");
+	download(dev[0], queue[0], a, y, 64);
+	right = 1;
+	for (int i = 0; i < 64; i++)
+		right &= y[i] == (i >= 2 && i < 18 ? (float)(i - 2) : (float)i);
+	ok(right, "  ... reads as if through a temporary (memmove)");
+	plugin->storage->free(dev[0], a);
+	plugin->storage->free(dev[1], b);
+	for (int d = 0; d < 2; d++) {
+		plugin->server->queue_destroy(dev[d], queue[d]);
+		plugin->device_close(dev[d]);
+	}
+	plugin->shutdown(state);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	char buf[65536];
+	size_t n;
+
+	while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+		fwrite(buf, 1, n, out);
+	if (!in || !out || ferror(in) || fclose(out) != 0)
+		bail_out("cannot copy %s to %s", from, to);
+	fclose(in);
+}
+
+/* A copy of cpu.so in a directory of its own (mkdtemp), beside a
+ * cpu-mpi.so copied from |module_from| (NULL: no module file at all); its
+ * descriptor. |dir| (64 bytes) gets the directory. */
+static const struct wafer_plugin *copy_plugin(const char *plugin_path,
+					      const char *module_from,
+					      char *dir, void **out_so)
+{
+	char path[4200];
+	wafer_plugin_query_fn query;
+
+	snprintf(dir, 64, "/tmp/wafer-cpu-plugin-XXXXXX");
+	if (!mkdtemp(dir))
+		bail_out("mkdtemp: cannot make a temporary directory");
+	snprintf(path, sizeof path, "%s/cpu.so", dir);
+	copy_file(plugin_path, path);
+	if (module_from) {
+		snprintf(path, sizeof path, "%s/cpu-mpi.so", dir);
+		copy_file(module_from, path);
+	}
+	snprintf(path, sizeof path, "%s/cpu.so", dir);
+	*out_so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!*out_so)
+		bail_out("dlopen %s: %s", path, dlerror());
+	query = (wafer_plugin_query_fn)(uintptr_t)dlsym(
+		*out_so, WAFER_PLUGIN_QUERY_SYMBOL);
+	return query(WAFER_PLUGIN_ABI_MAJOR, &fake_host);
+}
+
+static void remove_copy(const char *dir, void *so)
+{
+	char path[4200];
+
+	dlclose(so);
+	snprintf(path, sizeof path, "%s/cpu-mpi.so", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/cpu.so", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Collectives need the MPI module beside cpu.so. Not installed: no comm
+ * entries (so the core reports no WAFER_CAP_COLLECTIVES). There but not
+ * loadable: the entries say why, and the device works on. */
+static void test_collectives_and_the_module(const char *plugin_path)
+{
+	char not_elf[80];
+	const struct wafer_plugin *saved = plugin, *copy;
+	struct wafer_comm_open_args args = {
+		.struct_size = sizeof args, .rank = 0, .size = 1,
+	};
+	wafer_comm_id id;
+	void *state, *device, *queue, *comm = (void *)1, *so;
+	wafer_resource r;
+	float x[4] = {1, 2, 3, 4}, y[4];
+	char dir[64];
+
+	copy = copy_plugin(plugin_path, NULL, dir, &so);
+	ok(copy && !copy->server->comm_id && !copy->server->comm_open &&
+		   !copy->server->comm_close && !copy->server->comm_run &&
+		   copy->server->launch && copy->storage->copy_peer,
+	   "without cpu-mpi.so beside it: no comm entries, the rest as ever");
+	remove_copy(dir, so);
+
+	/* A module file that is no shared object: this test's source. */
+	snprintf(not_elf, sizeof not_elf, "%s/cpu_plugin.c",
+		 getenv("T_SRCDIR") ? getenv("T_SRCDIR") : ".");
+	copy = copy_plugin(plugin_path, not_elf, dir, &so);
+	ok(copy->server->comm_id && copy->server->comm_open &&
+		   copy->server->comm_close && copy->server->comm_run,
+	   "with a cpu-mpi.so beside it: all four comm entries");
+	plugin = copy;
+	status_is(init_with(NULL, 0, &state), WAFER_OK, "  ... init");
+	if (plugin->device_open(state, 0, &device) != WAFER_OK ||
+	    plugin->server->queue_create(device, &queue) != WAFER_OK)
+		bail_out("cpu device: %s", last_error);
+	status_is(plugin->server->comm_id(device, &id),
+		  WAFER_ERROR_NOT_SUPPORTED,
+		  "  ... a module that cannot load: comm_id NOT_SUPPORTED");
+	like(last_error,
+	     "cpu: collectives need cpu-mpi.so (configure --with-mpi): ",
+	     "  ... saying what is missing and why: %s", last_error);
+	status_is(plugin->server->comm_open(device, &args, &comm),
+		  WAFER_ERROR_NOT_SUPPORTED, "  ... comm_open: NOT_SUPPORTED");
+	ok(comm == NULL, "  ... and no communicator");
+	r = alloc_or_die(device, sizeof x);
+	upload(device, queue, r, x, 4);
+	download(device, queue, r, y, 4);
+	ok(!memcmp(x, y, sizeof x), "  ... the device works on");
+	plugin->storage->free(device, r);
+	plugin->server->queue_destroy(device, queue);
+	plugin->device_close(device);
+	plugin->shutdown(state);
+	remove_copy(dir, so);
+
+	/* A shared object that is not the module: cpu.so itself. */
+	copy = copy_plugin(plugin_path, plugin_path, dir, &so);
+	plugin = copy;
+	status_is(init_with(NULL, 0, &state), WAFER_OK,
+		  "a cpu-mpi.so that is another shared object (cpu.so)");
+	if (plugin->device_open(state, 0, &device) != WAFER_OK)
+		bail_out("cpu device: %s", last_error);
+	status_is(plugin->server->comm_id(device, &id),
+		  WAFER_ERROR_NOT_SUPPORTED, "  ... comm_id: NOT_SUPPORTED");
+	like(last_error, "is not the module of this cpu plugin (no "
+			 "cpu_mpi_query)",
+	     "  ... saying so: %s", last_error);
+	plugin->device_close(device);
+	plugin->shutdown(state);
+	remove_copy(dir, so);
+	plugin = saved;
+}
+
 int main(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -941,6 +1140,8 @@ int main(void)
 	plugin->device_close(device);
 	plugin->shutdown(state);
 	test_single_thread();
+	test_devices_and_peers();
+	test_collectives_and_the_module(path);
 
 	ok(dlclose(so) == 0, "dlclose");
 	done_testing();

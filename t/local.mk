@@ -186,6 +186,20 @@ t_opencl_cache_LDADD = $(T_CORE_LIBS) -ldl -lpthread
 endif
 EXTRA_DIST += t/opencl_host.h
 
+# The cpu plugin's collectives on MPI (plugins/cpu/comm_mpi.c): t/mpi.sh
+# runs t/comm_mpi (and examples/mlp --data-parallel) under mpirun -np 4;
+# skipped, with configure's reason, when wafer was configured without MPI.
+TESTS += t/mpi.sh
+EXTRA_DIST += t/mpi.sh
+if WAFER_MPI
+check_PROGRAMS += t/comm_mpi
+t_comm_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+t_comm_mpi_LDADD = libwafer.la $(MPI_LIBS) -ldl
+endif
+AM_TESTS_ENVIRONMENT += \
+	WAFER_HAVE_MPI='$(WAFER_HAVE_MPI)' WAFER_MPI_WHY='$(WAFER_MPI_WHY)' \
+	MPIRUN='$(MPIRUN)'; export WAFER_HAVE_MPI WAFER_MPI_WHY MPIRUN;
+
 # The test programs a backend conditional below leaves out, each reported
 # as skipped with configure's reason (t/configured.sh).
 TESTS += t/configured.sh
@@ -498,7 +512,7 @@ t_dlpack_versioned_LDADD = $(T_CORE_LIBS)
 BACKEND_NEUTRAL_TESTS += t/dlpack_versioned
 endif
 EXTRA_DIST += t/dlpack-v1/dlpack/dlpack.h
-BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
+BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants cpu:t/mpi.sh \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
 	cuda:t/cuda_plugin cuda:t/cuda.sh cuda:t/torch_alloc \
 	levelzero:t/levelzero_plugin levelzero:t/levelzero_client \

@@ -12,6 +12,8 @@
  *   program.c    the caller's own kernels: programs of host C or a
  *                shared object
  *   threadpool.c how a launch is spread over the cores
+ *   comm.c       collectives, through the MPI module cpu-mpi.so
+ *                (comm_mpi.c, loaded on first use)
  *
  * Nothing here is exported: the plugin is built with -fvisibility=hidden
  * and a version script, so wafer_plugin_query is its only dynamic symbol.
@@ -34,13 +36,29 @@
 /* The most threads `threads = N` may ask for. */
 #define CPU_MAX_THREADS 1024
 
+/* The most devices `devices = N` may ask for. */
+#define CPU_MAX_DEVICES 64
+
+struct cpu_mpi_ops;
+
 /* The plugin instance: one per init, freed by shutdown. Read-only after
- * init, so every thread may use it without locking. */
+ * init, so every thread may use it without locking, except the MPI
+ * module's part (comm.c), which is under mpi_lock. */
 struct cpu_state {
 	/* The core's services: set_error and log. Checked by init. */
 	const struct wafer_host_services *host;
 	/* Threads a device runs kernels on, the calling thread included. */
 	unsigned threads;
+	/* Devices the plugin lists (`devices = N`, default 1): the same
+	 * host memory and cores each, so that one process can try what
+	 * several devices need (peer copies, wafer_comm_open_group). */
+	unsigned devices;
+	/* The MPI module, loaded by the first communicator (comm.c). */
+	pthread_mutex_t mpi_lock;
+	void *mpi_dl;
+	const struct cpu_mpi_ops *mpi;
+	/* This instance holds a reference on MPI (the module's acquire). */
+	int mpi_acquired;
 };
 
 struct cpu_pool;
@@ -68,8 +86,24 @@ extern const struct wafer_storage_ops cpu_storage_ops;
 void cpu_storage_open(struct cpu_device *device);
 void cpu_storage_close(struct cpu_device *device);
 
-/* server.c */
+/* server.c: with the comm entries (comm.c), and without them for where
+ * the MPI module is not installed (plugin.c chooses). */
 extern const struct wafer_server_ops cpu_server_ops;
+extern const struct wafer_server_ops cpu_server_ops_without_comm;
+
+/* comm.c: the server's comm entries; where the MPI module should be
+ * (cpu-mpi.so beside cpu.so: 0, or -1 when the path does not fit); and
+ * shutdown's part: gives back the instance's reference on MPI and
+ * unloads the module. */
+int cpu_mpi_module_path(char *buf, size_t size);
+wafer_status cpu_comm_id(void *device, wafer_comm_id *out_id);
+wafer_status cpu_comm_open(void *device,
+			   const struct wafer_comm_open_args *args,
+			   void **out_comm);
+void cpu_comm_close(void *device, void *comm);
+wafer_status cpu_comm_run(void *device, void *queue, void *comm,
+			  const struct wafer_collective *c);
+void cpu_comm_shutdown(struct cpu_state *state);
 
 /* program.c: the caller's own kernels (host-c, host-so), the server's
  * program entries, and the launch of one of their kernels (server.c

@@ -48,3 +48,22 @@ plugins_cpu_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) \
 # pthread comes from -pthread in WAFER_CFLAGS; libm for sqrtf's fallback.
 plugins_cpu_cpu_la_LIBADD = -lm $(OPENBLAS_LIBS)
 EXTRA_plugins_cpu_cpu_la_DEPENDENCIES = $(top_srcdir)/plugins/plugin.map
+
+# Collectives (comm.c) run on MPI in a module of their own, cpu-mpi.so,
+# built beside cpu.so when configure found Open MPI (--with-mpi): cpu.so
+# dlopens it at the first communicator and never links libmpi itself.
+plugins_cpu_cpu_la_SOURCES += plugins/cpu/comm.c plugins/cpu/comm_mpi.h \
+	plugins/cpu/half.h
+EXTRA_DIST += plugins/cpu/comm_mpi.map
+if WAFER_MPI
+plugin_LTLIBRARIES += plugins/cpu/cpu-mpi.la
+plugins_cpu_cpu_mpi_la_SOURCES = plugins/cpu/comm_mpi.c \
+	plugins/cpu/comm_mpi.h plugins/cpu/half.h
+plugins_cpu_cpu_mpi_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+plugins_cpu_cpu_mpi_la_LDFLAGS = -module -avoid-version -shared \
+	-no-undefined \
+	-Wl,--version-script=$(top_srcdir)/plugins/cpu/comm_mpi.map
+plugins_cpu_cpu_mpi_la_LIBADD = $(MPI_LIBS)
+EXTRA_plugins_cpu_cpu_mpi_la_DEPENDENCIES = \
+	$(top_srcdir)/plugins/cpu/comm_mpi.map
+endif

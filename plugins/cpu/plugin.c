@@ -1,13 +1,17 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * plugin.c: the cpu plugin's descriptor and its one exported symbol,
- * wafer_plugin_query; the plugin's lifetime (init, shutdown) and its one
- * device (count, info, open, close, kernels). Start reading at the
+ * wafer_plugin_query; the plugin's lifetime (init, shutdown) and its
+ * devices (count, info, open, close, kernels). Start reading at the
  * descriptor at the bottom of the file.
  *
  * Options, in the [cpu] section of wafer.conf(5):
  *   threads = N   threads a launch may use, the launching thread included;
  *                 0 or absent: one per online core.
+ *   devices = N   devices the plugin lists, 1..CPU_MAX_DEVICES (default
+ *                 1): each the whole host (its memory, `threads` threads
+ *                 of its own), for peer copies and communicators of
+ *                 several devices in one process.
  *   cache = off, cache_dir = DIR
  *                 the binary cache of host-c programs (read by the core,
  *                 see wafer.conf(5) [core] cache_dir). */
@@ -15,6 +19,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +43,8 @@ static unsigned online_cores(void)
 	return n > CPU_MAX_THREADS ? CPU_MAX_THREADS : (unsigned)n;
 }
 
-/* Parses a thread count: decimal digits only, 0..CPU_MAX_THREADS. */
-static int parse_threads(const char *text, unsigned *out_threads)
+/* Parses a count: decimal digits only, 0..|max|. */
+static int parse_count(const char *text, unsigned max, unsigned *out_count)
 {
 	unsigned long n;
 	char *end;
@@ -47,9 +53,9 @@ static int parse_threads(const char *text, unsigned *out_threads)
 		return -1;
 	errno = 0;
 	n = strtoul(text, &end, 10);
-	if (errno || *end || n > CPU_MAX_THREADS)
+	if (errno || *end || n > max)
 		return -1;
-	*out_threads = (unsigned)n;
+	*out_count = (unsigned)n;
 	return 0;
 }
 
@@ -67,11 +73,23 @@ static wafer_status apply_option(void *state_arg,
 		return WAFER_ERROR_INVALID_ARGUMENT;
 
 	if (strcmp(option->key, "threads") == 0) {
-		if (parse_threads(option->value, &state->threads) == 0)
+		if (parse_count(option->value, CPU_MAX_THREADS,
+				&state->threads) == 0)
 			return WAFER_OK;
 		host->set_error("%s: [cpu] threads: expected a number 0..%d, "
 				"got '%s'",
 				origin, CPU_MAX_THREADS,
+				option->value ? option->value : "");
+		return WAFER_ERROR_CONFIG;
+	}
+	if (strcmp(option->key, "devices") == 0) {
+		if (parse_count(option->value, CPU_MAX_DEVICES,
+				&state->devices) == 0 &&
+		    state->devices > 0)
+			return WAFER_OK;
+		host->set_error("%s: [cpu] devices: expected a number 1..%d, "
+				"got '%s'",
+				origin, CPU_MAX_DEVICES,
 				option->value ? option->value : "");
 		return WAFER_ERROR_CONFIG;
 	}
@@ -95,6 +113,7 @@ static wafer_status cpu_init(const struct wafer_plugin_init_args *args,
 	if (!state)
 		return status;
 	state->host = args->host;
+	state->devices = 1;
 	status = wafer_plugin_apply_options(args, apply_option, state);
 	if (status != WAFER_OK) {
 		free(state);
@@ -102,13 +121,18 @@ static wafer_status cpu_init(const struct wafer_plugin_init_args *args,
 	}
 	if (state->threads == 0)
 		state->threads = online_cores();
+	pthread_mutex_init(&state->mpi_lock, NULL);
 
 	*out_state = state;
 	return WAFER_OK;
 }
 
-static void cpu_shutdown(void *state)
+static void cpu_shutdown(void *state_arg)
 {
+	struct cpu_state *state = state_arg;
+
+	cpu_comm_shutdown(state);
+	pthread_mutex_destroy(&state->mpi_lock);
 	free(state);
 }
 
@@ -118,7 +142,7 @@ static void cpu_shutdown(void *state)
 
 static wafer_status cpu_device_count(void *state, uint32_t *out_count)
 {
-	*out_count = 1;
+	*out_count = ((const struct cpu_state *)state)->devices;
 	return WAFER_OK;
 }
 
@@ -169,11 +193,17 @@ static wafer_status cpu_device_info(void *state, uint32_t index,
 	};
 	char model[WAFER_DEVICE_NAME_MAX];
 
-	if (wafer_plugin_device_index_check(st->host, "cpu", index, 1))
+	if (wafer_plugin_device_index_check(st->host, "cpu", index,
+					    st->devices))
 		return WAFER_ERROR_NOT_FOUND;
 	read_model_name(model, sizeof model);
-	snprintf(info.name, sizeof info.name, "cpu: %.80s (%u threads)", model,
-		 st->threads);
+	if (st->devices == 1)
+		snprintf(info.name, sizeof info.name, "cpu: %.80s (%u threads)",
+			 model, st->threads);
+	else
+		snprintf(info.name, sizeof info.name,
+			 "cpu: %.80s (%u threads, device %u of %u)", model,
+			 st->threads, index, st->devices);
 
 	/* Fill a whole struct as we know it, then hand over the part the
 	 * core knows (an older core's is smaller, a newer one's larger). */
@@ -188,7 +218,8 @@ static wafer_status cpu_device_open(void *state, uint32_t index,
 	int error;
 
 	*out_device = NULL;
-	if (wafer_plugin_device_index_check(st->host, "cpu", index, 1))
+	if (wafer_plugin_device_index_check(st->host, "cpu", index,
+					    st->devices))
 		return WAFER_ERROR_NOT_FOUND;
 	dev = calloc(1, sizeof *dev);
 	if (!dev) {
@@ -237,4 +268,29 @@ static const struct wafer_plugin cpu_plugin = {
 	.description = "host memory and threaded C kernels (reference backend)",
 };
 
-WAFER_PLUGIN_QUERY_RETURNS(cpu_plugin)
+/* The same plugin without the comm entries, for where the MPI module is
+ * not installed: the core derives WAFER_CAP_COLLECTIVES from the entries,
+ * and a cpu device that claimed collectives it cannot run would mislead
+ * wafer-info and every caller that asks. Only the file is looked for
+ * here; libmpi is loaded by the first communicator (comm.c), and a module
+ * that is there but cannot load is reported then, with the reason. */
+static struct wafer_plugin cpu_plugin_without_comm;
+static pthread_once_t without_comm_once = PTHREAD_ONCE_INIT;
+
+static void make_without_comm(void)
+{
+	cpu_plugin_without_comm = cpu_plugin;
+	cpu_plugin_without_comm.server = &cpu_server_ops_without_comm;
+}
+
+const struct wafer_plugin *wafer_plugin_query(
+	uint32_t core_abi_major, const struct wafer_host_services *host)
+{
+	char path[PATH_MAX];
+
+	if (cpu_mpi_module_path(path, sizeof path) == 0 &&
+	    access(path, F_OK) == 0)
+		return &cpu_plugin;
+	pthread_once(&without_comm_once, make_without_comm);
+	return &cpu_plugin_without_comm;
+}

@@ -208,11 +208,21 @@ static wafer_status cpu_server_timer_end(void *device, void *queue,
  * The table
  *===----------------------------------------------------------------------===*/
 
+#define CPU_SERVER_OPS_LOCAL                                                   \
+	WAFER_PLUGIN_SERVER_OPS(cpu), .timer_begin = cpu_server_timer_begin,   \
+	.timer_end = cpu_server_timer_end, WAFER_PLUGIN_PROGRAM_OPS(cpu),      \
+	.queue_native = cpu_server_queue_native,                               \
+	.queue_wrap = cpu_server_queue_wrap
+
 const struct wafer_server_ops cpu_server_ops = {
-	WAFER_PLUGIN_SERVER_OPS(cpu),
-	.timer_begin = cpu_server_timer_begin,
-	.timer_end = cpu_server_timer_end,
-	WAFER_PLUGIN_PROGRAM_OPS(cpu),
-	.queue_native = cpu_server_queue_native,
-	.queue_wrap = cpu_server_queue_wrap,
+	CPU_SERVER_OPS_LOCAL,
+	.comm_id = cpu_comm_id,
+	.comm_open = cpu_comm_open,
+	.comm_close = cpu_comm_close,
+	.comm_run = cpu_comm_run,
+};
+
+/* Where cpu-mpi.so is not installed (plugin.c). */
+const struct wafer_server_ops cpu_server_ops_without_comm = {
+	CPU_SERVER_OPS_LOCAL,
 };

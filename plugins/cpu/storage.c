@@ -88,6 +88,22 @@ static wafer_status cpu_storage_copy(void *device, void *queue,
 	return WAFER_OK;
 }
 
+/* Peer copy (wafer_copy_peer) between two cpu devices, or within one:
+ * every device's memory is the same host memory, so it is a memmove on
+ * the destination client's thread. Both queues are in order already: a
+ * cpu queue has run everything issued on it by the time the entry
+ * returns (server.c), and the core has brought the source's commands to
+ * its queue before calling. */
+static wafer_status cpu_storage_copy_peer(void *device, void *queue,
+					  wafer_resource dst,
+					  size_t dst_offset, void *src_device,
+					  void *src_queue, wafer_resource src,
+					  size_t src_offset, size_t size)
+{
+	return cpu_storage_copy(device, queue, dst, dst_offset, src,
+				src_offset, size);
+}
+
 /*===----------------------------------------------------------------------===
  * Virtual memory
  *===----------------------------------------------------------------------===*/
@@ -298,6 +314,7 @@ const struct wafer_storage_ops cpu_storage_ops = {
 	.native = cpu_storage_native,
 	.import = cpu_storage_import,
 	.forget = wafer_plugin_forget_nothing, /* the memory stays the caller's */
+	.copy_peer = cpu_storage_copy_peer,
 	/* host_alloc/host_free: NULL. Device memory is host memory; uploads
 	 * and downloads are a memcpy from the caller's buffer and need no
 	 * page-locked staging. */

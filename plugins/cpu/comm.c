@@ -1,0 +1,168 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * comm.c: the cpu plugin's collectives (the server's comm entries of ABI
+ * 1.4, wafer-comm(7)). They run through MPI, one rank per process, in the
+ * module cpu-mpi.so (comm_mpi.c): cpu.so itself never links libmpi, so a
+ * process without Open MPI loads it as before. The module is loaded the
+ * first time a communicator is asked for, from the directory cpu.so was
+ * loaded from. Where it is not installed the plugin has no comm entries
+ * at all (plugin.c), so the core reports collectives as not supported;
+ * where it is there but cannot be loaded, every comm entry reports
+ * NOT_SUPPORTED, saying why. Nothing else changes either way.
+ *
+ * Ordering is free here: a cpu queue runs each command to completion on
+ * the thread that issues it (server.c), so a collective issued on a queue
+ * runs after the launches and copies before it and before those after. */
+#include "build-config.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plugins/cpu/comm_mpi.h"
+#include "plugins/cpu/cpu_plugin.h"
+
+/* cpu-mpi.so in the directory of the object this function lives in
+ * (cpu.so). */
+int cpu_mpi_module_path(char *buf, size_t size)
+{
+	const char *slash = NULL;
+	Dl_info info;
+	int n;
+
+	if (dladdr((void *)cpu_mpi_module_path, &info) && info.dli_fname &&
+	    (slash = strrchr(info.dli_fname, '/')))
+		n = snprintf(buf, size, "%.*s/%s",
+			     (int)(slash - info.dli_fname), info.dli_fname,
+			     CPU_MPI_MODULE);
+	else /* then dlopen searches the library path */
+		n = snprintf(buf, size, "%s", CPU_MPI_MODULE);
+	return n >= 0 && (size_t)n < size ? 0 : -1;
+}
+
+/* Loads the module once per plugin instance; with |acquire|, also takes
+ * the instance's reference on MPI (initialising it if the application
+ * has not). Called with mpi_lock held. */
+static wafer_status load_module(struct cpu_state *state, int acquire)
+{
+	const struct wafer_host_services *host = state->host;
+	char path[PATH_MAX];
+
+	if (!state->mpi) {
+		cpu_mpi_query_fn query;
+		const struct cpu_mpi_ops *ops;
+		void *dl;
+
+		if (cpu_mpi_module_path(path, sizeof path) != 0) {
+			host->set_error("cpu: collectives need cpu-mpi.so "
+					"(configure --with-mpi): its path is "
+					"longer than %d bytes",
+					PATH_MAX);
+			return WAFER_ERROR_NOT_SUPPORTED;
+		}
+		/* RTLD_NODELETE: Open MPI cannot be unloaded and loaded
+		 * again in one process (nor is it made to be unloaded at
+		 * all: its libraries register exit handlers). */
+		dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+		if (!dl) {
+			host->set_error("cpu: collectives need cpu-mpi.so "
+					"(configure --with-mpi): %s",
+					dlerror());
+			return WAFER_ERROR_NOT_SUPPORTED;
+		}
+		*(void **)&query = dlsym(dl, CPU_MPI_QUERY_SYMBOL);
+		ops = query ? query() : NULL;
+		if (!ops || ops->version != CPU_MPI_VERSION) {
+			host->set_error("cpu: collectives need cpu-mpi.so "
+					"(configure --with-mpi): %s is not the "
+					"module of this cpu plugin (%s)",
+					path,
+					!query ? "no " CPU_MPI_QUERY_SYMBOL
+					       : "another version");
+			dlclose(dl);
+			return WAFER_ERROR_NOT_SUPPORTED;
+		}
+		state->mpi_dl = dl;
+		state->mpi = ops;
+		host->log(host, WAFER_LOG_DEBUG, "cpu: MPI module %s loaded",
+			  path);
+	}
+	if (acquire && !state->mpi_acquired) {
+		wafer_status status = state->mpi->acquire(host);
+		if (status != WAFER_OK)
+			return status;
+		state->mpi_acquired = 1;
+	}
+	return WAFER_OK;
+}
+
+static wafer_status module(struct cpu_device *dev, int acquire)
+{
+	/* The instance is read-only to devices but for its MPI part, which
+	 * is under mpi_lock (cpu_plugin.h). */
+	struct cpu_state *state = (struct cpu_state *)dev->state;
+	wafer_status status;
+
+	pthread_mutex_lock(&state->mpi_lock);
+	status = load_module(state, acquire);
+	pthread_mutex_unlock(&state->mpi_lock);
+	return status;
+}
+
+/* MPI finds its peers through the MPI communicator: the id is all zeros.
+ * Still NOT_SUPPORTED without the module, so that a caller learns it
+ * before sending ids around. */
+wafer_status cpu_comm_id(void *device, wafer_comm_id *out_id)
+{
+	wafer_status status = module(device, 0);
+
+	memset(out_id, 0, sizeof *out_id);
+	return status;
+}
+
+wafer_status cpu_comm_open(void *device,
+			   const struct wafer_comm_open_args *args,
+			   void **out_comm)
+{
+	struct cpu_device *dev = device;
+	wafer_status status = module(dev, 1);
+
+	*out_comm = NULL;
+	if (status != WAFER_OK)
+		return status;
+	return dev->state->mpi->open(dev->state->host, args->rank, args->size,
+				     args->native, out_comm);
+}
+
+void cpu_comm_close(void *device, void *comm)
+{
+	struct cpu_device *dev = device;
+
+	if (comm)
+		dev->state->mpi->close(comm);
+}
+
+wafer_status cpu_comm_run(void *device, void *queue, void *comm,
+			  const struct wafer_collective *c)
+{
+	struct cpu_device *dev = device;
+	const char *src = (const char *)cpu_resource_ptr(c->src);
+	char *dst = (char *)cpu_resource_ptr(c->dst);
+
+	/* A broadcast's non-root ranks may pass no source. */
+	if (src)
+		src += c->src_offset;
+	return dev->state->mpi->run(comm, c, src, dst + c->dst_offset);
+}
+
+void cpu_comm_shutdown(struct cpu_state *state)
+{
+	if (state->mpi_acquired)
+		state->mpi->release(state->host);
+	if (state->mpi_dl)
+		dlclose(state->mpi_dl);
+	state->mpi_acquired = 0;
+	state->mpi_dl = NULL;
+	state->mpi = NULL;
+}
