@@ -20,6 +20,7 @@
  *                         whole earlier vm_map calls only.
  *   copy_in/copy_out      through pinned staging buffers (staging.c).
  *   copy                  cuMemcpyDtoDAsync on the queue's stream.
+ *   copy_peer             peer.c: between two devices or queues.
  *   host_alloc/host_free  NULL: retired in ABI 1.1 (staging.c has its
  *                         own pinned pool).
  *   figure                the default pool's CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH.
@@ -815,6 +816,7 @@ const struct wafer_storage_ops cuda_storage_ops = {
 	/* The resource is the caller's pointer itself: no record to drop,
 	 * and the memory is never ours to free. */
 	.forget = wafer_plugin_forget_nothing,
+	.copy_peer = cuda_storage_copy_peer,
 	/* host_alloc/host_free: retired in ABI 1.1 (NULL); staging.c keeps
 	 * its own pinned buffers. */
 };
