@@ -585,10 +585,10 @@ static void run_op(struct op *o)
 		memcpy(o->dst, o->src, o->n);
 	if (ok && o->kind == OP_KERNEL)
 		run_kernel(o);
-	/* Not run after a fault: a stand-in collective's peers then wait
-	 * for this rank for ever, as NCCL's do on a GPU. */
-	if (ok && o->kind == OP_HOST)
-		o->host_run(o->host_arg);
+	/* Told when the stream faulted (ok 0: touch no memory), so that it
+	 * can let go of what it holds. */
+	if (o->kind == OP_HOST)
+		o->host_run(o->host_arg, ok);
 
 	pthread_mutex_lock(&L);
 	clock_ns += 1000 + (o->kind == OP_COPY ? o->n : o->cost);
@@ -1196,6 +1196,17 @@ static CUresult fake_cuCtxGetCurrent(CUcontext *out)
 	if (!initialised)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	*out = current;
+	return CUDA_SUCCESS;
+}
+
+/* For t/fakenccl.c: the device of the current context. */
+static CUresult fake_cuCtxGetDevice(CUdevice *out)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!current || !current->alive)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*out = current->ordinal;
 	return CUDA_SUCCESS;
 }
 
@@ -3225,6 +3236,7 @@ static const struct {
 	ENTRY(cuDeviceCanAccessPeer),
 	ENTRY(cuCtxEnablePeerAccess),
 	ENTRY(cuCtxGetCurrent),
+	ENTRY(cuCtxGetDevice),
 };
 
 EXPORT CUresult cuDriverGetVersion(int *version);

@@ -39,14 +39,17 @@ typedef void (*fakecuda_stats_fn)(struct fakecuda_stats *out);
  * kernels, on the stream's own thread. |access| lists the device ranges
  * it reads and writes: checked at the call (CUDA_ERROR_INVALID_VALUE
  * outside device memory; stream order as for copies), marked read or
- * written when it runs, as a kernel's bindings are. Returns a CUresult
+ * written when it runs, as a kernel's bindings are; it is called even
+ * after a fault, told so. Returns a CUresult
  * (the stream must be the current context's). */
 struct fakecuda_access {
 	uintptr_t ptr;
 	size_t bytes;
 	int write;
 };
-typedef void (*fakecuda_host_fn)(void *arg);
+/* |ok| 0: the context faulted before it ran (sticky error): it must
+ * touch no device memory, only let go of what it holds. */
+typedef void (*fakecuda_host_fn)(void *arg, int ok);
 typedef int (*fakecuda_enqueue_fn)(void *stream, fakecuda_host_fn run,
 				   void *arg,
 				   const struct fakecuda_access *access,
