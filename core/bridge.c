@@ -357,6 +357,86 @@ static wafer_status run_snapshot(struct wafer_bridge *bridge,
 	return WAFER_OK;
 }
 
+static const char *collective_name(wafer_collective_kind kind)
+{
+	switch (kind) {
+	case WAFER_COLLECTIVE_ALL_REDUCE:
+		return "all_reduce";
+	case WAFER_COLLECTIVE_BROADCAST:
+		return "broadcast";
+	case WAFER_COLLECTIVE_ALL_GATHER:
+		return "all_gather";
+	case WAFER_COLLECTIVE_REDUCE_SCATTER:
+		return "reduce_scatter";
+	}
+	return "collective";
+}
+
+/* A collective on the queue: its handles become resources now, as a
+ * launch's bindings do. A broadcast's missing src (off the root) reads
+ * as dst: the plugin reads src on the root only. */
+static wafer_status run_collective(struct wafer_bridge *bridge,
+				   struct wafer_command *c)
+{
+	struct wafer_handle_slot *src = c->collective.src, *dst =
+							   c->collective.dst;
+	struct wafer_collective *args = &c->collective.args;
+	const char *name = collective_name(args->kind);
+	wafer_status status = check_backed(dst, name);
+
+	if (status == WAFER_OK && src)
+		status = check_backed(src, name);
+	if (status != WAFER_OK)
+		return status;
+	if (!src)
+		src = dst;
+	args->src = src->slice.resource;
+	args->src_offset = src->slice.offset;
+	args->dst = dst->slice.resource;
+	args->dst_offset = dst->slice.offset;
+	bridge->queue_dirty = true;
+	status = bridge->device->plugin->server->comm_run(
+		bridge->plugin_device, bridge->queue, c->collective.comm, args);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status, "%s of %zu elements on %s:%u",
+					  name, args->count,
+					  bridge->device->backend,
+					  bridge->device->index);
+	return WAFER_OK;
+}
+
+/* The device path of wafer_copy_peer, on the destination's bridge; the
+ * plugin orders the copy on both queues (plugin.h, storage.copy_peer). */
+static wafer_status run_peer_copy(struct wafer_bridge *bridge,
+				  struct wafer_command *c)
+{
+	struct wafer_bridge *from = c->peer_copy.src_bridge;
+	const struct wafer_slice *src, *dst;
+	wafer_status status = check_backed(c->peer_copy.dst, "copy_peer");
+
+	if (status == WAFER_OK)
+		status = check_backed(c->peer_copy.src, "copy_peer");
+	if (status != WAFER_OK)
+		return status;
+	src = &c->peer_copy.src->slice;
+	dst = &c->peer_copy.dst->slice;
+	bridge->queue_dirty = true;
+	status = bridge->device->plugin->storage->copy_peer(
+		bridge->plugin_device, bridge->queue, dst->resource,
+		dst->offset, from->plugin_device, from->queue, src->resource,
+		src->offset, c->peer_copy.size);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status,
+					  "copy_peer of %zu bytes from %s:%u "
+					  "to %s:%u",
+					  c->peer_copy.size,
+					  from->device->backend,
+					  from->device->index,
+					  bridge->device->backend,
+					  bridge->device->index);
+	return WAFER_OK;
+}
+
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 			      struct wafer_command *c)
 {
@@ -437,6 +517,15 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 	case WAFER_COMMAND_QUEUE_NATIVE:
 		return wafer_interop_run_queue_native(bridge,
 						      c->queue_native.out);
+	case WAFER_COMMAND_COLLECTIVE:
+		return run_collective(bridge, c);
+	case WAFER_COMMAND_PEER_COPY:
+		return run_peer_copy(bridge, c);
+	case WAFER_COMMAND_PEER_SOURCE:
+		/* The peer copy about to be issued on this queue is work
+		 * memory must wait for, like any. */
+		bridge->queue_dirty = true;
+		return WAFER_OK;
 	}
 	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);
 }

@@ -56,6 +56,16 @@ enum wafer_command_kind {
 	WAFER_COMMAND_IMPORT,       /* import */
 	WAFER_COMMAND_NATIVE,       /* native */
 	WAFER_COMMAND_QUEUE_NATIVE, /* queue_native */
+	/* Scale-out (comm.h). A collective is queued like a launch, its
+	 * handles resolved when it runs (core/comm.c). A peer copy runs on
+	 * the destination client's bridge and waits until the plugin has
+	 * issued it on both queues (core/copy_peer.c): the source may be
+	 * released at once after. PEER_SOURCE runs on the source client's
+	 * bridge just before: everything submitted to the source before it
+	 * has reached its queue, which is marked as used. */
+	WAFER_COMMAND_COLLECTIVE,  /* collective */
+	WAFER_COMMAND_PEER_COPY,   /* peer_copy; waits */
+	WAFER_COMMAND_PEER_SOURCE, /* no operands; waits */
 };
 
 /* Kernels take at most this many bindings through wafer_execute. */
@@ -133,6 +143,20 @@ struct wafer_command {
 		struct {
 			wafer_native_queue *out; /* whole struct */
 		} queue_native;
+		struct {
+			void *comm; /* the plugin's */
+			/* NULL for a broadcast's src off the root. */
+			struct wafer_handle_slot *src;
+			struct wafer_handle_slot *dst;
+			/* Complete but for the resources and offsets. */
+			struct wafer_collective args;
+		} collective;
+		struct {
+			struct wafer_handle_slot *dst;
+			struct wafer_bridge *src_bridge;
+			struct wafer_handle_slot *src;
+			size_t size;
+		} peer_copy;
 	};
 };
 

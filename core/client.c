@@ -17,6 +17,7 @@
 #include "core/channel/channel.h"
 #include "core/client.h"
 #include "core/client_watch.h"
+#include "core/comm.h"
 #include "core/error.h"
 #include "core/handle_table.h"
 #include "core/kernel_table.h"
@@ -216,6 +217,8 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 	/* First, so that what the client handed out (a DLPack deleter) finds
 	 * it closed from here on instead of calling into it half freed. */
 	wafer_client_watch_close(atomic_load(&client->watch));
+	/* Communicators left open go first: closing one syncs the queue. */
+	wafer_comm_client_closing(client);
 	/* The sync reports what queued work left unreported; the channel then
 	 * stops (a runner thread is joined) and the bridge frees the rest. */
 	struct wafer_command sync = {.kind = WAFER_COMMAND_SYNC};

@@ -328,6 +328,35 @@ static bool valid_backend_name(const char *name)
 	return true;
 }
 
+/* The comm entries of ABI 1.4 (comm_id, comm_open, comm_close,
+ * comm_run) come together like the interop groups: part of them is
+ * dropped with a warning, and collectives are then "not supported". */
+static void whole_comm_group(struct wafer_loaded_plugin *p)
+{
+	struct wafer_server_ops *q = &p->server;
+	int have = !!q->comm_id + !!q->comm_open + !!q->comm_close +
+		   !!q->comm_run;
+
+	if (!have || have == 4)
+		return;
+	wafer_log_warn("loader",
+		       "%s (%s): comm entries come together; it has%s%s%s%s "
+		       "but not%s%s%s%s: collectives off",
+		       p->name, p->path ? p->path : "built in",
+		       q->comm_id ? " comm_id" : "",
+		       q->comm_open ? " comm_open" : "",
+		       q->comm_close ? " comm_close" : "",
+		       q->comm_run ? " comm_run" : "",
+		       q->comm_id ? "" : " comm_id",
+		       q->comm_open ? "" : " comm_open",
+		       q->comm_close ? "" : " comm_close",
+		       q->comm_run ? "" : " comm_run");
+	q->comm_id = NULL;
+	q->comm_open = NULL;
+	q->comm_close = NULL;
+	q->comm_run = NULL;
+}
+
 /* The interop entries of ABI 1.3 (plugin.h) are used in groups: the
  * storage's native, import and forget, the server's queue_native and
  * queue_wrap. A group the plugin gave only part of is dropped with a
@@ -418,6 +447,7 @@ static wafer_status check_descriptor(struct wafer_loaded_plugin *p,
 	p->desc.server = &p->server;
 	p->plugin = &p->desc;
 	whole_interop_groups(p);
+	whole_comm_group(p);
 
 	if (!valid_backend_name(p->desc.name))
 		return reject(p, WAFER_ERROR_PLUGIN,
@@ -703,6 +733,10 @@ uint64_t wafer_loader_derived_caps(const struct wafer_loaded_plugin *plugin,
 	if (q->program_formats && q->program_load && q->program_kernel &&
 	    q->program_release)
 		caps |= WAFER_CAP_PROGRAMS;
+	if (s->copy_peer)
+		caps |= WAFER_CAP_PEER_COPY;
+	if (q->comm_id && q->comm_open && q->comm_close && q->comm_run)
+		caps |= WAFER_CAP_COLLECTIVES;
 	/* WAFER_CAP_PINNED_HOST is no longer derived: host_alloc/host_free
 	 * are retired in ABI 1.1. It stays in DERIVED_CAPS so that a plugin
 	 * claiming it has it cleared: the core never sets it. */
@@ -711,7 +745,8 @@ uint64_t wafer_loader_derived_caps(const struct wafer_loaded_plugin *plugin,
 
 #define DERIVED_CAPS                                                           \
 	(WAFER_CAP_STREAM_ORDERED_ALLOC | WAFER_CAP_VIRTUAL_MEMORY |           \
-	 WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PINNED_HOST | WAFER_CAP_PROGRAMS)
+	 WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PINNED_HOST | WAFER_CAP_PROGRAMS |   \
+	 WAFER_CAP_PEER_COPY | WAFER_CAP_COLLECTIVES)
 
 wafer_status wafer_loader_device_info(const struct wafer_loaded_plugin *plugin,
 				      uint32_t index,

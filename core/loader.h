@@ -114,7 +114,7 @@ void wafer_loader_unload(struct wafer_loaded_plugin *plugin);
  * makes the name a terminated string, checks alloc_alignment (a power of
  * two, at least 16), and replaces the derived capability bits
  * (WAFER_CAP_STREAM_ORDERED_ALLOC, _VIRTUAL_MEMORY, _DEVICE_TIMERS,
- * _PROGRAMS)
+ * _PROGRAMS, _PEER_COPY, _COLLECTIVES)
  * with what the optional entries offer; _PINNED_HOST is always cleared
  * (host_alloc is retired in ABI 1.1). On failure |*out|
  * is zeroed and the detail reads "<name>:<index>: device_info: ...". */

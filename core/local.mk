@@ -49,6 +49,10 @@ EXTRA_libwafer_la_DEPENDENCIES = $(top_srcdir)/core/libwafer.map
 # Scopes: handles released together (wafer_scope_begin, core/scope.h).
 libwafer_core_la_SOURCES += core/scope.c core/scope.h
 
+# Scale-out (include/wafer/comm.h): peer copies, communicators and
+# collectives over the plugin's 1.4 entries.
+libwafer_core_la_SOURCES += core/comm.c core/comm.h core/copy_peer.c
+
 # The runtime: configuration chain, plugin loader, devices.
 libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c
 

@@ -457,6 +457,15 @@ static void test_loader_direct(void)
 		     "half_interop: a warning names the storage entries");
 		like(text, "it has queue_wrap but not queue_native",
 		     "half_interop: and the server entries");
+		ok(p && !p->server.comm_id && !p->server.comm_open &&
+			   !p->server.comm_close && !p->server.comm_run,
+		   "half_interop: three of four comm entries are none");
+		like(text, "comm entries come together; it has comm_id "
+		     "comm_open comm_close but not comm_run: collectives off",
+		     "half_interop: a warning names the comm entries");
+		ok(p && !(wafer_loader_derived_caps(p, 0) &
+			  (WAFER_CAP_COLLECTIVES | WAFER_CAP_PEER_COPY)),
+		   "half_interop: no collectives or peer copy capability");
 		wafer_loader_unload(p);
 	}
 

@@ -534,3 +534,19 @@ print-test-classes:
 	@echo "neutral $(BACKEND_NEUTRAL_TESTS)"
 	@echo "own $(BACKEND_OWN_TESTS)"
 .PHONY: print-test-classes
+
+# Scale-out (comm.h): the in-process collective engine the stand-ins share
+# (t/inproc_comm.c: ranks are threads), the test plugin over it with peer
+# copies and the comm entries, and the backend-neutral t/comm and t/peer,
+# which also run their multi-device and multi-rank cases on that plugin.
+EXTRA_DIST += t/inproc_comm.h t/log_capture.h
+check_LTLIBRARIES += t/plugins/collective.la
+t_plugins_collective_la_SOURCES = t/plugins/collective.c t/inproc_comm.c \
+	t/inproc_comm.h t/half.h $(T_PLUGIN_COMMON)
+t_plugins_collective_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
+t_plugins_collective_la_LIBADD = -lpthread -lm
+check_PROGRAMS += t/comm t/peer
+TESTS += t/comm t/peer
+t_comm_LDADD = libwafer.la -lpthread
+t_peer_LDADD = libwafer.la -lpthread
+BACKEND_NEUTRAL_TESTS += t/comm t/peer

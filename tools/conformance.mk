@@ -22,7 +22,7 @@ conformancedir = $(pkglibdir)/conformance
 CONFORMANCE_SRC_FILES = replay-small.trace user_kernels/kernels.c \
 	user_kernels/kernels.cl user_kernels/kernels.cu user_kernels/kernels.ptx
 CONFORMANCE_BUILT_FILES = plugins/async.la plugins/good.la plugins/full.la \
-	plugins/half_interop.la user_kernels/kernels.la
+	plugins/half_interop.la plugins/collective.la user_kernels/kernels.la
 if WAFER_LEVELZERO
 CONFORMANCE_BUILT_FILES += user_kernels/kernels.spv
 endif

@@ -839,6 +839,8 @@ static wafer_status mpsc_submit(void *self, struct wafer_command *command)
 	case WAFER_COMMAND_IMPORT:
 	case WAFER_COMMAND_NATIVE:
 	case WAFER_COMMAND_QUEUE_NATIVE:
+	case WAFER_COMMAND_PEER_COPY:
+	case WAFER_COMMAND_PEER_SOURCE:
 		return push_and_wait(ch, command, 0);
 	case WAFER_COMMAND_WRITE:
 		if (command->write.size > MPSC_COPY_WRITE_MAX)

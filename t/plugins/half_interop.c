@@ -1,16 +1,19 @@
 /* wafer — SPDX-License-Identifier: MIT
  * half_interop.c: a test plugin with part of each group of interop entries
  * (ABI 1.3): storage native and import without forget, server queue_wrap
- * without queue_native. It loads; the loader drops both groups with a
- * warning, so interop reads as not supported. */
+ * without queue_native; and three of the four comm entries (ABI 1.4), no
+ * comm_run. It loads; the loader drops the three groups with a warning,
+ * so interop and collectives read as not supported. */
 #include "build-config.h"
+
+#include <string.h>
 
 #include "t/plugins/common.h"
 
 const struct tp_plugin_defaults tp_plugin = {
 	.name = "half_interop",
 	.version = "1.0",
-	.description = "test plugin: interop entries in part",
+	.description = "test plugin: interop and comm entries in part",
 	.devices = 1,
 };
 
@@ -25,6 +28,25 @@ static const struct wafer_storage_ops half_storage_ops = {
 	.import = tp_import,
 };
 
+/* Never called: the loader drops them. */
+static wafer_status half_comm_id(void *device, wafer_comm_id *out_id)
+{
+	memset(out_id, 0, sizeof *out_id);
+	return WAFER_OK;
+}
+
+static wafer_status half_comm_open(void *device,
+				   const struct wafer_comm_open_args *args,
+				   void **out_comm)
+{
+	*out_comm = NULL;
+	return WAFER_ERROR_INTERNAL;
+}
+
+static void half_comm_close(void *device, void *comm)
+{
+}
+
 static const struct wafer_server_ops half_server_ops = {
 	.struct_size = sizeof(struct wafer_server_ops),
 	.queue_create = tp_queue_create,
@@ -32,6 +54,9 @@ static const struct wafer_server_ops half_server_ops = {
 	.launch = tp_launch,
 	.sync = tp_sync,
 	.queue_wrap = tp_queue_wrap,
+	.comm_id = half_comm_id,
+	.comm_open = half_comm_open,
+	.comm_close = half_comm_close,
 };
 
 WAFER_PLUGIN_EXPORT const struct wafer_plugin *

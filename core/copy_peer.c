@@ -1,0 +1,137 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * copy_peer.c: wafer_copy_peer (include/wafer/comm.h). Between clients
+ * of one plugin that copies between its devices (storage.copy_peer,
+ * WAFER_CAP_PEER_COPY) the bytes go device to device: the source's
+ * channel is flushed first (a command that waits, so everything
+ * submitted to the source has reached its queue and the source handle
+ * has its memory), then the copy runs on the destination's channel and
+ * waits until the plugin has issued it on both queues, which orders it
+ * after the work before and before the work after on either client.
+ * Otherwise the bytes are staged through the host: a read of the source
+ * (which waits for it) and a create on the destination.
+ *
+ * Each path logs itself at debug level ("copy_peer: device", "copy_peer:
+ * staged through the host"), so tests can tell which one ran. */
+#include "build-config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include <wafer/comm.h>
+
+#include "core/bridge.h"
+#include "core/client.h"
+#include "core/error.h"
+#include "core/log.h"
+
+static wafer_status copy_on_device(wafer_client *src_client,
+				   struct wafer_handle_slot *src_slot,
+				   wafer_client *dst_client, size_t size,
+				   wafer_handle *out_dst)
+{
+	struct wafer_handle_slot *dst_slot;
+	wafer_handle dst;
+	wafer_status status;
+
+	if (src_client != dst_client) {
+		struct wafer_command flush = {.kind = WAFER_COMMAND_PEER_SOURCE};
+
+		status = wafer_client_submit(src_client, &flush);
+		if (status != WAFER_OK)
+			return status;
+	}
+	status = wafer_client_empty_now(dst_client, size, &dst);
+	if (status != WAFER_OK)
+		return status;
+	status = wafer_handle_table_lookup(wafer_client_handles(dst_client),
+					   dst, "copy_peer", &dst_slot);
+	if (status == WAFER_OK) {
+		struct wafer_command copy = {
+			.kind = WAFER_COMMAND_PEER_COPY,
+			.peer_copy = {
+				.dst = dst_slot,
+				/* Read-only here: its queue and device. */
+				.src_bridge = (struct wafer_bridge *)
+					wafer_client_bridge(src_client),
+				.src = src_slot,
+				.size = size,
+			},
+		};
+		status = wafer_client_submit(dst_client, &copy);
+	}
+	if (status != WAFER_OK) {
+		wafer_release(dst_client, dst);
+		return status;
+	}
+	wafer_log_debug("core", "copy_peer: device, %zu bytes", size);
+	*out_dst = dst;
+	return WAFER_OK;
+}
+
+static wafer_status copy_through_host(wafer_client *src_client,
+				      wafer_handle src,
+				      wafer_client *dst_client, size_t size,
+				      wafer_handle *out_dst)
+{
+	void *bytes = malloc(size);
+	wafer_status status;
+
+	if (!bytes)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "wafer_copy_peer: cannot stage %zu bytes in "
+				  "host memory",
+				  size);
+	status = wafer_read(src_client, src, 0, bytes, size);
+	if (status == WAFER_OK)
+		status = wafer_create(dst_client, bytes, size, out_dst);
+	free(bytes);
+	if (status == WAFER_OK)
+		wafer_log_debug("core",
+				"copy_peer: staged through the host, %zu bytes",
+				size);
+	return status;
+}
+
+WAFER_API wafer_status wafer_copy_peer(wafer_client *src_client,
+				       wafer_handle src,
+				       wafer_client *dst_client,
+				       wafer_handle *out_dst)
+{
+	const struct wafer_runtime_device *from, *to;
+	struct wafer_handle_slot *src_slot;
+	wafer_status status;
+
+	if (!out_dst)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_copy_peer: out_dst is NULL");
+	out_dst->bits = 0;
+	if (!src_client || !dst_client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_copy_peer: %s is NULL",
+				  src_client ? "dst_client" : "src_client");
+	if (wafer_client_runtime(src_client) != wafer_client_runtime(dst_client))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_copy_peer: src_client and dst_client "
+				  "are of two runtimes (peer copies stay in "
+				  "one)");
+	status = wafer_handle_table_lookup(wafer_client_handles(src_client),
+					   src, "src", &src_slot);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status, "wafer_copy_peer");
+	from = wafer_client_runtime_device(src_client);
+	to = wafer_client_runtime_device(dst_client);
+	if (from->plugin == to->plugin && to->plugin->storage->copy_peer)
+		status = copy_on_device(src_client, src_slot, dst_client,
+					src_slot->size, out_dst);
+	else
+		status = copy_through_host(src_client, src, dst_client,
+					   src_slot->size, out_dst);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status,
+					  "wafer_copy_peer: handle 0x%016" PRIx64
+					  " of %s:%u to %s:%u",
+					  src.bits, from->backend, from->index,
+					  to->backend, to->index);
+	return WAFER_OK;
+}
