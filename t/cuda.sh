@@ -79,7 +79,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..50"
+echo "1..51"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -325,5 +325,22 @@ case $out in
 	pass "wafer-bench replay: beside the driver's pool, its mark" ;;
 *)	fail "wafer-bench replay: beside the driver's pool, its mark" "$out" ;;
 esac
+
+# wafer-bench allreduce on two stand-in devices: each size checked, and
+# NCCL called directly (the stand-in, by WAFER_BENCH_NCCL) beside it on
+# the same buffers; then peer copies from one device to the other.
+if [ -e "$nccl" ]; then
+	out=$(env WAFER_CONFIG="$tmp/fake.conf" WAFER_BACKEND=cuda \
+		FAKECUDA_DEVICES=2 WAFER_BENCH_NCCL="$nccl" \
+		LD_LIBRARY_PATH="$tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		"$top/tools/wafer-bench" allreduce 1 2 2>&1)
+	case $out in
+	*"allreduce ranks=2 bytes=4096 dtype=f32 check=ok "*"raw=\"NCCL "*"allreduce ranks=2 bytes=1048576 dtype=f32 check=ok "*"vs_raw="*"peer_copy from=cuda:0 to=cuda:1 bytes=1048576 "*)
+		pass "wafer-bench allreduce: two ranks, checked, beside raw NCCL; peer copies" ;;
+	*)	fail "wafer-bench allreduce: two ranks, checked, beside raw NCCL; peer copies" "$out" ;;
+	esac
+else
+	skip "wafer-bench allreduce" "no stand-in NCCL (nccl.h not found)"
+fi
 
 [ "$failed" -eq 0 ]
