@@ -176,6 +176,13 @@ struct cuda_device {
 
 	struct cuda_staging_pool staging;
 
+	/* The other GPUs that can reach this one's memory
+	 * (cuDeviceCanAccessPeer), CUDA ordinals: vm_map grants them access
+	 * too, as peer access does for cuMemAlloc'd memory, so that peer
+	 * copies (peer.c) and NCCL may read and write mapped pages. */
+	int peers[CUDA_PEER_MAX];
+	int peer_count;
+
 	/* vm_reserve'd ranges (storage.c), under vm_lock. */
 	pthread_mutex_t vm_lock;
 	struct cuda_vm_range *vm_ranges;

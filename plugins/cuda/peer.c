@@ -53,7 +53,9 @@ static wafer_status order_after(struct cuda_device *from_dev,
 		if (status == WAFER_OK)
 			result = drv->cuStreamWaitEvent(to->stream, event, 0);
 	}
-	if (event)
+	/* Destroyed in its own context; the driver frees it once the
+	 * record ran, the wait keeps what it was told. */
+	if (event && cuda_enter(from_dev) == WAFER_OK)
 		drv->cuEventDestroy(event);
 	if (status != WAFER_OK)
 		return status;
