@@ -516,7 +516,7 @@ endif
 EXTRA_DIST += t/dlpack-v1/dlpack/dlpack.h
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
-	cuda:t/cuda_plugin cuda:t/cuda.sh cuda:t/torch_alloc \
+	cuda:t/cuda_plugin cuda:t/cuda_comm cuda:t/cuda.sh cuda:t/torch_alloc \
 	levelzero:t/levelzero_plugin levelzero:t/levelzero_client \
 	levelzero:t/levelzero_intercept.sh levelzero:t/levelzero_nodriver.sh \
 	levelzero:t/levelzero_spirv.sh levelzero:t/levelzero_kernels_cl \
