@@ -387,7 +387,7 @@ static void run_after_kernel(struct rank *r)
 			fill = &table[i];
 	struct wafer_fill_params params = {.count = COUNT,
 					   .value = r->rank + 1.0};
-	struct wafer_binding b = {.resource = buf, .size = sizeof got};
+	struct wafer_binding b = binding(buf, 0, sizeof got);
 	struct wafer_launch l = {
 		.struct_size = sizeof l,
 		.kernel = fill,
