@@ -104,6 +104,7 @@ WAFER_API wafer_status wafer_comm_id_create(wafer_client *client,
 	device = wafer_client_runtime_device(client);
 	if (!has_collectives(device))
 		return not_supported("wafer_comm_id_create", device);
+	wafer_error_clear();
 	status = device->plugin->server->comm_id(device->device, out_id);
 	if (status != WAFER_OK) {
 		memset(out_id, 0, sizeof *out_id);
@@ -136,6 +137,7 @@ static wafer_status comm_open(const char *fn, wafer_client *client,
 	if (!comm)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
 				  "%s: out of host memory", fn);
+	wafer_error_clear(); /* a plugin that sets no text leaves none */
 	status = device->plugin->server->comm_open(device->device, &args,
 						   &comm->native);
 	if (status != WAFER_OK) {

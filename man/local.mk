@@ -101,3 +101,10 @@ EXTRA_DIST += man/wafer_tensor_to_dlpack.3 man/wafer_tensor_from_dlpack.3 \
 	man/wafer_tensor_from_dlpack_versioned.3
 endif
 dist_man_MANS += man/wafer-torch.7
+# Scale-out: peer copies and collectives (<wafer/comm.h>).
+dist_man_MANS += man/wafer-comm.7 man/wafer_copy_peer.3 \
+	man/wafer_comm_open.3 man/wafer_comm_id_create.3 \
+	man/wafer_comm_open_group.3 man/wafer_comm_close.3 \
+	man/wafer_comm_rank.3 man/wafer_comm_size.3 \
+	man/wafer_comm_all_reduce.3 man/wafer_comm_broadcast.3 \
+	man/wafer_comm_all_gather.3 man/wafer_comm_reduce_scatter.3

@@ -14,10 +14,10 @@
  *  - The test plugin t/plugins/collective.c (ranks are threads; built
  *    with the tests): open_group of four clients, the same collectives
  *    issued from one thread per rank and, on mpsc, from one thread for
- *    all; a collective after a kernel sees its result; every argument
- *    error the core checks, each naming what is wrong and changing
- *    nothing; a failing rank leaves no communicator open; a client
- *    closed with its communicator open.
+ *    all, on f64 and i32 too; a collective after a kernel sees its
+ *    result; every argument error the core checks, each naming what is
+ *    wrong and changing nothing; a failing rank leaves no communicator
+ *    open; a client closed with its communicator open.
  *
  * Values are small integers, so f16 and bf16 sums are exact. */
 #include "build-config.h"
@@ -43,8 +43,13 @@
 #define MAX_RANKS 4
 
 static const char *const channels[] = {"direct", "mutex", "mpsc"};
+/* What every backend with collectives takes; the test plugin's engine
+ * also f64 and i32. */
 static const wafer_dtype dtypes[] = {WAFER_DTYPE_F32, WAFER_DTYPE_F16,
-				     WAFER_DTYPE_BF16};
+				     WAFER_DTYPE_BF16, WAFER_DTYPE_F64,
+				     WAFER_DTYPE_I32};
+#define EVERY_BACKEND_DTYPES 3
+#define TEST_PLUGIN_DTYPES 5
 
 /*===----------------------------------------------------------------------===
  * Host side: values, encoding, the reference
@@ -66,6 +71,14 @@ static void store(wafer_dtype dtype, void *base, size_t i, double v)
 		((float *)base)[i] = (float)v;
 		return;
 	}
+	if (dtype == WAFER_DTYPE_F64) {
+		((double *)base)[i] = v;
+		return;
+	}
+	if (dtype == WAFER_DTYPE_I32) {
+		((int32_t *)base)[i] = (int32_t)v;
+		return;
+	}
 	h = dtype == WAFER_DTYPE_F16 ? t_float_to_f16((float)v)
 				     : t_float_to_bf16((float)v);
 	((uint16_t *)base)[i] = h;
@@ -75,6 +88,10 @@ static double load(wafer_dtype dtype, const void *base, size_t i)
 {
 	if (dtype == WAFER_DTYPE_F32)
 		return ((const float *)base)[i];
+	if (dtype == WAFER_DTYPE_F64)
+		return ((const double *)base)[i];
+	if (dtype == WAFER_DTYPE_I32)
+		return ((const int32_t *)base)[i];
 	if (dtype == WAFER_DTYPE_F16)
 		return t_f16_to_float(((const uint16_t *)base)[i]);
 	return t_bf16_to_float(((const uint16_t *)base)[i]);
@@ -82,9 +99,20 @@ static double load(wafer_dtype dtype, const void *base, size_t i)
 
 static const char *dtype_label(wafer_dtype dtype)
 {
-	return dtype == WAFER_DTYPE_F32	  ? "f32"
-	       : dtype == WAFER_DTYPE_F16 ? "f16"
-					  : "bf16";
+	switch (dtype) {
+	case WAFER_DTYPE_F32:
+		return "f32";
+	case WAFER_DTYPE_F16:
+		return "f16";
+	case WAFER_DTYPE_BF16:
+		return "bf16";
+	case WAFER_DTYPE_F64:
+		return "f64";
+	case WAFER_DTYPE_I32:
+		return "i32";
+	default:
+		return "?";
+	}
 }
 
 enum step_kind { ALL_REDUCE, BROADCAST, ALL_GATHER, REDUCE_SCATTER };
@@ -298,17 +326,18 @@ static void *rank_main(void *data)
 	return NULL;
 }
 
-/* Every step for every dtype on |size| ranks: a thread per rank, or
- * (|one_thread|) every rank's collectives issued in turn by this thread
- * before any is read, which only a queueing channel (mpsc) allows. One
- * point per dtype. */
+/* Every step for the first |ndtypes| of dtypes on |size| ranks: a
+ * thread per rank, or (|one_thread|) every rank's collectives issued in
+ * turn by this thread before any is read, which only a queueing channel
+ * (mpsc) allows. One point per dtype. */
 static void run_steps(const char *label, wafer_client **clients,
-		      wafer_comm **comms, uint32_t size, bool one_thread)
+		      wafer_comm **comms, uint32_t size, size_t ndtypes,
+		      bool one_thread)
 {
 	struct step steps[8 + 2 * MAX_RANKS];
 	size_t count = make_steps(size, steps);
 
-	for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+	for (size_t d = 0; d < ndtypes; d++) {
 		struct rank ranks[MAX_RANKS];
 		struct rank_job jobs[MAX_RANKS];
 		pthread_t threads[MAX_RANKS];
@@ -446,9 +475,9 @@ static void test_default_group(wafer_runtime *rt, const char *backend,
 			   wafer_comm_size(comms[0]) == 2,
 		   "[%s] open_group of %s and %s: ranks 0 and 1 of 2", label,
 		   sel[0], sel[1]);
-		run_steps(label, clients, comms, 2, false);
+		run_steps(label, clients, comms, 2, EVERY_BACKEND_DTYPES, false);
 		if (strcmp(label, "mpsc") == 0)
-			run_steps(label, clients, comms, 2, true);
+			run_steps(label, clients, comms, 2, EVERY_BACKEND_DTYPES, true);
 		is_status(wafer_comm_close(comms[0]), WAFER_OK,
 			  "[%s] close rank 0", label);
 		is_status(wafer_comm_close(comms[1]), WAFER_OK,
@@ -498,7 +527,8 @@ static void test_default(void)
 			   wafer_comm_size(comm) == 1,
 		   "[%s]   ... rank 0 of 1", label);
 		if (comm)
-			run_steps(label, &c, &comm, 1, false);
+			run_steps(label, &c, &comm, 1, EVERY_BACKEND_DTYPES,
+				  false);
 		is_status(wafer_comm_close(comm), WAFER_OK, "[%s] close it",
 			  label);
 		test_default_group(rt, backend, label);
@@ -829,9 +859,11 @@ static void test_plugin(void)
 			   wafer_comm_size(comms[3]) == MAX_RANKS &&
 			   wafer_comm_rank(comms[0]) == 0,
 		   "[%s]   ... clients[i] is rank i of 4", label);
-		run_steps(label, clients, comms, MAX_RANKS, false);
+		run_steps(label, clients, comms, MAX_RANKS,
+			  TEST_PLUGIN_DTYPES, false);
 		if (ch == 2)
-			run_steps(label, clients, comms, MAX_RANKS, true);
+			run_steps(label, clients, comms, MAX_RANKS,
+				  TEST_PLUGIN_DTYPES, true);
 		test_after_kernel(label, clients, comms, MAX_RANKS);
 		test_errors(label, clients, comms);
 		for (int r = 0; r < MAX_RANKS; r++)

@@ -281,21 +281,6 @@ static void test_backend(const char *backends)
 		snprintf(name, sizeof name, "%s %s", label, backend);
 		test_two_runtimes(name, label, a);
 
-		/* cpu <-> the backend, when both are there. */
-		if (strcmp(backend, "cpu") != 0 && devices_of(rt, "cpu")) {
-			wafer_client *cpu = open_on(rt, "cpu", label);
-
-			snprintf(name, sizeof name, "%s cpu -> %s", label,
-				 backend);
-			test_values(name, cpu, a);
-			test_path(name, cpu, a, false);
-			snprintf(name, sizeof name, "%s %s -> cpu", label,
-				 backend);
-			test_values(name, a, cpu);
-			test_path(name, a, cpu, false);
-			ok_clean(cpu, name);
-			check(wafer_client_close(cpu), "close");
-		}
 		ok_clean(a, label);
 		ok_clean(b, label);
 		check(wafer_client_close(a), "close");
@@ -306,11 +291,68 @@ static void test_backend(const char *backends)
 	wafer_runtime_close(open_runtime(backends, "warn"));
 }
 
+/* cpu and the default backend in one runtime (the backend list of the
+ * configuration, WAFER_BACKEND included, is replaced by both): staged
+ * through the host both ways, on each channel. */
+static void test_cross_backend(void)
+{
+	wafer_runtime *rt;
+	wafer_client *c;
+	const char *name;
+	char backend[64], list[96];
+
+	check(wafer_runtime_open(NULL, &rt), "runtime_open");
+	c = open_on(rt, "default", "direct");
+	caps_of(c, &name);
+	snprintf(backend, sizeof backend, "%s", name);
+	check(wafer_client_close(c), "close");
+	wafer_runtime_close(rt);
+	if (strcmp(backend, "cpu") == 0) {
+		diag("cpu <-> cpu: the default backend is cpu, nothing to cross");
+		return;
+	}
+	snprintf(list, sizeof list, "%s, cpu", backend);
+	{
+		wafer_option options[] = {{"core", "backend", list},
+					  {"core", "log", "debug"}};
+		wafer_runtime_options ro = {.struct_size = sizeof ro,
+					    .options = options,
+					    .option_count = 2};
+		check(wafer_runtime_open(&ro, &rt), "runtime_open");
+	}
+	if (!devices_of(rt, "cpu") || !devices_of(rt, backend)) {
+		ok(1, "cpu <-> %s # SKIP the runtime does not list both",
+		   backend);
+		wafer_runtime_close(rt);
+		return;
+	}
+	for (size_t ch = 0; ch < 3; ch++) {
+		const char *label = channels[ch];
+		wafer_client *cpu = open_on(rt, "cpu", label);
+		wafer_client *dev = open_on(rt, backend, label);
+		char what[160];
+
+		snprintf(what, sizeof what, "%s cpu -> %s", label, backend);
+		test_values(what, cpu, dev);
+		test_path(what, cpu, dev, false);
+		snprintf(what, sizeof what, "%s %s -> cpu", label, backend);
+		test_values(what, dev, cpu);
+		test_path(what, dev, cpu, false);
+		ok_clean(cpu, what);
+		ok_clean(dev, what);
+		check(wafer_client_close(cpu), "close");
+		check(wafer_client_close(dev), "close");
+	}
+	wafer_runtime_close(rt);
+	wafer_runtime_close(open_runtime(NULL, "warn"));
+}
+
 int main(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
 
 	test_backend(NULL);
+	test_cross_backend();
 	if (builddir) {
 		snprintf(plugin_dir, sizeof plugin_dir, "%s/plugins/.libs",
 			 builddir);

@@ -58,7 +58,7 @@ show_output() {
 	sed 's/^/# /' "$tmp/out" "$tmp/err"
 }
 
-echo "1..22"
+echo "1..23"
 
 "$tool" > "$tmp/out" 2> "$tmp/err"
 status=$?
@@ -93,6 +93,11 @@ check "--quiet: one line, the default device" \
 status=$?
 check "--backend without a usable backend: exit 1 (got $status)" test "$status" -eq 1
 check "--backend: no default device" has "Default device: none"
+
+# The capabilities the core derives from the 1.4 entries, by name.
+"$tool" --backend collective > "$tmp/out" 2> "$tmp/err"
+check "collective test plugin: peer-copy and collectives shown" \
+	has "host-memory peer-copy collectives"
 
 "$tool" --no-such-option > "$tmp/out" 2> "$tmp/err"
 status=$?

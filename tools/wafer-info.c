@@ -44,6 +44,8 @@ static const char *const cap_words[] = {
 	"device-timers",
 	"pinned-host", /* retired: the core never sets it since ABI 1.1 */
 	"programs",
+	"peer-copy",   /* storage.copy_peer (ABI 1.4) */
+	"collectives", /* the server's comm entries (ABI 1.4) */
 };
 
 static void print_caps(uint64_t caps)
