@@ -20,7 +20,8 @@
 # NCCL_CHECK_MIB: the benchmark's largest size (default 256).
 #
 # Stages (each with a time limit; logs in $OUT, default ./nccl-check-out):
-#   wafer-info                    the caps ("peer-copy collectives")
+#   wafer-info                    the devices and their caps (peer copy,
+#                                 collectives)
 #   cuda_comm --real              the plugin through its ABI: peer copies
 #                                 (two queues of one GPU, and two GPUs when
 #                                 there are two), every collective, dtype
