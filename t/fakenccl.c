@@ -35,6 +35,11 @@
  *    ncclCommUserRank, ncclCommCuDevice, ncclCommInitAll (one thread a
  *    device, each with that device's primary context).
  *
+ * Not modelled: several ranks' ncclCommInitRank from one thread inside
+ * a group (each call here blocks until the others joined), async errors
+ * (ncclCommGetAsyncError), and everything else of <nccl.h>, which the
+ * library does not export (a caller needing it fails to resolve it).
+ *
  * The driver is FAKENCCL_DRIVER when set, else the t/fakecuda.so already
  * loaded in the process (the plugin's), else libcuda.so.1. */
 #include "build-config.h"
