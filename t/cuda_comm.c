@@ -794,6 +794,13 @@ int main(int argc, char **argv)
 			plugin->device_close(dev[i]);
 	plugin->shutdown(state);
 
+	void *bad = NULL;
+	status_is(init_with("libnccl.so.2", &bad), WAFER_ERROR_CONFIG,
+		  "nccl = a relative name: refused");
+	like(last_error, "test: [cuda] nccl: expected auto, no or an absolute "
+	     "path, got 'libnccl.so.2'", "the error names the key and value");
+	if (bad)
+		plugin->shutdown(bad);
 	without("no", "collectives are off ([cuda] nccl = no)");
 	without("/nonexistent/libnccl.so.2",
 		"collectives need NCCL: /nonexistent/libnccl.so.2 did not "
