@@ -5,8 +5,9 @@
 # loads and reports zero devices with the reason, which wafer-info shows,
 # and the next backend is the default. On the stand-in driver
 # (t/fakecuda.c) it is accepted, and the backend-neutral suite — t/client,
-# t/channels, t/stress, t/ops, t/donation, t/memory_oom, t/interop —
-# passes on it with
+# t/channels, t/stress, t/ops, t/donation, t/memory_oom, t/interop, and
+# t/peer and t/comm with the stand-in NCCL (t/fakenccl.c) — passes on it
+# with
 # WAFER_BACKEND=cuda, also with every stream step slowed down and with
 # each memory strategy. The stand-in emulates each kernel by its name
 # over the grid and block it was launched with, refuses a block the kernel
@@ -62,18 +63,23 @@ in: $2" ;;
 	esac
 }
 
-# conf FILE DRIVER: a configuration preferring cuda, then cpu.
+# The stand-in NCCL (t/fakenccl.c), when nccl.h was found to build it.
+nccl=$T_BUILDDIR/.libs/fakenccl.so
+
+# conf FILE DRIVER: a configuration preferring cuda, then cpu (with the
+# stand-in NCCL beside the stand-in driver).
 conf() {
 	{
 		echo "[core]"
 		echo "backend = cuda, cpu"
 		echo "[cuda]"
 		[ -n "$2" ] && echo "driver_library = $2"
+		[ -n "$2" ] && [ -e "$nccl" ] && echo "nccl = $nccl"
 		echo "cublas = no"
 	} > "$1"
 }
 
-echo "1..45"
+echo "1..51"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -162,6 +168,20 @@ suite programs
 suite programs FAKECUDA_DELAY_US=20
 suite ops FAKECUDA_DELAY_US=10
 suite client FAKECUDA_DELAY_US=20
+# Peer copies and collectives (through the stand-in NCCL, whose ranks
+# meet in this process): two devices (copies device to device, an
+# open_group of cuda:0 and cuda:1), one (two ranks on one GPU refused as
+# NCCL refuses them), slowed down; without NCCL, collectives are refused
+# and nothing else changes.
+suite peer FAKECUDA_DEVICES=2
+suite peer FAKECUDA_DEVICES=2 FAKECUDA_DELAY_US=20
+suite comm FAKECUDA_DEVICES=2
+suite comm FAKECUDA_DEVICES=2 FAKECUDA_DELAY_US=20
+if [ -e "$nccl" ]; then
+	suite comm
+else
+	skip "t/comm on cuda (stand-in)" "no stand-in NCCL (nccl.h not found)"
+fi
 # Each memory strategy reaches other storage entries: plain, stream-ordered
 # (stream), virtual memory (pool, the default).
 for strategy in direct chunked buckets stream; do
@@ -305,5 +325,22 @@ case $out in
 	pass "wafer-bench replay: beside the driver's pool, its mark" ;;
 *)	fail "wafer-bench replay: beside the driver's pool, its mark" "$out" ;;
 esac
+
+# wafer-bench allreduce on two stand-in devices: each size checked, and
+# NCCL called directly (the stand-in, by WAFER_BENCH_NCCL) beside it on
+# the same buffers; then peer copies from one device to the other.
+if [ -e "$nccl" ]; then
+	out=$(env WAFER_CONFIG="$tmp/fake.conf" WAFER_BACKEND=cuda \
+		FAKECUDA_DEVICES=2 WAFER_BENCH_NCCL="$nccl" \
+		LD_LIBRARY_PATH="$tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		"$top/tools/wafer-bench" allreduce 1 2 2>&1)
+	case $out in
+	*"allreduce ranks=2 bytes=4096 dtype=f32 check=ok "*"raw=\"NCCL "*"allreduce ranks=2 bytes=1048576 dtype=f32 check=ok "*"vs_raw="*"peer_copy from=cuda:0 to=cuda:1 bytes=1048576 "*)
+		pass "wafer-bench allreduce: two ranks, checked, beside raw NCCL; peer copies" ;;
+	*)	fail "wafer-bench allreduce: two ranks, checked, beside raw NCCL; peer copies" "$out" ;;
+	esac
+else
+	skip "wafer-bench allreduce" "no stand-in NCCL (nccl.h not found)"
+fi
 
 [ "$failed" -eq 0 ]

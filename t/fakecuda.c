@@ -52,6 +52,13 @@
  *    cuMemFreeAsync, whose stream must in turn come after every other
  *    stream's use; a use out of that order gets the sticky
  *    CUDA_ERROR_ILLEGAL_ADDRESS (at the next sync) and a line on stderr;
+ *  - cuStreamWaitEvent holds the stream until the event's latest record
+ *    (at the call) ran, on any stream of any context, and orders
+ *    stream-ordered memory as a host sync would; cuEventDestroy returns
+ *    at once, the event freed once its pending record ran;
+ *  - several devices (FAKECUDA_DEVICES) reach each other's memory:
+ *    cuMemcpyPeerAsync checks each pointer against the device of the
+ *    context named for it, cuCtxEnablePeerAccess grants once per pair;
  *  - events time a fake clock that counts work (1 us an op plus 1 ns a
  *    byte it moves), so timers are deterministic;
  *  - as compute-sanitizer's initcheck does, it tracks which bytes of
@@ -209,6 +216,8 @@ struct CUctx_st {
 	/* Its legacy default stream (CU_STREAM_LEGACY), started at its
 	 * first use in this life; NULL until then. */
 	struct CUstream_st *legacy;
+	/* cuCtxEnablePeerAccess'd devices, a bit an ordinal, this life. */
+	unsigned peers;
 };
 static struct CUctx_st contexts[8];
 
@@ -439,7 +448,9 @@ static void copy_written(uintptr_t dst, uintptr_t src, size_t n)
  * Streams
  *===----------------------------------------------------------------------===*/
 
-enum op_kind { OP_COPY, OP_KERNEL, OP_EVENT, OP_FREE };
+/* OP_WAIT: cuStreamWaitEvent (the stream holds until another's op ran);
+ * OP_HOST: fakecuda_enqueue's work of a stand-in library (fakenccl). */
+enum op_kind { OP_COPY, OP_KERNEL, OP_EVENT, OP_FREE, OP_WAIT, OP_HOST };
 
 struct fake_kernel;
 
@@ -465,6 +476,16 @@ struct op {
 	struct CUevent_st *event;
 	/* OP_FREE */
 	uintptr_t free_ptr;
+	/* OP_WAIT: until op |wait_seq| of |wait_for| ran (NULL once that
+	 * stream is gone: all its work ran). */
+	struct CUstream_st *wait_for;
+	uint64_t wait_seq;
+	/* OP_HOST: |host_run|(|host_arg|) over the device ranges of
+	 * |access|, checked and marked as a kernel's bindings are. */
+	fakecuda_host_fn host_run;
+	void *host_arg;
+	struct fakecuda_access *access;
+	size_t access_count;
 	struct op *next;
 };
 
@@ -482,6 +503,14 @@ struct CUstream_st {
 	 * stream), or the context's legacy stream itself. */
 	int blocking, legacy;
 	uint64_t seen; /* the host saw its ops up to this one done */
+	/* cuStreamWaitEvent: work queued here from now on runs after op
+	 * |seq| of |stream| (the latest wait on each of a few streams), which
+	 * orders stream-ordered memory between the two as the host seeing it
+	 * done does. */
+	struct {
+		const struct CUstream_st *stream;
+		uint64_t seq;
+	} waits[8];
 	struct CUstream_st *next; /* every stream not yet destroyed */
 };
 
@@ -494,6 +523,9 @@ struct CUevent_st {
 	/* The latest record: on which stream, as its op number there. */
 	struct CUstream_st *stream;
 	uint64_t stream_seq;
+	/* cuEventDestroy came while a record was pending: freed when that
+	 * record runs (run_op), as the driver defers it. */
+	int destroyed;
 	struct CUevent_st *next; /* every event not yet destroyed */
 };
 
@@ -508,6 +540,7 @@ static void delay(void)
 }
 
 static void run_kernel(struct op *o);
+static void forget_event(struct CUevent_st *e);
 
 /* What events time: a fake clock in nanoseconds that each op advances by
  * 1 us plus 1 ns a byte it moves (a kernel: a byte its bindings span), so
@@ -529,6 +562,19 @@ static void run_op(struct op *o)
 		read_written(o->check_dst ? "cuMemcpyDtoDAsync's source"
 					  : "cuMemcpyDtoHAsync's source",
 			     (uintptr_t)o->src, o->n);
+	for (size_t i = 0; ok && o->kind == OP_HOST && i < o->access_count;
+	     i++)
+		ok = device_range_ok(o->access[i].ptr, o->access[i].bytes);
+	if (!ok && sticky == CUDA_SUCCESS)
+		sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+	for (size_t i = 0; ok && o->kind == OP_HOST && i < o->access_count;
+	     i++) {
+		if (o->access[i].write)
+			mark_written(o->access[i].ptr, o->access[i].bytes);
+		else
+			read_written("fakecuda_enqueue's input",
+				     o->access[i].ptr, o->access[i].bytes);
+	}
 	if (ok && o->kind == OP_COPY && o->check_dst && o->check_src)
 		copy_written((uintptr_t)o->dst, (uintptr_t)o->src, o->n);
 	else if (ok && o->kind == OP_COPY && o->check_dst)
@@ -539,13 +585,22 @@ static void run_op(struct op *o)
 		memcpy(o->dst, o->src, o->n);
 	if (ok && o->kind == OP_KERNEL)
 		run_kernel(o);
+	/* Told when the stream faulted (ok 0: touch no memory), so that it
+	 * can let go of what it holds. */
+	if (o->kind == OP_HOST)
+		o->host_run(o->host_arg, ok);
 
 	pthread_mutex_lock(&L);
 	clock_ns += 1000 + (o->kind == OP_COPY ? o->n : o->cost);
+	if (o->kind == OP_WAIT)
+		clock_ns -= 1000; /* a wait does no work */
 	if (o->kind == OP_EVENT) {
-		o->event->when = clock_ns;
-		if (o->gseq > o->event->completed)
-			o->event->completed = o->gseq;
+		struct CUevent_st *e = o->event;
+		e->when = clock_ns;
+		if (o->gseq > e->completed)
+			e->completed = o->gseq;
+		if (e->destroyed && e->completed >= e->recorded)
+			forget_event(e);
 	}
 	if (o->kind == OP_FREE) {
 		struct region *r = find_region(REGION_ALLOC, o->free_ptr);
@@ -560,6 +615,7 @@ static void run_op(struct op *o)
 	}
 	pthread_mutex_unlock(&L);
 	free(o->owned);
+	free(o->access);
 }
 
 /* Whether |o|, next on |s|, must wait for another stream of its context:
@@ -570,6 +626,9 @@ static void run_op(struct op *o)
  * two wait for each other. L held. */
 static int held_back(const struct CUstream_st *s, const struct op *o)
 {
+	if (o->kind == OP_WAIT && o->wait_for &&
+	    o->wait_for->done < o->wait_seq)
+		return 1;
 	if (!s->legacy && !s->blocking)
 		return 0;
 	for (const struct CUstream_st *t = streams; t; t = t->next) {
@@ -675,6 +734,7 @@ static struct region *region_at(enum region_kind kind, uintptr_t p);
 static int ordered(const struct CUstream_st *earlier,
 		   const struct CUstream_st *later)
 {
+	/* (cuStreamWaitEvent orders up to an op: waited_for.) */
 	if (earlier == later)
 		return 1;
 	if (earlier->ctx != later->ctx ||
@@ -684,6 +744,17 @@ static int ordered(const struct CUstream_st *earlier,
 			       : earlier->blocking && later->legacy;
 }
 
+/* Whether work queued now on |s| runs after op |seq| of |t| through a
+ * cuStreamWaitEvent. L held. */
+static int waited_for(const struct CUstream_st *s, const struct CUstream_st *t,
+		      uint64_t seq)
+{
+	for (int i = 0; i < 8; i++)
+		if (s->waits[i].stream == t && s->waits[i].seq >= seq)
+			return 1;
+	return 0;
+}
+
 /* The first use by a stream not ordered before |s| that the host has
  * not seen done, or NULL. L held. */
 static const struct CUstream_st *unordered_user(const struct CUstream_st *s,
@@ -691,7 +762,8 @@ static const struct CUstream_st *unordered_user(const struct CUstream_st *s,
 {
 	for (int i = 0; i < 4; i++)
 		if (r->users[i].stream && !ordered(r->users[i].stream, s) &&
-		    r->users[i].seq > r->users[i].stream->seen)
+		    r->users[i].seq > r->users[i].stream->seen &&
+		    !waited_for(s, r->users[i].stream, r->users[i].seq))
 			return r->users[i].stream;
 	return NULL;
 }
@@ -729,7 +801,8 @@ static int use_ok(const struct CUstream_st *s, uintptr_t p, const char *what)
 		      (void *)s);
 		return 0;
 	}
-	if (r->owner && !ordered(r->owner, s)) {
+	if (r->owner && !ordered(r->owner, s) &&
+	    !waited_for(s, r->owner, r->alloc_seq)) {
 		fault(CUDA_ERROR_ILLEGAL_ADDRESS, "%s: 0x%" PRIxPTR " on "
 		      "stream %p, allocated by cuMemAllocAsync on stream %p "
 		      "with nothing ordering the two", what, p, (void *)s,
@@ -1018,6 +1091,7 @@ static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 	if (!contexts[dev].alive) {
 		contexts[dev].alive = 1;
 		contexts[dev].generation++;
+		contexts[dev].peers = 0;
 	}
 	contexts[dev].refs++;
 	pthread_mutex_unlock(&L);
@@ -1075,6 +1149,64 @@ static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
 		t = streams;
 	}
 	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/* Any two devices of the stand-in reach each other. */
+static CUresult fake_cuDeviceCanAccessPeer(int *can, CUdevice dev,
+					   CUdevice peer)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (dev < 0 || dev >= device_count() || peer < 0 ||
+	    peer >= device_count())
+		return CUDA_ERROR_INVALID_DEVICE;
+	*can = dev != peer;
+	return CUDA_SUCCESS;
+}
+
+/* As the driver: once per pair of live contexts, never with itself. */
+static CUresult fake_cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	if (flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!peer || !peer->alive)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (peer == current)
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&L);
+	if (current->peers & (1u << peer->ordinal)) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+	}
+	current->peers |= 1u << peer->ordinal;
+	stats.peer_enables++;
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/* For t/fakenccl.c, which checks that a context is current as NCCL's
+ * runtime needs one (the plugin itself never asks). */
+static CUresult fake_cuCtxGetCurrent(CUcontext *out)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	*out = current;
+	return CUDA_SUCCESS;
+}
+
+/* For t/fakenccl.c: the device of the current context. */
+static CUresult fake_cuCtxGetDevice(CUdevice *out)
+{
+	if (!initialised)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!current || !current->alive)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*out = current->ordinal;
 	return CUDA_SUCCESS;
 }
 
@@ -2074,6 +2206,16 @@ static void stop_stream(struct CUstream_st *s)
 		for (int u = 0; u < 4; u++)
 			if (regions[i].users[u].stream == s)
 				regions[i].users[u].stream = NULL;
+	/* Its work all ran: waits for it are over. */
+	for (struct CUstream_st *t = streams; t; t = t->next) {
+		for (struct op *o = t->head; o; o = o->next)
+			if (o->kind == OP_WAIT && o->wait_for == s)
+				o->wait_for = NULL;
+		for (int i = 0; i < 8; i++)
+			if (t->waits[i].stream == s)
+				t->waits[i].stream = NULL;
+	}
+	pthread_cond_broadcast(&C);
 	pthread_mutex_unlock(&L);
 }
 
@@ -2159,18 +2301,25 @@ static CUresult fake_cuEventDestroy(CUevent e)
 	if (!current)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	pthread_mutex_lock(&L);
-	/* The driver defers the destruction of a pending event; so do we. */
-	while (e->completed < e->recorded)
-		pthread_cond_wait(&C, &L);
+	/* The driver defers the destruction of a pending event, and
+	 * returns at once; so do we (run_op frees it). */
+	stats.events_live--;
+	e->destroyed = 1;
+	if (e->completed >= e->recorded)
+		forget_event(e);
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/* Unlinks and frees |e|, destroyed with no record pending. L held. */
+static void forget_event(struct CUevent_st *e)
+{
 	for (struct CUevent_st **at = &events; *at; at = &(*at)->next)
 		if (*at == e) {
 			*at = e->next;
 			break;
 		}
-	stats.events_live--;
-	pthread_mutex_unlock(&L);
 	free(e);
-	return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuEventRecord(CUevent e, CUstream s)
@@ -2245,6 +2394,48 @@ static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 		return CUDA_ERROR_NOT_READY;
 	}
 	*ms = (float)(((double)end->when - (double)start->when) / 1e6);
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/* Work queued on |s| from now on waits for |e|'s latest record (none,
+ * or one on a stream since destroyed: nothing to wait for). The event
+ * may be another context's, as in CUDA. */
+static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
+{
+	CUresult r = need_context();
+	struct op *o;
+
+	if (r)
+		return r;
+	if (!e || flags)
+		return !e ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
+	r = stream_usable(&s);
+	if (r)
+		return r;
+	o = calloc(1, sizeof *o);
+	if (!o)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	o->kind = OP_WAIT;
+	pthread_mutex_lock(&L);
+	o->wait_for = e->stream;
+	o->wait_seq = e->stream_seq;
+	stats.stream_waits++;
+	if (o->wait_for && o->wait_for != s) {
+		int at = -1;
+		for (int i = 0; i < 8 && at < 0; i++)
+			if (s->waits[i].stream == o->wait_for)
+				at = i;
+		for (int i = 0; i < 8 && at < 0; i++)
+			if (!s->waits[i].stream)
+				at = i;
+		if (at < 0)
+			at = 0; /* more streams than slots: check fewer */
+		s->waits[at].stream = o->wait_for;
+		if (s->waits[at].seq < o->wait_seq)
+			s->waits[at].seq = o->wait_seq;
+	}
+	push_op(s, o);
 	pthread_mutex_unlock(&L);
 	return CUDA_SUCCESS;
 }
@@ -2548,6 +2739,56 @@ static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src,
 		return CUDA_ERROR_INVALID_VALUE; /* undefined in CUDA */
 	return copy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, s,
 		    1, 1);
+}
+
+/* The device whose memory |p| is: an allocation's context's, a
+ * mapping's handle's; -1 for anything else. L held. */
+static int device_of(uintptr_t p)
+{
+	struct region *a = region_at(REGION_ALLOC, p);
+	struct region *m = region_at(REGION_MAPPED, p);
+
+	if (a)
+		return a->ctx ? a->ctx->ordinal : -1;
+	if (m)
+		return m->handle->ordinal;
+	return -1;
+}
+
+/* As cuMemcpyDtoDAsync, and each pointer must be memory of the device
+ * of the context named for it (the driver's contract; a swapped pair
+ * fails here with CUDA_ERROR_INVALID_VALUE and a line on stderr). */
+static CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx,
+				       CUdeviceptr src, CUcontext src_ctx,
+				       size_t n, CUstream s)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	if (!dst_ctx || !src_ctx || !dst_ctx->alive || !src_ctx->alive)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (dst < src + n && src < dst + n)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&L);
+	int dst_dev = device_of((uintptr_t)dst), src_dev = device_of((uintptr_t)src);
+	pthread_mutex_unlock(&L);
+	if (n && (dst_dev != dst_ctx->ordinal || src_dev != src_ctx->ordinal)) {
+		fprintf(stderr, "fakecuda: cuMemcpyPeerAsync: destination 0x%llx "
+			"is device %d's memory, its context device %d's; source "
+			"0x%llx device %d's, its context device %d's\n",
+			(unsigned long long)dst, dst_dev, dst_ctx->ordinal,
+			(unsigned long long)src, src_dev, src_ctx->ordinal);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	r = copy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, s, 1,
+		 1);
+	if (r == CUDA_SUCCESS && n) {
+		pthread_mutex_lock(&L);
+		stats.peer_copies++;
+		pthread_mutex_unlock(&L);
+	}
+	return r;
 }
 
 static CUresult fake_cuMemHostAlloc(void **out, size_t size, unsigned flags)
@@ -2990,6 +3231,12 @@ static const struct {
 	ENTRY(cuMemSetAccess),
 	ENTRY(cuPointerGetAttribute),
 	ENTRY(cuStreamGetCtx),
+	ENTRY(cuStreamWaitEvent),
+	ENTRY(cuMemcpyPeerAsync),
+	ENTRY(cuDeviceCanAccessPeer),
+	ENTRY(cuCtxEnablePeerAccess),
+	ENTRY(cuCtxGetCurrent),
+	ENTRY(cuCtxGetDevice),
 };
 
 EXPORT CUresult cuDriverGetVersion(int *version);
@@ -3035,6 +3282,53 @@ EXPORT void fakecuda_stats(struct fakecuda_stats *out)
 	out->device_bytes = device_bytes;
 	out->sticky = (int)sticky;
 	pthread_mutex_unlock(&L);
+}
+
+/* fakecuda.h: |run|(|arg|) on |s| in its order, over the device ranges
+ * of |access| (checked at the call as a copy's are, marked read or
+ * written when it runs). */
+EXPORT CUresult fakecuda_enqueue(CUstream s, fakecuda_host_fn run, void *arg,
+				 const struct fakecuda_access *access,
+				 size_t count);
+EXPORT CUresult fakecuda_enqueue(CUstream s, fakecuda_host_fn run, void *arg,
+				 const struct fakecuda_access *access,
+				 size_t count)
+{
+	CUresult r = need_context();
+	struct op *o;
+
+	if (r)
+		return r;
+	r = stream_usable(&s);
+	if (r)
+		return r;
+	o = calloc(1, sizeof *o);
+	if (!o || (count && !(o->access = calloc(count, sizeof *access)))) {
+		free(o);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (count)
+		memcpy(o->access, access, count * sizeof *access);
+	o->access_count = count;
+	o->kind = OP_HOST;
+	o->host_run = run;
+	o->host_arg = arg;
+	pthread_mutex_lock(&L);
+	for (size_t i = 0; i < count; i++)
+		if (!device_range_ok(access[i].ptr, access[i].bytes)) {
+			pthread_mutex_unlock(&L);
+			free(o->access);
+			free(o);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	for (size_t i = 0; i < count; i++)
+		use_ok(s, access[i].ptr, "fakecuda_enqueue");
+	for (size_t i = 0; i < count; i++)
+		o->cost += access[i].bytes;
+	stats.host_ops++;
+	push_op(s, o);
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
 }
 
 EXPORT void fakecuda_reset(void);

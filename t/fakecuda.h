@@ -26,9 +26,34 @@ struct fakecuda_stats {
 	/* Copies and kernels that read device memory nothing wrote (one a
 	 * call and binding; each also a line on stderr). */
 	uint64_t uninit_reads;
+	/* cuMemcpyPeerAsync calls, cuCtxEnablePeerAccess grants,
+	 * cuStreamWaitEvent calls, fakecuda_enqueue's work. */
+	uint64_t peer_copies, peer_enables, stream_waits, host_ops;
 };
 
 typedef void (*fakecuda_stats_fn)(struct fakecuda_stats *out);
+
+/* For stand-ins of libraries that run work on the driver's streams
+ * (t/fakenccl.c): fakecuda_enqueue(stream, run, arg, access, count)
+ * queues |run|(|arg|) on the stream, in its order with copies and
+ * kernels, on the stream's own thread. |access| lists the device ranges
+ * it reads and writes: checked at the call (CUDA_ERROR_INVALID_VALUE
+ * outside device memory; stream order as for copies), marked read or
+ * written when it runs, as a kernel's bindings are; it is called even
+ * after a fault, told so. Returns a CUresult
+ * (the stream must be the current context's). */
+struct fakecuda_access {
+	uintptr_t ptr;
+	size_t bytes;
+	int write;
+};
+/* |ok| 0: the context faulted before it ran (sticky error): it must
+ * touch no device memory, only let go of what it holds. */
+typedef void (*fakecuda_host_fn)(void *arg, int ok);
+typedef int (*fakecuda_enqueue_fn)(void *stream, fakecuda_host_fn run,
+				   void *arg,
+				   const struct fakecuda_access *access,
+				   size_t count);
 typedef void (*fakecuda_reset_fn)(void);
 
 /* For tests that call the stand-in's entry points themselves, through

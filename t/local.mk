@@ -365,6 +365,24 @@ check_PROGRAMS += t/cuda_plugin
 TESTS += t/cuda_plugin
 t_cuda_plugin_SOURCES = t/cuda_plugin.c t/fakecuda.h t/half.h
 t_cuda_plugin_LDADD = -ldl -lm
+
+# The cuda plugin's peer copies and collectives through the vendor ABI:
+# on the stand-in driver with FAKECUDA_DEVICES=2 and a stand-in NCCL
+# (t/fakenccl.c, over t/inproc_comm); `t/cuda_comm --real` on the GPU
+# and the real NCCL (dev/nccl-check.sh).
+check_PROGRAMS += t/cuda_comm
+TESTS += t/cuda_comm
+t_cuda_comm_SOURCES = t/cuda_comm.c t/fakecuda.h t/half.h
+t_cuda_comm_LDADD = -ldl -lm -lpthread
+if WAFER_NCCL
+check_LTLIBRARIES += t/fakenccl.la
+t_fakenccl_la_SOURCES = t/fakenccl.c t/fakecuda.h \
+	t/inproc_comm.c t/inproc_comm.h t/half.h
+t_fakenccl_la_CPPFLAGS = $(AM_CPPFLAGS) $(NCCL_CPPFLAGS) $(CUDA_CPPFLAGS)
+t_fakenccl_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
+	-rpath /nowhere
+t_fakenccl_la_LIBADD = -ldl -lpthread -lm
+endif
 endif
 
 # libwafer-torch.so (torch/) as PyTorch drives it, on the stand-in driver:
@@ -514,7 +532,7 @@ endif
 EXTRA_DIST += t/dlpack-v1/dlpack/dlpack.h
 BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants cpu:t/mpi.sh \
 	opencl:t/opencl_plugin opencl:t/opencl_cache \
-	cuda:t/cuda_plugin cuda:t/cuda.sh cuda:t/torch_alloc \
+	cuda:t/cuda_plugin cuda:t/cuda_comm cuda:t/cuda.sh cuda:t/torch_alloc \
 	levelzero:t/levelzero_plugin levelzero:t/levelzero_client \
 	levelzero:t/levelzero_intercept.sh levelzero:t/levelzero_nodriver.sh \
 	levelzero:t/levelzero_spirv.sh levelzero:t/levelzero_kernels_cl \

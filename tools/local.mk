@@ -8,7 +8,8 @@ bin_PROGRAMS += tools/wafer-bench
 tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
 	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c \
 	tools/bench/matmul.c tools/bench/compare.c tools/bench/bandwidth.c \
-	tools/bench/raw.h tools/bench/replay.c tools/trace.c tools/trace.h \
+	tools/bench/raw.h tools/bench/replay.c tools/bench/allreduce.c \
+	tools/trace.c tools/trace.h \
 	tools/trace_file.c tools/trace_file.h \
 	tools/replay_backend.c tools/replay_backend.h
 # OpenBLAS, when configure found it, is matmul's reference. `replay`
@@ -25,8 +26,9 @@ tools_wafer_bench_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
 EXTRA_DIST += tools/bench/raw_kernels.cu
 if WAFER_CUDA
 tools_wafer_bench_SOURCES += tools/bench/cuda_raw.c tools/bench/raw_fatbin.S \
+	tools/bench/nccl_raw.c \
 	plugins/cuda/driver.c plugins/cuda/driver.h
-BENCH_CUDA_CPPFLAGS = $(CUDA_CPPFLAGS) \
+BENCH_CUDA_CPPFLAGS = $(NCCL_CPPFLAGS) $(CUDA_CPPFLAGS) \
 	-DWAFER_BENCH_CUDA -DWAFER_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'
 tools_wafer_bench_CCASFLAGS = -Wa,-I,$(abs_top_builddir)
 BENCH_RAW_FATBIN = tools/bench/raw_kernels.fatbin

@@ -33,6 +33,9 @@ static const struct {
 	{"replay", bench_replay,
 	 "an allocation trace through pool on the device, beside the "
 	 "driver's own pool"},
+	{"allreduce", bench_allreduce,
+	 "f32 all-reduce bus bandwidth per size over the backend's devices, "
+	 "beside NCCL called directly; peer copies"},
 #ifdef WAFER_BENCH_CUDA
 	{"sgemm", bench_sgemm,
 	 "cuda: fp32 matmul n x n per variant, beside cuBLAS called directly"},

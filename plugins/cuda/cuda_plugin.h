@@ -19,6 +19,8 @@
  *   program.c    programs: the caller's own kernels (CUDA C, PTX,
  *                CUBIN), loaded and launched
  *   nvrtc.c      NVRTC, loaded with dlopen, compiling CUDA C
+ *   peer.c       peer copies between two devices (or queues) of the plugin
+ *   nccl.c       collectives through NCCL, loaded with dlopen
  *   kernels/ the device code (.cu), compiled by nvcc to fatbins that
  *                fatbins.S embeds in the plugin
  *
@@ -54,6 +56,10 @@
 #define CUDA_STAGING_MIN ((size_t)64 << 10)
 #define CUDA_STAGING_CLASSES 16
 
+/* Devices (CUDA ordinals) below this have their peer access tried by
+ * copy_peer (peer.c); others copy without it. */
+#define CUDA_PEER_MAX 64
+
 /* [cuda] options after init (plugin.c documents each). */
 struct cuda_options {
 	char *driver_library;       /* NULL: libcuda.so.1 */
@@ -66,6 +72,8 @@ struct cuda_options {
 	char *cublas_library;       /* NULL: search the usual names */
 	int nvrtc;                  /* 0: never; 1: when it loads */
 	char *nvrtc_library;        /* NULL: search the usual names */
+	int nccl;                   /* 0: no collectives; 1: when NCCL loads */
+	char *nccl_library;         /* NULL: libnccl.so.2 */
 };
 
 /* A library of the toolkit loaded with dlopen (cuBLAS, NVRTC). */
@@ -98,6 +106,11 @@ struct cuda_state {
 	int *ordinals;
 	struct cuda_lazy_library cublas;
 	struct cuda_lazy_library nvrtc;
+	struct cuda_lazy_library nccl;
+	/* Peer access tried (peer.c): bit p of peer_tried[d], device d's
+	 * context towards device p's memory (CUDA ordinals). */
+	pthread_mutex_t peer_lock;
+	uint64_t peer_tried[CUDA_PEER_MAX];
 };
 
 /* One pinned staging buffer and, while a copy uses it, that copy. */
@@ -162,6 +175,13 @@ struct cuda_device {
 	const struct cuda_cublas *cublas;
 
 	struct cuda_staging_pool staging;
+
+	/* The other GPUs that can reach this one's memory
+	 * (cuDeviceCanAccessPeer), CUDA ordinals: vm_map grants them access
+	 * too, as peer access does for cuMemAlloc'd memory, so that peer
+	 * copies (peer.c) and NCCL may read and write mapped pages. */
+	int peers[CUDA_PEER_MAX];
+	int peer_count;
 
 	/* vm_reserve'd ranges (storage.c), under vm_lock. */
 	pthread_mutex_t vm_lock;
@@ -252,6 +272,12 @@ void cuda_library_unload(struct cuda_lazy_library *lazy);
 
 /* storage.c */
 extern const struct wafer_storage_ops cuda_storage_ops;
+/* peer.c: storage.copy_peer */
+wafer_status cuda_storage_copy_peer(void *device, void *queue,
+				    wafer_resource dst, size_t dst_offset,
+				    void *src_device, void *src_queue,
+				    wafer_resource src, size_t src_offset,
+				    size_t size);
 void cuda_storage_open(struct cuda_device *device);
 void cuda_storage_close(struct cuda_device *device);
 
@@ -275,6 +301,15 @@ void cuda_staging_retire_all(struct cuda_device *device, struct cuda_queue *q,
 
 /* server.c */
 extern const struct wafer_server_ops cuda_server_ops;
+
+/* nccl.c: the server's comm entries (plugin.h, ABI 1.4) */
+wafer_status cuda_comm_id(void *device, wafer_comm_id *out_id);
+wafer_status cuda_comm_open(void *device,
+			    const struct wafer_comm_open_args *args,
+			    void **out_comm);
+void cuda_comm_close(void *device, void *comm);
+wafer_status cuda_comm_run(void *device, void *queue, void *comm,
+			   const struct wafer_collective *c);
 
 /* program.c: the program entries of cuda_server_ops (plugin.h) */
 WAFER_PLUGIN_PROGRAM_ENTRIES(cuda);

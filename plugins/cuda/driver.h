@@ -77,7 +77,11 @@
 	X(cuMemUnmap)                                                          \
 	X(cuMemSetAccess)                                                      \
 	X(cuPointerGetAttribute)                                               \
-	X(cuStreamGetCtx)
+	X(cuStreamGetCtx)                                                      \
+	X(cuStreamWaitEvent)                                                   \
+	X(cuMemcpyPeerAsync)                                                   \
+	X(cuDeviceCanAccessPeer)                                               \
+	X(cuCtxEnablePeerAccess)
 
 #define CUDA_DRIVER_MEMBER(name) __typeof__(name) *name;
 

@@ -26,8 +26,10 @@ plugins_cuda_cuda_la_SOURCES = \
 	plugins/cuda/cublas.c plugins/cuda/cublas.h \
 	plugins/cuda/program.c \
 	plugins/cuda/nvrtc.c plugins/cuda/nvrtc.h \
+	plugins/cuda/peer.c \
+	plugins/cuda/nccl.c \
 	plugins/cuda/fatbins.S
-plugins_cuda_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
+plugins_cuda_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(NCCL_CPPFLAGS) $(CUDA_CPPFLAGS) \
 	-DWAFER_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'
 # .incbin finds the fatbins relative to the build directory.
 plugins_cuda_cuda_la_CCASFLAGS = -Wa,-I,$(abs_top_builddir)

@@ -39,7 +39,10 @@
  *                            from this file
  *   nvrtc = auto|no|PATH     compile programs in CUDA C with NVRTC when it
  *                            loads (auto, the default), never (programs
- *                            in PTX and CUBIN only), or from this file */
+ *                            in PTX and CUBIN only), or from this file
+ *   nccl = auto|no|PATH      collectives through NCCL (libnccl.so.2) when
+ *                            it loads, at the first communicator (auto,
+ *                            the default), never, or from this file */
 #include "build-config.h"
 
 #include <dlfcn.h>
@@ -373,6 +376,9 @@ static wafer_status apply_option(void *state_arg,
 	if (strcmp(key, "nvrtc") == 0)
 		return library_option(state, origin, key, value, &o->nvrtc,
 				      &o->nvrtc_library);
+	if (strcmp(key, "nccl") == 0)
+		return library_option(state, origin, key, value, &o->nccl,
+				      &o->nccl_library);
 	host->log(host, WAFER_LOG_WARN,
 		  "%s: [cuda] unknown option '%s' ignored", origin, key);
 	return WAFER_OK;
@@ -464,14 +470,18 @@ static void free_state(struct cuda_state *state)
 {
 	cuda_library_unload(&state->cublas);
 	cuda_library_unload(&state->nvrtc);
+	cuda_library_unload(&state->nccl);
 	if (state->driver.library)
 		cuda_driver_unload(&state->driver);
 	pthread_mutex_destroy(&state->cublas.lock);
 	pthread_mutex_destroy(&state->nvrtc.lock);
+	pthread_mutex_destroy(&state->nccl.lock);
+	pthread_mutex_destroy(&state->peer_lock);
 	free(state->ordinals);
 	free(state->options.driver_library);
 	free(state->options.cublas_library);
 	free(state->options.nvrtc_library);
+	free(state->options.nccl_library);
 	free(state);
 }
 
@@ -488,6 +498,8 @@ static wafer_status cuda_init(const struct wafer_plugin_init_args *args,
 	state->host = args->host;
 	pthread_mutex_init(&state->cublas.lock, NULL);
 	pthread_mutex_init(&state->nvrtc.lock, NULL);
+	pthread_mutex_init(&state->nccl.lock, NULL);
+	pthread_mutex_init(&state->peer_lock, NULL);
 	state->options = (struct cuda_options){
 		.release_threshold = UINT64_MAX,
 		.staging_chunk = (size_t)4 << 20,
@@ -497,6 +509,7 @@ static wafer_status cuda_init(const struct wafer_plugin_init_args *args,
 		.vm_whole = 1,
 		.cublas = 1,
 		.nvrtc = 1,
+		.nccl = 1,
 	};
 	status = wafer_plugin_apply_options(args, apply_option, state);
 	if (status != WAFER_OK) {

@@ -278,4 +278,10 @@ const struct wafer_server_ops cuda_server_ops = {
 	.timer_end = cuda_server_timer_end,
 	WAFER_PLUGIN_INTEROP_SERVER_OPS(cuda),
 	WAFER_PLUGIN_PROGRAM_OPS(cuda),
+	/* Collectives through NCCL (nccl.c): offered whatever NCCL's
+	 * presence, which comm_open reports. */
+	.comm_id = cuda_comm_id,
+	.comm_open = cuda_comm_open,
+	.comm_close = cuda_comm_close,
+	.comm_run = cuda_comm_run,
 };

@@ -13,13 +13,15 @@
  *                         cuMemMap), so any page-aligned part of what was
  *                         mapped can be unmapped again — CUDA can only
  *                         unmap whole mappings. One cuMemSetAccess covers
- *                         each vm_map call. With [cuda] vm_page = whole,
+ *                         each vm_map call, for this GPU and the GPUs that
+ *                         can reach it (peer copies, NCCL). With [cuda] vm_page = whole,
  *                         each vm_map call is one physical allocation of
  *                         its size (the driver's cost goes with
  *                         allocations, not bytes) and vm_unmap takes
  *                         whole earlier vm_map calls only.
  *   copy_in/copy_out      through pinned staging buffers (staging.c).
  *   copy                  cuMemcpyDtoDAsync on the queue's stream.
+ *   copy_peer             peer.c: between two devices or queues.
  *   host_alloc/host_free  NULL: retired in ABI 1.1 (staging.c has its
  *                         own pinned pool).
  *   figure                the default pool's CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH.
@@ -529,14 +531,19 @@ static wafer_status cuda_storage_vm_map(void *device, wafer_resource range,
 	     p++)
 		result = map_pages(dev, r, p, 1);
 	if (result == CUDA_SUCCESS) {
-		CUmemAccessDesc access = {
-			.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE,
-				     .id = dev->ordinal},
-			.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-		};
+		/* This GPU, then the peers that can reach it. */
+		CUmemAccessDesc access[1 + CUDA_PEER_MAX];
+		for (int i = 0; i <= dev->peer_count; i++)
+			access[i] = (CUmemAccessDesc){
+				.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE,
+					     .id = i ? dev->peers[i - 1]
+						     : dev->ordinal},
+				.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+			};
 		step = "cuMemSetAccess";
 		result = dev->drv->cuMemSetAccess(r->base + offset, size,
-						  &access, 1);
+						  access,
+						  1 + (size_t)dev->peer_count);
 	}
 	if (result != CUDA_SUCCESS) {
 		/* Nothing of this call stays mapped. */
@@ -815,14 +822,33 @@ const struct wafer_storage_ops cuda_storage_ops = {
 	/* The resource is the caller's pointer itself: no record to drop,
 	 * and the memory is never ours to free. */
 	.forget = wafer_plugin_forget_nothing,
+	.copy_peer = cuda_storage_copy_peer,
 	/* host_alloc/host_free: retired in ABI 1.1 (NULL); staging.c keeps
 	 * its own pinned buffers. */
 };
 
 void cuda_storage_open(struct cuda_device *device)
 {
+	const struct cuda_state *st = device->state;
+
 	pthread_mutex_init(&device->vm_lock, NULL);
 	device->vm_ranges = NULL;
+	device->peer_count = 0;
+	for (uint32_t i = 0; i < st->device_count; i++) {
+		CUdevice peer;
+		int can = 0;
+
+		if (st->ordinals[i] == device->ordinal ||
+		    device->peer_count == CUDA_PEER_MAX ||
+		    device->drv->cuDeviceGet(&peer, st->ordinals[i]) !=
+			    CUDA_SUCCESS ||
+		    device->drv->cuDeviceCanAccessPeer(&can, peer,
+						       device->cu) !=
+			    CUDA_SUCCESS ||
+		    !can)
+			continue;
+		device->peers[device->peer_count++] = st->ordinals[i];
+	}
 }
 
 void cuda_storage_close(struct cuda_device *device)

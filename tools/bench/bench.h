@@ -38,6 +38,7 @@ int bench_donation(int argc, char **argv);
 int bench_compare(int argc, char **argv);
 int bench_bandwidth(int argc, char **argv);
 int bench_replay(int argc, char **argv);
+int bench_allreduce(int argc, char **argv);
 #ifdef WAFER_BENCH_CUDA
 int bench_sgemm(int argc, char **argv);
 #endif

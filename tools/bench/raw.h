@@ -45,6 +45,26 @@ struct bench_raw {
  * on), or NULL when there is none. Loaded on first use. */
 const struct bench_raw *bench_raw_for(const wafer_device_desc *device);
 
+/* NCCL called directly (nccl_raw.c, with the cuda plugin and nccl.h),
+ * beside `allreduce`: one rank a GPU, on the wafer side's own buffers and
+ * streams (wafer_handle_native, wafer_client_native_queue). */
+struct bench_nccl_rank {
+	int ordinal;   /* the CUDA device */
+	void *context; /* its primary context (CUcontext) */
+	void *stream;  /* CUstream */
+	void *buffer;  /* CUdeviceptr of count f32 */
+};
+
+/* ns per in-place f32 sum all-reduce of |count| elements over the |n|
+ * ranks: communicators from ncclCommInitAll (made at the first call and
+ * kept), each step one ncclGroupStart/End around every rank's
+ * ncclAllReduce, |reps| steps after |warmup|, then every stream
+ * synchronised. Negative (after a message on stderr) when it cannot
+ * run. |*what| says which NCCL ran ("NCCL 2.28.9 from libnccl.so.2"). */
+double bench_nccl_allreduce_ns(const struct bench_nccl_rank *ranks, int n,
+			       size_t count, unsigned warmup, unsigned reps,
+			       const char **what);
+
 /* The inputs both sides of a matrix benchmark use: element |i| of A
  * (|which| 0) or B (1), in [-1, 1). */
 static inline float bench_matrix_value(int which, size_t i)

@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * raw_none.c: no vendor counterparts (raw.h) in a build without the cuda
- * plugin. */
+ * plugin, NCCL's included. */
 #include "build-config.h"
 
 #include "tools/bench/raw.h"
@@ -9,4 +9,12 @@
 const struct bench_raw *bench_raw_for(const wafer_device_desc *device)
 {
 	return NULL;
+}
+
+double bench_nccl_allreduce_ns(const struct bench_nccl_rank *ranks, int n,
+			       size_t count, unsigned warmup, unsigned reps,
+			       const char **what)
+{
+	*what = "none";
+	return -1.0;
 }

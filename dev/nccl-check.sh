@@ -1,0 +1,194 @@
+#!/bin/sh
+# wafer — SPDX-License-Identifier: MIT
+#
+# nccl-check.sh: the cuda plugin's peer copies and collectives on NVIDIA
+# GPUs with the real NCCL, in one run (issue 20). Run it from an unpacked
+# `make dist` tarball (no autotools needed), on one GPU or several:
+#
+#   tar xf wafer-X.Y.Z.tar.xz && cd wafer-X.Y.Z
+#   OUT=/some/dir sh dev/nccl-check.sh
+#
+# NCCL is NCCL_LIBRARY when set (a libnccl.so.2), else the one of the
+# nvidia-nccl Python wheel (nvidia/nccl/lib/ under site-packages, found
+# through python3), else libnccl.so.2 as ldconfig knows it, else the
+# toolkit's lib64. Its directory goes on LD_LIBRARY_PATH, the plugin is
+# told its path ([cuda] nccl = PATH in $OUT/nccl.conf, WAFER_CONFIG) and
+# so is the benchmark's raw side (WAFER_BENCH_NCCL). The wheel's include/
+# gives nccl.h when the toolkit has none (configure --with-nccl-include).
+# The tree is configured and built unless it already was with nccl.h.
+#
+# NCCL_CHECK_MIB: the benchmark's largest size (default 256).
+#
+# Stages (each with a time limit; logs in $OUT, default ./nccl-check-out):
+#   wafer-info                    the devices and their caps (peer copy,
+#                                 collectives)
+#   cuda_comm --real              the plugin through its ABI: peer copies
+#                                 (two queues of one GPU, and two GPUs when
+#                                 there are two), every collective, dtype
+#                                 and op against a host reference (one
+#                                 rank; two ranks on two GPUs), the
+#                                 caller's ncclComm_t, NCCL off or missing
+#   t/peer, t/comm (cuda)         through the core, on the three channels:
+#                                 peer copies between two clients of one
+#                                 GPU (or of two GPUs), a one-rank
+#                                 communicator, open_group over the GPUs
+#   bench allreduce               wafer_comm_all_reduce beside
+#                                 ncclAllReduce on the same buffers and
+#                                 streams, 4 KiB .. 256 MiB: one rank a
+#                                 GPU, and one rank alone when there are
+#                                 more; peer copies of 256 MiB
+# summary.log ends with the figures: busbw and vs_raw (NCCL's time /
+# wafer's: the target is >= 0.95) at each size, and the peer copies.
+set -u
+
+top=$(pwd)
+OUT=${OUT:-$top/nccl-check-out}
+mkdir -p "$OUT" || exit 1
+jobs=${NCCL_CHECK_JOBS:-16}
+summary=$OUT/summary.log
+: > "$summary"
+say() { printf '%s\n' "$*" | tee -a "$summary"; }
+stamp() { date +%s; }
+began=$(stamp)
+budget=${NCCL_CHECK_BUDGET:-570}
+
+# stage NAME LOG LIMIT COMMAND...: COMMAND's output appended to LOG,
+# under a time limit cut to what is left of the budget (as gpu-check.sh's).
+stage() {
+	st_name=$1 st_log=$2 st_limit=$3
+	shift 3
+	st_left=$((began + budget - $(stamp) - 5))
+	if [ "$st_left" -lt 15 ]; then
+		say "$(printf '%-30s %s' "$st_name" "SKIPPED (out of time)")"
+		return 125
+	fi
+	[ "$st_limit" -gt "$st_left" ] && st_limit=$st_left
+	st_t0=$(stamp)
+	printf '\n===== %s: %s\n' "$st_name" "$*" >> "$st_log"
+	timeout "$st_limit" "$@" >> "$st_log" 2>&1
+	st_rc=$?
+	st_verdict=ok
+	[ $st_rc -eq 124 ] && st_verdict="TIMED OUT after ${st_limit}s"
+	[ $st_rc -ne 0 ] && [ $st_rc -ne 124 ] && st_verdict="FAILED (exit $st_rc)"
+	say "$(printf '%-30s %-22s %4ss' "$st_name" "$st_verdict" $(($(stamp) - st_t0)))"
+	return $st_rc
+}
+
+#--- the machine, the toolkit, NCCL ----------------------------------------------
+say "wafer nccl-check: $(basename "$top") on $(hostname), $(date -u '+%Y-%m-%d %H:%M UTC')"
+gpus=0
+if command -v nvidia-smi >/dev/null 2>&1; then
+	nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 |
+		sed 's/^/gpu: /' | tee -a "$summary"
+	gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+	[ "$gpus" -gt 1 ] && nvidia-smi topo -m 2>&1 | sed 's/^/topo: /' >> "$summary"
+fi
+nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null | head -1)
+if [ -z "$nvcc" ]; then
+	say "no nvcc on PATH or in /usr/local/cuda: cannot build the cuda plugin"
+	exit 1
+fi
+cuda_home=$(dirname "$(dirname "$nvcc")")
+say "toolkit: $cuda_home ($("$nvcc" --version | tail -1))"
+
+# The wheel's directory: nvidia.nccl may be a namespace package (no
+# __file__), so its __path__.
+wheel_dir() {
+	for py in python3 /usr/bin/python3; do
+		command -v "$py" >/dev/null 2>&1 || continue
+		"$py" -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null && return
+	done
+}
+nccl_lib=${NCCL_LIBRARY:-}
+nccl_inc=
+wheel=$(wheel_dir)
+if [ -z "$nccl_lib" ] && [ -n "$wheel" ] && [ -e "$wheel/lib/libnccl.so.2" ]; then
+	nccl_lib=$wheel/lib/libnccl.so.2
+fi
+if [ -z "$nccl_lib" ] && command -v ldconfig >/dev/null 2>&1; then
+	nccl_lib=$(ldconfig -p 2>/dev/null | sed -n 's/.*libnccl\.so\.2 .*=> //p' | head -1)
+fi
+[ -z "$nccl_lib" ] && [ -e "$cuda_home/lib64/libnccl.so.2" ] && nccl_lib=$cuda_home/lib64/libnccl.so.2
+if [ -z "$nccl_lib" ] || [ ! -e "$nccl_lib" ]; then
+	say "no libnccl.so.2 (set NCCL_LIBRARY, or pip install nvidia-nccl-cu12): the collectives cannot run"
+	exit 1
+fi
+nccl_lib=$(cd "$(dirname "$nccl_lib")" && pwd)/$(basename "$nccl_lib")
+say "nccl: $nccl_lib${wheel:+ (wheel: $wheel)}"
+if [ ! -e "$cuda_home/include/nccl.h" ]; then
+	for d in "${wheel:-/nonexistent}/include" "$(dirname "$(dirname "$nccl_lib")")/include"; do
+		[ -e "$d/nccl.h" ] && { nccl_inc=$d; break; }
+	done
+	[ -n "$nccl_inc" ] && say "nccl.h: $nccl_inc (the toolkit has none)"
+fi
+export LD_LIBRARY_PATH="$(dirname "$nccl_lib"):$cuda_home/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+
+#--- build ---------------------------------------------------------------------
+build=$OUT/build.log
+: > "$build"
+if [ -f Makefile ] && grep -q 'define WAFER_HAVE_NCCL_H 1' build-config.h 2>/dev/null; then
+	say "build: reusing the configured tree (nccl.h found there)"
+else
+	stage configure "$build" 300 ./configure --enable-cuda --with-cuda="$cuda_home" \
+		${nccl_inc:+--with-nccl-include="$nccl_inc"} || { tail -30 "$build"; exit 1; }
+	grep -q 'define WAFER_HAVE_NCCL_H 1' build-config.h ||
+		say "configure found no nccl.h: the plugin has no collectives"
+fi
+stage "make -j$jobs" "$build" 400 make -j"$jobs" || { tail -40 "$build"; exit 1; }
+stage "make check programs" "$build" 300 make -j"$jobs" check TESTS= ||
+	{ tail -40 "$build"; exit 1; }
+
+# The environment the test suite gives its programs (t/local.mk), and
+# the plugin told where NCCL is.
+export WAFER_PLUGIN_PATH="$top/plugins/cuda/.libs:$top/plugins/cpu/.libs"
+export WAFER_SYSCONFDIR="$top/etc"
+export XDG_CONFIG_HOME="$top/t/xdg-config" XDG_CACHE_HOME="$top/t/xdg-cache"
+export T_BUILDDIR="$top/t" T_SRCDIR="$top/t"
+unset WAFER_MEMORY WAFER_CHANNEL WAFER_LOG
+printf '[core]\nbackend = cuda, cpu\n[cuda]\nnccl = %s\n' "$nccl_lib" > "$OUT/nccl.conf"
+export WAFER_CONFIG="$OUT/nccl.conf"
+export CUDA_COMM_NCCL="$nccl_lib" WAFER_BENCH_NCCL="$nccl_lib"
+run=$top/uninstalled
+
+#--- the plugin ------------------------------------------------------------------
+plugin=$OUT/plugin.log
+: > "$plugin"
+stage wafer-info "$plugin" 60 "$run" tools/wafer-info
+grep -E "^  cuda:[0-9]|capabilities:" "$plugin" | head -4 | sed 's/^ */  /' | tee -a "$summary"
+stage "cuda_comm --real" "$plugin" 180 ./libtool --mode=execute t/cuda_comm --real
+say "  cuda_comm: $(grep -c '^ok' "$plugin") ok ($(grep -c '# SKIP' "$plugin") skipped), $(grep -c '^not ok' "$plugin") not ok"
+grep -E '^not ok' "$plugin" | head -10 | sed 's/^/  /' | tee -a "$summary"
+
+#--- through the core ----------------------------------------------------------
+check=$OUT/check.log
+: > "$check"
+rm -f t/peer.log t/comm.log t/peer.trs t/comm.trs
+# One at a time, each with its own limit: on one GPU, t/comm's open_group
+# puts two ranks on it, which NCCL refuses ("Duplicate GPU detected"),
+# though its guide warns such a clique "may lead to hangs".
+for t in peer comm; do
+	stage "t/$t (cuda)" "$check" 150 make check TESTS="t/$t" WAFER_BACKEND=cuda
+	[ -f "t/$t.log" ] || continue
+	cat "t/$t.log" >> "$check"
+	say "  t/$t: $(grep -c '^ok' "t/$t.log") ok ($(grep -c '# SKIP' "t/$t.log") skipped), $(grep -c '^not ok' "t/$t.log") not ok"
+	grep -E '^not ok' "t/$t.log" | head -10 | sed 's/^/  /' | tee -a "$summary"
+done
+
+#--- the benchmark ---------------------------------------------------------------
+bench=$OUT/bench.log
+: > "$bench"
+export WAFER_BACKEND=cuda
+mib=${NCCL_CHECK_MIB:-256}
+stage "bench allreduce (all GPUs)" "$bench" 240 "$run" tools/wafer-bench allreduce "$mib" 20
+if [ "$gpus" -gt 1 ]; then
+	stage "bench allreduce (one rank)" "$bench" 120 "$run" tools/wafer-bench allreduce "$mib" 20 1
+fi
+unset WAFER_BACKEND
+
+say ""
+say "figures (vs_raw = NCCL's time / wafer's, same buffers, same run):"
+grep -E '^(allreduce|peer_copy) ' "$bench" | sed 's/ raw="[^"]*"//; s/^/  /' | tee -a "$summary"
+grep -m1 -o 'raw="[^"]*"' "$bench" | sed 's/^/  /' | tee -a "$summary"
+[ "$gpus" -lt 2 ] && say "  one GPU: no two-rank all-reduce, no peer copy between GPUs (the two-GPU kind runs them)"
+say "total: $(($(stamp) - began))s; logs in $OUT"

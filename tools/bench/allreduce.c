@@ -1,0 +1,300 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * allreduce.c: `wafer-bench allreduce [MAX_MiB [reps [ranks]]]` — the
+ * in-place f32 sum all-reduce through wafer (wafer_comm_all_reduce) over
+ * one client a device of the default device's backend (all its devices,
+ * or the first |ranks|), one communicator over them
+ * (wafer_comm_open_group), each rank issuing from a thread of its own;
+ * beside NCCL called directly (nccl_raw.c) on the same buffers and
+ * streams in the same run, as nccl-tests does it. Sizes go from 4 KiB
+ * by factors of 8 up to MAX_MiB (default 256), which is the last; each figure is the mean of
+ * |reps| (default 20) steps after 3 warm-up steps, from the first issue
+ * to the end of the last rank's sync. Before the timing, each size is
+ * checked once: ranks holding r + 1 all hold n(n + 1)/2 after. Then peer
+ * copies (wafer_copy_peer) of the largest size between two clients: of
+ * two devices when there are two, else of the one device:
+ *
+ *   allreduce ranks=N bytes=B dtype=f32 check=ok us=T algbw=A busbw=B
+ *             [raw=WHAT raw_us=T raw_busbw=B vs_raw=RAW_T/T]
+ *   peer_copy from=cuda:0 to=cuda:1 bytes=B us=T gbps=G
+ *
+ * algbw = bytes / time, busbw = algbw * 2 (n - 1) / n (nccl-tests' bus
+ * bandwidth: 0 for one rank, where vs_raw still compares the times). */
+#include "build-config.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wafer/comm.h>
+#include <wafer/interop.h>
+#include <wafer/plugin.h>
+
+#include "tools/bench/bench.h"
+#include "tools/bench/raw.h"
+
+#define MAX_RANKS 8
+#define WARMUP 3
+
+struct rank {
+	wafer_client *client;
+	wafer_comm *comm;
+	wafer_handle buf;
+	size_t count;
+	unsigned steps;
+	pthread_barrier_t *start, *done;
+	wafer_status status;
+	char error[512];
+};
+
+static void fill(wafer_client *client, wafer_handle h, size_t count,
+		 double value)
+{
+	struct wafer_fill_params p = {.count = count, .value = value};
+	wafer_buffer_binding b = {h, 0, 0};
+	wafer_execute_args args = {
+		.struct_size = sizeof args,
+		.kernel = WAFER_KERNEL_FILL,
+		.dtype = WAFER_DTYPE_F32,
+		.bindings = &b,
+		.binding_count = 1,
+		.params = &p,
+		.params_size = sizeof p,
+		.global = {count, 1, 1},
+	};
+	bench_check(wafer_execute(client, &args), "fill");
+}
+
+/* A rank's thread: |steps| all-reduces between the two barriers, then a
+ * sync (the others may wait for it inside theirs). */
+static void *rank_main(void *arg)
+{
+	struct rank *r = arg;
+	wafer_status s = WAFER_OK;
+
+	pthread_barrier_wait(r->start);
+	for (unsigned i = 0; i < r->steps && s == WAFER_OK; i++)
+		s = wafer_comm_all_reduce(r->comm, r->buf, r->buf, r->count,
+					  WAFER_DTYPE_F32, WAFER_REDUCE_SUM);
+	if (s == WAFER_OK)
+		s = wafer_sync(r->client);
+	r->status = s;
+	if (s != WAFER_OK)
+		snprintf(r->error, sizeof r->error, "%s", wafer_last_error());
+	pthread_barrier_wait(r->done);
+	return NULL;
+}
+
+/* |steps| all-reduces on every rank; ns from the start to the last sync. */
+static double run(struct rank *ranks, int n, size_t count, unsigned steps)
+{
+	pthread_barrier_t start, done;
+	pthread_t threads[MAX_RANKS];
+	uint64_t t0, t1;
+
+	pthread_barrier_init(&start, NULL, (unsigned)n + 1);
+	pthread_barrier_init(&done, NULL, (unsigned)n + 1);
+	for (int i = 0; i < n; i++) {
+		ranks[i].count = count;
+		ranks[i].steps = steps;
+		ranks[i].start = &start;
+		ranks[i].done = &done;
+		pthread_create(&threads[i], NULL, rank_main, &ranks[i]);
+	}
+	pthread_barrier_wait(&start);
+	t0 = bench_now_ns();
+	pthread_barrier_wait(&done);
+	t1 = bench_now_ns();
+	for (int i = 0; i < n; i++)
+		pthread_join(threads[i], NULL);
+	pthread_barrier_destroy(&start);
+	pthread_barrier_destroy(&done);
+	for (int i = 0; i < n; i++)
+		if (ranks[i].status != WAFER_OK) {
+			fprintf(stderr, "wafer-bench allreduce: rank %d: %s\n",
+				i, ranks[i].error);
+			exit(1);
+		}
+	return (double)(t1 - t0);
+}
+
+/* Ranks holding r + 1 all hold n(n + 1)/2 after one all-reduce. */
+static const char *check(struct rank *ranks, int n, size_t count)
+{
+	float want = (float)(n * (n + 1) / 2), first, last;
+
+	for (int i = 0; i < n; i++)
+		fill(ranks[i].client, ranks[i].buf, count, i + 1.0);
+	run(ranks, n, count, 1);
+	for (int i = 0; i < n; i++) {
+		bench_check(wafer_read(ranks[i].client, ranks[i].buf, 0, &first,
+				       sizeof first),
+			    "read");
+		bench_check(wafer_read(ranks[i].client, ranks[i].buf,
+				       (count - 1) * sizeof last, &last,
+				       sizeof last),
+			    "read");
+		if (first != want || last != want) {
+			fprintf(stderr, "wafer-bench allreduce: rank %d holds "
+				"%g ... %g, not %g\n", i, (double)first,
+				(double)last, (double)want);
+			return "FAILED";
+		}
+	}
+	/* Zeros from here: sums of them stay finite whatever the steps. */
+	for (int i = 0; i < n; i++) {
+		fill(ranks[i].client, ranks[i].buf, count, 0.0);
+		bench_check(wafer_sync(ranks[i].client), "sync");
+	}
+	return "ok";
+}
+
+static void peer_copies(wafer_runtime *runtime, struct rank *ranks, int n,
+			const wafer_device_desc *dev0, size_t bytes,
+			unsigned reps)
+{
+	wafer_client *src = ranks[0].client, *dst;
+	wafer_device_desc d = {.struct_size = sizeof d};
+	wafer_handle h, copy;
+	char name[64];
+	uint64_t t0, total = 0;
+
+	if (n > 1) {
+		dst = ranks[1].client;
+	} else {
+		snprintf(name, sizeof name, "%s:%u", dev0->backend, dev0->index);
+		bench_check(wafer_client_open(runtime, name, NULL, &dst),
+			    "client_open (a second client)");
+	}
+	bench_check(wafer_client_device(dst, &d), "client_device");
+	bench_check(wafer_empty(src, bytes, &h), "empty");
+	fill(src, h, bytes / 4, 1.0);
+	bench_check(wafer_sync(src), "sync");
+	/* One untimed, then each copy to the end of the destination's
+	 * sync, and its release. */
+	for (unsigned i = 0; i <= reps; i++) {
+		t0 = bench_now_ns();
+		bench_check(wafer_copy_peer(src, h, dst, &copy), "copy_peer");
+		bench_check(wafer_sync(dst), "sync");
+		if (i)
+			total += bench_now_ns() - t0;
+		bench_check(wafer_release(dst, copy), "release");
+	}
+	bench_check(wafer_release(src, h), "release");
+	double us = (double)total / reps / 1e3;
+	printf("peer_copy from=%s:%u to=%s:%u bytes=%zu us=%.1f gbps=%.2f\n",
+	       dev0->backend, dev0->index, d.backend, d.index, bytes, us,
+	       (double)bytes / (us * 1e3));
+	if (n == 1)
+		wafer_client_close(dst);
+}
+
+int bench_allreduce(int argc, char **argv)
+{
+	size_t max_mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 256;
+	unsigned reps = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20;
+	int want = argc > 3 ? atoi(argv[3]) : MAX_RANKS;
+	size_t max_bytes = max_mib << 20;
+	struct rank ranks[MAX_RANKS];
+	wafer_client *clients[MAX_RANKS];
+	wafer_comm *comms[MAX_RANKS];
+	struct bench_nccl_rank raw[MAX_RANKS];
+	wafer_device_desc dev0 = {.struct_size = sizeof dev0};
+	wafer_runtime *runtime;
+	int n = 0;
+
+	if (!max_bytes || !reps || want < 1) {
+		fprintf(stderr, "wafer-bench allreduce: MiB, reps and ranks "
+				"must be positive\n");
+		return 2;
+	}
+	if (want > MAX_RANKS)
+		want = MAX_RANKS;
+	bench_check(wafer_runtime_open(NULL, &runtime), "runtime_open");
+	clients[0] = bench_open_client(runtime, NULL, NULL);
+	bench_check(wafer_client_device(clients[0], &dev0), "client_device");
+	n = 1;
+	/* The default device's backend's other devices, one client each. */
+	for (size_t i = 0; i < wafer_runtime_device_count(runtime) && n < want;
+	     i++) {
+		wafer_device_desc d = {.struct_size = sizeof d};
+		char name[64];
+
+		bench_check(wafer_runtime_device(runtime, i, &d), "device");
+		if (strcmp(d.backend, dev0.backend) != 0 || d.index == dev0.index)
+			continue;
+		snprintf(name, sizeof name, "%s:%u", d.backend, d.index);
+		bench_check(wafer_client_open(runtime, name, NULL, &clients[n]),
+			    "client_open");
+		n++;
+	}
+	bench_check(wafer_comm_open_group(clients, (size_t)n, comms),
+		    "comm_open_group");
+	memset(ranks, 0, sizeof ranks);
+	for (int i = 0; i < n; i++) {
+		wafer_native_queue q = {.struct_size = sizeof q};
+
+		ranks[i].client = clients[i];
+		ranks[i].comm = comms[i];
+		bench_check(wafer_empty(clients[i], max_bytes, &ranks[i].buf),
+			    "empty");
+		/* NCCL's side runs on the same buffers and streams. */
+		raw[i].buffer = NULL;
+		if (wafer_client_native_queue(clients[i], &q) == WAFER_OK &&
+		    q.kind == WAFER_NATIVE_CUDA_POINTER) {
+			wafer_native_buffer nb = {.struct_size = sizeof nb};
+			if (wafer_handle_native(clients[i], ranks[i].buf, &nb) ==
+			    WAFER_OK) {
+				raw[i] = (struct bench_nccl_rank){
+					q.device_ordinal, q.context, q.queue,
+					(void *)(uintptr_t)nb.address};
+			}
+		}
+	}
+	int have_raw = 1;
+	for (int i = 0; i < n; i++)
+		have_raw = have_raw && raw[i].buffer;
+
+	for (size_t bytes = 4096;; bytes *= 8) {
+		if (bytes > max_bytes)
+			bytes = max_bytes;
+		size_t count = bytes / 4;
+		const char *ok = check(ranks, n, count);
+		run(ranks, n, count, WARMUP);
+		double ns = run(ranks, n, count, reps) / reps;
+		double algbw = (double)bytes / ns; /* GB/s */
+		double factor = 2.0 * (n - 1) / n;
+		printf("allreduce ranks=%d bytes=%zu dtype=f32 check=%s us=%.2f "
+		       "algbw=%.2f busbw=%.2f",
+		       n, bytes, ok, ns / 1e3, algbw, algbw * factor);
+		if (have_raw) {
+			const char *what;
+			double raw_ns = bench_nccl_allreduce_ns(
+				raw, n, count, WARMUP, reps, &what);
+			if (raw_ns > 0)
+				printf(" raw=\"%s\" raw_us=%.2f raw_busbw=%.2f "
+				       "vs_raw=%.3f",
+				       what, raw_ns / 1e3,
+				       (double)bytes / raw_ns * factor,
+				       raw_ns / ns);
+		}
+		printf("\n");
+		fflush(stdout);
+		if (bytes == max_bytes)
+			break;
+	}
+	for (int i = 0; i < n; i++)
+		bench_check(wafer_release(clients[i], ranks[i].buf), "release");
+	for (int i = 0; i < n; i++)
+		wafer_comm_close(comms[i]);
+	peer_copies(runtime, ranks, n, &dev0,
+		    max_bytes < ((size_t)256 << 20) ? max_bytes
+						    : (size_t)256 << 20,
+		    reps);
+	for (int i = 0; i < n; i++)
+		wafer_client_close(clients[i]);
+	wafer_runtime_close(runtime);
+	return 0;
+}
