@@ -67,8 +67,10 @@ typedef struct wafer_comm_options {
 	uint32_t rank;          /* this member, 0 .. size-1 */
 	uint32_t size;          /* members in all */
 	const wafer_comm_id *id; /* NULL: all zeros */
-	/* NULL, or the caller's communicator to run on (an MPI_Comm on cpu,
-	 * an ncclComm_t on cuda); never freed by wafer. */
+	/* NULL, or the caller's communicator to run on, never freed by
+	 * wafer: on cpu the address of an MPI_Comm (an MPI_Comm * — an
+	 * integer in some MPIs), on cuda the ncclComm_t itself (already a
+	 * pointer). wafer-mpi(7), wafer-cuda(7). */
 	void *native;
 } wafer_comm_options;
 

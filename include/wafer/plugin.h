@@ -383,8 +383,9 @@ struct wafer_comm_open_args {
 	uint32_t size;
 	/* From comm_id on one rank, the same bytes on every rank. */
 	const wafer_comm_id *id;
-	/* NULL, or the caller's own communicator to run on (an MPI_Comm, an
-	 * ncclComm_t); the plugin never frees it. */
+	/* NULL, or the caller's own communicator to run on, as the plugin
+	 * documents it (cpu: an MPI_Comm *; cuda: an ncclComm_t); the plugin
+	 * never frees it. */
 	void *native;
 };
 
