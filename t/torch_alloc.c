@@ -14,7 +14,8 @@
  * queued on its stream, then returned to the driver (by empty_cache, or
  * by the free itself with the pool's max_idle), must outlive the copy —
  * the stand-in turns a copy into unmapped memory into a sticky
- * CUDA_ERROR_ILLEGAL_ADDRESS. The core has to synchronise the stream
+ * CUDA_ERROR_ILLEGAL_ADDRESS. The pool's idle bound: the allocator's
+ * default, and a configured one winning over it. The core has to synchronise the stream
  * for that: its work is the program's, which wafer cannot see. Stream 0
  * (the legacy default stream, CU_STREAM_LEGACY) for each strategy. The
  * statistics' report at exit (WAFER_TORCH_REPORT) in a child process. */
@@ -452,6 +453,37 @@ static void test_close(void *s1)
 	is_int((long long)wt.close(), 0, "close with nothing live");
 }
 
+/* The pool's bound on idle mapped memory: the allocator's own 20% unless
+ * the configuration sets one. 10 MiB and 100 MiB live, the 10 MiB freed,
+ * then 12 MiB more that the hole cannot take: 122 MiB mapped for 112
+ * live, within 20% (nothing unmapped) but past 4% (the idle 10 MiB goes
+ * back to the driver). */
+static uint64_t unmaps_after_moving(void *s1)
+{
+	const size_t MiB = 1 << 20;
+	void *a = wt.alloc(10 * MiB, 0, s1), *b = wt.alloc(100 * MiB, 0, s1);
+	wt.free(a, 10 * MiB, 0, s1);
+	void *c = wt.alloc(12 * MiB, 0, s1);
+	uint64_t unmaps = stats().storage_unmaps;
+	wt.free(b, 100 * MiB, 0, s1);
+	wt.free(c, 12 * MiB, 0, s1);
+	ok(a && b && c, "overhead: the three allocations");
+	return unmaps;
+}
+
+static void test_overhead(const char *fake_path, void *s1)
+{
+	configure(fake_path, "pool-overhead-default", "pool", "");
+	is_int((long long)unmaps_after_moving(s1), 0,
+	       "overhead: the allocator's 20%% keeps the idle 10 MiB mapped");
+	is_int((long long)wt.close(), 0, "overhead: closed");
+	configure(fake_path, "pool-overhead-4", "pool",
+		  "[memory.pool]\noverhead = 0.04\n");
+	ok(unmaps_after_moving(s1) > 0,
+	   "overhead: a configured 4%% wins, the idle 10 MiB is unmapped");
+	is_int((long long)wt.close(), 0, "overhead: closed");
+}
+
 /* The child of test_report: one alloc and free on the parent's
  * configuration (WAFER_CONFIG), exit. */
 static int report_child(void *s1)
@@ -578,6 +610,7 @@ int main(int argc, char **argv)
 		       "live", strategy);
 	}
 	fake_reset();
+	test_overhead(fake_path, s1);
 	/* A pool that unmaps idle pages as soon as a free leaves more than
 	 * 1 MiB of them: the free itself returns memory to the driver. */
 	configure(fake_path, "pool-max-idle", "pool",
