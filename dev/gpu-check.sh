@@ -54,8 +54,8 @@ jobs=${GPU_CHECK_JOBS:-16}
 
 summary=$OUT/summary.log
 : > "$summary"
-say() { printf '%s\n' "$*" | tee -a "$summary"; }
-stamp() { date +%s; }
+# say, stamp, stage (dev/stage.sh).
+. "$(dirname "$0")/stage.sh"
 began=$(stamp)
 
 # The whole run stays inside GPU_CHECK_BUDGET seconds (default 540: the
@@ -72,28 +72,6 @@ want() {
 	*" all "* | *" $1 "*) return 0 ;;
 	esac
 	return 1
-}
-
-# stage NAME LOG LIMIT COMMAND...: runs COMMAND with its output appended
-# to LOG, under a time limit, and notes the verdict and time.
-stage() {
-	st_name=$1 st_log=$2 st_limit=$3
-	shift 3
-	st_left=$((began + budget - $(stamp) - 10))
-	if [ "$st_left" -lt 20 ]; then
-		say "$(printf '%-28s %s' "$st_name" "SKIPPED (out of time)")"
-		return 125
-	fi
-	[ "$st_limit" -gt "$st_left" ] && st_limit=$st_left
-	st_t0=$(stamp)
-	printf '\n===== %s: %s\n' "$st_name" "$*" >> "$st_log"
-	timeout "$st_limit" "$@" >> "$st_log" 2>&1
-	st_rc=$?
-	st_verdict=ok
-	[ $st_rc -eq 124 ] && st_verdict="TIMED OUT after ${st_limit}s"
-	[ $st_rc -ne 0 ] && [ $st_rc -ne 124 ] && st_verdict="FAILED (exit $st_rc)"
-	say "$(printf '%-28s %-22s %4ss' "$st_name" "$st_verdict" $(($(stamp) - st_t0)))"
-	return $st_rc
 }
 
 plugin=$OUT/plugin.log check=$OUT/check.log bench=$OUT/bench.log

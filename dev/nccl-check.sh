@@ -47,32 +47,12 @@ mkdir -p "$OUT" || exit 1
 jobs=${NCCL_CHECK_JOBS:-16}
 summary=$OUT/summary.log
 : > "$summary"
-say() { printf '%s\n' "$*" | tee -a "$summary"; }
-stamp() { date +%s; }
+# say, stamp, stage (dev/stage.sh): each stage's limit is cut to what is
+# left of the budget, 5 s kept back, and one with less than 15 s skipped.
+. "$(dirname "$0")/stage.sh"
+stage_reserve=5 stage_least=15 stage_width=30
 began=$(stamp)
 budget=${NCCL_CHECK_BUDGET:-570}
-
-# stage NAME LOG LIMIT COMMAND...: COMMAND's output appended to LOG,
-# under a time limit cut to what is left of the budget (as gpu-check.sh's).
-stage() {
-	st_name=$1 st_log=$2 st_limit=$3
-	shift 3
-	st_left=$((began + budget - $(stamp) - 5))
-	if [ "$st_left" -lt 15 ]; then
-		say "$(printf '%-30s %s' "$st_name" "SKIPPED (out of time)")"
-		return 125
-	fi
-	[ "$st_limit" -gt "$st_left" ] && st_limit=$st_left
-	st_t0=$(stamp)
-	printf '\n===== %s: %s\n' "$st_name" "$*" >> "$st_log"
-	timeout "$st_limit" "$@" >> "$st_log" 2>&1
-	st_rc=$?
-	st_verdict=ok
-	[ $st_rc -eq 124 ] && st_verdict="TIMED OUT after ${st_limit}s"
-	[ $st_rc -ne 0 ] && [ $st_rc -ne 124 ] && st_verdict="FAILED (exit $st_rc)"
-	say "$(printf '%-30s %-22s %4ss' "$st_name" "$st_verdict" $(($(stamp) - st_t0)))"
-	return $st_rc
-}
 
 #--- the machine, the toolkit, NCCL ----------------------------------------------
 say "wafer nccl-check: $(basename "$top") on $(hostname), $(date -u '+%Y-%m-%d %H:%M UTC')"
