@@ -27,6 +27,7 @@
 #include "t/plugins/common.h"
 #include "client_util.h"
 #include "tap.h"
+#include "log_capture.h"
 
 /* $T_BUILDDIR/plugins/.libs (the modules) and $T_BUILDDIR/plugins (the
  * not-a-plugin.so made at check time). */
@@ -58,43 +59,6 @@ static wafer_status open_runtime_ex(const char *backends,
 		.flags = flags | (read_files ? 0 : WAFER_RUNTIME_NO_CONFIG_FILES),
 	};
 	return wafer_runtime_open(&ro, out);
-}
-
-/* stderr into a temporary file, for the log lines a call writes. */
-struct capture {
-	char path[64];
-	int fd, saved;
-};
-
-static int capture_begin(struct capture *c)
-{
-	snprintf(c->path, sizeof c->path, "/tmp/wafer-loader-log-XXXXXX");
-	c->fd = mkstemp(c->path);
-	c->saved = c->fd < 0 ? -1 : dup(2);
-	if (c->fd < 0 || c->saved < 0) {
-		ok(0, "log capture set up: %s", strerror(errno));
-		if (c->fd >= 0) {
-			close(c->fd);
-			unlink(c->path);
-		}
-		return 0;
-	}
-	fflush(stderr);
-	dup2(c->fd, 2);
-	return 1;
-}
-
-/* Restores stderr; |text| gets what was written meanwhile. */
-static void capture_end(struct capture *c, char *text, size_t size)
-{
-	fflush(stderr);
-	dup2(c->saved, 2);
-	close(c->saved);
-	lseek(c->fd, 0, SEEK_SET);
-	ssize_t n = read(c->fd, text, size - 1);
-	text[n > 0 ? n : 0] = '\0';
-	close(c->fd);
-	unlink(c->path);
 }
 
 static wafer_runtime *open_runtime(const char *backends,
@@ -438,13 +402,13 @@ static void test_loader_direct(void)
 	snprintf(path, sizeof path, "%s/half_interop.so", libs_dir);
 	{
 		char text[8192] = "";
-		struct capture cap;
+		struct log_capture cap;
 		wafer_status st = WAFER_ERROR_INTERNAL;
 
 		p = NULL;
-		if (capture_begin(&cap)) {
+		if (log_capture_begin(&cap)) {
 			st = wafer_loader_load(NULL, path, &p);
-			capture_end(&cap, text, sizeof text);
+			log_capture_end(&cap, text, sizeof text);
 		}
 		is_status(st, WAFER_OK, "half_interop: loads");
 		ok(p && !p->storage.native && !p->storage.import &&
@@ -863,13 +827,13 @@ static void test_refcount(void)
 		  "acquire and leave acquired at close");
 	{
 		char text[8192] = "";
-		struct capture cap;
+		struct log_capture cap;
 
-		if (capture_begin(&cap)) {
+		if (log_capture_begin(&cap)) {
 			wafer_log_set_level(WAFER_LOG_DEBUG);
 			wafer_runtime_close(rt);
 			wafer_log_set_level(WAFER_LOG_WARN);
-			capture_end(&cap, text, sizeof text);
+			log_capture_end(&cap, text, sizeof text);
 			like(text, "full:0 still acquired 1 time at runtime "
 			     "close; closing it",
 			     "runtime_close with a device still acquired "
@@ -1037,13 +1001,13 @@ static void test_plugin_log(void)
 	char text[8192] = "";
 	wafer_option debug[] = {{"core", "log", "debug"}};
 	wafer_runtime *rt = NULL;
-	struct capture cap;
+	struct log_capture cap;
 
-	if (!capture_begin(&cap))
+	if (!log_capture_begin(&cap))
 		return;
 	open_runtime_ex("good", debug, 1, 0, 0, &rt);
 	wafer_runtime_close(rt);
-	capture_end(&cap, text, sizeof text);
+	log_capture_end(&cap, text, sizeof text);
 	like(text, "wafer[good] debug: init: 1 device(s)",
 	     "plugin log lines carry the plugin's name");
 	char want[64];
