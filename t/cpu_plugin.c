@@ -50,18 +50,6 @@ SANITIZER_HOOK const char *__tsan_default_options(void)
 static const struct wafer_plugin *plugin;
 static long page_size;
 
-static struct wafer_plugin_option option(const char *key,
-					       const char *value,
-					       const char *origin)
-{
-	return (struct wafer_plugin_option){
-		.struct_size = sizeof(struct wafer_plugin_option),
-		.key = key,
-		.value = value,
-		.origin = origin,
-	};
-}
-
 static wafer_status init_with(const struct wafer_plugin_option *options,
 			      size_t count, void **out_state)
 {

@@ -39,82 +39,19 @@
 #include "t/half.h"
 #include "t/tap.h"
 
-#include "t/fake_host.h"
+#include "t/cuda_host.h"
 
-static const struct wafer_plugin *plugin;
-static int real;
-static char fake_path[4096], nccl_path[4096];
-static fakecuda_stats_fn fake_stats;
-
-static struct fakecuda_stats stats(void)
-{
-	struct fakecuda_stats s;
-
-	memset(&s, 0, sizeof s);
-	if (fake_stats)
-		fake_stats(&s);
-	return s;
-}
-
-static struct wafer_plugin_option option(const char *key, const char *value)
-{
-	return (struct wafer_plugin_option){
-		.struct_size = sizeof(struct wafer_plugin_option),
-		.key = key,
-		.value = value,
-		.origin = "test",
-	};
-}
+static char nccl_path[4096];
 
 /* init with this run's driver and NCCL, or with |nccl| ("no", a path). */
-static wafer_status init_with(const char *nccl, void **out_state)
+static wafer_status init_nccl(const char *nccl, void **out_state)
 {
-	struct wafer_plugin_option all[4];
-	size_t n = 0;
+	struct wafer_plugin_option o = {0};
+	const char *value = nccl ? nccl : nccl_path[0] ? nccl_path : NULL;
 
-	if (!real) {
-		all[n++] = option("driver_library", fake_path);
-		all[n++] = option("cublas", "no");
-	}
-	if (nccl)
-		all[n++] = option("nccl", nccl);
-	else if (nccl_path[0])
-		all[n++] = option("nccl", nccl_path);
-	struct wafer_plugin_init_args args = {
-		.struct_size = sizeof args,
-		.options = all,
-		.option_count = n,
-		.host = &fake_host,
-	};
-	return plugin->init(&args, out_state);
-}
-
-static wafer_resource alloc_or_die(void *device, size_t size)
-{
-	wafer_resource r;
-
-	if (plugin->storage->alloc(device, size, &r) != WAFER_OK)
-		bail_out("alloc(%zu): %s", size, last_error);
-	return r;
-}
-
-static unsigned char *bytes(size_t n)
-{
-	unsigned char *x = malloc(n ? n : 1);
-
-	if (!x)
-		bail_out("out of host memory");
-	return x;
-}
-
-static void pattern(unsigned char *x, size_t n, uint32_t seed)
-{
-	uint32_t s = seed * 2654435761u + 7;
-
-	for (size_t i = 0; i < n; i++) {
-		s = s * 1664525u + 1013904223u;
-		x[i] = (unsigned char)(s >> 24);
-	}
+	if (value)
+		o = option("nccl", value, "test");
+	return init_with(&o, value ? 1 : 0, out_state);
 }
 
 /*===----------------------------------------------------------------------===
@@ -667,7 +604,7 @@ static void without(const char *nccl, const char *want)
 		.struct_size = sizeof args, .rank = 0, .size = 1,
 	};
 
-	if (init_with(nccl, &state) != WAFER_OK ||
+	if (init_nccl(nccl, &state) != WAFER_OK ||
 	    plugin->device_open(state, 0, &device) != WAFER_OK) {
 		ok(0, "nccl = %s: init and device_open", nccl);
 		if (state)
@@ -748,7 +685,7 @@ int main(int argc, char **argv)
 	   plugin->server->comm_close && plugin->server->comm_run,
 	   "the four comm entries are offered");
 
-	status_is(init_with(NULL, &state), WAFER_OK, "init");
+	status_is(init_nccl(NULL, &state), WAFER_OK, "init");
 	if (!state || plugin->device_count(state, &count) != WAFER_OK ||
 	    count == 0) {
 		diag("no device: %s", last_error);
@@ -795,7 +732,7 @@ int main(int argc, char **argv)
 	plugin->shutdown(state);
 
 	void *bad = NULL;
-	status_is(init_with("libnccl.so.2", &bad), WAFER_ERROR_CONFIG,
+	status_is(init_nccl("libnccl.so.2", &bad), WAFER_ERROR_CONFIG,
 		  "nccl = a relative name: refused");
 	like(last_error, "test: [cuda] nccl: expected auto, no or an absolute "
 	     "path, got 'libnccl.so.2'", "the error names the key and value");

@@ -44,65 +44,15 @@
 #include "t/half.h"
 #include "t/tap.h"
 
-/* A fake core: host services that record what the plugin says. */
-#include "t/fake_host.h"
+/* A fake core (host services that record what the plugin says), the
+ * plugin on the stand-in or the real driver, and the setup helpers. */
+#include "t/cuda_host.h"
 
 /*===----------------------------------------------------------------------===
  * Helpers
  *===----------------------------------------------------------------------===*/
 
-static const struct wafer_plugin *plugin;
-static int real; /* --real: libcuda.so.1 and a GPU */
-static char fake_path[4096];
-static fakecuda_stats_fn fake_stats;
 static fakecuda_reset_fn fake_reset;
-
-static struct fakecuda_stats stats(void)
-{
-	struct fakecuda_stats s;
-
-	memset(&s, 0, sizeof s);
-	if (fake_stats)
-		fake_stats(&s);
-	return s;
-}
-
-static struct wafer_plugin_option option(const char *key, const char *value,
-					 const char *origin)
-{
-	return (struct wafer_plugin_option){
-		.struct_size = sizeof(struct wafer_plugin_option),
-		.key = key,
-		.value = value,
-		.origin = origin,
-	};
-}
-
-#define MAX_OPTIONS 8
-
-/* init with the driver of this run (the stand-in unless --real; cuBLAS
- * off with the stand-in, as cuBLAS would look for the real driver), and
- * |count| more options. */
-static wafer_status init_with(const struct wafer_plugin_option *options,
-			      size_t count, void **out_state)
-{
-	struct wafer_plugin_option all[MAX_OPTIONS];
-	size_t n = 0;
-
-	if (!real) {
-		all[n++] = option("driver_library", fake_path, "test");
-		all[n++] = option("cublas", "no", "test");
-	}
-	for (size_t i = 0; i < count && n < MAX_OPTIONS; i++)
-		all[n++] = options[i];
-	struct wafer_plugin_init_args args = {
-		.struct_size = sizeof args,
-		.options = all,
-		.option_count = n,
-		.host = &fake_host,
-	};
-	return plugin->init(&args, out_state);
-}
 
 static const struct wafer_kernel *find_kernel(void *device, const char *op,
 					      wafer_dtype dtype)
@@ -153,34 +103,6 @@ static wafer_status launch(void *device, void *queue, const char *op,
 	if (core_checks_only)
 		return core_checks(&l);
 	return plugin->server->launch(device, queue, &l);
-}
-
-static wafer_resource alloc_or_die(void *device, size_t size)
-{
-	wafer_resource r;
-	if (plugin->storage->alloc(device, size, &r) != WAFER_OK) {
-		diag("alloc(%zu): %s", size, last_error);
-		exit(1);
-	}
-	return r;
-}
-
-static unsigned char *bytes(size_t n)
-{
-	unsigned char *x = malloc(n ? n : 1);
-	if (!x)
-		exit(1);
-	return x;
-}
-
-/* A pattern that differs for each seed and position. */
-static void pattern(unsigned char *x, size_t n, uint32_t seed)
-{
-	uint32_t s = seed * 2654435761u + 7;
-	for (size_t i = 0; i < n; i++) {
-		s = s * 1664525u + 1013904223u;
-		x[i] = (unsigned char)(s >> 24);
-	}
 }
 
 /* Values in [-64, 64) with exact and negative zeros, as floats. */

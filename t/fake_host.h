@@ -9,7 +9,8 @@
  *   log_count    lines logged
  *   fake_log_hook, when set, sees each line under log_lock
  * T_VERBOSE=1 echoes log lines as TAP comments. binding() builds a
- * wafer_binding as the core does. status_is() is tap.h's
+ * wafer_binding as the core does, option() a configuration option as
+ * the core hands it to init. status_is() is tap.h's
  * is_status for such tests: it shows the set_error text on failure.
  *
  * Header-only; include it once, after tap.h. */
@@ -95,6 +96,19 @@ binding(wafer_resource resource, size_t offset, size_t size)
 		.resource = resource,
 		.offset = offset,
 		.size = size,
+	};
+}
+
+/* An option as the core would hand it to init; |origin| is where it
+ * was set (a file:line, "api"). */
+__attribute__((unused)) static struct wafer_plugin_option
+option(const char *key, const char *value, const char *origin)
+{
+	return (struct wafer_plugin_option){
+		.struct_size = sizeof(struct wafer_plugin_option),
+		.key = key,
+		.value = value,
+		.origin = origin,
 	};
 }
 

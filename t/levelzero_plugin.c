@@ -49,17 +49,6 @@ static const struct wafer_server_ops *sv;
 #define MAX_GROUPS 300u
 #define DEVICE_MEMORY ((size_t)64 << 20)
 
-static struct wafer_plugin_option option(const char *key, const char *value,
-					 const char *origin)
-{
-	return (struct wafer_plugin_option){
-		.struct_size = sizeof(struct wafer_plugin_option),
-		.key = key,
-		.value = value,
-		.origin = origin,
-	};
-}
-
 static wafer_status init_with(const struct wafer_plugin_option *options,
 			      size_t count, void **out_state)
 {

@@ -347,7 +347,7 @@ EXTRA_DIST += t/headers.sh
 # driver (t/fakecuda.c) that keeps libcuda's contracts strictly and
 # injects the failures a GPU machine rarely shows; `t/cuda_plugin --real`
 # runs the driver-neutral part on a GPU (dev/gpu-check.sh).
-EXTRA_DIST += t/fakecuda.h t/half.h t/cuda.sh
+EXTRA_DIST += t/fakecuda.h t/cuda_host.h t/half.h t/cuda.sh
 # It runs tools/wafer-info and t/client, t/channels, t/stress, which are
 # built before any test runs.
 TESTS += t/cuda.sh
@@ -363,7 +363,7 @@ t_fakecuda_la_LIBADD = -lm
 
 check_PROGRAMS += t/cuda_plugin
 TESTS += t/cuda_plugin
-t_cuda_plugin_SOURCES = t/cuda_plugin.c t/fakecuda.h t/half.h
+t_cuda_plugin_SOURCES = t/cuda_plugin.c t/cuda_host.h t/fakecuda.h t/half.h
 t_cuda_plugin_LDADD = -ldl -lm
 
 # The cuda plugin's peer copies and collectives through the vendor ABI:
@@ -372,7 +372,7 @@ t_cuda_plugin_LDADD = -ldl -lm
 # and the real NCCL (dev/nccl-check.sh).
 check_PROGRAMS += t/cuda_comm
 TESTS += t/cuda_comm
-t_cuda_comm_SOURCES = t/cuda_comm.c t/fakecuda.h t/half.h
+t_cuda_comm_SOURCES = t/cuda_comm.c t/cuda_host.h t/fakecuda.h t/half.h
 t_cuda_comm_LDADD = -ldl -lm -lpthread
 if WAFER_NCCL
 check_LTLIBRARIES += t/fakenccl.la

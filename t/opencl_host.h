@@ -164,17 +164,6 @@ static unsigned opencl_devices_present(char *why, size_t why_size)
 	return devices;
 }
 
-static struct wafer_plugin_option option(const char *key, const char *value,
-					 const char *origin)
-{
-	return (struct wafer_plugin_option){
-		.struct_size = sizeof(struct wafer_plugin_option),
-		.key = key,
-		.value = value,
-		.origin = origin,
-	};
-}
-
 /* Initialises the plugin with |options| after `type = all`: CPU OpenCL
  * devices such as PoCL are opt-in, and the tests run on whatever device
  * the machine has (a `type` among |options| still wins, being later). */
