@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <wafer/plugin.h>
+
 #include "tools/bench/bench.h"
 
 volatile uint64_t bench_sink;
@@ -65,6 +67,24 @@ wafer_client *bench_open_client(wafer_runtime *runtime, const char *channel,
 	bench_check(wafer_client_open(runtime, "default", &options, &client),
 		    "client_open");
 	return client;
+}
+
+void bench_fill_f32(wafer_client *client, wafer_handle h, uint64_t count,
+		    double value)
+{
+	struct wafer_fill_params p = {.count = count, .value = value};
+	wafer_buffer_binding b = {h, 0, 0};
+	wafer_execute_args args = {
+		.struct_size = sizeof args,
+		.kernel = WAFER_KERNEL_FILL,
+		.dtype = WAFER_DTYPE_F32,
+		.bindings = &b,
+		.binding_count = 1,
+		.params = &p,
+		.params_size = sizeof p,
+		.global = {count, 1, 1},
+	};
+	bench_check(wafer_execute(client, &args), "fill");
 }
 
 static void usage(FILE *out)

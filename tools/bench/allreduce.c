@@ -49,24 +49,6 @@ struct rank {
 	char error[512];
 };
 
-static void fill(wafer_client *client, wafer_handle h, size_t count,
-		 double value)
-{
-	struct wafer_fill_params p = {.count = count, .value = value};
-	wafer_buffer_binding b = {h, 0, 0};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = WAFER_KERNEL_FILL,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = &b,
-		.binding_count = 1,
-		.params = &p,
-		.params_size = sizeof p,
-		.global = {count, 1, 1},
-	};
-	bench_check(wafer_execute(client, &args), "fill");
-}
-
 /* A rank's thread: |steps| all-reduces between the two barriers, then a
  * sync (the others may wait for it inside theirs). */
 static void *rank_main(void *arg)
@@ -126,7 +108,7 @@ static const char *check(struct rank *ranks, int n, size_t count)
 	float want = (float)(n * (n + 1) / 2), first, last;
 
 	for (int i = 0; i < n; i++)
-		fill(ranks[i].client, ranks[i].buf, count, i + 1.0);
+		bench_fill_f32(ranks[i].client, ranks[i].buf, count, i + 1.0);
 	run(ranks, n, count, 1);
 	for (int i = 0; i < n; i++) {
 		bench_check(wafer_read(ranks[i].client, ranks[i].buf, 0, &first,
@@ -145,7 +127,7 @@ static const char *check(struct rank *ranks, int n, size_t count)
 	}
 	/* Zeros from here: sums of them stay finite whatever the steps. */
 	for (int i = 0; i < n; i++) {
-		fill(ranks[i].client, ranks[i].buf, count, 0.0);
+		bench_fill_f32(ranks[i].client, ranks[i].buf, count, 0.0);
 		bench_check(wafer_sync(ranks[i].client), "sync");
 	}
 	return "ok";
@@ -170,7 +152,7 @@ static void peer_copies(wafer_runtime *runtime, struct rank *ranks, int n,
 	}
 	bench_check(wafer_client_device(dst, &d), "client_device");
 	bench_check(wafer_empty(src, bytes, &h), "empty");
-	fill(src, h, bytes / 4, 1.0);
+	bench_fill_f32(src, h, bytes / 4, 1.0);
 	bench_check(wafer_sync(src), "sync");
 	/* One untimed, then each copy to the end of the destination's
 	 * sync, and its release. */

@@ -21,24 +21,6 @@
 #include "tools/bench/bench.h"
 #include "tools/bench/raw.h"
 
-static void fill(wafer_client *client, wafer_handle h, uint64_t count,
-		 double value)
-{
-	struct wafer_fill_params p = {.count = count, .value = value};
-	wafer_buffer_binding b = {h, 0, 0};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = WAFER_KERNEL_FILL,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = &b,
-		.binding_count = 1,
-		.params = &p,
-		.params_size = sizeof p,
-		.global = {count, 1, 1},
-	};
-	bench_check(wafer_execute(client, &args), "fill");
-}
-
 int bench_bandwidth(int argc, char **argv)
 {
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 256;
@@ -61,8 +43,8 @@ int bench_bandwidth(int argc, char **argv)
 	bench_check(wafer_empty(client, bytes, &a), "empty");
 	bench_check(wafer_empty(client, bytes, &b), "empty");
 	bench_check(wafer_empty(client, bytes, &out), "empty");
-	fill(client, a, count, 1.5);
-	fill(client, b, count, -0.25);
+	bench_fill_f32(client, a, count, 1.5);
+	bench_fill_f32(client, b, count, -0.25);
 
 	struct wafer_elementwise_params p = {.count = count};
 	wafer_buffer_binding bind[3] = {{out, 0, 0}, {a, 0, 0}, {b, 0, 0}};

@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * bench.h: what the wafer-bench subcommands share: a clock, and opening
- * a runtime and client or failing with the library's message. Each
+ * bench.h: what the wafer-bench subcommands share: a clock, opening a
+ * runtime and client or failing with the library's message, and a fill. Each
  * subcommand is one file under tools/bench/ and prints one line per
  * measurement, `<name> key=value ...`, so results are easy to compare and
  * to grep. */
@@ -27,6 +27,11 @@ void bench_check(wafer_status status, const char *what);
  * strategy (NULL: configured). */
 wafer_client *bench_open_client(wafer_runtime *runtime, const char *channel,
 				const char *memory);
+
+/* Fills |count| f32 elements of |h| with |value| (the standard fill
+ * kernel through wafer_execute), or exits naming "fill". */
+void bench_fill_f32(wafer_client *client, wafer_handle h, uint64_t count,
+		    double value);
 
 /* Keeps the compiler from dropping a value a benchmark computes. */
 extern volatile uint64_t bench_sink;
