@@ -989,6 +989,18 @@ static CUresult stream_usable(CUstream *sp)
 	return CUDA_SUCCESS;
 }
 
+/* A new op for stream |*sp| (resolved as stream_usable does), to fill
+ * in and push_op: the stream's error, or CUDA_ERROR_OUT_OF_MEMORY. */
+static CUresult op_on(CUstream *sp, struct op **out)
+{
+	CUresult r = stream_usable(sp);
+
+	if (r)
+		return r;
+	*out = calloc(1, sizeof **out);
+	return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 static CUresult fake_cuInit(unsigned flags)
 {
 	CUresult r = (CUresult)env_long("FAKECUDA_INIT", 0);
@@ -2331,12 +2343,9 @@ static CUresult fake_cuEventRecord(CUevent e, CUstream s)
 		return r;
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
-	r = stream_usable(&s);
+	r = op_on(&s, &o);
 	if (r)
 		return r;
-	o = calloc(1, sizeof *o);
-	if (!o)
-		return CUDA_ERROR_OUT_OF_MEMORY;
 	o->kind = OP_EVENT;
 	o->event = e;
 	pthread_mutex_lock(&L);
@@ -2410,12 +2419,9 @@ static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
 		return r;
 	if (!e || flags)
 		return !e ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
-	r = stream_usable(&s);
+	r = op_on(&s, &o);
 	if (r)
 		return r;
-	o = calloc(1, sizeof *o);
-	if (!o)
-		return CUDA_ERROR_OUT_OF_MEMORY;
 	o->kind = OP_WAIT;
 	pthread_mutex_lock(&L);
 	o->wait_for = e->stream;
@@ -2558,12 +2564,9 @@ static CUresult fake_cuMemFreeAsync(CUdeviceptr ptr, CUstream s)
 
 	if (r)
 		return r;
-	r = stream_usable(&s);
+	r = op_on(&s, &o);
 	if (r)
 		return r;
-	o = calloc(1, sizeof *o);
-	if (!o)
-		return CUDA_ERROR_OUT_OF_MEMORY;
 	o->kind = OP_FREE;
 	o->free_ptr = (uintptr_t)ptr;
 	pthread_mutex_lock(&L);
@@ -3299,11 +3302,10 @@ EXPORT CUresult fakecuda_enqueue(CUstream s, fakecuda_host_fn run, void *arg,
 
 	if (r)
 		return r;
-	r = stream_usable(&s);
+	r = op_on(&s, &o);
 	if (r)
 		return r;
-	o = calloc(1, sizeof *o);
-	if (!o || (count && !(o->access = calloc(count, sizeof *access)))) {
+	if (count && !(o->access = calloc(count, sizeof *access))) {
 		free(o);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
