@@ -170,6 +170,20 @@ static wafer_status nccl_fail(struct cuda_device *dev,
  * The entries
  *===----------------------------------------------------------------------===*/
 
+/* |dev|'s context current (cuda_enter) and NCCL's table in |*out|: the
+ * status of cuda_enter, or WAFER_ERROR_NOT_SUPPORTED with nccl_get's
+ * error set. */
+static wafer_status nccl_enter(struct cuda_device *dev,
+			       const struct cuda_nccl **out)
+{
+	wafer_status status = cuda_enter(dev);
+
+	if (status != WAFER_OK)
+		return status;
+	*out = nccl_get(dev);
+	return *out ? WAFER_OK : WAFER_ERROR_NOT_SUPPORTED;
+}
+
 wafer_status cuda_comm_id(void *device, wafer_comm_id *out_id)
 {
 	struct cuda_device *dev = device;
@@ -179,12 +193,9 @@ wafer_status cuda_comm_id(void *device, wafer_comm_id *out_id)
 	ncclResult_t r;
 
 	memset(out_id, 0, sizeof *out_id);
-	status = cuda_enter(dev);
+	status = nccl_enter(dev, &n);
 	if (status != WAFER_OK)
 		return status;
-	n = nccl_get(dev);
-	if (!n)
-		return WAFER_ERROR_NOT_SUPPORTED;
 	r = n->ncclGetUniqueId(&id);
 	if (r != ncclSuccess)
 		return nccl_fail(dev, n, NULL, r, "ncclGetUniqueId");
@@ -248,12 +259,9 @@ wafer_status cuda_comm_open(void *device,
 	char what[128];
 
 	*out_comm = NULL;
-	status = cuda_enter(dev);
+	status = nccl_enter(dev, &n);
 	if (status != WAFER_OK)
 		return status;
-	n = nccl_get(dev);
-	if (!n)
-		return WAFER_ERROR_NOT_SUPPORTED;
 	c = calloc(1, sizeof *c);
 	if (!c) {
 		dev->host->set_error("cuda: cannot allocate a communicator");
