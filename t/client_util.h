@@ -102,6 +102,31 @@ static inline wafer_runtime *open_runtime_on(const char *backends,
 	return rt;
 }
 
+/* A client of |selector| on |channel| (NULL: the configured one). */
+static inline wafer_client *open_client_on(wafer_runtime *rt,
+					   const char *selector,
+					   const char *channel)
+{
+	wafer_client_options options = {.struct_size = sizeof options,
+					 .channel = channel};
+	wafer_client *c;
+
+	check(wafer_client_open(rt, selector, &options, &c), selector);
+	return c;
+}
+
+/* |c|'s device's capability bits, and its backend in |*out_backend|
+ * (when not NULL; the name lives as long as the runtime). */
+static inline uint64_t caps_of(wafer_client *c, const char **out_backend)
+{
+	wafer_device_desc d = {.struct_size = sizeof d};
+
+	check(wafer_client_device(c, &d), "device");
+	if (out_backend)
+		*out_backend = d.backend;
+	return d.capabilities;
+}
+
 static inline wafer_memory_usage usage_now(wafer_client *client)
 {
 	wafer_memory_usage usage = {.struct_size = sizeof usage};

@@ -221,6 +221,32 @@ struct rank {
 	char why[256]; /* the first failure */
 };
 
+/* Ranks 0 .. |size| - 1 over clients[r] and comms[r], on |dtype|. */
+static void set_ranks(struct rank *ranks, wafer_client **clients,
+		      wafer_comm **comms, uint32_t size, wafer_dtype dtype)
+{
+	for (uint32_t r = 0; r < size; r++)
+		ranks[r] = (struct rank){.client = clients[r],
+					 .comm = comms[r],
+					 .rank = r,
+					 .size = size,
+					 .dtype = dtype};
+}
+
+/* How many of the ranks failed; |*why| the first one's reason ("" when
+ * none did). */
+static int rank_failures(const struct rank *ranks, uint32_t size,
+			 const char **why)
+{
+	int failures = 0;
+
+	*why = "";
+	for (uint32_t r = 0; r < size; r++)
+		if (ranks[r].failures && !failures++)
+			*why = ranks[r].why;
+	return failures;
+}
+
 static void fail(struct rank *r, const char *what, wafer_status status)
 {
 	if (!r->failures++)
@@ -341,17 +367,12 @@ static void run_steps(const char *label, wafer_client **clients,
 		struct rank ranks[MAX_RANKS];
 		struct rank_job jobs[MAX_RANKS];
 		pthread_t threads[MAX_RANKS];
-		int failures = 0;
-		const char *why = "";
+		int failures;
+		const char *why;
 
-		for (uint32_t r = 0; r < size; r++) {
-			ranks[r] = (struct rank){.client = clients[r],
-						 .comm = comms[r],
-						 .rank = r,
-						 .size = size,
-						 .dtype = dtypes[d]};
+		set_ranks(ranks, clients, comms, size, dtypes[d]);
+		for (uint32_t r = 0; r < size; r++)
 			jobs[r] = (struct rank_job){&ranks[r], steps, count};
-		}
 		if (one_thread) {
 			for (size_t k = 0; k < count; k++) {
 				for (uint32_t r = 0; r < size; r++)
@@ -369,9 +390,7 @@ static void run_steps(const char *label, wafer_client **clients,
 			for (uint32_t r = 0; r < size; r++)
 				pthread_join(threads[r], NULL);
 		}
-		for (uint32_t r = 0; r < size; r++)
-			if (ranks[r].failures && !failures++)
-				why = ranks[r].why;
+		failures = rank_failures(ranks, size, &why);
 		ok(!failures,
 		   "[%s] %s: %zu collectives on %u rank%s (%s), values match "
 		   "the host's %s",
@@ -385,27 +404,6 @@ static void run_steps(const char *label, wafer_client **clients,
 /*===----------------------------------------------------------------------===
  * The default backend
  *===----------------------------------------------------------------------===*/
-
-static wafer_client *open_on(wafer_runtime *rt, const char *selector,
-			     const char *channel)
-{
-	wafer_client_options options = {.struct_size = sizeof options,
-					 .channel = channel};
-	wafer_client *c;
-
-	check(wafer_client_open(rt, selector, &options, &c), selector);
-	return c;
-}
-
-static uint64_t caps_of(wafer_client *c, const char **out_backend)
-{
-	wafer_device_desc d = {.struct_size = sizeof d};
-
-	check(wafer_client_device(c, &d), "device");
-	if (out_backend)
-		*out_backend = d.backend;
-	return d.capabilities;
-}
 
 /* A backend without collectives says so three ways and loses nothing. */
 static void test_unsupported(wafer_client *c, const char *backend,
@@ -467,7 +465,7 @@ static void test_default_group(wafer_runtime *rt, const char *backend,
 			snprintf(sel[r], sizeof sel[r], "%s:%d", backend, r);
 		else
 			snprintf(sel[r], sizeof sel[r], "default");
-		clients[r] = open_on(rt, sel[r], label);
+		clients[r] = open_client_on(rt, sel[r], label);
 	}
 	st = wafer_comm_open_group(clients, 2, comms);
 	if (st == WAFER_OK) {
@@ -504,7 +502,7 @@ static void test_default(void)
 	check(wafer_runtime_open(NULL, &rt), "runtime_open");
 	for (size_t ch = 0; ch < 3; ch++) {
 		const char *label = channels[ch], *backend;
-		wafer_client *c = open_on(rt, "default", label);
+		wafer_client *c = open_client_on(rt, "default", label);
 		uint64_t caps = caps_of(c, &backend);
 		wafer_comm_id id;
 		wafer_comm *comm = NULL;
@@ -582,23 +580,17 @@ static void test_after_kernel(const char *label, wafer_client **clients,
 {
 	struct rank ranks[MAX_RANKS];
 	pthread_t threads[MAX_RANKS];
-	int failures = 0;
-	const char *why = "";
+	const char *why;
+	int failures;
 
-	for (uint32_t r = 0; r < size; r++) {
-		ranks[r] = (struct rank){.client = clients[r],
-					 .comm = comms[r],
-					 .rank = r,
-					 .size = size};
+	set_ranks(ranks, clients, comms, size, 0);
+	for (uint32_t r = 0; r < size; r++)
 		if (pthread_create(&threads[r], NULL, fill_then_reduce,
 				   &ranks[r]))
 			bail_out("pthread_create");
-	}
-	for (uint32_t r = 0; r < size; r++) {
+	for (uint32_t r = 0; r < size; r++)
 		pthread_join(threads[r], NULL);
-		if (ranks[r].failures && !failures++)
-			why = ranks[r].why;
-	}
+	failures = rank_failures(ranks, size, &why);
 	ok(!failures,
 	   "[%s] a kernel's output, summed over %u ranks, reads %u %s", label,
 	   size, size * (size + 1) / 2, why);
@@ -761,7 +753,8 @@ static void test_errors(const char *label, wafer_client **clients,
 		 * runtimes at once keeps the host services of the last. */
 		wafer_runtime *rt2;
 		check(wafer_runtime_open(NULL, &rt2), "runtime_open");
-		wafer_client *pair[2] = {c, open_on(rt2, "default", label)};
+		wafer_client *pair[2] = {
+			c, open_client_on(rt2, "default", label)};
 		wafer_comm *out[2];
 
 		is_status(wafer_comm_open_group(pair, 2, out),
@@ -802,8 +795,8 @@ static void test_failing_rank(const char *label, wafer_client **clients)
  * communicators freed with them (the sanitizers see no leak). */
 static void test_close_open(wafer_runtime *rt, const char *label)
 {
-	wafer_client *pair[2] = {open_on(rt, "collective:0", label),
-				 open_on(rt, "collective:1", label)};
+	wafer_client *pair[2] = {open_client_on(rt, "collective:0", label),
+				 open_client_on(rt, "collective:1", label)};
 	wafer_comm *comms[2];
 	struct log_capture cap;
 	char text[4096] = "";
@@ -844,7 +837,7 @@ static void test_plugin(void)
 
 		for (int r = 0; r < MAX_RANKS; r++) {
 			snprintf(sel, sizeof sel, "collective:%d", r);
-			clients[r] = open_on(rt, sel, label);
+			clients[r] = open_client_on(rt, sel, label);
 		}
 		ok((caps_of(clients[0], NULL) &
 		    (WAFER_CAP_COLLECTIVES | WAFER_CAP_PEER_COPY)) ==

@@ -60,17 +60,6 @@ static wafer_runtime *open_runtime(const char *backends, const char *log)
 	return rt;
 }
 
-static wafer_client *open_on(wafer_runtime *rt, const char *selector,
-			     const char *channel)
-{
-	wafer_client_options options = {.struct_size = sizeof options,
-					 .channel = channel};
-	wafer_client *c;
-
-	check(wafer_client_open(rt, selector, &options, &c), selector);
-	return c;
-}
-
 static wafer_handle create_values(wafer_client *c, float scale)
 {
 	float data[N];
@@ -177,7 +166,7 @@ static void test_two_runtimes(const char *label, const char *channel,
 			      wafer_client *a)
 {
 	wafer_runtime *other = open_runtime(NULL, "debug");
-	wafer_client *c = open_on(other, "default", channel);
+	wafer_client *c = open_client_on(other, "default", channel);
 	wafer_handle src = create_values(a, 1), dst = {.bits = 42};
 
 	is_status(wafer_copy_peer(a, src, c, &dst),
@@ -219,16 +208,6 @@ static void test_path(const char *label, wafer_client *a, wafer_client *b,
 		check(wafer_release(b, dst), "release");
 }
 
-static uint64_t caps_of(wafer_client *c, const char **out_backend)
-{
-	wafer_device_desc d = {.struct_size = sizeof d};
-
-	check(wafer_client_device(c, &d), "device");
-	if (out_backend)
-		*out_backend = d.backend;
-	return d.capabilities;
-}
-
 /* The runtime's devices of |backend|. */
 static size_t devices_of(wafer_runtime *rt, const char *backend)
 {
@@ -250,7 +229,7 @@ static void test_backend(const char *backends)
 
 	for (size_t ch = 0; ch < 3; ch++) {
 		const char *label = channels[ch], *backend;
-		wafer_client *a = open_on(rt, "default", label);
+		wafer_client *a = open_client_on(rt, "default", label);
 		bool device = caps_of(a, &backend) & WAFER_CAP_PEER_COPY;
 		char sel[2][64], name[160];
 		wafer_client *b;
@@ -259,12 +238,12 @@ static void test_backend(const char *backends)
 			snprintf(sel[0], sizeof sel[0], "%s:0", backend);
 			snprintf(sel[1], sizeof sel[1], "%s:1", backend);
 			check(wafer_client_close(a), "close");
-			a = open_on(rt, sel[0], label);
+			a = open_client_on(rt, sel[0], label);
 		} else {
 			snprintf(sel[0], sizeof sel[0], "default");
 			snprintf(sel[1], sizeof sel[1], "default");
 		}
-		b = open_on(rt, sel[1], label);
+		b = open_client_on(rt, sel[1], label);
 		snprintf(name, sizeof name, "%s %s, %s -> %s", label, backend,
 			 sel[0], sel[1]);
 		if (ch == 0)
@@ -302,7 +281,7 @@ static void test_cross_backend(void)
 	char backend[64], list[96];
 
 	check(wafer_runtime_open(NULL, &rt), "runtime_open");
-	c = open_on(rt, "default", "direct");
+	c = open_client_on(rt, "default", "direct");
 	caps_of(c, &name);
 	snprintf(backend, sizeof backend, "%s", name);
 	check(wafer_client_close(c), "close");
@@ -328,8 +307,8 @@ static void test_cross_backend(void)
 	}
 	for (size_t ch = 0; ch < 3; ch++) {
 		const char *label = channels[ch];
-		wafer_client *cpu = open_on(rt, "cpu", label);
-		wafer_client *dev = open_on(rt, backend, label);
+		wafer_client *cpu = open_client_on(rt, "cpu", label);
+		wafer_client *dev = open_client_on(rt, backend, label);
 		char what[160];
 
 		snprintf(what, sizeof what, "%s cpu -> %s", label, backend);
