@@ -312,16 +312,10 @@ static void run_case(struct rank *r, size_t c)
  * queue: it must see the kernel's values. */
 static void run_after_kernel(struct rank *r)
 {
-	const struct wafer_kernel *table, *fill = NULL;
-	size_t count = 0;
+	const struct wafer_kernel *fill =
+		find_kernel(r->device, WAFER_KERNEL_FILL, WAFER_DTYPE_F32);
 	float got[COUNT];
 	wafer_resource buf = alloc_or_die(r->device, sizeof got);
-
-	plugin->device_kernels(r->device, &table, &count);
-	for (size_t i = 0; i < count; i++)
-		if (strcmp(table[i].op, WAFER_KERNEL_FILL) == 0 &&
-		    table[i].dtype == WAFER_DTYPE_F32)
-			fill = &table[i];
 	struct wafer_fill_params params = {.count = COUNT,
 					   .value = r->rank + 1.0};
 	struct wafer_binding b = binding(buf, 0, sizeof got);

@@ -8,6 +8,7 @@
  *   fake_path    the stand-in's path, fake_stats its fakecuda_stats
  *                (NULL with --real: stats() is then all zeros)
  *   init_with    init with this run's driver and |count| more options
+ *   find_kernel  a device's kernel of (op, dtype), NULL when none
  *   alloc_or_die, bytes, pattern: device and host buffers for the cases
  *
  * Header-only; include it once, after tap.h. */
@@ -66,6 +67,22 @@ init_with(const struct wafer_plugin_option *options, size_t count,
 		.host = &fake_host,
 	};
 	return plugin->init(&args, out_state);
+}
+
+/* The first entry of |device|'s table for (|op|, |dtype|); NULL when
+ * there is none (or no table). */
+__attribute__((unused)) static const struct wafer_kernel *
+find_kernel(void *device, const char *op, wafer_dtype dtype)
+{
+	const struct wafer_kernel *table;
+	size_t count;
+
+	if (plugin->device_kernels(device, &table, &count) != WAFER_OK)
+		return NULL;
+	for (size_t i = 0; i < count; i++)
+		if (strcmp(table[i].op, op) == 0 && table[i].dtype == dtype)
+			return &table[i];
+	return NULL;
 }
 
 __attribute__((unused)) static wafer_resource alloc_or_die(void *device,

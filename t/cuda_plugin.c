@@ -54,20 +54,6 @@
 
 static fakecuda_reset_fn fake_reset;
 
-static const struct wafer_kernel *find_kernel(void *device, const char *op,
-					      wafer_dtype dtype)
-{
-	const struct wafer_kernel *table;
-	size_t count;
-
-	if (plugin->device_kernels(device, &table, &count) != WAFER_OK)
-		return NULL;
-	for (size_t i = 0; i < count; i++)
-		if (strcmp(table[i].op, op) == 0 && table[i].dtype == dtype)
-			return &table[i];
-	return NULL;
-}
-
 /* The checks the core makes before launch, as the debug-only helper of
  * <wafer/plugin_util.h> makes them for the cuda plugin. */
 static wafer_status core_checks(const struct wafer_launch *l)
