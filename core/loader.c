@@ -328,72 +328,78 @@ static bool valid_backend_name(const char *name)
 	return true;
 }
 
-/* The comm entries of ABI 1.4 (comm_id, comm_open, comm_close,
- * comm_run) come together like the interop groups: part of them is
- * dropped with a warning, and collectives are then "not supported". */
-static void whole_comm_group(struct wafer_loaded_plugin *p)
+/* Entries used in groups (plugin.h): a group the plugin gave only part
+ * of is dropped with a warning, as if it had none, so that the rest of
+ * the core may test one entry of a group and use them all. Whether the
+ * |n| entries |names| of |group| (|given| says which the plugin gave)
+ * are such a part; if so, the warning names what it has, what it lacks,
+ * and the |off| feature. */
+static bool partial_group(const struct wafer_loaded_plugin *p,
+			  const char *group, const char *off,
+			  const char *const *names, const bool *given,
+			  size_t n)
 {
-	struct wafer_server_ops *q = &p->server;
-	int have = !!q->comm_id + !!q->comm_open + !!q->comm_close +
-		   !!q->comm_run;
+	char has[128] = "", lacks[sizeof has] = "";
+	size_t count = 0;
 
-	if (!have || have == 4)
-		return;
+	for (size_t i = 0; i < n; i++) {
+		char *list = given[i] ? has : lacks;
+		size_t used = strlen(list);
+
+		snprintf(list + used, sizeof has - used, " %s", names[i]);
+		count += given[i];
+	}
+	if (!count || count == n)
+		return false;
 	wafer_log_warn("loader",
-		       "%s (%s): comm entries come together; it has%s%s%s%s "
-		       "but not%s%s%s%s: collectives off",
-		       p->name, p->path ? p->path : "built in",
-		       q->comm_id ? " comm_id" : "",
-		       q->comm_open ? " comm_open" : "",
-		       q->comm_close ? " comm_close" : "",
-		       q->comm_run ? " comm_run" : "",
-		       q->comm_id ? "" : " comm_id",
-		       q->comm_open ? "" : " comm_open",
-		       q->comm_close ? "" : " comm_close",
-		       q->comm_run ? "" : " comm_run");
-	q->comm_id = NULL;
-	q->comm_open = NULL;
-	q->comm_close = NULL;
-	q->comm_run = NULL;
+		       "%s (%s): %s entries come together; it has%s but "
+		       "not%s: %s off",
+		       p->name, p->path ? p->path : "built in", group, has,
+		       lacks, off);
+	return true;
 }
 
-/* The interop entries of ABI 1.3 (plugin.h) are used in groups: the
- * storage's native, import and forget, the server's queue_native and
- * queue_wrap. A group the plugin gave only part of is dropped with a
- * warning, as if it had none (interop is then "not supported"), as the
- * program entries give no capability unless all four are there: the
- * rest of the core tests one entry of a group and may use them all. */
+/* The comm entries of ABI 1.4 (comm_id, comm_open, comm_close,
+ * comm_run): collectives are "not supported" without all four. */
+static void whole_comm_group(struct wafer_loaded_plugin *p)
+{
+	static const char *const names[] = {"comm_id", "comm_open",
+					    "comm_close", "comm_run"};
+	struct wafer_server_ops *q = &p->server;
+	const bool given[] = {q->comm_id, q->comm_open, q->comm_close,
+			      q->comm_run};
+
+	if (partial_group(p, "comm", "collectives", names, given, 4)) {
+		q->comm_id = NULL;
+		q->comm_open = NULL;
+		q->comm_close = NULL;
+		q->comm_run = NULL;
+	}
+}
+
+/* The interop entries of ABI 1.3: the storage's native, import and
+ * forget, the server's queue_native and queue_wrap (interop is then "not
+ * supported"), as the program entries give no capability unless all four
+ * are there. */
 static void whole_interop_groups(struct wafer_loaded_plugin *p)
 {
+	static const char *const storage_names[] = {"native", "import",
+						    "forget"};
+	static const char *const server_names[] = {"queue_native",
+						   "queue_wrap"};
 	struct wafer_storage_ops *s = &p->storage;
 	struct wafer_server_ops *q = &p->server;
-	int storage = !!s->native + !!s->import + !!s->forget;
-	int server = !!q->queue_native + !!q->queue_wrap;
+	const bool storage[] = {s->native, s->import, s->forget};
+	const bool server[] = {q->queue_native, q->queue_wrap};
 
-	if (storage && storage < 3) {
-		wafer_log_warn("loader",
-			       "%s (%s): storage interop entries come "
-			       "together; it has%s%s%s but not%s%s%s: "
-			       "storage interop off",
-			       p->name, p->path ? p->path : "built in",
-			       s->native ? " native" : "",
-			       s->import ? " import" : "",
-			       s->forget ? " forget" : "",
-			       s->native ? "" : " native",
-			       s->import ? "" : " import",
-			       s->forget ? "" : " forget");
+	if (partial_group(p, "storage interop", "storage interop",
+			  storage_names, storage, 3)) {
 		s->native = NULL;
 		s->import = NULL;
 		s->forget = NULL;
 	}
-	if (server == 1) {
-		wafer_log_warn("loader",
-			       "%s (%s): server interop entries come "
-			       "together; it has %s but not %s: server "
-			       "interop off",
-			       p->name, p->path ? p->path : "built in",
-			       q->queue_native ? "queue_native" : "queue_wrap",
-			       q->queue_native ? "queue_wrap" : "queue_native");
+	if (partial_group(p, "server interop", "server interop", server_names,
+			  server, 2)) {
 		q->queue_native = NULL;
 		q->queue_wrap = NULL;
 	}
