@@ -529,13 +529,14 @@ int main(int argc, char **argv)
 						      "--data-parallel=", 16)
 					 ? argv[1] + 16
 					 : NULL;
-	uint32_t ranks = in_process ? (uint32_t)strtoul(in_process, NULL, 10)
-				    : 0;
+	char *end = NULL;
+	unsigned long ranks = in_process ? strtoul(in_process, &end, 10) : 0;
 	struct shard whole = {0, 1, 0, BATCH};
 	struct shard mine = data_parallel ? shard_from_environment() : whole;
 	bool speaker = mine.rank == 0;
 
-	if (argc > 1 && !data_parallel && (!in_process || ranks == 0)) {
+	if (argc > 2 || (argc > 1 && !data_parallel &&
+			 (!in_process || *end || ranks == 0 || ranks > 1024))) {
 		fprintf(stderr, "usage: mlp [--data-parallel | "
 				"--data-parallel=N]\n");
 		return 2;
@@ -552,12 +553,12 @@ int main(int argc, char **argv)
 		       device.name);
 
 	if (in_process) {
-		printf("data parallel: %u ranks in this process on %s:0..%u, "
+		printf("data parallel: %lu ranks in this process on %s:0..%lu, "
 		       "%llu rows for rank 0\n",
 		       ranks, device.backend, ranks - 1,
-		       (unsigned long long)shard_of(0, ranks).rows);
-		train_in_process(runtime, device.backend, ranks, x, y, label,
-				 with);
+		       (unsigned long long)shard_of(0, (uint32_t)ranks).rows);
+		train_in_process(runtime, device.backend, (uint32_t)ranks, x, y,
+				 label, with);
 		printf("final loss %.6f\n", with[STEPS / REPORT]);
 		wafer_runtime_close(runtime);
 		return with[STEPS / REPORT] < with[0] ? 0 : 1;
