@@ -535,10 +535,12 @@ int main(int argc, char **argv)
 	struct shard mine = data_parallel ? shard_from_environment() : whole;
 	bool speaker = mine.rank == 0;
 
+	/* N up to BATCH: every rank has a row. */
 	if (argc > 2 || (argc > 1 && !data_parallel &&
-			 (!in_process || *end || ranks == 0 || ranks > 1024))) {
+			 (!in_process || *end || ranks == 0 || ranks > BATCH))) {
 		fprintf(stderr, "usage: mlp [--data-parallel | "
-				"--data-parallel=N]\n");
+				"--data-parallel=N], N from 1 to %d\n",
+			BATCH);
 		return 2;
 	}
 	make_spirals(x, y, label);
