@@ -8,10 +8,11 @@
 # t/channels, t/stress, t/ops, t/donation, t/memory_oom, t/interop, and
 # t/peer and t/comm with the stand-in NCCL (t/fakenccl.c) — passes on it
 # with
-# WAFER_BACKEND=cuda, examples/mlp --data-parallel=N (ranks in one
-# process) reaches the loss of one device, also with every stream step slowed down and with
-# each memory strategy. The stand-in emulates each kernel by its name
-# over the grid and block it was launched with, refuses a block the kernel
+# WAFER_BACKEND=cuda, also with every stream step slowed down and with
+# each memory strategy; examples/mlp --data-parallel=N (N ranks in one
+# process, a stand-in GPU each) reaches the loss of one GPU. The
+# stand-in emulates each kernel by its name over the grid and block it
+# was launched with, refuses a block the kernel
 # is not written for and a kernel it cannot emulate, and checks stream
 # order for stream-ordered memory and each stream's context; so this
 # checks the plugin's host side (which function, which arguments, which
