@@ -23,11 +23,21 @@
  * environment; wafer brings MPI up itself (wafer-mpi(7)). It needs a
  * backend with collectives (cpu with cpu-mpi.so, cuda with NCCL).
  *
- *   cc mlp.c $(pkg-config --cflags --libs wafer) -lm -o mlp && ./mlp
+ * With --data-parallel=N the N ranks are in this one process instead:
+ * a client on each of the first N devices of the default device's
+ * backend (cuda:0 .. cuda:N-1), one communicator over them
+ * (wafer_comm_open_group, which hands NCCL's id to every rank itself),
+ * and each rank trains on its slice in a thread of its own, as the
+ * collectives of one process's communicators must be issued. The same
+ * code trains a rank either way (train_rank).
+ *
+ *   cc -pthread mlp.c $(pkg-config --cflags --libs wafer) -lm -o mlp && ./mlp
  *   ./uninstalled examples/mlp        (from a build tree)
  *   mpirun -np 4 ./uninstalled examples/mlp --data-parallel
+ *   ./uninstalled examples/mlp --data-parallel=2    (cuda:0 and cuda:1)
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -285,7 +295,7 @@ static float loss_of(struct mlp *m, const wafer_tensor *p)
 static float accuracy_of(struct mlp *m, const wafer_tensor *p,
 			 const int *label)
 {
-	static float probs[BATCH * 2];
+	float probs[BATCH * 2]; /* not static: a rank per thread */
 	uint64_t rows = m->shard.rows;
 	float right = 0;
 
@@ -336,28 +346,30 @@ static void step(struct mlp *m, bool report, const int *label,
 	layer_backward(m, &m->x, &dz1, 0);
 }
 
-/* Trains from scratch on a new client, on |shard|'s rows (data parallel
- * when there are several ranks, or with |data_parallel|); returns the
- * peak bytes in use and fills |losses| (one per report). */
-static uint64_t train(wafer_runtime *runtime, bool donate,
-		      const struct shard *shard, bool data_parallel,
-		      const float *x, const float *y, const int *label,
-		      float *losses, bool print)
+/* Fills |m| for training on |client| (with |comm|, data parallel; else
+ * NULL) on |shard|'s rows. Not thread-safe (init draws from |seed|). */
+static void setup(struct mlp *m, wafer_client *client, wafer_comm *comm,
+		  bool donate, const struct shard *shard, const float *x,
+		  const float *y)
 {
-	struct mlp m = {.donate = donate, .shard = *shard};
+	*m = (struct mlp){.client = client, .donate = donate,
+			  .shard = *shard, .comm = comm};
+	init(m, x, y);
+}
+
+/* Trains |m| from its initial weights, fills |losses| (one per report),
+ * checks nothing leaked, closes its communicator and client and returns
+ * the peak bytes in use. Every rank of a communicator runs this, each
+ * in its own process or thread. */
+static uint64_t train_rank(struct mlp *m, const int *label, float *losses,
+			   bool print)
+{
 	wafer_memory_usage usage = {.struct_size = sizeof usage};
 
-	CHECK(wafer_client_open(runtime, "default", NULL, &m.client));
-	if (data_parallel) {
-		wafer_comm_options o = {sizeof o, shard->rank, shard->ranks,
-					NULL, NULL};
-		CHECK(wafer_comm_open(m.client, &o, &m.comm));
-	}
-	init(&m, x, y);
 	for (int s = 0, r = 0; s <= STEPS; s++) {
 		float loss = 0, accuracy = 0;
 		bool report = s % REPORT == 0;
-		step(&m, report, label, &loss, &accuracy);
+		step(m, report, label, &loss, &accuracy);
 		if (!report)
 			continue;
 		losses[r++] = loss;
@@ -365,42 +377,142 @@ static uint64_t train(wafer_runtime *runtime, bool donate,
 			printf("step %4d  loss %.4f  accuracy %5.1f%%\n", s,
 			       loss, 100 * accuracy);
 	}
-	CHECK(wafer_memory_usage_get(m.client, &usage));
-	const wafer_tensor *all[] = {&m.x, &m.y, &m.ones, &m.w[0], &m.w[1],
-				     &m.w[2], &m.b[0], &m.b[1], &m.b[2]};
+	CHECK(wafer_memory_usage_get(m->client, &usage));
+	const wafer_tensor *all[] = {&m->x, &m->y, &m->ones, &m->w[0],
+				     &m->w[1], &m->w[2], &m->b[0], &m->b[1],
+				     &m->b[2]};
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-		CHECK(wafer_tensor_release(m.client, all[i]));
+		CHECK(wafer_tensor_release(m->client, all[i]));
 	wafer_memory_usage after = {.struct_size = sizeof after};
-	CHECK(wafer_memory_usage_get(m.client, &after));
+	CHECK(wafer_memory_usage_get(m->client, &after));
 	if (after.handles_live || after.bytes_in_use) {
 		fprintf(stderr, "mlp: %llu handles leaked\n",
 			(unsigned long long)after.handles_live);
 		exit(1);
 	}
-	CHECK(wafer_comm_close(m.comm));
-	CHECK(wafer_client_close(m.client));
+	CHECK(wafer_comm_close(m->comm));
+	CHECK(wafer_client_close(m->client));
 	return usage.peak_in_use;
 }
 
+/* Trains from scratch on a new client of the default device, on
+ * |shard|'s rows (data parallel, one rank of this process, with
+ * |data_parallel|); returns the peak bytes in use and fills |losses|. */
+static uint64_t train(wafer_runtime *runtime, bool donate,
+		      const struct shard *shard, bool data_parallel,
+		      const float *x, const float *y, const int *label,
+		      float *losses, bool print)
+{
+	wafer_client *client;
+	wafer_comm *comm = NULL;
+	struct mlp m;
+
+	CHECK(wafer_client_open(runtime, "default", NULL, &client));
+	if (data_parallel) {
+		wafer_comm_options o = {sizeof o, shard->rank, shard->ranks,
+					NULL, NULL};
+		CHECK(wafer_comm_open(client, &o, &comm));
+	}
+	setup(&m, client, comm, donate, shard, x, y);
+	return train_rank(&m, label, losses, print);
+}
+
+/* Rank |rank| of |ranks|: rows split as evenly as they go. */
+static struct shard shard_of(uint32_t rank, uint32_t ranks)
+{
+	struct shard s = {rank, ranks, 0, 0};
+
+	s.first = BATCH * (uint64_t)rank / ranks;
+	s.rows = BATCH * (uint64_t)(rank + 1) / ranks - s.first;
+	return s;
+}
+
 /* This process's slice when mpirun started it (Open MPI and MPICH say
- * the rank in the environment): rows split as evenly as they go. */
+ * the rank in the environment). */
 static struct shard shard_from_environment(void)
 {
 	const char *rank = getenv("OMPI_COMM_WORLD_RANK");
 	const char *ranks = getenv("OMPI_COMM_WORLD_SIZE");
-	struct shard s = {0, 1, 0, BATCH};
 
 	if (!rank || !ranks) {
 		rank = getenv("PMI_RANK");
 		ranks = getenv("PMI_SIZE");
 	}
-	if (rank && ranks && atoi(ranks) > 0) {
-		s.rank = (uint32_t)atoi(rank);
-		s.ranks = (uint32_t)atoi(ranks);
+	if (rank && ranks && atoi(ranks) > 0)
+		return shard_of((uint32_t)atoi(rank), (uint32_t)atoi(ranks));
+	return shard_of(0, 1);
+}
+
+/*===----------------------------------------------------------------------===
+ * Data parallel in one process
+ *===----------------------------------------------------------------------===*/
+
+struct rank_thread {
+	pthread_t thread;
+	struct mlp m;
+	const int *label;
+	float losses[STEPS / REPORT + 1];
+};
+
+static void *rank_main(void *arg)
+{
+	struct rank_thread *r = arg;
+
+	train_rank(&r->m, r->label, r->losses, r->m.shard.rank == 0);
+	return NULL;
+}
+
+/* |ranks| ranks on devices 0 .. ranks-1 of |backend|, a thread each;
+ * fills |losses| with rank 0's (the same on every rank: the loss is
+ * summed over them). */
+static void train_in_process(wafer_runtime *runtime, const char *backend,
+			     uint32_t ranks, const float *x, const float *y,
+			     const int *label, float *losses)
+{
+	struct rank_thread *r = calloc(ranks, sizeof *r);
+	wafer_client **clients = calloc(ranks, sizeof *clients);
+	wafer_comm **comms = calloc(ranks, sizeof *comms);
+	uint32_t have = 0;
+
+	if (!r || !clients || !comms) {
+		fprintf(stderr, "mlp: out of host memory\n");
+		exit(1);
 	}
-	s.first = BATCH * (uint64_t)s.rank / s.ranks;
-	s.rows = BATCH * (uint64_t)(s.rank + 1) / s.ranks - s.first;
-	return s;
+	for (size_t i = 0; i < wafer_runtime_device_count(runtime); i++) {
+		wafer_device_desc d = {.struct_size = sizeof d};
+		CHECK(wafer_runtime_device(runtime, i, &d));
+		have += !strcmp(d.backend, backend);
+	}
+	if (have < ranks) {
+		fprintf(stderr, "mlp: --data-parallel=%u: %s has %u device%s\n",
+			ranks, backend, have, have == 1 ? "" : "s");
+		exit(1);
+	}
+	for (uint32_t i = 0; i < ranks; i++) {
+		char selector[64];
+		snprintf(selector, sizeof selector, "%s:%u", backend, i);
+		CHECK(wafer_client_open(runtime, selector, NULL, &clients[i]));
+	}
+	CHECK(wafer_comm_open_group(clients, ranks, comms));
+	/* Set up one after the other here (init draws from one seed), then
+	 * train together: each rank's all-reduce waits for the others'. */
+	for (uint32_t i = 0; i < ranks; i++) {
+		struct shard shard = shard_of(i, ranks);
+		setup(&r[i].m, clients[i], comms[i], true, &shard, x, y);
+		r[i].label = label;
+	}
+	for (uint32_t i = 0; i < ranks; i++)
+		if (pthread_create(&r[i].thread, NULL, rank_main, &r[i])) {
+			fprintf(stderr, "mlp: cannot start rank %u's thread\n",
+				i);
+			exit(1);
+		}
+	for (uint32_t i = 0; i < ranks; i++)
+		pthread_join(r[i].thread, NULL);
+	memcpy(losses, r[0].losses, sizeof r[0].losses);
+	free(comms);
+	free(clients);
+	free(r);
 }
 
 int main(int argc, char **argv)
@@ -412,10 +524,25 @@ int main(int argc, char **argv)
 	wafer_device_desc device = {.struct_size = sizeof device};
 	wafer_client *probe;
 	bool data_parallel = argc > 1 && !strcmp(argv[1], "--data-parallel");
+	/* --data-parallel=N: N ranks in this process */
+	const char *in_process = argc > 1 && !strncmp(argv[1],
+						      "--data-parallel=", 16)
+					 ? argv[1] + 16
+					 : NULL;
+	char *end = NULL;
+	unsigned long ranks = in_process ? strtoul(in_process, &end, 10) : 0;
 	struct shard whole = {0, 1, 0, BATCH};
 	struct shard mine = data_parallel ? shard_from_environment() : whole;
 	bool speaker = mine.rank == 0;
 
+	/* N up to BATCH: every rank has a row. */
+	if (argc > 2 || (argc > 1 && !data_parallel &&
+			 (!in_process || *end || ranks == 0 || ranks > BATCH))) {
+		fprintf(stderr, "usage: mlp [--data-parallel | "
+				"--data-parallel=N], N from 1 to %d\n",
+			BATCH);
+		return 2;
+	}
 	make_spirals(x, y, label);
 	CHECK(wafer_runtime_open(NULL, &runtime));
 	CHECK(wafer_client_open(runtime, "default", NULL, &probe));
@@ -427,6 +554,17 @@ int main(int argc, char **argv)
 		       BATCH, HIDDEN, HIDDEN, device.backend, device.index,
 		       device.name);
 
+	if (in_process) {
+		printf("data parallel: %lu ranks in this process on %s:0..%lu, "
+		       "%llu rows for rank 0\n",
+		       ranks, device.backend, ranks - 1,
+		       (unsigned long long)shard_of(0, (uint32_t)ranks).rows);
+		train_in_process(runtime, device.backend, (uint32_t)ranks, x, y,
+				 label, with);
+		printf("final loss %.6f\n", with[STEPS / REPORT]);
+		wafer_runtime_close(runtime);
+		return with[STEPS / REPORT] < with[0] ? 0 : 1;
+	}
 	if (data_parallel) {
 		if (speaker)
 			printf("data parallel: %u processes, %llu rows each "

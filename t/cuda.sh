@@ -9,8 +9,10 @@
 # t/peer and t/comm with the stand-in NCCL (t/fakenccl.c) — passes on it
 # with
 # WAFER_BACKEND=cuda, also with every stream step slowed down and with
-# each memory strategy. The stand-in emulates each kernel by its name
-# over the grid and block it was launched with, refuses a block the kernel
+# each memory strategy; examples/mlp --data-parallel=N (N ranks in one
+# process, a stand-in GPU each) reaches the loss of one GPU. The
+# stand-in emulates each kernel by its name over the grid and block it
+# was launched with, refuses a block the kernel
 # is not written for and a kernel it cannot emulate, and checks stream
 # order for stream-ordered memory and each stream's context; so this
 # checks the plugin's host side (which function, which arguments, which
@@ -79,7 +81,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..51"
+echo "1..54"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -181,6 +183,69 @@ if [ -e "$nccl" ]; then
 	suite comm
 else
 	skip "t/comm on cuda (stand-in)" "no stand-in NCCL (nccl.h not found)"
+fi
+
+# examples/mlp --data-parallel=N: N ranks in this process, one per device,
+# an open_group communicator through the stand-in NCCL. As t/mpi.sh
+# checks the MPI mode: one rank reaches one device's loss exactly, two
+# within 5% (the gradients are sums of two partial sums there).
+final_loss() { printf '%s\n' "$1" | sed -n 's/^final loss \([0-9.]*\)$/\1/p'; }
+# mlp [VAR=value...] [ARG]: examples/mlp on the stand-in (values without
+# spaces); its output in $mlp_out, its exit status in $mlp_status.
+mlp() {
+	vars=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-*) break ;;
+		*=*) vars="$vars $1"; shift ;;
+		*) break ;;
+		esac
+	done
+	# shellcheck disable=SC2086 # $vars: VAR=value words
+	mlp_out=$(env WAFER_CONFIG="$tmp/fake.conf" WAFER_BACKEND=cuda $vars \
+		"$top/examples/mlp" "$@" 2>&1)
+	mlp_status=$?
+	if printf '%s\n' "$mlp_out" | grep -q "$uninit"; then
+		mlp_status=99
+		mlp_out="$mlp_out
+(reads of unwritten device memory)"
+	fi
+}
+mlp
+want=$(final_loss "$mlp_out")
+if [ "$mlp_status" = 0 ] && [ -n "$want" ]; then
+	pass "examples/mlp on cuda (stand-in): trains (final loss $want)"
+else
+	fail "examples/mlp on cuda (stand-in): trains (exit $mlp_status)" \
+		"$(printf '%s\n' "$mlp_out" | tail -20)"
+fi
+if [ -e "$nccl" ]; then
+	mlp --data-parallel=1
+	got=$(final_loss "$mlp_out")
+	if [ "$mlp_status" = 0 ] && [ -n "$got" ] && [ "$got" = "$want" ]; then
+		pass "examples/mlp --data-parallel=1 on cuda (stand-in NCCL): the same loss exactly ($got)"
+	else
+		fail "examples/mlp --data-parallel=1 on cuda (stand-in NCCL): the same loss exactly ($got vs $want, exit $mlp_status)" \
+			"$(printf '%s\n' "$mlp_out" | tail -20)"
+	fi
+	mlp FAKECUDA_DEVICES=2 --data-parallel=2
+	got=$(final_loss "$mlp_out")
+	close=$(awk -v a="$got" -v b="$want" 'BEGIN {
+		d = a - b; if (d < 0) d = -d
+		print (a != "" && b != "" && d <= 0.05 * b) ? 1 : 0 }')
+	case $mlp_out in
+	*"data parallel: 2 ranks in this process on cuda:0..1"*) ranks=1 ;;
+	*) ranks=0 ;;
+	esac
+	if [ "$mlp_status" = 0 ] && [ "$close" = 1 ] && [ "$ranks" = 1 ]; then
+		pass "examples/mlp --data-parallel=2 on two stand-in GPUs: the loss of one, within 5% ($got vs $want)"
+	else
+		fail "examples/mlp --data-parallel=2 on two stand-in GPUs: the loss of one, within 5% ($got vs $want, exit $mlp_status)" \
+			"$(printf '%s\n' "$mlp_out" | tail -20)"
+	fi
+else
+	skip "examples/mlp --data-parallel=1 on cuda" "no stand-in NCCL (nccl.h not found)"
+	skip "examples/mlp --data-parallel=2 on cuda" "no stand-in NCCL (nccl.h not found)"
 fi
 # Each memory strategy reaches other storage entries: plain, stream-ordered
 # (stream), virtual memory (pool, the default).

@@ -8,7 +8,9 @@
 #   - t/comm_mpi --wafer-init: the plugin initialises and finalises MPI;
 #   - examples/allreduce: a program with its own MPI;
 #   - examples/mlp --data-parallel: 4 ranks, each a quarter of the batch,
-#     gradients all-reduced, reach the loss of one process.
+#     gradients all-reduced, reach the loss of one process; and
+#     --data-parallel=1, its in-process mode (wafer_comm_open_group) with
+#     the one rank MPI gives a process started without mpirun.
 # Skipped only when wafer was configured without MPI (configure's reason).
 set -u
 
@@ -135,6 +137,12 @@ comment <"$out"
 alone=$(final_loss "$out")
 point $([ $status = 0 ] && [ -n "$alone" ] && [ "$alone" = "$want" ] && echo 1 || echo 0) \
 	"examples/mlp --data-parallel without mpirun (wafer starts MPI, one rank): the same loss exactly ($alone vs $want)"
+"$top/uninstalled" "$mlp" --data-parallel=1 >"$out" 2>&1
+status=$?
+comment <"$out"
+group=$(final_loss "$out")
+point $([ $status = 0 ] && [ -n "$group" ] && [ "$group" = "$want" ] && echo 1 || echo 0) \
+	"examples/mlp --data-parallel=1 (an open_group of one, in a thread): the same loss exactly ($group vs $want)"
 mpirun "$top/uninstalled" "$mlp" --data-parallel >"$out" 2>&1
 status=$?
 comment <"$out"
