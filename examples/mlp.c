@@ -31,6 +31,10 @@
  * collectives of one process's communicators must be issued. The same
  * code trains a rank either way (train_rank).
  *
+ * --steps=S trains S steps instead of 2,000 (a multiple of 5: the loss is
+ * reported six times); the tests train 200 on the CUDA stand-in driver,
+ * whose kernels run on the host.
+ *
  *   cc -pthread mlp.c $(pkg-config --cflags --libs wafer) -lm -o mlp && ./mlp
  *   ./uninstalled examples/mlp        (from a build tree)
  *   mpirun -np 4 ./uninstalled examples/mlp --data-parallel
@@ -51,8 +55,8 @@
 #define POINTS 128  /* per class */
 #define BATCH (2 * POINTS)
 #define HIDDEN 32
-#define STEPS 2000
-#define REPORT 400
+#define STEPS 2000 /* unless --steps=N */
+#define REPORTS 5    /* the loss is reported at step 0 and 5 more times */
 #define LEARNING_RATE 0.3
 
 #define KEEP WAFER_ALWAYS_COPY
@@ -361,14 +365,18 @@ static void setup(struct mlp *m, wafer_client *client, wafer_comm *comm,
  * checks nothing leaked, closes its communicator and client and returns
  * the peak bytes in use. Every rank of a communicator runs this, each
  * in its own process or thread. */
+/* Training steps: STEPS, or --steps=N (a multiple of REPORTS; the tests
+ * train shorter on the CUDA stand-in, whose kernels run on the host). */
+static int steps = STEPS;
+
 static uint64_t train_rank(struct mlp *m, const int *label, float *losses,
 			   bool print)
 {
 	wafer_memory_usage usage = {.struct_size = sizeof usage};
 
-	for (int s = 0, r = 0; s <= STEPS; s++) {
+	for (int s = 0, r = 0; s <= steps; s++) {
 		float loss = 0, accuracy = 0;
-		bool report = s % REPORT == 0;
+		bool report = s % (steps / REPORTS) == 0;
 		step(m, report, label, &loss, &accuracy);
 		if (!report)
 			continue;
@@ -451,7 +459,7 @@ struct rank_thread {
 	pthread_t thread;
 	struct mlp m;
 	const int *label;
-	float losses[STEPS / REPORT + 1];
+	float losses[REPORTS + 1];
 };
 
 static void *rank_main(void *arg)
@@ -515,14 +523,35 @@ static void train_in_process(wafer_runtime *runtime, const char *backend,
 	free(r);
 }
 
+/* Takes --steps=N out of the arguments; false when N is not a positive
+ * multiple of REPORTS. */
+static bool take_steps(int *argc, char **argv)
+{
+	for (int i = 1; i < *argc; i++) {
+		if (strncmp(argv[i], "--steps=", 8) != 0)
+			continue;
+		char *end = NULL;
+		long n = strtol(argv[i] + 8, &end, 10);
+		if (*end || n < REPORTS || n > 1000000 || n % REPORTS)
+			return false;
+		steps = (int)n;
+		for (int j = i; j < *argc; j++)
+			argv[j] = argv[j + 1];
+		(*argc)--;
+		return true;
+	}
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	static float x[BATCH * 2], y[BATCH * 2];
 	static int label[BATCH];
-	float with[STEPS / REPORT + 1], without[STEPS / REPORT + 1];
+	float with[REPORTS + 1], without[REPORTS + 1];
 	wafer_runtime *runtime;
 	wafer_device_desc device = {.struct_size = sizeof device};
 	wafer_client *probe;
+	bool steps_ok = take_steps(&argc, argv);
 	bool data_parallel = argc > 1 && !strcmp(argv[1], "--data-parallel");
 	/* --data-parallel=N: N ranks in this process */
 	const char *in_process = argc > 1 && !strncmp(argv[1],
@@ -536,11 +565,13 @@ int main(int argc, char **argv)
 	bool speaker = mine.rank == 0;
 
 	/* N up to BATCH: every rank has a row. */
-	if (argc > 2 || (argc > 1 && !data_parallel &&
-			 (!in_process || *end || ranks == 0 || ranks > BATCH))) {
+	if (!steps_ok || argc > 2 ||
+	    (argc > 1 && !data_parallel &&
+	     (!in_process || *end || ranks == 0 || ranks > BATCH))) {
 		fprintf(stderr, "usage: mlp [--data-parallel | "
-				"--data-parallel=N], N from 1 to %d\n",
-			BATCH);
+				"--data-parallel=N] [--steps=S], N from 1 to "
+				"%d, S a multiple of %d (default %d)\n",
+			BATCH, REPORTS, STEPS);
 		return 2;
 	}
 	make_spirals(x, y, label);
@@ -561,9 +592,9 @@ int main(int argc, char **argv)
 		       (unsigned long long)shard_of(0, (uint32_t)ranks).rows);
 		train_in_process(runtime, device.backend, (uint32_t)ranks, x, y,
 				 label, with);
-		printf("final loss %.6f\n", with[STEPS / REPORT]);
+		printf("final loss %.6f\n", with[REPORTS]);
 		wafer_runtime_close(runtime);
-		return with[STEPS / REPORT] < with[0] ? 0 : 1;
+		return with[REPORTS] < with[0] ? 0 : 1;
 	}
 	if (data_parallel) {
 		if (speaker)
@@ -572,9 +603,9 @@ int main(int argc, char **argv)
 			       mine.ranks, (unsigned long long)mine.rows);
 		train(runtime, true, &mine, true, x, y, label, with, speaker);
 		if (speaker)
-			printf("final loss %.6f\n", with[STEPS / REPORT]);
+			printf("final loss %.6f\n", with[REPORTS]);
 		wafer_runtime_close(runtime);
-		return with[STEPS / REPORT] < with[0] ? 0 : 1;
+		return with[REPORTS] < with[0] ? 0 : 1;
 	}
 
 	uint64_t peak_donate =
@@ -583,14 +614,14 @@ int main(int argc, char **argv)
 		train(runtime, false, &whole, false, x, y, label, without, false);
 
 	bool same = true;
-	for (int r = 0; r <= STEPS / REPORT; r++)
+	for (int r = 0; r <= REPORTS; r++)
 		same &= with[r] == without[r];
-	printf("final loss %.6f\n", with[STEPS / REPORT]);
+	printf("final loss %.6f\n", with[REPORTS]);
 	printf("peak memory in use: %.1f KiB with donation, %.1f KiB without "
 	       "(%.0f%% less)%s\n",
 	       peak_donate / 1024.0, peak_copy / 1024.0,
 	       100.0 * (1.0 - (double)peak_donate / (double)peak_copy),
 	       same ? "; same losses both ways" : "; LOSSES DIFFER");
 	wafer_runtime_close(runtime);
-	return same && with[STEPS / REPORT] < with[0] ? 0 : 1;
+	return same && with[REPORTS] < with[0] ? 0 : 1;
 }
