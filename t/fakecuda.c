@@ -203,7 +203,9 @@ static struct fakecuda_stats stats;
 /* A kernel or copy hit bad memory. Atomic: streams set it under L, and
  * every call reads it (need_context) without taking L. */
 static _Atomic CUresult sticky;
-static int initialised;
+/* Atomic too: a second runtime's cuInit may run while the first's
+ * client threads call in (the driver's cuInit is thread-safe). */
+static _Atomic int initialised;
 
 static _Thread_local CUcontext current;
 
