@@ -584,22 +584,83 @@ static wafer_status measure(struct wafer_tuner *tuner, wafer_client *client,
 		return status;
 	atomic_fetch_add_explicit(&tuner->stats.keys_tuned, 1,
 				  memory_order_relaxed);
+	return WAFER_OK;
+}
+
+/* How many levels of a tuner's (recursive) lock this thread holds: what
+ * measure_unlocked releases and takes again. One tuner per runtime, and
+ * a thread holds the lock of one at a time. */
+static _Thread_local unsigned lock_depth;
+
+static void tuner_lock(struct wafer_tuner *tuner)
+{
+	pthread_mutex_lock(&tuner->lock);
+	lock_depth++;
+}
+
+static void tuner_unlock(struct wafer_tuner *tuner)
+{
+	lock_depth--;
+	pthread_mutex_unlock(&tuner->lock);
+}
+
+/* With the lock held: the measured winner into |op|'s cache file. */
+static void store_measured(struct wafer_tune_op *op, const struct lookup *l,
+			   size_t winner, uint64_t best_ns)
+{
 	struct wafer_tune_file_entry entry = {
 		.key = l->key,
-		.best_ns = *out_ns,
+		.best_ns = best_ns,
 		.tuned_here = true,
 	};
 	snprintf(entry.winner, sizeof entry.winner, "%s",
-		 op->candidates[*out_winner].name);
+		 op->candidates[winner].name);
 	if (wafer_tune_file_store(op, &entry) != WAFER_OK)
 		wafer_error_clear(); /* logged; the choice stands */
-	return WAFER_OK;
+}
+
+/* With the lock held, on |op|'s device: 0 when this thread may measure
+ * (nobody does, or this thread already does, one level up), 1 when
+ * another thread is measuring there. */
+static int measured_elsewhere(const struct wafer_tune_op *op)
+{
+	return op->measuring_depth &&
+	       !pthread_equal(op->measuring_owner, pthread_self());
+}
+
+/* Measures with the lock released (see autotune.h, Locking), then takes
+ * it again and records the result. */
+static wafer_status measure_unlocked(struct wafer_tuner *tuner,
+				     wafer_client *client,
+				     struct wafer_tune_op *op,
+				     const struct lookup *l, const void *inputs,
+				     const size_t *available, size_t n,
+				     const char *key_text, size_t *out_winner,
+				     uint64_t *out_ns)
+{
+	unsigned held = lock_depth;
+	wafer_status status;
+
+	op->measuring_owner = pthread_self();
+	op->measuring_depth++;
+	/* The lock is recursive: release every level this thread holds. */
+	for (unsigned i = 0; i < held; i++)
+		tuner_unlock(tuner);
+	status = measure(tuner, client, op, l, inputs, available, n, key_text,
+			 out_winner, out_ns);
+	for (unsigned i = 0; i < held; i++)
+		tuner_lock(tuner);
+	op->measuring_depth--;
+	if (status == WAFER_OK)
+		store_measured(op, l, *out_winner, *out_ns);
+	return status;
 }
 
 /* The slow path: with the lock held, find or make the choice for |l|. */
 static wafer_status choose_locked(struct wafer_tuner *tuner,
 				  wafer_client *client, const struct lookup *l,
 				  const void *inputs,
+				  struct wafer_tune_choice *scratch,
 				  const struct wafer_tune_choice **out)
 {
 	size_t available[WAFER_TUNE_MAX_CANDIDATES];
@@ -628,11 +689,34 @@ static wafer_status choose_locked(struct wafer_tuner *tuner,
 		source = WAFER_AUTOTUNE_SOURCE_DISK;
 		atomic_fetch_add_explicit(&tuner->stats.disk_hits, 1,
 					  memory_order_relaxed);
+	} else if (measured_elsewhere(op)) {
+		/* Another thread is measuring on this device: the default
+		 * this once, untuned and not recorded (autotune.h, Locking). */
+		*scratch = (struct wafer_tune_choice){
+			.hash = l->hash,
+			.tunable = l->tunable,
+			.device = l->device,
+			.key = l->key,
+			.winner = &op->candidates[default_candidate(op, available,
+								    n)],
+			.source = WAFER_AUTOTUNE_SOURCE_DEFAULT,
+		};
+		*out = scratch;
+		wafer_log_debug("autotune", "%s %s: measured by another "
+				"thread; the default this time",
+				op->tunable->name, key_text);
+		return WAFER_OK;
 	} else {
-		status = measure(tuner, client, op, l, inputs, available, n,
-				 key_text, &winner, &best_ns);
+		status = measure_unlocked(tuner, client, op, l, inputs,
+					  available, n, key_text, &winner,
+					  &best_ns);
 		if (status != WAFER_OK)
 			return status;
+		/* Measured meanwhile by a thread that read the file? */
+		*out = wafer_tune_index_find(&tuner->index, l->hash,
+					     l->tunable, l->device, &l->key);
+		if (*out)
+			return WAFER_OK;
 		source = WAFER_AUTOTUNE_SOURCE_TUNED;
 	}
 	struct wafer_tune_choice choice = {
@@ -661,20 +745,24 @@ static wafer_autotune_source hit(struct wafer_tuner *tuner,
 	return WAFER_AUTOTUNE_SOURCE_MEMORY;
 }
 
+/* |scratch|: where a choice made for one call only is kept (the default
+ * while another thread measures). */
 static wafer_status choose(struct wafer_tuner *tuner, wafer_client *client,
 			   const struct lookup *l, const void *inputs,
+			   struct wafer_tune_choice *scratch,
 			   const struct wafer_tune_choice **out,
 			   wafer_autotune_source *out_source)
 {
 	wafer_status status = WAFER_OK;
 
-	pthread_mutex_lock(&tuner->lock);
+	tuner_lock(tuner);
 	*out = wafer_tune_index_find(&tuner->index, l->hash, l->tunable,
 				     l->device, &l->key);
 	if (*out) {
 		*out_source = hit(tuner, *out);
 	} else {
-		status = choose_locked(tuner, client, l, inputs, out);
+		status = choose_locked(tuner, client, l, inputs, scratch,
+				       out);
 		if (status == WAFER_OK) {
 			*out_source = (*out)->source;
 			if (*out_source == WAFER_AUTOTUNE_SOURCE_DEFAULT)
@@ -683,7 +771,7 @@ static wafer_status choose(struct wafer_tuner *tuner, wafer_client *client,
 					memory_order_relaxed);
 		}
 	}
-	pthread_mutex_unlock(&tuner->lock);
+	tuner_unlock(tuner);
 	return status;
 }
 
@@ -733,6 +821,7 @@ WAFER_API wafer_status wafer_execute_autotune(wafer_client *client,
 					      wafer_autotune_result *out_result)
 {
 	const struct wafer_tune_choice *choice;
+	struct wafer_tune_choice scratch;
 	wafer_autotune_source source;
 	struct lookup l;
 
@@ -759,8 +848,8 @@ WAFER_API wafer_status wafer_execute_autotune(wafer_client *client,
 				       &l.key);
 	if (choice)
 		source = hit(tuner, choice);
-	else if ((status = choose(tuner, client, &l, inputs, &choice,
-				  &source)) != WAFER_OK)
+	else if ((status = choose(tuner, client, &l, inputs, &scratch,
+				  &choice, &source)) != WAFER_OK)
 		return status;
 	if (out_result) {
 		out_result->candidate = choice->winner->name;
@@ -777,9 +866,9 @@ static wafer_status op_state(wafer_client *client, const wafer_tunable *op,
 	struct wafer_tuner *tuner =
 		wafer_runtime_tuner(wafer_client_runtime(client));
 
-	pthread_mutex_lock(&tuner->lock);
+	tuner_lock(tuner);
 	wafer_status status = find_op(tuner, client, op, out);
-	pthread_mutex_unlock(&tuner->lock);
+	tuner_unlock(tuner);
 	return status;
 }
 

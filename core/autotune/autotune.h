@@ -16,10 +16,16 @@
  *               elimination, progress
  *
  * Locking: lookups in the index take no lock. Everything else — creating
- * operation states, reading and writing files, measuring, inserting into
- * the index — runs under the tuner's one (recursive) lock, so candidates
- * are never measured concurrently and a candidate that itself calls
- * wafer_execute_autotune does not deadlock. */
+ * operation states, reading and writing files, inserting into the index —
+ * runs under the tuner's one (recursive) lock. Measuring does not: it
+ * synchronises the client's queue, whose work may wait for another
+ * client's (a collective between the two), and that client may be about
+ * to look up a key of its own. So while one thread measures a key of an
+ * operation on a device, another thread wanting a key of that operation
+ * there runs the default candidate for that call, untuned and not
+ * recorded, instead of waiting; the measuring thread itself may measure
+ * again inside a candidate (a candidate that calls
+ * wafer_execute_autotune). */
 #ifndef WAFER_CORE_AUTOTUNE_H
 #define WAFER_CORE_AUTOTUNE_H
 
@@ -166,6 +172,11 @@ struct wafer_tune_op {
 	size_t entry_capacity;
 	/* A bad file was reported once already. */
 	bool warned;
+	/* The thread measuring a key of this operation on this device, and
+	 * how deep (a candidate may tune a key of its own), under the
+	 * tuner's lock; measuring_depth 0: none. */
+	pthread_t measuring_owner;
+	unsigned measuring_depth;
 };
 
 /* Whether |op| has a candidate called |name|. */
