@@ -67,10 +67,14 @@
  * once more to leave its result in the outputs.
  *
  * Threads: wafer_execute_autotune may be called from any number of threads
- * (on clients whose channel allows it). Tuning is serialised per runtime:
- * while one thread measures, another that needs a new key waits, so that
- * measurements do not disturb each other; threads that hit the cache
- * never wait. */
+ * (on clients whose channel allows it), and never waits for another
+ * thread's measurement: while one thread measures a key of an operation on
+ * a device, another thread needing a key of that operation there runs the
+ * default candidate for that call (source WAFER_AUTOTUNE_SOURCE_DEFAULT,
+ * nothing recorded) and gets the tuned choice on a later call. Waiting
+ * could deadlock: the measuring thread synchronises its client's queue,
+ * whose work may wait for the other thread's (a collective between two
+ * clients, comm.h). Threads that hit the cache never wait. */
 #ifndef WAFER_AUTOTUNE_H
 #define WAFER_AUTOTUNE_H
 
