@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define WAFER_PLUGIN_ABI_MAJOR 1
-#define WAFER_PLUGIN_ABI_MINOR 4
+#define WAFER_PLUGIN_ABI_MINOR 5
 
 /* The one symbol a plugin exports. */
 #define WAFER_PLUGIN_QUERY_SYMBOL "wafer_plugin_query"
@@ -519,7 +519,52 @@ struct wafer_server_ops {
 	 * collectives in the same order. */
 	wafer_status (*comm_run)(void *device, void *queue, void *comm,
 				 const struct wafer_collective *c);
+
+	/* Since ABI 1.5, optional, all eight or none: events and host
+	 * callbacks (wafer-queue(7)). With them the core runs a client's
+	 * queues side by side and orders them on the device; without them
+	 * it orders them by syncing on the host, so they never overlap. The
+	 * core calls them from any client's thread; entries on one queue are
+	 * never called concurrently, entries on different queues may be.
+	 *
+	 * event_create: a new event, never recorded (it counts as complete).
+	 * |flags|: WAFER_PLUGIN_EVENT_TIMING when event_elapsed will be asked
+	 * of it (CUDA: no CU_EVENT_DISABLE_TIMING); without it the event is
+	 * only for ordering and should be as cheap as the device allows. */
+	wafer_status (*event_create)(void *device, uint32_t flags,
+				     void **out_event);
+	/* Frees |event|; the core calls it only once nothing waits on it and
+	 * what it captured has finished. */
+	void (*event_destroy)(void *device, void *event);
+	/* Captures in |event| everything issued on |queue| so far (CUDA
+	 * cuEventRecord; OpenCL a marker). Recording again replaces it. */
+	wafer_status (*event_record)(void *device, void *queue, void *event);
+	/* Work issued on |queue| after this call starts once what |event|
+	 * captured has finished (CUDA cuStreamWaitEvent; OpenCL a barrier
+	 * with a wait list). Must not block the calling thread. */
+	wafer_status (*queue_wait_event)(void *device, void *queue,
+					 void *event);
+	/* Blocks until what |event| captured has finished. */
+	wafer_status (*event_sync)(void *device, void *event);
+	/* WAFER_OK when finished, WAFER_ERROR_NOT_READY when not; a failure
+	 * of the device is returned as such. Never blocks. */
+	wafer_status (*event_query)(void *device, void *event);
+	/* Nanoseconds between two finished timing events; waits for |end|.
+	 * WAFER_ERROR_NOT_SUPPORTED where the device has no timers. */
+	wafer_status (*event_elapsed)(void *device, void *start, void *end,
+				      uint64_t *out_ns);
+	/* Calls |fn(arg)| on a thread of the plugin's (never the caller's,
+	 * never inside this call) once everything issued on |queue| before
+	 * has finished; work issued on |queue| after it waits for |fn| to
+	 * return (CUDA cuLaunchHostFunc; OpenCL clSetEventCallback on a
+	 * marker, with a user event gating what follows). |fn| does not
+	 * call the plugin's entries for |queue|. */
+	wafer_status (*queue_callback)(void *device, void *queue,
+				       void (*fn)(void *arg), void *arg);
 };
+
+/* event_create's flags. */
+#define WAFER_PLUGIN_EVENT_TIMING (UINT32_C(1) << 0)
 
 /*===----------------------------------------------------------------------===
  * The plugin descriptor

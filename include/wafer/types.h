@@ -75,6 +75,9 @@ typedef enum wafer_status {
 	/* A program did not compile or link; wafer_last_error() holds the
 	 * compiler's log, line numbers as the compiler gave them. */
 	WAFER_ERROR_BUILD = 15,
+	/* Work an event captured has not finished yet (wafer_event_query):
+	 * not a failure; nothing was changed. */
+	WAFER_ERROR_NOT_READY = 16,
 } wafer_status;
 
 /*===----------------------------------------------------------------------===
@@ -248,6 +251,11 @@ typedef enum wafer_collective_kind {
  * (storage.copy_peer), and runs collectives (the server's comm entries). */
 #define WAFER_CAP_PEER_COPY (UINT64_C(1) << 9)
 #define WAFER_CAP_COLLECTIVES (UINT64_C(1) << 10)
+/* Since ABI 1.5, set by the core from the optional entries: the plugin
+ * has events (the server's event entries), so a client's queues run side
+ * by side, ordered on the device. Without it they are ordered on the
+ * host and do not overlap. */
+#define WAFER_CAP_EVENTS (UINT64_C(1) << 11)
 
 #ifdef __cplusplus
 }
