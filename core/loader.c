@@ -377,6 +377,33 @@ static void whole_comm_group(struct wafer_loaded_plugin *p)
 	}
 }
 
+/* The event entries of ABI 1.5: without all eight the core orders a
+ * client's queues on the host (no WAFER_CAP_EVENTS). */
+static void whole_event_group(struct wafer_loaded_plugin *p)
+{
+	static const char *const names[] = {
+		"event_create",	  "event_destroy", "event_record",
+		"queue_wait_event", "event_sync",  "event_query",
+		"event_elapsed",  "queue_callback"};
+	struct wafer_server_ops *q = &p->server;
+	const bool given[] = {q->event_create,	   q->event_destroy,
+			      q->event_record,	   q->queue_wait_event,
+			      q->event_sync,	   q->event_query,
+			      q->event_elapsed,	   q->queue_callback};
+
+	if (partial_group(p, "event", "events (queues ordered on the host)",
+			  names, given, 8)) {
+		q->event_create = NULL;
+		q->event_destroy = NULL;
+		q->event_record = NULL;
+		q->queue_wait_event = NULL;
+		q->event_sync = NULL;
+		q->event_query = NULL;
+		q->event_elapsed = NULL;
+		q->queue_callback = NULL;
+	}
+}
+
 /* The interop entries of ABI 1.3: the storage's native, import and
  * forget, the server's queue_native and queue_wrap (interop is then "not
  * supported"), as the program entries give no capability unless all four
@@ -454,6 +481,7 @@ static wafer_status check_descriptor(struct wafer_loaded_plugin *p,
 	p->plugin = &p->desc;
 	whole_interop_groups(p);
 	whole_comm_group(p);
+	whole_event_group(p);
 
 	if (!valid_backend_name(p->desc.name))
 		return reject(p, WAFER_ERROR_PLUGIN,
@@ -743,6 +771,8 @@ uint64_t wafer_loader_derived_caps(const struct wafer_loaded_plugin *plugin,
 		caps |= WAFER_CAP_PEER_COPY;
 	if (q->comm_id && q->comm_open && q->comm_close && q->comm_run)
 		caps |= WAFER_CAP_COLLECTIVES;
+	if (q->event_create) /* the whole group (whole_event_group) */
+		caps |= WAFER_CAP_EVENTS;
 	/* WAFER_CAP_PINNED_HOST is no longer derived: host_alloc/host_free
 	 * are retired in ABI 1.1. It stays in DERIVED_CAPS so that a plugin
 	 * claiming it has it cleared: the core never sets it. */
@@ -752,7 +782,7 @@ uint64_t wafer_loader_derived_caps(const struct wafer_loaded_plugin *plugin,
 #define DERIVED_CAPS                                                           \
 	(WAFER_CAP_STREAM_ORDERED_ALLOC | WAFER_CAP_VIRTUAL_MEMORY |           \
 	 WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PINNED_HOST | WAFER_CAP_PROGRAMS |   \
-	 WAFER_CAP_PEER_COPY | WAFER_CAP_COLLECTIVES)
+	 WAFER_CAP_PEER_COPY | WAFER_CAP_COLLECTIVES | WAFER_CAP_EVENTS)
 
 wafer_status wafer_loader_device_info(const struct wafer_loaded_plugin *plugin,
 				      uint32_t index,

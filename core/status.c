@@ -23,6 +23,7 @@ WAFER_API const char *wafer_status_string(wafer_status status)
 	case WAFER_ERROR_ABI_MISMATCH: return "WAFER_ERROR_ABI_MISMATCH";
 	case WAFER_ERROR_INTERNAL: return "WAFER_ERROR_INTERNAL";
 	case WAFER_ERROR_BUILD: return "WAFER_ERROR_BUILD";
+	case WAFER_ERROR_NOT_READY: return "WAFER_ERROR_NOT_READY";
 	}
 	return "WAFER_ERROR_UNKNOWN";
 }

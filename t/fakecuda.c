@@ -451,8 +451,11 @@ static void copy_written(uintptr_t dst, uintptr_t src, size_t n)
  *===----------------------------------------------------------------------===*/
 
 /* OP_WAIT: cuStreamWaitEvent (the stream holds until another's op ran);
- * OP_HOST: fakecuda_enqueue's work of a stand-in library (fakenccl). */
-enum op_kind { OP_COPY, OP_KERNEL, OP_EVENT, OP_FREE, OP_WAIT, OP_HOST };
+ * OP_HOST: fakecuda_enqueue's work of a stand-in library (fakenccl);
+ * OP_HOSTFN: cuLaunchHostFunc (not called once the context faulted, as
+ * the driver documents). */
+enum op_kind { OP_COPY, OP_KERNEL, OP_EVENT, OP_FREE, OP_WAIT, OP_HOST,
+	       OP_HOSTFN };
 
 struct fake_kernel;
 
@@ -486,6 +489,8 @@ struct op {
 	 * |access|, checked and marked as a kernel's bindings are. */
 	fakecuda_host_fn host_run;
 	void *host_arg;
+	/* OP_HOSTFN: |host_fn|(|host_arg|). */
+	CUhostFn host_fn;
 	struct fakecuda_access *access;
 	size_t access_count;
 	struct op *next;
@@ -591,6 +596,8 @@ static void run_op(struct op *o)
 	 * can let go of what it holds. */
 	if (o->kind == OP_HOST)
 		o->host_run(o->host_arg, ok);
+	if (o->kind == OP_HOSTFN && ok)
+		o->host_fn(o->host_arg);
 
 	pthread_mutex_lock(&L);
 	clock_ns += 1000 + (o->kind == OP_COPY ? o->n : o->cost);
@@ -2412,6 +2419,27 @@ static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 /* Work queued on |s| from now on waits for |e|'s latest record (none,
  * or one on a stream since destroyed: nothing to wait for). The event
  * may be another context's, as in CUDA. */
+static CUresult fake_cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user)
+{
+	CUresult r = need_context();
+	struct op *o;
+
+	if (r)
+		return r;
+	if (!fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = op_on(&s, &o);
+	if (r)
+		return r;
+	o->kind = OP_HOSTFN;
+	o->host_fn = fn;
+	o->host_arg = user;
+	pthread_mutex_lock(&L);
+	push_op(s, o);
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
 static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
 {
 	CUresult r = need_context();
@@ -3237,6 +3265,7 @@ static const struct {
 	ENTRY(cuPointerGetAttribute),
 	ENTRY(cuStreamGetCtx),
 	ENTRY(cuStreamWaitEvent),
+	ENTRY(cuLaunchHostFunc),
 	ENTRY(cuMemcpyPeerAsync),
 	ENTRY(cuDeviceCanAccessPeer),
 	ENTRY(cuCtxEnablePeerAccess),

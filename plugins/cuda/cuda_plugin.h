@@ -20,6 +20,7 @@
  *                CUBIN), loaded and launched
  *   nvrtc.c      NVRTC, loaded with dlopen, compiling CUDA C
  *   peer.c       peer copies between two devices (or queues) of the plugin
+ *   event.c      events and host callbacks: queues ordered on the device
  *   nccl.c       collectives through NCCL, loaded with dlopen
  *   kernels/ the device code (.cu), compiled by nvcc to fatbins that
  *                fatbins.S embeds in the plugin
@@ -310,6 +311,18 @@ wafer_status cuda_comm_open(void *device,
 void cuda_comm_close(void *device, void *comm);
 wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 			   const struct wafer_collective *c);
+
+/* event.c: events and host callbacks (the server's ABI 1.5 entries). */
+wafer_status cuda_event_create(void *device, uint32_t flags, void **out_event);
+void cuda_event_destroy(void *device, void *event);
+wafer_status cuda_event_record(void *device, void *queue, void *event);
+wafer_status cuda_queue_wait_event(void *device, void *queue, void *event);
+wafer_status cuda_event_sync(void *device, void *event);
+wafer_status cuda_event_query(void *device, void *event);
+wafer_status cuda_event_elapsed(void *device, void *start, void *end,
+				uint64_t *out_ns);
+wafer_status cuda_queue_callback(void *device, void *queue,
+				 void (*fn)(void *arg), void *arg);
 
 /* program.c: the program entries of cuda_server_ops (plugin.h) */
 WAFER_PLUGIN_PROGRAM_ENTRIES(cuda);

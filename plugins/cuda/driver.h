@@ -79,6 +79,7 @@
 	X(cuPointerGetAttribute)                                               \
 	X(cuStreamGetCtx)                                                      \
 	X(cuStreamWaitEvent)                                                   \
+	X(cuLaunchHostFunc)                                                    \
 	X(cuMemcpyPeerAsync)                                                   \
 	X(cuDeviceCanAccessPeer)                                               \
 	X(cuCtxEnablePeerAccess)

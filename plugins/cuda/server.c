@@ -284,4 +284,13 @@ const struct wafer_server_ops cuda_server_ops = {
 	.comm_open = cuda_comm_open,
 	.comm_close = cuda_comm_close,
 	.comm_run = cuda_comm_run,
+	/* Events and host callbacks (event.c). */
+	.event_create = cuda_event_create,
+	.event_destroy = cuda_event_destroy,
+	.event_record = cuda_event_record,
+	.queue_wait_event = cuda_queue_wait_event,
+	.event_sync = cuda_event_sync,
+	.event_query = cuda_event_query,
+	.event_elapsed = cuda_event_elapsed,
+	.queue_callback = cuda_queue_callback,
 };
