@@ -553,12 +553,14 @@ struct wafer_server_ops {
 	 * WAFER_ERROR_NOT_SUPPORTED where the device has no timers. */
 	wafer_status (*event_elapsed)(void *device, void *start, void *end,
 				      uint64_t *out_ns);
-	/* Calls |fn(arg)| on a thread of the plugin's (never the caller's,
-	 * never inside this call) once everything issued on |queue| before
-	 * has finished; work issued on |queue| after it waits for |fn| to
+	/* Calls |fn(arg)| once everything issued on |queue| before has
+	 * finished; work issued on |queue| after it waits for |fn| to
 	 * return (CUDA cuLaunchHostFunc; OpenCL clSetEventCallback on a
-	 * marker, with a user event gating what follows). |fn| does not
-	 * call the plugin's entries for |queue|. */
+	 * marker, with a user event gating what follows). It runs on a
+	 * thread of the plugin's or the driver's, or inside this call
+	 * where the queue's work has already finished (a synchronous
+	 * device such as cpu). |fn| takes no lock the caller may hold and
+	 * does not call the plugin's entries for |queue|. */
 	wafer_status (*queue_callback)(void *device, void *queue,
 				       void (*fn)(void *arg), void *arg);
 };

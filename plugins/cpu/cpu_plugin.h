@@ -8,6 +8,7 @@
  *                device info, device open/close
  *   storage.c    wafer_storage_ops: memory, copies, virtual memory
  *   server.c     wafer_server_ops: queues, launch, sync, timers
+ *   event.c      events and host callbacks on synchronous queues
  *   kernels.c    the kernel table and the f32 kernels behind it
  *   program.c    the caller's own kernels: programs of host C or a
  *                shared object
@@ -25,6 +26,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <wafer/plugin.h>
 #include <wafer/plugin_util.h>
@@ -90,6 +92,29 @@ void cpu_storage_close(struct cpu_device *device);
  * the MPI module is not installed (plugin.c chooses). */
 extern const struct wafer_server_ops cpu_server_ops;
 extern const struct wafer_server_ops cpu_server_ops_without_comm;
+
+/* event.c: events and host callbacks (the server's ABI 1.5 entries) */
+wafer_status cpu_event_create(void *device, uint32_t flags, void **out_event);
+void cpu_event_destroy(void *device, void *event);
+wafer_status cpu_event_record(void *device, void *queue, void *event);
+wafer_status cpu_queue_wait_event(void *device, void *queue, void *event);
+wafer_status cpu_event_sync(void *device, void *event);
+wafer_status cpu_event_query(void *device, void *event);
+wafer_status cpu_event_elapsed(void *device, void *start, void *end,
+			       uint64_t *out_ns);
+wafer_status cpu_queue_callback(void *device, void *queue,
+				void (*fn)(void *arg), void *arg);
+
+/* The host's monotonic clock in nanoseconds: device time on cpu, where
+ * work has finished when the call that issued it returns. */
+static inline uint64_t cpu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) +
+	       (uint64_t)ts.tv_nsec;
+}
 
 /* comm.c: the server's comm entries; where the MPI module should be
  * (cpu-mpi.so beside cpu.so: 0, or -1 when the path does not fit); and

@@ -16,7 +16,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "plugins/cpu/cpu_plugin.h"
 #include "plugins/cpu/kernels.h"
@@ -167,17 +166,9 @@ static wafer_status cpu_server_launch(void *device, void *queue,
  * Timers
  *===----------------------------------------------------------------------===*/
 
-/* Host time is device time here: launches and copies have finished when
- * they return, so the interval between two points on the calling thread is
- * exactly the work issued between them. */
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) +
-	       (uint64_t)ts.tv_nsec;
-}
+/* Host time is device time here (cpu_now_ns): launches and copies have
+ * finished when they return, so the interval between two points on the
+ * calling thread is exactly the work issued between them. */
 
 static wafer_status cpu_server_timer_begin(void *device, void *queue,
 					   void **out_timer)
@@ -190,7 +181,7 @@ static wafer_status cpu_server_timer_begin(void *device, void *queue,
 		dev->state->host->set_error("cpu: cannot allocate a timer");
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	}
-	timer->start_ns = now_ns();
+	timer->start_ns = cpu_now_ns();
 	return WAFER_OK;
 }
 
@@ -199,7 +190,7 @@ static wafer_status cpu_server_timer_end(void *device, void *queue,
 {
 	struct cpu_timer *t = timer;
 
-	*out_ns = now_ns() - t->start_ns;
+	*out_ns = cpu_now_ns() - t->start_ns;
 	free(t);
 	return WAFER_OK;
 }
@@ -212,7 +203,12 @@ static wafer_status cpu_server_timer_end(void *device, void *queue,
 	WAFER_PLUGIN_SERVER_OPS(cpu), .timer_begin = cpu_server_timer_begin,   \
 	.timer_end = cpu_server_timer_end, WAFER_PLUGIN_PROGRAM_OPS(cpu),      \
 	.queue_native = cpu_server_queue_native,                               \
-	.queue_wrap = cpu_server_queue_wrap
+	.queue_wrap = cpu_server_queue_wrap, .event_create = cpu_event_create, \
+	.event_destroy = cpu_event_destroy, .event_record = cpu_event_record, \
+	.queue_wait_event = cpu_queue_wait_event,                              \
+	.event_sync = cpu_event_sync, .event_query = cpu_event_query,          \
+	.event_elapsed = cpu_event_elapsed,                                    \
+	.queue_callback = cpu_queue_callback
 
 const struct wafer_server_ops cpu_server_ops = {
 	CPU_SERVER_OPS_LOCAL,

@@ -10,6 +10,7 @@
  *   errors.c     OpenCL error codes to names and wafer statuses
  *   storage.c    wafer_storage_ops: cl_mem buffers, copies, pinned
  *                staging of uploads
+ *   event.c      events and host callbacks: markers, barriers, callbacks
  *   server.c     wafer_server_ops: in-order profiling queues, launch,
  *                sync, device timers
  *   program.c    building the OpenCL C programs at first use
@@ -238,6 +239,18 @@ struct ocl_queue {
 /*===----------------------------------------------------------------------===
  * Entry points of the files
  *===----------------------------------------------------------------------===*/
+
+/* event.c: events and host callbacks (the server's ABI 1.5 entries) */
+wafer_status ocl_event_create(void *device, uint32_t flags, void **out_event);
+void ocl_event_destroy(void *device, void *event);
+wafer_status ocl_event_record(void *device, void *queue, void *event);
+wafer_status ocl_queue_wait_event(void *device, void *queue, void *event);
+wafer_status ocl_event_sync(void *device, void *event);
+wafer_status ocl_event_query(void *device, void *event);
+wafer_status ocl_event_elapsed(void *device, void *start, void *end,
+			       uint64_t *out_ns);
+wafer_status ocl_queue_callback(void *device, void *queue,
+				void (*fn)(void *arg), void *arg);
 
 /* errors.c */
 /* "CL_OUT_OF_RESOURCES"; "unknown OpenCL error" for codes it does not

@@ -323,4 +323,13 @@ const struct wafer_server_ops ocl_server_ops = {
 	.timer_end = ocl_server_timer_end,
 	WAFER_PLUGIN_INTEROP_SERVER_OPS(ocl),
 	WAFER_PLUGIN_PROGRAM_OPS(ocl_user),
+	/* Events and host callbacks (event.c). */
+	.event_create = ocl_event_create,
+	.event_destroy = ocl_event_destroy,
+	.event_record = ocl_event_record,
+	.queue_wait_event = ocl_queue_wait_event,
+	.event_sync = ocl_event_sync,
+	.event_query = ocl_event_query,
+	.event_elapsed = ocl_event_elapsed,
+	.queue_callback = ocl_queue_callback,
 };
