@@ -82,6 +82,11 @@ struct wafer_handle_slot {
 	 * the new generation also sees why. */
 	const char *_Atomic ended_by;
 	_Atomic uint32_t next_free; /* index of the next free slot; 0: none */
+	/* The queue (lane) and the point on it of the slot's last use, for
+	 * the order between a client's queues (core/lanes.h). The bridge's
+	 * thread only. */
+	uint8_t lane;
+	uint64_t lane_at;
 };
 
 struct wafer_handle_table {

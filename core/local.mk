@@ -27,6 +27,7 @@ libwafer_core_la_SOURCES = \
 	core/kernel_table.c core/kernel_table.h core/hash.h \
 	core/plugin_file.c core/plugin_file.h \
 	core/bridge.c core/bridge.h \
+	core/lanes.c core/lanes.h \
 	core/channel/channel.c core/channel/channel.h \
 	core/channel/direct.c \
 	core/channel/mutex.c \

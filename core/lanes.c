@@ -1,0 +1,281 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * lanes.c: the queues of one client and the order between them (see
+ * lanes.h for the rule). */
+#include "build-config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/lanes.h"
+
+static void lane_reset(struct wafer_lane *lane)
+{
+	uint64_t issued = lane->issued; /* never goes back (lanes.h) */
+
+	memset(lane, 0, sizeof *lane);
+	lane->issued = issued;
+	pthread_mutex_init(&lane->callback_lock, NULL);
+}
+
+void wafer_lanes_init(struct wafer_lanes *lanes,
+		      const struct wafer_server_ops *server, void *device,
+		      const char *backend, bool events, void *queue0)
+{
+	memset(lanes, 0, sizeof *lanes);
+	lanes->server = server;
+	lanes->device = device;
+	lanes->backend = backend;
+	lanes->events = events;
+	for (uint32_t i = 0; i < WAFER_MAX_QUEUES; i++)
+		lane_reset(&lanes->lane[i]);
+	lanes->lane[0].queue = queue0;
+	lanes->open = 1;
+}
+
+/* The plugin's sync of lane |i|, its failure naming the queue. */
+static wafer_status plugin_sync(struct wafer_lanes *lanes, uint32_t i)
+{
+	struct wafer_lane *lane = &lanes->lane[i];
+	wafer_status status = lanes->server->sync(lanes->device, lane->queue);
+
+	if (status != WAFER_OK)
+		return wafer_fail_context(status, "queued work on %s queue %u "
+						  "failed",
+					  lanes->backend, i);
+	lane->dirty = false;
+	/* Everything issued on it is done: no lane need wait for it. */
+	for (uint32_t j = 0; j < WAFER_MAX_QUEUES; j++)
+		if (lanes->lane[j].seen[i] < lane->issued)
+			lanes->lane[j].seen[i] = lane->issued;
+	return WAFER_OK;
+}
+
+/* Moves the host callbacks' failures into the lane's deferred ones. */
+static void take_callback_failures(struct wafer_lane *lane)
+{
+	pthread_mutex_lock(&lane->callback_lock);
+	if (wafer_deferred_pending(&lane->callback_failed)) {
+		wafer_status status =
+			wafer_deferred_take(&lane->callback_failed);
+		wafer_deferred_record(&lane->deferred, status);
+	}
+	pthread_mutex_unlock(&lane->callback_lock);
+}
+
+wafer_status wafer_lanes_sync(struct wafer_lanes *lanes, uint32_t i)
+{
+	struct wafer_lane *lane = &lanes->lane[i];
+	wafer_status status = plugin_sync(lanes, i);
+
+	take_callback_failures(lane);
+	if (!wafer_deferred_pending(&lane->deferred))
+		return status;
+	wafer_deferred_record(&lane->deferred, status);
+	return wafer_deferred_take(&lane->deferred);
+}
+
+wafer_status wafer_lanes_open(struct wafer_lanes *lanes, uint32_t *out_index)
+{
+	uint32_t i = 1;
+	wafer_status status;
+
+	while (i < WAFER_MAX_QUEUES && lanes->lane[i].queue)
+		i++;
+	if (i == WAFER_MAX_QUEUES)
+		return wafer_fail(WAFER_ERROR_OUT_OF_RANGE,
+				  "wafer_queue_open: a client has at most %d "
+				  "queues open at once (its default queue "
+				  "included); close one first",
+				  WAFER_MAX_QUEUES);
+	lane_reset(&lanes->lane[i]);
+	status = lanes->server->queue_create(lanes->device,
+					     &lanes->lane[i].queue);
+	if (status != WAFER_OK) {
+		lanes->lane[i].queue = NULL;
+		return wafer_fail_context(status, "%s: queue_create",
+					  lanes->backend);
+	}
+	lanes->open++;
+	lanes->multi = true;
+	/* A point past everything lane 0 was given, untracked or not. */
+	status = wafer_lanes_order(lanes, i, 0, ++lanes->lane[0].issued);
+	if (status != WAFER_OK) {
+		wafer_lanes_close(lanes, i);
+		return status;
+	}
+	*out_index = i;
+	return WAFER_OK;
+}
+
+static void lane_free(struct wafer_lanes *lanes, struct wafer_lane *lane)
+{
+	if (lane->mark)
+		lanes->server->event_destroy(lanes->device, lane->mark);
+	lane->mark = NULL;
+	wafer_deferred_clear(&lane->deferred);
+	wafer_deferred_clear(&lane->callback_failed);
+	pthread_mutex_destroy(&lane->callback_lock);
+}
+
+wafer_status wafer_lanes_close(struct wafer_lanes *lanes, uint32_t i)
+{
+	struct wafer_lane *lane = &lanes->lane[i];
+	wafer_status status = wafer_lanes_sync(lanes, i);
+
+	lane_free(lanes, lane);
+	lanes->server->queue_destroy(lanes->device, lane->queue);
+	lane->queue = NULL;
+	lane_reset(lane);
+	lanes->open--;
+	lanes->multi = lanes->open > 1;
+	return status;
+}
+
+void wafer_lanes_fini(struct wafer_lanes *lanes)
+{
+	lane_free(lanes, &lanes->lane[0]);
+}
+
+/* Records lane |a|'s mark at its current point. */
+static wafer_status mark(struct wafer_lanes *lanes, uint32_t a)
+{
+	struct wafer_lane *lane = &lanes->lane[a];
+	wafer_status status = WAFER_OK;
+
+	if (!lane->mark)
+		status = lanes->server->event_create(lanes->device, 0,
+						     &lane->mark);
+	if (status == WAFER_OK)
+		status = lanes->server->event_record(lanes->device,
+						     lane->queue, lane->mark);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status, "%s: event on queue %u",
+					  lanes->backend, a);
+	lane->mark_at = lane->issued;
+	return WAFER_OK;
+}
+
+wafer_status wafer_lanes_order(struct wafer_lanes *lanes, uint32_t l,
+			       uint32_t a, uint64_t at)
+{
+	struct wafer_lane *to = &lanes->lane[l], *from = &lanes->lane[a];
+	wafer_status status;
+
+	/* A closed lane's work finished when it closed. */
+	if (l == a || !from->queue || to->seen[a] >= at)
+		return WAFER_OK;
+	if (!lanes->events) {
+		/* Ordered on the host. A failure is lane |a|'s own, reported
+		 * by its next sync; the failed work is over all the same. */
+		status = plugin_sync(lanes, a);
+		wafer_deferred_record(&from->deferred, status);
+		to->seen[a] = from->issued;
+		return WAFER_OK;
+	}
+	if (from->mark_at < at) {
+		status = mark(lanes, a);
+		if (status != WAFER_OK)
+			return status;
+	}
+	status = lanes->server->queue_wait_event(lanes->device, to->queue,
+						 from->mark);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status,
+					  "%s: queue %u waiting for queue %u",
+					  lanes->backend, l, a);
+	to->seen[a] = from->mark_at;
+	to->dirty = true;
+	return WAFER_OK;
+}
+
+wafer_status wafer_lanes_touch_slow(struct wafer_lanes *lanes, uint32_t l,
+				    struct wafer_handle_slot *const *slots,
+				    uint32_t count)
+{
+	uint64_t at = ++lanes->lane[l].issued;
+
+	for (uint32_t i = 0; i < count; i++) {
+		struct wafer_handle_slot *slot = slots[i];
+		if (!slot)
+			continue;
+		if (slot->lane != l) {
+			wafer_status status = wafer_lanes_order(
+				lanes, l, slot->lane, slot->lane_at);
+			if (status != WAFER_OK)
+				return status;
+			slot->lane = (uint8_t)l;
+		}
+		slot->lane_at = at;
+	}
+	return WAFER_OK;
+}
+
+wafer_status wafer_lanes_before_release(struct wafer_lanes *lanes,
+					struct wafer_handle_slot *slot)
+{
+	if (!lanes->multi || slot->lane == 0)
+		return WAFER_OK;
+	return wafer_lanes_order(lanes, 0, slot->lane, slot->lane_at);
+}
+
+void wafer_lanes_reserved(struct wafer_lanes *lanes,
+			  struct wafer_handle_slot *slot)
+{
+	slot->lane = 0;
+	slot->lane_at = lanes->multi ? ++lanes->lane[0].issued : 0;
+}
+
+struct callback {
+	struct wafer_lane *lane;
+	uint32_t index;
+	const char *backend;
+	wafer_status (*fn)(void *user);
+	void *user;
+};
+
+/* On the plugin's thread: the caller's callback, its failure kept. */
+static void run_callback(void *data)
+{
+	struct callback *cb = data;
+	wafer_status status = cb->fn(cb->user);
+
+	if (status != WAFER_OK) {
+		wafer_fail_context(status, "host callback %p on %s queue %u",
+				   (void *)cb->fn, cb->backend, cb->index);
+		pthread_mutex_lock(&cb->lane->callback_lock);
+		wafer_deferred_record(&cb->lane->callback_failed, status);
+		pthread_mutex_unlock(&cb->lane->callback_lock);
+	}
+	free(cb);
+}
+
+wafer_status wafer_lanes_callback(struct wafer_lanes *lanes, uint32_t l,
+				  wafer_status (*fn)(void *user), void *user)
+{
+	struct wafer_lane *lane = &lanes->lane[l];
+	struct callback *cb = malloc(sizeof *cb);
+	wafer_status status;
+
+	if (!cb)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "host callback: out of memory");
+	*cb = (struct callback){lane, l, lanes->backend, fn, user};
+	if (!lanes->events) {
+		/* Ordered on the host: the work before it is over (a
+		 * failure of it stays the lane's), then it runs here. */
+		wafer_deferred_record(&lane->deferred, plugin_sync(lanes, l));
+		run_callback(cb);
+		return WAFER_OK;
+	}
+	lane->dirty = true;
+	status = lanes->server->queue_callback(lanes->device, lane->queue,
+					       run_callback, cb);
+	if (status != WAFER_OK) {
+		free(cb);
+		return wafer_fail_context(status, "%s: host callback on queue "
+						  "%u",
+					  lanes->backend, l);
+	}
+	return WAFER_OK;
+}
