@@ -1,0 +1,230 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * event.c: events (wafer/queue.h). With the plugin's events group an
+ * event is the plugin's, recorded and waited on by commands in queue
+ * order, and synced, queried and timed from the calling thread once its
+ * channel has issued everything submitted before (a flush). Without the
+ * group the core stands in: an event remembers the queue it captured, a
+ * wait orders by syncing that queue on the host, and so do sync and query
+ * (query then waits: wafer-queue(7) says so). */
+#include "build-config.h"
+
+#include <stdlib.h>
+
+#include "core/bridge.h"
+#include "core/client.h"
+#include "core/error.h"
+#include "core/event.h"
+
+struct wafer_event {
+	wafer_client *client;
+	uint32_t flags;
+	void *plugin; /* the plugin's event; NULL without the group */
+	/* The lane its latest record captured, -1: never recorded. Written
+	 * by the bridge's thread; read after a flush. */
+	int lane;
+};
+
+static const struct wafer_server_ops *server_of(wafer_client *client,
+						void **out_device)
+{
+	struct wafer_runtime_device *device =
+		wafer_client_runtime_device(client);
+	*out_device = device->device;
+	return device->plugin->server;
+}
+
+static bool has_events(wafer_client *client)
+{
+	return wafer_client_runtime_device(client)->info.capabilities &
+	       WAFER_CAP_EVENTS;
+}
+
+wafer_status wafer_event_new(wafer_client *client, uint32_t flags,
+			     wafer_event **out_event)
+{
+	wafer_event *event = calloc(1, sizeof *event);
+	void *device;
+	const struct wafer_server_ops *server = server_of(client, &device);
+
+	if (!event)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "wafer_event_create: out of memory");
+	*event = (wafer_event){.client = client, .flags = flags, .lane = -1};
+	if (has_events(client)) {
+		wafer_status status = server->event_create(
+			device,
+			(flags & WAFER_EVENT_TIMING) ? WAFER_PLUGIN_EVENT_TIMING
+						     : 0,
+			&event->plugin);
+		if (status != WAFER_OK) {
+			free(event);
+			return wafer_fail_context(status, "wafer_event_create");
+		}
+	}
+	*out_event = event;
+	return WAFER_OK;
+}
+
+wafer_client *wafer_event_client(const wafer_event *event)
+{
+	return event->client;
+}
+
+/* Everything submitted before on |event|'s client has been issued. */
+static wafer_status flush(wafer_event *event)
+{
+	struct wafer_command c = {.kind = WAFER_COMMAND_FLUSH};
+	return wafer_client_submit(event->client, &c);
+}
+
+/* Without the events group: syncs the queue the event captured. */
+static wafer_status sync_captured(wafer_event *event)
+{
+	if (event->lane < 0)
+		return WAFER_OK;
+	struct wafer_command c = {
+		.kind = WAFER_COMMAND_SYNC,
+		.queue = (uint8_t)(event->lane + 1),
+	};
+	return wafer_client_submit(event->client, &c);
+}
+
+WAFER_API wafer_status wafer_event_sync(wafer_event *event)
+{
+	if (!event)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_event_sync: event is NULL");
+	wafer_status status = flush(event);
+	if (status != WAFER_OK)
+		return status;
+	if (!event->plugin)
+		return sync_captured(event);
+	void *device;
+	status = server_of(event->client, &device)->event_sync(device,
+							       event->plugin);
+	return status == WAFER_OK ? WAFER_OK
+				  : wafer_fail_context(status,
+						       "wafer_event_sync");
+}
+
+WAFER_API wafer_status wafer_event_query(wafer_event *event)
+{
+	if (!event)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_event_query: event is NULL");
+	wafer_status status = flush(event);
+	if (status != WAFER_OK)
+		return status;
+	if (!event->plugin)
+		return sync_captured(event);
+	void *device;
+	status = server_of(event->client, &device)->event_query(device,
+								event->plugin);
+	if (status == WAFER_OK || status == WAFER_ERROR_NOT_READY)
+		return status;
+	return wafer_fail_context(status, "wafer_event_query");
+}
+
+WAFER_API wafer_status wafer_event_elapsed(wafer_event *start,
+					   wafer_event *end, uint64_t *out_ns)
+{
+	if (!out_ns || !start || !end)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_event_elapsed: %s is NULL",
+				  !out_ns ? "out_ns" : !start ? "start" : "end");
+	*out_ns = 0;
+	if (start->client != end->client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_event_elapsed: the two events belong "
+				  "to different clients");
+	if (!(start->flags & end->flags & WAFER_EVENT_TIMING))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_event_elapsed: %s event was created "
+				  "without WAFER_EVENT_TIMING",
+				  (start->flags & WAFER_EVENT_TIMING) ? "the end"
+								       : "the start");
+	struct wafer_runtime_device *rd =
+		wafer_client_runtime_device(start->client);
+	if (!start->plugin ||
+	    !(rd->info.capabilities & WAFER_CAP_DEVICE_TIMERS))
+		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
+				  "wafer_event_elapsed: %s has no %s",
+				  rd->backend,
+				  start->plugin ? "device timers" : "events");
+	wafer_status status = flush(end);
+	if (status != WAFER_OK)
+		return status;
+	if (start->lane < 0 || end->lane < 0)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_event_elapsed: the %s event was never "
+				  "recorded",
+				  start->lane < 0 ? "start" : "end");
+	status = rd->plugin->server->event_elapsed(rd->device, start->plugin,
+						    end->plugin, out_ns);
+	return status == WAFER_OK ? WAFER_OK
+				  : wafer_fail_context(status,
+						       "wafer_event_elapsed");
+}
+
+WAFER_API wafer_status wafer_event_release(wafer_event *event)
+{
+	if (!event)
+		return WAFER_OK;
+	struct wafer_command c = {
+		.kind = WAFER_COMMAND_EVENT_RELEASE,
+		.event = {.event = event},
+	};
+	return wafer_client_submit(event->client, &c);
+}
+
+/*===----------------------------------------------------------------------===
+ * On the bridge's thread
+ *===----------------------------------------------------------------------===*/
+
+wafer_status wafer_event_run_record(struct wafer_bridge *bridge,
+				    uint32_t lane, wafer_event *event)
+{
+	struct wafer_lanes *lanes = &bridge->lanes;
+	wafer_status status = WAFER_OK;
+
+	event->lane = (int)lane;
+	if (event->plugin) {
+		lanes->lane[lane].dirty = true;
+		status = lanes->server->event_record(
+			lanes->device, lanes->lane[lane].queue, event->plugin);
+	}
+	return status == WAFER_OK ? WAFER_OK
+				  : wafer_fail_context(status,
+						       "wafer_event_record on "
+						       "queue %u",
+						       lane);
+}
+
+wafer_status wafer_event_run_wait(struct wafer_bridge *bridge, uint32_t lane,
+				  wafer_event *event)
+{
+	struct wafer_lanes *lanes = &bridge->lanes;
+	wafer_status status;
+
+	if (event->lane < 0)
+		return WAFER_OK; /* never recorded: complete */
+	if (!event->plugin)
+		return wafer_lanes_order(lanes, lane, (uint32_t)event->lane,
+					 UINT64_MAX);
+	lanes->lane[lane].dirty = true;
+	status = lanes->server->queue_wait_event(
+		lanes->device, lanes->lane[lane].queue, event->plugin);
+	return status == WAFER_OK ? WAFER_OK
+				  : wafer_fail_context(status,
+						       "wafer_queue_wait on "
+						       "queue %u",
+						       lane);
+}
+
+void wafer_event_run_release(struct wafer_bridge *bridge, wafer_event *event)
+{
+	if (event->plugin)
+		bridge->lanes.server->event_destroy(bridge->lanes.device,
+						    event->plugin);
+	free(event);
+}

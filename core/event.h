@@ -1,0 +1,27 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * event.h: events (wafer/queue.h) inside the core: made by
+ * wafer_event_create (core/queue.c checks its arguments), recorded,
+ * waited on and released by commands that the bridge runs in queue
+ * order (core/event.c). */
+#ifndef WAFER_CORE_EVENT_H
+#define WAFER_CORE_EVENT_H
+
+#include <stdint.h>
+
+#include <wafer/queue.h>
+
+struct wafer_bridge;
+
+wafer_status wafer_event_new(wafer_client *client, uint32_t flags,
+			     wafer_event **out_event);
+wafer_client *wafer_event_client(const wafer_event *event);
+
+/* The bridge's side of EVENT_RECORD, QUEUE_WAIT and EVENT_RELEASE. */
+wafer_status wafer_event_run_record(struct wafer_bridge *bridge,
+				    uint32_t lane, wafer_event *event);
+wafer_status wafer_event_run_wait(struct wafer_bridge *bridge, uint32_t lane,
+				  wafer_event *event);
+void wafer_event_run_release(struct wafer_bridge *bridge, wafer_event *event);
+
+#endif

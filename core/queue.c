@@ -1,0 +1,294 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * queue.c: wafer/queue.h — queues, the calling thread's current queue,
+ * events and host callbacks. What runs on the device is the bridge's
+ * (core/lanes.c); this file checks the caller's arguments once and
+ * submits the commands. */
+#include "build-config.h"
+
+#include <stdlib.h>
+
+#include "core/client.h"
+#include "core/error.h"
+#include "core/queue.h"
+
+/*===----------------------------------------------------------------------===
+ * The calling thread's current queue
+ *===----------------------------------------------------------------------===*/
+
+/* A thread selects a non-default queue on at most this many clients at
+ * once (wafer_queue_select says so when a ninth would not fit). */
+#define SELECTIONS 8
+
+_Thread_local unsigned wafer_queue_selected_count;
+static _Thread_local struct wafer_queue_selection selected[SELECTIONS];
+
+static _Atomic uint64_t next_client_serial = 1;
+static _Atomic uint64_t next_queue_serial = 1;
+
+void wafer_client_queues_init(struct wafer_client_queues *queues,
+			      wafer_client *client)
+{
+	queues->client_serial = atomic_fetch_add(&next_client_serial, 1);
+	queues->default_queue = (struct wafer_queue){
+		.client = client,
+		.lane = 0,
+		.serial = atomic_fetch_add(&next_queue_serial, 1),
+	};
+	pthread_mutex_init(&queues->lock, NULL);
+	queues->open[0] = &queues->default_queue;
+	atomic_store(&queues->serial[0], queues->default_queue.serial);
+	for (uint32_t i = 1; i < WAFER_MAX_QUEUES; i++) {
+		queues->open[i] = NULL;
+		atomic_store(&queues->serial[i], 0);
+	}
+}
+
+void wafer_client_queues_fini(struct wafer_client_queues *queues)
+{
+	for (uint32_t i = 1; i < WAFER_MAX_QUEUES; i++)
+		free(queues->open[i]);
+	pthread_mutex_destroy(&queues->lock);
+}
+
+static struct wafer_queue_selection *find_selection(uint64_t client_serial)
+{
+	for (unsigned i = 0; i < wafer_queue_selected_count; i++)
+		if (selected[i].client_serial == client_serial)
+			return &selected[i];
+	return NULL;
+}
+
+static void drop_selection(struct wafer_queue_selection *s)
+{
+	*s = selected[--wafer_queue_selected_count];
+}
+
+uint32_t wafer_queue_lane_slow(const struct wafer_client_queues *queues)
+{
+	struct wafer_queue_selection *s = find_selection(queues->client_serial);
+
+	if (!s)
+		return 0;
+	/* The queue closed since (perhaps on another thread): default. */
+	if (atomic_load_explicit(&queues->serial[s->lane],
+				 memory_order_acquire) != s->queue_serial) {
+		drop_selection(s);
+		return 0;
+	}
+	return s->lane;
+}
+
+static struct wafer_client_queues *queues_of(wafer_client *client)
+{
+	return wafer_client_queues(client);
+}
+
+WAFER_API wafer_queue *wafer_client_default_queue(wafer_client *client)
+{
+	return client ? &queues_of(client)->default_queue : NULL;
+}
+
+WAFER_API wafer_queue *wafer_queue_current(wafer_client *client)
+{
+	if (!client)
+		return NULL;
+	struct wafer_client_queues *queues = queues_of(client);
+	uint32_t lane = wafer_queue_current_lane(queues);
+	/* A lane the thread still has selected is open: its record stays
+	 * until it closes, which also clears the serial checked above. */
+	struct wafer_queue *queue = queues->open[lane];
+	return queue ? queue : &queues->default_queue;
+}
+
+WAFER_API wafer_queue *wafer_queue_select(wafer_queue *queue)
+{
+	if (!queue) {
+		wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+			   "wafer_queue_select: queue is NULL (to go back to "
+			   "the default queue, select "
+			   "wafer_client_default_queue(client))");
+		return NULL;
+	}
+	struct wafer_client_queues *queues = queues_of(queue->client);
+	wafer_queue *was = wafer_queue_current(queue->client);
+	struct wafer_queue_selection *s = find_selection(queues->client_serial);
+
+	if (queue->lane == 0) {
+		if (s)
+			drop_selection(s);
+		return was;
+	}
+	if (!s) {
+		if (wafer_queue_selected_count == SELECTIONS) {
+			wafer_fail(WAFER_ERROR_OUT_OF_RANGE,
+				   "wafer_queue_select: this thread has queues "
+				   "selected on %d clients already; select "
+				   "the default queue of one first",
+				   SELECTIONS);
+			return NULL;
+		}
+		s = &selected[wafer_queue_selected_count++];
+	}
+	*s = (struct wafer_queue_selection){
+		.client_serial = queues->client_serial,
+		.queue_serial = queue->serial,
+		.lane = queue->lane,
+	};
+	return was;
+}
+
+/*===----------------------------------------------------------------------===
+ * Queues
+ *===----------------------------------------------------------------------===*/
+
+/* A command on |queue|'s lane, whatever the thread has selected. */
+static wafer_status submit_on(wafer_queue *queue, struct wafer_command *c)
+{
+	c->queue = queue->lane + 1;
+	return wafer_client_submit(queue->client, c);
+}
+
+WAFER_API wafer_status wafer_queue_open(wafer_client *client,
+					wafer_queue **out_queue)
+{
+	if (!out_queue)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_queue_open: out_queue is NULL");
+	*out_queue = NULL;
+	if (!client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_queue_open: client is NULL");
+	struct wafer_client_queues *queues = queues_of(client);
+	struct wafer_queue *queue = calloc(1, sizeof *queue);
+	if (!queue)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "wafer_queue_open: out of memory");
+	uint32_t lane = 0;
+	struct wafer_command c = {
+		.kind = WAFER_COMMAND_QUEUE_OPEN,
+		.queue_open = {.out_lane = &lane},
+	};
+	wafer_status status = wafer_client_submit(client, &c);
+	if (status != WAFER_OK) {
+		free(queue);
+		return status;
+	}
+	*queue = (struct wafer_queue){
+		.client = client,
+		.lane = lane,
+		.serial = atomic_fetch_add(&next_queue_serial, 1),
+	};
+	pthread_mutex_lock(&queues->lock);
+	queues->open[lane] = queue;
+	atomic_store_explicit(&queues->serial[lane], queue->serial,
+			      memory_order_release);
+	pthread_mutex_unlock(&queues->lock);
+	*out_queue = queue;
+	return WAFER_OK;
+}
+
+WAFER_API wafer_status wafer_queue_close(wafer_queue *queue)
+{
+	if (!queue)
+		return WAFER_OK;
+	if (queue->lane == 0)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_queue_close: the default queue is "
+				  "closed with its client (wafer_client_close)");
+	struct wafer_client_queues *queues = queues_of(queue->client);
+	pthread_mutex_lock(&queues->lock);
+	atomic_store_explicit(&queues->serial[queue->lane], 0,
+			      memory_order_release);
+	queues->open[queue->lane] = NULL;
+	pthread_mutex_unlock(&queues->lock);
+	struct wafer_command c = {.kind = WAFER_COMMAND_QUEUE_CLOSE};
+	wafer_status status = submit_on(queue, &c);
+	free(queue);
+	return status;
+}
+
+WAFER_API wafer_status wafer_queue_sync(wafer_queue *queue)
+{
+	if (!queue)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_queue_sync: queue is NULL");
+	struct wafer_command c = {.kind = WAFER_COMMAND_SYNC};
+	return submit_on(queue, &c);
+}
+
+WAFER_API wafer_status wafer_queue_callback(wafer_queue *queue,
+					    wafer_host_callback fn,
+					    void *user)
+{
+	if (!queue || !fn)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_queue_callback: %s is NULL",
+				  !queue ? "queue" : "fn");
+	struct wafer_command c = {
+		.kind = WAFER_COMMAND_CALLBACK,
+		.callback = {.fn = fn, .user = user},
+	};
+	return submit_on(queue, &c);
+}
+
+/*===----------------------------------------------------------------------===
+ * Events
+ *===----------------------------------------------------------------------===*/
+
+WAFER_API wafer_status wafer_event_create(wafer_client *client,
+					  uint32_t flags,
+					  wafer_event **out_event)
+{
+	if (!out_event)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_event_create: out_event is NULL");
+	*out_event = NULL;
+	if (!client || (flags & ~WAFER_EVENT_TIMING))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_event_create: %s",
+				  !client ? "client is NULL"
+					  : "flags has bits other than "
+					    "WAFER_EVENT_TIMING");
+	return wafer_event_new(client, flags, out_event);
+}
+
+/* Both of one client, or INVALID_ARGUMENT naming |call|. */
+static wafer_status check_pair(const char *call, const wafer_event *event,
+			       const wafer_queue *queue)
+{
+	if (!event || !queue)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL",
+				  call, !event ? "event" : "queue");
+	if (wafer_event_client(event) != queue->client)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "%s: event %p and queue %u belong to "
+				  "different clients",
+				  call, (const void *)event, queue->lane);
+	return WAFER_OK;
+}
+
+WAFER_API wafer_status wafer_event_record(wafer_event *event,
+					  wafer_queue *queue)
+{
+	wafer_status status = check_pair("wafer_event_record", event, queue);
+	if (status != WAFER_OK)
+		return status;
+	struct wafer_command c = {
+		.kind = WAFER_COMMAND_EVENT_RECORD,
+		.event = {.event = event},
+	};
+	return submit_on(queue, &c);
+}
+
+WAFER_API wafer_status wafer_queue_wait(wafer_queue *queue,
+					wafer_event *event)
+{
+	wafer_status status = check_pair("wafer_queue_wait", event, queue);
+	if (status != WAFER_OK)
+		return status;
+	struct wafer_command c = {
+		.kind = WAFER_COMMAND_QUEUE_WAIT,
+		.event = {.event = event},
+	};
+	return submit_on(queue, &c);
+}
