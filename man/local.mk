@@ -110,3 +110,14 @@ dist_man_MANS += man/wafer-comm.7 man/wafer_copy_peer.3 \
 	man/wafer_comm_all_gather.3 man/wafer_comm_reduce_scatter.3
 # The cpu plugin's collectives through MPI (plugins/cpu/comm_mpi.c).
 dist_man_MANS += man/wafer-mpi.7
+
+# queue.h: several queues on one client, events and host callbacks
+# (wafer-queue(7)); the other names are .so links to the two pages.
+dist_man_MANS += man/wafer-queue.7 man/wafer_queue_open.3 \
+	man/wafer_queue_close.3 man/wafer_client_default_queue.3 \
+	man/wafer_queue_select.3 man/wafer_queue_current.3 \
+	man/wafer_queue_sync.3 man/wafer_queue_callback.3 \
+	man/wafer_event_create.3 man/wafer_event_record.3 \
+	man/wafer_queue_wait.3 man/wafer_event_sync.3 \
+	man/wafer_event_query.3 man/wafer_event_elapsed.3 \
+	man/wafer_event_release.3
