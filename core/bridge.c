@@ -9,57 +9,69 @@
 #include "core/log.h"
 #include "core/bridge.h"
 #include "core/interop.h"
+#include "core/event.h"
 
-/* Waits for the queue; the plugin's status with the device named. */
-static wafer_status queue_sync(struct wafer_bridge *bridge)
+/* Waits for lane |l|; the plugin's status with the device and queue
+ * named. Lane 0 is the memory manager's. */
+static wafer_status queue_sync(struct wafer_bridge *bridge, uint32_t l)
 {
-	const struct wafer_server_ops *ops = bridge->device->plugin->server;
-	wafer_status status = ops->sync(bridge->device->device, bridge->queue);
-	if (status != WAFER_OK)
-		return wafer_fail_context(status, "queued work on %s:%u failed",
-					  bridge->device->backend,
-					  bridge->device->index);
+	wafer_status status = wafer_lanes_plugin_sync(&bridge->lanes, l);
 	/* Only a successful sync proves queued frees are done. */
-	bridge->queue_dirty = false;
-	wafer_memory_after_sync(bridge->memory);
-	return WAFER_OK;
+	if (status == WAFER_OK && l == 0)
+		wafer_memory_after_sync(bridge->memory);
+	return status;
 }
 
 /* A sync for the memory manager: its failure belongs to the program's
  * next sync or read, so it is deferred rather than dropped. */
 static wafer_status memory_sync(struct wafer_bridge *bridge)
 {
-	wafer_status status = queue_sync(bridge);
-	wafer_deferred_record(&bridge->deferred, status);
+	wafer_status status = queue_sync(bridge, 0);
+	wafer_deferred_record(&bridge->lanes.lane[0].deferred, status);
 	return status;
 }
 
-/* The result of a call the program waits on (sync, read, close): a
- * deferred failure comes first, and this call's own failure, if any,
- * counts as a later one; each is reported once. */
-static wafer_status report(struct wafer_bridge *bridge, wafer_status status)
+/* The result of a call the program waits on (sync, read, close) on lane
+ * |l| (lanes.h). */
+static wafer_status report(struct wafer_bridge *bridge, uint32_t l,
+			   wafer_status status)
 {
-	if (!wafer_deferred_pending(&bridge->deferred))
-		return status;
-	wafer_deferred_record(&bridge->deferred, status);
-	return wafer_deferred_take(&bridge->deferred);
+	return wafer_lanes_report(&bridge->lanes, l, status);
 }
 
 /* A sync the program asked for (sync, read, close). */
-static wafer_status bridge_sync(struct wafer_bridge *bridge)
+static wafer_status bridge_sync(struct wafer_bridge *bridge, uint32_t l)
 {
 	wafer_memory_record_flush(bridge->record);
-	return report(bridge, queue_sync(bridge));
+	return report(bridge, l, queue_sync(bridge, l));
 }
 
 /* storage.quiesce: memory goes back to the plugin only once no queued
- * kernel can still read it. */
+ * kernel can still read it. Memory comes back in lane 0's order
+ * (lanes.h), so lane 0 is the one to wait for. */
 static wafer_status bridge_quiesce(void *data)
 {
 	struct wafer_bridge *bridge = data;
-	return bridge->queue_dirty || bridge->queue_foreign
+	return bridge->lanes.lane[0].dirty || bridge->queue_foreign
 		       ? memory_sync(bridge)
 		       : WAFER_OK;
+}
+
+/* Every lane's queued work is over (a program's launches may be on any):
+ * failures are deferred to each lane's next sync. */
+static wafer_status quiesce_all(struct wafer_bridge *bridge)
+{
+	wafer_status first = bridge_quiesce(bridge);
+	for (uint32_t i = 1; i < WAFER_MAX_QUEUES; i++) {
+		struct wafer_lane *lane = &bridge->lanes.lane[i];
+		if (!lane->queue || !lane->dirty)
+			continue;
+		wafer_status status = queue_sync(bridge, i);
+		wafer_deferred_record(&lane->deferred, status);
+		if (first == WAFER_OK)
+			first = status;
+	}
+	return first;
 }
 
 /* storage.sync: the stream strategy's reap. */
@@ -75,6 +87,7 @@ static wafer_status open_queue(struct wafer_bridge *bridge, void *native_queue)
 {
 	struct wafer_runtime_device *device = bridge->device;
 	const struct wafer_server_ops *server = device->plugin->server;
+	void *queue = NULL;
 	wafer_status status;
 
 	if (native_queue && !wafer_interop_server(device->plugin))
@@ -84,7 +97,7 @@ static wafer_status open_queue(struct wafer_bridge *bridge, void *native_queue)
 				  native_queue, device->backend);
 	if (native_queue) {
 		status = server->queue_wrap(device->device, native_queue,
-					    &bridge->queue);
+					    &queue);
 		if (status != WAFER_OK)
 			return wafer_fail_context(status,
 						  "%s: queue_wrap of native "
@@ -92,15 +105,18 @@ static wafer_status open_queue(struct wafer_bridge *bridge, void *native_queue)
 						  device->backend, native_queue);
 		bridge->queue_foreign = true;
 	} else {
-		status = server->queue_create(device->device, &bridge->queue);
+		status = server->queue_create(device->device, &queue);
 		if (status != WAFER_OK)
 			return wafer_fail_context(status, "%s: queue_create",
 						  device->backend);
 	}
+	wafer_lanes_init(&bridge->lanes, server, device->device,
+			 device->backend,
+			 device->info.capabilities & WAFER_CAP_EVENTS, queue);
 	bridge->native_kind = WAFER_NATIVE_NONE;
 	if (wafer_interop_server(device->plugin)) {
 		wafer_native_queue q = {.struct_size = sizeof q};
-		if (server->queue_native(device->device, bridge->queue, &q) ==
+		if (server->queue_native(device->device, queue, &q) ==
 		    WAFER_OK)
 			bridge->native_kind = q.kind;
 		wafer_error_clear();
@@ -135,7 +151,7 @@ wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 	bridge->storage = (struct wafer_storage){
 		.ops = plugin->storage,
 		.device = device->device,
-		.queue = bridge->queue,
+		.queue = bridge->lanes.lane[0].queue,
 		.alignment = device->info.alloc_alignment,
 		.vm_granularity = device->info.vm_granularity,
 		.quiesce = bridge_quiesce,
@@ -155,7 +171,9 @@ wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
 			wafer_memory_destroy(bridge->memory);
 	}
 	if (status != WAFER_OK) {
-		plugin->server->queue_destroy(device->device, bridge->queue);
+		plugin->server->queue_destroy(device->device,
+					      bridge->lanes.lane[0].queue);
+		wafer_lanes_fini(&bridge->lanes);
 		return status;
 	}
 	return WAFER_OK;
@@ -186,6 +204,11 @@ static void release_slot(struct wafer_bridge *bridge,
 {
 	struct wafer_foreign *foreign = slot->foreign;
 
+	/* Lane 0 waits for the slot's last use elsewhere; a failure to
+	 * order is the default queue's, and the release goes on. */
+	wafer_deferred_record(&bridge->lanes.lane[0].deferred,
+			      wafer_lanes_before_release(&bridge->lanes, slot));
+
 	if (foreign) {
 		bridge_quiesce(bridge);
 		bridge->device->plugin->storage->forget(bridge->device->device,
@@ -207,9 +230,31 @@ static void release_leaked(struct wafer_handle_slot *slot, void *data)
 		release_slot(bridge, slot);
 }
 
+/* Closes every lane but the default one; the first failure of each is
+ * logged, the first of all returned. */
+static wafer_status close_lanes(struct wafer_bridge *bridge)
+{
+	wafer_status first = WAFER_OK;
+	for (uint32_t i = 1; i < WAFER_MAX_QUEUES; i++) {
+		if (!bridge->lanes.lane[i].queue)
+			continue;
+		wafer_status status = wafer_lanes_close(&bridge->lanes, i);
+		if (status == WAFER_OK)
+			continue;
+		wafer_log_warn("core", "client closed: queue %u: %s", i,
+			       wafer_error_detail());
+		if (first == WAFER_OK)
+			first = status;
+	}
+	return first;
+}
+
 wafer_status wafer_bridge_fini(struct wafer_bridge *bridge)
 {
-	wafer_status status = bridge_sync(bridge);
+	wafer_status status = close_lanes(bridge);
+	wafer_status own = bridge_sync(bridge, 0);
+	if (status == WAFER_OK)
+		status = own;
 	uint64_t leaked = wafer_handle_table_live(bridge->handles);
 	if (leaked)
 		wafer_log_info("core",
@@ -220,11 +265,11 @@ wafer_status wafer_bridge_fini(struct wafer_bridge *bridge)
 					 bridge);
 	wafer_memory_destroy(bridge->memory);
 	wafer_memory_record_close(bridge->record);
-	bridge->device->plugin->server->queue_destroy(bridge->device->device,
-						      bridge->queue);
+	bridge->device->plugin->server->queue_destroy(
+		bridge->device->device, bridge->lanes.lane[0].queue);
 	/* Only what freeing the leaked handles found: the program has had
 	 * its last report. */
-	wafer_deferred_clear(&bridge->deferred);
+	wafer_lanes_fini(&bridge->lanes);
 	wafer_foreign_notify(wafer_bridge_take_released(bridge));
 	return status;
 }
@@ -260,9 +305,19 @@ wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 		};
 	}
 	r->launch.bindings = bindings;
-	bridge->queue_dirty = true;
+	struct wafer_lane *lane = &bridge->lanes.lane[r->lane];
+	if (__builtin_expect(bridge->lanes.multi, 0)) {
+		struct wafer_handle_slot *slots[WAFER_MAX_BINDINGS];
+		for (uint32_t i = 0; i < r->launch.binding_count; i++)
+			slots[i] = r->bindings[i].slot;
+		wafer_status status = wafer_lanes_touch_slow(
+			&bridge->lanes, r->lane, slots, r->launch.binding_count);
+		if (status != WAFER_OK)
+			return status;
+	}
+	lane->dirty = true;
 	wafer_status status =
-		bridge->launch(bridge->plugin_device, bridge->queue, &r->launch);
+		bridge->launch(bridge->plugin_device, lane->queue, &r->launch);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "kernel '%s' (%s) on %s",
 					  kernel->op, kernel->variant,
@@ -273,7 +328,7 @@ wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 /* The client offers timers only where the plugin has both entries
  * (WAFER_CAP_DEVICE_TIMERS); the checks here guard the bridge anyway. */
 static wafer_status run_timer_begin(struct wafer_bridge *bridge,
-				    void **timer_slot)
+				    struct wafer_lane *lane, void **timer_slot)
 {
 	const struct wafer_server_ops *ops = bridge->device->plugin->server;
 
@@ -283,9 +338,9 @@ static wafer_status run_timer_begin(struct wafer_bridge *bridge,
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
 				  "%s has no device timers",
 				  bridge->device->backend);
-	bridge->queue_dirty = true;
+	lane->dirty = true;
 	wafer_status status = ops->timer_begin(bridge->device->device,
-					       bridge->queue, timer_slot);
+					       lane->queue, timer_slot);
 	if (status != WAFER_OK) {
 		*timer_slot = NULL;
 		return wafer_fail_context(status, "%s: timer_begin",
@@ -295,7 +350,8 @@ static wafer_status run_timer_begin(struct wafer_bridge *bridge,
 }
 
 static wafer_status run_timer_end(struct wafer_bridge *bridge,
-				  void **timer_slot, uint64_t *elapsed_ns)
+				  struct wafer_lane *lane, void **timer_slot,
+				  uint64_t *elapsed_ns)
 {
 	const struct wafer_server_ops *ops = bridge->device->plugin->server;
 	void *timer = *timer_slot;
@@ -308,8 +364,7 @@ static wafer_status run_timer_end(struct wafer_bridge *bridge,
 				  "failed)",
 				  bridge->device->backend);
 	wafer_status status = ops->timer_end(bridge->device->device,
-					     bridge->queue, timer,
-					     elapsed_ns);
+					     lane->queue, timer, elapsed_ns);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s: timer_end",
 					  bridge->device->backend);
@@ -317,12 +372,13 @@ static wafer_status run_timer_end(struct wafer_bridge *bridge,
 }
 
 /* The plugin frees a program only once no queued launch uses it: the
- * launches of it were issued on this queue before this command, so a
- * sync (whose failure is deferred like a memory sync's) makes it safe. */
+ * launches of it were issued before this command, on any queue, so a
+ * sync of each (whose failure is deferred like a memory sync's) makes it
+ * safe. */
 static wafer_status run_program_release(struct wafer_bridge *bridge,
 					void *loaded)
 {
-	wafer_status status = bridge_quiesce(bridge);
+	wafer_status status = quiesce_all(bridge);
 	bridge->device->plugin->server->program_release(bridge->device->device,
 							loaded);
 	return status;
@@ -390,13 +446,19 @@ static wafer_status run_collective(struct wafer_bridge *bridge,
 		return status;
 	if (!src)
 		src = dst;
+	uint32_t l = wafer_command_lane(c);
+	struct wafer_handle_slot *touched[2] = {src, dst};
+	status = wafer_lanes_touch(&bridge->lanes, l, touched, 2);
+	if (status != WAFER_OK)
+		return status;
 	args->src = src->slice.resource;
 	args->src_offset = src->slice.offset;
 	args->dst = dst->slice.resource;
 	args->dst_offset = dst->slice.offset;
-	bridge->queue_dirty = true;
+	bridge->lanes.lane[l].dirty = true;
 	status = bridge->device->plugin->server->comm_run(
-		bridge->plugin_device, bridge->queue, c->collective.comm, args);
+		bridge->plugin_device, bridge->lanes.lane[l].queue,
+		c->collective.comm, args);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s of %zu elements on %s:%u",
 					  name, args->count,
@@ -418,13 +480,20 @@ static wafer_status run_peer_copy(struct wafer_bridge *bridge,
 		status = check_backed(c->peer_copy.src, "copy_peer");
 	if (status != WAFER_OK)
 		return status;
+	uint32_t l = wafer_command_lane(c);
+	status = wafer_lanes_touch(&bridge->lanes, l, &c->peer_copy.dst, 1);
+	if (status != WAFER_OK)
+		return status;
 	src = &c->peer_copy.src->slice;
 	dst = &c->peer_copy.dst->slice;
-	bridge->queue_dirty = true;
+	bridge->lanes.lane[l].dirty = true;
+	/* The source's side is its default queue, which PEER_SOURCE
+	 * ordered after the source client's other queues. */
 	status = bridge->device->plugin->storage->copy_peer(
-		bridge->plugin_device, bridge->queue, dst->resource,
-		dst->offset, from->plugin_device, from->queue, src->resource,
-		src->offset, c->peer_copy.size);
+		bridge->plugin_device, bridge->lanes.lane[l].queue,
+		dst->resource, dst->offset, from->plugin_device,
+		from->lanes.lane[0].queue, src->resource, src->offset,
+		c->peer_copy.size);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status,
 					  "copy_peer of %zu bytes from %s:%u "
@@ -437,6 +506,28 @@ static wafer_status run_peer_copy(struct wafer_bridge *bridge,
 	return WAFER_OK;
 }
 
+/* PEER_SOURCE: the peer copy about to be issued from this client's
+ * default queue is work memory must wait for, like any, and comes after
+ * the work of every other queue of this client. */
+static wafer_status run_peer_source(struct wafer_bridge *bridge)
+{
+	struct wafer_lanes *lanes = &bridge->lanes;
+
+	for (uint32_t i = 1; lanes->multi && i < WAFER_MAX_QUEUES; i++) {
+		wafer_status status = wafer_lanes_order(lanes, 0, i, UINT64_MAX);
+		if (status != WAFER_OK)
+			return status;
+	}
+	lanes->lane[0].dirty = true;
+	return WAFER_OK;
+}
+
+static wafer_status run_queue_open(struct wafer_bridge *bridge,
+				   uint32_t *out_lane)
+{
+	return wafer_lanes_open(&bridge->lanes, out_lane);
+}
+
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 			      struct wafer_command *c)
 {
@@ -444,6 +535,8 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 	void *device = bridge->device->device;
 	const struct wafer_slice *slice;
 	wafer_status status;
+	uint32_t l = wafer_command_lane(c);
+	struct wafer_lane *lane = &bridge->lanes.lane[l];
 
 	switch (c->kind) {
 	case WAFER_COMMAND_EXECUTE:
@@ -451,37 +544,46 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 	case WAFER_COMMAND_RESERVE:
 		status = wafer_memory_reserve(bridge->memory, c->reserve.size,
 					      &c->reserve.slot->slice);
-		if (status == WAFER_OK)
+		if (status == WAFER_OK) {
+			wafer_lanes_reserved(&bridge->lanes, c->reserve.slot);
 			wafer_memory_record_reserve(bridge->record,
 						    c->reserve.slot->index,
 						    c->reserve.size);
+		}
 		return status;
 	case WAFER_COMMAND_WRITE:
 		status = check_backed(c->write.slot, "write");
+		if (status == WAFER_OK)
+			status = wafer_lanes_touch(&bridge->lanes, l,
+						   &c->write.slot, 1);
 		if (status != WAFER_OK)
 			return status;
 		slice = &c->write.slot->slice;
-		bridge->queue_dirty = true;
-		return storage->copy_in(device, bridge->queue, slice->resource,
+		lane->dirty = true;
+		return storage->copy_in(device, lane->queue, slice->resource,
 					slice->offset + c->write.offset,
 					c->write.src, c->write.size);
 	case WAFER_COMMAND_READ:
 	case WAFER_COMMAND_READ_ASYNC:
 		status = check_backed(c->read.slot, "read");
+		if (status == WAFER_OK)
+			status = wafer_lanes_touch(&bridge->lanes, l,
+						   &c->read.slot, 1);
 		if (status != WAFER_OK)
-			return c->kind == WAFER_COMMAND_READ ? report(bridge, status)
-							     : status;
+			return c->kind == WAFER_COMMAND_READ
+				       ? report(bridge, l, status)
+				       : status;
 		slice = &c->read.slot->slice;
-		bridge->queue_dirty = true;
-		status = storage->copy_out(device, bridge->queue,
+		lane->dirty = true;
+		status = storage->copy_out(device, lane->queue,
 					   slice->resource,
 					   slice->offset + c->read.offset,
 					   c->read.dst, c->read.size);
 		if (c->kind == WAFER_COMMAND_READ_ASYNC)
 			return status;
 		if (status == WAFER_OK)
-			status = queue_sync(bridge);
-		return report(bridge, status);
+			status = queue_sync(bridge, l);
+		return report(bridge, l, status);
 	case WAFER_COMMAND_RELEASE:
 		/* Queue order keeps the memory safe for work issued before
 		 * this release; strategies that give memory back to the plugin
@@ -492,7 +594,7 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 		wafer_handle_table_recycle(bridge->handles, c->release.slot);
 		return WAFER_OK;
 	case WAFER_COMMAND_SYNC:
-		return bridge_sync(bridge);
+		return bridge_sync(bridge, l);
 	case WAFER_COMMAND_USAGE:
 		wafer_memory_get_usage(bridge->memory, c->usage.out);
 		return WAFER_OK;
@@ -500,9 +602,10 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 		wafer_memory_trim_cache(bridge->memory);
 		return WAFER_OK;
 	case WAFER_COMMAND_TIMER_BEGIN:
-		return run_timer_begin(bridge, c->timer.slot);
+		return run_timer_begin(bridge, lane, c->timer.slot);
 	case WAFER_COMMAND_TIMER_END:
-		return run_timer_end(bridge, c->timer.slot, c->timer.elapsed_ns);
+		return run_timer_end(bridge, lane, c->timer.slot,
+				     c->timer.elapsed_ns);
 	case WAFER_COMMAND_PROGRAM_RELEASE:
 		return run_program_release(bridge, c->program.loaded);
 	case WAFER_COMMAND_SNAPSHOT:
@@ -515,16 +618,29 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 		return wafer_interop_run_native(bridge, c->native.slot,
 						c->native.out);
 	case WAFER_COMMAND_QUEUE_NATIVE:
-		return wafer_interop_run_queue_native(bridge,
+		return wafer_interop_run_queue_native(bridge, lane->queue,
 						      c->queue_native.out);
 	case WAFER_COMMAND_COLLECTIVE:
 		return run_collective(bridge, c);
 	case WAFER_COMMAND_PEER_COPY:
 		return run_peer_copy(bridge, c);
 	case WAFER_COMMAND_PEER_SOURCE:
-		/* The peer copy about to be issued on this queue is work
-		 * memory must wait for, like any. */
-		bridge->queue_dirty = true;
+		return run_peer_source(bridge);
+	case WAFER_COMMAND_QUEUE_OPEN:
+		return run_queue_open(bridge, c->queue_open.out_lane);
+	case WAFER_COMMAND_QUEUE_CLOSE:
+		return wafer_lanes_close(&bridge->lanes, l);
+	case WAFER_COMMAND_EVENT_RECORD:
+		return wafer_event_run_record(bridge, l, c->event.event);
+	case WAFER_COMMAND_QUEUE_WAIT:
+		return wafer_event_run_wait(bridge, l, c->event.event);
+	case WAFER_COMMAND_EVENT_RELEASE:
+		wafer_event_run_release(bridge, c->event.event);
+		return WAFER_OK;
+	case WAFER_COMMAND_CALLBACK:
+		return wafer_lanes_callback(&bridge->lanes, l, c->callback.fn,
+					    c->callback.user);
+	case WAFER_COMMAND_FLUSH:
 		return WAFER_OK;
 	}
 	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);

@@ -26,6 +26,8 @@ struct wafer_foreign; /* core/interop.h */
 #include "core/memory/snapshot.h"
 #include "core/runtime.h"
 #include "core/memory/storage.h"
+#include "core/lanes.h"
+#include <wafer/queue.h>
 
 enum wafer_command_kind {
 	WAFER_COMMAND_RESERVE,    /* reserve: memory for a new handle */
@@ -66,6 +68,15 @@ enum wafer_command_kind {
 	WAFER_COMMAND_COLLECTIVE,  /* collective */
 	WAFER_COMMAND_PEER_COPY,   /* peer_copy; waits */
 	WAFER_COMMAND_PEER_SOURCE, /* no operands; waits */
+	/* Queues and events (core/queue.c, core/event.c, core/lanes.h). */
+	WAFER_COMMAND_QUEUE_OPEN,    /* queue_open; waits */
+	WAFER_COMMAND_QUEUE_CLOSE,   /* no operands; waits */
+	WAFER_COMMAND_EVENT_RECORD,  /* event */
+	WAFER_COMMAND_QUEUE_WAIT,    /* event */
+	WAFER_COMMAND_EVENT_RELEASE, /* event */
+	WAFER_COMMAND_CALLBACK,      /* callback */
+	/* Everything submitted before has been issued; waits. */
+	WAFER_COMMAND_FLUSH, /* no operands */
 };
 
 /* Kernels take at most this many bindings through wafer_execute. */
@@ -85,6 +96,7 @@ struct wafer_command_binding {
 struct wafer_execute_request {
 	struct wafer_launch launch; /* global already at least 1 each */
 	const struct wafer_command_binding *bindings;
+	uint8_t lane; /* the queue it goes on (core/lanes.h) */
 };
 
 /* A command: its kind and the operands of that kind, one member per kind
@@ -93,6 +105,11 @@ struct wafer_execute_request {
  * parameters and upload bytes (core/channel/mpsc.c). */
 struct wafer_command {
 	enum wafer_command_kind kind;
+	/* The queue it goes on: 0, the submitting thread's current queue of
+	 * the client (wafer_queue_select); else lane |queue| - 1. The client
+	 * resolves it at submit, so the bridge always reads a lane + 1. An
+	 * EXECUTE carries its lane in execute.lane. */
+	uint8_t queue;
 	union {
 		struct {
 			struct wafer_handle_slot *slot;
@@ -157,13 +174,32 @@ struct wafer_command {
 			struct wafer_handle_slot *src;
 			size_t size;
 		} peer_copy;
+		struct {
+			uint32_t *out_lane;
+		} queue_open;
+		struct {
+			wafer_event *event;
+		} event;
+		struct {
+			wafer_status (*fn)(void *user);
+			void *user;
+		} callback;
 	};
 };
+
+/* The lane a resolved command runs on. */
+static inline uint32_t wafer_command_lane(const struct wafer_command *c)
+{
+	return c->kind == WAFER_COMMAND_EXECUTE ? c->execute.lane
+						: (uint32_t)c->queue - 1;
+}
 
 struct wafer_bridge {
 	struct wafer_runtime_device *device;
 	struct wafer_handle_table *handles;
-	void *queue;
+	/* The client's queues; lane 0, the default queue, is the one the
+	 * memory manager works on (core/lanes.h). */
+	struct wafer_lanes lanes;
 	struct wafer_storage storage;
 	/* [memory] limit of the device, as this client read it; the storage
 	 * wrapper charges it (core/memory/limit.h). */
@@ -178,9 +214,7 @@ struct wafer_bridge {
 	wafer_status (*launch)(void *device, void *queue,
 			       const struct wafer_launch *launch);
 	void *plugin_device;
-	/* Work was issued since the queue was last synchronised. */
-	bool queue_dirty;
-	/* The queue wraps the caller's (wafer_client_options.native_queue):
+	/* The default queue wraps the caller's (wafer_client_options.native_queue):
 	 * the caller's own work on it is invisible here, so it is never
 	 * known to be idle. */
 	bool queue_foreign;
@@ -194,13 +228,13 @@ struct wafer_bridge {
 	 * command that released it is done and the client's lock is free
 	 * (wafer_bridge_take_released, core/interop.h). */
 	struct wafer_foreign *released;
-	/* Failures found after the call that caused them returned: queued
-	 * work that failed at a sync the memory manager needed (before
-	 * freeing or unmapping, or the stream strategy's reap), and commands
-	 * a queueing channel ran with nobody waiting (wafer_bridge_defer).
-	 * The next sync or read the program issues reports them, so a status
-	 * is never lost and never reported twice, on every channel. */
-	struct wafer_deferred deferred;
+	/* Failures found after the call that caused them returned (queued
+	 * work that failed at a sync the memory manager needed, before
+	 * freeing or unmapping, or the stream strategy's reap; commands a
+	 * queueing channel ran with nobody waiting: wafer_bridge_defer) are
+	 * kept by the lane they belong to (lanes.lane[i].deferred). That
+	 * lane's next sync or read reports them, so a status is never lost
+	 * and never reported twice, on every channel. */
 };
 
 /* Creates the queue (over the caller's |native_queue| with the plugin's
@@ -227,9 +261,12 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
  * the calling thread's detail) for the next sync or read: the mpsc
  * runner's deferred errors. Runs on the bridge's thread. */
 static inline void wafer_bridge_defer(struct wafer_bridge *bridge,
+				      const struct wafer_command *command,
 				      wafer_status status)
 {
-	wafer_deferred_record(&bridge->deferred, status);
+	wafer_deferred_record(
+		&bridge->lanes.lane[wafer_command_lane(command)].deferred,
+		status);
 }
 
 /* The bridge whose client's out-of-memory handler the calling thread is

@@ -19,9 +19,11 @@
 #include "core/client_watch.h"
 #include "core/comm.h"
 #include "core/error.h"
+#include "core/event.h"
 #include "core/handle_table.h"
 #include "core/kernel_table.h"
 #include "core/log.h"
+#include "core/queue.h"
 #include "core/runtime.h"
 #include "core/bridge.h"
 #include "core/scope.h"
@@ -49,7 +51,26 @@ struct wafer_client {
 	struct wafer_scopes scopes;
 	/* Created on first use (core/client_watch.h); marked at close. */
 	_Atomic(struct wafer_client_watch *) watch;
+	/* Its queues as the program sees them (core/queue.h). */
+	struct wafer_client_queues queues;
 };
+
+/* Gives |c| the lane it goes on: the calling thread's current queue of
+ * the client, unless the command names one (core/bridge.h). */
+static inline struct wafer_command *resolve_queue(wafer_client *client,
+						  struct wafer_command *c)
+{
+	if (!c->queue)
+		c->queue = (uint8_t)(wafer_queue_current_lane(&client->queues) + 1);
+	return c;
+}
+
+/* Every command of the client goes through here. */
+static inline wafer_status client_submit(wafer_client *client,
+					 struct wafer_command *c)
+{
+	return wafer_channel_submit(&client->channel, resolve_queue(client, c));
+}
 
 //===----------------------------------------------------------------------===//
 // Open and close
@@ -140,6 +161,7 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "out of host memory");
 	client->runtime = runtime;
 	pthread_mutex_init(&client->oom_lock, NULL);
+	wafer_client_queues_init(&client->queues, client);
 	const struct wafer_config *config = wafer_runtime_get_config(runtime);
 
 	status = wafer_runtime_acquire_device(runtime, selector, &client->device);
@@ -206,6 +228,7 @@ fail_device:
 	wafer_runtime_release_device(runtime, client->device);
 fail_free:
 	pthread_mutex_destroy(&client->oom_lock);
+	wafer_client_queues_fini(&client->queues);
 	free(client);
 	return status;
 }
@@ -221,9 +244,13 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 	wafer_comm_client_closing(client);
 	/* The sync reports what queued work left unreported; the channel then
 	 * stops (a runner thread is joined) and the bridge frees the rest. */
-	struct wafer_command sync = {.kind = WAFER_COMMAND_SYNC};
-	wafer_status status = wafer_channel_submit(&client->channel, &sync);
+	struct wafer_command sync = {.kind = WAFER_COMMAND_SYNC, .queue = 1};
+	wafer_status status = client_submit(client, &sync);
 	wafer_channel_destroy(&client->channel);
+	/* Events the program left: the client's to free (core/event.c). */
+	wafer_events_free_all(client, &client->bridge);
+	/* Closes the other queues too, reporting the first failure of each
+	 * (logged) and returning the first of all. */
 	wafer_status fini = wafer_bridge_fini(&client->bridge);
 	if (status == WAFER_OK)
 		status = fini;
@@ -239,8 +266,14 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 	wafer_runtime_release_device(client->runtime, client->device);
 	wafer_runtime_client_closed(client->runtime);
 	pthread_mutex_destroy(&client->oom_lock);
+	wafer_client_queues_fini(&client->queues);
 	free(client);
 	return status;
+}
+
+struct wafer_client_queues *wafer_client_queues(wafer_client *client)
+{
+	return &client->queues;
 }
 
 struct wafer_client_watch *wafer_client_watch(wafer_client *client)
@@ -335,7 +368,7 @@ static wafer_status empty(wafer_client *client, size_t size, bool wait,
 			.kind = WAFER_COMMAND_USAGE,
 			.usage = {.out = &ignored},
 		};
-		if (wafer_channel_submit(&client->channel, &barrier) == WAFER_OK)
+		if (client_submit(client, &barrier) == WAFER_OK)
 			status = wafer_handle_table_alloc(&client->handles,
 							  size, &slot, &handle);
 	}
@@ -345,7 +378,7 @@ static wafer_status empty(wafer_client *client, size_t size, bool wait,
 		.kind = WAFER_COMMAND_RESERVE,
 		.reserve = {.slot = slot, .size = size, .wait = wait},
 	};
-	status = wafer_channel_submit(&client->channel, &command);
+	status = client_submit(client, &command);
 	if (status != WAFER_OK) {
 		/* No memory behind it: retire the slot without a release. */
 		struct wafer_handle_slot *last;
@@ -398,7 +431,7 @@ WAFER_API wafer_status wafer_write(wafer_client *client, wafer_handle handle,
 		.write = {.slot = slot, .offset = offset, .size = size,
 			  .src = data},
 	};
-	return wafer_channel_submit(&client->channel, &command);
+	return client_submit(client, &command);
 }
 
 WAFER_API wafer_status wafer_create(wafer_client *client, const void *data,
@@ -445,7 +478,7 @@ static wafer_status submit_read(wafer_client *client, const char *what,
 		.read = {.slot = slot, .offset = offset, .size = size,
 			 .dst = dst},
 	};
-	return wafer_channel_submit(&client->channel, &command);
+	return client_submit(client, &command);
 }
 
 WAFER_API wafer_status wafer_read(wafer_client *client, wafer_handle handle,
@@ -485,8 +518,9 @@ wafer_status wafer_client_drop(wafer_client *client, wafer_handle handle,
 		.release = {.slot = last},
 	};
 	if (wafer_bridge_in_oom == &client->bridge) /* from its handler */
-		return wafer_bridge_run(&client->bridge, &command);
-	return wafer_channel_submit(&client->channel, &command);
+		return wafer_bridge_run(&client->bridge,
+					resolve_queue(client, &command));
+	return client_submit(client, &command);
 }
 
 WAFER_API wafer_status wafer_release(wafer_client *client, wafer_handle handle)
@@ -675,6 +709,7 @@ launch(wafer_client *client, const struct wafer_kernel *kernel,
 				   global[2] ? global[2] : 1},
 		},
 		.bindings = resolved,
+		.lane = (uint8_t)wafer_queue_current_lane(&client->queues),
 	};
 	if (local)
 		memcpy(request.launch.local, local, sizeof request.launch.local);
@@ -774,7 +809,7 @@ static wafer_status submit_bare(wafer_client *client,
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "%s: client is NULL", fn);
 	struct wafer_command command = {.kind = kind};
-	return wafer_channel_submit(&client->channel, &command);
+	return client_submit(client, &command);
 }
 
 WAFER_API wafer_status wafer_sync(wafer_client *client)
@@ -799,7 +834,7 @@ WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 		.kind = WAFER_COMMAND_USAGE,
 		.usage = {.out = &usage},
 	};
-	wafer_status status = wafer_channel_submit(&client->channel, &command);
+	wafer_status status = client_submit(client, &command);
 	usage.handles_live = wafer_handle_table_live(&client->handles);
 	wafer_copy_out_struct(out_usage, &usage, sizeof usage);
 	return status;
@@ -840,7 +875,7 @@ WAFER_API wafer_status wafer_memory_snapshot(wafer_client *client,
 		.kind = WAFER_COMMAND_SNAPSHOT,
 		.snapshot = {.out = &snapshot},
 	};
-	wafer_status status = wafer_channel_submit(&client->channel, &command);
+	wafer_status status = client_submit(client, &command);
 	for (size_t i = 0; status == WAFER_OK && i < snapshot.count; i++)
 		visit(&snapshot.items[i], user);
 	wafer_memory_snapshot_fini(&snapshot);
@@ -874,7 +909,7 @@ struct wafer_program_table *wafer_client_programs(wafer_client *client)
 wafer_status wafer_client_submit(wafer_client *client,
 				 struct wafer_command *command)
 {
-	return wafer_channel_submit(&client->channel, command);
+	return client_submit(client, command);
 }
 
 const struct wafer_bridge *wafer_client_bridge(const wafer_client *client)
@@ -888,7 +923,7 @@ wafer_status wafer_client_release_program(wafer_client *client, void *loaded)
 		.kind = WAFER_COMMAND_PROGRAM_RELEASE,
 		.program = {.loaded = loaded},
 	};
-	return wafer_channel_submit(&client->channel, &command);
+	return client_submit(client, &command);
 }
 
 /* Device timers for autotune: the commands are built here so that no
@@ -905,7 +940,7 @@ static wafer_status submit_timer(wafer_client *client,
 		.kind = kind,
 		.timer = {.slot = timer, .elapsed_ns = out_ns},
 	};
-	return wafer_channel_submit(&client->channel, &command);
+	return client_submit(client, &command);
 }
 
 wafer_status wafer_client_timer_begin(wafer_client *client, void **timer)

@@ -24,6 +24,9 @@
 /* The client's handle table (lookups, donation). */
 struct wafer_handle_table *wafer_client_handles(wafer_client *client);
 
+/* The client's queues as the program sees them (core/queue.c). */
+struct wafer_client_queues *wafer_client_queues(wafer_client *client);
+
 /* The client's open scopes (core/scope.c). */
 struct wafer_scopes *wafer_client_scopes(wafer_client *client);
 

@@ -14,6 +14,8 @@
 #include "core/client.h"
 #include "core/error.h"
 #include "core/event.h"
+#include "core/log.h"
+#include "core/queue.h"
 
 struct wafer_event {
 	wafer_client *client;
@@ -22,7 +24,35 @@ struct wafer_event {
 	/* The lane its latest record captured, -1: never recorded. Written
 	 * by the bridge's thread; read after a flush. */
 	int lane;
+	/* The client's events alive (queue.h), under its queues' lock. */
+	wafer_event *prev, *next;
 };
+
+static void link_event(wafer_event *event)
+{
+	struct wafer_client_queues *queues = wafer_client_queues(event->client);
+
+	pthread_mutex_lock(&queues->lock);
+	event->next = queues->events;
+	if (queues->events)
+		queues->events->prev = event;
+	queues->events = event;
+	pthread_mutex_unlock(&queues->lock);
+}
+
+static void unlink_event(wafer_event *event)
+{
+	struct wafer_client_queues *queues = wafer_client_queues(event->client);
+
+	pthread_mutex_lock(&queues->lock);
+	if (event->prev)
+		event->prev->next = event->next;
+	else
+		queues->events = event->next;
+	if (event->next)
+		event->next->prev = event->prev;
+	pthread_mutex_unlock(&queues->lock);
+}
 
 static const struct wafer_server_ops *server_of(wafer_client *client,
 						void **out_device)
@@ -61,6 +91,7 @@ wafer_status wafer_event_new(wafer_client *client, uint32_t flags,
 			return wafer_fail_context(status, "wafer_event_create");
 		}
 	}
+	link_event(event);
 	*out_event = event;
 	return WAFER_OK;
 }
@@ -223,8 +254,24 @@ wafer_status wafer_event_run_wait(struct wafer_bridge *bridge, uint32_t lane,
 
 void wafer_event_run_release(struct wafer_bridge *bridge, wafer_event *event)
 {
+	unlink_event(event);
 	if (event->plugin)
 		bridge->lanes.server->event_destroy(bridge->lanes.device,
 						    event->plugin);
 	free(event);
+}
+
+void wafer_events_free_all(wafer_client *client, struct wafer_bridge *bridge)
+{
+	struct wafer_client_queues *queues = wafer_client_queues(client);
+	size_t count = 0;
+
+	while (queues->events) {
+		wafer_event_run_release(bridge, queues->events);
+		count++;
+	}
+	if (count)
+		wafer_log_info("core", "client closed with %zu event(s) still "
+			       "alive; freeing them",
+			       count);
 }

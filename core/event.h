@@ -24,4 +24,8 @@ wafer_status wafer_event_run_wait(struct wafer_bridge *bridge, uint32_t lane,
 				  wafer_event *event);
 void wafer_event_run_release(struct wafer_bridge *bridge, wafer_event *event);
 
+/* At client close, once its channel stopped: frees the events the
+ * program did not release (logged at info level). */
+void wafer_events_free_all(wafer_client *client, struct wafer_bridge *bridge);
+
 #endif

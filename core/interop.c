@@ -164,11 +164,12 @@ WAFER_API wafer_status wafer_client_native_queue(wafer_client *client,
 }
 
 wafer_status wafer_interop_run_queue_native(struct wafer_bridge *bridge,
+					    void *queue,
 					    wafer_native_queue *out)
 {
 	const struct wafer_runtime_device *device = bridge->device;
 	wafer_status status = device->plugin->server->queue_native(
-		device->device, bridge->queue, out);
+		device->device, queue, out);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s: queue_native",
 					  device->backend);

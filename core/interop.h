@@ -44,6 +44,7 @@ wafer_status wafer_interop_run_native(struct wafer_bridge *bridge,
 				      struct wafer_handle_slot *slot,
 				      wafer_native_buffer *out);
 wafer_status wafer_interop_run_queue_native(struct wafer_bridge *bridge,
+					    void *queue,
 					    wafer_native_queue *out);
 
 /* Whether |plugin| has the interop entries of ABI 1.3 (the loader keeps a

@@ -33,8 +33,7 @@ void wafer_lanes_init(struct wafer_lanes *lanes,
 	lanes->open = 1;
 }
 
-/* The plugin's sync of lane |i|, its failure naming the queue. */
-static wafer_status plugin_sync(struct wafer_lanes *lanes, uint32_t i)
+wafer_status wafer_lanes_plugin_sync(struct wafer_lanes *lanes, uint32_t i)
 {
 	struct wafer_lane *lane = &lanes->lane[i];
 	wafer_status status = lanes->server->sync(lanes->device, lane->queue);
@@ -63,16 +62,21 @@ static void take_callback_failures(struct wafer_lane *lane)
 	pthread_mutex_unlock(&lane->callback_lock);
 }
 
-wafer_status wafer_lanes_sync(struct wafer_lanes *lanes, uint32_t i)
+wafer_status wafer_lanes_report(struct wafer_lanes *lanes, uint32_t i,
+				wafer_status status)
 {
 	struct wafer_lane *lane = &lanes->lane[i];
-	wafer_status status = plugin_sync(lanes, i);
 
 	take_callback_failures(lane);
 	if (!wafer_deferred_pending(&lane->deferred))
 		return status;
 	wafer_deferred_record(&lane->deferred, status);
 	return wafer_deferred_take(&lane->deferred);
+}
+
+wafer_status wafer_lanes_sync(struct wafer_lanes *lanes, uint32_t i)
+{
+	return wafer_lanes_report(lanes, i, wafer_lanes_plugin_sync(lanes, i));
 }
 
 wafer_status wafer_lanes_open(struct wafer_lanes *lanes, uint32_t *out_index)
@@ -168,7 +172,7 @@ wafer_status wafer_lanes_order(struct wafer_lanes *lanes, uint32_t l,
 	if (!lanes->events) {
 		/* Ordered on the host. A failure is lane |a|'s own, reported
 		 * by its next sync; the failed work is over all the same. */
-		status = plugin_sync(lanes, a);
+		status = wafer_lanes_plugin_sync(lanes, a);
 		wafer_deferred_record(&from->deferred, status);
 		to->seen[a] = from->issued;
 		return WAFER_OK;
@@ -264,7 +268,7 @@ wafer_status wafer_lanes_callback(struct wafer_lanes *lanes, uint32_t l,
 	if (!lanes->events) {
 		/* Ordered on the host: the work before it is over (a
 		 * failure of it stays the lane's), then it runs here. */
-		wafer_deferred_record(&lane->deferred, plugin_sync(lanes, l));
+		wafer_deferred_record(&lane->deferred, wafer_lanes_plugin_sync(lanes, l));
 		run_callback(cb);
 		return WAFER_OK;
 	}

@@ -81,9 +81,19 @@ void wafer_lanes_init(struct wafer_lanes *lanes,
  * WAFER_MAX_QUEUES. */
 wafer_status wafer_lanes_open(struct wafer_lanes *lanes, uint32_t *out_index);
 
-/* Syncs lane |i| and reports its failures (deferred, host callbacks,
- * the sync's own) as one status, each once. Lane 0's caller adds what
- * the memory manager needs. */
+/* The plugin's sync of lane |i|, its failure naming the queue; on
+ * success no lane need wait for lane |i|'s work any more. */
+wafer_status wafer_lanes_plugin_sync(struct wafer_lanes *lanes, uint32_t i);
+
+/* The result of a call the program waits on (sync, read, close) on lane
+ * |i| whose own outcome is |status|: lane |i|'s deferred failures and
+ * its host callbacks' come first, this one counts as a later one; each
+ * is reported once. */
+wafer_status wafer_lanes_report(struct wafer_lanes *lanes, uint32_t i,
+				wafer_status status);
+
+/* wafer_lanes_report of wafer_lanes_plugin_sync: for a lane other than
+ * 0 (lane 0's caller adds what the memory manager needs). */
 wafer_status wafer_lanes_sync(struct wafer_lanes *lanes, uint32_t i);
 
 /* Syncs, then frees lane |i| (not 0) and its mark; returns its last

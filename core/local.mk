@@ -28,6 +28,7 @@ libwafer_core_la_SOURCES = \
 	core/plugin_file.c core/plugin_file.h \
 	core/bridge.c core/bridge.h \
 	core/lanes.c core/lanes.h \
+	core/queue.c core/queue.h core/event.c core/event.h \
 	core/channel/channel.c core/channel/channel.h \
 	core/channel/direct.c \
 	core/channel/mutex.c \

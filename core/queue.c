@@ -9,6 +9,7 @@
 
 #include "core/client.h"
 #include "core/error.h"
+#include "core/event.h"
 #include "core/queue.h"
 
 /*===----------------------------------------------------------------------===
@@ -41,6 +42,7 @@ void wafer_client_queues_init(struct wafer_client_queues *queues,
 		queues->open[i] = NULL;
 		atomic_store(&queues->serial[i], 0);
 	}
+	queues->events = NULL;
 }
 
 void wafer_client_queues_fini(struct wafer_client_queues *queues)

@@ -31,11 +31,14 @@ struct wafer_queue {
 struct wafer_client_queues {
 	uint64_t client_serial; /* unique in the process */
 	struct wafer_queue default_queue;
-	pthread_mutex_t lock; /* opening and closing */
+	pthread_mutex_t lock; /* opening and closing queues, events */
 	struct wafer_queue *open[WAFER_MAX_QUEUES]; /* [0]: &default_queue */
 	/* The serial of each lane's current opening; 0: closed. Read by
 	 * any thread at submit. */
 	_Atomic uint64_t serial[WAFER_MAX_QUEUES];
+	/* Events alive, freed at client close if the program did not
+	 * (core/event.c); under |lock|. */
+	wafer_event *events;
 };
 
 void wafer_client_queues_init(struct wafer_client_queues *queues,

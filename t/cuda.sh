@@ -5,7 +5,8 @@
 # loads and reports zero devices with the reason, which wafer-info shows,
 # and the next backend is the default. On the stand-in driver
 # (t/fakecuda.c) it is accepted, and the backend-neutral suite — t/client,
-# t/channels, t/stress, t/ops, t/donation, t/memory_oom, t/interop, and
+# t/channels, t/stress, t/ops, t/donation, t/memory_oom, t/interop,
+# t/queues, and
 # t/peer and t/comm with the stand-in NCCL (t/fakenccl.c) — passes on it
 # with
 # WAFER_BACKEND=cuda, also with every stream step slowed down and with
@@ -170,6 +171,10 @@ suite programs
 suite programs FAKECUDA_DELAY_US=20
 suite ops FAKECUDA_DELAY_US=10
 suite client FAKECUDA_DELAY_US=20
+# Several queues of one client: with every stream step slowed down, a
+# missing cross-queue wait shows as wrong bytes.
+suite queues
+suite queues FAKECUDA_DELAY_US=20
 # Peer copies and collectives (through the stand-in NCCL, whose ranks
 # meet in this process): two devices (copies device to device, an
 # open_group of cuda:0 and cuda:1), one (two ranks on one GPU refused as

@@ -574,3 +574,10 @@ t_inproc_engine_SOURCES = t/inproc_engine.c t/inproc_comm.c t/inproc_comm.h \
 t_inproc_engine_LDADD = -lpthread -lm
 # Its own objects: the plugin compiles inproc_comm.c with libtool.
 t_inproc_engine_CFLAGS = $(AM_CFLAGS)
+
+# Backend-neutral: several queues on one client, events and host
+# callbacks (queue.h, wafer-queue(7)), on every channel.
+check_PROGRAMS += t/queues
+TESTS += t/queues
+t_queues_LDADD = libwafer.la -lpthread
+BACKEND_NEUTRAL_TESTS += t/queues

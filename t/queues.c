@@ -115,7 +115,7 @@ static void test_write_then_read(wafer_runtime *rt, const char *channel)
 		check(fill_floats(c, h, N, value), "fill on a");
 		wafer_queue_select(b);
 		memset(got, 0, N * sizeof *got);
-		is_status(wafer_read(c, h, 0, N * sizeof *got, got), WAFER_OK,
+		is_status(wafer_read(c, h, 0, got, N * sizeof *got), WAFER_OK,
 			  "%s: read on b after a fill on a (round %d)", channel,
 			  round);
 		ok(all_equal(got, N, value),
@@ -125,7 +125,7 @@ static void test_write_then_read(wafer_runtime *rt, const char *channel)
 	/* And the other way: the default queue reads what b computed. */
 	check(fill_floats(c, h, N, 9.0f), "fill on b");
 	wafer_queue_select(wafer_client_default_queue(c));
-	check(wafer_read(c, h, 0, N * sizeof *got, got), "read");
+	check(wafer_read(c, h, 0, got, N * sizeof *got), "read");
 	ok(all_equal(got, N, 9.0f), "%s: the default queue reads b's result",
 	   channel);
 	check(wafer_release(c, h), "release");
@@ -154,7 +154,7 @@ static void test_release_then_reserve(wafer_runtime *rt, const char *channel)
 		check(wafer_release(c, h1), "release on a");
 		wafer_queue_select(b);
 		check(wafer_create(c, host, N * sizeof *host, &h2), "create");
-		check(wafer_read(c, h2, 0, N * sizeof *got, got), "read on b");
+		check(wafer_read(c, h2, 0, got, N * sizeof *got), "read on b");
 		good &= all_equal(got, N, 2.0f);
 		check(wafer_release(c, h2), "release h2");
 	}
@@ -207,7 +207,7 @@ static void test_events(wafer_runtime *rt, const char *channel)
 	is_status(wafer_event_query(e1), WAFER_OK,
 		  "%s: so does an earlier one", channel);
 	wafer_queue_select(b);
-	check(wafer_read(c, h, 0, N * sizeof *got, got), "read on b");
+	check(wafer_read(c, h, 0, got, N * sizeof *got), "read on b");
 	ok(all_equal(got, N, 4.0f), "%s: b after the wait sees a's work",
 	   channel);
 
@@ -347,7 +347,7 @@ static void *work(void *arg)
 		float value = (float)(w->id * 100 + r);
 		if (wafer_empty(w->client, 1024 * sizeof(float), &h) != WAFER_OK ||
 		    fill_floats(w->client, h, 1024, value) != WAFER_OK ||
-		    wafer_read(w->client, h, 0, 1024 * sizeof *got, got) !=
+		    wafer_read(w->client, h, 0, got, 1024 * sizeof *got) !=
 			    WAFER_OK ||
 		    !all_equal(got, 1024, value))
 			w->good = 0;

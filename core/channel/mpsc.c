@@ -524,7 +524,7 @@ static void run_node(struct mpsc_channel *ch, struct mpsc_node *node)
 	ch->answered = waiter != NULL;
 	if (!waiter) {
 		if (status != WAFER_OK)
-			wafer_bridge_defer(ch->bridge, status);
+			wafer_bridge_defer(ch->bridge, &node->command, status);
 		retire(ch, node);
 		return;
 	}
@@ -841,6 +841,9 @@ static wafer_status mpsc_submit(void *self, struct wafer_command *command)
 	case WAFER_COMMAND_QUEUE_NATIVE:
 	case WAFER_COMMAND_PEER_COPY:
 	case WAFER_COMMAND_PEER_SOURCE:
+	case WAFER_COMMAND_QUEUE_OPEN:
+	case WAFER_COMMAND_QUEUE_CLOSE:
+	case WAFER_COMMAND_FLUSH:
 		return push_and_wait(ch, command, 0);
 	case WAFER_COMMAND_WRITE:
 		if (command->write.size > MPSC_COPY_WRITE_MAX)
@@ -905,7 +908,7 @@ static wafer_status mpsc_create(struct wafer_bridge *bridge, void **out_self)
 static void mpsc_destroy(void *self)
 {
 	struct mpsc_channel *ch = self;
-	struct wafer_command none = {.kind = WAFER_COMMAND_SYNC};
+	struct wafer_command none = {.kind = WAFER_COMMAND_SYNC, .queue = 1};
 	push_and_wait(ch, &none, NODE_STOP);
 	pthread_join(ch->runner, NULL);
 	free_chain(ch->retired);
