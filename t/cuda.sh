@@ -82,7 +82,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..54"
+echo "1..56"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1

@@ -38,6 +38,9 @@ static const struct {
 	{"allreduce", bench_allreduce,
 	 "f32 all-reduce bus bandwidth per size over the backend's devices, "
 	 "beside NCCL called directly; peer copies"},
+	{"queues", bench_queues,
+	 "upload/compute overlap on two queues, event record+wait, dispatch "
+	 "on a second queue; beside CUDA streams"},
 #ifdef WAFER_BENCH_CUDA
 	{"sgemm", bench_sgemm,
 	 "cuda: fp32 matmul n x n per variant, beside cuBLAS called directly"},

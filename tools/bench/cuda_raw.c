@@ -257,6 +257,102 @@ static double raw_add_gbps(size_t count, unsigned reps)
 	return 12.0 * (double)count / best;
 }
 
+/* The second stream of the queue figures, made at first use. */
+static int second_stream(CUstream *out)
+{
+	static CUstream copy;
+
+	if (!copy)
+		CHECK(raw.drv.cuStreamCreate(&copy, CU_STREAM_NON_BLOCKING));
+	*out = copy;
+	return 0;
+}
+
+static double raw_overlap_ms(size_t bytes, unsigned batches, unsigned adds,
+			     int two)
+{
+	unsigned long long n = bytes / 4;
+	unsigned blocks = (unsigned)((n + 255) / 256);
+	CUdeviceptr in[2], out;
+	CUevent up[2], done[2];
+	CUstream copy;
+	float *host;
+	double best = INFINITY;
+
+	if (enter_kernels() != 0 || second_stream(&copy) != 0)
+		return -1;
+	CHECK(raw.drv.cuMemHostAlloc((void **)&host, bytes, 0));
+	for (size_t i = 0; i < n; i++)
+		host[i] = (float)(i % 1000) * 0.25f;
+	CHECK(raw.drv.cuMemAlloc(&in[0], bytes));
+	CHECK(raw.drv.cuMemAlloc(&in[1], bytes));
+	CHECK(raw.drv.cuMemAlloc(&out, bytes));
+	for (int i = 0; i < 2; i++) {
+		CHECK(raw.drv.cuEventCreate(&up[i], CU_EVENT_DISABLE_TIMING));
+		CHECK(raw.drv.cuEventCreate(&done[i], CU_EVENT_DISABLE_TIMING));
+	}
+	for (int sample = 0; sample < 3; sample++) {
+		uint64_t start = bench_now_ns();
+		for (unsigned k = 0; k < batches; k++) {
+			CUdeviceptr b = in[k % 2];
+			void *args[] = {&out, &b, &b, &n};
+			if (two) {
+				if (k >= 2)
+					raw.drv.cuStreamWaitEvent(
+						copy, done[k % 2], 0);
+				raw.drv.cuMemcpyHtoDAsync(b, host, bytes, copy);
+				raw.drv.cuEventRecord(up[k % 2], copy);
+				raw.drv.cuStreamWaitEvent(raw.stream, up[k % 2],
+							  0);
+			} else {
+				raw.drv.cuMemcpyHtoDAsync(b, host, bytes,
+							  raw.stream);
+			}
+			for (unsigned a = 0; a < adds; a++)
+				raw.drv.cuLaunchKernel(raw.add, blocks, 1, 1,
+						       256, 1, 1, 0, raw.stream,
+						       args, NULL);
+			if (two)
+				raw.drv.cuEventRecord(done[k % 2], raw.stream);
+		}
+		CHECK(raw.drv.cuStreamSynchronize(copy));
+		CHECK(raw.drv.cuStreamSynchronize(raw.stream));
+		best = fmin(best, (double)(bench_now_ns() - start) / 1e6);
+	}
+	for (int i = 0; i < 2; i++) {
+		raw.drv.cuEventDestroy(up[i]);
+		raw.drv.cuEventDestroy(done[i]);
+	}
+	raw.drv.cuMemFree(in[0]);
+	raw.drv.cuMemFree(in[1]);
+	raw.drv.cuMemFree(out);
+	raw.drv.cuMemFreeHost(host);
+	return best;
+}
+
+static double raw_event_pair_ns(unsigned pairs)
+{
+	CUstream copy;
+	CUevent e;
+	double best = INFINITY;
+
+	if (enter() != 0 || second_stream(&copy) != 0)
+		return -1;
+	CHECK(raw.drv.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+	for (int sample = 0; sample < 3; sample++) {
+		uint64_t start = bench_now_ns();
+		for (unsigned i = 0; i < pairs; i++) {
+			raw.drv.cuEventRecord(e, raw.stream);
+			raw.drv.cuStreamWaitEvent(copy, e, 0);
+		}
+		CHECK(raw.drv.cuStreamSynchronize(copy));
+		CHECK(raw.drv.cuStreamSynchronize(raw.stream));
+		best = fmin(best, (double)(bench_now_ns() - start) / pairs);
+	}
+	raw.drv.cuEventDestroy(e);
+	return best;
+}
+
 /* cuBLAS through dlopen, the symbols as <cublas_v2.h> names them. */
 static struct {
 	int tried;
@@ -369,6 +465,10 @@ static const struct bench_raw cuda_raw = {
 	.add_gbps = raw_add_gbps,
 	.sgemm_gflops = raw_sgemm_gflops,
 	.replay_ns = raw_replay_ns,
+	.overlap_what = "cuMemcpyHtoDAsync+add on CUDA streams",
+	.event_what = "cuEventRecord+cuStreamWaitEvent",
+	.overlap_ms = raw_overlap_ms,
+	.event_pair_ns = raw_event_pair_ns,
 };
 
 const struct bench_raw *bench_raw_for(const wafer_device_desc *device)

@@ -39,6 +39,16 @@ struct bench_raw {
 	 * held meanwhile. */
 	double (*replay_ns)(const struct wafer_trace *trace,
 			    uint64_t *out_reserved_high);
+	/* ms for |batches| batches, each an upload of |bytes| from pinned
+	 * host memory and |adds| adds over it, double-buffered: on one
+	 * stream (|two| 0), or the uploads on a second stream ordered with
+	 * the adds by events (|two| 1). */
+	const char *overlap_what, *event_what;
+	double (*overlap_ms)(size_t bytes, unsigned batches, unsigned adds,
+			     int two);
+	/* ns per event record on one stream + wait on another, |pairs|
+	 * times, then both synchronised. */
+	double (*event_pair_ns)(unsigned pairs);
 };
 
 /* The counterpart for |device| (the one the benchmark's client runs

@@ -1,0 +1,269 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * queues.c: `wafer-bench queues [MiB [batches]]` — what several queues of
+ * one client buy and cost (wafer-queue(7)), beside the vendor API where
+ * the backend has a raw counterpart (raw.h), in the same run:
+ *
+ *   overlap: |batches| (default 16) batches, each an upload of MiB
+ *     (default 64) from host memory and |adds| f32 adds over it, |adds|
+ *     chosen so that the adds take about as long as the upload. Once on
+ *     one queue, once with the uploads on a second queue (the adds on the
+ *     default one; wafer orders them itself, no event written), each
+ *     double-buffered; raw: the same on one CUDA stream, and on two
+ *     streams ordered by events from pinned host memory:
+ *
+ *     overlap mib=M batches=K adds=R one_queue_ms=A two_queues_ms=B
+ *             gain=A/B [raw_one_ms=C raw_two_ms=D raw_gain=C/D
+ *             vs_raw=B/D]
+ *
+ *   events: ns per record on one queue + wait on another
+ *     (wafer_event_record + wafer_queue_wait), 100,000 pairs then a
+ *     sync of both; raw: cuEventRecord + cuStreamWaitEvent:
+ *
+ *     events ns_per_pair=X [raw_ns_per_pair=Y vs_raw=X/Y]
+ *
+ *   dispatch: ns per wafer_execute of the noop kernel on the default
+ *     queue of a client with one queue, and on a second queue (the
+ *     thread's selected one) of a client with two, 200,000 each:
+ *
+ *     dispatch_queue default_ns=X second_queue_ns=Y vs_default=Y/X
+ *
+ * On a backend without events (wafer-info lists no `events`), or one
+ * whose queues are synchronous (cpu), the gain is about 1: the queues
+ * are ordered on the host there. */
+#include "build-config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wafer/plugin.h>
+#include <wafer/queue.h>
+
+#include "tools/bench/bench.h"
+#include "tools/bench/raw.h"
+
+struct pipeline {
+	wafer_client *client;
+	wafer_handle in[2], out;
+	size_t bytes;
+	const void *host;
+	unsigned adds;
+};
+
+static void add_f32(wafer_client *client, wafer_handle out, wafer_handle in,
+		    size_t count)
+{
+	struct wafer_elementwise_params p = {.count = count};
+	wafer_buffer_binding bind[3] = {{out, 0, 0}, {in, 0, 0}, {in, 0, 0}};
+	wafer_execute_args args = {
+		.struct_size = sizeof args,
+		.kernel = WAFER_KERNEL_ADD,
+		.dtype = WAFER_DTYPE_F32,
+		.bindings = bind,
+		.binding_count = 3,
+		.params = &p,
+		.params_size = sizeof p,
+		.global = {count, 1, 1},
+	};
+	bench_check(wafer_execute(client, &args), "add");
+}
+
+/* ms for |batches| batches; uploads on |copy| (NULL: the default queue). */
+static double run_pipeline(struct pipeline *p, unsigned batches,
+			   wafer_queue *copy)
+{
+	wafer_queue *compute = wafer_client_default_queue(p->client);
+	size_t count = p->bytes / 4;
+	uint64_t start = bench_now_ns();
+
+	for (unsigned k = 0; k < batches; k++) {
+		wafer_handle in = p->in[k % 2];
+		if (copy)
+			wafer_queue_select(copy);
+		bench_check(wafer_write(p->client, in, 0, p->host, p->bytes),
+			    "write");
+		if (copy)
+			wafer_queue_select(compute);
+		for (unsigned a = 0; a < p->adds; a++)
+			add_f32(p->client, p->out, in, count);
+	}
+	if (copy)
+		bench_check(wafer_queue_sync(copy), "sync copy queue");
+	bench_check(wafer_sync(p->client), "sync");
+	return (double)(bench_now_ns() - start) / 1e6;
+}
+
+/* Adds per batch so that they take about as long as its upload. */
+static unsigned balance(struct pipeline *p)
+{
+	size_t count = p->bytes / 4;
+	double up = INFINITY, add = INFINITY;
+
+	for (int i = 0; i < 3; i++) {
+		uint64_t t = bench_now_ns();
+		bench_check(wafer_write(p->client, p->in[0], 0, p->host,
+					p->bytes),
+			    "write");
+		bench_check(wafer_sync(p->client), "sync");
+		up = fmin(up, (double)(bench_now_ns() - t));
+		t = bench_now_ns();
+		add_f32(p->client, p->out, p->in[0], count);
+		bench_check(wafer_sync(p->client), "sync");
+		add = fmin(add, (double)(bench_now_ns() - t));
+	}
+	double r = round(up / add);
+	return r < 1 ? 1 : r > 1000 ? 1000 : (unsigned)r;
+}
+
+static void overlap(wafer_runtime *runtime, const struct bench_raw *raw,
+		    size_t mib, unsigned batches)
+{
+	struct pipeline p = {.bytes = mib << 20};
+	float *host = malloc(p.bytes);
+	wafer_queue *copy;
+
+	if (!host) {
+		fprintf(stderr, "wafer-bench queues: no host memory\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < p.bytes / 4; i++)
+		host[i] = (float)(i % 1000) * 0.25f;
+	p.host = host;
+	p.client = bench_open_client(runtime, NULL, NULL);
+	bench_check(wafer_empty(p.client, p.bytes, &p.in[0]), "empty");
+	bench_check(wafer_empty(p.client, p.bytes, &p.in[1]), "empty");
+	bench_check(wafer_empty(p.client, p.bytes, &p.out), "empty");
+	bench_check(wafer_write(p.client, p.in[1], 0, host, p.bytes), "write");
+	p.adds = balance(&p);
+	bench_check(wafer_queue_open(p.client, &copy), "queue_open");
+	run_pipeline(&p, 2, copy); /* warm: the second queue's buffers */
+	double one = INFINITY, two = INFINITY;
+	for (int s = 0; s < 3; s++) {
+		one = fmin(one, run_pipeline(&p, batches, NULL));
+		two = fmin(two, run_pipeline(&p, batches, copy));
+	}
+	printf("overlap mib=%zu batches=%u adds=%u one_queue_ms=%.3f "
+	       "two_queues_ms=%.3f gain=%.3f",
+	       mib, batches, p.adds, one, two, one / two);
+	if (raw && raw->overlap_ms) {
+		double raw_one = raw->overlap_ms(p.bytes, batches, p.adds, 0);
+		double raw_two = raw->overlap_ms(p.bytes, batches, p.adds, 1);
+		if (raw_one > 0 && raw_two > 0)
+			printf(" raw=%s raw_one_ms=%.3f raw_two_ms=%.3f "
+			       "raw_gain=%.3f vs_raw=%.3f",
+			       raw->overlap_what, raw_one, raw_two,
+			       raw_one / raw_two, two / raw_two);
+	}
+	printf("\n");
+	fflush(stdout);
+	bench_check(wafer_queue_close(copy), "queue_close");
+	bench_check(wafer_client_close(p.client), "client_close");
+	free(host);
+}
+
+static void events(wafer_runtime *runtime, const struct bench_raw *raw)
+{
+	const unsigned pairs = 100000;
+	wafer_client *client = bench_open_client(runtime, NULL, NULL);
+	wafer_queue *a = wafer_client_default_queue(client), *b;
+	wafer_event *e;
+	double best = INFINITY;
+
+	bench_check(wafer_queue_open(client, &b), "queue_open");
+	bench_check(wafer_event_create(client, 0, &e), "event_create");
+	for (int s = 0; s < 3; s++) {
+		uint64_t start = bench_now_ns();
+		for (unsigned i = 0; i < pairs; i++) {
+			wafer_event_record(e, a);
+			wafer_queue_wait(b, e);
+		}
+		bench_check(wafer_queue_sync(b), "sync");
+		bench_check(wafer_queue_sync(a), "sync");
+		best = fmin(best, (double)(bench_now_ns() - start) / pairs);
+	}
+	printf("events ns_per_pair=%.1f", best);
+	if (raw && raw->event_pair_ns) {
+		double r = raw->event_pair_ns(pairs);
+		if (r > 0)
+			printf(" raw=%s raw_ns_per_pair=%.1f vs_raw=%.3f",
+			       raw->event_what, r, best / r);
+	}
+	printf("\n");
+	fflush(stdout);
+	bench_check(wafer_event_release(e), "event_release");
+	bench_check(wafer_client_close(client), "client_close");
+}
+
+/* ns per noop execute on the calling thread's current queue. */
+static double noop_ns(wafer_client *client, unsigned launches)
+{
+	wafer_execute_args args = {
+		.struct_size = sizeof args,
+		.kernel = WAFER_KERNEL_NOOP,
+		.dtype = WAFER_DTYPE_NONE,
+		.global = {1, 1, 1},
+	};
+	double best = INFINITY;
+
+	for (int s = 0; s < 3; s++) {
+		uint64_t start = bench_now_ns();
+		for (unsigned i = 0; i < launches; i++)
+			wafer_execute(client, &args);
+		bench_check(wafer_sync(client), "sync");
+		best = fmin(best,
+			    (double)(bench_now_ns() - start) / launches);
+	}
+	return best;
+}
+
+static void dispatch(wafer_runtime *runtime)
+{
+	const unsigned launches = 200000;
+	wafer_client *one = bench_open_client(runtime, NULL, NULL);
+	wafer_client *two = bench_open_client(runtime, NULL, NULL);
+	wafer_queue *second, *was;
+
+	bench_check(wafer_queue_open(two, &second), "queue_open");
+	double base = noop_ns(one, launches);
+	was = wafer_queue_select(second);
+	double other = noop_ns(two, launches);
+	wafer_queue_select(was);
+	printf("dispatch_queue default_ns=%.1f second_queue_ns=%.1f "
+	       "vs_default=%.3f\n",
+	       base, other, other / base);
+	fflush(stdout);
+	bench_check(wafer_client_close(two), "client_close");
+	bench_check(wafer_client_close(one), "client_close");
+}
+
+int bench_queues(int argc, char **argv)
+{
+	char *end = NULL;
+	unsigned long mib = argc > 1 ? strtoul(argv[1], &end, 10) : 64;
+	unsigned long batches = argc > 2 ? strtoul(argv[2], NULL, 10) : 16;
+	wafer_runtime *runtime;
+	wafer_client *probe;
+	wafer_device_desc device = {.struct_size = sizeof device};
+
+	if ((end && *end) || mib == 0 || mib > 4096 || batches < 2 ||
+	    batches > 100000) {
+		fprintf(stderr, "usage: wafer-bench queues [MiB (1..4096) "
+				"[batches (2..100000)]]\n");
+		return 2;
+	}
+	bench_check(wafer_runtime_open(NULL, &runtime), "runtime_open");
+	probe = bench_open_client(runtime, NULL, NULL);
+	bench_check(wafer_client_device(probe, &device), "client_device");
+	bench_check(wafer_client_close(probe), "client_close");
+	const struct bench_raw *raw = bench_raw_for(&device);
+	printf("# %s:%u (%s), events %s\n", device.backend, device.index,
+	       device.name,
+	       device.capabilities & WAFER_CAP_EVENTS ? "yes" : "no");
+	overlap(runtime, raw, mib, (unsigned)batches);
+	events(runtime, raw);
+	dispatch(runtime);
+	wafer_runtime_close(runtime);
+	return 0;
+}
