@@ -446,6 +446,11 @@ static const struct wafer_server_ops skeleton_server_ops = {
 	 *                    catalogue's
 	 *   program_release  free it: no launch of it is queued any more
 	 * plugins/cpu/program.c in the wafer sources is a complete one. */
+	/* event_create ... queue_callback (ABI 1.5, all eight): NULL, so a
+	 * client's queues are ordered on the host and do not overlap. A
+	 * plugin whose queues run asynchronously sets all eight
+	 * (wafer-plugin(7), EVENTS); one whose queues are synchronous, as
+	 * this one's are, may too, in a few lines: plugins/cpu/event.c. */
 };
 
 /*===----------------------------------------------------------------------===
