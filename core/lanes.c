@@ -114,9 +114,12 @@ wafer_status wafer_lanes_open(struct wafer_lanes *lanes, uint32_t *out_index)
 
 static void lane_free(struct wafer_lanes *lanes, struct wafer_lane *lane)
 {
-	if (lane->mark)
-		lanes->server->event_destroy(lanes->device, lane->mark);
-	lane->mark = NULL;
+	for (unsigned i = 0; i < WAFER_LANE_MARKS; i++) {
+		if (lane->marks[i].event)
+			lanes->server->event_destroy(lanes->device,
+						     lane->marks[i].event);
+		lane->marks[i] = (struct wafer_lane_mark){0};
+	}
 	wafer_deferred_clear(&lane->deferred);
 	wafer_deferred_clear(&lane->callback_failed);
 	pthread_mutex_destroy(&lane->callback_lock);
@@ -133,6 +136,8 @@ wafer_status wafer_lanes_close(struct wafer_lanes *lanes, uint32_t i)
 	lane_reset(lane);
 	lanes->open--;
 	lanes->multi = lanes->open > 1;
+	if (lanes->last == i)
+		lanes->last = 0;
 	return status;
 }
 
@@ -141,23 +146,52 @@ void wafer_lanes_fini(struct wafer_lanes *lanes)
 	lane_free(lanes, &lanes->lane[0]);
 }
 
-/* Records lane |a|'s mark at its current point. */
-static wafer_status mark(struct wafer_lanes *lanes, uint32_t a)
+/* Marks lane |a| at its current point, in the oldest slot of its ring;
+ * the new mark in |*out|. */
+static wafer_status mark(struct wafer_lanes *lanes, uint32_t a,
+			 struct wafer_lane_mark **out)
 {
 	struct wafer_lane *lane = &lanes->lane[a];
+	struct wafer_lane_mark *m = &lane->marks[lane->marks_next];
 	wafer_status status = WAFER_OK;
 
-	if (!lane->mark)
+	if (!m->event)
 		status = lanes->server->event_create(lanes->device, 0,
-						     &lane->mark);
+						     &m->event);
 	if (status == WAFER_OK)
 		status = lanes->server->event_record(lanes->device,
-						     lane->queue, lane->mark);
+						     lane->queue, m->event);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s: event on queue %u",
 					  lanes->backend, a);
-	lane->mark_at = lane->issued;
+	m->at = lane->issued;
+	lane->marks_next = (lane->marks_next + 1) % WAFER_LANE_MARKS;
+	*out = m;
 	return WAFER_OK;
+}
+
+/* The newest mark of lane |a|, or NULL. */
+static struct wafer_lane_mark *newest_mark(struct wafer_lane *lane)
+{
+	struct wafer_lane_mark *m =
+		&lane->marks[(lane->marks_next + WAFER_LANE_MARKS - 1) %
+			     WAFER_LANE_MARKS];
+	return m->at ? m : NULL;
+}
+
+/* The oldest mark of lane |a| at or past point |at|: the least a wait
+ * for |at| can wait for. Marks more than WAFER_LANE_MARKS back are gone,
+ * so a newer one may serve (a longer wait, never a shorter one). */
+static struct wafer_lane_mark *covering_mark(struct wafer_lane *lane,
+					     uint64_t at)
+{
+	for (unsigned i = 0; i < WAFER_LANE_MARKS; i++) {
+		struct wafer_lane_mark *m =
+			&lane->marks[(lane->marks_next + i) % WAFER_LANE_MARKS];
+		if (m->at && m->at >= at)
+			return m;
+	}
+	return NULL;
 }
 
 wafer_status wafer_lanes_order(struct wafer_lanes *lanes, uint32_t l,
@@ -177,18 +211,19 @@ wafer_status wafer_lanes_order(struct wafer_lanes *lanes, uint32_t l,
 		to->seen[a] = from->issued;
 		return WAFER_OK;
 	}
-	if (from->mark_at < at) {
-		status = mark(lanes, a);
+	struct wafer_lane_mark *m = covering_mark(from, at);
+	if (!m) {
+		status = mark(lanes, a, &m);
 		if (status != WAFER_OK)
 			return status;
 	}
 	status = lanes->server->queue_wait_event(lanes->device, to->queue,
-						 from->mark);
+						 m->event);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status,
 					  "%s: queue %u waiting for queue %u",
 					  lanes->backend, l, a);
-	to->seen[a] = from->mark_at;
+	to->seen[a] = m->at;
 	to->dirty = true;
 	return WAFER_OK;
 }
@@ -197,6 +232,18 @@ wafer_status wafer_lanes_touch_slow(struct wafer_lanes *lanes, uint32_t l,
 				    struct wafer_handle_slot *const *slots,
 				    uint32_t count)
 {
+	/* Switching lanes: mark where the previous one got to, so that a
+	 * later wait for its work so far need not wait for more. */
+	if (lanes->last != l && lanes->events) {
+		struct wafer_lane *prev = &lanes->lane[lanes->last];
+		struct wafer_lane_mark *m = newest_mark(prev), *made;
+		if (prev->queue && prev->issued && (!m || m->at < prev->issued)) {
+			wafer_status status = mark(lanes, lanes->last, &made);
+			if (status != WAFER_OK)
+				return status;
+		}
+	}
+	lanes->last = l;
 	uint64_t at = ++lanes->lane[l].issued;
 
 	for (uint32_t i = 0; i < count; i++) {

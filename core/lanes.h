@@ -23,7 +23,15 @@
  *     was not tracked while the client had one lane is safe.
  * While a client has one lane nothing is tracked: one branch a command.
  * Each lane keeps, per other lane, the point it already waits for, so a
- * burst of commands on data from one other lane costs one wait. */
+ * burst of commands on data from one other lane costs one wait.
+ *
+ * A wait is for the point of the handle's last use, not for everything
+ * its lane was given since (an upload on a copy queue into the buffer a
+ * kernel read two batches ago must not wait for the kernels of the last
+ * batch): each time the commands switch from lane A to another, A is
+ * marked (one event record), and a wait picks the oldest of A's last
+ * WAFER_LANE_MARKS marks that covers the point it needs, marking A anew
+ * only when none does. */
 #ifndef WAFER_CORE_LANES_H
 #define WAFER_CORE_LANES_H
 
@@ -39,6 +47,9 @@
 /* Queues a client may have open at once, its default queue included. */
 #define WAFER_MAX_QUEUES 32
 
+/* Marks each lane keeps (see wafer_lanes_touch). */
+#define WAFER_LANE_MARKS 8
+
 struct wafer_lane {
 	void *queue; /* the plugin's; NULL while the lane is closed */
 	bool dirty;  /* work issued since its last sync */
@@ -46,10 +57,14 @@ struct wafer_lane {
 	 * more at each mark. Never reset, also when the index is reused, so
 	 * a stale slot->lane_at is never ahead of the lane. */
 	uint64_t issued;
-	/* The lane's ordering event (created at first need) and the point
-	 * it last captured. */
-	void *mark;
-	uint64_t mark_at;
+	/* The lane's ordering events, a ring of the last few points it
+	 * was marked at (increasing from |marks_next|, the oldest); each
+	 * event is created at first need. */
+	struct wafer_lane_mark {
+		void *event;
+		uint64_t at; /* 0: never recorded */
+	} marks[WAFER_LANE_MARKS];
+	unsigned marks_next;
 	/* The point of each lane that work issued here from now on already
 	 * waits for. */
 	uint64_t seen[WAFER_MAX_QUEUES];
@@ -67,6 +82,7 @@ struct wafer_lanes {
 	const char *backend; /* for messages: "cuda:0" */
 	bool events;         /* the plugin has the events group */
 	bool multi;          /* more than lane 0 is open */
+	uint32_t last;       /* the lane the last touching command went on */
 	uint32_t open;       /* how many are open */
 	struct wafer_lane lane[WAFER_MAX_QUEUES];
 };
