@@ -318,6 +318,10 @@ wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 	lane->dirty = true;
 	wafer_status status =
 		bridge->launch(bridge->plugin_device, lane->queue, &r->launch);
+	if (status != WAFER_OK && r->lane)
+		return wafer_fail_context(status, "kernel '%s' (%s) on %s queue %u",
+					  kernel->op, kernel->variant,
+					  bridge->device->backend, r->lane);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "kernel '%s' (%s) on %s",
 					  kernel->op, kernel->variant,
