@@ -405,7 +405,8 @@ EXTRA_DIST += t/backend-opencl.conf
 # the suite, and no run of wafer-info outside them, sees it.
 EXTRA_DIST += t/levelzero/fakeze.h t/levelzero/spirv.h t/levelzero/emulate.h \
 	t/levelzero_nodriver.sh t/levelzero_spirv.sh t/levelzero_intercept.sh \
-	t/levelzero_ops.sh t/levelzero_programs.sh t/levelzero_interop.sh
+	t/levelzero_ops.sh t/levelzero_programs.sh t/levelzero_interop.sh \
+	t/levelzero_queues.sh
 if WAFER_LEVELZERO
 check_LTLIBRARIES += t/levelzero/fakeze.la
 t_levelzero_fakeze_la_SOURCES = t/levelzero/driver.c t/levelzero/fakeze.h \
@@ -451,6 +452,8 @@ TESTS += t/levelzero_ops.sh
 TESTS += t/levelzero_programs.sh
 # t/interop (native handles out and in) the same way.
 TESTS += t/levelzero_interop.sh
+# t/queues (queues ordered on the host: no events group) the same way.
+TESTS += t/levelzero_queues.sh
 
 # wafer-info without a driver and with the test driver; the embedded
 # SPIR-V module validated.
@@ -537,7 +540,8 @@ BACKEND_OWN_TESTS = cpu:t/cpu_plugin cpu:t/cpu_variants cpu:t/mpi.sh \
 	levelzero:t/levelzero_intercept.sh levelzero:t/levelzero_nodriver.sh \
 	levelzero:t/levelzero_spirv.sh levelzero:t/levelzero_kernels_cl \
 	levelzero:t/levelzero_model levelzero:t/levelzero_ops.sh \
-	levelzero:t/levelzero_programs.sh levelzero:t/levelzero_interop.sh
+	levelzero:t/levelzero_programs.sh levelzero:t/levelzero_interop.sh \
+	levelzero:t/levelzero_queues.sh
 # t/dlpack on the Level Zero test driver, when both are built.
 if WAFER_DLPACK
 if WAFER_LEVELZERO
