@@ -329,8 +329,12 @@ static void test_callbacks(wafer_runtime *rt, const char *channel)
 		  "%s: close after a reported failure", channel);
 }
 
-#define THREADS 16
-#define ROUNDS 20
+/* Threads on queues: CLIENTS clients of QUEUES queues each (the default
+ * one included), a thread per queue. */
+#define CLIENTS 4
+#define QUEUES 32
+#define THREADS (CLIENTS * QUEUES)
+#define ROUNDS 10
 
 struct worker {
 	wafer_client *client;
@@ -343,13 +347,16 @@ static void *work(void *arg)
 {
 	struct worker *w = arg;
 	float *got = malloc(1024 * sizeof *got);
-	w->good = 1;
+	w->good = got != NULL;
 	wafer_queue_select(w->queue);
-	for (int r = 0; r < ROUNDS; r++) {
+	for (int r = 0; r < ROUNDS && got; r++) {
 		wafer_handle h;
 		float value = (float)(w->id * 100 + r);
-		if (wafer_empty(w->client, 1024 * sizeof(float), &h) != WAFER_OK ||
-		    fill_floats(w->client, h, 1024, value) != WAFER_OK ||
+		if (wafer_empty(w->client, 1024 * sizeof(float), &h) != WAFER_OK) {
+			w->good = 0;
+			continue;
+		}
+		if (fill_floats(w->client, h, 1024, value) != WAFER_OK ||
 		    wafer_read(w->client, h, 0, got, 1024 * sizeof *got) !=
 			    WAFER_OK ||
 		    !all_equal(got, 1024, value))
@@ -367,25 +374,36 @@ static void test_threads(wafer_runtime *rt, const char *channel)
 		ok(1, "%s: (one thread at a time: no stress)", channel);
 		return;
 	}
-	wafer_client *c = open_client_on(rt, "default", channel);
-	struct worker w[THREADS];
-	pthread_t t[THREADS];
-	int good = 1;
+	wafer_client *c[CLIENTS];
+	struct worker *w = calloc(THREADS, sizeof *w);
+	pthread_t *t = calloc(THREADS, sizeof *t);
+	int good = 1, started = 0;
 
-	for (int i = 0; i < THREADS; i++) {
-		w[i] = (struct worker){.client = c, .id = i};
-		check(wafer_queue_open(c, &w[i].queue), "open");
+	for (int k = 0; k < CLIENTS; k++) {
+		c[k] = open_client_on(rt, "default", channel);
+		for (int q = 0; q < QUEUES; q++) {
+			struct worker *x = &w[k * QUEUES + q];
+			*x = (struct worker){.client = c[k], .id = k * QUEUES + q};
+			x->queue = wafer_client_default_queue(c[k]);
+			if (q > 0)
+				check(wafer_queue_open(c[k], &x->queue), "open");
+		}
 	}
 	for (int i = 0; i < THREADS; i++)
-		pthread_create(&t[i], NULL, work, &w[i]);
+		started += pthread_create(&t[i], NULL, work, &w[i]) == 0;
 	for (int i = 0; i < THREADS; i++) {
 		pthread_join(t[i], NULL);
 		good &= w[i].good;
 	}
-	ok(good, "%s: %d threads on their own queues of one client read "
-		 "their own bytes",
-	   channel, THREADS);
-	is_status(wafer_client_close(c), WAFER_OK, "%s: close", channel);
+	ok(started == THREADS && good,
+	   "%s: %d threads, each on its own queue of one of %d clients, read "
+	   "their own bytes",
+	   channel, THREADS, CLIENTS);
+	for (int k = 0; k < CLIENTS; k++)
+		is_status(wafer_client_close(c[k]), WAFER_OK, "%s: close %d",
+			  channel, k);
+	free(w);
+	free(t);
 }
 
 int main(void)
