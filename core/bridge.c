@@ -199,7 +199,7 @@ wafer_status wafer_bridge_refuse_in_oom(void)
  * reuse it at once; a failed sync is deferred, and the work is over all
  * the same), and its release callback waits on the bridge's list for the
  * channel to run it outside the client's lock. */
-static void release_slot(struct wafer_bridge *bridge,
+static void release_slot(struct wafer_bridge *bridge, uint32_t l,
 			 struct wafer_handle_slot *slot)
 {
 	struct wafer_foreign *foreign = slot->foreign;
@@ -207,7 +207,8 @@ static void release_slot(struct wafer_bridge *bridge,
 	/* Lane 0 waits for the slot's last use elsewhere; a failure to
 	 * order is the default queue's, and the release goes on. */
 	wafer_deferred_record(&bridge->lanes.lane[0].deferred,
-			      wafer_lanes_before_release(&bridge->lanes, slot));
+			      wafer_lanes_before_release(&bridge->lanes, l,
+							 slot));
 
 	if (foreign) {
 		bridge_quiesce(bridge);
@@ -227,7 +228,7 @@ static void release_leaked(struct wafer_handle_slot *slot, void *data)
 {
 	struct wafer_bridge *bridge = data;
 	if (slot->slice.resource)
-		release_slot(bridge, slot);
+		release_slot(bridge, 0, slot);
 }
 
 /* Closes every lane but the default one; the first failure of each is
@@ -527,9 +528,15 @@ static wafer_status run_peer_source(struct wafer_bridge *bridge)
 }
 
 static wafer_status run_queue_open(struct wafer_bridge *bridge,
-				   uint32_t *out_lane)
+				   struct wafer_command *c)
 {
-	return wafer_lanes_open(&bridge->lanes, out_lane);
+	if (c->queue_open.native && !wafer_interop_server(bridge->device->plugin))
+		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
+				  "wafer_queue_open_native: native queue %p: "
+				  "interop not supported by %s",
+				  c->queue_open.native, bridge->device->backend);
+	return wafer_lanes_open(&bridge->lanes, c->queue_open.native,
+				c->queue_open.out_lane);
 }
 
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
@@ -549,7 +556,12 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 		status = wafer_memory_reserve(bridge->memory, c->reserve.size,
 					      &c->reserve.slot->slice);
 		if (status == WAFER_OK) {
-			wafer_lanes_reserved(&bridge->lanes, c->reserve.slot);
+			/* The memory is the handle's either way: a failure
+			 * to order it is the queue's, for its next sync. */
+			wafer_deferred_record(&lane->deferred,
+					      wafer_lanes_reserved(
+						      &bridge->lanes, l,
+						      c->reserve.slot));
 			wafer_memory_record_reserve(bridge->record,
 						    c->reserve.slot->index,
 						    c->reserve.size);
@@ -594,7 +606,7 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 		 * quiesce first (storage.c). */
 		slice = &c->release.slot->slice;
 		if (slice->resource)
-			release_slot(bridge, c->release.slot);
+			release_slot(bridge, l, c->release.slot);
 		wafer_handle_table_recycle(bridge->handles, c->release.slot);
 		return WAFER_OK;
 	case WAFER_COMMAND_SYNC:
@@ -631,7 +643,7 @@ wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 	case WAFER_COMMAND_PEER_SOURCE:
 		return run_peer_source(bridge);
 	case WAFER_COMMAND_QUEUE_OPEN:
-		return run_queue_open(bridge, c->queue_open.out_lane);
+		return run_queue_open(bridge, c);
 	case WAFER_COMMAND_QUEUE_CLOSE:
 		return wafer_lanes_close(&bridge->lanes, l);
 	case WAFER_COMMAND_EVENT_RECORD:

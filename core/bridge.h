@@ -176,6 +176,7 @@ struct wafer_command {
 		} peer_copy;
 		struct {
 			uint32_t *out_lane;
+			void *native; /* NULL, or the caller's to wrap */
 		} queue_open;
 		struct {
 			wafer_event *event;

@@ -79,7 +79,8 @@ wafer_status wafer_lanes_sync(struct wafer_lanes *lanes, uint32_t i)
 	return wafer_lanes_report(lanes, i, wafer_lanes_plugin_sync(lanes, i));
 }
 
-wafer_status wafer_lanes_open(struct wafer_lanes *lanes, uint32_t *out_index)
+wafer_status wafer_lanes_open(struct wafer_lanes *lanes, void *native,
+			      uint32_t *out_index)
 {
 	uint32_t i = 1;
 	wafer_status status;
@@ -93,12 +94,14 @@ wafer_status wafer_lanes_open(struct wafer_lanes *lanes, uint32_t *out_index)
 				  "included); close one first",
 				  WAFER_MAX_QUEUES);
 	lane_reset(&lanes->lane[i]);
-	status = lanes->server->queue_create(lanes->device,
-					     &lanes->lane[i].queue);
+	status = native ? lanes->server->queue_wrap(lanes->device, native,
+						    &lanes->lane[i].queue)
+			: lanes->server->queue_create(lanes->device,
+						      &lanes->lane[i].queue);
 	if (status != WAFER_OK) {
 		lanes->lane[i].queue = NULL;
-		return wafer_fail_context(status, "%s: queue_create",
-					  lanes->backend);
+		return wafer_fail_context(status, "%s: %s", lanes->backend,
+					  native ? "queue_wrap" : "queue_create");
 	}
 	lanes->open++;
 	lanes->multi = true;
@@ -262,19 +265,35 @@ wafer_status wafer_lanes_touch_slow(struct wafer_lanes *lanes, uint32_t l,
 	return WAFER_OK;
 }
 
-wafer_status wafer_lanes_before_release(struct wafer_lanes *lanes,
+wafer_status wafer_lanes_before_release(struct wafer_lanes *lanes, uint32_t l,
 					struct wafer_handle_slot *slot)
 {
-	if (!lanes->multi || slot->lane == 0)
+	if (!lanes->multi)
 		return WAFER_OK;
-	return wafer_lanes_order(lanes, 0, slot->lane, slot->lane_at);
+	struct wafer_handle_slot *const one[] = {slot};
+	wafer_status status = wafer_lanes_touch_slow(lanes, l, one, 1);
+	if (status == WAFER_OK && l != 0) {
+		status = wafer_lanes_order(lanes, 0, l, slot->lane_at);
+		/* The wait is a point of lane 0's own. */
+		slot->lane_at = ++lanes->lane[0].issued;
+	}
+	if (status == WAFER_OK && lanes->released_at < slot->lane_at)
+		lanes->released_at = slot->lane_at;
+	return status;
 }
 
-void wafer_lanes_reserved(struct wafer_lanes *lanes,
-			  struct wafer_handle_slot *slot)
+wafer_status wafer_lanes_reserved(struct wafer_lanes *lanes, uint32_t l,
+				  struct wafer_handle_slot *slot)
 {
 	slot->lane = 0;
-	slot->lane_at = lanes->multi ? ++lanes->lane[0].issued : 0;
+	slot->lane_at = 0;
+	if (!lanes->multi)
+		return WAFER_OK;
+	slot->lane_at = lanes->released_at;
+	if (l == 0)
+		return WAFER_OK;
+	struct wafer_handle_slot *const one[] = {slot};
+	return wafer_lanes_touch_slow(lanes, l, one, 1);
 }
 
 struct callback {

@@ -83,6 +83,9 @@ struct wafer_lanes {
 	bool events;         /* the plugin has the events group */
 	bool multi;          /* more than lane 0 is open */
 	uint32_t last;       /* the lane the last touching command went on */
+	/* Lane 0's point after the last memory went back to the memory
+	 * manager: a block from it is free of earlier users there. */
+	uint64_t released_at;
 	uint32_t open;       /* how many are open */
 	struct wafer_lane lane[WAFER_MAX_QUEUES];
 };
@@ -92,10 +95,12 @@ void wafer_lanes_init(struct wafer_lanes *lanes,
 		      const struct wafer_server_ops *server, void *device,
 		      const char *backend, bool events, void *queue0);
 
-/* A new lane (the plugin's queue_create) in |*out_index|, ordered after
- * everything lane 0 was given. WAFER_ERROR_OUT_OF_RANGE past
+/* A new lane in |*out_index|, ordered after everything lane 0 was
+ * given: the plugin's queue_create, or its queue_wrap of the caller's
+ * |native| queue (NULL: none). WAFER_ERROR_OUT_OF_RANGE past
  * WAFER_MAX_QUEUES. */
-wafer_status wafer_lanes_open(struct wafer_lanes *lanes, uint32_t *out_index);
+wafer_status wafer_lanes_open(struct wafer_lanes *lanes, void *native,
+			      uint32_t *out_index);
 
 /* The plugin's sync of lane |i|, its failure naming the queue; on
  * success no lane need wait for lane |i|'s work any more. */
@@ -139,13 +144,19 @@ wafer_lanes_touch(struct wafer_lanes *lanes, uint32_t l,
 	return wafer_lanes_touch_slow(lanes, l, slots, count);
 }
 
-/* Before |slot|'s memory goes back to the memory manager. */
-wafer_status wafer_lanes_before_release(struct wafer_lanes *lanes,
+/* Before |slot|'s memory goes back to the memory manager, released
+ * from lane |l|: the release counts as a use on |l| (work the caller
+ * issued there outside wafer, on a wrapped queue, is over first), and
+ * lane 0 then waits for that use. */
+wafer_status wafer_lanes_before_release(struct wafer_lanes *lanes, uint32_t l,
 					struct wafer_handle_slot *slot);
 
-/* After |slot| got new memory from the memory manager. */
-void wafer_lanes_reserved(struct wafer_lanes *lanes,
-			  struct wafer_handle_slot *slot);
+/* After |slot| got memory from the memory manager, reserved from lane
+ * |l|: the reservation counts as a use on |l|, after the earlier users
+ * of any memory the manager had back (so the caller's own work on a
+ * wrapped queue may use it at once). */
+wafer_status wafer_lanes_reserved(struct wafer_lanes *lanes, uint32_t l,
+				  struct wafer_handle_slot *slot);
 
 /* A host callback on lane |l|: |fn(user)| once the work before it
  * finished; a failure it returns is kept for the lane's next sync. On a

@@ -150,16 +150,17 @@ static wafer_status submit_on(wafer_queue *queue, struct wafer_command *c)
 	return wafer_client_submit(queue->client, c);
 }
 
-WAFER_API wafer_status wafer_queue_open(wafer_client *client,
-					wafer_queue **out_queue)
+/* wafer_queue_open and wafer_queue_open_native (|call|). */
+static wafer_status open_queue(const char *call, wafer_client *client,
+			       void *native, wafer_queue **out_queue)
 {
 	if (!out_queue)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_queue_open: out_queue is NULL");
+				  "%s: out_queue is NULL", call);
 	*out_queue = NULL;
 	if (!client)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "wafer_queue_open: client is NULL");
+				  "%s: client is NULL", call);
 	struct wafer_client_queues *queues = queues_of(client);
 	struct wafer_queue *queue = calloc(1, sizeof *queue);
 	if (!queue)
@@ -168,7 +169,7 @@ WAFER_API wafer_status wafer_queue_open(wafer_client *client,
 	uint32_t lane = 0;
 	struct wafer_command c = {
 		.kind = WAFER_COMMAND_QUEUE_OPEN,
-		.queue_open = {.out_lane = &lane},
+		.queue_open = {.out_lane = &lane, .native = native},
 	};
 	wafer_status status = wafer_client_submit(client, &c);
 	if (status != WAFER_OK) {
@@ -187,6 +188,28 @@ WAFER_API wafer_status wafer_queue_open(wafer_client *client,
 	pthread_mutex_unlock(&queues->lock);
 	*out_queue = queue;
 	return WAFER_OK;
+}
+
+WAFER_API wafer_status wafer_queue_open(wafer_client *client,
+					wafer_queue **out_queue)
+{
+	return open_queue("wafer_queue_open", client, NULL, out_queue);
+}
+
+WAFER_API wafer_status wafer_queue_open_native(wafer_client *client,
+					       void *native_queue,
+					       wafer_queue **out_queue)
+{
+	if (!native_queue) {
+		if (out_queue)
+			*out_queue = NULL;
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_queue_open_native: native_queue is "
+				  "NULL (wafer_queue_open makes a queue of "
+				  "wafer's own)");
+	}
+	return open_queue("wafer_queue_open_native", client, native_queue,
+			  out_queue);
 }
 
 WAFER_API wafer_status wafer_queue_close(wafer_queue *queue)

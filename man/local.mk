@@ -114,6 +114,7 @@ dist_man_MANS += man/wafer-mpi.7
 # queue.h: several queues on one client, events and host callbacks
 # (wafer-queue(7)); the other names are .so links to the two pages.
 dist_man_MANS += man/wafer-queue.7 man/wafer_queue_open.3 \
+	man/wafer_queue_open_native.3 \
 	man/wafer_queue_close.3 man/wafer_client_default_queue.3 \
 	man/wafer_queue_select.3 man/wafer_queue_current.3 \
 	man/wafer_queue_sync.3 man/wafer_queue_callback.3 \

@@ -14,6 +14,8 @@
  *     a queue), and their errors;
  *   - host callbacks run in queue order; a failing one is reported by its
  *     own queue's next sync only, and the other queues go on;
+ *   - a queue over a native one (a CUstream, a cl_command_queue) works
+ *     like the others and leaves the native queue to its owner;
  *   - many threads, each on a queue of one client, each checking its
  *     bytes.
  * The test judges a backend by what it offers: with the events group
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <wafer/interop.h>
 #include <wafer/queue.h>
 #include <wafer/wafer.h>
 
@@ -329,6 +332,53 @@ static void test_callbacks(wafer_runtime *rt, const char *channel)
 		  "%s: close after a reported failure", channel);
 }
 
+/* A queue over a native one (here another client's, as a framework's
+ * stream would be): used like any queue, closed without destroying it. */
+static void test_native(wafer_runtime *rt, const char *channel)
+{
+	wafer_client *c = open_client_on(rt, "default", channel);
+	wafer_client *owner = open_client_on(rt, "default", channel);
+	wafer_native_queue nq = {.struct_size = sizeof nq};
+	wafer_queue *q = NULL;
+	wafer_handle h, g;
+	float *got = malloc(N * sizeof *got);
+
+	is_status(wafer_queue_open_native(c, NULL, &q),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "%s: a NULL native queue is refused", channel);
+	wafer_status status = wafer_client_native_queue(owner, &nq);
+	if (status != WAFER_OK || !nq.queue) {
+		ok(1, "%s: native queues # SKIP the backend has none (%s)",
+		   channel, status != WAFER_OK ? wafer_last_error()
+					       : "its native queue is NULL");
+		goto out;
+	}
+	is_status(wafer_queue_open_native(c, nq.queue, &q), WAFER_OK,
+		  "%s: a queue over a native one", channel);
+	check(wafer_empty(c, N * sizeof(float), &h), "empty");
+	wafer_queue_select(q);
+	check(fill_floats(c, h, N, 6.0f), "fill on the native queue");
+	check(wafer_empty(c, N * sizeof(float), &g), "empty on it");
+	check(fill_floats(c, g, N, 7.0f), "fill");
+	wafer_queue_select(wafer_client_default_queue(c));
+	check(wafer_read(c, h, 0, got, N * sizeof *got), "read");
+	ok(all_equal(got, N, 6.0f),
+	   "%s: the default queue reads what the native one computed", channel);
+	check(wafer_read(c, g, 0, got, N * sizeof *got), "read");
+	ok(all_equal(got, N, 7.0f),
+	   "%s: so for a handle reserved while it was current", channel);
+	check(wafer_release(c, h), "release");
+	check(wafer_release(c, g), "release");
+	is_status(wafer_queue_close(q), WAFER_OK,
+		  "%s: close the queue over it", channel);
+	is_status(wafer_sync(owner), WAFER_OK,
+		  "%s: the native queue still works for its owner", channel);
+out:
+	is_status(wafer_client_close(c), WAFER_OK, "%s: close", channel);
+	check(wafer_client_close(owner), "close owner");
+	free(got);
+}
+
 /* Threads on queues: CLIENTS clients of QUEUES queues each (the default
  * one included), a thread per queue. */
 #define CLIENTS 4
@@ -417,6 +467,7 @@ int main(void)
 		test_release_then_reserve(rt, channel);
 		test_events(rt, channel);
 		test_callbacks(rt, channel);
+		test_native(rt, channel);
 		test_threads(rt, channel);
 	}
 	wafer_runtime_close(rt);

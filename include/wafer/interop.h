@@ -72,8 +72,9 @@ WAFER_API wafer_status wafer_handle_import(wafer_client *client,
 /* wafer_native_kind, wafer_native_buffer and wafer_native_queue are in
  * wafer/types.h (the plugin ABI passes them on). */
 
-/* Fills |*out| with the client's queue, after submitting to it everything
- * issued on the client before this call (on mpsc: waits until the runner
+/* Fills |*out| with the calling thread's current queue of the client
+ * (its default queue unless the thread selected another: queue.h),
+ * after submitting to it everything issued on the client before this call (on mpsc: waits until the runner
  * has submitted it), so that work the caller puts on the queue next is
  * ordered after wafer's. Work the caller issued on it before the next
  * wafer call is ordered before that call's. */

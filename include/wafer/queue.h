@@ -55,6 +55,19 @@ typedef struct wafer_queue wafer_queue;
 WAFER_API wafer_status wafer_queue_open(wafer_client *client,
 					wafer_queue **out_queue);
 
+/* A new queue over the caller's own |native_queue| (a CUstream, an
+ * in-order cl_command_queue: what wafer_client_native_queue would give
+ * for the backend; see interop.h), which wafer never destroys and which
+ * must outlive the queue. The caller's own work on it, outside wafer, is
+ * ordered with wafer's memory as a framework's stream needs: a handle
+ * reserved while this queue is current may be used by that work at
+ * once, and one released while it is current is reused only after the
+ * work the caller issued on it before the release. WAFER_ERROR_NOT_
+ * SUPPORTED on a plugin without the interop entries. */
+WAFER_API wafer_status wafer_queue_open_native(wafer_client *client,
+					       void *native_queue,
+					       wafer_queue **out_queue);
+
 /* Finishes the work on |queue| and frees it. Returns the first failure of
  * that work not yet reported. The default queue cannot be closed
  * (WAFER_ERROR_INVALID_ARGUMENT); wafer_client_close closes the others.
