@@ -11,6 +11,11 @@ transformers; no network): trains, on random data with fixed seeds,
             30 steps, AdamW
   mlp       3-layer MLP (1024 -> 4096 -> 4096 -> 1000), batch sizes random
             in 16..2048, 200 steps (a step takes about a millisecond), SGD
+  mlp2s     the same MLP with each batch made on a side stream (as a data
+            loader's copy overlaps compute), the default stream waiting
+            for it and the batch's tensors record_stream'ed there: memory
+            of two streams, one pool on wafer (one client, a queue per
+            stream), a pool per stream on PyTorch's allocator
 
 each under three allocators, every run in a process of its own (this
 script again, with --child):
@@ -55,7 +60,7 @@ import subprocess
 import sys
 import time
 
-MODELS = ("resnet18", "gpt2", "mlp")
+MODELS = ("resnet18", "gpt2", "mlp", "mlp2s")
 ALLOCATORS = ("default", "expandable", "wafer")
 MiB = 1024 * 1024
 
@@ -130,7 +135,7 @@ def build(model, torch, rng):
             ids = torch.randint(0, config.vocab_size, (8, n), device=dev,
                                 generator=gen)
             return lambda: net(input_ids=ids, labels=ids).loss
-    elif model == "mlp":
+    elif model in ("mlp", "mlp2s"):
         net = torch.nn.Sequential(
             torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
             torch.nn.Linear(4096, 4096), torch.nn.ReLU(),
@@ -138,10 +143,21 @@ def build(model, torch, rng):
         opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
         loss_fn = torch.nn.CrossEntropyLoss()
 
+        side = torch.cuda.Stream() if model == "mlp2s" else None
+
         def batch():
             b = rng.randint(16, 2048)
-            x = torch.randn(b, 1024, device=dev, generator=gen)
-            y = torch.randint(0, 1000, (b,), device=dev, generator=gen)
+            if side is None:
+                x = torch.randn(b, 1024, device=dev, generator=gen)
+                y = torch.randint(0, 1000, (b,), device=dev, generator=gen)
+                return lambda: loss_fn(net(x), y)
+            with torch.cuda.stream(side):
+                x = torch.randn(b, 1024, device=dev, generator=gen)
+                y = torch.randint(0, 1000, (b,), device=dev, generator=gen)
+            main = torch.cuda.current_stream()
+            main.wait_stream(side)
+            x.record_stream(main)
+            y.record_stream(main)
             return lambda: loss_fn(net(x), y)
     else:
         raise SystemExit(f"unknown model {model}")
@@ -174,7 +190,7 @@ def child(args):
     base_used = total - free0
 
     step = build(args.model, torch, rng)
-    steps = args.mlp_steps if args.model == "mlp" else args.steps
+    steps = args.mlp_steps if args.model.startswith("mlp") else args.steps
     warmup = min(args.warmup, steps - 1)
     peak_used = 0
     loss = None
