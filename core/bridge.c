@@ -229,10 +229,8 @@ wafer_status wafer_bridge_fini(struct wafer_bridge *bridge)
 	return status;
 }
 
-/* A handle whose reservation failed in a queued channel has no memory;
- * its failure was reported already, and any later use fails here. */
-static wafer_status check_backed(const struct wafer_handle_slot *slot,
-				 const char *what)
+wafer_status wafer_bridge_check_backed(const struct wafer_handle_slot *slot,
+				       const char *what)
 {
 	if (slot->slice.resource)
 		return WAFER_OK;
@@ -249,7 +247,7 @@ wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 	const struct wafer_kernel *kernel = r->launch.kernel;
 	for (uint32_t i = 0; i < r->launch.binding_count; i++) {
 		const struct wafer_command_binding *b = &r->bindings[i];
-		wafer_status status = check_backed(b->slot, kernel->op);
+		wafer_status status = wafer_bridge_check_backed(b->slot, kernel->op);
 		if (status != WAFER_OK)
 			return status;
 		bindings[i] = (struct wafer_binding){
@@ -272,10 +270,11 @@ wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 
 /* The client offers timers only where the plugin has both entries
  * (WAFER_CAP_DEVICE_TIMERS); the checks here guard the bridge anyway. */
-static wafer_status run_timer_begin(struct wafer_bridge *bridge,
-				    void **timer_slot)
+wafer_status wafer_bridge_run_timer_begin(struct wafer_bridge *bridge,
+					  struct wafer_command *c)
 {
 	const struct wafer_server_ops *ops = bridge->device->plugin->server;
+	void **timer_slot = c->timer.slot;
 
 	*timer_slot = NULL;
 	if (!WAFER_STRUCT_HAS(ops, struct wafer_server_ops, timer_end) ||
@@ -294,10 +293,12 @@ static wafer_status run_timer_begin(struct wafer_bridge *bridge,
 	return WAFER_OK;
 }
 
-static wafer_status run_timer_end(struct wafer_bridge *bridge,
-				  void **timer_slot, uint64_t *elapsed_ns)
+wafer_status wafer_bridge_run_timer_end(struct wafer_bridge *bridge,
+					struct wafer_command *c)
 {
 	const struct wafer_server_ops *ops = bridge->device->plugin->server;
+	void **timer_slot = c->timer.slot;
+	uint64_t *elapsed_ns = c->timer.elapsed_ns;
 	void *timer = *timer_slot;
 
 	*timer_slot = NULL;
@@ -319,12 +320,12 @@ static wafer_status run_timer_end(struct wafer_bridge *bridge,
 /* The plugin frees a program only once no queued launch uses it: the
  * launches of it were issued on this queue before this command, so a
  * sync (whose failure is deferred like a memory sync's) makes it safe. */
-static wafer_status run_program_release(struct wafer_bridge *bridge,
-					void *loaded)
+wafer_status wafer_bridge_run_program_release(struct wafer_bridge *bridge,
+					      struct wafer_command *c)
 {
 	wafer_status status = bridge_quiesce(bridge);
 	bridge->device->plugin->server->program_release(bridge->device->device,
-							loaded);
+							c->program.loaded);
 	return status;
 }
 
@@ -339,9 +340,10 @@ static void attach_handle(struct wafer_handle_slot *slot, void *data)
 }
 
 /* The memory manager's snapshot, each live block named by its handle. */
-static wafer_status run_snapshot(struct wafer_bridge *bridge,
-				 struct wafer_memory_snapshot *out)
+wafer_status wafer_bridge_run_snapshot(struct wafer_bridge *bridge,
+				       struct wafer_command *c)
 {
+	struct wafer_memory_snapshot *out = c->snapshot.out;
 	wafer_status status = wafer_memory_snapshot_take(bridge->memory, out);
 	if (status != WAFER_OK)
 		return status;
@@ -357,175 +359,110 @@ static wafer_status run_snapshot(struct wafer_bridge *bridge,
 	return WAFER_OK;
 }
 
-static const char *collective_name(wafer_collective_kind kind)
+wafer_status wafer_bridge_run_execute(struct wafer_bridge *bridge,
+				      struct wafer_command *c)
 {
-	switch (kind) {
-	case WAFER_COLLECTIVE_ALL_REDUCE:
-		return "all_reduce";
-	case WAFER_COLLECTIVE_BROADCAST:
-		return "broadcast";
-	case WAFER_COLLECTIVE_ALL_GATHER:
-		return "all_gather";
-	case WAFER_COLLECTIVE_REDUCE_SCATTER:
-		return "reduce_scatter";
-	}
-	return "collective";
+	return wafer_bridge_execute(bridge, &c->execute);
 }
 
-/* A collective on the queue: its handles become resources now, as a
- * launch's bindings do. A broadcast's missing src (off the root) reads
- * as dst: the plugin reads src on the root only. */
-static wafer_status run_collective(struct wafer_bridge *bridge,
+wafer_status wafer_bridge_run_reserve(struct wafer_bridge *bridge,
+				      struct wafer_command *c)
+{
+	wafer_status status = wafer_memory_reserve(
+		bridge->memory, c->reserve.size, &c->reserve.slot->slice);
+	if (status == WAFER_OK)
+		wafer_memory_record_reserve(bridge->record,
+					    c->reserve.slot->index,
+					    c->reserve.size);
+	return status;
+}
+
+wafer_status wafer_bridge_run_write(struct wafer_bridge *bridge,
+				    struct wafer_command *c)
+{
+	wafer_status status = wafer_bridge_check_backed(c->write.slot, "write");
+	if (status != WAFER_OK)
+		return status;
+	const struct wafer_slice *slice = &c->write.slot->slice;
+	bridge->queue_dirty = true;
+	return bridge->device->plugin->storage->copy_in(
+		bridge->plugin_device, bridge->queue, slice->resource,
+		slice->offset + c->write.offset, c->write.src, c->write.size);
+}
+
+/* Issues the copy of a READ or READ_ASYNC. */
+static wafer_status issue_read(struct wafer_bridge *bridge,
+			       struct wafer_command *c)
+{
+	wafer_status status = wafer_bridge_check_backed(c->read.slot, "read");
+	if (status != WAFER_OK)
+		return status;
+	const struct wafer_slice *slice = &c->read.slot->slice;
+	bridge->queue_dirty = true;
+	return bridge->device->plugin->storage->copy_out(
+		bridge->plugin_device, bridge->queue, slice->resource,
+		slice->offset + c->read.offset, c->read.dst, c->read.size);
+}
+
+wafer_status wafer_bridge_run_read(struct wafer_bridge *bridge,
 				   struct wafer_command *c)
 {
-	struct wafer_handle_slot *src = c->collective.src, *dst =
-							   c->collective.dst;
-	struct wafer_collective *args = &c->collective.args;
-	const char *name = collective_name(args->kind);
-	wafer_status status = check_backed(dst, name);
-
-	if (status == WAFER_OK && src)
-		status = check_backed(src, name);
-	if (status != WAFER_OK)
-		return status;
-	if (!src)
-		src = dst;
-	args->src = src->slice.resource;
-	args->src_offset = src->slice.offset;
-	args->dst = dst->slice.resource;
-	args->dst_offset = dst->slice.offset;
-	bridge->queue_dirty = true;
-	status = bridge->device->plugin->server->comm_run(
-		bridge->plugin_device, bridge->queue, c->collective.comm, args);
-	if (status != WAFER_OK)
-		return wafer_fail_context(status, "%s of %zu elements on %s:%u",
-					  name, args->count,
-					  bridge->device->backend,
-					  bridge->device->index);
-	return WAFER_OK;
-}
-
-/* The device path of wafer_copy_peer, on the destination's bridge; the
- * plugin orders the copy on both queues (plugin.h, storage.copy_peer). */
-static wafer_status run_peer_copy(struct wafer_bridge *bridge,
-				  struct wafer_command *c)
-{
-	const struct wafer_bridge *from = c->peer_copy.src_bridge;
-	const struct wafer_slice *src, *dst;
-	wafer_status status = check_backed(c->peer_copy.dst, "copy_peer");
-
+	wafer_status status = issue_read(bridge, c);
 	if (status == WAFER_OK)
-		status = check_backed(c->peer_copy.src, "copy_peer");
-	if (status != WAFER_OK)
-		return status;
-	src = &c->peer_copy.src->slice;
-	dst = &c->peer_copy.dst->slice;
-	bridge->queue_dirty = true;
-	status = bridge->device->plugin->storage->copy_peer(
-		bridge->plugin_device, bridge->queue, dst->resource,
-		dst->offset, from->plugin_device, from->queue, src->resource,
-		src->offset, c->peer_copy.size);
-	if (status != WAFER_OK)
-		return wafer_fail_context(status,
-					  "copy_peer of %zu bytes from %s:%u "
-					  "to %s:%u",
-					  c->peer_copy.size,
-					  from->device->backend,
-					  from->device->index,
-					  bridge->device->backend,
-					  bridge->device->index);
+		status = queue_sync(bridge);
+	return report(bridge, status);
+}
+
+wafer_status wafer_bridge_run_read_async(struct wafer_bridge *bridge,
+					 struct wafer_command *c)
+{
+	return issue_read(bridge, c);
+}
+
+/* Queue order keeps the memory safe for work issued before this release;
+ * strategies that give memory back to the plugin quiesce first
+ * (storage.c). */
+wafer_status wafer_bridge_run_release(struct wafer_bridge *bridge,
+				      struct wafer_command *c)
+{
+	if (c->release.slot->slice.resource)
+		release_slot(bridge, c->release.slot);
+	wafer_handle_table_recycle(bridge->handles, c->release.slot);
 	return WAFER_OK;
 }
 
+wafer_status wafer_bridge_run_sync(struct wafer_bridge *bridge,
+				   struct wafer_command *c)
+{
+	(void)c;
+	return bridge_sync(bridge);
+}
+
+wafer_status wafer_bridge_run_usage(struct wafer_bridge *bridge,
+				    struct wafer_command *c)
+{
+	wafer_memory_get_usage(bridge->memory, c->usage.out);
+	return WAFER_OK;
+}
+
+wafer_status wafer_bridge_run_trim(struct wafer_bridge *bridge,
+				   struct wafer_command *c)
+{
+	(void)c;
+	wafer_memory_trim_cache(bridge->memory);
+	return WAFER_OK;
+}
+
+/* The one run path: the row's run function. */
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 			      struct wafer_command *c)
 {
-	const struct wafer_storage_ops *storage = bridge->device->plugin->storage;
-	void *device = bridge->device->device;
-	const struct wafer_slice *slice;
-	wafer_status status;
-
 	switch (c->kind) {
-	case WAFER_COMMAND_EXECUTE:
-		return wafer_bridge_execute(bridge, &c->execute);
-	case WAFER_COMMAND_RESERVE:
-		status = wafer_memory_reserve(bridge->memory, c->reserve.size,
-					      &c->reserve.slot->slice);
-		if (status == WAFER_OK)
-			wafer_memory_record_reserve(bridge->record,
-						    c->reserve.slot->index,
-						    c->reserve.size);
-		return status;
-	case WAFER_COMMAND_WRITE:
-		status = check_backed(c->write.slot, "write");
-		if (status != WAFER_OK)
-			return status;
-		slice = &c->write.slot->slice;
-		bridge->queue_dirty = true;
-		return storage->copy_in(device, bridge->queue, slice->resource,
-					slice->offset + c->write.offset,
-					c->write.src, c->write.size);
-	case WAFER_COMMAND_READ:
-	case WAFER_COMMAND_READ_ASYNC:
-		status = check_backed(c->read.slot, "read");
-		if (status != WAFER_OK)
-			return c->kind == WAFER_COMMAND_READ ? report(bridge, status)
-							     : status;
-		slice = &c->read.slot->slice;
-		bridge->queue_dirty = true;
-		status = storage->copy_out(device, bridge->queue,
-					   slice->resource,
-					   slice->offset + c->read.offset,
-					   c->read.dst, c->read.size);
-		if (c->kind == WAFER_COMMAND_READ_ASYNC)
-			return status;
-		if (status == WAFER_OK)
-			status = queue_sync(bridge);
-		return report(bridge, status);
-	case WAFER_COMMAND_RELEASE:
-		/* Queue order keeps the memory safe for work issued before
-		 * this release; strategies that give memory back to the plugin
-		 * quiesce first (storage.c). */
-		slice = &c->release.slot->slice;
-		if (slice->resource)
-			release_slot(bridge, c->release.slot);
-		wafer_handle_table_recycle(bridge->handles, c->release.slot);
-		return WAFER_OK;
-	case WAFER_COMMAND_SYNC:
-		return bridge_sync(bridge);
-	case WAFER_COMMAND_USAGE:
-		wafer_memory_get_usage(bridge->memory, c->usage.out);
-		return WAFER_OK;
-	case WAFER_COMMAND_TRIM:
-		wafer_memory_trim_cache(bridge->memory);
-		return WAFER_OK;
-	case WAFER_COMMAND_TIMER_BEGIN:
-		return run_timer_begin(bridge, c->timer.slot);
-	case WAFER_COMMAND_TIMER_END:
-		return run_timer_end(bridge, c->timer.slot, c->timer.elapsed_ns);
-	case WAFER_COMMAND_PROGRAM_RELEASE:
-		return run_program_release(bridge, c->program.loaded);
-	case WAFER_COMMAND_SNAPSHOT:
-		return run_snapshot(bridge, c->snapshot.out);
-	case WAFER_COMMAND_IMPORT:
-		return wafer_interop_run_import(bridge, c->import.slot,
-						c->import.buffer,
-						c->import.foreign);
-	case WAFER_COMMAND_NATIVE:
-		return wafer_interop_run_native(bridge, c->native.slot,
-						c->native.out);
-	case WAFER_COMMAND_QUEUE_NATIVE:
-		return wafer_interop_run_queue_native(bridge,
-						      c->queue_native.out);
-	case WAFER_COMMAND_COLLECTIVE:
-		return run_collective(bridge, c);
-	case WAFER_COMMAND_PEER_COPY:
-		return run_peer_copy(bridge, c);
-	case WAFER_COMMAND_PEER_SOURCE:
-		/* The peer copy about to be issued on this queue is work
-		 * memory must wait for, like any. */
-		bridge->queue_dirty = true;
-		return WAFER_OK;
+#define WAFER_COMMAND(KIND, name, waits, queue, run) \
+	case WAFER_COMMAND_##KIND:                    \
+		return run(bridge, c);
+#include "core/command.def"
+#undef WAFER_COMMAND
 	}
 	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);
 }

@@ -611,3 +611,55 @@ WAFER_API wafer_status wafer_comm_reduce_scatter(wafer_comm *comm,
 			  WAFER_COLLECTIVE_REDUCE_SCATTER, src, dst, count,
 			  dtype, op, 0);
 }
+
+/* The device side (the COLLECTIVE row of core/command.def), on the
+ * client's bridge. */
+
+static const char *collective_name(wafer_collective_kind kind)
+{
+	switch (kind) {
+	case WAFER_COLLECTIVE_ALL_REDUCE:
+		return "all_reduce";
+	case WAFER_COLLECTIVE_BROADCAST:
+		return "broadcast";
+	case WAFER_COLLECTIVE_ALL_GATHER:
+		return "all_gather";
+	case WAFER_COLLECTIVE_REDUCE_SCATTER:
+		return "reduce_scatter";
+	}
+	return "collective";
+}
+
+/* A collective on the queue: its handles become resources now, as a
+ * launch's bindings do. A broadcast's missing src (off the root) reads
+ * as dst: the plugin reads src on the root only. */
+wafer_status wafer_comm_run_collective(struct wafer_bridge *bridge,
+				       struct wafer_command *c)
+{
+	struct wafer_handle_slot *src = c->collective.src, *dst =
+							   c->collective.dst;
+	struct wafer_collective *args = &c->collective.args;
+	const char *name = collective_name(args->kind);
+	wafer_status status = wafer_bridge_check_backed(dst, name);
+
+	if (status == WAFER_OK && src)
+		status = wafer_bridge_check_backed(src, name);
+	if (status != WAFER_OK)
+		return status;
+	if (!src)
+		src = dst;
+	args->src = src->slice.resource;
+	args->src_offset = src->slice.offset;
+	args->dst = dst->slice.resource;
+	args->dst_offset = dst->slice.offset;
+	bridge->queue_dirty = true;
+	status = bridge->device->plugin->server->comm_run(
+		bridge->plugin_device, bridge->queue, c->collective.comm, args);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status, "%s of %zu elements on %s:%u",
+					  name, args->count,
+					  bridge->device->backend,
+					  bridge->device->index);
+	return WAFER_OK;
+}
+

@@ -133,3 +133,45 @@ WAFER_API wafer_status wafer_copy_peer(wafer_client *src_client,
 					  to->backend, to->index);
 	return WAFER_OK;
 }
+
+/* The device path of wafer_copy_peer, on the destination's bridge; the
+ * plugin orders the copy on both queues (plugin.h, storage.copy_peer). */
+wafer_status wafer_copy_peer_run(struct wafer_bridge *bridge,
+				 struct wafer_command *c)
+{
+	const struct wafer_bridge *from = c->peer_copy.src_bridge;
+	const struct wafer_slice *src, *dst;
+	wafer_status status = wafer_bridge_check_backed(c->peer_copy.dst, "copy_peer");
+
+	if (status == WAFER_OK)
+		status = wafer_bridge_check_backed(c->peer_copy.src, "copy_peer");
+	if (status != WAFER_OK)
+		return status;
+	src = &c->peer_copy.src->slice;
+	dst = &c->peer_copy.dst->slice;
+	bridge->queue_dirty = true;
+	status = bridge->device->plugin->storage->copy_peer(
+		bridge->plugin_device, bridge->queue, dst->resource,
+		dst->offset, from->plugin_device, from->queue, src->resource,
+		src->offset, c->peer_copy.size);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status,
+					  "copy_peer of %zu bytes from %s:%u "
+					  "to %s:%u",
+					  c->peer_copy.size,
+					  from->device->backend,
+					  from->device->index,
+					  bridge->device->backend,
+					  bridge->device->index);
+	return WAFER_OK;
+}
+
+/* The source's side (PEER_SOURCE): the peer copy about to be issued on
+ * this queue is work memory must wait for, like any. */
+wafer_status wafer_copy_peer_run_source(struct wafer_bridge *bridge,
+					struct wafer_command *c)
+{
+	(void)c;
+	bridge->queue_dirty = true;
+	return WAFER_OK;
+}
