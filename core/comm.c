@@ -5,7 +5,9 @@
  * argument once, in the caller's thread, so the plugin's comm_run only
  * ever sees a known kind, a SUM or MAX, a root below the size and ranges
  * inside their resources; a collective then goes through the client's
- * channel as a command, ordered with the kernels on every channel.
+ * channel as a command (the COLLECTIVE row of core/command.def, run by
+ * wafer_comm_run_collective at the end of this file), ordered with the
+ * kernels on every channel.
  *
  * Every open communicator is in one list (under |open_lock|): a
  * collective on a closed or made-up communicator is refused instead of

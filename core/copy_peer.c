@@ -8,8 +8,10 @@
  * has its memory), then the copy runs on the destination's channel and
  * waits until the plugin has issued it on both queues, which orders it
  * after the work before and before the work after on either client.
- * Otherwise the bytes are staged through the host: a read of the source
- * (which waits for it) and a create on the destination.
+ * Both are rows of core/command.def (PEER_SOURCE, PEER_COPY), run by
+ * wafer_copy_peer_run_source and wafer_copy_peer_run at the end of this
+ * file. Otherwise the bytes are staged through the host: a read of the
+ * source (which waits for it) and a create on the destination.
  *
  * Each path logs itself at debug level ("copy_peer: device", "copy_peer:
  * staged through the host"), so tests can tell which one ran. */
