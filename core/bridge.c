@@ -9,7 +9,6 @@
 #include "core/log.h"
 #include "core/bridge.h"
 #include "core/interop.h"
-#include "core/event.h"
 
 /* Waits for lane |l|; the plugin's status with the device and queue
  * named. Lane 0 is the memory manager's. */
@@ -275,10 +274,8 @@ wafer_status wafer_bridge_fini(struct wafer_bridge *bridge)
 	return status;
 }
 
-/* A handle whose reservation failed in a queued channel has no memory;
- * its failure was reported already, and any later use fails here. */
-static wafer_status check_backed(const struct wafer_handle_slot *slot,
-				 const char *what)
+wafer_status wafer_bridge_check_backed(const struct wafer_handle_slot *slot,
+				       const char *what)
 {
 	if (slot->slice.resource)
 		return WAFER_OK;
@@ -295,7 +292,7 @@ wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 	const struct wafer_kernel *kernel = r->launch.kernel;
 	for (uint32_t i = 0; i < r->launch.binding_count; i++) {
 		const struct wafer_command_binding *b = &r->bindings[i];
-		wafer_status status = check_backed(b->slot, kernel->op);
+		wafer_status status = wafer_bridge_check_backed(b->slot, kernel->op);
 		if (status != WAFER_OK)
 			return status;
 		bindings[i] = (struct wafer_binding){
@@ -332,10 +329,11 @@ wafer_status wafer_bridge_execute(struct wafer_bridge *bridge,
 
 /* The client offers timers only where the plugin has both entries
  * (WAFER_CAP_DEVICE_TIMERS); the checks here guard the bridge anyway. */
-static wafer_status run_timer_begin(struct wafer_bridge *bridge,
-				    struct wafer_lane *lane, void **timer_slot)
+wafer_status wafer_bridge_run_timer_begin(struct wafer_bridge *bridge,
+					  struct wafer_command *c)
 {
 	const struct wafer_server_ops *ops = bridge->device->plugin->server;
+	void **timer_slot = c->timer.slot;
 
 	*timer_slot = NULL;
 	if (!WAFER_STRUCT_HAS(ops, struct wafer_server_ops, timer_end) ||
@@ -343,6 +341,7 @@ static wafer_status run_timer_begin(struct wafer_bridge *bridge,
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
 				  "%s has no device timers",
 				  bridge->device->backend);
+	struct wafer_lane *lane = &bridge->lanes.lane[wafer_command_lane(c)];
 	lane->dirty = true;
 	wafer_status status = ops->timer_begin(bridge->device->device,
 					       lane->queue, timer_slot);
@@ -354,11 +353,12 @@ static wafer_status run_timer_begin(struct wafer_bridge *bridge,
 	return WAFER_OK;
 }
 
-static wafer_status run_timer_end(struct wafer_bridge *bridge,
-				  struct wafer_lane *lane, void **timer_slot,
-				  uint64_t *elapsed_ns)
+wafer_status wafer_bridge_run_timer_end(struct wafer_bridge *bridge,
+					struct wafer_command *c)
 {
 	const struct wafer_server_ops *ops = bridge->device->plugin->server;
+	void **timer_slot = c->timer.slot;
+	uint64_t *elapsed_ns = c->timer.elapsed_ns;
 	void *timer = *timer_slot;
 
 	*timer_slot = NULL;
@@ -368,8 +368,10 @@ static wafer_status run_timer_end(struct wafer_bridge *bridge,
 				  "%s: timer_end without a timer (timer_begin "
 				  "failed)",
 				  bridge->device->backend);
-	wafer_status status = ops->timer_end(bridge->device->device,
-					     lane->queue, timer, elapsed_ns);
+	wafer_status status = ops->timer_end(
+		bridge->device->device,
+		bridge->lanes.lane[wafer_command_lane(c)].queue, timer,
+		elapsed_ns);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s: timer_end",
 					  bridge->device->backend);
@@ -380,12 +382,12 @@ static wafer_status run_timer_end(struct wafer_bridge *bridge,
  * launches of it were issued before this command, on any queue, so a
  * sync of each (whose failure is deferred like a memory sync's) makes it
  * safe. */
-static wafer_status run_program_release(struct wafer_bridge *bridge,
-					void *loaded)
+wafer_status wafer_bridge_run_program_release(struct wafer_bridge *bridge,
+					      struct wafer_command *c)
 {
 	wafer_status status = quiesce_all(bridge);
 	bridge->device->plugin->server->program_release(bridge->device->device,
-							loaded);
+							c->program.loaded);
 	return status;
 }
 
@@ -400,9 +402,10 @@ static void attach_handle(struct wafer_handle_slot *slot, void *data)
 }
 
 /* The memory manager's snapshot, each live block named by its handle. */
-static wafer_status run_snapshot(struct wafer_bridge *bridge,
-				 struct wafer_memory_snapshot *out)
+wafer_status wafer_bridge_run_snapshot(struct wafer_bridge *bridge,
+				       struct wafer_command *c)
 {
+	struct wafer_memory_snapshot *out = c->snapshot.out;
 	wafer_status status = wafer_memory_snapshot_take(bridge->memory, out);
 	if (status != WAFER_OK)
 		return status;
@@ -418,246 +421,125 @@ static wafer_status run_snapshot(struct wafer_bridge *bridge,
 	return WAFER_OK;
 }
 
-static const char *collective_name(wafer_collective_kind kind)
+wafer_status wafer_bridge_run_execute(struct wafer_bridge *bridge,
+				      struct wafer_command *c)
 {
-	switch (kind) {
-	case WAFER_COLLECTIVE_ALL_REDUCE:
-		return "all_reduce";
-	case WAFER_COLLECTIVE_BROADCAST:
-		return "broadcast";
-	case WAFER_COLLECTIVE_ALL_GATHER:
-		return "all_gather";
-	case WAFER_COLLECTIVE_REDUCE_SCATTER:
-		return "reduce_scatter";
-	}
-	return "collective";
+	return wafer_bridge_execute(bridge, &c->execute);
 }
 
-/* A collective on the queue: its handles become resources now, as a
- * launch's bindings do. A broadcast's missing src (off the root) reads
- * as dst: the plugin reads src on the root only. */
-static wafer_status run_collective(struct wafer_bridge *bridge,
-				   struct wafer_command *c)
+wafer_status wafer_bridge_run_reserve(struct wafer_bridge *bridge,
+				      struct wafer_command *c)
 {
-	struct wafer_handle_slot *src = c->collective.src, *dst =
-							   c->collective.dst;
-	struct wafer_collective *args = &c->collective.args;
-	const char *name = collective_name(args->kind);
-	wafer_status status = check_backed(dst, name);
-
-	if (status == WAFER_OK && src)
-		status = check_backed(src, name);
-	if (status != WAFER_OK)
-		return status;
-	if (!src)
-		src = dst;
 	uint32_t l = wafer_command_lane(c);
-	struct wafer_handle_slot *touched[2] = {src, dst};
-	status = wafer_lanes_touch(&bridge->lanes, l, touched, 2);
-	if (status != WAFER_OK)
-		return status;
-	args->src = src->slice.resource;
-	args->src_offset = src->slice.offset;
-	args->dst = dst->slice.resource;
-	args->dst_offset = dst->slice.offset;
-	bridge->lanes.lane[l].dirty = true;
-	status = bridge->device->plugin->server->comm_run(
-		bridge->plugin_device, bridge->lanes.lane[l].queue,
-		c->collective.comm, args);
-	if (status != WAFER_OK)
-		return wafer_fail_context(status, "%s of %zu elements on %s:%u",
-					  name, args->count,
-					  bridge->device->backend,
-					  bridge->device->index);
-	return WAFER_OK;
+	wafer_status status = wafer_memory_reserve(
+		bridge->memory, c->reserve.size, &c->reserve.slot->slice);
+	if (status == WAFER_OK) {
+		/* The memory is the handle's either way: a failure to order
+		 * it is the queue's, for its next sync. */
+		wafer_deferred_record(&bridge->lanes.lane[l].deferred,
+				      wafer_lanes_reserved(&bridge->lanes, l,
+							   c->reserve.slot));
+		wafer_memory_record_reserve(bridge->record,
+					    c->reserve.slot->index,
+					    c->reserve.size);
+	}
+	return status;
 }
 
-/* The device path of wafer_copy_peer, on the destination's bridge; the
- * plugin orders the copy on both queues (plugin.h, storage.copy_peer). */
-static wafer_status run_peer_copy(struct wafer_bridge *bridge,
-				  struct wafer_command *c)
+wafer_status wafer_bridge_run_write(struct wafer_bridge *bridge,
+				    struct wafer_command *c)
 {
-	const struct wafer_bridge *from = c->peer_copy.src_bridge;
-	const struct wafer_slice *src, *dst;
-	wafer_status status = check_backed(c->peer_copy.dst, "copy_peer");
-
+	uint32_t l = wafer_command_lane(c);
+	wafer_status status = wafer_bridge_check_backed(c->write.slot, "write");
 	if (status == WAFER_OK)
-		status = check_backed(c->peer_copy.src, "copy_peer");
+		status = wafer_lanes_touch(&bridge->lanes, l, &c->write.slot, 1);
 	if (status != WAFER_OK)
 		return status;
-	uint32_t l = wafer_command_lane(c);
-	status = wafer_lanes_touch(&bridge->lanes, l, &c->peer_copy.dst, 1);
-	if (status != WAFER_OK)
-		return status;
-	src = &c->peer_copy.src->slice;
-	dst = &c->peer_copy.dst->slice;
-	bridge->lanes.lane[l].dirty = true;
-	/* The source's side is its default queue, which PEER_SOURCE
-	 * ordered after the source client's other queues. */
-	status = bridge->device->plugin->storage->copy_peer(
-		bridge->plugin_device, bridge->lanes.lane[l].queue,
-		dst->resource, dst->offset, from->plugin_device,
-		from->lanes.lane[0].queue, src->resource, src->offset,
-		c->peer_copy.size);
-	if (status != WAFER_OK)
-		return wafer_fail_context(status,
-					  "copy_peer of %zu bytes from %s:%u "
-					  "to %s:%u",
-					  c->peer_copy.size,
-					  from->device->backend,
-					  from->device->index,
-					  bridge->device->backend,
-					  bridge->device->index);
-	return WAFER_OK;
+	const struct wafer_slice *slice = &c->write.slot->slice;
+	struct wafer_lane *lane = &bridge->lanes.lane[l];
+	lane->dirty = true;
+	return bridge->device->plugin->storage->copy_in(
+		bridge->plugin_device, lane->queue, slice->resource,
+		slice->offset + c->write.offset, c->write.src, c->write.size);
 }
 
-/* PEER_SOURCE: the peer copy about to be issued from this client's
- * default queue is work memory must wait for, like any, and comes after
- * the work of every other queue of this client. */
-static wafer_status run_peer_source(struct wafer_bridge *bridge)
+/* Issues the copy of a READ or READ_ASYNC. */
+static wafer_status issue_read(struct wafer_bridge *bridge,
+			       struct wafer_command *c)
 {
-	struct wafer_lanes *lanes = &bridge->lanes;
-
-	for (uint32_t i = 1; lanes->multi && i < WAFER_MAX_QUEUES; i++) {
-		wafer_status status = wafer_lanes_order(lanes, 0, i, UINT64_MAX);
-		if (status != WAFER_OK)
-			return status;
-	}
-	lanes->lane[0].dirty = true;
-	return WAFER_OK;
+	uint32_t l = wafer_command_lane(c);
+	wafer_status status = wafer_bridge_check_backed(c->read.slot, "read");
+	if (status == WAFER_OK)
+		status = wafer_lanes_touch(&bridge->lanes, l, &c->read.slot, 1);
+	if (status != WAFER_OK)
+		return status;
+	const struct wafer_slice *slice = &c->read.slot->slice;
+	struct wafer_lane *lane = &bridge->lanes.lane[l];
+	lane->dirty = true;
+	return bridge->device->plugin->storage->copy_out(
+		bridge->plugin_device, lane->queue, slice->resource,
+		slice->offset + c->read.offset, c->read.dst, c->read.size);
 }
 
-static wafer_status run_queue_open(struct wafer_bridge *bridge,
+wafer_status wafer_bridge_run_read(struct wafer_bridge *bridge,
 				   struct wafer_command *c)
 {
-	if (c->queue_open.native && !wafer_interop_server(bridge->device->plugin))
-		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
-				  "wafer_queue_open_native: native queue %p: "
-				  "interop not supported by %s",
-				  c->queue_open.native, bridge->device->backend);
-	return wafer_lanes_open(&bridge->lanes, c->queue_open.native,
-				c->queue_open.out_lane);
+	uint32_t l = wafer_command_lane(c);
+	wafer_status status = issue_read(bridge, c);
+	if (status == WAFER_OK)
+		status = queue_sync(bridge, l);
+	return report(bridge, l, status);
 }
 
+wafer_status wafer_bridge_run_read_async(struct wafer_bridge *bridge,
+					 struct wafer_command *c)
+{
+	return issue_read(bridge, c);
+}
+
+/* Queue order keeps the memory safe for work issued before this release;
+ * strategies that give memory back to the plugin quiesce first
+ * (storage.c). */
+wafer_status wafer_bridge_run_release(struct wafer_bridge *bridge,
+				      struct wafer_command *c)
+{
+	if (c->release.slot->slice.resource)
+		release_slot(bridge, wafer_command_lane(c), c->release.slot);
+	wafer_handle_table_recycle(bridge->handles, c->release.slot);
+	return WAFER_OK;
+}
+
+wafer_status wafer_bridge_run_sync(struct wafer_bridge *bridge,
+				   struct wafer_command *c)
+{
+	return bridge_sync(bridge, wafer_command_lane(c));
+}
+
+wafer_status wafer_bridge_run_usage(struct wafer_bridge *bridge,
+				    struct wafer_command *c)
+{
+	wafer_memory_get_usage(bridge->memory, c->usage.out);
+	return WAFER_OK;
+}
+
+wafer_status wafer_bridge_run_trim(struct wafer_bridge *bridge,
+				   struct wafer_command *c)
+{
+	(void)c;
+	wafer_memory_trim_cache(bridge->memory);
+	return WAFER_OK;
+}
+
+/* The one run path: the row's run function. */
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 			      struct wafer_command *c)
 {
-	const struct wafer_storage_ops *storage = bridge->device->plugin->storage;
-	void *device = bridge->device->device;
-	const struct wafer_slice *slice;
-	wafer_status status;
-	uint32_t l = wafer_command_lane(c);
-	struct wafer_lane *lane = &bridge->lanes.lane[l];
-
 	switch (c->kind) {
-	case WAFER_COMMAND_EXECUTE:
-		return wafer_bridge_execute(bridge, &c->execute);
-	case WAFER_COMMAND_RESERVE:
-		status = wafer_memory_reserve(bridge->memory, c->reserve.size,
-					      &c->reserve.slot->slice);
-		if (status == WAFER_OK) {
-			/* The memory is the handle's either way: a failure
-			 * to order it is the queue's, for its next sync. */
-			wafer_deferred_record(&lane->deferred,
-					      wafer_lanes_reserved(
-						      &bridge->lanes, l,
-						      c->reserve.slot));
-			wafer_memory_record_reserve(bridge->record,
-						    c->reserve.slot->index,
-						    c->reserve.size);
-		}
-		return status;
-	case WAFER_COMMAND_WRITE:
-		status = check_backed(c->write.slot, "write");
-		if (status == WAFER_OK)
-			status = wafer_lanes_touch(&bridge->lanes, l,
-						   &c->write.slot, 1);
-		if (status != WAFER_OK)
-			return status;
-		slice = &c->write.slot->slice;
-		lane->dirty = true;
-		return storage->copy_in(device, lane->queue, slice->resource,
-					slice->offset + c->write.offset,
-					c->write.src, c->write.size);
-	case WAFER_COMMAND_READ:
-	case WAFER_COMMAND_READ_ASYNC:
-		status = check_backed(c->read.slot, "read");
-		if (status == WAFER_OK)
-			status = wafer_lanes_touch(&bridge->lanes, l,
-						   &c->read.slot, 1);
-		if (status != WAFER_OK)
-			return c->kind == WAFER_COMMAND_READ
-				       ? report(bridge, l, status)
-				       : status;
-		slice = &c->read.slot->slice;
-		lane->dirty = true;
-		status = storage->copy_out(device, lane->queue,
-					   slice->resource,
-					   slice->offset + c->read.offset,
-					   c->read.dst, c->read.size);
-		if (c->kind == WAFER_COMMAND_READ_ASYNC)
-			return status;
-		if (status == WAFER_OK)
-			status = queue_sync(bridge, l);
-		return report(bridge, l, status);
-	case WAFER_COMMAND_RELEASE:
-		/* Queue order keeps the memory safe for work issued before
-		 * this release; strategies that give memory back to the plugin
-		 * quiesce first (storage.c). */
-		slice = &c->release.slot->slice;
-		if (slice->resource)
-			release_slot(bridge, l, c->release.slot);
-		wafer_handle_table_recycle(bridge->handles, c->release.slot);
-		return WAFER_OK;
-	case WAFER_COMMAND_SYNC:
-		return bridge_sync(bridge, l);
-	case WAFER_COMMAND_USAGE:
-		wafer_memory_get_usage(bridge->memory, c->usage.out);
-		return WAFER_OK;
-	case WAFER_COMMAND_TRIM:
-		wafer_memory_trim_cache(bridge->memory);
-		return WAFER_OK;
-	case WAFER_COMMAND_TIMER_BEGIN:
-		return run_timer_begin(bridge, lane, c->timer.slot);
-	case WAFER_COMMAND_TIMER_END:
-		return run_timer_end(bridge, lane, c->timer.slot,
-				     c->timer.elapsed_ns);
-	case WAFER_COMMAND_PROGRAM_RELEASE:
-		return run_program_release(bridge, c->program.loaded);
-	case WAFER_COMMAND_SNAPSHOT:
-		return run_snapshot(bridge, c->snapshot.out);
-	case WAFER_COMMAND_IMPORT:
-		return wafer_interop_run_import(bridge, c->import.slot,
-						c->import.buffer,
-						c->import.foreign);
-	case WAFER_COMMAND_NATIVE:
-		return wafer_interop_run_native(bridge, c->native.slot,
-						c->native.out);
-	case WAFER_COMMAND_QUEUE_NATIVE:
-		return wafer_interop_run_queue_native(bridge, lane->queue,
-						      c->queue_native.out);
-	case WAFER_COMMAND_COLLECTIVE:
-		return run_collective(bridge, c);
-	case WAFER_COMMAND_PEER_COPY:
-		return run_peer_copy(bridge, c);
-	case WAFER_COMMAND_PEER_SOURCE:
-		return run_peer_source(bridge);
-	case WAFER_COMMAND_QUEUE_OPEN:
-		return run_queue_open(bridge, c);
-	case WAFER_COMMAND_QUEUE_CLOSE:
-		return wafer_lanes_close(&bridge->lanes, l);
-	case WAFER_COMMAND_EVENT_RECORD:
-		return wafer_event_run_record(bridge, l, c->event.event);
-	case WAFER_COMMAND_QUEUE_WAIT:
-		return wafer_event_run_wait(bridge, l, c->event.event);
-	case WAFER_COMMAND_EVENT_RELEASE:
-		wafer_event_run_release(bridge, c->event.event);
-		return WAFER_OK;
-	case WAFER_COMMAND_CALLBACK:
-		return wafer_lanes_callback(&bridge->lanes, l, c->callback.fn,
-					    c->callback.user);
-	case WAFER_COMMAND_FLUSH:
-		return WAFER_OK;
+#define WAFER_COMMAND(KIND, name, waits, queue, run) \
+	case WAFER_COMMAND_##KIND:                    \
+		return run(bridge, c);
+#include "core/command.def"
+#undef WAFER_COMMAND
 	}
 	return wafer_fail(WAFER_ERROR_INTERNAL, "unknown command %d", c->kind);
 }

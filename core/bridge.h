@@ -8,7 +8,8 @@
  * decide on which thread and under which lock wafer_bridge_run() is
  * called; the bridge itself is single-threaded.
  *
- * A command is a tagged union (struct wafer_command below). */
+ * A command is a tagged union (struct wafer_command below) whose kinds
+ * are the rows of one table, core/command.def. */
 #ifndef WAFER_CORE_BRIDGE_H
 #define WAFER_CORE_BRIDGE_H
 
@@ -29,54 +30,21 @@ struct wafer_foreign; /* core/interop.h */
 #include "core/lanes.h"
 #include <wafer/queue.h>
 
+/* The command kinds, one per row of core/command.def. */
 enum wafer_command_kind {
-	WAFER_COMMAND_RESERVE,    /* reserve: memory for a new handle */
-	WAFER_COMMAND_WRITE,      /* write */
-	WAFER_COMMAND_READ,       /* read; waits */
-	WAFER_COMMAND_READ_ASYNC, /* read; the bytes arrive by the next sync */
-	WAFER_COMMAND_EXECUTE,    /* execute: one kernel launch */
-	WAFER_COMMAND_RELEASE,    /* release: last reference gone */
-	WAFER_COMMAND_SYNC,       /* no operands; waits for the queue */
-	WAFER_COMMAND_USAGE,      /* usage */
-	WAFER_COMMAND_TRIM,       /* no operands */
-	/* Device timers (autotune): BEGIN stores the plugin's timer in
-	 * *timer_slot; END takes it from there, waits for the work between
-	 * and stores the nanoseconds in *elapsed_ns. BEGIN returns nothing,
-	 * so a queueing channel need not wait for it; END waits. */
-	WAFER_COMMAND_TIMER_BEGIN, /* timer */
-	WAFER_COMMAND_TIMER_END,   /* timer; waits */
-	/* A program was released (program.h): once the queue has finished
-	 * the launches issued before, the plugin's program_release. */
-	WAFER_COMMAND_PROGRAM_RELEASE, /* program */
-	/* wafer_memory_snapshot: the memory manager's segments and blocks,
-	 * each live block named by its handle; waits. */
-	WAFER_COMMAND_SNAPSHOT, /* snapshot */
-	/* Interop (core/interop.h), each waits: a handle over foreign
-	 * memory (the plugin's import), a handle's memory as the backend
-	 * knows it (native), the queue as the backend knows it, after
-	 * everything issued before was submitted to it. */
-	WAFER_COMMAND_IMPORT,       /* import */
-	WAFER_COMMAND_NATIVE,       /* native */
-	WAFER_COMMAND_QUEUE_NATIVE, /* queue_native */
-	/* Scale-out (comm.h). A collective is queued like a launch, its
-	 * handles resolved when it runs (core/comm.c). A peer copy runs on
-	 * the destination client's bridge and waits until the plugin has
-	 * issued it on both queues (core/copy_peer.c): the source may be
-	 * released at once after. PEER_SOURCE runs on the source client's
-	 * bridge just before: everything submitted to the source before it
-	 * has reached its queue, which is marked as used. */
-	WAFER_COMMAND_COLLECTIVE,  /* collective */
-	WAFER_COMMAND_PEER_COPY,   /* peer_copy; waits */
-	WAFER_COMMAND_PEER_SOURCE, /* no operands; waits */
-	/* Queues and events (core/queue.c, core/event.c, core/lanes.h). */
-	WAFER_COMMAND_QUEUE_OPEN,    /* queue_open; waits */
-	WAFER_COMMAND_QUEUE_CLOSE,   /* no operands; waits */
-	WAFER_COMMAND_EVENT_RECORD,  /* event */
-	WAFER_COMMAND_QUEUE_WAIT,    /* event */
-	WAFER_COMMAND_EVENT_RELEASE, /* event */
-	WAFER_COMMAND_CALLBACK,      /* callback */
-	/* Everything submitted before has been issued; waits. */
-	WAFER_COMMAND_FLUSH, /* no operands */
+#define WAFER_COMMAND(KIND, name, waits, queue, run) WAFER_COMMAND_##KIND,
+#include "core/command.def"
+#undef WAFER_COMMAND
+};
+
+/* The queues a command may run on (command.def's queue column). */
+enum wafer_command_queue {
+	/* The command's own queue (wafer_command_lane): the submitting
+	 * thread's current queue of the client, or the one a call names. */
+	WAFER_COMMAND_QUEUE_LANE,
+	/* The client as a whole: its memory manager, handle table, every
+	 * queue or none (core/lanes.h). */
+	WAFER_COMMAND_QUEUE_CLIENT,
 };
 
 /* Kernels take at most this many bindings through wafer_execute. */
@@ -100,7 +68,8 @@ struct wafer_execute_request {
 };
 
 /* A command: its kind and the operands of that kind, one member per kind
- * (READ and READ_ASYNC share `read`; SYNC and TRIM have none). Small
+ * (READ and READ_ASYNC share `read`, TIMER_BEGIN and TIMER_END `timer`;
+ * SYNC, TRIM and PEER_SOURCE have none). Small
  * enough to copy, so a queueing channel copies it with its bindings,
  * parameters and upload bytes (core/channel/mpsc.c). */
 struct wafer_command {
@@ -114,9 +83,9 @@ struct wafer_command {
 		struct {
 			struct wafer_handle_slot *slot;
 			size_t size;
-			/* The caller needs the outcome now: a queueing
-			 * channel waits for it rather than deferring a
-			 * failure to the next sync. */
+			/* The caller needs the outcome now: the
+			 * command waits (command.def) rather than
+			 * deferring a failure to the next sync. */
 			bool wait;
 		} reserve;
 		struct {
@@ -253,10 +222,64 @@ wafer_status wafer_bridge_init(struct wafer_bridge *bridge,
  * memory. Returns the sync's status. */
 wafer_status wafer_bridge_fini(struct wafer_bridge *bridge);
 
-/* Runs |command|. An EXECUTE's request is handed to
- * wafer_bridge_execute as it is (its launch.bindings is filled in). */
+/* Runs |command|: its row's run function (core/command.def). The one
+ * path every command takes to the device, on every channel. An
+ * EXECUTE's request is handed to wafer_bridge_execute as it is (its
+ * launch.bindings is filled in). */
 wafer_status wafer_bridge_run(struct wafer_bridge *bridge,
 			      struct wafer_command *command);
+
+/* The run functions of the rows, each in its feature's file. */
+#define WAFER_COMMAND(KIND, name, waits, queue, run) \
+	wafer_status run(struct wafer_bridge *bridge, struct wafer_command *c);
+#include "core/command.def"
+#undef WAFER_COMMAND
+
+/* Whether the caller of |c| waits for its answer (the row's waits). */
+static inline bool wafer_command_waits(const struct wafer_command *c)
+{
+	switch (c->kind) {
+#define WAFER_COMMAND(KIND, name, waits, queue, run) \
+	case WAFER_COMMAND_##KIND:                    \
+		return (waits);
+#include "core/command.def"
+#undef WAFER_COMMAND
+	}
+	return true;
+}
+
+/* The name of |kind| (the row's name), for messages. */
+static inline const char *wafer_command_name(enum wafer_command_kind kind)
+{
+	switch (kind) {
+#define WAFER_COMMAND(KIND, name, waits, queue, run) \
+	case WAFER_COMMAND_##KIND:                    \
+		return name;
+#include "core/command.def"
+#undef WAFER_COMMAND
+	}
+	return "unknown command";
+}
+
+/* The queue |kind| runs on (the row's queue). */
+static inline enum wafer_command_queue
+wafer_command_queue(enum wafer_command_kind kind)
+{
+	switch (kind) {
+#define WAFER_COMMAND(KIND, name, waits, queue, run) \
+	case WAFER_COMMAND_##KIND:                    \
+		return WAFER_COMMAND_QUEUE_##queue;
+#include "core/command.def"
+#undef WAFER_COMMAND
+	}
+	return WAFER_COMMAND_QUEUE_CLIENT;
+}
+
+/* WAFER_ERROR_OUT_OF_MEMORY where |slot| has no memory: its reservation
+ * failed in a queueing channel and was reported already, so any later
+ * use (named |what|) fails here. */
+wafer_status wafer_bridge_check_backed(const struct wafer_handle_slot *slot,
+				       const char *what);
 
 /* Keeps the failure |status| of a command that nobody waits for (with
  * the calling thread's detail) for the next sync or read: the mpsc

@@ -5,7 +5,9 @@
  * argument once, in the caller's thread, so the plugin's comm_run only
  * ever sees a known kind, a SUM or MAX, a root below the size and ranges
  * inside their resources; a collective then goes through the client's
- * channel as a command, ordered with the kernels on every channel.
+ * channel as a command (the COLLECTIVE row of core/command.def, run by
+ * wafer_comm_run_collective at the end of this file), ordered with the
+ * kernels on every channel.
  *
  * Every open communicator is in one list (under |open_lock|): a
  * collective on a closed or made-up communicator is refused instead of
@@ -611,3 +613,61 @@ WAFER_API wafer_status wafer_comm_reduce_scatter(wafer_comm *comm,
 			  WAFER_COLLECTIVE_REDUCE_SCATTER, src, dst, count,
 			  dtype, op, 0);
 }
+
+/* The device side (the COLLECTIVE row of core/command.def), on the
+ * client's bridge. */
+
+static const char *collective_name(wafer_collective_kind kind)
+{
+	switch (kind) {
+	case WAFER_COLLECTIVE_ALL_REDUCE:
+		return "all_reduce";
+	case WAFER_COLLECTIVE_BROADCAST:
+		return "broadcast";
+	case WAFER_COLLECTIVE_ALL_GATHER:
+		return "all_gather";
+	case WAFER_COLLECTIVE_REDUCE_SCATTER:
+		return "reduce_scatter";
+	}
+	return "collective";
+}
+
+/* A collective on the queue: its handles become resources now, as a
+ * launch's bindings do. A broadcast's missing src (off the root) reads
+ * as dst: the plugin reads src on the root only. */
+wafer_status wafer_comm_run_collective(struct wafer_bridge *bridge,
+				       struct wafer_command *c)
+{
+	struct wafer_handle_slot *src = c->collective.src, *dst =
+							   c->collective.dst;
+	struct wafer_collective *args = &c->collective.args;
+	const char *name = collective_name(args->kind);
+	wafer_status status = wafer_bridge_check_backed(dst, name);
+
+	if (status == WAFER_OK && src)
+		status = wafer_bridge_check_backed(src, name);
+	if (status != WAFER_OK)
+		return status;
+	if (!src)
+		src = dst;
+	uint32_t l = wafer_command_lane(c);
+	struct wafer_handle_slot *touched[2] = {src, dst};
+	status = wafer_lanes_touch(&bridge->lanes, l, touched, 2);
+	if (status != WAFER_OK)
+		return status;
+	args->src = src->slice.resource;
+	args->src_offset = src->slice.offset;
+	args->dst = dst->slice.resource;
+	args->dst_offset = dst->slice.offset;
+	bridge->lanes.lane[l].dirty = true;
+	status = bridge->device->plugin->server->comm_run(
+		bridge->plugin_device, bridge->lanes.lane[l].queue,
+		c->collective.comm, args);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status, "%s of %zu elements on %s:%u",
+					  name, args->count,
+					  bridge->device->backend,
+					  bridge->device->index);
+	return WAFER_OK;
+}
+

@@ -8,8 +8,10 @@
  * has its memory), then the copy runs on the destination's channel and
  * waits until the plugin has issued it on both queues, which orders it
  * after the work before and before the work after on either client.
- * Otherwise the bytes are staged through the host: a read of the source
- * (which waits for it) and a create on the destination.
+ * Both are rows of core/command.def (PEER_SOURCE, PEER_COPY), run by
+ * wafer_copy_peer_run_source and wafer_copy_peer_run at the end of this
+ * file. Otherwise the bytes are staged through the host: a read of the
+ * source (which waits for it) and a create on the destination.
  *
  * Each path logs itself at debug level ("copy_peer: device", "copy_peer:
  * staged through the host"), so tests can tell which one ran. */
@@ -131,5 +133,62 @@ WAFER_API wafer_status wafer_copy_peer(wafer_client *src_client,
 					  " of %s:%u to %s:%u",
 					  src.bits, from->backend, from->index,
 					  to->backend, to->index);
+	return WAFER_OK;
+}
+
+/* The device path of wafer_copy_peer, on the destination's bridge; the
+ * plugin orders the copy on both queues (plugin.h, storage.copy_peer). */
+wafer_status wafer_copy_peer_run(struct wafer_bridge *bridge,
+				 struct wafer_command *c)
+{
+	const struct wafer_bridge *from = c->peer_copy.src_bridge;
+	const struct wafer_slice *src, *dst;
+	wafer_status status = wafer_bridge_check_backed(c->peer_copy.dst, "copy_peer");
+
+	if (status == WAFER_OK)
+		status = wafer_bridge_check_backed(c->peer_copy.src, "copy_peer");
+	if (status != WAFER_OK)
+		return status;
+	uint32_t l = wafer_command_lane(c);
+	status = wafer_lanes_touch(&bridge->lanes, l, &c->peer_copy.dst, 1);
+	if (status != WAFER_OK)
+		return status;
+	src = &c->peer_copy.src->slice;
+	dst = &c->peer_copy.dst->slice;
+	bridge->lanes.lane[l].dirty = true;
+	/* The source's side is its default queue, which PEER_SOURCE
+	 * ordered after the source client's other queues. */
+	status = bridge->device->plugin->storage->copy_peer(
+		bridge->plugin_device, bridge->lanes.lane[l].queue,
+		dst->resource, dst->offset, from->plugin_device,
+		from->lanes.lane[0].queue, src->resource, src->offset,
+		c->peer_copy.size);
+	if (status != WAFER_OK)
+		return wafer_fail_context(status,
+					  "copy_peer of %zu bytes from %s:%u "
+					  "to %s:%u",
+					  c->peer_copy.size,
+					  from->device->backend,
+					  from->device->index,
+					  bridge->device->backend,
+					  bridge->device->index);
+	return WAFER_OK;
+}
+
+/* The source's side (PEER_SOURCE): the peer copy about to be issued
+ * from its default queue is work memory must wait for, like any, and
+ * comes after the work of every other queue of the source client. */
+wafer_status wafer_copy_peer_run_source(struct wafer_bridge *bridge,
+					struct wafer_command *c)
+{
+	struct wafer_lanes *lanes = &bridge->lanes;
+
+	(void)c;
+	for (uint32_t i = 1; lanes->multi && i < WAFER_MAX_QUEUES; i++) {
+		wafer_status status = wafer_lanes_order(lanes, 0, i, UINT64_MAX);
+		if (status != WAFER_OK)
+			return status;
+	}
+	lanes->lane[0].dirty = true;
 	return WAFER_OK;
 }

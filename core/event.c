@@ -213,9 +213,11 @@ WAFER_API wafer_status wafer_event_release(wafer_event *event)
  *===----------------------------------------------------------------------===*/
 
 wafer_status wafer_event_run_record(struct wafer_bridge *bridge,
-				    uint32_t lane, wafer_event *event)
+				    struct wafer_command *c)
 {
 	struct wafer_lanes *lanes = &bridge->lanes;
+	uint32_t lane = wafer_command_lane(c);
+	wafer_event *event = c->event.event;
 	wafer_status status = WAFER_OK;
 
 	event->lane = (int)lane;
@@ -231,10 +233,12 @@ wafer_status wafer_event_run_record(struct wafer_bridge *bridge,
 						       lane);
 }
 
-wafer_status wafer_event_run_wait(struct wafer_bridge *bridge, uint32_t lane,
-				  wafer_event *event)
+wafer_status wafer_event_run_wait(struct wafer_bridge *bridge,
+				  struct wafer_command *c)
 {
 	struct wafer_lanes *lanes = &bridge->lanes;
+	uint32_t lane = wafer_command_lane(c);
+	wafer_event *event = c->event.event;
 	wafer_status status;
 
 	if (event->lane < 0)
@@ -252,7 +256,8 @@ wafer_status wafer_event_run_wait(struct wafer_bridge *bridge, uint32_t lane,
 						       lane);
 }
 
-void wafer_event_run_release(struct wafer_bridge *bridge, wafer_event *event)
+/* Frees |event| (EVENT_RELEASE, and client close). */
+static void event_free(struct wafer_bridge *bridge, wafer_event *event)
 {
 	unlink_event(event);
 	if (event->plugin)
@@ -261,13 +266,20 @@ void wafer_event_run_release(struct wafer_bridge *bridge, wafer_event *event)
 	free(event);
 }
 
+wafer_status wafer_event_run_release(struct wafer_bridge *bridge,
+				     struct wafer_command *c)
+{
+	event_free(bridge, c->event.event);
+	return WAFER_OK;
+}
+
 void wafer_events_free_all(wafer_client *client, struct wafer_bridge *bridge)
 {
 	struct wafer_client_queues *queues = wafer_client_queues(client);
 	size_t count = 0;
 
 	while (queues->events) {
-		wafer_event_run_release(bridge, queues->events);
+		event_free(bridge, queues->events);
 		count++;
 	}
 	if (count)

@@ -17,12 +17,8 @@ wafer_status wafer_event_new(wafer_client *client, uint32_t flags,
 			     wafer_event **out_event);
 wafer_client *wafer_event_client(const wafer_event *event);
 
-/* The bridge's side of EVENT_RECORD, QUEUE_WAIT and EVENT_RELEASE. */
-wafer_status wafer_event_run_record(struct wafer_bridge *bridge,
-				    uint32_t lane, wafer_event *event);
-wafer_status wafer_event_run_wait(struct wafer_bridge *bridge, uint32_t lane,
-				  wafer_event *event);
-void wafer_event_run_release(struct wafer_bridge *bridge, wafer_event *event);
+/* The run functions of EVENT_RECORD, QUEUE_WAIT and EVENT_RELEASE
+ * (core/command.def) are declared from the table in core/bridge.h. */
 
 /* At client close, once its channel stopped: frees the events the
  * program did not release (logged at info level). */

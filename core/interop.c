@@ -118,9 +118,10 @@ WAFER_API wafer_status wafer_handle_native(wafer_client *client,
 /* A pool handle's slice names the vm range and the offset of its pages
  * in it; the plugin turns either kind of resource into an address. */
 wafer_status wafer_interop_run_native(struct wafer_bridge *bridge,
-				      struct wafer_handle_slot *slot,
-				      wafer_native_buffer *out)
+				      struct wafer_command *c)
 {
+	struct wafer_handle_slot *slot = c->native.slot;
+	wafer_native_buffer *out = c->native.out;
 	const struct wafer_runtime_device *device = bridge->device;
 	if (!slot->slice.resource)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
@@ -164,12 +165,13 @@ WAFER_API wafer_status wafer_client_native_queue(wafer_client *client,
 }
 
 wafer_status wafer_interop_run_queue_native(struct wafer_bridge *bridge,
-					    void *queue,
-					    wafer_native_queue *out)
+					    struct wafer_command *c)
 {
+	wafer_native_queue *out = c->queue_native.out;
 	const struct wafer_runtime_device *device = bridge->device;
 	wafer_status status = device->plugin->server->queue_native(
-		device->device, queue, out);
+		device->device, bridge->lanes.lane[wafer_command_lane(c)].queue,
+		out);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s: queue_native",
 					  device->backend);
@@ -341,10 +343,10 @@ WAFER_API wafer_status wafer_handle_import(wafer_client *client,
 }
 
 wafer_status wafer_interop_run_import(struct wafer_bridge *bridge,
-				      struct wafer_handle_slot *slot,
-				      const wafer_native_buffer *buffer,
-				      struct wafer_foreign *foreign)
+				      struct wafer_command *c)
 {
+	struct wafer_handle_slot *slot = c->import.slot;
+	const wafer_native_buffer *buffer = c->import.buffer;
 	const struct wafer_runtime_device *device = bridge->device;
 	const struct wafer_storage_ops *storage = device->plugin->storage;
 	wafer_resource resource = 0;
@@ -370,7 +372,7 @@ wafer_status wafer_interop_run_import(struct wafer_bridge *bridge,
 		.offset = buffer->offset,
 		.size = buffer->size,
 	};
-	slot->foreign = foreign;
+	slot->foreign = c->import.foreign;
 	return WAFER_OK;
 }
 

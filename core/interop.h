@@ -35,17 +35,8 @@ struct wafer_foreign {
 /* Calls the release callback of each record on |list| and frees it. */
 void wafer_foreign_notify(struct wafer_foreign *list);
 
-/* The bridge's side of the commands (core/bridge.c runs them). */
-wafer_status wafer_interop_run_import(struct wafer_bridge *bridge,
-				      struct wafer_handle_slot *slot,
-				      const wafer_native_buffer *buffer,
-				      struct wafer_foreign *foreign);
-wafer_status wafer_interop_run_native(struct wafer_bridge *bridge,
-				      struct wafer_handle_slot *slot,
-				      wafer_native_buffer *out);
-wafer_status wafer_interop_run_queue_native(struct wafer_bridge *bridge,
-					    void *queue,
-					    wafer_native_queue *out);
+/* The bridge's side of the commands (IMPORT, NATIVE, QUEUE_NATIVE) are
+ * rows of core/command.def; their run functions are in interop.c. */
 
 /* Whether |plugin| has the interop entries of ABI 1.3 (the loader keeps a
  * group only whole): the storage ones (native, import, forget), the

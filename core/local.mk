@@ -26,7 +26,7 @@ libwafer_core_la_SOURCES = \
 	core/handle_table.c core/handle_table.h \
 	core/kernel_table.c core/kernel_table.h core/hash.h \
 	core/plugin_file.c core/plugin_file.h \
-	core/bridge.c core/bridge.h \
+	core/bridge.c core/bridge.h core/command.def \
 	core/lanes.c core/lanes.h \
 	core/queue.c core/queue.h core/event.c core/event.h \
 	core/channel/channel.c core/channel/channel.h \

@@ -7,9 +7,11 @@
 
 #include <stdlib.h>
 
+#include "core/bridge.h"
 #include "core/client.h"
 #include "core/error.h"
 #include "core/event.h"
+#include "core/interop.h"
 #include "core/queue.h"
 
 /*===----------------------------------------------------------------------===
@@ -316,4 +318,43 @@ WAFER_API wafer_status wafer_queue_wait(wafer_queue *queue,
 		.event = {.event = event},
 	};
 	return submit_on(queue, &c);
+}
+
+/*===----------------------------------------------------------------------===
+ * On the bridge's thread (core/command.def)
+ *===----------------------------------------------------------------------===*/
+
+wafer_status wafer_queue_run_open(struct wafer_bridge *bridge,
+				  struct wafer_command *c)
+{
+	if (c->queue_open.native && !wafer_interop_server(bridge->device->plugin))
+		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
+				  "wafer_queue_open_native: native queue %p: "
+				  "interop not supported by %s",
+				  c->queue_open.native, bridge->device->backend);
+	return wafer_lanes_open(&bridge->lanes, c->queue_open.native,
+				c->queue_open.out_lane);
+}
+
+wafer_status wafer_queue_run_close(struct wafer_bridge *bridge,
+				   struct wafer_command *c)
+{
+	return wafer_lanes_close(&bridge->lanes, wafer_command_lane(c));
+}
+
+wafer_status wafer_queue_run_callback(struct wafer_bridge *bridge,
+				      struct wafer_command *c)
+{
+	return wafer_lanes_callback(&bridge->lanes, wafer_command_lane(c),
+				    c->callback.fn, c->callback.user);
+}
+
+/* Everything submitted before has been issued: the command itself does
+ * nothing, its place in the channel's order is the point. */
+wafer_status wafer_queue_run_flush(struct wafer_bridge *bridge,
+				   struct wafer_command *c)
+{
+	(void)bridge;
+	(void)c;
+	return WAFER_OK;
 }

@@ -353,8 +353,14 @@ static void test_native(wafer_runtime *rt, const char *channel)
 					       : "its native queue is NULL");
 		goto out;
 	}
-	is_status(wafer_queue_open_native(c, nq.queue, &q), WAFER_OK,
-		  "%s: a queue over a native one", channel);
+	status = wafer_queue_open_native(c, nq.queue, &q);
+	if (status == WAFER_ERROR_NOT_SUPPORTED) {
+		/* What the plugin says of its queue_wrap (Level Zero cannot
+		 * adopt a caller's command list). */
+		ok(1, "%s: native queues # SKIP %s", channel, wafer_last_error());
+		goto out;
+	}
+	is_status(status, WAFER_OK, "%s: a queue over a native one", channel);
 	check(wafer_empty(c, N * sizeof(float), &h), "empty");
 	wafer_queue_select(q);
 	check(fill_floats(c, h, N, 6.0f), "fill on the native queue");

@@ -830,32 +830,13 @@ static wafer_status push_copy(struct mpsc_channel *ch,
 static wafer_status mpsc_submit(void *self, struct wafer_command *command)
 {
 	struct mpsc_channel *ch = self;
-	switch (command->kind) {
-	case WAFER_COMMAND_READ:
-	case WAFER_COMMAND_SYNC:
-	case WAFER_COMMAND_USAGE:
-	case WAFER_COMMAND_SNAPSHOT:
-	case WAFER_COMMAND_TIMER_END:
-	case WAFER_COMMAND_IMPORT:
-	case WAFER_COMMAND_NATIVE:
-	case WAFER_COMMAND_QUEUE_NATIVE:
-	case WAFER_COMMAND_PEER_COPY:
-	case WAFER_COMMAND_PEER_SOURCE:
-	case WAFER_COMMAND_QUEUE_OPEN:
-	case WAFER_COMMAND_QUEUE_CLOSE:
-	case WAFER_COMMAND_FLUSH:
+	/* The row says whether the caller waits (core/command.def); a
+	 * large write waits too rather than copy its bytes. */
+	if (wafer_command_waits(command) ||
+	    (command->kind == WAFER_COMMAND_WRITE &&
+	     command->write.size > MPSC_COPY_WRITE_MAX))
 		return push_and_wait(ch, command, 0);
-	case WAFER_COMMAND_WRITE:
-		if (command->write.size > MPSC_COPY_WRITE_MAX)
-			return push_and_wait(ch, command, 0);
-		return push_copy(ch, command);
-	case WAFER_COMMAND_RESERVE:
-		if (command->reserve.wait)
-			return push_and_wait(ch, command, 0);
-		return push_copy(ch, command);
-	default:
-		return push_copy(ch, command);
-	}
+	return push_copy(ch, command);
 }
 
 //===----------------------------------------------------------------------===//
