@@ -17,17 +17,17 @@
 #                  figures (also printed at the end)
 #   build.log      configure and make -j16
 #   check.log      make check with WAFER_BACKEND=cuda: the whole suite
-#                  (t/programs: CUDA C through NVRTC and PTX on the GPU),
+#                  (t/api/programs: CUDA C through NVRTC and PTX on the GPU),
 #                  then again on NVIDIA's OpenCL; the logs of any test
 #                  that failed
-#   plugin.log     wafer-info, and t/cuda_plugin --real (the plugin through
+#   plugin.log     wafer-info, and t/cuda/plugin --real (the plugin through
 #                  its ABI on the GPU: copies, staging, VM, every matmul
 #                  variant and dtype against a host reference)
 #   sanitizer.log  compute-sanitizer's memcheck, initcheck, synccheck and
-#                  racecheck over t/cuda_plugin --real, memcheck and
+#                  racecheck over t/cuda/plugin --real, memcheck and
 #                  initcheck over the backend-neutral tests of operations
-#                  and buffer ownership (t/ops, t/donation; memcheck
-#                  also over t/interop) with the
+#                  and buffer ownership (t/api/ops, t/api/donation; memcheck
+#                  also over t/api/interop) with the
 #                  `direct` memory strategy; each with its verdict in
 #                  summary.log; last, in the time left
 #   bench.log      wafer-bench alloc, dispatch, bandwidth, sgemm (and
@@ -130,7 +130,7 @@ if ! grep -q "cuda: accepted" "$plugin"; then
 	say "the cuda plugin found no device:"
 	grep -i "cuda:" "$plugin" | head -3 | tee -a "$summary"
 fi
-stage "cuda_plugin --real" "$plugin" 180 ./libtool --mode=execute t/cuda_plugin --real
+stage "cuda_plugin --real" "$plugin" 180 ./libtool --mode=execute t/cuda/plugin --real
 say "  cuda_plugin: $(grep -c '^ok' "$plugin") ok, $(grep -c '^not ok' "$plugin") not ok"
 fi
 
@@ -140,7 +140,7 @@ check=$OUT/check.log
 : > "$check"
 stage "make check (cuda)" "$check" 420 make -j"$jobs" check WAFER_BACKEND=cuda
 grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR)' "$check" | tail -7 | sed 's/^/  check /' | tee -a "$summary"
-for log in t/*.log; do
+for log in t/*.log t/*/*.log; do
 	[ -f "$log" ] || continue
 	if grep -q -E '^(not ok|Bail out)' "$log" 2>/dev/null; then
 		printf '\n===== failed: %s\n' "$log" >> "$check"
@@ -160,13 +160,13 @@ nv_ocl=$(ls /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 \
 if [ -n "$nv_ocl" ] && [ -e plugins/opencl/.libs/opencl.so ]; then
 	nv_conf=$OUT/opencl-nvidia.conf
 	printf '[core]\nbackend = opencl\n[opencl]\nplatform = NVIDIA\n' > "$nv_conf"
-	rm -f t/*.log t/*.trs
+	rm -f t/*.log t/*.trs t/*/*.log t/*/*.trs
 	export OCL_ICD_FILENAMES="$nv_ocl" WAFER_CONFIG="$nv_conf"
 	stage "make check (NVIDIA OpenCL)" "$check" 420 \
 		make -j"$jobs" check WAFER_BACKEND=opencl
 	unset OCL_ICD_FILENAMES WAFER_CONFIG
 	grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR)' "$check" | tail -7 | sed 's/^/  opencl check /' | tee -a "$summary"
-	for log in t/*.log; do
+	for log in t/*.log t/*/*.log; do
 		grep -q -E '^(not ok|Bail out)' "$log" 2>/dev/null || continue
 		printf '\n===== failed on NVIDIA OpenCL: %s\n' "$log" >> "$check"
 		cat "$log" >> "$check"
@@ -243,7 +243,7 @@ if want sanitizer; then
 # All four tools, each to a verdict: memcheck (out-of-bounds and misaligned
 # accesses, leaks), racecheck (shared-memory hazards), synccheck (barriers
 # not every thread reaches) and initcheck (reads of device memory never
-# written), over t/cuda_plugin --real (every kernel of the plugin);
+# written), over t/cuda/plugin --real (every kernel of the plugin);
 # memcheck and initcheck
 # also over the backend-neutral operations and ownership tests with the
 # `direct` strategy (one allocation per handle, so an access past a handle
@@ -287,15 +287,15 @@ if [ -n "$sanitizer" ]; then
 		# for the add kernels' large buffers alone).
 		racecheck) sz_extra="$sz_extra --kernel-name kns=wafer_matmul --kernel-name kns=wafer_reduce --kernel-name kns=wafer_softmax" ;;
 		esac
-		sanitize $tool "cuda_plugin --real" 300 t/cuda_plugin --real
+		sanitize $tool "cuda_plugin --real" 300 t/cuda/plugin --real
 	done
 	export WAFER_BACKEND=cuda WAFER_MEMORY=direct
-	# t/programs: the caller's own kernels (CUDA C through NVRTC, PTX).
-	# t/interop: native pointers imported again as handles, a client on
+	# t/api/programs: the caller's own kernels (CUDA C through NVRTC, PTX).
+	# t/api/interop: native pointers imported again as handles, a client on
 	# another's stream; memcheck only, as its refusals may be driver
 	# errors on purpose (cuPointerGetAttribute of memory the driver does
 	# not know), which memcheck is told not to report.
-	for t in ops donation programs interop; do
+	for t in api/ops api/donation api/programs api/interop; do
 		[ -x "t/$t" ] || continue
 		for tool in memcheck initcheck; do
 			[ $t = programs ] && [ $tool = initcheck ] && continue

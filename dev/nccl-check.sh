@@ -28,7 +28,7 @@
 #                                 and op against a host reference (one
 #                                 rank; two ranks on two GPUs), the
 #                                 caller's ncclComm_t, NCCL off or missing
-#   t/peer, t/comm (cuda)         through the core, on the three channels:
+#   t/api/peer, t/api/comm (cuda)         through the core, on the three channels:
 #                                 peer copies between two clients of one
 #                                 GPU (or of two GPUs), a one-rank
 #                                 communicator, open_group over the GPUs
@@ -136,18 +136,18 @@ plugin=$OUT/plugin.log
 : > "$plugin"
 stage wafer-info "$plugin" 60 "$run" tools/wafer-info
 grep -E "^  cuda:[0-9]|capabilities:" "$plugin" | head -4 | sed 's/^ */  /' | tee -a "$summary"
-stage "cuda_comm --real" "$plugin" 180 ./libtool --mode=execute t/cuda_comm --real
+stage "cuda_comm --real" "$plugin" 180 ./libtool --mode=execute t/cuda/comm --real
 say "  cuda_comm: $(grep -c '^ok' "$plugin") ok ($(grep -c '# SKIP' "$plugin") skipped), $(grep -c '^not ok' "$plugin") not ok"
 grep -E '^not ok' "$plugin" | head -10 | sed 's/^/  /' | tee -a "$summary"
 
 #--- through the core ----------------------------------------------------------
 check=$OUT/check.log
 : > "$check"
-rm -f t/peer.log t/comm.log t/peer.trs t/comm.trs
-# One at a time, each with its own limit: on one GPU, t/comm's open_group
+rm -f t/api/peer.log t/api/comm.log t/api/peer.trs t/api/comm.trs
+# One at a time, each with its own limit: on one GPU, t/api/comm's open_group
 # puts two ranks on it, which NCCL refuses ("Duplicate GPU detected"),
 # though its guide warns such a clique "may lead to hangs".
-for t in peer comm; do
+for t in api/peer api/comm; do
 	stage "t/$t (cuda)" "$check" 150 make check TESTS="t/$t" WAFER_BACKEND=cuda
 	[ -f "t/$t.log" ] || continue
 	cat "t/$t.log" >> "$check"

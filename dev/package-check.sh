@@ -14,7 +14,7 @@
 #      WAFER_CI_INSTALL_DEBS=1 as root (CI's throwaway machine), installed
 #      with apt-get and purged at the end;
 #   5. wafer-conformance --backend cpu from the installed files, its logs
-#      in OUTDIR/conformance/t/*.log ("PASS: t/NAME N - ...");
+#      in OUTDIR/conformance/t/*/*.log ("PASS: t/NAME N - ...");
 #   6. the shipped examples built with pkg-config against them (hello
 #      run), and the plugin skeleton with its Makefile.
 # Each step appends "NAME PASS|FAIL" to OUTDIR/points; exits 1 when one
@@ -111,7 +111,7 @@ fi
 rc=$?
 tail -1 "$out/conformance.tap" | sed 's/^/      /'
 [ $rc -eq 0 ] || grep -E '^not ok' "$out/conformance.tap"
-[ -n "$(ls "$out"/conformance/t/*.log 2>/dev/null)" ] || point wafer-conformance FAIL
+[ -n "$(ls "$out"/conformance/t/*/*.log 2>/dev/null)" ] || point wafer-conformance FAIL
 
 # 6. The examples libwafer-dev ships, built with pkg-config against the
 # installed files (hello also run), and the plugin skeleton with its own

@@ -18,7 +18,7 @@ examples_custom_kernel_LDADD = libwafer.la -lm
 
 # examples/plugin-skeleton/: an out-of-tree plugin for vendors to copy. It
 # has its own plain Makefile and is shipped, not built here (see
-# wafer-plugin(7); t/plugin-skeleton.sh builds it against this tree). It is
+# wafer-plugin(7); t/internal/plugin-skeleton.sh builds it against this tree). It is
 # installed with the documentation, $(docdir)/examples/plugin-skeleton
 # (/usr/share/doc/wafer/examples/plugin-skeleton), so that a -dev package
 # gives a vendor the sources wafer-plugin(7) sends them to.

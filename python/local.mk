@@ -1,4 +1,4 @@
-# python/: the wafer package (pip install ./python; t/python.sh builds and
+# python/: the wafer package (pip install ./python; t/internal/python.sh builds and
 # tests it against the build tree). Shipped in the tarball, built by pip,
 # not by make.
 EXTRA_DIST += python/README.md python/pyproject.toml python/setup.py \
@@ -13,7 +13,7 @@ EXTRA_DIST += python/README.md python/pyproject.toml python/setup.py \
 	python/tests/test_program.py python/tests/test_runtime.py \
 	python/tests/test_dlpack.py
 
-# The venv, the copy pip builds from and pytest's scratch (t/python.sh).
+# The venv, the copy pip builds from and pytest's scratch (t/internal/python.sh).
 clean-local: clean-local-python
 clean-local-python:
 	rm -rf t/python

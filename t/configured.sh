@@ -20,16 +20,16 @@ fi
 
 # backend-conditional test programs: "BACKENDS PROGRAM", BACKENDS joined
 # by '+' when the program needs all of them.
-tests="cuda t/cuda_plugin
-opencl t/opencl_plugin
-opencl t/opencl_cache
-levelzero t/levelzero_plugin
-levelzero t/levelzero_client
-levelzero t/levelzero_model
-levelzero+opencl t/levelzero_kernels_cl
-dlpack t/dlpack
-dlpack t/dlpack_versioned
-mpi t/comm_mpi"
+tests="cuda t/cuda/plugin
+opencl t/opencl/plugin
+opencl t/opencl/cache
+levelzero t/levelzero/plugin
+levelzero t/levelzero/client
+levelzero t/levelzero/model
+levelzero+opencl t/levelzero/kernels_cl
+dlpack t/api/dlpack
+dlpack t/api/dlpack_versioned
+mpi t/cpu/comm_mpi"
 
 have() {
 	case $1 in

@@ -14,8 +14,8 @@
 #
 # A check is the identity of a point: test and number, and for a
 # backend-neutral test also the backend and channel it ran on. So the
-# same point of t/config run in six stages is one check run six times,
-# while a point of t/ops on cpu and on opencl is two checks. Sanitizer
+# same point of t/internal/config run in six stages is one check run six times,
+# while a point of t/api/ops on cpu and on opencl is two checks. Sanitizer
 # and valgrind stages run checks again under a closer watch: no new
 # checks, but a failure there fails the check.
 #

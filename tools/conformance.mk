@@ -58,13 +58,13 @@ print-conformance:
 
 install-exec-local: install-conformance
 install-conformance: all-local
-	@$(MKDIR_P) '$(DESTDIR)$(conformancedir)/t'
 	@set -e; for t in $(BACKEND_NEUTRAL_TESTS); do \
+	  $(MKDIR_P) "$(DESTDIR)$(conformancedir)/`dirname $$t`"; \
 	  case $$t in \
 	  *.sh) echo " INSTALL  $$t"; \
-	        $(INSTALL_SCRIPT) '$(srcdir)/'$$t '$(DESTDIR)$(conformancedir)/t/' ;; \
+	        $(INSTALL_SCRIPT) '$(srcdir)/'$$t "$(DESTDIR)$(conformancedir)/`dirname $$t`/" ;; \
 	  *) $(LIBTOOL) $(AM_LIBTOOLFLAGS) $(LIBTOOLFLAGS) --quiet --mode=install \
-	        $(INSTALL_PROGRAM) $$t$(EXEEXT) '$(DESTDIR)$(conformancedir)/t/' ;; \
+	        $(INSTALL_PROGRAM) $$t$(EXEEXT) "$(DESTDIR)$(conformancedir)/`dirname $$t`/" ;; \
 	  esac; \
 	done
 	@set -e; for f in $(CONFORMANCE_SRC_FILES); do \

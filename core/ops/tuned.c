@@ -11,7 +11,7 @@
  * transposes and shared (batch stride 0) operands as layout flags; the
  * reductions by rows and cols. The dtype is the kernel's. No check: a
  * plugin's variants answer for their own results (the cpu plugin's are
- * compared with each other in t/cpu_variants). */
+ * compared with each other in t/cpu/variants). */
 #include "build-config.h"
 
 #include <string.h>

@@ -8,7 +8,7 @@
  * bit casts through memcpy.
  *
  * Accuracy, measured against double precision over random inputs by
- * t/ops: exp and log within 2 ulp; tanh, sigmoid and gelu, built on exp,
+ * t/api/ops: exp and log within 2 ulp; tanh, sigmoid and gelu, built on exp,
  * within a few ulp (tanh adds up to 1e-7 absolute near 0.0625, where its
  * two forms meet). Special values: exp(NaN) = NaN, exp(-inf) = 0,
  * exp(+inf) = inf, log(0) = -inf, log(x < 0) = NaN, log(inf) = inf. */

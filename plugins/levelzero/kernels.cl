@@ -9,7 +9,7 @@
  * NOT YET RUN ON INTEL HARDWARE. The test driver in t/ checks that every
  * launch names a kernel of this module with arguments of the sizes its
  * SPIR-V signature declares and runs a host emulation of the kernel (the
- * same arguments, the same groups); t/levelzero_kernels_cl.c runs this
+ * same arguments, the same groups); t/levelzero/kernels_cl.c runs this
  * source on an OpenCL device (pocl's CPU device in CI) against
  * references. Neither runs the SPIR-V on a Level Zero device (see
  * plugins/levelzero/README).
@@ -26,7 +26,7 @@
  *    at the device's maximum).
  *  - No double and no half arithmetic: many Intel GPUs have no fp64, and
  *    half is loaded and stored with vload_half/vstore_half (core OpenCL C,
- *    no cl_khr_fp16). t/levelzero_spirv.sh checks the module declares
+ *    no cl_khr_fp16). t/levelzero/spirv.sh checks the module declares
  *    neither Float64 nor Float16. */
 
 #define WAFER_MAX_RANK 8

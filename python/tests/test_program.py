@@ -3,7 +3,7 @@
 # Programs: the caller's own kernels from sources in several formats
 # (the device takes the first it accepts), launched on tensors. The
 # kernel is named and laid out as t/user_kernels' saxpy, which the CUDA
-# stand-in driver (t/fakecuda.c) emulates by name.
+# stand-in driver (t/standins/fakecuda.c) emulates by name.
 import struct
 
 import numpy as np

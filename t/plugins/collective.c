@@ -2,12 +2,12 @@
  * collective.c: a test plugin with the scale-out entries of ABI 1.4:
  * storage.copy_peer (a memcpy: its memory is host memory and its queues
  * run work at once) and the server's comm entries over the in-process
- * engine t/inproc_comm.c, where ranks are the threads of this process.
+ * engine t/standins/inproc_comm.c, where ranks are the threads of this process.
  * Four devices, so one process holds a communicator of four clients
- * (wafer_comm_open_group); t/comm and t/peer run on it under every
+ * (wafer_comm_open_group); t/api/comm and t/api/peer run on it under every
  * sanitizer. Native communicators (wafer_comm_options.native) are
  * refused. T_COLLECTIVE_FAIL_RANK=r in the environment makes rank r's
- * comm_open fail once the group formed (so the other ranks open: t/comm
+ * comm_open fail once the group formed (so the other ranks open: t/api/comm
  * checks that wafer_comm_open_group closes them again). */
 #include "build-config.h"
 
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "t/inproc_comm.h"
+#include "t/standins/inproc_comm.h"
 #include "t/plugins/common.h"
 
 const struct tp_plugin_defaults tp_plugin = {

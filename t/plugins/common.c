@@ -184,7 +184,7 @@ wafer_status tp_device_open(void *state, uint32_t index, void **out_device)
 }
 
 /* Logs, so that a test sees a close its plugin's state does not outlive
- * (t/loader.c: a device still acquired at runtime close). */
+ * (t/internal/loader.c: a device still acquired at runtime close). */
 void tp_device_close(void *device)
 {
 	struct tp_device *d = device;

@@ -17,7 +17,7 @@
  *   vm_granularity = N   (default from tp_plugin)
  * An unknown key fails init with "unknown option <key> (<origin>)".
  *
- * t/loader.c includes this header to look into struct tp_device (open
+ * t/internal/loader.c includes this header to look into struct tp_device (open
  * and close counts) of a device it acquired. */
 #ifndef WAFER_T_PLUGINS_COMMON_H
 #define WAFER_T_PLUGINS_COMMON_H

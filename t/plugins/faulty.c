@@ -8,7 +8,7 @@
  *   alloc   storage.alloc and vm_reserve   -> WAFER_ERROR_OUT_OF_MEMORY
  *   map     storage.vm_map                 -> WAFER_ERROR_OUT_OF_MEMORY
  *   copy    copy_in, copy_out, copy        -> WAFER_ERROR_DEVICE
- * as a device that runs out of memory or fails a transfer would. t/faults
+ * as a device that runs out of memory or fails a transfer would. t/internal/faults
  * sweeps k over every call a scenario makes and checks each failure is a
  * clean error that loses nothing. It reads how many calls of the site
  * were made from `wafer_test_faulty_calls`, exported for that (so this

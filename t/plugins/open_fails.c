@@ -6,7 +6,7 @@
  *   device 1: opens, but queue_create fails (WAFER_ERROR_PLUGIN, "no free
  *             hardware queue");
  *   device 2: works.
- * t/client_open_errors checks what wafer_client_open returns for each. */
+ * t/internal/client_open_errors checks what wafer_client_open returns for each. */
 #include "build-config.h"
 
 #include "t/plugins/common.h"

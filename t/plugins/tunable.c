@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * tunable.c: a test plugin for autotune (t/autotune.c): kernel variants of
+ * tunable.c: a test plugin for autotune (t/internal/autotune.c): kernel variants of
  * known cost (tunable.h) and device timers that read a fake clock, so
  * which candidate wins, and how many runs it takes to find out, is the
  * same on every machine and under every sanitizer.

@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * tunable.h: the kernel of the `tunable` test plugin (t/plugins/tunable.c),
- * shared with t/autotune.c. One operation, "work", in several variants
+ * shared with t/internal/autotune.c. One operation, "work", in several variants
  * whose cost is known exactly, so the tuner's choices are deterministic.
  *
  *   work — bindings {out, in}; params struct tunable_params;

@@ -1,9 +1,9 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * emulate.h: the kernels of t/user_kernels/ (t/programs.c's), emulated on
+ * emulate.h: the kernels of t/user_kernels/ (t/api/programs.c's), emulated on
  * host memory for the stand-in drivers that run no device code —
- * t/fakecuda.c (through t/fakecuda_program.c) and the Level Zero test
- * driver (through t/levelzero/program.c). Each walks the work-items of the
+ * t/standins/fakecuda.c (through t/standins/fakecuda_program.c) and the Level Zero test
+ * driver (through t/standins/levelzero/program.c). Each walks the work-items of the
  * launched groups as the kernel source does, so a wrong grid, group or
  * argument gives wrong values:
  *

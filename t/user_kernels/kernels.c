@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * kernels.c: the test's program kernels as host C (t/programs.c): loaded
+ * kernels.c: the test's program kernels as host C (t/api/programs.c): loaded
  * as host-c source and, built into a shared object (t/local.mk), as
  * host-so. The same kernels as kernels.cl and kernels.cu. */
 #include <stdint.h>

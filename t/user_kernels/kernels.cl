@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * kernels.cl: the test's program kernels as OpenCL C (t/programs.c), and
+ * kernels.cl: the test's program kernels as OpenCL C (t/api/programs.c), and
  * compiled to SPIR-V at build time (t/local.mk). The same kernels as
  * kernels.c and kernels.cu. */
 

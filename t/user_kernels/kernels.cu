@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * kernels.cu: the test's program kernels as CUDA C++ (t/programs.c),
+ * kernels.cu: the test's program kernels as CUDA C++ (t/api/programs.c),
  * compiled at run time with NVRTC; kernels.ptx is this file through
  * nvcc --ptx. The same kernels as kernels.c and kernels.cl. */
 

@@ -89,7 +89,7 @@ static int enter(void)
 }
 
 /* The baseline kernels, loaded on first use: the allocation figures
- * need none (and the stand-in driver, t/fakecuda.c, cannot run them). */
+ * need none (and the stand-in driver, t/standins/fakecuda.c, cannot run them). */
 static int enter_kernels(void)
 {
 	CUmodule module;
