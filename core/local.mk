@@ -48,9 +48,9 @@ EXTRA_libwafer_la_DEPENDENCIES = libwafer.map
 
 # The version script, made from the public headers: libwafer.so.0 exports
 # exactly the functions they declare WAFER_API (t/exports.sh checks it).
-# <wafer/plugin.h> is the plugins' side of the plugin ABI: its one
-# exported name belongs to each plugin, not to the library.
-libwafer_public_headers = $(filter-out %/plugin.h,$(waferinclude_HEADERS))
+# <wafer/plugin.h> and <wafer/plugin_util.h> are the plugins' side of the
+# plugin ABI: their one exported name belongs to each plugin.
+libwafer_public_headers = $(filter-out %/plugin.h %/plugin_util.h,$(waferinclude_HEADERS))
 libwafer.map: $(libwafer_public_headers) $(top_srcdir)/core/public-symbols.sh
 	$(AM_V_GEN)$(SHELL) $(top_srcdir)/core/public-symbols.sh --map -- \
 		$(CC) $(AM_CPPFLAGS) $(CPPFLAGS) -- \
