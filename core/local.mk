@@ -1,6 +1,6 @@
 # core/: libwafer. Built once as a convenience library (tests of internals
 # link it directly) and wrapped into the installed libwafer.so.0, whose
-# version script exports only the public wafer_* API.
+# version script exports only the public API (made from the headers).
 noinst_LTLIBRARIES += libwafer-core.la
 libwafer_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DWAFER_BUILDING_LIBRARY
 libwafer_core_la_SOURCES = \
@@ -45,8 +45,20 @@ libwafer_la_SOURCES =
 nodist_EXTRA_libwafer_la_SOURCES = dummy.c
 libwafer_la_LIBADD = libwafer-core.la
 libwafer_la_LDFLAGS = -version-info $(WAFER_LT_VERSION) -no-undefined \
-	-Wl,--version-script=$(top_srcdir)/core/libwafer.map
-EXTRA_libwafer_la_DEPENDENCIES = $(top_srcdir)/core/libwafer.map
+	-Wl,--version-script=libwafer.map
+EXTRA_libwafer_la_DEPENDENCIES = libwafer.map
+
+# The version script, made from the public headers: libwafer.so.0 exports
+# exactly the functions they declare WAFER_API (t/exports.sh checks it).
+# <wafer/plugin.h> and <wafer/plugin_util.h> are the plugins' side of the
+# plugin ABI: their one exported name belongs to each plugin.
+libwafer_public_headers = $(filter-out %/plugin.h %/plugin_util.h,$(waferinclude_HEADERS))
+libwafer.map: $(libwafer_public_headers) $(top_srcdir)/core/public-symbols.sh
+	$(AM_V_GEN)$(SHELL) $(top_srcdir)/core/public-symbols.sh --map -- \
+		$(CC) $(AM_CPPFLAGS) $(CPPFLAGS) -- \
+		$(libwafer_public_headers:%=$(top_srcdir)/%) >$@-t && mv -f $@-t $@
+CLEANFILES += libwafer.map
+EXTRA_DIST += core/public-symbols.sh
 
 # Scopes: handles released together (wafer_scope_begin, core/scope.h).
 libwafer_core_la_SOURCES += core/scope.c core/scope.h

@@ -31,7 +31,7 @@ exports() {
 		awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u
 }
 
-echo "1..10"
+echo "1..11"
 
 syms=$(exports "$plugin") || syms="(nm failed on $plugin)"
 if [ "$syms" = wafer_plugin_query ]; then
@@ -96,8 +96,8 @@ else
 	exports "$opencl" | sed 's/^/# exported: /'
 fi
 
-# Calls added after the first release: the version script's wafer_*
-# picks them up; this checks they are there.
+# Calls added after the first release: the version script made from the
+# headers picks them up; this checks they are there.
 libsyms=$(exports "$library")
 # exports_all N WHAT SYMBOL...: point N, "libwafer.so.0 exports WHAT".
 exports_all() {
@@ -133,4 +133,27 @@ if [ "${WAFER_HAVE_DLPACK:-no}" = yes ]; then
 		wafer_tensor_from_dlpack
 else
 	echo "ok 10 # SKIP not built with DLPack: ${WAFER_DLPACK_WHY:-}"
+fi
+
+# The version script (libwafer.map) is made from the public headers by
+# core/public-symbols.sh: every function they declare WAFER_API, nothing
+# else. The library exports exactly that list: no public call is missing
+# (declared, not defined) and no internal one leaks out by its name.
+map="$T_BUILDDIR/../libwafer.map"
+if [ ! -f "$map" ]; then
+	echo "not ok 11 - libwafer.so.0 exports exactly the public headers' functions"
+	echo "# $map is not there (made by the build from the headers)"
+else
+	declared=$(awk '/^\t\t[A-Za-z_][A-Za-z0-9_]*;$/ { sub(/;/, ""); print $1 }' "$map" | sort -u)
+	exported=$(echo "$libsyms" | grep -vx WAFER_0)
+	missing=$(printf '%s\n' "$declared" | grep -vxF "$exported")
+	extra=$(printf '%s\n' "$exported" | grep -vxF "$declared")
+	if [ -n "$declared" ] && [ -z "$missing$extra" ]; then
+		echo "ok 11 - libwafer.so.0 exports exactly the public headers' $(echo "$declared" | wc -l) functions"
+	else
+		echo "not ok 11 - libwafer.so.0 exports exactly the public headers' functions"
+		[ -n "$declared" ] || echo "# $map lists no function"
+		printf '%s\n' "$missing" | sed -n 's/^./# declared, not exported: &/p'
+		printf '%s\n' "$extra" | sed -n 's/^./# exported, not declared: &/p'
+	fi
 fi
