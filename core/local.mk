@@ -49,7 +49,7 @@ libwafer_la_LDFLAGS = -version-info $(WAFER_LT_VERSION) -no-undefined \
 EXTRA_libwafer_la_DEPENDENCIES = libwafer.map
 
 # The version script, made from the public headers: libwafer.so.0 exports
-# exactly the functions they declare WAFER_API (t/exports.sh checks it).
+# exactly the functions they declare WAFER_API (t/internal/exports.sh checks it).
 # <wafer/plugin.h> and <wafer/plugin_util.h> are the plugins' side of the
 # plugin ABI: their one exported name belongs to each plugin.
 libwafer_public_headers = $(filter-out %/plugin.h %/plugin_util.h,$(waferinclude_HEADERS))

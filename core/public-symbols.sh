@@ -7,7 +7,7 @@
 #   library (so conditional declarations, such as DLPack's 1.x calls, count
 #   exactly when they are compiled). With --map it prints them as the
 #   version script of libwafer.so.0 (node WAFER_0, everything else local).
-#   libwafer.so.0 exports these names and no others (t/exports.sh checks
+#   libwafer.so.0 exports these names and no others (t/internal/exports.sh checks
 #   it): an internal function never becomes ABI by its name.
 set -u
 die() {
