@@ -226,6 +226,15 @@ static void test_descriptor(wafer_plugin_query_fn query)
 			sv->sync,
 		"server table: struct_size and required entries"))
 		bail_out("no server table");
+	if (plugin->abi_minor == WAFER_PLUGIN_ABI_MINOR)
+		ok(plugin->struct_size == sizeof *plugin &&
+			   st->struct_size == sizeof *st &&
+			   sv->struct_size == sizeof *sv,
+		   "built for this minor: every table's struct_size is this "
+		   "header's");
+	else
+		skip(1, "built for ABI 1.%u: tables as that minor knew them",
+		     plugin->abi_minor);
 	ok(ALL_OR_NONE2(st->alloc_async, st->free_async),
 	   "stream-ordered allocation: both entries or none");
 	ok(ALL_OR_NONE4(st->vm_reserve, st->vm_release, st->vm_map,
@@ -327,11 +336,14 @@ static void test_devices(void *state, uint32_t count)
 		   old.compute_units == 0xabababab,
 	   "  ... fills what fits and writes nothing past struct_size");
 
-	ok(plugin->device_info(state, count, &info) != WAFER_OK,
-	   "device_info(%u), past the last device, fails", count);
-	ok(plugin->device_open(state, count, &device) != WAFER_OK &&
-		   device == NULL,
-	   "device_open(%u) fails and sets *out_device to NULL", count);
+	last_error[0] = '\0';
+	status_is(plugin->device_info(state, count, &info),
+		  WAFER_ERROR_NOT_FOUND, "device_info(%u), past the last device",
+		  count);
+	ok(last_error[0] != '\0', "  ... says so: %s", last_error);
+	status_is(plugin->device_open(state, count, &device),
+		  WAFER_ERROR_NOT_FOUND, "device_open(%u)", count);
+	ok(device == NULL, "  ... sets *out_device to NULL");
 	for (uint32_t i = 0; i < count; i++) {
 		device = NULL;
 		ok(plugin->device_open(state, i, &device) == WAFER_OK && device,
@@ -458,6 +470,42 @@ static void test_kernel_table(void *device)
  * Storage
  *===----------------------------------------------------------------------===*/
 
+/* Copies on one queue run in issue order; copy_in's source may be
+ * reused as soon as the call returns. */
+static void test_copy_order(void *device, void *queue)
+{
+	const size_t n = (1 << 20) + 3;
+	unsigned char *a = malloc(n), *b = malloc(n), *got = malloc(n);
+	wafer_resource ra = alloc_or_die(device, n), rb = alloc_or_die(device, n);
+	int reused = 1;
+
+	if (!a || !b || !got)
+		bail_out("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		a[i] = (unsigned char)(i * 7 + 1);
+		b[i] = (unsigned char)(i * 5 + 3);
+	}
+	st->copy_in(device, queue, ra, 0, a, n);
+	memset(a, 0x5a, n);
+	st->copy_out(device, queue, ra, 0, got, n);
+	status_is(sv->sync(device, queue), WAFER_OK,
+		  "copy_in of 1 MiB + 3, its source overwritten at once");
+	for (size_t i = 0; i < n; i++)
+		reused &= got[i] == (unsigned char)(i * 7 + 1);
+	ok(reused, "  ... the bytes as they were at the call came back");
+	st->copy_in(device, queue, rb, 0, b, n);
+	st->copy_out(device, queue, ra, 0, got, n);
+	st->copy_out(device, queue, rb, 0, got, n);
+	status_is(sv->sync(device, queue), WAFER_OK,
+		  "two downloads into one buffer");
+	ok(memcmp(got, b, n) == 0, "  ... the later one wins");
+	st->free(device, ra);
+	st->free(device, rb);
+	free(a);
+	free(b);
+	free(got);
+}
+
 static void test_storage(void *device, void *queue)
 {
 	static const size_t sizes[] = {1, 3, 64, 100, 4096, 1 << 20};
@@ -486,6 +534,7 @@ static void test_storage(void *device, void *queue)
 		if (r[i])
 			st->free(device, r[i]);
 
+	test_copy_order(device, queue);
 	a = alloc_or_die(device, 256);
 	b = alloc_or_die(device, 256);
 	for (size_t j = 0; j < 256; j++)
@@ -497,10 +546,16 @@ static void test_storage(void *device, void *queue)
 	sv->sync(device, queue);
 	ok(memcmp(out, in, 100) == 0, "  ... with offsets lands right");
 	status_is(st->copy(device, queue, a, 10, a, 0, 200), WAFER_OK,
-		  "copy between overlapping slices of one resource");
+		  "copy between overlapping slices of one resource, upwards");
 	st->copy_out(device, queue, a, 10, out, 200);
 	sv->sync(device, queue);
 	ok(memcmp(out, in, 200) == 0, "  ... behaves like memmove");
+	st->copy_in(device, queue, a, 0, in, 256);
+	status_is(st->copy(device, queue, a, 0, a, 50, 200), WAFER_OK,
+		  "  ... and downwards");
+	st->copy_out(device, queue, a, 0, out, 200);
+	sv->sync(device, queue);
+	ok(memcmp(out, in + 50, 200) == 0, "  ... behaves like memmove");
 	status_is(sv->sync(device, queue), WAFER_OK, "sync after copies");
 	st->free(device, a);
 	st->free(device, b);
@@ -508,6 +563,7 @@ static void test_storage(void *device, void *queue)
 	a = 1;
 	status_is(st->alloc(device, 0, &a), WAFER_ERROR_INVALID_ARGUMENT,
 		  "alloc(0) is rejected");
+	ok(a == 0, "  ... and sets the resource to 0");
 	a = 1;
 	last_error[0] = '\0';
 	status_is(st->alloc(device, (size_t)1 << 62, &a),
@@ -539,6 +595,9 @@ static void test_async(void *device, void *queue)
 	ok(all_equal(out, 512, 2.0f) &&
 		   memcmp(out + 512, in + 512, 512 * sizeof(float)) == 0,
 	   "  ... the copies and the launch ran in order");
+	r = 1;
+	status_is(st->alloc_async(device, queue, 0, &r),
+		  WAFER_ERROR_INVALID_ARGUMENT, "alloc_async of 0 bytes");
 }
 
 static void test_vm(void *device, void *queue)
