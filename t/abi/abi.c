@@ -335,6 +335,13 @@ static void test_devices(void *state, uint32_t count)
 		   old.memory_bytes == UINT64_C(0xabababababababab) &&
 		   old.compute_units == 0xabababab,
 	   "  ... fills what fits and writes nothing past struct_size");
+	/* One that ends inside the name gets what fits of it. */
+	memset(&old, 0x7e, sizeof old);
+	old.struct_size = offsetof(struct wafer_device_info, name) + 8;
+	plugin->device_info(state, 0, &old);
+	ok((unsigned char)old.name[8] == 0x7e && old.memory_bytes ==
+		   UINT64_C(0x7e7e7e7e7e7e7e7e),
+	   "  ... also when struct_size ends inside the name");
 
 	last_error[0] = '\0';
 	status_is(plugin->device_info(state, count, &info),
