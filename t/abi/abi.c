@@ -101,31 +101,13 @@ static wafer_status init_with(const struct wafer_plugin_option *extra,
 				  desc.path);
 	for (size_t i = 0; i < n_extra && n < sizeof all / sizeof all[0]; i++)
 		all[n++] = extra[i];
-	struct wafer_plugin_init_args args = {
-		.struct_size = sizeof args,
-		.options = all,
-		.option_count = n,
-		.host = &fake_host,
-	};
-	return plugin->init(&args, out_state);
+	return host_init(plugin, all, n, out_state);
 }
 
 static const struct wafer_kernel *find_kernel(void *device, const char *op,
 					      wafer_dtype dtype)
 {
-	const struct wafer_kernel *table;
-	size_t count;
-
-	if (plugin->device_kernels(device, &table, &count) != WAFER_OK)
-		return NULL;
-	for (size_t i = 0; i < count; i++) {
-		const struct wafer_kernel *k =
-			(const void *)((const char *)table +
-				       i * table[0].struct_size);
-		if (strcmp(k->op, op) == 0 && k->dtype == dtype)
-			return k;
-	}
-	return NULL;
+	return host_find_kernel(plugin, device, op, dtype);
 }
 
 static wafer_resource alloc_or_die(void *device, size_t size)
@@ -143,16 +125,8 @@ static wafer_status launch(void *device, void *queue,
 			   const void *params, size_t params_size,
 			   uint64_t count)
 {
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
-		.kernel = k,
-		.bindings = b,
-		.binding_count = nb,
-		.params = params,
-		.params_size = params_size,
-		.global = {count ? count : 1, 1, 1},
-	};
-	return sv->launch(device, queue, &l);
+	return host_launch(plugin, device, queue, k, b, nb, params,
+			   params_size, count);
 }
 
 /* fill |count| f32 elements of |r| with |value| on |queue|. */

@@ -54,13 +54,7 @@ static long page_size;
 static wafer_status init_with(const struct wafer_plugin_option *options,
 			      size_t count, void **out_state)
 {
-	struct wafer_plugin_init_args args = {
-		.struct_size = sizeof args,
-		.options = options,
-		.option_count = count,
-		.host = &fake_host,
-	};
-	return plugin->init(&args, out_state);
+	return host_init(plugin, options, count, out_state);
 }
 
 static const struct wafer_kernel *find_kernel(void *device, const char *op)
@@ -121,19 +115,7 @@ static void download(void *device, void *queue, wafer_resource r, float *dst,
 	plugin->storage->copy_out(device, queue, r, 0, dst, n * sizeof(float));
 }
 
-/* Deterministic inputs in [-64, 64), with exact zeros and negative zeros. */
-static void fill_inputs(float *x, size_t n, uint32_t seed)
-{
-	uint32_t s = seed * 2654435761u + 1;
-	for (size_t i = 0; i < n; i++) {
-		s = s * 1664525u + 1013904223u;
-		x[i] = (float)((int32_t)(s >> 8) % 65536) / 512.0f;
-		if (i % 97 == 5)
-			x[i] = 0.0f;
-		if (i % 89 == 3)
-			x[i] = -0.0f;
-	}
-}
+#define fill_inputs host_values
 
 static float *floats(size_t n)
 {

@@ -91,19 +91,7 @@ static wafer_status launch(void *device, void *queue, const char *op,
 	return plugin->server->launch(device, queue, &l);
 }
 
-/* Values in [-64, 64) with exact and negative zeros, as floats. */
-static void values(float *x, size_t n, uint32_t seed)
-{
-	uint32_t s = seed * 2654435761u + 1;
-	for (size_t i = 0; i < n; i++) {
-		s = s * 1664525u + 1013904223u;
-		x[i] = (float)((int32_t)(s >> 8) % 65536) / 512.0f;
-		if (i % 97 == 5)
-			x[i] = 0.0f;
-		if (i % 89 == 3)
-			x[i] = -0.0f;
-	}
-}
+#define values host_values
 
 static wafer_status sync_queue(void *device, void *queue)
 {

@@ -52,27 +52,13 @@ static const struct wafer_server_ops *sv;
 static wafer_status init_with(const struct wafer_plugin_option *options,
 			      size_t count, void **out_state)
 {
-	struct wafer_plugin_init_args args = {
-		.struct_size = sizeof args,
-		.options = options,
-		.option_count = count,
-		.host = &fake_host,
-	};
-	return plugin->init(&args, out_state);
+	return host_init(plugin, options, count, out_state);
 }
 
 static const struct wafer_kernel *find_kernel(void *device, const char *op,
 					      wafer_dtype dtype)
 {
-	const struct wafer_kernel *table;
-	size_t count;
-
-	if (plugin->device_kernels(device, &table, &count) != WAFER_OK)
-		return NULL;
-	for (size_t i = 0; i < count; i++)
-		if (strcmp(table[i].op, op) == 0 && table[i].dtype == dtype)
-			return &table[i];
-	return NULL;
+	return host_find_kernel(plugin, device, op, dtype);
 }
 
 static wafer_resource alloc_or_die(void *device, size_t size)
