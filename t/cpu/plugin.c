@@ -779,15 +779,8 @@ int main(void)
 		 builddir);
 	page_size = sysconf(_SC_PAGESIZE);
 
-	so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!ok(so != NULL, "dlopen %s", path)) {
-		diag("%s", dlerror());
-		done_testing();
-		return exit_status();
-	}
-	query = (wafer_plugin_query_fn)(uintptr_t)dlsym(
-		so, WAFER_PLUGIN_QUERY_SYMBOL);
-	if (!ok(query != NULL, "%s is exported", WAFER_PLUGIN_QUERY_SYMBOL)) {
+	query = host_open(path, &so);
+	if (!query) {
 		done_testing();
 		return exit_status();
 	}

@@ -831,18 +831,10 @@ static wafer_status launch_params(void *device, void *queue, const char *op,
 				  const void *params, size_t size)
 {
 	const struct wafer_kernel *k = find_kernel(device, op, dtype);
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
-		.kernel = k,
-		.bindings = b,
-		.binding_count = nb,
-		.params = params,
-		.params_size = size,
-		.global = {1, 1, 1},
-	};
+
 	if (!k)
 		return WAFER_ERROR_NOT_FOUND;
-	return plugin->server->launch(device, queue, &l);
+	return host_launch(plugin, device, queue, k, b, nb, params, size, 1);
 }
 
 /* Downloads |n| floats of |r| and compares them with |want|, each within

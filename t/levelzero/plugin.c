@@ -1627,16 +1627,9 @@ int main(void)
 		done_testing();
 		return exit_status();
 	}
-	so = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+	query = host_open(plugin_path, &so);
 	plugin_so = so;
-	if (!ok(so != NULL, "dlopen %s", plugin_path)) {
-		diag("%s", dlerror());
-		done_testing();
-		return exit_status();
-	}
-	query = (wafer_plugin_query_fn)(uintptr_t)dlsym(
-		so, WAFER_PLUGIN_QUERY_SYMBOL);
-	if (!ok(query != NULL, "%s is exported", WAFER_PLUGIN_QUERY_SYMBOL)) {
+	if (!query) {
 		done_testing();
 		return exit_status();
 	}

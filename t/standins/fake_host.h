@@ -12,6 +12,7 @@
  * wafer_binding as the core does, option() a configuration option as
  * the core hands it to init. status_is() is tap.h's
  * is_status for such tests: it shows the set_error text on failure.
+ * host_open() dlopens a plugin and finds its query function,
  * host_init() inits a plugin with these services and some options,
  * host_find_kernel() finds a device's (op, dtype) entry, host_launch()
  * launches it as the core does, host_values() makes test inputs.
@@ -20,6 +21,7 @@
 #ifndef WAFER_T_FAKE_HOST_H
 #define WAFER_T_FAKE_HOST_H
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -132,6 +134,25 @@ static int status_is(wafer_status got, wafer_status want, const char *format,
 		diag("got status %d, want %d; set_error: %s", (int)got,
 		     (int)want, last_error);
 	return pass;
+}
+
+/* dlopens the plugin at |path| (its handle in *out_so) and returns its
+ * wafer_plugin_query, one point for each step; NULL when either fails. */
+__attribute__((unused)) static wafer_plugin_query_fn
+host_open(const char *path, void **out_so)
+{
+	void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	wafer_plugin_query_fn query = NULL;
+
+	*out_so = so;
+	if (!ok(so != NULL, "dlopen %s", path)) {
+		diag("%s", dlerror());
+		return NULL;
+	}
+	query = (wafer_plugin_query_fn)(uintptr_t)dlsym(
+		so, WAFER_PLUGIN_QUERY_SYMBOL);
+	ok(query != NULL, "%s is exported", WAFER_PLUGIN_QUERY_SYMBOL);
+	return query;
 }
 
 /* init |p| with |count| |options| and these host services. */
