@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * describe.h: the per-backend description the plugin-ABI suite reads
- * (t/abi/<backend>.abi; its form is in t/abi/README and wafer-plugin(7)).
+ * (t/abi/<backend>.backend; its form is in t/abi/README and wafer-plugin(7)).
  * One directive a line, `#` starts a comment, ${VAR} is the environment
  * variable VAR:
  *   plugin NAME|PATH        NAME.so on $WAFER_PLUGIN_PATH, then the

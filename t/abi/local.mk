@@ -1,30 +1,30 @@
 # t/abi/: the plugin-ABI suite (t/abi/abi.c), written once against
-# <wafer/plugin.h>, and one description per backend (t/abi/NAME.abi: how
-# to load the plugin, its options, what it does not support and why).
+# <wafer/plugin.h>, and one description per backend (t/abi/NAME.backend:
+# how to load the plugin, its options, what it does not support and why).
 # Each description is a test: `make check` runs the suite on every built
-# plugin, `make check TESTS=t/abi/cpu.abi` on one. wafer-conformance
+# plugin, `make check TESTS=t/abi/cpu.backend` on one. wafer-conformance
 # runs the installed suite on an installed plugin (--abi FILE).
-TEST_EXTENSIONS = .abi
-ABI_LOG_DRIVER = $(LOG_DRIVER)
-ABI_LOG_COMPILER = $(top_builddir)/t/abi/abi
+TEST_EXTENSIONS = .backend
+BACKEND_LOG_DRIVER = $(LOG_DRIVER)
+BACKEND_LOG_COMPILER = $(top_builddir)/t/abi/abi
 AM_TESTS_ENVIRONMENT += T_PACKAGE_VERSION='$(PACKAGE_VERSION)'; \
 	export T_PACKAGE_VERSION;
 
 check_PROGRAMS += t/abi/abi
 t_abi_abi_SOURCES = t/abi/abi.c t/abi/describe.c t/abi/describe.h
 t_abi_abi_LDADD = -ldl -lpthread
-EXTRA_DIST += t/abi/README t/abi/cpu.abi t/abi/cuda.abi t/abi/opencl.abi \
-	t/abi/levelzero.abi
+EXTRA_DIST += t/abi/README t/abi/cpu.backend t/abi/cuda.backend \
+	t/abi/opencl.backend t/abi/levelzero.backend
 
-TESTS += t/abi/cpu.abi
+TESTS += t/abi/cpu.backend
 if WAFER_CUDA
-TESTS += t/abi/cuda.abi
+TESTS += t/abi/cuda.backend
 endif
 if WAFER_OPENCL
-TESTS += t/abi/opencl.abi
+TESTS += t/abi/opencl.backend
 endif
 if WAFER_LEVELZERO
-TESTS += t/abi/levelzero.abi
+TESTS += t/abi/levelzero.backend
 endif
 
 # Installed beside the conformance tests: the suite, and the descriptions
@@ -38,8 +38,8 @@ install-abi: t/abi/abi$(EXEEXT)
 	  --mode=install $(INSTALL_PROGRAM) t/abi/abi$(EXEEXT) \
 	  '$(DESTDIR)$(abiconformancedir)/'
 	$(AM_V_at)for f in cpu cuda opencl levelzero; do \
-	  $(INSTALL_DATA) '$(srcdir)/t/abi/'$$f.abi \
-	    '$(DESTDIR)$(abiconformancedir)/'$$f.abi.example; \
+	  $(INSTALL_DATA) '$(srcdir)/t/abi/'$$f.backend \
+	    '$(DESTDIR)$(abiconformancedir)/'$$f.backend.example; \
 	done
 .PHONY: install-abi
 all-local: t/abi/abi$(EXEEXT)
