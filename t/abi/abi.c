@@ -610,6 +610,26 @@ static void test_async(void *device, void *queue)
 			  "alloc_async of 0 bytes");
 }
 
+/* storage.figure: a figure the plugin keeps, or NOT_SUPPORTED. */
+static void test_figure(void *device)
+{
+	uint64_t value = 7;
+	wafer_status s;
+
+	if (!group("figure", st->figure != NULL, "figure"))
+		return;
+	s = st->figure(device, WAFER_STORAGE_FIGURE_WHOLE_UNMAPS, &value);
+	ok((s == WAFER_OK && value <= 1) || s == WAFER_ERROR_NOT_SUPPORTED,
+	   "WHOLE_UNMAPS: 0 or 1, or not kept (%d, %llu)", (int)s,
+	   (unsigned long long)value);
+	s = st->figure(device, WAFER_STORAGE_FIGURE_ASYNC_RESERVED_HIGH,
+		       &value);
+	ok(s == WAFER_OK || s == WAFER_ERROR_NOT_SUPPORTED,
+	   "ASYNC_RESERVED_HIGH: kept or not (%d)", (int)s);
+	status_is(st->figure(device, 0x7fff, &value),
+		  WAFER_ERROR_NOT_SUPPORTED, "a figure no minor defines");
+}
+
 static void test_vm(void *device, void *queue)
 {
 	struct wafer_device_info info = {.struct_size = sizeof info};
@@ -1310,6 +1330,7 @@ int main(int argc, char **argv)
 	test_kernel_table(device);
 	test_storage(device, queue);
 	test_async(device, queue);
+	test_figure(device);
 	test_vm(device, queue);
 	test_launches(device, queue);
 	test_bad_launches(device, queue);
