@@ -242,6 +242,15 @@ static void test_descriptor(wafer_plugin_query_fn query)
 	ok(ALL_OR_NONE4(sv->comm_id, sv->comm_open, sv->comm_close,
 			sv->comm_run),
 	   "collectives: all four entries or none");
+	if (plugin->abi_minor >= 5)
+		ok(ALL_OR_NONE4(sv->event_create, sv->event_destroy,
+				sv->event_record, sv->queue_wait_event) &&
+			   ALL_OR_NONE4(sv->queue_wait_event, sv->event_sync,
+					sv->event_query, sv->event_elapsed) &&
+			   ALL_OR_NONE2(sv->event_elapsed, sv->queue_callback),
+		   "events: all eight entries or none");
+	else
+		skip(1, "events: since ABI 1.5");
 }
 
 static void test_init(void)
@@ -1209,6 +1218,84 @@ static void test_interop(void *device, void *queue)
 }
 
 /*===----------------------------------------------------------------------===
+ * Events and host callbacks (since ABI 1.5)
+ *===----------------------------------------------------------------------===*/
+
+static void count_call(void *arg)
+{
+	__atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_events(void *device, void *queue)
+{
+	const size_t n = 1 << 20;
+	void *other = NULL, *e = NULL, *start = NULL, *end = NULL;
+	float *got = malloc(n * sizeof(float));
+	uint64_t ns = 0;
+	wafer_status s;
+	int calls = 0;
+	wafer_resource r;
+
+	if (!group("events",
+		   plugin->abi_minor >= 5 &&
+			   WAFER_STRUCT_HAS(sv, struct wafer_server_ops,
+					    queue_callback) &&
+			   sv->event_create,
+		   "event_create .. queue_callback") || !got) {
+		free(got);
+		return;
+	}
+	r = alloc_or_die(device, n * sizeof(float));
+	status_is(sv->event_create(device, 0, &e), WAFER_OK, "event_create");
+	status_is(sv->event_query(device, e), WAFER_OK,
+		  "  ... never recorded, it counts as complete");
+	status_is(sv->event_sync(device, e), WAFER_OK,
+		  "  ... and event_sync returns at once");
+
+	/* A second queue waits on the first's fill. */
+	if (sv->queue_create(device, &other) != WAFER_OK)
+		bail_out("queue_create: %s", last_error);
+	fill(device, queue, r, n, 3.5);
+	status_is(sv->event_record(device, queue, e), WAFER_OK,
+		  "event_record after a fill of 1M floats");
+	status_is(sv->queue_wait_event(device, other, e), WAFER_OK,
+		  "queue_wait_event on another queue");
+	st->copy_out(device, other, r, 0, got, n * sizeof(float));
+	status_is(sv->sync(device, other), WAFER_OK, "  ... sync it");
+	ok(all_equal(got, n, 3.5f),
+	   "  ... its copy_out ran after the fill of the other queue");
+	status_is(sv->event_sync(device, e), WAFER_OK, "event_sync");
+	status_is(sv->event_query(device, e), WAFER_OK,
+		  "  ... then event_query says finished");
+
+	/* Timing events, where the device has timers. */
+	sv->event_create(device, WAFER_PLUGIN_EVENT_TIMING, &start);
+	sv->event_create(device, WAFER_PLUGIN_EVENT_TIMING, &end);
+	sv->event_record(device, queue, start);
+	fill(device, queue, r, n, 1.0);
+	sv->event_record(device, queue, end);
+	s = sv->event_elapsed(device, start, end, &ns);
+	ok(s == WAFER_OK || s == WAFER_ERROR_NOT_SUPPORTED,
+	   "event_elapsed around a fill: %llu ns (status %d)",
+	   (unsigned long long)ns, (int)s);
+
+	/* A host callback runs once what was issued before it finished. */
+	fill(device, queue, r, n, 2.0);
+	status_is(sv->queue_callback(device, queue, count_call, &calls),
+		  WAFER_OK, "queue_callback");
+	status_is(sv->sync(device, queue), WAFER_OK, "  ... sync");
+	is_int(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 1,
+	       "  ... it ran once by then");
+
+	sv->event_destroy(device, start);
+	sv->event_destroy(device, end);
+	sv->event_destroy(device, e);
+	sv->queue_destroy(device, other);
+	st->free(device, r);
+	free(got);
+}
+
+/*===----------------------------------------------------------------------===
  * Peer copies and collectives
  *===----------------------------------------------------------------------===*/
 
@@ -1338,6 +1425,7 @@ int main(int argc, char **argv)
 	test_threads(device);
 	test_programs(device, queue);
 	test_interop(device, queue);
+	test_events(device, queue);
 	test_copy_peer(state, count, device, queue);
 	test_comm(device, queue);
 	sv->queue_destroy(device, queue);
