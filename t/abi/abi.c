@@ -13,7 +13,7 @@
  * the description lists as unsupported is a skip with the description's
  * reason. What only one plugin has (its options, its names, its clock,
  * failures its stand-in driver injects) is tested in that plugin's own
- * test, t/<plugin>_plugin.
+ * test, t/<plugin>/plugin.c.
  *
  *   abi FILE      the description FILE (also $WAFER_ABI_DESCRIPTION) */
 #include "build-config.h"
@@ -31,7 +31,7 @@
 
 #include "t/abi/describe.h"
 #include "t/tap.h"
-#include "t/fake_host.h"
+#include "t/standins/fake_host.h"
 
 static const struct wafer_plugin *plugin;
 static const struct wafer_storage_ops *st;
