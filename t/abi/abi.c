@@ -37,7 +37,8 @@ static const struct wafer_plugin *plugin;
 static const struct wafer_storage_ops *st;
 static const struct wafer_server_ops *sv;
 static struct abi_description desc;
-static size_t alignment = 16;
+/* Device 0's alloc_alignment and vm_granularity (test_devices). */
+static size_t alignment = 16, granularity;
 
 /* A skip of |n| points, TAP style, with the reason. */
 static void skip(int n, const char *format, ...)
@@ -325,8 +326,10 @@ static void test_devices(void *state, uint32_t count)
 		   info.vm_granularity);
 		is_int((long long)info.struct_size, sizeof info,
 		       "  ... struct_size left as the caller set it");
-		if (i == 0)
+		if (i == 0) {
 			alignment = info.alloc_alignment;
+			granularity = info.vm_granularity;
+		}
 	}
 
 	/* Every core so far sends the whole struct: filling a shorter one
@@ -641,9 +644,8 @@ static void test_figure(void *device)
 
 static void test_vm(void *device, void *queue)
 {
-	struct wafer_device_info info = {.struct_size = sizeof info};
 	uint64_t whole = 0;
-	size_t page;
+	size_t page = granularity;
 	float *data, *back;
 	size_t n;
 	wafer_resource range = 0, other = 1;
@@ -653,14 +655,6 @@ static void test_vm(void *device, void *queue)
 		return;
 	if (st->figure)
 		st->figure(device, WAFER_STORAGE_FIGURE_WHOLE_UNMAPS, &whole);
-	(void)0;
-	{
-		void *s = NULL;
-		init_with(NULL, 0, &s);
-		plugin->device_info(s, 0, &info);
-		plugin->shutdown(s);
-	}
-	page = info.vm_granularity;
 	n = 2 * page / sizeof(float);
 	data = calloc(n, sizeof(float));
 	back = calloc(n, sizeof(float));
