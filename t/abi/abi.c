@@ -788,6 +788,74 @@ static void test_launches(void *device, void *queue)
 		st->free(device, r[i]);
 }
 
+/* Elementwise bindings may alias exactly (plugin.h): each case runs on
+ * x = a (and y = b), its bindings drawn from x and y. */
+static void test_aliasing(void *device, void *queue)
+{
+	static const struct {
+		const char *op, *what;
+		uint32_t nb;
+		char bind[4]; /* 'x' or 'y' per binding */
+	} cases[] = {
+		{WAFER_KERNEL_COPY, "copy with out == in leaves the data", 2,
+		 "xx"},
+		{WAFER_KERNEL_RELU, "relu in place (out == in)", 2, "xx"},
+		{WAFER_KERNEL_ADD, "add with out == a", 3, "xxy"},
+		{WAFER_KERNEL_ADD, "add with out == b", 3, "xyx"},
+		{WAFER_KERNEL_MUL, "mul with out == a == b (a square)", 3,
+		 "xxx"},
+	};
+	const size_t n = 100003, bytes = n * sizeof(float);
+	float *a = malloc(bytes), *b = malloc(bytes), *got = malloc(bytes);
+	wafer_resource rx, ry;
+
+	if (!a || !b || !got)
+		bail_out("out of memory");
+	rx = alloc_or_die(device, bytes);
+	ry = alloc_or_die(device, bytes);
+	host_values(a, n, 5);
+	host_values(b, n, 6);
+	st->copy_in(device, queue, ry, 0, b, bytes);
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		const struct wafer_kernel *k =
+			find_kernel(device, cases[c].op, WAFER_DTYPE_F32);
+		struct wafer_binding bb[3];
+		struct wafer_elementwise_params p = {.count = n};
+		int right = 1;
+
+		if (!k) {
+			skip(1, "no %s kernel", cases[c].op);
+			continue;
+		}
+		for (uint32_t i = 0; i < cases[c].nb; i++)
+			bb[i] = binding(cases[c].bind[i] == 'x' ? rx : ry, 0,
+					bytes);
+		st->copy_in(device, queue, rx, 0, a, bytes);
+		launch(device, queue, k, bb, cases[c].nb, &p, sizeof p, n);
+		st->copy_out(device, queue, rx, 0, got, bytes);
+		sv->sync(device, queue);
+		for (size_t i = 0; right && i < n; i++) {
+			float y = cases[c].bind[1] == 'y' ||
+						  cases[c].bind[2] == 'y'
+					  ? b[i]
+					  : a[i];
+			float want = c == 0   ? a[i]
+				     : c == 1 ? (a[i] > 0.0f ? a[i] : 0.0f)
+				     : c == 4 ? a[i] * a[i]
+					      : a[i] + y;
+			right = memcmp(&got[i], &want, sizeof want) == 0;
+		}
+		ok(right, "%s", cases[c].what);
+	}
+	status_is(sv->sync(device, queue), WAFER_OK,
+		  "sync after the aliased launches");
+	st->free(device, rx);
+	st->free(device, ry);
+	free(a);
+	free(b);
+	free(got);
+}
+
 static void test_bad_launches(void *device, void *queue)
 {
 	const struct wafer_kernel *fillk =
@@ -1414,6 +1482,7 @@ int main(int argc, char **argv)
 	test_figure(device);
 	test_vm(device, queue);
 	test_launches(device, queue);
+	test_aliasing(device, queue);
 	test_bad_launches(device, queue);
 	test_timers(device, queue);
 	test_threads(device);

@@ -397,68 +397,6 @@ static void test_kernels_at(void *device, void *queue, size_t n,
 
 /* out == in, exactly: allowed by the catalogue, so each kernel must read
  * an element before it overwrites it. */
-static void test_aliasing(void *device, void *queue)
-{
-	const size_t n = 100003;
-	const size_t bytes = n * sizeof(float);
-	float *a = floats(n), *b = floats(n), *got = floats(n),
-	      *want = floats(n);
-	wafer_resource rx = alloc_or_die(device, bytes);
-	wafer_resource ry = alloc_or_die(device, bytes);
-	struct wafer_binding x = binding(rx, 0, bytes);
-	struct wafer_binding y = binding(ry, 0, bytes);
-
-	fill_inputs(a, n, 5);
-	fill_inputs(b, n, 6);
-	upload(device, queue, ry, b, n);
-
-	upload(device, queue, rx, a, n);
-	launch(device, queue, WAFER_KERNEL_COPY, (struct wafer_binding[]){x, x},
-	       2, n, 0);
-	download(device, queue, rx, got, n);
-	ok(same(got, a, n), "copy with out == in leaves the data");
-
-	launch(device, queue, WAFER_KERNEL_RELU, (struct wafer_binding[]){x, x},
-	       2, n, 0);
-	download(device, queue, rx, got, n);
-	for (size_t i = 0; i < n; i++)
-		want[i] = ref_relu(a[i]);
-	ok(same(got, want, n), "relu in place (out == in)");
-
-	upload(device, queue, rx, a, n);
-	launch(device, queue, WAFER_KERNEL_ADD,
-	       (struct wafer_binding[]){x, x, y}, 3, n, 0);
-	download(device, queue, rx, got, n);
-	for (size_t i = 0; i < n; i++)
-		want[i] = a[i] + b[i];
-	ok(same(got, want, n), "add with out == a");
-
-	upload(device, queue, rx, a, n);
-	launch(device, queue, WAFER_KERNEL_ADD,
-	       (struct wafer_binding[]){x, y, x}, 3, n, 0);
-	download(device, queue, rx, got, n);
-	for (size_t i = 0; i < n; i++)
-		want[i] = b[i] + a[i];
-	ok(same(got, want, n), "add with out == b");
-
-	upload(device, queue, rx, a, n);
-	launch(device, queue, WAFER_KERNEL_MUL,
-	       (struct wafer_binding[]){x, x, x}, 3, n, 0);
-	download(device, queue, rx, got, n);
-	for (size_t i = 0; i < n; i++)
-		want[i] = a[i] * a[i];
-	ok(same(got, want, n), "mul with out == a == b (a square)");
-	status_is(plugin->server->sync(device, queue), WAFER_OK,
-		  "sync after the aliased launches");
-
-	plugin->storage->free(device, rx);
-	plugin->storage->free(device, ry);
-	free(a);
-	free(b);
-	free(got);
-	free(want);
-}
-
 /* The checks the core makes before launch, as the debug-only helper of
  * <wafer/plugin_util.h> makes them for the cpu plugin. */
 static wafer_status core_checks(const struct wafer_launch *l)
@@ -801,7 +739,6 @@ int main(void)
 	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
 		test_kernels_at(device, queue, sizes[i], 0);
 	test_kernels_at(device, queue, 1023, 128);
-	test_aliasing(device, queue);
 	test_bad_launches(device, queue);
 
 	plugin->server->queue_destroy(device, queue);
