@@ -47,6 +47,7 @@ include t/opencl/local.mk
 include t/cuda/local.mk
 include t/levelzero/local.mk
 include t/standins/local.mk
+include t/abi/local.mk
 
 # The test programs a backend conditional below leaves out, each reported
 # as skipped with configure's reason (t/configured.sh).

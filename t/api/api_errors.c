@@ -112,8 +112,15 @@ static void test_execute(void)
 	struct wafer_elementwise_params params = {.count = 64};
 	wafer_memory_usage before = usage_now(client);
 
-	is_status(relu(out, 0, in, 4, 64, &params, sizeof params),
-		  WAFER_ERROR_INVALID_ARGUMENT,
+	/* The launches below are of relu: without it, one skip. */
+	wafer_status first = relu(out, 0, in, 4, 64, &params, sizeof params);
+	if (first == WAFER_ERROR_NOT_SUPPORTED) {
+		ok(1, "# SKIP execute: %s", wafer_last_error());
+		check(wafer_release(client, in), "release");
+		check(wafer_release(client, out), "release");
+		return;
+	}
+	is_status(first, WAFER_ERROR_INVALID_ARGUMENT,
 		  "execute: input binding at offset 4 (inside the handle)");
 	like(wafer_last_error(),
 	     "binding 1: offset 4 is not a multiple of the device alignment",
@@ -349,15 +356,24 @@ static void test_handle_size(void)
 	/* Donated to an operation: WAFER_ERROR_DONATED naming it. */
 	const uint64_t n = 16;
 	wafer_tensor x = wafer_tensor_view(h, WAFER_DTYPE_F32, 1, &n), y;
-	check(wafer_op_neg(client, &x, WAFER_DONATE_INPUT, &y), "neg");
-	snprintf(detail, sizeof detail, "handle 0x%016" PRIx64 " was donated",
-		 h.bits);
-	size_fails(client, h, WAFER_ERROR_DONATED, detail,
-		   "a handle donated to neg");
-	like(wafer_last_error(), "neg", "  ... naming the operation");
-
-	/* Released: use after the last release. */
-	check(wafer_tensor_release(client, &y), "release");
+	wafer_status neg = wafer_op_neg(client, &x, WAFER_DONATE_INPUT, &y);
+	if (neg == WAFER_ERROR_NOT_SUPPORTED) {
+		/* A device without the kernel: a skip, not the test's end. */
+		for (int i = 0; i < 4; i++)
+			ok(1, "# SKIP no neg kernel to donate a handle to: %s",
+			   wafer_last_error());
+		check(wafer_release(client, h), "release");
+		y.handle = h;
+	} else {
+		check(neg, "neg");
+		snprintf(detail, sizeof detail,
+			 "handle 0x%016" PRIx64 " was donated", h.bits);
+		size_fails(client, h, WAFER_ERROR_DONATED, detail,
+			   "a handle donated to neg");
+		like(wafer_last_error(), "neg", "  ... naming the operation");
+		/* Released: use after the last release. */
+		check(wafer_tensor_release(client, &y), "release");
+	}
 	snprintf(detail, sizeof detail,
 		 "handle 0x%016" PRIx64 " was released", y.handle.bits);
 	size_fails(client, y.handle, WAFER_ERROR_INVALID_HANDLE, detail,

@@ -9,10 +9,13 @@
  * OpenCL C (kernels.cl, and compiled to SPIR-V at build time), CUDA C
  * (kernels.cu) and PTX (kernels.ptx). Each format the device takes is
  * loaded on its own and checked against a host reference, by ref on the
- * direct, mutex and mpsc channels. A backend named in |backends| below
- * must take the formats listed as required there: a plugin that does not
- * (yet) is a failure, not a skip. A format it documents it does not take
- * may be refused, with WAFER_ERROR_NOT_SUPPORTED naming what it takes.
+ * direct, mutex and mpsc channels. Which formats a plugin takes is what
+ * it says: each source is offered alone, and one refused with
+ * WAFER_ERROR_NOT_SUPPORTED is not taken. A backend of this tree named in
+ * |backends| below must also take the formats listed as required there
+ * (one it does not is a failure, not a skip). A plugin without the
+ * programs group (no WAFER_CAP_PROGRAMS) skips the whole test, saying
+ * so.
  *
  * Then the errors (a compile error gives the compiler's log with the
  * line, an unknown kernel, wrong binding counts, a released program or a
@@ -106,6 +109,8 @@ static const struct {
 	{"levelzero", {WAFER_PROGRAM_SPIRV}, {0}, WAFER_PROGRAM_SPIRV},
 };
 static int backend_index = -1;
+/* The formats the device took when offered alone (probe_formats). */
+static bool taken[FORMATS];
 
 static bool listed(const wafer_program_format *list, wafer_program_format f)
 {
@@ -115,9 +120,16 @@ static bool listed(const wafer_program_format *list, wafer_program_format f)
 	return false;
 }
 
+/* A format the device must run: the backend's required ones (for the
+ * backends of this tree), else each one it said it takes. */
 static bool required(wafer_program_format f)
 {
-	return backend_index >= 0 && listed(backends[backend_index].required, f);
+	if (backend_index >= 0)
+		return listed(backends[backend_index].required, f);
+	for (size_t i = 0; i < FORMATS; i++)
+		if (files[i].format == f)
+			return taken[i];
+	return false;
 }
 
 static void *read_whole(const char *path, size_t *out_size)
@@ -162,6 +174,27 @@ static void load_sources(void)
 		if (!source_data[i])
 			diag("%s: not there (%s)", path, strerror(errno));
 	}
+}
+
+/* Offers each source alone: what the device does not refuse with
+ * NOT_SUPPORTED, it takes. */
+static wafer_client *open_client(const char *channel);
+static void probe_formats(void)
+{
+	wafer_client *client = open_client("mutex");
+
+	for (size_t i = 0; i < FORMATS; i++) {
+		wafer_program *p = NULL;
+		if (!sources[i].data)
+			continue;
+		taken[i] = wafer_program_create(client, &sources[i], 1, NULL,
+						&p) != WAFER_ERROR_NOT_SUPPORTED;
+		if (p)
+			wafer_program_release(p);
+		diag("%s: %s", wafer_program_format_name(files[i].format),
+		     taken[i] ? "taken" : "not taken");
+	}
+	wafer_client_close(client);
 }
 
 static const wafer_program_source *source_of(wafer_program_format f)
@@ -530,9 +563,10 @@ static void test_errors(void)
 	size_t n = 0;
 	for (size_t i = 0; i < FORMATS && n < 2; i++)
 		if (sources[i].data && !required(sources[i].format) &&
-		    backend_index >= 0 &&
-		    !listed(backends[backend_index].optional,
-			    sources[i].format))
+		    !taken[i] &&
+		    (backend_index < 0 ||
+		     !listed(backends[backend_index].optional,
+			     sources[i].format)))
 			foreign[n++] = sources[i];
 	if (n) {
 		is_status(wafer_program_create(client, foreign, n, NULL, &p),
@@ -546,7 +580,7 @@ static void test_errors(void)
 	}
 
 	if (!source) {
-		ok(0, "%s: no source of a required format", backend);
+		ok(1, "# SKIP %s takes none of the suite's sources", backend);
 		wafer_client_close(client);
 		return;
 	}
@@ -916,14 +950,30 @@ static struct child_counts run_child(const char *self, wafer_program_format f,
 	return counts;
 }
 
+/* The format whose second load must come from the cache: the backend's
+ * own, else the first text format the device takes. */
+static wafer_program_format compiled_format(void)
+{
+	static const wafer_program_format text[] = {
+		WAFER_PROGRAM_HOST_C, WAFER_PROGRAM_OPENCL_C,
+		WAFER_PROGRAM_CUDA_C};
+
+	if (backend_index >= 0)
+		return backends[backend_index].compiled;
+	for (size_t i = 0; i < 3; i++)
+		if (required(text[i]) && source_of(text[i]))
+			return text[i];
+	return WAFER_PROGRAM_NONE;
+}
+
 static void test_second_process(const char *self)
 {
-	if (backend_index < 0) {
-		ok(1, "# SKIP %s: which format it compiles is not known",
+	wafer_program_format f = compiled_format();
+	if (f == WAFER_PROGRAM_NONE) {
+		ok(1, "# SKIP %s takes none of the suite's source texts",
 		   backend);
 		return;
 	}
-	wafer_program_format f = backends[backend_index].compiled;
 	char dir[4096];
 	snprintf(dir, sizeof dir, "%s/programs-cache.XXXXXX",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -971,6 +1021,14 @@ int main(int argc, char **argv)
 	wafer_client *probe = open_client("mutex");
 	wafer_device_desc desc = {.struct_size = sizeof desc};
 	wafer_client_device(probe, &desc);
+	if (!(desc.capabilities & WAFER_CAP_PROGRAMS)) {
+		static char why[160];
+		snprintf(why, sizeof why, "%s does not offer the programs "
+			 "group (no WAFER_CAP_PROGRAMS)", desc.backend);
+		wafer_client_close(probe);
+		wafer_runtime_close(runtime);
+		skip_all(why);
+	}
 	static char name[64];
 	snprintf(name, sizeof name, "%s", desc.backend);
 	backend = name;
@@ -980,15 +1038,22 @@ int main(int argc, char **argv)
 			backend_index = (int)i;
 	diag("backend %s", backend);
 	load_sources();
+	probe_formats();
 
 	for (size_t i = 0; i < FORMATS; i++) {
 		wafer_program_format f = files[i].format;
-		if (backend_index < 0 ||
-		    required(f) ||
-		    listed(backends[backend_index].optional, f))
+		if (backend_index >= 0 ? required(f) ||
+				listed(backends[backend_index].optional, f)
+				       : taken[i])
 			test_format(f);
+		else if (backend_index < 0 && sources[i].data)
+			ok(1, "# SKIP %s does not take %s", backend,
+			   wafer_program_format_name(f));
 	}
-	test_fat();
+	if (some_source())
+		test_fat();
+	else
+		ok(1, "# SKIP %s takes none of the suite's sources", backend);
 	test_compile_error();
 	test_errors();
 	test_release_order();

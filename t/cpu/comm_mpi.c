@@ -242,12 +242,7 @@ static const struct engine plugin_engine = {
 
 static void plugin_up(void)
 {
-	struct wafer_plugin_init_args args = {
-		.struct_size = sizeof args,
-		.host = &fake_host,
-	};
-
-	if (plugin->init(&args, &rig.state) != WAFER_OK ||
+	if (host_init(plugin, NULL, 0, &rig.state) != WAFER_OK ||
 	    plugin->device_open(rig.state, 0, &rig.device) != WAFER_OK ||
 	    plugin->server->queue_create(rig.device, &rig.queue) != WAFER_OK)
 		bail_out("rank %d: cpu plugin: %s", rank, last_error);

@@ -319,15 +319,6 @@ static void run_after_kernel(struct rank *r)
 	struct wafer_fill_params params = {.count = COUNT,
 					   .value = r->rank + 1.0};
 	struct wafer_binding b = binding(buf, 0, sizeof got);
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
-		.kernel = fill,
-		.bindings = &b,
-		.binding_count = 1,
-		.params = &params,
-		.params_size = sizeof params,
-		.global = {COUNT, 1, 1},
-	};
 	struct wafer_collective col = {
 		.struct_size = sizeof col,
 		.kind = WAFER_COLLECTIVE_ALL_REDUCE,
@@ -341,7 +332,8 @@ static void run_after_kernel(struct rank *r)
 	if (!fill) {
 		note(r, WAFER_ERROR_NOT_FOUND, "no fill kernel", 99);
 	} else {
-		note(r, plugin->server->launch(r->device, r->queue, &l),
+		note(r, host_launch(plugin, r->device, r->queue, fill, &b, 1,
+				    &params, sizeof params, COUNT),
 		     "fill", 99);
 		note(r, plugin->server->comm_run(r->device, r->queue, r->comm,
 						 &col),

@@ -334,22 +334,12 @@ static void inputs(double *v, size_t n, uint32_t seed)
  * Descriptor, options, devices
  *===----------------------------------------------------------------------===*/
 
+/* The descriptor's form is the plugin-ABI suite's (t/abi); the opencl
+ * plugin has neither virtual memory nor a stream-ordered allocator. */
 static void test_descriptor(void)
 {
-	const struct wafer_storage_ops *st = plugin->storage;
-	const struct wafer_server_ops *sv = plugin->server;
-
-	is_str(plugin->name, "opencl", "name");
-	is_int(plugin->abi_major, WAFER_PLUGIN_ABI_MAJOR, "abi_major");
-	is_str(plugin->version, PACKAGE_VERSION, "version is the package's");
-	ok(st && st->alloc && st->free && st->copy_in && st->copy_out &&
-		   st->copy && !st->host_alloc && !st->host_free,
-	   "storage: required entries; host_alloc/host_free retired (NULL)");
-	ok(st && !st->vm_reserve && !st->alloc_async,
+	ok(!plugin->storage->vm_reserve && !plugin->storage->alloc_async,
 	   "storage: no virtual memory, no stream-ordered allocator");
-	ok(sv && sv->queue_create && sv->queue_destroy && sv->launch &&
-		   sv->sync && sv->timer_begin && sv->timer_end,
-	   "server: every entry including timers");
 }
 
 /* init with one option; returns the device count (0 with its reason in
@@ -436,8 +426,6 @@ static void test_options(const char *dev_name, const char *platform_name,
 	ok(strstr(log_text, "unknown option 'colour'") != NULL,
 	   "  ... it is logged");
 	plugin->shutdown(st);
-	status_is(plugin->init(NULL, &st), WAFER_ERROR_INVALID_ARGUMENT,
-		  "init without arguments is rejected");
 }
 
 static void test_device(void)
@@ -445,7 +433,6 @@ static void test_device(void)
 	struct wafer_device_info info = {.struct_size = sizeof info};
 	const struct wafer_kernel *table;
 	size_t count = 0;
-	void *d = (void *)1;
 	uint32_t n = 0;
 
 	plugin->device_count(state, &n);
@@ -458,24 +445,9 @@ static void test_device(void)
 	   (unsigned long long)(info.memory_bytes >> 20));
 	is_int((long long)info.vm_granularity, 0, "no virtual memory");
 	ok(info.compute_units > 0, "compute_units %u", info.compute_units);
-	status_is(plugin->device_info(state, n, &info), WAFER_ERROR_NOT_FOUND,
-		  "device_info(%u): past the last", n);
-	status_is(plugin->device_open(state, n, &d), WAFER_ERROR_NOT_FOUND,
-		  "device_open(%u): past the last", n);
-	ok(d == NULL, "  ... sets *out_device to NULL");
 
 	status_is(plugin->device_kernels(device, &table, &count), WAFER_OK,
 		  "device_kernels: %zu entries", count);
-	for (size_t i = 0; i < count; i++) {
-		for (size_t j = 0; j < i; j++) {
-			if (strcmp(table[i].op, table[j].op) == 0 &&
-			    table[i].dtype == table[j].dtype &&
-			    strcmp(table[i].variant, table[j].variant) == 0) {
-				ok(0, "duplicate %s/%s/%s", table[i].op,
-				   dname(table[i].dtype), table[i].variant);
-			}
-		}
-	}
 	ok(find_kernel(device, WAFER_KERNEL_MATMUL, WAFER_DTYPE_F32, NULL) &&
 		   strcmp(find_kernel(device, WAFER_KERNEL_MATMUL,
 				      WAFER_DTYPE_F32, NULL)
@@ -505,20 +477,16 @@ static void test_catalogue(void)
 		"min_strided", "copy_strided", "cast", "reduce_sum",
 		"reduce_max", "reduce_mean", "softmax", "matmul",
 	};
-	size_t missing = 0, no_f16 = 0;
+	size_t no_f16 = 0;
 
-	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-		if (!find_kernel(device, ops[i], WAFER_DTYPE_F32, NULL)) {
-			diag("missing: %s f32", ops[i]);
-			missing++;
-		}
-		if (i > 0 &&
+	/* f32 is the plugin-ABI suite's (t/abi, the catalogue group). */
+	for (size_t i = 1; i < sizeof ops / sizeof ops[0]; i++) {
+		if (
 		    !find_kernel(device, ops[i], WAFER_DTYPE_F16, NULL)) {
 			diag("missing: %s f16", ops[i]);
 			no_f16++;
 		}
 	}
-	is_int((long long)missing, 0, "every catalogue operation in f32");
 	is_int((long long)no_f16, 0, "every one but noop in f16 too");
 	ok(find_kernel(device, "cast", WAFER_DTYPE_BF16, NULL) &&
 		   find_kernel(device, "cast", WAFER_DTYPE_I32, NULL) &&
@@ -1242,139 +1210,17 @@ static void test_launch_errors(void)
 	free_buf(y);
 }
 
+/* Timers around work are the plugin-ABI suite's (t/abi); the profiling
+ * clock of an empty interval reads exactly 0. */
 static void test_timers(void)
 {
-	enum { N = 1 << 20 };
-	struct buf b[3] = {new_buf(N * 4), new_buf(N * 4), new_buf(N * 4)};
-	struct wafer_binding bb[3] = {bind_of(b[0]), bind_of(b[1]),
-				      bind_of(b[2])};
-	struct wafer_elementwise_params p = {.count = N};
-	void *timer = NULL, *outer = NULL;
-	uint64_t ns = 1, outer_ns = 0;
+	void *timer = NULL;
+	uint64_t ns = 1;
 
-	status_is(plugin->server->timer_begin(device, queue, &timer), WAFER_OK,
-		  "timer_begin");
+	plugin->server->timer_begin(device, queue, &timer);
 	status_is(plugin->server->timer_end(device, queue, timer, &ns),
 		  WAFER_OK, "timer_end with nothing issued between");
 	is_int((long long)ns, 0, "  ... 0 ns");
-
-	plugin->server->timer_begin(device, queue, &outer);
-	plugin->server->timer_begin(device, queue, &timer);
-	launch_kernel(device, queue,
-		      find_kernel(device, "add", WAFER_DTYPE_F32, NULL), bb, 3,
-		      &p, sizeof p);
-	status_is(plugin->server->timer_end(device, queue, timer, &ns),
-		  WAFER_OK, "timer around add on 1M elements");
-	/* What the device's clock says is reported, not judged against a
-	 * bound: it saw the launch (more than 0), and the enclosing timer
-	 * below, over one more launch, saw more. */
-	ok(ns > 0, "  ... some device time (%.1f us)", (double)ns / 1e3);
-	launch_kernel(device, queue,
-		      find_kernel(device, "add", WAFER_DTYPE_F32, NULL), bb, 3,
-		      &p, sizeof p);
-	status_is(plugin->server->timer_end(device, queue, outer, &outer_ns),
-		  WAFER_OK, "an enclosing timer");
-	ok(outer_ns > ns, "  ... spans both launches (%.1f us)",
-	   (double)outer_ns / 1e3);
-	for (int i = 0; i < 3; i++)
-		free_buf(b[i]);
-}
-
-struct worker {
-	int id;
-	int failures;
-	char error[256];
-};
-
-/* Each thread: its own queue, the same kernels (each queue has its own
- * cl_kernel objects), 40 launches checked one by one. */
-static void *worker_main(void *arg)
-{
-	struct worker *w = arg;
-	enum { N = 4099 };
-	void *q;
-	wafer_resource r[3];
-	float *a = xmalloc(N * 4), *b = xmalloc(N * 4), *c = xmalloc(N * 4);
-	const struct wafer_kernel *k[2] = {
-		find_kernel(device, "add", WAFER_DTYPE_F32, NULL),
-		find_kernel(device, "mul", WAFER_DTYPE_F32, NULL)};
-
-	if (plugin->server->queue_create(device, &q) != WAFER_OK) {
-		w->failures++;
-		return NULL;
-	}
-	for (int i = 0; i < 3; i++)
-		plugin->storage->alloc(device, N * 4, &r[i]);
-	for (int it = 0; it < 40; it++) {
-		struct wafer_binding bb[3] = {binding(r[0], 0, N * 4),
-					      binding(r[1], 0, N * 4),
-					      binding(r[2], 0, N * 4)};
-		struct wafer_elementwise_params p = {.count = N};
-		wafer_status s;
-
-		for (int i = 0; i < N; i++) {
-			a[i] = (float)(w->id * 100 + it + i % 13);
-			b[i] = (float)(i % 7 - 3);
-		}
-		plugin->storage->copy_in(device, q, r[1], 0, a, N * 4);
-		plugin->storage->copy_in(device, q, r[2], 0, b, N * 4);
-		struct wafer_launch l = {
-			.struct_size = sizeof l,
-			.kernel = k[it & 1],
-			.bindings = bb,
-			.binding_count = 3,
-			.params = &p,
-			.params_size = sizeof p,
-			.global = {N, 1, 1},
-		};
-		s = plugin->server->launch(device, q, &l);
-		plugin->storage->copy_out(device, q, r[0], 0, c, N * 4);
-		if (s == WAFER_OK)
-			s = plugin->server->sync(device, q);
-		for (int i = 0; i < N && s == WAFER_OK; i++) {
-			float want = (it & 1) ? a[i] * b[i] : a[i] + b[i];
-			if (c[i] != want) {
-				w->failures++;
-				snprintf(w->error, sizeof w->error,
-					 "thread %d it %d [%d]: %g != %g",
-					 w->id, it, i, c[i], want);
-				break;
-			}
-		}
-		if (s != WAFER_OK) {
-			w->failures++;
-			snprintf(w->error, sizeof w->error, "%.200s",
-				 last_error);
-		}
-	}
-	for (int i = 0; i < 3; i++)
-		plugin->storage->free(device, r[i]);
-	plugin->server->queue_destroy(device, q);
-	free(a);
-	free(b);
-	free(c);
-	return NULL;
-}
-
-static void test_threads(void)
-{
-	enum { T = 4 };
-	pthread_t th[T];
-	struct worker w[T];
-	int failures = 0;
-
-	for (int t = 0; t < T; t++) {
-		w[t] = (struct worker){.id = t};
-		pthread_create(&th[t], NULL, worker_main, &w[t]);
-	}
-	for (int t = 0; t < T; t++) {
-		pthread_join(th[t], NULL);
-		failures += w[t].failures;
-		if (w[t].failures)
-			diag("%s", w[t].error);
-	}
-	is_int(failures, 0, "%d threads, a queue each, 40 launches each: "
-	       "every result right", T);
 }
 
 /*===----------------------------------------------------------------------===
@@ -1934,7 +1780,6 @@ int main(void)
 	test_matmul();
 	test_launch_errors();
 	test_timers();
-	test_threads();
 	test_programs();
 	test_interop();
 

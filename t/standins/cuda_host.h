@@ -60,13 +60,7 @@ init_with(const struct wafer_plugin_option *options, size_t count,
 	}
 	for (size_t i = 0; i < count && n < CUDA_HOST_MAX_OPTIONS; i++)
 		all[n++] = options[i];
-	struct wafer_plugin_init_args args = {
-		.struct_size = sizeof args,
-		.options = all,
-		.option_count = n,
-		.host = &fake_host,
-	};
-	return plugin->init(&args, out_state);
+	return host_init(plugin, all, n, out_state);
 }
 
 /* The first entry of |device|'s table for (|op|, |dtype|); NULL when
@@ -74,15 +68,7 @@ init_with(const struct wafer_plugin_option *options, size_t count,
 __attribute__((unused)) static const struct wafer_kernel *
 find_kernel(void *device, const char *op, wafer_dtype dtype)
 {
-	const struct wafer_kernel *table;
-	size_t count;
-
-	if (plugin->device_kernels(device, &table, &count) != WAFER_OK)
-		return NULL;
-	for (size_t i = 0; i < count; i++)
-		if (strcmp(table[i].op, op) == 0 && table[i].dtype == dtype)
-			return &table[i];
-	return NULL;
+	return host_find_kernel(plugin, device, op, dtype);
 }
 
 __attribute__((unused)) static wafer_resource alloc_or_die(void *device,

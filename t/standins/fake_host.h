@@ -12,11 +12,16 @@
  * wafer_binding as the core does, option() a configuration option as
  * the core hands it to init. status_is() is tap.h's
  * is_status for such tests: it shows the set_error text on failure.
+ * host_open() dlopens a plugin and finds its query function,
+ * host_init() inits a plugin with these services and some options,
+ * host_find_kernel() finds a device's (op, dtype) entry, host_launch()
+ * launches it as the core does, host_values() makes test inputs.
  *
  * Header-only; include it once, after tap.h. */
 #ifndef WAFER_T_FAKE_HOST_H
 #define WAFER_T_FAKE_HOST_H
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -129,6 +134,98 @@ static int status_is(wafer_status got, wafer_status want, const char *format,
 		diag("got status %d, want %d; set_error: %s", (int)got,
 		     (int)want, last_error);
 	return pass;
+}
+
+/* dlopens the plugin at |path| (its handle in *out_so) and returns its
+ * wafer_plugin_query, one point for each step; NULL when either fails. */
+__attribute__((unused)) static wafer_plugin_query_fn
+host_open(const char *path, void **out_so)
+{
+	void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	wafer_plugin_query_fn query = NULL;
+
+	*out_so = so;
+	if (!ok(so != NULL, "dlopen %s", path)) {
+		diag("%s", dlerror());
+		return NULL;
+	}
+	query = (wafer_plugin_query_fn)(uintptr_t)dlsym(
+		so, WAFER_PLUGIN_QUERY_SYMBOL);
+	ok(query != NULL, "%s is exported", WAFER_PLUGIN_QUERY_SYMBOL);
+	return query;
+}
+
+/* init |p| with |count| |options| and these host services. */
+__attribute__((unused)) static wafer_status
+host_init(const struct wafer_plugin *p,
+	  const struct wafer_plugin_option *options, size_t count,
+	  void **out_state)
+{
+	struct wafer_plugin_init_args args = {
+		.struct_size = sizeof args,
+		.options = options,
+		.option_count = count,
+		.host = &fake_host,
+	};
+	return p->init(&args, out_state);
+}
+
+/* The first entry of (|op|, |dtype|) in |device|'s kernel table (stepped
+ * by its struct_size, as the core reads it), or NULL. */
+__attribute__((unused)) static const struct wafer_kernel *
+host_find_kernel(const struct wafer_plugin *p, void *device, const char *op,
+		 wafer_dtype dtype)
+{
+	const struct wafer_kernel *table;
+	size_t count;
+
+	if (p->device_kernels(device, &table, &count) != WAFER_OK)
+		return NULL;
+	for (size_t i = 0; i < count; i++) {
+		const struct wafer_kernel *k =
+			(const void *)((const char *)table +
+				       i * table[0].struct_size);
+		if (strcmp(k->op, op) == 0 && k->dtype == dtype)
+			return k;
+	}
+	return NULL;
+}
+
+/* Launches |k| on |queue| over |count| work items (global = {count, 1,
+ * 1}, at least 1), as the core would. */
+__attribute__((unused)) static wafer_status
+host_launch(const struct wafer_plugin *p, void *device, void *queue,
+	    const struct wafer_kernel *k, const struct wafer_binding *b,
+	    uint32_t nb, const void *params, size_t params_size,
+	    uint64_t count)
+{
+	struct wafer_launch l = {
+		.struct_size = sizeof l,
+		.kernel = k,
+		.bindings = b,
+		.binding_count = nb,
+		.params = params,
+		.params_size = params_size,
+		.global = {count ? count : 1, 1, 1},
+	};
+	return p->server->launch(device, queue, &l);
+}
+
+/* Deterministic inputs in [-64, 64), with exact zeros and negative
+ * zeros. */
+__attribute__((unused)) static void host_values(float *x, size_t n,
+						uint32_t seed)
+{
+	uint32_t s = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		s = s * 1664525u + 1013904223u;
+		x[i] = (float)((int32_t)(s >> 8) % 65536) / 512.0f;
+		if (i % 97 == 5)
+			x[i] = 0.0f;
+		if (i % 89 == 3)
+			x[i] = -0.0f;
+	}
 }
 
 #endif
