@@ -314,6 +314,10 @@ t_memory_observe_LDADD = $(T_CORE_LIBS)
 TESTS += t/replay.sh
 EXTRA_DIST += t/replay.sh t/replay-small.trace
 
+# wafer-bench's argument checks (t/bench_args.sh).
+TESTS += t/bench_args.sh
+EXTRA_DIST += t/bench_args.sh
+
 # wafer-replay against the default backend's real storage.
 TESTS += t/replay-backend.sh
 EXTRA_DIST += t/replay-backend.sh
