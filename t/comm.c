@@ -17,7 +17,8 @@
  *    all, on f64 and i32 too; a collective after a kernel sees its
  *    result; every argument error the core checks, each naming what is
  *    wrong and changing nothing; a failing rank leaves no communicator
- *    open; a client closed with its communicator open.
+ *    open; a closed communicator's pointer names no later one; a client
+ *    closed with its communicator open.
  *
  * Values are small integers, so f16 and bf16 sums are exact. */
 #include "build-config.h"
@@ -817,6 +818,38 @@ static void test_close_open(wafer_runtime *rt, const char *label)
 		  label);
 }
 
+/* A closed communicator's pointer names nothing, even when malloc hands
+ * its memory to the next communicator opened (it once was recognised by
+ * address, and a collective on it ran on the new one). */
+static void test_stale(const char *label, wafer_client **clients)
+{
+	enum { ROUNDS = 8 };
+	wafer_comm *stale[ROUNDS][MAX_RANKS];
+	int named = 0, closed = 0;
+
+	for (int round = 0; round < ROUNDS; round++) {
+		check(wafer_comm_open_group(clients, MAX_RANKS, stale[round]),
+		      "open_group");
+		for (int old = 0; old < round; old++)
+			for (int r = 0; r < MAX_RANKS; r++)
+				named += wafer_comm_size(stale[old][r]) != 0;
+		for (int r = 0; r < MAX_RANKS; r++)
+			check(wafer_comm_close(stale[round][r]), "comm_close");
+	}
+	wafer_comm *fresh[MAX_RANKS];
+	check(wafer_comm_open_group(clients, MAX_RANKS, fresh), "open_group");
+	for (int old = 0; old < ROUNDS; old++)
+		for (int r = 0; r < MAX_RANKS; r++)
+			closed += wafer_comm_close(stale[old][r]) == WAFER_OK;
+	is_int(named, 0, "[%s] no closed communicator's pointer names a later "
+	       "one", label);
+	is_int(closed, 0, "[%s]   ... nor closes it", label);
+	for (int r = 0; r < MAX_RANKS; r++)
+		is_status(wafer_comm_close(fresh[r]), WAFER_OK,
+			  "[%s]   ... the later one, rank %d, is still open",
+			  label, r);
+}
+
 static void test_plugin(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -874,6 +907,7 @@ static void test_plugin(void)
 			  WAFER_ERROR_INVALID_ARGUMENT,
 			  "[%s] a collective on a closed communicator", label);
 		test_failing_rank(label, clients);
+		test_stale(label, clients);
 		for (int r = 0; r < MAX_RANKS; r++) {
 			ok_clean(clients[r], label);
 			check(wafer_client_close(clients[r]), "close");
