@@ -850,6 +850,35 @@ static void test_stale(const char *label, wafer_client **clients)
 			  label, r);
 }
 
+/* A second runtime loads the same plugin and closes: the first one's
+ * clients go on (the test plugins once kept the last runtime's host
+ * services, freed with it: heap-use-after-free under the sanitizers and
+ * valgrind on the next error or log line). */
+static void test_second_runtime(wafer_runtime *rt)
+{
+	wafer_runtime *other = open_runtime_on("collective", plugin_dir);
+	check(wafer_client_close(open_client_on(other, "collective:1",
+						"mutex")),
+	      "close");
+	wafer_runtime_close(other);
+
+	wafer_client *c = open_client_on(rt, "collective:0", "mutex");
+	wafer_comm_options options = {
+		.struct_size = sizeof options,
+		.rank = 0,
+		.size = 1,
+		.native = &options,
+	};
+	wafer_comm *comm = NULL;
+	is_status(wafer_comm_open(c, &options, &comm),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "a second runtime closed: the first's plugin still reports "
+		  "errors");
+	like(wafer_last_error(), "native communicator",
+	     "  ... with its text");
+	is_status(wafer_client_close(c), WAFER_OK, "  ... and closes clients");
+}
+
 static void test_plugin(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -861,6 +890,7 @@ static void test_plugin(void)
 	}
 	snprintf(plugin_dir, sizeof plugin_dir, "%s/plugins/.libs", builddir);
 	rt = open_runtime_on("collective", plugin_dir);
+	test_second_runtime(rt);
 	for (size_t ch = 0; ch < 3; ch++) {
 		const char *label = channels[ch];
 		wafer_client *clients[MAX_RANKS];
