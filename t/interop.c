@@ -619,6 +619,15 @@ static void test_bad_input(void)
 	bad_import(&b, WAFER_ERROR_INVALID_ARGUMENT,
 		   good.object ? "object is NULL" : "address is 0",
 		   "no memory");
+	/* Once accepted: ordinal 7 on a backend of one device. */
+	b = good;
+	b.device_ordinal = good.device_ordinal + 7;
+	bad_import(&b, WAFER_ERROR_INVALID_ARGUMENT, "device ordinal",
+		   "another device's ordinal");
+	b = good;
+	b.device_ordinal = -1;
+	bad_import(&b, WAFER_ERROR_INVALID_ARGUMENT, "device ordinal",
+		   "ordinal -1");
 	b = good;
 	b.struct_size = offsetof(wafer_native_buffer, size);
 	bad_import(&b, WAFER_ERROR_INVALID_ARGUMENT, "struct_size",
