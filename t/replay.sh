@@ -58,7 +58,7 @@ line_is() {
 	printf '%s\n' "$1" | cmp -s - "$tmp/line"
 }
 
-echo "1..53"
+echo "1..59"
 
 expect() { # expect "ARGS" "LINE"
 	args=$1
@@ -130,6 +130,23 @@ bad "zero size" "a 1 0\n" "bad.trace:1: allocation of 0 bytes"
 bad "free of an unknown id" "a 1 10\nf 2\n" "bad.trace:2: free of id 2"
 bad "id allocated twice" "a 7 10\na 7 20\n" "bad.trace:2: id 7 allocated again; still live from line 1"
 bad "a field after a named one" "a 1 10 t=5 x\n" "bad.trace:1: malformed line: 'x' after a named field"
+
+# Files that are no trace, refused at once (timeout(1) bounds each: a
+# FIFO once blocked the open for ever, /dev/zero fed one endless line).
+refuses_soon() { # refuses_soon ARGS...: exits non-zero within 20 s
+	timeout 20 "$tool" "$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	[ $rc -ne 0 ] && [ $rc -ne 124 ]
+}
+mkfifo "$tmp/fifo"
+check "a FIFO is refused" refuses_soon "$tmp/fifo"
+check "  as not a regular file" has "not a regular file"
+check "/dev/zero is refused" refuses_soon /dev/zero
+check "  as not a regular file" has "not a regular file"
+awk 'BEGIN { for (i = 0; i < 2000; i++) printf "a 1 10 "; print "" }' \
+	> "$tmp/long.trace"
+check "a line of 14,000 bytes is refused" refuses "$tmp/long.trace"
+check "  as too long" has "long.trace: a line longer than 4096 bytes"
 
 # Named fields after an event (a recording's t=, wafer-memory(7)) are
 # read past: the same events, the same line.
