@@ -58,7 +58,7 @@ line_is() {
 	printf '%s\n' "$1" | cmp -s - "$tmp/line"
 }
 
-echo "1..59"
+echo "1..62"
 
 expect() { # expect "ARGS" "LINE"
 	args=$1
@@ -130,6 +130,16 @@ bad "zero size" "a 1 0\n" "bad.trace:1: allocation of 0 bytes"
 bad "free of an unknown id" "a 1 10\nf 2\n" "bad.trace:2: free of id 2"
 bad "id allocated twice" "a 7 10\na 7 20\n" "bad.trace:2: id 7 allocated again; still live from line 1"
 bad "a field after a named one" "a 1 10 t=5 x\n" "bad.trace:1: malformed line: 'x' after a named field"
+
+# 300 live allocations of 1 TiB each once drove the tool past 600 MB of
+# host memory (2 MiB per TiB, growing without bound); the null storage
+# now fails past its 128 TiB of addresses, naming the line.
+awk 'BEGIN { for (i = 1; i <= 300; i++) print "a " i " 1099511627776" }' \
+	> "$tmp/huge.trace"
+check "300 live TiB allocations are refused" refuses "$tmp/huge.trace"
+check "  at the 129th, past the address space" has \
+	"huge.trace:129: cannot reserve 1099511627776 bytes"
+check "  saying why" has "past its address space"
 
 # Files that are no trace, refused at once (timeout(1) bounds each: a
 # FIFO once blocked the open for ever, /dev/zero fed one endless line).
