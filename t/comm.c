@@ -577,6 +577,74 @@ static void *fill_then_reduce(void *data)
 }
 
 static void test_after_kernel(const char *label, wafer_client **clients,
+			      wafer_comm **comms, uint32_t size);
+
+/* Rank 0 asks for MAX, the others for SUM: the engine refuses the
+ * mismatch on every rank (at the call, or at the sync on mpsc). Each
+ * rank's client must come out usable: a kernel and a read work. */
+static void *disagree(void *data)
+{
+	struct rank *r = data;
+	float back[N];
+	wafer_handle h;
+	wafer_status st = wafer_empty(r->client, sizeof back, &h);
+
+	if (st != WAFER_OK) {
+		fail(r, "empty", st);
+		return NULL;
+	}
+	st = wafer_comm_all_reduce(r->comm, h, h, N, WAFER_DTYPE_F32,
+				   r->rank ? WAFER_REDUCE_SUM
+					   : WAFER_REDUCE_MAX);
+	if (st == WAFER_OK)
+		st = wafer_sync(r->client);
+	if (st == WAFER_OK)
+		fail(r, "a mismatched all_reduce succeeded", st);
+	st = fill_floats(r->client, h, N, 7);
+	if (st == WAFER_OK)
+		st = wafer_read(r->client, h, 0, back, sizeof back);
+	if (st == WAFER_OK)
+		st = wafer_sync(r->client);
+	if (st != WAFER_OK)
+		fail(r, "fill and read after the failure", st);
+	for (int i = 0; st == WAFER_OK && i < N; i++)
+		if (back[i] != 7.0f) {
+			if (!r->failures++)
+				snprintf(r->why, sizeof r->why,
+					 "rank %u: [%d] is %g after the fill",
+					 r->rank, i, back[i]);
+			break;
+		}
+	wafer_release(r->client, h);
+	return NULL;
+}
+
+static void test_failing_collective(const char *label, wafer_client **clients)
+{
+	struct rank ranks[MAX_RANKS];
+	pthread_t threads[MAX_RANKS];
+	wafer_comm *comms[MAX_RANKS];
+	const char *why;
+
+	check(wafer_comm_open_group(clients, MAX_RANKS, comms), "open_group");
+	set_ranks(ranks, clients, comms, MAX_RANKS, WAFER_DTYPE_F32);
+	for (uint32_t r = 0; r < MAX_RANKS; r++)
+		if (pthread_create(&threads[r], NULL, disagree, &ranks[r]))
+			bail_out("pthread_create");
+	for (uint32_t r = 0; r < MAX_RANKS; r++)
+		pthread_join(threads[r], NULL);
+	int failures = rank_failures(ranks, MAX_RANKS, &why);
+	ok(!failures, "[%s] a failing collective leaves every client usable "
+	   "%s", label, why);
+	for (uint32_t r = 0; r < MAX_RANKS; r++)
+		wafer_comm_close(comms[r]);
+	check(wafer_comm_open_group(clients, MAX_RANKS, comms), "open_group");
+	test_after_kernel(label, clients, comms, MAX_RANKS);
+	for (uint32_t r = 0; r < MAX_RANKS; r++)
+		check(wafer_comm_close(comms[r]), "comm_close");
+}
+
+static void test_after_kernel(const char *label, wafer_client **clients,
 			      wafer_comm **comms, uint32_t size)
 {
 	struct rank ranks[MAX_RANKS];
@@ -938,6 +1006,7 @@ static void test_plugin(void)
 			  "[%s] a collective on a closed communicator", label);
 		test_failing_rank(label, clients);
 		test_stale(label, clients);
+		test_failing_collective(label, clients);
 		for (int r = 0; r < MAX_RANKS; r++) {
 			ok_clean(clients[r], label);
 			check(wafer_client_close(clients[r]), "close");
