@@ -11,7 +11,12 @@
  *
  * Every open communicator is in one list (under |open_lock|): a
  * collective on a closed or made-up communicator is refused instead of
- * followed, and closing a client closes those it still has. */
+ * followed, and closing a client closes those it still has. The
+ * wafer_comm pointer a caller holds is not the record's address but a
+ * token made of an id no other communicator of the process gets (as
+ * handles carry generations): malloc hands a closed record's address to
+ * the next one, and a stale pointer must not name the new communicator.
+ * A token is never dereferenced, only looked up in the list. */
 #include "build-config.h"
 
 #include <inttypes.h>
@@ -35,47 +40,58 @@ struct wafer_comm {
 	void *native; /* the plugin's */
 	uint32_t rank;
 	uint32_t size;
+	uintptr_t token; /* what the caller holds (a wafer_comm *) */
 	struct wafer_comm *next; /* in open_comms */
 };
 
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct wafer_comm *open_comms;
+/* Odd, so a token is never NULL nor a record's (aligned) address; it
+ * would come round only after 2^63 opens (2^31 on 32-bit systems). */
+static uintptr_t next_token = 1;
+
+static wafer_comm *comm_token(const struct wafer_comm *comm)
+{
+	return (wafer_comm *)comm->token;
+}
 
 static void comm_register(struct wafer_comm *comm)
 {
 	pthread_mutex_lock(&open_lock);
+	comm->token = next_token;
+	next_token += 2;
 	comm->next = open_comms;
 	open_comms = comm;
 	pthread_mutex_unlock(&open_lock);
 }
 
-/* Takes |comm| out of the list; false when it was not in it. */
-static bool comm_unregister(struct wafer_comm *comm)
+/* Takes the communicator |token| names out of the list and returns it;
+ * NULL when none open has that token. */
+static struct wafer_comm *comm_unregister(const wafer_comm *token)
 {
-	struct wafer_comm **p;
-	bool found = false;
+	struct wafer_comm **p, *found = NULL;
 
 	pthread_mutex_lock(&open_lock);
 	for (p = &open_comms; *p; p = &(*p)->next)
-		if (*p == comm) {
-			*p = comm->next;
-			found = true;
+		if ((*p)->token == (uintptr_t)token) {
+			found = *p;
+			*p = found->next;
 			break;
 		}
 	pthread_mutex_unlock(&open_lock);
 	return found;
 }
 
-static bool comm_is_open(const struct wafer_comm *comm)
+/* The open communicator |token| names, or NULL. */
+static struct wafer_comm *comm_find(const wafer_comm *token)
 {
-	const struct wafer_comm *c;
-	bool found = false;
+	struct wafer_comm *c;
 
 	pthread_mutex_lock(&open_lock);
-	for (c = open_comms; c && !found; c = c->next)
-		found = c == comm;
+	for (c = open_comms; c && c->token != (uintptr_t)token; c = c->next)
+		;
 	pthread_mutex_unlock(&open_lock);
-	return found;
+	return c;
 }
 
 static bool has_collectives(const struct wafer_runtime_device *device)
@@ -121,7 +137,7 @@ WAFER_API wafer_status wafer_comm_id_create(wafer_client *client,
 static wafer_status comm_open(const char *fn, wafer_client *client,
 			      uint32_t rank, uint32_t size,
 			      const wafer_comm_id *id, void *native,
-			      wafer_comm **out_comm)
+			      struct wafer_comm **out_comm)
 {
 	static const wafer_comm_id zeros;
 	struct wafer_runtime_device *device = wafer_client_runtime_device(client);
@@ -184,14 +200,18 @@ WAFER_API wafer_status wafer_comm_open(wafer_client *client,
 				  "wafer_comm_open: rank %u of size %u (want "
 				  "rank < size)",
 				  options->rank, options->size);
-	return comm_open(
+	struct wafer_comm *comm = NULL;
+	status = comm_open(
 		"wafer_comm_open", client, options->rank, options->size,
 		WAFER_STRUCT_HAS(options, wafer_comm_options, id) ? options->id
 								  : NULL,
 		WAFER_STRUCT_HAS(options, wafer_comm_options, native)
 			? options->native
 			: NULL,
-		out_comm);
+		&comm);
+	if (status == WAFER_OK)
+		*out_comm = comm_token(comm);
+	return status;
 }
 
 /* The ranks of wafer_comm_open_group wait at this gate until every
@@ -211,7 +231,7 @@ struct group_rank {
 	uint32_t rank;
 	uint32_t size;
 	const wafer_comm_id *id;
-	wafer_comm *comm;
+	struct wafer_comm *comm;
 	wafer_status status;
 	char *detail; /* the failure's, from this thread's error text */
 };
@@ -370,7 +390,7 @@ WAFER_API wafer_status wafer_comm_open_group(wafer_client *const *clients,
 					: wafer_status_string(ranks[i].status));
 	for (size_t i = 0; i < count; i++) {
 		if (status == WAFER_OK)
-			out_comms[i] = ranks[i].comm;
+			out_comms[i] = comm_token(ranks[i].comm);
 		else if (ranks[i].comm)
 			comm_free(ranks[i].comm);
 		free(ranks[i].detail);
@@ -399,22 +419,23 @@ static void comm_free(struct wafer_comm *comm)
 	char *detail = strdup(wafer_error_detail());
 	wafer_status kept = WAFER_ERROR_INTERNAL;
 
-	comm_unregister(comm);
+	comm_unregister(comm_token(comm));
 	comm_finish(comm);
 	if (detail)
 		wafer_fail(kept, "%s", detail);
 	free(detail);
 }
 
-WAFER_API wafer_status wafer_comm_close(wafer_comm *comm)
+WAFER_API wafer_status wafer_comm_close(wafer_comm *token)
 {
-	if (!comm)
+	if (!token)
 		return WAFER_OK;
-	if (!comm_unregister(comm))
+	struct wafer_comm *comm = comm_unregister(token);
+	if (!comm)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_comm_close: communicator %p is not "
 				  "open (closed twice, or its client closed)",
-				  (void *)comm);
+				  (void *)token);
 	return comm_finish(comm);
 }
 
@@ -443,19 +464,22 @@ void wafer_comm_client_closing(wafer_client *client)
 			       "(rank %u of %u) still open: closing it "
 			       "(close communicators before their client)",
 			       mine->device->backend, mine->device->index,
-			       (void *)mine, mine->rank, mine->size);
+			       (void *)comm_token(mine), mine->rank,
+			       mine->size);
 		comm_finish(mine);
 		mine = next;
 	}
 }
 
-WAFER_API uint32_t wafer_comm_rank(const wafer_comm *comm)
+WAFER_API uint32_t wafer_comm_rank(const wafer_comm *token)
 {
+	const struct wafer_comm *comm = token ? comm_find(token) : NULL;
 	return comm ? comm->rank : 0;
 }
 
-WAFER_API uint32_t wafer_comm_size(const wafer_comm *comm)
+WAFER_API uint32_t wafer_comm_size(const wafer_comm *token)
 {
+	const struct wafer_comm *comm = token ? comm_find(token) : NULL;
 	return comm ? comm->size : 0;
 }
 
@@ -495,7 +519,7 @@ static wafer_status check_operand(const char *fn, const char *name,
 /* Checks a collective and queues it. |src_multiple| and |dst_multiple|
  * are how many times |count| elements each side holds (all_gather's dst
  * and reduce_scatter's src hold size times). */
-static wafer_status collective(const char *fn, struct wafer_comm *comm,
+static wafer_status collective(const char *fn, wafer_comm *token,
 			       wafer_collective_kind kind, wafer_handle src,
 			       wafer_handle dst, size_t count,
 			       wafer_dtype dtype, wafer_reduce_op op,
@@ -507,14 +531,15 @@ static wafer_status collective(const char *fn, struct wafer_comm *comm,
 		       kind == WAFER_COLLECTIVE_REDUCE_SCATTER;
 	wafer_status status;
 
-	if (!comm)
+	if (!token)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: comm is NULL",
 				  fn);
-	if (!comm_is_open(comm))
+	struct wafer_comm *comm = comm_find(token);
+	if (!comm)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "%s: communicator %p is not open (closed, "
 				  "or its client closed)",
-				  fn, (void *)comm);
+				  fn, (void *)token);
 	elem = wafer_dtype_size(dtype);
 	if (!elem)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,

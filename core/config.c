@@ -660,9 +660,13 @@ static wafer_status parse_text(struct config_load *load, const char *text,
 
 /* Reads a whole file into a malloc'd buffer. Returns 0, or an errno
  * value: ENOENT/ENOTDIR (absent), EISDIR, EFBIG (over CONFIG_FILE_MAX),
- * ENOMEM, or whatever open/read said. Not only regular files: a pipe
- * works too (WAFER_CONFIG=<(...)). */
-static int read_file(const char *path, char **out_text, size_t *out_len)
+ * ENODEV (not a regular file, with |regular_only|), ENOMEM, or whatever
+ * open/read said. Without |regular_only| a pipe works too
+ * (WAFER_CONFIG=<(...)); the files in the usual places must be regular,
+ * since a FIFO there that a writer holds open would block every program
+ * for ever. */
+static int read_file(const char *path, bool regular_only, char **out_text,
+		     size_t *out_len)
 {
 	struct stat st;
 	size_t len = 0, capacity = 4096;
@@ -680,6 +684,10 @@ static int read_file(const char *path, char **out_text, size_t *out_len)
 	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
 		close(fd);
 		return EISDIR;
+	}
+	if (regular_only && !S_ISREG(st.st_mode)) {
+		close(fd);
+		return ENODEV;
 	}
 	int fd_flags = fcntl(fd, F_GETFL);
 	if (fd_flags == -1 || fcntl(fd, F_SETFL, fd_flags & ~O_NONBLOCK) == -1) {
@@ -727,11 +735,14 @@ static const char *describe_errno(int err)
 {
 	if (err == EFBIG)
 		return "larger than 1 MiB: not a configuration file";
+	if (err == ENODEV)
+		return "not a regular file (only WAFER_CONFIG may name a "
+		       "pipe or FIFO)";
 	return strerror(err);
 }
 
-wafer_status wafer_config_load_file(struct wafer_config *config,
-				    const char *path, bool tolerant)
+static wafer_status load_path(struct wafer_config *config, const char *path,
+			      bool regular_only, bool tolerant)
 {
 	struct config_load load;
 	char *text;
@@ -743,7 +754,7 @@ wafer_status wafer_config_load_file(struct wafer_config *config,
 	wafer_status status = load_begin(&load, config, path, tolerant);
 	if (status != WAFER_OK)
 		return status;
-	int err = read_file(path, &text, &len);
+	int err = read_file(path, regular_only, &text, &len);
 	if (wafer_errno_absent(err)) {
 		load.source->state = WAFER_CONFIG_SOURCE_ABSENT;
 		wafer_log_debug("config", "%s: not there", path);
@@ -759,6 +770,19 @@ wafer_status wafer_config_load_file(struct wafer_config *config,
 	if (status == WAFER_OK)
 		wafer_log_debug("config", "%s: read", path);
 	return status;
+}
+
+wafer_status wafer_config_load_file(struct wafer_config *config,
+				    const char *path, bool tolerant)
+{
+	return load_path(config, path, false, tolerant);
+}
+
+/* A file in one of the usual places: a regular file, or a problem. */
+static wafer_status load_usual_file(struct wafer_config *config,
+				    const char *path, bool tolerant)
+{
+	return load_path(config, path, true, tolerant);
 }
 
 wafer_status wafer_config_load_string(struct wafer_config *config,
@@ -868,7 +892,7 @@ wafer_status wafer_config_load_dir(struct wafer_config *config,
 	}
 	for (size_t i = 0; i < count && status == WAFER_OK; i++) {
 		char *path = path_join(dir, names[i]);
-		status = path ? wafer_config_load_file(config, path, tolerant)
+		status = path ? load_usual_file(config, path, tolerant)
 			      : out_of_memory();
 		free(path);
 	}
@@ -1088,13 +1112,12 @@ static wafer_status load_chain_files(struct wafer_config *config,
 		free(extra_copy);
 		return status;
 	}
-	status = wafer_config_load_file(config, files.system_file, tolerant);
+	status = load_usual_file(config, files.system_file, tolerant);
 	if (status == WAFER_OK)
 		status = wafer_config_load_dir(config, files.dropin_dir,
 					       tolerant);
 	if (status == WAFER_OK && files.user_file)
-		status = wafer_config_load_file(config, files.user_file,
-						tolerant);
+		status = load_usual_file(config, files.user_file, tolerant);
 	if (status == WAFER_OK && extra)
 		status = load_named_file(config, extra, tolerant);
 	free_chain_files(&files);

@@ -80,13 +80,14 @@ wafer_status wafer_config_load_chain(struct wafer_config *config,
 				     const wafer_option *options,
 				     size_t option_count, bool tolerant);
 
-/* Parses one file and applies it. A missing file is recorded as ABSENT
- * and returns WAFER_OK. */
+/* Parses one file (or pipe) and applies it. A missing file is recorded
+ * as ABSENT and returns WAFER_OK. */
 wafer_status wafer_config_load_file(struct wafer_config *config,
 				    const char *path, bool tolerant);
 
 /* Applies every *.conf in |dir|, sorted by name (strcmp). A missing
- * directory is not an error. */
+ * directory is not an error; a drop-in that is not a regular file (a
+ * FIFO) is a problem, never read. */
 wafer_status wafer_config_load_dir(struct wafer_config *config,
 				   const char *dir, bool tolerant);
 

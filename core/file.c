@@ -23,7 +23,9 @@ int wafer_file_read(const char *path, size_t limit, char **out_data,
 
 	*out_data = NULL;
 	*out_size = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO at |path| must not block the open; it is then
+	 * refused as not a regular file (where O_NONBLOCK changes nothing). */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return errno;
 	if (fstat(fd, &st) != 0) {

@@ -18,6 +18,21 @@ static _Atomic uint32_t next_tag;
  * (one past the highest any earlier one did). Zero pages cost nothing
  * until a tag is used. */
 static _Atomic uint32_t tag_first_generation[1u << 16];
+/* One bit per tag held by an open client: a tag comes round only once
+ * its last holder has closed. */
+static _Atomic uint64_t tag_live[(1u << 16) / 64];
+
+/* Claims |tag| unless an open client holds it. */
+static bool tag_claim(uint16_t tag)
+{
+	uint64_t bit = UINT64_C(1) << (tag % 64);
+	return !(atomic_fetch_or(&tag_live[tag / 64], bit) & bit);
+}
+
+static void tag_free(uint16_t tag)
+{
+	atomic_fetch_and(&tag_live[tag / 64], ~(UINT64_C(1) << (tag % 64)));
+}
 
 /* The highest generation a handle carries; a slot reaching it retires. */
 #define LAST_GENERATION ((uint32_t)GENERATION_MASK)
@@ -42,25 +57,35 @@ wafer_status wafer_handle_table_init(struct wafer_handle_table *table,
 				   ? max_handles
 				   : WAFER_HANDLE_MAX_SLOTS;
 	/* Tags 1..65535: a handle is never all zero, and handles of live
-	 * clients differ (up to 65,535 of them); a reused tag starts past
-	 * its earlier clients' generations. */
-	uint32_t tries = 0;
-	do {
+	 * clients differ (a tag an open client holds is skipped, so at most
+	 * 65,535 clients are open at once); a reused tag starts past its
+	 * earlier clients' generations. */
+	bool found = false;
+	for (uint32_t tries = 0; !found && tries < 65535u; tries++) {
 		table->tag =
 			(uint16_t)(atomic_fetch_add(&next_tag, 1) % 65535u + 1u);
+		if (!tag_claim(table->tag))
+			continue;
 		table->first_generation =
 			atomic_load(&tag_first_generation[table->tag]);
-	} while (table->first_generation >= TAG_SPENT && ++tries < 65535u);
-	if (table->first_generation >= TAG_SPENT)
+		found = table->first_generation < TAG_SPENT;
+		if (!found)
+			tag_free(table->tag);
+	}
+	if (!found)
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "every client tag has issued all its handles");
+				  "no client tag is free: 65,535 clients are "
+				  "open, or every tag has issued all its "
+				  "handles; close clients that are done");
 	atomic_init(&table->free_head, 0);
 	atomic_init(&table->next_unused, 1);
 	atomic_init(&table->live, 0);
 	for (size_t i = 0; i < WAFER_HANDLE_MAX_BLOCKS; i++)
 		atomic_init(&table->blocks[i], NULL);
-	if (pthread_mutex_init(&table->lock, NULL) != 0)
+	if (pthread_mutex_init(&table->lock, NULL) != 0) {
+		tag_free(table->tag);
 		return wafer_fail(WAFER_ERROR_INTERNAL, "pthread_mutex_init failed");
+	}
 	return WAFER_OK;
 }
 
@@ -88,6 +113,7 @@ void wafer_handle_table_fini(struct wafer_handle_table *table)
 	for (size_t i = 0; i < WAFER_HANDLE_MAX_BLOCKS; i++)
 		free(atomic_load(&table->blocks[i]));
 	pthread_mutex_destroy(&table->lock);
+	tag_free(table->tag);
 }
 
 static struct wafer_handle_slot *slot_at(struct wafer_handle_table *table,

@@ -17,10 +17,12 @@
  *
  * No handle is ever issued twice in a process. Generations never wrap: a
  * slot whose generation reaches the largest a handle can carry is retired
- * (never recycled: one slot per 16 M reuses). Tags are reused after
- * 65,535 client opens, so each tag remembers the generations its earlier
- * clients issued, and a new client with that tag starts its slots past
- * them; a tag whose generations are all spent is not handed out again.
+ * (never recycled: one slot per 16 M reuses). A tag held by an open
+ * client is never handed to another (so at most 65,535 clients are open
+ * at once); a closed client's tag is reused, so each tag remembers the
+ * generations its earlier clients issued, and a new client with that tag
+ * starts its slots past them; a tag whose generations are all spent is
+ * not handed out again.
  *
  * Donation (ops.h, WAFER_DONATE_INPUT) is the other way a generation
  * ends: wafer_handle_table_donate() bumps the generation of a live slot

@@ -18,7 +18,7 @@
 
 struct wafer_scope_record {
 	uint64_t id;
-	pthread_t owner;
+	uint64_t owner; /* thread_id() of the thread that began it */
 	struct wafer_scope_record *outer; /* the next older open scope */
 	wafer_handle *refs;               /* in creation order */
 	size_t count, capacity;
@@ -30,6 +30,43 @@ struct wafer_scope_record {
 /* Scope ids of the whole process: a scope of one client is never one of
  * another, and an ended scope's id is never open again. */
 static _Atomic uint64_t next_id = 1;
+
+/* Threads are told apart by an id of their own, never by pthread_t: a
+ * thread that exits inside a scope leaves it open, and the next thread
+ * that gets the same pthread_t must not have its handles join it. */
+static _Atomic uint64_t next_thread = 1;
+static _Thread_local uint64_t my_thread;
+/* Scopes this thread began and has not ended (on every client); a
+ * thread that exits with some is reported (exit_key's destructor). */
+static _Thread_local uint32_t my_open;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void thread_exits(void *unused)
+{
+	(void)unused;
+	if (my_open)
+		wafer_log_warn("core",
+			       "a thread exited with %" PRIu32 " scope(s) "
+			       "open (wafer_scope_begin without "
+			       "wafer_scope_end): their handles stay until "
+			       "their client closes, and no other thread's "
+			       "join them; end every scope in the thread "
+			       "that began it",
+			       my_open);
+}
+
+static void make_exit_key(void)
+{
+	pthread_key_create(&exit_key, thread_exits);
+}
+
+static uint64_t thread_id(void)
+{
+	if (!my_thread)
+		my_thread = atomic_fetch_add(&next_thread, 1);
+	return my_thread;
+}
 
 wafer_status wafer_scopes_init(struct wafer_scopes *scopes,
 			       struct wafer_handle_table *handles)
@@ -68,9 +105,9 @@ size_t wafer_scopes_fini(struct wafer_scopes *scopes)
 
 /* The calling thread's innermost open scope at or below |from|, or NULL. */
 static struct wafer_scope_record *own_from(struct wafer_scope_record *from,
-					   pthread_t self)
+					   uint64_t self)
 {
-	while (from && !pthread_equal(from->owner, self))
+	while (from && from->owner != self)
 		from = from->outer;
 	return from;
 }
@@ -131,7 +168,7 @@ static wafer_status own_scope(struct wafer_scopes *scopes, const char *fn,
 				  "client (ended already, begun on another "
 				  "client, or never begun)",
 				  fn, scope.bits);
-	if (!pthread_equal(record->owner, pthread_self()))
+	if (record->owner != thread_id())
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "%s: scope %" PRIu64 " belongs to another "
 				  "thread (a scope is kept in and ended by the "
@@ -153,7 +190,7 @@ wafer_status wafer_scopes_enter(struct wafer_scopes *scopes,
 	wafer_status status = WAFER_OK;
 	pthread_mutex_lock(&scopes->lock);
 	struct wafer_scope_record *record =
-		own_from(scopes->newest, pthread_self());
+		own_from(scopes->newest, thread_id());
 	if (record) {
 		status = make_room(scopes, record, 1);
 		if (status == WAFER_OK)
@@ -170,7 +207,7 @@ wafer_status wafer_scopes_room(struct wafer_scopes *scopes)
 	wafer_status status = WAFER_OK;
 	pthread_mutex_lock(&scopes->lock);
 	struct wafer_scope_record *record =
-		own_from(scopes->newest, pthread_self());
+		own_from(scopes->newest, thread_id());
 	if (record)
 		status = make_room(scopes, record, 1);
 	pthread_mutex_unlock(&scopes->lock);
@@ -207,7 +244,12 @@ WAFER_API wafer_status wafer_scope_begin(wafer_client *client,
 					  "memory");
 	}
 	record->id = atomic_fetch_add(&next_id, 1);
-	record->owner = pthread_self();
+	record->owner = thread_id();
+	/* A non-NULL value, so that thread_exits runs when the thread
+	 * exits. */
+	pthread_once(&exit_key_once, make_exit_key);
+	pthread_setspecific(exit_key, &my_open);
+	my_open++;
 	record->count = 0;
 
 	pthread_mutex_lock(&scopes->lock);
@@ -252,6 +294,7 @@ WAFER_API wafer_status wafer_scope_end(wafer_client *client,
 	*link = record->outer;
 	atomic_fetch_sub_explicit(&scopes->open, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&scopes->lock);
+	my_open--;
 
 	/* Newest first, each as wafer_release: ordered after the work issued
 	 * before, so a buffer goes back to the cache once its last kernel

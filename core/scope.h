@@ -18,7 +18,10 @@
  *
  * Threads. Scopes belong to the thread that began them: a thread's new
  * handles enter its own innermost scope on the client and no other
- * thread's. All open scopes of a client (of every thread) sit on one
+ * thread's. A thread is known by an id of its own, never reused (not by
+ * pthread_t, which a later thread may get): a scope whose thread exited
+ * captures no one's handles, stays open until the client closes, and the
+ * exit is reported with a warning. All open scopes of a client (of every thread) sit on one
  * list, newest first, under |lock|; |open| counts them so that a client
  * with none (the usual case) pays one relaxed load per creation.
  *

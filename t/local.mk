@@ -12,7 +12,12 @@ AM_TESTS_ENVIRONMENT = \
 	T_BUILDDIR='$(abs_top_builddir)/t'; T_SRCDIR='$(abs_top_srcdir)/t'; \
 	SANITIZER_FLAGS='$(SANITIZER_FLAGS)'; export SANITIZER_FLAGS; \
 	LSAN_OPTIONS="intercept_tls_get_addr=0:print_suppressions=0:suppressions=$(abs_top_srcdir)/t/lsan-opencl.supp$${LSAN_OPTIONS:+:$$LSAN_OPTIONS}"; \
-	export WAFER_PLUGIN_PATH WAFER_SYSCONFDIR XDG_CONFIG_HOME XDG_CACHE_HOME T_BUILDDIR T_SRCDIR LSAN_OPTIONS;
+	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1$${UBSAN_OPTIONS:+:$$UBSAN_OPTIONS}"; \
+	export WAFER_PLUGIN_PATH WAFER_SYSCONFDIR XDG_CONFIG_HOME XDG_CACHE_HOME T_BUILDDIR T_SRCDIR LSAN_OPTIONS UBSAN_OPTIONS;
+# UBSAN_OPTIONS: a report stops the test with its stack (a test that only
+# printed one would still pass), whoever runs `make check` in a sanitizer
+# build; the build's -fno-sanitize-recover does the same for the checks
+# it covers.
 # LSAN_OPTIONS, for runs on the OpenCL plugin (PoCL in CI); harmless
 # without sanitizers, and a caller's own LSAN_OPTIONS come after them:
 #  - intercept_tls_get_addr=0: LeakSanitizer's final scan crashes

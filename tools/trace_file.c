@@ -1,17 +1,25 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * trace_file.c: reads a trace file line by line through zlib (which reads
- * plain files as they are). */
+ * plain files as they are). Only a regular file, opened without
+ * blocking (a FIFO once blocked the open for ever, and /dev/zero fed one
+ * line without end), with lines of at most MAX_LINE bytes. */
 #include "build-config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
 #include "tools/trace_file.h"
+
+/* An event line is a few dozen bytes; named fields add some. */
+#define MAX_LINE 4096
 
 /* Reads one line of any length into |*buf|: 1 with a line, 0 at end of
  * file, -1 with the reason in |why|. */
@@ -20,6 +28,11 @@ static int read_line(gzFile in, const char *path, char **buf, size_t *size,
 {
 	size_t used = 0;
 	for (;;) {
+		if (used >= MAX_LINE) {
+			snprintf(why, why_size, "%s: a line longer than %d "
+				 "bytes: not a trace", path, MAX_LINE);
+			return -1;
+		}
 		if (used + 2 > *size) {
 			size_t grown = *size ? *size * 2 : 256;
 			char *b = realloc(*buf, grown);
@@ -50,11 +63,24 @@ static int read_line(gzFile in, const char *path, char **buf, size_t *size,
 bool wafer_trace_load(const char *path, struct wafer_trace *t, char *why,
 		      size_t why_size)
 {
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		snprintf(why, why_size, "%s: %s", path, strerror(errno));
+		return false;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		snprintf(why, why_size, "%s: not a regular file (a trace is "
+			 "read from a file, plain or gzip)", path);
+		close(fd);
+		return false;
+	}
 	errno = 0;
-	gzFile in = gzopen(path, "rb");
+	gzFile in = gzdopen(fd, "rb");
 	if (!in) {
 		snprintf(why, why_size, "%s: %s", path,
 			 errno ? strerror(errno) : "cannot open");
+		close(fd);
 		return false;
 	}
 	gzbuffer(in, 1 << 16);

@@ -5,6 +5,8 @@
  * on each line are the result. */
 #include "build-config.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,24 @@ void bench_check(wafer_status status, const char *what)
 	fprintf(stderr, "wafer-bench: %s: %s: %s\n", what,
 		wafer_status_string(status), wafer_last_error());
 	exit(1);
+}
+
+uint64_t bench_count(const char *bench, const char *what, const char *text,
+		     uint64_t max)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	/* strtoull takes a sign (and negates): only digits are a count. */
+	if (text[0] < '0' || text[0] > '9' || *end || errno || v == 0 ||
+	    v > max) {
+		fprintf(stderr,
+			"wafer-bench %s: %s '%s' is not a whole number from 1 "
+			"to %" PRIu64 "\n",
+			bench, what, text, max);
+		exit(2);
+	}
+	return v;
 }
 
 wafer_client *bench_open_client(wafer_runtime *runtime, const char *channel,

@@ -2,36 +2,98 @@
  *
  * direct.c: the `direct` channel — the command runs at once in the
  * caller's thread with no lock. Only for clients used by one thread at a
- * time; it exists so that such programs pay nothing for thread safety. */
+ * time; it exists so that such programs pay nothing for thread safety.
+ *
+ * A second thread calling while one is inside is refused, in every
+ * build, with an error naming the channel (running both would corrupt
+ * the client): one compare-and-swap marks the client as used by the
+ * calling thread, one store ends that. A call from inside a call on the
+ * same thread (a release callback calling the client) is fine. */
 #include "build-config.h"
 
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
 #include "core/channel/channel.h"
+#include "core/error.h"
 #include "core/interop.h"
+
+struct direct {
+	struct wafer_bridge *bridge;
+	/* The thread inside a call (its this_thread's address), or 0. */
+	_Atomic uintptr_t user;
+};
+
+/* Its address tells the live threads apart. */
+static _Thread_local char this_thread;
 
 static wafer_status direct_create(struct wafer_bridge *bridge, void **out_self)
 {
-	*out_self = bridge;
+	struct direct *d = malloc(sizeof *d);
+	if (!d)
+		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+				  "direct channel: out of host memory");
+	d->bridge = bridge;
+	atomic_init(&d->user, 0);
+	*out_self = d;
 	return WAFER_OK;
 }
 
 static void direct_destroy(void *self)
 {
+	free(self);
+}
+
+/* Marks the client as used by the calling thread; |*outer| false for a
+ * call from inside one on the same thread (which leaves the mark). */
+static wafer_status enter(struct direct *d, bool *outer)
+{
+	uintptr_t me = (uintptr_t)&this_thread, user = 0;
+	*outer = atomic_compare_exchange_strong_explicit(
+		&d->user, &user, me, memory_order_acquire, memory_order_relaxed);
+	if (*outer || user == me)
+		return WAFER_OK;
+	return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+			  "client on the direct channel called from two "
+			  "threads at once: direct is for one thread at a "
+			  "time (use the mutex or mpsc channel, "
+			  "wafer_client_options.channel or [core] channel, "
+			  "to share a client between threads)");
+}
+
+static void leave(struct direct *d, bool outer)
+{
+	if (outer)
+		atomic_store_explicit(&d->user, 0, memory_order_release);
 }
 
 static wafer_status direct_submit(void *self, struct wafer_command *command)
 {
-	struct wafer_bridge *bridge = self;
-	wafer_status status = wafer_bridge_run(bridge, command);
+	struct direct *d = self;
+	bool outer;
+	wafer_status status = enter(d, &outer);
+	if (status != WAFER_OK)
+		return status;
+	status = wafer_bridge_run(d->bridge, command);
 	/* Released imported memory: its callbacks, after the command. */
-	if (__builtin_expect(bridge->released != NULL, 0))
-		wafer_foreign_notify(wafer_bridge_take_released(bridge));
+	if (__builtin_expect(d->bridge->released != NULL, 0))
+		wafer_foreign_notify(wafer_bridge_take_released(d->bridge));
+	leave(d, outer);
 	return status;
 }
 
 static wafer_status direct_execute(void *self,
 				   struct wafer_execute_request *request)
 {
-	return wafer_bridge_execute(self, request);
+	struct direct *d = self;
+	bool outer;
+	wafer_status status = enter(d, &outer);
+	if (status != WAFER_OK)
+		return status;
+	status = wafer_bridge_execute(d->bridge, request);
+	leave(d, outer);
+	return status;
 }
 
 WAFER_CHANNEL_OPS(direct);

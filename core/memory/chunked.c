@@ -13,6 +13,9 @@
  *      accepts (the slice is at least slice_ratio of the chunk, and within
  *      slice_min..slice_max when those are set);
  *   5. else allocates a new chunk of exactly the size.
+ * The search of steps 3 and 4 walks only the free chunks (their own
+ * list), never the live ones: a walk over every chunk made a trace with
+ * many live blocks quadratic.
  * A chunk carries at most one slice: the rest of it is idle until the
  * slice goes, which is why the ratio matters — a 10-byte slice must not
  * pin a 1 GB chunk. Simple and predictable on static shapes; on dynamic
@@ -46,6 +49,7 @@ struct chunk {
 					  * size is the aligned size */
 	enum chunk_state state;
 	struct chunk *next_released; /* CHUNK_SLICE_FREE, awaiting the drop */
+	struct chunk *free_prev, *free_next; /* CHUNK_FREE: the free list */
 };
 
 enum dealloc_mode { DEALLOC_RESERVES, DEALLOC_SECONDS, DEALLOC_NEVER };
@@ -55,6 +59,7 @@ enum dealloc_mode { DEALLOC_RESERVES, DEALLOC_SECONDS, DEALLOC_NEVER };
 struct chunked_state {
 	struct wafer_memory_base base;
 	struct chunk *released; /* slices to drop at the next reserve */
+	struct chunk *free;     /* every CHUNK_FREE chunk */
 
 	double slice_ratio;
 	uint64_t slice_min, slice_max;
@@ -161,9 +166,29 @@ static wafer_status chunked_setup(void *self,
  * Chunks
  *===----------------------------------------------------------------------===*/
 
-static struct chunk *chunk_of(struct wafer_memory_chunk *c)
+/* Puts |c| on the free list (state CHUNK_FREE, counted as cached). */
+static void free_push(struct chunked_state *st, struct chunk *c)
 {
-	return (struct chunk *)c;
+	c->state = CHUNK_FREE;
+	c->free_prev = NULL;
+	c->free_next = st->free;
+	if (st->free)
+		st->free->free_prev = c;
+	st->free = c;
+	st->base.stats.cached_bytes += c->chunk.size;
+}
+
+/* Takes |c| off the free list (the caller sets its new state). */
+static void free_remove(struct chunked_state *st, struct chunk *c)
+{
+	if (c->free_prev)
+		c->free_prev->free_next = c->free_next;
+	else
+		st->free = c->free_next;
+	if (c->free_next)
+		c->free_next->free_prev = c->free_prev;
+	c->free_prev = c->free_next = NULL;
+	st->base.stats.cached_bytes -= c->chunk.size;
 }
 
 /* A released slice stays in its chunk until the next reserve drops it. */
@@ -173,21 +198,16 @@ static void drop_released_slices(struct chunked_state *st)
 		struct chunk *c = st->released;
 		st->released = c->next_released;
 		c->next_released = NULL;
-		c->state = CHUNK_FREE;
-		st->base.stats.cached_bytes += c->chunk.size;
+		free_push(st, c);
 	}
 }
 
 static void dealloc_free_chunks(struct chunked_state *st)
 {
-	struct wafer_memory_chunk *c = st->base.chunks.head;
-	while (c) {
-		struct wafer_memory_chunk *next = c->next;
-		if (chunk_of(c)->state == CHUNK_FREE) {
-			st->base.stats.cached_bytes -= c->size;
-			wafer_memory_chunk_free(&st->base, c);
-		}
-		c = next;
+	while (st->free) {
+		struct chunk *c = st->free;
+		free_remove(st, c);
+		wafer_memory_chunk_free(&st->base, &c->chunk);
 	}
 	st->reserves_since = 0;
 	st->last_dealloc_ns = wafer_memory_clock_ns();
@@ -232,26 +252,23 @@ static wafer_status chunked_reserve(void *self, size_t size,
 	run_dealloc_policy(st);
 
 	struct chunk *smallest = NULL, *c = NULL;
-	for (struct wafer_memory_chunk *m = st->base.chunks.head; m;
-	     m = m->next) {
-		if (chunk_of(m)->state != CHUNK_FREE || m->size < aligned)
+	for (struct chunk *f = st->free; f; f = f->free_next) {
+		size_t have = f->chunk.size;
+		if (have < aligned)
 			continue;
-		if (m->size == aligned) {
-			c = chunk_of(m);
+		if (have == aligned) {
+			c = f;
 			break;
 		}
-		if (slice_allowed(st, aligned, m->size) &&
-		    (!smallest || m->size < smallest->chunk.size))
-			smallest = chunk_of(m);
+		if (slice_allowed(st, aligned, have) &&
+		    (!smallest || have < smallest->chunk.size))
+			smallest = f;
 	}
-	if (c) {
-		c->state = CHUNK_WHOLE;
-	} else if (smallest) {
+	if (!c)
 		c = smallest;
-		c->state = CHUNK_SLICED;
-	}
 	if (c) {
-		st->base.stats.cached_bytes -= c->chunk.size;
+		free_remove(st, c);
+		c->state = c == smallest ? CHUNK_SLICED : CHUNK_WHOLE;
 		st->base.stats.hits++;
 		wafer_memory_chunk_slice(&c->chunk, out);
 		return WAFER_OK;
@@ -272,8 +289,7 @@ static void chunked_release(void *self, const struct wafer_slice *slice)
 	struct chunked_state *st = self;
 	struct chunk *c = slice->token;
 	if (c->state == CHUNK_WHOLE) {
-		c->state = CHUNK_FREE;
-		st->base.stats.cached_bytes += c->chunk.size;
+		free_push(st, c);
 	} else if (c->state == CHUNK_SLICED) {
 		c->state = CHUNK_SLICE_FREE;
 		c->next_released = st->released;

@@ -3,6 +3,7 @@
  * (null_storage.h). */
 #include "build-config.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +32,22 @@ struct null_device {
 	struct wafer_u64map ranges; /* resource -> struct null_range * */
 	bool whole_maps;
 	uint64_t bytes;             /* allocated + mapped */
+	uint64_t addresses;         /* allocated + reserved: at most
+				     * ADDRESS_SPACE */
 	/* Physical allocations made by vm_map and given back by vm_unmap:
 	 * one per page, or with whole_maps one per vm_map call. */
 	uint64_t phys_maps, phys_unmaps;
 	uint64_t violations;
 	char first_violation[256];
 };
+
+/* The addresses the null storage hands out, allocations and vm ranges
+ * together: 128 TiB, the user address space of an x86-64 process (a
+ * device's own is no larger). The state
+ * kept per range (a bit per page) grows with what is reserved, so a
+ * trace of absurd sizes fails at this bound instead of exhausting the
+ * host. */
+#define ADDRESS_SPACE (UINT64_C(1) << 47)
 
 static void violation(struct null_device *d, const char *format, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -73,6 +84,22 @@ static wafer_resource take_address(struct null_device *d, size_t size,
 	return base;
 }
 
+/* Counts |size| more bytes of addresses, or fails naming |what| when
+ * they pass ADDRESS_SPACE. */
+static bool addresses_take(struct null_device *d, const char *what,
+			   size_t size)
+{
+	if (size > ADDRESS_SPACE - d->addresses) {
+		wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
+			   "null storage: %s of %zu bytes: past its address "
+			   "space of %" PRIu64 " bytes (%" PRIu64 " in use)",
+			   what, size, ADDRESS_SPACE, d->addresses);
+		return false;
+	}
+	d->addresses += size;
+	return true;
+}
+
 static wafer_status null_alloc(void *device, size_t size,
 			       wafer_resource *out_resource)
 {
@@ -83,10 +110,14 @@ static wafer_status null_alloc(void *device, size_t size,
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "null storage: alloc of 0 bytes");
 	}
+	if (!addresses_take(d, "alloc", size))
+		return WAFER_ERROR_OUT_OF_MEMORY;
 	wafer_resource r = take_address(d, size, d->alignment);
-	if (!wafer_u64map_put(&d->allocs, r, size))
+	if (!wafer_u64map_put(&d->allocs, r, size)) {
+		d->addresses -= size;
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
 				  "null storage: out of host memory");
+	}
 	d->bytes += size;
 	*out_resource = r;
 	return WAFER_OK;
@@ -96,8 +127,10 @@ static void null_free(void *device, wafer_resource resource)
 {
 	struct null_device *d = device;
 	uint64_t size;
-	if (take(d, &d->allocs, resource, "free of unknown resource", &size))
+	if (take(d, &d->allocs, resource, "free of unknown resource", &size)) {
 		d->bytes -= size;
+		d->addresses -= size;
+	}
 }
 
 static wafer_status null_alloc_async(void *device, void *queue, size_t size,
@@ -151,6 +184,8 @@ static wafer_status null_vm_reserve(void *device, size_t size,
 				  "null storage: vm_reserve(%zu) not a "
 				  "multiple of %zu", size, d->granularity);
 	}
+	if (!addresses_take(d, "vm_reserve", size))
+		return WAFER_ERROR_OUT_OF_MEMORY;
 	struct null_range *range = calloc(1, sizeof *range);
 	size_t pages = size / d->granularity;
 	uint8_t *bits = range ? calloc((pages + 7) / 8, 1) : NULL;
@@ -158,6 +193,7 @@ static wafer_status null_vm_reserve(void *device, size_t size,
 	if (!starts) {
 		free(bits);
 		free(range);
+		d->addresses -= size;
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
 				  "null storage: out of host memory");
 	}
@@ -170,6 +206,7 @@ static wafer_status null_vm_reserve(void *device, size_t size,
 		free(starts);
 		free(bits);
 		free(range);
+		d->addresses -= size;
 		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
 				  "null storage: out of host memory");
 	}
@@ -194,6 +231,7 @@ static void null_vm_release(void *device, wafer_resource range_id)
 		return;
 	struct null_range *range = (struct null_range *)(uintptr_t)value;
 	d->bytes -= range->mapped_bytes;
+	d->addresses -= range->size;
 	free(range->mapped);
 	free(range->starts);
 	free(range);

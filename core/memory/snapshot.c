@@ -224,7 +224,8 @@ void wafer_memory_snapshot_sort(struct wafer_memory_snapshot *s)
 	free(s->index);
 	s->index = NULL;
 	s->indexed = 0;
-	qsort(s->items, s->count, sizeof *s->items, by_place);
+	if (s->count > 1) /* qsort(NULL, 0, ...) is undefined */
+		qsort(s->items, s->count, sizeof *s->items, by_place);
 }
 
 void wafer_memory_snapshot_fini(struct wafer_memory_snapshot *s)

@@ -132,6 +132,14 @@ wafer_status wafer_view_check(wafer_client *client, const char *op,
 				  "%s: input %s has rank %" PRIu32
 				  ", the most is %d",
 				  op, name, t->rank, WAFER_MAX_RANK);
+	if (t->strided > 1 || t->reserved)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "%s: input %s: %s is %" PRIu32 ", not %s "
+				  "(a view made by hand? start from "
+				  "wafer_tensor_view)",
+				  op, name, t->reserved ? "reserved" : "strided",
+				  t->reserved ? t->reserved : t->strided,
+				  t->reserved ? "0" : "0 or 1");
 	for (uint32_t d = 0; d < t->rank; d++)
 		if (t->shape[d] == 0)
 			return wafer_fail(

@@ -683,6 +683,28 @@ wafer_plugin_import_check(const struct wafer_host_services *host,
 	return WAFER_OK;
 }
 
+/* The second check of storage.import: |buffer|'s device_ordinal is 0
+ * (what a caller whose struct ends before it passes) or |ordinal|, the
+ * one the plugin's storage.native reports for its device (0 where the
+ * backend has no numbering: cpu, OpenCL). Else
+ * WAFER_ERROR_INVALID_ARGUMENT and "<plugin>: import: device ordinal
+ * <n>, not <ordinal>". */
+static inline wafer_status
+wafer_plugin_import_ordinal(const struct wafer_host_services *host,
+			    const char *plugin,
+			    const struct wafer_native_buffer *buffer,
+			    int ordinal)
+{
+	if (buffer->device_ordinal != 0 && buffer->device_ordinal != ordinal) {
+		host->set_error("%s: import: device ordinal %d, not %d (the "
+				"device's own number, as wafer_handle_native "
+				"reports it)",
+				plugin, buffer->device_ordinal, ordinal);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return WAFER_OK;
+}
+
 /* storage.forget for a plugin whose import keeps no record: the resource
  * is the caller's memory itself, never the plugin's to free. */
 static inline void wafer_plugin_forget_nothing(void *device,

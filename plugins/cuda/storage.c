@@ -779,6 +779,9 @@ static wafer_status cuda_storage_import(void *device,
 	status = wafer_plugin_import_check(dev->host, "cuda", buffer,
 					   WAFER_NATIVE_CUDA_POINTER,
 					   "cuda-pointer", out_resource);
+	if (status == WAFER_OK)
+		status = wafer_plugin_import_ordinal(dev->host, "cuda", buffer,
+						     dev->ordinal);
 	if (status != WAFER_OK)
 		return status;
 	if (buffer->context && buffer->context != dev->ctx) {

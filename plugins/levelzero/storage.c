@@ -577,6 +577,10 @@ static wafer_status lz_storage_import(void *device,
 	status = wafer_plugin_import_check(lz_host(dev), "levelzero", buffer,
 					   WAFER_NATIVE_LEVELZERO_POINTER,
 					   "levelzero-pointer", out_resource);
+	if (status == WAFER_OK)
+		status = wafer_plugin_import_ordinal(lz_host(dev), "levelzero",
+						     buffer,
+						     lz_device_ordinal(dev));
 	if (status != WAFER_OK)
 		return status;
 	if (buffer->context && buffer->context != (void *)dev->context) {

@@ -421,6 +421,8 @@ static wafer_status ocl_storage_import(void *device,
 	status = wafer_plugin_import_check(host, OCL_NAME, buffer,
 					   WAFER_NATIVE_OPENCL_MEM,
 					   "opencl-mem", out_resource);
+	if (status == WAFER_OK)
+		status = wafer_plugin_import_ordinal(host, OCL_NAME, buffer, 0);
 	if (status != WAFER_OK)
 		return status;
 	mem = buffer->object;

@@ -17,7 +17,8 @@
  *    all, on f64 and i32 too; a collective after a kernel sees its
  *    result; every argument error the core checks, each naming what is
  *    wrong and changing nothing; a failing rank leaves no communicator
- *    open; a client closed with its communicator open.
+ *    open; a closed communicator's pointer names no later one; a client
+ *    closed with its communicator open.
  *
  * Values are small integers, so f16 and bf16 sums are exact. */
 #include "build-config.h"
@@ -576,6 +577,74 @@ static void *fill_then_reduce(void *data)
 }
 
 static void test_after_kernel(const char *label, wafer_client **clients,
+			      wafer_comm **comms, uint32_t size);
+
+/* Rank 0 asks for MAX, the others for SUM: the engine refuses the
+ * mismatch on every rank (at the call, or at the sync on mpsc). Each
+ * rank's client must come out usable: a kernel and a read work. */
+static void *disagree(void *data)
+{
+	struct rank *r = data;
+	float back[N];
+	wafer_handle h;
+	wafer_status st = wafer_empty(r->client, sizeof back, &h);
+
+	if (st != WAFER_OK) {
+		fail(r, "empty", st);
+		return NULL;
+	}
+	st = wafer_comm_all_reduce(r->comm, h, h, N, WAFER_DTYPE_F32,
+				   r->rank ? WAFER_REDUCE_SUM
+					   : WAFER_REDUCE_MAX);
+	if (st == WAFER_OK)
+		st = wafer_sync(r->client);
+	if (st == WAFER_OK)
+		fail(r, "a mismatched all_reduce succeeded", st);
+	st = fill_floats(r->client, h, N, 7);
+	if (st == WAFER_OK)
+		st = wafer_read(r->client, h, 0, back, sizeof back);
+	if (st == WAFER_OK)
+		st = wafer_sync(r->client);
+	if (st != WAFER_OK)
+		fail(r, "fill and read after the failure", st);
+	for (int i = 0; st == WAFER_OK && i < N; i++)
+		if (back[i] != 7.0f) {
+			if (!r->failures++)
+				snprintf(r->why, sizeof r->why,
+					 "rank %u: [%d] is %g after the fill",
+					 r->rank, i, back[i]);
+			break;
+		}
+	wafer_release(r->client, h);
+	return NULL;
+}
+
+static void test_failing_collective(const char *label, wafer_client **clients)
+{
+	struct rank ranks[MAX_RANKS];
+	pthread_t threads[MAX_RANKS];
+	wafer_comm *comms[MAX_RANKS];
+	const char *why;
+
+	check(wafer_comm_open_group(clients, MAX_RANKS, comms), "open_group");
+	set_ranks(ranks, clients, comms, MAX_RANKS, WAFER_DTYPE_F32);
+	for (uint32_t r = 0; r < MAX_RANKS; r++)
+		if (pthread_create(&threads[r], NULL, disagree, &ranks[r]))
+			bail_out("pthread_create");
+	for (uint32_t r = 0; r < MAX_RANKS; r++)
+		pthread_join(threads[r], NULL);
+	int failures = rank_failures(ranks, MAX_RANKS, &why);
+	ok(!failures, "[%s] a failing collective leaves every client usable "
+	   "%s", label, why);
+	for (uint32_t r = 0; r < MAX_RANKS; r++)
+		wafer_comm_close(comms[r]);
+	check(wafer_comm_open_group(clients, MAX_RANKS, comms), "open_group");
+	test_after_kernel(label, clients, comms, MAX_RANKS);
+	for (uint32_t r = 0; r < MAX_RANKS; r++)
+		check(wafer_comm_close(comms[r]), "comm_close");
+}
+
+static void test_after_kernel(const char *label, wafer_client **clients,
 			      wafer_comm **comms, uint32_t size)
 {
 	struct rank ranks[MAX_RANKS];
@@ -817,6 +886,67 @@ static void test_close_open(wafer_runtime *rt, const char *label)
 		  label);
 }
 
+/* A closed communicator's pointer names nothing, even when malloc hands
+ * its memory to the next communicator opened (it once was recognised by
+ * address, and a collective on it ran on the new one). */
+static void test_stale(const char *label, wafer_client **clients)
+{
+	enum { ROUNDS = 8 };
+	wafer_comm *stale[ROUNDS][MAX_RANKS];
+	int named = 0, closed = 0;
+
+	for (int round = 0; round < ROUNDS; round++) {
+		check(wafer_comm_open_group(clients, MAX_RANKS, stale[round]),
+		      "open_group");
+		for (int old = 0; old < round; old++)
+			for (int r = 0; r < MAX_RANKS; r++)
+				named += wafer_comm_size(stale[old][r]) != 0;
+		for (int r = 0; r < MAX_RANKS; r++)
+			check(wafer_comm_close(stale[round][r]), "comm_close");
+	}
+	wafer_comm *fresh[MAX_RANKS];
+	check(wafer_comm_open_group(clients, MAX_RANKS, fresh), "open_group");
+	for (int old = 0; old < ROUNDS; old++)
+		for (int r = 0; r < MAX_RANKS; r++)
+			closed += wafer_comm_close(stale[old][r]) == WAFER_OK;
+	is_int(named, 0, "[%s] no closed communicator's pointer names a later "
+	       "one", label);
+	is_int(closed, 0, "[%s]   ... nor closes it", label);
+	for (int r = 0; r < MAX_RANKS; r++)
+		is_status(wafer_comm_close(fresh[r]), WAFER_OK,
+			  "[%s]   ... the later one, rank %d, is still open",
+			  label, r);
+}
+
+/* A second runtime loads the same plugin and closes: the first one's
+ * clients go on (the test plugins once kept the last runtime's host
+ * services, freed with it: heap-use-after-free under the sanitizers and
+ * valgrind on the next error or log line). */
+static void test_second_runtime(wafer_runtime *rt)
+{
+	wafer_runtime *other = open_runtime_on("collective", plugin_dir);
+	check(wafer_client_close(open_client_on(other, "collective:1",
+						"mutex")),
+	      "close");
+	wafer_runtime_close(other);
+
+	wafer_client *c = open_client_on(rt, "collective:0", "mutex");
+	wafer_comm_options options = {
+		.struct_size = sizeof options,
+		.rank = 0,
+		.size = 1,
+		.native = &options,
+	};
+	wafer_comm *comm = NULL;
+	is_status(wafer_comm_open(c, &options, &comm),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "a second runtime closed: the first's plugin still reports "
+		  "errors");
+	like(wafer_last_error(), "native communicator",
+	     "  ... with its text");
+	is_status(wafer_client_close(c), WAFER_OK, "  ... and closes clients");
+}
+
 static void test_plugin(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -828,6 +958,7 @@ static void test_plugin(void)
 	}
 	snprintf(plugin_dir, sizeof plugin_dir, "%s/plugins/.libs", builddir);
 	rt = open_runtime_on("collective", plugin_dir);
+	test_second_runtime(rt);
 	for (size_t ch = 0; ch < 3; ch++) {
 		const char *label = channels[ch];
 		wafer_client *clients[MAX_RANKS];
@@ -874,6 +1005,8 @@ static void test_plugin(void)
 			  WAFER_ERROR_INVALID_ARGUMENT,
 			  "[%s] a collective on a closed communicator", label);
 		test_failing_rank(label, clients);
+		test_stale(label, clients);
+		test_failing_collective(label, clients);
 		for (int r = 0; r < MAX_RANKS; r++) {
 			ok_clean(clients[r], label);
 			check(wafer_client_close(clients[r]), "close");

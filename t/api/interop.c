@@ -19,8 +19,11 @@
  * (its wafer_handle_native says "interop not supported by <plugin>"). */
 #include "build-config.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -619,6 +622,15 @@ static void test_bad_input(void)
 	bad_import(&b, WAFER_ERROR_INVALID_ARGUMENT,
 		   good.object ? "object is NULL" : "address is 0",
 		   "no memory");
+	/* Once accepted: ordinal 7 on a backend of one device. */
+	b = good;
+	b.device_ordinal = good.device_ordinal + 7;
+	bad_import(&b, WAFER_ERROR_INVALID_ARGUMENT, "device ordinal",
+		   "another device's ordinal");
+	b = good;
+	b.device_ordinal = -1;
+	bad_import(&b, WAFER_ERROR_INVALID_ARGUMENT, "device ordinal",
+		   "ordinal -1");
 	b = good;
 	b.struct_size = offsetof(wafer_native_buffer, size);
 	bad_import(&b, WAFER_ERROR_INVALID_ARGUMENT, "struct_size",
@@ -837,6 +849,87 @@ static void test_wrap(void)
  * Main
  *===----------------------------------------------------------------------===*/
 
+/* The direct channel, with one thread inside a call (here, in a release
+ * callback run by wafer_sync) while a second calls the client: the second
+ * is refused, naming the channel, instead of running beside the first
+ * (which once crashed). */
+struct second {
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	int inside, done;
+	wafer_status status;
+	char error[512];
+};
+
+static void *second_thread(void *arg)
+{
+	struct second *s = arg;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;
+	pthread_mutex_lock(&s->lock);
+	while (!s->inside &&
+	       pthread_cond_timedwait(&s->changed, &s->lock, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&s->lock);
+	wafer_handle h = {0};
+	s->status = wafer_empty(client, 64, &h);
+	snprintf(s->error, sizeof s->error, "%s", wafer_last_error());
+	if (s->status == WAFER_OK)
+		wafer_release(client, h);
+	pthread_mutex_lock(&s->lock);
+	s->done = 1;
+	pthread_cond_broadcast(&s->changed);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+static void wait_for_second(void *arg)
+{
+	struct second *s = arg;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;
+	pthread_mutex_lock(&s->lock);
+	s->inside = 1;
+	pthread_cond_broadcast(&s->changed);
+	while (!s->done &&
+	       pthread_cond_timedwait(&s->changed, &s->lock, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void test_direct_second_thread(void)
+{
+	float init[N] = {0};
+	wafer_handle oh, g;
+	wafer_native_buffer nb = foreign_buffer(&oh, init);
+	struct second s = {.status = WAFER_ERROR_INTERNAL};
+	pthread_t thread;
+
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.changed, NULL);
+	check(wafer_handle_import(client, &nb, wait_for_second, &s, &g),
+	      "import");
+	if (pthread_create(&thread, NULL, second_thread, &s) != 0) {
+		ok(0, "[%s] pthread_create", channel);
+		return;
+	}
+	check(wafer_release(client, g), "release");
+	check(wafer_sync(client), "sync");
+	pthread_join(thread, NULL);
+	ok(s.done, "[%s] a second thread's call returns", channel);
+	is_status(s.status, WAFER_ERROR_INVALID_ARGUMENT,
+		  "[%s]   ... refused while a thread is inside a call",
+		  channel);
+	like(s.error, "direct channel called from two threads",
+	     "[%s]   ... naming the channel", channel);
+	pthread_cond_destroy(&s.changed);
+	pthread_mutex_destroy(&s.lock);
+	check(wafer_release(owner, oh), "release owner's");
+	ok_clean(client, "a second thread on direct");
+}
+
 static void run_channel(const char *name)
 {
 	channel = name;
@@ -853,6 +946,8 @@ static void run_channel(const char *name)
 	test_program();
 	test_bad_input();
 	test_queue();
+	if (strcmp(name, "direct") == 0)
+		test_direct_second_thread();
 	check(wafer_client_close(owner), "close owner");
 	check(wafer_client_close(client), "close");
 }

@@ -1210,6 +1210,17 @@ static void test_errors(void)
 	wide.strides[0] = 2;
 	is_status(wafer_op_neg(client, &wide, WAFER_ALWAYS_COPY, &out),
 		  WAFER_ERROR_OUT_OF_RANGE, "strides past the handle's end");
+	/* Fields with values no view has were once taken as they came. */
+	wafer_tensor flag = a;
+	flag.strided = 7;
+	is_status(wafer_op_neg(client, &flag, WAFER_ALWAYS_COPY, &out),
+		  WAFER_ERROR_INVALID_ARGUMENT, "strided 7");
+	like(wafer_last_error(), "strided is 7", "  ... says so");
+	wafer_tensor kept = a;
+	kept.reserved = 1;
+	is_status(wafer_op_neg(client, &kept, WAFER_ALWAYS_COPY, &out),
+		  WAFER_ERROR_INVALID_ARGUMENT, "reserved 1");
+	like(wafer_last_error(), "reserved is 1", "  ... says so");
 	wafer_tensor nodtype = a;
 	nodtype.dtype = WAFER_DTYPE_NONE;
 	is_status(wafer_op_neg(client, &nodtype, WAFER_ALWAYS_COPY, &out),

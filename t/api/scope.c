@@ -21,6 +21,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 
 #include "t/tap.h"
 #include "t/client_util.h"
+#include "t/log_capture.h"
 
 #define ROWS 16
 #define COLS 16
@@ -504,6 +506,63 @@ static void test_threads(void)
 	check_clean("threads");
 }
 
+/* A thread that exits inside a scope leaves it open; the next thread,
+ * which glibc usually gives the same pthread_t, once had its handles
+ * join that scope and could end it. Now it can do neither, and the exit
+ * is reported. */
+struct exiting {
+	wafer_scope scope;
+	pthread_t self;
+};
+
+static void *begin_and_exit(void *arg)
+{
+	struct exiting *e = arg;
+	e->self = pthread_self();
+	check(wafer_scope_begin(client, &e->scope), "begin");
+	return NULL;
+}
+
+static void *successor(void *arg)
+{
+	struct exiting *e = arg;
+	struct other_thread *t = (struct other_thread *)(e + 1);
+	bool same = pthread_equal(pthread_self(), e->self);
+	if (!same)
+		diag("[%s] the successor thread got another pthread_t: the "
+		     "case is not reproduced this run", channel);
+	t->make = wafer_empty(client, 64, &t->made);
+	t->end = wafer_scope_end(client, e->scope);
+	return NULL;
+}
+
+static void test_thread_exits(void)
+{
+	struct {
+		struct exiting e;
+		struct other_thread t;
+	} both = {0};
+	pthread_t thread;
+	struct log_capture cap;
+	char text[4096] = "";
+
+	if (!log_capture_begin(&cap))
+		return;
+	if (pthread_create(&thread, NULL, begin_and_exit, &both.e) == 0)
+		pthread_join(thread, NULL);
+	log_capture_end(&cap, text, sizeof text);
+	like(text, "a thread exited with 1 scope(s) open",
+	     "[%s] a thread exiting inside a scope is reported", channel);
+	if (pthread_create(&thread, NULL, successor, &both.e) == 0)
+		pthread_join(thread, NULL);
+	check(both.t.make, "empty on the successor");
+	is_status(both.t.end, WAFER_ERROR_INVALID_ARGUMENT,
+		  "[%s]   ... a later thread cannot end its scope", channel);
+	ok(alive(both.t.made) && refs(both.t.made) == 1,
+	   "[%s]   ... nor do its handles join it", channel);
+	check(wafer_release(client, both.t.made), "release");
+}
+
 /* A client closed with scopes open frees them with its handles. */
 static void test_close_open(void)
 {
@@ -556,8 +615,10 @@ int main(void)
 		test_released_inside();
 		test_donated_inside();
 		/* direct is for one thread at a time. */
-		if (strcmp(channel, "direct") != 0)
+		if (strcmp(channel, "direct") != 0) {
 			test_threads();
+			test_thread_exits();
+		}
 		test_close_open();
 		check(wafer_client_close(client), "close");
 	}

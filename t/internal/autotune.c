@@ -1227,8 +1227,20 @@ static void damage_nul(const char *path)
 	free(text);
 }
 
+/* A FIFO at the cache file's path once blocked the open for ever: it is
+ * refused as not a regular file (SIGALRM ends the test if it blocks). */
+static void damage_fifo(const char *path)
+{
+	unlink(path);
+	if (mkfifo(path, 0600) != 0)
+		diag("mkfifo %s: %s", path, strerror(errno));
+}
+
 static void test_damage(void)
 {
+	alarm(120);
+	check_damage("a FIFO", damage_fifo, "not a regular file");
+	alarm(0);
 	check_damage("a NUL byte in an entry", damage_nul, "NUL byte");
 	check_damage("garbage", damage_garbage, "not a cache file");
 	check_damage("truncated", damage_truncate, "truncated");

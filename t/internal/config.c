@@ -319,11 +319,43 @@ static void test_fifos_and_blanks(void)
 	env_set("WAFER_SYSCONFDIR", tmp_path("fifo/sys"));
 	env_set("WAFER_CONFIG", tmp_path("fifo/named"));
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
-		  "FIFOs in conf.d/ and as WAFER_CONFIG: the load returns");
+	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false),
+		  WAFER_ERROR_CONFIG,
+		  "a FIFO in conf.d/: a strict load returns, refusing it");
+	like(wafer_last_error(), "10-fifo.conf: not a regular file",
+	     "the error names the FIFO and why");
+	wafer_config_destroy(c);
+	c = new_config();
+	is_status(wafer_config_load_chain(c, &paths, NULL, 0, true), WAFER_OK,
+		  "FIFOs in conf.d/ and as WAFER_CONFIG: a tolerant load returns");
 	ok(wafer_config_lookup(c, "t", "a") && wafer_config_lookup(c, "t", "b"),
 	   "FIFOs: the other files applied");
 	wafer_config_destroy(c);
+
+	/* A writer holding the drop-in FIFO open once blocked the read for
+	 * ever (SIGALRM ends the test if it does); WAFER_CONFIG may still be
+	 * a pipe with a writer that ends. */
+	int writer = open(tmp_path("fifo/sys/conf.d/10-fifo.conf"), O_RDWR);
+	ok(writer >= 0, "a writer holds the drop-in FIFO open");
+	int pipe_fds[2];
+	ok(pipe(pipe_fds) == 0 && write(pipe_fds[1], "[t]\nd = piped\n", 15) == 15,
+	   "WAFER_CONFIG is a pipe holding a file");
+	close(pipe_fds[1]);
+	char piped[64];
+	snprintf(piped, sizeof piped, "/dev/fd/%d", pipe_fds[0]);
+	env_set("WAFER_CONFIG", piped);
+	alarm(60);
+	c = new_config();
+	wafer_config_load_chain(c, &paths, NULL, 0, true);
+	alarm(0);
+	ok(1, "a held-open FIFO drop-in does not block the load");
+	is_str(wafer_config_get(c, "t", "d", NULL), "piped",
+	       "the pipe named by WAFER_CONFIG was read");
+	wafer_config_destroy(c);
+	close(pipe_fds[0]);
+	if (writer >= 0)
+		close(writer);
+	unlink(tmp_path("fifo/sys/conf.d/10-fifo.conf"));
 
 	snprintf(padded, sizeof padded, "  %s \t", tmp_path("fifo/extra.conf"));
 	env_set("WAFER_CONFIG", padded);

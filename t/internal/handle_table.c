@@ -3,7 +3,8 @@
  * handle_table.c: handles are never issued twice in a process. Once, a
  * slot's generation wrapped after 2^24 reuses and a stale handle then
  * named (and released) the new owner's buffer, and a client opened after
- * 65,535 others took an old client's tag and accepted its handles. The
+ * 65,535 others took an old client's tag and accepted its handles (a
+ * closed one's, and an open one's). The
  * table is driven directly, with a slot's generation set near the end
  * instead of 16 M real cycles. */
 #include "build-config.h"
@@ -137,11 +138,41 @@ static void test_tag_reuse(void)
 	wafer_handle_table_fini(&t);
 }
 
+/* A client that stays open while 65,535 others open and close keeps its
+ * tag to itself: no later client accepts its handle. */
+static void test_live_tag_kept(void)
+{
+	struct wafer_handle_table t, old;
+	struct wafer_handle_slot *slot, *found;
+
+	wafer_handle_table_init(&old, 0);
+	wafer_handle mine = take(&old, &slot);
+	uint32_t shared = 0, accepted = 0;
+	for (uint32_t i = 0; i < 70000; i++) {
+		if (wafer_handle_table_init(&t, 0) != WAFER_OK)
+			break;
+		if (t.tag == old.tag) {
+			shared++;
+			if (wafer_handle_table_lookup(&t, mine, "release",
+						      &found) == WAFER_OK)
+				accepted++;
+		}
+		wafer_handle_table_fini(&t);
+	}
+	is_int(shared, 0, "no client opened meanwhile got the open one's tag");
+	is_int(accepted, 0, "none of them accepts its handle");
+	is_status(wafer_handle_table_lookup(&old, mine, "read", &found),
+		  WAFER_OK, "the open client still owns its handle");
+	give_back(&old, mine);
+	wafer_handle_table_fini(&old);
+}
+
 int main(void)
 {
 	test_generation_end();
 	test_never_issued();
 	test_tag_reuse();
+	test_live_tag_kept();
 	done_testing();
 	return exit_status();
 }

@@ -100,6 +100,10 @@ t_internal_memory_observe_LDADD = $(T_CORE_LIBS)
 TESTS += t/internal/replay.sh
 EXTRA_DIST += t/internal/replay.sh t/replay-small.trace
 
+# wafer-bench's argument checks (t/internal/bench_args.sh).
+TESTS += t/internal/bench_args.sh
+EXTRA_DIST += t/internal/bench_args.sh
+
 # The direct strategy lets ASan catch a kernel writing past its handle.
 check_PROGRAMS += t/internal/overrun
 TESTS += t/internal/overrun

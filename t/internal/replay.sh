@@ -44,9 +44,9 @@ check() { # check NAME COMMAND...: one TAP line
 has() { # has TEXT: the last output holds TEXT (a fixed string)
 	grep -F -e "$1" "$tmp/out" "$tmp/err" > /dev/null
 }
-# replays ARGS...: runs the tool, succeeding when it exits 0
+# replays ARGS...: runs the tool, succeeding when it exits 0 within 20 s
 replays() {
-	"$tool" "$@" > "$tmp/out" 2> "$tmp/err"
+	timeout 20 "$tool" "$@" > "$tmp/out" 2> "$tmp/err"
 }
 # refuses ARGS...: runs the tool, succeeding when it exits non-zero
 refuses() {
@@ -58,7 +58,7 @@ line_is() {
 	printf '%s\n' "$1" | cmp -s - "$tmp/line"
 }
 
-echo "1..53"
+echo "1..64"
 
 expect() { # expect "ARGS" "LINE"
 	args=$1
@@ -130,6 +130,42 @@ bad "zero size" "a 1 0\n" "bad.trace:1: allocation of 0 bytes"
 bad "free of an unknown id" "a 1 10\nf 2\n" "bad.trace:2: free of id 2"
 bad "id allocated twice" "a 7 10\na 7 20\n" "bad.trace:2: id 7 allocated again; still live from line 1"
 bad "a field after a named one" "a 1 10 t=5 x\n" "bad.trace:1: malformed line: 'x' after a named field"
+
+# 300 live allocations of 1 TiB each once drove the tool past 600 MB of
+# host memory (2 MiB per TiB, growing without bound); the null storage
+# now fails past its 128 TiB of addresses, naming the line.
+awk 'BEGIN { for (i = 1; i <= 300; i++) print "a " i " 1099511627776" }' \
+	> "$tmp/huge.trace"
+check "300 live TiB allocations are refused" refuses "$tmp/huge.trace"
+check "  at the 129th, past the address space" has \
+	"huge.trace:129: cannot reserve 1099511627776 bytes"
+check "  saying why" has "past its address space"
+
+# chunked looks for a free chunk among its free chunks only: 100,000 live
+# allocations once took it 16 s (a walk over every chunk per reserve);
+# now well under a second, so 20 s is a wide bound.
+awk 'BEGIN { for (i = 1; i <= 100000; i++) print "a " i " " (i % 977 + 1) * 256 }' \
+	> "$tmp/live.trace"
+check "chunked: 100,000 live allocations in time" \
+	replays --strategy chunked "$tmp/live.trace"
+check "  all of them live at the end" has "events=100000 peak_live="
+
+# Files that are no trace, refused at once (timeout(1) bounds each: a
+# FIFO once blocked the open for ever, /dev/zero fed one endless line).
+refuses_soon() { # refuses_soon ARGS...: exits non-zero within 20 s
+	timeout 20 "$tool" "$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	[ $rc -ne 0 ] && [ $rc -ne 124 ]
+}
+mkfifo "$tmp/fifo"
+check "a FIFO is refused" refuses_soon "$tmp/fifo"
+check "  as not a regular file" has "not a regular file"
+check "/dev/zero is refused" refuses_soon /dev/zero
+check "  as not a regular file" has "not a regular file"
+awk 'BEGIN { for (i = 0; i < 2000; i++) printf "a 1 10 "; print "" }' \
+	> "$tmp/long.trace"
+check "a line of 14,000 bytes is refused" refuses "$tmp/long.trace"
+check "  as too long" has "long.trace: a line longer than 4096 bytes"
 
 # Named fields after an event (a recording's t=, wafer-memory(7)) are
 # read past: the same events, the same line.

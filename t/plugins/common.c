@@ -3,6 +3,7 @@
 #include "build-config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,13 @@
 
 #include "t/plugins/common.h"
 
-const struct wafer_host_services *tp_host;
+const struct wafer_host_services *_Atomic tp_host;
+/* The states of the runtimes that have the plugin initialised. */
+static pthread_mutex_t states_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tp_state *states;
+/* The services of the last query: those of the runtime about to call
+ * tp_init. */
+static const struct wafer_host_services *queried;
 
 //===----------------------------------------------------------------------===//
 // Tables with the required entries only
@@ -38,7 +45,13 @@ const struct wafer_server_ops tp_server_ops = {
 void tp_describe(const struct wafer_host_services *host,
 		 struct wafer_plugin *d)
 {
-	tp_host = host;
+	pthread_mutex_lock(&states_lock);
+	queried = host;
+	/* A runtime may query and never initialise (and free |host| soon):
+	 * while another has a state, its services stay the ones used. */
+	if (!states)
+		tp_host = host;
+	pthread_mutex_unlock(&states_lock);
 	*d = (struct wafer_plugin){
 		.struct_size = sizeof(struct wafer_plugin),
 		.abi_major = WAFER_PLUGIN_ABI_MAJOR,
@@ -130,6 +143,13 @@ wafer_status tp_init(const struct wafer_plugin_init_args *args,
 	}
 	for (uint32_t i = 0; i < TP_MAX_DEVICES; i++)
 		s->devices[i].index = i;
+	pthread_mutex_lock(&states_lock);
+	s->host = queried;
+	if (!states)
+		tp_host = queried;
+	s->next = states;
+	states = s;
+	pthread_mutex_unlock(&states_lock);
 	tp_host->log(tp_host, WAFER_LOG_DEBUG, "init: %u device(s)",
 		     s->device_count);
 	*out_state = s;
@@ -138,6 +158,19 @@ wafer_status tp_init(const struct wafer_plugin_init_args *args,
 
 void tp_shutdown(void *state)
 {
+	struct tp_state *s = state, **p;
+
+	pthread_mutex_lock(&states_lock);
+	for (p = &states; *p; p = &(*p)->next)
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	/* This runtime's services go with it: the next call uses another
+	 * runtime's, which stay while it has the plugin. */
+	if (states)
+		tp_host = states->host;
+	pthread_mutex_unlock(&states_lock);
 	free(state);
 }
 

@@ -55,10 +55,16 @@ struct tp_state {
 	size_t vm_granularity;
 	char name[WAFER_DEVICE_NAME_MAX];
 	struct tp_device devices[TP_MAX_DEVICES];
+	/* Every runtime's state, with the services it was queried with. */
+	const struct wafer_host_services *host;
+	struct tp_state *next;
 };
 
-/* The host services the plugin was queried with. */
-extern const struct wafer_host_services *tp_host;
+/* The host services of a runtime that has the plugin initialised (of
+ * the one querying it while none has). Two runtimes in a process load the same copy of
+ * the plugin, and each frees its services when it closes: a pointer kept
+ * to the closed one's would be used after it is freed. */
+extern const struct wafer_host_services *_Atomic tp_host;
 
 /* Call from wafer_plugin_query: remembers |host| and fills |d| as a
  * complete, valid descriptor for ABI WAFER_PLUGIN_ABI_MAJOR.MINOR from

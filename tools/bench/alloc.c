@@ -41,7 +41,7 @@ int bench_alloc(int argc, char **argv)
 {
 	wafer_runtime *runtime;
 	if (argc > 1)
-		pairs = strtoull(argv[1], NULL, 10);
+		pairs = bench_count("alloc", "pairs", argv[1], BENCH_MAX_COUNT);
 	bench_check(wafer_runtime_open(NULL, &runtime), "runtime_open");
 
 	/* The raw counterpart per size, measured once, while a client

@@ -23,8 +23,11 @@
 
 int bench_bandwidth(int argc, char **argv)
 {
-	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 256;
-	unsigned reps = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20;
+	size_t mib = argc > 1 ? bench_count("bandwidth", "MiB", argv[1], 1 << 20)
+			      : 256;
+	unsigned reps = argc > 2 ? (unsigned)bench_count("bandwidth", "repetitions",
+							 argv[2], BENCH_MAX_COUNT)
+				 : 20;
 	size_t bytes = mib << 20, count = bytes / 4;
 	wafer_runtime *runtime;
 	wafer_client *client;

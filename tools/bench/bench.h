@@ -33,6 +33,14 @@ wafer_client *bench_open_client(wafer_runtime *runtime, const char *channel,
 void bench_fill_f32(wafer_client *client, wafer_handle h, uint64_t count,
 		    double value);
 
+/* Argument |text| of benchmark |bench|, |what| it counts: a decimal
+ * integer from 1 to |max|, or the program exits with status 2 saying
+ * so (a negative or too large count once looped for ever, and 0 divided
+ * by zero). */
+#define BENCH_MAX_COUNT UINT64_C(1000000000) /* a billion */
+uint64_t bench_count(const char *bench, const char *what, const char *text,
+		     uint64_t max);
+
 /* Keeps the compiler from dropping a value a benchmark computes. */
 extern volatile uint64_t bench_sink;
 

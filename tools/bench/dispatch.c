@@ -252,9 +252,11 @@ int bench_dispatch(int argc, char **argv)
 	char path[4096] = "";
 	uint32_t index;
 	if (argc > 1)
-		launches = strtoull(argv[1], NULL, 10);
+		launches = bench_count("dispatch", "launches", argv[1],
+				       BENCH_MAX_COUNT);
 	if (argc > 2)
-		roundtrips = strtoull(argv[2], NULL, 10);
+		roundtrips = bench_count("dispatch", "round trips", argv[2],
+					 BENCH_MAX_COUNT);
 
 	default_plugin(path, sizeof path, &index);
 	double plain_ns = plain_call_ns(path, index);
