@@ -21,6 +21,7 @@ plugins_cpu_cpu_la_SOURCES += \
 	plugins/cpu/kernels_strided.c \
 	plugins/cpu/kernels_cast.c \
 	plugins/cpu/kernels_reduce.c \
+	plugins/cpu/kernels_typed.c \
 	plugins/cpu/matmul.c
 # Further variants for autotune to choose from: matmul on the plugin's own
 # GEMM engine (gemm.h) and on OpenBLAS when configure found it, and
