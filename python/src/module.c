@@ -31,6 +31,20 @@ PyObject *wp_numpy(void)
 	return numpy_module;
 }
 
+PyObject *wp_host(const char *name)
+{
+	static PyObject *host;
+	PyObject *fn;
+
+	if (!host)
+		host = PyImport_ImportModule("wafer._host");
+	if (!host)
+		return NULL;
+	fn = PyObject_GetAttrString(host, name);
+	Py_XDECREF(fn); /* the module keeps it */
+	return fn;
+}
+
 const char *wp_dtype_name(wafer_dtype dtype)
 {
 	if ((unsigned)dtype <= WAFER_DTYPE_I64 && dtype_names[dtype])
