@@ -4,12 +4,13 @@
  * (float64, int32, int64, uint8) against a host reference, and cast between
  * every pair of wafer's element types.
  *
- * Backend-neutral. A backend is judged by what it offers: it keeps a
- * dtype when its table has a copy kernel of that dtype, and then every
- * elementwise, reduction and matmul kernel of that dtype must compute
- * (the floating-only unary ones on float64 only); a missing one fails.
- * A dtype the backend does not keep is one skip naming it. Every test
- * ends with no byte in use. */
+ * Backend-neutral. A backend is judged by what it offers: it computes in
+ * a dtype when its table has an add of that dtype (as wafer-info and the
+ * Python package judge it), and then every elementwise, reduction and
+ * matmul kernel of that dtype must compute (the floating-only unary ones
+ * on float64 only); a missing one fails. It keeps a dtype when it has a
+ * copy of it, and then casts into it from every dtype it keeps. A dtype
+ * it lacks is a skip naming it. Every test ends with no byte in use. */
 #include "build-config.h"
 
 #include <inttypes.h>
@@ -46,11 +47,21 @@ static bool is_float(wafer_dtype d)
 	       d == WAFER_DTYPE_F16 || d == WAFER_DTYPE_BF16;
 }
 
-static bool keeps(wafer_dtype d)
+static bool has(const char *kernel, wafer_dtype d)
 {
 	const wafer_kernel_ref *ref;
 
-	return wafer_kernel_find(client, "copy", NULL, d, &ref) == WAFER_OK;
+	return wafer_kernel_find(client, kernel, NULL, d, &ref) == WAFER_OK;
+}
+
+static bool keeps(wafer_dtype d)
+{
+	return has("copy", d);
+}
+
+static bool computes(wafer_dtype d)
+{
+	return has("add", d);
 }
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -653,9 +664,10 @@ int main(void)
 	for (size_t i = 0; i < N_TYPED; i++) {
 		wafer_dtype d = typed[i];
 
-		if (!keeps(d)) {
-			ok(1, "%s # SKIP %s has no %s kernels (no copy of %s)", dname(d), backend,
-			     dname(d), dname(d));
+		if (!computes(d)) {
+			ok(1, "%s # SKIP %s does not compute in %s (no add of "
+			      "it)",
+			   dname(d), backend, dname(d));
 			continue;
 		}
 		test_fill_copy(d);
