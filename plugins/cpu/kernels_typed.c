@@ -7,7 +7,8 @@
  * kernels_cast.c); nothing else in the plugin names the types.
  *
  * These are plain loops (gcc vectorises the dense ones) run on the pool;
- * the tuned f32 kernels live in the other kernel files. Integer rules,
+ * the tuned f32 kernels live in the other kernel files, and OpenBLAS's
+ * dgemm is a float64 matmul candidate in matmul_openblas.c. Integer rules,
  * the ones NumPy follows where it defines them: add, sub, mul, neg and
  * the sums wrap around in two's complement; div truncates toward zero,
  * x / 0 is 0 and INT_MIN / -1 wraps to INT_MIN; reduce_mean is the
@@ -24,9 +25,6 @@
 #include "plugins/cpu/kernels.h"
 #include "plugins/cpu/threadpool.h"
 
-#ifdef HAVE_OPENBLAS
-#include <cblas.h>
-#endif
 
 /* X(suffix, C type, unsigned twin for wrapping, dtype, is_float) */
 #define CPU_TYPED_DTYPES(X)                                                    \
@@ -507,43 +505,6 @@ static wafer_status run_softmax_f64(const struct cpu_kernel_args *args)
 
 CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
 
-#ifdef HAVE_OPENBLAS
-/* f64 matmul through OpenBLAS's dgemm: an autotune candidate beside the
- * loop above, as sgemm is for f32 (matmul_openblas.c). */
-static wafer_status run_dgemm(const struct cpu_kernel_args *args)
-{
-	struct wafer_matmul_params p =
-		CPU_PARAMS(struct wafer_matmul_params, args->params);
-	double *c = args->data[0];
-	const double *a = args->data[1];
-	const double *b = args->data[2];
-	const int m = (int)p.m, n = (int)p.n, k = (int)p.k;
-
-	for (uint64_t t = 0; t < p.batch; t++)
-		cblas_dgemm(CblasRowMajor,
-			    p.transpose_a ? CblasTrans : CblasNoTrans,
-			    p.transpose_b ? CblasTrans : CblasNoTrans, m, n, k,
-			    1.0, a + t * p.batch_stride_a, p.transpose_a ? m : k,
-			    b + t * p.batch_stride_b, p.transpose_b ? k : n, 0.0,
-			    c + t * p.batch_stride_c, n);
-	return WAFER_OK;
-}
-
-static wafer_status check_dgemm(const struct cpu_kernel_args *args)
-{
-	struct wafer_matmul_params p =
-		CPU_PARAMS(struct wafer_matmul_params, args->params);
-
-	if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX)
-		return wafer_plugin_reach_fail(&args->reach,
-					       WAFER_ERROR_INVALID_ARGUMENT,
-					       "openblas: m, n and k must fit "
-					       "an int");
-	return check_matmul_f64(args);
-}
-
-CPU_CHECKED_IMPL(dgemm_impl, check_dgemm, run_dgemm);
-#endif
 
 /*===----------------------------------------------------------------------===
  * The table
@@ -600,10 +561,6 @@ static const struct wafer_kernel entries[] = {
 	UNARY_ENTRY(f64, WAFER_DTYPE_F64, gelu),
 	ENTRY(WAFER_KERNEL_SOFTMAX, f64, WAFER_DTYPE_F64, 2, wafer_rows_params,
 	      softmax),
-#ifdef HAVE_OPENBLAS
-	CPU_KERNEL(WAFER_KERNEL_MATMUL, "openblas", WAFER_DTYPE_F64, 3,
-		   struct wafer_matmul_params, dgemm_impl),
-#endif
 };
 
 CPU_KERNEL_SET_DEFINE(typed, entries);

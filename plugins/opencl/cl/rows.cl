@@ -7,8 +7,8 @@
  * work-group size and |scratch| of that many floats. */
 
 /* Tree-combine |v| over the work-group; every item gets the result. */
-#define GROUP_REDUCE(NAME, OP)                                                 \
-	float NAME(float v, __local float *scratch)                           \
+#define GROUP_REDUCE(NAME, T, OP)                                              \
+	T NAME(T v, __local T *scratch)                                        \
 	{                                                                      \
 		uint lid = get_local_id(0);                                    \
 		scratch[lid] = v;                                              \
@@ -25,8 +25,8 @@
 	}
 
 #define PLUS(a, b) ((a) + (b))
-GROUP_REDUCE(group_sum, PLUS)
-GROUP_REDUCE(group_max, max_nan)
+GROUP_REDUCE(group_sum, float, PLUS)
+GROUP_REDUCE(group_max, float, max_nan)
 
 #define ROW_ARGS(DT)                                                           \
 	__global ST_##DT *out, ulong out_off, __global const ST_##DT *in,      \
@@ -84,23 +84,6 @@ ROWS(f16)
 
 /* The reductions of the integer types and float64, in T; scratch holds
  * T (kernels.c sizes it for 8-byte elements). */
-#define TGROUP_REDUCE(NAME, T, OP)                                             \
-	T NAME(T v, __local T *scratch)                                        \
-	{                                                                      \
-		uint lid = get_local_id(0);                                    \
-		scratch[lid] = v;                                              \
-		barrier(CLK_LOCAL_MEM_FENCE);                                  \
-		for (uint s = get_local_size(0) / 2; s > 0; s >>= 1) {         \
-			if (lid < s)                                           \
-				scratch[lid] = OP(scratch[lid],                \
-						  scratch[lid + s]);           \
-			barrier(CLK_LOCAL_MEM_FENCE);                          \
-		}                                                              \
-		v = scratch[0];                                                \
-		barrier(CLK_LOCAL_MEM_FENCE);                                  \
-		return v;                                                      \
-	}
-
 #define TROW_REDUCE(DT, T, name, init, fold, group, result)                    \
 	__kernel void name##_##DT(__global T *out, ulong out_off,              \
 				  __global const T *in, ulong in_off,          \
@@ -121,8 +104,8 @@ ROWS(f16)
 	}
 
 #define TROWS(DT, T, MAXF, LOWEST)                                             \
-	TGROUP_REDUCE(group_sum_##DT, T, PLUS)                                 \
-	TGROUP_REDUCE(group_max_##DT, T, MAXF)                                 \
+	GROUP_REDUCE(group_sum_##DT, T, PLUS)                                 \
+	GROUP_REDUCE(group_max_##DT, T, MAXF)                                 \
 	TROW_REDUCE(DT, T, reduce_sum, 0, acc + row[c], group_sum_##DT, acc)   \
 	TROW_REDUCE(DT, T, reduce_mean, 0, acc + row[c], group_sum_##DT,       \
 		    acc / (T)cols)                                             \
