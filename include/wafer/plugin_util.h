@@ -98,6 +98,31 @@ static inline const char *wafer_plugin_dtype_name(uint32_t dtype)
 	}
 }
 
+/* A double (a fill value, a scalar operand, a cast's source) as an
+ * integer by the catalogue's cast rule: truncated toward zero, saturated
+ * at the type's limits, NaN as 0. */
+static inline int32_t wafer_plugin_double_to_i32(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 2147483647.0)
+		return INT32_MAX;
+	if (v <= -2147483648.0)
+		return INT32_MIN;
+	return (int32_t)v;
+}
+
+static inline int64_t wafer_plugin_double_to_i64(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 9223372036854775808.0)
+		return INT64_MAX;
+	if (v < -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)v;
+}
+
 /* The catalogue's cast converts into f32, f16, bf16 and i32 (plugin.h):
  * the index of |dtype| among those four, in that order (0..3), or -1 for
  * any other dtype. Plugins index their per-target kernels by it. */

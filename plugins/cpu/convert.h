@@ -12,28 +12,9 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline int32_t cpu_double_to_i32(double v)
-{
-	if (v != v)
-		return 0;
-	if (v >= 2147483648.0)
-		return INT32_MAX;
-	if (v <= -2147483649.0)
-		return INT32_MIN;
-	return (int32_t)v;
-}
+#include <wafer/plugin_util.h>
 
-static inline int64_t cpu_double_to_i64(double v)
-{
-	if (v != v)
-		return 0;
-	if (v >= 9223372036854775808.0)
-		return INT64_MAX;
-	if (v < -9223372036854775808.0)
-		return INT64_MIN;
-	return (int64_t)v;
-}
-
+/* (double to int32 and int64: wafer_plugin_double_to_i32/i64.) */
 static inline uint8_t cpu_double_to_u8(double v)
 {
 	if (v != v || v <= 0.0)

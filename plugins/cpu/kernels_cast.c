@@ -95,13 +95,13 @@ static inline void store_float(void *out, uint32_t dtype, size_t i, double v)
 		((uint16_t *)out)[i] = f32_to_bf16(cpu_f64_to_f32_odd(v));
 		break;
 	case WAFER_DTYPE_I32:
-		((int32_t *)out)[i] = cpu_double_to_i32(v);
+		((int32_t *)out)[i] = wafer_plugin_double_to_i32(v);
 		break;
 	case WAFER_DTYPE_U8:
 		((uint8_t *)out)[i] = cpu_double_to_u8(v);
 		break;
 	default:
-		((int64_t *)out)[i] = cpu_double_to_i64(v);
+		((int64_t *)out)[i] = wafer_plugin_double_to_i64(v);
 	}
 }
 

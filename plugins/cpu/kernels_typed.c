@@ -42,8 +42,8 @@ static inline double cpu_from_double_f64(double v)
 	return v;
 }
 
-#define cpu_from_double_i32 cpu_double_to_i32
-#define cpu_from_double_i64 cpu_double_to_i64
+#define cpu_from_double_i32 wafer_plugin_double_to_i32
+#define cpu_from_double_i64 wafer_plugin_double_to_i64
 #define cpu_from_double_u8 cpu_double_to_u8
 
 /*===----------------------------------------------------------------------===

@@ -675,28 +675,6 @@ static float as_dtype(double v, wafer_dtype dtype)
 	return (float)v;
 }
 
-static int32_t i32_of(double v)
-{
-	if (v != v)
-		return 0;
-	if (v >= 2147483647.0)
-		return INT32_MAX;
-	if (v <= -2147483648.0)
-		return INT32_MIN;
-	return (int32_t)v;
-}
-
-static int64_t i64_of(double v)
-{
-	if (v != v)
-		return 0;
-	if (v >= 9223372036854775808.0)
-		return INT64_MAX;
-	if (v < -9223372036854775808.0)
-		return INT64_MIN;
-	return (int64_t)v;
-}
-
 /* A scalar operand in the kernel's compute type: float for f32, f16 and
  * bf16 (rounded to the dtype first), else the dtype itself. */
 static void arg_scalar(struct args *a, double v, wafer_dtype dtype)
@@ -707,11 +685,11 @@ static void arg_scalar(struct args *a, double v, wafer_dtype dtype)
 
 	switch (dtype) {
 	case WAFER_DTYPE_I32:
-		i = i32_of(v);
+		i = wafer_plugin_double_to_i32(v);
 		arg(a, sizeof i, &i);
 		break;
 	case WAFER_DTYPE_I64:
-		l = i64_of(v);
+		l = wafer_plugin_double_to_i64(v);
 		arg(a, sizeof l, &l);
 		break;
 	case WAFER_DTYPE_F64:
@@ -737,8 +715,8 @@ static wafer_status run_fill(const struct job *j)
 	switch (j->desc->dtype) {
 	case WAFER_DTYPE_F16: pattern.h = half_bits(j->p.fill.value); break;
 	case WAFER_DTYPE_BF16: pattern.h = bf16_bits(j->p.fill.value); break;
-	case WAFER_DTYPE_I32: pattern.i = i32_of(j->p.fill.value); break;
-	case WAFER_DTYPE_I64: pattern.l = i64_of(j->p.fill.value); break;
+	case WAFER_DTYPE_I32: pattern.i = wafer_plugin_double_to_i32(j->p.fill.value); break;
+	case WAFER_DTYPE_I64: pattern.l = wafer_plugin_double_to_i64(j->p.fill.value); break;
 	case WAFER_DTYPE_F64: pattern.d = j->p.fill.value; break;
 	default: pattern.f = (float)j->p.fill.value; break;
 	}
