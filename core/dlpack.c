@@ -21,6 +21,7 @@
 #include "core/client.h"
 #include "core/client_watch.h"
 #include "core/error.h"
+#include "core/kernel_table.h"
 #include "core/log.h"
 #include "core/ops/internal.h"
 
@@ -168,8 +169,8 @@ static wafer_status export_tensor(const char *fn, wafer_client *client,
 		return status;
 	if (!dtype_to_dl(view.t.dtype, &dtype))
 		return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
-				  "%s: dtype %d has no DLPack type", fn,
-				  (int)view.t.dtype);
+				  "%s: dtype %s has no DLPack type", fn,
+				  wafer_dtype_name(view.t.dtype));
 
 	wafer_native_buffer nb;
 	memset(&nb, 0, sizeof nb);

@@ -11,6 +11,8 @@
 #include "core/hash.h"
 #include "core/kernel_table.h"
 
+#include <wafer/plugin_util.h>
+
 struct wafer_kernel_table_entry {
 	uint64_t hash;
 	const char *op;
@@ -21,17 +23,7 @@ struct wafer_kernel_table_entry {
 
 const char *wafer_dtype_name(wafer_dtype dtype)
 {
-	switch (dtype) {
-	case WAFER_DTYPE_NONE: return "none";
-	case WAFER_DTYPE_F32: return "f32";
-	case WAFER_DTYPE_F16: return "f16";
-	case WAFER_DTYPE_BF16: return "bf16";
-	case WAFER_DTYPE_I32: return "i32";
-	case WAFER_DTYPE_U8: return "u8";
-	case WAFER_DTYPE_F64: return "f64";
-	case WAFER_DTYPE_I64: return "i64";
-	}
-	return "unknown";
+	return wafer_plugin_dtype_name((uint32_t)dtype);
 }
 
 /* FNV-1a over op, a separator, variant and the dtype. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <wafer/plugin_util.h>
 #include <wafer/wafer.h>
 
 #ifndef WAFER_PLUGINDIR
@@ -33,11 +34,13 @@ static const char usage_text[] =
 	"Exit status: 0 if there is a default device, 1 if not, 2 for a\n"
 	"usage error. See wafer-info(1).\n";
 
-/* WAFER_CAP_* bit n is named cap_words[n]. */
+/* WAFER_CAP_* bit n is named cap_words[n]. The element-type bits say
+ * what the hardware has; the dtypes line says what the plugin computes,
+ * so they are not shown (NULL). */
 static const char *const cap_words[] = {
-	"f16",
-	"bf16",
-	"f64",
+	NULL, /* f16 */
+	NULL, /* bf16 */
+	NULL, /* f64 */
 	"host-memory",
 	"stream-ordered-alloc",
 	"virtual-memory",
@@ -56,6 +59,8 @@ static void print_caps(uint64_t caps)
 
 	for (unsigned bit = 0; bit < 64; bit++) {
 		if (!(caps & (UINT64_C(1) << bit)))
+			continue;
+		if (bit < known && !cap_words[bit])
 			continue;
 		if (bit < known)
 			printf("%s%s", printed ? " " : "", cap_words[bit]);
@@ -164,7 +169,36 @@ static void print_plugins(const wafer_runtime *rt)
 	}
 }
 
-static void print_devices(const wafer_runtime *rt)
+/* The element types the device computes in: those its plugin has an add
+ * kernel of (a client opened on it to ask). */
+static void print_dtypes(wafer_runtime *rt, const char *selector)
+{
+	static const wafer_dtype all[] = {
+		WAFER_DTYPE_F32, WAFER_DTYPE_F16, WAFER_DTYPE_BF16,
+		WAFER_DTYPE_F64, WAFER_DTYPE_I32, WAFER_DTYPE_I64,
+		WAFER_DTYPE_U8,
+	};
+	wafer_client *c;
+	int printed = 0;
+
+	if (wafer_client_open(rt, selector, NULL, &c) != WAFER_OK) {
+		printf("(cannot open: %s)\n", wafer_last_error());
+		return;
+	}
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+		const wafer_kernel_ref *k;
+
+		if (wafer_kernel_find(c, "add", NULL, all[i], &k) != WAFER_OK)
+			continue;
+		printf("%s%s", printed ? " " : "",
+		       wafer_plugin_dtype_name(all[i]));
+		printed = 1;
+	}
+	printf("%s\n", printed ? "" : "none");
+	wafer_client_close(c);
+}
+
+static void print_devices(wafer_runtime *rt)
 {
 	size_t count = wafer_runtime_device_count(rt);
 
@@ -183,6 +217,8 @@ static void print_devices(const wafer_runtime *rt)
 		print_memory(d.memory_bytes);
 		printf("  %-10s capabilities: ", "");
 		print_caps(d.capabilities);
+		printf("  %-10s computes in:  ", "");
+		print_dtypes(rt, id);
 	}
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/kernel_table.h"
 #include "core/ops/internal.h"
 
 static const char *const unary_kernels[] = {
@@ -117,12 +118,6 @@ WAFER_API wafer_status wafer_op_copy(wafer_client *client,
 	return wafer_op_finish(&call, status, out);
 }
 
-static bool castable(wafer_dtype dtype)
-{
-	return dtype == WAFER_DTYPE_F32 || dtype == WAFER_DTYPE_F16 ||
-	       dtype == WAFER_DTYPE_BF16 || dtype == WAFER_DTYPE_I32;
-}
-
 WAFER_API wafer_status wafer_op_cast(wafer_client *client,
 				     const wafer_tensor *x,
 				     wafer_copy_semantics sx, wafer_dtype dtype,
@@ -138,14 +133,17 @@ WAFER_API wafer_status wafer_op_cast(wafer_client *client,
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_view *v = &call.inputs[0].view;
-	if (!castable(v->t.dtype) || !castable(dtype))
+	if (!wafer_dtype_size(dtype))
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
-				  "cast: from dtype %d to %d: cast converts "
-				  "between f32, f16, bf16 and i32",
-				  (int)v->t.dtype, (int)dtype);
+				  "cast: dtype %d is no element type",
+				  (int)dtype);
 	const struct wafer_kernel *cast = wafer_op_kernel(
 		client, "cast", WAFER_KERNEL_CAST, v->t.dtype);
 	if (!cast)
+		return WAFER_ERROR_NOT_SUPPORTED;
+	/* A plugin casts into the dtypes it has kernels for: its copy of the
+	 * target says it keeps tensors of that type. */
+	if (!wafer_op_kernel(client, "cast", WAFER_KERNEL_COPY, dtype))
 		return WAFER_ERROR_NOT_SUPPORTED;
 	status = wafer_op_gather_kernel(&call, v, &gather);
 	if (status != WAFER_OK)
@@ -294,8 +292,10 @@ WAFER_API wafer_status wafer_op_binary(wafer_client *client,
 	if (va->t.dtype != vb->t.dtype)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "%s: inputs a and b have different dtypes "
-				  "(%d and %d)",
-				  name, (int)va->t.dtype, (int)vb->t.dtype);
+				  "(%s and %s): convert one with "
+				  "wafer_op_cast first",
+				  name, wafer_dtype_name(va->t.dtype),
+				  wafer_dtype_name(vb->t.dtype));
 	status = wafer_view_broadcast_shape(name, va->t.rank, va->t.shape,
 					    vb->t.rank, vb->t.shape, &rank,
 					    shape);

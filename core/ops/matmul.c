@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/kernel_table.h"
 #include "core/log.h"
 #include "core/ops/internal.h"
 
@@ -131,8 +132,10 @@ static wafer_status check_shapes(const char *op, const struct wafer_view *a,
 	if (a->t.dtype != b->t.dtype)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "%s: inputs a and b have different dtypes "
-				  "(%d and %d)",
-				  op, (int)a->t.dtype, (int)b->t.dtype);
+				  "(%s and %s): convert one with "
+				  "wafer_op_cast first",
+				  op, wafer_dtype_name(a->t.dtype),
+				  wafer_dtype_name(b->t.dtype));
 	uint64_t ar = a->t.shape[a->t.rank - 2], ac = a->t.shape[a->t.rank - 1];
 	uint64_t br = b->t.shape[b->t.rank - 2], bc = b->t.shape[b->t.rank - 1];
 	uint64_t m = flags & WAFER_MATMUL_TRANSPOSE_A ? ac : ar;

@@ -228,8 +228,10 @@ WAFER_API wafer_status wafer_op_copy(wafer_client *client,
 				     const wafer_tensor *x,
 				     wafer_copy_semantics sx, wafer_tensor *out);
 
-/* Converts to |dtype| (f32, f16, bf16, i32; rules in plugin.h under
- * cast: round to nearest even, i32 truncates and saturates). Kernel: cast
+/* Converts to |dtype|, any element type the backend keeps (one it has a
+ * copy kernel for; WAFER_ERROR_NOT_SUPPORTED otherwise). Rules in plugin.h
+ * under cast: floating types round once to nearest even, integers
+ * truncate and saturate. Kernel: cast
  * (the entry of x's dtype), after copy_strided for a view that is not
  * dense at offset 0. Casting to the same dtype is wafer_op_copy. The
  * output never reuses the input's buffer unless the dtype is unchanged. */

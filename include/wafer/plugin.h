@@ -715,7 +715,7 @@ struct wafer_fill_params {
  * Moves:
  *   copy:    {out, in}     out[i] = in[i], count elements of the entry's
  *                          dtype; the ops look it up with the tensor's
- *                          dtype (the tests use f32, f16, bf16, i32), so
+ *                          dtype (the tests use every dtype), so
  *                          list an entry per element type
  *
  * Unary, {out, in}:
@@ -833,13 +833,14 @@ struct wafer_strided_copy_params {
 /* cast — bindings: {out, in}; params: struct wafer_cast_params;
  * global = {count, 1, 1}. Converts count elements of dtype_in into
  * dtype_out. The table entry's dtype is dtype_in: an entry for dtype X
- * converts X into each of f32, f16, bf16 and i32 (the core only asks for
- * those; dtype_out == dtype_in is a plain copy). Rules:
- *   to f16, bf16:  round to nearest even; overflow gives +-inf; NaN stays
- *                  NaN (f16 subnormals are kept, not flushed);
- *   to i32:        truncate toward zero, saturate at INT32_MIN/MAX,
- *                  NaN gives 0;
- *   to f32:        exact from f16 and bf16; i32 rounds to nearest even.
+ * converts X into every dtype the plugin keeps, that is lists a copy
+ * kernel of (the core asks only for those; dtype_out == dtype_in is a
+ * plain copy). Every conversion rounds once, from the exact source value:
+ *   to f16, bf16,  round to nearest even; overflow gives +-inf; NaN stays
+ *   f32, f64:      NaN (f16 subnormals are kept, not flushed);
+ *   to i32, i64,   truncate toward zero, saturate at the type's limits,
+ *   u8:            NaN gives 0.
+ * A dtype_out the plugin does not keep is WAFER_ERROR_INVALID_ARGUMENT.
  * out never aliases in (sizes differ in general). */
 #define WAFER_KERNEL_CAST "cast"
 struct wafer_cast_params {

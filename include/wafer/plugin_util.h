@@ -70,6 +70,59 @@ static inline size_t wafer_plugin_dtype_size(uint32_t dtype)
 	}
 }
 
+/* The name of |dtype| as NumPy spells it ("float32", "float16",
+ * "bfloat16", "int32", "uint8", "float64", "int64"), for messages; "none"
+ * for WAFER_DTYPE_NONE and "unknown" for a value this header does not
+ * know. The one list of dtype names: the core's messages use it too. */
+static inline const char *wafer_plugin_dtype_name(uint32_t dtype)
+{
+	switch (dtype) {
+	case WAFER_DTYPE_NONE:
+		return "none";
+	case WAFER_DTYPE_F32:
+		return "float32";
+	case WAFER_DTYPE_F16:
+		return "float16";
+	case WAFER_DTYPE_BF16:
+		return "bfloat16";
+	case WAFER_DTYPE_I32:
+		return "int32";
+	case WAFER_DTYPE_U8:
+		return "uint8";
+	case WAFER_DTYPE_F64:
+		return "float64";
+	case WAFER_DTYPE_I64:
+		return "int64";
+	default:
+		return "unknown";
+	}
+}
+
+/* A double (a fill value, a scalar operand, a cast's source) as an
+ * integer by the catalogue's cast rule: truncated toward zero, saturated
+ * at the type's limits, NaN as 0. */
+static inline int32_t wafer_plugin_double_to_i32(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 2147483647.0)
+		return INT32_MAX;
+	if (v <= -2147483648.0)
+		return INT32_MIN;
+	return (int32_t)v;
+}
+
+static inline int64_t wafer_plugin_double_to_i64(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 9223372036854775808.0)
+		return INT64_MAX;
+	if (v < -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)v;
+}
+
 /* The catalogue's cast converts into f32, f16, bf16 and i32 (plugin.h):
  * the index of |dtype| among those four, in that order (0..3), or -1 for
  * any other dtype. Plugins index their per-target kernels by it. */

@@ -353,9 +353,8 @@ static wafer_status mpi_run(void *comm, const struct wafer_collective *col,
 	const char *call = "";
 
 	if (!mpi_types(col->dtype, col->op, &type, &op)) {
-		host->set_error("cpu: collectives of dtype %d are not "
-				"supported",
-				(int)col->dtype);
+		host->set_error("cpu: collectives of %s are not supported",
+				wafer_plugin_dtype_name(col->dtype));
 		return WAFER_ERROR_NOT_SUPPORTED;
 	}
 	if (col->count == 0)

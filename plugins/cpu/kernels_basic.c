@@ -140,8 +140,6 @@ static const struct wafer_kernel entries[] = {
 		       fill_impl),
 	CPU_F32_KERNEL(WAFER_KERNEL_COPY, 2, struct wafer_elementwise_params,
 		       copy4_impl),
-	CPU_KERNEL(WAFER_KERNEL_COPY, "default", WAFER_DTYPE_I32, 2,
-		   struct wafer_elementwise_params, copy4_impl),
 	CPU_KERNEL(WAFER_KERNEL_COPY, "default", WAFER_DTYPE_F16, 2,
 		   struct wafer_elementwise_params, copy2_impl),
 	CPU_KERNEL(WAFER_KERNEL_COPY, "default", WAFER_DTYPE_BF16, 2,

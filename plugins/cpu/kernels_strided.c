@@ -276,7 +276,6 @@ STRIDED(min_strided, cpu_min)
 
 static const struct wafer_kernel entries[] = {
 	GATHER_ENTRY(WAFER_DTYPE_F32, gather4_impl),
-	GATHER_ENTRY(WAFER_DTYPE_I32, gather4_impl),
 	GATHER_ENTRY(WAFER_DTYPE_F16, gather2_impl),
 	GATHER_ENTRY(WAFER_DTYPE_BF16, gather2_impl),
 	STRIDED_ENTRY(WAFER_KERNEL_ADD_STRIDED, add_strided),

@@ -10,7 +10,7 @@ plugins_cpu_cpu_la_SOURCES = \
 	plugins/cpu/event.c \
 	plugins/cpu/kernels.c plugins/cpu/kernels.h \
 	plugins/cpu/kernel_sets.def \
-	plugins/cpu/kernels_math.h \
+	plugins/cpu/kernels_math.h plugins/cpu/convert.h \
 	plugins/cpu/threadpool.c plugins/cpu/threadpool.h \
 	plugins/cpu/program.c core/file.c core/file.h
 # Kernel files, one family each; a new one is listed here and in
@@ -21,6 +21,7 @@ plugins_cpu_cpu_la_SOURCES += \
 	plugins/cpu/kernels_strided.c \
 	plugins/cpu/kernels_cast.c \
 	plugins/cpu/kernels_reduce.c \
+	plugins/cpu/kernels_typed.c \
 	plugins/cpu/matmul.c
 # Further variants for autotune to choose from: matmul on the plugin's own
 # GEMM engine (gemm.h) and on OpenBLAS when configure found it, and

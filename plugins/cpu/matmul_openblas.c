@@ -1,7 +1,8 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * matmul_openblas.c: the f32 matmul variant "openblas" — OpenBLAS's
- * cblas_sgemm, once per matrix of the batch, with OpenBLAS's own threads.
+ * matmul_openblas.c: the f32 and f64 matmul variant "openblas" —
+ * OpenBLAS's cblas_sgemm and cblas_dgemm, once per matrix of the batch,
+ * with OpenBLAS's own threads.
  * Built when configure finds OpenBLAS (pkg-config openblas; Debian
  * libopenblas-dev); without it this file adds no variant and the plugin
  * works the same. Vendor BLAS is a candidate like any other: autotune
@@ -31,37 +32,43 @@ static void single_thread(void)
 {
 	openblas_set_num_threads(1);
 }
+#define SINGLE_THREAD() pthread_once(&single_thread_once, single_thread)
+#else
+#define SINGLE_THREAD() ((void)0)
 #endif
 
-static wafer_status run_openblas(const struct cpu_kernel_args *args)
-{
-#ifdef __SANITIZE_THREAD__
-	pthread_once(&single_thread_once, single_thread);
-#endif
-	struct wafer_matmul_params p =
-		CPU_PARAMS(struct wafer_matmul_params, args->params);
-	float *c = args->data[0];
-	const float *a = args->data[1];
-	const float *b = args->data[2];
-	/* Row-major: A is m x k (lda k), or k x m stored (lda m) when
-	 * transposed; B likewise. check_openblas made sure that m, n and k
-	 * fit the int CBLAS takes. */
-	const int m = (int)p.m, n = (int)p.n, k = (int)p.k;
-	const int lda = p.transpose_a ? m : k;
-	const int ldb = p.transpose_b ? k : n;
+/* Row-major: A is m x k (lda k), or k x m stored (lda m) when
+ * transposed; B likewise. check_blas made sure that m, n and k fit the
+ * int CBLAS takes. One of sgemm and dgemm, with its scalar type. */
+#define GEMM(name_, T, blas_)                                                  \
+	static wafer_status run_##name_(const struct cpu_kernel_args *args)    \
+	{                                                                      \
+		SINGLE_THREAD();                                               \
+		struct wafer_matmul_params p =                                 \
+			CPU_PARAMS(struct wafer_matmul_params, args->params);  \
+		T *c = args->data[0];                                          \
+		const T *a = args->data[1];                                    \
+		const T *b = args->data[2];                                    \
+		const int m = (int)p.m, n = (int)p.n, k = (int)p.k;            \
+		for (uint64_t t = 0; t < p.batch; t++)                         \
+			blas_(CblasRowMajor,                                   \
+			      p.transpose_a ? CblasTrans : CblasNoTrans,       \
+			      p.transpose_b ? CblasTrans : CblasNoTrans, m, n, \
+			      k, 1, a + t * p.batch_stride_a,                  \
+			      p.transpose_a ? m : k, b + t * p.batch_stride_b, \
+			      p.transpose_b ? k : n, 0,                        \
+			      c + t * p.batch_stride_c, n);                    \
+		return WAFER_OK;                                               \
+	}                                                                      \
+	static wafer_status check_##name_(const struct cpu_kernel_args *args)  \
+	{                                                                      \
+		return check_blas(args, sizeof(T));                            \
+	}                                                                      \
+	CPU_CHECKED_IMPL(name_##_impl, check_##name_, run_##name_);
 
-	for (uint64_t t = 0; t < p.batch; t++)
-		cblas_sgemm(CblasRowMajor,
-			    p.transpose_a ? CblasTrans : CblasNoTrans,
-			    p.transpose_b ? CblasTrans : CblasNoTrans, m, n, k,
-			    1.0f, a + t * p.batch_stride_a, lda,
-			    b + t * p.batch_stride_b, ldb, 0.0f,
-			    c + t * p.batch_stride_c, n);
-	return WAFER_OK;
-}
-
-/* cpu_check_matmul, and dimensions CBLAS's int can hold. */
-static wafer_status check_openblas(const struct cpu_kernel_args *args)
+/* The matmul checks, and dimensions CBLAS's int can hold. */
+static wafer_status check_blas(const struct cpu_kernel_args *args,
+			       size_t element_size)
 {
 	struct wafer_matmul_params p =
 		CPU_PARAMS(struct wafer_matmul_params, args->params);
@@ -71,14 +78,18 @@ static wafer_status check_openblas(const struct cpu_kernel_args *args)
 					       WAFER_ERROR_INVALID_ARGUMENT,
 					       "openblas: m, n and k must fit "
 					       "an int");
-	return cpu_check_matmul(args);
+	return wafer_plugin_check_matmul(&args->reach, &p, element_size, NULL);
 }
 
-CPU_CHECKED_IMPL(openblas_impl, check_openblas, run_openblas);
+GEMM(sgemm, float, cblas_sgemm)
+GEMM(dgemm, double, cblas_dgemm)
 
 static const struct wafer_kernel entries[] = {
 	CPU_KERNEL(WAFER_KERNEL_MATMUL, "openblas", WAFER_DTYPE_F32, 3,
-		   struct wafer_matmul_params, openblas_impl),
+		   struct wafer_matmul_params, sgemm_impl),
+	/* float64: autotune weighs it against kernels_typed.c's loop. */
+	CPU_KERNEL(WAFER_KERNEL_MATMUL, "openblas", WAFER_DTYPE_F64, 3,
+		   struct wafer_matmul_params, dgemm_impl),
 };
 
 CPU_KERNEL_SET_DEFINE(matmul_openblas, entries);

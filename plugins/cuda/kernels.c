@@ -585,10 +585,11 @@ static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
 	memcpy(&p, r->params, sizeof p);
 	target = wafer_plugin_cast_slot(p.dtype_out);
 	if ((wafer_dtype)p.dtype_in != d->dtype || target < 0)
-		return invalid(dev, "cast: from dtype %" PRIu32 " to %" PRIu32
-			       " on the entry for dtype %d (targets: f32, "
-			       "f16, bf16, i32)",
-			       p.dtype_in, p.dtype_out, (int)d->dtype);
+		return invalid(dev, "cast: from %s to %s on the entry for %s "
+			       "(targets: float32, float16, bfloat16, int32)",
+			       wafer_plugin_dtype_name(p.dtype_in),
+			       wafer_plugin_dtype_name(p.dtype_out),
+			       wafer_plugin_dtype_name(d->dtype));
 	if ((status = wafer_plugin_check_holds(
 		     &r->reach, 0, p.count,
 		     wafer_plugin_dtype_size(p.dtype_out))) ||

@@ -362,8 +362,9 @@ wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 	const char *what;
 
 	if (nccl_dtype(c->dtype, &dt) != 0) {
-		dev->host->set_error("cuda: collectives on dtype %d: not "
-				     "offered by NCCL", (int)c->dtype);
+		dev->host->set_error("cuda: collectives on %s: not offered "
+				     "by NCCL",
+				     wafer_plugin_dtype_name(c->dtype));
 		return WAFER_ERROR_NOT_SUPPORTED;
 	}
 	if (c->op != WAFER_REDUCE_SUM && c->op != WAFER_REDUCE_MAX &&

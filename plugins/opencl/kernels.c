@@ -49,6 +49,7 @@ enum family {
 /* What a descriptor needs of the device to be offered. */
 #define NEEDS_CLBLAST 1u
 #define NEEDS_GROUP256 2u /* a 16x16 reqd_work_group_size */
+#define NEEDS_FP64 4u     /* cl_khr_fp64: the float64 kernels */
 
 struct ocl_kernel_desc {
 	const char *op;
@@ -71,6 +72,8 @@ struct ocl_kernel_desc {
 #define F16 WAFER_DTYPE_F16
 #define BF16 WAFER_DTYPE_BF16
 #define I32 WAFER_DTYPE_I32
+#define I64 WAFER_DTYPE_I64
+#define F64 WAFER_DTYPE_F64
 #define EW OCL_UNIT_ELEMENTWISE
 #define ST OCL_UNIT_STRIDED
 
@@ -84,6 +87,19 @@ struct ocl_kernel_desc {
 		DESC(op, "default", F16, fam, ST, fn16, 0, 0),                 \
 		DESC(op, "default", BF16, fam, ST, fn16, 0, 0),                \
 		DESC(op, "default", I32, fam, ST, fn32, 0, 0)
+/* An operation computing in int32, int64 and float64 (cl_khr_fp64), each
+ * running <fn>_<dt> with its own arithmetic. */
+#define WIDE(op, fam, unit, fn)                                                \
+	DESC(op, "default", I32, fam, unit, fn "_i32", 0, 0),                  \
+		DESC(op, "default", I64, fam, unit, fn "_i64", 0, 0),          \
+		DESC(op, "default", F64, fam, unit, fn "_f64", 0, NEEDS_FP64)
+/* float64 only (exp and the rest). */
+#define F64_ONLY(op, fam, unit, fn)                                            \
+	DESC(op, "default", F64, fam, unit, fn "_f64", 0, NEEDS_FP64)
+/* Moves of the 8-byte types, no arithmetic. */
+#define WIDE_MOVES(op, fam, fn)                                                \
+	DESC(op, "default", I64, fam, ST, fn, 0, 0),                           \
+		DESC(op, "default", F64, fam, ST, fn, 0, NEEDS_FP64)
 #define MATMUL(variant, dt, fn, tile, needs)                                   \
 	DESC(WAFER_KERNEL_MATMUL, variant, dt, FAM_MATMUL, OCL_UNIT_MATMUL,    \
 	     fn, tile, needs)
@@ -151,6 +167,49 @@ static const struct ocl_kernel_desc descs[] = {
 	MATMUL("naive", F16, "matmul_naive_f16", 1, 0),
 	DESC(WAFER_KERNEL_MATMUL, "clblast", F16, FAM_CLBLAST, OCL_UNIT_COUNT,
 	     NULL, 0, NEEDS_CLBLAST),
+
+	/* int32, int64, float64: the T-stamped kernels of the units. */
+	WIDE_MOVES(WAFER_KERNEL_FILL, FAM_FILL, NULL),
+	WIDE_MOVES(WAFER_KERNEL_COPY, FAM_COPY, NULL),
+	WIDE_MOVES(WAFER_KERNEL_COPY_STRIDED, FAM_COPY_STRIDED,
+		   "copy_strided_b64"),
+	DESC(WAFER_KERNEL_CAST, "default", I64, FAM_CAST, ST, "cast_i64", 0, 0),
+	DESC(WAFER_KERNEL_CAST, "default", F64, FAM_CAST, ST, "cast_f64", 0,
+	     NEEDS_FP64),
+	WIDE(WAFER_KERNEL_NEG, FAM_UNARY, EW, "neg"),
+	WIDE(WAFER_KERNEL_ABS, FAM_UNARY, EW, "abs"),
+	WIDE(WAFER_KERNEL_RELU, FAM_UNARY, EW, "relu"),
+	F64_ONLY(WAFER_KERNEL_EXP, FAM_UNARY, EW, "exp"),
+	F64_ONLY(WAFER_KERNEL_LOG, FAM_UNARY, EW, "log"),
+	F64_ONLY(WAFER_KERNEL_SQRT, FAM_UNARY, EW, "sqrt"),
+	F64_ONLY(WAFER_KERNEL_GELU, FAM_UNARY, EW, "gelu"),
+	F64_ONLY(WAFER_KERNEL_SIGMOID, FAM_UNARY, EW, "sigmoid"),
+	F64_ONLY(WAFER_KERNEL_TANH, FAM_UNARY, EW, "tanh"),
+	WIDE(WAFER_KERNEL_ADD, FAM_BINARY, EW, "add"),
+	WIDE(WAFER_KERNEL_SUB, FAM_BINARY, EW, "sub"),
+	WIDE(WAFER_KERNEL_MUL, FAM_BINARY, EW, "mul"),
+	WIDE(WAFER_KERNEL_DIV, FAM_BINARY, EW, "div"),
+	WIDE(WAFER_KERNEL_MAX, FAM_BINARY, EW, "max"),
+	WIDE(WAFER_KERNEL_MIN, FAM_BINARY, EW, "min"),
+	WIDE(WAFER_KERNEL_ADD_SCALAR, FAM_SCALAR, EW, "add_scalar"),
+	WIDE(WAFER_KERNEL_SUB_SCALAR, FAM_SCALAR, EW, "sub_scalar"),
+	WIDE(WAFER_KERNEL_MUL_SCALAR, FAM_SCALAR, EW, "mul_scalar"),
+	WIDE(WAFER_KERNEL_DIV_SCALAR, FAM_SCALAR, EW, "div_scalar"),
+	WIDE(WAFER_KERNEL_MAX_SCALAR, FAM_SCALAR, EW, "max_scalar"),
+	WIDE(WAFER_KERNEL_MIN_SCALAR, FAM_SCALAR, EW, "min_scalar"),
+	WIDE(WAFER_KERNEL_ADD_STRIDED, FAM_STRIDED, ST, "add_strided"),
+	WIDE(WAFER_KERNEL_SUB_STRIDED, FAM_STRIDED, ST, "sub_strided"),
+	WIDE(WAFER_KERNEL_MUL_STRIDED, FAM_STRIDED, ST, "mul_strided"),
+	WIDE(WAFER_KERNEL_DIV_STRIDED, FAM_STRIDED, ST, "div_strided"),
+	WIDE(WAFER_KERNEL_MAX_STRIDED, FAM_STRIDED, ST, "max_strided"),
+	WIDE(WAFER_KERNEL_MIN_STRIDED, FAM_STRIDED, ST, "min_strided"),
+	WIDE(WAFER_KERNEL_REDUCE_SUM, FAM_ROWS, OCL_UNIT_ROWS, "reduce_sum"),
+	WIDE(WAFER_KERNEL_REDUCE_MAX, FAM_ROWS, OCL_UNIT_ROWS, "reduce_max"),
+	WIDE(WAFER_KERNEL_REDUCE_MEAN, FAM_ROWS, OCL_UNIT_ROWS, "reduce_mean"),
+	F64_ONLY(WAFER_KERNEL_SOFTMAX, FAM_ROWS, OCL_UNIT_ROWS, "softmax"),
+	MATMUL("naive", I32, "matmul_naive_i32", 1, 0),
+	MATMUL("naive", I64, "matmul_naive_i64", 1, 0),
+	MATMUL("naive", F64, "matmul_naive_f64", 1, NEEDS_FP64),
 };
 
 #define DESC_COUNT (sizeof descs / sizeof descs[0])
@@ -185,8 +244,21 @@ static void family_shape(enum family fam, uint32_t *bindings, size_t *params)
 	*params = family_shapes[fam].params;
 }
 
-static const char *const slot_names[OCL_DTYPE_SLOTS] = {"f32", "f16", "bf16",
-							 "i32"};
+static const char *const slot_names[OCL_DTYPE_SLOTS] = {
+	"f32", "f16", "bf16", "i32", "i64", "f64"};
+
+/* The cast kernel of target |dtype| among slot_names, or -1. */
+static int cast_slot(uint32_t dtype)
+{
+	switch (dtype) {
+	case WAFER_DTYPE_I64:
+		return 4;
+	case WAFER_DTYPE_F64:
+		return 5;
+	default:
+		return wafer_plugin_cast_slot(dtype);
+	}
+}
 
 /*===----------------------------------------------------------------------===
  * The device's table
@@ -198,6 +270,8 @@ static int offered_on(const struct ocl_device *dev,
 	if ((d->needs & NEEDS_CLBLAST) && !ocl_clblast_available(dev, d->dtype))
 		return 0;
 	if ((d->needs & NEEDS_GROUP256) && dev->max_work_group < 256)
+		return 0;
+	if ((d->needs & NEEDS_FP64) && !dev->has_fp64)
 		return 0;
 	return 1;
 }
@@ -304,10 +378,13 @@ static wafer_status check_extents(struct job *j)
 						       NULL);
 	case FAM_CAST:
 		if (p->cast.dtype_in != (uint32_t)j->desc->dtype ||
-		    wafer_plugin_cast_slot(p->cast.dtype_out) < 0)
+		    cast_slot(p->cast.dtype_out) < 0 ||
+		    (p->cast.dtype_out == WAFER_DTYPE_F64 &&
+		     !j->q->device->has_fp64))
 			return bad_params(j, "dtype_in must be the entry's "
-					     "dtype, dtype_out one of f32, "
-					     "f16, bf16, i32");
+					     "dtype, dtype_out one of float32, "
+					     "float16, bfloat16, int32, int64 "
+					     "and float64 (with cl_khr_fp64)");
 		j->elem[0] = wafer_plugin_dtype_size(p->cast.dtype_out);
 		s = wafer_plugin_check_holds(r, 0, p->cast.count, j->elem[0]);
 		return s == WAFER_OK
@@ -598,15 +675,30 @@ static float as_dtype(double v, wafer_dtype dtype)
 	return (float)v;
 }
 
-static int32_t i32_of(double v)
+/* A scalar operand in the kernel's compute type: float for f32, f16 and
+ * bf16 (rounded to the dtype first), else the dtype itself. */
+static void arg_scalar(struct args *a, double v, wafer_dtype dtype)
 {
-	if (v != v)
-		return 0;
-	if (v >= 2147483647.0)
-		return INT32_MAX;
-	if (v <= -2147483648.0)
-		return INT32_MIN;
-	return (int32_t)v;
+	cl_int i;
+	cl_long l;
+	cl_double d;
+
+	switch (dtype) {
+	case WAFER_DTYPE_I32:
+		i = wafer_plugin_double_to_i32(v);
+		arg(a, sizeof i, &i);
+		break;
+	case WAFER_DTYPE_I64:
+		l = wafer_plugin_double_to_i64(v);
+		arg(a, sizeof l, &l);
+		break;
+	case WAFER_DTYPE_F64:
+		d = v;
+		arg(a, sizeof d, &d);
+		break;
+	default:
+		arg_f32(a, as_dtype(v, dtype));
+	}
 }
 
 static wafer_status run_fill(const struct job *j)
@@ -614,7 +706,7 @@ static wafer_status run_fill(const struct job *j)
 	struct ocl_queue *q = j->q;
 	const struct ocl_bound *out = &j->bind[0];
 	cl_event event, *ev = ocl_queue_timing(q) ? &event : NULL;
-	union { float f; int32_t i; uint16_t h; } pattern;
+	union { float f; int32_t i; uint16_t h; double d; int64_t l; } pattern;
 	size_t size = j->elem[0];
 	cl_int err;
 
@@ -623,7 +715,9 @@ static wafer_status run_fill(const struct job *j)
 	switch (j->desc->dtype) {
 	case WAFER_DTYPE_F16: pattern.h = half_bits(j->p.fill.value); break;
 	case WAFER_DTYPE_BF16: pattern.h = bf16_bits(j->p.fill.value); break;
-	case WAFER_DTYPE_I32: pattern.i = i32_of(j->p.fill.value); break;
+	case WAFER_DTYPE_I32: pattern.i = wafer_plugin_double_to_i32(j->p.fill.value); break;
+	case WAFER_DTYPE_I64: pattern.l = wafer_plugin_double_to_i64(j->p.fill.value); break;
+	case WAFER_DTYPE_F64: pattern.d = j->p.fill.value; break;
 	default: pattern.f = (float)j->p.fill.value; break;
 	}
 	err = clEnqueueFillBuffer(q->queue, out->mem, &pattern, size,
@@ -670,7 +764,7 @@ static wafer_status run_1d(const struct job *j)
 	if (d->family == FAM_CAST) {
 		if (p->cast.dtype_out == (uint32_t)d->dtype)
 			return run_copy(j, p->cast.count);
-		sub = wafer_plugin_cast_slot((wafer_dtype)p->cast.dtype_out);
+		sub = cast_slot(p->cast.dtype_out);
 	}
 	status = queue_kernel(j->q, d, sub, &a.kernel, &wg);
 	if (status != WAFER_OK)
@@ -691,7 +785,7 @@ static wafer_status run_1d(const struct job *j)
 		arg_binding(&a, j, 0);
 		arg_binding(&a, j, 1);
 		arg_u64(&a, n = p->scalar.count);
-		arg_f32(&a, as_dtype(p->scalar.scalar, d->dtype));
+		arg_scalar(&a, p->scalar.scalar, d->dtype);
 		arg_u32(&a, p->scalar.scalar_first ? 1 : 0);
 		break;
 	case FAM_STRIDED:
@@ -748,7 +842,9 @@ static wafer_status run_rows(const struct job *j)
 	arg_binding(&a, j, 1);
 	arg_u64(&a, p->rows);
 	arg_u64(&a, p->cols);
-	arg(&a, local * sizeof(cl_float), NULL);
+	/* Room for 8-byte elements: int64 and float64 reduce in their own
+	 * type. */
+	arg(&a, local * sizeof(cl_double), NULL);
 	if (a.err != CL_SUCCESS)
 		return args_failed(j, &a);
 	global = (size_t)p->rows * local;

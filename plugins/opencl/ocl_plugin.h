@@ -53,8 +53,9 @@
 /* The most bindings any kernel of the catalogue takes. */
 #define OCL_MAX_BINDINGS 3
 
-/* Element types the kernels store: f32, f16, bf16, i32 (ocl_dtype_slot). */
-#define OCL_DTYPE_SLOTS 4
+/* Cast targets, each a kernel per source: f32, f16, bf16, i32, i64, f64
+ * (kernels.c: cast_slot, slot_names). */
+#define OCL_DTYPE_SLOTS 6
 
 /*===----------------------------------------------------------------------===
  * The plugin instance and its devices

@@ -11,18 +11,22 @@
  * frame in between. */
 #include "wafer_py.h"
 
+#include <wafer/plugin_util.h>
+
 #include <string.h>
 
 static PyObject *numpy_module;
 /* Indexed by wafer_dtype. */
 static PyObject *dtype_objects[WAFER_DTYPE_I64 + 1];
 
-static const char *const dtype_names[WAFER_DTYPE_I64 + 1] = {
-	[WAFER_DTYPE_F32] = "float32", [WAFER_DTYPE_F16] = "float16",
-	[WAFER_DTYPE_BF16] = "bfloat16", [WAFER_DTYPE_I32] = "int32",
-	[WAFER_DTYPE_U8] = "uint8",	 [WAFER_DTYPE_F64] = "float64",
-	[WAFER_DTYPE_I64] = "int64",
-};
+/* The name of a wafer dtype as numpy spells it (plugin_util.h keeps the
+ * one list), NULL for none and unknown values. */
+static const char *dtype_names_at(int dtype)
+{
+	const char *n = wafer_plugin_dtype_name((uint32_t)dtype);
+
+	return strcmp(n, "none") && strcmp(n, "unknown") ? n : NULL;
+}
 
 PyObject *wp_numpy(void)
 {
@@ -31,16 +35,30 @@ PyObject *wp_numpy(void)
 	return numpy_module;
 }
 
+PyObject *wp_host(const char *name)
+{
+	static PyObject *host;
+	PyObject *fn;
+
+	if (!host)
+		host = PyImport_ImportModule("wafer._host");
+	if (!host)
+		return NULL;
+	fn = PyObject_GetAttrString(host, name);
+	Py_XDECREF(fn); /* the module keeps it */
+	return fn;
+}
+
 const char *wp_dtype_name(wafer_dtype dtype)
 {
-	if ((unsigned)dtype <= WAFER_DTYPE_I64 && dtype_names[dtype])
-		return dtype_names[dtype];
+	if ((unsigned)dtype <= WAFER_DTYPE_I64 && dtype_names_at(dtype))
+		return dtype_names_at(dtype);
 	return "none";
 }
 
 PyObject *wp_dtype_object(wafer_dtype dtype)
 {
-	if ((unsigned)dtype > WAFER_DTYPE_I64 || !dtype_names[dtype])
+	if ((unsigned)dtype > WAFER_DTYPE_I64 || !dtype_names_at(dtype))
 		return Py_None;
 	if (!dtype_objects[dtype]) {
 		PyObject *np = wp_numpy(), *d;
@@ -48,10 +66,10 @@ PyObject *wp_dtype_object(wafer_dtype dtype)
 		/* bfloat16 has no numpy dtype: its name stands for it. */
 		if (dtype == WAFER_DTYPE_BF16 || !np) {
 			PyErr_Clear();
-			d = PyUnicode_FromString(dtype_names[dtype]);
+			d = PyUnicode_FromString(dtype_names_at(dtype));
 		} else {
 			d = PyObject_CallMethod(np, "dtype", "s",
-						dtype_names[dtype]);
+						dtype_names_at(dtype));
 		}
 		if (!d) {
 			PyErr_Clear();
@@ -101,7 +119,7 @@ wafer_dtype wp_dtype_from(PyObject *obj)
 		if (!s)
 			return WAFER_DTYPE_NONE;
 		for (int i = 1; i <= WAFER_DTYPE_I64; i++)
-			if (dtype_names[i] && !strcmp(s, dtype_names[i]))
+			if (dtype_names_at(i) && !strcmp(s, dtype_names_at(i)))
 				return (wafer_dtype)i;
 		if (!strcmp(s, "bf16"))
 			return WAFER_DTYPE_BF16;
@@ -117,7 +135,7 @@ wafer_dtype wp_dtype_from(PyObject *obj)
 		const char *s = PyUnicode_AsUTF8(str);
 
 		for (int i = 1; s && i <= WAFER_DTYPE_I64; i++)
-			if (dtype_names[i] && !strcmp(s, dtype_names[i]))
+			if (dtype_names_at(i) && !strcmp(s, dtype_names_at(i)))
 				r = (wafer_dtype)i;
 		if (r == WAFER_DTYPE_NONE)
 			PyErr_Format(PyExc_TypeError,

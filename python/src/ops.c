@@ -91,6 +91,56 @@ static int is_number(PyObject *o)
 	return PyFloat_Check(o) || PyLong_Check(o);
 }
 
+static int is_integer(wafer_dtype dtype)
+{
+	return dtype == WAFER_DTYPE_I32 || dtype == WAFER_DTYPE_I64 ||
+	       dtype == WAFER_DTYPE_U8;
+}
+
+/* The dtype numpy computes a op b in, for tensors of |da| and |db|
+ * (numpy.result_type; true division of integers in float64); NONE
+ * when that is da == db already or either is bfloat16 (no numpy type:
+ * the operation then refuses mixed dtypes by name). */
+static wafer_dtype result_dtype(wafer_binary_op op, wafer_dtype da,
+				wafer_dtype db)
+{
+	PyObject *np = wp_numpy(), *r;
+	wafer_dtype to;
+
+	if (!np || da == WAFER_DTYPE_BF16 || db == WAFER_DTYPE_BF16)
+		return WAFER_DTYPE_NONE;
+	r = PyObject_CallMethod(np, "result_type", "OO", wp_dtype_object(da),
+				wp_dtype_object(db));
+	if (!r)
+		return WAFER_DTYPE_NONE;
+	to = wp_dtype_from(r);
+	Py_DECREF(r);
+	if (op == WAFER_BINARY_DIV && is_integer(to))
+		to = WAFER_DTYPE_F64;
+	return to == da && to == db ? WAFER_DTYPE_NONE : to;
+}
+
+/* a op b with each tensor operand cast to |to| first (temporaries). */
+static PyObject *promoted(wafer_binary_op op, PyObject *a, PyObject *b,
+			  wafer_dtype to, TensorObject *out)
+{
+	PyObject *fa = a, *fb = b, *r = NULL;
+
+	if (WpTensor_Check(a) && ((TensorObject *)a)->t.dtype != to)
+		fa = wp_cast((TensorObject *)a, to);
+	else
+		Py_INCREF(fa);
+	if (WpTensor_Check(b) && ((TensorObject *)b)->t.dtype != to)
+		fb = wp_cast((TensorObject *)b, to);
+	else
+		Py_INCREF(fb);
+	if (fa && fb)
+		r = wp_binary(op, fa, fb, out);
+	Py_XDECREF(fa);
+	Py_XDECREF(fb);
+	return r;
+}
+
 PyObject *wp_binary(wafer_binary_op op, PyObject *a, PyObject *b,
 		    TensorObject *out)
 {
@@ -113,6 +163,9 @@ PyObject *wp_binary(wafer_binary_op op, PyObject *a, PyObject *b,
 
 			if (s == -1.0 && PyErr_Occurred())
 				return NULL;
+			if (is_integer(t->t.dtype) &&
+			    (op == WAFER_BINARY_DIV || PyFloat_Check(other)))
+				return promoted(op, a, b, WAFER_DTYPE_F64, out);
 			sa = input_semantics(t, out);
 			if (sa < 0)
 				return NULL;
@@ -141,6 +194,21 @@ PyObject *wp_binary(wafer_binary_op op, PyObject *a, PyObject *b,
 		tb = first ? t : tmp;
 	} else {
 		Py_RETURN_NOTIMPLEMENTED;
+	}
+	if (ta->t.dtype != tb->t.dtype ||
+	    (op == WAFER_BINARY_DIV && is_integer(ta->t.dtype))) {
+		wafer_dtype to = result_dtype(op, ta->t.dtype, tb->t.dtype);
+
+		if (to != WAFER_DTYPE_NONE) {
+			PyObject *r = promoted(op, (PyObject *)ta,
+					       (PyObject *)tb, to, out);
+			Py_XDECREF(tmp);
+			return r;
+		}
+		if (PyErr_Occurred()) {
+			Py_XDECREF(tmp);
+			return NULL;
+		}
 	}
 	res = NULL;
 	if (wp_same_client(ta, tb))
@@ -474,6 +542,45 @@ static wafer_tensor axis_last(const wafer_tensor *t, int axis, uint32_t *perm)
 	return v;
 }
 
+/* The dtype numpy reduces an integer tensor in: mean in float64, sum of
+ * int32 and uint8 in int64; else the tensor's own. */
+static wafer_dtype reduce_dtype(wafer_reduce_op op, wafer_dtype dtype)
+{
+	if (!is_integer(dtype))
+		return dtype;
+	if (op == WAFER_REDUCE_MEAN)
+		return WAFER_DTYPE_F64;
+	if (op == WAFER_REDUCE_SUM)
+		return WAFER_DTYPE_I64;
+	return dtype;
+}
+
+static PyObject *reduce_fn(const char *name, wafer_reduce_op op,
+			   PyObject *const *args, Py_ssize_t nargs,
+			   PyObject *kwnames);
+
+/* reduce_fn again with x cast to reduce_dtype (a temporary). */
+static PyObject *reduce_promoted(const char *name, wafer_reduce_op op,
+				 TensorObject *x, PyObject *const *args,
+				 Py_ssize_t nargs, PyObject *kwnames)
+{
+	Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+	PyObject *argv[8], *promoted, *r;
+
+	if (total > 8) {
+		PyErr_Format(PyExc_TypeError, "%s: too many arguments", name);
+		return NULL;
+	}
+	promoted = wp_cast(x, reduce_dtype(op, x->t.dtype));
+	if (!promoted)
+		return NULL;
+	for (Py_ssize_t i = 0; i < total; i++)
+		argv[i] = args[i] == (PyObject *)x ? promoted : args[i];
+	r = reduce_fn(name, op, argv, nargs, kwnames);
+	Py_DECREF(promoted);
+	return r;
+}
+
 static PyObject *reduce_fn(const char *name, wafer_reduce_op op,
 			   PyObject *const *args, Py_ssize_t nargs,
 			   PyObject *kwnames)
@@ -493,6 +600,8 @@ static PyObject *reduce_fn(const char *name, wafer_reduce_op op,
 	x = tensor_arg(name, v[0]);
 	if (!x)
 		return NULL;
+	if (reduce_dtype(op, x->t.dtype) != x->t.dtype)
+		return reduce_promoted(name, op, x, args, nargs, kwnames);
 	if (v[2]) {
 		keepdims = PyObject_IsTrue(v[2]);
 		if (keepdims < 0)

@@ -227,13 +227,22 @@ static PyObject *tensor_view(TensorObject *self, const wafer_tensor *v)
 	return wp_tensor_new(self->client, v);
 }
 
+/* wafer.Tensor([...], dtype=..., device=...) with the values, as numpy
+ * shows them (wafer._host.tensor_repr); where they cannot be read (a
+ * failed device), the shape and dtype alone. */
 static PyObject *tensor_repr(TensorObject *self)
 {
-	PyObject *shape, *r;
+	PyObject *shape, *r, *fn;
 
 	if (self->state == TENSOR_GONE)
 		return PyUnicode_FromFormat("<wafer.Tensor donated, on %U>",
 					    self->client->selector);
+	fn = wp_host("tensor_repr");
+	r = fn ? PyObject_CallFunctionObjArgs(fn, (PyObject *)self, NULL)
+	       : NULL;
+	if (r)
+		return r;
+	PyErr_Clear();
 	shape = wp_shape_tuple(&self->t);
 	if (!shape)
 		return NULL;
@@ -543,8 +552,46 @@ static PyObject *tensor_copy(TensorObject *self, PyObject *unused)
 	return wp_tensor_new(self->client, &c);
 }
 
-/* t[key]: ints, slices (steps > 0), None and one Ellipsis, as numpy
- * reads them, into a view of the same buffer. */
+/* Whether index |tup| needs numpy (wafer._host.getitem): a negative
+ * slice step or an array (of ints or bools), which no wafer view
+ * expresses. */
+static int needs_host(PyObject *tup)
+{
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tup); i++) {
+		PyObject *k = PyTuple_GET_ITEM(tup, i);
+		Py_ssize_t start, stop, step;
+
+		if (k == Py_None || k == Py_Ellipsis)
+			continue;
+		if (PySlice_Check(k)) {
+			if (PySlice_Unpack(k, &start, &stop, &step) < 0) {
+				PyErr_Clear();
+				continue; /* the basic path reports it */
+			}
+			if (step < 0)
+				return 1;
+			continue;
+		}
+		if (PyBool_Check(k) || !PyIndex_Check(k))
+			return 1;
+		if (!PyLong_Check(k)) {
+			/* numpy arrays have __index__ too: only a rank-0 one
+			 * is a plain index. */
+			PyObject *nd = PyObject_GetAttrString(k, "ndim");
+			long rank = nd ? PyLong_AsLong(nd) : 0;
+
+			Py_XDECREF(nd);
+			PyErr_Clear();
+			if (rank != 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* t[key]: ints, slices, None and one Ellipsis, as numpy reads them, into
+ * a view of the same buffer; negative steps and arrays through numpy
+ * (a new tensor). */
 static PyObject *tensor_getitem(TensorObject *self, PyObject *key)
 {
 	wafer_tensor src = self->t, v;
@@ -561,6 +608,16 @@ static PyObject *tensor_getitem(TensorObject *self, PyObject *key)
 	if (!tup)
 		return NULL;
 	n = PyTuple_GET_SIZE(tup);
+	if (needs_host(tup)) {
+		PyObject *fn = wp_host("getitem"), *r;
+
+		Py_DECREF(tup);
+		if (!fn)
+			return NULL;
+		r = PyObject_CallFunctionObjArgs(fn, (PyObject *)self, key,
+						 NULL);
+		return r;
+	}
 	for (Py_ssize_t i = 0; i < n; i++) {
 		PyObject *k = PyTuple_GET_ITEM(tup, i);
 
@@ -611,13 +668,6 @@ static PyObject *tensor_getitem(TensorObject *self, PyObject *key)
 				goto fail;
 			len = PySlice_AdjustIndices((Py_ssize_t)src.shape[d],
 						    &start, &stop, step);
-			if (step < 0) {
-				PyErr_SetString(PyExc_IndexError,
-						"negative slice steps: wafer "
-						"views have no negative "
-						"strides (copy through numpy)");
-				goto fail;
-			}
 			if (len == 0) {
 				PyErr_SetString(PyExc_IndexError,
 						"empty slice: wafer has no "
@@ -646,9 +696,9 @@ static PyObject *tensor_getitem(TensorObject *self, PyObject *key)
 			v.offset += (uint64_t)i * src.strides[d];
 			d++;
 		} else {
+			/* needs_host sent every other kind to numpy. */
 			PyErr_Format(PyExc_IndexError,
-				     "wafer indexes with ints, slices, None "
-				     "and ..., not %.100s",
+				     "wafer cannot index with %.100s",
 				     Py_TYPE(k)->tp_name);
 			goto fail;
 		}
@@ -668,6 +718,98 @@ static PyObject *tensor_getitem(TensorObject *self, PyObject *key)
 fail:
 	Py_DECREF(tup);
 	return NULL;
+}
+
+/* t[key] = value, with numpy's rules (wafer._host.setitem). */
+static int tensor_setitem(TensorObject *self, PyObject *key, PyObject *value)
+{
+	PyObject *fn, *r;
+
+	if (!value) {
+		PyErr_SetString(PyExc_TypeError,
+				"wafer tensors do not support item deletion");
+		return -1;
+	}
+	if (tensor_live(self))
+		return -1;
+	fn = wp_host("setitem");
+	if (!fn)
+		return -1;
+	r = PyObject_CallFunctionObjArgs(fn, (PyObject *)self, key, value,
+					 NULL);
+	Py_XDECREF(r);
+	return r ? 0 : -1;
+}
+
+/* The elements of the handle the view reaches, first to last: [first,
+ * end) in elements. */
+static void view_span(const wafer_tensor *t, uint64_t *first, uint64_t *end)
+{
+	wafer_tensor s = *t;
+	uint64_t last = s.offset;
+
+	wp_view_strided(&s);
+	for (uint32_t d = 0; d < s.rank; d++)
+		last += (s.shape[d] - 1) * s.strides[d];
+	*first = s.offset;
+	*end = last + 1;
+}
+
+/* _read_span() -> (bytes as a numpy uint8 array, first element): the
+ * bytes of the handle from the view's first element to its last. */
+static PyObject *tensor_read_span(TensorObject *self, PyObject *unused)
+{
+	size_t es = wafer_dtype_size(self->t.dtype);
+	uint64_t first, end;
+	PyObject *np, *arr, *r;
+	Py_buffer view;
+	wafer_status st;
+
+	(void)unused;
+	if (tensor_live(self) || !(np = wp_numpy()))
+		return NULL;
+	view_span(&self->t, &first, &end);
+	arr = PyObject_CallMethod(np, "empty", "Ks",
+				  (unsigned long long)((end - first) * es),
+				  "uint8");
+	if (!arr)
+		return NULL;
+	if (PyObject_GetBuffer(arr, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)) {
+		Py_DECREF(arr);
+		return NULL;
+	}
+	st = wafer_read(self->client->c, self->t.handle, (size_t)(first * es),
+			view.buf, (size_t)view.len);
+	PyBuffer_Release(&view);
+	if (st != WAFER_OK) {
+		Py_DECREF(arr);
+		return wp_raise(st, "reading a tensor's elements");
+	}
+	r = Py_BuildValue("NK", arr, (unsigned long long)first);
+	return r;
+}
+
+/* _write_span(first, bytes): uploads |bytes| at element |first| of the
+ * handle (the other half of _read_span). */
+static PyObject *tensor_write_span(TensorObject *self, PyObject *args)
+{
+	unsigned long long first;
+	Py_buffer view;
+	wafer_status st;
+
+	if (!PyArg_ParseTuple(args, "Ky*:_write_span", &first, &view))
+		return NULL;
+	if (tensor_live(self)) {
+		PyBuffer_Release(&view);
+		return NULL;
+	}
+	st = wafer_write(self->client->c, self->t.handle,
+			 (size_t)(first * wafer_dtype_size(self->t.dtype)),
+			 view.buf, (size_t)view.len);
+	PyBuffer_Release(&view);
+	if (st != WAFER_OK)
+		return wp_raise(st, "writing a tensor's elements");
+	Py_RETURN_NONE;
 }
 
 static Py_ssize_t tensor_len(TensorObject *self)
@@ -851,6 +993,11 @@ static PyGetSetDef tensor_getset[] = {
 };
 
 static PyMethodDef tensor_methods[] = {
+	{"_read_span", (PyCFunction)tensor_read_span, METH_NOARGS,
+	 "_read_span() -> (bytes, first): the handle's bytes the view spans "
+	 "(for wafer._host)."},
+	{"_write_span", (PyCFunction)tensor_write_span, METH_VARARGS,
+	 "_write_span(first, bytes): uploads what _read_span read."},
 	{"numpy", (PyCFunction)tensor_numpy, METH_NOARGS,
 	 "numpy() -> numpy.ndarray\n\nA copy of the elements on the host, "
 	 "dense, waiting for the work issued before (bfloat16 comes back as "
@@ -946,7 +1093,65 @@ static PyObject *tensor_float(PyObject *x)
 	return r;
 }
 
+/* bool(t) and int(t): of a one-element tensor only, as numpy does. */
+static int tensor_bool(PyObject *x)
+{
+	PyObject *v;
+	int r;
+
+	if (tensor_live((TensorObject *)x))
+		return -1;
+	if (wafer_tensor_count(&((TensorObject *)x)->t) != 1) {
+		PyErr_SetString(PyExc_ValueError,
+				"the truth value of a tensor with more than "
+				"one element is ambiguous (use .numpy().any() "
+				"or .all())");
+		return -1;
+	}
+	v = tensor_item((TensorObject *)x, NULL);
+	if (!v)
+		return -1;
+	r = PyObject_IsTrue(v);
+	Py_DECREF(v);
+	return r;
+}
+
+static PyObject *tensor_int(PyObject *x)
+{
+	PyObject *v = tensor_item((TensorObject *)x, NULL), *r;
+
+	if (!v)
+		return NULL;
+	r = PyNumber_Long(v);
+	Py_DECREF(v);
+	return r;
+}
+
+/* ==, <, ...: element-wise through numpy (wafer._host.compare): a uint8
+ * tensor of 0 and 1 on the same client. */
+static PyObject *tensor_richcompare(PyObject *a, PyObject *b, int op)
+{
+	PyObject *fn, *opnum, *r;
+
+	if (!WpTensor_Check(a))
+		Py_RETURN_NOTIMPLEMENTED;
+	if (tensor_live((TensorObject *)a) ||
+	    (WpTensor_Check(b) && tensor_live((TensorObject *)b)))
+		return NULL;
+	fn = wp_host("compare");
+	if (!fn)
+		return NULL;
+	opnum = PyLong_FromLong(op);
+	if (!opnum)
+		return NULL;
+	r = PyObject_CallFunctionObjArgs(fn, a, b, opnum, NULL);
+	Py_DECREF(opnum);
+	return r;
+}
+
 static PyNumberMethods tensor_as_number = {
+	.nb_bool = tensor_bool,
+	.nb_int = tensor_int,
 	.nb_add = tensor_add,
 	.nb_subtract = tensor_sub,
 	.nb_multiply = tensor_mul,
@@ -965,6 +1170,7 @@ static PyNumberMethods tensor_as_number = {
 static PyMappingMethods tensor_as_mapping = {
 	.mp_length = (lenfunc)tensor_len,
 	.mp_subscript = (binaryfunc)tensor_getitem,
+	.mp_ass_subscript = (objobjargproc)tensor_setitem,
 };
 
 PyDoc_STRVAR(tensor_doc,
@@ -974,8 +1180,12 @@ PyDoc_STRVAR(tensor_doc,
 "@ (matmul), unary - and abs(); += -= *= /= write into the tensor's\n"
 "own buffer when nothing else names it (WAFER_REUSE_INPUT), else\n"
 "rebind it to a new one. Views (t.T, t.transpose(), t[...], reshape of\n"
-"a dense tensor) share the buffer and copy nothing. The catalogue has\n"
-"no comparison kernels, so == and < are Python's identity ones.");
+"a dense tensor) share the buffer and copy nothing; negative steps and\n"
+"integer or boolean array indices give a new tensor through numpy, as\n"
+"does t[key] = value (numpy's rules). == != < <= > >= compare element-\n"
+"wise through numpy (the catalogue has no comparison kernels), giving\n"
+"uint8 tensors of 0 and 1; bool(), int() and float() take a one-element\n"
+"tensor. repr shows the values as numpy does.");
 
 PyTypeObject WpTensor_Type = {
 	PyVarObject_HEAD_INIT(NULL, 0)
@@ -983,6 +1193,8 @@ PyTypeObject WpTensor_Type = {
 	.tp_basicsize = sizeof(TensorObject),
 	.tp_dealloc = (destructor)tensor_dealloc,
 	.tp_repr = (reprfunc)tensor_repr,
+	.tp_richcompare = tensor_richcompare,
+	.tp_hash = PyObject_HashNotImplemented, /* as numpy: == is element-wise */
 	.tp_as_number = &tensor_as_number,
 	.tp_as_mapping = &tensor_as_mapping,
 	.tp_flags = Py_TPFLAGS_DEFAULT,

@@ -88,6 +88,9 @@ const char *wp_dtype_name(wafer_dtype dtype);
 /* The numpy module (borrowed), imported on first use; NULL with an
  * exception when it is missing. */
 PyObject *wp_numpy(void);
+/* Function |name| of wafer._host (what Tensor does through numpy),
+ * borrowed; NULL with an exception when it cannot be imported. */
+PyObject *wp_host(const char *name);
 
 /* tensor.c */
 /* A new Tensor owning |t|'s reference (released on failure). */

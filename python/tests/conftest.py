@@ -35,7 +35,13 @@ TOLERANCE = {
     "float16": (2e-2, 2e-2),
     "bfloat16": (3e-2, 3e-2),  # 8 significant bits
     "float64": (1e-12, 1e-13),
+    # Integers compute exactly (wrapping as numpy's do).
+    "int32": (0, 0),
+    "int64": (0, 0),
+    "uint8": (0, 0),
 }
+
+INTEGER_DTYPES = ("int32", "int64", "uint8")
 
 
 @pytest.fixture(scope="session")
@@ -96,6 +102,12 @@ def upload(client, a, dtype):
 
 
 def random_array(rng, shape, dtype, low=-2.0, high=2.0):
+    """Uniform in [low, high); for integer dtypes the integers there
+    (from 0 for uint8)."""
+    if dtype in INTEGER_DTYPES:
+        low = max(low, 0) if dtype == "uint8" else low
+        return rng.integers(int(np.floor(low)), int(np.ceil(high)) + 1,
+                            size=shape).astype(dtype)
     return host_array(rng.uniform(low, high, size=shape), dtype)
 
 

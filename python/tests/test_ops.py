@@ -9,8 +9,8 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import wafer
-from conftest import (assert_close, compute_dtypes, draw_view, host_array,
-                      random_array, upload)
+from conftest import (INTEGER_DTYPES, assert_close, compute_dtypes,
+                      draw_view, host_array, random_array, upload)
 
 shapes = hnp.array_shapes(min_dims=0, max_dims=4, min_side=1, max_side=6)
 shapes1 = hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=6)
@@ -46,9 +46,23 @@ def dtype_strategy(client, kernel):
 
 
 def divisor(rng, shape, dtype):
-    """Values away from 0: sign * [0.5, 2)."""
+    """Values away from 0: sign * [0.5, 2) (integers: 1 to 3, signed
+    but for uint8)."""
+    if dtype in INTEGER_DTYPES:
+        a = rng.integers(1, 4, size=shape)
+        return (a if dtype == "uint8" else
+                a * rng.choice([-1, 1], size=shape)).astype(dtype)
     a = rng.uniform(0.5, 2, size=shape) * rng.choice([-1, 1], size=shape)
     return host_array(a, dtype)
+
+
+def reference(f, dtype, *args):
+    """numpy's f on the inputs: in float64 for floating dtypes (the
+    tolerance covers the dtype's rounding), in the dtype itself for
+    integers (numpy wraps them as wafer does)."""
+    if dtype in INTEGER_DTYPES:
+        return f(*args)
+    return f(*(np.asarray(a).astype(np.float64) for a in args))
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
@@ -60,7 +74,7 @@ def test_unary(client, name, data, shape, seed):
     a = random_array(np.random.default_rng(seed), shape, dtype, lo, hi)
     got = getattr(wafer, name)(upload(client, a, dtype))
     assert str(got.dtype) == dtype
-    assert_close(got, ref(a.astype(np.float64)), dtype)
+    assert_close(got, reference(ref, dtype, a), dtype)
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
@@ -87,8 +101,7 @@ def test_binary_broadcast(client, name, data, shapes, seed):
         random_array(rng, sb, dtype)
     got = getattr(wafer, name)(upload(client, a, dtype), upload(client, b, dtype))
     assert got.shape == shapes.result_shape
-    assert_close(got, BINARY[name](a.astype(np.float64),
-                                   b.astype(np.float64)), dtype)
+    assert_close(got, reference(BINARY[name], dtype, a, b), dtype)
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
@@ -117,6 +130,18 @@ def test_binary_scalar(client, name, data, shape, seed, scalar, first):
     a = divisor(np.random.default_rng(seed), shape, dtype)
     wa = upload(client, a, dtype)
     ref = BINARY[name]
+    if dtype in INTEGER_DTYPES:
+        # numpy's promotion: a Python float makes it float64, an int
+        # keeps the dtype; division is in float64.
+        f = BINARY[name]
+        got = getattr(wafer, name)(scalar, wa) if first else \
+            getattr(wafer, name)(wa, scalar)
+        # (on a rank >= 1 array: numpy 1.x promotes rank-0 ones by value)
+        a1 = np.atleast_1d(a)
+        want = (f(scalar, a1) if first else f(a1, scalar)).reshape(a.shape)
+        assert str(got.dtype) == str(want.dtype)
+        assert_close(got, want, dtype)
+        return
     # The scalar is converted to the tensor's dtype (no promotion).
     s = host_array(scalar, dtype).astype(np.float64)
     if first:
@@ -177,7 +202,12 @@ def test_reduce(client, name, data, shape, seed, keepdims):
                      label="axis")
     w = upload(client, a, dtype)
     got = getattr(wafer, name)(w, axis=axis, keepdims=keepdims)
-    want = REDUCE[name](a.astype(np.float64), axis=axis, keepdims=keepdims)
+    want = REDUCE[name](a if dtype in INTEGER_DTYPES else
+                        a.astype(np.float64), axis=axis, keepdims=keepdims)
+    if dtype in INTEGER_DTYPES:  # numpy's result dtypes (no uint64 here)
+        want_dtype = str(np.asarray(want).dtype)
+        assert str(got.dtype) == ("int64" if want_dtype == "uint64"
+                                  else want_dtype)
     n = a.size if axis is None else shape[axis]
     assert_close(got, want, dtype, scale=max(1.0, n / 8))
 
@@ -258,7 +288,8 @@ def test_copy_and_cast(client, data, shape, seed):
     src = data.draw(st.sampled_from(kinds), label="from")
     dst = data.draw(st.sampled_from(kinds), label="to")
     rng = np.random.default_rng(seed)
-    a = np.asarray(rng.integers(-100, 100, size=shape), dtype=np.float32)
+    low = 0 if "uint8" in (src, dst) else -100
+    a = np.asarray(rng.integers(low, 100, size=shape), dtype=np.float32)
     # bfloat16 travels as float32 on the host (numpy has no bfloat16).
     w = client.asarray(a, dtype=src)
     got = w.astype(dst)

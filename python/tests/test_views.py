@@ -79,8 +79,6 @@ def test_getitem(client, shape, key):
 
 def test_getitem_refuses(client):
     w = client.asarray(arange((4, 3)))
-    with pytest.raises(IndexError, match="negative"):
-        w[::-1]
     with pytest.raises(IndexError, match="too many"):
         w[0, 0, 0]
     with pytest.raises(IndexError, match="out of bounds"):
@@ -128,7 +126,8 @@ def test_attributes(client):
     assert v.offset == 12 + 2 and v.shape == (3, 2)
     assert len(w) == 2 and w.device == client.selector
     assert w.client is client
-    assert "shape=(2, 3, 4)" in repr(w) and "float32" in repr(w)
+    assert repr(w).startswith("wafer.Tensor([[[ 0.,  1.,")
+    assert repr(w).endswith(", dtype=float32, device=%r)" % w.device)
     assert client.asarray(np.float32(2.5)).item() == 2.5
     assert float(client.asarray(np.array([1.5], np.float32))) == 1.5
     assert w[0, 0].tolist() == [0, 1, 2, 3]

@@ -57,6 +57,12 @@ t_api_stress_LDADD = libwafer.la
 check_PROGRAMS += t/api/ops
 TESTS += t/api/ops
 t_api_ops_LDADD = libwafer.la -lm
+# The same on float64, int32, int64 and uint8, and cast between every
+# pair of dtypes (judges a backend by the dtypes it keeps and adds).
+check_PROGRAMS += t/api/ops_dtypes
+TESTS += t/api/ops_dtypes
+t_api_ops_dtypes_LDADD = libwafer.la -lm
+BACKEND_NEUTRAL_TESTS += t/api/ops_dtypes
 
 # Native handles out and in (interop.h), on every channel; its "not
 # supported" points use the good test plugin.

@@ -5,7 +5,7 @@
 # loads and reports zero devices with the reason, which wafer-info shows,
 # and the next backend is the default. On the stand-in driver
 # (t/standins/fakecuda.c) it is accepted, and the backend-neutral suite — t/api/client,
-# t/api/channels, t/api/stress, t/api/ops, t/api/donation, t/api/memory_oom, t/api/interop,
+# t/api/channels, t/api/stress, t/api/ops, t/api/ops_dtypes, t/api/donation, t/api/memory_oom, t/api/interop,
 # t/api/queues, and
 # t/api/peer and t/api/comm with the stand-in NCCL (t/standins/fakenccl.c) — passes on it
 # with
@@ -82,7 +82,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..56"
+echo "1..57"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -124,7 +124,7 @@ contains "stand-in driver: cuda:0 is the default device" "$out" \
 	"Default device: cuda:0 (Fake GPU 0 (compute 9.0, 132 SMs))"
 # pinned-host is not among them: host_alloc is retired in ABI 1.1.
 contains "stand-in driver: capabilities" "$out" \
-	"f16 bf16 f64 stream-ordered-alloc virtual-memory device-timers"
+	"capabilities: stream-ordered-alloc virtual-memory device-timers"
 
 # What the stand-in says of a read of device memory nothing wrote.
 uninit='^fakecuda: uninitialised read'
@@ -164,6 +164,7 @@ suite client
 suite channels
 suite stress WAFER_STRESS_OPS=300
 suite ops
+suite ops_dtypes
 suite donation
 # The caller's own kernels: CUDA C through the real NVRTC, PTX (the
 # stand-in emulates the test's kernels by name: t/standins/fakecuda_program.c).

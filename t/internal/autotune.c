@@ -1459,9 +1459,9 @@ static void test_settings(void)
 	log = capture_end();
 	is_status(status, WAFER_OK, "mode full");
 	is_str(r.candidate, "fast", "full: fast wins too");
-	like(log, "wafer autotune: work f32 128x1: measuring 6 candidates",
+	like(log, "wafer autotune: work float32 128x1: measuring 6 candidates",
 	     "progress = always: a line when tuning starts");
-	like(log, "wafer autotune: work f32 128x1: fast (2 us)",
+	like(log, "wafer autotune: work float32 128x1: fast (2 us)",
 	     "and one with the choice");
 	/* full: 3 warm-ups each (broken stops at its first, or on a
 	 * queueing channel at the sync after its three) = 16 or 18; round

@@ -9,6 +9,7 @@
  * entries' macros, and the interop import check and ops macros. */
 #include "build-config.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,15 +27,37 @@ static void dtype_sizes(void)
 		size_t size;
 		const char *name;
 	} want[] = {
-		{WAFER_DTYPE_NONE, 0, "none"}, {WAFER_DTYPE_F32, 4, "f32"},
-		{WAFER_DTYPE_F16, 2, "f16"},   {WAFER_DTYPE_BF16, 2, "bf16"},
-		{WAFER_DTYPE_I32, 4, "i32"},   {WAFER_DTYPE_U8, 1, "u8"},
-		{WAFER_DTYPE_F64, 8, "f64"},   {WAFER_DTYPE_I64, 8, "i64"},
+		{WAFER_DTYPE_NONE, 0, "none"},
+		{WAFER_DTYPE_F32, 4, "float32"},
+		{WAFER_DTYPE_F16, 2, "float16"},
+		{WAFER_DTYPE_BF16, 2, "bfloat16"},
+		{WAFER_DTYPE_I32, 4, "int32"},
+		{WAFER_DTYPE_U8, 1, "uint8"},
+		{WAFER_DTYPE_F64, 8, "float64"},
+		{WAFER_DTYPE_I64, 8, "int64"},
 	};
 
-	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		is_int((long long)wafer_plugin_dtype_size(want[i].dtype),
 		       (long long)want[i].size, "dtype_size(%s)", want[i].name);
+		is_str(wafer_plugin_dtype_name(want[i].dtype), want[i].name,
+		       "dtype_name(%d) is NumPy's name", (int)want[i].dtype);
+	}
+	is_str(wafer_plugin_dtype_name(WAFER_DTYPE_I64 + 1), "unknown",
+	       "dtype_name past the known dtypes is \"unknown\"");
+	/* The cast rule's conversion of a double to an integer. */
+	ok(wafer_plugin_double_to_i32(3e9) == INT32_MAX &&
+		   wafer_plugin_double_to_i32(-3e9) == INT32_MIN &&
+		   wafer_plugin_double_to_i32(NAN) == 0 &&
+		   wafer_plugin_double_to_i32(-2.9) == -2,
+	   "double_to_i32 saturates, sends NaN to 0, truncates");
+	ok(wafer_plugin_double_to_i64(1e19) == INT64_MAX &&
+		   wafer_plugin_double_to_i64(-1e19) == INT64_MIN &&
+		   wafer_plugin_double_to_i64(-9223372036854775808.0) ==
+			   INT64_MIN &&
+		   wafer_plugin_double_to_i64(NAN) == 0 &&
+		   wafer_plugin_double_to_i64(2.9) == 2,
+	   "double_to_i64 saturates, sends NaN to 0, truncates");
 	is_int((long long)wafer_plugin_dtype_size(WAFER_DTYPE_I64 + 1), 0,
 	       "dtype_size of the first value past the known dtypes is 0");
 	is_int((long long)wafer_plugin_dtype_size(UINT32_MAX), 0,

@@ -58,7 +58,7 @@ show_output() {
 	sed 's/^/# /' "$tmp/out" "$tmp/err"
 }
 
-echo "1..23"
+echo "1..25"
 
 "$tool" > "$tmp/out" 2> "$tmp/err"
 status=$?
@@ -79,6 +79,12 @@ check "not-a-plugin: checked before dlopen" has "  not-a-plugin: not loaded: not
 check "$device accepted" has "  $device: accepted"
 check "$device:0 listed among devices" has "  $device:0 "
 check "capabilities line" has "capabilities: "
+# The dtypes come from the kernels (an add of each), not from the
+# hardware's capability bits, which the capabilities line leaves out.
+check "computes-in line: the cpu plugin's dtypes by name" \
+	has "computes in:  float32 float64 int32 int64 uint8"
+check "capabilities line names no dtype" sh -c \
+	"! grep 'capabilities:.*\\(f64\\|f16\\|bf16\\)' '$tmp/out'"
 check "default device is $device:0" has "Default device: $device:0"
 check "skipped backends say why" has "  skipped abi_major: ABI major 999, core speaks 1"
 [ "$failed" -eq 0 ] || show_output

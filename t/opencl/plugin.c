@@ -1132,7 +1132,7 @@ static void test_launch_errors(void)
 	struct wafer_binary_strided_params sp = {.rank = 0};
 	struct wafer_cast_params cp = {
 		.count = 4, .dtype_in = WAFER_DTYPE_F32,
-		.dtype_out = WAFER_DTYPE_F64};
+		.dtype_out = WAFER_DTYPE_U8};
 	int dummy;
 
 	/* Kernel identity, binding count, parameter size and alignment are
@@ -1178,7 +1178,7 @@ static void test_launch_errors(void)
 				find_kernel(device, "cast", WAFER_DTYPE_F32,
 					    NULL),
 				b, 2, &cp, sizeof cp),
-		  WAFER_ERROR_INVALID_ARGUMENT, "cast to f64: not offered");
+		  WAFER_ERROR_INVALID_ARGUMENT, "cast to u8: not offered");
 	{
 		struct wafer_rows_params rp = {.rows = 4, .cols = 0};
 		struct wafer_matmul_params mp = {.batch = 1, .m = 0, .n = 4,

@@ -54,3 +54,42 @@ float min_nan(float a, float b)
  * it (never a sub-buffer), then its parameters; the host side is
  * kernels.c. Work items past the count return at once: the global size is
  * rounded up to a whole number of work-groups. */
+
+/* The integer types and float64 compute in their own type (the kernels of
+ * elementwise.cl, strided.cl, rows.cl and matmul.cl stamped per type
+ * with a T argument). float64 needs cl_khr_fp64: its kernels are
+ * compiled only where the device has it, and kernels.c offers them only
+ * there. Integer division truncates, x / 0 is 0 and MIN / -1 wraps (the
+ * catalogue's rule; C leaves both undefined). */
+#define ST_i64 long
+#define LOAD_i32(p, i) ((p)[i])
+#define STORE_i32(p, i, v) ((p)[i] = (v))
+#define LOAD_i64(p, i) ((p)[i])
+#define STORE_i64(p, i, v) ((p)[i] = (v))
+
+int idiv_i32(int a, int b)
+{
+	return b == 0 ? 0 : b == -1 ? (int)(0u - (uint)a) : a / b;
+}
+
+long idiv_i64(long a, long b)
+{
+	return b == 0 ? 0 : b == -1 ? (long)(0ul - (ulong)a) : a / b;
+}
+
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define ST_f64 double
+#define LOAD_f64(p, i) ((p)[i])
+#define STORE_f64(p, i, v) ((p)[i] = (v))
+
+double max_nan_f64(double a, double b)
+{
+	return isnan(a) || isnan(b) ? a + b : fmax(a, b);
+}
+
+double min_nan_f64(double a, double b)
+{
+	return isnan(a) || isnan(b) ? a + b : fmin(a, b);
+}
+#endif

@@ -144,3 +144,31 @@ MATMUL_TILE16(f32)
 MATMUL_TILE16(f16)
 MATMUL_TILE64(f32)
 MATMUL_TILE64(f16)
+
+/* The naive kernel for the integer types and float64, accumulating in T
+ * (integers wrap as the elementwise kernels do). */
+#define TMATMUL_NAIVE(DT, T)                                                   \
+	__kernel void matmul_naive_##DT(                                       \
+		__global T *out, ulong out_off, __global const T *a,           \
+		ulong a_off, __global const T *b, ulong b_off, ulong m,        \
+		ulong n, ulong k, uint ta, uint tb, ulong sa, ulong sb,        \
+		ulong sc)                                                      \
+	{                                                                      \
+		ulong col = get_global_id(0), row = get_global_id(1);          \
+		ulong t = get_global_id(2);                                    \
+		if (col >= n || row >= m)                                      \
+			return;                                                \
+		__global const T *A = a + a_off + t * sa;                      \
+		__global const T *B = b + b_off + t * sb;                      \
+		T acc = 0;                                                     \
+		for (ulong p = 0; p < k; p++)                                  \
+			acc += (ta ? A[p * m + row] : A[row * k + p]) *        \
+			       (tb ? B[col * k + p] : B[p * n + col]);         \
+		out[out_off + t * sc + row * n + col] = acc;                   \
+	}
+
+TMATMUL_NAIVE(i32, int)
+TMATMUL_NAIVE(i64, long)
+#ifdef cl_khr_fp64
+TMATMUL_NAIVE(f64, double)
+#endif

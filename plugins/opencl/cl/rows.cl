@@ -7,8 +7,8 @@
  * work-group size and |scratch| of that many floats. */
 
 /* Tree-combine |v| over the work-group; every item gets the result. */
-#define GROUP_REDUCE(NAME, OP)                                                 \
-	float NAME(float v, __local float *scratch)                           \
+#define GROUP_REDUCE(NAME, T, OP)                                              \
+	T NAME(T v, __local T *scratch)                                        \
 	{                                                                      \
 		uint lid = get_local_id(0);                                    \
 		scratch[lid] = v;                                              \
@@ -25,8 +25,8 @@
 	}
 
 #define PLUS(a, b) ((a) + (b))
-GROUP_REDUCE(group_sum, PLUS)
-GROUP_REDUCE(group_max, max_nan)
+GROUP_REDUCE(group_sum, float, PLUS)
+GROUP_REDUCE(group_max, float, max_nan)
 
 #define ROW_ARGS(DT)                                                           \
 	__global ST_##DT *out, ulong out_off, __global const ST_##DT *in,      \
@@ -81,3 +81,61 @@ GROUP_REDUCE(group_max, max_nan)
 
 ROWS(f32)
 ROWS(f16)
+
+/* The reductions of the integer types and float64, in T; scratch holds
+ * T (kernels.c sizes it for 8-byte elements). */
+#define TROW_REDUCE(DT, T, name, init, fold, group, result)                    \
+	__kernel void name##_##DT(__global T *out, ulong out_off,              \
+				  __global const T *in, ulong in_off,          \
+				  ulong rows, ulong cols,                      \
+				  __local T *scratch)                          \
+	{                                                                      \
+		ulong r = get_group_id(0);                                     \
+		uint lid = get_local_id(0), step = get_local_size(0);          \
+		if (r >= rows)                                                 \
+			return;                                                \
+		__global const T *row = in + in_off + r * cols;                \
+		T acc = (init);                                                \
+		for (ulong c = lid; c < cols; c += step)                       \
+			acc = (fold);                                          \
+		acc = group(acc, scratch);                                     \
+		if (lid == 0)                                                  \
+			out[out_off + r] = (result);                           \
+	}
+
+#define TROWS(DT, T, MAXF, LOWEST)                                             \
+	GROUP_REDUCE(group_sum_##DT, T, PLUS)                                 \
+	GROUP_REDUCE(group_max_##DT, T, MAXF)                                 \
+	TROW_REDUCE(DT, T, reduce_sum, 0, acc + row[c], group_sum_##DT, acc)   \
+	TROW_REDUCE(DT, T, reduce_mean, 0, acc + row[c], group_sum_##DT,       \
+		    acc / (T)cols)                                             \
+	TROW_REDUCE(DT, T, reduce_max, LOWEST, MAXF(acc, row[c]),              \
+		    group_max_##DT, acc)
+
+TROWS(i32, int, max, INT_MIN)
+TROWS(i64, long, max, LONG_MIN)
+
+#ifdef cl_khr_fp64
+TROWS(f64, double, max_nan_f64, -INFINITY)
+
+__kernel void softmax_f64(__global double *out, ulong out_off,
+			  __global const double *in, ulong in_off, ulong rows,
+			  ulong cols, __local double *scratch)
+{
+	ulong r = get_group_id(0);
+	uint lid = get_local_id(0), step = get_local_size(0);
+	if (r >= rows)
+		return;
+	__global const double *row = in + in_off + r * cols;
+	__global double *dst = out + out_off + r * cols;
+	double m = -INFINITY, sum = 0.0;
+	for (ulong c = lid; c < cols; c += step)
+		m = max_nan_f64(m, row[c]);
+	m = group_max_f64(m, scratch);
+	for (ulong c = lid; c < cols; c += step)
+		sum += exp(row[c] - m);
+	sum = group_sum_f64(sum, scratch);
+	for (ulong c = lid; c < cols; c += step)
+		dst[c] = exp(row[c] - m) / sum;
+}
+#endif

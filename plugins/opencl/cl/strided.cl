@@ -137,3 +137,87 @@ CAST(i32, f32, out[out_off + i] = convert_float_rte(in[in_off + i]))
 CAST(i32, f16, vstore_half_rte(convert_float_rte(in[in_off + i]), i,
 			       out + out_off))
 CAST(i32, bf16, out[out_off + i] = bf16_from_int(in[in_off + i]))
+
+/* Strided binary kernels of the integer types and float64, in T. */
+#define TSTRIDED(NAME, DT, T, EXPR)                                            \
+	__kernel void NAME##_strided_##DT(                                     \
+		__global T *out, ulong out_off, __global const T *a,           \
+		ulong a_off, __global const T *b, ulong b_off, uint rank,      \
+		ulong8 shape, ulong8 a_strides, ulong8 b_strides,              \
+		ulong a_offset, ulong b_offset, ulong n)                       \
+	{                                                                      \
+		size_t i = get_global_id(0);                                   \
+		ulong pa, pb;                                                  \
+		if (i >= n)                                                    \
+			return;                                                \
+		strided_pos2(i, rank, shape, a_strides, b_strides, &pa, &pb);  \
+		T x = a[a_off + a_offset + pa], y = b[b_off + b_offset + pb];  \
+		out[out_off + i] = (EXPR);                                     \
+	}
+
+#define TSTRIDED_ALL(DT, T, DIV, MAX, MIN)                                     \
+	TSTRIDED(add, DT, T, x + y)                                            \
+	TSTRIDED(sub, DT, T, x - y)                                            \
+	TSTRIDED(mul, DT, T, x * y)                                            \
+	TSTRIDED(div, DT, T, DIV)                                              \
+	TSTRIDED(max, DT, T, MAX)                                              \
+	TSTRIDED(min, DT, T, MIN)
+
+TSTRIDED_ALL(i32, int, idiv_i32(x, y), max(x, y), min(x, y))
+TSTRIDED_ALL(i64, long, idiv_i64(x, y), max(x, y), min(x, y))
+COPY_STRIDED(b64, ulong)
+
+/* Casts from and into int64: integers saturate (convert_*_sat: NaN gives
+ * 0), floats round once to nearest even (an int64 is exact in f32 below
+ * 2^24 and beyond f16's range above it; bf16 keeps a sticky bit). */
+ushort bf16_from_long(long x)
+{
+	float f = convert_float_rtz(x);
+	uint u = as_uint(f);
+
+	if (convert_long_rtz(f) != x)
+		u |= 1u;
+	return bf16_from_float(as_float(u));
+}
+
+#define CAST_TO_I64(IN)                                                        \
+	CAST(IN, i64,                                                          \
+	     out[out_off + i] = convert_long_sat_rtz(LOAD_##IN(in + in_off, i)))
+CAST_TO_I64(f32)
+CAST_TO_I64(f16)
+CAST_TO_I64(bf16)
+CAST(i32, i64, out[out_off + i] = (long)in[in_off + i])
+CAST(i64, i32, out[out_off + i] = convert_int_sat(in[in_off + i]))
+CAST(i64, f32, out[out_off + i] = convert_float_rte(in[in_off + i]))
+CAST(i64, f16, vstore_half_rte(convert_float_rte(in[in_off + i]), i,
+			       out + out_off))
+CAST(i64, bf16, out[out_off + i] = bf16_from_long(in[in_off + i]))
+
+#ifdef cl_khr_fp64
+TSTRIDED_ALL(f64, double, x / y, max_nan_f64(x, y), min_nan_f64(x, y))
+
+/* f64 to f32 rounded to odd: a further rounding to bf16 then rounds as if
+ * from the f64 (f16 has its own double store). */
+float f32_odd_from_f64(double x)
+{
+	float f = convert_float_rtz(x);
+
+	if (!isnan(x) && (double)f != x)
+		f = as_float(as_uint(f) | 1u);
+	return f;
+}
+
+#define CAST_TO_F64(IN)                                                        \
+	CAST(IN, f64, out[out_off + i] = (double)LOAD_##IN(in + in_off, i))
+CAST_TO_F64(f32)
+CAST_TO_F64(f16)
+CAST_TO_F64(bf16)
+CAST(i32, f64, out[out_off + i] = convert_double(in[in_off + i]))
+CAST(i64, f64, out[out_off + i] = convert_double_rte(in[in_off + i]))
+CAST(f64, f32, out[out_off + i] = convert_float_rte(in[in_off + i]))
+CAST(f64, f16, vstore_half_rte(in[in_off + i], i, out + out_off))
+CAST(f64, bf16,
+     out[out_off + i] = bf16_from_float(f32_odd_from_f64(in[in_off + i])))
+CAST(f64, i32, out[out_off + i] = convert_int_sat_rtz(in[in_off + i]))
+CAST(f64, i64, out[out_off + i] = convert_long_sat_rtz(in[in_off + i]))
+#endif

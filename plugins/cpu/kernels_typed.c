@@ -1,0 +1,566 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * kernels_typed.c: the catalogue's elementwise, strided, reduction and
+ * matmul kernels for the element types beyond f32 (f64, i32, i64, u8), stamped
+ * out once per type from the list CPU_TYPED_DTYPES below. Adding an
+ * element type is one line of that list (and its cast in
+ * kernels_cast.c); nothing else in the plugin names the types.
+ *
+ * These are plain loops (gcc vectorises the dense ones) run on the pool;
+ * the tuned f32 kernels live in the other kernel files, and OpenBLAS's
+ * dgemm is a float64 matmul candidate in matmul_openblas.c. Integer rules,
+ * the ones NumPy follows where it defines them: add, sub, mul, neg and
+ * the sums wrap around in two's complement; div truncates toward zero,
+ * x / 0 is 0 and INT_MIN / -1 wraps to INT_MIN; reduce_mean is the
+ * wrapped sum divided by cols, truncated; u8 wraps modulo 256 (its neg
+ * too) and its abs is the identity. Unary kernels on integers are
+ * neg, abs and relu (exp and the rest are for floating types only). */
+#include "build-config.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "plugins/cpu/convert.h"
+#include "plugins/cpu/kernels.h"
+#include "plugins/cpu/threadpool.h"
+
+
+/* X(suffix, C type, unsigned twin for wrapping, dtype, is_float) */
+#define CPU_TYPED_DTYPES(X)                                                    \
+	X(f64, double, double, WAFER_DTYPE_F64, 1)                             \
+	X(i32, int32_t, uint32_t, WAFER_DTYPE_I32, 0)                          \
+	X(i64, int64_t, uint64_t, WAFER_DTYPE_I64, 0)                          \
+	X(u8, uint8_t, uint8_t, WAFER_DTYPE_U8, 0)
+
+/*===----------------------------------------------------------------------===
+ * Conversions of the parameter blocks' doubles
+ *===----------------------------------------------------------------------===*/
+
+static inline double cpu_from_double_f64(double v)
+{
+	return v;
+}
+
+#define cpu_from_double_i32 wafer_plugin_double_to_i32
+#define cpu_from_double_i64 wafer_plugin_double_to_i64
+#define cpu_from_double_u8 cpu_double_to_u8
+
+/*===----------------------------------------------------------------------===
+ * Element functions
+ *===----------------------------------------------------------------------===*/
+
+/* Floating: IEEE, NaN propagating through max, min and relu as in the
+ * f32 kernels. */
+static inline double add_f64(double a, double b) { return a + b; }
+static inline double sub_f64(double a, double b) { return a - b; }
+static inline double mul_f64(double a, double b) { return a * b; }
+static inline double div_f64(double a, double b) { return a / b; }
+static inline double max_f64(double a, double b)
+{
+	return a != a || b != b ? a + b : a > b ? a : b;
+}
+static inline double min_f64(double a, double b)
+{
+	return a != a || b != b ? a + b : a < b ? a : b;
+}
+static inline double mean_f64(double sum, uint64_t n) { return sum / (double)n; }
+static inline double neg_f64(double x) { return -x; }
+static inline double abs_f64(double x) { return fabs(x); }
+static inline double relu_f64(double x) { return x > 0.0 || x != x ? x : 0.0; }
+static inline double exp_f64(double x) { return exp(x); }
+static inline double log_f64(double x) { return log(x); }
+static inline double sqrt_f64(double x) { return sqrt(x); }
+static inline double tanh_f64(double x) { return tanh(x); }
+static inline double sigmoid_f64(double x)
+{
+	double t = exp(-fabs(x));
+	double s = 1.0 / (1.0 + t);
+	return x >= 0.0 ? s : t * s;
+}
+static inline double gelu_f64(double x)
+{
+	double u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+	return x * sigmoid_f64(2.0 * u);
+}
+
+/* Integers: the wrapping ones go through the unsigned twin (signed
+ * overflow is undefined in C). */
+#define INT_FUNCTIONS(sfx, T, U)                                               \
+	static inline T add_##sfx(T a, T b) { return (T)((U)a + (U)b); }       \
+	static inline T sub_##sfx(T a, T b) { return (T)((U)a - (U)b); }       \
+	static inline T mul_##sfx(T a, T b) { return (T)((U)a * (U)b); }       \
+	static inline T div_##sfx(T a, T b)                                    \
+	{                                                                      \
+		if (b == 0)                                                    \
+			return 0;                                              \
+		if ((T)-1 < (T)0 && b == (T)-1)                               \
+			return (T)(0 - (U)a);                                  \
+		return a / b;                                                  \
+	}                                                                      \
+	static inline T max_##sfx(T a, T b) { return a > b ? a : b; }          \
+	static inline T min_##sfx(T a, T b) { return a < b ? a : b; }          \
+	static inline T neg_##sfx(T x) { return (T)(0 - (U)x); }               \
+	static inline T relu_##sfx(T x) { return x > 0 ? x : 0; }             \
+	static inline T mean_##sfx(T sum, uint64_t n)                          \
+	{                                                                      \
+		return (T)((int64_t)sum / (int64_t)n);                         \
+	}
+INT_FUNCTIONS(i32, int32_t, uint32_t)
+INT_FUNCTIONS(i64, int64_t, uint64_t)
+INT_FUNCTIONS(u8, uint8_t, uint8_t)
+static inline int32_t abs_i32(int32_t x) { return x < 0 ? neg_i32(x) : x; }
+static inline int64_t abs_i64(int64_t x) { return x < 0 ? neg_i64(x) : x; }
+static inline uint8_t abs_u8(uint8_t x) { return x; }
+
+/*===----------------------------------------------------------------------===
+ * Shared pieces
+ *===----------------------------------------------------------------------===*/
+
+static uint64_t elementwise_count(const void *params)
+{
+	return CPU_PARAMS(struct wafer_elementwise_params, params).count;
+}
+
+static uint64_t scalar_count(const void *params)
+{
+	return CPU_PARAMS(struct wafer_scalar_params, params).count;
+}
+
+static uint64_t fill_count(const void *params)
+{
+	return CPU_PARAMS(struct wafer_fill_params, params).count;
+}
+
+/* What every job carries: the bindings, the parameter block. */
+struct typed_job {
+	void *out;
+	const void *a;
+	const void *b;
+	const void *params;
+};
+
+static wafer_status run_job(const struct cpu_kernel_args *args, size_t count,
+			    size_t grain, cpu_range_fn range)
+{
+	struct typed_job job = {
+		.out = args->data[0],
+		.a = args->binding_count > 1 ? args->data[1] : NULL,
+		.b = args->binding_count > 2 ? args->data[2] : NULL,
+		.params = args->params,
+	};
+
+	cpu_pool_parallel_for(args->pool, count, grain ? grain : 1, range,
+			      &job);
+	return WAFER_OK;
+}
+
+/* Offsets of flat output index |pos| into two strided inputs. */
+static void strided_offsets(const struct wafer_binary_strided_params *p,
+			    uint64_t pos, uint64_t *oa, uint64_t *ob)
+{
+	uint64_t a = p->a_offset, b = p->b_offset;
+
+	for (uint32_t d = p->rank; d-- > 0;) {
+		uint64_t i = pos % p->shape[d];
+		pos /= p->shape[d];
+		a += i * p->a_strides[d];
+		b += i * p->b_strides[d];
+	}
+	*oa = a;
+	*ob = b;
+}
+
+static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
+{
+	uint64_t n = 1;
+
+	for (uint32_t d = 0; d < rank && d < WAFER_KERNEL_MAX_RANK; d++)
+		n *= shape[d];
+	return n;
+}
+
+/*===----------------------------------------------------------------------===
+ * Kernel families, stamped per type
+ *===----------------------------------------------------------------------===*/
+
+#define UNARY(sfx, T, op)                                                      \
+	static void op##_##sfx##_range(void *ctx, size_t begin, size_t end)    \
+	{                                                                      \
+		const struct typed_job *job = ctx;                             \
+		T *out = job->out;                                             \
+		const T *in = job->a;                                          \
+		for (size_t i = begin; i < end; i++)                           \
+			out[i] = op##_##sfx(in[i]);                            \
+	}                                                                      \
+	static wafer_status run_##op##_##sfx(                                  \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		return run_job(args,                                           \
+			       (size_t)elementwise_count(args->params),        \
+			       CPU_GRAIN, op##_##sfx##_range);                 \
+	}                                                                      \
+	CPU_COUNTED_IMPL(op##_##sfx##_impl, elementwise_count, sizeof(T),      \
+			 run_##op##_##sfx);
+
+#define BINARY(sfx, T, op)                                                     \
+	static void op##_##sfx##_range(void *ctx, size_t begin, size_t end)    \
+	{                                                                      \
+		const struct typed_job *job = ctx;                             \
+		T *out = job->out;                                             \
+		const T *a = job->a, *b = job->b;                              \
+		for (size_t i = begin; i < end; i++)                           \
+			out[i] = op##_##sfx(a[i], b[i]);                       \
+	}                                                                      \
+	static wafer_status run_##op##_##sfx(                                  \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		return run_job(args,                                           \
+			       (size_t)elementwise_count(args->params),        \
+			       CPU_GRAIN, op##_##sfx##_range);                 \
+	}                                                                      \
+	CPU_COUNTED_IMPL(op##_##sfx##_impl, elementwise_count, sizeof(T),      \
+			 run_##op##_##sfx);                                    \
+	static void op##_scalar_##sfx##_range(void *ctx, size_t begin,         \
+					      size_t end)                      \
+	{                                                                      \
+		const struct typed_job *job = ctx;                             \
+		struct wafer_scalar_params p =                                 \
+			CPU_PARAMS(struct wafer_scalar_params, job->params);   \
+		T *out = job->out;                                             \
+		const T *a = job->a;                                           \
+		const T s = cpu_from_double_##sfx(p.scalar);                   \
+		if (p.scalar_first)                                            \
+			for (size_t i = begin; i < end; i++)                   \
+				out[i] = op##_##sfx(s, a[i]);                  \
+		else                                                           \
+			for (size_t i = begin; i < end; i++)                   \
+				out[i] = op##_##sfx(a[i], s);                  \
+	}                                                                      \
+	static wafer_status run_##op##_scalar_##sfx(                           \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		return run_job(args, (size_t)scalar_count(args->params),       \
+			       CPU_GRAIN, op##_scalar_##sfx##_range);          \
+	}                                                                      \
+	CPU_COUNTED_IMPL(op##_scalar_##sfx##_impl, scalar_count, sizeof(T),    \
+			 run_##op##_scalar_##sfx);                             \
+	static void op##_strided_##sfx##_range(void *ctx, size_t begin,        \
+					       size_t end)                     \
+	{                                                                      \
+		const struct typed_job *job = ctx;                             \
+		struct wafer_binary_strided_params p = CPU_PARAMS(             \
+			struct wafer_binary_strided_params, job->params);      \
+		T *out = job->out;                                             \
+		const T *a = job->a, *b = job->b;                              \
+		for (size_t i = begin; i < end; i++) {                         \
+			uint64_t oa, ob;                                       \
+			strided_offsets(&p, i, &oa, &ob);                      \
+			out[i] = op##_##sfx(a[oa], b[ob]);                     \
+		}                                                              \
+	}                                                                      \
+	static wafer_status run_##op##_strided_##sfx(                          \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		struct wafer_binary_strided_params p = CPU_PARAMS(             \
+			struct wafer_binary_strided_params, args->params);     \
+		return run_job(args, (size_t)shape_count(p.rank, p.shape),     \
+			       CPU_GRAIN / 4, op##_strided_##sfx##_range);     \
+	}                                                                      \
+	static wafer_status check_##op##_strided_##sfx(                        \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		struct wafer_binary_strided_params p = CPU_PARAMS(             \
+			struct wafer_binary_strided_params, args->params);     \
+		return wafer_plugin_check_binary_strided(                      \
+			&args->reach, &p, sizeof(T), NULL, NULL, NULL);        \
+	}                                                                      \
+	CPU_CHECKED_IMPL(op##_strided_##sfx##_impl,                            \
+			 check_##op##_strided_##sfx,                           \
+			 run_##op##_strided_##sfx);
+
+/* fill, copy_strided, the reductions and matmul of one type. */
+#define COMMON(sfx, T, U)                                                      \
+	static void fill_##sfx##_range(void *ctx, size_t begin, size_t end)    \
+	{                                                                      \
+		const struct typed_job *job = ctx;                             \
+		T *out = job->out;                                             \
+		const T v = cpu_from_double_##sfx(                             \
+			CPU_PARAMS(struct wafer_fill_params, job->params)      \
+				.value);                                       \
+		for (size_t i = begin; i < end; i++)                           \
+			out[i] = v;                                            \
+	}                                                                      \
+	static wafer_status run_fill_##sfx(const struct cpu_kernel_args *args) \
+	{                                                                      \
+		return run_job(args, (size_t)fill_count(args->params),         \
+			       CPU_GRAIN, fill_##sfx##_range);                 \
+	}                                                                      \
+	CPU_COUNTED_IMPL(fill_##sfx##_impl, fill_count, sizeof(T),             \
+			 run_fill_##sfx);                                      \
+	static void copy_##sfx##_range(void *ctx, size_t begin, size_t end)    \
+	{                                                                      \
+		const struct typed_job *job = ctx;                             \
+		if (job->out != job->a)                                        \
+			memcpy((T *)job->out + begin, (const T *)job->a + begin, \
+			       (end - begin) * sizeof(T));                     \
+	}                                                                      \
+	static wafer_status run_copy_##sfx(const struct cpu_kernel_args *args) \
+	{                                                                      \
+		return run_job(args,                                           \
+			       (size_t)elementwise_count(args->params),        \
+			       CPU_GRAIN, copy_##sfx##_range);                 \
+	}                                                                      \
+	CPU_COUNTED_IMPL(copy_##sfx##_impl, elementwise_count, sizeof(T),      \
+			 run_copy_##sfx);                                      \
+	static void gather_##sfx##_range(void *ctx, size_t begin, size_t end)  \
+	{                                                                      \
+		const struct typed_job *job = ctx;                             \
+		struct wafer_strided_copy_params p = CPU_PARAMS(               \
+			struct wafer_strided_copy_params, job->params);        \
+		struct wafer_binary_strided_params s = {.rank = p.rank,        \
+							.a_offset = p.offset}; \
+		T *out = job->out;                                             \
+		const T *in = job->a;                                          \
+		memcpy(s.shape, p.shape, sizeof s.shape);                      \
+		memcpy(s.a_strides, p.strides, sizeof s.a_strides);            \
+		for (size_t i = begin; i < end; i++) {                         \
+			uint64_t o, unused;                                    \
+			strided_offsets(&s, i, &o, &unused);                   \
+			out[i] = in[o];                                        \
+		}                                                              \
+	}                                                                      \
+	static wafer_status run_gather_##sfx(                                  \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		struct wafer_strided_copy_params p = CPU_PARAMS(               \
+			struct wafer_strided_copy_params, args->params);       \
+		return run_job(args, (size_t)shape_count(p.rank, p.shape),     \
+			       CPU_GRAIN / 4, gather_##sfx##_range);           \
+	}                                                                      \
+	static wafer_status check_gather_##sfx(                                \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		struct wafer_strided_copy_params p = CPU_PARAMS(               \
+			struct wafer_strided_copy_params, args->params);       \
+		return wafer_plugin_check_copy_strided(&args->reach, &p,       \
+						       sizeof(T), NULL, NULL); \
+	}                                                                      \
+	CPU_CHECKED_IMPL(gather_##sfx##_impl, check_gather_##sfx,              \
+			 run_gather_##sfx);                                    \
+	static wafer_status check_rows_##sfx(                                  \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		struct wafer_rows_params p =                                   \
+			CPU_PARAMS(struct wafer_rows_params, args->params);    \
+		return wafer_plugin_check_rows(&args->reach, &p, sizeof(T), 0, \
+					       NULL);                          \
+	}                                                                      \
+	REDUCE(sfx, T, sum, add_##sfx(acc, x[c]), 0, 0)                        \
+	REDUCE(sfx, T, mean, add_##sfx(acc, x[c]), 0, 1)                       \
+	REDUCE(sfx, T, max, max_##sfx(acc, x[c]), x[0], 0)                     \
+	static void matmul_##sfx##_range(void *ctx, size_t begin, size_t end)  \
+	{                                                                      \
+		const struct typed_job *job = ctx;                             \
+		struct wafer_matmul_params p =                                 \
+			CPU_PARAMS(struct wafer_matmul_params, job->params);   \
+		T *c = job->out;                                               \
+		const T *a = job->a, *b = job->b;                              \
+		for (size_t row = begin; row < end; row++) {                   \
+			uint64_t t = row / p.m, i = row % p.m;                 \
+			const T *at = a + t * p.batch_stride_a;                \
+			const T *bt = b + t * p.batch_stride_b;                \
+			T *ct = c + t * p.batch_stride_c + i * p.n;            \
+			for (uint64_t j = 0; j < p.n; j++)                     \
+				ct[j] = 0;                                     \
+			for (uint64_t l = 0; l < p.k; l++) {                   \
+				T av = p.transpose_a ? at[l * p.m + i]         \
+						     : at[i * p.k + l];        \
+				for (uint64_t j = 0; j < p.n; j++) {           \
+					T bv = p.transpose_b                   \
+						       ? bt[j * p.k + l]       \
+						       : bt[l * p.n + j];      \
+					ct[j] = add_##sfx(ct[j],               \
+							  mul_##sfx(av, bv));  \
+				}                                              \
+			}                                                      \
+		}                                                              \
+	}                                                                      \
+	static wafer_status check_matmul_##sfx(                                \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		struct wafer_matmul_params p =                                 \
+			CPU_PARAMS(struct wafer_matmul_params, args->params);  \
+		return wafer_plugin_check_matmul(&args->reach, &p, sizeof(T),  \
+						 NULL);                        \
+	}                                                                      \
+	static wafer_status run_matmul_##sfx(                                  \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		struct wafer_matmul_params p =                                 \
+			CPU_PARAMS(struct wafer_matmul_params, args->params);  \
+		uint64_t work = p.n * p.k;                                     \
+		size_t grain = work >= (1u << 18)                              \
+				       ? 1                                     \
+				       : (size_t)((1u << 18) / (work | 1));    \
+		return run_job(args, (size_t)(p.batch * p.m), grain,           \
+			       matmul_##sfx##_range);                          \
+	}                                                                      \
+	CPU_CHECKED_IMPL(matmul_##sfx##_impl, check_matmul_##sfx,              \
+			 run_matmul_##sfx);
+
+/* reduce_|name| over rows: acc starts at |init| and takes |step| for
+ * each column; |mean| divides by cols at the end. */
+#define REDUCE(sfx, T, name, step, init, mean)                                 \
+	static void reduce_##name##_##sfx##_range(void *ctx, size_t begin,     \
+						  size_t end)                  \
+	{                                                                      \
+		const struct typed_job *job = ctx;                             \
+		struct wafer_rows_params p =                                   \
+			CPU_PARAMS(struct wafer_rows_params, job->params);     \
+		T *out = job->out;                                             \
+		for (size_t r = begin; r < end; r++) {                         \
+			const T *x = (const T *)job->a + r * p.cols;           \
+			T acc = (init);                                        \
+			for (size_t c = 0; c < p.cols; c++)                    \
+				acc = (step);                                  \
+			out[r] = (mean) ? mean_##sfx(acc, p.cols) : acc;          \
+		}                                                              \
+	}                                                                      \
+	static wafer_status run_reduce_##name##_##sfx(                         \
+		const struct cpu_kernel_args *args)                            \
+	{                                                                      \
+		struct wafer_rows_params p =                                   \
+			CPU_PARAMS(struct wafer_rows_params, args->params);    \
+		return run_job(args, (size_t)p.rows,                           \
+			       (size_t)(CPU_GRAIN / (p.cols | 1)),             \
+			       reduce_##name##_##sfx##_range);                 \
+	}                                                                      \
+	CPU_CHECKED_IMPL(reduce_##name##_##sfx##_impl, check_rows_##sfx,       \
+			 run_reduce_##name##_##sfx);
+
+#define INT_KERNELS(sfx, T, U)                                                 \
+	COMMON(sfx, T, U)                                                      \
+	UNARY(sfx, T, neg)                                                     \
+	UNARY(sfx, T, abs)                                                     \
+	UNARY(sfx, T, relu)                                                    \
+	BINARY(sfx, T, add)                                                    \
+	BINARY(sfx, T, sub)                                                    \
+	BINARY(sfx, T, mul)                                                    \
+	BINARY(sfx, T, div)                                                    \
+	BINARY(sfx, T, max)                                                    \
+	BINARY(sfx, T, min)
+
+INT_KERNELS(i32, int32_t, uint32_t)
+INT_KERNELS(i64, int64_t, uint64_t)
+INT_KERNELS(u8, uint8_t, uint8_t)
+INT_KERNELS(f64, double, double)
+UNARY(f64, double, exp)
+UNARY(f64, double, log)
+UNARY(f64, double, sqrt)
+UNARY(f64, double, tanh)
+UNARY(f64, double, sigmoid)
+UNARY(f64, double, gelu)
+
+/* softmax in f64: the row's maximum, then e^(x - max) / their sum. */
+static void softmax_f64_range(void *ctx, size_t begin, size_t end)
+{
+	const struct typed_job *job = ctx;
+	struct wafer_rows_params p =
+		CPU_PARAMS(struct wafer_rows_params, job->params);
+
+	for (size_t r = begin; r < end; r++) {
+		const double *x = (const double *)job->a + r * p.cols;
+		double *out = (double *)job->out + r * p.cols;
+		double m = x[0], sum = 0.0;
+		for (size_t c = 1; c < p.cols; c++)
+			m = max_f64(m, x[c]);
+		for (size_t c = 0; c < p.cols; c++) {
+			out[c] = exp(x[c] - m);
+			sum += out[c];
+		}
+		for (size_t c = 0; c < p.cols; c++)
+			out[c] /= sum;
+	}
+}
+
+static wafer_status check_softmax_f64(const struct cpu_kernel_args *args)
+{
+	struct wafer_rows_params p =
+		CPU_PARAMS(struct wafer_rows_params, args->params);
+
+	return wafer_plugin_check_rows(&args->reach, &p, sizeof(double), 1,
+				       NULL);
+}
+
+static wafer_status run_softmax_f64(const struct cpu_kernel_args *args)
+{
+	struct wafer_rows_params p =
+		CPU_PARAMS(struct wafer_rows_params, args->params);
+
+	return run_job(args, (size_t)p.rows,
+		       (size_t)(CPU_GRAIN / 8 / (p.cols | 1)),
+		       softmax_f64_range);
+}
+
+CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
+
+
+/*===----------------------------------------------------------------------===
+ * The table
+ *===----------------------------------------------------------------------===*/
+
+#define ENTRY(op_, sfx, dtype, bindings, params, impl)                         \
+	CPU_KERNEL(op_, "default", dtype, bindings, struct params,             \
+		   impl##_##sfx##_impl)
+#define BINARY_ENTRIES(sfx, dtype, op)                                         \
+	CPU_KERNEL(#op, "default", dtype, 3, struct wafer_elementwise_params, \
+		   op##_##sfx##_impl),                                         \
+		CPU_KERNEL(#op "_scalar", "default", dtype, 2,                 \
+			   struct wafer_scalar_params,                         \
+			   op##_scalar_##sfx##_impl),                          \
+		CPU_KERNEL(#op "_strided", "default", dtype, 3,                \
+			   struct wafer_binary_strided_params,                 \
+			   op##_strided_##sfx##_impl)
+#define UNARY_ENTRY(sfx, dtype, op)                                            \
+	ENTRY(#op, sfx, dtype, 2, wafer_elementwise_params, op)
+
+/* What every type has. i32's copy and copy_strided are the f32 ones'
+ * 4-byte movers (kernels_basic.c, kernels_strided.c), listed first. */
+#define TYPED_ENTRIES(sfx, T, U, dtype, is_float)                              \
+	ENTRY(WAFER_KERNEL_FILL, sfx, dtype, 1, wafer_fill_params, fill),      \
+		ENTRY(WAFER_KERNEL_COPY, sfx, dtype, 2,                        \
+		      wafer_elementwise_params, copy),                         \
+		ENTRY(WAFER_KERNEL_COPY_STRIDED, sfx, dtype, 2,                \
+		      wafer_strided_copy_params, gather),                      \
+		UNARY_ENTRY(sfx, dtype, neg), UNARY_ENTRY(sfx, dtype, abs),    \
+		UNARY_ENTRY(sfx, dtype, relu),                                 \
+		BINARY_ENTRIES(sfx, dtype, add),                               \
+		BINARY_ENTRIES(sfx, dtype, sub),                               \
+		BINARY_ENTRIES(sfx, dtype, mul),                               \
+		BINARY_ENTRIES(sfx, dtype, div),                               \
+		BINARY_ENTRIES(sfx, dtype, max),                               \
+		BINARY_ENTRIES(sfx, dtype, min),                               \
+		ENTRY(WAFER_KERNEL_REDUCE_SUM, sfx, dtype, 2,                  \
+		      wafer_rows_params, reduce_sum),                          \
+		ENTRY(WAFER_KERNEL_REDUCE_MAX, sfx, dtype, 2,                  \
+		      wafer_rows_params, reduce_max),                          \
+		ENTRY(WAFER_KERNEL_REDUCE_MEAN, sfx, dtype, 2,                 \
+		      wafer_rows_params, reduce_mean),                         \
+		ENTRY(WAFER_KERNEL_MATMUL, sfx, dtype, 3,                      \
+		      wafer_matmul_params, matmul),
+
+static const struct wafer_kernel entries[] = {
+	CPU_TYPED_DTYPES(TYPED_ENTRIES)
+	/* The floating-only ones. */
+	UNARY_ENTRY(f64, WAFER_DTYPE_F64, exp),
+	UNARY_ENTRY(f64, WAFER_DTYPE_F64, log),
+	UNARY_ENTRY(f64, WAFER_DTYPE_F64, sqrt),
+	UNARY_ENTRY(f64, WAFER_DTYPE_F64, tanh),
+	UNARY_ENTRY(f64, WAFER_DTYPE_F64, sigmoid),
+	UNARY_ENTRY(f64, WAFER_DTYPE_F64, gelu),
+	ENTRY(WAFER_KERNEL_SOFTMAX, f64, WAFER_DTYPE_F64, 2, wafer_rows_params,
+	      softmax),
+};
+
+CPU_KERNEL_SET_DEFINE(typed, entries);
