@@ -134,9 +134,42 @@ static struct wafer_program_ref *new_ref(struct wafer_program_table *table)
 // Create
 //===----------------------------------------------------------------------===//
 
+/* The largest parameter block a program kernel takes: more than any
+ * device passes to a kernel (CUDA: 32,764 bytes). */
+#define WAFER_PROGRAM_MAX_PARAMS 65536
+
 /* The smallest wafer_program_source a caller may pass: up to |size|. */
 #define SOURCE_MIN_SIZE                                                        \
 	(offsetof(wafer_program_source, size) + sizeof(size_t))
+
+/* A source in a text format may end in NUL bytes (a string literal's
+ * size) but hold none before: some compilers stop at the first and
+ * silently drop the kernels after it, others compile every byte. */
+static wafer_status check_text(const wafer_program_source *s, size_t i)
+{
+	switch (s->format) {
+	case WAFER_PROGRAM_CUDA_C:
+	case WAFER_PROGRAM_PTX:
+	case WAFER_PROGRAM_OPENCL_C:
+	case WAFER_PROGRAM_HOST_C:
+		break;
+	default:
+		return WAFER_OK;
+	}
+	const char *text = s->data;
+	size_t end = s->size;
+	while (end && text[end - 1] == '\0')
+		end--;
+	const char *nul = memchr(text, '\0', end);
+	if (nul)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_program_create: sources[%zu] (%s, "
+				  "%zu bytes) holds a NUL byte at offset %zu, "
+				  "before its end: text must not",
+				  i, wafer_program_format_name(s->format),
+				  s->size, (size_t)(nul - text));
+	return WAFER_OK;
+}
 
 /* Checks the caller's sources and copies source |i| into |*out| at the
  * full struct size (fields the caller's struct lacks are 0). */
@@ -166,7 +199,7 @@ static wafer_status get_source(const wafer_program_source *sources, size_t i,
 				  "wafer_program_create: sources[%zu] has "
 				  "the unknown format %d",
 				  i, (int)out->format);
-	return WAFER_OK;
+	return check_text(out, i);
 }
 
 /* "a, b, c" of |formats| into |buf|. */
@@ -343,6 +376,11 @@ WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
 				  "wafer_program_kernel(%s): %u bindings, "
 				  "the most is %d",
 				  name, binding_count, WAFER_MAX_BINDINGS);
+	if (params_size > WAFER_PROGRAM_MAX_PARAMS)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_program_kernel(%s): a parameter "
+				  "block of %zu bytes, the most is %d",
+				  name, params_size, WAFER_PROGRAM_MAX_PARAMS);
 	struct wafer_program_table *table =
 		wafer_client_programs(program->client);
 	struct wafer_runtime_device *device = program->device;
