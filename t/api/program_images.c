@@ -12,7 +12,9 @@
  *    is only the ELF magic or whose header is zeros, one that declares
  *    65,535 program headers are refused; the whole image loads;
  *  - host-c: a global variable is not a kernel; two live programs with
- *    the same kernel name and different bodies each run their own. */
+ *    the same kernel name and different bodies each run their own; a
+ *    cached shared object cut short (its checksum made to match) is
+ *    refused and compiled again. */
 #include "build-config.h"
 
 #include <elf.h>
@@ -41,8 +43,8 @@ static wafer_client *client;
 static void *read_whole(const char *dir, const char *file, size_t *out_size)
 {
 	char path[4096];
-	snprintf(path, sizeof path, "%s/%s", getenv(dir) ? getenv(dir) : ".",
-		 file);
+	snprintf(path, sizeof path, "%s%s%s", getenv(dir) ? getenv(dir) : "",
+		 getenv(dir) ? "/" : "", file);
 	FILE *f = fopen(path, "rb");
 	void *data = NULL;
 	*out_size = 0;
@@ -284,6 +286,91 @@ static void test_same_names(void)
 	check(wafer_program_release(c), "release three");
 }
 
+/* A host-c program's cached shared object cut in half, its header's
+ * length and checksum made to match (core/binary_cache.c's format): the
+ * next program of that source finds it, refuses it and compiles again,
+ * where dlopen of it died of SIGBUS. */
+static void test_cut_cache(void)
+{
+	static const char text[] =
+		"#include <stdint.h>\n#include <wafer/host_kernel.h>\n"
+		"WAFER_HOST_KERNEL(wafer_test_set) {\n"
+		"  for (uint64_t i = args->begin; i < args->end; i++)\n"
+		"    ((uint32_t *)args->bindings[0])[i] = 3; }\n";
+	char dir[] = "/tmp/wafer-program-images.XXXXXX";
+	if (!mkdtemp(dir))
+		bail_out("mkdtemp failed");
+	const wafer_option option = {"core", "cache_dir", dir};
+	const wafer_runtime_options options = {.struct_size = sizeof options,
+					       .options = &option,
+					       .option_count = 1};
+	wafer_runtime *saved_runtime = runtime;
+	wafer_client *saved_client = client;
+	wafer_program *p = NULL;
+
+	for (int round = 0; round < 2; round++) {
+		check(wafer_runtime_open(&options, &runtime), "runtime_open");
+		check(wafer_client_open(runtime, "default", NULL, &client),
+		      "client_open");
+		is_status(create(WAFER_PROGRAM_HOST_C, text, sizeof text - 1,
+				 &p),
+			  WAFER_OK, "host-c: %s", round ? "a program whose "
+			  "cached object was cut short builds again" :
+			  "a program compiled into a fresh cache");
+		if (p)
+			is_int(run_set(p), 3, "  ... and runs");
+		wafer_program_release(p);
+		check(wafer_client_close(client), "client_close");
+		wafer_runtime_close(runtime);
+		if (round)
+			break;
+
+		/* Cut every cached file's binary in half. */
+		char cmd[4300];
+		snprintf(cmd, sizeof cmd, "find %s -name '*.bin'", dir);
+		FILE *list = popen(cmd, "r");
+		char path[4096];
+		int cut = 0;
+		while (list && fgets(path, sizeof path, list)) {
+			path[strcspn(path, "\n")] = '\0';
+			size_t size;
+			unsigned char *data = read_whole("T_NONE", path, &size);
+			struct {
+				char magic[8];
+				uint32_t key_size, reserved;
+				uint64_t binary_size, binary_hash;
+			} h;
+			if (!data || size < sizeof h)
+				continue;
+			memcpy(&h, data, sizeof h);
+			h.binary_size /= 2;
+			size_t start = sizeof h + h.key_size;
+			h.binary_hash = UINT64_C(1469598103934665603);
+			for (size_t i = 0; i < h.binary_size; i++)
+				h.binary_hash = (h.binary_hash ^ data[start + i]) *
+						UINT64_C(1099511628211);
+			memcpy(data, &h, sizeof h);
+			FILE *f = fopen(path, "wb");
+			if (f && fwrite(data, 1, start + h.binary_size, f) ==
+					 start + h.binary_size)
+				cut++;
+			if (f)
+				fclose(f);
+			free(data);
+		}
+		if (list)
+			pclose(list);
+		ok(cut > 0, "host-c: its cached object cut in half (%d file)",
+		   cut);
+	}
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		diag("%s failed", cmd);
+	runtime = saved_runtime;
+	client = saved_client;
+}
+
 int main(void)
 {
 	static const struct {
@@ -329,6 +416,7 @@ int main(void)
 	if (takes(WAFER_PROGRAM_HOST_C, probe, sizeof probe - 1)) {
 		test_data_symbol();
 		test_same_names();
+		test_cut_cache();
 	} else {
 		skip("the device does not take host-c", 1);
 	}
