@@ -232,11 +232,16 @@ static wafer_status choose_source(struct wafer_runtime_device *device,
 	wafer_program_format offered[64];
 	wafer_status status;
 
+	/* A plugin may say why it leaves a format out (the cpu plugin
+	 * without a C compiler): that goes into the refusal below. */
+	wafer_error_clear();
 	status = server->program_formats(device->device, &formats,
 					 &format_count);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s:%u: program_formats",
 					  device->backend, device->index);
+	char why[512];
+	snprintf(why, sizeof why, "%s", wafer_error_detail());
 	for (size_t i = 0; i < count; i++) {
 		status = get_source(sources, i, out);
 		if (status != WAFER_OK)
@@ -254,8 +259,10 @@ static wafer_status choose_source(struct wafer_runtime_device *device,
 			    ? count
 			    : sizeof offered / sizeof offered[0]);
 	return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
-			  "wafer_program_create: %s:%u takes %s; offered: %s",
-			  device->backend, device->index, takes, gave);
+			  "wafer_program_create: %s:%u takes %s; offered: "
+			  "%s%s%s",
+			  device->backend, device->index, takes, gave,
+			  why[0] ? "; " : "", why);
 }
 
 WAFER_API wafer_status wafer_program_create(wafer_client *client,

@@ -215,6 +215,11 @@ wafer_status cpu_program_formats(void *device,
 	} else {
 		*out_formats = without_cc;
 		*out_count = 1;
+		/* Why, for the core's message when host-c was all the caller
+		 * offered (wafer_program_create). */
+		struct cpu_device *dev = device;
+		dev->state->host->set_error("cpu: host-c not offered: %s",
+					    cc.why);
 	}
 	return WAFER_OK;
 }

@@ -14,7 +14,8 @@
  *  - host-c: a global variable is not a kernel; two live programs with
  *    the same kernel name and different bodies each run their own; a
  *    cached shared object cut short (its checksum made to match) is
- *    refused and compiled again. */
+ *    refused and compiled again; without a C compiler, the refusal of a
+ *    host-c program says why. */
 #include "build-config.h"
 
 #include <elf.h>
@@ -371,8 +372,44 @@ static void test_cut_cache(void)
 	client = saved_client;
 }
 
-int main(void)
+/* In a child with CC naming no compiler (the cpu plugin looks for one
+ * once per process): a program offered only as host-c is refused, and
+ * the refusal says why host-c is not taken. */
+static int child_no_cc(void)
 {
+	static const char text[] = "int wafer_test_probe;\n";
+	check(wafer_runtime_open(NULL, &runtime), "runtime_open");
+	check(wafer_client_open(runtime, "default", NULL, &client),
+	      "client_open");
+	wafer_program *p = NULL;
+	wafer_status status = create(WAFER_PROGRAM_HOST_C, text,
+				     sizeof text - 1, &p);
+	printf("%s\n%s\n", wafer_status_string(status), wafer_last_error());
+	wafer_client_close(client);
+	wafer_runtime_close(runtime);
+	return 0;
+}
+
+static void test_no_cc(const char *self)
+{
+	char cmd[4400], out[4096] = "";
+	snprintf(cmd, sizeof cmd, "CC=/nonexistent/wafer-cc '%s' no-cc", self);
+	FILE *f = popen(cmd, "r");
+	size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+	out[n] = '\0';
+	if (f)
+		pclose(f);
+	like(out, "WAFER_ERROR_NOT_SUPPORTED", "host-c with CC naming no "
+	     "compiler: not supported");
+	like(out, "offered: host-c; cpu: host-c not offered: no C compiler: "
+	     "'/nonexistent/wafer-cc' is not an executable",
+	     "  ... and the refusal says why");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "no-cc") == 0)
+		return child_no_cc();
 	static const struct {
 		wafer_program_format format;
 		const char *dir, *file;
@@ -417,6 +454,7 @@ int main(void)
 		test_data_symbol();
 		test_same_names();
 		test_cut_cache();
+		test_no_cc(argv[0]);
 	} else {
 		skip("the device does not take host-c", 1);
 	}
