@@ -604,6 +604,12 @@ static wafer_status check_execute_args(const wafer_execute_args *args,
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_execute: args->kernel and "
 				  "args->kernel_ref are both NULL");
+	if (args->kernel) {
+		wafer_status status = wafer_check_name(
+			"wafer_execute", "args->kernel", args->kernel);
+		if (status != WAFER_OK)
+			return status;
+	}
 	const char *name = args->kernel ? args->kernel : "kernel_ref";
 	if (args->binding_count && !args->bindings)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,

@@ -193,6 +193,12 @@ static wafer_status get_source(const wafer_program_source *sources, size_t i,
 				  "has %s",
 				  i, wafer_program_format_name(out->format),
 				  out->data ? "size 0" : "no data");
+	if (out->name) {
+		wafer_status status = wafer_check_name(
+			"wafer_program_create", "a source's name", out->name);
+		if (status != WAFER_OK)
+			return status;
+	}
 	if (out->format <= WAFER_PROGRAM_NONE ||
 	    out->format > WAFER_PROGRAM_HOST_SO)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
@@ -376,6 +382,9 @@ WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
 	wafer_status status = wafer_check_not_null(
 		"wafer_program_kernel", program, "program", name, "name",
 		out_kernel, "out_kernel");
+	if (status == WAFER_OK)
+		status = wafer_check_name("wafer_program_kernel",
+					  "the kernel name", name);
 	if (status != WAFER_OK)
 		return status;
 	if (binding_count > WAFER_MAX_BINDINGS)

@@ -7,7 +7,8 @@
  *
  *  - a text source (host C, OpenCL C, CUDA C, PTX) with a NUL byte before
  *    its end is refused naming the offset; trailing NULs are fine;
- *  - a parameter block past the most a kernel takes is refused;
+ *  - a parameter block past the most a kernel takes is refused, and so
+ *    are names of a megabyte, whose details echo only their start;
  *  - host-so: an image cut short (SIGBUS inside dlopen before), one that
  *    is only the ELF magic or whose header is zeros, one that declares
  *    65,535 program headers are refused; the whole image loads;
@@ -155,6 +156,35 @@ static void test_params(const wafer_program_source *fat, size_t count)
 	like(wafer_last_error(), "the most is", "  ... giving the most");
 	is_status(wafer_program_kernel(p, "wafer_test_saxpy", 2, 16, &ref),
 		  WAFER_OK, "params_size 16 is fine");
+
+	/* A name of a megabyte: refused, and echoed only in part. */
+	size_t big = (size_t)1 << 20;
+	char *name = malloc(big + 1);
+	memset(name, 'k', big);
+	name[big] = '\0';
+	is_status(wafer_program_kernel(p, name, 2, 16, &ref),
+		  WAFER_ERROR_INVALID_ARGUMENT, "a kernel name of 1 MiB is "
+		  "refused");
+	ok(strlen(wafer_last_error()) < 1024,
+	   "  ... its detail echoes a bounded part (%zu bytes)",
+	   strlen(wafer_last_error()));
+	wafer_execute_args args = {.struct_size = sizeof args,
+				   .kernel = name};
+	is_status(wafer_execute(client, &args), WAFER_ERROR_INVALID_ARGUMENT,
+		  "wafer_execute: a kernel name of 1 MiB is refused");
+	ok(strlen(wafer_last_error()) < 1024,
+	   "  ... its detail echoes a bounded part (%zu bytes)",
+	   strlen(wafer_last_error()));
+	wafer_program_source s = fat[0];
+	s.name = name;
+	wafer_program *q = NULL;
+	is_status(wafer_program_create(client, &s, 1, NULL, &q),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "a program source named with 1 MiB is refused");
+	ok(strlen(wafer_last_error()) < 1024,
+	   "  ... its detail echoes a bounded part (%zu bytes)",
+	   strlen(wafer_last_error()));
+	free(name);
 	check(wafer_program_release(p), "program_release");
 }
 
