@@ -16,21 +16,7 @@
 #include <wafer/dlpack.h>
 
 #include "fuzz/cpu_client.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-struct input {
-	const uint8_t *data;
-	size_t size;
-};
-
-static uint64_t take(struct input *in, size_t bytes)
-{
-	uint64_t v = 0;
-	for (size_t i = 0; i < bytes && in->size; i++, in->data++, in->size--)
-		v = v << 8 | *in->data;
-	return v;
-}
+#include "fuzz/input.h"
 
 /* Mostly small values, sometimes any 64 bits (overflow paths). */
 static int64_t take_small(struct input *in)

@@ -13,7 +13,7 @@ if WAFER_DLPACK
 FUZZERS += fuzz/dlpack
 endif
 FUZZ_SECONDS = 600
-EXTRA_DIST += fuzz/corpus fuzz/run.sh fuzz/cpu_client.h
+EXTRA_DIST += fuzz/corpus fuzz/run.sh fuzz/cpu_client.h fuzz/input.h
 
 if WAFER_FUZZING
 noinst_PROGRAMS += $(FUZZERS)
