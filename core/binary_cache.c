@@ -83,6 +83,18 @@ wafer_status wafer_binary_cache_dir(const struct wafer_config *config,
 	}
 	if ((off && is_off(off->value)) || (core && is_off(core->value)))
 		return WAFER_OK;
+	/* Binaries from the cache are loaded as code (a host-c program's
+	 * shared object): a relative directory would load them from
+	 * whatever the working directory is. */
+	const struct wafer_config_entry *set = own && own->value[0] ? own
+		: core && core->value[0] ? core : NULL;
+	if (set && set->value[0] != '/')
+		return wafer_fail(WAFER_ERROR_CONFIG,
+				  "%s: [%s] cache_dir '%.200s' is relative: "
+				  "give an absolute path (binaries are loaded "
+				  "from there, and a relative path would be "
+				  "the working directory's)",
+				  set->origin, set->section, set->value);
 	if (own && own->value[0])
 		dir = strdup(own->value);
 	else if (core && core->value[0])

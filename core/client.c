@@ -53,6 +53,9 @@ struct wafer_client {
 	_Atomic(struct wafer_client_watch *) watch;
 	/* Its queues as the program sees them (core/queue.h). */
 	struct wafer_client_queues queues;
+	/* Set by the first wafer_client_close: a second one (from a release
+	 * callback that the close runs) is refused. */
+	atomic_bool closing;
 };
 
 /* Gives |c| the lane it goes on: the calling thread's current queue of
@@ -237,6 +240,16 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 {
 	if (!client)
 		return WAFER_OK;
+	/* Refusals come before anything is torn down, so that a refused
+	 * close changes nothing: from the client's out-of-memory handler the
+	 * reserve that called it goes on using the client. */
+	if (wafer_bridge_in_oom == &client->bridge)
+		return wafer_bridge_refuse_in_oom();
+	if (atomic_exchange(&client->closing, true))
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_client_close: the client is closing "
+				  "already (a second close from a release "
+				  "callback that its close runs?)");
 	/* First, so that what the client handed out (a DLPack deleter) finds
 	 * it closed from here on instead of calling into it half freed. */
 	wafer_client_watch_close(atomic_load(&client->watch));
@@ -591,6 +604,12 @@ static wafer_status check_execute_args(const wafer_execute_args *args,
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_execute: args->kernel and "
 				  "args->kernel_ref are both NULL");
+	if (args->kernel) {
+		wafer_status status = wafer_check_name(
+			"wafer_execute", "args->kernel", args->kernel);
+		if (status != WAFER_OK)
+			return status;
+	}
 	const char *name = args->kernel ? args->kernel : "kernel_ref";
 	if (args->binding_count && !args->bindings)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,

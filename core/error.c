@@ -163,6 +163,16 @@ wafer_status wafer_deferred_take(struct wafer_deferred *d)
 	return status;
 }
 
+wafer_status wafer_check_name(const char *fn, const char *what,
+			      const char *name)
+{
+	if (strnlen(name, WAFER_NAME_MAX + 1) <= WAFER_NAME_MAX)
+		return WAFER_OK;
+	return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+			  "%s: %s is longer than %d bytes ('%.64s...')", fn,
+			  what, WAFER_NAME_MAX, name);
+}
+
 wafer_status wafer_check_not_null(const char *fn, const void *a,
 				  const char *a_name, const void *b,
 				  const char *b_name, const void *c,

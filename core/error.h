@@ -54,6 +54,17 @@ static inline bool wafer_errno_absent(int err)
 	return err == ENOENT || err == ENOTDIR;
 }
 
+/* The longest name a caller may pass (a kernel, a program source): a
+ * detail echoes what it is given, and a name of a megabyte would be
+ * echoed whole. */
+#define WAFER_NAME_MAX 1024
+
+/* WAFER_OK when |name| is at most WAFER_NAME_MAX bytes, else
+ * WAFER_ERROR_INVALID_ARGUMENT with "<fn>: <what> is longer than ...
+ * bytes ('<its first 64 bytes>...')". */
+wafer_status wafer_check_name(const char *fn, const char *what,
+			      const char *name);
+
 /* The first check of a public call taking three pointers: WAFER_OK when
  * none of |a|, |b|, |c| is NULL, else WAFER_ERROR_INVALID_ARGUMENT with
  * "<fn>: <name> is NULL" naming the first that is. */

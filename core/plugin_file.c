@@ -1,6 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * plugin_file.c: what the loader checks of a plugin file before dlopen.
+ * plugin_file.c: what the loader checks of a plugin file, and the cpu
+ * plugin of a program image, before dlopen.
  *
  * dlopen maps the file's segments and touches them: a FIFO blocks it for
  * ever, and a file cut short (a half-copied package, a full disk) kills
@@ -9,7 +10,12 @@
  * the file without blocking, checks it is a regular file, reads its ELF
  * header and program headers, and checks every segment the loader maps
  * lies inside the file. Whatever passes is left to dlopen, whose errors
- * are ordinary. */
+ * are ordinary. glibc copies the program headers onto the caller's stack
+ * when they are not in the first block it reads, so their number is
+ * bounded too (65,535 of them would take 3.6 MB of stack). The cpu
+ * plugin compiles this file in and checks each program image (host-so,
+ * or a host-c program's cached object) the same way on the memory file
+ * it stages the image in. */
 #include "build-config.h"
 
 #include <elf.h>
@@ -51,6 +57,10 @@ static bool read_at(int fd, void *buf, size_t size, uint64_t offset)
 	return true;
 }
 
+/* The most program headers a file may have: shared objects that linkers
+ * write have about a dozen. */
+#define MAX_SEGMENTS 256
+
 static bool check_segments(int fd, const elf_header *h, uint64_t size,
 			   char *why, size_t why_size)
 {
@@ -59,6 +69,11 @@ static bool check_segments(int fd, const elf_header *h, uint64_t size,
 
 	if (h->e_phnum == 0 || h->e_phentsize != sizeof(elf_segment)) {
 		snprintf(why, why_size, "no program headers: not a shared object");
+		return false;
+	}
+	if (h->e_phnum > MAX_SEGMENTS) {
+		snprintf(why, why_size, "%u program headers, the most taken is %d",
+			 (unsigned)h->e_phnum, MAX_SEGMENTS);
 		return false;
 	}
 	if (table_end > size) {
@@ -87,18 +102,11 @@ static bool check_segments(int fd, const elf_header *h, uint64_t size,
 	return true;
 }
 
-bool wafer_plugin_file_check(const char *path, char *why, size_t why_size)
+bool wafer_elf_fd_check(int fd, char *why, size_t why_size)
 {
-	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
 	elf_header h;
-	bool good = false;
 
-	if (fd < 0) {
-		snprintf(why, why_size, "cannot open: %s", strerror(errno));
-		return false;
-	}
 	if (fstat(fd, &st) != 0) {
 		snprintf(why, why_size, "cannot stat: %s", strerror(errno));
 	} else if (!S_ISREG(st.st_mode)) {
@@ -117,8 +125,22 @@ bool wafer_plugin_file_check(const char *path, char *why, size_t why_size)
 		snprintf(why, why_size, "not a shared object (ELF type %u)",
 			 (unsigned)h.e_type);
 	} else {
-		good = check_segments(fd, &h, (uint64_t)st.st_size, why, why_size);
+		return check_segments(fd, &h, (uint64_t)st.st_size, why,
+				      why_size);
 	}
+	return false;
+}
+
+bool wafer_plugin_file_check(const char *path, char *why, size_t why_size)
+{
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0) {
+		snprintf(why, why_size, "cannot open: %s", strerror(errno));
+		return false;
+	}
+	bool good = wafer_elf_fd_check(fd, why, why_size);
 	close(fd);
 	return good;
 }

@@ -14,4 +14,9 @@
  * "truncated: 4096 bytes, segment 3 ends at 20480", ...). Never blocks. */
 bool wafer_plugin_file_check(const char *path, char *why, size_t why_size);
 
+/* The same checks of the open file |fd| (a program image staged in a
+ * memory file): its ELF header, at most 256 program headers, each
+ * segment inside the file. Reads with pread; never blocks. */
+bool wafer_elf_fd_check(int fd, char *why, size_t why_size);
+
 #endif

@@ -134,9 +134,42 @@ static struct wafer_program_ref *new_ref(struct wafer_program_table *table)
 // Create
 //===----------------------------------------------------------------------===//
 
+/* The largest parameter block a program kernel takes: more than any
+ * device passes to a kernel (CUDA: 32,764 bytes). */
+#define WAFER_PROGRAM_MAX_PARAMS 65536
+
 /* The smallest wafer_program_source a caller may pass: up to |size|. */
 #define SOURCE_MIN_SIZE                                                        \
 	(offsetof(wafer_program_source, size) + sizeof(size_t))
+
+/* A source in a text format may end in NUL bytes (a string literal's
+ * size) but hold none before: some compilers stop at the first and
+ * silently drop the kernels after it, others compile every byte. */
+static wafer_status check_text(const wafer_program_source *s, size_t i)
+{
+	switch (s->format) {
+	case WAFER_PROGRAM_CUDA_C:
+	case WAFER_PROGRAM_PTX:
+	case WAFER_PROGRAM_OPENCL_C:
+	case WAFER_PROGRAM_HOST_C:
+		break;
+	default:
+		return WAFER_OK;
+	}
+	const char *text = s->data;
+	size_t end = s->size;
+	while (end && text[end - 1] == '\0')
+		end--;
+	const char *nul = memchr(text, '\0', end);
+	if (nul)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_program_create: sources[%zu] (%s, "
+				  "%zu bytes) holds a NUL byte at offset %zu, "
+				  "before its end: text must not",
+				  i, wafer_program_format_name(s->format),
+				  s->size, (size_t)(nul - text));
+	return WAFER_OK;
+}
 
 /* Checks the caller's sources and copies source |i| into |*out| at the
  * full struct size (fields the caller's struct lacks are 0). */
@@ -160,13 +193,19 @@ static wafer_status get_source(const wafer_program_source *sources, size_t i,
 				  "has %s",
 				  i, wafer_program_format_name(out->format),
 				  out->data ? "size 0" : "no data");
+	if (out->name) {
+		wafer_status status = wafer_check_name(
+			"wafer_program_create", "a source's name", out->name);
+		if (status != WAFER_OK)
+			return status;
+	}
 	if (out->format <= WAFER_PROGRAM_NONE ||
 	    out->format > WAFER_PROGRAM_HOST_SO)
 		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
 				  "wafer_program_create: sources[%zu] has "
 				  "the unknown format %d",
 				  i, (int)out->format);
-	return WAFER_OK;
+	return check_text(out, i);
 }
 
 /* "a, b, c" of |formats| into |buf|. */
@@ -199,11 +238,16 @@ static wafer_status choose_source(struct wafer_runtime_device *device,
 	wafer_program_format offered[64];
 	wafer_status status;
 
+	/* A plugin may say why it leaves a format out (the cpu plugin
+	 * without a C compiler): that goes into the refusal below. */
+	wafer_error_clear();
 	status = server->program_formats(device->device, &formats,
 					 &format_count);
 	if (status != WAFER_OK)
 		return wafer_fail_context(status, "%s:%u: program_formats",
 					  device->backend, device->index);
+	char why[512];
+	snprintf(why, sizeof why, "%s", wafer_error_detail());
 	for (size_t i = 0; i < count; i++) {
 		status = get_source(sources, i, out);
 		if (status != WAFER_OK)
@@ -221,8 +265,10 @@ static wafer_status choose_source(struct wafer_runtime_device *device,
 			    ? count
 			    : sizeof offered / sizeof offered[0]);
 	return wafer_fail(WAFER_ERROR_NOT_SUPPORTED,
-			  "wafer_program_create: %s:%u takes %s; offered: %s",
-			  device->backend, device->index, takes, gave);
+			  "wafer_program_create: %s:%u takes %s; offered: "
+			  "%s%s%s",
+			  device->backend, device->index, takes, gave,
+			  why[0] ? "; " : "", why);
 }
 
 WAFER_API wafer_status wafer_program_create(wafer_client *client,
@@ -336,6 +382,9 @@ WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
 	wafer_status status = wafer_check_not_null(
 		"wafer_program_kernel", program, "program", name, "name",
 		out_kernel, "out_kernel");
+	if (status == WAFER_OK)
+		status = wafer_check_name("wafer_program_kernel",
+					  "the kernel name", name);
 	if (status != WAFER_OK)
 		return status;
 	if (binding_count > WAFER_MAX_BINDINGS)
@@ -343,6 +392,11 @@ WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
 				  "wafer_program_kernel(%s): %u bindings, "
 				  "the most is %d",
 				  name, binding_count, WAFER_MAX_BINDINGS);
+	if (params_size > WAFER_PROGRAM_MAX_PARAMS)
+		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT,
+				  "wafer_program_kernel(%s): a parameter "
+				  "block of %zu bytes, the most is %d",
+				  name, params_size, WAFER_PROGRAM_MAX_PARAMS);
 	struct wafer_program_table *table =
 		wafer_client_programs(program->client);
 	struct wafer_runtime_device *device = program->device;

@@ -13,21 +13,7 @@
 #include <wafer/ops.h>
 
 #include "core/ops/internal.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-struct input {
-	const uint8_t *data;
-	size_t size;
-};
-
-static uint64_t take(struct input *in, size_t bytes)
-{
-	uint64_t v = 0;
-	for (size_t i = 0; i < bytes && in->size; i++, in->data++, in->size--)
-		v = v << 8 | *in->data;
-	return v;
-}
+#include "fuzz/input.h"
 
 /* Mostly small dimensions, sometimes huge ones (overflow paths). */
 static uint64_t take_dim(struct input *in)

@@ -71,6 +71,11 @@ static void leave(struct direct *d, bool outer)
 static wafer_status direct_submit(void *self, struct wafer_command *command)
 {
 	struct direct *d = self;
+	/* From the client's out-of-memory handler a reserve would call the
+	 * handler again, and so on until the stack overflows; the handler
+	 * releases through wafer_client_drop, which bypasses the channel. */
+	if (__builtin_expect(wafer_bridge_in_oom == d->bridge, 0))
+		return wafer_bridge_refuse_in_oom();
 	bool outer;
 	wafer_status status = enter(d, &outer);
 	if (status != WAFER_OK)
@@ -87,6 +92,8 @@ static wafer_status direct_execute(void *self,
 				   struct wafer_execute_request *request)
 {
 	struct direct *d = self;
+	if (__builtin_expect(wafer_bridge_in_oom == d->bridge, 0))
+		return wafer_bridge_refuse_in_oom();
 	bool outer;
 	wafer_status status = enter(d, &outer);
 	if (status != WAFER_OK)

@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@
 #include <wafer/host_kernel.h>
 
 #include "core/file.h"
+#include "core/plugin_file.h"
 #include "plugins/cpu/cpu_plugin.h"
 #include "plugins/cpu/kernels.h"
 #include "plugins/cpu/threadpool.h"
@@ -56,6 +58,7 @@ struct cpu_program_kernel {
 
 struct cpu_program {
 	void *dl;
+	int fd; /* the file its image was staged in (load_image) */
 	char *name;
 	pthread_mutex_t lock; /* of |kernels| */
 	struct wafer_plugin_program_kernels kernels;
@@ -212,6 +215,11 @@ wafer_status cpu_program_formats(void *device,
 	} else {
 		*out_formats = without_cc;
 		*out_count = 1;
+		/* Why, for the core's message when host-c was all the caller
+		 * offered (wafer_program_create). */
+		struct cpu_device *dev = device;
+		dev->state->host->set_error("cpu: host-c not offered: %s",
+					    cc.why);
 	}
 	return WAFER_OK;
 }
@@ -227,31 +235,23 @@ static const char *tmp_base(void)
 	return t ? t : "/tmp";
 }
 
-/* dlopens the shared object |image|; the program's |name| is for the
- * message. */
-static wafer_status load_image(const struct cpu_device *dev, const char *name,
-			       const void *image, size_t size, void **out_dl)
+/* Stages |image| in a file of its own: a memfd, else a temporary file
+ * (|*temporary|, to unlink once loaded); its path (for dlopen) in
+ * |path|. -1 on failure, with the error set. */
+static int stage_image(const struct cpu_device *dev, const char *name,
+		       const void *image, size_t size, char *path,
+		       size_t path_size, bool *temporary)
 {
 	const struct wafer_host_services *host = dev->state->host;
-	char path[4200];
-	bool unlink_after = false;
-	int fd;
+	int fd = memfd_create("wafer-program", MFD_CLOEXEC);
 
-	*out_dl = NULL;
-	if (size < 4 || memcmp(image, "\177ELF", 4) != 0) {
-		host->set_error("cpu: program %s: the host-so image (%zu "
-				"bytes) is not an ELF shared object",
-				name, size);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	fd = memfd_create("wafer-program", MFD_CLOEXEC);
-	if (fd >= 0) {
-		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	*temporary = fd < 0;
+	if (!*temporary) {
+		snprintf(path, path_size, "/proc/self/fd/%d", fd);
 	} else {
-		snprintf(path, sizeof path, "%s/wafer-program-XXXXXX.so",
+		snprintf(path, path_size, "%s/wafer-program-XXXXXX.so",
 			 tmp_base());
 		fd = mkstemps(path, 3);
-		unlink_after = true;
 	}
 	if (fd < 0 || wafer_file_write_all(fd, image, size) != 0) {
 		host->set_error("cpu: program %s: cannot stage its shared "
@@ -259,22 +259,69 @@ static wafer_status load_image(const struct cpu_device *dev, const char *name,
 				name, path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		if (unlink_after)
+		if (*temporary)
 			unlink(path);
-		return WAFER_ERROR_IO;
+		fd = -1;
 	}
-	dlerror();
-	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	const char *why = dl ? NULL : dlerror();
-	close(fd);
-	if (unlink_after)
+	return fd;
+}
+
+/* dlopens the shared object |image|; the program's |name| is for the
+ * message. The image is checked first as plugin files are
+ * (core/plugin_file.h): dlopen of a file cut short dies of SIGBUS. The
+ * file it was staged in stays open in |*out_fd| while the program lives:
+ * dlopen matches a path it loaded before by name, and a memfd's path
+ * /proc/self/fd/N is unique only while N is open. A path that is still
+ * loaded (a released program that dlclose kept) is refused rather than
+ * handed back as another program. */
+static wafer_status load_image(const struct cpu_device *dev, const char *name,
+			       const void *image, size_t size, void **out_dl,
+			       int *out_fd)
+{
+	const struct wafer_host_services *host = dev->state->host;
+	char path[4200], why[256];
+	bool temporary;
+	wafer_status status = WAFER_OK;
+
+	*out_dl = NULL;
+	*out_fd = -1;
+	int fd = stage_image(dev, name, image, size, path, sizeof path,
+			     &temporary);
+	if (fd < 0)
+		return WAFER_ERROR_IO;
+	void *dl = NULL;
+	if (!wafer_elf_fd_check(fd, why, sizeof why)) {
+		host->set_error("cpu: program %s: the host-so image (%zu "
+				"bytes) is not a loadable ELF shared object: "
+				"%s",
+				name, size, why);
+		status = WAFER_ERROR_INVALID_ARGUMENT;
+	} else if ((dl = dlopen(path, RTLD_LAZY | RTLD_NOLOAD))) {
+		dlclose(dl);
+		dl = NULL;
+		host->set_error("cpu: program %s: an object named %s is still "
+				"loaded; its image would be taken for this "
+				"one's",
+				name, path);
+		status = WAFER_ERROR_INTERNAL;
+	} else {
+		dlerror();
+		dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		const char *dl_why = dl ? NULL : dlerror();
+		if (!dl) {
+			host->set_error("cpu: program %s: dlopen failed: %s",
+					name, dl_why ? dl_why : "unknown error");
+			status = WAFER_ERROR_BUILD;
+		}
+	}
+	if (temporary)
 		unlink(path);
 	if (!dl) {
-		host->set_error("cpu: program %s: dlopen failed: %s", name,
-				why ? why : "unknown error");
-		return WAFER_ERROR_BUILD;
+		close(fd);
+		return status;
 	}
 	*out_dl = dl;
+	*out_fd = fd;
 	return WAFER_OK;
 }
 
@@ -453,7 +500,8 @@ static wafer_status load_cached(void *ctx, const void *image, size_t size)
 {
 	struct build_ctx *b = ctx;
 
-	return load_image(b->dev, b->p->name, image, size, &b->p->dl);
+	return load_image(b->dev, b->p->name, image, size, &b->p->dl,
+			  &b->p->fd);
 }
 
 /* The source compiled and loaded; its shared object is stored. */
@@ -468,7 +516,8 @@ static wafer_status compile_and_load(void *ctx, void **out_image,
 	status = compile(b->dev, b->source, b->options, &image, &size);
 	if (status != WAFER_OK)
 		return status;
-	status = load_image(b->dev, b->p->name, image, size, &b->p->dl);
+	status = load_image(b->dev, b->p->name, image, size, &b->p->dl,
+			    &b->p->fd);
 	if (status != WAFER_OK) {
 		free(image);
 		return status;
@@ -550,7 +599,7 @@ wafer_status cpu_program_load(void *device,
 		status = load_host_c(dev, source, options, p);
 	} else if (source->format == WAFER_PROGRAM_HOST_SO) {
 		status = load_image(dev, name, source->data, source->size,
-				    &p->dl);
+				    &p->dl, &p->fd);
 	} else {
 		host->set_error("cpu: program %s: format %d is not one the "
 				"cpu plugin takes",
@@ -588,6 +637,20 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 					   "'%s'%s%s",
 					   p->name, k->head.name,
 					   why ? ": " : "", why ? why : "");
+		return WAFER_ERROR_NOT_FOUND;
+	}
+	/* Only functions are kernels: a launch of a variable would jump
+	 * into data. */
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (!dladdr1(symbol, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+	    (ELF64_ST_TYPE(sym->st_info) != STT_FUNC &&
+	     ELF64_ST_TYPE(sym->st_info) != STT_GNU_IFUNC)) {
+		p->kernels.host->set_error("cpu: program %s: '%s' is not a "
+					   "function (%s), so not a kernel",
+					   p->name, k->head.name,
+					   sym ? "a data symbol"
+					       : "no symbol table entry");
 		return WAFER_ERROR_NOT_FOUND;
 	}
 	memcpy(&k->fn, &symbol, sizeof k->fn); /* object to function */
@@ -686,6 +749,7 @@ void cpu_program_release(void *device, void *program)
 
 	(void)device;
 	dlclose(p->dl);
+	close(p->fd);
 	wafer_plugin_program_kernels_release(&p->kernels, NULL);
 	pthread_mutex_destroy(&p->lock);
 	free(p->name);

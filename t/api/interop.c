@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <time.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -566,6 +567,66 @@ static void test_callback_calls_client(void)
 	ok_clean(client, "callback calling the client");
 }
 
+/* A callback that closes the client the buffer was imported into. */
+struct closing {
+	wafer_client *client;
+	wafer_status closed;
+	_Atomic int calls;
+};
+
+static void close_client(void *data)
+{
+	struct closing *k = data;
+	k->closed = wafer_client_close(k->client);
+	atomic_fetch_add(&k->calls, 1);
+}
+
+/* Closing from a release callback is either a clean close or a refusal
+ * that changes nothing: after a release (the callback runs in the
+ * caller's thread on direct and mutex, on the runner on mpsc), and
+ * during the client's own close (refused: it is closing already). */
+static void test_callback_closes_client(void)
+{
+	float init[N] = {0};
+	wafer_handle oh, g, h;
+	wafer_native_buffer nb = foreign_buffer(&oh, init);
+	struct closing k = {.client = open_client(channel, NULL),
+			    .closed = WAFER_ERROR_INTERNAL};
+	check(wafer_handle_import(k.client, &nb, close_client, &k, &g),
+	      "import");
+	check(wafer_release(k.client, g), "release");
+	bool mpsc = strcmp(channel, "mpsc") == 0;
+	if (mpsc) /* on the runner: refused, so the client is still there */
+		check(wafer_sync(k.client), "sync");
+	is_int(k.calls, 1, "[%s] a callback that closes its client ran once",
+	       channel);
+	is_status(k.closed, mpsc ? WAFER_ERROR_INVALID_ARGUMENT : WAFER_OK,
+		  "[%s]   ... the close from it: %s", channel,
+		  mpsc ? "refused on the runner" : "done");
+	if (k.closed != WAFER_OK) {
+		check(wafer_empty(k.client, 64, &h), "empty after the refusal");
+		check(wafer_sync(k.client), "sync after the refusal");
+		is_status(wafer_client_close(k.client), WAFER_OK,
+			  "[%s]   ... the refused client closes after", channel);
+	}
+
+	/* The callback runs during the client's close: its close is
+	 * refused, the outer one completes. */
+	k = (struct closing){.client = open_client(channel, NULL),
+			     .closed = WAFER_ERROR_INTERNAL};
+	check(wafer_handle_import(k.client, &nb, close_client, &k, &g),
+	      "import");
+	is_status(wafer_client_close(k.client), WAFER_OK,
+		  "[%s] close with an import whose callback closes the "
+		  "client",
+		  channel);
+	is_int(k.calls, 1, "[%s]   ... its callback ran once", channel);
+	is_status(k.closed, WAFER_ERROR_INVALID_ARGUMENT,
+		  "[%s]   ... and its close (the client closing) was refused",
+		  channel);
+	check(wafer_release(owner, oh), "release owner's");
+}
+
 /* One bad import: |status|, an error naming |needle|, no handle, no
  * callback, nothing alive. */
 static void bad_import(const wafer_native_buffer *b, wafer_status status,
@@ -943,6 +1004,7 @@ static void run_channel(const char *name)
 	test_donation();
 	test_scope();
 	test_callback_calls_client();
+	test_callback_closes_client();
 	test_program();
 	test_bad_input();
 	test_queue();

@@ -5,7 +5,7 @@
 BACKEND_NEUTRAL_TESTS += t/api/client t/api/channels t/api/stress t/api/ops t/api/donation \
 	t/api/replay-backend.sh t/api/tensor t/api/ops_wrappers t/api/api_errors t/api/autotune_errors \
 	t/api/programs t/api/memory_trace t/api/memory_snapshot t/api/scope t/api/memory_oom \
-	t/api/interop
+	t/api/interop t/api/program_images
 
 # Backend-neutral: the client API on the default device (WAFER_BACKEND).
 check_PROGRAMS += t/api/client
@@ -36,6 +36,13 @@ t/user_kernels/kernels.spv: t/user_kernels/kernels.cl
 	rm -f $@.bc && mv -f $@.tmp $@
 CLEANFILES += t/user_kernels/kernels.spv
 endif
+
+# Backend-neutral: what program creation refuses (text with NULs, host-so
+# images cut short or malformed, data symbols as kernels) and that two
+# programs never alias; each part where the device takes its format.
+check_PROGRAMS += t/api/program_images
+TESTS += t/api/program_images
+t_api_program_images_LDADD = libwafer.la
 
 # Backend-neutral: [memory] limit and the out-of-memory handler through
 # the client API, on every channel (t/cuda/cuda.sh runs it on the stand-in).

@@ -105,6 +105,11 @@ struct handler_data {
 	wafer_status sync_status;
 	char sync_detail[512];
 	uint64_t in_use_after; /* the client's in use after its release */
+	bool try_close;             /* call wafer_client_close from it */
+	wafer_status close_status;
+	char close_detail[512];
+	bool try_alloc;             /* call wafer_empty on the client */
+	wafer_status alloc_status;
 };
 
 static wafer_oom_action handler(wafer_client *client,
@@ -119,6 +124,15 @@ static wafer_oom_action handler(wafer_client *client,
 		d->sync_status = wafer_sync(client);
 		snprintf(d->sync_detail, sizeof d->sync_detail, "%s",
 			 wafer_last_error());
+	}
+	if (d->try_close) {
+		d->close_status = wafer_client_close(client);
+		snprintf(d->close_detail, sizeof d->close_detail, "%s",
+			 wafer_last_error());
+	}
+	if (d->try_alloc) {
+		wafer_handle h = {0};
+		d->alloc_status = wafer_empty(client, 4096, &h);
 	}
 	if (d->release.bits) {
 		d->release_status = wafer_release(client, d->release);
@@ -159,6 +173,31 @@ static void test_channel(const char *channel)
 	is_int(d.calls, 1, "%s: declining handler called once", channel);
 	like(last_detail, want, "%s: declined: the limit's detail",
 	     channel);
+
+	/* A handler that closes its client, or reserves on it, is refused
+	 * and changes nothing: the reserve that called it fails as
+	 * declined, and the client goes on. (On mpsc a reserve from the
+	 * runner is queued behind the handler, which may wait for nothing.)
+	 */
+	bool direct_or_mutex = strcmp(channel, "mpsc") != 0;
+	d = (struct handler_data){.answer = WAFER_OOM_FAIL, .try_close = true,
+				  .try_alloc = direct_or_mutex};
+	is_status(reserve(client, 4 * MiB, &c), WAFER_ERROR_OUT_OF_MEMORY,
+		  "%s: close and reserve in the handler: out of memory",
+		  channel);
+	is_int(d.calls, 1, "%s: that handler called once", channel);
+	is_status(d.close_status, WAFER_ERROR_INVALID_ARGUMENT,
+		  "%s: wafer_client_close inside the handler is refused",
+		  channel);
+	like(d.close_detail, "out-of-memory handler",
+	     "%s: and says why", channel);
+	if (direct_or_mutex)
+		is_status(d.alloc_status, WAFER_ERROR_INVALID_ARGUMENT,
+			  "%s: a reserve inside the handler is refused",
+			  channel);
+	is_status(reserve(client, 1 * MiB, &c), WAFER_OK,
+		  "%s: the client is whole after the refused close", channel);
+	wafer_release(client, c);
 
 	/* A handler that releases a and retries; on mutex and mpsc it also
 	 * tries a call that would wait for the client (refused: it would

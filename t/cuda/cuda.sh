@@ -6,7 +6,7 @@
 # and the next backend is the default. On the stand-in driver
 # (t/standins/fakecuda.c) it is accepted, and the backend-neutral suite — t/api/client,
 # t/api/channels, t/api/stress, t/api/ops, t/api/ops_dtypes, t/api/donation, t/api/memory_oom, t/api/interop,
-# t/api/queues, and
+# t/api/queues, t/api/program_images, and
 # t/api/peer and t/api/comm with the stand-in NCCL (t/standins/fakenccl.c) — passes on it
 # with
 # WAFER_BACKEND=cuda, also with every stream step slowed down and with
@@ -82,7 +82,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..57"
+echo "1..58"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -170,6 +170,7 @@ suite donation
 # stand-in emulates the test's kernels by name: t/standins/fakecuda_program.c).
 suite programs
 suite programs FAKECUDA_DELAY_US=20
+suite program_images
 suite ops FAKECUDA_DELAY_US=10
 suite client FAKECUDA_DELAY_US=20
 # Several queues of one client: with every stream step slowed down, a

@@ -164,6 +164,24 @@ static void test_where(void)
 	ok((d = where("acme", "cache", "off")) == NULL,
 	   "[acme] cache = off: none");
 	free(d);
+
+	/* Relative: refused, naming the entry (binaries are loaded from
+	 * there as code). */
+	static const char *const sections[] = {"core", "acme"};
+	for (int i = 0; i < 2; i++) {
+		struct wafer_config *config = NULL;
+		wafer_config_create(&config);
+		wafer_config_set(config, sections[i], "cache_dir", "cache",
+				 "test:3");
+		d = NULL;
+		is_status(wafer_binary_cache_dir(config, "acme", &d),
+			  WAFER_ERROR_CONFIG, "[%s] cache_dir = cache (relative) "
+			  "is refused", sections[i]);
+		like(wafer_last_error(), "test:3: [", "  ... naming the entry");
+		like(wafer_last_error(), "is relative", "  ... and why");
+		ok(d == NULL, "  ... no directory");
+		wafer_config_destroy(config);
+	}
 }
 
 int main(void)
