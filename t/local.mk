@@ -574,3 +574,7 @@ t_inproc_engine_SOURCES = t/inproc_engine.c t/inproc_comm.c t/inproc_comm.h \
 t_inproc_engine_LDADD = -lpthread -lm
 # Its own objects: the plugin compiles inproc_comm.c with libtool.
 t_inproc_engine_CFLAGS = $(AM_CFLAGS)
+# The build tree runs without installing (core/build_tree.c, ./uninstalled);
+# the man pages render without warnings.
+TESTS += t/build_tree.sh t/man.sh
+EXTRA_DIST += t/build_tree.sh t/man.sh
