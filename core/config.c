@@ -893,6 +893,7 @@ static const struct config_env_var {
 	{"WAFER_MEMORY_LIMIT", "memory", "limit"},
 	{"WAFER_MEMORY_TRACE", "memory", "trace"},
 	{"WAFER_AUTOTUNE", "autotune", "mode"},
+	{"WAFER_OPENCL_TYPE", "opencl", "type"},
 };
 
 /* Under setuid or setgid secure_getenv returns NULL, so such a program

@@ -575,6 +575,6 @@ t_inproc_engine_LDADD = -lpthread -lm
 # Its own objects: the plugin compiles inproc_comm.c with libtool.
 t_inproc_engine_CFLAGS = $(AM_CFLAGS)
 # The build tree runs without installing (core/build_tree.c, ./uninstalled);
-# the man pages render without warnings.
-TESTS += t/build_tree.sh t/man.sh
-EXTRA_DIST += t/build_tree.sh t/man.sh
+# the man pages render without warnings; wafer-bench's usage and progress.
+TESTS += t/build_tree.sh t/man.sh t/wafer-bench.sh
+EXTRA_DIST += t/build_tree.sh t/man.sh t/wafer-bench.sh
