@@ -39,6 +39,7 @@
 
 #include "core/file.h"
 #include "plugins/cpu/cpu_plugin.h"
+#include "plugins/cpu/elf_symbols.h"
 #include "plugins/cpu/kernels.h"
 #include "plugins/cpu/threadpool.h"
 
@@ -57,6 +58,7 @@ struct cpu_program_kernel {
 struct cpu_program {
 	void *dl;
 	char *name;
+	char *exported; /* "a, b": its functions, for "no kernel" errors */
 	pthread_mutex_t lock; /* of |kernels| */
 	struct wafer_plugin_program_kernels kernels;
 };
@@ -229,8 +231,24 @@ static const char *tmp_base(void)
 
 /* dlopens the shared object |image|; the program's |name| is for the
  * message. */
+/* Where bytes that should be a shared object read as a file's name
+ * ("/tmp/k.so", "./k.so"): a hint that the caller passed the path. */
+static bool looks_like_path(const void *image, size_t size)
+{
+	const char *c = image;
+
+	if (size == 0 || size > 4096 || (c[0] != '/' && c[0] != '.'))
+		return false;
+	for (size_t i = 0; i < size; i++)
+		if ((unsigned char)c[i] < ' ' && !(c[i] == 0 && i == size - 1))
+			return false;
+	return true;
+}
+
+/* dlopens |image|; *out_exported lists its functions (elf_symbols.h). */
 static wafer_status load_image(const struct cpu_device *dev, const char *name,
-			       const void *image, size_t size, void **out_dl)
+			       const void *image, size_t size, void **out_dl,
+			       char **out_exported)
 {
 	const struct wafer_host_services *host = dev->state->host;
 	char path[4200];
@@ -239,9 +257,17 @@ static wafer_status load_image(const struct cpu_device *dev, const char *name,
 
 	*out_dl = NULL;
 	if (size < 4 || memcmp(image, "\177ELF", 4) != 0) {
-		host->set_error("cpu: program %s: the host-so image (%zu "
-				"bytes) is not an ELF shared object",
-				name, size);
+		if (looks_like_path(image, size))
+			host->set_error("cpu: program %s: the host-so image (%zu "
+					"bytes) is not an ELF shared object: it "
+					"reads as the file name '%.*s'; pass the "
+					"file's contents, not its path",
+					name, size, (int)strnlen(image, size),
+					(const char *)image);
+		else
+			host->set_error("cpu: program %s: the host-so image (%zu "
+					"bytes) is not an ELF shared object",
+					name, size);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
 	fd = memfd_create("wafer-program", MFD_CLOEXEC);
@@ -275,6 +301,8 @@ static wafer_status load_image(const struct cpu_device *dev, const char *name,
 		return WAFER_ERROR_BUILD;
 	}
 	*out_dl = dl;
+	free(*out_exported);
+	*out_exported = cpu_elf_exported_functions(image, size);
 	return WAFER_OK;
 }
 
@@ -453,7 +481,8 @@ static wafer_status load_cached(void *ctx, const void *image, size_t size)
 {
 	struct build_ctx *b = ctx;
 
-	return load_image(b->dev, b->p->name, image, size, &b->p->dl);
+	return load_image(b->dev, b->p->name, image, size, &b->p->dl,
+			  &b->p->exported);
 }
 
 /* The source compiled and loaded; its shared object is stored. */
@@ -468,7 +497,8 @@ static wafer_status compile_and_load(void *ctx, void **out_image,
 	status = compile(b->dev, b->source, b->options, &image, &size);
 	if (status != WAFER_OK)
 		return status;
-	status = load_image(b->dev, b->p->name, image, size, &b->p->dl);
+	status = load_image(b->dev, b->p->name, image, size, &b->p->dl,
+			    &b->p->exported);
 	if (status != WAFER_OK) {
 		free(image);
 		return status;
@@ -550,7 +580,7 @@ wafer_status cpu_program_load(void *device,
 		status = load_host_c(dev, source, options, p);
 	} else if (source->format == WAFER_PROGRAM_HOST_SO) {
 		status = load_image(dev, name, source->data, source->size,
-				    &p->dl);
+				    &p->dl, &p->exported);
 	} else {
 		host->set_error("cpu: program %s: format %d is not one the "
 				"cpu plugin takes",
@@ -563,6 +593,7 @@ wafer_status cpu_program_load(void *device,
 	return WAFER_OK;
 fail:
 	pthread_mutex_destroy(&p->lock);
+	free(p->exported);
 	free(p->name);
 	free(p);
 	return status;
@@ -583,11 +614,12 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	dlerror();
 	symbol = dlsym(p->dl, k->head.name);
 	if (!symbol) {
-		const char *why = dlerror();
-		p->kernels.host->set_error("cpu: program %s has no kernel "
-					   "'%s'%s%s",
-					   p->name, k->head.name,
-					   why ? ": " : "", why ? why : "");
+		/* dlerror's text names the staged file (/proc/self/fd/N), of
+		 * no use to the caller: say what the program has instead. */
+		p->kernels.host->set_error("cpu: no kernel '%s' in program "
+					   "%s (it has: %s)",
+					   k->head.name, p->name,
+					   p->exported ? p->exported : "none");
 		return WAFER_ERROR_NOT_FOUND;
 	}
 	memcpy(&k->fn, &symbol, sizeof k->fn); /* object to function */
@@ -688,6 +720,7 @@ void cpu_program_release(void *device, void *program)
 	dlclose(p->dl);
 	wafer_plugin_program_kernels_release(&p->kernels, NULL);
 	pthread_mutex_destroy(&p->lock);
+	free(p->exported);
 	free(p->name);
 	free(p);
 }
