@@ -79,7 +79,7 @@ while IFS= read -r -d '' block; do
 	while IFS= read -r line; do
 		why=$(skip_reason "$line")
 		if [ -n "$why" ]; then
-			point SKIP "README sh block $b: $line" "$why"
+			point SKIP "README sh block $b: ${line%%#*}" "$why"
 			echo ": skipped: $line" >>"$script"
 		else
 			printf '%s\n' "$line" >>"$script"
