@@ -487,8 +487,8 @@ check-valgrind:
 		LOG_COMPILER='$(LIBTOOL) --mode=execute $(VALGRIND)'
 .PHONY: check-valgrind
 
-# Public calls and documented error paths no other test reached (issue
-# 21), one idea per file; backend-neutral (WAFER_BACKEND).
+# Public calls and documented error paths no other test reached, one
+# idea per file; backend-neutral (WAFER_BACKEND).
 check_PROGRAMS += t/tensor t/ops_wrappers t/api_errors t/autotune_errors
 TESTS += t/tensor t/ops_wrappers t/api_errors t/autotune_errors
 t_tensor_LDADD = libwafer.la
