@@ -9,7 +9,7 @@
 #    copy (a `cd` inside a block lasts to its end), in order; the first
 #    ```c block is saved as myprog.c first (the README builds it), and
 #    each ```python block that imports wafer runs with venv/bin/python
-#    (made by the README's own pip commands).
+#    (made by the README's own pip commands); one of PyTorch is skipped.
 #  - the man pages' EXAMPLES (sections 1, 5 and 7): each line that is a
 #    command runs from the copy's build/, where ./uninstalled is.
 #
@@ -97,9 +97,9 @@ done < <(blocks sh)
 b=0
 while IFS= read -r -d '' block; do
 	b=$((b + 1))
-	case $block in *"import wafer"*) ;; *) continue ;; esac
+	case $block in *wafer*) ;; *) continue ;; esac
 	why=$(skip_reason "$block")
-	case $block in *torch*) why="needs PyTorch and an NVIDIA GPU" ;; esac
+	case $block in *"import torch"*) why="needs PyTorch and an NVIDIA GPU" ;; esac
 	if [ -n "$why" ]; then
 		point SKIP "README python block $b" "$why"
 		continue
