@@ -29,6 +29,9 @@ tree=$out/tree
 (cd "$top" && git ls-files -z | tar --null -T - -cf -) | (cd "$tree" && tar xf -) ||
 	{ echo "Bail out! cannot copy the tree"; exit 1; }
 export HOME=$out/home XDG_CONFIG_HOME=$out/home/.config XDG_CACHE_HOME=$out/home/.cache
+# The README installs into ~/.local: its tools are on the PATH, as a
+# user's would be.
+export PATH=$HOME/.local/bin:$PATH
 unset WAFER_BACKEND WAFER_PLUGIN_PATH WAFER_SYSCONFDIR WAFER_CONFIG PKG_CONFIG_PATH
 
 # pattern<TAB>reason: a command matching the (extended) regex is not run.
@@ -37,7 +40,8 @@ SKIP_RULES=$(printf '%s\t%s\n' \
 	'mpirun' 'needs several processes under mpirun (t/mpi.sh runs them)' \
 	'WAFER_BACKEND=(cuda|levelzero)|cuda:[0-9]' 'needs an NVIDIA or Intel GPU' \
 	'data-parallel=2' 'needs two GPUs' \
-	'\.trace(\.gz)?( |$)' 'needs a recorded trace file' \
+	'\.trace(\.gz|\.\*)?( |\.|$)' 'needs a recorded trace file' \
+	'--backend acme' 'needs a vendor'"'"'s own plugin (acme is an example)' \
 	'dpkg-buildpackage|lintian|make dist|tar xf wafer' 'the packaging stage runs these' \
 	'abi-update' 'rewrites the ABI baselines' \
 	'^(ldconfig|sudo|apt)' 'changes the machine')
@@ -112,8 +116,8 @@ while IFS= read -r -d '' block; do
 	fi
 done < <(blocks python)
 
-# The man pages' EXAMPLES: roff unescaped; a line is a command when it
-# starts like one.
+# The man pages' EXAMPLES: a line continued by a final \e joined with the
+# next, roff unescaped; a line is a command when it starts like one.
 l=0
 for page in "$top"/man/*.1 "$top"/man/*.5 "$top"/man/*.7; do
 	name=${page##*/}
@@ -121,7 +125,8 @@ for page in "$top"/man/*.1 "$top"/man/*.5 "$top"/man/*.7; do
 		/^\.SH/ { examples = ($0 ~ /EXAMPLES?/) }
 		examples && /^\.EX/ { inex = 1; next }
 		examples && /^\.EE/ { inex = 0; next }
-		inex { print }' "$page" |
+		inex && /\\e$/ { sub(/\\e$/, " "); held = held $0; next }
+		inex { print held $0; held = "" }' "$page" |
 		sed -e 's/\\-/-/g' -e 's/\\&//g' -e "s/\\\\(aq/'/g" -e 's/\\e/\\/g' -e 's/^\$ //' |
 		grep -E '^(\./|[A-Z_]+=[^ ]* +\./|wafer-|make |cc |python)' |
 		while IFS= read -r line; do
@@ -129,10 +134,10 @@ for page in "$top"/man/*.1 "$top"/man/*.5 "$top"/man/*.7; do
 			why=$(skip_reason "$line")
 			if [ -n "$why" ]; then
 				point SKIP "$name: $line" "$why"
-			elif (cd "$tree/build" && bash -ec "$line") >"$out/logs/man-$l.log" 2>&1; then
+			elif (cd "$tree/build" && bash -ec "$line") >"$out/logs/man-$name-$l.log" 2>&1; then
 				point PASS "$name: $line"
 			else
-				point FAIL "$name: $line" "$out/logs/man-$l.log"
+				point FAIL "$name: $line" "$out/logs/man-$name-$l.log"
 			fi
 		done
 done
