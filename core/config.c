@@ -33,15 +33,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/build_tree.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/memory/u64map.h"
 
-#ifndef WAFER_SYSCONFDIR
-#error "WAFER_SYSCONFDIR must be defined by the build (Makefile.am)"
-#endif
 
 /* Longest line, without its line ending; longer ones are an error. */
 #define CONFIG_LINE_MAX 4096
@@ -919,6 +917,7 @@ static const struct config_env_var {
 	{"WAFER_MEMORY_LIMIT", "memory", "limit"},
 	{"WAFER_MEMORY_TRACE", "memory", "trace"},
 	{"WAFER_AUTOTUNE", "autotune", "mode"},
+	{"WAFER_OPENCL_TYPE", "opencl", "type"},
 };
 
 /* Under setuid or setgid secure_getenv returns NULL, so such a program
@@ -1047,13 +1046,13 @@ static char *user_config_file(const char *(*get)(const char *), bool *oom)
 
 /* Member of |paths| > $WAFER_SYSCONFDIR (the directory that holds
  * wafer.conf and conf.d, as the source tree's etc/ does) > the
- * configured $(sysconfdir)/wafer. */
+ * built-in directory (build_tree.h). */
 static wafer_status resolve_chain_files(const struct wafer_config_paths *paths,
 					const char *(*get)(const char *),
 					struct chain_files *files)
 {
 	const char *env_dir = lookup_env(get, "WAFER_SYSCONFDIR");
-	char *dir = env_dir ? strdup(env_dir) : strdup(WAFER_SYSCONFDIR "/wafer");
+	char *dir = strdup(env_dir ? env_dir : wafer_builtin_sysconfdir());
 	bool oom = !dir;
 
 	*files = (struct chain_files){0};

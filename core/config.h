@@ -52,7 +52,8 @@ struct wafer_config_entry {
  * temporary directories. NULL members fall back to the built-in paths
  * and the real environment. The system directory is $WAFER_SYSCONFDIR
  * when that is set (it names the directory holding wafer.conf and
- * conf.d/, like the source tree's etc/), else SYSCONFDIR "/wafer".
+ * conf.d/, like the source tree's etc/), else SYSCONFDIR "/wafer" (the
+ * source tree's etc/ for a libwafer run from its build tree: build_tree.h).
  * Every variable is read through |getenv|; an empty one counts as unset. */
 struct wafer_config_paths {
 	const char *system_file;   /* default: <system dir>/wafer.conf */

@@ -217,6 +217,8 @@ wafer_status wafer_handle_table_alloc(struct wafer_handle_table *table,
 	 * this one how that generation ended (released or donated). */
 	uint32_t generation = WAFER_HANDLE_STATE_GENERATION(
 		atomic_load_explicit(&slot->state, memory_order_relaxed));
+	atomic_store_explicit(&slot->run_start, generation,
+			      memory_order_relaxed);
 	atomic_store_explicit(&slot->state, WAFER_HANDLE_STATE(generation, 1),
 			      memory_order_release);
 	atomic_fetch_add_explicit(&table->live, 1, memory_order_relaxed);
@@ -289,10 +291,23 @@ static wafer_status dead_handle(const struct wafer_handle_slot *slot,
 	const char *ended_by =
 		atomic_load_explicit(&slot->ended_by, memory_order_acquire);
 
+	uint32_t run_start =
+		atomic_load_explicit(&slot->run_start, memory_order_relaxed);
+	uint32_t age = (current - generation) & GENERATION_MASK;
+
 	if (generation > current)
 		return wafer_fail(WAFER_ERROR_INVALID_HANDLE,
 				  "%s: handle 0x%016" PRIx64 " was never issued",
 				  what, handle.bits);
+	/* Older than the generation before ours but of the same run: it
+	 * was donated, and what it became was donated on. */
+	if (age >= 2 && age <= ((current - run_start) & GENERATION_MASK))
+		return wafer_fail(WAFER_ERROR_DONATED,
+				  "%s: handle 0x%016" PRIx64
+				  " was donated (and its result donated on%s%s)",
+				  what, handle.bits,
+				  ended_by ? ", last to " : ", then released",
+				  ended_by ? ended_by : "");
 	/* ended_by describes the generation right after ours only. */
 	if ((current & GENERATION_MASK) ==
 		    ((generation + 1) & GENERATION_MASK) &&

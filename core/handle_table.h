@@ -83,6 +83,10 @@ struct wafer_handle_slot {
 	 * that ends it (and put back if that fails), so a thread that sees
 	 * the new generation also sees why. */
 	const char *_Atomic ended_by;
+	/* The generation the slot's current run began at (an acquire);
+	 * donations continue a run, so every generation from it to the one
+	 * before the last ended by donation. */
+	_Atomic uint32_t run_start;
 	_Atomic uint32_t next_free; /* index of the next free slot; 0: none */
 	/* The queue (lane) and the point on it of the slot's last use, for
 	 * the order between a client's queues (core/lanes.h). The bridge's

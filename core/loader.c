@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 
 #include <wafer/plugin.h>
+
+#include "core/build_tree.h"
 #include <wafer/wafer.h>
 
 #include "core/binary_cache.h"
@@ -20,9 +22,6 @@
 #include "core/plugin_file.h"
 #include "core/log.h"
 
-#ifndef WAFER_PLUGINDIR
-#error "WAFER_PLUGINDIR must name the built-in plugin directory (Makefile.am)"
-#endif
 
 //===----------------------------------------------------------------------===//
 // Small helpers
@@ -176,49 +175,85 @@ static wafer_status check_path(struct wafer_loaded_plugin *p, const char *path)
 	return p->path ? WAFER_OK : out_of_memory("plugin path");
 }
 
+/* |setting| with each empty element replaced by the built-in directories
+ * (build_tree.h), or the built-in directories when unset; NULL when out
+ * of memory. */
+static char *expand_plugin_path(const char *setting)
+{
+	const char *builtin = wafer_builtin_plugin_path();
+	size_t empties = 0, size, used = 0;
+	const char *element;
+	char *out;
+
+	if (!setting || !setting[0])
+		return strdup(builtin);
+	for (element = setting;; element++) {
+		const char *end = strchr(element, ':');
+		size_t len = end ? (size_t)(end - element) : strlen(element);
+		empties += len == 0;
+		if (!end)
+			break;
+		element = end;
+	}
+	size = strlen(setting) + empties * strlen(builtin) + 1;
+	out = malloc(size);
+	if (!out)
+		return NULL;
+	for (element = setting;;) {
+		const char *end = strchr(element, ':');
+		size_t len = end ? (size_t)(end - element) : strlen(element);
+		int n = len ? snprintf(out + used, size - used, "%.*s%s",
+				       (int)len, element, end ? ":" : "")
+			    : snprintf(out + used, size - used, "%s%s",
+				       builtin, end ? ":" : "");
+		used += (size_t)n;
+		if (!end)
+			break;
+		element = end + 1;
+	}
+	return out;
+}
+
 /* Looks for <name>.so in each directory of `[core] plugin_path`. */
 static wafer_status search_path(struct wafer_loaded_plugin *p,
 				const struct wafer_config *config,
 				const char *name)
 {
-	const char *setting =
+	char *path = expand_plugin_path(
 		config ? wafer_config_get(config, "core", "plugin_path", NULL)
-		       : NULL;
+		       : NULL);
 	char searched[WAFER_ERROR_DETAIL_MAX] = "";
 	size_t used = 0;
 	const char *element;
 
-	if (!setting || !setting[0])
-		setting = WAFER_PLUGINDIR;
-	element = setting;
-	for (;;) {
+	if (!path)
+		return out_of_memory("plugin path");
+	for (element = path;;) {
 		const char *end = strchr(element, ':');
 		size_t len = end ? (size_t)(end - element) : strlen(element);
-		const char *dir = element;
 		char candidate[PATH_MAX];
-		int n;
+		int n = snprintf(candidate, sizeof candidate, "%.*s/%s.so",
+				 (int)len, element, name);
 
-		if (len == 0) { /* empty element: the built-in directory */
-			dir = WAFER_PLUGINDIR;
-			len = strlen(dir);
-		}
-		n = snprintf(candidate, sizeof candidate, "%.*s/%s.so",
-			     (int)len, dir, name);
-		if (n > 0 && (size_t)n < sizeof candidate) {
+		if (len && n > 0 && (size_t)n < sizeof candidate) {
 			int err = file_error(candidate);
 			if (err == 0) {
 				p->path = resolve_path(candidate);
+				free(path);
 				return p->path ? WAFER_OK
 					       : out_of_memory("plugin path");
 			}
-			if (!wafer_errno_absent(err))
+			if (!wafer_errno_absent(err)) {
+				free(path);
 				return reject(p, WAFER_ERROR_PLUGIN,
 					      "cannot use %s: %s", candidate,
 					      strerror(err));
+			}
 		}
 		if (used < sizeof searched) {
 			n = snprintf(searched + used, sizeof searched - used,
-				     "%s%.*s", used ? ":" : "", (int)len, dir);
+				     "%s%.*s", used ? ":" : "", (int)len,
+				     element);
 			if (n > 0)
 				used += (size_t)n;
 		}
@@ -226,6 +261,7 @@ static wafer_status search_path(struct wafer_loaded_plugin *p,
 			break;
 		element = end + 1;
 	}
+	free(path);
 	return reject(p, WAFER_ERROR_NOT_FOUND, "not found in: %s", searched);
 }
 

@@ -9,7 +9,8 @@
  * otherwise `<name>.so` is looked for in each directory of `[core]
  * plugin_path` (colon-separated; WAFER_PLUGIN_PATH sets it through the
  * configuration chain), first hit wins. When plugin_path is unset or
- * empty the built-in directory WAFER_PLUGINDIR is searched; an empty
+ * empty the built-in directories are searched (WAFER_PLUGINDIR, or the
+ * build tree's plugins for a libwafer run from there: build_tree.h); an empty
  * element of the list ("/opt/x:" or "/a::/b") also stands for it, as in
  * MANPATH, so a user can add a directory in front of the system one.
  *

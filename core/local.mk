@@ -68,7 +68,8 @@ libwafer_core_la_SOURCES += core/scope.c core/scope.h
 libwafer_core_la_SOURCES += core/comm.c core/comm.h core/copy_peer.c
 
 # The runtime: configuration chain, plugin loader, devices.
-libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c
+libwafer_core_la_SOURCES += core/loader.c core/loader.h core/runtime.c \
+	core/build_tree.c core/build_tree.h
 
 # Autotune: choosing among candidates by measuring (include/wafer/autotune.h).
 libwafer_core_la_SOURCES += \

@@ -551,10 +551,9 @@ static bool same_search_as_before(const wafer_runtime *rt, size_t i)
 	return false;
 }
 
-/* WAFER_ERROR_NO_DEVICE for |selector|, with every backend's state:
- * "no device matches 'cuda': cuda: not found in: ...; cpu: 1 device". */
-static wafer_status no_device(const wafer_runtime *rt, const char *selector,
-			      const char *missing_backend)
+/* WAFER_ERROR_NO_DEVICE for "default", with every backend's state:
+ * "no device matches 'default': cuda: not found in: ...; cpu: 0 devices". */
+static wafer_status no_device(const wafer_runtime *rt, const char *selector)
 {
 	char detail[WAFER_ERROR_DETAIL_MAX];
 	size_t used = 0;
@@ -571,10 +570,7 @@ static wafer_status no_device(const wafer_runtime *rt, const char *selector,
 	} while (0)
 
 	APPEND("no device matches '%.64s': ", selector);
-	if (missing_backend)
-		APPEND("%s is not in [core] backend%s", missing_backend,
-		       rt->backend_count ? "; " : "");
-	else if (!rt->backend_count)
+	if (!rt->backend_count)
 		APPEND("[core] backend lists no backends");
 	for (size_t i = 0; i < rt->backend_count; i++) {
 		const struct wafer_loaded_plugin *p = rt->backends[i].plugin;
@@ -594,6 +590,90 @@ static wafer_status no_device(const wafer_runtime *rt, const char *selector,
 	return wafer_fail(WAFER_ERROR_NO_DEVICE, "%s", detail);
 }
 
+/* The selector names backend |p|: it has no such device ("cpu has 1
+ * device (cpu:0)"), or none at all and the loader's reason for it. Only
+ * that backend is spoken of: the others are not what was asked for. */
+static wafer_status no_such_device(const char *selector,
+				   const struct wafer_loaded_plugin *p)
+{
+	if (!p->accepted)
+		return wafer_fail(WAFER_ERROR_NO_DEVICE,
+				  "no device matches '%.64s': %s: %s", selector,
+				  p->name, p->reason ? p->reason : "rejected");
+	if (p->device_count == 1)
+		return wafer_fail(WAFER_ERROR_NO_DEVICE,
+				  "no device matches '%.64s': %s has 1 device "
+				  "(%s:0)",
+				  selector, p->name, p->name);
+	return wafer_fail(WAFER_ERROR_NO_DEVICE,
+			  "no device matches '%.64s': %s has %u devices "
+			  "(%s:0 to %s:%u)",
+			  selector, p->name, p->device_count, p->name, p->name,
+			  p->device_count - 1);
+}
+
+/* Levenshtein distance of two short names, capped at 9. */
+static unsigned name_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned row[65];
+
+	if (la > 64 || lb > 64)
+		return 9;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		unsigned diag = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned up = row[j];
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb] < 9 ? row[lb] : 9;
+}
+
+/* The selector names no backend of [core] backend: the nearest name
+ * when one is a typo away ("did you mean cpu?"), and the list. */
+static wafer_status no_such_backend(const wafer_runtime *rt,
+				    const char *selector, const char *name)
+{
+	const char *nearest = NULL;
+	unsigned best = 3; /* at most 2 edits count as a typo */
+	char list[512] = "";
+	size_t used = 0;
+
+	for (size_t i = 0; i < rt->backend_count; i++) {
+		const char *b = rt->backends[i].plugin->name;
+		unsigned d = name_distance(name, b);
+		int n;
+
+		if (d < best) {
+			best = d;
+			nearest = b;
+		}
+		n = snprintf(list + used, sizeof list - used, "%s%s",
+			     used ? ", " : "", b);
+		if (n > 0 && (size_t)n < sizeof list - used)
+			used += (size_t)n;
+	}
+	if (nearest)
+		return wafer_fail(WAFER_ERROR_NO_DEVICE,
+				  "no device matches '%.64s': no backend '%s' "
+				  "(did you mean %s?)",
+				  selector, name, nearest);
+	return wafer_fail(WAFER_ERROR_NO_DEVICE,
+			  "no device matches '%.64s': no backend '%s' in "
+			  "[core] backend (%s)",
+			  selector, name, used ? list : "it lists none");
+}
+
 static wafer_status resolve_selector(wafer_runtime *rt, const char *selector,
 				     struct runtime_device **out_device)
 {
@@ -610,11 +690,12 @@ static wafer_status resolve_selector(wafer_runtime *rt, const char *selector,
 				return WAFER_OK;
 			}
 		}
-		return no_device(rt, selector, NULL);
+		return no_device(rt, selector);
 	}
 	status = parse_selector(selector, &name_len, &index);
 	if (status != WAFER_OK)
 		return status;
+	const struct wafer_loaded_plugin *named = NULL;
 	for (size_t i = 0; i < rt->backend_count; i++) {
 		const struct runtime_backend *b = &rt->backends[i];
 		const char *name = b->plugin->name;
@@ -627,12 +708,14 @@ static wafer_status resolve_selector(wafer_runtime *rt, const char *selector,
 			*out_device = &b->devices[index];
 			return WAFER_OK;
 		}
+		if (!named || (b->plugin->accepted && !named->accepted))
+			named = b->plugin;
 	}
 	if (listed)
-		return no_device(rt, selector, NULL);
+		return no_such_device(selector, named);
 	char name[128];
 	snprintf(name, sizeof name, "%.*s", (int)name_len, selector);
-	return no_device(rt, selector, name);
+	return no_such_backend(rt, selector, name);
 }
 
 /* Closes |device| without letting the plugin's messages replace the

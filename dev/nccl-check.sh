@@ -2,7 +2,7 @@
 # wafer — SPDX-License-Identifier: MIT
 #
 # nccl-check.sh: the cuda plugin's peer copies and collectives on NVIDIA
-# GPUs with the real NCCL, in one run (issue 20). Run it from an unpacked
+# GPUs with the real NCCL, in one run. Run it from an unpacked
 # `make dist` tarball (no autotools needed), on one GPU or several:
 #
 #   tar xf wafer-X.Y.Z.tar.xz && cd wafer-X.Y.Z

@@ -36,7 +36,7 @@ torch.cuda.synchronize around the timed steps), the final loss (same
 within fp tolerance across the three: the data, shapes and seeds are),
 and storage calls (cudaMalloc/cuMemMap and frees: PyTorch's
 num_device_alloc/num_device_free; wafer's storage_* counters). Then a
-markdown table model x allocator and the issue's targets: wafer's peak
+markdown table model x allocator and the targets: wafer's peak
 reserved <= the better of PyTorch's two, wafer's step time <= 1.03x
 PyTorch default's.
 

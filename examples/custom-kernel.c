@@ -8,7 +8,7 @@
  * the host.
  *
  *   ./uninstalled examples/custom-kernel
- *   WAFER_BACKEND=opencl ./uninstalled examples/custom-kernel
+ *   WAFER_BACKEND=opencl WAFER_OPENCL_TYPE=all ./uninstalled examples/custom-kernel
  *
  * The calling convention every format follows: one pointer per binding,
  * then the parameter block by value; global = the work items. */

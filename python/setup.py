@@ -7,16 +7,46 @@
 # directory goes into the extension's run path, so an uninstalled build
 # or a prefix outside the loader's path needs no LD_LIBRARY_PATH.
 import glob
+import os
 import shlex
 import subprocess
 
 from setuptools import Extension, setup
 
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def search_path():
+    """PKG_CONFIG_PATH for pkg-config. pip runs this file in another
+    directory than the user's (a copy, or python/ itself), so relative
+    entries ("build") are made absolute against the directory pip was
+    started in ($PWD, which the shell set and pip does not change). With
+    none given and no installed wafer, the build tree beside this
+    source tree (../build) is tried last."""
+    cwd = os.environ.get("PWD") or os.getcwd()
+    given = os.environ.get("PKG_CONFIG_PATH", "")
+    dirs = [d if os.path.isabs(d) else os.path.join(cwd, d)
+            for d in given.split(os.pathsep) if d]
+    beside = os.path.join(here, os.pardir, "build")
+    if os.path.exists(os.path.join(beside, "wafer-uninstalled.pc")):
+        fallback = os.path.abspath(beside)
+    else:
+        fallback = None
+    return os.pathsep.join(dirs), fallback
+
+
+pc_path, pc_fallback = search_path()
+
 
 def pkg_config(*args):
+    env = dict(os.environ, PKG_CONFIG_PATH=pc_path)
     try:
+        if pc_fallback and subprocess.run(["pkg-config", "--exists", "wafer"],
+                                          env=env).returncode != 0:
+            env["PKG_CONFIG_PATH"] = pc_fallback
         out = subprocess.run(["pkg-config", *args, "wafer"], check=True,
-                             capture_output=True, text=True).stdout
+                             capture_output=True, text=True,
+                             env=env).stdout
     except FileNotFoundError:
         raise SystemExit("wafer: pkg-config is not installed")
     except subprocess.CalledProcessError as e:

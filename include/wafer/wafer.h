@@ -204,7 +204,9 @@ typedef struct wafer_client_options {
  *               that has one;
  *   "cpu"       device 0 of backend cpu;  "cuda:1"  device 1 of cuda.
  * Several clients may share a device. |options| may be NULL. Returns
- * WAFER_ERROR_NO_DEVICE with every backend's reason when nothing matches. */
+ * WAFER_ERROR_NO_DEVICE when nothing matches: for "default" every backend's
+ * reason; for a backend its devices or its reason; for an unknown name the
+ * backend it is a typo of, or the list. */
 WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 					 const char *selector,
 					 const wafer_client_options *options,

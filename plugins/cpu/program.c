@@ -41,6 +41,7 @@
 #include "core/file.h"
 #include "core/plugin_file.h"
 #include "plugins/cpu/cpu_plugin.h"
+#include "plugins/cpu/elf_symbols.h"
 #include "plugins/cpu/kernels.h"
 #include "plugins/cpu/threadpool.h"
 
@@ -60,6 +61,7 @@ struct cpu_program {
 	void *dl;
 	int fd; /* the file its image was staged in (load_image) */
 	char *name;
+	char *exported; /* "a, b": its functions, for "no kernel" errors */
 	pthread_mutex_t lock; /* of |kernels| */
 	struct wafer_plugin_program_kernels kernels;
 };
@@ -235,6 +237,20 @@ static const char *tmp_base(void)
 	return t ? t : "/tmp";
 }
 
+/* Where bytes that should be a shared object read as a file's name
+ * ("/tmp/k.so", "./k.so"): a hint that the caller passed the path. */
+static bool looks_like_path(const void *image, size_t size)
+{
+	const char *c = image;
+
+	if (size == 0 || size > 4096 || (c[0] != '/' && c[0] != '.'))
+		return false;
+	for (size_t i = 0; i < size; i++)
+		if ((unsigned char)c[i] < ' ' && !(c[i] == 0 && i == size - 1))
+			return false;
+	return true;
+}
+
 /* Stages |image| in a file of its own: a memfd, else a temporary file
  * (|*temporary|, to unlink once loaded); its path (for dlopen) in
  * |path|. -1 on failure, with the error set. */
@@ -276,7 +292,7 @@ static int stage_image(const struct cpu_device *dev, const char *name,
  * handed back as another program. */
 static wafer_status load_image(const struct cpu_device *dev, const char *name,
 			       const void *image, size_t size, void **out_dl,
-			       int *out_fd)
+			       int *out_fd, char **out_exported)
 {
 	const struct wafer_host_services *host = dev->state->host;
 	char path[4200], why[256];
@@ -285,6 +301,16 @@ static wafer_status load_image(const struct cpu_device *dev, const char *name,
 
 	*out_dl = NULL;
 	*out_fd = -1;
+	if ((size < 4 || memcmp(image, "\177ELF", 4) != 0) &&
+	    looks_like_path(image, size)) {
+		host->set_error("cpu: program %s: the host-so image (%zu "
+				"bytes) is not an ELF shared object: it reads "
+				"as the file name '%.*s'; pass the file's "
+				"contents, not its path",
+				name, size, (int)strnlen(image, size),
+				(const char *)image);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
 	int fd = stage_image(dev, name, image, size, path, sizeof path,
 			     &temporary);
 	if (fd < 0)
@@ -322,6 +348,8 @@ static wafer_status load_image(const struct cpu_device *dev, const char *name,
 	}
 	*out_dl = dl;
 	*out_fd = fd;
+	free(*out_exported);
+	*out_exported = cpu_elf_exported_functions(image, size);
 	return WAFER_OK;
 }
 
@@ -501,7 +529,7 @@ static wafer_status load_cached(void *ctx, const void *image, size_t size)
 	struct build_ctx *b = ctx;
 
 	return load_image(b->dev, b->p->name, image, size, &b->p->dl,
-			  &b->p->fd);
+			  &b->p->fd, &b->p->exported);
 }
 
 /* The source compiled and loaded; its shared object is stored. */
@@ -517,7 +545,7 @@ static wafer_status compile_and_load(void *ctx, void **out_image,
 	if (status != WAFER_OK)
 		return status;
 	status = load_image(b->dev, b->p->name, image, size, &b->p->dl,
-			    &b->p->fd);
+			    &b->p->fd, &b->p->exported);
 	if (status != WAFER_OK) {
 		free(image);
 		return status;
@@ -599,7 +627,7 @@ wafer_status cpu_program_load(void *device,
 		status = load_host_c(dev, source, options, p);
 	} else if (source->format == WAFER_PROGRAM_HOST_SO) {
 		status = load_image(dev, name, source->data, source->size,
-				    &p->dl, &p->fd);
+				    &p->dl, &p->fd, &p->exported);
 	} else {
 		host->set_error("cpu: program %s: format %d is not one the "
 				"cpu plugin takes",
@@ -612,6 +640,7 @@ wafer_status cpu_program_load(void *device,
 	return WAFER_OK;
 fail:
 	pthread_mutex_destroy(&p->lock);
+	free(p->exported);
 	free(p->name);
 	free(p);
 	return status;
@@ -632,11 +661,12 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	dlerror();
 	symbol = dlsym(p->dl, k->head.name);
 	if (!symbol) {
-		const char *why = dlerror();
-		p->kernels.host->set_error("cpu: program %s has no kernel "
-					   "'%s'%s%s",
-					   p->name, k->head.name,
-					   why ? ": " : "", why ? why : "");
+		/* dlerror's text names the staged file (/proc/self/fd/N), of
+		 * no use to the caller: say what the program has instead. */
+		p->kernels.host->set_error("cpu: no kernel '%s' in program "
+					   "%s (it has: %s)",
+					   k->head.name, p->name,
+					   p->exported ? p->exported : "none");
 		return WAFER_ERROR_NOT_FOUND;
 	}
 	/* Only functions are kernels: a launch of a variable would jump
@@ -752,6 +782,7 @@ void cpu_program_release(void *device, void *program)
 	close(p->fd);
 	wafer_plugin_program_kernels_release(&p->kernels, NULL);
 	pthread_mutex_destroy(&p->lock);
+	free(p->exported);
 	free(p->name);
 	free(p);
 }

@@ -407,7 +407,9 @@ static void enumerate(struct ocl_state *state)
 			 n == 1 ? "" : "s");
 	else
 		snprintf(state->enum_error, sizeof state->enum_error,
-			 "no OpenCL device matches [opencl] %s; found: %s",
+			 "no OpenCL device matches [opencl] %s; found: %s "
+			 "(to use them, set [opencl] type = all in wafer.conf "
+			 "or WAFER_OPENCL_TYPE=all)",
 			 filters, seen);
 }
 

@@ -331,8 +331,21 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 
 	k->kernel = clCreateKernel(p->program, name, &err);
 	if (!k->kernel && err == CL_INVALID_KERNEL_NAME) {
-		host->set_error(OCL_NAME ": no kernel '%s' in program %s", name,
-				p->name);
+		char names[512] = "";
+		size_t got = 0;
+		/* "a;b" as OpenCL gives it; cut to what fits. */
+		if (clGetProgramInfo(p->program, CL_PROGRAM_KERNEL_NAMES,
+				     sizeof names - 1, names, &got) != CL_SUCCESS &&
+		    (got == 0 || got >= sizeof names ||
+		     clGetProgramInfo(p->program, CL_PROGRAM_KERNEL_NAMES, got,
+				      names, NULL) != CL_SUCCESS))
+			names[0] = 0;
+		for (char *c = names; *c; c++)
+			if (*c == ';')
+				*c = ',';
+		host->set_error(OCL_NAME ": no kernel '%s' in program %s (it "
+				"has: %s)",
+				name, p->name, names[0] ? names : "none");
 		return WAFER_ERROR_NOT_FOUND;
 	}
 	if (!k->kernel)

@@ -251,7 +251,16 @@ static void test_donate(void)
 	is_int((long long)in_use(), BYTES,
 	       "ten relu with DONATE_INPUT (out == &in): still one buffer");
 	ok(holds(&y, relu), "  ... right");
+	/* The first handle, eleven donations back, is still DONATED. */
+	is_status(wafer_read(client, old, 0, &v, sizeof v), WAFER_ERROR_DONATED,
+		  "after a chain of donations, the first handle: DONATED");
+	like(wafer_last_error(), "donated on, last to relu",
+	     "  ... saying its result was donated on: %s", wafer_last_error());
 	wafer_tensor_release(client, &y);
+	is_status(wafer_read(client, old, 0, &v, sizeof v), WAFER_ERROR_DONATED,
+		  "  ... and after the last result's release");
+	like(wafer_last_error(), "then released", "  ... saying so: %s",
+	     wafer_last_error());
 	check_clean("donate");
 }
 

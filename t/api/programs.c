@@ -579,6 +579,22 @@ static void test_errors(void)
 		     "  ... and what was offered: %s", wafer_last_error());
 	}
 
+	/* A file's name where the shared object's bytes belong. */
+	if (required(WAFER_PROGRAM_HOST_SO)) {
+		static const char path[] = "/tmp/kernels.so";
+		wafer_program_source named = {
+			.struct_size = sizeof named,
+			.format = WAFER_PROGRAM_HOST_SO,
+			.data = path,
+			.size = sizeof path - 1,
+		};
+		is_status(wafer_program_create(client, &named, 1, NULL, &p),
+			  WAFER_ERROR_INVALID_ARGUMENT,
+			  "host-so: a file name in place of its bytes");
+		like(wafer_last_error(), "pass the file's contents, not its path",
+		     "  ... says to pass the contents: %s", wafer_last_error());
+	}
+
 	if (!source) {
 		ok(1, "# SKIP %s takes none of the suite's sources", backend);
 		wafer_client_close(client);
@@ -594,6 +610,18 @@ static void test_errors(void)
 		  WAFER_ERROR_NOT_FOUND, "an unknown kernel name: NOT_FOUND");
 	ok(ref == NULL, "  ... no ref");
 	like(wafer_last_error(), "wafer_no_such_kernel", "  ... naming it");
+	like(wafer_last_error(), source->name ? source->name : "program",
+	     "  ... and the program");
+	if (strcmp(backend, "cuda") == 0) {
+		ok(1, "# SKIP the CUDA driver API lists no module's functions "
+		      "before CUDA 12.4 (cuModuleEnumerateFunctions)");
+	} else {
+		const char *has = strstr(wafer_last_error(), "it has: ");
+		ok(has && strstr(has, "wafer_test_saxpy") &&
+			   !strstr(wafer_last_error(), "/proc/"),
+		   "  ... listing the kernels it has, not an internal path: %s",
+		   wafer_last_error());
+	}
 
 	const wafer_kernel_ref *saxpy = saxpy_of(p);
 	float data[64] = {0};

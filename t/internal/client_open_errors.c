@@ -56,8 +56,24 @@ static void test_no_device(void)
 		"widget (code 42); no_devices: no devices: fake driver missing";
 
 	open_fails(rt, "default", WAFER_ERROR_NO_DEVICE, reasons);
-	open_fails(rt, "init_fails", WAFER_ERROR_NO_DEVICE, reasons);
-	open_fails(rt, "no_devices:0", WAFER_ERROR_NO_DEVICE, reasons);
+	/* A backend by name: its own reason only, not every backend's. */
+	open_fails(rt, "init_fails", WAFER_ERROR_NO_DEVICE,
+		   "no device matches 'init_fails': init_fails: init failed: "
+		   "WAFER_ERROR_DEVICE: cannot reach the widget (code 42)");
+	ok(!strstr(wafer_last_error(), "no_devices"),
+	   "  ... and no other backend's");
+	open_fails(rt, "no_devices:0", WAFER_ERROR_NO_DEVICE,
+		   "no device matches 'no_devices:0': no_devices: no devices: "
+		   "fake driver missing");
+	ok(!strstr(wafer_last_error(), "init_fails"),
+	   "  ... and no other backend's");
+	/* A typo of a listed backend; a name far from every one. */
+	open_fails(rt, "no_device", WAFER_ERROR_NO_DEVICE,
+		   "no device matches 'no_device': no backend 'no_device' "
+		   "(did you mean no_devices?)");
+	open_fails(rt, "zzz", WAFER_ERROR_NO_DEVICE,
+		   "no device matches 'zzz': no backend 'zzz' in [core] backend "
+		   "(init_fails, no_devices)");
 	wafer_runtime_close(rt);
 }
 
@@ -67,13 +83,12 @@ static void test_open_fails(void)
 		open_runtime("init_fails, no_devices, open_fails");
 	struct wafer_runtime_device *device;
 
-	/* An index past the three devices: no such device, and every
-	 * backend's reason, the one that has devices included. */
+	/* An index past the three devices: how many there are. */
 	open_fails(rt, "open_fails:3", WAFER_ERROR_NO_DEVICE,
-		   "no device matches 'open_fails:3': init_fails: init failed: "
-		   "WAFER_ERROR_DEVICE: cannot reach the widget (code 42); "
-		   "no_devices: no devices: fake driver missing; open_fails: 3 "
-		   "devices");
+		   "no device matches 'open_fails:3': open_fails has 3 devices "
+		   "(open_fails:0 to open_fails:2)");
+	ok(!strstr(wafer_last_error(), "init_fails"),
+	   "  ... and not every backend's reason");
 
 	/* device_open fails: the plugin's status and text, each time
 	 * (nothing is left half open). "default" is this device too: the

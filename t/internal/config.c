@@ -707,6 +707,7 @@ static void chain_env(void)
 	env_set("WAFER_PLUGIN_PATH", "/env/plugins");
 	env_set("WAFER_MEMORY", "  pool ");
 	env_set("WAFER_MEMORY_TRACE", "/tmp/run.trace");
+	env_set("WAFER_OPENCL_TYPE", "all");
 	env_set("WAFER_LOG", "info");
 	env_set("WAFER_BACKEND", "");
 }
@@ -770,6 +771,8 @@ static void test_chain_order(void)
 	       "WAFER_MEMORY_TRACE sets [memory] trace");
 	is_str(origin_of(c, "memory", "trace"), "environment WAFER_MEMORY_TRACE",
 	       "origin of WAFER_MEMORY_TRACE");
+	is_str(wafer_config_get(c, "opencl", "type", NULL), "all",
+	       "WAFER_OPENCL_TYPE sets [opencl] type (PoCL's CPU devices)");
 	is_str(wafer_config_get(c, "core", "log", NULL), "debug",
 	       "option beats WAFER_LOG");
 	wafer_config_destroy(c);

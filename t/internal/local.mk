@@ -126,3 +126,9 @@ t_plugins_open_fails_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 check_PROGRAMS += t/internal/client_open_errors
 TESTS += t/internal/client_open_errors
 t_internal_client_open_errors_LDADD = $(T_CORE_LIBS)
+
+# The build tree runs without installing (core/build_tree.c, ./uninstalled);
+# the man pages render without warnings; wafer-bench's usage and progress.
+TESTS += t/internal/build_tree.sh t/internal/man.sh t/internal/wafer-bench.sh
+EXTRA_DIST += t/internal/build_tree.sh t/internal/man.sh \
+	t/internal/wafer-bench.sh

@@ -285,6 +285,40 @@ static double ratio(double x, double base)
 	return base > 0 ? x / base : 0;
 }
 
+/* Progress on stderr (stdout stays the result lines): the step about to
+ * run, the time so far and an estimate of what is left, from the time
+ * the steps done took per unit of weight. A step's weight is a guess of
+ * its cost: a bandwidth round moves some MiB, a matmul of n does n^3
+ * work per variant. */
+struct progress {
+	uint64_t start_ns;
+	double total, done;
+};
+
+static double step_weight(uint64_t matmul_n, size_t mib)
+{
+	if (!matmul_n)
+		return 1.0 + (double)mib / 64.0;
+	return (double)matmul_n * matmul_n * matmul_n / (512.0 * 512 * 512);
+}
+
+static void progress_step(const struct progress *pr, const char *what,
+			  const char *selector, uint64_t n)
+{
+	double elapsed = (double)(bench_now_ns() - pr->start_ns) / 1e9;
+	char size[32] = "";
+
+	if (n)
+		snprintf(size, sizeof size, " n=%llu", (unsigned long long)n);
+	if (pr->done > 0)
+		fprintf(stderr, "wafer-bench compare: %s%s on %s (%.0f s so far, "
+			"about %.0f s left)\n", what, size, selector, elapsed,
+			elapsed / pr->done * (pr->total - pr->done));
+	else
+		fprintf(stderr, "wafer-bench compare: %s%s on %s\n", what,
+			size, selector);
+}
+
 int bench_compare(int argc, char **argv)
 {
 	struct device_result dev[MAX_DEVICES];
@@ -330,11 +364,24 @@ int bench_compare(int argc, char **argv)
 		return 1;
 	}
 
+	struct progress pr = {.start_ns = bench_now_ns()};
 	for (size_t d = 0; d < n_dev; d++)
-		bandwidth(runtime, &dev[d], mib);
+		pr.total += step_weight(0, mib);
 	for (size_t s = 0; s < n_sizes; s++)
-		for (size_t d = 0; d < n_dev; d++)
+		pr.total += (double)n_dev * step_weight(sizes[s], mib);
+	for (size_t d = 0; d < n_dev; d++) {
+		progress_step(&pr, "bandwidth", dev[d].selector, 0);
+		bandwidth(runtime, &dev[d], mib);
+		pr.done += step_weight(0, mib);
+	}
+	for (size_t s = 0; s < n_sizes; s++)
+		for (size_t d = 0; d < n_dev; d++) {
+			progress_step(&pr, "matmul", dev[d].selector, sizes[s]);
 			matmul(runtime, &dev[d], sizes[s], s == n_sizes - 1);
+			pr.done += step_weight(sizes[s], mib);
+		}
+	fprintf(stderr, "wafer-bench compare: done in %.0f s\n",
+		(double)(bench_now_ns() - pr.start_ns) / 1e9);
 	for (size_t d = 1; d < n_dev; d++)
 		printf("compare ratio device=%s base=%s upload=%.2f "
 		       "download=%.2f copy=%.2f add=%.2f noop=%.2f "
