@@ -81,10 +81,16 @@ static wafer_status direct_submit(void *self, struct wafer_command *command)
 	if (status != WAFER_OK)
 		return status;
 	status = wafer_bridge_run(d->bridge, command);
-	/* Released imported memory: its callbacks, after the command. */
-	if (__builtin_expect(d->bridge->released != NULL, 0))
-		wafer_foreign_notify(wafer_bridge_take_released(d->bridge));
+	/* Released imported memory: its callbacks, after the command and
+	 * after this call let go of the client (a callback may close it,
+	 * which frees |d|). */
+	struct wafer_foreign *released =
+		__builtin_expect(d->bridge->released != NULL, 0)
+			? wafer_bridge_take_released(d->bridge)
+			: NULL;
 	leave(d, outer);
+	if (released)
+		wafer_foreign_notify(released);
 	return status;
 }
 

@@ -29,6 +29,7 @@
 
 #include <wafer/plugin.h>
 
+#include "t/allocator_may_fail.h"
 #include "t/abi/describe.h"
 #include "t/tap.h"
 #include "t/standins/fake_host.h"

@@ -24,22 +24,7 @@
 
 #include "t/tap.h"
 
-#ifdef WAFER_SANITIZED
-/* The out-of-memory tests ask for more memory than a sanitizer's allocator
- * serves; let it fail the way malloc does instead of aborting. The runtime
- * looks these up dynamically, so they must escape -fvisibility=hidden. */
-#define SANITIZER_HOOK __attribute__((visibility("default"), used))
-SANITIZER_HOOK const char *__asan_default_options(void);
-SANITIZER_HOOK const char *__asan_default_options(void)
-{
-	return "allocator_may_return_null=1";
-}
-SANITIZER_HOOK const char *__tsan_default_options(void);
-SANITIZER_HOOK const char *__tsan_default_options(void)
-{
-	return "allocator_may_return_null=1";
-}
-#endif
+#include "t/allocator_may_fail.h"
 
 /* A fake core: host services that record what the plugin says. */
 #include "t/standins/fake_host.h"
