@@ -12,6 +12,7 @@
 #include "build-config.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -23,6 +24,10 @@ struct direct {
 	struct wafer_bridge *bridge;
 	/* The thread inside a call (its this_thread's address), or 0. */
 	_Atomic uintptr_t user;
+	/* The client was closed from inside a call on this channel (an
+	 * import's release callback may close it): the outermost call frees
+	 * the channel when it returns, not the close under it. */
+	bool destroy_pending;
 };
 
 /* Its address tells the live threads apart. */
@@ -36,13 +41,21 @@ static wafer_status direct_create(struct wafer_bridge *bridge, void **out_self)
 				  "direct channel: out of host memory");
 	d->bridge = bridge;
 	atomic_init(&d->user, 0);
+	d->destroy_pending = false;
 	*out_self = d;
 	return WAFER_OK;
 }
 
 static void direct_destroy(void *self)
 {
-	free(self);
+	struct direct *d = self;
+
+	if (atomic_load_explicit(&d->user, memory_order_relaxed) ==
+	    (uintptr_t)&this_thread) {
+		d->destroy_pending = true;
+		return;
+	}
+	free(d);
 }
 
 /* Marks the client as used by the calling thread; |*outer| false for a
@@ -81,16 +94,17 @@ static wafer_status direct_submit(void *self, struct wafer_command *command)
 	if (status != WAFER_OK)
 		return status;
 	status = wafer_bridge_run(d->bridge, command);
-	/* Released imported memory: its callbacks, after the command and
-	 * after this call let go of the client (a callback may close it,
-	 * which frees |d|). */
-	struct wafer_foreign *released =
-		__builtin_expect(d->bridge->released != NULL, 0)
-			? wafer_bridge_take_released(d->bridge)
-			: NULL;
+	/* Released imported memory: its callbacks, after the command. One
+	 * may close the client; then nothing of the client is touched after
+	 * them but |d|, which the outermost call frees (direct_destroy). */
+	if (__builtin_expect(d->bridge->released != NULL, 0))
+		wafer_foreign_notify(wafer_bridge_take_released(d->bridge));
+	if (__builtin_expect(d->destroy_pending, 0)) {
+		if (outer)
+			free(d);
+		return status;
+	}
 	leave(d, outer);
-	if (released)
-		wafer_foreign_notify(released);
 	return status;
 }
 
