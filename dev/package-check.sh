@@ -54,7 +54,7 @@ else
 	exit 1
 fi
 # "rm: cannot remove 'core'" and its like: configure in the source tree
-# must be quiet (configure.ac says why it was not).
+# must be quiet (no folder of the tree is named core).
 if grep -q "^rm: cannot remove" "$out/build.log"; then
 	point quiet-configure FAIL
 	grep "^rm: cannot remove" "$out/build.log" | sort | uniq -c

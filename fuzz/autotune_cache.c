@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * fuzz/autotune_cache.c: the autotune cache file reader
- * (core/autotune/file.c) on any file contents. A file either loads, and
+ * (lib/autotune/file.c) on any file contents. A file either loads, and
  * then every entry it gave names one of the operation's candidates, or it
  * is ignored; it never crashes the process (a NUL byte once did, in every
  * later process). The seed corpus holds a good file for the operation
@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/autotune/autotune.h"
-#include "core/log.h"
-#include "core/runtime.h"
+#include "lib/autotune/autotune.h"
+#include "lib/log.h"
+#include "lib/runtime.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -34,7 +34,7 @@ static struct wafer_runtime_device device = {
 	.backend = "cpu",
 	.info = {.struct_size = sizeof device.info, .name = "fuzz device"},
 };
-static struct wafer_tune_candidate candidates[] = {
+static struct wafer__tune_candidate candidates[] = {
 	{.name = "fast"},
 	{.name = "slow"},
 };
@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static char path[64];
 	if (!path[0]) {
-		wafer_log_set_level(WAFER_LOG_ERROR);
+		wafer__log_set_level(WAFER_LOG_ERROR);
 		snprintf(path, sizeof path, "/tmp/wafer-fuzz-%ld.cache",
 			 (long)getpid());
 	}
@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fwrite(data, 1, size, f);
 	fclose(f);
 
-	struct wafer_tune_op op = {
+	struct wafer__tune_op op = {
 		.tunable = &tunable,
 		.device = &device,
 		.candidates = candidates,
@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.path = path,
 		.warned = true, /* no warning per input */
 	};
-	wafer_tune_file_load(&op);
+	wafer__tune_file_load(&op);
 	for (size_t i = 0; i < op.entry_count; i++)
 		if (strcmp(op.entries[i].winner, "fast") != 0 &&
 		    strcmp(op.entries[i].winner, "slow") != 0)

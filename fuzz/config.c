@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * fuzz/config.c: the configuration parser (core/config.c) on any bytes,
+ * fuzz/config.c: the configuration parser (lib/config.c) on any bytes,
  * strict and tolerant. Whatever it is given, a load returns a status, and
  * every value it stored reads back. */
 #include "build-config.h"
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "lib/config.h"
+#include "lib/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool quiet;
 	if (!quiet) {
-		wafer_log_set_level(WAFER_LOG_ERROR);
+		wafer__log_set_level(WAFER_LOG_ERROR);
 		quiet = true;
 	}
 	char *text = malloc(size + 1);
@@ -27,16 +27,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	text[size] = '\0';
 	for (int tolerant = 0; tolerant < 2; tolerant++) {
-		struct wafer_config *config;
-		if (wafer_config_create(&config) != WAFER_OK)
+		struct wafer__config *config;
+		if (wafer__config_create(&config) != WAFER_OK)
 			break;
-		wafer_config_load_string(config, "fuzz", text, tolerant);
-		const struct wafer_config_entry *entries[64];
-		size_t n = wafer_config_section(config, "core", entries, 64);
+		wafer__config_load_string(config, "fuzz", text, tolerant);
+		const struct wafer__config_entry *entries[64];
+		size_t n = wafer__config_section(config, "core", entries, 64);
 		for (size_t i = 0; i < n && i < 64; i++)
-			if (!wafer_config_get(config, "core", entries[i]->key, NULL))
+			if (!wafer__config_get(config, "core", entries[i]->key, NULL))
 				abort(); /* a listed key must read back */
-		wafer_config_destroy(config);
+		wafer__config_destroy(config);
 	}
 	free(text);
 	return 0;

@@ -3,7 +3,7 @@
  * fuzz/program_image.c: program sources as a caller hands them over.
  * The first byte picks what the rest is:
  *   - host-so bytes: staged in a memory file and checked as the cpu
- *     plugin checks an image before dlopen (core/plugin_file.c). Nothing
+ *     plugin checks an image before dlopen (lib/plugin_file.c). Nothing
  *     is loaded (a shared object's constructors are code: running one is
  *     what host-so means). An image the check passes must have its ELF
  *     header, at most 256 program headers and every segment inside it.
@@ -22,8 +22,8 @@
 
 #include <wafer/program.h>
 
-#include "core/file.h"
-#include "core/plugin_file.h"
+#include "lib/file.h"
+#include "lib/plugin_file.h"
 #include "fuzz/cpu_client.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -32,9 +32,9 @@ static void image(const uint8_t *data, size_t size)
 {
 	int fd = memfd_create("fuzz-image", MFD_CLOEXEC);
 	char why[256];
-	if (fd < 0 || (size && wafer_file_write_all(fd, data, size) != 0))
+	if (fd < 0 || (size && wafer__file_write_all(fd, data, size) != 0))
 		abort();
-	bool good = wafer_elf_fd_check(fd, why, sizeof why);
+	bool good = wafer__elf_fd_check(fd, why, sizeof why);
 	close(fd);
 	if (!good)
 		return;

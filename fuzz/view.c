@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * fuzz/view.c: view and shape arithmetic (core/ops/view.c) on fuzzed
+ * fuzz/view.c: view and shape arithmetic (lib/ops/view.c) on fuzzed
  * shapes, strides and offsets: reshape, slice and transpose of a view,
  * broadcasting two shapes, coalescing dimensions. No device is needed:
  * these run before any handle is looked up. Besides "no crash, no
@@ -12,7 +12,7 @@
 
 #include <wafer/ops.h>
 
-#include "core/ops/internal.h"
+#include "lib/ops/internal.h"
 #include "fuzz/input.h"
 
 /* Mostly small dimensions, sometimes huge ones (overflow paths). */
@@ -44,10 +44,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t.rank = rank_a; /* may be past the limit: must be refused */
 	wafer_tensor out;
 	uint64_t count_a, count_b;
-	bool fits_a = wafer_view_shape_count_fits(rank_a > WAFER_MAX_RANK ? 0 : rank_a,
-						  a, &count_a);
-	bool fits_b = wafer_view_shape_count_fits(rank_b > WAFER_MAX_RANK ? 0 : rank_b,
-						  b, &count_b);
+	bool fits_a = wafer__view_shape_count_fits(rank_a > WAFER_MAX_RANK ? 0 : rank_a,
+						   a, &count_a);
+	bool fits_b = wafer__view_shape_count_fits(rank_b > WAFER_MAX_RANK ? 0 : rank_b,
+						   b, &count_b);
 	if (wafer_tensor_reshape(&t, rank_b, b, &out) == WAFER_OK &&
 	    (!fits_a || !fits_b || count_a != count_b || out.rank != rank_b))
 		__builtin_trap(); /* reshape kept the element count */
@@ -62,8 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 
 	if (rank_a <= WAFER_MAX_RANK && rank_b <= WAFER_MAX_RANK &&
-	    wafer_view_broadcast_shape("fuzz", rank_a, a, rank_b, b, &rank_c,
-				       c) == WAFER_OK) {
+	    wafer__view_broadcast_shape("fuzz", rank_a, a, rank_b, b, &rank_c,
+					c) == WAFER_OK) {
 		if (rank_c != (rank_a > rank_b ? rank_a : rank_b))
 			__builtin_trap();
 		for (uint32_t d = 0; d < rank_c; d++) {
@@ -80,13 +80,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t *strides[2] = {s1, s2};
 		uint32_t rank = rank_a;
 		memcpy(shape, a, sizeof shape);
-		wafer_view_dense_strides(rank, shape, s1);
+		wafer__view_dense_strides(rank, shape, s1);
 		for (uint32_t d = 0; d < WAFER_MAX_RANK; d++)
 			s2[d] = take(&in, 1) % 4;
-		wafer_view_coalesce(&rank, shape, strides, 2);
+		wafer__view_coalesce(&rank, shape, strides, 2);
 		uint64_t after;
 		if (rank < 1 || rank > rank_a ||
-		    !wafer_view_shape_count_fits(rank, shape, &after) ||
+		    !wafer__view_shape_count_fits(rank, shape, &after) ||
 		    after != count_a)
 			__builtin_trap();
 	}

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "core/error.h"
+#include "lib/error.h"
 #include "tools/replay_backend.h"
 
 /* Frees and unmaps wait for the queue: nothing else is queued on it, but
@@ -17,13 +17,13 @@ static wafer_status sync_queue(void *data)
 
 wafer_status replay_backend_open(const char *selector,
 				 struct replay_backend *b,
-				 struct wafer_storage *out)
+				 struct wafer__storage *out)
 {
 	memset(b, 0, sizeof *b);
 	wafer_status status = wafer_runtime_open(NULL, &b->runtime);
 	if (status != WAFER_OK)
 		return status;
-	status = wafer_runtime_acquire_device(b->runtime, selector, &b->device);
+	status = wafer__runtime_acquire_device(b->runtime, selector, &b->device);
 	if (status != WAFER_OK) {
 		wafer_runtime_close(b->runtime);
 		return status;
@@ -31,11 +31,11 @@ wafer_status replay_backend_open(const char *selector,
 	const struct wafer_plugin *plugin = b->device->plugin;
 	status = plugin->server->queue_create(b->device->device, &b->queue);
 	if (status != WAFER_OK) {
-		wafer_runtime_release_device(b->runtime, b->device);
+		wafer__runtime_release_device(b->runtime, b->device);
 		wafer_runtime_close(b->runtime);
-		return wafer_fail_context(status, "%s: queue_create", selector);
+		return wafer__fail_context(status, "%s: queue_create", selector);
 	}
-	*out = (struct wafer_storage){
+	*out = (struct wafer__storage){
 		.ops = plugin->storage,
 		.device = b->device->device,
 		.queue = b->queue,
@@ -52,6 +52,6 @@ void replay_backend_close(struct replay_backend *b)
 {
 	b->device->plugin->server->sync(b->device->device, b->queue);
 	b->device->plugin->server->queue_destroy(b->device->device, b->queue);
-	wafer_runtime_release_device(b->runtime, b->device);
+	wafer__runtime_release_device(b->runtime, b->device);
 	wafer_runtime_close(b->runtime);
 }

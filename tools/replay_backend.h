@@ -2,7 +2,7 @@
  *
  * replay_backend.h: real device storage for wafer-replay --storage BACKEND.
  * Opens a runtime, the backend's device and one queue, and fills a
- * struct wafer_storage with the plugin's own storage ops, so a strategy
+ * struct wafer__storage with the plugin's own storage ops, so a strategy
  * replays a trace against real allocations (cuMemAlloc, cuMemCreate, ...)
  * and the time per event includes the driver. */
 #ifndef WAFER_TOOLS_REPLAY_BACKEND_H
@@ -10,8 +10,8 @@
 
 #include <wafer/wafer.h>
 
-#include "core/runtime.h"
-#include "core/memory/storage.h"
+#include "lib/runtime.h"
+#include "lib/memory/storage.h"
 
 struct replay_backend {
 	wafer_runtime *runtime;
@@ -22,7 +22,7 @@ struct replay_backend {
 /* |selector| as for wafer_client_open: "cpu", "cuda:0". */
 wafer_status replay_backend_open(const char *selector,
 				 struct replay_backend *backend,
-				 struct wafer_storage *out_storage);
+				 struct wafer__storage *out_storage);
 void replay_backend_close(struct replay_backend *backend);
 
 #endif

@@ -13,7 +13,7 @@
 void wafer_trace_fini(struct wafer_trace *trace)
 {
 	free(trace->events);
-	wafer_u64map_fini(&trace->live);
+	wafer__u64map_fini(&trace->live);
 	*trace = (struct wafer_trace){0};
 }
 
@@ -59,7 +59,7 @@ static bool add_alloc(struct wafer_trace *t, char **fields, int n,
 			 fields[2], SIZE_MAX / 2);
 		return false;
 	}
-	if (wafer_u64map_get(&t->live, id, &value)) {
+	if (wafer__u64map_get(&t->live, id, &value)) {
 		snprintf(why, why_size,
 			 "id %" PRIu64 " allocated again; still live from line %u",
 			 id, (uint32_t)value);
@@ -69,10 +69,10 @@ static bool add_alloc(struct wafer_trace *t, char **fields, int n,
 		snprintf(why, why_size, "too many allocations");
 		return false;
 	}
-	if (!wafer_u64map_put(&t->live, id, (uint64_t)t->slots << 32 | t->lines))
+	if (!wafer__u64map_put(&t->live, id, (uint64_t)t->slots << 32 | t->lines))
 		goto oom;
 	if (!push_event(t, (struct wafer_trace_event){bytes, t->slots, t->lines})) {
-		wafer_u64map_remove(&t->live, id, NULL);
+		wafer__u64map_remove(&t->live, id, NULL);
 		goto oom;
 	}
 	t->slots++;
@@ -91,7 +91,7 @@ static bool add_free(struct wafer_trace *t, char **fields, int n, char *why,
 		snprintf(why, why_size, "malformed line: expected 'f <id>'");
 		return false;
 	}
-	if (!wafer_u64map_get(&t->live, id, &value)) {
+	if (!wafer__u64map_get(&t->live, id, &value)) {
 		snprintf(why, why_size, "free of id %" PRIu64 ", which is not live",
 			 id);
 		return false;
@@ -101,7 +101,7 @@ static bool add_free(struct wafer_trace *t, char **fields, int n, char *why,
 		snprintf(why, why_size, "out of host memory reading the trace");
 		return false;
 	}
-	wafer_u64map_remove(&t->live, id, NULL);
+	wafer__u64map_remove(&t->live, id, NULL);
 	return true;
 }
 

@@ -9,7 +9,7 @@
  *   # ...            a comment; blank lines are skipped
  *
  * An event may carry named fields after its own, `name=value` each (a
- * recording's `t=<ns>`, core/memory/record.h); they are checked for
+ * recording's `t=<ns>`, lib/memory/record.h); they are checked for
  * form (a name, then '=') and otherwise ignored.
  *
  * Separate from the tool so that it can be fuzzed (fuzz/trace.c): a bad
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/memory/u64map.h"
+#include "lib/memory/u64map.h"
 
 /* One event. |slot| numbers allocations in trace order (0, 1, ...): an
  * id may be allocated again after its free and then names a new slot. */
@@ -37,7 +37,7 @@ struct wafer_trace {
 	uint32_t slots;
 	uint32_t lines;
 	/* id -> (slot << 32 | line of its allocation), while live */
-	struct wafer_u64map live;
+	struct wafer__u64map live;
 };
 
 /* An empty trace is all zeros. */

@@ -22,14 +22,14 @@
 
 #include <wafer/wafer.h>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "core/memory/memory.h"
-#include "core/memory/null_storage.h"
-#include "core/memory/snapshot.h"
+#include "lib/config.h"
+#include "lib/error.h"
+#include "lib/log.h"
+#include "lib/memory/memory.h"
+#include "lib/memory/null_storage.h"
+#include "lib/memory/snapshot.h"
 #include "tools/replay_backend.h"
-#include "core/memory/u64map.h"
+#include "lib/memory/u64map.h"
 #include "tools/replay_svg.h"
 #include "tools/trace.h"
 #include "tools/trace_file.h"
@@ -106,10 +106,10 @@ static void usage(FILE *out)
 		"plain or gzip)\n"
 		"with a memory strategy on an accounting-only storage.\n"
 		"Strategies:");
-	for (size_t i = 0; wafer_memory_strategies[i]; i++)
-		fprintf(out, " %s%s", wafer_memory_strategies[i]->name,
-			strcmp(wafer_memory_strategies[i]->name,
-			       wafer_memory_default_strategy) ? ""
+	for (size_t i = 0; wafer__memory_strategies[i]; i++)
+		fprintf(out, " %s%s", wafer__memory_strategies[i]->name,
+			strcmp(wafer__memory_strategies[i]->name,
+			       wafer__memory_default_strategy) ? ""
 							      : " (default)");
 	fprintf(out, ".\nSee wafer-replay(1).\n");
 }
@@ -121,12 +121,12 @@ struct options {
 	/* --snapshot: print the memory after this many events (0: none;
 	 * SIZE_MAX: after the last). */
 	size_t snapshot_at;
-	struct wafer_null_storage_options storage;
+	struct wafer__null_storage_options storage;
 	/* NULL: the null storage; else a device selector ("cpu", "cuda:0"). */
 	const char *backend;
 	/* Strategy options: none unless --config or --option gives some, so
 	 * a replay does not depend on the machine's wafer.conf. */
-	struct wafer_config *config;
+	struct wafer__config *config;
 };
 
 /* SECTION.KEY=VALUE, split at the last '.' before '=': "memory.pool.
@@ -144,9 +144,9 @@ static void set_option(struct options *o, const char *text)
 	char section[128], key[128];
 	snprintf(section, sizeof section, "%.*s", (int)(dot - text), text);
 	snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
-	if (wafer_config_set(o->config, section, key, eq + 1, "--option") !=
+	if (wafer__config_set(o->config, section, key, eq + 1, "--option") !=
 	    WAFER_OK)
-		die("--option %s: %s", text, wafer_error_detail());
+		die("--option %s: %s", text, wafer__error_detail());
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
@@ -169,8 +169,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{NULL, 0, NULL, 0},
 	};
 	int c;
-	if (wafer_config_create(&o->config) != WAFER_OK)
-		die("%s", wafer_error_detail());
+	if (wafer__config_create(&o->config) != WAFER_OK)
+		die("%s", wafer__error_detail());
 	while ((c = getopt_long(argc, argv, "s:g:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -200,13 +200,13 @@ static void parse_options(int argc, char **argv, struct options *o)
 						: SIZE_MAX;
 			break;
 		case OPT_CONFIG:
-			if (wafer_config_load_file(o->config, optarg, false) !=
+			if (wafer__config_load_file(o->config, optarg, false) !=
 			    WAFER_OK)
-				die("%s", wafer_error_detail());
-			if (wafer_config_source_count(o->config) &&
-			    wafer_config_source_at(
+				die("%s", wafer__error_detail());
+			if (wafer__config_source_count(o->config) &&
+			    wafer__config_source_at(
 				    o->config,
-				    wafer_config_source_count(o->config) - 1)
+				    wafer__config_source_count(o->config) - 1)
 					    ->state == WAFER_CONFIG_SOURCE_ABSENT)
 				die("--config %s: no such file", optarg);
 			break;
@@ -231,10 +231,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 	/* Whole maps need a pool that unmaps whole units; a pool told
 	 * otherwise is left so, and the null storage reports its cuts. */
 	if (o->storage.whole_maps &&
-	    !wafer_config_lookup(o->config, "memory.pool", "unmap") &&
-	    wafer_config_set(o->config, "memory.pool", "unmap", "whole",
-			     "--whole-maps") != WAFER_OK)
-		die("%s", wafer_error_detail());
+	    !wafer__config_lookup(o->config, "memory.pool", "unmap") &&
+	    wafer__config_set(o->config, "memory.pool", "unmap", "whole",
+			      "--whole-maps") != WAFER_OK)
+		die("%s", wafer__error_detail());
 	o->trace = argv[optind];
 }
 
@@ -242,9 +242,9 @@ static void parse_options(int argc, char **argv, struct options *o)
  * The replay
  *===----------------------------------------------------------------------===*/
 
-static uint64_t storage_ops(const struct wafer_storage *s)
+static uint64_t storage_ops(const struct wafer__storage *s)
 {
-	const struct wafer_storage_counters *c = &s->counters;
+	const struct wafer__storage_counters *c = &s->counters;
 	return c->allocs + c->frees + c->maps + c->unmaps;
 }
 
@@ -278,21 +278,21 @@ static void format_calls(const wafer_memory_usage *u, char *buf, size_t size)
 
 /* Prints |memory|'s snapshot after |events| events: live blocks are
  * named by the trace line of their allocation (|lines|, per slot). */
-static void print_snapshot(FILE *out, struct wafer_memory *memory,
-			   const struct wafer_slice *slices,
+static void print_snapshot(FILE *out, struct wafer__memory *memory,
+			   const struct wafer__slice *slices,
 			   const uint32_t *lines, uint32_t slots,
 			   size_t events)
 {
 	struct wafer_memory_snapshot s;
-	if (wafer_memory_snapshot_take(memory, &s) != WAFER_OK)
-		die("%s", wafer_error_detail());
+	if (wafer__memory_snapshot_take(memory, &s) != WAFER_OK)
+		die("%s", wafer__error_detail());
 	for (uint32_t i = 0; i < slots; i++)
 		if (slices[i].size)
-			wafer_memory_snapshot_attach(
+			wafer__memory_snapshot_attach(
 				&s, &slices[i], (wafer_handle){lines[i]});
 	if (s.failed)
 		die("memory snapshot: out of host memory");
-	wafer_memory_snapshot_sort(&s);
+	wafer__memory_snapshot_sort(&s);
 	fprintf(out, "snapshot after event %zu: %" PRIu32 " segments\n", events,
 	       s.segments);
 	for (size_t i = 0; i < s.count; i++) {
@@ -324,7 +324,7 @@ static void print_snapshot(FILE *out, struct wafer_memory *memory,
 			break;
 		}
 	}
-	wafer_memory_snapshot_fini(&s);
+	wafer__memory_snapshot_fini(&s);
 }
 
 static uint64_t now_ns(void)
@@ -342,31 +342,31 @@ static const char *base_name(const char *path)
 
 /* The null storage also checks the strategy kept the storage contract
  * and freed every object: a replay doubles as a strategy check. */
-static int check_null_storage(struct wafer_storage *storage, const char *name)
+static int check_null_storage(struct wafer__storage *storage, const char *name)
 {
 	int rc = 0;
 	const char *first;
-	uint64_t violations = wafer_null_storage_violations(storage, &first);
+	uint64_t violations = wafer__null_storage_violations(storage, &first);
 	if (violations) {
 		fprintf(stderr, "wafer-replay: strategy %s broke the storage "
 			"contract %" PRIu64 " times; first: %s\n", name,
 			violations, first);
 		rc = 1;
 	}
-	if (wafer_null_storage_bytes(storage) !=
+	if (wafer__null_storage_bytes(storage) !=
 	    storage->counters.bytes_reserved) {
 		fprintf(stderr, "wafer-replay: storage holds %" PRIu64
 			" bytes but the counters say %" PRIu64 "\n",
-			wafer_null_storage_bytes(storage),
+			wafer__null_storage_bytes(storage),
 			storage->counters.bytes_reserved);
 		rc = 1;
 	}
-	if (wafer_null_storage_live(storage)) {
+	if (wafer__null_storage_live(storage)) {
 		fprintf(stderr, "wafer-replay: strategy %s leaked %zu storage "
-			"objects\n", name, wafer_null_storage_live(storage));
+			"objects\n", name, wafer__null_storage_live(storage));
 		rc = 1;
 	}
-	wafer_null_storage_fini(storage);
+	wafer__null_storage_fini(storage);
 	return rc;
 }
 
@@ -376,29 +376,29 @@ int main(int argc, char **argv)
 	parse_options(argc, argv, &o);
 	wafer_log_level level;
 	const char *log = getenv("WAFER_LOG");
-	if (log && wafer_log_parse_level(log, &level))
-		wafer_log_set_level(level);
+	if (log && wafer__log_parse_level(log, &level))
+		wafer__log_set_level(level);
 
 	struct wafer_trace t = {0};
 	char why[512];
 	if (!wafer_trace_load(o.trace, &t, why, sizeof why))
 		die("%s", why);
 
-	struct wafer_storage storage;
+	struct wafer__storage storage;
 	struct replay_backend backend;
 	if (o.backend) {
 		if (replay_backend_open(o.backend, &backend, &storage) !=
 		    WAFER_OK)
-			die("--storage %s: %s", o.backend, wafer_error_detail());
-	} else if (wafer_null_storage_init(&storage, &o.storage) != WAFER_OK) {
-		die("%s", wafer_error_detail());
+			die("--storage %s: %s", o.backend, wafer__error_detail());
+	} else if (wafer__null_storage_init(&storage, &o.storage) != WAFER_OK) {
+		die("%s", wafer__error_detail());
 	}
-	struct wafer_memory *memory;
-	if (wafer_memory_create(o.strategy, &storage, o.config, &memory) !=
+	struct wafer__memory *memory;
+	if (wafer__memory_create(o.strategy, &storage, o.config, &memory) !=
 	    WAFER_OK)
-		die("%s", wafer_error_detail());
+		die("%s", wafer__error_detail());
 
-	struct wafer_slice *slices = calloc(t.slots, sizeof *slices);
+	struct wafer__slice *slices = calloc(t.slots, sizeof *slices);
 	uint32_t *lines = o.snapshot_at ? calloc(t.slots + 1, sizeof *lines)
 					: NULL;
 	if (o.snapshot_at && !lines)
@@ -426,19 +426,19 @@ int main(int argc, char **argv)
 		if (i == half)
 			ops_at_half = storage_ops(&storage);
 		if (e->size) {
-			if (wafer_memory_reserve(memory, e->size,
-						 &slices[e->slot]) != WAFER_OK)
+			if (wafer__memory_reserve(memory, e->size,
+						  &slices[e->slot]) != WAFER_OK)
 				die("%s:%u: %s", o.trace, e->line,
-				    wafer_error_detail());
+				    wafer__error_detail());
 			if (lines)
 				lines[e->slot] = e->line;
 		} else {
-			wafer_memory_release(memory, &slices[e->slot]);
+			wafer__memory_release(memory, &slices[e->slot]);
 			slices[e->slot].size = 0;
 		}
 		if (o.svg) {
 			wafer_memory_usage u;
-			wafer_memory_get_usage(memory, &u);
+			wafer__memory_get_usage(memory, &u);
 			series.in_use[i] = u.bytes_in_use;
 			series.reserved[i] = u.bytes_reserved;
 		}
@@ -458,12 +458,12 @@ int main(int argc, char **argv)
 	uint64_t elapsed = now_ns() - start;
 
 	wafer_memory_usage u = {.struct_size = sizeof u};
-	wafer_memory_get_usage(memory, &u);
+	wafer__memory_get_usage(memory, &u);
 	uint64_t ops = storage_ops(&storage);
 	double ratio = u.peak_in_use ? (double)u.peak_reserved /
 					       (double)u.peak_in_use
 				     : 0.0;
-	const char *name = wafer_memory_strategy_name(memory);
+	const char *name = wafer__memory_strategy_name(memory);
 	char calls[256], pages[128] = "";
 	format_calls(&u, calls, sizeof calls);
 	/* On virtual memory, the pages mapped and unmapped over the run: on
@@ -479,7 +479,7 @@ int main(int argc, char **argv)
 	if (!o.backend && *pages) {
 		uint64_t made, gone;
 		size_t used = strlen(pages);
-		wafer_null_storage_phys(&storage, &made, &gone);
+		wafer__null_storage_phys(&storage, &made, &gone);
 		snprintf(pages + used, sizeof pages - used,
 			 " phys=map:%" PRIu64 ",unmap:%" PRIu64, made, gone);
 	}
@@ -529,20 +529,20 @@ int main(int argc, char **argv)
 	 * doubles as a leak and contract check of the strategy. */
 	for (uint32_t s = 0; s < t.slots; s++)
 		if (slices[s].size)
-			wafer_memory_release(memory, &slices[s]);
-	wafer_memory_trim_cache(memory);
+			wafer__memory_release(memory, &slices[s]);
+	wafer__memory_trim_cache(memory);
 	if (storage.counters.bytes_reserved) {
 		fprintf(stderr, "wafer-replay: strategy %s still holds %" PRIu64
 			" bytes after releasing everything and trimming\n",
 			name, storage.counters.bytes_reserved);
 		rc = 1;
 	}
-	wafer_memory_destroy(memory);
+	wafer__memory_destroy(memory);
 	if (o.backend)
 		replay_backend_close(&backend);
 	else if (check_null_storage(&storage, name) != 0)
 		rc = 1;
-	wafer_config_destroy(o.config);
+	wafer__config_destroy(o.config);
 	free(series.in_use);
 	free(series.reserved);
 	free(slices);

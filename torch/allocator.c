@@ -50,7 +50,7 @@
 #include <wafer/queue.h>
 #include <wafer/wafer.h>
 
-#include "core/memory/u64map.h"
+#include "lib/memory/u64map.h"
 #include "torch/wafer_torch.h"
 
 /* CU_STREAM_LEGACY of <cuda.h>: the legacy default stream, by name. */
@@ -90,7 +90,7 @@ static atomic_size_t client_count;
 
 /* map_lock: the pointer map, the records, the counters under it. */
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct wafer_u64map live;
+static struct wafer__u64map live;
 static struct torch_record *records;
 static size_t record_capacity, record_used;
 static uint64_t free_records; /* index + 1 of the first free record; 0 */
@@ -434,12 +434,12 @@ static bool remember(void *ptr, wafer_handle handle, size_t client,
 	bool ok = false;
 
 	pthread_mutex_lock(&map_lock);
-	if (wafer_u64map_get(&live, key, NULL)) {
+	if (wafer__u64map_get(&live, key, NULL)) {
 		/* Two live allocations at one address: wafer's bug. */
 		say("%p was handed out twice (%zu bytes now)", ptr, size);
 	} else {
 		size_t i = take_record();
-		if (i != SIZE_MAX && wafer_u64map_put(&live, key, i)) {
+		if (i != SIZE_MAX && wafer__u64map_put(&live, key, i)) {
 			records[i] = (struct torch_record){
 				.handle = handle,
 				.client = (uint32_t)client,
@@ -465,7 +465,7 @@ static bool forget(void *ptr, struct torch_record *out)
 	uint64_t i;
 
 	pthread_mutex_lock(&map_lock);
-	bool found = wafer_u64map_remove(&live, (uint64_t)(uintptr_t)ptr, &i);
+	bool found = wafer__u64map_remove(&live, (uint64_t)(uintptr_t)ptr, &i);
 	if (found) {
 		*out = records[i];
 		put_record((size_t)i);
@@ -589,7 +589,7 @@ size_t wafer_torch_close(void)
 	pthread_mutex_lock(&state_lock);
 	pthread_mutex_lock(&map_lock);
 	leaked = live.count;
-	wafer_u64map_fini(&live);
+	wafer__u64map_fini(&live);
 	free(records);
 	records = NULL;
 	record_capacity = record_used = 0;

@@ -6,11 +6,11 @@
 # public client API (the stream is a void *), links no CUDA library, and
 # the plugin may come from another package. It is a module (no soname, no
 # version): PyTorch dlopens it by path. The version script exports only
-# the wafer_torch_* entry points; the pointer map is core/memory/u64map.c
+# the wafer_torch_* entry points; the pointer map is lib/memory/u64map.c
 # compiled in (libwafer keeps its own copy private).
 pkglib_LTLIBRARIES += torch/libwafer-torch.la
 torch_libwafer_torch_la_SOURCES = torch/allocator.c torch/wafer_torch.h \
-	core/memory/u64map.c core/memory/u64map.h
+	lib/memory/u64map.c lib/memory/u64map.h
 # Own flags, so automake builds its own objects of u64map.c.
 torch_libwafer_torch_la_CPPFLAGS = $(AM_CPPFLAGS)
 torch_libwafer_torch_la_LDFLAGS = -module -avoid-version -shared -no-undefined \

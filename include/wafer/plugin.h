@@ -197,7 +197,7 @@ struct wafer_device_info {
  * always the calling client's, as queue_create returned it; the core
  * never passes NULL of its own.
  *
- * Memory strategies (core/memory/) build everything else — pooling,
+ * Memory strategies (lib/memory/) build everything else — pooling,
  * slicing, size classes — on these entries; a plugin should make them
  * correct, not clever. */
 struct wafer_storage_ops {

@@ -10,7 +10,7 @@
  * two input strides. Rows whose strides are 1 (and 0, for a broadcast
  * operand) run the blocked loops of kernels_elementwise.c, which
  * vectorise; other strides run a plain gather loop. The core merges
- * dimensions before it launches (core/ops/view.c), so rows are as long as
+ * dimensions before it launches (lib/ops/view.c), so rows are as long as
  * the views allow. */
 #include "build-config.h"
 

@@ -12,8 +12,8 @@ plugins_cpu_cpu_la_SOURCES = \
 	plugins/cpu/kernel_sets.def \
 	plugins/cpu/kernels_math.h plugins/cpu/convert.h \
 	plugins/cpu/threadpool.c plugins/cpu/threadpool.h \
-	plugins/cpu/program.c core/file.c core/file.h \
-	core/plugin_file.c core/plugin_file.h \
+	plugins/cpu/program.c lib/file.c lib/file.h \
+	lib/plugin_file.c lib/plugin_file.h \
 	plugins/cpu/elf_symbols.c plugins/cpu/elf_symbols.h
 # Kernel files, one family each; a new one is listed here and in
 # kernel_sets.def (see kernels.h).

@@ -18,7 +18,7 @@
  * split over the device's thread pool, like the catalogue's kernels. The
  * cpu backend is synchronous: when program_release runs, no launch of the
  * program is running, so it dlcloses at once. Reading and writing files
- * goes through the core's core/file.c, compiled into the plugin (which
+ * goes through the core's lib/file.c, compiled into the plugin (which
  * links nothing of libwafer). */
 #include "build-config.h"
 
@@ -38,8 +38,8 @@
 
 #include <wafer/host_kernel.h>
 
-#include "core/file.h"
-#include "core/plugin_file.h"
+#include "lib/file.h"
+#include "lib/plugin_file.h"
 #include "plugins/cpu/cpu_plugin.h"
 #include "plugins/cpu/elf_symbols.h"
 #include "plugins/cpu/kernels.h"
@@ -98,7 +98,7 @@ static bool executable(const char *path)
 /* |name| on PATH into |out|; false when it is not there. */
 static bool find_on_path(const char *name, char *out, size_t size)
 {
-	const char *path = wafer_file_getenv("PATH");
+	const char *path = wafer__file_getenv("PATH");
 
 	if (strchr(name, '/')) {
 		snprintf(out, size, "%s", name);
@@ -141,7 +141,7 @@ static void find_include(void)
 
 static void find_compiler(void)
 {
-	const char *command = wafer_file_getenv("CC");
+	const char *command = wafer__file_getenv("CC");
 	char first[4096];
 	size_t used = 0;
 
@@ -233,7 +233,7 @@ wafer_status cpu_program_formats(void *device,
 /* A temporary directory's base: $TMPDIR, else /tmp. */
 static const char *tmp_base(void)
 {
-	const char *t = wafer_file_getenv("TMPDIR");
+	const char *t = wafer__file_getenv("TMPDIR");
 	return t ? t : "/tmp";
 }
 
@@ -269,7 +269,7 @@ static int stage_image(const struct cpu_device *dev, const char *name,
 			 tmp_base());
 		fd = mkstemps(path, 3);
 	}
-	if (fd < 0 || wafer_file_write_all(fd, image, size) != 0) {
+	if (fd < 0 || wafer__file_write_all(fd, image, size) != 0) {
 		host->set_error("cpu: program %s: cannot stage its shared "
 				"object (%s): %s",
 				name, path, strerror(errno));
@@ -284,7 +284,7 @@ static int stage_image(const struct cpu_device *dev, const char *name,
 
 /* dlopens the shared object |image|; the program's |name| is for the
  * message. The image is checked first as plugin files are
- * (core/plugin_file.h): dlopen of a file cut short dies of SIGBUS. The
+ * (lib/plugin_file.h): dlopen of a file cut short dies of SIGBUS. The
  * file it was staged in stays open in |*out_fd| while the program lives:
  * dlopen matches a path it loaded before by name, and a memfd's path
  * /proc/self/fd/N is unique only while N is open. A path that is still
@@ -316,7 +316,7 @@ static wafer_status load_image(const struct cpu_device *dev, const char *name,
 	if (fd < 0)
 		return WAFER_ERROR_IO;
 	void *dl = NULL;
-	if (!wafer_elf_fd_check(fd, why, sizeof why)) {
+	if (!wafer__elf_fd_check(fd, why, sizeof why)) {
 		host->set_error("cpu: program %s: the host-so image (%zu "
 				"bytes) is not a loadable ELF shared object: "
 				"%s",
@@ -376,7 +376,7 @@ static const char *source_file_name(const char *name)
 static void *read_file(const char *path, size_t *out_size)
 {
 	char *data;
-	int err = wafer_file_read(path, (size_t)1 << 30, &data, out_size);
+	int err = wafer__file_read(path, (size_t)1 << 30, &data, out_size);
 	if (err)
 		errno = err;
 	return err ? NULL : data;
@@ -434,8 +434,8 @@ static wafer_status compile(const struct cpu_device *dev,
 	 * and lines, not the temporary file. */
 	fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0 || dprintf(fd, "#line 1 \"%s\"\n", file) < 0 ||
-	    wafer_file_write_all(fd, source->data, source->size) != 0 ||
-	    wafer_file_write_all(fd, "\n", 1) != 0) {
+	    wafer__file_write_all(fd, source->data, source->size) != 0 ||
+	    wafer__file_write_all(fd, "\n", 1) != 0) {
 		host->set_error("cpu: cannot write %s: %s", src,
 				strerror(errno));
 		if (fd >= 0)

@@ -59,7 +59,7 @@ void ocl_cache_key(const struct ocl_device *dev, const char *unit,
 	key->hash = ocl_fnv1a(UINT64_C(1469598103934665603), key->text,
 			      strlen(key->text));
 	/* Not a file name any more (the host names its files): what the
-	 * log lines of program.c say a binary came from, "" when there is
+	 * log lines of kernels_build.c say a binary came from, "" when there is
 	 * no cache to use. */
 	key->host = ocl_host(dev);
 	key->path[0] = '\0';

@@ -1,5 +1,5 @@
 # wafer — SPDX-License-Identifier: MIT
-# embed.awk: turns OpenCL C files into C string constants for program.c.
+# embed.awk: turns OpenCL C files into C string constants for kernels_build.c.
 # Each FILE.cl becomes `const char ocl_cl_FILE[] = "...";`, line by line,
 # so the sources stay readable .cl files that a CL compiler can check on
 # their own, and the plugin needs no files at run time.

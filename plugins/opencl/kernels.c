@@ -469,7 +469,7 @@ static wafer_status queue_kernel(struct ocl_queue *q,
 		*out_wg = q->kernel_wg[slot];
 		return WAFER_OK;
 	}
-	status = ocl_program_get(dev, d->unit, &program);
+	status = ocl_unit_program_get(dev, d->unit, &program);
 	if (status != WAFER_OK)
 		return status;
 	if (d->family == FAM_CAST)

@@ -11,8 +11,8 @@ plugins_opencl_opencl_la_SOURCES = \
 	plugins/opencl/storage.c \
 	plugins/opencl/server.c \
 	plugins/opencl/event.c \
+	plugins/opencl/kernels_build.c \
 	plugins/opencl/program.c \
-	plugins/opencl/user_program.c \
 	plugins/opencl/cache.c \
 	plugins/opencl/kernels.c \
 	plugins/opencl/clblast.c

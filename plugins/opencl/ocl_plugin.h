@@ -13,8 +13,8 @@
  *   event.c      events and host callbacks: markers, barriers, callbacks
  *   server.c     wafer_server_ops: in-order profiling queues, launch,
  *                sync, device timers
- *   program.c    building the OpenCL C programs at first use
- *   user_program.c  programs the caller brings (OpenCL C, SPIR-V): the
+ *   kernels_build.c  building the OpenCL C programs at first use
+ *   program.c    programs the caller brings (OpenCL C, SPIR-V): the
  *                program entries of wafer_server_ops, and their launches
  *   cache.c      program binaries in the host's compiled-binary cache
  *   kernels.c    the kernel table: which catalogue entry runs which
@@ -103,7 +103,7 @@ struct ocl_state {
 };
 
 /* Program units: the OpenCL C sources, each built as one cl_program per
- * device at the first launch of any of its kernels (program.c). */
+ * device at the first launch of any of its kernels (kernels_build.c). */
 enum ocl_unit {
 	OCL_UNIT_ELEMENTWISE, /* noop, unary, binary, scalar */
 	OCL_UNIT_STRIDED,     /* strided binary, copy_strided, cast */
@@ -115,7 +115,7 @@ enum ocl_unit {
 /* A unit's program on one device: built (or loaded from the cache) once,
  * under the device's lock. A failed build is remembered, so each later
  * launch fails at once with the same detail instead of compiling again. */
-struct ocl_program {
+struct ocl_unit_program {
 	cl_program program;
 	wafer_status status; /* WAFER_OK until a build failed */
 	char *error;         /* the failure's detail, with the build log */
@@ -147,7 +147,7 @@ struct ocl_device {
 	/* Guards |programs|; held while one builds, so two queues needing
 	 * the same program at once compile it once. */
 	pthread_mutex_t program_lock;
-	struct ocl_program programs[OCL_UNIT_COUNT];
+	struct ocl_unit_program programs[OCL_UNIT_COUNT];
 
 	/* The kernel table device_kernels returns (kernels.c). */
 	struct wafer_kernel *kernels;
@@ -288,22 +288,22 @@ static inline int ocl_queue_timing(const struct ocl_queue *queue)
 }
 void ocl_queue_timed(struct ocl_queue *queue, cl_event event);
 
-/* program.c */
+/* kernels_build.c */
 /* The unit's program on |device|, built or loaded from the cache on the
  * first call. On failure set_error has the detail (with the build log). */
-wafer_status ocl_program_get(struct ocl_device *device, enum ocl_unit unit,
-			     cl_program *out_program);
-void ocl_programs_release(struct ocl_device *device);
+wafer_status ocl_unit_program_get(struct ocl_device *device, enum ocl_unit unit,
+				  cl_program *out_program);
+void ocl_unit_programs_release(struct ocl_device *device);
 /* Name of a unit, for messages and cache files: "elementwise". */
 const char *ocl_unit_name(enum ocl_unit unit);
 /* The device's build log of |program|, malloc'd ("" when there is none);
  * NULL when out of memory. */
 char *ocl_build_log(const struct ocl_device *device, cl_program program);
 
-/* user_program.c: the program entries of ocl_server_ops (plugin.h) */
-WAFER_PLUGIN_PROGRAM_ENTRIES(ocl_user);
-wafer_status ocl_user_launch(struct ocl_queue *queue,
-			     const struct wafer_launch *launch);
+/* program.c: the program entries of ocl_server_ops (plugin.h) */
+WAFER_PLUGIN_PROGRAM_ENTRIES(ocl);
+wafer_status ocl_program_launch(struct ocl_queue *queue,
+				const struct wafer_launch *launch);
 
 /* kernels.c */
 wafer_status ocl_kernels_open(struct ocl_device *device);

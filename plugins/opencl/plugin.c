@@ -659,7 +659,7 @@ static void ocl_device_close(void *device)
 	struct ocl_device *dev = device;
 
 	ocl_kernels_close(dev);
-	ocl_programs_release(dev);
+	ocl_unit_programs_release(dev);
 	if (dev->util_queue)
 		clReleaseCommandQueue(dev->util_queue);
 	if (dev->context)

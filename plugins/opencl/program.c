@@ -1,271 +1,523 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * program.c: the OpenCL C programs, built per device at the first launch
- * of any of their kernels. The catalogue is split into a few units
- * (ocl_plugin.h, enum ocl_unit) so a program that only adds numbers never
- * compiles softmax; each unit is the shared prelude cl/common.cl followed
- * by cl/<unit>.cl, embedded at build time (sources.c, made by embed.awk).
+ * program.c: programs, the caller's own kernels (wafer-program(7)),
+ * on the OpenCL plugin — the program entries of wafer_server_ops and the
+ * launch of a program's kernel. (kernels_build.c builds the plugin's own
+ * catalogue; this file, what the caller brings.)
  *
- * A unit comes from the binary cache (cache.c) when it has a good entry,
- * else from source; a source build is logged at info level ("built ...
- * from source") and its binary written to the cache. When a build fails,
- * the error names the unit, the device and the OpenCL error, and carries
- * the head of the build log; the whole log goes to the log at error
- * level. The failure is remembered, so later launches fail at once with
- * the same detail. */
+ * Formats: opencl-c (clCreateProgramWithSource) on every device, and
+ * spirv (clCreateProgramWithIL, or the cl_khr_il_program extension) on a
+ * device whose CL_DEVICE_IL_VERSION names SPIR-V. The build options are
+ * the caller's alone. A program that does not build is WAFER_ERROR_BUILD
+ * with the device's whole build log as the compiler wrote it, its line
+ * numbers the caller's (the file it names is the compiler's choice:
+ * "<kernel>" on NVIDIA, a temporary file on PoCL). The built
+ * binary goes to the host's binary cache, keyed by the source, the
+ * options and the device and driver, so a second process loads it with
+ * clCreateProgramWithBinary and compiles nothing.
+ *
+ * Launch, as every format's calling convention says: one `__global`
+ * pointer per binding to the binding's first byte — the buffer itself at
+ * offset 0, else a sub-buffer from the offset (binding offsets are
+ * multiples of alloc_alignment, which is at least the device's
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN, as sub-buffers need) — then the
+ * parameter block by value. The global size is the launch's, rounded up
+ * to whole work-groups when it gives a local size; without one the driver
+ * chooses. A kernel's arguments are state of its cl_kernel, so launches
+ * of one program kernel from several queues take turns setting them and
+ * enqueueing (a short lock; the enqueued command keeps its values). */
 #include "build-config.h"
 
+#include <dlfcn.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include <CL/cl_ext.h>
 
 #include "plugins/opencl/ocl_plugin.h"
 
-/* sources.c, generated from cl/<name>.cl */
-extern const char ocl_cl_common[];
-extern const char ocl_cl_elementwise[];
-extern const char ocl_cl_strided[];
-extern const char ocl_cl_rows[];
-extern const char ocl_cl_matmul[];
+/* Version of what this file stores in the binary cache. */
+#define CACHE_LAYOUT "wafer opencl program 1"
 
-static const struct {
-	const char *name;
-	const char *source;
-} units[OCL_UNIT_COUNT] = {
-	[OCL_UNIT_ELEMENTWISE] = {"elementwise", ocl_cl_elementwise},
-	[OCL_UNIT_STRIDED] = {"strided", ocl_cl_strided},
-	[OCL_UNIT_ROWS] = {"rows", ocl_cl_rows},
-	[OCL_UNIT_MATMUL] = {"matmul", ocl_cl_matmul},
+/* More bindings than the core ever passes. */
+#define MAX_BINDINGS 64
+
+struct ocl_program_kernel {
+	/* First: head.entry.impl points back here. */
+	struct wafer_plugin_program_kernel head;
+	/* Guards the arguments of |kernel| from set to enqueue. */
+	pthread_mutex_t lock;
+	cl_kernel kernel;
 };
 
-/* How much of the build log goes into the error detail; the rest is in
- * the log. */
-#define LOG_IN_DETAIL 1200
-
-const char *ocl_unit_name(enum ocl_unit unit)
-{
-	return unit < OCL_UNIT_COUNT ? units[unit].name : "?";
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* The options every build of |dev| uses: OpenCL C 1.2, which every
- * platform compiles; correctly rounded division and square root where
- * the device offers them (the catalogue wants div exact); then the
- * user's [opencl] build_options. */
-static void build_options(const struct ocl_device *dev, char *buf,
-			  size_t size)
-{
-	const char *extra = dev->state->build_options;
-
-	snprintf(buf, size, "-cl-std=CL1.2%s%s%s",
-		 dev->exact_div_sqrt ? " -cl-fp32-correctly-rounded-divide-sqrt"
-				     : "",
-		 extra ? " " : "", extra ? extra : "");
-}
-
-char *ocl_build_log(const struct ocl_device *dev, cl_program program)
-{
-	size_t size = 0;
-	char *log;
-
-	if (clGetProgramBuildInfo(program, dev->entry->id, CL_PROGRAM_BUILD_LOG,
-				  0, NULL, &size) != CL_SUCCESS)
-		size = 0;
-	log = malloc(size + 1);
-	if (!log)
-		return NULL;
-	if (size == 0 ||
-	    clGetProgramBuildInfo(program, dev->entry->id, CL_PROGRAM_BUILD_LOG,
-				  size, log, NULL) != CL_SUCCESS)
-		size = 0;
-	log[size] = '\0';
-	return log;
-}
-
-/* Remembers a failed build in |p| with its detail, logs the whole build
- * log, and sets the error. */
-static wafer_status build_failed(struct ocl_device *dev, enum ocl_unit unit,
-				 struct ocl_program *p, cl_program program,
-				 cl_int err, const char *options)
-{
-	const struct wafer_host_services *host = ocl_host(dev);
-	char *log = program ? ocl_build_log(dev, program) : NULL;
-	const char *text = log ? log + strspn(log, " \t\r\n") : "";
-	size_t need = strlen(text) + 1024;
-	wafer_status status = ocl_status_of(err);
-
-	/* Options the compiler refused can only be the user's. */
-	if (err == CL_INVALID_BUILD_OPTIONS ||
-	    err == CL_INVALID_COMPILER_OPTIONS)
-		status = WAFER_ERROR_CONFIG;
-	else if (status == WAFER_ERROR_INTERNAL)
-		status = WAFER_ERROR_DEVICE;
-	p->status = status;
-	free(p->error);
-	p->error = malloc(need);
-	if (p->error)
-		snprintf(p->error, need,
-			 OCL_NAME ": clBuildProgram(%s) on %s: %s (%d) with "
-				  "options '%s'%s%.*s",
-			 units[unit].name, dev->entry->name,
-			 ocl_error_name(err), (int)err, options,
-			 *text ? "; build log: " : "", LOG_IN_DETAIL, text);
-	if (*text)
-		host->log(host, WAFER_LOG_ERROR,
-			  "building %s for %s failed; build log:\n%s",
-			  units[unit].name, dev->entry->name, text);
-	host->set_error("%s", p->error ? p->error : "program build failed");
-	free(log);
-	return status;
-}
-
-/* Builds |unit| from source: the slow path, seconds on PoCL. */
-static wafer_status build_from_source(struct ocl_device *dev,
-				      enum ocl_unit unit, const char *options,
-				      const char *const *sources,
-				      struct ocl_program *p)
-{
-	const struct wafer_host_services *host = ocl_host(dev);
-	double start = now_ms();
+struct ocl_program {
 	cl_program program;
-	cl_int err;
+	char name[128];
+	pthread_mutex_t lock; /* of |kernels| */
+	struct wafer_plugin_program_kernels kernels;
+};
 
-	program = clCreateProgramWithSource(dev->context, 2,
-					    (const char **)sources, NULL, &err);
-	if (!program)
-		return build_failed(dev, unit, p, NULL, err, options);
-	err = clBuildProgram(program, 1, &dev->entry->id, options, NULL, NULL);
-	if (err != CL_SUCCESS) {
-		build_failed(dev, unit, p, program, err, options);
-		clReleaseProgram(program);
-		return p->status;
+/*===----------------------------------------------------------------------===
+ * Formats
+ *===----------------------------------------------------------------------===*/
+
+static const wafer_program_format formats_il[] = {
+	WAFER_PROGRAM_OPENCL_C,
+	WAFER_PROGRAM_SPIRV,
+};
+
+static const wafer_program_format formats_source[] = {
+	WAFER_PROGRAM_OPENCL_C,
+};
+
+/* Whether |dev| takes SPIR-V: its IL versions name it (and the call that
+ * takes it is there: create_with_il). */
+static int takes_spirv(const struct ocl_device *dev)
+{
+	char il[OCL_TEXT_MAX] = "";
+
+	if (clGetDeviceInfo(dev->entry->id, CL_DEVICE_IL_VERSION_KHR,
+			    sizeof il - 1, il, NULL) != CL_SUCCESS)
+		return 0;
+	return strstr(il, "SPIR-V") != NULL;
+}
+
+/* clCreateProgramWithIL of OpenCL 2.1 (the plugin is built against 1.2,
+ * so it is looked up, not linked), else the KHR extension's. */
+static clCreateProgramWithILKHR_fn create_with_il(const struct ocl_device *dev)
+{
+	clCreateProgramWithILKHR_fn fn;
+	void *loader;
+
+	fn = (clCreateProgramWithILKHR_fn)(uintptr_t)
+		clGetExtensionFunctionAddressForPlatform(
+			dev->entry->platform, "clCreateProgramWithILKHR");
+	if (fn)
+		return fn;
+	loader = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!loader)
+		return NULL;
+	fn = (clCreateProgramWithILKHR_fn)(uintptr_t)dlsym(
+		loader, "clCreateProgramWithIL");
+	dlclose(loader); /* RTLD_NOLOAD: only our reference goes */
+	return fn;
+}
+
+wafer_status ocl_program_formats(void *device,
+				 const wafer_program_format **out,
+				 size_t *out_count)
+{
+	if (takes_spirv(device) && create_with_il(device)) {
+		*out = formats_il;
+		*out_count = sizeof formats_il / sizeof formats_il[0];
+	} else {
+		*out = formats_source;
+		*out_count = sizeof formats_source / sizeof formats_source[0];
 	}
-	host->log(host, WAFER_LOG_INFO,
-		  "built %s for %s from source in %.0f ms", units[unit].name,
-		  dev->entry->name, now_ms() - start);
-	p->program = program;
 	return WAFER_OK;
 }
 
-/* Loads |unit| from a cached binary; 0 when there is none or it does not
- * load (then the caller builds from source and rewrites the file). */
-static int load_cached(struct ocl_device *dev, enum ocl_unit unit,
-		       const char *options, const struct ocl_cache_key *key,
-		       struct ocl_program *p)
+/*===----------------------------------------------------------------------===
+ * Building
+ *===----------------------------------------------------------------------===*/
+
+/* clBuildProgram of |program|; a failure is WAFER_ERROR_BUILD with the
+ * whole log, verbatim. */
+static wafer_status build(const struct ocl_device *dev, cl_program program,
+			  const char *format, const char *name,
+			  const char *options)
 {
 	const struct wafer_host_services *host = ocl_host(dev);
-	char why[512];
-	size_t size;
-	unsigned char *binary = ocl_cache_read(key, &size, why, sizeof why);
-	const unsigned char *bin = binary;
-	cl_program program = NULL;
-	cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
+	cl_int err;
+	char *log;
 
-	if (binary) {
-		program = clCreateProgramWithBinary(dev->context, 1,
-						    &dev->entry->id, &size,
-						    &bin, &binary_status, &err);
-		if (program && binary_status == CL_SUCCESS)
-			err = clBuildProgram(program, 1, &dev->entry->id,
-					     options, NULL, NULL);
-		else if (program)
-			err = binary_status;
-		free(binary);
-		if (program && err == CL_SUCCESS) {
-			host->log(host, WAFER_LOG_DEBUG,
-				  "loaded %s for %s from %s", units[unit].name,
-				  dev->entry->name, key->path);
-			p->program = program;
-			return 1;
-		}
-		if (program)
-			clReleaseProgram(program);
-		snprintf(why, sizeof why, "the driver refused it: %s (%d)",
-			 ocl_error_name(err), (int)err);
-	}
-	if (why[0])
-		host->log(host, WAFER_LOG_INFO,
-			  "ignoring cache file %s: %s; building from source",
-			  key->path, why);
-	return 0;
+	err = clBuildProgram(program, 1, &dev->entry->id, options ? options : "",
+			     NULL, NULL);
+	if (err == CL_SUCCESS)
+		return WAFER_OK;
+	if (err != CL_BUILD_PROGRAM_FAILURE && err != CL_INVALID_BUILD_OPTIONS &&
+	    err != CL_COMPILER_NOT_AVAILABLE && err != CL_INVALID_BINARY)
+		return ocl_fail(host, err, "clBuildProgram(%s %s) on %s", format,
+				name, dev->entry->name);
+	log = ocl_build_log(dev, program);
+	host->set_error(OCL_NAME ": %s %s does not build on %s: %s (%d) with "
+			"options '%s'%s%s",
+			format, name, dev->entry->name, ocl_error_name(err),
+			(int)err, options ? options : "",
+			log && log[0] ? ":\n" : "", log ? log : "");
+	free(log);
+	return WAFER_ERROR_BUILD;
 }
 
-/* Writes the built program's binary to the cache; a failure only costs
- * the next process a build, so it is logged, not returned. */
-static void store_binary(struct ocl_device *dev, cl_program program,
-			 const struct ocl_cache_key *key)
+/* What load_binary and compile share: the program being made. */
+struct build_ctx {
+	struct ocl_device *dev;
+	const struct wafer_program_source *source;
+	const char *options;
+	const char *format;
+	const char *name;
+	clCreateProgramWithILKHR_fn with_il;
+	cl_program program;
+};
+
+/* The program from its cached binary (wafer_plugin_cached_build's load):
+ * the driver may not take it any more. */
+static wafer_status load_binary(void *ctx, const void *data, size_t size)
 {
+	struct build_ctx *b = ctx;
+	const struct ocl_device *dev = b->dev;
+	cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
+	const unsigned char *binary = data;
+
+	b->program = clCreateProgramWithBinary(dev->context, 1,
+					       &dev->entry->id, &size, &binary,
+					       &binary_status, &err);
+	if (b->program && binary_status == CL_SUCCESS &&
+	    clBuildProgram(b->program, 1, &dev->entry->id,
+			   b->options ? b->options : "", NULL,
+			   NULL) == CL_SUCCESS)
+		return WAFER_OK;
+	if (b->program)
+		clReleaseProgram(b->program);
+	b->program = NULL;
+	return WAFER_ERROR_BUILD;
+}
+
+/* The program from the caller's source or SPIR-V, and its binary to
+ * store. */
+static wafer_status compile(void *ctx, void **out_binary, size_t *out_size)
+{
+	struct build_ctx *b = ctx;
+	const struct ocl_device *dev = b->dev;
+	const struct wafer_program_source *source = b->source;
 	const struct wafer_host_services *host = ocl_host(dev);
 	unsigned char *binary;
+	wafer_status status;
 	size_t size = 0;
-	char why[512] = "";
+	cl_int err = CL_SUCCESS;
 
-	if (!key->path[0] ||
-	    clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size,
+	if (b->with_il) {
+		b->program = b->with_il(dev->context, source->data,
+					source->size, &err);
+	} else {
+		/* The source as it is: a `#line` directive in front would
+		 * name the caller's file in PoCL's log, but NVIDIA's
+		 * compiler ignores it and would count it as line 1. */
+		const char *text = source->data;
+		b->program = clCreateProgramWithSource(dev->context, 1, &text,
+						       &source->size, &err);
+	}
+	if (!b->program)
+		return ocl_fail(host, err, "%s %s: clCreateProgramWith%s",
+				b->format, b->name,
+				b->with_il ? "IL" : "Source");
+	status = build(dev, b->program, b->format, b->name, b->options);
+	if (status != WAFER_OK) {
+		clReleaseProgram(b->program);
+		b->program = NULL;
+		return status;
+	}
+	if (clGetProgramInfo(b->program, CL_PROGRAM_BINARY_SIZES, sizeof size,
 			     &size, NULL) != CL_SUCCESS ||
-	    size == 0)
-		return;
-	binary = malloc(size);
-	if (!binary)
-		return;
-	if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary,
-			     &binary, NULL) == CL_SUCCESS &&
-	    ocl_cache_write(key, binary, size, why, sizeof why) != 0 && why[0])
-		host->log(host, WAFER_LOG_INFO,
-			  "program binary not cached: %s", why);
-	free(binary);
+	    size == 0 || !(binary = malloc(size)))
+		return WAFER_OK;
+	if (clGetProgramInfo(b->program, CL_PROGRAM_BINARIES, sizeof binary,
+			     &binary, NULL) != CL_SUCCESS) {
+		free(binary);
+		return WAFER_OK;
+	}
+	*out_binary = binary;
+	*out_size = size;
+	return WAFER_OK;
 }
 
-wafer_status ocl_program_get(struct ocl_device *dev, enum ocl_unit unit,
-			     cl_program *out_program)
+wafer_status ocl_program_load(void *device,
+			      const struct wafer_program_source *source,
+			      const char *options, void **out_program)
 {
-	struct ocl_program *p = &dev->programs[unit];
-	const char *sources[2] = {ocl_cl_common, units[unit].source};
-	struct ocl_cache_key *key;
-	char options[1024];
-	wafer_status status = WAFER_OK;
+	struct ocl_device *dev = device;
+	const struct wafer_host_services *host = ocl_host(dev);
+	const struct ocl_device_entry *e = dev->entry;
+	const char *name = source->name ? source->name : "(unnamed)";
+	const char *format = source->format == WAFER_PROGRAM_SPIRV ? "spirv"
+								    : "opencl-c";
+	clCreateProgramWithILKHR_fn with_il = NULL;
+	struct ocl_program *p;
+	char target[OCL_TEXT_MAX + 32];
+	wafer_status status;
 
-	pthread_mutex_lock(&dev->program_lock);
-	if (p->program || p->status != WAFER_OK)
-		goto done;
-	key = malloc(sizeof *key);
-	if (!key) {
-		pthread_mutex_unlock(&dev->program_lock);
-		ocl_host(dev)->set_error(OCL_NAME ": out of host memory");
-		*out_program = NULL;
+	*out_program = NULL;
+	if (source->format != WAFER_PROGRAM_OPENCL_C &&
+	    (source->format != WAFER_PROGRAM_SPIRV || !takes_spirv(dev) ||
+	     !(with_il = create_with_il(dev)))) {
+		host->set_error(OCL_NAME ": %s: format %d is not one %s takes",
+				name, (int)source->format, e->name);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	if (source->size == 0) {
+		host->set_error(OCL_NAME ": %s %s is empty", format, name);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	/* Everything the binary depends on. */
+	const struct wafer_cache_part key[] = {
+		wafer_plugin_cache_text(CACHE_LAYOUT),
+		wafer_plugin_cache_text(PACKAGE_VERSION),
+		wafer_plugin_cache_text(format),
+		wafer_plugin_cache_text(e->platform_name),
+		wafer_plugin_cache_text(e->platform_version),
+		wafer_plugin_cache_text(e->name),
+		wafer_plugin_cache_text(e->vendor),
+		wafer_plugin_cache_text(e->device_version),
+		wafer_plugin_cache_text(e->driver_version),
+		wafer_plugin_cache_text(options ? options : ""),
+		wafer_plugin_cache_text(name),
+		wafer_plugin_cache_part(source->data, source->size),
+	};
+
+	p = calloc(1, sizeof *p);
+	if (!p) {
+		host->set_error(OCL_NAME ": out of host memory");
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	}
-	build_options(dev, options, sizeof options);
-	ocl_cache_key(dev, units[unit].name, options, sources, 2, key);
-	if (!load_cached(dev, unit, options, key, p) &&
-	    build_from_source(dev, unit, options, sources, p) == WAFER_OK)
-		store_binary(dev, p->program, key);
-	free(key);
-done:
-	*out_program = p->program;
-	status = p->status;
-	if (status != WAFER_OK)
-		ocl_host(dev)->set_error(
-			"%s", p->error ? p->error : "program build failed");
-	pthread_mutex_unlock(&dev->program_lock);
+	snprintf(p->name, sizeof p->name, "%s", name);
+	snprintf(target, sizeof target, "%s on %s", format, e->name);
+	struct build_ctx b = {dev, source, options, format, p->name, with_il,
+			      NULL};
+	const struct wafer_plugin_cached_build cached = {
+		.host = host,
+		.name = p->name,
+		.target = target,
+		.key = key,
+		.key_parts = sizeof key / sizeof key[0],
+		.load = load_binary,
+		.compile = compile,
+		.ctx = &b,
+	};
+	status = wafer_plugin_cached_build(&cached);
+	if (status != WAFER_OK) {
+		free(p);
+		return status;
+	}
+	p->program = b.program;
+	pthread_mutex_init(&p->lock, NULL);
+	p->kernels = (struct wafer_plugin_program_kernels){
+		.host = host,
+		.plugin = OCL_NAME,
+		.program = p->name,
+		.max_bindings = MAX_BINDINGS,
+	};
+	*out_program = p;
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Kernels
+ *===----------------------------------------------------------------------===*/
+
+/* The cl_kernel of |kernel|'s name (wafer_plugin_program_kernel_get's
+ * make). */
+static wafer_status make_kernel(void *ctx, void *kernel)
+{
+	const struct ocl_program *p = ctx;
+	struct ocl_program_kernel *k = kernel;
+	const struct wafer_host_services *host = p->kernels.host;
+	const char *name = k->head.name;
+	uint32_t binding_count = k->head.entry.binding_count;
+	size_t params_size = k->head.entry.params_size;
+	cl_uint args = 0, want = binding_count + (params_size ? 1 : 0);
+	cl_int err;
+
+	k->kernel = clCreateKernel(p->program, name, &err);
+	if (!k->kernel && err == CL_INVALID_KERNEL_NAME) {
+		char names[512] = "";
+		size_t got = 0;
+		/* "a;b" as OpenCL gives it; cut to what fits. */
+		if (clGetProgramInfo(p->program, CL_PROGRAM_KERNEL_NAMES,
+				     sizeof names - 1, names, &got) != CL_SUCCESS &&
+		    (got == 0 || got >= sizeof names ||
+		     clGetProgramInfo(p->program, CL_PROGRAM_KERNEL_NAMES, got,
+				      names, NULL) != CL_SUCCESS))
+			names[0] = 0;
+		for (char *c = names; *c; c++)
+			if (*c == ';')
+				*c = ',';
+		host->set_error(OCL_NAME ": no kernel '%s' in program %s (it "
+				"has: %s)",
+				name, p->name, names[0] ? names : "none");
+		return WAFER_ERROR_NOT_FOUND;
+	}
+	if (!k->kernel)
+		return ocl_fail(host, err, "clCreateKernel(%s, %s)", p->name,
+				name);
+	/* The convention: a pointer per binding, then the block. */
+	if (clGetKernelInfo(k->kernel, CL_KERNEL_NUM_ARGS, sizeof args, &args,
+			    NULL) == CL_SUCCESS &&
+	    args != want) {
+		host->set_error(OCL_NAME ": kernel %s of %s takes %u arguments, "
+				"not %u (%" PRIu32 " bindings%s)",
+				name, p->name, args, want, binding_count,
+				params_size ? " and the parameter block" : "");
+		clReleaseKernel(k->kernel);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	pthread_mutex_init(&k->lock, NULL);
+	return WAFER_OK;
+}
+
+static void destroy_kernel(void *kernel)
+{
+	struct ocl_program_kernel *k = kernel;
+
+	clReleaseKernel(k->kernel);
+	pthread_mutex_destroy(&k->lock);
+}
+
+wafer_status ocl_program_kernel(void *device, void *program,
+				const char *name, uint32_t binding_count,
+				size_t params_size,
+				const struct wafer_kernel **out_kernel)
+{
+	struct ocl_program *p = program;
+	wafer_status status;
+
+	(void)device;
+	pthread_mutex_lock(&p->lock);
+	status = wafer_plugin_program_kernel_get(
+		&p->kernels, name, binding_count, params_size,
+		sizeof(struct ocl_program_kernel), make_kernel, p, out_kernel);
+	pthread_mutex_unlock(&p->lock);
 	return status;
 }
 
-void ocl_programs_release(struct ocl_device *dev)
+void ocl_program_release(void *device, void *program)
 {
-	for (int u = 0; u < OCL_UNIT_COUNT; u++) {
-		struct ocl_program *p = &dev->programs[u];
-		if (p->program)
-			clReleaseProgram(p->program);
-		free(p->error);
-		memset(p, 0, sizeof *p);
+	struct ocl_program *p = program;
+
+	(void)device;
+	if (!p)
+		return;
+	wafer_plugin_program_kernels_release(&p->kernels, destroy_kernel);
+	clReleaseProgram(p->program);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/*===----------------------------------------------------------------------===
+ * Launch
+ *===----------------------------------------------------------------------===*/
+
+/* Sets the arguments of |k| and enqueues it; |k->lock| held. */
+static wafer_status set_and_enqueue(struct ocl_queue *q,
+				    const struct ocl_program_kernel *k,
+				    const cl_mem *mem,
+				    const struct wafer_launch *launch,
+				    cl_uint dims, const size_t *global,
+				    const size_t *local)
+{
+	const struct wafer_host_services *host = ocl_host(q->device);
+	uint32_t n = k->head.entry.binding_count;
+	cl_event event, *ev = ocl_queue_timing(q) ? &event : NULL;
+	cl_int err = CL_SUCCESS;
+	cl_uint i;
+
+	for (i = 0; i < n && err == CL_SUCCESS; i++)
+		err = clSetKernelArg(k->kernel, i, sizeof(cl_mem), &mem[i]);
+	if (err == CL_SUCCESS && k->head.entry.params_size)
+		err = clSetKernelArg(k->kernel, i++, k->head.entry.params_size,
+				     launch->params);
+	if (err != CL_SUCCESS)
+		return ocl_fail(host, err,
+				"launch %s: clSetKernelArg(%u, %zu bytes)",
+				k->head.name, i - 1,
+				i - 1 < n ? sizeof(cl_mem)
+					  : k->head.entry.params_size);
+	err = clEnqueueNDRangeKernel(q->queue, k->kernel, dims, NULL, global,
+				     local, 0, NULL, ev);
+	if (err != CL_SUCCESS)
+		return ocl_fail(host, err,
+				"launch %s: clEnqueueNDRangeKernel(global "
+				"%zu x %zu x %zu)",
+				k->head.name, global[0],
+				dims > 1 ? global[1] : 1,
+				dims > 2 ? global[2] : 1);
+	if (ev) {
+		ocl_queue_timed(q, event);
+		clReleaseEvent(event);
 	}
+	return WAFER_OK;
+}
+
+wafer_status ocl_program_launch(struct ocl_queue *q,
+				const struct wafer_launch *launch)
+{
+	struct ocl_device *dev = q->device;
+	const struct wafer_host_services *host = ocl_host(dev);
+	struct ocl_program_kernel *k = (struct ocl_program_kernel *)
+					    launch->kernel->impl;
+	uint32_t n = k->head.entry.binding_count;
+	cl_mem mem[MAX_BINDINGS], sub[MAX_BINDINGS];
+	size_t global[3], local[3];
+	int has_local = launch->local[0] || launch->local[1] ||
+			launch->local[2];
+	cl_uint dims = 1;
+	wafer_status status;
+	cl_int err;
+
+	status = WAFER_PLUGIN_DEBUG_CHECK_LAUNCH(host, OCL_NAME, launch,
+						 dev->alignment);
+	if (status != WAFER_OK)
+		return status;
+	for (int d = 0; d < 3; d++) {
+		uint64_t g = launch->global[d] ? launch->global[d] : 1;
+		local[d] = launch->local[d] ? launch->local[d] : 1;
+		/* NDRange: whole work-groups when a size is given. */
+		if (has_local)
+			g = (g + local[d] - 1) / local[d] * local[d];
+		if (g > SIZE_MAX) {
+			host->set_error(OCL_NAME ": launch %s: global[%d] of "
+					"%" PRIu64 " items",
+					k->head.name, d, g);
+			return WAFER_ERROR_INVALID_ARGUMENT;
+		}
+		global[d] = (size_t)g;
+		if (global[d] > 1 || local[d] > 1)
+			dims = (cl_uint)d + 1;
+	}
+
+	/* The binding's first byte: the buffer, or a sub-buffer of it. The
+	 * enqueued command keeps the sub-buffers it uses; ours go at once. */
+	memset(sub, 0, sizeof sub);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct wafer_binding *b =
+			wafer_plugin_array_at(launch->bindings, i);
+		cl_buffer_region region = {b->offset, b->size};
+
+		mem[i] = ocl_resource_mem(b->resource);
+		if (b->offset == 0)
+			continue;
+		sub[i] = clCreateSubBuffer(mem[i], CL_MEM_READ_WRITE,
+					   CL_BUFFER_CREATE_TYPE_REGION,
+					   &region, &err);
+		if (!sub[i]) {
+			status = ocl_fail(host, err,
+					  "launch %s: binding %" PRIu32
+					  ": clCreateSubBuffer(offset %zu, "
+					  "%zu bytes)",
+					  k->head.name, i, b->offset,
+					  b->size);
+			goto out;
+		}
+		mem[i] = sub[i];
+	}
+	pthread_mutex_lock(&k->lock);
+	status = set_and_enqueue(q, k, mem, launch, dims, global,
+				 has_local ? local : NULL);
+	pthread_mutex_unlock(&k->lock);
+out:
+	for (uint32_t i = 0; i < n; i++)
+		if (sub[i])
+			clReleaseMemObject(sub[i]);
+	return status;
 }

@@ -218,7 +218,7 @@ static wafer_status ocl_server_launch(void *device, void *queue,
 	if (q->staging.count)
 		ocl_staging_reap(q, 0);
 	if (wafer_plugin_kernel_is_program(launch->kernel))
-		return ocl_user_launch(q, launch);
+		return ocl_program_launch(q, launch);
 	return ocl_kernels_launch(q, launch);
 }
 
@@ -322,7 +322,7 @@ const struct wafer_server_ops ocl_server_ops = {
 	.timer_begin = ocl_server_timer_begin,
 	.timer_end = ocl_server_timer_end,
 	WAFER_PLUGIN_INTEROP_SERVER_OPS(ocl),
-	WAFER_PLUGIN_PROGRAM_OPS(ocl_user),
+	WAFER_PLUGIN_PROGRAM_OPS(ocl),
 	/* Events and host callbacks (event.c). */
 	.event_create = ocl_event_create,
 	.event_destroy = ocl_event_destroy,

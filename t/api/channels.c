@@ -99,7 +99,7 @@ static wafer_status fail(wafer_client *client, wafer_handle out)
 	return exec(client, "fail", &out, 1, &p, sizeof p, 1);
 }
 
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===*/
 
 /* x = 0; one = 1; 500 times x = x + one (in place); read: 500. */
 static void test_chain(const char *selector, const char *channel)

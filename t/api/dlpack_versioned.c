@@ -3,7 +3,7 @@
  * dlpack_versioned.c: the DLPack 1.x calls of <wafer/dlpack.h>
  * (wafer_tensor_to_dlpack_versioned, wafer_tensor_from_dlpack_versioned),
  * which exist only where DLPack's header defines DLPACK_MAJOR_VERSION.
- * Built with core/dlpack.c compiled again against t/api/dlpack-v1/ (the
+ * Built with lib/dlpack.c compiled again against t/api/dlpack-v1/ (the
  * installed 0.6 header plus 1.0's additions), so the versioned path is
  * compiled and run here too: the version and flags of an export, a round
  * trip (same shape, strides, bytes, memory; the deleter run once), and

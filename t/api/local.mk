@@ -119,11 +119,11 @@ check_PROGRAMS += t/api/dlpack
 TESTS += t/api/dlpack
 t_api_dlpack_LDADD = libwafer.la
 BACKEND_NEUTRAL_TESTS += t/api/dlpack
-# The DLPack 1.x calls: core/dlpack.c compiled again against t/api/dlpack-v1/
+# The DLPack 1.x calls: lib/dlpack.c compiled again against t/api/dlpack-v1/
 # (the installed header plus 1.0's additions), ahead of the library's.
 check_PROGRAMS += t/api/dlpack_versioned
 TESTS += t/api/dlpack_versioned
-t_api_dlpack_versioned_SOURCES = t/api/dlpack_versioned.c core/dlpack.c
+t_api_dlpack_versioned_SOURCES = t/api/dlpack_versioned.c lib/dlpack.c
 t_api_dlpack_versioned_CPPFLAGS = -I$(top_srcdir)/t/api/dlpack-v1 $(AM_CPPFLAGS)
 t_api_dlpack_versioned_LDADD = $(T_CORE_LIBS)
 BACKEND_NEUTRAL_TESTS += t/api/dlpack_versioned

@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * t/api/memory_trace: `[memory] trace` (core/memory/record.h) on the default
+ * t/api/memory_trace: `[memory] trace` (lib/memory/record.h) on the default
  * device. Two clients with a trace each write one file each, PATH.<pid>.0
  * and PATH.<pid>.1, holding exactly the reserves and releases they made
  * (a handle left live at close is released there); the built

@@ -318,7 +318,7 @@ static void test_same_names(void)
 }
 
 /* A host-c program's cached shared object cut in half, its header's
- * length and checksum made to match (core/binary_cache.c's format): the
+ * length and checksum made to match (lib/binary_cache.c's format): the
  * next program of that source finds it, refuses it and compiles again,
  * where dlopen of it died of SIGBUS. */
 static void test_cut_cache(void)

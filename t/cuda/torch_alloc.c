@@ -624,7 +624,7 @@ int main(int argc, char **argv)
 		bail_out("mkdtemp");
 	ok(wt.alloc && wt.free && wt.stats && wt.empty_cache && wt.close,
 	   "the entry points are exported");
-	ok(dlsym(so, "wafer_u64map_put") == NULL,
+	ok(dlsym(so, "wafer__u64map_put") == NULL,
 	   "its own copy of the pointer map is not");
 
 	void *s1 = context_and_stream(), *s2 = NULL;

@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * binary_cache.c: the host's compiled-binary cache (core/binary_cache.c,
+ * binary_cache.c: the host's compiled-binary cache (lib/binary_cache.c,
  * plugin.h cache_load/cache_store) driven directly: a store is loaded
  * back whole; other parts, other part boundaries or another directory
  * miss; a damaged, truncated or foreign file is a miss that the log
@@ -20,8 +20,8 @@
 
 #include "t/standins/fake_host.h"
 
-#include "core/binary_cache.h"
-#include "core/config.h"
+#include "lib/binary_cache.h"
+#include "lib/config.h"
 
 static char tmp[4096];
 
@@ -49,13 +49,13 @@ static int loads(const char *dir, const struct wafer_cache_part *parts,
 {
 	void *data = (void *)1;
 	size_t size = 1;
-	wafer_status s = wafer_binary_cache_load(dir, &fake_host, parts, n,
-						 &data, &size);
+	wafer_status s = wafer__binary_cache_load(dir, &fake_host, parts, n,
+						  &data, &size);
 	int good = s == WAFER_OK && size == strlen(want) &&
 		   memcmp(data, want, size) == 0;
 	if (s != WAFER_OK && (data != NULL || size != 0))
 		good = -1; /* outputs not cleared on a miss */
-	wafer_binary_cache_free(s == WAFER_OK ? data : NULL);
+	wafer__binary_cache_free(s == WAFER_OK ? data : NULL);
 	return good;
 }
 
@@ -67,8 +67,8 @@ static void test_store_load(void)
 	static const char binary[] = "\177ELF pretend binary";
 
 	is_int(loads(dir, key, 2, binary), 0, "an empty cache: a miss");
-	is_status(wafer_binary_cache_store(dir, &fake_host, key, 2, binary,
-					   sizeof binary - 1),
+	is_status(wafer__binary_cache_store(dir, &fake_host, key, 2, binary,
+					    sizeof binary - 1),
 		  WAFER_OK, "store (the directories are made)");
 	struct stat st;
 	ok(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700,
@@ -84,8 +84,8 @@ static void test_store_load(void)
 	is_int(loads(dir, moved, 2, binary), 0,
 	       "the same bytes cut elsewhere: a miss");
 	is_int(loads(NULL, key, 2, binary), 0, "no directory: a miss");
-	is_status(wafer_binary_cache_store(NULL, &fake_host, key, 2, binary,
-					   sizeof binary - 1),
+	is_status(wafer__binary_cache_store(NULL, &fake_host, key, 2, binary,
+					    sizeof binary - 1),
 		  WAFER_OK, "no directory: a store does nothing");
 
 	/* Damage: a flipped byte of the binary, then half the file. */
@@ -98,8 +98,8 @@ static void test_store_load(void)
 	log_reset();
 	is_int(loads(dir, key, 2, binary), 0, "a damaged file: a miss");
 	like(log_text, "checksum mismatch", "  ... logged: %s", log_text);
-	wafer_binary_cache_store(dir, &fake_host, key, 2, binary,
-				 sizeof binary - 1);
+	wafer__binary_cache_store(dir, &fake_host, key, 2, binary,
+				  sizeof binary - 1);
 	is_int(loads(dir, key, 2, binary), 1, "  ... rewritten, it loads");
 	if (truncate(file, 40) != 0)
 		diag("truncate failed");
@@ -120,14 +120,14 @@ static void test_store_load(void)
  * (NULL: nothing set). */
 static char *where(const char *section, const char *key, const char *value)
 {
-	struct wafer_config *config = NULL;
+	struct wafer__config *config = NULL;
 	char *dir = NULL;
-	wafer_config_create(&config);
+	wafer__config_create(&config);
 	if (section)
-		wafer_config_set(config, section, key, value, "test");
-	if (wafer_binary_cache_dir(config, "acme", &dir) != WAFER_OK)
-		diag("wafer_binary_cache_dir: %s", wafer_last_error());
-	wafer_config_destroy(config);
+		wafer__config_set(config, section, key, value, "test");
+	if (wafer__binary_cache_dir(config, "acme", &dir) != WAFER_OK)
+		diag("wafer__binary_cache_dir: %s", wafer_last_error());
+	wafer__config_destroy(config);
 	return dir;
 }
 
@@ -169,18 +169,18 @@ static void test_where(void)
 	 * there as code). */
 	static const char *const sections[] = {"core", "acme"};
 	for (int i = 0; i < 2; i++) {
-		struct wafer_config *config = NULL;
-		wafer_config_create(&config);
-		wafer_config_set(config, sections[i], "cache_dir", "cache",
-				 "test:3");
+		struct wafer__config *config = NULL;
+		wafer__config_create(&config);
+		wafer__config_set(config, sections[i], "cache_dir", "cache",
+				  "test:3");
 		d = NULL;
-		is_status(wafer_binary_cache_dir(config, "acme", &d),
+		is_status(wafer__binary_cache_dir(config, "acme", &d),
 			  WAFER_ERROR_CONFIG, "[%s] cache_dir = cache (relative) "
 			  "is refused", sections[i]);
 		like(wafer_last_error(), "test:3: [", "  ... naming the entry");
 		like(wafer_last_error(), "is relative", "  ... and why");
 		ok(d == NULL, "  ... no directory");
-		wafer_config_destroy(config);
+		wafer__config_destroy(config);
 	}
 }
 

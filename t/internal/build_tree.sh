@@ -4,7 +4,7 @@
 # build_tree.sh: what was just built runs without installing. A program
 # linked against the build tree's libwafer (the tools, or one built with
 # PKG_CONFIG_PATH=<builddir>) finds the build tree's plugins and the
-# source tree's etc/ by itself (core/build_tree.c), and ./uninstalled
+# source tree's etc/ by itself (lib/build_tree.c), and ./uninstalled
 # runs such a program, which needs libwafer.so.0 from the build tree.
 set -u
 

@@ -24,7 +24,7 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
-#include "core/runtime.h"
+#include "lib/runtime.h"
 #include "t/plugins/common.h"
 #include "t/client_util.h"
 #include "t/tap.h"
@@ -103,7 +103,7 @@ static void test_open_fails(void)
 	 * closed again and no queue is left. */
 	open_fails(rt, "open_fails:1", WAFER_ERROR_PLUGIN,
 		   "open_fails: queue_create: no free hardware queue");
-	is_status(wafer_runtime_acquire_device(rt, "open_fails:1", &device),
+	is_status(wafer__runtime_acquire_device(rt, "open_fails:1", &device),
 		  WAFER_OK, "open_fails:1 can be acquired afterwards");
 	if (device) {
 		const struct tp_device *td = device->device;
@@ -112,7 +112,7 @@ static void test_open_fails(void)
 		   "  ... the failed client open closed it again and left "
 		   "no queue (opens %d, closes %d, queues %d)",
 		   td->open_count, td->close_count, td->queues_live);
-		wafer_runtime_release_device(rt, device);
+		wafer__runtime_release_device(rt, device);
 	}
 
 	/* The device that works still serves a client. */

@@ -1,10 +1,10 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * t/internal/config.c: the configuration chain (core/config.h, wafer.conf(5)):
+ * t/internal/config.c: the configuration chain (lib/config.h, wafer.conf(5)):
  * syntax, every kind of bad line with its line number, tolerant and
  * strict loads, absent and failed sources, the order of the whole chain,
  * typed getters and lists. Files go into a temporary directory; the
- * environment is a fake passed through wafer_config_paths.getenv, so the
+ * environment is a fake passed through wafer__config_paths.getenv, so the
  * real one is never read or changed. */
 #include "build-config.h"
 
@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "lib/config.h"
+#include "lib/log.h"
 #include "t/tap.h"
 
 /*===----------------------------------------------------------------------===
@@ -117,20 +117,20 @@ static const char *fake_getenv(const char *name)
 	return NULL;
 }
 
-static struct wafer_config *new_config(void)
+static struct wafer__config *new_config(void)
 {
-	struct wafer_config *config = NULL;
-	if (wafer_config_create(&config) != WAFER_OK)
+	struct wafer__config *config = NULL;
+	if (wafer__config_create(&config) != WAFER_OK)
 		abort();
 	return config;
 }
 
 /* The value's origin, or "(unset)". */
-static const char *origin_of(const struct wafer_config *config,
+static const char *origin_of(const struct wafer__config *config,
 			     const char *section, const char *key)
 {
-	const struct wafer_config_entry *e =
-		wafer_config_lookup(config, section, key);
+	const struct wafer__config_entry *e =
+		wafer__config_lookup(config, section, key);
 	return e ? e->origin : "(unset)";
 }
 
@@ -143,10 +143,10 @@ static const char *at(const char *path, int line)
 	return buf[which];
 }
 
-static const wafer_config_source *last_source(const struct wafer_config *c)
+static const wafer_config_source *last_source(const struct wafer__config *c)
 {
-	size_t n = wafer_config_source_count(c);
-	return n ? wafer_config_source_at(c, n - 1) : NULL;
+	size_t n = wafer__config_source_count(c);
+	return n ? wafer__config_source_at(c, n - 1) : NULL;
 }
 
 /*===----------------------------------------------------------------------===
@@ -155,23 +155,23 @@ static const wafer_config_source *last_source(const struct wafer_config *c)
 
 static void test_defaults(void)
 {
-	struct wafer_config *c = new_config();
+	struct wafer__config *c = new_config();
 
-	is_str(wafer_config_get(c, "core", "backend", NULL),
+	is_str(wafer__config_get(c, "core", "backend", NULL),
 	       "cuda, opencl, levelzero, cpu", "default backend list");
-	is_str(wafer_config_get(c, "core", "channel", NULL), "auto",
+	is_str(wafer__config_get(c, "core", "channel", NULL), "auto",
 	       "default channel");
-	is_str(wafer_config_get(c, "core", "log", NULL), "warn", "default log");
+	is_str(wafer__config_get(c, "core", "log", NULL), "warn", "default log");
 	is_str(origin_of(c, "core", "log"), "default", "origin 'default'");
-	ok(wafer_config_lookup(c, "memory", "strategy") == NULL,
+	ok(wafer__config_lookup(c, "memory", "strategy") == NULL,
 	   "[memory] strategy has no default here (the memory manager's)");
-	is_str(wafer_config_get(c, "core", "nope", "fb"), "fb",
+	is_str(wafer__config_get(c, "core", "nope", "fb"), "fb",
 	       "get falls back when unset");
-	is_int((long long)wafer_config_source_count(c), 0,
+	is_int((long long)wafer__config_source_count(c), 0,
 	       "defaults are not a source");
-	ok(wafer_config_source_at(c, 0) == NULL, "source_at past the end: NULL");
-	wafer_config_destroy(c);
-	wafer_config_destroy(NULL);
+	ok(wafer__config_source_at(c, 0) == NULL, "source_at past the end: NULL");
+	wafer__config_destroy(c);
+	wafer__config_destroy(NULL);
 }
 
 static void test_good_file(void)
@@ -194,68 +194,68 @@ static void test_good_file(void)
 		"eq = a=b\n"                                          /* 15 */
 		"k = second";                                         /* 16 */
 	const char *path = write_file("good/wafer.conf", text);
-	struct wafer_config *c = new_config();
-	const struct wafer_config_entry *entries[4];
+	struct wafer__config *c = new_config();
+	const struct wafer__config_entry *entries[4];
 
-	is_status(wafer_config_load_file(c, path, false), WAFER_OK,
+	is_status(wafer__config_load_file(c, path, false), WAFER_OK,
 		  "good file loads strictly");
-	is_str(wafer_config_get(c, "core", "backend", NULL), "cpu, cuda",
+	is_str(wafer__config_get(c, "core", "backend", NULL), "cpu, cuda",
 	       "CRLF value");
 	is_str(origin_of(c, "core", "backend"), at(path, 5),
 	       "origin path:line counts the BOM line as 1");
-	is_str(wafer_config_get(c, "core", "channel", NULL), "direct",
+	is_str(wafer__config_get(c, "core", "channel", NULL), "direct",
 	       "blanks and tabs around key and value trimmed");
 	is_str(origin_of(c, "core", "log"), "default",
 	       "keys the file does not set keep their default");
-	is_str(wafer_config_get(c, "cpu", "threads", NULL), "4", "[cpu] threads");
-	is_str(wafer_config_get(c, "cpu", "empty", NULL), "", "empty value");
-	is_str(wafer_config_get(c, "memory.pool", "growth_factor", NULL), "1.5",
+	is_str(wafer__config_get(c, "cpu", "threads", NULL), "4", "[cpu] threads");
+	is_str(wafer__config_get(c, "cpu", "empty", NULL), "", "empty value");
+	is_str(wafer__config_get(c, "memory.pool", "growth_factor", NULL), "1.5",
 	       "[memory.<strategy>] is free-form");
-	is_str(wafer_config_get(c, "memory.pool", "note", NULL), "a#b",
+	is_str(wafer__config_get(c, "memory.pool", "note", NULL), "a#b",
 	       "'#' after a blank starts a comment, other '#' stay");
-	is_str(wafer_config_get(c, "spaced", "eq", NULL), "a=b",
+	is_str(wafer__config_get(c, "spaced", "eq", NULL), "a=b",
 	       "split at the first '='");
-	is_str(wafer_config_get(c, "spaced", "k", NULL), "second",
+	is_str(wafer__config_get(c, "spaced", "k", NULL), "second",
 	       "later line wins; no final newline");
 	is_str(origin_of(c, "spaced", "k"), at(path, 16), "origin of override");
-	is_int((long long)wafer_config_section(c, "cpu", entries, 4), 2,
+	is_int((long long)wafer__config_section(c, "cpu", entries, 4), 2,
 	       "section() counts [cpu]");
 	ok(!strcmp(entries[0]->key, "threads") && !strcmp(entries[1]->key, "empty"),
 	   "section() in first-set order");
-	is_int((long long)wafer_config_section(c, "spaced", entries, 1), 2,
+	is_int((long long)wafer__config_section(c, "spaced", entries, 1), 2,
 	       "section() returns the total past capacity");
 	is_str(entries[0]->key, "k", "section() keeps first-set order on override");
-	is_int((long long)wafer_config_source_count(c), 1, "one source");
-	const wafer_config_source *s = wafer_config_source_at(c, 0);
+	is_int((long long)wafer__config_source_count(c), 1, "one source");
+	const wafer_config_source *s = wafer__config_source_at(c, 0);
 	ok(s && s->struct_size == sizeof *s && s->state == WAFER_CONFIG_SOURCE_READ,
 	   "source READ");
 	is_str(s->path, path, "source path");
 	is_str(s->detail, "", "no detail");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 static void test_load_string(void)
 {
-	struct wafer_config *c = new_config();
+	struct wafer__config *c = new_config();
 	const char *keep;
 
-	is_status(wafer_config_load_string(c, "inline", "[a]\nx = 1\n\n[b]\ny=2",
-					   false),
+	is_status(wafer__config_load_string(c, "inline", "[a]\nx = 1\n\n[b]\ny=2",
+					    false),
 		  WAFER_OK, "load_string");
 	is_str(origin_of(c, "b", "y"), "inline:5", "load_string origin name:line");
-	keep = wafer_config_get(c, "a", "x", NULL);
-	is_status(wafer_config_load_string(c, "again", "[a]\nx = 3\n", false),
+	keep = wafer__config_get(c, "a", "x", NULL);
+	is_status(wafer__config_load_string(c, "again", "[a]\nx = 3\n", false),
 		  WAFER_OK, "override from a second string");
 	is_str(keep, "1", "an overridden value's string stays valid");
-	is_str(wafer_config_get(c, "a", "x", NULL), "3", "new value visible");
+	is_str(wafer__config_get(c, "a", "x", NULL), "3", "new value visible");
 	is_str(last_source(c)->path, "again", "string source named");
-	is_status(wafer_config_load_string(c, "e", "", false), WAFER_OK,
+	is_status(wafer__config_load_string(c, "e", "", false), WAFER_OK,
 		  "empty text");
-	is_status(wafer_config_load_string(c, "n", "\n\r\n \t \n", false),
+	is_status(wafer__config_load_string(c, "n", "\n\r\n \t \n", false),
 		  WAFER_OK, "blank lines only");
-	is_status(wafer_config_load_string(c, "x", NULL, false),
+	is_status(wafer__config_load_string(c, "x", NULL, false),
 		  WAFER_ERROR_INVALID_ARGUMENT, "NULL text");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 /* ~96k distinct keys (a 1 MiB file) once took 14 s to load: every store
@@ -266,20 +266,20 @@ static void test_many_keys(void)
 	enum { KEYS = 96000 };
 	size_t size = (size_t)KEYS * 24 + 16;
 	char *text = malloc(size), name[32];
-	struct wafer_config *c = new_config();
+	struct wafer__config *c = new_config();
 	size_t used = 0, bad = 0;
 
 	used += (size_t)snprintf(text, size, "[many]\n");
 	for (int i = 0; i < KEYS; i++)
 		used += (size_t)snprintf(text + used, size - used,
 					 "k%d = %d\n", i, i);
-	is_status(wafer_config_load_string(c, "many", text, false), WAFER_OK,
+	is_status(wafer__config_load_string(c, "many", text, false), WAFER_OK,
 		  "%d keys load", KEYS);
 	for (int i = 0; i < KEYS; i += 997) {
 		char want[16];
 		snprintf(name, sizeof name, "k%d", i);
 		snprintf(want, sizeof want, "%d", i);
-		const char *got = wafer_config_get(c, "many", name, NULL);
+		const char *got = wafer__config_get(c, "many", name, NULL);
 		bad += !got || strcmp(got, want) != 0;
 	}
 	is_int((long long)bad, 0, "every sampled key has its value");
@@ -287,16 +287,16 @@ static void test_many_keys(void)
 	for (int i = KEYS - 1; i >= 0; i--)
 		used += (size_t)snprintf(text + used, size - used,
 					 "k%d = x%d\n", i, i);
-	is_status(wafer_config_load_string(c, "again", text, false), WAFER_OK,
+	is_status(wafer__config_load_string(c, "again", text, false), WAFER_OK,
 		  "overriding every key");
-	const struct wafer_config_entry *entries[4];
-	size_t n = wafer_config_section(c, "many", entries, 4);
+	const struct wafer__config_entry *entries[4];
+	size_t n = wafer__config_section(c, "many", entries, 4);
 	is_int((long long)n, KEYS, "still %d keys, none twice", KEYS);
 	is_str(n >= 1 ? entries[0]->key : "", "k0",
 	       "first-set order kept across the override");
-	is_str(wafer_config_get(c, "many", "k95999", NULL), "x95999",
+	is_str(wafer__config_get(c, "many", "k95999", NULL), "x95999",
 	       "the override won");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 	free(text);
 }
 
@@ -305,8 +305,8 @@ static void test_many_keys(void)
  * WAFER_CONFIG are trimmed, and a blank-only value is no file. */
 static void test_fifos_and_blanks(void)
 {
-	const struct wafer_config_paths paths = {.getenv = fake_getenv};
-	struct wafer_config *c;
+	const struct wafer__config_paths paths = {.getenv = fake_getenv};
+	struct wafer__config *c;
 	char padded[4200];
 
 	write_file("fifo/sys/wafer.conf", "[t]\na = sys\n");
@@ -319,18 +319,18 @@ static void test_fifos_and_blanks(void)
 	env_set("WAFER_SYSCONFDIR", tmp_path("fifo/sys"));
 	env_set("WAFER_CONFIG", tmp_path("fifo/named"));
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false),
+	is_status(wafer__config_load_chain(c, &paths, NULL, 0, false),
 		  WAFER_ERROR_CONFIG,
 		  "a FIFO in conf.d/: a strict load returns, refusing it");
 	like(wafer_last_error(), "10-fifo.conf: not a regular file",
 	     "the error names the FIFO and why");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 0, true), WAFER_OK,
+	is_status(wafer__config_load_chain(c, &paths, NULL, 0, true), WAFER_OK,
 		  "FIFOs in conf.d/ and as WAFER_CONFIG: a tolerant load returns");
-	ok(wafer_config_lookup(c, "t", "a") && wafer_config_lookup(c, "t", "b"),
+	ok(wafer__config_lookup(c, "t", "a") && wafer__config_lookup(c, "t", "b"),
 	   "FIFOs: the other files applied");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	/* A writer holding the drop-in FIFO open once blocked the read for
 	 * ever (SIGALRM ends the test if it does); WAFER_CONFIG may still be
@@ -346,12 +346,12 @@ static void test_fifos_and_blanks(void)
 	env_set("WAFER_CONFIG", piped);
 	alarm(60);
 	c = new_config();
-	wafer_config_load_chain(c, &paths, NULL, 0, true);
+	wafer__config_load_chain(c, &paths, NULL, 0, true);
 	alarm(0);
 	ok(1, "a held-open FIFO drop-in does not block the load");
-	is_str(wafer_config_get(c, "t", "d", NULL), "piped",
+	is_str(wafer__config_get(c, "t", "d", NULL), "piped",
 	       "the pipe named by WAFER_CONFIG was read");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 	close(pipe_fds[0]);
 	if (writer >= 0)
 		close(writer);
@@ -360,24 +360,24 @@ static void test_fifos_and_blanks(void)
 	snprintf(padded, sizeof padded, "  %s \t", tmp_path("fifo/extra.conf"));
 	env_set("WAFER_CONFIG", padded);
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
+	is_status(wafer__config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
 		  "WAFER_CONFIG with blanks around the name");
-	is_str(wafer_config_get(c, "t", "c", NULL), "extra",
+	is_str(wafer__config_get(c, "t", "c", NULL), "extra",
 	       "the file named between the blanks was read");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	env_set("WAFER_CONFIG", NULL);
 	c = new_config();
-	wafer_config_load_chain(c, &paths, NULL, 0, false);
-	size_t unset_sources = wafer_config_source_count(c);
-	wafer_config_destroy(c);
+	wafer__config_load_chain(c, &paths, NULL, 0, false);
+	size_t unset_sources = wafer__config_source_count(c);
+	wafer__config_destroy(c);
 	env_set("WAFER_CONFIG", "   ");
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
+	is_status(wafer__config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
 		  "WAFER_CONFIG of blanks only");
-	is_int((long long)wafer_config_source_count(c), (long long)unset_sources,
+	is_int((long long)wafer__config_source_count(c), (long long)unset_sources,
 	       "blank WAFER_CONFIG: no source for it, as when unset");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 	env_clear();
 }
 
@@ -393,12 +393,12 @@ static void test_shipped_file(void)
 		return;
 	}
 	snprintf(path, sizeof path, "%s/../etc/wafer.conf", srcdir);
-	struct wafer_config *c = new_config();
-	is_status(wafer_config_load_file(c, path, false), WAFER_OK,
+	struct wafer__config *c = new_config();
+	is_status(wafer__config_load_file(c, path, false), WAFER_OK,
 		  "shipped etc/wafer.conf loads strictly");
 	ok(last_source(c)->state == WAFER_CONFIG_SOURCE_READ,
 	   "shipped etc/wafer.conf READ");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 /*===----------------------------------------------------------------------===
@@ -465,20 +465,20 @@ static void test_bad_case(const struct bad_case *bc, int index)
 				       (long)(before + bad + sizeof after - 1));
 	snprintf(want, sizeof want, "%s:3: %s", path, bc->reason);
 
-	struct wafer_config *c = new_config();
-	is_status(wafer_config_load_file(c, path, false), WAFER_ERROR_CONFIG,
+	struct wafer__config *c = new_config();
+	is_status(wafer__config_load_file(c, path, false), WAFER_ERROR_CONFIG,
 		  "%s: strict load fails", bc->what);
 	is_str(wafer_last_error(), want, "%s: error names file:3", bc->what);
 	const wafer_config_source *s = last_source(c);
 	ok(s && s->state == WAFER_CONFIG_SOURCE_FAILED &&
 		   strcmp(s->detail, want) == 0,
 	   "%s: source FAILED with the same detail", bc->what);
-	ok(!wafer_config_lookup(c, "after", "key"),
+	ok(!wafer__config_lookup(c, "after", "key"),
 	   "%s: strict stops at the bad line", bc->what);
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	c = new_config();
-	is_status(wafer_config_load_file(c, path, true), WAFER_OK,
+	is_status(wafer__config_load_file(c, path, true), WAFER_OK,
 		  "%s: tolerant load succeeds", bc->what);
 	is_str(origin_of(c, "after", "key"), at(path, 5),
 	       "%s: tolerant applies the lines after it", bc->what);
@@ -486,33 +486,33 @@ static void test_bad_case(const struct bad_case *bc, int index)
 	ok(s && s->state == WAFER_CONFIG_SOURCE_FAILED &&
 		   strcmp(s->detail, want) == 0,
 	   "%s: tolerant records the problem", bc->what);
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 static void test_long_lines(void)
 {
 	static char text[5200];
-	struct wafer_config *c = new_config();
+	struct wafer__config *c = new_config();
 
 	/* Exactly 4096 characters is fine, CR not counted. */
 	memcpy(text, "[t]\nk = ", 8);
 	memset(text + 8, 'v', 4092);
 	memcpy(text + 8 + 4092, "\r\n", 3);
-	is_status(wafer_config_load_string(c, "max", text, false), WAFER_OK,
+	is_status(wafer__config_load_string(c, "max", text, false), WAFER_OK,
 		  "a 4096-character line is accepted");
-	is_int((long long)strlen(wafer_config_get(c, "t", "k", "")), 4092,
+	is_int((long long)strlen(wafer__config_get(c, "t", "k", "")), 4092,
 	       "its value is whole");
 
 	memset(text + 8, 'v', 4093);
 	memcpy(text + 8 + 4093, "\n[u]\nx = 1\n", 12);
-	is_status(wafer_config_load_string(c, "long", text, false),
+	is_status(wafer__config_load_string(c, "long", text, false),
 		  WAFER_ERROR_CONFIG, "a 4097-character line is not");
 	is_str(wafer_last_error(), "long:2: line longer than 4096 characters",
 	       "too long names the line");
-	is_status(wafer_config_load_string(c, "long", text, true), WAFER_OK,
+	is_status(wafer__config_load_string(c, "long", text, true), WAFER_OK,
 		  "tolerant skips it");
 	is_str(origin_of(c, "u", "x"), "long:4", "and goes on");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 static void test_tolerant_vs_strict(void)
@@ -527,28 +527,28 @@ static void test_tolerant_vs_strict(void)
 				   "also bad\n" /* 8 */
 				   "d = 4\n";   /* 9 */
 	const char *path = write_file("mixed.conf", text);
-	struct wafer_config *c = new_config();
+	struct wafer__config *c = new_config();
 
-	is_status(wafer_config_load_file(c, path, true), WAFER_OK,
+	is_status(wafer__config_load_file(c, path, true), WAFER_OK,
 		  "tolerant: three bad lines, OK");
-	ok(wafer_config_get(c, "cpu", "a", NULL) &&
-		   wafer_config_get(c, "cpu", "c", NULL) &&
-		   wafer_config_get(c, "cpu", "d", NULL),
+	ok(wafer__config_get(c, "cpu", "a", NULL) &&
+		   wafer__config_get(c, "cpu", "c", NULL) &&
+		   wafer__config_get(c, "cpu", "d", NULL),
 	   "tolerant: every good line applied");
-	ok(!wafer_config_lookup(c, "cpu", "b") &&
-		   !wafer_config_lookup(c, "core", "b"),
+	ok(!wafer__config_lookup(c, "cpu", "b") &&
+		   !wafer__config_lookup(c, "core", "b"),
 	   "tolerant: keys under a bad header go nowhere");
 	like(last_source(c)->detail, ":3: expected", "detail is the first problem");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	c = new_config();
-	is_status(wafer_config_load_file(c, path, false), WAFER_ERROR_CONFIG,
+	is_status(wafer__config_load_file(c, path, false), WAFER_ERROR_CONFIG,
 		  "strict: fails");
-	is_str(wafer_config_get(c, "cpu", "a", NULL), "1",
+	is_str(wafer__config_get(c, "cpu", "a", NULL), "1",
 	       "strict: lines before the bad one were applied");
-	ok(!wafer_config_lookup(c, "cpu", "c"), "strict: nothing after it");
+	ok(!wafer__config_lookup(c, "cpu", "c"), "strict: nothing after it");
 	like(wafer_last_error(), ":3: ", "strict: error names line 3");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 /*===----------------------------------------------------------------------===
@@ -557,28 +557,28 @@ static void test_tolerant_vs_strict(void)
 
 static void test_sources(void)
 {
-	struct wafer_config *c = new_config();
+	struct wafer__config *c = new_config();
 	char want[8192];
 
-	is_status(wafer_config_load_file(c, tmp_path("none.conf"), false),
+	is_status(wafer__config_load_file(c, tmp_path("none.conf"), false),
 		  WAFER_OK, "missing file is not an error");
 	ok(last_source(c)->state == WAFER_CONFIG_SOURCE_ABSENT,
 	   "missing file: ABSENT");
 	is_str(last_source(c)->detail, "", "ABSENT has no detail");
-	is_status(wafer_config_load_file(c, tmp_path("none.conf/x"), false),
+	is_status(wafer__config_load_file(c, tmp_path("none.conf/x"), false),
 		  WAFER_OK, "path through a file (ENOTDIR) is absent too");
 
 	const char *dir = tmp_path("isdir/wafer.conf");
 	make_dirs_for(dir);
 	mkdir(dir, 0700);
 	snprintf(want, sizeof want, "%s: %s", dir, strerror(EISDIR));
-	is_status(wafer_config_load_file(c, dir, false), WAFER_ERROR_CONFIG,
+	is_status(wafer__config_load_file(c, dir, false), WAFER_ERROR_CONFIG,
 		  "a directory named wafer.conf fails a strict load");
 	is_str(wafer_last_error(), want, "detail: path: Is a directory");
 	ok(last_source(c)->state == WAFER_CONFIG_SOURCE_FAILED &&
 		   !strcmp(last_source(c)->detail, want),
 	   "source FAILED with detail");
-	is_status(wafer_config_load_file(c, dir, true), WAFER_OK,
+	is_status(wafer__config_load_file(c, dir, true), WAFER_OK,
 		  "tolerant: a directory is recorded, not fatal");
 	ok(last_source(c)->state == WAFER_CONFIG_SOURCE_FAILED,
 	   "tolerant: source FAILED");
@@ -587,7 +587,7 @@ static void test_sources(void)
 	chmod(locked, 0);
 	snprintf(want, sizeof want, "%s: %s", locked, strerror(EACCES));
 	if (geteuid() != 0) {
-		is_status(wafer_config_load_file(c, locked, false),
+		is_status(wafer__config_load_file(c, locked, false),
 			  WAFER_ERROR_CONFIG, "permission denied fails");
 		is_str(last_source(c)->detail, want,
 		       "detail: path: Permission denied");
@@ -599,10 +599,10 @@ static void test_sources(void)
 		if (pid == 0) {
 			if (setgid(65534) || setuid(65534))
 				_exit(3);
-			struct wafer_config *child;
-			wafer_config_create(&child);
+			struct wafer__config *child;
+			wafer__config_create(&child);
 			wafer_status st =
-				wafer_config_load_file(child, locked, false);
+				wafer__config_load_file(child, locked, false);
 			_exit(st != WAFER_ERROR_CONFIG ? 1
 			      : strcmp(wafer_last_error(), want) ? 2 : 0);
 		}
@@ -617,16 +617,16 @@ static void test_sources(void)
 	}
 	chmod(locked, 0600);
 
-	is_status(wafer_config_load_file(c, NULL, false),
+	is_status(wafer__config_load_file(c, NULL, false),
 		  WAFER_ERROR_INVALID_ARGUMENT, "NULL path");
-	is_status(wafer_config_load_file(NULL, dir, false),
+	is_status(wafer__config_load_file(NULL, dir, false),
 		  WAFER_ERROR_INVALID_ARGUMENT, "NULL config");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 static void test_dropins(void)
 {
-	struct wafer_config *c = new_config();
+	struct wafer__config *c = new_config();
 
 	write_file("d/20-b.conf", "[cpu]\nthreads = 20\nb = 1\n");
 	write_file("d/10-a.conf", "[cpu]\nthreads = 10\na = 1\n");
@@ -636,41 +636,41 @@ static void test_dropins(void)
 	write_file("d/9-late.conf", "[cpu]\nlast = 9\n");
 	mkdir(tmp_path("d/sub"), 0700);
 
-	is_status(wafer_config_load_dir(c, tmp_path("d"), false), WAFER_OK,
+	is_status(wafer__config_load_dir(c, tmp_path("d"), false), WAFER_OK,
 		  "load_dir");
-	is_int((long long)wafer_config_source_count(c), 3,
+	is_int((long long)wafer__config_source_count(c), 3,
 	       "only the three *.conf files are sources");
-	is_str(wafer_config_source_at(c, 0)->path, tmp_path("d/10-a.conf"),
+	is_str(wafer__config_source_at(c, 0)->path, tmp_path("d/10-a.conf"),
 	       "10-a.conf first");
-	is_str(wafer_config_source_at(c, 1)->path, tmp_path("d/20-b.conf"),
+	is_str(wafer__config_source_at(c, 1)->path, tmp_path("d/20-b.conf"),
 	       "20-b.conf second");
-	is_str(wafer_config_source_at(c, 2)->path, tmp_path("d/9-late.conf"),
+	is_str(wafer__config_source_at(c, 2)->path, tmp_path("d/9-late.conf"),
 	       "9-late.conf last (strcmp order, not numeric)");
-	is_str(wafer_config_get(c, "cpu", "threads", NULL), "20",
+	is_str(wafer__config_get(c, "cpu", "threads", NULL), "20",
 	       "the later drop-in wins");
-	ok(wafer_config_lookup(c, "cpu", "a") && wafer_config_lookup(c, "cpu", "b"),
+	ok(wafer__config_lookup(c, "cpu", "a") && wafer__config_lookup(c, "cpu", "b"),
 	   "keys of both drop-ins present");
 
-	is_status(wafer_config_load_dir(c, tmp_path("no-such.d"), false),
+	is_status(wafer__config_load_dir(c, tmp_path("no-such.d"), false),
 		  WAFER_OK, "missing directory is not an error");
 	ok(last_source(c)->state == WAFER_CONFIG_SOURCE_ABSENT &&
 		   !strcmp(last_source(c)->path, tmp_path("no-such.d")),
 	   "missing directory recorded ABSENT");
-	is_status(wafer_config_load_dir(c, tmp_path("d/10-a.conf"), false),
+	is_status(wafer__config_load_dir(c, tmp_path("d/10-a.conf"), false),
 		  WAFER_OK, "a file where the directory should be: absent");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	c = new_config();
 	write_file("e/10-ok.conf", "[cpu]\nx = 1\n");
 	write_file("e/20-bad.conf", "[cpu]\noops\n");
 	write_file("e/30-ok.conf", "[cpu]\ny = 1\n");
-	is_status(wafer_config_load_dir(c, tmp_path("e"), false),
+	is_status(wafer__config_load_dir(c, tmp_path("e"), false),
 		  WAFER_ERROR_CONFIG, "strict: a bad drop-in stops the directory");
 	like(wafer_last_error(), "/e/20-bad.conf:2: expected",
 	     "strict: error names the drop-in and line");
-	ok(wafer_config_lookup(c, "cpu", "x") && !wafer_config_lookup(c, "cpu", "y"),
+	ok(wafer__config_lookup(c, "cpu", "x") && !wafer__config_lookup(c, "cpu", "y"),
 	   "strict: drop-ins after the bad one not read");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 /*===----------------------------------------------------------------------===
@@ -714,12 +714,12 @@ static void chain_env(void)
 
 static void test_chain_order(void)
 {
-	const struct wafer_config_paths paths = {.getenv = fake_getenv};
+	const struct wafer__config_paths paths = {.getenv = fake_getenv};
 	const wafer_option options[] = {
 		{"core", "log", "debug"},
 		{"t", "f", "opt"},
 	};
-	struct wafer_config *c = new_config();
+	struct wafer__config *c = new_config();
 	const char *expect_paths[] = {
 		"chain/sys/wafer.conf", "chain/sys/conf.d/10-a.conf",
 		"chain/sys/conf.d/20-b.conf", "chain/xdg/wafer/wafer.conf",
@@ -728,144 +728,144 @@ static void test_chain_order(void)
 
 	write_chain_tree();
 	chain_env();
-	is_status(wafer_config_load_chain(c, &paths, options, 2, false), WAFER_OK,
+	is_status(wafer__config_load_chain(c, &paths, options, 2, false), WAFER_OK,
 		  "whole chain loads");
-	is_int((long long)wafer_config_source_count(c), 7,
+	is_int((long long)wafer__config_source_count(c), 7,
 	       "7 sources: system, 2 drop-ins, user, WAFER_CONFIG, env, options");
 	for (size_t i = 0; i < 5; i++) {
-		const wafer_config_source *s = wafer_config_source_at(c, i);
+		const wafer_config_source *s = wafer__config_source_at(c, i);
 		ok(s && !strcmp(s->path, tmp_path(expect_paths[i])) &&
 			   s->state == WAFER_CONFIG_SOURCE_READ,
 		   "source %zu: %s", i, expect_paths[i]);
 	}
-	is_str(wafer_config_source_at(c, 5)->path, "environment",
+	is_str(wafer__config_source_at(c, 5)->path, "environment",
 	       "source 5: environment");
-	is_str(wafer_config_source_at(c, 6)->path, "options", "source 6: options");
+	is_str(wafer__config_source_at(c, 6)->path, "options", "source 6: options");
 
 	is_str(origin_of(c, "t", "a"), at(tmp_path("chain/sys/wafer.conf"), 6),
 	       "system file sets what nothing later does");
-	is_str(wafer_config_get(c, "t", "b", NULL), "drop10",
+	is_str(wafer__config_get(c, "t", "b", NULL), "drop10",
 	       "drop-in beats system file (README ignored)");
-	is_str(wafer_config_get(c, "t", "c", NULL), "drop20",
+	is_str(wafer__config_get(c, "t", "c", NULL), "drop20",
 	       "20-b.conf beats 10-a.conf");
-	is_str(wafer_config_get(c, "t", "d", NULL), "user",
+	is_str(wafer__config_get(c, "t", "d", NULL), "user",
 	       "XDG user file beats drop-ins; $HOME/.config unused");
-	is_str(wafer_config_get(c, "t", "e", NULL), "extra",
+	is_str(wafer__config_get(c, "t", "e", NULL), "extra",
 	       "WAFER_CONFIG beats user file");
-	is_str(wafer_config_get(c, "t", "f", NULL), "opt",
+	is_str(wafer__config_get(c, "t", "f", NULL), "opt",
 	       "options beat WAFER_CONFIG");
 	is_str(origin_of(c, "t", "f"), "options", "origin 'options'");
-	is_str(wafer_config_get(c, "core", "backend", NULL), "cpu",
+	is_str(wafer__config_get(c, "core", "backend", NULL), "cpu",
 	       "empty WAFER_BACKEND counts as unset");
-	is_str(wafer_config_get(c, "core", "channel", NULL), "direct",
+	is_str(wafer__config_get(c, "core", "channel", NULL), "direct",
 	       "WAFER_CHANNEL beats user file");
 	is_str(origin_of(c, "core", "channel"), "environment WAFER_CHANNEL",
 	       "origin 'environment WAFER_CHANNEL'");
-	is_str(wafer_config_get(c, "core", "plugin_path", NULL), "/env/plugins",
+	is_str(wafer__config_get(c, "core", "plugin_path", NULL), "/env/plugins",
 	       "WAFER_PLUGIN_PATH beats WAFER_CONFIG");
-	is_str(wafer_config_get(c, "memory", "strategy", NULL), "pool",
+	is_str(wafer__config_get(c, "memory", "strategy", NULL), "pool",
 	       "WAFER_MEMORY sets [memory] strategy, trimmed");
 	is_str(origin_of(c, "memory", "strategy"), "environment WAFER_MEMORY",
 	       "origin of WAFER_MEMORY");
-	is_str(wafer_config_get(c, "memory", "trace", NULL), "/tmp/run.trace",
+	is_str(wafer__config_get(c, "memory", "trace", NULL), "/tmp/run.trace",
 	       "WAFER_MEMORY_TRACE sets [memory] trace");
 	is_str(origin_of(c, "memory", "trace"), "environment WAFER_MEMORY_TRACE",
 	       "origin of WAFER_MEMORY_TRACE");
-	is_str(wafer_config_get(c, "opencl", "type", NULL), "all",
+	is_str(wafer__config_get(c, "opencl", "type", NULL), "all",
 	       "WAFER_OPENCL_TYPE sets [opencl] type (PoCL's CPU devices)");
-	is_str(wafer_config_get(c, "core", "log", NULL), "debug",
+	is_str(wafer__config_get(c, "core", "log", NULL), "debug",
 	       "option beats WAFER_LOG");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 static void test_chain_locations(void)
 {
-	struct wafer_config_paths paths = {.getenv = fake_getenv};
-	struct wafer_config *c;
+	struct wafer__config_paths paths = {.getenv = fake_getenv};
+	struct wafer__config *c;
 
 	chain_env();
 	env_set("XDG_CONFIG_HOME", NULL);
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
+	is_status(wafer__config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
 		  "chain without XDG_CONFIG_HOME");
-	is_str(wafer_config_get(c, "t", "d", NULL), "home",
+	is_str(wafer__config_get(c, "t", "d", NULL), "home",
 	       "unset XDG_CONFIG_HOME: $HOME/.config/wafer/wafer.conf");
-	is_str(wafer_config_source_at(c, 3)->path,
+	is_str(wafer__config_source_at(c, 3)->path,
 	       tmp_path("chain/home/.config/wafer/wafer.conf"),
 	       "home file is the user source");
 	is_str(last_source(c)->path, "environment", "no options: no source");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	env_set("XDG_CONFIG_HOME", "");
 	c = new_config();
-	wafer_config_load_chain(c, &paths, NULL, 0, false);
-	is_str(wafer_config_get(c, "t", "d", NULL), "home",
+	wafer__config_load_chain(c, &paths, NULL, 0, false);
+	is_str(wafer__config_get(c, "t", "d", NULL), "home",
 	       "empty XDG_CONFIG_HOME: $HOME/.config");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	env_set("XDG_CONFIG_HOME", "relative/dir");
 	c = new_config();
-	wafer_config_load_chain(c, &paths, NULL, 0, false);
-	is_str(wafer_config_get(c, "t", "d", NULL), "home",
+	wafer__config_load_chain(c, &paths, NULL, 0, false);
+	is_str(wafer__config_get(c, "t", "d", NULL), "home",
 	       "relative XDG_CONFIG_HOME is ignored (XDG rules)");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	env_clear();
 	env_set("WAFER_SYSCONFDIR", tmp_path("chain/sys"));
 	c = new_config();
-	wafer_config_load_chain(c, &paths, NULL, 0, false);
-	is_int((long long)wafer_config_source_count(c), 3,
+	wafer__config_load_chain(c, &paths, NULL, 0, false);
+	is_int((long long)wafer__config_source_count(c), 3,
 	       "no HOME, XDG, WAFER_CONFIG or WAFER_*: only system files");
-	is_str(wafer_config_get(c, "core", "log", NULL), "warn",
+	is_str(wafer__config_get(c, "core", "log", NULL), "warn",
 	       "defaults survive under the files");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	env_set("WAFER_CONFIG", tmp_path("chain/missing.conf"));
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
+	is_status(wafer__config_load_chain(c, &paths, NULL, 0, false), WAFER_OK,
 		  "missing WAFER_CONFIG file is not an error");
 	ok(last_source(c)->state == WAFER_CONFIG_SOURCE_ABSENT &&
 		   !strcmp(last_source(c)->path, tmp_path("chain/missing.conf")),
 	   "missing WAFER_CONFIG recorded ABSENT");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
-	/* Members of wafer_config_paths beat WAFER_SYSCONFDIR. */
+	/* Members of wafer__config_paths beat WAFER_SYSCONFDIR. */
 	env_set("WAFER_CONFIG", NULL);
 	paths.system_file = tmp_path("chain/other/wafer.conf");
 	paths.dropin_dir = tmp_path("chain/other/conf.d");
 	c = new_config();
-	wafer_config_load_chain(c, &paths, NULL, 0, false);
-	is_str(wafer_config_source_at(c, 0)->path,
+	wafer__config_load_chain(c, &paths, NULL, 0, false);
+	is_str(wafer__config_source_at(c, 0)->path,
 	       tmp_path("chain/other/wafer.conf"), "paths.system_file used");
-	ok(wafer_config_source_at(c, 1)->state == WAFER_CONFIG_SOURCE_ABSENT &&
-		   !strcmp(wafer_config_source_at(c, 1)->path,
+	ok(wafer__config_source_at(c, 1)->state == WAFER_CONFIG_SOURCE_ABSENT &&
+		   !strcmp(wafer__config_source_at(c, 1)->path,
 			   tmp_path("chain/other/conf.d")),
 	   "paths.dropin_dir used (absent)");
-	is_str(wafer_config_get(c, "t", "a", NULL), "other",
+	is_str(wafer__config_get(c, "t", "a", NULL), "other",
 	       "WAFER_SYSCONFDIR not read when paths say where");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	/* no_files: environment and options only. */
 	chain_env();
-	paths = (struct wafer_config_paths){.getenv = fake_getenv, .no_files = true};
+	paths = (struct wafer__config_paths){.getenv = fake_getenv, .no_files = true};
 	const wafer_option one = {"cpu", "threads", "2"};
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, &one, 1, false), WAFER_OK,
+	is_status(wafer__config_load_chain(c, &paths, &one, 1, false), WAFER_OK,
 		  "no_files chain");
-	is_int((long long)wafer_config_source_count(c), 2,
+	is_int((long long)wafer__config_source_count(c), 2,
 	       "no_files: environment and options only");
-	ok(!wafer_config_lookup(c, "t", "a"), "no_files: no file read");
-	is_str(wafer_config_get(c, "cpu", "threads", NULL), "2",
+	ok(!wafer__config_lookup(c, "t", "a"), "no_files: no file read");
+	is_str(wafer__config_get(c, "cpu", "threads", NULL), "2",
 	       "no_files: options applied");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 static void test_chain_errors(void)
 {
-	const struct wafer_config_paths paths = {.getenv = fake_getenv};
+	const struct wafer__config_paths paths = {.getenv = fake_getenv};
 	const char *bad = write_file("broken/sys/conf.d/10-bad.conf",
 				     "[cpu]\nthreads\n[t]\nx = after\n");
-	struct wafer_config *c;
+	struct wafer__config *c;
 	char want[8192];
 
 	snprintf(want, sizeof want,
@@ -880,32 +880,32 @@ static void test_chain_errors(void)
 	env_set("WAFER_BACKEND", "cpu");
 
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false),
+	is_status(wafer__config_load_chain(c, &paths, NULL, 0, false),
 		  WAFER_ERROR_CONFIG, "strict chain: a bad drop-in line fails");
 	is_str(wafer_last_error(), want, "strict chain: error names file:line");
-	is_int((long long)wafer_config_source_count(c), 2,
+	is_int((long long)wafer__config_source_count(c), 2,
 	       "strict chain: stops at the bad source");
-	ok(!wafer_config_lookup(c, "t", "c") &&
-		   !strcmp(wafer_config_get(c, "core", "backend", ""),
+	ok(!wafer__config_lookup(c, "t", "c") &&
+		   !strcmp(wafer__config_get(c, "core", "backend", ""),
 			   "cuda, opencl, levelzero, cpu"),
 	   "strict chain: later files and the environment not applied");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 0, true), WAFER_OK,
+	is_status(wafer__config_load_chain(c, &paths, NULL, 0, true), WAFER_OK,
 		  "tolerant chain: OK");
-	is_int((long long)wafer_config_source_count(c), 5,
+	is_int((long long)wafer__config_source_count(c), 5,
 	       "tolerant chain: every source recorded");
-	const wafer_config_source *s = wafer_config_source_at(c, 1);
+	const wafer_config_source *s = wafer__config_source_at(c, 1);
 	ok(s->state == WAFER_CONFIG_SOURCE_FAILED && !strcmp(s->detail, want),
 	   "tolerant chain: the bad drop-in FAILED with detail");
-	ok(wafer_config_source_at(c, 2)->state == WAFER_CONFIG_SOURCE_READ,
+	ok(wafer__config_source_at(c, 2)->state == WAFER_CONFIG_SOURCE_READ,
 	   "tolerant chain: the next drop-in READ");
-	ok(wafer_config_lookup(c, "t", "x") && wafer_config_lookup(c, "t", "c"),
+	ok(wafer__config_lookup(c, "t", "x") && wafer__config_lookup(c, "t", "c"),
 	   "tolerant chain: good lines after the problem applied");
-	is_str(wafer_config_get(c, "core", "backend", NULL), "cpu",
+	is_str(wafer__config_get(c, "core", "backend", NULL), "cpu",
 	       "tolerant chain: environment applied");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	/* A bad environment value. */
 	env_clear();
@@ -913,25 +913,25 @@ static void test_chain_errors(void)
 	env_set("WAFER_LOG", "loud");
 	env_set("WAFER_MEMORY", "pool");
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 0, false),
+	is_status(wafer__config_load_chain(c, &paths, NULL, 0, false),
 		  WAFER_ERROR_CONFIG, "strict: bad WAFER_LOG fails");
 	is_str(wafer_last_error(),
 	       "environment WAFER_LOG: [core] log: expected error, warn, info or debug, got 'loud'",
 	       "bad WAFER_LOG names the variable");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 0, true), WAFER_OK,
+	is_status(wafer__config_load_chain(c, &paths, NULL, 0, true), WAFER_OK,
 		  "tolerant: bad WAFER_LOG recorded");
 	s = last_source(c);
 	ok(!strcmp(s->path, "environment") &&
 		   s->state == WAFER_CONFIG_SOURCE_FAILED &&
 		   !strncmp(s->detail, "environment WAFER_LOG: ", 23),
 	   "environment source FAILED with detail");
-	is_str(wafer_config_get(c, "core", "log", NULL), "warn",
+	is_str(wafer__config_get(c, "core", "log", NULL), "warn",
 	       "the bad value was not applied");
-	is_str(wafer_config_get(c, "memory", "strategy", NULL), "pool",
+	is_str(wafer__config_get(c, "memory", "strategy", NULL), "pool",
 	       "the other variables were");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 
 	/* Bad options. */
 	const wafer_option bad_options[] = {
@@ -942,32 +942,32 @@ static void test_chain_errors(void)
 	};
 	env_clear();
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, bad_options, 4, false),
+	is_status(wafer__config_load_chain(c, &paths, bad_options, 4, false),
 		  WAFER_ERROR_CONFIG, "strict: unknown [core] option fails");
 	is_str(wafer_last_error(),
 	       "options: unknown key 'nope' in [core] (known: backend, plugin_path, channel, log, max_handles, cache_dir)",
 	       "bad option named");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, bad_options + 1, 1, false),
+	is_status(wafer__config_load_chain(c, &paths, bad_options + 1, 1, false),
 		  WAFER_ERROR_CONFIG, "strict: NULL key fails");
 	is_str(wafer_last_error(),
 	       "options: option 0 has a NULL section, key or value",
 	       "NULL key named");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, bad_options, 4, true),
+	is_status(wafer__config_load_chain(c, &paths, bad_options, 4, true),
 		  WAFER_OK, "tolerant: bad options skipped");
-	is_str(wafer_config_get(c, "cpu", "threads", NULL), "3",
+	is_str(wafer__config_get(c, "cpu", "threads", NULL), "3",
 	       "tolerant: the good option applied");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 	c = new_config();
-	is_status(wafer_config_load_chain(c, &paths, NULL, 3, false),
+	is_status(wafer__config_load_chain(c, &paths, NULL, 3, false),
 		  WAFER_ERROR_CONFIG, "options count without an array fails");
 	is_str(wafer_last_error(), "options: 3 options but the array is NULL",
 	       "NULL options array named");
-	wafer_config_destroy(c);
-	is_status(wafer_config_load_chain(NULL, NULL, NULL, 0, false),
+	wafer__config_destroy(c);
+	is_status(wafer__config_load_chain(NULL, NULL, NULL, 0, false),
 		  WAFER_ERROR_INVALID_ARGUMENT, "NULL config");
 }
 
@@ -977,29 +977,29 @@ static void test_chain_errors(void)
 
 static void test_set(void)
 {
-	struct wafer_config *c = new_config();
+	struct wafer__config *c = new_config();
 
-	is_status(wafer_config_set(c, "cpu", "threads", "8", "test"), WAFER_OK,
+	is_status(wafer__config_set(c, "cpu", "threads", "8", "test"), WAFER_OK,
 		  "set a plugin key");
 	is_str(origin_of(c, "cpu", "threads"), "test", "set keeps the origin");
-	is_status(wafer_config_set(c, "core", "log", "DEBUG", NULL), WAFER_OK,
+	is_status(wafer__config_set(c, "core", "log", "DEBUG", NULL), WAFER_OK,
 		  "log level is case-insensitive");
 	is_str(origin_of(c, "core", "log"), "options", "NULL origin: options");
-	is_status(wafer_config_set(c, "core", "log", "chatty", "api"),
+	is_status(wafer__config_set(c, "core", "log", "chatty", "api"),
 		  WAFER_ERROR_CONFIG, "set validates [core] log");
 	like(wafer_last_error(), "api: [core] log: expected", "names the origin");
-	is_status(wafer_config_set(c, "core", "colour", "x", "api"),
+	is_status(wafer__config_set(c, "core", "colour", "x", "api"),
 		  WAFER_ERROR_CONFIG, "set rejects unknown [core] keys");
-	is_status(wafer_config_set(c, "memory", "strategy", "anything", "api"),
+	is_status(wafer__config_set(c, "memory", "strategy", "anything", "api"),
 		  WAFER_OK, "strategy names are checked by the memory manager");
-	is_status(wafer_config_set(c, "cu da", "k", "v", "api"),
+	is_status(wafer__config_set(c, "cu da", "k", "v", "api"),
 		  WAFER_ERROR_CONFIG, "set rejects bad section names");
-	is_status(wafer_config_set(c, "cuda", "", "v", "api"),
+	is_status(wafer__config_set(c, "cuda", "", "v", "api"),
 		  WAFER_ERROR_CONFIG, "set rejects empty keys");
 	is_str(wafer_last_error(), "api: empty key", "empty key message");
-	is_status(wafer_config_set(c, "cuda", "k", NULL, "api"),
+	is_status(wafer__config_set(c, "cuda", "k", NULL, "api"),
 		  WAFER_ERROR_INVALID_ARGUMENT, "set rejects NULL value");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 struct getter_case {
@@ -1046,12 +1046,12 @@ static void test_uint_and_size(void)
 		{"-4K", 0, 0},
 		{"", 0, 0},
 	};
-	struct wafer_config *c = new_config();
+	struct wafer__config *c = new_config();
 	uint64_t got;
 
 	for (size_t i = 0; i < sizeof uints / sizeof *uints; i++) {
-		wafer_config_set(c, "t", "n", uints[i].value, "uint.conf:7");
-		wafer_status st = wafer_config_get_uint(c, "t", "n", 77, &got);
+		wafer__config_set(c, "t", "n", uints[i].value, "uint.conf:7");
+		wafer_status st = wafer__config_get_uint(c, "t", "n", 77, &got);
 		if (uints[i].ok)
 			ok(st == WAFER_OK && got == uints[i].want,
 			   "uint '%s'", uints[i].value);
@@ -1062,8 +1062,8 @@ static void test_uint_and_size(void)
 			   uints[i].value);
 	}
 	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-		wafer_config_set(c, "t", "s", sizes[i].value, "size.conf:3");
-		wafer_status st = wafer_config_get_size(c, "t", "s", 77, &got);
+		wafer__config_set(c, "t", "s", sizes[i].value, "size.conf:3");
+		wafer_status st = wafer__config_get_size(c, "t", "s", 77, &got);
 		if (sizes[i].ok)
 			ok(st == WAFER_OK && got == sizes[i].want, "size '%s'",
 			   sizes[i].value);
@@ -1073,17 +1073,17 @@ static void test_uint_and_size(void)
 			   "size '%s' is an error naming the origin",
 			   sizes[i].value);
 	}
-	is_status(wafer_config_get_uint(c, "t", "unset", 5, &got), WAFER_OK,
+	is_status(wafer__config_get_uint(c, "t", "unset", 5, &got), WAFER_OK,
 		  "unset uint");
 	is_int((long long)got, 5, "unset uint: fallback");
-	is_status(wafer_config_get_size(c, "t", "unset", 6, &got), WAFER_OK,
+	is_status(wafer__config_get_size(c, "t", "unset", 6, &got), WAFER_OK,
 		  "unset size");
 	is_int((long long)got, 6, "unset size: fallback");
 
-	wafer_config_set(c, "t", "s", "\x01junk", "size.conf:3");
-	wafer_config_get_size(c, "t", "s", 0, &got);
+	wafer__config_set(c, "t", "s", "\x01junk", "size.conf:3");
+	wafer__config_get_size(c, "t", "s", 0, &got);
 	like(wafer_last_error(), "got '\\x01junk'", "bad value quoted safely");
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 /* Sets LC_NUMERIC to de_DE.UTF-8 (decimal comma), compiling the locale
@@ -1120,29 +1120,29 @@ static void test_bool_and_double(void)
 		{".", 0, 0},       {"1e", 0, 0},         {"1.5x", 0, 0},
 		{"- 1", 0, 0},
 	};
-	struct wafer_config *c = new_config();
+	struct wafer__config *c = new_config();
 	bool b;
 	double d;
 
 	for (size_t i = 0; i < 5; i++) {
-		wafer_config_set(c, "t", "b", trues[i], "o");
-		ok(wafer_config_get_bool(c, "t", "b", false, &b) == WAFER_OK && b,
+		wafer__config_set(c, "t", "b", trues[i], "o");
+		ok(wafer__config_get_bool(c, "t", "b", false, &b) == WAFER_OK && b,
 		   "bool '%s' is true", trues[i]);
-		wafer_config_set(c, "t", "b", falses[i], "o");
-		ok(wafer_config_get_bool(c, "t", "b", true, &b) == WAFER_OK && !b,
+		wafer__config_set(c, "t", "b", falses[i], "o");
+		ok(wafer__config_get_bool(c, "t", "b", true, &b) == WAFER_OK && !b,
 		   "bool '%s' is false", falses[i]);
-		wafer_config_set(c, "t", "b", bad_bools[i], "bool.conf:2");
-		ok(wafer_config_get_bool(c, "t", "b", true, &b) ==
+		wafer__config_set(c, "t", "b", bad_bools[i], "bool.conf:2");
+		ok(wafer__config_get_bool(c, "t", "b", true, &b) ==
 				   WAFER_ERROR_CONFIG &&
 			   b && strstr(wafer_last_error(), "bool.conf:2: [t] b: expected a boolean"),
 		   "bool '%s' is an error", bad_bools[i]);
 	}
-	ok(wafer_config_get_bool(c, "t", "unset", true, &b) == WAFER_OK && b,
+	ok(wafer__config_get_bool(c, "t", "unset", true, &b) == WAFER_OK && b,
 	   "unset bool: fallback");
 
 	for (size_t i = 0; i < sizeof doubles / sizeof *doubles; i++) {
-		wafer_config_set(c, "t", "d", doubles[i].value, "double.conf:9");
-		wafer_status st = wafer_config_get_double(c, "t", "d", -7.0, &d);
+		wafer__config_set(c, "t", "d", doubles[i].value, "double.conf:9");
+		wafer_status st = wafer__config_get_double(c, "t", "d", -7.0, &d);
 		if (doubles[i].ok)
 			ok(st == WAFER_OK && d == doubles[i].want, "double '%s'",
 			   doubles[i].value);
@@ -1151,15 +1151,15 @@ static void test_bool_and_double(void)
 				   strstr(wafer_last_error(), "double.conf:9: [t] d: expected a finite decimal number"),
 			   "double '%s' is an error", doubles[i].value);
 	}
-	ok(wafer_config_get_double(c, "t", "unset", 1.25, &d) == WAFER_OK &&
+	ok(wafer__config_get_double(c, "t", "unset", 1.25, &d) == WAFER_OK &&
 		   d == 1.25,
 	   "unset double: fallback");
 
 	/* A decimal-comma locale in the application must not change how
 	 * the file is read. */
 	if (decimal_comma_locale()) {
-		wafer_config_set(c, "t", "d", "0.5", "o");
-		ok(wafer_config_get_double(c, "t", "d", 0, &d) == WAFER_OK &&
+		wafer__config_set(c, "t", "d", "0.5", "o");
+		ok(wafer__config_get_double(c, "t", "d", 0, &d) == WAFER_OK &&
 			   d == 0.5,
 		   "double is read in the C locale");
 		setlocale(LC_NUMERIC, "C");
@@ -1167,7 +1167,7 @@ static void test_bool_and_double(void)
 		ok(0, "double in a decimal-comma locale: cannot set de_DE.UTF-8 "
 		      "(install the Debian package 'locales')");
 	}
-	wafer_config_destroy(c);
+	wafer__config_destroy(c);
 }
 
 static void test_split_list(void)
@@ -1175,7 +1175,7 @@ static void test_split_list(void)
 	char *items[4];
 	size_t n;
 
-	n = wafer_config_split_list(" cuda, opencl,,  cpu ,\t", items, 4);
+	n = wafer__config_split_list(" cuda, opencl,,  cpu ,\t", items, 4);
 	is_int((long long)n, 3, "three items, empties skipped");
 	ok(n == 3 && !strcmp(items[0], "cuda") && !strcmp(items[1], "opencl") &&
 		   !strcmp(items[2], "cpu") && items[3] == NULL,
@@ -1183,18 +1183,18 @@ static void test_split_list(void)
 	for (size_t i = 0; i < n && i < 4; i++)
 		free(items[i]);
 
-	n = wafer_config_split_list("a,b,c,d,e,f", items, 2);
+	n = wafer__config_split_list("a,b,c,d,e,f", items, 2);
 	is_int((long long)n, 6, "count past capacity");
 	ok(!strcmp(items[0], "a") && !strcmp(items[1], "b"),
 	   "first two stored");
 	free(items[0]);
 	free(items[1]);
 
-	is_int((long long)wafer_config_split_list("", items, 4), 0, "empty: 0");
-	is_int((long long)wafer_config_split_list(" , ,", items, 4), 0,
+	is_int((long long)wafer__config_split_list("", items, 4), 0, "empty: 0");
+	is_int((long long)wafer__config_split_list(" , ,", items, 4), 0,
 	       "only commas: 0");
-	is_int((long long)wafer_config_split_list(NULL, items, 4), 0, "NULL: 0");
-	is_int((long long)wafer_config_split_list("x y, z", NULL, 0), 2,
+	is_int((long long)wafer__config_split_list(NULL, items, 4), 0, "NULL: 0");
+	is_int((long long)wafer__config_split_list("x y, z", NULL, 0), 2,
 	       "count only; inner blanks kept");
 }
 
@@ -1203,7 +1203,7 @@ int main(void)
 	const char *tmpdir = getenv("TMPDIR");
 
 	/* Tolerant loads warn on stderr by design; keep the test quiet. */
-	wafer_log_set_level(WAFER_LOG_ERROR);
+	wafer__log_set_level(WAFER_LOG_ERROR);
 	snprintf(tmp_root, sizeof tmp_root, "%s/wafer-config-XXXXXX",
 		 tmpdir && *tmpdir ? tmpdir : "/tmp");
 	if (!mkdtemp(tmp_root)) {

@@ -136,7 +136,7 @@ else
 fi
 
 # The version script (libwafer.map) is made from the public headers by
-# core/public-symbols.sh: every function they declare WAFER_API, nothing
+# lib/public-symbols.sh: every function they declare WAFER_API, nothing
 # else. The library exports exactly that list: no public call is missing
 # (declared, not defined) and no internal one leaks out by its name.
 map="$T_BUILDDIR/../libwafer.map"

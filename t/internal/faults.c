@@ -40,9 +40,9 @@
 static char plugin_path[4096], faulty_so[4200];
 static _Atomic uint64_t *faulty_calls;
 
-//===----------------------------------------------------------------------===//
-// Host malloc faults (not under sanitizers, which own malloc)
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===
+ * Host malloc faults (not under sanitizers, which own malloc)
+ *===----------------------------------------------------------------------===*/
 
 #ifndef WAFER_SANITIZED
 #define HOST_FAULTS 1
@@ -95,9 +95,9 @@ EXPORTED void *realloc(void *ptr, size_t size)
 #define HOST_FAULTS 0
 #endif
 
-//===----------------------------------------------------------------------===//
-// The scenario
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===
+ * The scenario
+ *===----------------------------------------------------------------------===*/
 
 struct outcome {
 	int failures;   /* calls that failed (and then worked again) */

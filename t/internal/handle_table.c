@@ -12,27 +12,27 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 
-#include "core/handle_table.h"
+#include "lib/handle_table.h"
 #include "t/tap.h"
 
 #define LAST_GENERATION ((1u << WAFER_HANDLE_GENERATION_BITS) - 1u)
 
-static wafer_handle take(struct wafer_handle_table *t,
-			 struct wafer_handle_slot **slot)
+static wafer_handle take(struct wafer__handle_table *t,
+			 struct wafer__handle_slot **slot)
 {
 	wafer_handle h = {0};
-	if (wafer_handle_table_alloc(t, 64, slot, &h) != WAFER_OK)
+	if (wafer__handle_table_alloc(t, 64, slot, &h) != WAFER_OK)
 		diag("alloc: %s", wafer_last_error());
 	return h;
 }
 
 /* Drops the only reference and recycles the slot, as the server does once
  * the memory is released. */
-static void give_back(struct wafer_handle_table *t, wafer_handle h)
+static void give_back(struct wafer__handle_table *t, wafer_handle h)
 {
-	struct wafer_handle_slot *last = NULL;
-	if (wafer_handle_table_unref(t, h, NULL, &last) == WAFER_OK && last)
-		wafer_handle_table_recycle(t, last);
+	struct wafer__handle_slot *last = NULL;
+	if (wafer__handle_table_unref(t, h, NULL, &last) == WAFER_OK && last)
+		wafer__handle_table_recycle(t, last);
 }
 
 static uint32_t slot_index(wafer_handle h)
@@ -42,10 +42,10 @@ static uint32_t slot_index(wafer_handle h)
 
 static void test_generation_end(void)
 {
-	struct wafer_handle_table t;
-	struct wafer_handle_slot *slot, *other;
+	struct wafer__handle_table t;
+	struct wafer__handle_slot *slot, *other;
 
-	wafer_handle_table_init(&t, 0);
+	wafer__handle_table_init(&t, 0);
 	wafer_handle first = take(&t, &slot);
 	give_back(&t, first);
 	/* Fast-forward the free slot to two generations before the end. */
@@ -57,8 +57,8 @@ static void test_generation_end(void)
 	ok(other == slot, "and reused for the last generation");
 	bool donated = true;
 	wafer_handle donated_to = {0};
-	is_status(wafer_handle_table_donate(&t, last, "neg", &other,
-					    &donated_to, &donated),
+	is_status(wafer__handle_table_donate(&t, last, "neg", &other,
+					     &donated_to, &donated),
 		  WAFER_OK, "donating at the last generation");
 	ok(!donated && donated_to.bits == 0,
 	   "is refused (the operation copies): no generation is left");
@@ -66,105 +66,105 @@ static void test_generation_end(void)
 	wafer_handle next = take(&t, &other);
 	ok(other != slot && slot_index(next) != slot_index(last),
 	   "a slot past its last generation is retired, not reused");
-	struct wafer_handle_slot *found;
-	is_status(wafer_handle_table_lookup(&t, first, "read", &found),
+	struct wafer__handle_slot *found;
+	is_status(wafer__handle_table_lookup(&t, first, "read", &found),
 		  WAFER_ERROR_INVALID_HANDLE, "the first handle stays dead");
-	is_status(wafer_handle_table_lookup(&t, late, "read", &found),
+	is_status(wafer__handle_table_lookup(&t, late, "read", &found),
 		  WAFER_ERROR_INVALID_HANDLE, "the late one too");
-	is_status(wafer_handle_table_lookup(&t, last, "read", &found),
+	is_status(wafer__handle_table_lookup(&t, last, "read", &found),
 		  WAFER_ERROR_INVALID_HANDLE, "and the last one");
-	is_status(wafer_handle_table_lookup(&t, next, "read", &found),
+	is_status(wafer__handle_table_lookup(&t, next, "read", &found),
 		  WAFER_OK, "the new handle is live");
 	give_back(&t, next);
-	wafer_handle_table_fini(&t);
+	wafer__handle_table_fini(&t);
 }
 
 static void test_never_issued(void)
 {
-	struct wafer_handle_table t;
-	struct wafer_handle_slot *slot, *found;
+	struct wafer__handle_table t;
+	struct wafer__handle_slot *slot, *found;
 
-	wafer_handle_table_init(&t, 0);
+	wafer__handle_table_init(&t, 0);
 	wafer_handle h = take(&t, &slot);
 	wafer_handle unused = {h.bits + 5}; /* slot 6: never used */
-	is_status(wafer_handle_table_lookup(&t, unused, "read", &found),
+	is_status(wafer__handle_table_lookup(&t, unused, "read", &found),
 		  WAFER_ERROR_INVALID_HANDLE, "a never-used slot's handle");
 	like(wafer_last_error(), "was never issued", "is called never issued");
 	wafer_handle ahead = {h.bits + (UINT64_C(3) << WAFER_HANDLE_SLOT_BITS)};
-	is_status(wafer_handle_table_lookup(&t, ahead, "read", &found),
+	is_status(wafer__handle_table_lookup(&t, ahead, "read", &found),
 		  WAFER_ERROR_INVALID_HANDLE,
 		  "a live slot's handle of a later generation");
 	like(wafer_last_error(), "was never issued", "is called never issued");
 	give_back(&t, h);
-	is_status(wafer_handle_table_lookup(&t, h, "read", &found),
+	is_status(wafer__handle_table_lookup(&t, h, "read", &found),
 		  WAFER_ERROR_INVALID_HANDLE, "a released handle");
 	like(wafer_last_error(), "was released", "is called released");
-	wafer_handle_table_fini(&t);
+	wafer__handle_table_fini(&t);
 }
 
 /* 65,535 tables later the tag comes round again: the old client's handle
  * must not name the new client's slot. */
 static void test_tag_reuse(void)
 {
-	struct wafer_handle_table t, old;
-	struct wafer_handle_slot *slot, *found;
+	struct wafer__handle_table t, old;
+	struct wafer__handle_slot *slot, *found;
 
-	wafer_handle_table_init(&old, 0);
+	wafer__handle_table_init(&old, 0);
 	wafer_handle stale = take(&old, &slot);
 	give_back(&old, stale);
 	wafer_handle stale2 = take(&old, &slot); /* generation + 1 */
 	give_back(&old, stale2);
 	uint16_t tag = old.tag;
-	wafer_handle_table_fini(&old);
+	wafer__handle_table_fini(&old);
 
 	uint32_t opened = 0;
 	for (;;) {
-		wafer_handle_table_init(&t, 0);
+		wafer__handle_table_init(&t, 0);
 		opened++;
 		if (t.tag == tag || opened > 70000)
 			break;
-		wafer_handle_table_fini(&t);
+		wafer__handle_table_fini(&t);
 	}
 	is_int(t.tag, tag, "the tag came round after %u opens", opened);
 	wafer_handle fresh = take(&t, &slot);
 	ok(fresh.bits != stale.bits && fresh.bits != stale2.bits,
 	   "the new client's first handle is not an old one (0x%016" PRIx64
 	   ")", fresh.bits);
-	is_status(wafer_handle_table_lookup(&t, stale, "read", &found),
+	is_status(wafer__handle_table_lookup(&t, stale, "read", &found),
 		  WAFER_ERROR_INVALID_HANDLE, "the old client's handle is refused");
-	is_status(wafer_handle_table_lookup(&t, stale2, "release", &found),
+	is_status(wafer__handle_table_lookup(&t, stale2, "release", &found),
 		  WAFER_ERROR_INVALID_HANDLE, "both of them");
 	give_back(&t, fresh);
-	wafer_handle_table_fini(&t);
+	wafer__handle_table_fini(&t);
 }
 
 /* A client that stays open while 65,535 others open and close keeps its
  * tag to itself: no later client accepts its handle. */
 static void test_live_tag_kept(void)
 {
-	struct wafer_handle_table t, old;
-	struct wafer_handle_slot *slot, *found;
+	struct wafer__handle_table t, old;
+	struct wafer__handle_slot *slot, *found;
 
-	wafer_handle_table_init(&old, 0);
+	wafer__handle_table_init(&old, 0);
 	wafer_handle mine = take(&old, &slot);
 	uint32_t shared = 0, accepted = 0;
 	for (uint32_t i = 0; i < 70000; i++) {
-		if (wafer_handle_table_init(&t, 0) != WAFER_OK)
+		if (wafer__handle_table_init(&t, 0) != WAFER_OK)
 			break;
 		if (t.tag == old.tag) {
 			shared++;
-			if (wafer_handle_table_lookup(&t, mine, "release",
-						      &found) == WAFER_OK)
+			if (wafer__handle_table_lookup(&t, mine, "release",
+						       &found) == WAFER_OK)
 				accepted++;
 		}
-		wafer_handle_table_fini(&t);
+		wafer__handle_table_fini(&t);
 	}
 	is_int(shared, 0, "no client opened meanwhile got the open one's tag");
 	is_int(accepted, 0, "none of them accepts its handle");
-	is_status(wafer_handle_table_lookup(&old, mine, "read", &found),
+	is_status(wafer__handle_table_lookup(&old, mine, "read", &found),
 		  WAFER_OK, "the open client still owns its handle");
 	give_back(&old, mine);
-	wafer_handle_table_fini(&old);
+	wafer__handle_table_fini(&old);
 }
 
 int main(void)

@@ -20,10 +20,10 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
-#include "core/config.h"
-#include "core/loader.h"
-#include "core/log.h"
-#include "core/runtime.h"
+#include "lib/config.h"
+#include "lib/loader.h"
+#include "lib/log.h"
+#include "lib/runtime.h"
 #include "t/plugins/common.h"
 #include "t/client_util.h"
 #include "t/tap.h"
@@ -101,7 +101,7 @@ static int ends_with(const char *s, const char *suffix)
 	return s && n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===*/
 
 static void test_bad_plugins(void)
 {
@@ -187,12 +187,12 @@ static void test_bad_plugins(void)
 	   "bad: device 0 is good:0");
 
 	struct wafer_runtime_device *dev = NULL;
-	is_status(wafer_runtime_acquire_device(rt, "default", &dev), WAFER_OK,
+	is_status(wafer__runtime_acquire_device(rt, "default", &dev), WAFER_OK,
 		  "bad: default skips every bad plugin");
 	ok(dev && strcmp(dev->backend, "good") == 0, "bad: default is good");
-	wafer_runtime_release_device(rt, dev);
+	wafer__runtime_release_device(rt, dev);
 
-	is_status(wafer_runtime_acquire_device(rt, "init_fails", &dev),
+	is_status(wafer__runtime_acquire_device(rt, "init_fails", &dev),
 		  WAFER_ERROR_NO_DEVICE, "bad: selecting a rejected backend");
 	ok(dev == NULL, "bad: out_device NULL on failure");
 	like(wafer_last_error(),
@@ -201,7 +201,7 @@ static void test_bad_plugins(void)
 	     "NO_DEVICE detail: the named backend's reason");
 	ok(!strstr(wafer_last_error(), "abi_major"),
 	   "NO_DEVICE detail: only the named backend's");
-	wafer_runtime_acquire_device(rt, "goood", &dev);
+	wafer__runtime_acquire_device(rt, "goood", &dev);
 	is_str(wafer_last_error(),
 	       "no device matches 'goood': no backend 'goood' (did you mean "
 	       "good?)",
@@ -210,7 +210,7 @@ static void test_bad_plugins(void)
 
 	/* The same search repeated is not spelled out again. */
 	rt = open_runtime("nosuch, nosuch2, nodev", NULL, 0);
-	wafer_runtime_acquire_device(rt, "default", &dev);
+	wafer__runtime_acquire_device(rt, "default", &dev);
 	snprintf(want, sizeof want,
 		 "no device matches 'default': nosuch: not found in: %s; "
 		 "nosuch2: not found (same path); nodev: not found (same path)",
@@ -220,7 +220,7 @@ static void test_bad_plugins(void)
 	wafer_runtime_close(rt);
 }
 
-/* wafer_loader_load directly: statuses and the thread's detail. */
+/* wafer__loader_load directly: statuses and the thread's detail. */
 /* Copies the first |size| bytes of |from| to |to|. */
 static void copy_prefix(const char *from, const char *to, size_t size)
 {
@@ -240,10 +240,10 @@ static void copy_prefix(const char *from, const char *to, size_t size)
 /* Files dlopen must never see: each once killed (SIGBUS) or hung every
  * wafer program with it in its plugin path. Each is refused with the
  * file named and the reason. */
-static void test_broken_files(struct wafer_config *config)
+static void test_broken_files(struct wafer__config *config)
 {
 	char dir[] = "/tmp/wafer-loader-XXXXXX", path[4200], good[4200];
-	struct wafer_loaded_plugin *p = NULL;
+	struct wafer__loaded_plugin *p = NULL;
 	static const struct {
 		const char *name;
 		const char *reason;
@@ -276,7 +276,7 @@ static void test_broken_files(struct wafer_config *config)
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		snprintf(path, sizeof path, "%s/%s.so", dir, cases[i].name);
-		is_status(wafer_loader_load(NULL, path, &p), cases[i].status,
+		is_status(wafer__loader_load(NULL, path, &p), cases[i].status,
 			  "%s.so by path: refused", cases[i].name);
 		ok(p && p->reason &&
 			   strncmp(p->reason, cases[i].reason,
@@ -285,21 +285,21 @@ static void test_broken_files(struct wafer_config *config)
 		   p && p->reason ? p->reason : "");
 		ok(strstr(wafer_last_error(), cases[i].name) != NULL,
 		   "%s.so: the detail names the file", cases[i].name);
-		wafer_loader_unload(p);
+		wafer__loader_unload(p);
 	}
 	/* And through the search path: the loop is not "not found". */
-	wafer_config_set(config, "core", "plugin_path", dir, "test");
-	wafer_loader_load(config, "loop", &p);
+	wafer__config_set(config, "core", "plugin_path", dir, "test");
+	wafer__loader_load(config, "loop", &p);
 	ok(p && p->reason && strstr(p->reason, "loop.so") &&
 		   strstr(p->reason, strerror(ELOOP)),
 	   "loop by name: '%s'", p && p->reason ? p->reason : "");
-	wafer_loader_unload(p);
-	wafer_loader_load(config, "fifo", &p);
+	wafer__loader_unload(p);
+	wafer__loader_load(config, "fifo", &p);
 	ok(p && p->reason &&
 		   strcmp(p->reason, "not loaded: not a regular file") == 0,
 	   "fifo by name: refused without blocking");
-	wafer_loader_unload(p);
-	wafer_config_set(config, "core", "plugin_path", plugin_path, "test");
+	wafer__loader_unload(p);
+	wafer__config_set(config, "core", "plugin_path", plugin_path, "test");
 
 	char command[4300];
 	snprintf(command, sizeof command, "rm -rf '%s'", dir);
@@ -309,8 +309,8 @@ static void test_broken_files(struct wafer_config *config)
 
 static void test_loader_direct(void)
 {
-	struct wafer_config *config = NULL;
-	struct wafer_loaded_plugin *p = NULL;
+	struct wafer__config *config = NULL;
+	struct wafer__loaded_plugin *p = NULL;
 	char path[8192];
 	static const struct {
 		const char *name;
@@ -328,14 +328,14 @@ static void test_loader_direct(void)
 		{"no_devices", WAFER_ERROR_NO_DEVICE},
 	};
 
-	if (wafer_config_create(&config) != WAFER_OK ||
-	    wafer_config_set(config, "core", "plugin_path", plugin_path,
-			     "test") != WAFER_OK) {
+	if (wafer__config_create(&config) != WAFER_OK ||
+	    wafer__config_set(config, "core", "plugin_path", plugin_path,
+			      "test") != WAFER_OK) {
 		diag("config: %s", wafer_last_error());
 		exit(1);
 	}
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		wafer_status status = wafer_loader_load(config, cases[i].name, &p);
+		wafer_status status = wafer__loader_load(config, cases[i].name, &p);
 		is_status(status, cases[i].status, "load %s: status",
 			  cases[i].name);
 		ok(p && !p->accepted && !p->dl && !p->plugin,
@@ -346,19 +346,19 @@ static void test_loader_direct(void)
 			   p && p->reason && strstr(wafer_last_error(), p->reason),
 		   "load %s: detail names plugin and reason (%s)",
 		   cases[i].name, wafer_last_error());
-		wafer_loader_unload(p);
+		wafer__loader_unload(p);
 	}
 
-	wafer_loader_load(config, "unresolved", &p);
+	wafer__loader_load(config, "unresolved", &p);
 	ok(p && p->reason && strncmp(p->reason, "dlopen failed: ", 15) == 0 &&
 		   strstr(p->reason, "wafer_test_defined_nowhere"),
 	   "unresolved: dlopen failed, naming the symbol (%s)",
 	   p && p->reason ? p->reason : "");
-	wafer_loader_unload(p);
+	wafer__loader_unload(p);
 
 	test_broken_files(config);
 
-	is_status(wafer_loader_load(config, "good", &p), WAFER_OK,
+	is_status(wafer__loader_load(config, "good", &p), WAFER_OK,
 		  "load good by name");
 	ok(p && p->accepted && p->dl && p->plugin == &p->desc &&
 		   p->device_count == 1,
@@ -368,37 +368,37 @@ static void test_loader_direct(void)
 		   p->storage.alloc_async == NULL && p->server.timer_begin == NULL,
 	   "good: normalised tables, optional entries NULL");
 	struct wafer_device_info info;
-	is_status(wafer_loader_device_info(p, 0, &info), WAFER_OK,
+	is_status(wafer__loader_device_info(p, 0, &info), WAFER_OK,
 		  "good: device_info");
 	ok(info.struct_size == sizeof info && info.alloc_alignment == 64,
 	   "good: device_info filled");
-	is_status(wafer_loader_device_info(p, 1, &info),
+	is_status(wafer__loader_device_info(p, 1, &info),
 		  WAFER_ERROR_INVALID_ARGUMENT, "good: device_info index 1");
-	wafer_loader_unload(p);
+	wafer__loader_unload(p);
 
 	/* A path is opened as given; the descriptor names the backend. */
 	snprintf(path, sizeof path, "%s/full.so", libs_dir);
-	is_status(wafer_loader_load(NULL, path, &p), WAFER_OK, "load by path");
+	is_status(wafer__loader_load(NULL, path, &p), WAFER_OK, "load by path");
 	ok(p && strcmp(p->name, "full") == 0 && p->device_count == 2,
 	   "by path: name from the descriptor");
 	ok(p && p->storage.alloc_async && p->server.timer_end,
 	   "full: optional entries kept");
-	is_int(p ? wafer_loader_derived_caps(p, 4096) : 0,
+	is_int(p ? wafer__loader_derived_caps(p, 4096) : 0,
 	       WAFER_CAP_STREAM_ORDERED_ALLOC | WAFER_CAP_VIRTUAL_MEMORY |
 		       WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PROGRAMS,
 	       "full: every derived bit; never pinned-host (ABI 1.1)");
-	is_int(p ? wafer_loader_derived_caps(p, 0) &
+	is_int(p ? wafer__loader_derived_caps(p, 0) &
 			   WAFER_CAP_VIRTUAL_MEMORY
 		 : 1,
 	       0, "full: no virtual memory without a granularity");
-	wafer_loader_unload(p);
+	wafer__loader_unload(p);
 
 	snprintf(path, sizeof path, "%s/full.so", libs_dir);
-	is_status(wafer_loader_load(NULL, path, &p), WAFER_OK, "load full again");
+	is_status(wafer__loader_load(NULL, path, &p), WAFER_OK, "load full again");
 	ok(p && p->storage.native && p->storage.import && p->storage.forget &&
 		   p->server.queue_native && p->server.queue_wrap,
 	   "full: interop entries (ABI 1.3) kept");
-	wafer_loader_unload(p);
+	wafer__loader_unload(p);
 
 	/* Interop entries come in groups: part of one is none of it. */
 	snprintf(path, sizeof path, "%s/half_interop.so", libs_dir);
@@ -409,7 +409,7 @@ static void test_loader_direct(void)
 
 		p = NULL;
 		if (log_capture_begin(&cap)) {
-			st = wafer_loader_load(NULL, path, &p);
+			st = wafer__loader_load(NULL, path, &p);
 			log_capture_end(&cap, text, sizeof text);
 		}
 		is_status(st, WAFER_OK, "half_interop: loads");
@@ -429,14 +429,14 @@ static void test_loader_direct(void)
 		like(text, "comm entries come together; it has comm_id "
 		     "comm_open comm_close but not comm_run: collectives off",
 		     "half_interop: a warning names the comm entries");
-		ok(p && !(wafer_loader_derived_caps(p, 0) &
+		ok(p && !(wafer__loader_derived_caps(p, 0) &
 			  (WAFER_CAP_COLLECTIVES | WAFER_CAP_PEER_COPY)),
 		   "half_interop: no collectives or peer copy capability");
-		wafer_loader_unload(p);
+		wafer__loader_unload(p);
 	}
 
 	snprintf(path, sizeof path, "%s/old_minor.so", libs_dir);
-	is_status(wafer_loader_load(NULL, path, &p), WAFER_OK,
+	is_status(wafer__loader_load(NULL, path, &p), WAFER_OK,
 		  "old minor tables load");
 	ok(p && !p->storage.alloc_async && !p->storage.vm_reserve &&
 		   !p->storage.host_alloc && !p->server.timer_begin &&
@@ -445,36 +445,36 @@ static void test_loader_direct(void)
 	ok(p && p->storage.struct_size == sizeof p->storage &&
 		   p->plugin->storage->copy && p->plugin->server->sync,
 	   "old minor: required entries kept, struct_size the core's");
-	wafer_loader_unload(p);
+	wafer__loader_unload(p);
 
-	is_status(wafer_loader_load(NULL, "/nonexistent/dir/x.so", &p),
+	is_status(wafer__loader_load(NULL, "/nonexistent/dir/x.so", &p),
 		  WAFER_ERROR_NOT_FOUND, "missing path");
 	ok(p && strcmp(p->name, "x") == 0 && p->reason &&
 		   strcmp(p->reason, "not found: /nonexistent/dir/x.so") == 0,
 	   "missing path: 'not found: <path>' under the file's name");
-	wafer_loader_unload(p);
+	wafer__loader_unload(p);
 
-	is_status(wafer_loader_load(NULL, "nosuch", &p), WAFER_ERROR_NOT_FOUND,
+	is_status(wafer__loader_load(NULL, "nosuch", &p), WAFER_ERROR_NOT_FOUND,
 		  "no config: built-in directory");
 	ok(p && p->reason && strcmp(p->reason, "not found in: " WAFER_PLUGINDIR) == 0,
 	   "no config: searched " WAFER_PLUGINDIR);
-	wafer_loader_unload(p);
+	wafer__loader_unload(p);
 
 	/* An empty element stands for the built-in directory. */
-	wafer_config_set(config, "core", "plugin_path", "/nonexistent:", "test");
-	wafer_loader_load(config, "nosuch", &p);
+	wafer__config_set(config, "core", "plugin_path", "/nonexistent:", "test");
+	wafer__loader_load(config, "nosuch", &p);
 	ok(p && p->reason &&
 		   strcmp(p->reason,
 			  "not found in: /nonexistent:" WAFER_PLUGINDIR) == 0,
 	   "empty path element: built-in directory (%s)",
 	   p ? p->reason : "");
-	wafer_loader_unload(p);
+	wafer__loader_unload(p);
 
-	is_status(wafer_loader_load(config, "", &p),
+	is_status(wafer__loader_load(config, "", &p),
 		  WAFER_ERROR_INVALID_ARGUMENT, "empty name");
 	ok(p == NULL, "empty name: no record");
-	wafer_loader_unload(NULL);
-	wafer_config_destroy(config);
+	wafer__loader_unload(NULL);
+	wafer__config_destroy(config);
 }
 
 static void test_priority(void)
@@ -493,18 +493,18 @@ static void test_priority(void)
 	d = device_at(rt, 2);
 	ok(d.backend && !strcmp(d.backend, "good") && d.index == 0,
 	   "priority: then good:0");
-	is_status(wafer_runtime_acquire_device(rt, "default", &dev), WAFER_OK,
+	is_status(wafer__runtime_acquire_device(rt, "default", &dev), WAFER_OK,
 		  "priority: default");
 	ok(dev && !strcmp(dev->backend, "full") && dev->index == 0,
 	   "priority: first backend with a device wins");
-	wafer_runtime_release_device(rt, dev);
+	wafer__runtime_release_device(rt, dev);
 	wafer_runtime_close(rt);
 
 	rt = open_runtime("good, full", NULL, 0);
-	is_status(wafer_runtime_acquire_device(rt, "default", &dev), WAFER_OK,
+	is_status(wafer__runtime_acquire_device(rt, "default", &dev), WAFER_OK,
 		  "priority reversed: default");
 	ok(dev && !strcmp(dev->backend, "good"), "priority reversed: good");
-	wafer_runtime_release_device(rt, dev);
+	wafer__runtime_release_device(rt, dev);
 	d = device_at(rt, 1);
 	ok(d.backend && !strcmp(d.backend, "full") && d.index == 0,
 	   "priority reversed: full:0 after good:0");
@@ -522,14 +522,14 @@ static void test_priority(void)
 
 	rt = open_runtime("", NULL, 0);
 	is_int(wafer_runtime_plugin_count(rt), 0, "empty backend list");
-	is_status(wafer_runtime_acquire_device(rt, "default", &dev),
+	is_status(wafer__runtime_acquire_device(rt, "default", &dev),
 		  WAFER_ERROR_NO_DEVICE, "empty backend list: no default");
 	like(wafer_last_error(), "lists no backends",
 	     "empty backend list: detail says so");
 	wafer_runtime_close(rt);
 
 	rt = open_runtime("nosuch, no_devices", NULL, 0);
-	is_status(wafer_runtime_acquire_device(rt, "default", &dev),
+	is_status(wafer__runtime_acquire_device(rt, "default", &dev),
 		  WAFER_ERROR_NO_DEVICE, "no accepted backend: NO_DEVICE");
 	like(wafer_last_error(),
 	     "no device matches 'default': nosuch: not found in: ",
@@ -558,18 +558,18 @@ static void test_selectors(void)
 
 	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
 		dev = NULL;
-		wafer_status status = wafer_runtime_acquire_device(
+		wafer_status status = wafer__runtime_acquire_device(
 			rt, good[i].selector, &dev);
 		ok(status == WAFER_OK && dev &&
 			   !strcmp(dev->backend, good[i].backend) &&
 			   dev->index == good[i].index,
 		   "selector '%s' -> %s:%u", good[i].selector,
 		   good[i].backend, good[i].index);
-		wafer_runtime_release_device(rt, dev);
+		wafer__runtime_release_device(rt, dev);
 	}
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		dev = (void *)1;
-		is_status(wafer_runtime_acquire_device(rt, bad[i], &dev),
+		is_status(wafer__runtime_acquire_device(rt, bad[i], &dev),
 			  WAFER_ERROR_INVALID_ARGUMENT, "bad selector '%s'",
 			  bad[i]);
 		ok(dev == NULL, "bad selector '%s': out NULL", bad[i]);
@@ -577,27 +577,27 @@ static void test_selectors(void)
 	like(wafer_last_error(), "expected 'default', '<backend>' or",
 	     "bad selector: detail says what is expected");
 
-	is_status(wafer_runtime_acquire_device(rt, NULL, &dev),
+	is_status(wafer__runtime_acquire_device(rt, NULL, &dev),
 		  WAFER_ERROR_INVALID_ARGUMENT, "NULL selector");
-	is_status(wafer_runtime_acquire_device(NULL, "default", &dev),
+	is_status(wafer__runtime_acquire_device(NULL, "default", &dev),
 		  WAFER_ERROR_INVALID_ARGUMENT, "NULL runtime");
-	is_status(wafer_runtime_acquire_device(rt, "default", NULL),
+	is_status(wafer__runtime_acquire_device(rt, "default", NULL),
 		  WAFER_ERROR_INVALID_ARGUMENT, "NULL out_device");
 
-	is_status(wafer_runtime_acquire_device(rt, "full:2", &dev),
+	is_status(wafer__runtime_acquire_device(rt, "full:2", &dev),
 		  WAFER_ERROR_NO_DEVICE, "full:2: index past the devices");
 	is_str(wafer_last_error(),
 	       "no device matches 'full:2': full has 2 devices (full:0 to "
 	       "full:1)",
 	       "full:2: detail says which devices there are");
-	is_status(wafer_runtime_acquire_device(rt, "good:1", &dev),
+	is_status(wafer__runtime_acquire_device(rt, "good:1", &dev),
 		  WAFER_ERROR_NO_DEVICE, "good:1: index past the one device");
 	is_str(wafer_last_error(),
 	       "no device matches 'good:1': good has 1 device (good:0)",
 	       "good:1: detail names the one device");
-	is_status(wafer_runtime_acquire_device(rt, "no_devices", &dev),
+	is_status(wafer__runtime_acquire_device(rt, "no_devices", &dev),
 		  WAFER_ERROR_NO_DEVICE, "backend without devices");
-	is_status(wafer_runtime_acquire_device(rt, "cuda", &dev),
+	is_status(wafer__runtime_acquire_device(rt, "cuda", &dev),
 		  WAFER_ERROR_NO_DEVICE, "backend not listed");
 	is_str(wafer_last_error(),
 	       "no device matches 'cuda': no backend 'cuda' in [core] backend "
@@ -703,7 +703,7 @@ static void test_devices(void)
 	wafer_runtime_close(rt);
 }
 
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===*/
 
 struct thread_arg {
 	wafer_runtime *rt;
@@ -715,13 +715,13 @@ static void *acquire_loop(void *p)
 	struct thread_arg *arg = p;
 	for (int i = 0; i < 2000; i++) {
 		struct wafer_runtime_device *dev = NULL;
-		if (wafer_runtime_acquire_device(arg->rt, "full:1", &dev) !=
+		if (wafer__runtime_acquire_device(arg->rt, "full:1", &dev) !=
 			    WAFER_OK ||
 		    !dev->device) {
 			arg->failures++;
 			continue;
 		}
-		wafer_runtime_release_device(arg->rt, dev);
+		wafer__runtime_release_device(arg->rt, dev);
 	}
 	return NULL;
 }
@@ -732,7 +732,7 @@ static void test_refcount(void)
 	struct wafer_runtime_device *a = NULL, *b = NULL;
 	struct tp_device *td;
 
-	is_status(wafer_runtime_acquire_device(rt, "good", &a), WAFER_OK,
+	is_status(wafer__runtime_acquire_device(rt, "good", &a), WAFER_OK,
 		  "acquire good");
 	if (!a) {
 		wafer_runtime_close(rt);
@@ -752,12 +752,12 @@ static void test_refcount(void)
 		   a->plugin->storage->alloc_async == NULL,
 	   "descriptor with its tables");
 
-	is_status(wafer_runtime_acquire_device(rt, "good:0", &b), WAFER_OK,
+	is_status(wafer__runtime_acquire_device(rt, "good:0", &b), WAFER_OK,
 		  "acquire good:0 again");
 	ok(b == a && td->open_count == 1, "second acquire shares the device");
 
 	wafer_device_desc desc;
-	wafer_runtime_describe_device(a, &desc);
+	wafer__runtime_describe_device(a, &desc);
 	ok(desc.struct_size == sizeof desc && !strcmp(desc.backend, "good") &&
 		   desc.index == 0 && !strcmp(desc.name, "good device 0") &&
 		   desc.capabilities ==
@@ -795,16 +795,16 @@ static void test_refcount(void)
 	if (queue)
 		pl->server->queue_destroy(a->device, queue);
 
-	wafer_runtime_release_device(rt, b);
+	wafer__runtime_release_device(rt, b);
 	ok(td->close_count == 0 && a->device == td,
 	   "release of one of two references keeps it open");
-	wafer_runtime_release_device(rt, a);
+	wafer__runtime_release_device(rt, a);
 	ok(td->close_count == 1 && a->device == NULL && a->kernels == NULL,
 	   "last release closes it");
-	is_status(wafer_runtime_acquire_device(rt, "good", &a), WAFER_OK,
+	is_status(wafer__runtime_acquire_device(rt, "good", &a), WAFER_OK,
 		  "acquire after close");
 	ok(td->open_count == 2, "reopened on next acquire");
-	wafer_runtime_release_device(rt, a);
+	wafer__runtime_release_device(rt, a);
 	ok(td->close_count == 2, "closed again");
 
 	/* Concurrent acquire/release of one device. */
@@ -819,27 +819,27 @@ static void test_refcount(void)
 		pthread_join(threads[i], NULL);
 		failures += args[i].failures;
 	}
-	is_status(wafer_runtime_acquire_device(rt, "full:1", &a), WAFER_OK,
+	is_status(wafer__runtime_acquire_device(rt, "full:1", &a), WAFER_OK,
 		  "threads: acquire full:1 afterwards");
 	td = a->device;
 	ok(failures == 0 && td->open_count == td->close_count + 1,
 	   "threads: %d failures, opens %d = closes %d + 1", failures,
 	   td->open_count, td->close_count);
-	wafer_runtime_release_device(rt, a);
+	wafer__runtime_release_device(rt, a);
 
 	/* A device still acquired at close is closed (with a warning): the
 	 * plugin's device_close logs at debug level (t/plugins/common.c),
 	 * and the device's state is gone with the plugin after close. */
-	is_status(wafer_runtime_acquire_device(rt, "full:0", &a), WAFER_OK,
+	is_status(wafer__runtime_acquire_device(rt, "full:0", &a), WAFER_OK,
 		  "acquire and leave acquired at close");
 	{
 		char text[8192] = "";
 		struct log_capture cap;
 
 		if (log_capture_begin(&cap)) {
-			wafer_log_set_level(WAFER_LOG_DEBUG);
+			wafer__log_set_level(WAFER_LOG_DEBUG);
 			wafer_runtime_close(rt);
-			wafer_log_set_level(WAFER_LOG_WARN);
+			wafer__log_set_level(WAFER_LOG_WARN);
 			log_capture_end(&cap, text, sizeof text);
 			like(text, "full:0 still acquired 1 time at runtime "
 			     "close; closing it",
@@ -861,11 +861,11 @@ static void test_clients(void)
 	float ys[4] = {0};
 
 	/* A client counts; closing the runtime under it leaks instead. */
-	wafer_runtime_client_opened(rt);
+	wafer__runtime_client_opened(rt);
 	wafer_runtime_close(rt); /* logs an error, keeps everything */
 	is_int(wafer_runtime_device_count(rt), 1,
 	       "close with a client open leaves the runtime alive");
-	wafer_runtime_client_closed(rt);
+	wafer__runtime_client_closed(rt);
 
 	/* The client API on a test plugin device. */
 	is_status(wafer_client_open(rt, "good", NULL, &client), WAFER_OK,
@@ -889,7 +889,7 @@ static void test_clients(void)
 	wafer_runtime_close(rt);
 }
 
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===*/
 
 static void write_file(const char *path, const char *text)
 {
@@ -1021,7 +1021,7 @@ static void test_plugin_log(void)
 	snprintf(want, sizeof want, "good.so (ABI %d.%d, 1 device)",
 		 WAFER_PLUGIN_ABI_MAJOR, WAFER_PLUGIN_ABI_MINOR);
 	like(text, want, "accepted plugin logged with path and ABI");
-	wafer_log_set_level(WAFER_LOG_WARN);
+	wafer__log_set_level(WAFER_LOG_WARN);
 }
 
 int main(void)

@@ -1,12 +1,12 @@
 # t/internal/: the core's own units and checks of the build.
 
-# The plugins' compiled-binary cache (core/binary_cache.c), directly.
+# The plugins' compiled-binary cache (lib/binary_cache.c), directly.
 check_PROGRAMS += t/internal/binary_cache
 TESTS += t/internal/binary_cache
 t_internal_binary_cache_LDADD = $(T_CORE_LIBS)
 
 # The plugin loader and the runtime: test plugins, selectors, reports.
-# Handles never issued twice (core/handle_table.c, driven directly).
+# Handles never issued twice (lib/handle_table.c, driven directly).
 check_PROGRAMS += t/internal/handle_table
 TESTS += t/internal/handle_table
 t_internal_handle_table_LDADD = $(T_CORE_LIBS)
@@ -25,7 +25,7 @@ t_internal_faults_LDADD = libwafer.la -ldl
 # Its malloc wrappers must stand in for the library's and the plugin's.
 t_internal_faults_LDFLAGS = -rdynamic
 
-# The configuration chain: syntax, errors, order (core/config.c).
+# The configuration chain: syntax, errors, order (lib/config.c).
 check_PROGRAMS += t/internal/config
 TESTS += t/internal/config
 t_internal_config_LDADD = $(T_CORE_LIBS)
@@ -127,7 +127,7 @@ check_PROGRAMS += t/internal/client_open_errors
 TESTS += t/internal/client_open_errors
 t_internal_client_open_errors_LDADD = $(T_CORE_LIBS)
 
-# The build tree runs without installing (core/build_tree.c, ./uninstalled);
+# The build tree runs without installing (lib/build_tree.c, ./uninstalled);
 # the man pages render without warnings; wafer-bench's usage and progress.
 TESTS += t/internal/build_tree.sh t/internal/man.sh t/internal/wafer-bench.sh
 EXTRA_DIST += t/internal/build_tree.sh t/internal/man.sh \

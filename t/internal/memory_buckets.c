@@ -8,10 +8,10 @@
 #include "t/standins/fake_storage.h"
 #include "t/tap.h"
 
-static struct wafer_memory_strategy_stats stats(const struct wafer_memory *m)
+static struct wafer__memory_strategy_stats stats(const struct wafer__memory *m)
 {
-	struct wafer_memory_strategy_stats s;
-	wafer_memory_strategy_stats(m, &s);
+	struct wafer__memory_strategy_stats s;
+	wafer__memory_strategy_stats(m, &s);
 	return s;
 }
 
@@ -26,14 +26,14 @@ static void test_rounding(void)
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct fake_storage f;
 		fake_init(&f, NULL);
-		struct wafer_memory *m = fake_memory(&f, "buckets", NULL);
-		struct wafer_slice s;
-		wafer_memory_reserve(m, cases[i].ask, &s);
+		struct wafer__memory *m = fake_memory(&f, "buckets", NULL);
+		struct wafer__slice s;
+		wafer__memory_reserve(m, cases[i].ask, &s);
 		is_int((long long)fake_usage(m).bytes_reserved,
 		       (long long)cases[i].bucket, "%zu bytes -> bucket %zu",
 		       cases[i].ask, cases[i].bucket);
-		wafer_memory_release(m, &s);
-		wafer_memory_destroy(m);
+		wafer__memory_release(m, &s);
+		wafer__memory_destroy(m);
 		fake_fini(&f);
 	}
 }
@@ -42,29 +42,29 @@ static void test_hits(void)
 {
 	struct fake_storage f;
 	fake_init(&f, NULL);
-	struct wafer_memory *m = fake_memory(&f, "buckets", NULL);
-	struct wafer_slice a, b, c;
-	wafer_memory_reserve(m, 1000, &a);
-	wafer_memory_reserve(m, 1024, &b);
+	struct wafer__memory *m = fake_memory(&f, "buckets", NULL);
+	struct wafer__slice a, b, c;
+	wafer__memory_reserve(m, 1000, &a);
+	wafer__memory_reserve(m, 1024, &b);
 	is_int((long long)stats(m).misses, 2, "two misses");
-	wafer_memory_release(m, &a);
-	wafer_memory_release(m, &b);
+	wafer__memory_release(m, &a);
+	wafer__memory_release(m, &b);
 	is_int((long long)stats(m).cached_bytes, 2048, "both cached");
-	wafer_memory_reserve(m, 900, &c);
+	wafer__memory_reserve(m, 900, &c);
 	is_int((long long)stats(m).hits, 1, "same bucket: a hit");
 	ok(c.resource == b.resource, "LIFO: the last released comes first");
 	is_int((long long)f.allocs, 2, "no storage call for the hit");
-	wafer_memory_release(m, &c);
-	struct wafer_slice d;
-	wafer_memory_reserve(m, 2048, &d);
+	wafer__memory_release(m, &c);
+	struct wafer__slice d;
+	wafer__memory_reserve(m, 2048, &d);
 	is_int((long long)stats(m).misses, 3,
 	       "another bucket misses, though 2048 bytes are cached");
-	wafer_memory_release(m, &d);
-	wafer_memory_trim_cache(m);
+	wafer__memory_release(m, &d);
+	wafer__memory_trim_cache(m);
 	is_int((long long)fake_usage(m).bytes_reserved, 0, "trim drops all");
 	is_int((long long)stats(m).cached_bytes, 0, "nothing cached");
 	is_int((long long)f.count, 0, "storage holds nothing");
-	wafer_memory_destroy(m);
+	wafer__memory_destroy(m);
 	fake_fini(&f);
 }
 
@@ -74,11 +74,11 @@ static void test_idempotent_release(void)
 {
 	struct fake_storage f;
 	fake_init(&f, NULL);
-	const struct wafer_memory_strategy_ops *ops =
-		wafer_memory_strategy_find("buckets");
+	const struct wafer__memory_strategy_ops *ops =
+		wafer__memory_strategy_find("buckets");
 	void *self;
 	is_status(ops->create(&f.storage, NULL, &self), WAFER_OK, "create");
-	struct wafer_slice a, b, c;
+	struct wafer__slice a, b, c;
 	ops->reserve(self, 512, &a);
 	ops->release(self, &a);
 	ops->release(self, &a);
@@ -102,28 +102,28 @@ static void test_cap(void)
 {
 	struct fake_storage f;
 	fake_init(&f, NULL);
-	struct wafer_memory *m =
+	struct wafer__memory *m =
 		fake_memory(&f, "buckets", "[memory.buckets]\nbucket_cap = 2K\n");
-	struct wafer_slice s[3], big;
+	struct wafer__slice s[3], big;
 	for (int i = 0; i < 3; i++)
-		wafer_memory_reserve(m, 1024, &s[i]);
-	wafer_memory_reserve(m, 4096, &big);
+		wafer__memory_reserve(m, 1024, &s[i]);
+	wafer__memory_reserve(m, 4096, &big);
 	for (int i = 0; i < 3; i++)
-		wafer_memory_release(m, &s[i]);
+		wafer__memory_release(m, &s[i]);
 	is_int((long long)f.frees, 1, "the third 1 KiB buffer passed the cap");
 	is_int((long long)stats(m).cached_bytes, 2048, "the bucket holds 2 KiB");
-	wafer_memory_release(m, &big);
+	wafer__memory_release(m, &big);
 	is_int((long long)f.frees, 2, "a 4 KiB buffer never fits a 2 KiB cap");
-	wafer_memory_destroy(m);
+	wafer__memory_destroy(m);
 	is_int((long long)fake_fini(&f), 0, "no leak");
 
 	fake_init(&f, NULL);
-	struct wafer_config *config =
+	struct wafer__config *config =
 		fake_config("[memory.buckets]\nbucket_cap = -1\n");
-	is_status(wafer_memory_create("buckets", &f.storage, config, &m),
+	is_status(wafer__memory_create("buckets", &f.storage, config, &m),
 		  WAFER_ERROR_CONFIG, "bucket_cap = -1 refused");
-	like(wafer_error_detail(), "bucket_cap", "detail names the key");
-	wafer_config_destroy(config);
+	like(wafer__error_detail(), "bucket_cap", "detail names the key");
+	wafer__config_destroy(config);
 	fake_fini(&f);
 }
 

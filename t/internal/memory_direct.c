@@ -13,40 +13,40 @@ int main(void)
 {
 	struct fake_storage f;
 	fake_init(&f, &(struct fake_options){.vm = true, .async = true});
-	struct wafer_memory *m = fake_memory(&f, "direct", NULL);
-	struct wafer_slice a, b, c;
-	is_status(wafer_memory_reserve(m, 1000, &a), WAFER_OK, "reserve 1000");
+	struct wafer__memory *m = fake_memory(&f, "direct", NULL);
+	struct wafer__slice a, b, c;
+	is_status(wafer__memory_reserve(m, 1000, &a), WAFER_OK, "reserve 1000");
 	is_int((long long)f.allocs, 1, "one storage alloc");
 	is_int((long long)f.objects[0].size, 1000, "of exactly 1000 bytes");
 	is_int((long long)a.offset, 0, "at offset 0");
 	is_int((long long)fake_usage(m).bytes_reserved, 1000, "reserved 1000");
 
-	wafer_memory_release(m, &a);
+	wafer__memory_release(m, &a);
 	is_int((long long)f.frees, 1, "release frees at once");
 	ok(f.quiesces >= 1, "after waiting for the queue");
 	is_int((long long)fake_usage(m).bytes_reserved, 0, "nothing kept");
 
-	wafer_memory_reserve(m, 1000, &b);
+	wafer__memory_reserve(m, 1000, &b);
 	is_int((long long)f.allocs, 2, "the same size allocates again");
 	is_int((long long)fake_usage(m).reuse_hits, 0, "no reuse, ever");
-	wafer_memory_reserve(m, 1, &c);
+	wafer__memory_reserve(m, 1, &c);
 	is_int((long long)f.objects[1].size, 1, "1 byte is 1 byte");
 	ok(c.resource != b.resource, "each handle its own allocation");
 
-	wafer_memory_trim_cache(m);
+	wafer__memory_trim_cache(m);
 	is_int((long long)fake_usage(m).bytes_reserved, 1001,
 	       "trim leaves live allocations alone");
-	wafer_memory_destroy(m);
+	wafer__memory_destroy(m);
 	is_int((long long)fake_fini(&f), 0, "destroy freed the live ones");
 	is_int((long long)f.violations, 0, "storage contract kept");
 
 	fake_init(&f, NULL);
-	struct wafer_config *config =
+	struct wafer__config *config =
 		fake_config("[memory.direct]\nsize = 1\n");
-	is_status(wafer_memory_create("direct", &f.storage, config, &m),
+	is_status(wafer__memory_create("direct", &f.storage, config, &m),
 		  WAFER_ERROR_CONFIG, "direct takes no options");
-	like(wafer_error_detail(), "unknown option 'size'", "named");
-	wafer_config_destroy(config);
+	like(wafer__error_detail(), "unknown option 'size'", "named");
+	wafer__config_destroy(config);
 	fake_fini(&f);
 	done_testing();
 	return exit_status();

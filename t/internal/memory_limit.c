@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * t/internal/memory_limit: `[memory] limit` (core/memory/limit.c) and the memory
+ * t/internal/memory_limit: `[memory] limit` (lib/memory/limit.c) and the memory
  * manager's out-of-memory hook, on the fake storage so every count is
  * exact: the limit refuses before storage is asked, names itself, its
  * origin and what is held; the manager trims its cache and retries; the
@@ -27,8 +27,8 @@ static const char pool_chunks[] =
  * none) charged to |*device|, configured by |extra| too. */
 struct limited {
 	struct fake_storage f;
-	struct wafer_memory_limit limit;
-	struct wafer_memory *m;
+	struct wafer__memory_limit limit;
+	struct wafer__memory *m;
 };
 
 static bool limited_init(struct limited *l, const struct fake_options *opt,
@@ -40,22 +40,22 @@ static bool limited_init(struct limited *l, const struct fake_options *opt,
 		 limit ? "limit = " : "", limit ? limit : "",
 		 limit ? "" : "", extra ? extra : "");
 	fake_init(&l->f, opt);
-	struct wafer_config *config = fake_config(text);
+	struct wafer__config *config = fake_config(text);
 	l->m = NULL;
-	wafer_status status = wafer_memory_limit_init(
+	wafer_status status = wafer__memory_limit_init(
 		&l->limit, config, device_memory, "fake:0", device);
 	if (status == WAFER_OK) {
 		l->f.storage.limit = &l->limit;
-		status = wafer_memory_create("pool", &l->f.storage, config,
-					     &l->m);
+		status = wafer__memory_create("pool", &l->f.storage, config,
+					      &l->m);
 	}
-	wafer_config_destroy(config);
+	wafer__config_destroy(config);
 	return status == WAFER_OK;
 }
 
 static size_t limited_fini(struct limited *l)
 {
-	wafer_memory_destroy(l->m);
+	wafer__memory_destroy(l->m);
 	return fake_fini(&l->f);
 }
 
@@ -63,16 +63,16 @@ static void test_limit_hit(void)
 {
 	uint64_t device = 0;
 	struct limited l;
-	struct wafer_slice a, b;
+	struct wafer__slice a, b;
 	ok(limited_init(&l, NULL, "1M", pool_chunks, 0, &device),
 	   "limit 1M: manager created");
-	is_status(wafer_memory_reserve(l.m, 700 * KiB, &a), WAFER_OK,
+	is_status(wafer__memory_reserve(l.m, 700 * KiB, &a), WAFER_OK,
 		  "700 KiB under a 1 MiB limit");
 	is_int((long long)device, 704 * KiB,
 	       "the device counts the 64 KiB-rounded chunk");
-	is_status(wafer_memory_reserve(l.m, 400 * KiB, &b),
+	is_status(wafer__memory_reserve(l.m, 400 * KiB, &b),
 		  WAFER_ERROR_OUT_OF_MEMORY, "400 KiB more passes the limit");
-	const char *detail = wafer_error_detail();
+	const char *detail = wafer__error_detail();
 	like(detail, "cannot reserve 409600 bytes: 716800 in use, 720896 "
 		     "reserved (strategy pool)",
 	     "the detail gives asked, in use and reserved");
@@ -86,7 +86,7 @@ static void test_limit_hit(void)
 	is_int((long long)l.f.allocs, 1, "storage was not asked past it");
 	is_int((long long)l.f.frees, 0, "nothing to trim: no free");
 	ok(b.resource == 0 && b.size == 0, "the failed slice is empty");
-	wafer_memory_release(l.m, &a);
+	wafer__memory_release(l.m, &a);
 	is_int((long long)limited_fini(&l), 0, "no leak");
 	is_int((long long)device, 0, "the device's counter is back to 0");
 }
@@ -95,13 +95,13 @@ static void test_trim_retry(void)
 {
 	uint64_t device = 0;
 	struct limited l;
-	struct wafer_slice a, b;
+	struct wafer__slice a, b;
 	limited_init(&l, NULL, "1M", pool_chunks, 0, &device);
-	wafer_memory_reserve(l.m, 512 * KiB, &a);
-	wafer_memory_release(l.m, &a);
+	wafer__memory_reserve(l.m, 512 * KiB, &a);
+	wafer__memory_release(l.m, &a);
 	is_int((long long)fake_usage(l.m).bytes_reserved, 512 * KiB,
 	       "a released chunk stays cached");
-	is_status(wafer_memory_reserve(l.m, 768 * KiB, &b), WAFER_OK,
+	is_status(wafer__memory_reserve(l.m, 768 * KiB, &b), WAFER_OK,
 		  "768 KiB fits once the cache is trimmed");
 	is_int((long long)l.f.frees, 1, "the trim freed the cached chunk");
 	is_int((long long)l.f.allocs, 2,
@@ -109,15 +109,15 @@ static void test_trim_retry(void)
 	is_int((long long)device, 768 * KiB, "the device holds the new chunk");
 	is_int((long long)fake_usage(l.m).bytes_reserved, 768 * KiB,
 	       "and so does the manager");
-	wafer_memory_release(l.m, &b);
+	wafer__memory_release(l.m, &b);
 	is_int((long long)limited_fini(&l), 0, "no leak");
 }
 
 /* The hook under test: records what it got, releases |release| if set,
  * answers |retry|. */
 struct hook {
-	struct wafer_memory *m;
-	struct wafer_slice *release;
+	struct wafer__memory *m;
+	struct wafer__slice *release;
 	bool retry;
 	bool unblock;        /* fail_every = 0 on |f| before retrying */
 	struct fake_storage *f;
@@ -133,9 +133,9 @@ static bool hook_fn(void *data, const wafer_oom_info *info)
 	h->info = *info;
 	snprintf(h->detail, sizeof h->detail, "%s", info->detail);
 	/* The hook's own calls may overwrite the thread's detail. */
-	wafer_fail(WAFER_ERROR_INTERNAL, "clobbered by the hook");
+	wafer__fail(WAFER_ERROR_INTERNAL, "clobbered by the hook");
 	if (h->release) {
-		wafer_memory_release(h->m, h->release);
+		wafer__memory_release(h->m, h->release);
 		h->release = NULL;
 	}
 	if (h->unblock)
@@ -147,13 +147,13 @@ static void test_hook_release_retry(void)
 {
 	uint64_t device = 0;
 	struct limited l;
-	struct wafer_slice a, b, c;
+	struct wafer__slice a, b, c;
 	limited_init(&l, NULL, "1M", pool_chunks, 0, &device);
-	wafer_memory_reserve(l.m, 512 * KiB, &a);
-	wafer_memory_reserve(l.m, 256 * KiB, &b);
+	wafer__memory_reserve(l.m, 512 * KiB, &a);
+	wafer__memory_reserve(l.m, 256 * KiB, &b);
 	struct hook h = {.m = l.m, .release = &a, .retry = true};
-	wafer_memory_set_oom(l.m, hook_fn, &h);
-	is_status(wafer_memory_reserve(l.m, 500 * KiB, &c), WAFER_OK,
+	wafer__memory_set_oom(l.m, hook_fn, &h);
+	is_status(wafer__memory_reserve(l.m, 500 * KiB, &c), WAFER_OK,
 		  "the hook released a block and the retry succeeded");
 	is_int(h.calls, 1, "the hook was called once");
 	is_int((long long)h.info.size, 500 * KiB, "info: size asked");
@@ -168,8 +168,8 @@ static void test_hook_release_retry(void)
 	ok(c.resource == a.resource, "in the released chunk");
 	is_int((long long)fake_usage(l.m).bytes_in_use, 756 * KiB,
 	       "in use: b and c");
-	wafer_memory_release(l.m, &b);
-	wafer_memory_release(l.m, &c);
+	wafer__memory_release(l.m, &b);
+	wafer__memory_release(l.m, &c);
 	is_int((long long)limited_fini(&l), 0, "no leak");
 }
 
@@ -177,33 +177,33 @@ static void test_hook_declines(void)
 {
 	uint64_t device = 0;
 	struct limited l;
-	struct wafer_slice a, c;
+	struct wafer__slice a, c;
 	limited_init(&l, NULL, "1M", pool_chunks, 0, &device);
-	wafer_memory_reserve(l.m, 768 * KiB, &a);
+	wafer__memory_reserve(l.m, 768 * KiB, &a);
 	struct hook h = {.m = l.m};
-	wafer_memory_set_oom(l.m, hook_fn, &h);
-	is_status(wafer_memory_reserve(l.m, 500 * KiB, &c),
+	wafer__memory_set_oom(l.m, hook_fn, &h);
+	is_status(wafer__memory_reserve(l.m, 500 * KiB, &c),
 		  WAFER_ERROR_OUT_OF_MEMORY, "declined: out of memory");
 	is_int(h.calls, 1, "the hook was asked once");
-	like(wafer_error_detail(), "[memory] limit 1M (1048576 bytes",
+	like(wafer__error_detail(), "[memory] limit 1M (1048576 bytes",
 	     "the detail is the limit's, not the hook's");
-	like(wafer_error_detail(), "cannot reserve 512000 bytes: 786432 in use",
+	like(wafer__error_detail(), "cannot reserve 512000 bytes: 786432 in use",
 	     "with the manager's figures");
 
 	/* Asking for a retry without releasing anything: one retry only. */
 	h = (struct hook){.m = l.m, .retry = true};
-	is_status(wafer_memory_reserve(l.m, 500 * KiB, &c),
+	is_status(wafer__memory_reserve(l.m, 500 * KiB, &c),
 		  WAFER_ERROR_OUT_OF_MEMORY, "a retry that cannot succeed fails");
 	is_int(h.calls, 1, "the hook is not asked again");
 	is_int((long long)l.f.allocs, 1, "storage never asked past the limit");
 
 	/* Removed: no hook. */
-	wafer_memory_set_oom(l.m, NULL, NULL);
+	wafer__memory_set_oom(l.m, NULL, NULL);
 	h.calls = 0;
-	is_status(wafer_memory_reserve(l.m, 500 * KiB, &c),
+	is_status(wafer__memory_reserve(l.m, 500 * KiB, &c),
 		  WAFER_ERROR_OUT_OF_MEMORY, "no hook: out of memory");
 	is_int(h.calls, 0, "a removed hook is not called");
-	wafer_memory_release(l.m, &a);
+	wafer__memory_release(l.m, &a);
 	is_int((long long)limited_fini(&l), 0, "no leak");
 }
 
@@ -212,12 +212,12 @@ static void test_hook_storage_oom(void)
 {
 	uint64_t device = 0;
 	struct limited l;
-	struct wafer_slice a;
+	struct wafer__slice a;
 	limited_init(&l, NULL, NULL, pool_chunks, 0, &device);
 	struct hook h = {.m = l.m, .retry = true, .unblock = true, .f = &l.f};
-	wafer_memory_set_oom(l.m, hook_fn, &h);
+	wafer__memory_set_oom(l.m, hook_fn, &h);
 	l.f.fail_every = 1;
-	is_status(wafer_memory_reserve(l.m, 100 * KiB, &a), WAFER_OK,
+	is_status(wafer__memory_reserve(l.m, 100 * KiB, &a), WAFER_OK,
 		  "storage full: the hook makes room, the retry succeeds");
 	is_int(h.calls, 1, "the hook was asked once");
 	is_int((long long)h.info.limit, 0, "info: no limit");
@@ -225,7 +225,7 @@ static void test_hook_storage_oom(void)
 	is_int((long long)l.f.failures, 2, "two refused allocs before it");
 	is_int((long long)device, 128 * KiB,
 	       "the counter is kept without a limit");
-	wafer_memory_release(l.m, &a);
+	wafer__memory_release(l.m, &a);
 	is_int((long long)limited_fini(&l), 0, "no leak");
 }
 
@@ -235,19 +235,19 @@ static void test_vm(void)
 	static const struct fake_options vm = {.vm = true};
 	uint64_t device = 0;
 	struct limited l;
-	struct wafer_slice a, b;
+	struct wafer__slice a, b;
 	limited_init(&l, &vm, "256K", NULL, 0, &device);
-	is_status(wafer_memory_reserve(l.m, 200 * KiB, &a), WAFER_OK,
+	is_status(wafer__memory_reserve(l.m, 200 * KiB, &a), WAFER_OK,
 		  "vm: 200 KiB maps four 64 KiB pages");
 	is_int((long long)device, 256 * KiB, "vm: the device counts them");
-	is_status(wafer_memory_reserve(l.m, 100 * KiB, &b),
+	is_status(wafer__memory_reserve(l.m, 100 * KiB, &b),
 		  WAFER_ERROR_OUT_OF_MEMORY, "vm: a fifth page passes 256K");
 	is_int((long long)l.f.maps, 1, "vm: the refused map never reached "
 					"storage");
-	wafer_memory_release(l.m, &a);
-	is_status(wafer_memory_reserve(l.m, 100 * KiB, &b), WAFER_OK,
+	wafer__memory_release(l.m, &a);
+	is_status(wafer__memory_reserve(l.m, 100 * KiB, &b), WAFER_OK,
 		  "vm: fits in the idle pages");
-	wafer_memory_release(l.m, &b);
+	wafer__memory_release(l.m, &b);
 	is_int((long long)limited_fini(&l), 0, "vm: no leak");
 	is_int((long long)device, 0, "vm: counter back to 0");
 }
@@ -275,14 +275,14 @@ static void test_percent(void)
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		ok(!limited_init(&l, NULL, bad[i], NULL, 4 * MiB, &device),
 		   "'%s' is refused", bad[i]);
-		like(wafer_error_detail(), "test.conf:2: [memory] limit: expected",
+		like(wafer__error_detail(), "test.conf:2: [memory] limit: expected",
 		     "'%s': the detail names file, line and key", bad[i]);
 		ok(l.m == NULL, "'%s': no manager", bad[i]);
 		fake_fini(&l.f);
 	}
 	ok(!limited_init(&l, NULL, "80%", NULL, 0, &device),
 	   "a percentage of an unknown size is refused");
-	like(wafer_error_detail(), "test.conf:2: [memory] limit: 80% of the "
+	like(wafer__error_detail(), "test.conf:2: [memory] limit: 80% of the "
 				   "device's memory, but the device does not "
 				   "report its memory size",
 	     "and says why");
@@ -294,22 +294,22 @@ static void test_shared_device(void)
 {
 	uint64_t device = 0;
 	struct limited one, two;
-	struct wafer_slice a, b;
+	struct wafer__slice a, b;
 	limited_init(&one, NULL, "1M", pool_chunks, 0, &device);
 	limited_init(&two, NULL, "1M", pool_chunks, 0, &device);
-	wafer_memory_reserve(one.m, 768 * KiB, &a);
-	is_status(wafer_memory_reserve(two.m, 512 * KiB, &b),
+	wafer__memory_reserve(one.m, 768 * KiB, &a);
+	is_status(wafer__memory_reserve(two.m, 512 * KiB, &b),
 		  WAFER_ERROR_OUT_OF_MEMORY,
 		  "the second client meets the first one's bytes");
-	like(wafer_error_detail(), "786432 bytes reserved on the device (0 by "
+	like(wafer__error_detail(), "786432 bytes reserved on the device (0 by "
 				   "this client), 524288 more asked",
 	     "the detail tells the device's from the client's");
-	wafer_memory_release(one.m, &a);
-	wafer_memory_trim_cache(one.m);
-	is_status(wafer_memory_reserve(two.m, 512 * KiB, &b), WAFER_OK,
+	wafer__memory_release(one.m, &a);
+	wafer__memory_trim_cache(one.m);
+	is_status(wafer__memory_reserve(two.m, 512 * KiB, &b), WAFER_OK,
 		  "once the first gave its memory back, it fits");
 	is_int((long long)device, 512 * KiB, "the device holds the second's");
-	wafer_memory_release(two.m, &b);
+	wafer__memory_release(two.m, &b);
 	limited_fini(&one);
 	limited_fini(&two);
 	is_int((long long)device, 0, "counter back to 0");
@@ -328,25 +328,25 @@ struct racer {
 static void *race(void *arg)
 {
 	struct racer *r = arg;
-	struct wafer_slice held[8] = {{0}};
+	struct wafer__slice held[8] = {{0}};
 	for (int i = 0; i < 20000; i++) {
-		struct wafer_slice *s = &held[rand_r(&r->seed) % 8];
+		struct wafer__slice *s = &held[rand_r(&r->seed) % 8];
 		if (s->resource) {
-			wafer_memory_release(r->l.m, s);
+			wafer__memory_release(r->l.m, s);
 			s->resource = 0;
 			if (i % 7 == 0)
-				wafer_memory_trim_cache(r->l.m);
+				wafer__memory_trim_cache(r->l.m);
 			continue;
 		}
 		size_t size = 1 + (size_t)rand_r(&r->seed) % (200 * KiB);
-		if (wafer_memory_reserve(r->l.m, size, s) != WAFER_OK)
+		if (wafer__memory_reserve(r->l.m, size, s) != WAFER_OK)
 			r->refused++;
 		if (__atomic_load_n(r->device, __ATOMIC_RELAXED) > 1 * MiB)
 			r->over++;
 	}
 	for (int k = 0; k < 8; k++)
 		if (held[k].resource)
-			wafer_memory_release(r->l.m, &held[k]);
+			wafer__memory_release(r->l.m, &held[k]);
 	return NULL;
 }
 

@@ -6,12 +6,12 @@
  *  - wafer_memory_usage's calls per storage entry equal the fake's own
  *    counts for every strategy, and add up to the storage_* sums;
  *  - failed storage calls and reserves retried after a trim;
- *  - snapshots (core/memory/snapshot.h): pool's segments, page runs and
+ *  - snapshots (lib/memory/snapshot.h): pool's segments, page runs and
  *    blocks with and without virtual memory, the chunks of the other
  *    strategies, live blocks named by the handles attached to them. */
 #include "build-config.h"
 
-#include "core/memory/snapshot.h"
+#include "lib/memory/snapshot.h"
 #include "t/standins/fake_storage.h"
 #include "t/tap.h"
 
@@ -23,21 +23,21 @@
  *===----------------------------------------------------------------------===*/
 
 /* A few steps of a loop: sizes that repeat, one that grows, a trim. */
-static void workload(struct wafer_memory *m)
+static void workload(struct wafer__memory *m)
 {
-	struct wafer_slice s[4];
+	struct wafer__slice s[4];
 	for (int step = 0; step < 3; step++) {
-		wafer_memory_reserve(m, 1000, &s[0]);
-		wafer_memory_reserve(m, 300 * KiB, &s[1]);
-		wafer_memory_reserve(m, (size_t)(2 + step) * MiB, &s[2]);
-		wafer_memory_release(m, &s[0]);
-		wafer_memory_reserve(m, 4000, &s[3]);
-		wafer_memory_release(m, &s[1]);
-		wafer_memory_release(m, &s[2]);
-		wafer_memory_release(m, &s[3]);
-		wafer_memory_after_sync(m);
+		wafer__memory_reserve(m, 1000, &s[0]);
+		wafer__memory_reserve(m, 300 * KiB, &s[1]);
+		wafer__memory_reserve(m, (size_t)(2 + step) * MiB, &s[2]);
+		wafer__memory_release(m, &s[0]);
+		wafer__memory_reserve(m, 4000, &s[3]);
+		wafer__memory_release(m, &s[1]);
+		wafer__memory_release(m, &s[2]);
+		wafer__memory_release(m, &s[3]);
+		wafer__memory_after_sync(m);
 	}
-	wafer_memory_trim_cache(m);
+	wafer__memory_trim_cache(m);
 }
 
 static void test_counts(const char *strategy, const struct fake_options *opt,
@@ -45,7 +45,7 @@ static void test_counts(const char *strategy, const struct fake_options *opt,
 {
 	struct fake_storage f;
 	fake_init(&f, opt);
-	struct wafer_memory *m = fake_memory(&f, strategy, NULL);
+	struct wafer__memory *m = fake_memory(&f, strategy, NULL);
 	if (!m) {
 		ok(0, "%s: created", what);
 		return;
@@ -81,7 +81,7 @@ static void test_counts(const char *strategy, const struct fake_options *opt,
 	       "%s: storage_frees is theirs", what);
 	is_int((long long)u.storage_failures, 0, "%s: no failure", what);
 	is_int((long long)u.reserve_retries, 0, "%s: no retry", what);
-	wafer_memory_destroy(m);
+	wafer__memory_destroy(m);
 	fake_drain(&f); /* stream's last frees wait for a queue sync */
 	is_int((long long)fake_fini(&f), 0, "%s: no leak", what);
 }
@@ -93,9 +93,9 @@ static void test_failures(void)
 	struct fake_storage f;
 	fake_init(&f, NULL);
 	f.fail_every = 1;
-	struct wafer_memory *m = fake_memory(&f, "direct", NULL);
-	struct wafer_slice s;
-	is_status(wafer_memory_reserve(m, 4096, &s), WAFER_ERROR_OUT_OF_MEMORY,
+	struct wafer__memory *m = fake_memory(&f, "direct", NULL);
+	struct wafer__slice s;
+	is_status(wafer__memory_reserve(m, 4096, &s), WAFER_ERROR_OUT_OF_MEMORY,
 		  "a reserve the storage refuses fails");
 	wafer_memory_usage u = fake_usage(m);
 	is_int((long long)u.calls_alloc, 2, "two alloc calls: one and its retry");
@@ -107,14 +107,14 @@ static void test_failures(void)
 
 	/* A later success adds a call but no failure and no retry. */
 	f.fail_every = 0;
-	is_status(wafer_memory_reserve(m, 4096, &s), WAFER_OK,
+	is_status(wafer__memory_reserve(m, 4096, &s), WAFER_OK,
 		  "the next reserve succeeds");
 	u = fake_usage(m);
 	is_int((long long)u.calls_alloc, 3, "three alloc calls");
 	is_int((long long)u.storage_failures, 2, "still two failures");
 	is_int((long long)u.reserve_retries, 1, "still one retry");
-	wafer_memory_release(m, &s);
-	wafer_memory_destroy(m);
+	wafer__memory_release(m, &s);
+	wafer__memory_destroy(m);
 	is_int((long long)fake_fini(&f), 0, "failures: no leak");
 }
 
@@ -184,18 +184,18 @@ static void test_pool_vm(void)
 {
 	struct fake_storage f;
 	fake_init(&f, &(struct fake_options){.vm = true});
-	struct wafer_memory *m = fake_memory(&f, "pool", NULL);
-	struct wafer_slice a, b, c;
-	wafer_memory_reserve(m, 1000, &a);
-	wafer_memory_reserve(m, 3000, &b);
-	wafer_memory_reserve(m, 2 * MiB, &c);
-	wafer_memory_release(m, &b);
+	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__slice a, b, c;
+	wafer__memory_reserve(m, 1000, &a);
+	wafer__memory_reserve(m, 3000, &b);
+	wafer__memory_reserve(m, 2 * MiB, &c);
+	wafer__memory_release(m, &b);
 
 	struct wafer_memory_snapshot s;
-	is_status(wafer_memory_snapshot_take(m, &s), WAFER_OK, "pool vm: taken");
-	wafer_memory_snapshot_attach(&s, &a, handle_of(41));
-	wafer_memory_snapshot_attach(&s, &c, handle_of(42));
-	wafer_memory_snapshot_sort(&s);
+	is_status(wafer__memory_snapshot_take(m, &s), WAFER_OK, "pool vm: taken");
+	wafer__memory_snapshot_attach(&s, &a, handle_of(41));
+	wafer__memory_snapshot_attach(&s, &c, handle_of(42));
+	wafer__memory_snapshot_sort(&s);
 	is_str(describe(&s),
 	       "S0 small 8589934592/65536 p65536"
 	       "|P0+65536 m|P65536+8589869056 u"
@@ -204,17 +204,17 @@ static void test_pool_vm(void)
 	       "|P0+2097152 m|P2097152+8587837440 u"
 	       "|B0+2097152 L2097152 h42|B2097152+8587837440 F",
 	       "pool vm: segments, page runs, blocks with their handles");
-	wafer_memory_snapshot_fini(&s);
+	wafer__memory_snapshot_fini(&s);
 
 	/* Released and trimmed: the segments go, nothing is listed. */
-	wafer_memory_release(m, &a);
-	wafer_memory_release(m, &c);
-	wafer_memory_trim_cache(m);
-	is_status(wafer_memory_snapshot_take(m, &s), WAFER_OK,
+	wafer__memory_release(m, &a);
+	wafer__memory_release(m, &c);
+	wafer__memory_trim_cache(m);
+	is_status(wafer__memory_snapshot_take(m, &s), WAFER_OK,
 		  "pool vm: taken after trim");
 	is_int((long long)s.count, 0, "pool vm: empty after trim");
-	wafer_memory_snapshot_fini(&s);
-	wafer_memory_destroy(m);
+	wafer__memory_snapshot_fini(&s);
+	wafer__memory_destroy(m);
 	is_int((long long)fake_fini(&f), 0, "pool vm: no leak");
 }
 
@@ -223,24 +223,24 @@ static void test_pool_chunks(void)
 {
 	struct fake_storage f;
 	fake_init(&f, NULL);
-	struct wafer_memory *m = fake_memory(&f, "pool", NULL);
-	struct wafer_slice a, b;
-	wafer_memory_reserve(m, 1000, &a);
-	wafer_memory_reserve(m, 3000, &b);
+	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__slice a, b;
+	wafer__memory_reserve(m, 1000, &a);
+	wafer__memory_reserve(m, 3000, &b);
 	struct wafer_memory_snapshot s;
-	is_status(wafer_memory_snapshot_take(m, &s), WAFER_OK,
+	is_status(wafer__memory_snapshot_take(m, &s), WAFER_OK,
 		  "pool chunks: taken");
-	wafer_memory_snapshot_attach(&s, &b, handle_of(7));
-	wafer_memory_snapshot_sort(&s);
+	wafer__memory_snapshot_attach(&s, &b, handle_of(7));
+	wafer__memory_snapshot_sort(&s);
 	is_str(describe(&s),
 	       "S0 small 2097152/2097152 p0"
 	       "|B0+1024 L1000 h0|B1024+3072 L3000 h7|B4096+2093056 F",
 	       "pool chunks: no pages; a block without a handle attached "
 	       "has none");
-	wafer_memory_snapshot_fini(&s);
-	wafer_memory_release(m, &a);
-	wafer_memory_release(m, &b);
-	wafer_memory_destroy(m);
+	wafer__memory_snapshot_fini(&s);
+	wafer__memory_release(m, &a);
+	wafer__memory_release(m, &b);
+	wafer__memory_destroy(m);
 	is_int((long long)fake_fini(&f), 0, "pool chunks: no leak");
 }
 
@@ -250,29 +250,29 @@ static void test_generic(void)
 {
 	struct fake_storage f;
 	fake_init(&f, NULL);
-	struct wafer_memory *m = fake_memory(&f, "exact", NULL);
-	struct wafer_slice a, b, c;
-	wafer_memory_reserve(m, 1000, &a);
-	wafer_memory_reserve(m, 5000, &b);
-	wafer_memory_reserve(m, 300, &c);
-	wafer_memory_release(m, &c); /* cached by exact */
+	struct wafer__memory *m = fake_memory(&f, "exact", NULL);
+	struct wafer__slice a, b, c;
+	wafer__memory_reserve(m, 1000, &a);
+	wafer__memory_reserve(m, 5000, &b);
+	wafer__memory_reserve(m, 300, &c);
+	wafer__memory_release(m, &c); /* cached by exact */
 	struct wafer_memory_snapshot s;
-	is_status(wafer_memory_snapshot_take(m, &s), WAFER_OK, "exact: taken");
-	struct wafer_slice stranger = {.resource = 12345, .size = 8};
-	wafer_memory_snapshot_attach(&s, &stranger, handle_of(9));
-	wafer_memory_snapshot_attach(&s, &b, handle_of(2));
-	wafer_memory_snapshot_attach(&s, &a, handle_of(1));
-	wafer_memory_snapshot_sort(&s);
+	is_status(wafer__memory_snapshot_take(m, &s), WAFER_OK, "exact: taken");
+	struct wafer__slice stranger = {.resource = 12345, .size = 8};
+	wafer__memory_snapshot_attach(&s, &stranger, handle_of(9));
+	wafer__memory_snapshot_attach(&s, &b, handle_of(2));
+	wafer__memory_snapshot_attach(&s, &a, handle_of(1));
+	wafer__memory_snapshot_sort(&s);
 	/* Newest chunk first: 512 (cached), 5120, 1024. */
 	is_str(describe(&s),
 	       "S0 exact 512/512 p0"
 	       "|S1 exact 5120/5120 p0|B0+5000 L5000 h2"
 	       "|S2 exact 1024/1024 p0|B0+1000 L1000 h1",
 	       "exact: every chunk, the live ones with their handles");
-	wafer_memory_snapshot_fini(&s);
-	wafer_memory_release(m, &a);
-	wafer_memory_release(m, &b);
-	wafer_memory_destroy(m);
+	wafer__memory_snapshot_fini(&s);
+	wafer__memory_release(m, &a);
+	wafer__memory_release(m, &b);
+	wafer__memory_destroy(m);
 	is_int((long long)fake_fini(&f), 0, "exact: no leak");
 }
 

@@ -8,7 +8,7 @@
  * without vm, and the out-of-memory retry. */
 #include "build-config.h"
 
-#include "core/memory/null_storage.h"
+#include "lib/memory/null_storage.h"
 #include "t/standins/fake_storage.h"
 #include "t/tap.h"
 
@@ -23,7 +23,7 @@ static unsigned long calls(const struct fake_storage *f)
 }
 
 /* The manager's count of reserved bytes is the storage's own. */
-static void books_agree(struct fake_storage *f, struct wafer_memory *m,
+static void books_agree(struct fake_storage *f, struct wafer__memory *m,
 			const char *when)
 {
 	is_int((long long)fake_usage(m).bytes_reserved, (long long)f->bytes,
@@ -32,14 +32,14 @@ static void books_agree(struct fake_storage *f, struct wafer_memory *m,
 
 static void test_default(void)
 {
-	is_str(wafer_memory_default_strategy, "pool", "pool is the default");
+	is_str(wafer__memory_default_strategy, "pool", "pool is the default");
 	struct fake_storage f;
 	fake_init(&f, NULL);
-	struct wafer_memory *m;
-	is_status(wafer_memory_create(NULL, &f.storage, NULL, &m), WAFER_OK,
+	struct wafer__memory *m;
+	is_status(wafer__memory_create(NULL, &f.storage, NULL, &m), WAFER_OK,
 		  "create with no name");
-	is_str(wafer_memory_strategy_name(m), "pool", "gets pool");
-	wafer_memory_destroy(m);
+	is_str(wafer__memory_strategy_name(m), "pool", "gets pool");
+	wafer__memory_destroy(m);
 	fake_fini(&f);
 }
 
@@ -48,24 +48,24 @@ static void test_split_coalesce(const struct fake_options *opt,
 {
 	struct fake_storage f;
 	fake_init(&f, opt);
-	struct wafer_memory *m = fake_memory(&f, "pool", NULL);
-	struct wafer_slice a, b, c;
-	wafer_memory_reserve(m, 1000, &a);
-	wafer_memory_reserve(m, 1000, &b);
+	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__slice a, b, c;
+	wafer__memory_reserve(m, 1000, &a);
+	wafer__memory_reserve(m, 1000, &b);
 	ok(a.resource == b.resource, "%s: small blocks share a segment", what);
 	is_int((long long)b.offset, (long long)(a.offset + 1024),
 	       "%s: split right after the first, aligned", what);
-	wafer_memory_release(m, &a);
-	wafer_memory_release(m, &b);
+	wafer__memory_release(m, &a);
+	wafer__memory_release(m, &b);
 	unsigned long before = calls(&f);
-	wafer_memory_reserve(m, 2048, &c);
+	wafer__memory_reserve(m, 2048, &c);
 	is_int((long long)c.offset, (long long)a.offset,
 	       "%s: the two holes coalesced", what);
 	is_int((long long)(calls(&f) - before), 0, "%s: no storage call", what);
 	memset(fake_ptr(&c), 0xab, 2048);
-	wafer_memory_release(m, &c);
+	wafer__memory_release(m, &c);
 	books_agree(&f, m, what);
-	wafer_memory_destroy(m);
+	wafer__memory_destroy(m);
 	is_int((long long)fake_fini(&f), 0, "%s: no leak", what);
 	is_int((long long)f.violations, 0, "%s: storage contract kept", what);
 }
@@ -74,25 +74,25 @@ static void test_best_fit(const struct fake_options *opt, const char *what)
 {
 	struct fake_storage f;
 	fake_init(&f, opt);
-	struct wafer_memory *m = fake_memory(&f, "pool", NULL);
-	struct wafer_slice x1, h1, x2, h2, x3, s, t;
-	wafer_memory_reserve(m, 4096, &x1);
-	wafer_memory_reserve(m, 8192, &h1);
-	wafer_memory_reserve(m, 4096, &x2);
-	wafer_memory_reserve(m, 2048, &h2);
-	wafer_memory_reserve(m, 4096, &x3);
-	wafer_memory_release(m, &h1);
-	wafer_memory_release(m, &h2);
-	wafer_memory_reserve(m, 2000, &s);
+	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__slice x1, h1, x2, h2, x3, s, t;
+	wafer__memory_reserve(m, 4096, &x1);
+	wafer__memory_reserve(m, 8192, &h1);
+	wafer__memory_reserve(m, 4096, &x2);
+	wafer__memory_reserve(m, 2048, &h2);
+	wafer__memory_reserve(m, 4096, &x3);
+	wafer__memory_release(m, &h1);
+	wafer__memory_release(m, &h2);
+	wafer__memory_reserve(m, 2000, &s);
 	is_int((long long)s.offset, (long long)h2.offset,
 	       "%s: the smallest hole that fits", what);
-	wafer_memory_reserve(m, 5000, &t);
+	wafer__memory_reserve(m, 5000, &t);
 	is_int((long long)t.offset, (long long)h1.offset,
 	       "%s: the 8 KiB hole for 5000 bytes", what);
-	struct wafer_slice *all[] = {&x1, &x2, &x3, &s, &t};
+	struct wafer__slice *all[] = {&x1, &x2, &x3, &s, &t};
 	for (int i = 0; i < 5; i++)
-		wafer_memory_release(m, all[i]);
-	wafer_memory_destroy(m);
+		wafer__memory_release(m, all[i]);
+	wafer__memory_destroy(m);
 	fake_fini(&f);
 }
 
@@ -100,20 +100,20 @@ static void test_alignment(void)
 {
 	struct fake_storage f;
 	fake_init(&f, &(struct fake_options){.vm = true, .alignment = 4096});
-	struct wafer_memory *m = fake_memory(&f, "pool", NULL);
-	struct wafer_slice s[5];
+	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__slice s[5];
 	size_t sizes[] = {1, 4095, 4097, 3 * MiB + 1, 17};
 	bool aligned = true;
 	for (int i = 0; i < 5; i++) {
-		wafer_memory_reserve(m, sizes[i], &s[i]);
+		wafer__memory_reserve(m, sizes[i], &s[i]);
 		aligned &= s[i].offset % 4096 == 0;
 	}
 	ok(aligned, "every offset a multiple of the storage alignment");
 	is_int((long long)s[2].offset, (long long)(s[1].offset + 4096),
 	       "4095 bytes take one 4 KiB unit");
 	for (int i = 0; i < 5; i++)
-		wafer_memory_release(m, &s[i]);
-	wafer_memory_destroy(m);
+		wafer__memory_release(m, &s[i]);
+	wafer__memory_destroy(m);
 	fake_fini(&f);
 }
 
@@ -121,27 +121,27 @@ static void test_arenas(void)
 {
 	struct fake_storage f;
 	fake_init(&f, &vm);
-	struct wafer_memory *m = fake_memory(&f, "pool", NULL);
-	struct wafer_slice a, b, c;
-	wafer_memory_reserve(m, 100, &a);
-	wafer_memory_reserve(m, 2 * MiB, &b);
-	wafer_memory_reserve(m, MiB, &c);
+	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__slice a, b, c;
+	wafer__memory_reserve(m, 100, &a);
+	wafer__memory_reserve(m, 2 * MiB, &b);
+	wafer__memory_reserve(m, MiB, &c);
 	ok(a.resource != b.resource, "small and large in different segments");
 	ok(c.resource == a.resource, "small_max (1 MiB) itself is small");
-	wafer_memory_release(m, &a);
-	wafer_memory_release(m, &b);
-	wafer_memory_release(m, &c);
-	wafer_memory_destroy(m);
+	wafer__memory_release(m, &a);
+	wafer__memory_release(m, &b);
+	wafer__memory_release(m, &c);
+	wafer__memory_destroy(m);
 	fake_fini(&f);
 
 	fake_init(&f, &vm);
 	m = fake_memory(&f, "pool", "[memory.pool]\nsmall_max = 64K\n");
-	wafer_memory_reserve(m, 100, &a);
-	wafer_memory_reserve(m, 65 * KiB, &b);
+	wafer__memory_reserve(m, 100, &a);
+	wafer__memory_reserve(m, 65 * KiB, &b);
 	ok(a.resource != b.resource, "small_max = 64K moves 65 KiB to large");
-	wafer_memory_release(m, &a);
-	wafer_memory_release(m, &b);
-	wafer_memory_destroy(m);
+	wafer__memory_release(m, &a);
+	wafer__memory_release(m, &b);
+	wafer__memory_destroy(m);
 	fake_fini(&f);
 }
 
@@ -149,26 +149,26 @@ static void test_pages(void)
 {
 	struct fake_storage f;
 	fake_init(&f, &vm);
-	struct wafer_memory *m = fake_memory(&f, "pool", NULL);
-	struct wafer_slice a, b;
-	wafer_memory_reserve(m, 100 * KiB, &a);
+	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__slice a, b;
+	wafer__memory_reserve(m, 100 * KiB, &a);
 	is_int((long long)f.maps, 1, "one map call");
 	is_int((long long)fake_usage(m).bytes_reserved, 128 * KiB,
 	       "100 KiB on 64 KiB pages: two pages mapped");
 	memset(fake_ptr(&a), 1, 100 * KiB);
-	wafer_memory_release(m, &a);
+	wafer__memory_release(m, &a);
 	is_int((long long)f.unmaps, 0, "release keeps the pages (lazy)");
 	is_int((long long)fake_usage(m).bytes_reserved, 128 * KiB,
 	       "still mapped");
-	wafer_memory_reserve(m, 100 * KiB, &b);
+	wafer__memory_reserve(m, 100 * KiB, &b);
 	is_int((long long)f.maps, 1, "the same size again: no new map");
 	is_int((long long)fake_usage(m).reuse_hits, 1, "a reuse hit");
-	wafer_memory_release(m, &b);
+	wafer__memory_release(m, &b);
 	books_agree(&f, m, "pages");
-	wafer_memory_trim_cache(m);
+	wafer__memory_trim_cache(m);
 	is_int((long long)fake_usage(m).bytes_reserved, 0, "trim: 0 reserved");
 	is_int((long long)f.count, 0, "trim: the segment went too");
-	wafer_memory_destroy(m);
+	wafer__memory_destroy(m);
 	fake_fini(&f);
 }
 
@@ -176,36 +176,36 @@ static void test_bound(void)
 {
 	struct fake_storage f;
 	fake_init(&f, &vm);
-	struct wafer_memory *m =
+	struct wafer__memory *m =
 		fake_memory(&f, "pool", "[memory.pool]\noverhead = 0\n");
-	struct wafer_slice a, b, c;
-	wafer_memory_reserve(m, 2 * MiB, &a);
-	wafer_memory_reserve(m, 2 * MiB, &b);
-	wafer_memory_release(m, &a);
-	wafer_memory_reserve(m, 3 * MiB, &c);
+	struct wafer__slice a, b, c;
+	wafer__memory_reserve(m, 2 * MiB, &a);
+	wafer__memory_reserve(m, 2 * MiB, &b);
+	wafer__memory_release(m, &a);
+	wafer__memory_reserve(m, 3 * MiB, &c);
 	is_int((long long)f.unmaps, 1, "past the bound: the idle pages went");
 	is_int((long long)fake_usage(m).bytes_reserved, 5 * MiB,
 	       "reserved = the 5 MiB in use");
 	is_int((long long)fake_usage(m).peak_reserved, 5 * MiB,
 	       "unmapped before mapping: the peak stayed at 5 MiB");
 	books_agree(&f, m, "bound");
-	wafer_memory_release(m, &b);
-	wafer_memory_release(m, &c);
-	wafer_memory_destroy(m);
+	wafer__memory_release(m, &b);
+	wafer__memory_release(m, &c);
+	wafer__memory_destroy(m);
 	fake_fini(&f);
 
 	fake_init(&f, &vm);
 	m = fake_memory(&f, "pool", "[memory.pool]\noverhead = 1\n");
-	wafer_memory_reserve(m, 2 * MiB, &a);
-	wafer_memory_reserve(m, 2 * MiB, &b);
-	wafer_memory_release(m, &a);
-	wafer_memory_reserve(m, 3 * MiB, &c);
+	wafer__memory_reserve(m, 2 * MiB, &a);
+	wafer__memory_reserve(m, 2 * MiB, &b);
+	wafer__memory_release(m, &a);
+	wafer__memory_reserve(m, 3 * MiB, &c);
 	is_int((long long)f.unmaps, 0, "overhead = 1: idle pages stay");
 	is_int((long long)fake_usage(m).bytes_reserved, 7 * MiB,
 	       "reserved 7 MiB for 5 in use");
-	wafer_memory_release(m, &b);
-	wafer_memory_release(m, &c);
-	wafer_memory_destroy(m);
+	wafer__memory_release(m, &b);
+	wafer__memory_release(m, &c);
+	wafer__memory_destroy(m);
 	fake_fini(&f);
 }
 
@@ -214,34 +214,34 @@ static void test_idle_order(void)
 {
 	struct fake_storage f;
 	fake_init(&f, &vm);
-	struct wafer_memory *m =
+	struct wafer__memory *m =
 		fake_memory(&f, "pool", "[memory.pool]\noverhead = 0.25\n");
-	struct wafer_slice a, b, c, d, e, g, h;
-	wafer_memory_reserve(m, 2 * MiB, &a);
-	wafer_memory_reserve(m, 2 * MiB, &b);
-	wafer_memory_reserve(m, 2 * MiB, &c);
-	wafer_memory_reserve(m, 2 * MiB, &d);
-	wafer_memory_release(m, &a); /* idle longest */
-	wafer_memory_release(m, &c);
+	struct wafer__slice a, b, c, d, e, g, h;
+	wafer__memory_reserve(m, 2 * MiB, &a);
+	wafer__memory_reserve(m, 2 * MiB, &b);
+	wafer__memory_reserve(m, 2 * MiB, &c);
+	wafer__memory_reserve(m, 2 * MiB, &d);
+	wafer__memory_release(m, &a); /* idle longest */
+	wafer__memory_release(m, &c);
 	/* 8 MiB mapped, bound 1.25 x 8 = 10: 3 more need 1 MiB given back. */
-	wafer_memory_reserve(m, 3 * MiB, &e);
+	wafer__memory_reserve(m, 3 * MiB, &e);
 	is_int((long long)f.unmaps, 1, "one unmap call");
 	is_int((long long)fake_usage(m).bytes_reserved, 9 * MiB,
 	       "a's 2 MiB went: 8 - 2 + 3");
 	unsigned long maps = f.maps;
-	wafer_memory_reserve(m, 2 * MiB, &g);
+	wafer__memory_reserve(m, 2 * MiB, &g);
 	is_int((long long)g.offset, (long long)c.offset,
 	       "c's pages stayed mapped: 2 MiB lands there");
 	is_int((long long)(f.maps - maps), 0, "without a map call");
-	wafer_memory_reserve(m, 2 * MiB, &h);
+	wafer__memory_reserve(m, 2 * MiB, &h);
 	is_int((long long)h.offset, (long long)a.offset,
 	       "a's hole needs its pages mapped again");
 	is_int((long long)(f.maps - maps), 1, "one map call");
-	struct wafer_slice *all[] = {&b, &d, &e, &g, &h};
+	struct wafer__slice *all[] = {&b, &d, &e, &g, &h};
 	for (int i = 0; i < 5; i++)
-		wafer_memory_release(m, all[i]);
+		wafer__memory_release(m, all[i]);
 	books_agree(&f, m, "idle order");
-	wafer_memory_destroy(m);
+	wafer__memory_destroy(m);
 	is_int((long long)fake_fini(&f), 0, "no leak");
 }
 
@@ -251,36 +251,36 @@ static void test_window(void)
 {
 	struct fake_storage f;
 	fake_init(&f, &vm);
-	struct wafer_memory *m =
+	struct wafer__memory *m =
 		fake_memory(&f, "pool", "[memory.pool]\noverhead = 0\n");
-	struct wafer_slice a, b, c, d, e, x, g;
-	wafer_memory_reserve(m, 2 * MiB, &a);
-	wafer_memory_reserve(m, 2 * MiB, &b);
-	wafer_memory_reserve(m, 2 * MiB, &c);
-	wafer_memory_reserve(m, 2 * MiB, &d);
-	wafer_memory_reserve(m, 2 * MiB, &e);
-	wafer_memory_release(m, &a);
+	struct wafer__slice a, b, c, d, e, x, g;
+	wafer__memory_reserve(m, 2 * MiB, &a);
+	wafer__memory_reserve(m, 2 * MiB, &b);
+	wafer__memory_reserve(m, 2 * MiB, &c);
+	wafer__memory_reserve(m, 2 * MiB, &d);
+	wafer__memory_reserve(m, 2 * MiB, &e);
+	wafer__memory_release(m, &a);
 	/* Too big for a's hole: mapped at the top, a's pages go back. */
-	wafer_memory_reserve(m, 2 * MiB + 64 * KiB, &x);
+	wafer__memory_reserve(m, 2 * MiB + 64 * KiB, &x);
 	is_int((long long)f.unmaps, 1, "window: a's idle pages unmapped");
-	wafer_memory_release(m, &b);
-	wafer_memory_release(m, &c);
+	wafer__memory_release(m, &b);
+	wafer__memory_release(m, &c);
 	/* One hole of 6 MiB: its first 2 unmapped, the next 4 mapped. */
 	unsigned long maps = f.maps, unmaps = f.unmaps;
-	wafer_memory_reserve(m, 4 * MiB, &g);
+	wafer__memory_reserve(m, 4 * MiB, &g);
 	is_int((long long)g.offset, (long long)b.offset,
 	       "window: 4 MiB lands on b's and c's mapped pages");
 	is_int((long long)(f.maps - maps), 0, "window: without a map call");
 	is_int((long long)(f.unmaps - unmaps), 0, "window: nor an unmap");
-	struct wafer_slice h;
-	wafer_memory_reserve(m, 2 * MiB, &h);
+	struct wafer__slice h;
+	wafer__memory_reserve(m, 2 * MiB, &h);
 	is_int((long long)h.offset, (long long)a.offset,
 	       "window: the hole's front stayed a free block");
-	struct wafer_slice *all[] = {&d, &e, &x, &g, &h};
+	struct wafer__slice *all[] = {&d, &e, &x, &g, &h};
 	for (int i = 0; i < 5; i++)
-		wafer_memory_release(m, all[i]);
+		wafer__memory_release(m, all[i]);
 	books_agree(&f, m, "window");
-	wafer_memory_destroy(m);
+	wafer__memory_destroy(m);
 	is_int((long long)fake_fini(&f), 0, "window: no leak");
 }
 
@@ -288,18 +288,18 @@ static void test_max_idle(void)
 {
 	struct fake_storage f;
 	fake_init(&f, &vm);
-	struct wafer_memory *m =
+	struct wafer__memory *m =
 		fake_memory(&f, "pool", "[memory.pool]\nmax_idle = 1M\n");
-	struct wafer_slice a, b;
-	wafer_memory_reserve(m, 4 * MiB, &a);
-	wafer_memory_reserve(m, 512 * KiB, &b);
-	wafer_memory_release(m, &b);
+	struct wafer__slice a, b;
+	wafer__memory_reserve(m, 4 * MiB, &a);
+	wafer__memory_reserve(m, 512 * KiB, &b);
+	wafer__memory_release(m, &b);
 	is_int((long long)f.unmaps, 0, "512 KiB idle: under max_idle");
-	wafer_memory_release(m, &a);
+	wafer__memory_release(m, &a);
 	ok(fake_usage(m).bytes_reserved <= MiB,
 	   "4 MiB idle: unmapped down to max_idle");
 	books_agree(&f, m, "max_idle");
-	wafer_memory_destroy(m);
+	wafer__memory_destroy(m);
 	fake_fini(&f);
 }
 
@@ -307,36 +307,36 @@ static void test_chunks(void)
 {
 	struct fake_storage f;
 	fake_init(&f, NULL);
-	struct wafer_memory *m = fake_memory(&f, "pool", NULL);
-	struct wafer_slice a, b, c;
-	wafer_memory_reserve(m, 100, &a);
+	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__slice a, b, c;
+	wafer__memory_reserve(m, 100, &a);
 	is_int((long long)fake_usage(m).bytes_reserved, 2 * MiB,
 	       "no vm: the small arena takes a 2 MiB chunk");
-	wafer_memory_reserve(m, 3 * MiB, &b);
+	wafer__memory_reserve(m, 3 * MiB, &b);
 	is_int((long long)fake_usage(m).bytes_reserved, 6 * MiB,
 	       "3 MiB rounds to a 4 MiB chunk");
-	wafer_memory_reserve(m, 200, &c);
+	wafer__memory_reserve(m, 200, &c);
 	is_int((long long)f.allocs, 2, "the small chunk serves the next too");
-	wafer_memory_release(m, &a);
-	wafer_memory_release(m, &b);
-	wafer_memory_release(m, &c);
+	wafer__memory_release(m, &a);
+	wafer__memory_release(m, &b);
+	wafer__memory_release(m, &c);
 	is_int((long long)f.frees, 0, "free chunks stay cached");
-	wafer_memory_trim_cache(m);
+	wafer__memory_trim_cache(m);
 	is_int((long long)fake_usage(m).bytes_reserved, 0, "trim frees them");
-	wafer_memory_destroy(m);
+	wafer__memory_destroy(m);
 	fake_fini(&f);
 
 	fake_init(&f, NULL);
 	m = fake_memory(&f, "pool", "[memory.pool]\noverhead = 0\n");
-	wafer_memory_reserve(m, 3 * MiB, &a);
-	wafer_memory_release(m, &a);
-	wafer_memory_reserve(m, 5 * MiB, &b);
+	wafer__memory_reserve(m, 3 * MiB, &a);
+	wafer__memory_release(m, &a);
+	wafer__memory_reserve(m, 5 * MiB, &b);
 	is_int((long long)f.frees, 1,
 	       "no vm, past the bound: the idle chunk is freed first");
 	is_int((long long)fake_usage(m).peak_reserved, 6 * MiB,
 	       "so the peak is the new chunk alone");
-	wafer_memory_release(m, &b);
-	wafer_memory_destroy(m);
+	wafer__memory_release(m, &b);
+	wafer__memory_destroy(m);
 	is_int((long long)fake_fini(&f), 0, "no leak");
 }
 
@@ -344,37 +344,37 @@ static void test_out_of_memory(void)
 {
 	struct fake_storage f;
 	fake_init(&f, &vm);
-	struct wafer_memory *m = fake_memory(&f, "pool", NULL);
-	struct wafer_slice a, b;
+	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__slice a, b;
 	f.fail_every = 1;
-	is_status(wafer_memory_reserve(m, 123, &a), WAFER_ERROR_OUT_OF_MEMORY,
+	is_status(wafer__memory_reserve(m, 123, &a), WAFER_ERROR_OUT_OF_MEMORY,
 		  "storage full");
-	like(wafer_error_detail(),
+	like(wafer__error_detail(),
 	     "cannot reserve 123 bytes: 0 in use, 0 reserved (strategy pool)",
 	     "the detail gives asked, in use and reserved");
-	like(wafer_error_detail(), "injected", "and the storage's reason");
+	like(wafer__error_detail(), "injected", "and the storage's reason");
 	f.fail_every = 0;
 
 	/* One failing map: the manager trims (unmapping the idle 4 MiB) and
 	 * retries, and the retry's map succeeds. */
-	wafer_memory_reserve(m, 4 * MiB, &a);
-	wafer_memory_release(m, &a);
-	wafer_memory_reserve(m, 100, &b);
+	wafer__memory_reserve(m, 4 * MiB, &a);
+	wafer__memory_release(m, &a);
+	wafer__memory_reserve(m, 100, &b);
 	f.failures = 0;
 	f.fail_every = 1000;
 	f.acquires = 999; /* the next acquiring call is the 1000th */
-	is_status(wafer_memory_reserve(m, 8 * MiB, &a), WAFER_OK,
+	is_status(wafer__memory_reserve(m, 8 * MiB, &a), WAFER_OK,
 		  "a failed map is retried after trim");
 	is_int((long long)f.failures, 1, "one injected failure");
 	ok(f.unmaps >= 1, "the trim unmapped idle pages");
 	f.fail_every = 0;
 	books_agree(&f, m, "after the retry");
 	memset(fake_ptr(&a), 7, 8 * MiB);
-	wafer_memory_release(m, &a);
-	wafer_memory_release(m, &b);
-	wafer_memory_trim_cache(m);
+	wafer__memory_release(m, &a);
+	wafer__memory_release(m, &b);
+	wafer__memory_trim_cache(m);
 	is_int((long long)fake_usage(m).bytes_reserved, 0, "trim: 0 reserved");
-	wafer_memory_destroy(m);
+	wafer__memory_destroy(m);
 	is_int((long long)fake_fini(&f), 0, "no leak");
 	is_int((long long)f.violations, 0, "storage contract kept");
 }
@@ -385,44 +385,44 @@ static void test_out_of_memory(void)
  * their span at most, and only whole idle units go back. */
 static void test_whole(void)
 {
-	struct wafer_storage s;
-	struct wafer_null_storage_options o = {.whole_maps = true};
-	is_status(wafer_null_storage_init(&s, &o), WAFER_OK,
+	struct wafer__storage s;
+	struct wafer__null_storage_options o = {.whole_maps = true};
+	is_status(wafer__null_storage_init(&s, &o), WAFER_OK,
 		  "whole: null storage, 2 MiB pages");
-	struct wafer_config *config =
+	struct wafer__config *config =
 		fake_config("[memory.pool]\noverhead = 0\nunmap = whole\n");
-	struct wafer_memory *m;
-	is_status(wafer_memory_create("pool", &s, config, &m), WAFER_OK,
+	struct wafer__memory *m;
+	is_status(wafer__memory_create("pool", &s, config, &m), WAFER_OK,
 		  "whole: pool with unmap = whole");
-	struct wafer_slice a, b, c, d;
+	struct wafer__slice a, b, c, d;
 	uint64_t made, gone;
-	wafer_memory_reserve(m, 24 * MiB, &a);
-	wafer_null_storage_phys(&s, &made, &gone);
+	wafer__memory_reserve(m, 24 * MiB, &a);
+	wafer__null_storage_phys(&s, &made, &gone);
 	is_int((long long)made, 6, "24 MiB: 6 units of 2 pages (a quarter)");
-	wafer_memory_reserve(m, 2 * MiB, &b);
-	wafer_memory_release(m, &a);
-	wafer_memory_reserve(m, 4 * MiB, &c);
+	wafer__memory_reserve(m, 2 * MiB, &b);
+	wafer__memory_release(m, &a);
+	wafer__memory_reserve(m, 4 * MiB, &c);
 	is_int((long long)c.offset, (long long)a.offset,
 	       "4 MiB lands in the mapped hole");
-	wafer_memory_reserve(m, 30 * MiB, &d);
-	wafer_null_storage_phys(&s, &made, &gone);
+	wafer__memory_reserve(m, 30 * MiB, &d);
+	wafer__null_storage_phys(&s, &made, &gone);
 	is_int((long long)made, 6 + 1 + 8, "30 MiB past b: 8 more units");
 	is_int((long long)gone, 5,
 	       "overhead 0: the hole's 5 idle units went, not the one in use");
 	is_int((long long)s.counters.bytes_reserved, 36 * MiB,
 	       "36 MiB mapped: 4 + 2 + 30");
-	wafer_memory_release(m, &c);
-	wafer_memory_release(m, &b);
-	wafer_memory_release(m, &d);
-	wafer_memory_trim_cache(m);
+	wafer__memory_release(m, &c);
+	wafer__memory_release(m, &b);
+	wafer__memory_release(m, &d);
+	wafer__memory_trim_cache(m);
 	is_int((long long)s.counters.bytes_reserved, 0, "trim: 0 reserved");
-	wafer_memory_destroy(m);
-	wafer_config_destroy(config);
+	wafer__memory_destroy(m);
+	wafer__config_destroy(config);
 	const char *first;
-	is_int((long long)wafer_null_storage_violations(&s, &first), 0,
+	is_int((long long)wafer__null_storage_violations(&s, &first), 0,
 	       "no unmap cut a mapping");
-	is_int((long long)wafer_null_storage_live(&s), 0, "whole: no leak");
-	wafer_null_storage_fini(&s);
+	is_int((long long)wafer__null_storage_live(&s), 0, "whole: no leak");
+	wafer__null_storage_fini(&s);
 
 	/* unit caps a unit: 64 MiB is 4 units of 16 MiB by default (a
 	 * quarter), 16 of 4 MiB with unit = 4M. */
@@ -435,19 +435,19 @@ static void test_whole(void)
 		{"[memory.pool]\n", 1},
 	};
 	for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
-		wafer_null_storage_init(&s, &o);
+		wafer__null_storage_init(&s, &o);
 		config = fake_config(caps[i].text);
-		wafer_memory_create("pool", &s, config, &m);
-		wafer_memory_reserve(m, 64 * MiB, &a);
-		wafer_null_storage_phys(&s, &made, &gone);
+		wafer__memory_create("pool", &s, config, &m);
+		wafer__memory_reserve(m, 64 * MiB, &a);
+		wafer__null_storage_phys(&s, &made, &gone);
 		is_int((long long)made, caps[i].units,
 		       "64 MiB block: %lld maps (%zu)", caps[i].units, i);
-		wafer_memory_release(m, &a);
-		wafer_memory_destroy(m);
-		wafer_config_destroy(config);
-		is_int((long long)wafer_null_storage_violations(&s, NULL), 0,
+		wafer__memory_release(m, &a);
+		wafer__memory_destroy(m);
+		wafer__config_destroy(config);
+		is_int((long long)wafer__null_storage_violations(&s, NULL), 0,
 		       "  storage contract kept");
-		wafer_null_storage_fini(&s);
+		wafer__null_storage_fini(&s);
 	}
 }
 
@@ -466,12 +466,12 @@ static void test_options(void)
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct fake_storage f;
 		fake_init(&f, &vm);
-		struct wafer_config *config = fake_config(bad[i].text);
-		struct wafer_memory *m;
-		is_status(wafer_memory_create("pool", &f.storage, config, &m),
+		struct wafer__config *config = fake_config(bad[i].text);
+		struct wafer__memory *m;
+		is_status(wafer__memory_create("pool", &f.storage, config, &m),
 			  WAFER_ERROR_CONFIG, "bad option %zu refused", i);
-		like(wafer_error_detail(), bad[i].needle, "detail names it");
-		wafer_config_destroy(config);
+		like(wafer__error_detail(), bad[i].needle, "detail names it");
+		wafer__config_destroy(config);
 		fake_fini(&f);
 	}
 }

@@ -59,14 +59,14 @@ static const struct variant variants[] = {
 };
 
 struct live {
-	struct wafer_slice slice;
+	struct wafer__slice slice;
 	size_t size;
 	unsigned char seed;
 };
 
 struct run {
 	struct fake_storage f;
-	struct wafer_memory *m;
+	struct wafer__memory *m;
 	struct live live[MAX_LIVE];
 	size_t count;
 	uint64_t shadow, shadow_peak;
@@ -164,13 +164,13 @@ static void reserve_one(struct run *r, bool may_fail)
 {
 	size_t size = random_size(r);
 	struct live *l = &r->live[r->count];
-	wafer_status status = wafer_memory_reserve(r->m, size, &l->slice);
+	wafer_status status = wafer__memory_reserve(r->m, size, &l->slice);
 	if (status != WAFER_OK) {
 		if (!may_fail || status != WAFER_ERROR_OUT_OF_MEMORY)
 			problem(r, "reserve failed");
 		if (l->slice.resource || l->slice.size || l->slice.token)
 			problem(r, "slice not cleared after a failure");
-		if (!strstr(wafer_error_detail(), "cannot reserve"))
+		if (!strstr(wafer__error_detail(), "cannot reserve"))
 			problem(r, "out-of-memory detail lacks the sizes");
 		return;
 	}
@@ -197,7 +197,7 @@ static void release_one(struct run *r, size_t i)
 {
 	struct live *l = &r->live[i];
 	for_pattern(l, 1, r);
-	wafer_memory_release(r->m, &l->slice);
+	wafer__memory_release(r->m, &l->slice);
 	r->shadow -= l->size;
 	r->live[i] = r->live[--r->count];
 }
@@ -212,9 +212,9 @@ static void workload(struct run *r, int steps, bool may_fail)
 		else
 			release_one(r, next_random(r) % r->count);
 		if (what >= 990)
-			wafer_memory_trim_cache(r->m);
+			wafer__memory_trim_cache(r->m);
 		else if (what >= 980)
-			wafer_memory_after_sync(r->m);
+			wafer__memory_after_sync(r->m);
 		if (what % 97 == 0)
 			for (size_t i = 0; i < r->count; i++)
 				for_pattern(&r->live[i], 1, r);
@@ -240,10 +240,10 @@ static void finish(struct run *r, const char *label)
 		release_one(r, r->count - 1);
 	is_int((long long)fake_usage(r->m).bytes_in_use, 0,
 	       "%s: all released: in use 0", label);
-	wafer_memory_trim_cache(r->m);
+	wafer__memory_trim_cache(r->m);
 	is_int((long long)fake_usage(r->m).bytes_reserved, 0,
 	       "%s: trimmed: reserved 0", label);
-	wafer_memory_destroy(r->m);
+	wafer__memory_destroy(r->m);
 	size_t leaked = fake_fini(&r->f);
 	is_int((long long)leaked, 0, "%s: destroyed: storage empty", label);
 	if (!ok(r->problems == 0 && r->f.violations == 0,

@@ -31,7 +31,7 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
-#include "core/memory/memory.h"
+#include "lib/memory/memory.h"
 #include "t/standins/levelzero/fakeze.h"
 #include "t/tap.h"
 
@@ -422,9 +422,9 @@ int main(void)
 	   "one levelzero device: %s", desc.name ? desc.name : "(none)");
 
 	size_t strategies = 0;
-	for (size_t i = 0; wafer_memory_strategies[i]; i++, strategies++) {
-		run_client(wafer_memory_strategies[i]->name, "direct");
-		run_client(wafer_memory_strategies[i]->name, "mpsc");
+	for (size_t i = 0; wafer__memory_strategies[i]; i++, strategies++) {
+		run_client(wafer__memory_strategies[i]->name, "direct");
+		run_client(wafer__memory_strategies[i]->name, "mpsc");
 	}
 	ok(strategies > 0, "%zu memory strategies, each on two channels",
 	   strategies);

@@ -13,7 +13,7 @@
  * with driver threads is not safe), only forks, reads each child's
  * report from a pipe, and prints the TAP lines. A child counts source
  * builds from the plugin's log ("built <unit> ... from source"). The
- * files are the host's compiled-binary cache (core/binary_cache.c, linked
+ * files are the host's compiled-binary cache (lib/binary_cache.c, linked
  * in and offered by t/standins/opencl_host.h as the core offers it).
  *
  * PoCL keeps its own cache of compiled work-group functions under
@@ -190,7 +190,7 @@ static struct report in_child(void (*fn)(const struct wafer_plugin_option *,
 
 /* Number of entries in |dir| whose name starts with |prefix| and ends
  * with |suffix|; the last one's path in |path|. Binaries are the host
- * cache's <hash>.bin files (core/binary_cache.c), temporary files
+ * cache's <hash>.bin files (lib/binary_cache.c), temporary files
  * .tmp-*. */
 static int count_files(const char *dir, const char *prefix,
 		       const char *suffix, char *path, size_t size)

@@ -1230,7 +1230,7 @@ static void test_timers(void)
 
 
 /*===----------------------------------------------------------------------===
- * Programs (user_program.c): the caller's OpenCL C
+ * Programs (program.c): the caller's OpenCL C
  *===----------------------------------------------------------------------===*/
 
 static const char program_cl[] =

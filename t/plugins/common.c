@@ -19,9 +19,9 @@ static struct tp_state *states;
  * tp_init. */
 static const struct wafer_host_services *queried;
 
-//===----------------------------------------------------------------------===//
-// Tables with the required entries only
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===
+ * Tables with the required entries only
+ *===----------------------------------------------------------------------===*/
 
 const struct wafer_storage_ops tp_storage_ops = {
 	.struct_size = sizeof(struct wafer_storage_ops),
@@ -71,9 +71,9 @@ void tp_describe(const struct wafer_host_services *host,
 	};
 }
 
-//===----------------------------------------------------------------------===//
-// Lifetime and devices
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===
+ * Lifetime and devices
+ *===----------------------------------------------------------------------===*/
 
 static wafer_status parse_u64(const struct wafer_plugin_option *option,
 			      uint64_t max, uint64_t *out)
@@ -227,9 +227,9 @@ void tp_device_close(void *device)
 		     d->index);
 }
 
-//===----------------------------------------------------------------------===//
-// Kernels: f32 fill and add, run at once
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===
+ * Kernels: f32 fill and add, run at once
+ *===----------------------------------------------------------------------===*/
 
 struct tp_kernel_impl {
 	wafer_status (*run)(const struct wafer_launch *launch);
@@ -325,9 +325,9 @@ wafer_status tp_launch(void *device, void *queue,
 	return impl->run(launch);
 }
 
-//===----------------------------------------------------------------------===//
-// Storage and queues: host memory, synchronous
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===
+ * Storage and queues: host memory, synchronous
+ *===----------------------------------------------------------------------===*/
 
 static void *host_bytes(wafer_resource resource, size_t offset)
 {
@@ -399,9 +399,9 @@ wafer_status tp_sync(void *device, void *queue)
 	return WAFER_OK;
 }
 
-//===----------------------------------------------------------------------===//
-// Optional entries
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===
+ * Optional entries
+ *===----------------------------------------------------------------------===*/
 
 wafer_status tp_alloc_async(void *device, void *queue, size_t size,
 			    wafer_resource *out_resource)

@@ -79,9 +79,9 @@ static wafer_status tunable_kernels(void *device,
 	return WAFER_OK;
 }
 
-//===----------------------------------------------------------------------===//
-// Queues: a fake clock and a deferred error
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===
+ * Queues: a fake clock and a deferred error
+ *===----------------------------------------------------------------------===*/
 
 struct tunable_queue {
 	uint64_t clock_ns;
@@ -136,9 +136,9 @@ static wafer_status tunable_timer_end(void *device, void *queue, void *timer,
 	return WAFER_OK;
 }
 
-//===----------------------------------------------------------------------===//
-// The kernel
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===
+ * The kernel
+ *===----------------------------------------------------------------------===*/
 
 static void *binding_at(const struct wafer_launch *launch, uint32_t i,
 			size_t bytes)
@@ -212,9 +212,9 @@ static wafer_status tunable_launch(void *device, void *queue,
 	return WAFER_OK;
 }
 
-//===----------------------------------------------------------------------===//
-// The descriptor
-//===----------------------------------------------------------------------===//
+/*===----------------------------------------------------------------------===
+ * The descriptor
+ *===----------------------------------------------------------------------===*/
 
 /* Takes `sleep` out of the options and hands the rest to tp_init. */
 static wafer_status tunable_init(const struct wafer_plugin_init_args *args,

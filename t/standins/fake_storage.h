@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * fake_storage.h: a storage for the memory-strategy tests (t/memory_*.c),
- * behind the same struct wafer_storage a plugin's table gets. It backs
+ * behind the same struct wafer__storage a plugin's table gets. It backs
  * every resource with real host memory — alloc with posix_memalign, the
  * virtual-memory entries with mmap(PROT_NONE) and mprotect, so a strategy
  * that hands out an unmapped page faults instead of passing — and it:
@@ -26,10 +26,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/memory/memory.h"
-#include "core/memory/storage.h"
+#include "lib/config.h"
+#include "lib/error.h"
+#include "lib/memory/memory.h"
+#include "lib/memory/storage.h"
 
 enum fake_kind { FAKE_ALLOC, FAKE_ASYNC, FAKE_RANGE };
 
@@ -50,7 +50,7 @@ struct fake_options {
 };
 
 struct fake_storage {
-	struct wafer_storage storage; /* what the strategy gets */
+	struct wafer__storage storage; /* what the strategy gets */
 	struct wafer_storage_ops ops;
 	struct fake_options opt;
 
@@ -104,7 +104,7 @@ static inline wafer_status fake_add(struct fake_storage *f,
 		struct fake_object *grown =
 			realloc(f->objects, capacity * sizeof *grown);
 		if (!grown)
-			return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "fake: host");
+			return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY, "fake: host");
 		f->objects = grown;
 		f->capacity = capacity;
 	}
@@ -131,11 +131,11 @@ static inline wafer_status fake_alloc_kind(struct fake_storage *f, size_t size,
 	if (size == 0)
 		fake_violation(f, "alloc of 0 bytes", 0);
 	if (fake_should_fail(f))
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "fake: injected failure of alloc(%zu)", size);
+		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+				   "fake: injected failure of alloc(%zu)", size);
 	void *p = NULL;
 	if (posix_memalign(&p, f->opt.alignment, size ? size : 1))
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "fake: host");
+		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY, "fake: host");
 	wafer_status status = fake_add(
 		f, (struct fake_object){(uint64_t)(uintptr_t)p, size, kind,
 					false, NULL});
@@ -197,7 +197,7 @@ static inline wafer_status fake_free_async(void *device, void *queue,
 	if (!o || o->kind != FAKE_ASYNC || o->pending_free) {
 		fake_violation(f, "free_async of a resource not allocated",
 			       resource);
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT, "fake");
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "fake");
 	}
 	if (f->opt.defer_frees)
 		o->pending_free = true; /* the queue frees it at sync */
@@ -231,8 +231,8 @@ static inline wafer_status fake_sync(void *data)
 	f->syncs++;
 	if (f->fail_syncs) {
 		f->fail_syncs--;
-		return wafer_fail(WAFER_ERROR_DEVICE,
-				  "fake: injected sync failure");
+		return wafer__fail(WAFER_ERROR_DEVICE,
+				   "fake: injected sync failure");
 	}
 	fake_drain(f);
 	return WAFER_OK;
@@ -282,9 +282,9 @@ static inline wafer_status fake_vm_reserve(void *device, size_t size,
 	if (size == 0 || size % f->opt.granularity)
 		fake_violation(f, "vm_reserve not a multiple of granularity", 0);
 	if (fake_should_fail(f))
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "fake: injected failure of vm_reserve(%zu)",
-				  size);
+		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+				   "fake: injected failure of vm_reserve(%zu)",
+				   size);
 	void *p = mmap(NULL, size, PROT_NONE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	uint8_t *mapped = calloc(size / f->opt.granularity + 1, 1);
@@ -292,7 +292,7 @@ static inline wafer_status fake_vm_reserve(void *device, size_t size,
 		if (p != MAP_FAILED)
 			munmap(p, size);
 		free(mapped);
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "fake: mmap");
+		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY, "fake: mmap");
 	}
 	/* mmap aligns to the host page only; the tests' granularity is a
 	 * multiple of it, and the strategies use offsets, never addresses. */
@@ -335,17 +335,17 @@ static inline wafer_status fake_vm_map(void *device, wafer_resource range,
 	struct fake_object *o =
 		fake_range(f, range, offset, size, "vm_map out of range");
 	if (!o)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT, "fake");
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "fake");
 	size_t g = f->opt.granularity;
 	for (size_t p = offset / g; p < (offset + size) / g; p++)
 		if (o->mapped[p])
 			fake_violation(f, "vm_map of a mapped page", range);
 	if (fake_should_fail(f))
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY,
-				  "fake: injected failure of vm_map(%zu)", size);
+		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+				   "fake: injected failure of vm_map(%zu)", size);
 	if (mprotect((char *)(uintptr_t)range + offset, size,
 		     PROT_READ | PROT_WRITE))
-		return wafer_fail(WAFER_ERROR_OUT_OF_MEMORY, "fake: mprotect");
+		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY, "fake: mprotect");
 	for (size_t p = offset / g; p < (offset + size) / g; p++)
 		o->mapped[p] = 1;
 	f->bytes += size;
@@ -361,7 +361,7 @@ static inline wafer_status fake_vm_unmap(void *device, wafer_resource range,
 	struct fake_object *o =
 		fake_range(f, range, offset, size, "vm_unmap out of range");
 	if (!o)
-		return wafer_fail(WAFER_ERROR_INVALID_ARGUMENT, "fake");
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "fake");
 	size_t g = f->opt.granularity;
 	for (size_t p = offset / g; p < (offset + size) / g; p++) {
 		if (!o->mapped[p])
@@ -420,7 +420,7 @@ static inline void fake_init(struct fake_storage *f,
 		f->ops.vm_map = fake_vm_map;
 		f->ops.vm_unmap = fake_vm_unmap;
 	}
-	f->storage = (struct wafer_storage){
+	f->storage = (struct wafer__storage){
 		.ops = &f->ops,
 		.device = f,
 		.alignment = f->opt.alignment,
@@ -450,45 +450,45 @@ static inline size_t fake_fini(struct fake_storage *f)
 }
 
 /* Host address of a slice's first byte. */
-static inline unsigned char *fake_ptr(const struct wafer_slice *slice)
+static inline unsigned char *fake_ptr(const struct wafer__slice *slice)
 {
 	return (unsigned char *)(uintptr_t)slice->resource + slice->offset;
 }
 
 /* A configuration holding |text| (INI), or NULL after a diagnostic. */
-static inline struct wafer_config *fake_config(const char *text)
+static inline struct wafer__config *fake_config(const char *text)
 {
-	struct wafer_config *config;
-	if (wafer_config_create(&config) != WAFER_OK)
+	struct wafer__config *config;
+	if (wafer__config_create(&config) != WAFER_OK)
 		return NULL;
-	if (wafer_config_load_string(config, "test.conf", text, false) !=
+	if (wafer__config_load_string(config, "test.conf", text, false) !=
 	    WAFER_OK) {
-		printf("# config: %s\n", wafer_error_detail());
-		wafer_config_destroy(config);
+		printf("# config: %s\n", wafer__error_detail());
+		wafer__config_destroy(config);
 		return NULL;
 	}
 	return config;
 }
 
 /* A manager with |strategy| on |f| and options |text| (may be NULL). */
-static inline struct wafer_memory *fake_memory(struct fake_storage *f,
-					       const char *strategy,
-					       const char *text)
+static inline struct wafer__memory *fake_memory(struct fake_storage *f,
+						const char *strategy,
+						const char *text)
 {
-	struct wafer_config *config = text ? fake_config(text) : NULL;
-	struct wafer_memory *memory = NULL;
-	if (wafer_memory_create(strategy, &f->storage, config, &memory) !=
+	struct wafer__config *config = text ? fake_config(text) : NULL;
+	struct wafer__memory *memory = NULL;
+	if (wafer__memory_create(strategy, &f->storage, config, &memory) !=
 	    WAFER_OK)
 		printf("# memory_create(%s): %s\n", strategy,
-		       wafer_error_detail());
-	wafer_config_destroy(config);
+		       wafer__error_detail());
+	wafer__config_destroy(config);
 	return memory;
 }
 
-static inline wafer_memory_usage fake_usage(const struct wafer_memory *m)
+static inline wafer_memory_usage fake_usage(const struct wafer__memory *m)
 {
 	wafer_memory_usage u = {.struct_size = sizeof u};
-	wafer_memory_get_usage(m, &u);
+	wafer__memory_get_usage(m, &u);
 	return u;
 }
 

@@ -3,7 +3,7 @@
  * opencl_host.h: what the OpenCL plugin tests share — the built
  * opencl.so loaded by hand with a fake host services table that records
  * the plugin's error text and log lines (and counts source builds) and
- * offers the core's own compiled-binary cache (core/binary_cache.c, in
+ * offers the core's own compiled-binary cache (lib/binary_cache.c, in
  * the directory the core would choose for the init options given), and
  * small helpers around init options, buffers and launches. Header-only,
  * like tap.h, so each test stays one file; it links the core's
@@ -26,8 +26,8 @@
 
 #include "t/standins/fake_host.h"
 
-#include "core/binary_cache.h"
-#include "core/config.h"
+#include "lib/binary_cache.h"
+#include "lib/config.h"
 
 /* The cache directory the core would give the plugin for the options of
  * the last init_with (NULL: off). */
@@ -38,8 +38,8 @@ static wafer_status host_cache_load(const struct wafer_host_services *host,
 				    size_t part_count, void **out_data,
 				    size_t *out_size)
 {
-	return wafer_binary_cache_load(cache_dir, host, parts, part_count,
-				       out_data, out_size);
+	return wafer__binary_cache_load(cache_dir, host, parts, part_count,
+					out_data, out_size);
 }
 
 static wafer_status host_cache_store(const struct wafer_host_services *host,
@@ -47,8 +47,8 @@ static wafer_status host_cache_store(const struct wafer_host_services *host,
 				     size_t part_count, const void *data,
 				     size_t size)
 {
-	return wafer_binary_cache_store(cache_dir, host, parts, part_count,
-					data, size);
+	return wafer__binary_cache_store(cache_dir, host, parts, part_count,
+					 data, size);
 }
 
 /* fake_host with the cache services (set up by load_plugin). */
@@ -59,22 +59,22 @@ static struct wafer_host_services opencl_host;
 static void choose_cache_dir(const struct wafer_plugin_option *options,
 			     size_t count)
 {
-	struct wafer_config *config = NULL;
+	struct wafer__config *config = NULL;
 
 	free(cache_dir);
 	cache_dir = NULL;
-	if (wafer_config_create(&config) != WAFER_OK) {
-		printf("Bail out! wafer_config_create failed\n");
+	if (wafer__config_create(&config) != WAFER_OK) {
+		printf("Bail out! wafer__config_create failed\n");
 		exit(1);
 	}
 	for (size_t i = 0; i < count; i++)
-		wafer_config_set(config, "opencl", options[i].key,
-				 options[i].value, options[i].origin);
-	if (wafer_binary_cache_dir(config, "opencl", &cache_dir) != WAFER_OK) {
-		printf("Bail out! wafer_binary_cache_dir failed\n");
+		wafer__config_set(config, "opencl", options[i].key,
+				  options[i].value, options[i].origin);
+	if (wafer__binary_cache_dir(config, "opencl", &cache_dir) != WAFER_OK) {
+		printf("Bail out! wafer__binary_cache_dir failed\n");
 		exit(1);
 	}
-	wafer_config_destroy(config);
+	wafer__config_destroy(config);
 }
 
 /* "built <unit> for <device> from source" lines: clBuildProgram calls on
@@ -111,7 +111,7 @@ static void load_plugin(void)
 	fake_log_hook = count_source_builds;
 	opencl_host = fake_host;
 	opencl_host.cache_load = host_cache_load;
-	opencl_host.cache_free = wafer_binary_cache_free;
+	opencl_host.cache_free = wafer__binary_cache_free;
 	opencl_host.cache_store = host_cache_store;
 	plugin = query ? query(WAFER_PLUGIN_ABI_MAJOR, &opencl_host) : NULL;
 	if (!plugin) {

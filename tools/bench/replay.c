@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/memory/memory.h"
+#include "lib/config.h"
+#include "lib/error.h"
+#include "lib/memory/memory.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/raw.h"
 #include "tools/replay_backend.h"
@@ -40,7 +40,7 @@ static const char *base_name(const char *path)
 static void die_status(const char *what)
 {
 	fprintf(stderr, "wafer-bench replay: %s: %s\n", what,
-		wafer_error_detail());
+		wafer__error_detail());
 	exit(1);
 }
 
@@ -61,16 +61,16 @@ int bench_replay(int argc, char **argv)
 	}
 
 	struct replay_backend backend;
-	struct wafer_storage storage;
+	struct wafer__storage storage;
 	if (replay_backend_open(selector, &backend, &storage) != WAFER_OK)
 		die_status(selector);
-	struct wafer_config *config;
-	struct wafer_memory *memory;
-	if (wafer_config_create(&config) != WAFER_OK)
+	struct wafer__config *config;
+	struct wafer__memory *memory;
+	if (wafer__config_create(&config) != WAFER_OK)
 		die_status("config");
-	if (wafer_memory_create("pool", &storage, config, &memory) != WAFER_OK)
+	if (wafer__memory_create("pool", &storage, config, &memory) != WAFER_OK)
 		die_status("pool");
-	struct wafer_slice *slices = calloc(t.slots, sizeof *slices);
+	struct wafer__slice *slices = calloc(t.slots, sizeof *slices);
 	if (!slices) {
 		fprintf(stderr, "wafer-bench replay: out of host memory\n");
 		return 1;
@@ -81,14 +81,14 @@ int bench_replay(int argc, char **argv)
 	for (size_t i = 0; i < t.count; i++) {
 		const struct wafer_trace_event *e = &t.events[i];
 		if (e->size) {
-			if (wafer_memory_reserve(memory, e->size,
-						 &slices[e->slot]) != WAFER_OK) {
+			if (wafer__memory_reserve(memory, e->size,
+						  &slices[e->slot]) != WAFER_OK) {
 				fprintf(stderr, "wafer-bench replay: %s:%u",
 					path, e->line);
 				die_status("reserve");
 			}
 		} else {
-			wafer_memory_release(memory, &slices[e->slot]);
+			wafer__memory_release(memory, &slices[e->slot]);
 			slices[e->slot].size = 0;
 		}
 	}
@@ -97,7 +97,7 @@ int bench_replay(int argc, char **argv)
 	double ns = (double)(bench_now_ns() - start) / (double)t.count;
 
 	wafer_memory_usage u = {.struct_size = sizeof u};
-	wafer_memory_get_usage(memory, &u);
+	wafer__memory_get_usage(memory, &u);
 	uint64_t gran = storage.vm_granularity ? storage.vm_granularity : 1;
 	printf("replay trace=%s events=%zu strategy=pool ns_per_event=%.1f "
 	       "ratio=%.3f pages=map:%" PRIu64 ",unmap:%" PRIu64,
@@ -108,8 +108,8 @@ int bench_replay(int argc, char **argv)
 	       storage.counters.bytes_unmapped / gran);
 	for (uint32_t i = 0; i < t.slots; i++)
 		if (slices[i].size)
-			wafer_memory_release(memory, &slices[i]);
-	wafer_memory_destroy(memory);
+			wafer__memory_release(memory, &slices[i]);
+	wafer__memory_destroy(memory);
 	free(slices);
 
 	/* The raw side, with the pool's memory given back. */
@@ -130,7 +130,7 @@ int bench_replay(int argc, char **argv)
 		       ns / raw_ns);
 	printf("\n");
 	replay_backend_close(&backend);
-	wafer_config_destroy(config);
+	wafer__config_destroy(config);
 	wafer_trace_fini(&t);
 	return 0;
 }

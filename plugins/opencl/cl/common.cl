@@ -1,6 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * common.cl: the prelude of every program unit (program.c puts it first).
+ * common.cl: the prelude of every program unit (kernels_build.c puts it first).
  * OpenCL C 1.2.
  *
  * Element types. Every kernel computes in float and the element type is

@@ -1,0 +1,866 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * loader.c: finding, opening and checking one backend plugin (loader.h). */
+#include "build-config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <wafer/plugin.h>
+
+#include "lib/build_tree.h"
+#include <wafer/wafer.h>
+
+#include "lib/binary_cache.h"
+#include "lib/error.h"
+#include "lib/loader.h"
+#include "lib/plugin_file.h"
+#include "lib/log.h"
+
+
+/*===----------------------------------------------------------------------===
+ * Small helpers
+ *===----------------------------------------------------------------------===*/
+
+static size_t min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+/* The calling thread's detail, or |fallback| when the plugin gave none. */
+static const char *detail_or(const char *fallback)
+{
+	const char *detail = wafer__error_detail();
+	return detail[0] ? detail : fallback;
+}
+
+static wafer_status out_of_memory(const char *what)
+{
+	return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+			   "plugin loader: out of host memory (%s)", what);
+}
+
+/* Records why |p| is not accepted and returns |status| with the reason,
+ * the plugin's name and its file as the thread's detail. */
+static wafer_status reject(struct wafer__loaded_plugin *p, wafer_status status,
+			   const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+static wafer_status reject(struct wafer__loaded_plugin *p, wafer_status status,
+			   const char *format, ...)
+{
+	char reason[WAFER_ERROR_DETAIL_MAX];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(reason, sizeof reason, format, ap);
+	va_end(ap);
+	free(p->reason);
+	p->reason = strdup(reason); /* NULL on failure: reported as such */
+	if (p->path)
+		return wafer__fail(status, "%s (%s): %s", p->name, p->path,
+				   reason);
+	return wafer__fail(status, "%s: %s", p->name, reason);
+}
+
+/*===----------------------------------------------------------------------===
+ * Host services handed to each plugin
+ *===----------------------------------------------------------------------===*/
+
+static void host_set_error(const char *format, ...)
+	__attribute__((format(printf, 1, 2)));
+static void host_set_error(const char *format, ...)
+{
+	va_list ap;
+
+	va_start(ap, format);
+	wafer__vfail(WAFER_OK, format, ap); /* only the text is kept */
+	va_end(ap);
+}
+
+static void host_log(const struct wafer_host_services *host,
+		     wafer_log_level level, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+static void host_log(const struct wafer_host_services *host,
+		     wafer_log_level level, const char *format, ...)
+{
+	const struct wafer__loaded_plugin *p = host ? host->host_data : NULL;
+	va_list ap;
+
+	if ((int)level < (int)WAFER_LOG_ERROR)
+		level = WAFER_LOG_ERROR;
+	if ((int)level > (int)WAFER_LOG_DEBUG)
+		level = WAFER_LOG_DEBUG;
+	if (!wafer__log_enabled(level))
+		return;
+	va_start(ap, format);
+	wafer__vlog(level, p && p->name ? p->name : "plugin", format, ap);
+	va_end(ap);
+}
+
+/* The compiled-binary cache (plugin.h), in the plugin's directory. */
+static const char *host_cache_dir(const struct wafer_host_services *host)
+{
+	const struct wafer__loaded_plugin *p = host ? host->host_data : NULL;
+	return p ? p->cache_dir : NULL;
+}
+
+static wafer_status host_cache_load(const struct wafer_host_services *host,
+				    const struct wafer_cache_part *parts,
+				    size_t part_count, void **out_data,
+				    size_t *out_size)
+{
+	return wafer__binary_cache_load(host_cache_dir(host), host, parts,
+					part_count, out_data, out_size);
+}
+
+static wafer_status host_cache_store(const struct wafer_host_services *host,
+				     const struct wafer_cache_part *parts,
+				     size_t part_count, const void *data,
+				     size_t size)
+{
+	return wafer__binary_cache_store(host_cache_dir(host), host, parts,
+					 part_count, data, size);
+}
+
+/*===----------------------------------------------------------------------===
+ * Finding the file
+ *===----------------------------------------------------------------------===*/
+
+/* "/a/b/cuda.so" -> "cuda": the name a path-loaded plugin goes by until
+ * its descriptor names it. */
+static char *name_from_path(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t len;
+
+	base = base && base[1] ? base + 1 : path;
+	len = strlen(base);
+	if (len > 3 && strcmp(base + len - 3, ".so") == 0)
+		len -= 3;
+	return strndup(base, len);
+}
+
+/* Absolute, symlink-free form of an existing |path| (kept as is when
+ * realpath cannot resolve it). */
+static char *resolve_path(const char *path)
+{
+	char *resolved = realpath(path, NULL);
+	return resolved ? resolved : strdup(path);
+}
+
+/* 0 when |path| exists, else the errno of stat: ENOENT and ENOTDIR mean
+ * "not there"; anything else (ELOOP, EACCES) is a file that is there
+ * but cannot be used, and is reported as such. */
+static int file_error(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? 0 : errno;
+}
+
+static wafer_status check_path(struct wafer__loaded_plugin *p, const char *path)
+{
+	int err = file_error(path);
+
+	if (wafer__errno_absent(err))
+		return reject(p, WAFER_ERROR_NOT_FOUND, "not found: %s", path);
+	if (err)
+		return reject(p, WAFER_ERROR_PLUGIN, "cannot use %s: %s", path,
+			      strerror(err));
+	p->path = resolve_path(path);
+	return p->path ? WAFER_OK : out_of_memory("plugin path");
+}
+
+/* |setting| with each empty element replaced by the built-in directories
+ * (build_tree.h), or the built-in directories when unset; NULL when out
+ * of memory. */
+static char *expand_plugin_path(const char *setting)
+{
+	const char *builtin = wafer__builtin_plugin_path();
+	size_t empties = 0, size, used = 0;
+	const char *element;
+	char *out;
+
+	if (!setting || !setting[0])
+		return strdup(builtin);
+	for (element = setting;; element++) {
+		const char *end = strchr(element, ':');
+		size_t len = end ? (size_t)(end - element) : strlen(element);
+		empties += len == 0;
+		if (!end)
+			break;
+		element = end;
+	}
+	size = strlen(setting) + empties * strlen(builtin) + 1;
+	out = malloc(size);
+	if (!out)
+		return NULL;
+	for (element = setting;;) {
+		const char *end = strchr(element, ':');
+		size_t len = end ? (size_t)(end - element) : strlen(element);
+		int n = len ? snprintf(out + used, size - used, "%.*s%s",
+				       (int)len, element, end ? ":" : "")
+			    : snprintf(out + used, size - used, "%s%s",
+				       builtin, end ? ":" : "");
+		used += (size_t)n;
+		if (!end)
+			break;
+		element = end + 1;
+	}
+	return out;
+}
+
+/* Looks for <name>.so in each directory of `[core] plugin_path`. */
+static wafer_status search_path(struct wafer__loaded_plugin *p,
+				const struct wafer__config *config,
+				const char *name)
+{
+	char *path = expand_plugin_path(
+		config ? wafer__config_get(config, "core", "plugin_path", NULL)
+		       : NULL);
+	char searched[WAFER_ERROR_DETAIL_MAX] = "";
+	size_t used = 0;
+	const char *element;
+
+	if (!path)
+		return out_of_memory("plugin path");
+	for (element = path;;) {
+		const char *end = strchr(element, ':');
+		size_t len = end ? (size_t)(end - element) : strlen(element);
+		char candidate[PATH_MAX];
+		int n = snprintf(candidate, sizeof candidate, "%.*s/%s.so",
+				 (int)len, element, name);
+
+		if (len && n > 0 && (size_t)n < sizeof candidate) {
+			int err = file_error(candidate);
+			if (err == 0) {
+				p->path = resolve_path(candidate);
+				free(path);
+				return p->path ? WAFER_OK
+					       : out_of_memory("plugin path");
+			}
+			if (!wafer__errno_absent(err)) {
+				free(path);
+				return reject(p, WAFER_ERROR_PLUGIN,
+					      "cannot use %s: %s", candidate,
+					      strerror(err));
+			}
+		}
+		if (used < sizeof searched) {
+			n = snprintf(searched + used, sizeof searched - used,
+				     "%s%.*s", used ? ":" : "", (int)len,
+				     element);
+			if (n > 0)
+				used += (size_t)n;
+		}
+		if (!end)
+			break;
+		element = end + 1;
+	}
+	free(path);
+	return reject(p, WAFER_ERROR_NOT_FOUND, "not found in: %s", searched);
+}
+
+/*===----------------------------------------------------------------------===
+ * Checking the descriptor
+ *===----------------------------------------------------------------------===*/
+
+/* A required entry: where it lies in its table, and its name in
+ * messages. */
+struct required_entry {
+	const char *label;
+	size_t offset;
+	size_t end;
+};
+
+#define REQUIRED(type, prefix, field)                                          \
+	{                                                                      \
+		prefix #field, offsetof(type, field),                          \
+			offsetof(type, field) + sizeof(((type *)0)->field)     \
+	}
+
+/* Required per plugin.h. device_close and queue_destroy are the free
+ * entries of device_open and queue_create, so they are required too. */
+static const struct required_entry plugin_required[] = {
+	REQUIRED(struct wafer_plugin, "", name),
+	REQUIRED(struct wafer_plugin, "", init),
+	REQUIRED(struct wafer_plugin, "", shutdown),
+	REQUIRED(struct wafer_plugin, "", device_count),
+	REQUIRED(struct wafer_plugin, "", device_info),
+	REQUIRED(struct wafer_plugin, "", device_open),
+	REQUIRED(struct wafer_plugin, "", device_close),
+	REQUIRED(struct wafer_plugin, "", device_kernels),
+	REQUIRED(struct wafer_plugin, "", storage),
+	REQUIRED(struct wafer_plugin, "", server),
+};
+
+static const struct required_entry storage_required[] = {
+	REQUIRED(struct wafer_storage_ops, "storage.", alloc),
+	REQUIRED(struct wafer_storage_ops, "storage.", free),
+	REQUIRED(struct wafer_storage_ops, "storage.", copy_in),
+	REQUIRED(struct wafer_storage_ops, "storage.", copy_out),
+	REQUIRED(struct wafer_storage_ops, "storage.", copy),
+};
+
+static const struct required_entry server_required[] = {
+	REQUIRED(struct wafer_server_ops, "server.", queue_create),
+	REQUIRED(struct wafer_server_ops, "server.", queue_destroy),
+	REQUIRED(struct wafer_server_ops, "server.", launch),
+	REQUIRED(struct wafer_server_ops, "server.", sync),
+};
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Checks that a table the plugin gave with |given_size| reaches every
+ * required entry and that none is NULL in its normalised copy |table|. */
+static wafer_status check_required(struct wafer__loaded_plugin *p,
+				   const void *table, size_t given_size,
+				   const struct required_entry *entries,
+				   size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		const unsigned char *bytes =
+			(const unsigned char *)table + entries[i].offset;
+		bool present = false;
+
+		if (given_size < entries[i].end)
+			return reject(p, WAFER_ERROR_PLUGIN,
+				      "struct_size %zu too small for required "
+				      "entry %s",
+				      given_size, entries[i].label);
+		for (size_t b = 0; b < entries[i].end - entries[i].offset; b++)
+			present = present || bytes[b] != 0;
+		if (!present)
+			return reject(p, WAFER_ERROR_PLUGIN,
+				      "missing required entry %s",
+				      entries[i].label);
+	}
+	return WAFER_OK;
+}
+
+/* Copies a table of |given_size| bytes into |dst| of |full_size| bytes:
+ * what the plugin lacks reads as NULL, what the core does not know is
+ * dropped. */
+static void normalise(void *dst, size_t full_size, const void *src,
+		      size_t given_size)
+{
+	memset(dst, 0, full_size);
+	memcpy(dst, src, min_size(given_size, full_size));
+	*(size_t *)dst = full_size;
+}
+
+static bool valid_backend_name(const char *name)
+{
+	if (!name[0])
+		return false;
+	for (const char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+		      *c == '_'))
+			return false;
+	return true;
+}
+
+/* Entries used in groups (plugin.h): a group the plugin gave only part
+ * of is dropped with a warning, as if it had none, so that the rest of
+ * the core may test one entry of a group and use them all. Whether the
+ * |n| entries |names| of |group| (|given| says which the plugin gave)
+ * are such a part; if so, the warning names what it has, what it lacks,
+ * and the |off| feature. */
+static bool partial_group(const struct wafer__loaded_plugin *p,
+			  const char *group, const char *off,
+			  const char *const *names, const bool *given,
+			  size_t n)
+{
+	char has[128] = "", lacks[sizeof has] = "";
+	size_t count = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char *list = given[i] ? has : lacks;
+		size_t used = strlen(list);
+
+		snprintf(list + used, sizeof has - used, " %s", names[i]);
+		count += given[i];
+	}
+	if (!count || count == n)
+		return false;
+	wafer__log_warn("loader",
+			"%s (%s): %s entries come together; it has%s but "
+			"not%s: %s off",
+			p->name, p->path ? p->path : "built in", group, has,
+			lacks, off);
+	return true;
+}
+
+/* The comm entries of ABI 1.4 (comm_id, comm_open, comm_close,
+ * comm_run): collectives are "not supported" without all four. */
+static void whole_comm_group(struct wafer__loaded_plugin *p)
+{
+	static const char *const names[] = {"comm_id", "comm_open",
+					    "comm_close", "comm_run"};
+	struct wafer_server_ops *q = &p->server;
+	const bool given[] = {q->comm_id, q->comm_open, q->comm_close,
+			      q->comm_run};
+
+	if (partial_group(p, "comm", "collectives", names, given, 4)) {
+		q->comm_id = NULL;
+		q->comm_open = NULL;
+		q->comm_close = NULL;
+		q->comm_run = NULL;
+	}
+}
+
+/* The event entries of ABI 1.5: without all eight the core orders a
+ * client's queues on the host (no WAFER_CAP_EVENTS). */
+static void whole_event_group(struct wafer__loaded_plugin *p)
+{
+	static const char *const names[] = {
+		"event_create",	  "event_destroy", "event_record",
+		"queue_wait_event", "event_sync",  "event_query",
+		"event_elapsed",  "queue_callback"};
+	struct wafer_server_ops *q = &p->server;
+	const bool given[] = {q->event_create,	   q->event_destroy,
+			      q->event_record,	   q->queue_wait_event,
+			      q->event_sync,	   q->event_query,
+			      q->event_elapsed,	   q->queue_callback};
+
+	if (partial_group(p, "event", "events (queues ordered on the host)",
+			  names, given, 8)) {
+		q->event_create = NULL;
+		q->event_destroy = NULL;
+		q->event_record = NULL;
+		q->queue_wait_event = NULL;
+		q->event_sync = NULL;
+		q->event_query = NULL;
+		q->event_elapsed = NULL;
+		q->queue_callback = NULL;
+	}
+}
+
+/* The interop entries of ABI 1.3: the storage's native, import and
+ * forget, the server's queue_native and queue_wrap (interop is then "not
+ * supported"), as the program entries give no capability unless all four
+ * are there. */
+static void whole_interop_groups(struct wafer__loaded_plugin *p)
+{
+	static const char *const storage_names[] = {"native", "import",
+						    "forget"};
+	static const char *const server_names[] = {"queue_native",
+						   "queue_wrap"};
+	struct wafer_storage_ops *s = &p->storage;
+	struct wafer_server_ops *q = &p->server;
+	const bool storage[] = {s->native, s->import, s->forget};
+	const bool server[] = {q->queue_native, q->queue_wrap};
+
+	if (partial_group(p, "storage interop", "storage interop",
+			  storage_names, storage, 3)) {
+		s->native = NULL;
+		s->import = NULL;
+		s->forget = NULL;
+	}
+	if (partial_group(p, "server interop", "server interop", server_names,
+			  server, 2)) {
+		q->queue_native = NULL;
+		q->queue_wrap = NULL;
+	}
+}
+
+/* Reads the descriptor |d| the query returned into |p|. */
+static wafer_status check_descriptor(struct wafer__loaded_plugin *p,
+				     const struct wafer_plugin *d, bool by_path)
+{
+	static const struct required_entry abi_fields[] = {
+		REQUIRED(struct wafer_plugin, "", abi_major),
+		REQUIRED(struct wafer_plugin, "", abi_minor),
+	};
+	wafer_status status;
+	size_t given;
+
+	/* struct_size, abi_major and abi_minor are read before anything
+	 * else: they stay where they are in every major. */
+	if (d->struct_size < abi_fields[1].end)
+		return reject(p, WAFER_ERROR_PLUGIN,
+			      "struct_size %zu too small for required entry "
+			      "abi_minor",
+			      d->struct_size);
+	p->abi_major = d->abi_major;
+	p->abi_minor = d->abi_minor;
+	if (d->abi_major != WAFER_PLUGIN_ABI_MAJOR)
+		return reject(p, WAFER_ERROR_ABI_MISMATCH,
+			      "ABI major %u, core speaks %u", d->abi_major,
+			      (unsigned)WAFER_PLUGIN_ABI_MAJOR);
+
+	given = d->struct_size;
+	normalise(&p->desc, sizeof p->desc, d, given);
+	status = check_required(p, &p->desc, given, plugin_required,
+				ARRAY_SIZE(plugin_required));
+	if (status != WAFER_OK)
+		return status;
+
+	given = p->desc.storage->struct_size;
+	normalise(&p->storage, sizeof p->storage, p->desc.storage, given);
+	status = check_required(p, &p->storage, given, storage_required,
+				ARRAY_SIZE(storage_required));
+	if (status != WAFER_OK)
+		return status;
+	given = p->desc.server->struct_size;
+	normalise(&p->server, sizeof p->server, p->desc.server, given);
+	status = check_required(p, &p->server, given, server_required,
+				ARRAY_SIZE(server_required));
+	if (status != WAFER_OK)
+		return status;
+	p->desc.storage = &p->storage;
+	p->desc.server = &p->server;
+	p->plugin = &p->desc;
+	whole_interop_groups(p);
+	whole_comm_group(p);
+	whole_event_group(p);
+
+	if (!valid_backend_name(p->desc.name))
+		return reject(p, WAFER_ERROR_PLUGIN,
+			      "invalid name '%.64s' (want [a-z0-9_]+)",
+			      p->desc.name);
+	p->version = strdup(p->desc.version ? p->desc.version : "unknown");
+	p->description =
+		strdup(p->desc.description ? p->desc.description : "");
+	if (!p->version || !p->description)
+		return out_of_memory("plugin version");
+	if (by_path) {
+		char *name = strdup(p->desc.name);
+		if (!name)
+			return out_of_memory("plugin name");
+		free(p->name);
+		p->name = name;
+	} else if (strcmp(p->name, p->desc.name) != 0) {
+		wafer__log_warn("loader",
+				"%s declares the name '%s'; it is known as "
+				"'%s', as listed",
+				p->path, p->desc.name, p->name);
+	}
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Opening, querying, initialising
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status open_and_query(struct wafer__loaded_plugin *p, bool by_path)
+{
+	wafer_plugin_query_fn query;
+	const struct wafer_plugin *d;
+	void *symbol;
+
+	char unfit[256];
+	if (!wafer__plugin_file_check(p->path, unfit, sizeof unfit))
+		return reject(p, WAFER_ERROR_PLUGIN, "not loaded: %s", unfit);
+	dlerror();
+	p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+	if (!p->dl) {
+		const char *why = dlerror();
+		return reject(p, WAFER_ERROR_PLUGIN, "dlopen failed: %s",
+			      why ? why : "unknown error");
+	}
+	dlerror();
+	symbol = dlsym(p->dl, WAFER_PLUGIN_QUERY_SYMBOL);
+	if (!symbol)
+		return reject(p, WAFER_ERROR_PLUGIN,
+			      "missing " WAFER_PLUGIN_QUERY_SYMBOL);
+	memcpy(&query, &symbol, sizeof query); /* object to function pointer */
+
+	p->host = (struct wafer_host_services){
+		.struct_size = sizeof p->host,
+		.abi_major = WAFER_PLUGIN_ABI_MAJOR,
+		.abi_minor = WAFER_PLUGIN_ABI_MINOR,
+		.set_error = host_set_error,
+		.log = host_log,
+		.host_data = p,
+		.cache_load = host_cache_load,
+		.cache_free = wafer__binary_cache_free,
+		.cache_store = host_cache_store,
+	};
+	wafer__error_clear();
+	d = query(WAFER_PLUGIN_ABI_MAJOR, &p->host);
+	if (!d)
+		return reject(p, WAFER_ERROR_PLUGIN, "query returned NULL: %s",
+			      detail_or("(no detail)"));
+	return check_descriptor(p, d, by_path);
+}
+
+/* The plugin's config section as init options; strings stay owned by
+ * |config|. */
+static wafer_status plugin_options(const struct wafer__config *config,
+				   const char *section,
+				   struct wafer_plugin_option **out_options,
+				   size_t *out_count)
+{
+	const struct wafer__config_entry *none = NULL;
+	const struct wafer__config_entry **entries;
+	struct wafer_plugin_option *options;
+	size_t count;
+
+	*out_options = NULL;
+	*out_count = 0;
+	if (!config)
+		return WAFER_OK;
+	count = wafer__config_section(config, section, &none, 0);
+	if (count == 0)
+		return WAFER_OK;
+	entries = calloc(count, sizeof *entries);
+	options = calloc(count, sizeof *options);
+	if (!entries || !options) {
+		free(entries);
+		free(options);
+		return out_of_memory("plugin options");
+	}
+	count = min_size(count,
+			 wafer__config_section(config, section, entries, count));
+	for (size_t i = 0; i < count; i++)
+		options[i] = (struct wafer_plugin_option){
+			.struct_size = sizeof options[i],
+			.key = entries[i]->key,
+			.value = entries[i]->value,
+			.origin = entries[i]->origin,
+		};
+	free(entries);
+	*out_options = options;
+	*out_count = count;
+	return WAFER_OK;
+}
+
+static wafer_status init_plugin(struct wafer__loaded_plugin *p,
+				const struct wafer__config *config)
+{
+	struct wafer_plugin_option *options;
+	size_t option_count;
+	void *state = NULL;
+	wafer_status status;
+
+	/* Before init: a plugin may build (and cache) binaries there. */
+	status = wafer__binary_cache_dir(config, p->name, &p->cache_dir);
+	if (status != WAFER_OK)
+		return status;
+	status = plugin_options(config, p->name, &options, &option_count);
+	if (status != WAFER_OK)
+		return status;
+	struct wafer_plugin_init_args args = {
+		.struct_size = sizeof args,
+		.options = options,
+		.option_count = option_count,
+		.host = &p->host,
+	};
+	wafer__error_clear();
+	status = p->desc.init(&args, &state);
+	free(options);
+	if (status != WAFER_OK)
+		return reject(p, WAFER_ERROR_PLUGIN, "init failed: %s: %s",
+			      wafer_status_string(status),
+			      detail_or("(no detail)"));
+	p->state = state;
+	p->initialised = true;
+	return WAFER_OK;
+}
+
+static wafer_status count_devices(struct wafer__loaded_plugin *p)
+{
+	uint32_t count = 0;
+	wafer_status status;
+
+	wafer__error_clear();
+	status = p->desc.device_count(p->state, &count);
+	if (status != WAFER_OK)
+		return reject(p, WAFER_ERROR_NO_DEVICE, "no devices: %s",
+			      detail_or(wafer_status_string(status)));
+	if (count == 0)
+		return reject(p, WAFER_ERROR_NO_DEVICE,
+			      "no devices: device_count returned 0");
+	p->device_count = count;
+	return WAFER_OK;
+}
+
+/* Shuts down and unloads whatever of |p| is live; the report stays. */
+static void unload_live(struct wafer__loaded_plugin *p)
+{
+	if (p->initialised)
+		p->desc.shutdown(p->state);
+	p->initialised = false;
+	p->state = NULL;
+	p->plugin = NULL;
+	p->accepted = false;
+	if (p->dl)
+		dlclose(p->dl);
+	p->dl = NULL;
+}
+
+static wafer_status load_steps(struct wafer__loaded_plugin *p,
+			       const struct wafer__config *config,
+			       const char *name_or_path, bool by_path)
+{
+	wafer_status status;
+
+	status = by_path ? check_path(p, name_or_path)
+			 : search_path(p, config, name_or_path);
+	if (status == WAFER_OK)
+		status = open_and_query(p, by_path);
+	if (status == WAFER_OK)
+		status = init_plugin(p, config);
+	if (status == WAFER_OK)
+		status = count_devices(p);
+	return status;
+}
+
+/*===----------------------------------------------------------------------===
+ * Public (core-internal) entries
+ *===----------------------------------------------------------------------===*/
+
+wafer_status wafer__loader_load(const struct wafer__config *config,
+				const char *name_or_path,
+				struct wafer__loaded_plugin **out_plugin)
+{
+	struct wafer__loaded_plugin *p;
+	bool by_path;
+	wafer_status status;
+
+	if (!out_plugin)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "wafer__loader_load: out_plugin is NULL");
+	*out_plugin = NULL;
+	if (!name_or_path || !name_or_path[0])
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "wafer__loader_load: empty plugin name");
+	p = calloc(1, sizeof *p);
+	if (!p)
+		return out_of_memory("plugin record");
+	by_path = strchr(name_or_path, '/') != NULL;
+	p->name = by_path ? name_from_path(name_or_path) : strdup(name_or_path);
+	p->reason = strdup("");
+	if (!p->name || !p->reason) {
+		wafer__loader_unload(p);
+		return out_of_memory("plugin name");
+	}
+
+	status = load_steps(p, config, name_or_path, by_path);
+	if (status == WAFER_OK) {
+		p->accepted = true;
+		wafer__log_info("loader",
+				"loaded %s %s from %s (ABI %u.%u, %u device%s)",
+				p->name, p->version, p->path, p->abi_major,
+				p->abi_minor, p->device_count,
+				p->device_count == 1 ? "" : "s");
+		*out_plugin = p;
+		return WAFER_OK;
+	}
+
+	/* Keep the reason across the plugin's shutdown and dlclose, which
+	 * may set an error of their own. */
+	char detail[WAFER_ERROR_DETAIL_MAX];
+	snprintf(detail, sizeof detail, "%s", wafer__error_detail());
+	unload_live(p);
+	if (status == WAFER_ERROR_OUT_OF_MEMORY) {
+		wafer__loader_unload(p);
+		return wafer__fail(status, "%s", detail);
+	}
+	/* "Not there" and "there but no device" are normal on a machine
+	 * without that vendor's hardware; anything else is worth a look. */
+	if (status == WAFER_ERROR_NOT_FOUND || status == WAFER_ERROR_NO_DEVICE)
+		wafer__log_info("loader", "skipping %s", detail);
+	else
+		wafer__log_warn("loader", "rejected %s", detail);
+	*out_plugin = p;
+	return wafer__fail(status, "%s", detail);
+}
+
+void wafer__loader_unload(struct wafer__loaded_plugin *plugin)
+{
+	if (!plugin)
+		return;
+	unload_live(plugin);
+	free(plugin->name);
+	free(plugin->path);
+	free(plugin->version);
+	free(plugin->description);
+	free(plugin->reason);
+	free(plugin->cache_dir);
+	free(plugin);
+}
+
+uint64_t wafer__loader_derived_caps(const struct wafer__loaded_plugin *plugin,
+				    size_t vm_granularity)
+{
+	const struct wafer_storage_ops *s = &plugin->storage;
+	const struct wafer_server_ops *q = &plugin->server;
+	uint64_t caps = 0;
+
+	if (s->alloc_async && s->free_async)
+		caps |= WAFER_CAP_STREAM_ORDERED_ALLOC;
+	if (s->vm_reserve && s->vm_release && s->vm_map && s->vm_unmap &&
+	    vm_granularity > 0)
+		caps |= WAFER_CAP_VIRTUAL_MEMORY;
+	if (q->timer_begin && q->timer_end)
+		caps |= WAFER_CAP_DEVICE_TIMERS;
+	if (q->program_formats && q->program_load && q->program_kernel &&
+	    q->program_release)
+		caps |= WAFER_CAP_PROGRAMS;
+	if (s->copy_peer)
+		caps |= WAFER_CAP_PEER_COPY;
+	if (q->comm_id && q->comm_open && q->comm_close && q->comm_run)
+		caps |= WAFER_CAP_COLLECTIVES;
+	if (q->event_create) /* the whole group (whole_event_group) */
+		caps |= WAFER_CAP_EVENTS;
+	/* WAFER_CAP_PINNED_HOST is no longer derived: host_alloc/host_free
+	 * are retired in ABI 1.1. It stays in DERIVED_CAPS so that a plugin
+	 * claiming it has it cleared: the core never sets it. */
+	return caps;
+}
+
+#define DERIVED_CAPS                                                           \
+	(WAFER_CAP_STREAM_ORDERED_ALLOC | WAFER_CAP_VIRTUAL_MEMORY |           \
+	 WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PINNED_HOST | WAFER_CAP_PROGRAMS |   \
+	 WAFER_CAP_PEER_COPY | WAFER_CAP_COLLECTIVES | WAFER_CAP_EVENTS)
+
+wafer_status wafer__loader_device_info(const struct wafer__loaded_plugin *plugin,
+				       uint32_t index,
+				       struct wafer_device_info *out)
+{
+	struct wafer_device_info info;
+	wafer_status status;
+
+	if (!out)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "wafer__loader_device_info: out is NULL");
+	memset(out, 0, sizeof *out);
+	if (!plugin || !plugin->accepted)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "wafer__loader_device_info: plugin %s",
+				   plugin ? "not loaded" : "is NULL");
+	if (index >= plugin->device_count)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "%s:%u: device_info: %s has %u device%s",
+				   plugin->name, index, plugin->name,
+				   plugin->device_count,
+				   plugin->device_count == 1 ? "" : "s");
+
+	memset(&info, 0, sizeof info);
+	info.struct_size = sizeof info;
+	wafer__error_clear();
+	status = plugin->desc.device_info(plugin->state, index, &info);
+	if (status != WAFER_OK)
+		return wafer__fail(status, "%s:%u: device_info: %s",
+				   plugin->name, index,
+				   detail_or(wafer_status_string(status)));
+	info.struct_size = sizeof info;
+	info.name[WAFER_DEVICE_NAME_MAX - 1] = '\0';
+	if (info.alloc_alignment < 16 ||
+	    (info.alloc_alignment & (info.alloc_alignment - 1)) != 0)
+		return wafer__fail(WAFER_ERROR_PLUGIN,
+				   "%s:%u: device_info: alloc_alignment %zu is "
+				   "not a power of two >= 16",
+				   plugin->name, index, info.alloc_alignment);
+	info.capabilities = (info.capabilities & ~DERIVED_CAPS) |
+			    wafer__loader_derived_caps(plugin,
+						       info.vm_granularity);
+	*out = info;
+	return WAFER_OK;
+}
