@@ -57,7 +57,9 @@ int main(void)
 }
 C
 # shellcheck disable=SC2046
-if ! $cc -o "$tmp/myprog" "$tmp/myprog.c" \
+# With the sanitizers the library was built with (SANITIZER_FLAGS), whose
+# runtime must come first in a program that loads it.
+if ! $cc ${SANITIZER_FLAGS:-} -o "$tmp/myprog" "$tmp/myprog.c" \
 	$(PKG_CONFIG_PATH="$top" pkg-config --cflags --libs wafer) 2>"$tmp/cc.log"; then
 	sed 's/^/# /' "$tmp/cc.log"
 	echo "Bail out! cannot build a program against wafer-uninstalled.pc"
