@@ -94,7 +94,7 @@ END {
 	}
 	printf "\n%d points run in %d stages are %d distinct checks", runs,
 	       nstages, nids
-	printf " (see README, \"What the count means\").\n"
+	printf " (see doc/testing.md, \"What the count means\").\n"
 	if (nskip) {
 		printf "\n%d checks were skipped in every stage that ran them", nskip
 		printf " (what this machine did not test):\n"
