@@ -8,6 +8,7 @@
  * (query then waits: wafer-queue(7) says so). */
 #include "build-config.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "lib/bridge.h"
@@ -120,40 +121,40 @@ static wafer_status sync_captured(wafer_event *event)
 	return wafer__client_submit(event->client, &c);
 }
 
-WAFER_API wafer_status wafer_event_sync(wafer_event *event)
+/* wafer_event_sync and wafer_event_query (|query| says which): once
+ * everything submitted before was issued, the plugin's event_sync or
+ * event_query, or, without the events group, a sync of the captured
+ * queue (so a query waits there). NOT_READY is an answer, not a
+ * failure. */
+static wafer_status host_side(wafer_event *event, bool query)
 {
+	const char *call = query ? "wafer_event_query" : "wafer_event_sync";
 	if (!event)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "wafer_event_sync: event is NULL");
+				   "%s: event is NULL", call);
 	wafer_status status = flush(event);
 	if (status != WAFER_OK)
 		return status;
 	if (!event->plugin)
 		return sync_captured(event);
 	void *device;
-	status = server_of(event->client, &device)->event_sync(device,
-							       event->plugin);
-	return status == WAFER_OK ? WAFER_OK
-				  : wafer__fail_context(status,
-							"wafer_event_sync");
+	const struct wafer_server_ops *server =
+		server_of(event->client, &device);
+	status = query ? server->event_query(device, event->plugin)
+		       : server->event_sync(device, event->plugin);
+	if (status == WAFER_OK || (query && status == WAFER_ERROR_NOT_READY))
+		return status;
+	return wafer__fail_context(status, "%s", call);
+}
+
+WAFER_API wafer_status wafer_event_sync(wafer_event *event)
+{
+	return host_side(event, false);
 }
 
 WAFER_API wafer_status wafer_event_query(wafer_event *event)
 {
-	if (!event)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "wafer_event_query: event is NULL");
-	wafer_status status = flush(event);
-	if (status != WAFER_OK)
-		return status;
-	if (!event->plugin)
-		return sync_captured(event);
-	void *device;
-	status = server_of(event->client, &device)->event_query(device,
-								event->plugin);
-	if (status == WAFER_OK || status == WAFER_ERROR_NOT_READY)
-		return status;
-	return wafer__fail_context(status, "wafer_event_query");
+	return host_side(event, true);
 }
 
 WAFER_API wafer_status wafer_event_elapsed(wafer_event *start,
