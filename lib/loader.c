@@ -440,6 +440,25 @@ static void whole_event_group(struct wafer__loaded_plugin *p)
 	}
 }
 
+/* The graph entries of ABI 1.6: without all four the core replays
+ * graphs itself (no WAFER_CAP_NATIVE_GRAPHS). */
+static void whole_graph_group(struct wafer__loaded_plugin *p)
+{
+	static const char *const names[] = {"graph_begin", "graph_end",
+					    "graph_launch", "graph_destroy"};
+	struct wafer_server_ops *q = &p->server;
+	const bool given[] = {q->graph_begin, q->graph_end, q->graph_launch,
+			      q->graph_destroy};
+
+	if (partial_group(p, "graph", "native graphs (the core replays them)",
+			  names, given, 4)) {
+		q->graph_begin = NULL;
+		q->graph_end = NULL;
+		q->graph_launch = NULL;
+		q->graph_destroy = NULL;
+	}
+}
+
 /* The interop entries of ABI 1.3: the storage's native, import and
  * forget, the server's queue_native and queue_wrap (interop is then "not
  * supported"), as the program entries give no capability unless all four
@@ -518,6 +537,7 @@ static wafer_status check_descriptor(struct wafer__loaded_plugin *p,
 	whole_interop_groups(p);
 	whole_comm_group(p);
 	whole_event_group(p);
+	whole_graph_group(p);
 
 	if (!valid_backend_name(p->desc.name))
 		return reject(p, WAFER_ERROR_PLUGIN,
@@ -809,6 +829,8 @@ uint64_t wafer__loader_derived_caps(const struct wafer__loaded_plugin *plugin,
 		caps |= WAFER_CAP_COLLECTIVES;
 	if (q->event_create) /* the whole group (whole_event_group) */
 		caps |= WAFER_CAP_EVENTS;
+	if (q->graph_begin) /* the whole group (whole_graph_group) */
+		caps |= WAFER_CAP_NATIVE_GRAPHS;
 	/* WAFER_CAP_PINNED_HOST is no longer derived: host_alloc/host_free
 	 * are retired in ABI 1.1. It stays in DERIVED_CAPS so that a plugin
 	 * claiming it has it cleared: the core never sets it. */
@@ -818,7 +840,8 @@ uint64_t wafer__loader_derived_caps(const struct wafer__loaded_plugin *plugin,
 #define DERIVED_CAPS                                                           \
 	(WAFER_CAP_STREAM_ORDERED_ALLOC | WAFER_CAP_VIRTUAL_MEMORY |           \
 	 WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PINNED_HOST | WAFER_CAP_PROGRAMS |   \
-	 WAFER_CAP_PEER_COPY | WAFER_CAP_COLLECTIVES | WAFER_CAP_EVENTS)
+	 WAFER_CAP_PEER_COPY | WAFER_CAP_COLLECTIVES | WAFER_CAP_EVENTS |     \
+	 WAFER_CAP_NATIVE_GRAPHS)
 
 wafer_status wafer__loader_device_info(const struct wafer__loaded_plugin *plugin,
 				       uint32_t index,

@@ -29,6 +29,7 @@ libwafer_core_la_SOURCES = \
 	lib/bridge.c lib/bridge.h lib/command.def \
 	lib/lanes.c lib/lanes.h \
 	lib/queue.c lib/queue.h lib/event.c lib/event.h \
+	lib/graph.c lib/graph.h \
 	lib/channel/channel.c lib/channel/channel.h \
 	lib/channel/direct.c \
 	lib/channel/mutex.c \

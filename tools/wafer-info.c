@@ -50,6 +50,7 @@ static const char *const cap_words[] = {
 	"peer-copy",   /* storage.copy_peer (ABI 1.4) */
 	"collectives", /* the server's comm entries (ABI 1.4) */
 	"events",      /* the server's event entries (ABI 1.5): queues overlap */
+	"native-graphs", /* the server's graph entries (ABI 1.6) */
 };
 
 static void print_caps(uint64_t caps)

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define WAFER_PLUGIN_ABI_MAJOR 1
-#define WAFER_PLUGIN_ABI_MINOR 5
+#define WAFER_PLUGIN_ABI_MINOR 6
 
 /* The one symbol a plugin exports. */
 #define WAFER_PLUGIN_QUERY_SYMBOL "wafer_plugin_query"
@@ -563,6 +563,31 @@ struct wafer_server_ops {
 	 * does not call the plugin's entries for |queue|. */
 	wafer_status (*queue_callback)(void *device, void *queue,
 				       void (*fn)(void *arg), void *arg);
+
+	/* Since ABI 1.6, optional, all four or none: native graphs
+	 * (wafer_graph(3)). Every plugin can capture: the core records the
+	 * steps and replays them itself, one launch entry call each. With
+	 * these the device replays a run of launches as one graph (CUDA
+	 * graphs; OpenCL cl_khr_command_buffer; Level Zero immutable
+	 * command lists). The core calls them on its own queue, one the
+	 * program never sees, from one thread at a time per queue.
+	 *
+	 * graph_begin: from now on the launches issued on |queue| are
+	 * recorded, not run (CUDA cuStreamBeginCapture). The core issues
+	 * only launch calls on |queue| until graph_end. */
+	wafer_status (*graph_begin)(void *device, void *queue);
+	/* Ends recording on |queue| and stores in |*out_graph| something
+	 * graph_launch can run any number of times, on any queue of the
+	 * device (CUDA cuStreamEndCapture and cuGraphInstantiate). On
+	 * failure |queue| is left usable, recording nothing. */
+	wafer_status (*graph_end)(void *device, void *queue, void **out_graph);
+	/* Runs |graph|'s launches on |queue|, in queue order like one
+	 * launch (CUDA cuGraphLaunch). The same graph may be launched again
+	 * before an earlier launch finished, on this or another queue. */
+	wafer_status (*graph_launch)(void *device, void *queue, void *graph);
+	/* Frees |graph|; launches of it issued before still run (CUDA
+	 * cuGraphExecDestroy). */
+	void (*graph_destroy)(void *device, void *graph);
 };
 
 /* event_create's flags. */

@@ -256,6 +256,11 @@ typedef enum wafer_collective_kind {
  * by side, ordered on the device. Without it they are ordered on the
  * host and do not overlap. */
 #define WAFER_CAP_EVENTS (UINT64_C(1) << 11)
+/* Since ABI 1.6, set by the core from the optional entries: the plugin
+ * has native graphs (the server's graph entries), so the device replays
+ * a graph's launches itself. Every plugin can capture and replay graphs
+ * (wafer_graph(3)); without it the core replays them. */
+#define WAFER_CAP_NATIVE_GRAPHS (UINT64_C(1) << 12)
 
 #ifdef __cplusplus
 }

@@ -152,3 +152,9 @@ check_PROGRAMS += t/api/queues
 TESTS += t/api/queues
 t_api_queues_LDADD = libwafer.la -lpthread
 BACKEND_NEUTRAL_TESTS += t/api/queues
+
+# Graphs: capture on a queue and replay (graph.h, wafer_graph(3)).
+check_PROGRAMS += t/api/graphs
+TESTS += t/api/graphs
+t_api_graphs_LDADD = libwafer.la -lpthread
+BACKEND_NEUTRAL_TESTS += t/api/graphs
