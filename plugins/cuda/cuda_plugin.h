@@ -324,6 +324,12 @@ wafer_status cuda_event_elapsed(void *device, void *start, void *end,
 wafer_status cuda_queue_callback(void *device, void *queue,
 				 void (*fn)(void *arg), void *arg);
 
+/* Native graphs (graph.c). */
+wafer_status cuda_graph_begin(void *device, void *queue);
+wafer_status cuda_graph_end(void *device, void *queue, void **out_graph);
+wafer_status cuda_graph_launch(void *device, void *queue, void *graph);
+void cuda_graph_destroy(void *device, void *graph);
+
 /* program.c: the program entries of cuda_server_ops (plugin.h) */
 WAFER_PLUGIN_PROGRAM_ENTRIES(cuda);
 /* Issues a launch of a program's kernel on |q| (context current). */

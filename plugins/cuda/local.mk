@@ -27,7 +27,7 @@ plugins_cuda_cuda_la_SOURCES = \
 	plugins/cuda/program.c \
 	plugins/cuda/nvrtc.c plugins/cuda/nvrtc.h \
 	plugins/cuda/peer.c \
-	plugins/cuda/event.c \
+	plugins/cuda/event.c plugins/cuda/graph.c \
 	plugins/cuda/nccl.c \
 	plugins/cuda/fatbins.S
 plugins_cuda_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(NCCL_CPPFLAGS) $(CUDA_CPPFLAGS) \

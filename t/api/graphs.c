@@ -120,6 +120,14 @@ static void test_replay(wafer_runtime *rt, const char *channel)
 		  "%s: graph info", channel);
 	is_int((long long)info.held_bytes, N * sizeof(float),
 	       "%s: the graph keeps its temporary's memory", channel);
+	if (caps_of(c, NULL) & WAFER_CAP_NATIVE_GRAPHS)
+		is_int(info.native_launches, info.launches,
+		       "%s: the device replays every launch (native graphs)",
+		       channel);
+	else
+		is_int(info.native_launches, 0,
+		       "%s: the core replays the launches (no native graphs)",
+		       channel);
 	ok(info.launches >= 4 && info.steps == info.launches &&
 		   info.handles >= 3,
 	   "%s: it holds the step's launches (%u steps, %u launches, %u "

@@ -510,6 +510,11 @@ struct CUstream_st {
 	 * stream), or the context's legacy stream itself. */
 	int blocking, legacy;
 	uint64_t seen; /* the host saw its ops up to this one done */
+	/* cuStreamBeginCapture: ops go to |captured| instead of running;
+	 * any but a kernel invalidates the capture (the stand-in's graphs
+	 * hold kernels only). */
+	int capturing, capture_invalid;
+	struct op *captured, *captured_tail;
 	/* cuStreamWaitEvent: work queued here from now on runs after op
 	 * |seq| of |stream| (the latest wait on each of a few streams), which
 	 * orders stream-ordered memory between the two as the host seeing it
@@ -686,8 +691,18 @@ static uint64_t global_seq;
 /* Queues |o| on |s|; returns its number in the stream. L held. */
 static uint64_t push_op(struct CUstream_st *s, struct op *o)
 {
-	o->gseq = ++global_seq;
 	o->next = NULL;
+	if (s->capturing) {
+		if (o->kind != OP_KERNEL)
+			s->capture_invalid = 1;
+		if (s->captured_tail)
+			s->captured_tail->next = o;
+		else
+			s->captured = o;
+		s->captured_tail = o;
+		return 0;
+	}
+	o->gseq = ++global_seq;
 	if (s->tail)
 		s->tail->next = o;
 	else
@@ -2287,6 +2302,8 @@ static CUresult fake_cuStreamSynchronize(CUstream s)
 	 * gone. */
 	if (s->dead || !s->ctx->alive || s->ctx->generation != s->generation)
 		return CUDA_ERROR_INVALID_CONTEXT;
+	if (s->capturing)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	pthread_mutex_lock(&L);
 	uint64_t upto = s->issued;
 	wait_stream(s, upto);
@@ -3207,6 +3224,180 @@ static CUresult fake_cuStreamGetCtx(CUstream s, CUcontext *out)
  * Entry points
  *===----------------------------------------------------------------------===*/
 
+/*===----------------------------------------------------------------------===
+ * Graphs: stream capture of kernels, replayed by pushing copies of the
+ * captured ops (a graph and its instantiation are the same list here)
+ *===----------------------------------------------------------------------===*/
+
+#define GRAPH_MAGIC 0x67726170u
+
+struct CUgraph_st {
+	unsigned magic;
+	struct op *ops;
+};
+
+struct CUgraphExec_st {
+	unsigned magic;
+	struct op *ops;
+};
+
+static void free_ops(struct op *o)
+{
+	while (o) {
+		struct op *next = o->next;
+		free(o);
+		o = next;
+	}
+}
+
+/* A copy of the list |o|, or NULL (out of memory, *failed set). */
+static struct op *copy_ops(const struct op *o, int *failed)
+{
+	struct op *head = NULL, **tail = &head;
+	for (; o; o = o->next) {
+		struct op *c = malloc(sizeof *c);
+		if (!c) {
+			free_ops(head);
+			*failed = 1;
+			return NULL;
+		}
+		*c = *o;
+		c->next = NULL;
+		c->uninit_seen = 0;
+		*tail = c;
+		tail = &c->next;
+	}
+	return head;
+}
+
+static CUresult fake_cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = stream_usable(&s);
+	if (r)
+		return r;
+	pthread_mutex_lock(&L);
+	if (s->capturing || s->legacy)
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	else
+		s->capturing = 1;
+	pthread_mutex_unlock(&L);
+	return r;
+}
+
+static CUresult fake_cuStreamEndCapture(CUstream s, CUgraph *out)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = NULL;
+	r = stream_usable(&s);
+	if (r)
+		return r;
+	pthread_mutex_lock(&L);
+	if (!s->capturing) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_ILLEGAL_STATE;
+	}
+	struct op *ops = s->captured;
+	int invalid = s->capture_invalid;
+	s->capturing = s->capture_invalid = 0;
+	s->captured = s->captured_tail = NULL;
+	pthread_mutex_unlock(&L);
+	if (invalid) {
+		free_ops(ops);
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	}
+	struct CUgraph_st *g = calloc(1, sizeof *g);
+	if (!g) {
+		free_ops(ops);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	g->magic = GRAPH_MAGIC;
+	g->ops = ops;
+	*out = g;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g,
+						 unsigned long long flags)
+{
+	int failed = 0;
+
+	if (!out || !g || g->magic != GRAPH_MAGIC || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphExec_st *e = calloc(1, sizeof *e);
+	if (!e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	e->magic = GRAPH_MAGIC;
+	e->ops = copy_ops(g->ops, &failed);
+	if (failed) {
+		free(e);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = e;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+	CUresult r = need_context();
+	int failed = 0;
+
+	if (r)
+		return r;
+	if (!e || e->magic != GRAPH_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	r = stream_usable(&s);
+	if (r)
+		return r;
+	struct op *ops = copy_ops(e->ops, &failed);
+	if (failed)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&L);
+	stats.graph_launches++;
+	while (ops) {
+		struct op *next = ops->next;
+		for (int i = 0; i < ops->kernel->pointers; i++)
+			use_ok(s, ops->ptr[i], ops->kernel->name);
+		push_op(s, ops);
+		ops = next;
+	}
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/* Launches already pushed hold copies: both free at once. */
+static CUresult fake_cuGraphExecDestroy(CUgraphExec e)
+{
+	if (!e || e->magic != GRAPH_MAGIC)
+		return CUDA_ERROR_INVALID_VALUE;
+	e->magic = 0;
+	free_ops(e->ops);
+	free(e);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuGraphDestroy(CUgraph g)
+{
+	if (!g || g->magic != GRAPH_MAGIC)
+		return CUDA_ERROR_INVALID_VALUE;
+	g->magic = 0;
+	free_ops(g->ops);
+	free(g);
+	return CUDA_SUCCESS;
+}
+
 #define ENTRY(name) {#name, (void *)fake_##name}
 
 static const struct {
@@ -3271,6 +3462,13 @@ static const struct {
 	ENTRY(cuCtxEnablePeerAccess),
 	ENTRY(cuCtxGetCurrent),
 	ENTRY(cuCtxGetDevice),
+	{"cuStreamBeginCapture", (void *)fake_cuStreamBeginCapture},
+	ENTRY(cuStreamEndCapture),
+	{"cuGraphInstantiate", (void *)fake_cuGraphInstantiateWithFlags},
+	ENTRY(cuGraphInstantiateWithFlags),
+	ENTRY(cuGraphLaunch),
+	ENTRY(cuGraphExecDestroy),
+	ENTRY(cuGraphDestroy),
 };
 
 EXPORT CUresult cuDriverGetVersion(int *version);
