@@ -158,3 +158,7 @@ check_PROGRAMS += t/api/graphs
 TESTS += t/api/graphs
 t_api_graphs_LDADD = libwafer.la -lpthread
 BACKEND_NEUTRAL_TESTS += t/api/graphs
+
+# examples/mlp --graph: a captured step replayed trains as eagerly.
+TESTS += t/api/mlp_graph.sh
+EXTRA_DIST += t/api/mlp_graph.sh

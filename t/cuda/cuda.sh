@@ -82,7 +82,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..60"
+echo "1..61"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -231,6 +231,16 @@ else
 	fail "examples/mlp on cuda (stand-in): trains (exit $mlp_status)" \
 		"$(printf '%s\n' "$mlp_out" | tail -20)"
 fi
+# --graph: the replayed steps are CUDA graphs on the stand-in.
+mlp --graph
+got=$(final_loss "$mlp_out")
+case $mlp_status:$mlp_out in
+0:*"same losses as eager"*)
+	pass "examples/mlp --graph on cuda (stand-in): the losses of eager steps ($got)" ;;
+*)
+	fail "examples/mlp --graph on cuda (stand-in): the losses of eager steps (exit $mlp_status)" \
+		"$(printf '%s\n' "$mlp_out" | tail -20)" ;;
+esac
 if [ -e "$nccl" ]; then
 	mlp --data-parallel=1
 	got=$(final_loss "$mlp_out")
