@@ -1311,7 +1311,17 @@ static void test_graphs(void *device, void *queue)
 		bail_out("queue_create: %s", last_error);
 	fill(device, queue, r, n, 1.0);
 	sv->sync(device, queue);
-	status_is(sv->graph_begin(device, rec), WAFER_OK, "graph_begin");
+	wafer_status began = sv->graph_begin(device, rec);
+	if (began == WAFER_ERROR_NOT_SUPPORTED) {
+		/* plugin.h: a device may lack what the group needs; the
+		 * core then replays graphs itself. */
+		skip(1, "graphs: this device cannot record: %s", last_error);
+		sv->queue_destroy(device, rec);
+		st->free(device, r);
+		free(got);
+		return;
+	}
+	status_is(began, WAFER_OK, "graph_begin");
 	status_is(fill(device, rec, r, n, 4.0), WAFER_OK,
 		  "  ... a launch while recording");
 	status_is(fill(device, rec, r, n, 5.0), WAFER_OK,
