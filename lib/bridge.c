@@ -9,6 +9,7 @@
 #include "lib/log.h"
 #include "lib/bridge.h"
 #include "lib/interop.h"
+#include "lib/trace.h"
 
 /* Waits for lane |l|; the plugin's status with the device and queue
  * named. Lane 0 is the memory manager's. */
@@ -255,6 +256,7 @@ wafer_status wafer__bridge_fini(struct wafer__bridge *bridge)
 	wafer_status own = bridge_sync(bridge, 0);
 	if (status == WAFER_OK)
 		status = own;
+	wafer__trace_bridge_closed(bridge);
 	uint64_t leaked = wafer__handle_table_live(bridge->handles);
 	if (leaked)
 		wafer__log_info("core",
@@ -288,6 +290,8 @@ wafer_status wafer__bridge_check_backed(const struct wafer__handle_slot *slot,
 wafer_status wafer__bridge_execute(struct wafer__bridge *bridge,
 				   struct wafer__execute_request *r)
 {
+	if (wafer__trace_on())
+		return wafer__trace_execute(bridge, r);
 	struct wafer_binding bindings[WAFER_MAX_BINDINGS];
 	const struct wafer_kernel *kernel = r->launch.kernel;
 	for (uint32_t i = 0; i < r->launch.binding_count; i++) {
@@ -534,6 +538,8 @@ wafer_status wafer__bridge_run_trim(struct wafer__bridge *bridge,
 wafer_status wafer__bridge_run(struct wafer__bridge *bridge,
 			       struct wafer__command *c)
 {
+	if (wafer__trace_on())
+		return wafer__trace_run(bridge, c);
 	switch (c->kind) {
 #define WAFER_COMMAND(KIND, name, waits, queue, run) \
 	case WAFER_COMMAND_##KIND:                    \
