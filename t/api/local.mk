@@ -5,7 +5,7 @@
 BACKEND_NEUTRAL_TESTS += t/api/client t/api/channels t/api/stress t/api/ops t/api/donation \
 	t/api/replay-backend.sh t/api/tensor t/api/ops_wrappers t/api/api_errors t/api/autotune_errors \
 	t/api/programs t/api/memory_trace t/api/memory_snapshot t/api/scope t/api/memory_oom \
-	t/api/interop t/api/program_images
+	t/api/interop t/api/program_images t/api/trace
 
 # Backend-neutral: the client API on the default device (WAFER_BACKEND).
 check_PROGRAMS += t/api/client
@@ -152,3 +152,10 @@ check_PROGRAMS += t/api/queues
 TESTS += t/api/queues
 t_api_queues_LDADD = libwafer.la -lpthread
 BACKEND_NEUTRAL_TESTS += t/api/queues
+
+# Backend-neutral: the timeline trace (wafer_trace_begin(3)) on every
+# channel, read back with wafer-trace's own reader and schema check.
+check_PROGRAMS += t/api/trace
+TESTS += t/api/trace
+t_api_trace_SOURCES = t/api/trace.c tools/timeline.c tools/timeline.h
+t_api_trace_LDADD = libwafer.la -lm
