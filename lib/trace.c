@@ -49,7 +49,7 @@ struct client {
 	bool timing;
 	const char *why_host_only; /* when !timing */
 	struct {
-		void *event;   /* recorded and synced at anchor_ns */
+		void *event; /* recorded and synced: finished about anchor_ns */
 		uint64_t anchor_ns;
 	} base[WAFER_MAX_QUEUES];
 	struct pending *pending;
@@ -186,14 +186,17 @@ static bool base_of(struct trace *t, struct client *c, uint32_t l)
 		host_only(c, "event_create failed");
 		return false;
 	}
+	uint64_t before = now_ns();
 	if (s->event_record(dev, b->lanes.lane[l].queue, event) != WAFER_OK ||
 	    s->event_sync(dev, event) != WAFER_OK) {
 		s->event_destroy(dev, event);
 		host_only(c, "event_record of a timing event failed");
 		return false;
 	}
+	/* It finished between the two: the middle is off by at most half
+	 * the sync's time, which resolve_one's bounds hide. */
 	c->base[l].event = event;
-	c->base[l].anchor_ns = now_ns();
+	c->base[l].anchor_ns = before + (now_ns() - before) / 2;
 	return true;
 }
 
@@ -212,8 +215,9 @@ static void pending_free(const struct wafer__bridge *b, struct pending *p)
 	free(p->args);
 }
 
-/* Writes |p|'s device span, its events finished. */
-static void resolve_one(struct trace *t, struct client *c, struct pending *p)
+/* Writes |p|'s device span, its events found finished at |done_ns|. */
+static void resolve_one(struct trace *t, struct client *c, struct pending *p,
+			uint64_t done_ns)
 {
 	const struct wafer__bridge *b = c->bridge;
 	const struct wafer_server_ops *s = server_of(b);
@@ -226,12 +230,15 @@ static void resolve_one(struct trace *t, struct client *c, struct pending *p)
 		    WAFER_OK) {
 		uint64_t begin = c->base[p->lane].anchor_ns + from;
 		uint64_t end = c->base[p->lane].anchor_ns + to;
-		/* The clocks are matched at one point only: a span is never
-		 * shown before the host issued it. */
+		/* The clocks are matched at one point only (base_of): a span
+		 * is never shown before the host issued it, nor after the host
+		 * saw it finished. */
 		if (begin < p->submit_ns)
 			begin = p->submit_ns;
-		if (end < begin)
-			end = begin;
+		if (end > done_ns)
+			end = done_ns;
+		if (begin > end)
+			begin = end;
 		wafer__json_event(&t->events, "X", p->name, c->pid,
 				  DEVICE_TID + p->lane, rel(t, begin));
 		wafer__json_printf(&t->events,
@@ -260,7 +267,7 @@ static void resolve(struct trace *t, struct client *c, bool wait)
 			     : s->event_query(b->device->device, p->end);
 		if (st == WAFER_ERROR_NOT_READY)
 			break;
-		resolve_one(t, c, p);
+		resolve_one(t, c, p, now_ns());
 	}
 	memmove(c->pending, c->pending + done,
 		(c->pending_count - done) * sizeof *c->pending);
