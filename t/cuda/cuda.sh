@@ -82,7 +82,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..58"
+echo "1..60"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
