@@ -28,6 +28,9 @@ _Thread_local bool wafer__trace_inside;
 /* Device spans waiting to be read at once, per client, before a command
  * reads the oldest with a blocking sync. */
 #define PENDING_MAX 4096
+/* The most text a trace keeps; commands past it are counted, not
+ * recorded (a trace left on through a long run stays bounded). */
+#define TEXT_MAX ((size_t)256 << 20)
 /* wafer_event_record -> wafer_queue_wait arrows remembered. */
 #define FLOWS 256
 
@@ -71,7 +74,7 @@ struct trace {
 		uint64_t id;
 	} flows[FLOWS];
 	uint64_t next_flow;
-	uint64_t commands, device_spans, host_only_spans, errors;
+	uint64_t commands, device_spans, host_only_spans, errors, dropped;
 	/* Callers inside the hooks; wafer_trace_end waits for none. */
 	unsigned users;
 };
@@ -487,7 +490,9 @@ static wafer_status traced(struct wafer__bridge *b, const struct view *v,
 	uint32_t l = v->lane < WAFER_MAX_QUEUES ? v->lane : 0;
 
 	pthread_mutex_lock(&lock);
-	struct client *c = client_of(t, b);
+	struct client *c = t->events.length < TEXT_MAX ? client_of(t, b) : NULL;
+	if (!c)
+		t->dropped++;
 	bool timed = c && c->timing && on_device(v->kind) &&
 		     b->lanes.lane[l].queue && base_of(t, c, l);
 	void *start = NULL;
@@ -739,15 +744,17 @@ WAFER_API wafer_status wafer_trace_end(wafer_runtime *runtime)
 			   "\"pid\":%ld,\"duration_ns\":%" PRIu64
 			   ",\"commands\":%" PRIu64 ",\"device_spans\":%" PRIu64
 			   ",\"host_only_spans\":%" PRIu64 ",\"errors\":%" PRIu64
+			   ",\"dropped_commands\":%" PRIu64
 			   ",\"device_timing\":\"%s\",\"complete\":%s",
 			   (long)getpid(), end - t->start_ns, t->commands,
 			   t->device_spans, t->host_only_spans, t->errors,
+			   t->dropped,
 			   t->device_spans ? "events"
 			   : t->host_only_spans
 				   ? "none: host spans only (the plugin has no "
 				     "timing events)"
 				   : "none",
-			   t->events.failed ? "false" : "true");
+			   t->events.failed || t->dropped ? "false" : "true");
 	bool written = !other.failed &&
 		       wafer__json_write_file(t->path, &t->events, &other);
 	int err = errno;
