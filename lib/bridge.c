@@ -252,11 +252,11 @@ static wafer_status close_lanes(struct wafer__bridge *bridge)
 
 wafer_status wafer__bridge_fini(struct wafer__bridge *bridge)
 {
+	wafer__trace_bridge_closed(bridge);
 	wafer_status status = close_lanes(bridge);
 	wafer_status own = bridge_sync(bridge, 0);
 	if (status == WAFER_OK)
 		status = own;
-	wafer__trace_bridge_closed(bridge);
 	uint64_t leaked = wafer__handle_table_live(bridge->handles);
 	if (leaked)
 		wafer__log_info("core",

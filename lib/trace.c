@@ -226,11 +226,13 @@ static void resolve_one(struct trace *t, struct client *c, struct pending *p,
 	const struct wafer_server_ops *s = server_of(b);
 	void *dev = b->device->device;
 	uint64_t from = 0, to = 0;
-	if (c->timing && p->start && p->end && c->base[p->lane].event &&
-	    s->event_elapsed(dev, c->base[p->lane].event, p->start, &from) ==
-		    WAFER_OK &&
-	    s->event_elapsed(dev, c->base[p->lane].event, p->end, &to) ==
-		    WAFER_OK) {
+	void *base = c->base[p->lane].event;
+	wafer_status st = c->timing && base ? WAFER_OK : WAFER_ERROR_NOT_SUPPORTED;
+	if (st == WAFER_OK)
+		st = s->event_elapsed(dev, base, p->start, &from);
+	if (st == WAFER_OK)
+		st = s->event_elapsed(dev, base, p->end, &to);
+	if (st == WAFER_OK) {
 		uint64_t begin = c->base[p->lane].anchor_ns + from;
 		uint64_t end = c->base[p->lane].anchor_ns + to;
 		/* The clocks are matched at one point only (base_of): a span
@@ -250,9 +252,9 @@ static void resolve_one(struct trace *t, struct client *c, struct pending *p,
 				   (end - begin) / 1000,
 				   (unsigned)((end - begin) % 1000), p->args);
 		t->device_spans++;
-	} else if (c->timing) {
-		host_only(c, "event_elapsed failed: the device has no timers");
-	}
+	} else if (c->timing && st == WAFER_ERROR_NOT_SUPPORTED) {
+		host_only(c, "event_elapsed: the device has no timers");
+	} /* else the queue failed: that span is lost, not the others */
 	pending_free(b, p);
 }
 

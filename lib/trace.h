@@ -51,8 +51,8 @@ wafer_status wafer__trace_run(struct wafer__bridge *bridge,
 wafer_status wafer__trace_execute(struct wafer__bridge *bridge,
 				  struct wafer__execute_request *r);
 
-/* |bridge| is closing (its queues are synced): its device spans are
- * read and its events freed. */
+/* |bridge| is closing: its device spans are read (waiting for its
+ * queues) and its events freed while its queues are still open. */
 void wafer__trace_bridge_closed(struct wafer__bridge *bridge);
 
 /* `[core] trace`: begins a trace for |runtime| where it is set. */
