@@ -332,11 +332,12 @@ static const char *describe(const struct wafer__bridge *b,
 			    const struct view *v, struct wafer__json *args)
 {
 	const struct wafer__command *c = v->c;
+	struct wafer__handle_slot *slot = NULL;
+	size_t bytes = 0;
 	switch (v->kind) {
 	case WAFER_COMMAND_EXECUTE: {
 		const struct wafer__execute_request *x = v->x;
 		const struct wafer_launch *l = &x->launch;
-		uint64_t bytes = 0;
 		wafer__json_printf(args, "\"command\":\"execute\",\"kernel\":");
 		wafer__json_string(args, l->kernel->op);
 		wafer__json_printf(args, ",\"variant\":");
@@ -352,42 +353,39 @@ static const char *describe(const struct wafer__bridge *b,
 					   handle_id(b, x->bindings[i].slot));
 			bytes += x->bindings[i].size;
 		}
-		wafer__json_printf(args, "],\"bytes\":%" PRIu64, bytes);
+		wafer__json_printf(args, "],\"bytes\":%zu", bytes);
 		return l->kernel->op;
 	}
 	case WAFER_COMMAND_RESERVE:
-		wafer__json_printf(args, "\"handle\":%" PRIu64 ",\"bytes\":%zu",
-				   handle_id(b, c->reserve.slot),
-				   c->reserve.size);
+		slot = c->reserve.slot;
+		bytes = c->reserve.size;
 		break;
 	case WAFER_COMMAND_WRITE:
-		wafer__json_printf(args, "\"handle\":%" PRIu64 ",\"bytes\":%zu",
-				   handle_id(b, c->write.slot), c->write.size);
+		slot = c->write.slot;
+		bytes = c->write.size;
 		break;
 	case WAFER_COMMAND_READ:
 	case WAFER_COMMAND_READ_ASYNC:
-		wafer__json_printf(args, "\"handle\":%" PRIu64 ",\"bytes\":%zu",
-				   handle_id(b, c->read.slot), c->read.size);
+		slot = c->read.slot;
+		bytes = c->read.size;
 		break;
 	case WAFER_COMMAND_RELEASE:
-		wafer__json_printf(args, "\"handle\":%" PRIu64 ",\"bytes\":%zu",
-				   handle_id(b, c->release.slot),
-				   c->release.slot->size);
+		slot = c->release.slot;
+		bytes = slot->size;
 		break;
 	case WAFER_COMMAND_PEER_COPY:
-		wafer__json_printf(args, "\"handle\":%" PRIu64 ",\"bytes\":%zu",
-				   handle_id(b, c->peer_copy.dst),
-				   c->peer_copy.size);
+		slot = c->peer_copy.dst;
+		bytes = c->peer_copy.size;
 		break;
 	case WAFER_COMMAND_COLLECTIVE:
-		wafer__json_printf(args, "\"handle\":%" PRIu64,
-				   handle_id(b, c->collective.dst));
+		slot = c->collective.dst;
 		break;
 	default:
 		break;
 	}
-	if (args->length)
-		wafer__json_printf(args, ",");
+	if (slot)
+		wafer__json_printf(args, "\"handle\":%" PRIu64 ",\"bytes\":%zu,",
+				   handle_id(b, slot), bytes);
 	wafer__json_printf(args, "\"command\":\"%s\"",
 			   wafer__command_name(v->kind));
 	return wafer__command_name(v->kind);
