@@ -12,6 +12,7 @@
  *   - wafer_event_record -> wafer_queue_wait is an arrow between lanes;
  *   - the last memory counter of a client is what wafer_memory_usage_get
  *     says;
+ *   - autotune's device-timed measurements are a counter;
  *   - a failing kernel (the `async` test plugin's "fail") is an error
  *     event with its detail, and wafer_last_error still says it whole;
  *   - [core] trace (WAFER_TRACE) writes the file at runtime close; one
@@ -22,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <wafer/autotune.h>
+#include <wafer/ops.h>
 #include <wafer/plugin.h>
 #include <wafer/queue.h>
 #include <wafer/trace.h>
@@ -233,6 +236,55 @@ static void test_error(const char *channel)
 	unlink(path);
 }
 
+/* A matmul tuned afresh: where autotune timed candidates on the device,
+ * each measurement is an "autotune measurement" counter. */
+static void test_autotune(void)
+{
+	char path[4200], cache[4200];
+	snprintf(path, sizeof path, "%s/autotune.json", dir);
+	snprintf(cache, sizeof cache, "%s/cache", dir);
+	wafer_option options[] = {{"autotune", "mode", "full"},
+				  {"autotune", "cache_dir", cache}};
+	wafer_runtime_options ro = {.struct_size = sizeof ro,
+				    .options = options,
+				    .option_count = 2};
+	wafer_runtime *rt;
+	wafer_client *c;
+	open_default(&ro, &rt, &c);
+	bool timers = caps_of(c, NULL) & WAFER_CAP_DEVICE_TIMERS;
+	enum { n = 64 };
+	static float v[n * n];
+	const uint64_t shape[] = {n, n};
+	wafer_tensor a = upload_f32(c, 2, shape, v), out;
+	check(wafer_trace_begin(rt, path), "begin");
+	check(wafer_op_matmul(c, &a, WAFER_ALWAYS_COPY, &a, WAFER_ALWAYS_COPY, 0,
+			      &out),
+	      "matmul");
+	check(wafer_sync(c), "sync");
+	check(wafer_trace_end(rt), "end");
+	wafer_autotune_stats stats = {.struct_size = sizeof stats};
+	check(wafer_autotune_stats_get(rt, &stats), "autotune_stats");
+	check(wafer_tensor_release(c, &a), "release");
+	check(wafer_tensor_release(c, &out), "release");
+	close_default(rt, c);
+	struct json *root = load(path, "autotune");
+	if (!root)
+		return;
+	size_t measured = count(root, "C", "autotune measurement", NULL);
+	if (timers && stats.benchmark_runs)
+		ok(measured > 0,
+		   "autotune: %llu candidate runs timed on the device: %zu "
+		   "measurements in the trace",
+		   (unsigned long long)stats.benchmark_runs, measured);
+	else
+		is_int(measured, 0,
+		       "autotune: nothing timed on the device (%s), no "
+		       "measurement in the trace",
+		       timers ? "one candidate" : "no device timers");
+	json_free(root);
+	unlink(path);
+}
+
 /* [core] trace, here through WAFER_TRACE: from runtime open to close. */
 static void test_config(void)
 {
@@ -290,6 +342,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof channels / sizeof *channels; i++)
 		test_error(channels[i]);
 	close_default(rt, c);
+	test_autotune();
 	test_config();
 	test_bad_path();
 	rmdir(dir);
