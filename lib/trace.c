@@ -274,6 +274,8 @@ static void resolve(struct trace *t, struct client *c, bool wait)
 			break;
 		resolve_one(t, c, p, now_ns());
 	}
+	if (done == 0)
+		return;
 	memmove(c->pending, c->pending + done,
 		(c->pending_count - done) * sizeof *c->pending);
 	c->pending_count -= done;
