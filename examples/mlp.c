@@ -43,6 +43,10 @@
  * in place (donation), which is what lets one graph train step after
  * step: each replay reads the weights the last one wrote.
  *
+ * --trace=FILE writes a timeline of one training step (the second, the
+ * first after the warm-up) to FILE: open it in ui.perfetto.dev, or run
+ * `wafer-trace report FILE` (wafer_trace_begin(3)).
+ *
  *   cc -pthread mlp.c $(pkg-config --cflags --libs wafer) -lm -o mlp && ./mlp
  *   ./uninstalled examples/mlp        (from a build tree)
  *   mpirun -np 4 ./uninstalled examples/mlp --data-parallel
@@ -60,6 +64,7 @@
 #include <wafer/comm.h>
 #include <wafer/graph.h>
 #include <wafer/ops.h>
+#include <wafer/trace.h>
 #include <wafer/wafer.h>
 
 #define POINTS 128  /* per class */
@@ -378,6 +383,11 @@ static void setup(struct mlp *m, wafer_client *client, wafer_comm *comm,
 /* Training steps: STEPS, or --steps=N (a multiple of REPORTS; the tests
  * train shorter on the CUDA stand-in, whose kernels run on the host). */
 static int steps = STEPS;
+/* --trace=FILE: the runtime that records step TRACED_STEP of the first
+ * training (rank 0), or NULL. */
+#define TRACED_STEP 1
+static const char *trace_path;
+static wafer_runtime *trace_runtime;
 /* --graph: the steps that report nothing are replays of one captured
  * step. */
 static bool use_graph;
@@ -404,14 +414,22 @@ static uint64_t train_rank(struct mlp *m, const int *label, float *losses,
 	for (int s = 0, r = 0; s <= steps; s++) {
 		float loss = 0, accuracy = 0;
 		bool report = s % (steps / REPORTS) == 0;
-		if (graph && !report) {
+		bool traced = trace_runtime && print && s == TRACED_STEP;
+		if (traced)
+			CHECK(wafer_trace_begin(trace_runtime, trace_path));
+		if (graph && !report)
 			CHECK(wafer_graph_launch(
 				graph, wafer_client_default_queue(m->client)));
-			continue;
-		}
-		step(m, report, label, &loss, &accuracy);
+		else
+			step(m, report, label, &loss, &accuracy);
 		if (use_graph && !graph)
 			graph = capture_step(m);
+		if (traced) {
+			CHECK(wafer_sync(m->client));
+			CHECK(wafer_trace_end(trace_runtime));
+			trace_runtime = NULL; /* one step */
+			printf("step %d traced to %s\n", s, trace_path);
+		}
 		if (!report)
 			continue;
 		losses[r++] = loss;
@@ -558,6 +576,21 @@ static void train_in_process(wafer_runtime *runtime, const char *backend,
 	free(r);
 }
 
+/* Takes --trace=FILE out of the arguments; false when FILE is empty. */
+static bool take_trace(int *argc, char **argv)
+{
+	for (int i = 1; i < *argc; i++) {
+		if (strncmp(argv[i], "--trace=", 8) != 0)
+			continue;
+		trace_path = argv[i] + 8;
+		for (int j = i; j < *argc; j++)
+			argv[j] = argv[j + 1];
+		(*argc)--;
+		return *trace_path != 0;
+	}
+	return true;
+}
+
 /* Takes --steps=N out of the arguments; false when N is not a positive
  * multiple of REPORTS. */
 static bool take_steps(int *argc, char **argv)
@@ -600,7 +633,7 @@ int main(int argc, char **argv)
 	wafer_runtime *runtime;
 	wafer_device_desc device = {.struct_size = sizeof device};
 	wafer_client *probe;
-	bool steps_ok = take_steps(&argc, argv);
+	bool steps_ok = take_steps(&argc, argv) && take_trace(&argc, argv);
 	use_graph = take_graph(&argc, argv);
 	bool data_parallel = argc > 1 && !strcmp(argv[1], "--data-parallel");
 	/* --data-parallel=N: N ranks in this process */
@@ -620,14 +653,16 @@ int main(int argc, char **argv)
 	    (argc > 1 && !data_parallel &&
 	     (!in_process || *end || ranks == 0 || ranks > BATCH))) {
 		fprintf(stderr, "usage: mlp [--data-parallel | "
-				"--data-parallel=N | --graph] [--steps=S], N "
-				"from 1 to %d, S a multiple of %d (default "
-				"%d)\n",
+				"--data-parallel=N | --graph] [--steps=S] "
+				"[--trace=FILE], N from 1 to %d, S a multiple "
+				"of %d (default %d)\n",
 			BATCH, REPORTS, STEPS);
 		return 2;
 	}
 	make_spirals(x, y, label);
 	CHECK(wafer_runtime_open(NULL, &runtime));
+	if (trace_path)
+		trace_runtime = runtime;
 	CHECK(wafer_client_open(runtime, "default", NULL, &probe));
 	CHECK(wafer_client_device(probe, &device));
 	CHECK(wafer_client_close(probe));

@@ -11,6 +11,7 @@
 #include "lib/bridge.h"
 #include "lib/graph.h"
 #include "lib/interop.h"
+#include "lib/trace.h"
 
 /* Waits for lane |l|; the plugin's status with the device and queue
  * named. Lane 0 is the memory manager's. */
@@ -267,6 +268,7 @@ static wafer_status close_lanes(struct wafer__bridge *bridge)
 
 wafer_status wafer__bridge_fini(struct wafer__bridge *bridge)
 {
+	wafer__trace_bridge_closed(bridge);
 	wafer_status status = close_lanes(bridge);
 	wafer_status own = bridge_sync(bridge, 0);
 	if (status == WAFER_OK)
@@ -308,6 +310,8 @@ wafer_status wafer__bridge_execute(struct wafer__bridge *bridge,
 {
 	if (__builtin_expect(bridge->capturing, 0) && bridge->capture[r->lane])
 		return wafer__graph_capture_execute(bridge, r);
+	if (wafer__trace_on())
+		return wafer__trace_execute(bridge, r);
 	struct wafer_binding bindings[WAFER_MAX_BINDINGS];
 	const struct wafer_kernel *kernel = r->launch.kernel;
 	for (uint32_t i = 0; i < r->launch.binding_count; i++) {
@@ -584,6 +588,8 @@ wafer_status wafer__bridge_run(struct wafer__bridge *bridge,
 	if (__builtin_expect(bridge->capturing, 0) &&
 	    wafer__graph_captures(bridge, c))
 		return wafer__graph_capture(bridge, c);
+	if (wafer__trace_on())
+		return wafer__trace_run(bridge, c);
 	switch (c->kind) {
 #define WAFER_COMMAND(KIND, name, waits, queue, capture, run) \
 	case WAFER_COMMAND_##KIND:                    \

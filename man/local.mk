@@ -75,6 +75,7 @@ dist_man_MANS += man/wafer_execute_autotune.3 man/wafer-autotune.7 \
 	man/wafer_autotune_stats_get.3 \
 	man/wafer_autotune_anchor.3
 dist_man_MANS += man/wafer-replay.1
+dist_man_MANS += man/wafer-trace.1 man/wafer_trace_begin.3 man/wafer_trace_end.3
 dist_man_MANS += man/wafer-memory.7
 dist_man_MANS += man/wafer-cuda.7
 dist_man_MANS += man/wafer-opencl.7

@@ -51,3 +51,8 @@ tools_wafer_replay_SOURCES = tools/wafer-replay.c tools/trace.c tools/trace.h \
 	tools/replay_backend.c tools/replay_backend.h
 tools_wafer_replay_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
 tools_wafer_replay_LDADD = libwafer-core.la $(ZLIB_LIBS) -lm
+
+# wafer-trace: checks and summarises a timeline trace (wafer-trace(1)).
+bin_PROGRAMS += tools/wafer-trace
+tools_wafer_trace_SOURCES = tools/wafer-trace.c tools/timeline.c tools/timeline.h
+tools_wafer_trace_LDADD = -lm

@@ -5,7 +5,7 @@
 BACKEND_NEUTRAL_TESTS += t/api/client t/api/channels t/api/stress t/api/ops t/api/donation \
 	t/api/replay-backend.sh t/api/tensor t/api/ops_wrappers t/api/api_errors t/api/autotune_errors \
 	t/api/programs t/api/memory_trace t/api/memory_snapshot t/api/scope t/api/memory_oom \
-	t/api/interop t/api/program_images
+	t/api/interop t/api/program_images t/api/trace
 
 # Backend-neutral: the client API on the default device (WAFER_BACKEND).
 check_PROGRAMS += t/api/client
@@ -162,3 +162,10 @@ BACKEND_NEUTRAL_TESTS += t/api/graphs
 # examples/mlp --graph: a captured step replayed trains as eagerly.
 TESTS += t/api/mlp_graph.sh
 EXTRA_DIST += t/api/mlp_graph.sh
+
+# Backend-neutral: the timeline trace (wafer_trace_begin(3)) on every
+# channel, read back with wafer-trace's own reader and schema check.
+check_PROGRAMS += t/api/trace
+TESTS += t/api/trace
+t_api_trace_SOURCES = t/api/trace.c tools/timeline.c tools/timeline.h
+t_api_trace_LDADD = libwafer.la -lm
