@@ -67,6 +67,30 @@ static wafer_status reject(struct wafer__loaded_plugin *p, wafer_status status,
 	return wafer__fail(status, "%s: %s", p->name, reason);
 }
 
+/* Logs a warning about |p| and keeps it in |p->warnings| (one line each),
+ * which wafer_runtime_plugin hands to wafer-info: what the loader says
+ * about a plugin it accepts is in the report, not only on stderr. */
+static void warn(struct wafer__loaded_plugin *p, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+static void warn(struct wafer__loaded_plugin *p, const char *format, ...)
+{
+	char line[WAFER_ERROR_DETAIL_MAX];
+	size_t had = p->warnings ? strlen(p->warnings) : 0;
+	va_list ap;
+	char *all;
+
+	va_start(ap, format);
+	vsnprintf(line, sizeof line, format, ap);
+	va_end(ap);
+	wafer__log_warn("loader", "%s (%s): %s", p->name,
+			p->path ? p->path : "built in", line);
+	all = realloc(p->warnings, had + strlen(line) + 2);
+	if (!all)
+		return; /* logged; the report goes without it */
+	snprintf(all + had, strlen(line) + 2, "%s%s", had ? "\n" : "", line);
+	p->warnings = all;
+}
+
 /*===----------------------------------------------------------------------===
  * Host services handed to each plugin
  *===----------------------------------------------------------------------===*/
@@ -370,7 +394,7 @@ static bool valid_backend_name(const char *name)
  * |n| entries |names| of |group| (|given| says which the plugin gave)
  * are such a part; if so, the warning names what it has, what it lacks,
  * and the |off| feature. */
-static bool partial_group(const struct wafer__loaded_plugin *p,
+static bool partial_group(struct wafer__loaded_plugin *p,
 			  const char *group, const char *off,
 			  const char *const *names, const bool *given,
 			  size_t n)
@@ -387,11 +411,8 @@ static bool partial_group(const struct wafer__loaded_plugin *p,
 	}
 	if (!count || count == n)
 		return false;
-	wafer__log_warn("loader",
-			"%s (%s): %s entries come together; it has%s but "
-			"not%s: %s off",
-			p->name, p->path ? p->path : "built in", group, has,
-			lacks, off);
+	warn(p, "%s entries come together; it has%s but not%s: %s off",
+	     group, has, lacks, off);
 	return true;
 }
 
@@ -440,32 +461,61 @@ static void whole_event_group(struct wafer__loaded_plugin *p)
 	}
 }
 
-/* The interop entries of ABI 1.3: the storage's native, import and
- * forget, the server's queue_native and queue_wrap (interop is then "not
- * supported"), as the program entries give no capability unless all four
- * are there. */
-static void whole_interop_groups(struct wafer__loaded_plugin *p)
+/* The interop entries of ABI 1.3, one group of five: the storage's
+ * native, import and forget and the server's queue_native and queue_wrap
+ * (the core learns the device's buffer kind from queue_native before it
+ * hands import a buffer); interop is "not supported" without all five. */
+static void whole_interop_group(struct wafer__loaded_plugin *p)
 {
-	static const char *const storage_names[] = {"native", "import",
-						    "forget"};
-	static const char *const server_names[] = {"queue_native",
-						   "queue_wrap"};
+	static const char *const names[] = {"native", "import", "forget",
+					    "queue_native", "queue_wrap"};
 	struct wafer_storage_ops *s = &p->storage;
 	struct wafer_server_ops *q = &p->server;
-	const bool storage[] = {s->native, s->import, s->forget};
-	const bool server[] = {q->queue_native, q->queue_wrap};
+	const bool given[] = {s->native, s->import, s->forget,
+			      q->queue_native, q->queue_wrap};
 
-	if (partial_group(p, "storage interop", "storage interop",
-			  storage_names, storage, 3)) {
+	if (partial_group(p, "interop", "interop", names, given, 5)) {
 		s->native = NULL;
 		s->import = NULL;
 		s->forget = NULL;
-	}
-	if (partial_group(p, "server interop", "server interop", server_names,
-			  server, 2)) {
 		q->queue_native = NULL;
 		q->queue_wrap = NULL;
 	}
+}
+
+/* The program entries of ABI 1.2: programs are "not supported" without
+ * all four. */
+static void whole_program_group(struct wafer__loaded_plugin *p)
+{
+	static const char *const names[] = {"program_formats", "program_load",
+					    "program_kernel",
+					    "program_release"};
+	struct wafer_server_ops *q = &p->server;
+	const bool given[] = {q->program_formats, q->program_load,
+			      q->program_kernel, q->program_release};
+
+	if (partial_group(p, "program", "programs", names, given, 4)) {
+		q->program_formats = NULL;
+		q->program_load = NULL;
+		q->program_kernel = NULL;
+		q->program_release = NULL;
+	}
+}
+
+/* A minor only appends (plugin.h), so a plugin built for a newer one
+ * works through what this core knows; it loads, with a warning that what
+ * it added later is not used. */
+static void newer_minor(struct wafer__loaded_plugin *p)
+{
+	if (p->abi_minor > WAFER_PLUGIN_ABI_MINOR)
+		warn(p,
+		     "built for ABI %u.%u, newer than this core's %u.%u: "
+		     "what it has of ABI %u.%u and later is not used (a wafer "
+		     "of that release uses it all)",
+		     p->abi_major, p->abi_minor,
+		     (unsigned)WAFER_PLUGIN_ABI_MAJOR,
+		     (unsigned)WAFER_PLUGIN_ABI_MINOR, p->abi_major,
+		     (unsigned)WAFER_PLUGIN_ABI_MINOR + 1);
 }
 
 /* Reads the descriptor |d| the query returned into |p|. */
@@ -515,7 +565,9 @@ static wafer_status check_descriptor(struct wafer__loaded_plugin *p,
 	p->desc.storage = &p->storage;
 	p->desc.server = &p->server;
 	p->plugin = &p->desc;
-	whole_interop_groups(p);
+	newer_minor(p);
+	whole_program_group(p);
+	whole_interop_group(p);
 	whole_comm_group(p);
 	whole_event_group(p);
 
@@ -782,6 +834,7 @@ void wafer__loader_unload(struct wafer__loaded_plugin *plugin)
 	free(plugin->version);
 	free(plugin->description);
 	free(plugin->reason);
+	free(plugin->warnings);
 	free(plugin->cache_dir);
 	free(plugin);
 }
@@ -800,12 +853,11 @@ uint64_t wafer__loader_derived_caps(const struct wafer__loaded_plugin *plugin,
 		caps |= WAFER_CAP_VIRTUAL_MEMORY;
 	if (q->timer_begin && q->timer_end)
 		caps |= WAFER_CAP_DEVICE_TIMERS;
-	if (q->program_formats && q->program_load && q->program_kernel &&
-	    q->program_release)
+	if (q->program_formats) /* the whole group (whole_program_group) */
 		caps |= WAFER_CAP_PROGRAMS;
 	if (s->copy_peer)
 		caps |= WAFER_CAP_PEER_COPY;
-	if (q->comm_id && q->comm_open && q->comm_close && q->comm_run)
+	if (q->comm_id) /* the whole group (whole_comm_group) */
 		caps |= WAFER_CAP_COLLECTIVES;
 	if (q->event_create) /* the whole group (whole_event_group) */
 		caps |= WAFER_CAP_EVENTS;
