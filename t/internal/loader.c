@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include <wafer/plugin.h>
+#include <wafer/interop.h>
+#include <wafer/program.h>
 #include <wafer/wafer.h>
 
 #include "lib/config.h"
@@ -1061,6 +1063,51 @@ static void test_plugin_log(void)
 	wafer__log_set_level(WAFER_LOG_WARN);
 }
 
+/* Vendor values of the closed enums (types.h): a format of the vendor's
+ * own reaches the plugin that lists it, and every message names it. */
+static void test_vendor_values(void)
+{
+	const wafer_program_format isa = WAFER_PROGRAM_VENDOR + 1;
+	wafer_runtime *rt = open_runtime("full", NULL, 0);
+	wafer_program_source src = {.struct_size = sizeof src,
+				    .format = isa,
+				    .data = "\x7f" "acme",
+				    .size = 5};
+	wafer_program *prog = NULL;
+	wafer_client *c = NULL;
+
+	is_str(wafer_program_format_name(isa), "vendor-0x10001",
+	       "a vendor format's name");
+	is_str(wafer_program_format_name(WAFER_PROGRAM_VENDOR_LAST + 1),
+	       "unknown", "past the vendor range: unknown");
+	is_str(wafer_native_kind_name(WAFER_NATIVE_VENDOR + 2),
+	       "vendor-0x10002", "a vendor kind of buffer's name");
+	if (!rt || wafer_client_open(rt, "full", NULL, &c) != WAFER_OK) {
+		ok(0, "client on full: %s", wafer_last_error());
+		wafer_runtime_close(rt);
+		return;
+	}
+	is_status(wafer_program_create(c, &src, 1, NULL, &prog),
+		  WAFER_ERROR_NOT_SUPPORTED,
+		  "a vendor format the plugin lists reaches its program_load");
+	like(wafer_last_error(), "programs are declared, never loaded",
+	     "vendor format: the plugin's own answer");
+	src.format = WAFER_PROGRAM_VENDOR + 2;
+	is_status(wafer_program_create(c, &src, 1, NULL, &prog),
+		  WAFER_ERROR_NOT_SUPPORTED,
+		  "a vendor format the plugin does not list: not supported");
+	like(wafer_last_error(), "vendor-0x10001",
+	     "the message names the vendor format the device takes");
+	like(wafer_last_error(), "vendor-0x10002",
+	     "and the one offered");
+	src.format = WAFER_PROGRAM_VENDOR_LAST + 1;
+	is_status(wafer_program_create(c, &src, 1, NULL, &prog),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "past the vendor range: an unknown format");
+	wafer_client_close(c);
+	wafer_runtime_close(rt);
+}
+
 int main(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -1086,6 +1133,7 @@ int main(void)
 	test_clients();
 	test_config();
 	test_plugin_log();
+	test_vendor_values();
 	done_testing();
 	return exit_status();
 }
