@@ -263,7 +263,18 @@ static const struct wafer_storage_ops skeleton_storage_ops = {
 	.copy = skeleton_storage_copy,
 	/* alloc_async, free_async, vm_*: NULL, not supported.
 	 * host_alloc, host_free: NULL, retired (the core never calls them;
-	 * pinned staging, where wanted, lives inside copy_in/copy_out). */
+	 * pinned staging, where wanted, lives inside copy_in/copy_out).
+	 * figure (ABI 1.2): NULL, no figures only the plugin knows.
+	 * native, import, forget (ABI 1.3, with the server's queue_native
+	 * and queue_wrap: one group of five): NULL, so interop is "not
+	 * supported by skeleton". For host memory like this, native gives
+	 * WAFER_NATIVE_HOST_POINTER and the address, import takes one
+	 * (plugins/cpu/storage.c); a kind of buffer of your own is
+	 * WAFER_NATIVE_VENDOR + n (wafer-plugin(7), INTEROP).
+	 * copy_peer (ABI 1.4, alone): NULL, so the core stages a copy
+	 * between two devices through the host. Order it on both queues
+	 * with device-side waits, never by the host waiting for the other
+	 * queue (wafer-plugin(7), SCALE-OUT). */
 };
 
 /*===----------------------------------------------------------------------===
@@ -456,7 +467,8 @@ static const struct wafer_server_ops skeleton_server_ops = {
 	 * (ABI 1.2): NULL, so wafer_program_create reports "programs not
 	 * supported by plugin skeleton". A plugin that loads the caller's
 	 * own kernels sets all four (wafer-plugin(7), PROGRAMS):
-	 *   program_formats  the formats it takes, e.g. {WAFER_PROGRAM_SPIRV}
+	 *   program_formats  the formats it takes, e.g. {WAFER_PROGRAM_SPIRV},
+	 *                    or your own ISA, WAFER_PROGRAM_VENDOR + n
 	 *   program_load     build the source (the host's cache_load and
 	 *                    cache_store keep compiled binaries), return a
 	 *                    handle; WAFER_ERROR_BUILD with the log on failure
@@ -465,6 +477,12 @@ static const struct wafer_server_ops skeleton_server_ops = {
 	 *                    catalogue's
 	 *   program_release  free it: no launch of it is queued any more
 	 * plugins/cpu/program.c in the wafer sources is a complete one. */
+	/* queue_native, queue_wrap (ABI 1.3): with the storage's interop
+	 * entries above, or NULL. comm_id, comm_open, comm_close, comm_run
+	 * (ABI 1.4, all four): NULL, so wafer_comm_open reports
+	 * "collectives not supported by skeleton" (wafer-plugin(7),
+	 * SCALE-OUT). The loader drops part of any group with a warning,
+	 * shown by wafer-info. */
 	/* event_create ... queue_callback (ABI 1.5, all eight): NULL, so a
 	 * client's queues are ordered on the host and do not overlap. A
 	 * plugin whose queues run asynchronously sets all eight
