@@ -388,118 +388,83 @@ static bool valid_backend_name(const char *name)
 	return true;
 }
 
+/* One entry of a group: its name and where it is in the normalised
+ * storage (|server| false) or server table. */
+struct group_entry {
+	const char *name;
+	bool server;
+	size_t offset;
+};
+
+#define STORAGE_ENTRY(field) {#field, false, offsetof(struct wafer_storage_ops, field)}
+#define SERVER_ENTRY(field) {#field, true, offsetof(struct wafer_server_ops, field)}
+
 /* Entries used in groups (plugin.h): a group the plugin gave only part
- * of is dropped with a warning, as if it had none, so that the rest of
- * the core may test one entry of a group and use them all. Whether the
- * |n| entries |names| of |group| (|given| says which the plugin gave)
- * are such a part; if so, the warning names what it has, what it lacks,
- * and the |off| feature. */
-static bool partial_group(struct wafer__loaded_plugin *p,
-			  const char *group, const char *off,
-			  const char *const *names, const bool *given,
-			  size_t n)
+ * of is dropped with a warning naming what it has, what it lacks and the
+ * |off| feature, as if it had none, so that the rest of the core may test
+ * one entry of a group and use them all. */
+static void whole_group(struct wafer__loaded_plugin *p, const char *group,
+			const char *off, const struct group_entry *entries,
+			size_t n)
 {
-	char has[128] = "", lacks[sizeof has] = "";
+	char has[160] = "", lacks[sizeof has] = "";
 	size_t count = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		char *list = given[i] ? has : lacks;
-		size_t used = strlen(list);
+		const unsigned char *entry =
+			(entries[i].server ? (const unsigned char *)&p->server
+					   : (const unsigned char *)&p->storage) +
+			entries[i].offset;
+		bool given = false;
+		char *list;
+		size_t used;
 
-		snprintf(list + used, sizeof has - used, " %s", names[i]);
-		count += given[i];
+		for (size_t b = 0; b < sizeof(void (*)(void)); b++)
+			given = given || entry[b] != 0;
+		list = given ? has : lacks;
+		used = strlen(list);
+		snprintf(list + used, sizeof has - used, " %s", entries[i].name);
+		count += given;
 	}
 	if (!count || count == n)
-		return false;
-	warn(p, "%s entries come together; it has%s but not%s: %s off",
-	     group, has, lacks, off);
-	return true;
+		return;
+	warn(p, "%s entries come together; it has%s but not%s: %s off", group,
+	     has, lacks, off);
+	for (size_t i = 0; i < n; i++)
+		memset((entries[i].server ? (unsigned char *)&p->server
+					  : (unsigned char *)&p->storage) +
+			       entries[i].offset,
+		       0, sizeof(void (*)(void)));
 }
 
-/* The comm entries of ABI 1.4 (comm_id, comm_open, comm_close,
- * comm_run): collectives are "not supported" without all four. */
-static void whole_comm_group(struct wafer__loaded_plugin *p)
+/* The groups of plugin.h: programs (ABI 1.2); interop (1.3), one group
+ * of five, since the core learns the device's buffer kind from
+ * queue_native before it hands import a buffer; collectives (1.4);
+ * events (1.5: without them the core orders a client's queues on the
+ * host). */
+static void whole_groups(struct wafer__loaded_plugin *p)
 {
-	static const char *const names[] = {"comm_id", "comm_open",
-					    "comm_close", "comm_run"};
-	struct wafer_server_ops *q = &p->server;
-	const bool given[] = {q->comm_id, q->comm_open, q->comm_close,
-			      q->comm_run};
+	static const struct group_entry programs[] = {
+		SERVER_ENTRY(program_formats), SERVER_ENTRY(program_load),
+		SERVER_ENTRY(program_kernel), SERVER_ENTRY(program_release)};
+	static const struct group_entry interop[] = {
+		STORAGE_ENTRY(native), STORAGE_ENTRY(import),
+		STORAGE_ENTRY(forget), SERVER_ENTRY(queue_native),
+		SERVER_ENTRY(queue_wrap)};
+	static const struct group_entry comm[] = {
+		SERVER_ENTRY(comm_id), SERVER_ENTRY(comm_open),
+		SERVER_ENTRY(comm_close), SERVER_ENTRY(comm_run)};
+	static const struct group_entry events[] = {
+		SERVER_ENTRY(event_create),	SERVER_ENTRY(event_destroy),
+		SERVER_ENTRY(event_record),	SERVER_ENTRY(queue_wait_event),
+		SERVER_ENTRY(event_sync),	SERVER_ENTRY(event_query),
+		SERVER_ENTRY(event_elapsed), SERVER_ENTRY(queue_callback)};
 
-	if (partial_group(p, "comm", "collectives", names, given, 4)) {
-		q->comm_id = NULL;
-		q->comm_open = NULL;
-		q->comm_close = NULL;
-		q->comm_run = NULL;
-	}
-}
-
-/* The event entries of ABI 1.5: without all eight the core orders a
- * client's queues on the host (no WAFER_CAP_EVENTS). */
-static void whole_event_group(struct wafer__loaded_plugin *p)
-{
-	static const char *const names[] = {
-		"event_create",	  "event_destroy", "event_record",
-		"queue_wait_event", "event_sync",  "event_query",
-		"event_elapsed",  "queue_callback"};
-	struct wafer_server_ops *q = &p->server;
-	const bool given[] = {q->event_create,	   q->event_destroy,
-			      q->event_record,	   q->queue_wait_event,
-			      q->event_sync,	   q->event_query,
-			      q->event_elapsed,	   q->queue_callback};
-
-	if (partial_group(p, "event", "events (queues ordered on the host)",
-			  names, given, 8)) {
-		q->event_create = NULL;
-		q->event_destroy = NULL;
-		q->event_record = NULL;
-		q->queue_wait_event = NULL;
-		q->event_sync = NULL;
-		q->event_query = NULL;
-		q->event_elapsed = NULL;
-		q->queue_callback = NULL;
-	}
-}
-
-/* The interop entries of ABI 1.3, one group of five: the storage's
- * native, import and forget and the server's queue_native and queue_wrap
- * (the core learns the device's buffer kind from queue_native before it
- * hands import a buffer); interop is "not supported" without all five. */
-static void whole_interop_group(struct wafer__loaded_plugin *p)
-{
-	static const char *const names[] = {"native", "import", "forget",
-					    "queue_native", "queue_wrap"};
-	struct wafer_storage_ops *s = &p->storage;
-	struct wafer_server_ops *q = &p->server;
-	const bool given[] = {s->native, s->import, s->forget,
-			      q->queue_native, q->queue_wrap};
-
-	if (partial_group(p, "interop", "interop", names, given, 5)) {
-		s->native = NULL;
-		s->import = NULL;
-		s->forget = NULL;
-		q->queue_native = NULL;
-		q->queue_wrap = NULL;
-	}
-}
-
-/* The program entries of ABI 1.2: programs are "not supported" without
- * all four. */
-static void whole_program_group(struct wafer__loaded_plugin *p)
-{
-	static const char *const names[] = {"program_formats", "program_load",
-					    "program_kernel",
-					    "program_release"};
-	struct wafer_server_ops *q = &p->server;
-	const bool given[] = {q->program_formats, q->program_load,
-			      q->program_kernel, q->program_release};
-
-	if (partial_group(p, "program", "programs", names, given, 4)) {
-		q->program_formats = NULL;
-		q->program_load = NULL;
-		q->program_kernel = NULL;
-		q->program_release = NULL;
-	}
+	whole_group(p, "program", "programs", programs, ARRAY_SIZE(programs));
+	whole_group(p, "interop", "interop", interop, ARRAY_SIZE(interop));
+	whole_group(p, "comm", "collectives", comm, ARRAY_SIZE(comm));
+	whole_group(p, "event", "events (queues ordered on the host)", events,
+		    ARRAY_SIZE(events));
 }
 
 /* A minor only appends (plugin.h), so a plugin built for a newer one
@@ -566,10 +531,7 @@ static wafer_status check_descriptor(struct wafer__loaded_plugin *p,
 	p->desc.server = &p->server;
 	p->plugin = &p->desc;
 	newer_minor(p);
-	whole_program_group(p);
-	whole_interop_group(p);
-	whole_comm_group(p);
-	whole_event_group(p);
+	whole_groups(p);
 
 	if (!valid_backend_name(p->desc.name))
 		return reject(p, WAFER_ERROR_PLUGIN,
@@ -853,13 +815,13 @@ uint64_t wafer__loader_derived_caps(const struct wafer__loaded_plugin *plugin,
 		caps |= WAFER_CAP_VIRTUAL_MEMORY;
 	if (q->timer_begin && q->timer_end)
 		caps |= WAFER_CAP_DEVICE_TIMERS;
-	if (q->program_formats) /* the whole group (whole_program_group) */
+	if (q->program_formats) /* the whole group (whole_groups) */
 		caps |= WAFER_CAP_PROGRAMS;
 	if (s->copy_peer)
 		caps |= WAFER_CAP_PEER_COPY;
-	if (q->comm_id) /* the whole group (whole_comm_group) */
+	if (q->comm_id) /* the whole group (whole_groups) */
 		caps |= WAFER_CAP_COLLECTIVES;
-	if (q->event_create) /* the whole group (whole_event_group) */
+	if (q->event_create) /* the whole group (whole_groups) */
 		caps |= WAFER_CAP_EVENTS;
 	/* WAFER_CAP_PINNED_HOST is no longer derived: host_alloc/host_free
 	 * are retired in ABI 1.1. It stays in DERIVED_CAPS so that a plugin
