@@ -464,6 +464,7 @@ WAFER_API wafer_status wafer_runtime_plugin(const wafer_runtime *runtime,
 		.accepted = p->accepted,
 		.device_count = p->accepted ? p->device_count : 0,
 		.reason = p->reason ? p->reason : "(out of memory)",
+		.warnings = p->warnings ? p->warnings : "",
 	};
 	wafer__copy_out_struct(out_report, &report, sizeof report);
 	return WAFER_OK;
