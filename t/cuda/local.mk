@@ -49,4 +49,7 @@ endif
 # cuStreamCreate (skips when the cuda plugin was not built).
 check_PROGRAMS += t/cuda/torch_alloc
 TESTS += t/cuda/torch_alloc
+# torch_catch.cc catches what wafer_torch_alloc throws, as PyTorch does.
+t_cuda_torch_alloc_SOURCES = t/cuda/torch_alloc.c t/cuda/torch_catch.cc \
+	t/cuda/torch_catch.h
 t_cuda_torch_alloc_LDADD = -ldl -lpthread
