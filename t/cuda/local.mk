@@ -27,7 +27,7 @@ t_cuda_plugin_LDADD = -ldl -lm
 
 # The cuda plugin's peer copies and collectives through the vendor ABI:
 # on the stand-in driver with FAKECUDA_DEVICES=2 and a stand-in NCCL
-# (t/standins/fakenccl.c, over t/standins/inproc_comm); `t/cuda/comm --real` on the GPU
+# (t/standins/fakenccl.c, over plugins/cpu/inproc_comm); `t/cuda/comm --real` on the GPU
 # and the real NCCL (dev/nccl-check.sh).
 check_PROGRAMS += t/cuda/comm
 TESTS += t/cuda/comm
@@ -36,7 +36,7 @@ t_cuda_comm_LDADD = -ldl -lm -lpthread
 if WAFER_NCCL
 check_LTLIBRARIES += t/standins/fakenccl.la
 t_standins_fakenccl_la_SOURCES = t/standins/fakenccl.c t/standins/fakecuda.h \
-	t/standins/inproc_comm.c t/standins/inproc_comm.h t/half.h
+	plugins/cpu/inproc_comm.c plugins/cpu/inproc_comm.h t/half.h
 t_standins_fakenccl_la_CPPFLAGS = $(AM_CPPFLAGS) $(NCCL_CPPFLAGS) $(CUDA_CPPFLAGS)
 t_standins_fakenccl_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-rpath /nowhere
