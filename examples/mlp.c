@@ -27,8 +27,9 @@
  * a client on each of the first N devices of the default device's
  * backend (cuda:0 .. cuda:N-1; cpu:0 .. cpu:N-1 with [cpu] devices = N),
  * one communicator over them (wafer_comm_open_group, which hands
- * NCCL's id to every rank itself), and each rank trains on its slice in a thread of its own, as the
- * collectives of one process's communicators must be issued. The same
+ * NCCL's id to every rank itself), and each rank trains on its slice
+ * in a thread of its own, as the collectives of one process's
+ * communicators must be issued. The same
  * code trains a rank either way (train_rank).
  *
  * --steps=S trains S steps instead of 2,000 (a multiple of 5: the loss is
