@@ -1,6 +1,5 @@
 # t/cpu/: what only the cpu plugin has.
-BACKEND_OWN_TESTS += cpu:t/cpu/plugin cpu:t/cpu/variants cpu:t/cpu/mpi.sh \
-	cpu:t/cpu/inproc.sh
+BACKEND_OWN_TESTS += cpu:t/cpu/plugin cpu:t/cpu/variants cpu:t/cpu/mpi.sh
 
 # The cpu plugin through the vendor ABI alone: dlopen and a fake host.
 check_PROGRAMS += t/cpu/plugin
@@ -8,16 +7,12 @@ TESTS += t/cpu/plugin
 t_cpu_plugin_LDADD = -ldl
 
 # The cpu plugin's collectives on MPI (plugins/cpu/comm_mpi.c): t/cpu/mpi.sh
-# runs t/cpu/comm_mpi (and examples/mlp --data-parallel) under mpirun -np 4;
+# runs t/cpu/comm_mpi (and examples/mlp --data-parallel) under mpirun -np 4,
+# then the in-process communicators of [cpu] devices = N (comm_inproc.c:
+# examples/mlp --data-parallel=N, t/api/comm);
 # skipped, with configure's reason, when wafer was configured without MPI.
 TESTS += t/cpu/mpi.sh
 EXTRA_DIST += t/cpu/mpi.sh
-
-# The in-process communicators of `[cpu] devices = N` (comm_inproc.c):
-# examples/mlp --data-parallel=N and t/api/comm (built before any test
-# runs).
-TESTS += t/cpu/inproc.sh
-EXTRA_DIST += t/cpu/inproc.sh
 if WAFER_MPI
 check_PROGRAMS += t/cpu/comm_mpi
 t_cpu_comm_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)

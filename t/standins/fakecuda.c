@@ -1929,7 +1929,8 @@ static float unary_op(int op, float x)
 	}
 }
 
-static float binary_op(int op, float a, float b)
+/* The binary operations in double; NaN when either operand is. */
+static double binary_d(int op, double a, double b)
 {
 	switch (op) {
 	case 0: return a + b;
@@ -1941,6 +1942,12 @@ static float binary_op(int op, float a, float b)
 	}
 }
 
+/* On floats: double has more than twice float's precision, so rounding
+ * its result once to float is the float operation. */
+static float binary_op(int op, float a, float b)
+{
+	return (float)binary_d(op, a, b);
+}
 
 /* typed.cu's operations: float64 in double, integers wrapping (computed
  * in uint64_t), integer division truncating with x / 0 = 0. */
@@ -1977,17 +1984,6 @@ static void typed_unary(int op, int dtype, const void *in, uint64_t ii,
 	store_wrap(dtype, out, io, r);
 }
 
-static double binary_d(int op, double a, double b)
-{
-	switch (op) {
-	case 0: return a + b;
-	case 1: return a - b;
-	case 2: return a * b;
-	case 3: return a / b;
-	case 4: return a != a || b != b ? a + b : (a > b ? a : b);
-	default: return a != a || b != b ? a + b : (a < b ? a : b);
-	}
-}
 
 static uint64_t binary_int(int op, int64_t a, int64_t b)
 {
