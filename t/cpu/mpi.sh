@@ -126,6 +126,12 @@ fi
 # sum: rounding differences the training amplifies where it crosses a
 # plateau (0.6% at the end here, the first 60 steps equal to 1e-7).
 final_loss() { sed -n 's/^final loss \([0-9.]*\)$/\1/p' "$@"; }
+# within A B FRACTION: 1 when A and B are numbers and |A - B| <= FRACTION B.
+within() {
+	awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN {
+		d = a - b; if (d < 0) d = -d
+		print (a != "" && b != "" && d <= f * b) ? 1 : 0 }'
+}
 mlp=$top/examples/mlp
 "$top/uninstalled" "$mlp" >"$out" 2>&1
 status=$?
@@ -149,9 +155,7 @@ mpirun "$top/uninstalled" "$mlp" --data-parallel >"$out" 2>&1
 status=$?
 comment <"$out"
 got=$(final_loss "$out")
-close=$(awk -v a="$got" -v b="$want" 'BEGIN {
-	d = a - b; if (d < 0) d = -d
-	print (a != "" && b != "" && d <= 0.05 * b) ? 1 : 0 }')
+close=$(within "$got" "$want" 0.05)
 point $([ $status = 0 ] && [ "$close" = 1 ] && echo 1 || echo 0) \
 	"mpirun -np $ranks examples/mlp --data-parallel: the loss of one process, within 5% ($got vs $want)"
 
@@ -179,9 +183,7 @@ for group in 2 4; do
 	status=$?
 	comment <"$out"
 	got=$(final_loss "$out")
-	close=$(awk -v a="$got" -v b="$short" 'BEGIN {
-		d = a - b; if (d < 0) d = -d
-		print (a != "" && b != "" && d <= 0.01 * b) ? 1 : 0 }')
+	close=$(within "$got" "$short" 0.01)
 	point $([ $status = 0 ] && [ "$close" = 1 ] &&
 		grep -q "^data parallel: $group ranks in this process on cpu:0..$((group - 1))" "$out" &&
 		echo 1 || echo 0) \
