@@ -325,6 +325,17 @@ static __device__ A row_fold(const T *row, uint64_t cols, A *scratch)
 	return scratch[0];
 }
 
+/* The mean of a row whose (wrapped) sum is |s|; integers truncate. In
+ * int64_t, as |cols| need not fit T (301 is not a uint8). */
+template <typename T>
+static __device__ __forceinline__ T mean_of(T s, uint64_t cols)
+{
+	if constexpr (Num<T>::integer)
+		return (T)((int64_t)s / (int64_t)cols);
+	else
+		return s / (T)cols;
+}
+
 template <typename T, int KIND>
 static __device__ void rows(void *out_, const void *in_,
 			    const struct wafer_rows_params &p)
@@ -344,7 +355,7 @@ static __device__ void rows(void *out_, const void *in_,
 		}
 		T s = (T)row_fold<T, A, SumOp>(row, p.cols, sums);
 		if (threadIdx.x == 0)
-			out[r] = KIND == 2 ? (T)(s / (T)p.cols) : s;
+			out[r] = KIND == 2 ? mean_of(s, p.cols) : s;
 	}
 }
 
