@@ -120,7 +120,10 @@ struct Min {
 struct Neg {
 	template <typename T> static __device__ T apply(T x)
 	{
-		return WRAP(T, 0 - U_(T, x));
+		if constexpr (Num<T>::integer)
+			return WRAP(T, 0 - U_(T, x));
+		else /* the sign bit: -0.0 for 0.0 */
+			return -x;
 	}
 };
 struct Abs {
