@@ -2137,15 +2137,21 @@ static void emulate_scalar(struct op *o)
 		return;
 	kernel_reads(o, 1, 0, p.count * size_of(k->dtype));
 	kernel_writes(o, 0, 0, p.count * size_of(k->dtype));
+	if (typed(k->dtype)) { /* typed_binary converts the scalar */
+		for (uint64_t i = 0; i < p.count; i++)
+			typed_binary(k->op, k->dtype,
+				     p.scalar_first ? NULL
+						    : (const void *)o->ptr[1],
+				     i,
+				     p.scalar_first ? (const void *)o->ptr[1]
+						    : NULL,
+				     i, p.scalar, (void *)o->ptr[0], i);
+		return;
+	}
 	/* The scalar in the dtype first. */
 	store_as(k->dtype, bits, 0, (float)p.scalar);
 	s = k->dtype == T_F32 ? (float)p.scalar : load_as(k->dtype, bits, 0);
-	for (uint64_t i = 0; i < p.count && typed(k->dtype); i++)
-		typed_binary(k->op, k->dtype,
-			     p.scalar_first ? NULL : (const void *)o->ptr[1], i,
-			     p.scalar_first ? (const void *)o->ptr[1] : NULL, i,
-			     p.scalar, (void *)o->ptr[0], i);
-	for (uint64_t i = 0; i < p.count && !typed(k->dtype); i++) {
+	for (uint64_t i = 0; i < p.count; i++) {
 		float a = load_as(k->dtype, (const void *)o->ptr[1], i);
 		store_as(k->dtype, (void *)o->ptr[0], i,
 			 p.scalar_first ? binary_op(k->op, s, a)
