@@ -25,10 +25,11 @@
  *
  * With --data-parallel=N the N ranks are in this one process instead:
  * a client on each of the first N devices of the default device's
- * backend (cuda:0 .. cuda:N-1), one communicator over them
- * (wafer_comm_open_group, which hands NCCL's id to every rank itself),
- * and each rank trains on its slice in a thread of its own, as the
- * collectives of one process's communicators must be issued. The same
+ * backend (cuda:0 .. cuda:N-1; cpu:0 .. cpu:N-1 with [cpu] devices = N),
+ * one communicator over them (wafer_comm_open_group, which hands
+ * NCCL's id to every rank itself), and each rank trains on its slice
+ * in a thread of its own, as the collectives of one process's
+ * communicators must be issued. The same
  * code trains a rank either way (train_rank).
  *
  * --steps=S trains S steps instead of 2,000 (a multiple of 5: the loss is
@@ -52,6 +53,8 @@
  *   mpirun -np 4 ./uninstalled examples/mlp --data-parallel
  *   ./uninstalled examples/mlp --data-parallel=2    (cuda:0 and cuda:1)
  *   ./uninstalled examples/mlp --graph
+ *   WAFER_BACKEND=cpu WAFER_CONFIG=two.conf ./uninstalled examples/mlp \
+ *       --data-parallel=2    (two.conf: [cpu] devices = 2)
  */
 #include <math.h>
 #include <pthread.h>
@@ -547,6 +550,10 @@ static void train_in_process(wafer_runtime *runtime, const char *backend,
 	if (have < ranks) {
 		fprintf(stderr, "mlp: --data-parallel=%u: %s has %u device%s\n",
 			ranks, backend, have, have == 1 ? "" : "s");
+		if (strcmp(backend, "cpu") == 0)
+			fprintf(stderr, "mlp: for %u ranks in this process set "
+				"[cpu] devices = %u in wafer.conf "
+				"(wafer-comm(7))\n", ranks, ranks);
 		exit(1);
 	}
 	for (uint32_t i = 0; i < ranks; i++) {

@@ -163,12 +163,12 @@ struct cuda_device {
 	CUmodule modules[CUDA_MODULE_COUNT];
 	/* Per kernel descriptor (cuda_kernel_descs[i]): its function, NULL
 	 * when this device does not offer it; the 64-bit-index version of a
-	 * strided kernel; and for a family of four (casts: one per target
-	 * dtype f32, f16, bf16, i32; layout-specific matmuls: nn, nt, tn,
-	 * tt), its members. */
+	 * strided kernel; and for a family (casts: one per target dtype
+	 * f32, f16, bf16, i32, u8, f64, i64; layout-specific matmuls: nn,
+	 * nt, tn, tt), its members. */
 	CUfunction *functions;
 	CUfunction *wide;
-	CUfunction (*family)[4];
+	CUfunction (*family)[CUDA_FAMILY_MAX];
 	/* The table device_kernels returns: the descriptors offered. */
 	struct wafer_kernel *table;
 	size_t table_count;

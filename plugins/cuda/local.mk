@@ -7,7 +7,8 @@ CUDA_KERNEL_CU = \
 	plugins/cuda/kernels/elementwise.cu \
 	plugins/cuda/kernels/strided.cu \
 	plugins/cuda/kernels/reduce.cu \
-	plugins/cuda/kernels/matmul.cu
+	plugins/cuda/kernels/matmul.cu \
+	plugins/cuda/kernels/typed.cu
 CUDA_KERNEL_INC = \
 	plugins/cuda/kernels/common.cuh \
 	plugins/cuda/kernels/args.h

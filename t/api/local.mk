@@ -131,13 +131,15 @@ endif
 EXTRA_DIST += t/api/dlpack-v1/dlpack/dlpack.h
 
 # Scale-out (comm.h): the in-process collective engine the stand-ins share
-# (t/standins/inproc_comm.c: ranks are threads), the test plugin over it with peer
-# copies and the comm entries, and the backend-neutral t/api/comm and t/api/peer,
-# which also run their multi-device and multi-rank cases on that plugin.
-EXTRA_DIST += t/standins/inproc_comm.h t/log_capture.h
+# with the cpu plugin (plugins/cpu/inproc_comm.c, comm_inproc.c: ranks
+# are threads), the test plugin over it with peer copies and the comm
+# entries, and the backend-neutral t/api/comm and t/api/peer, which also
+# run their multi-device and multi-rank cases on that plugin.
+EXTRA_DIST += plugins/cpu/inproc_comm.h t/log_capture.h
 check_LTLIBRARIES += t/plugins/collective.la
-t_plugins_collective_la_SOURCES = t/plugins/collective.c t/standins/inproc_comm.c \
-	t/standins/inproc_comm.h t/half.h $(T_PLUGIN_COMMON)
+t_plugins_collective_la_SOURCES = t/plugins/collective.c plugins/cpu/inproc_comm.c \
+	plugins/cpu/inproc_comm.h plugins/cpu/comm_inproc.c \
+	plugins/cpu/comm_inproc.h $(T_PLUGIN_COMMON)
 t_plugins_collective_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_collective_la_LIBADD = -lpthread -lm
 check_PROGRAMS += t/api/comm t/api/peer
