@@ -32,6 +32,10 @@
 #                                 peer copies between two clients of one
 #                                 GPU (or of two GPUs), a one-rank
 #                                 communicator, open_group over the GPUs
+#   mlp --data-parallel=N         examples/mlp trained on one GPU, then
+#                                 data parallel on 2 and 4 GPUs (as many
+#                                 as there are): final loss beside one
+#                                 rank's (they should agree to ~1e-3)
 #   bench allreduce               wafer_comm_all_reduce beside
 #                                 ncclAllReduce on the same buffers and
 #                                 streams, 4 KiB .. 256 MiB: one rank a
@@ -154,6 +158,24 @@ for t in api/peer api/comm; do
 	say "  t/$t: $(grep -c '^ok' "t/$t.log") ok ($(grep -c '# SKIP' "t/$t.log") skipped), $(grep -c '^not ok' "t/$t.log") not ok"
 	grep -E '^not ok' "t/$t.log" | head -10 | sed 's/^/  /' | tee -a "$summary"
 done
+
+#--- the data-parallel MLP -------------------------------------------------------
+mlp=$OUT/mlp.log
+: > "$mlp"
+rm -f "$OUT"/mlp-[124].log
+export WAFER_BACKEND=cuda
+loss_of() { sed -n 's/^final loss //p' "$1" | tail -1; }
+stage "mlp (one rank)" "$OUT/mlp-1.log" 120 "$run" examples/mlp
+cat "$OUT/mlp-1.log" >> "$mlp"
+one=$(loss_of "$OUT/mlp-1.log")
+for n in 2 4; do
+	[ "$gpus" -ge "$n" ] || continue
+	stage "mlp --data-parallel=$n" "$OUT/mlp-$n.log" 180 "$run" examples/mlp --data-parallel=$n
+	cat "$OUT/mlp-$n.log" >> "$mlp"
+	say "  mlp --data-parallel=$n: final loss $(loss_of "$OUT/mlp-$n.log") (one rank: ${one:-none})"
+done
+[ "$gpus" -ge 2 ] || say "  one GPU: no data-parallel MLP (one rank's loss: ${one:-none})"
+unset WAFER_BACKEND
 
 #--- the benchmark ---------------------------------------------------------------
 bench=$OUT/bench.log
