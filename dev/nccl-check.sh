@@ -17,7 +17,7 @@
 # gives nccl.h when the toolkit has none (configure --with-nccl-include).
 # The tree is configured and built unless it already was with nccl.h.
 #
-# NCCL_CHECK_MIB: the benchmark's largest size (default 256).
+# NCCL_CHECK_MIB: the benchmark's largest size (default 1024: 4 KiB .. 1 GiB).
 #
 # Stages (each with a time limit; logs in $OUT, default ./nccl-check-out):
 #   wafer-info                    the devices and their caps (peer copy,
@@ -38,11 +38,17 @@
 #                                 rank's (they should agree to ~1e-3)
 #   bench allreduce               wafer_comm_all_reduce beside
 #                                 ncclAllReduce on the same buffers and
-#                                 streams, 4 KiB .. 256 MiB: one rank a
-#                                 GPU, and one rank alone when there are
-#                                 more; peer copies of 256 MiB
+#                                 streams, 4 KiB .. 1 GiB (raw timed as
+#                                 nccl-tests does: many in-place calls
+#                                 between two events), with each side's
+#                                 host time per call; the bucketed
+#                                 sequence (50 all-reduces of 1-25 MiB);
+#                                 one rank a GPU, and one rank alone when
+#                                 there are more; peer copies of 256 MiB
 # summary.log ends with the figures: busbw and vs_raw (NCCL's time /
-# wafer's: the target is >= 0.95) at each size, and the peer copies.
+# wafer's: the target is >= 0.95) at each size, call_us beside
+# raw_call_us (target: at most 2x), the bucketed sequence's vs_raw
+# (target >= 0.95), and the peer copies.
 set -u
 
 top=$(pwd)
@@ -181,7 +187,7 @@ unset WAFER_BACKEND
 bench=$OUT/bench.log
 : > "$bench"
 export WAFER_BACKEND=cuda
-mib=${NCCL_CHECK_MIB:-256}
+mib=${NCCL_CHECK_MIB:-1024}
 stage "bench allreduce (all GPUs)" "$bench" 240 "$run" tools/wafer-bench allreduce "$mib" 20
 if [ "$gpus" -gt 1 ]; then
 	stage "bench allreduce (one rank)" "$bench" 120 "$run" tools/wafer-bench allreduce "$mib" 20 1
@@ -190,7 +196,7 @@ unset WAFER_BACKEND
 
 say ""
 say "figures (vs_raw = NCCL's time / wafer's, same buffers, same run):"
-grep -E '^(allreduce|peer_copy) ' "$bench" | sed 's/ raw="[^"]*"//; s/^/  /' | tee -a "$summary"
+grep -E '^(allreduce|buckets|peer_copy) ' "$bench" | sed 's/ raw="[^"]*"//; s/^/  /' | tee -a "$summary"
 grep -m1 -o 'raw="[^"]*"' "$bench" | sed 's/^/  /' | tee -a "$summary"
 [ "$gpus" -lt 2 ] && say "  one GPU: no two-rank all-reduce, no peer copy between GPUs (the two-GPU kind runs them)"
 say "total: $(($(stamp) - began))s; logs in $OUT"

@@ -419,16 +419,18 @@ esac
 
 # wafer-bench allreduce on two stand-in devices: each size checked, and
 # NCCL called directly (the stand-in, by WAFER_BENCH_NCCL) beside it on
-# the same buffers; then peer copies from one device to the other.
+# the same buffers, 1,000 steps at 4 KiB; the bucketed sequence (50
+# buckets of 1..25 units of 32 KiB, 650 units in all); then peer copies
+# from one device to the other.
 if [ -e "$nccl" ]; then
 	out=$(env WAFER_CONFIG="$tmp/fake.conf" WAFER_BACKEND=cuda \
 		FAKECUDA_DEVICES=2 WAFER_BENCH_NCCL="$nccl" \
 		LD_LIBRARY_PATH="$tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 		"$top/tools/wafer-bench" allreduce 1 2 2>&1)
 	case $out in
-	*"allreduce ranks=2 bytes=4096 dtype=f32 check=ok "*"raw=\"NCCL "*"allreduce ranks=2 bytes=1048576 dtype=f32 check=ok "*"vs_raw="*"peer_copy from=cuda:0 to=cuda:1 bytes=1048576 "*)
-		pass "wafer-bench allreduce: two ranks, checked, beside raw NCCL; peer copies" ;;
-	*)	fail "wafer-bench allreduce: two ranks, checked, beside raw NCCL; peer copies" "$out" ;;
+	*"allreduce ranks=2 bytes=4096 dtype=f32 check=ok "*" steps=1000 call_us="*"raw=\"NCCL "*"raw_call_us="*"allreduce ranks=2 bytes=1048576 dtype=f32 check=ok "*"vs_raw="*"buckets ranks=2 calls=50 bytes=21299200 us="*" raw_us="*" vs_raw="*"peer_copy from=cuda:0 to=cuda:1 bytes=1048576 "*)
+		pass "wafer-bench allreduce: two ranks, checked, beside raw NCCL (its steps and call cost); the bucketed sequence; peer copies" ;;
+	*)	fail "wafer-bench allreduce: two ranks, checked, beside raw NCCL (its steps and call cost); the bucketed sequence; peer copies" "$out" ;;
 	esac
 else
 	skip "wafer-bench allreduce" "no stand-in NCCL (nccl.h not found)"

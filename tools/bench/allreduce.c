@@ -7,15 +7,24 @@
  * (wafer_comm_open_group), each rank issuing from a thread of its own;
  * beside NCCL called directly (nccl_raw.c) on the same buffers and
  * streams in the same run, as nccl-tests does it. Sizes go from 4 KiB
- * by factors of 8 up to MAX_MiB (default 256), which is the last; each figure is the mean of
- * |reps| (default 20) steps after 3 warm-up steps, from the first issue
- * to the end of the last rank's sync. Before the timing, each size is
- * checked once: ranks holding r + 1 all hold n(n + 1)/2 after. Then peer
+ * by factors of 8 up to MAX_MiB (default 256), which is the last; each
+ * figure is the mean of |steps| steps (|reps|, default 20, or more for
+ * small sizes: up to 1,000, about 512 MiB moved) after 3 warm-up steps,
+ * from the first issue to the end of the last rank's sync; call_us is
+ * the host's mean time in one wafer_comm_all_reduce. The raw side is
+ * timed as nccl-tests does it: the same steps between two events on
+ * each stream, no host synchronisation between calls (nccl_raw.c). Before the timing, each size is
+ * checked once: ranks holding r + 1 all hold n(n + 1)/2 after. Then a
+ * bucketed gradient all-reduce (50 all-reduces of 1 to 25 MiB a step,
+ * smaller units when MAX_MiB is under 32), both sides. Then peer
  * copies (wafer_copy_peer) of the largest size between two clients: of
  * two devices when there are two, else of the one device:
  *
  *   allreduce ranks=N bytes=B dtype=f32 check=ok us=T algbw=A busbw=B
- *             [raw=WHAT raw_us=T raw_busbw=B vs_raw=RAW_T/T]
+ *             steps=S call_us=C
+ *             [raw=WHAT raw_us=T raw_busbw=B vs_raw=RAW_T/T raw_call_us=C]
+ *   buckets ranks=N calls=50 bytes=B us=T call_us=C
+ *             [raw_us=T vs_raw=RAW_T/T raw_call_us=C]
  *   peer_copy from=cuda:0 to=cuda:1 bytes=B us=T gbps=G
  *
  * algbw = bytes / time, busbw = algbw * 2 (n - 1) / n (nccl-tests' bus
@@ -43,7 +52,13 @@ struct rank {
 	wafer_comm *comm;
 	wafer_handle buf;
 	size_t count;
+	/* When |calls| is not 0, a step is the sequence: an all-reduce of
+	 * counts[j] elements of bufs[j] for each j < calls, in order. */
+	const wafer_handle *bufs;
+	const size_t *counts;
+	size_t calls;
 	unsigned steps;
+	double issue_ns; /* the host's time in the calls */
 	pthread_barrier_t *start, *done;
 	wafer_status status;
 	char error[512];
@@ -57,9 +72,20 @@ static void *rank_main(void *arg)
 	wafer_status s = WAFER_OK;
 
 	pthread_barrier_wait(r->start);
-	for (unsigned i = 0; i < r->steps && s == WAFER_OK; i++)
-		s = wafer_comm_all_reduce(r->comm, r->buf, r->buf, r->count,
-					  WAFER_DTYPE_F32, WAFER_REDUCE_SUM);
+	uint64_t t0 = bench_now_ns();
+
+	for (unsigned i = 0; i < r->steps && s == WAFER_OK; i++) {
+		if (!r->calls)
+			s = wafer_comm_all_reduce(r->comm, r->buf, r->buf,
+						  r->count, WAFER_DTYPE_F32,
+						  WAFER_REDUCE_SUM);
+		for (size_t j = 0; j < r->calls && s == WAFER_OK; j++)
+			s = wafer_comm_all_reduce(r->comm, r->bufs[j],
+						  r->bufs[j], r->counts[j],
+						  WAFER_DTYPE_F32,
+						  WAFER_REDUCE_SUM);
+	}
+	r->issue_ns = (double)(bench_now_ns() - t0);
 	if (s == WAFER_OK)
 		s = wafer_sync(r->client);
 	r->status = s;
@@ -69,8 +95,10 @@ static void *rank_main(void *arg)
 	return NULL;
 }
 
-/* |steps| all-reduces on every rank; ns from the start to the last sync. */
-static double run(struct rank *ranks, int n, size_t count, unsigned steps)
+/* |steps| steps on every rank; ns from the start to the last sync, and
+ * the host's mean time in one call (*out_call_ns, may be NULL). */
+static double run(struct rank *ranks, int n, size_t count, unsigned steps,
+		  double *out_call_ns)
 {
 	pthread_barrier_t start, done;
 	pthread_t threads[MAX_RANKS];
@@ -93,6 +121,14 @@ static double run(struct rank *ranks, int n, size_t count, unsigned steps)
 		pthread_join(threads[i], NULL);
 	pthread_barrier_destroy(&start);
 	pthread_barrier_destroy(&done);
+	if (out_call_ns) {
+		double issue = 0;
+		size_t calls = ranks[0].calls ? ranks[0].calls : 1;
+
+		for (int i = 0; i < n; i++)
+			issue += ranks[i].issue_ns;
+		*out_call_ns = issue / n / steps / calls;
+	}
 	for (int i = 0; i < n; i++)
 		if (ranks[i].status != WAFER_OK) {
 			fprintf(stderr, "wafer-bench allreduce: rank %d: %s\n",
@@ -109,7 +145,7 @@ static const char *check(struct rank *ranks, int n, size_t count)
 
 	for (int i = 0; i < n; i++)
 		bench_fill_f32(ranks[i].client, ranks[i].buf, count, i + 1.0);
-	run(ranks, n, count, 1);
+	run(ranks, n, count, 1, NULL);
 	for (int i = 0; i < n; i++) {
 		bench_check(wafer_read(ranks[i].client, ranks[i].buf, 0, &first,
 				       sizeof first),
@@ -131,6 +167,82 @@ static const char *check(struct rank *ranks, int n, size_t count)
 		bench_check(wafer_sync(ranks[i].client), "sync");
 	}
 	return "ok";
+}
+
+/* Steps for a size: |reps| at least, more for small sizes (up to 1,000,
+ * about 512 MiB moved), so that a figure is not one launch's latency. */
+static unsigned steps_for(size_t bytes, unsigned reps)
+{
+	size_t many = ((size_t)512 << 20) / bytes;
+
+	if (many > 1000)
+		many = 1000;
+	return many > reps ? (unsigned)many : reps;
+}
+
+/* A bucketed gradient all-reduce: BUCKETS in-place all-reduces a step,
+ * of 1 to 25 units each (unit: 1 MiB, less when MAX_MiB is under 32),
+ * wafer's and raw NCCL's on the same buffers. */
+#define BUCKETS 50
+static void buckets(struct rank *ranks, const struct bench_nccl_rank *raw,
+		    int n, int have_raw, size_t max_bytes, unsigned reps)
+{
+	size_t unit = max_bytes / 32 < ((size_t)1 << 20) ? max_bytes / 32
+							 : (size_t)1 << 20;
+	size_t counts[BUCKETS], total = 0;
+	wafer_handle bufs[MAX_RANKS][BUCKETS];
+	void *raw_bufs[MAX_RANKS * BUCKETS];
+	double call_ns, ns;
+
+	unit &= ~(size_t)3;
+	for (size_t j = 0; j < BUCKETS; j++) {
+		/* 13 and 25 are coprime: each of 1..25 units twice. */
+		counts[j] = (1 + j * 13 % 25) * unit / 4;
+		total += counts[j] * 4;
+	}
+	for (int i = 0; i < n; i++) {
+		for (size_t j = 0; j < BUCKETS; j++) {
+			wafer_native_buffer nb = {.struct_size = sizeof nb};
+
+			bench_check(wafer_empty(ranks[i].client, counts[j] * 4,
+						&bufs[i][j]),
+				    "empty (bucket)");
+			bench_fill_f32(ranks[i].client, bufs[i][j], counts[j],
+				       0.0);
+			raw_bufs[(size_t)i * BUCKETS + j] = NULL;
+			if (have_raw &&
+			    wafer_handle_native(ranks[i].client, bufs[i][j],
+						&nb) == WAFER_OK)
+				raw_bufs[(size_t)i * BUCKETS + j] =
+					(void *)(uintptr_t)nb.address;
+			have_raw = have_raw && raw_bufs[(size_t)i * BUCKETS + j];
+		}
+		bench_check(wafer_sync(ranks[i].client), "sync");
+		ranks[i].bufs = bufs[i];
+		ranks[i].counts = counts;
+		ranks[i].calls = BUCKETS;
+	}
+	run(ranks, n, 0, 1, NULL);
+	ns = run(ranks, n, 0, reps, &call_ns) / reps;
+	printf("buckets ranks=%d calls=%d bytes=%zu us=%.1f call_us=%.2f", n,
+	       BUCKETS, total, ns / 1e3, call_ns / 1e3);
+	if (have_raw) {
+		const char *what;
+		double raw_call_ns = 0, raw_ns = bench_nccl_sequence_ns(
+			raw, n, raw_bufs, counts, BUCKETS, 1, reps, &what,
+			&raw_call_ns);
+		if (raw_ns > 0)
+			printf(" raw_us=%.1f vs_raw=%.3f raw_call_us=%.2f",
+			       raw_ns / 1e3, raw_ns / ns, raw_call_ns / 1e3);
+	}
+	printf("\n");
+	fflush(stdout);
+	for (int i = 0; i < n; i++) {
+		ranks[i].calls = 0;
+		for (size_t j = 0; j < BUCKETS; j++)
+			bench_check(wafer_release(ranks[i].client, bufs[i][j]),
+				    "release");
+	}
 }
 
 static void peer_copies(wafer_runtime *runtime, struct rank *ranks, int n,
@@ -244,23 +356,27 @@ int bench_allreduce(int argc, char **argv)
 			bytes = max_bytes;
 		size_t count = bytes / 4;
 		const char *ok = check(ranks, n, count);
-		run(ranks, n, count, WARMUP);
-		double ns = run(ranks, n, count, reps) / reps;
+		unsigned steps = steps_for(bytes, reps);
+		double call_ns;
+		run(ranks, n, count, WARMUP, NULL);
+		double ns = run(ranks, n, count, steps, &call_ns) / steps;
 		double algbw = (double)bytes / ns; /* GB/s */
 		double factor = 2.0 * (n - 1) / n;
 		printf("allreduce ranks=%d bytes=%zu dtype=f32 check=%s us=%.2f "
-		       "algbw=%.2f busbw=%.2f",
-		       n, bytes, ok, ns / 1e3, algbw, algbw * factor);
+		       "algbw=%.2f busbw=%.2f steps=%u call_us=%.2f",
+		       n, bytes, ok, ns / 1e3, algbw, algbw * factor, steps,
+		       call_ns / 1e3);
 		if (have_raw) {
 			const char *what;
-			double raw_ns = bench_nccl_allreduce_ns(
-				raw, n, count, WARMUP, reps, &what);
+			double raw_call_ns = 0, raw_ns = bench_nccl_allreduce_ns(
+				raw, n, count, WARMUP, steps, &what,
+				&raw_call_ns);
 			if (raw_ns > 0)
 				printf(" raw=\"%s\" raw_us=%.2f raw_busbw=%.2f "
-				       "vs_raw=%.3f",
+				       "vs_raw=%.3f raw_call_us=%.2f",
 				       what, raw_ns / 1e3,
 				       (double)bytes / raw_ns * factor,
-				       raw_ns / ns);
+				       raw_ns / ns, raw_call_ns / 1e3);
 		}
 		printf("\n");
 		fflush(stdout);
@@ -269,6 +385,7 @@ int bench_allreduce(int argc, char **argv)
 	}
 	for (int i = 0; i < n; i++)
 		bench_check(wafer_release(clients[i], ranks[i].buf), "release");
+	buckets(ranks, raw, n, have_raw, max_bytes, reps);
 	for (int i = 0; i < n; i++)
 		wafer_comm_close(comms[i]);
 	peer_copies(runtime, ranks, n, &dev0,

@@ -1,14 +1,15 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * nccl_raw.c: NCCL called directly, the counterpart of `wafer-bench
- * allreduce` (raw.h), as nccl-tests' all_reduce_perf calls it: one
- * process, every GPU's communicator from ncclCommInitAll, each step an
- * ncclGroupStart/End around one ncclAllReduce a rank, on the same
- * buffers and streams the wafer side used. The library is
+ * allreduce` (raw.h), timed as nccl-tests' all_reduce_perf times it:
+ * every GPU's communicator from ncclCommInitAll, a thread a rank, many
+ * in-place ncclAllReduce calls between two events on the rank's stream
+ * with no host synchronisation between them, on the same buffers and
+ * streams the wafer side used. The library is
  * WAFER_BENCH_NCCL when set, else libnccl.so.2 as the dynamic linker
  * finds it (LD_LIBRARY_PATH), else the toolkit's lib64; the driver is
- * loaded with the plugin's loader (plugins/cuda/driver.c) to synchronise
- * the streams. */
+ * loaded with the plugin's loader (plugins/cuda/driver.c) for the
+ * events. */
 #include "build-config.h"
 
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #ifdef WAFER_HAVE_NCCL_H
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <string.h>
 
 #include <nccl.h>
@@ -36,8 +38,6 @@ static struct {
 	__typeof__(ncclCommInitAll) *init_all;
 	__typeof__(ncclCommDestroy) *destroy;
 	__typeof__(ncclAllReduce) *all_reduce;
-	__typeof__(ncclGroupStart) *group_start;
-	__typeof__(ncclGroupEnd) *group_end;
 	__typeof__(ncclGetErrorString) *error_string;
 	int n;
 	int ordinals[MAX_RANKS];
@@ -70,13 +70,10 @@ static int load(void)
 	nccl.init_all = (__typeof__(nccl.init_all))dlsym(so, "ncclCommInitAll");
 	nccl.destroy = (__typeof__(nccl.destroy))dlsym(so, "ncclCommDestroy");
 	nccl.all_reduce = (__typeof__(nccl.all_reduce))dlsym(so, "ncclAllReduce");
-	nccl.group_start = (__typeof__(nccl.group_start))dlsym(so, "ncclGroupStart");
-	nccl.group_end = (__typeof__(nccl.group_end))dlsym(so, "ncclGroupEnd");
 	nccl.error_string =
 		(__typeof__(nccl.error_string))dlsym(so, "ncclGetErrorString");
 	if (!nccl.get_version || !nccl.init_all || !nccl.destroy ||
-	    !nccl.all_reduce || !nccl.group_start || !nccl.group_end ||
-	    !nccl.error_string) {
+	    !nccl.all_reduce || !nccl.error_string) {
 		fprintf(stderr, "wafer-bench: raw NCCL: %s lacks an entry\n",
 			from);
 		return -1;
@@ -123,68 +120,162 @@ static int comms_for(const struct bench_nccl_rank *ranks, int n)
 	return 0;
 }
 
-static int step(const struct bench_nccl_rank *ranks, int n, size_t count)
-{
-	ncclResult_t r = nccl.group_start();
+/* One rank's side of a timing, on a thread of its own as the wafer side
+ * issues each rank's calls (and as nccl-tests' one-GPU-a-process runs
+ * do): |warmup| calls, then |reps| in-place calls between two events on
+ * the rank's stream, no host synchronisation between calls. */
+struct rank_run {
+	const struct bench_nccl_rank *rank;
+	ncclComm_t comm;
+	/* A step: an all-reduce of counts[j] elements at buffers[j] for each
+	 * j < calls, in order. */
+	void *const *buffers;
+	const size_t *counts;
+	size_t calls;
+	unsigned warmup, reps;
+	pthread_barrier_t *start;
+	double device_ns; /* between the events */
+	double issue_ns;  /* the host's time in the timed calls */
+	int failed;
+};
 
-	for (int i = 0; i < n && r == ncclSuccess; i++)
-		r = nccl.all_reduce(ranks[i].buffer, ranks[i].buffer, count,
-				    ncclFloat32, ncclSum, nccl.comms[i],
-				    ranks[i].stream);
-	if (r == ncclSuccess)
-		r = nccl.group_end();
-	return r == ncclSuccess ? 0 : nccl_fail("ncclAllReduce", r);
+static ncclResult_t steps(const struct rank_run *r, unsigned how_many)
+{
+	ncclResult_t nr = ncclSuccess;
+
+	for (unsigned i = 0; i < how_many; i++)
+		for (size_t j = 0; j < r->calls && nr == ncclSuccess; j++)
+			nr = nccl.all_reduce(r->buffers[j], r->buffers[j],
+					     r->counts[j], ncclFloat32, ncclSum,
+					     r->comm, r->rank->stream);
+	return nr;
 }
 
-static int sync_all(const struct bench_nccl_rank *ranks, int n)
+static void *rank_main(void *arg)
 {
+	struct rank_run *r = arg;
+	CUevent begin = NULL, end = NULL;
+	ncclResult_t nr = ncclSuccess;
+	CUresult cr = nccl.drv.cuCtxSetCurrent(r->rank->context);
+	uint64_t t0;
+	float ms = 0;
+
+	if (cr == CUDA_SUCCESS)
+		cr = nccl.drv.cuEventCreate(&begin, CU_EVENT_DEFAULT);
+	if (cr == CUDA_SUCCESS)
+		cr = nccl.drv.cuEventCreate(&end, CU_EVENT_DEFAULT);
+	/* Every rank reaches the barrier, failed or not: the others wait. */
+	pthread_barrier_wait(r->start);
+	if (cr == CUDA_SUCCESS)
+		nr = steps(r, r->warmup);
+	if (cr == CUDA_SUCCESS && nr == ncclSuccess)
+		cr = nccl.drv.cuEventRecord(begin, r->rank->stream);
+	t0 = bench_now_ns();
+	if (cr == CUDA_SUCCESS && nr == ncclSuccess)
+		nr = steps(r, r->reps);
+	r->issue_ns = (double)(bench_now_ns() - t0);
+	if (cr == CUDA_SUCCESS && nr == ncclSuccess)
+		cr = nccl.drv.cuEventRecord(end, r->rank->stream);
+	if (cr == CUDA_SUCCESS && nr == ncclSuccess)
+		cr = nccl.drv.cuEventSynchronize(end);
+	if (cr == CUDA_SUCCESS && nr == ncclSuccess)
+		cr = nccl.drv.cuEventElapsedTime(&ms, begin, end);
+	if (nr != ncclSuccess)
+		nccl_fail("ncclAllReduce", nr);
+	else if (cr != CUDA_SUCCESS)
+		fprintf(stderr, "wafer-bench: raw NCCL: events: CUresult %d\n",
+			(int)cr);
+	r->failed = nr != ncclSuccess || cr != CUDA_SUCCESS;
+	r->device_ns = (double)ms * 1e6;
+	if (begin)
+		nccl.drv.cuEventDestroy(begin);
+	if (end)
+		nccl.drv.cuEventDestroy(end);
+	return NULL;
+}
+
+double bench_nccl_sequence_ns(const struct bench_nccl_rank *ranks, int n,
+			      void *const *buffers, const size_t *counts,
+			      size_t calls, unsigned warmup, unsigned reps,
+			      const char **what, double *out_call_ns)
+{
+	struct rank_run runs[MAX_RANKS];
+	pthread_t threads[MAX_RANKS];
+	pthread_barrier_t start;
+	double slowest = 0, issue = 0;
+	int failed = 0;
+
+	*what = "none";
+	if (n < 1 || n > MAX_RANKS || reps == 0 || calls == 0 || load() != 0 ||
+	    comms_for(ranks, n) != 0)
+		return -1.0;
+	*what = nccl.what;
+	pthread_barrier_init(&start, NULL, (unsigned)n);
 	for (int i = 0; i < n; i++) {
-		CUresult r = nccl.drv.cuCtxSetCurrent(ranks[i].context);
-		if (r == CUDA_SUCCESS)
-			r = nccl.drv.cuStreamSynchronize(ranks[i].stream);
-		if (r != CUDA_SUCCESS) {
-			fprintf(stderr, "wafer-bench: raw NCCL: "
-				"cuStreamSynchronize: CUresult %d\n", (int)r);
-			return -1;
+		runs[i] = (struct rank_run){
+			.rank = &ranks[i],
+			.comm = nccl.comms[i],
+			.buffers = buffers + (size_t)i * calls,
+			.counts = counts,
+			.calls = calls,
+			.warmup = warmup,
+			.reps = reps,
+			.start = &start,
+		};
+		if (pthread_create(&threads[i], NULL, rank_main, &runs[i])) {
+			/* The barrier needs n: the bench cannot go on. */
+			fprintf(stderr, "wafer-bench: raw NCCL: no thread\n");
+			exit(1);
 		}
 	}
-	return 0;
+	for (int i = 0; i < n; i++) {
+		pthread_join(threads[i], NULL);
+		failed |= runs[i].failed;
+		if (runs[i].device_ns > slowest)
+			slowest = runs[i].device_ns;
+		issue += runs[i].issue_ns;
+	}
+	pthread_barrier_destroy(&start);
+	if (failed)
+		return -1.0;
+	if (out_call_ns)
+		*out_call_ns = issue / n / reps / calls;
+	return slowest / reps;
 }
 
 double bench_nccl_allreduce_ns(const struct bench_nccl_rank *ranks, int n,
 			       size_t count, unsigned warmup, unsigned reps,
-			       const char **what)
+			       const char **what, double *out_call_ns)
 {
-	uint64_t t0;
+	void *buffers[MAX_RANKS];
 
-	*what = "none";
-	if (n < 1 || n > MAX_RANKS || reps == 0 || load() != 0 ||
-	    comms_for(ranks, n) != 0)
-		return -1.0;
-	*what = nccl.what;
-	for (unsigned i = 0; i < warmup; i++)
-		if (step(ranks, n, count) != 0)
-			return -1.0;
-	if (sync_all(ranks, n) != 0)
-		return -1.0;
-	t0 = bench_now_ns();
-	for (unsigned i = 0; i < reps; i++)
-		if (step(ranks, n, count) != 0)
-			return -1.0;
-	if (sync_all(ranks, n) != 0)
-		return -1.0;
-	return (double)(bench_now_ns() - t0) / reps;
+	for (int i = 0; i < n && i < MAX_RANKS; i++)
+		buffers[i] = ranks[i].buffer;
+	return bench_nccl_sequence_ns(ranks, n, buffers, &count, 1, warmup,
+				      reps, what, out_call_ns);
 }
 
 #else /* !WAFER_HAVE_NCCL_H */
 
 double bench_nccl_allreduce_ns(const struct bench_nccl_rank *ranks, int n,
 			       size_t count, unsigned warmup, unsigned reps,
-			       const char **what)
+			       const char **what, double *out_call_ns)
 {
+	(void)out_call_ns;
 	*what = "none";
 	fprintf(stderr, "wafer-bench: raw NCCL: built without nccl.h\n");
 	return -1.0;
+}
+
+double bench_nccl_sequence_ns(const struct bench_nccl_rank *ranks, int n,
+			      void *const *buffers, const size_t *counts,
+			      size_t calls, unsigned warmup, unsigned reps,
+			      const char **what, double *out_call_ns)
+{
+	(void)buffers;
+	(void)calls;
+	return bench_nccl_allreduce_ns(ranks, n, counts[0], warmup, reps, what,
+				       out_call_ns);
 }
 
 #endif

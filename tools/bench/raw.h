@@ -72,14 +72,24 @@ struct bench_nccl_rank {
 };
 
 /* ns per in-place f32 sum all-reduce of |count| elements over the |n|
- * ranks: communicators from ncclCommInitAll (made at the first call and
- * kept), each step one ncclGroupStart/End around every rank's
- * ncclAllReduce, |reps| steps after |warmup|, then every stream
- * synchronised. Negative (after a message on stderr) when it cannot
- * run. |*what| says which NCCL ran ("NCCL 2.28.9 from libnccl.so.2"). */
+ * ranks, as nccl-tests times it: communicators from ncclCommInitAll
+ * (made at the first call and kept), a thread a rank issuing |warmup|
+ * then |reps| ncclAllReduce calls on its stream, the timed ones between
+ * two events with no host synchronisation between calls; the slowest
+ * rank's time between its events. |*out_call_ns| (may be NULL): the
+ * host's mean time in one timed call. Negative (after a message on
+ * stderr) when it cannot run. |*what| says which NCCL ran ("NCCL 2.28.9
+ * from libnccl.so.2"). */
 double bench_nccl_allreduce_ns(const struct bench_nccl_rank *ranks, int n,
 			       size_t count, unsigned warmup, unsigned reps,
-			       const char **what);
+			       const char **what, double *out_call_ns);
+/* The same for a sequence of |calls| all-reduces a step, the j-th of
+ * counts[j] elements in place at buffers[i * calls + j] on rank i (a
+ * bucketed gradient all-reduce); ns per step, *out_call_ns per call. */
+double bench_nccl_sequence_ns(const struct bench_nccl_rank *ranks, int n,
+			      void *const *buffers, const size_t *counts,
+			      size_t calls, unsigned warmup, unsigned reps,
+			      const char **what, double *out_call_ns);
 
 /* The inputs both sides of a matrix benchmark use: element |i| of A
  * (|which| 0) or B (1), in [-1, 1). */
