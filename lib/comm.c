@@ -516,6 +516,26 @@ static wafer_status check_operand(const char *fn, const char *name,
 	return WAFER_OK;
 }
 
+/* A send's or recv's |peer|: another rank of |comm|, on a plugin that
+ * knows the point-to-point kinds (ABI 1.6). */
+static wafer_status check_peer(const char *fn, const struct wafer_comm *comm,
+			       uint32_t peer)
+{
+	if (comm->device->plugin->abi_minor < 6)
+		return wafer__fail(WAFER_ERROR_NOT_SUPPORTED,
+				   "%s: send and recv not supported by %s (its "
+				   "plugin is built for ABI 1.%u, they need "
+				   "1.6)",
+				   fn, comm->device->backend,
+				   comm->device->plugin->abi_minor);
+	if (peer >= comm->size || peer == comm->rank)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "%s: peer %u, this is rank %u of %u (the "
+				   "peer is another rank)",
+				   fn, peer, comm->rank, comm->size);
+	return WAFER_OK;
+}
+
 /* Checks a collective and queues it. |src_multiple| and |dst_multiple|
  * are how many times |count| elements each side holds (all_gather's dst
  * and reduce_scatter's src hold size times). */
@@ -529,6 +549,8 @@ static wafer_status collective(const char *fn, wafer_comm *token,
 	size_t elem, src_multiple = 1, dst_multiple = 1;
 	bool reduces = kind == WAFER_COLLECTIVE_ALL_REDUCE ||
 		       kind == WAFER_COLLECTIVE_REDUCE_SCATTER;
+	bool point_to_point = kind == WAFER_COLLECTIVE_SEND ||
+			      kind == WAFER_COLLECTIVE_RECV;
 	wafer_status status;
 
 	if (!token)
@@ -555,6 +577,11 @@ static wafer_status collective(const char *fn, wafer_comm *token,
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
 				   "%s: root %u, communicator of size %u", fn,
 				   root, comm->size);
+	if (point_to_point) {
+		status = check_peer(fn, comm, root);
+		if (status != WAFER_OK)
+			return status;
+	}
 	if (count == 0)
 		return WAFER_OK;
 	if (kind == WAFER_COLLECTIVE_ALL_GATHER)
@@ -569,10 +596,17 @@ static wafer_status collective(const char *fn, wafer_comm *token,
 				   "0x%016" PRIx64 " (in place only for "
 				  "all_reduce and broadcast)",
 				  fn, src.bits);
-	status = check_operand(fn, "dst", comm, dst, count, dst_multiple, elem,
-			       &dst_slot);
-	/* A broadcast reads src on the root only. */
-	if (status == WAFER_OK &&
+	if (kind == WAFER_COLLECTIVE_SEND) {
+		/* Only src is read; it stands for dst on the queue. */
+		status = check_operand(fn, "src", comm, src, count, 1, elem,
+				       &src_slot);
+		dst_slot = src_slot;
+	} else {
+		status = check_operand(fn, "dst", comm, dst, count,
+				       dst_multiple, elem, &dst_slot);
+	}
+	/* A broadcast reads src on the root only, a recv never. */
+	if (status == WAFER_OK && !point_to_point &&
 	    (kind != WAFER_COLLECTIVE_BROADCAST || root == comm->rank))
 		status = check_operand(fn, "src", comm, src, count,
 				       src_multiple, elem, &src_slot);
@@ -639,6 +673,22 @@ WAFER_API wafer_status wafer_comm_reduce_scatter(wafer_comm *comm,
 			  dtype, op, 0);
 }
 
+WAFER_API wafer_status wafer_comm_send(wafer_comm *comm, wafer_handle src,
+				       size_t count, wafer_dtype dtype,
+				       uint32_t peer)
+{
+	return collective("wafer_comm_send", comm, WAFER_COLLECTIVE_SEND, src,
+			  src, count, dtype, WAFER_REDUCE_SUM, peer);
+}
+
+WAFER_API wafer_status wafer_comm_recv(wafer_comm *comm, wafer_handle dst,
+				       size_t count, wafer_dtype dtype,
+				       uint32_t peer)
+{
+	return collective("wafer_comm_recv", comm, WAFER_COLLECTIVE_RECV, dst,
+			  dst, count, dtype, WAFER_REDUCE_SUM, peer);
+}
+
 /* The device side (the COLLECTIVE row of lib/command.def), on the
  * client's bridge. */
 
@@ -653,6 +703,10 @@ static const char *collective_name(wafer_collective_kind kind)
 		return "all_gather";
 	case WAFER_COLLECTIVE_REDUCE_SCATTER:
 		return "reduce_scatter";
+	case WAFER_COLLECTIVE_SEND:
+		return "send";
+	case WAFER_COLLECTIVE_RECV:
+		return "recv";
 	}
 	return "collective";
 }

@@ -129,6 +129,22 @@ WAFER_API wafer_status wafer_comm_reduce_scatter(wafer_comm *comm,
 						 wafer_dtype dtype,
 						 wafer_reduce_op op);
 
+/* Point to point, between two ranks (pipeline parallelism): send
+ * queues |count| elements of |src| for rank |peer|, which receives them
+ * in |dst| with a recv naming this rank, of the same count and dtype.
+ * Only the two ranks take part; messages of one pair arrive in the order
+ * sent. A send may hold its queue until the peer's recv runs (NCCL, a
+ * large MPI_Send): of two ranks that exchange, one sends first and the
+ * other receives first. Errors: WAFER_ERROR_INVALID_ARGUMENT for a peer
+ * that is this rank or past the size; WAFER_ERROR_NOT_SUPPORTED where
+ * the plugin predates them (ABI 1.6). See wafer_comm_send(3). */
+WAFER_API wafer_status wafer_comm_send(wafer_comm *comm, wafer_handle src,
+				       size_t count, wafer_dtype dtype,
+				       uint32_t peer);
+WAFER_API wafer_status wafer_comm_recv(wafer_comm *comm, wafer_handle dst,
+				       size_t count, wafer_dtype dtype,
+				       uint32_t peer);
+
 #ifdef __cplusplus
 }
 #endif

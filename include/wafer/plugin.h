@@ -407,7 +407,7 @@ struct wafer_collective {
 	wafer_reduce_op op; /* ALL_REDUCE and REDUCE_SCATTER */
 	wafer_dtype dtype;
 	size_t count;
-	uint32_t root; /* BROADCAST */
+	uint32_t root; /* BROADCAST; SEND's and RECV's peer (since 1.6) */
 	/* May be the same range (in place) for ALL_REDUCE and BROADCAST. */
 	wafer_resource src;
 	size_t src_offset;
@@ -526,7 +526,11 @@ struct wafer_server_ops {
 	 * every plugin with collectives; others where the plugin says so by
 	 * returning NOT_SUPPORTED for what it lacks), root and that the
 	 * ranges lie inside their resources. Every rank issues the same
-	 * collectives in the same order. */
+	 * collectives in the same order. Since ABI 1.6 also SEND (src only)
+	 * and RECV (dst only) between two ranks, |root| the peer, which
+	 * the core issues only to plugins built at 1.6 or later; each may
+	 * block the queue until the peer's matching call (ncclSend,
+	 * MPI_Send); a plugin without them returns NOT_SUPPORTED. */
 	wafer_status (*comm_run)(void *device, void *queue, void *comm,
 				 const struct wafer_collective *c);
 

@@ -233,6 +233,11 @@ typedef enum wafer_collective_kind {
 	/* dst[i] = op over ranks of src[rank * count + i]: src count * size,
 	 * dst count. */
 	WAFER_COLLECTIVE_REDUCE_SCATTER = 4,
+	/* Point to point (plugin ABI 1.6): count elements of src to rank
+	 * |root| (the peer), which receives them in dst with RECV from this
+	 * rank. Only the two ranks take part. */
+	WAFER_COLLECTIVE_SEND = 5,
+	WAFER_COLLECTIVE_RECV = 6,
 } wafer_collective_kind;
 
 /*===----------------------------------------------------------------------===

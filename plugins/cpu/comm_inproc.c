@@ -117,6 +117,12 @@ wafer_status comm_inproc_run(const struct wafer_host_services *host,
 		s = inproc_comm_reduce_scatter(comm, src, dst, c->count, dtype,
 					       op);
 		break;
+	case WAFER_COLLECTIVE_SEND:
+		s = inproc_comm_send(comm, src, c->count, dtype, c->root);
+		break;
+	case WAFER_COLLECTIVE_RECV:
+		s = inproc_comm_recv(comm, dst, c->count, dtype, c->root);
+		break;
 	}
 	if (s != INPROC_COMM_OK)
 		host->set_error("in-process collective (kind %d) on rank %u: %s",

@@ -335,6 +335,28 @@ static wafer_status broadcast(struct mpi_comm *c, char *dst, size_t count,
 	return WAFER_OK;
 }
 
+/* Point to point, in pieces of at most INT_MAX elements; MPI keeps the
+ * messages of one pair (one tag) in order. */
+#define P2P_TAG 0x5746
+static wafer_status point_to_point(struct mpi_comm *c, int send, char *buf,
+				   size_t count, size_t element,
+				   MPI_Datatype type, int peer)
+{
+	for (size_t done = 0; done < count;) {
+		size_t n = count - done < INT_MAX ? count - done : INT_MAX;
+		int code = send ? MPI_Send(buf + done * element, (int)n, type,
+					   peer, P2P_TAG, c->comm)
+				: MPI_Recv(buf + done * element, (int)n, type,
+					   peer, P2P_TAG, c->comm,
+					   MPI_STATUS_IGNORE);
+		if (code != MPI_SUCCESS)
+			return mpi_failed(c->host, send ? "MPI_Send" : "MPI_Recv",
+					  code);
+		done += n;
+	}
+	return WAFER_OK;
+}
+
 static wafer_status mpi_run(void *comm, const struct wafer_collective *col,
 			    const void *src_arg, void *dst_arg)
 {
@@ -413,6 +435,12 @@ static wafer_status mpi_run(void *comm, const struct wafer_collective *col,
 		code = MPI_Reduce_scatter_block(src, dst, (int)col->count, type,
 						op, c->comm);
 		break;
+	case WAFER_COLLECTIVE_SEND:
+		return point_to_point(c, 1, (char *)src, col->count, element,
+				      type, (int)col->root);
+	case WAFER_COLLECTIVE_RECV:
+		return point_to_point(c, 0, dst, col->count, element, type,
+				      (int)col->root);
 	default:
 		host->set_error("cpu: collective kind %d is not supported",
 				(int)col->kind);

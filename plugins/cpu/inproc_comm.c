@@ -39,6 +39,16 @@ struct post {
 	const void *src;
 };
 
+/* A point-to-point message from one rank to another, under the group's
+ * lock: the sender posts |src| and waits until the receiver copied it. */
+struct mail {
+	const void *src;
+	size_t bytes;
+	bool posted;
+	bool taken;
+	bool mismatch; /* the receiver wanted another size */
+};
+
 struct group {
 	struct group *next; /* in the registry while forming */
 	uint8_t id[INPROC_COMM_ID_BYTES];
@@ -53,6 +63,7 @@ struct group {
 	uint32_t arrived;     /* at the barrier */
 	uint64_t generation;  /* of the barrier */
 	struct post *posts;   /* [size] */
+	struct mail *mail;    /* [from * size + to] */
 };
 
 struct inproc_comm {
@@ -87,6 +98,7 @@ static void group_free(struct group *g)
 	pthread_cond_destroy(&g->turn);
 	free(g->taken);
 	free(g->posts);
+	free(g->mail);
 	free(g);
 }
 
@@ -98,9 +110,11 @@ static struct group *group_new(const uint8_t *id, uint32_t size)
 		return NULL;
 	g->taken = calloc(size, sizeof *g->taken);
 	g->posts = calloc(size, sizeof *g->posts);
-	if (!g->taken || !g->posts) {
+	g->mail = calloc((size_t)size * size, sizeof *g->mail);
+	if (!g->taken || !g->posts || !g->mail) {
 		free(g->taken);
 		free(g->posts);
+		free(g->mail);
 		free(g);
 		return NULL;
 	}
@@ -490,4 +504,55 @@ inproc_comm_status inproc_comm_reduce_scatter(inproc_comm *comm,
 	struct post p = {CALL_REDUCE_SCATTER, count, dtype, op, 0, src};
 
 	return run(comm, p, dst);
+}
+
+inproc_comm_status inproc_comm_send(inproc_comm *comm, const void *src,
+				    size_t count, inproc_comm_dtype dtype,
+				    uint32_t peer)
+{
+	struct group *g = comm->group;
+	size_t elem = inproc_comm_dtype_size(dtype);
+	struct mail *m;
+	bool mismatch;
+
+	if (!elem || peer >= g->size)
+		return INPROC_COMM_INVALID;
+	m = &g->mail[(size_t)comm->rank * g->size + peer];
+	pthread_mutex_lock(&g->lock);
+	while (m->posted) /* one message at a time a pair */
+		pthread_cond_wait(&g->turn, &g->lock);
+	*m = (struct mail){.src = src, .bytes = count * elem, .posted = true};
+	pthread_cond_broadcast(&g->turn);
+	while (!m->taken)
+		pthread_cond_wait(&g->turn, &g->lock);
+	mismatch = m->mismatch;
+	*m = (struct mail){0};
+	pthread_cond_broadcast(&g->turn);
+	pthread_mutex_unlock(&g->lock);
+	return mismatch ? INPROC_COMM_MISMATCH : INPROC_COMM_OK;
+}
+
+inproc_comm_status inproc_comm_recv(inproc_comm *comm, void *dst,
+				    size_t count, inproc_comm_dtype dtype,
+				    uint32_t peer)
+{
+	struct group *g = comm->group;
+	size_t elem = inproc_comm_dtype_size(dtype);
+	struct mail *m;
+	bool mismatch;
+
+	if (!elem || peer >= g->size)
+		return INPROC_COMM_INVALID;
+	m = &g->mail[(size_t)peer * g->size + comm->rank];
+	pthread_mutex_lock(&g->lock);
+	while (!m->posted || m->taken)
+		pthread_cond_wait(&g->turn, &g->lock);
+	mismatch = m->bytes != count * elem;
+	if (!mismatch && m->bytes && m->src != dst)
+		memcpy(dst, m->src, m->bytes);
+	m->mismatch = mismatch;
+	m->taken = true;
+	pthread_cond_broadcast(&g->turn);
+	pthread_mutex_unlock(&g->lock);
+	return mismatch ? INPROC_COMM_MISMATCH : INPROC_COMM_OK;
 }

@@ -101,4 +101,19 @@ inproc_comm_status inproc_comm_reduce_scatter(inproc_comm *comm,
 					      inproc_comm_dtype dtype,
 					      inproc_comm_op op);
 
+/* Point to point: |count| elements from this rank's |src| to |peer|'s
+ * |dst|. Each blocks until the other side came (a send until its data
+ * was copied), so two ranks that both send first wait for ever: order
+ * them. Messages of one pair arrive in the order sent. A count or dtype
+ * size that differs from the sender's fails both with
+ * INPROC_COMM_MISMATCH, copying nothing; a peer past the size is
+ * INPROC_COMM_INVALID. A rank may send to itself only from another
+ * thread. */
+inproc_comm_status inproc_comm_send(inproc_comm *comm, const void *src,
+				    size_t count, inproc_comm_dtype dtype,
+				    uint32_t peer);
+inproc_comm_status inproc_comm_recv(inproc_comm *comm, void *dst,
+				    size_t count, inproc_comm_dtype dtype,
+				    uint32_t peer);
+
 #endif

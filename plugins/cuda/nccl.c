@@ -16,7 +16,7 @@
  *               is, once its rank, size and GPU match, and never freed.
  *   comm_close  ncclCommDestroy (the core synchronised the queues).
  *   comm_run    ncclAllReduce, ncclBroadcast, ncclAllGather,
- *               ncclReduceScatter on the queue's stream: ordered with the
+ *               ncclReduceScatter, ncclSend, ncclRecv on the queue's stream: ordered with the
  *               kernels and copies there like one of them.
  *
  * NCCL works on the current CUDA device: every entry first makes the
@@ -53,7 +53,9 @@ _Static_assert(sizeof(ncclUniqueId) == WAFER_COMM_ID_BYTES,
 	X(ncclAllReduce)                                                       \
 	X(ncclBroadcast)                                                       \
 	X(ncclAllGather)                                                       \
-	X(ncclReduceScatter)
+	X(ncclReduceScatter)                                                   \
+	X(ncclSend)                                                            \
+	X(ncclRecv)
 
 #define NCCL_MEMBER(name) __typeof__(name) *name;
 
@@ -397,6 +399,16 @@ wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 		what = "ncclReduceScatter";
 		r = n->ncclReduceScatter(send, recv, c->count, dt, op,
 					 cc->comm, q->stream);
+		break;
+	case WAFER_COLLECTIVE_SEND:
+		what = "ncclSend";
+		r = n->ncclSend(send, c->count, dt, (int)c->root, cc->comm,
+				q->stream);
+		break;
+	case WAFER_COLLECTIVE_RECV:
+		what = "ncclRecv";
+		r = n->ncclRecv(recv, c->count, dt, (int)c->root, cc->comm,
+				q->stream);
 		break;
 	default:
 		dev->host->set_error("cuda: collective kind %d: not offered",

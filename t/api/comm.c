@@ -403,6 +403,145 @@ static void run_steps(const char *label, wafer_client **clients,
 }
 
 /*===----------------------------------------------------------------------===
+ * Point to point
+ *===----------------------------------------------------------------------===*/
+
+static wafer_handle create_f32(wafer_client *c, size_t n, float v);
+
+/* Whether all |n| floats of |h| are |v|. */
+static bool holds_f32(wafer_client *c, wafer_handle h, float v)
+{
+	float back[N];
+	bool same = wafer_read(c, h, 0, back, sizeof back) == WAFER_OK;
+
+	for (int i = 0; i < N && same; i++)
+		same = back[i] == v;
+	return same;
+}
+
+/* One rank of test_send_recv, on a thread of its own: a send may hold
+ * its queue until the peer's recv. Rank r's data is N floats of 10 + r. */
+static void *send_recv_main(void *data)
+{
+	struct rank *r = data;
+	wafer_client *c = r->client;
+	uint32_t pair = r->rank ^ 1, me = r->rank;
+	wafer_handle mine = create_f32(c, N, 10.0f + (float)me);
+	wafer_handle got = create_f32(c, N, -1.0f);
+	wafer_handle second = create_f32(c, N, -1.0f);
+	wafer_status st = WAFER_OK;
+
+	/* Pairs (0, 1), (2, 3): the even rank sends, then receives; the
+	 * odd one the other way round. Then the even one sends a second
+	 * message, its own data plus 100, which must come after the first. */
+	if (pair < r->size) {
+		if (me % 2 == 0) {
+			st = wafer_comm_send(r->comm, mine, N, WAFER_DTYPE_F32,
+					     pair);
+			if (st == WAFER_OK)
+				st = wafer_comm_recv(r->comm, got, N,
+						     WAFER_DTYPE_F32, pair);
+		} else {
+			st = wafer_comm_recv(r->comm, got, N, WAFER_DTYPE_F32,
+					     pair);
+			if (st == WAFER_OK)
+				st = wafer_comm_send(r->comm, mine, N,
+						     WAFER_DTYPE_F32, pair);
+		}
+		if (st != WAFER_OK)
+			fail(r, "exchange", st);
+		else if (!holds_f32(c, got, 10.0f + (float)pair))
+			fail(r, "exchange: not the peer's data",
+			     WAFER_ERROR_INTERNAL);
+		if (me % 2 == 0) {
+			wafer_handle next = create_f32(c, N, 110.0f + (float)me);
+
+			st = wafer_comm_send(r->comm, mine, N, WAFER_DTYPE_F32,
+					     pair);
+			if (st == WAFER_OK)
+				st = wafer_comm_send(r->comm, next, N,
+						     WAFER_DTYPE_F32, pair);
+			wafer_release(c, next);
+		} else {
+			st = wafer_comm_recv(r->comm, got, N, WAFER_DTYPE_F32,
+					     pair);
+			if (st == WAFER_OK)
+				st = wafer_comm_recv(r->comm, second, N,
+						     WAFER_DTYPE_F32, pair);
+			if (st == WAFER_OK &&
+			    (!holds_f32(c, got, 10.0f + (float)pair) ||
+			     !holds_f32(c, second, 110.0f + (float)pair)))
+				fail(r, "two messages: not in the order sent",
+				     WAFER_ERROR_INTERNAL);
+		}
+		if (st != WAFER_OK)
+			fail(r, "two messages", st);
+	}
+	/* A pipeline: rank 0's data passed on from rank to rank. */
+	if (me > 0) {
+		st = wafer_comm_recv(r->comm, got, N, WAFER_DTYPE_F32, me - 1);
+		if (st != WAFER_OK)
+			fail(r, "pipeline recv", st);
+	}
+	if (st == WAFER_OK && me + 1 < r->size) {
+		st = wafer_comm_send(r->comm, me ? got : mine, N,
+				     WAFER_DTYPE_F32, me + 1);
+		if (st != WAFER_OK)
+			fail(r, "pipeline send", st);
+	}
+	st = wafer_sync(c);
+	if (st != WAFER_OK)
+		fail(r, "sync", st);
+	else if (me > 0 && !holds_f32(c, got, 10.0f))
+		fail(r, "pipeline: not rank 0's data", WAFER_ERROR_INTERNAL);
+	wafer_release(c, mine);
+	wafer_release(c, got);
+	wafer_release(c, second);
+	return NULL;
+}
+
+/* send and recv on |size| ranks (2 or 4), and the peers the core
+ * refuses before anything is queued. */
+static void test_send_recv(const char *label, wafer_client **clients,
+			   wafer_comm **comms, uint32_t size)
+{
+	struct rank ranks[MAX_RANKS];
+	pthread_t threads[MAX_RANKS];
+	wafer_handle h = create_f32(clients[0], N, 1.0f);
+	const char *why;
+	int failures;
+
+	is_status(wafer_comm_send(comms[0], h, N, WAFER_DTYPE_F32, 0),
+		  WAFER_ERROR_INVALID_ARGUMENT, "[%s] send to oneself", label);
+	like(wafer_last_error(), "peer 0, this is rank 0 of",
+	     "[%s]   ... says which peer and rank", label);
+	is_status(wafer_comm_recv(comms[0], h, N, WAFER_DTYPE_F32, size),
+		  WAFER_ERROR_INVALID_ARGUMENT, "[%s] recv from past the size",
+		  label);
+	is_status(wafer_comm_send(comms[0], h, N + 1, WAFER_DTYPE_F32, 1),
+		  WAFER_ERROR_OUT_OF_RANGE, "[%s] send of more than src holds",
+		  label);
+	is_status(wafer_comm_recv(comms[0], (wafer_handle){0}, N,
+				  WAFER_DTYPE_F32, 1),
+		  WAFER_ERROR_INVALID_HANDLE, "[%s] recv into a null handle",
+		  label);
+	ok(holds_f32(clients[0], h, 1.0f), "[%s]   ... src unchanged", label);
+	check(wafer_release(clients[0], h), "release");
+
+	set_ranks(ranks, clients, comms, size, WAFER_DTYPE_F32);
+	for (uint32_t r = 0; r < size; r++)
+		if (pthread_create(&threads[r], NULL, send_recv_main, &ranks[r]))
+			bail_out("pthread_create");
+	for (uint32_t r = 0; r < size; r++)
+		pthread_join(threads[r], NULL);
+	failures = rank_failures(ranks, size, &why);
+	ok(!failures,
+	   "[%s] send/recv on %u ranks: pairs exchange, two messages keep "
+	   "their order, a pipeline passes rank 0's data on %s",
+	   label, size, why);
+}
+
+/*===----------------------------------------------------------------------===
  * The default backend
  *===----------------------------------------------------------------------===*/
 
@@ -475,6 +614,7 @@ static void test_default_group(wafer_runtime *rt, const char *backend,
 		   "[%s] open_group of %s and %s: ranks 0 and 1 of 2", label,
 		   sel[0], sel[1]);
 		run_steps(label, clients, comms, 2, EVERY_BACKEND_DTYPES, false);
+		test_send_recv(label, clients, comms, 2);
 		if (strcmp(label, "mpsc") == 0)
 			run_steps(label, clients, comms, 2, EVERY_BACKEND_DTYPES, true);
 		is_status(wafer_comm_close(comms[0]), WAFER_OK,
@@ -989,6 +1129,7 @@ static void test_plugin(void)
 			run_steps(label, clients, comms, MAX_RANKS,
 				  TEST_PLUGIN_DTYPES, true);
 		test_after_kernel(label, clients, comms, MAX_RANKS);
+		test_send_recv(label, clients, comms, MAX_RANKS);
 		test_errors(label, clients, comms);
 		for (int r = 0; r < MAX_RANKS; r++)
 			is_status(wafer_comm_close(comms[r]), WAFER_OK,

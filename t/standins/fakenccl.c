@@ -33,7 +33,9 @@
  *  - ncclGetErrorString, ncclGetLastError (this thread's last failure),
  *    ncclGetVersion (NCCL_VERSION_CODE of the header), ncclCommCount,
  *    ncclCommUserRank, ncclCommCuDevice, ncclCommInitAll (one thread a
- *    device, each with that device's primary context).
+ *    device, each with that device's primary context);
+ *  - ncclSend and ncclRecv, queued like the collectives; on the stream's
+ *    thread a send waits until the peer's recv copied its data.
  *
  * Not modelled: several ranks' ncclCommInitRank from one thread inside
  * a group (each call here blocks until the others joined), async errors
@@ -435,10 +437,11 @@ ncclResult_t ncclGroupEnd(void)
  * Collectives
  *===----------------------------------------------------------------------===*/
 
-enum kind { ALL_REDUCE, BROADCAST, ALL_GATHER, REDUCE_SCATTER };
+enum kind { ALL_REDUCE, BROADCAST, ALL_GATHER, REDUCE_SCATTER, SEND, RECV };
 
 static const char *const kind_names[] = {
 	"ncclAllReduce", "ncclBroadcast", "ncclAllGather", "ncclReduceScatter",
+	"ncclSend",      "ncclRecv",
 };
 
 /* One queued collective, run on the stream's thread. */
@@ -450,7 +453,7 @@ struct job {
 	size_t count;
 	inproc_comm_dtype dtype;
 	inproc_comm_op op;
-	int root;
+	int root; /* BROADCAST; SEND's and RECV's peer */
 };
 
 static void run_job(void *arg, int ok)
@@ -488,6 +491,14 @@ static void run_job(void *arg, int ok)
 			s = inproc_comm_reduce_scatter(c->ranks, j->send,
 						       j->recv, j->count,
 						       j->dtype, j->op);
+			break;
+		case SEND:
+			s = inproc_comm_send(c->ranks, j->send, j->count,
+					     j->dtype, (uint32_t)j->root);
+			break;
+		case RECV:
+			s = inproc_comm_recv(c->ranks, j->recv, j->count,
+					     j->dtype, (uint32_t)j->root);
 			break;
 		}
 		if (s != INPROC_COMM_OK)
@@ -544,10 +555,12 @@ static ncclResult_t enqueue(enum kind kind, const void *send, void *recv,
 		return fail(ncclInvalidArgument, "%s: datatype %d, op %d",
 			    what, (int)datatype, (int)op);
 	}
-	if (kind == BROADCAST && (root < 0 || root >= comm->size)) {
+	if ((kind == BROADCAST || kind == SEND || kind == RECV) &&
+	    (root < 0 || root >= comm->size)) {
 		free(j);
-		return fail(ncclInvalidArgument, "%s: root %d of %d", what,
-			    root, comm->size);
+		return fail(ncclInvalidArgument, "%s: %s %d of %d", what,
+			    kind == BROADCAST ? "root" : "peer", root,
+			    comm->size);
 	}
 	if (count == 0) {
 		free(j);
@@ -556,15 +569,17 @@ static ncclResult_t enqueue(enum kind kind, const void *send, void *recv,
 	/* What each side holds: count elements, or count for every rank. */
 	size = inproc_comm_dtype_size(j->dtype);
 	bytes = count * size;
-	if (kind != BROADCAST || comm->rank == root)
+	if (kind != RECV && (kind != BROADCAST || comm->rank == root))
 		access[n++] = (struct fakecuda_access){
 			(uintptr_t)send,
 			kind == REDUCE_SCATTER ? bytes * (size_t)comm->size
 					       : bytes,
 			0};
-	access[n++] = (struct fakecuda_access){
-		(uintptr_t)recv,
-		kind == ALL_GATHER ? bytes * (size_t)comm->size : bytes, 1};
+	if (kind != SEND)
+		access[n++] = (struct fakecuda_access){
+			(uintptr_t)recv,
+			kind == ALL_GATHER ? bytes * (size_t)comm->size : bytes,
+			1};
 
 	/* NCCL makes the communicator's device current around the call. */
 	drv.ctx_get_current(&was);
@@ -623,4 +638,19 @@ ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff,
 {
 	return enqueue(REDUCE_SCATTER, sendbuff, recvbuff, recvcount,
 		       datatype, op, 0, comm, stream);
+}
+
+ncclResult_t ncclSend(const void *sendbuff, size_t count,
+		      ncclDataType_t datatype, int peer, ncclComm_t comm,
+		      cudaStream_t stream)
+{
+	return enqueue(SEND, sendbuff, NULL, count, datatype, ncclSum, peer,
+		       comm, stream);
+}
+
+ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype,
+		      int peer, ncclComm_t comm, cudaStream_t stream)
+{
+	return enqueue(RECV, NULL, recvbuff, count, datatype, ncclSum, peer,
+		       comm, stream);
 }
