@@ -333,6 +333,10 @@ static wafer_status api_run(void *comm, wafer_collective_kind kind,
 	case WAFER_COLLECTIVE_REDUCE_SCATTER:
 		return wafer_comm_reduce_scatter(comm, handle(src),
 						 handle(dst), count, t, op);
+	case WAFER_COLLECTIVE_SEND:
+		return wafer_comm_send(comm, handle(src), count, t, root);
+	case WAFER_COLLECTIVE_RECV:
+		return wafer_comm_recv(comm, handle(dst), count, t, root);
 	}
 	return WAFER_ERROR_INVALID_ARGUMENT;
 }
@@ -504,6 +508,50 @@ static void test_all_gather(wafer_dtype t)
 	engine->drop(dst);
 	engine->drop(src);
 	free(got);
+}
+
+/* Point to point: pairs (0, 1), (2, 3) exchange (the even rank sends
+ * first), then rank 0's values go down the line 0 -> 1 -> ... -> size-1. */
+static void test_send_recv(wafer_dtype t)
+{
+	size_t element = wafer_plugin_dtype_size(t);
+	unsigned char host[COUNT * 8], got[COUNT * 8];
+	uint64_t mine = filled(t, COUNT, host);
+	uint64_t in = engine->make(COUNT * element);
+	int pair = rank ^ 1, zero = 0;
+	wafer_status s = WAFER_OK;
+	int pass = 1;
+
+	if (pair < size) {
+		for (int turn = 0; turn < 2 && s == WAFER_OK; turn++)
+			s = turn == rank % 2
+				? engine->run(world, WAFER_COLLECTIVE_SEND,
+					      WAFER_REDUCE_SUM, t, COUNT,
+					      (uint32_t)pair, mine, mine)
+				: engine->run(world, WAFER_COLLECTIVE_RECV,
+					      WAFER_REDUCE_SUM, t, COUNT,
+					      (uint32_t)pair, in, in);
+		engine->download(in, got, COUNT * element);
+		pass = s == WAFER_OK &&
+		       matches(t, got, COUNT, want_root, &pair, "exchange");
+	}
+	agree(pass, "send/recv %s: pairs of ranks exchange %d elements",
+	      dtype_name(t), COUNT);
+	s = WAFER_OK;
+	if (rank > 0)
+		s = engine->run(world, WAFER_COLLECTIVE_RECV, WAFER_REDUCE_SUM,
+				t, COUNT, (uint32_t)rank - 1, in, in);
+	if (s == WAFER_OK && rank + 1 < size)
+		s = engine->run(world, WAFER_COLLECTIVE_SEND, WAFER_REDUCE_SUM,
+				t, COUNT, (uint32_t)rank + 1,
+				rank ? in : mine, rank ? in : mine);
+	engine->download(rank ? in : mine, got, COUNT * element);
+	agree(s == WAFER_OK &&
+		      matches(t, got, COUNT, want_root, &zero, "pipeline"),
+	      "send/recv %s: rank 0's elements passed down the ranks",
+	      dtype_name(t));
+	engine->drop(in);
+	engine->drop(mine);
 }
 
 static void test_reduce_scatter(wafer_dtype t)
@@ -826,6 +874,7 @@ static void run_checks(const struct engine *e, void (*up)(void),
 		test_broadcast(dtypes[t]);
 		test_all_gather(dtypes[t]);
 		test_reduce_scatter(dtypes[t]);
+		test_send_recv(dtypes[t]);
 	}
 	test_long_all_reduce();
 	test_count_zero();
