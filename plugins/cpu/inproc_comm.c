@@ -506,22 +506,35 @@ inproc_comm_status inproc_comm_reduce_scatter(inproc_comm *comm,
 	return run(comm, p, dst);
 }
 
+/* The mailbox from rank |from| to rank |to|, or NULL (after checking
+ * the dtype and peer) for an invalid call; |*bytes| the message's size. */
+static struct mail *mailbox(inproc_comm *comm, uint32_t from, uint32_t to,
+			    size_t count, inproc_comm_dtype dtype, size_t *bytes)
+{
+	struct group *g = comm->group;
+	size_t elem = inproc_comm_dtype_size(dtype);
+
+	if (!elem || from >= g->size || to >= g->size)
+		return NULL;
+	*bytes = count * elem;
+	return &g->mail[(size_t)from * g->size + to];
+}
+
 inproc_comm_status inproc_comm_send(inproc_comm *comm, const void *src,
 				    size_t count, inproc_comm_dtype dtype,
 				    uint32_t peer)
 {
 	struct group *g = comm->group;
-	size_t elem = inproc_comm_dtype_size(dtype);
-	struct mail *m;
+	size_t bytes;
+	struct mail *m = mailbox(comm, comm->rank, peer, count, dtype, &bytes);
 	bool mismatch;
 
-	if (!elem || peer >= g->size)
+	if (!m)
 		return INPROC_COMM_INVALID;
-	m = &g->mail[(size_t)comm->rank * g->size + peer];
 	pthread_mutex_lock(&g->lock);
 	while (m->posted) /* one message at a time a pair */
 		pthread_cond_wait(&g->turn, &g->lock);
-	*m = (struct mail){.src = src, .bytes = count * elem, .posted = true};
+	*m = (struct mail){.src = src, .bytes = bytes, .posted = true};
 	pthread_cond_broadcast(&g->turn);
 	while (!m->taken)
 		pthread_cond_wait(&g->turn, &g->lock);
@@ -537,19 +550,18 @@ inproc_comm_status inproc_comm_recv(inproc_comm *comm, void *dst,
 				    uint32_t peer)
 {
 	struct group *g = comm->group;
-	size_t elem = inproc_comm_dtype_size(dtype);
-	struct mail *m;
+	size_t bytes;
+	struct mail *m = mailbox(comm, peer, comm->rank, count, dtype, &bytes);
 	bool mismatch;
 
-	if (!elem || peer >= g->size)
+	if (!m)
 		return INPROC_COMM_INVALID;
-	m = &g->mail[(size_t)peer * g->size + comm->rank];
 	pthread_mutex_lock(&g->lock);
 	while (!m->posted || m->taken)
 		pthread_cond_wait(&g->turn, &g->lock);
-	mismatch = m->bytes != count * elem;
-	if (!mismatch && m->bytes && m->src != dst)
-		memcpy(dst, m->src, m->bytes);
+	mismatch = m->bytes != bytes;
+	if (!mismatch && bytes && m->src != dst)
+		memcpy(dst, m->src, bytes);
 	m->mismatch = mismatch;
 	m->taken = true;
 	pthread_cond_broadcast(&g->turn);

@@ -248,6 +248,21 @@ static int rank_failures(const struct rank *ranks, uint32_t size,
 	return failures;
 }
 
+/* fn(args[r]) for each of |size| ranks, a thread each; returns when all
+ * have. |args| holds |size| elements of |elem| bytes. */
+static void on_threads(void *(*fn)(void *), void *args, size_t elem,
+		       uint32_t size)
+{
+	pthread_t threads[MAX_RANKS];
+
+	for (uint32_t r = 0; r < size; r++)
+		if (pthread_create(&threads[r], NULL, fn,
+				   (char *)args + r * elem))
+			bail_out("pthread_create");
+	for (uint32_t r = 0; r < size; r++)
+		pthread_join(threads[r], NULL);
+}
+
 static void fail(struct rank *r, const char *what, wafer_status status)
 {
 	if (!r->failures++)
@@ -367,7 +382,6 @@ static void run_steps(const char *label, wafer_client **clients,
 	for (size_t d = 0; d < ndtypes; d++) {
 		struct rank ranks[MAX_RANKS];
 		struct rank_job jobs[MAX_RANKS];
-		pthread_t threads[MAX_RANKS];
 		int failures;
 		const char *why;
 
@@ -384,12 +398,7 @@ static void run_steps(const char *label, wafer_client **clients,
 		} else if (size == 1) {
 			rank_main(&jobs[0]);
 		} else {
-			for (uint32_t r = 0; r < size; r++)
-				if (pthread_create(&threads[r], NULL, rank_main,
-						   &jobs[r]))
-					bail_out("pthread_create");
-			for (uint32_t r = 0; r < size; r++)
-				pthread_join(threads[r], NULL);
+			on_threads(rank_main, jobs, sizeof *jobs, size);
 		}
 		failures = rank_failures(ranks, size, &why);
 		ok(!failures,
@@ -506,7 +515,6 @@ static void test_send_recv(const char *label, wafer_client **clients,
 			   wafer_comm **comms, uint32_t size)
 {
 	struct rank ranks[MAX_RANKS];
-	pthread_t threads[MAX_RANKS];
 	wafer_handle h = create_f32(clients[0], N, 1.0f);
 	const char *why;
 	int failures;
@@ -529,11 +537,7 @@ static void test_send_recv(const char *label, wafer_client **clients,
 	check(wafer_release(clients[0], h), "release");
 
 	set_ranks(ranks, clients, comms, size, WAFER_DTYPE_F32);
-	for (uint32_t r = 0; r < size; r++)
-		if (pthread_create(&threads[r], NULL, send_recv_main, &ranks[r]))
-			bail_out("pthread_create");
-	for (uint32_t r = 0; r < size; r++)
-		pthread_join(threads[r], NULL);
+	on_threads(send_recv_main, ranks, sizeof *ranks, size);
 	failures = rank_failures(ranks, size, &why);
 	ok(!failures,
 	   "[%s] send/recv on %u ranks: pairs exchange, two messages keep "
