@@ -258,6 +258,7 @@ struct rank {
 	char failed[512];
 	void *results[64];
 	float ordered; /* the all-reduce after a fill kernel */
+	float exchanged[2]; /* first and last element from the peer */
 };
 
 static void note(struct rank *r, wafer_status s, const char *what, size_t c)
@@ -347,6 +348,48 @@ static void run_after_kernel(struct rank *r)
 	plugin->storage->free(r->device, buf);
 }
 
+/* Two ranks swap COUNT floats of 10 + rank with SEND and RECV (rank 0
+ * sends first, rank 1 receives first, as ncclSend/ncclRecv outside a
+ * group must be ordered). */
+static void run_exchange(struct rank *r)
+{
+	float mine[COUNT], got[COUNT];
+	wafer_resource out = alloc_or_die(r->device, sizeof mine);
+	wafer_resource in = alloc_or_die(r->device, sizeof got);
+	uint32_t peer = r->rank ^ 1;
+
+	for (size_t i = 0; i < COUNT; i++)
+		mine[i] = 10.0f + (float)r->rank;
+	note(r, plugin->storage->copy_in(r->device, r->queue, out, 0, mine,
+					 sizeof mine),
+	     "copy_in", 98);
+	for (int turn = 0; turn < 2; turn++) {
+		int sending = turn == (int)r->rank;
+		struct wafer_collective col = {
+			.struct_size = sizeof col,
+			.kind = sending ? WAFER_COLLECTIVE_SEND
+					: WAFER_COLLECTIVE_RECV,
+			.op = WAFER_REDUCE_SUM,
+			.dtype = WAFER_DTYPE_F32,
+			.count = COUNT,
+			.root = peer,
+			.src = sending ? out : in,
+			.dst = sending ? out : in,
+		};
+		note(r, plugin->server->comm_run(r->device, r->queue, r->comm,
+						 &col),
+		     sending ? "send" : "recv", 98);
+	}
+	note(r, plugin->storage->copy_out(r->device, r->queue, in, 0, got,
+					  sizeof got),
+	     "copy_out", 98);
+	note(r, plugin->server->sync(r->device, r->queue), "sync", 98);
+	r->exchanged[0] = got[0];
+	r->exchanged[1] = got[COUNT - 1];
+	plugin->storage->free(r->device, out);
+	plugin->storage->free(r->device, in);
+}
+
 static void *rank_main(void *arg)
 {
 	struct rank *r = arg;
@@ -365,6 +408,8 @@ static void *rank_main(void *arg)
 	for (size_t c = 0; c < case_count; c++)
 		run_case(r, c);
 	run_after_kernel(r);
+	if (r->size == 2)
+		run_exchange(r);
 	return NULL;
 }
 
@@ -392,6 +437,8 @@ static float expected(size_t c, uint32_t rank, uint32_t size, size_t i)
 		return input(c, k->root % size, i);
 	case WAFER_COLLECTIVE_ALL_GATHER:
 		return input(c, (uint32_t)(i / COUNT), i % COUNT);
+	default: /* SEND and RECV: run_exchange checks them */
+		break;
 	}
 	return 0.0f;
 }
@@ -476,6 +523,16 @@ static void run_ranks(void **devices, uint32_t size, const wafer_comm_id *id,
 			what, i))
 			diag("got %g, want %g", (double)r->ordered,
 			     (double)want);
+		if (size == 2) {
+			float peer = 10.0f + (float)(i ^ 1);
+			if (!ok(r->exchanged[0] == peer &&
+					r->exchanged[1] == peer,
+				"%s: rank %u: send and recv swap the two "
+				"ranks' data", what, i))
+				diag("got %g ... %g, want %g",
+				     (double)r->exchanged[0],
+				     (double)r->exchanged[1], (double)peer);
+		}
 		plugin->server->comm_close(r->device, r->comm);
 	}
 	for (uint32_t i = 0; i < size; i++)
