@@ -26,12 +26,14 @@
 #                                 (two queues of one GPU, and two GPUs when
 #                                 there are two), every collective, dtype
 #                                 and op against a host reference (one
-#                                 rank; two ranks on two GPUs), the
-#                                 caller's ncclComm_t, NCCL off or missing
+#                                 rank; two ranks on two GPUs), send and
+#                                 recv between two GPUs, the caller's
+#                                 ncclComm_t, NCCL off or missing
 #   t/api/peer, t/api/comm (cuda)         through the core, on the three channels:
 #                                 peer copies between two clients of one
 #                                 GPU (or of two GPUs), a one-rank
-#                                 communicator, open_group over the GPUs
+#                                 communicator, open_group over two GPUs
+#                                 with every collective and send/recv
 #   mlp --data-parallel=N         examples/mlp trained on one GPU, then
 #                                 data parallel on 2 and 4 GPUs (as many
 #                                 as there are): final loss beside one
