@@ -26,7 +26,8 @@
 #   sanitizer.log  compute-sanitizer's memcheck, initcheck, synccheck and
 #                  racecheck over t/cuda/plugin --real, memcheck and
 #                  initcheck over the backend-neutral tests of operations
-#                  and buffer ownership (t/api/ops, t/api/donation; memcheck
+#                  and buffer ownership (t/api/ops, t/api/ops_dtypes,
+#                  t/api/donation; memcheck
 #                  also over t/api/interop) with the
 #                  `direct` memory strategy; each with its verdict in
 #                  summary.log; last, in the time left
@@ -295,7 +296,7 @@ if [ -n "$sanitizer" ]; then
 	# another's stream; memcheck only, as its refusals may be driver
 	# errors on purpose (cuPointerGetAttribute of memory the driver does
 	# not know), which memcheck is told not to report.
-	for t in api/ops api/donation api/programs api/interop; do
+	for t in api/ops api/ops_dtypes api/donation api/programs api/interop; do
 		[ -x "t/$t" ] || continue
 		for tool in memcheck initcheck; do
 			[ $t = programs ] && [ $tool = initcheck ] && continue

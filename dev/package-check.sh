@@ -16,7 +16,9 @@
 #   5. wafer-conformance --backend cpu from the installed files, its logs
 #      in OUTDIR/conformance/t/*/*.log ("PASS: t/NAME N - ...");
 #   6. the shipped examples built with pkg-config against them (hello
-#      run), and the plugin skeleton with its Makefile.
+#      run), and the plugin skeleton with its Makefile;
+#   7. wafer-conformance --backend skeleton on that out-of-tree build
+#      (exit 0).
 # Each step appends "NAME PASS|FAIL" to OUTDIR/points; exits 1 when one
 # failed. Logs: OUTDIR/*.log.
 set -u
@@ -141,6 +143,18 @@ cp -r "$ex/plugin-skeleton" "$out/example/skeleton" &&
 	[ -f "$out/example/skeleton/skeleton.so" ] && ok=PASS || ok=FAIL
 point plugin-skeleton $ok
 [ "$shown$ok" = PASSPASS ] || tail -10 "$out/example.log"
+
+# 7. A plugin written outside the tree from the installed files alone
+# (the skeleton just built) passes the installed wafer-conformance: exit
+# 0, with what it does not offer skipped (wafer-plugin(7), TESTING).
+if [ "$ok" = PASS ]; then
+	"$runner" --backend skeleton --plugin-path "$out/example/skeleton" \
+		--log-dir "$out/conformance-skeleton" >"$out/conformance-skeleton.tap" 2>&1 &&
+		ok=PASS || ok=FAIL
+	tail -1 "$out/conformance-skeleton.tap" | sed 's/^/      /'
+	[ $ok = PASS ] || grep -E '^not ok' "$out/conformance-skeleton.tap"
+fi
+point wafer-conformance-skeleton $ok
 
 if [ -z "$root" ]; then
 	# shellcheck disable=SC2046

@@ -25,20 +25,36 @@
  *
  * With --data-parallel=N the N ranks are in this one process instead:
  * a client on each of the first N devices of the default device's
- * backend (cuda:0 .. cuda:N-1), one communicator over them
- * (wafer_comm_open_group, which hands NCCL's id to every rank itself),
- * and each rank trains on its slice in a thread of its own, as the
- * collectives of one process's communicators must be issued. The same
+ * backend (cuda:0 .. cuda:N-1; cpu:0 .. cpu:N-1 with [cpu] devices = N),
+ * one communicator over them (wafer_comm_open_group, which hands
+ * NCCL's id to every rank itself), and each rank trains on its slice
+ * in a thread of its own, as the collectives of one process's
+ * communicators must be issued. The same
  * code trains a rank either way (train_rank).
  *
  * --steps=S trains S steps instead of 2,000 (a multiple of 5: the loss is
  * reported six times); the tests train 200 on the CUDA stand-in driver,
  * whose kernels run on the host.
  *
+ * --graph captures one training step (without the loss) into a graph
+ * after the first step, and replays it for every step that reports
+ * nothing (graph.h): the step's launches are issued once, and on cuda
+ * replayed as a CUDA graph. It trains once that way and once eagerly, and
+ * checks that both reach the same losses. The update writes the weights
+ * in place (donation), which is what lets one graph train step after
+ * step: each replay reads the weights the last one wrote.
+ *
+ * --trace=FILE writes a timeline of one training step (the second, the
+ * first after the warm-up) to FILE: open it in ui.perfetto.dev, or run
+ * `wafer-trace report FILE` (wafer_trace_begin(3)).
+ *
  *   cc -pthread mlp.c $(pkg-config --cflags --libs wafer) -lm -o mlp && ./mlp
  *   ./uninstalled examples/mlp        (from a build tree)
  *   mpirun -np 4 ./uninstalled examples/mlp --data-parallel
  *   ./uninstalled examples/mlp --data-parallel=2    (cuda:0 and cuda:1)
+ *   ./uninstalled examples/mlp --graph
+ *   WAFER_BACKEND=cpu WAFER_CONFIG=two.conf ./uninstalled examples/mlp \
+ *       --data-parallel=2    (two.conf: [cpu] devices = 2)
  */
 #include <math.h>
 #include <pthread.h>
@@ -49,7 +65,9 @@
 #include <string.h>
 
 #include <wafer/comm.h>
+#include <wafer/graph.h>
 #include <wafer/ops.h>
+#include <wafer/trace.h>
 #include <wafer/wafer.h>
 
 #define POINTS 128  /* per class */
@@ -368,16 +386,53 @@ static void setup(struct mlp *m, wafer_client *client, wafer_comm *comm,
 /* Training steps: STEPS, or --steps=N (a multiple of REPORTS; the tests
  * train shorter on the CUDA stand-in, whose kernels run on the host). */
 static int steps = STEPS;
+/* --trace=FILE: the runtime that records step TRACED_STEP of the first
+ * training (rank 0), or NULL. */
+#define TRACED_STEP 1
+static const char *trace_path;
+static wafer_runtime *trace_runtime;
+/* --graph: the steps that report nothing are replays of one captured
+ * step. */
+static bool use_graph;
+
+/* One step without the loss, captured on the client's default queue. */
+static wafer_graph *capture_step(struct mlp *m)
+{
+	wafer_queue *q = wafer_client_default_queue(m->client);
+	wafer_graph *graph;
+
+	CHECK(wafer_queue_begin_capture(q));
+	step(m, false, NULL, NULL, NULL);
+	CHECK(wafer_queue_end_capture(q, &graph));
+	return graph;
+}
 
 static uint64_t train_rank(struct mlp *m, const int *label, float *losses,
 			   bool print)
 {
 	wafer_memory_usage usage = {.struct_size = sizeof usage};
 
+	wafer_graph *graph = NULL;
+
 	for (int s = 0, r = 0; s <= steps; s++) {
 		float loss = 0, accuracy = 0;
 		bool report = s % (steps / REPORTS) == 0;
-		step(m, report, label, &loss, &accuracy);
+		bool traced = trace_runtime && print && s == TRACED_STEP;
+		if (traced)
+			CHECK(wafer_trace_begin(trace_runtime, trace_path));
+		if (graph && !report)
+			CHECK(wafer_graph_launch(
+				graph, wafer_client_default_queue(m->client)));
+		else
+			step(m, report, label, &loss, &accuracy);
+		if (use_graph && !graph)
+			graph = capture_step(m);
+		if (traced) {
+			CHECK(wafer_sync(m->client));
+			CHECK(wafer_trace_end(trace_runtime));
+			trace_runtime = NULL; /* one step */
+			printf("step %d traced to %s\n", s, trace_path);
+		}
 		if (!report)
 			continue;
 		losses[r++] = loss;
@@ -386,6 +441,7 @@ static uint64_t train_rank(struct mlp *m, const int *label, float *losses,
 			       loss, 100 * accuracy);
 	}
 	CHECK(wafer_memory_usage_get(m->client, &usage));
+	CHECK(wafer_graph_release(graph));
 	const wafer_tensor *all[] = {&m->x, &m->y, &m->ones, &m->w[0],
 				     &m->w[1], &m->w[2], &m->b[0], &m->b[1],
 				     &m->b[2]};
@@ -494,6 +550,10 @@ static void train_in_process(wafer_runtime *runtime, const char *backend,
 	if (have < ranks) {
 		fprintf(stderr, "mlp: --data-parallel=%u: %s has %u device%s\n",
 			ranks, backend, have, have == 1 ? "" : "s");
+		if (strcmp(backend, "cpu") == 0)
+			fprintf(stderr, "mlp: for %u ranks in this process set "
+				"[cpu] devices = %u in wafer.conf "
+				"(wafer-comm(7))\n", ranks, ranks);
 		exit(1);
 	}
 	for (uint32_t i = 0; i < ranks; i++) {
@@ -523,6 +583,21 @@ static void train_in_process(wafer_runtime *runtime, const char *backend,
 	free(r);
 }
 
+/* Takes --trace=FILE out of the arguments; false when FILE is empty. */
+static bool take_trace(int *argc, char **argv)
+{
+	for (int i = 1; i < *argc; i++) {
+		if (strncmp(argv[i], "--trace=", 8) != 0)
+			continue;
+		trace_path = argv[i] + 8;
+		for (int j = i; j < *argc; j++)
+			argv[j] = argv[j + 1];
+		(*argc)--;
+		return *trace_path != 0;
+	}
+	return true;
+}
+
 /* Takes --steps=N out of the arguments; false when N is not a positive
  * multiple of REPORTS. */
 static bool take_steps(int *argc, char **argv)
@@ -543,6 +618,20 @@ static bool take_steps(int *argc, char **argv)
 	return true;
 }
 
+/* Takes --graph out of the arguments. */
+static bool take_graph(int *argc, char **argv)
+{
+	for (int i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], "--graph") != 0)
+			continue;
+		for (int j = i; j < *argc; j++)
+			argv[j] = argv[j + 1];
+		(*argc)--;
+		return true;
+	}
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	static float x[BATCH * 2], y[BATCH * 2];
@@ -551,7 +640,8 @@ int main(int argc, char **argv)
 	wafer_runtime *runtime;
 	wafer_device_desc device = {.struct_size = sizeof device};
 	wafer_client *probe;
-	bool steps_ok = take_steps(&argc, argv);
+	bool steps_ok = take_steps(&argc, argv) && take_trace(&argc, argv);
+	use_graph = take_graph(&argc, argv);
 	bool data_parallel = argc > 1 && !strcmp(argv[1], "--data-parallel");
 	/* --data-parallel=N: N ranks in this process */
 	const char *in_process = argc > 1 && !strncmp(argv[1],
@@ -565,17 +655,21 @@ int main(int argc, char **argv)
 	bool speaker = mine.rank == 0;
 
 	/* N up to BATCH: every rank has a row. */
-	if (!steps_ok || argc > 2 ||
+	/* A capture refuses collectives: --graph trains on one device. */
+	if (!steps_ok || argc > 2 || (use_graph && argc > 1) ||
 	    (argc > 1 && !data_parallel &&
 	     (!in_process || *end || ranks == 0 || ranks > BATCH))) {
 		fprintf(stderr, "usage: mlp [--data-parallel | "
-				"--data-parallel=N] [--steps=S], N from 1 to "
-				"%d, S a multiple of %d (default %d)\n",
+				"--data-parallel=N | --graph] [--steps=S] "
+				"[--trace=FILE], N from 1 to %d, S a multiple "
+				"of %d (default %d)\n",
 			BATCH, REPORTS, STEPS);
 		return 2;
 	}
 	make_spirals(x, y, label);
 	CHECK(wafer_runtime_open(NULL, &runtime));
+	if (trace_path)
+		trace_runtime = runtime;
 	CHECK(wafer_client_open(runtime, "default", NULL, &probe));
 	CHECK(wafer_client_device(probe, &device));
 	CHECK(wafer_client_close(probe));
@@ -608,6 +702,24 @@ int main(int argc, char **argv)
 		return with[REPORTS] < with[0] ? 0 : 1;
 	}
 
+	if (use_graph) {
+		uint64_t peak_graph = train(runtime, true, &whole, false, x, y,
+					    label, with, true);
+		use_graph = false;
+		train(runtime, true, &whole, false, x, y, label, without,
+		      false);
+		bool same = true;
+		for (int r = 0; r <= REPORTS; r++)
+			same &= with[r] == without[r];
+		printf("final loss %.6f\n", with[REPORTS]);
+		printf("graph: one step captured, %d replayed; peak memory in "
+		       "use %.1f KiB; %s\n",
+		       steps - REPORTS - 1, peak_graph / 1024.0,
+		       same ? "same losses as eager"
+			    : "LOSSES DIFFER FROM EAGER");
+		wafer_runtime_close(runtime);
+		return same && with[REPORTS] < with[0] ? 0 : 1;
+	}
 	uint64_t peak_donate =
 		train(runtime, true, &whole, false, x, y, label, with, true);
 	uint64_t peak_copy =

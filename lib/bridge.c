@@ -3,12 +3,15 @@
 #include "build-config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/error.h"
 #include "lib/log.h"
 #include "lib/bridge.h"
+#include "lib/graph.h"
 #include "lib/interop.h"
+#include "lib/trace.h"
 
 /* Waits for lane |l|; the plugin's status with the device and queue
  * named. Lane 0 is the memory manager's. */
@@ -192,14 +195,13 @@ wafer_status wafer__bridge_refuse_in_oom(void)
 			  "deadlock");
 }
 
-/* Releases a slot's memory, recorded under its slot index (record.h).
- * Imported memory (lib/interop.h) never was the strategy's: the plugin
+/* Imported memory (lib/interop.h) never was the strategy's: the plugin
  * forgets it once the queued work that may use it is over (its owner may
  * reuse it at once; a failed sync is deferred, and the work is over all
  * the same), and its release callback waits on the bridge's list for the
  * channel to run it outside the client's lock. */
-static void release_slot(struct wafer__bridge *bridge, uint32_t l,
-			 struct wafer__handle_slot *slot)
+void wafer__bridge_release_memory(struct wafer__bridge *bridge, uint32_t l,
+				  struct wafer__handle_slot *slot)
 {
 	struct wafer__foreign *foreign = slot->foreign;
 
@@ -219,8 +221,23 @@ static void release_slot(struct wafer__bridge *bridge, uint32_t l,
 		bridge->released = foreign;
 		return;
 	}
-	wafer__memory_record_release(bridge->record, slot->index);
 	wafer__memory_release(bridge->memory, &slot->slice);
+}
+
+/* Releases a slot's memory, recorded under its slot index (record.h).
+ * Graphs that use it keep it instead (lib/graph.h); the trace records the
+ * release all the same, as the handle's index is free from here on. */
+static void release_slot(struct wafer__bridge *bridge, uint32_t l,
+			 struct wafer__handle_slot *slot)
+{
+	if (!slot->foreign)
+		wafer__memory_record_release(bridge->record, slot->index);
+	if (slot->graph_refs && wafer__graph_adopt(bridge, slot)) {
+		slot->slice = (struct wafer__slice){0};
+		slot->foreign = NULL;
+		return;
+	}
+	wafer__bridge_release_memory(bridge, l, slot);
 }
 
 static void release_leaked(struct wafer__handle_slot *slot, void *data)
@@ -251,10 +268,13 @@ static wafer_status close_lanes(struct wafer__bridge *bridge)
 
 wafer_status wafer__bridge_fini(struct wafer__bridge *bridge)
 {
+	wafer__trace_bridge_closed(bridge);
 	wafer_status status = close_lanes(bridge);
 	wafer_status own = bridge_sync(bridge, 0);
 	if (status == WAFER_OK)
 		status = own;
+	/* Graphs first: their memory goes back, or to the handles'. */
+	wafer__graph_bridge_fini(bridge);
 	uint64_t leaked = wafer__handle_table_live(bridge->handles);
 	if (leaked)
 		wafer__log_info("core",
@@ -288,6 +308,10 @@ wafer_status wafer__bridge_check_backed(const struct wafer__handle_slot *slot,
 wafer_status wafer__bridge_execute(struct wafer__bridge *bridge,
 				   struct wafer__execute_request *r)
 {
+	if (__builtin_expect(bridge->capturing, 0) && bridge->capture[r->lane])
+		return wafer__graph_capture_execute(bridge, r);
+	if (wafer__trace_on())
+		return wafer__trace_execute(bridge, r);
 	struct wafer_binding bindings[WAFER_MAX_BINDINGS];
 	const struct wafer_kernel *kernel = r->launch.kernel;
 	for (uint32_t i = 0; i < r->launch.binding_count; i++) {
@@ -385,10 +409,37 @@ wafer_status wafer__bridge_run_timer_end(struct wafer__bridge *bridge,
 wafer_status wafer__bridge_run_program_release(struct wafer__bridge *bridge,
 					       struct wafer__command *c)
 {
+	if (bridge->graphs) {
+		/* A graph may launch its kernels: it goes with the last
+		 * graph (or, out of host memory, at client close). */
+		struct wafer__deferred_program *held = malloc(sizeof *held);
+		if (held) {
+			*held = (struct wafer__deferred_program){
+				c->program.loaded, bridge->programs_held};
+			bridge->programs_held = held;
+			return WAFER_OK;
+		}
+		wafer__log_warn("core", "out of memory: a program a graph may "
+				"use is freed now");
+	}
 	wafer_status status = quiesce_all(bridge);
 	bridge->device->plugin->server->program_release(bridge->device->device,
 							c->program.loaded);
 	return status;
+}
+
+void wafer__bridge_release_held_programs(struct wafer__bridge *bridge)
+{
+	if (!bridge->programs_held)
+		return;
+	quiesce_all(bridge);
+	while (bridge->programs_held) {
+		struct wafer__deferred_program *held = bridge->programs_held;
+		bridge->programs_held = held->next;
+		bridge->device->plugin->server->program_release(
+			bridge->device->device, held->loaded);
+		free(held);
+	}
 }
 
 static void attach_handle(struct wafer__handle_slot *slot, void *data)
@@ -534,8 +585,13 @@ wafer_status wafer__bridge_run_trim(struct wafer__bridge *bridge,
 wafer_status wafer__bridge_run(struct wafer__bridge *bridge,
 			       struct wafer__command *c)
 {
+	if (__builtin_expect(bridge->capturing, 0) &&
+	    wafer__graph_captures(bridge, c))
+		return wafer__graph_capture(bridge, c);
+	if (wafer__trace_on())
+		return wafer__trace_run(bridge, c);
 	switch (c->kind) {
-#define WAFER_COMMAND(KIND, name, waits, queue, run) \
+#define WAFER_COMMAND(KIND, name, waits, queue, capture, run) \
 	case WAFER_COMMAND_##KIND:                    \
 		return run(bridge, c);
 #include "lib/command.def"

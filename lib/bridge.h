@@ -20,6 +20,12 @@
 
 struct wafer__foreign; /* lib/interop.h */
 
+/* A plugin program whose release waits for the client's graphs. */
+struct wafer__deferred_program {
+	void *loaded;
+	struct wafer__deferred_program *next;
+};
+
 #include "lib/error.h"
 #include "lib/handle_table.h"
 #include "lib/memory/memory.h"
@@ -28,11 +34,12 @@ struct wafer__foreign; /* lib/interop.h */
 #include "lib/runtime.h"
 #include "lib/memory/storage.h"
 #include "lib/lanes.h"
+#include <wafer/graph.h>
 #include <wafer/queue.h>
 
 /* The command kinds, one per row of lib/command.def. */
 enum wafer__command_kind {
-#define WAFER_COMMAND(KIND, name, waits, queue, run) WAFER_COMMAND_##KIND,
+#define WAFER_COMMAND(KIND, name, waits, queue, capture, run) WAFER_COMMAND_##KIND,
 #include "lib/command.def"
 #undef WAFER_COMMAND
 };
@@ -45,6 +52,14 @@ enum wafer__command_queue {
 	/* The client as a whole: its memory manager, handle table, every
 	 * queue or none (lib/lanes.h). */
 	WAFER_COMMAND_QUEUE_CLIENT,
+};
+
+/* What a command does on a queue that is capturing a graph (command.def's
+ * capture column). */
+enum wafer__command_capture {
+	WAFER_COMMAND_CAPTURE_RECORD,
+	WAFER_COMMAND_CAPTURE_RUN,
+	WAFER_COMMAND_CAPTURE_REFUSE,
 };
 
 /* Kernels take at most this many bindings through wafer_execute. */
@@ -154,6 +169,15 @@ struct wafer__command {
 			wafer_status (*fn)(void *user);
 			void *user;
 		} callback;
+		struct {
+			wafer_graph *graph;
+			/* GRAPH_END: where the graph goes; GRAPH_REBIND:
+			 * the slots that change places, |to| with at
+			 * least |from|'s bytes. */
+			wafer_graph **out;
+			struct wafer__handle_slot *from, *to;
+			wafer_graph_info *info; /* GRAPH_INFO */
+		} graph;
 	};
 };
 
@@ -205,6 +229,17 @@ struct wafer__bridge {
 	 * kept by the lane they belong to (lanes.lane[i].deferred). That
 	 * lane's next sync or read reports them, so a status is never lost
 	 * and never reported twice, on every channel. */
+	/* Graphs (lib/graph.h): the one each lane is capturing (NULL: none),
+	 * how many lanes capture, and every graph of the client alive. */
+	wafer_graph *capture[WAFER_MAX_QUEUES];
+	uint32_t capturing;
+	wafer_graph *graphs;
+	/* The queue the plugin records native graphs on, made at first
+	 * need (the program never sees it). */
+	void *graph_queue;
+	/* Programs released while a graph lived, which may launch their
+	 * kernels: freed when the last graph goes (lib/graph.c). */
+	struct wafer__deferred_program *programs_held;
 };
 
 /* Creates the queue (over the caller's |native_queue| with the plugin's
@@ -230,7 +265,7 @@ wafer_status wafer__bridge_run(struct wafer__bridge *bridge,
 			       struct wafer__command *command);
 
 /* The run functions of the rows, each in its feature's file. */
-#define WAFER_COMMAND(KIND, name, waits, queue, run) \
+#define WAFER_COMMAND(KIND, name, waits, queue, capture, run) \
 	wafer_status run(struct wafer__bridge *bridge, struct wafer__command *c);
 #include "lib/command.def"
 #undef WAFER_COMMAND
@@ -239,7 +274,7 @@ wafer_status wafer__bridge_run(struct wafer__bridge *bridge,
 static inline bool wafer__command_waits(const struct wafer__command *c)
 {
 	switch (c->kind) {
-#define WAFER_COMMAND(KIND, name, waits, queue, run) \
+#define WAFER_COMMAND(KIND, name, waits, queue, capture, run) \
 	case WAFER_COMMAND_##KIND:                    \
 		return (waits);
 #include "lib/command.def"
@@ -252,7 +287,7 @@ static inline bool wafer__command_waits(const struct wafer__command *c)
 static inline const char *wafer__command_name(enum wafer__command_kind kind)
 {
 	switch (kind) {
-#define WAFER_COMMAND(KIND, name, waits, queue, run) \
+#define WAFER_COMMAND(KIND, name, waits, queue, capture, run) \
 	case WAFER_COMMAND_##KIND:                    \
 		return name;
 #include "lib/command.def"
@@ -266,13 +301,27 @@ static inline enum wafer__command_queue
 wafer__command_queue(enum wafer__command_kind kind)
 {
 	switch (kind) {
-#define WAFER_COMMAND(KIND, name, waits, queue, run) \
+#define WAFER_COMMAND(KIND, name, waits, queue, capture, run) \
 	case WAFER_COMMAND_##KIND:                    \
 		return WAFER_COMMAND_QUEUE_##queue;
 #include "lib/command.def"
 #undef WAFER_COMMAND
 	}
 	return WAFER_COMMAND_QUEUE_CLIENT;
+}
+
+/* What |kind| does on a capturing queue (the row's capture). */
+static inline enum wafer__command_capture
+wafer__command_capture(enum wafer__command_kind kind)
+{
+	switch (kind) {
+#define WAFER_COMMAND(KIND, name, waits, queue, capture, run) \
+	case WAFER_COMMAND_##KIND:                             \
+		return WAFER_COMMAND_CAPTURE_##capture;
+#include "lib/command.def"
+#undef WAFER_COMMAND
+	}
+	return WAFER_COMMAND_CAPTURE_REFUSE;
 }
 
 /* WAFER_ERROR_OUT_OF_MEMORY where |slot| has no memory: its reservation
@@ -305,6 +354,17 @@ extern _Thread_local struct wafer__bridge *wafer__bridge_in_oom;
  * handler ...". The mpsc runner sets wafer__bridge_in_oom around the
  * release callbacks of imported memory too, for the same reason. */
 wafer_status wafer__bridge_refuse_in_oom(void);
+
+/* Gives |slot|'s memory back (to the memory manager, or an import to
+ * its owner), released from lane |l|, in lane 0's order; the memory
+ * trace records nothing (a handle's release is recorded where it is
+ * released). Graphs give back the memory they kept this way. */
+void wafer__bridge_release_memory(struct wafer__bridge *bridge, uint32_t l,
+				  struct wafer__handle_slot *slot);
+
+/* The plugin's programs released while graphs lived (they may launch
+ * their kernels) are freed: the last graph went. */
+void wafer__bridge_release_held_programs(struct wafer__bridge *bridge);
 
 /* Runs one launch: the EXECUTE command, and the direct and mutex
  * channels' launch path. Sets request->launch.bindings. */

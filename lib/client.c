@@ -20,6 +20,7 @@
 #include "lib/comm.h"
 #include "lib/error.h"
 #include "lib/event.h"
+#include "lib/graph.h"
 #include "lib/handle_table.h"
 #include "lib/kernel_table.h"
 #include "lib/log.h"
@@ -68,11 +69,34 @@ static inline struct wafer__command *resolve_queue(wafer_client *client,
 	return c;
 }
 
+/* A command a capturing queue refuses fails here, in the caller's
+ * thread, even one a queueing channel would not wait for (graph.h). */
+static __attribute__((noinline)) wafer_status
+check_capture(wafer_client *client, const struct wafer__command *c,
+	      uint32_t capturing)
+{
+	uint32_t lane = wafer__command_lane(c);
+	if (((capturing >> lane) & 1) &&
+	    wafer__command_queue(c->kind) == WAFER_COMMAND_QUEUE_LANE &&
+	    wafer__command_capture(c->kind) == WAFER_COMMAND_CAPTURE_REFUSE)
+		return wafer__graph_refuse(c->kind, lane);
+	(void)client;
+	return WAFER_OK;
+}
+
 /* Every command of the client goes through here. */
 static inline wafer_status client_submit(wafer_client *client,
 					 struct wafer__command *c)
 {
-	return wafer__channel_submit(&client->channel, resolve_queue(client, c));
+	resolve_queue(client, c);
+	uint32_t capturing = atomic_load_explicit(&client->queues.capturing,
+						  memory_order_relaxed);
+	if (__builtin_expect(capturing != 0, 0)) {
+		wafer_status status = check_capture(client, c, capturing);
+		if (status != WAFER_OK)
+			return status;
+	}
+	return wafer__channel_submit(&client->channel, c);
 }
 
 /*===----------------------------------------------------------------------===

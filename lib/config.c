@@ -227,7 +227,7 @@ static char *path_join(const char *dir, const char *name)
 
 static const char *const core_keys[] = {"backend", "plugin_path", "channel",
 					"log", "max_handles", "cache_dir",
-					NULL};
+					"trace", NULL};
 static const char *const memory_keys[] = {"strategy", "limit", "trace", NULL};
 /* wafer-autotune(7); values are checked by lib/autotune/settings.c. */
 static const char *const autotune_keys[] = {"mode", "cache_dir", "warmup",
@@ -916,6 +916,7 @@ static const struct config_env_var {
 	{"WAFER_MEMORY", "memory", "strategy"},
 	{"WAFER_MEMORY_LIMIT", "memory", "limit"},
 	{"WAFER_MEMORY_TRACE", "memory", "trace"},
+	{"WAFER_TRACE", "core", "trace"},
 	{"WAFER_AUTOTUNE", "autotune", "mode"},
 	{"WAFER_OPENCL_TYPE", "opencl", "type"},
 };

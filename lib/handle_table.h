@@ -93,6 +93,9 @@ struct wafer__handle_slot {
 	 * thread only. */
 	uint8_t lane;
 	uint64_t lane_at;
+	/* Bindings of graphs on it (lib/graph.h): its memory goes to them
+	 * when it is released. The bridge's thread only. */
+	uint32_t graph_refs;
 };
 
 struct wafer__handle_table {

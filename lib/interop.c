@@ -31,21 +31,25 @@ WAFER_API const char *wafer_native_kind_name(wafer_native_kind kind)
 	case WAFER_NATIVE_CUDA_POINTER: return "cuda-pointer";
 	case WAFER_NATIVE_OPENCL_MEM: return "opencl-mem";
 	case WAFER_NATIVE_LEVELZERO_POINTER: return "levelzero-pointer";
+	default: break;
 	}
-	return "unknown";
+	return wafer__vendor_value_name(kind, WAFER_NATIVE_VENDOR,
+					WAFER_NATIVE_VENDOR_LAST);
 }
 
 /* Kinds whose buffer is an object and an offset into it (types.h); the
  * others are a pointer with the offset applied. */
 static bool object_kind(wafer_native_kind kind)
 {
-	return kind == WAFER_NATIVE_OPENCL_MEM;
+	return kind == WAFER_NATIVE_OPENCL_MEM ||
+	       (kind >= WAFER_NATIVE_VENDOR && kind <= WAFER_NATIVE_VENDOR_LAST);
 }
 
 static bool known_kind(wafer_native_kind kind)
 {
-	return kind >= WAFER_NATIVE_HOST_POINTER &&
-	       kind <= WAFER_NATIVE_LEVELZERO_POINTER;
+	return (kind >= WAFER_NATIVE_HOST_POINTER &&
+		kind <= WAFER_NATIVE_LEVELZERO_POINTER) ||
+	       (kind >= WAFER_NATIVE_VENDOR && kind <= WAFER_NATIVE_VENDOR_LAST);
 }
 
 static wafer_status not_supported(const char *fn,

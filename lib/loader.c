@@ -67,6 +67,30 @@ static wafer_status reject(struct wafer__loaded_plugin *p, wafer_status status,
 	return wafer__fail(status, "%s: %s", p->name, reason);
 }
 
+/* Logs a warning about |p| and keeps it in |p->warnings| (one line each),
+ * which wafer_runtime_plugin hands to wafer-info: what the loader says
+ * about a plugin it accepts is in the report, not only on stderr. */
+static void warn(struct wafer__loaded_plugin *p, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+static void warn(struct wafer__loaded_plugin *p, const char *format, ...)
+{
+	char line[WAFER_ERROR_DETAIL_MAX];
+	size_t had = p->warnings ? strlen(p->warnings) : 0;
+	va_list ap;
+	char *all;
+
+	va_start(ap, format);
+	vsnprintf(line, sizeof line, format, ap);
+	va_end(ap);
+	wafer__log_warn("loader", "%s (%s): %s", p->name,
+			p->path ? p->path : "built in", line);
+	all = realloc(p->warnings, had + strlen(line) + 2);
+	if (!all)
+		return; /* logged; the report goes without it */
+	snprintf(all + had, strlen(line) + 2, "%s%s", had ? "\n" : "", line);
+	p->warnings = all;
+}
+
 /*===----------------------------------------------------------------------===
  * Host services handed to each plugin
  *===----------------------------------------------------------------------===*/
@@ -364,108 +388,104 @@ static bool valid_backend_name(const char *name)
 	return true;
 }
 
+/* One entry of a group: its name and where it is in the normalised
+ * storage (|server| false) or server table. */
+struct group_entry {
+	const char *name;
+	bool server;
+	size_t offset;
+};
+
+#define STORAGE_ENTRY(field) {#field, false, offsetof(struct wafer_storage_ops, field)}
+#define SERVER_ENTRY(field) {#field, true, offsetof(struct wafer_server_ops, field)}
+
 /* Entries used in groups (plugin.h): a group the plugin gave only part
- * of is dropped with a warning, as if it had none, so that the rest of
- * the core may test one entry of a group and use them all. Whether the
- * |n| entries |names| of |group| (|given| says which the plugin gave)
- * are such a part; if so, the warning names what it has, what it lacks,
- * and the |off| feature. */
-static bool partial_group(const struct wafer__loaded_plugin *p,
-			  const char *group, const char *off,
-			  const char *const *names, const bool *given,
-			  size_t n)
+ * of is dropped with a warning naming what it has, what it lacks and the
+ * |off| feature, as if it had none, so that the rest of the core may test
+ * one entry of a group and use them all. */
+static void whole_group(struct wafer__loaded_plugin *p, const char *group,
+			const char *off, const struct group_entry *entries,
+			size_t n)
 {
-	char has[128] = "", lacks[sizeof has] = "";
+	char has[160] = "", lacks[sizeof has] = "";
 	size_t count = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		char *list = given[i] ? has : lacks;
-		size_t used = strlen(list);
+		const unsigned char *entry =
+			(entries[i].server ? (const unsigned char *)&p->server
+					   : (const unsigned char *)&p->storage) +
+			entries[i].offset;
+		bool given = false;
+		char *list;
+		size_t used;
 
-		snprintf(list + used, sizeof has - used, " %s", names[i]);
-		count += given[i];
+		for (size_t b = 0; b < sizeof(void (*)(void)); b++)
+			given = given || entry[b] != 0;
+		list = given ? has : lacks;
+		used = strlen(list);
+		snprintf(list + used, sizeof has - used, " %s", entries[i].name);
+		count += given;
 	}
 	if (!count || count == n)
-		return false;
-	wafer__log_warn("loader",
-			"%s (%s): %s entries come together; it has%s but "
-			"not%s: %s off",
-			p->name, p->path ? p->path : "built in", group, has,
-			lacks, off);
-	return true;
+		return;
+	warn(p, "%s entries come together; it has%s but not%s: %s off", group,
+	     has, lacks, off);
+	for (size_t i = 0; i < n; i++)
+		memset((entries[i].server ? (unsigned char *)&p->server
+					  : (unsigned char *)&p->storage) +
+			       entries[i].offset,
+		       0, sizeof(void (*)(void)));
 }
 
-/* The comm entries of ABI 1.4 (comm_id, comm_open, comm_close,
- * comm_run): collectives are "not supported" without all four. */
-static void whole_comm_group(struct wafer__loaded_plugin *p)
+/* The groups of plugin.h: programs (ABI 1.2); interop (1.3), one group
+ * of five, since the core learns the device's buffer kind from
+ * queue_native before it hands import a buffer; collectives (1.4);
+ * events (1.5: without them the core orders a client's queues on the
+ * host); native graphs (1.6: without them the core replays graphs). */
+static void whole_groups(struct wafer__loaded_plugin *p)
 {
-	static const char *const names[] = {"comm_id", "comm_open",
-					    "comm_close", "comm_run"};
-	struct wafer_server_ops *q = &p->server;
-	const bool given[] = {q->comm_id, q->comm_open, q->comm_close,
-			      q->comm_run};
+	static const struct group_entry programs[] = {
+		SERVER_ENTRY(program_formats), SERVER_ENTRY(program_load),
+		SERVER_ENTRY(program_kernel), SERVER_ENTRY(program_release)};
+	static const struct group_entry interop[] = {
+		STORAGE_ENTRY(native), STORAGE_ENTRY(import),
+		STORAGE_ENTRY(forget), SERVER_ENTRY(queue_native),
+		SERVER_ENTRY(queue_wrap)};
+	static const struct group_entry comm[] = {
+		SERVER_ENTRY(comm_id), SERVER_ENTRY(comm_open),
+		SERVER_ENTRY(comm_close), SERVER_ENTRY(comm_run)};
+	static const struct group_entry events[] = {
+		SERVER_ENTRY(event_create),	SERVER_ENTRY(event_destroy),
+		SERVER_ENTRY(event_record),	SERVER_ENTRY(queue_wait_event),
+		SERVER_ENTRY(event_sync),	SERVER_ENTRY(event_query),
+		SERVER_ENTRY(event_elapsed), SERVER_ENTRY(queue_callback)};
+	static const struct group_entry graphs[] = {
+		SERVER_ENTRY(graph_begin), SERVER_ENTRY(graph_end),
+		SERVER_ENTRY(graph_launch), SERVER_ENTRY(graph_destroy)};
 
-	if (partial_group(p, "comm", "collectives", names, given, 4)) {
-		q->comm_id = NULL;
-		q->comm_open = NULL;
-		q->comm_close = NULL;
-		q->comm_run = NULL;
-	}
+	whole_group(p, "program", "programs", programs, ARRAY_SIZE(programs));
+	whole_group(p, "interop", "interop", interop, ARRAY_SIZE(interop));
+	whole_group(p, "comm", "collectives", comm, ARRAY_SIZE(comm));
+	whole_group(p, "event", "events (queues ordered on the host)", events,
+		    ARRAY_SIZE(events));
+	whole_group(p, "graph", "native graphs (the core replays them)",
+		    graphs, ARRAY_SIZE(graphs));
 }
 
-/* The event entries of ABI 1.5: without all eight the core orders a
- * client's queues on the host (no WAFER_CAP_EVENTS). */
-static void whole_event_group(struct wafer__loaded_plugin *p)
+/* A minor only appends (plugin.h), so a plugin built for a newer one
+ * works through what this core knows; it loads, with a warning that what
+ * it added later is not used. */
+static void newer_minor(struct wafer__loaded_plugin *p)
 {
-	static const char *const names[] = {
-		"event_create",	  "event_destroy", "event_record",
-		"queue_wait_event", "event_sync",  "event_query",
-		"event_elapsed",  "queue_callback"};
-	struct wafer_server_ops *q = &p->server;
-	const bool given[] = {q->event_create,	   q->event_destroy,
-			      q->event_record,	   q->queue_wait_event,
-			      q->event_sync,	   q->event_query,
-			      q->event_elapsed,	   q->queue_callback};
-
-	if (partial_group(p, "event", "events (queues ordered on the host)",
-			  names, given, 8)) {
-		q->event_create = NULL;
-		q->event_destroy = NULL;
-		q->event_record = NULL;
-		q->queue_wait_event = NULL;
-		q->event_sync = NULL;
-		q->event_query = NULL;
-		q->event_elapsed = NULL;
-		q->queue_callback = NULL;
-	}
-}
-
-/* The interop entries of ABI 1.3: the storage's native, import and
- * forget, the server's queue_native and queue_wrap (interop is then "not
- * supported"), as the program entries give no capability unless all four
- * are there. */
-static void whole_interop_groups(struct wafer__loaded_plugin *p)
-{
-	static const char *const storage_names[] = {"native", "import",
-						    "forget"};
-	static const char *const server_names[] = {"queue_native",
-						   "queue_wrap"};
-	struct wafer_storage_ops *s = &p->storage;
-	struct wafer_server_ops *q = &p->server;
-	const bool storage[] = {s->native, s->import, s->forget};
-	const bool server[] = {q->queue_native, q->queue_wrap};
-
-	if (partial_group(p, "storage interop", "storage interop",
-			  storage_names, storage, 3)) {
-		s->native = NULL;
-		s->import = NULL;
-		s->forget = NULL;
-	}
-	if (partial_group(p, "server interop", "server interop", server_names,
-			  server, 2)) {
-		q->queue_native = NULL;
-		q->queue_wrap = NULL;
-	}
+	if (p->abi_minor > WAFER_PLUGIN_ABI_MINOR)
+		warn(p,
+		     "built for ABI %u.%u, newer than this core's %u.%u: "
+		     "what it has of ABI %u.%u and later is not used (a wafer "
+		     "of that release uses it all)",
+		     p->abi_major, p->abi_minor,
+		     (unsigned)WAFER_PLUGIN_ABI_MAJOR,
+		     (unsigned)WAFER_PLUGIN_ABI_MINOR, p->abi_major,
+		     (unsigned)WAFER_PLUGIN_ABI_MINOR + 1);
 }
 
 /* Reads the descriptor |d| the query returned into |p|. */
@@ -515,9 +535,8 @@ static wafer_status check_descriptor(struct wafer__loaded_plugin *p,
 	p->desc.storage = &p->storage;
 	p->desc.server = &p->server;
 	p->plugin = &p->desc;
-	whole_interop_groups(p);
-	whole_comm_group(p);
-	whole_event_group(p);
+	newer_minor(p);
+	whole_groups(p);
 
 	if (!valid_backend_name(p->desc.name))
 		return reject(p, WAFER_ERROR_PLUGIN,
@@ -782,6 +801,7 @@ void wafer__loader_unload(struct wafer__loaded_plugin *plugin)
 	free(plugin->version);
 	free(plugin->description);
 	free(plugin->reason);
+	free(plugin->warnings);
 	free(plugin->cache_dir);
 	free(plugin);
 }
@@ -800,15 +820,16 @@ uint64_t wafer__loader_derived_caps(const struct wafer__loaded_plugin *plugin,
 		caps |= WAFER_CAP_VIRTUAL_MEMORY;
 	if (q->timer_begin && q->timer_end)
 		caps |= WAFER_CAP_DEVICE_TIMERS;
-	if (q->program_formats && q->program_load && q->program_kernel &&
-	    q->program_release)
+	if (q->program_formats) /* the whole group (whole_groups) */
 		caps |= WAFER_CAP_PROGRAMS;
 	if (s->copy_peer)
 		caps |= WAFER_CAP_PEER_COPY;
-	if (q->comm_id && q->comm_open && q->comm_close && q->comm_run)
+	if (q->comm_id) /* the whole group (whole_groups) */
 		caps |= WAFER_CAP_COLLECTIVES;
-	if (q->event_create) /* the whole group (whole_event_group) */
+	if (q->event_create) /* the whole group (whole_groups) */
 		caps |= WAFER_CAP_EVENTS;
+	if (q->graph_begin) /* the whole group (whole_groups) */
+		caps |= WAFER_CAP_NATIVE_GRAPHS;
 	/* WAFER_CAP_PINNED_HOST is no longer derived: host_alloc/host_free
 	 * are retired in ABI 1.1. It stays in DERIVED_CAPS so that a plugin
 	 * claiming it has it cleared: the core never sets it. */
@@ -818,7 +839,8 @@ uint64_t wafer__loader_derived_caps(const struct wafer__loaded_plugin *plugin,
 #define DERIVED_CAPS                                                           \
 	(WAFER_CAP_STREAM_ORDERED_ALLOC | WAFER_CAP_VIRTUAL_MEMORY |           \
 	 WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PINNED_HOST | WAFER_CAP_PROGRAMS |   \
-	 WAFER_CAP_PEER_COPY | WAFER_CAP_COLLECTIVES | WAFER_CAP_EVENTS)
+	 WAFER_CAP_PEER_COPY | WAFER_CAP_COLLECTIVES | WAFER_CAP_EVENTS |     \
+	 WAFER_CAP_NATIVE_GRAPHS)
 
 wafer_status wafer__loader_device_info(const struct wafer__loaded_plugin *plugin,
 				       uint32_t index,

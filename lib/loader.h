@@ -73,6 +73,9 @@ struct wafer__loaded_plugin {
 	bool accepted;
 	/* "" when accepted, else why not (see above). */
 	char *reason;
+	/* NULL, or what the loader warned about (a partial group it
+	 * dropped, a newer minor), one line each. */
+	char *warnings;
 
 	/* Live plugin (accepted only; NULL/0 otherwise). */
 	void *dl;

@@ -29,6 +29,7 @@ libwafer_core_la_SOURCES = \
 	lib/bridge.c lib/bridge.h lib/command.def \
 	lib/lanes.c lib/lanes.h \
 	lib/queue.c lib/queue.h lib/event.c lib/event.h \
+	lib/graph.c lib/graph.h \
 	lib/channel/channel.c lib/channel/channel.h \
 	lib/channel/direct.c \
 	lib/channel/mutex.c \
@@ -38,7 +39,8 @@ libwafer_core_la_SOURCES = \
 	lib/interop.c lib/interop.h \
 	lib/program.c lib/program_table.h \
 	lib/binary_cache.c lib/binary_cache.h \
-	lib/file.c lib/file.h
+	lib/file.c lib/file.h \
+	lib/trace.c lib/trace.h lib/trace_json.c lib/trace_json.h
 
 lib_LTLIBRARIES += libwafer.la
 libwafer_la_SOURCES =

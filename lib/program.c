@@ -41,8 +41,10 @@ WAFER_API const char *wafer_program_format_name(wafer_program_format format)
 	case WAFER_PROGRAM_SPIRV: return "spirv";
 	case WAFER_PROGRAM_HOST_C: return "host-c";
 	case WAFER_PROGRAM_HOST_SO: return "host-so";
+	default: break;
 	}
-	return "unknown";
+	return wafer__vendor_value_name(format, WAFER_PROGRAM_VENDOR,
+					WAFER_PROGRAM_VENDOR_LAST);
 }
 
 /*===----------------------------------------------------------------------===
@@ -199,8 +201,10 @@ static wafer_status get_source(const wafer_program_source *sources, size_t i,
 		if (status != WAFER_OK)
 			return status;
 	}
-	if (out->format <= WAFER_PROGRAM_NONE ||
-	    out->format > WAFER_PROGRAM_HOST_SO)
+	if ((out->format <= WAFER_PROGRAM_NONE ||
+	     out->format > WAFER_PROGRAM_HOST_SO) &&
+	    (out->format < WAFER_PROGRAM_VENDOR ||
+	     out->format > WAFER_PROGRAM_VENDOR_LAST))
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
 				   "wafer_program_create: sources[%zu] has "
 				   "the unknown format %d",

@@ -12,6 +12,7 @@
 #include "lib/error.h"
 #include "lib/event.h"
 #include "lib/interop.h"
+#include "lib/graph.h"
 #include "lib/queue.h"
 
 /*===----------------------------------------------------------------------===
@@ -223,6 +224,9 @@ WAFER_API wafer_status wafer_queue_close(wafer_queue *queue)
 				   "wafer_queue_close: the default queue is "
 				   "closed with its client (wafer_client_close)");
 	struct wafer__client_queues *queues = queues_of(queue->client);
+	if (atomic_load(&queues->capturing) & (UINT32_C(1) << queue->lane))
+		return wafer__graph_refuse(WAFER_COMMAND_QUEUE_CLOSE,
+					   queue->lane);
 	pthread_mutex_lock(&queues->lock);
 	atomic_store_explicit(&queues->serial[queue->lane], 0,
 			      memory_order_release);

@@ -14,6 +14,7 @@
 #define WAFER_CORE_QUEUE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -36,6 +37,9 @@ struct wafer__client_queues {
 	/* The serial of each lane's current opening; 0: closed. Read by
 	 * any thread at submit. */
 	_Atomic uint64_t serial[WAFER_MAX_QUEUES];
+	/* Bit i: lane i captures a graph (lib/graph.c); set before the
+	 * bridge starts, cleared after it stopped. */
+	_Atomic uint32_t capturing;
 	/* Events alive, freed at client close if the program did not
 	 * (lib/event.c); under |lock|. */
 	wafer_event *events;
@@ -61,6 +65,16 @@ wafer__queue_current_lane(const struct wafer__client_queues *queues)
 	if (!wafer__queue_selected_count)
 		return 0;
 	return wafer__queue_lane_slow(queues);
+}
+
+/* Whether the calling thread's current queue of the client captures a
+ * graph (autotune then measures nothing). */
+static inline bool
+wafer__queue_capturing(const struct wafer__client_queues *queues)
+{
+	uint32_t mask = atomic_load_explicit(&queues->capturing,
+					     memory_order_relaxed);
+	return mask && ((mask >> wafer__queue_current_lane(queues)) & 1);
 }
 
 #endif

@@ -26,6 +26,7 @@
 #include "lib/loader.h"
 #include "lib/log.h"
 #include "lib/runtime.h"
+#include "lib/trace.h"
 
 /* One device of an accepted plugin. |pub| is what clients get; its
  * |device| and |kernels| are set only while |refs| > 0. */
@@ -221,6 +222,7 @@ out:
 
 static void free_runtime(wafer_runtime *rt)
 {
+	wafer__trace_runtime_closing(rt);
 	wafer__tuner_destroy(rt->tuner);
 	for (size_t i = rt->backend_count; i-- > 0;) {
 		struct runtime_backend *b = &rt->backends[i];
@@ -308,6 +310,8 @@ WAFER_API wafer_status wafer_runtime_open(const wafer_runtime_options *options,
 		status = wafer__tuner_create(rt->config, tolerant, &rt->tuner);
 	if (status == WAFER_OK)
 		status = load_backends(rt);
+	if (status == WAFER_OK)
+		status = wafer__trace_runtime_opened(rt, rt->config);
 	if (status != WAFER_OK) {
 		char detail[WAFER_ERROR_DETAIL_MAX];
 		snprintf(detail, sizeof detail, "%s", wafer__error_detail());
@@ -460,6 +464,7 @@ WAFER_API wafer_status wafer_runtime_plugin(const wafer_runtime *runtime,
 		.accepted = p->accepted,
 		.device_count = p->accepted ? p->device_count : 0,
 		.reason = p->reason ? p->reason : "(out of memory)",
+		.warnings = p->warnings ? p->warnings : "",
 	};
 	wafer__copy_out_struct(out_report, &report, sizeof report);
 	return WAFER_OK;

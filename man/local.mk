@@ -75,6 +75,7 @@ dist_man_MANS += man/wafer_execute_autotune.3 man/wafer-autotune.7 \
 	man/wafer_autotune_stats_get.3 \
 	man/wafer_autotune_anchor.3
 dist_man_MANS += man/wafer-replay.1
+dist_man_MANS += man/wafer-trace.1 man/wafer_trace_begin.3 man/wafer_trace_end.3
 dist_man_MANS += man/wafer-memory.7
 dist_man_MANS += man/wafer-cuda.7
 dist_man_MANS += man/wafer-opencl.7
@@ -122,3 +123,9 @@ dist_man_MANS += man/wafer-queue.7 man/wafer_queue_open.3 \
 	man/wafer_queue_wait.3 man/wafer_event_sync.3 \
 	man/wafer_event_query.3 man/wafer_event_elapsed.3 \
 	man/wafer_event_release.3
+
+# graph.h: capture and replay; the other names are .so links.
+dist_man_MANS += man/wafer_graph.3 man/wafer_queue_begin_capture.3 \
+	man/wafer_queue_end_capture.3 man/wafer_graph_launch.3 \
+	man/wafer_graph_rebind.3 man/wafer_graph_info_get.3 \
+	man/wafer_graph_release.3

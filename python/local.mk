@@ -12,7 +12,8 @@ EXTRA_DIST += python/README.md python/pyproject.toml python/setup.py \
 	python/tests/test_views.py python/tests/test_donation.py \
 	python/tests/test_leaks.py python/tests/test_errors.py \
 	python/tests/test_program.py python/tests/test_runtime.py \
-	python/tests/test_dlpack.py python/tests/test_numpy_semantics.py
+	python/tests/test_dlpack.py python/tests/test_numpy_semantics.py \
+	python/tests/test_trace.py
 
 # The venv, the copy pip builds from and pytest's scratch (t/internal/python.sh).
 clean-local: clean-local-python

@@ -39,6 +39,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <wafer/ops.h>
 #include <wafer/plugin.h>
@@ -184,6 +185,26 @@ static inline float *download_f32(wafer_client *client, const wafer_tensor *t)
 	check(wafer_tensor_read(client, t, v, n * sizeof *v), "tensor_read");
 	return v;
 }
+
+/* The ABI minor the plugin of |backend| was built for (0 when |runtime|
+ * has no such plugin): a plugin is judged by its minor's rules
+ * (wafer-plugin(7), ABI history). */
+static inline uint32_t plugin_abi_minor(const wafer_runtime *runtime,
+					const char *backend)
+{
+	for (size_t i = 0; i < wafer_runtime_plugin_count(runtime); i++) {
+		wafer_plugin_report r = {.struct_size = sizeof r};
+
+		if (wafer_runtime_plugin(runtime, i, &r) == WAFER_OK &&
+		    strcmp(r.name, backend) == 0)
+			return r.abi_minor;
+	}
+	return 0;
+}
+
+/* relu of NaN is NaN since ABI 1.6; before, the catalogue said only
+ * max(in, 0), and 0 (fmax's answer) was right too. */
+#define RELU_NAN_SINCE_MINOR 6
 
 static inline double ref_unary(wafer_unary_op op, double x)
 {

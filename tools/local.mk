@@ -9,7 +9,7 @@ tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
 	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c \
 	tools/bench/matmul.c tools/bench/compare.c tools/bench/bandwidth.c \
 	tools/bench/raw.h tools/bench/replay.c tools/bench/allreduce.c \
-	tools/bench/queues.c \
+	tools/bench/queues.c tools/bench/graph.c \
 	tools/trace.c tools/trace.h \
 	tools/trace_file.c tools/trace_file.h \
 	tools/replay_backend.c tools/replay_backend.h
@@ -51,3 +51,8 @@ tools_wafer_replay_SOURCES = tools/wafer-replay.c tools/trace.c tools/trace.h \
 	tools/replay_backend.c tools/replay_backend.h
 tools_wafer_replay_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
 tools_wafer_replay_LDADD = libwafer-core.la $(ZLIB_LIBS) -lm
+
+# wafer-trace: checks and summarises a timeline trace (wafer-trace(1)).
+bin_PROGRAMS += tools/wafer-trace
+tools_wafer_trace_SOURCES = tools/wafer-trace.c tools/timeline.c tools/timeline.h
+tools_wafer_trace_LDADD = -lm

@@ -1,17 +1,25 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * replay_svg.h: wafer-replay's picture — bytes in use and bytes reserved
- * over the events of a trace, as a self-contained SVG file with axes,
- * ticks, labels and a legend. */
+ * replay_svg.h: wafer-replay's picture, a memory timeline over the events
+ * of a trace: each live allocation a band, stacked in allocation order
+ * (the largest ones each on its own, the rest as one band above them),
+ * under the bytes the strategy reserved; axes in bytes and events, a
+ * legend, and each band's size and lifetime as its tooltip. One
+ * self-contained SVG file. */
 #ifndef WAFER_TOOLS_REPLAY_SVG_H
 #define WAFER_TOOLS_REPLAY_SVG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bytes in use and reserved after each event. */
+#include "tools/trace.h"
+
+/* The trace's |count| events (an allocation of a slot, or its free), and
+ * bytes in use and reserved after each. */
 struct replay_svg_series {
 	size_t count;
+	const struct wafer_trace_event *events;
+	uint32_t slots;
 	uint64_t *in_use;
 	uint64_t *reserved;
 };

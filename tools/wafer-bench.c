@@ -43,6 +43,9 @@ static const struct {
 	{"queues", bench_queues,
 	 "upload/compute overlap on two queues, event record+wait, dispatch "
 	 "on a second queue; beside CUDA streams"},
+	{"graph", bench_graph,
+	 "a chain of tiny kernels and an MLP step, eager and replayed from a "
+	 "graph; beside CUDA graphs"},
 #ifdef WAFER_BENCH_CUDA
 	{"sgemm", bench_sgemm,
 	 "cuda: fp32 matmul n x n per variant, beside cuBLAS called directly"},

@@ -50,6 +50,7 @@ static const char *const cap_words[] = {
 	"peer-copy",   /* storage.copy_peer (ABI 1.4) */
 	"collectives", /* the server's comm entries (ABI 1.4) */
 	"events",      /* the server's event entries (ABI 1.5): queues overlap */
+	"native-graphs", /* the server's graph entries (ABI 1.6) */
 };
 
 static void print_caps(uint64_t caps)
@@ -140,6 +141,41 @@ static void print_settings(const wafer_runtime *rt)
 	print_setting(rt, "memory", "strategy", "the library's default");
 }
 
+/* The ABI the plugin was built for, beside the core's when they differ
+ * (wafer-plugin(7), Versions: an older plugin is held to its minor's
+ * rules, a newer one's later entries go unused). */
+static void print_abi(const wafer_plugin_report *r)
+{
+	printf("      ABI:     %u.%u", r->abi_major, r->abi_minor);
+	if (r->abi_major == WAFER_PLUGIN_ABI_MAJOR &&
+	    r->abi_minor < WAFER_PLUGIN_ABI_MINOR)
+		printf(" (the core speaks %u.%u)",
+		       (unsigned)WAFER_PLUGIN_ABI_MAJOR,
+		       (unsigned)WAFER_PLUGIN_ABI_MINOR);
+	else if (r->abi_major == WAFER_PLUGIN_ABI_MAJOR &&
+		 r->abi_minor > WAFER_PLUGIN_ABI_MINOR)
+		printf(" (newer than the core's %u.%u: see the warning)",
+		       (unsigned)WAFER_PLUGIN_ABI_MAJOR,
+		       (unsigned)WAFER_PLUGIN_ABI_MINOR);
+	printf("\n");
+}
+
+/* The loader's warnings about a plugin, one per line. */
+static void print_warnings(const wafer_plugin_report *r)
+{
+	const char *line = WAFER_STRUCT_HAS(r, wafer_plugin_report, warnings)
+				   ? r->warnings
+				   : NULL;
+
+	while (line && *line) {
+		const char *end = strchr(line, '\n');
+		int len = end ? (int)(end - line) : (int)strlen(line);
+
+		printf("      warning: %.*s\n", len, line);
+		line = end ? end + 1 : NULL;
+	}
+}
+
 static void print_plugins(const wafer_runtime *rt)
 {
 	size_t count = wafer_runtime_plugin_count(rt);
@@ -162,10 +198,10 @@ static void print_plugins(const wafer_runtime *rt)
 		if (r.version)
 			printf("      version: %s\n", r.version);
 		if (r.abi_major || r.abi_minor)
-			printf("      ABI:     %u.%u\n", r.abi_major,
-			       r.abi_minor);
+			print_abi(&r);
 		if (r.description && r.description[0])
 			printf("      about:   %s\n", r.description);
+		print_warnings(&r);
 	}
 }
 

@@ -408,6 +408,8 @@ int main(int argc, char **argv)
 	struct replay_svg_series series = {0};
 	if (o.svg) {
 		series.count = t.count;
+		series.events = t.events;
+		series.slots = t.slots;
 		series.in_use = malloc(t.count * sizeof(uint64_t));
 		series.reserved = malloc(t.count * sizeof(uint64_t));
 	}

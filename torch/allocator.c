@@ -51,6 +51,7 @@
 #include <wafer/wafer.h>
 
 #include "lib/memory/u64map.h"
+#include "torch/raise.h"
 #include "torch/wafer_torch.h"
 
 /* CU_STREAM_LEGACY of <cuda.h>: the legacy default stream, by name. */
@@ -98,15 +99,22 @@ static uint64_t n_allocs, n_frees, bytes_live, peak_live;
 
 static atomic_uint_fast64_t n_zero, n_failed;
 
+/* The calling thread's last message, for the exception raise.cc throws. */
+static _Thread_local char reason[1024];
+
+const char *torch_reason(void)
+{
+	return reason;
+}
+
 static void say(const char *format, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *format, ...)
 {
 	va_list ap;
 	va_start(ap, format);
-	fputs("wafer-torch: ", stderr);
-	vfprintf(stderr, format, ap);
-	fputc('\n', stderr);
+	vsnprintf(reason, sizeof reason, format, ap);
 	va_end(ap);
+	fprintf(stderr, "wafer-torch: %s\n", reason);
 }
 
 /*===----------------------------------------------------------------------===
@@ -530,7 +538,8 @@ static void *allocate(size_t size, int device, void *stream)
 	return NULL;
 }
 
-void *wafer_torch_alloc(ssize_t size, int device, void *stream)
+/* wafer_torch_alloc (raise.cc) without the exception. */
+void *torch_alloc_or_null(ssize_t size, int device, void *stream)
 {
 	if (size == 0) {
 		/* PyTorch asks for empty tensors; its own allocator answers

@@ -21,10 +21,17 @@
 
 #define WAFER_TORCH_EXPORT __attribute__((visibility("default")))
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* |size| bytes on CUDA device |device| for work on |stream| (NULL: the
- * legacy default stream), or NULL: for size 0 (as PyTorch's own
- * allocator answers), and when wafer cannot reserve the memory (the
- * reason, wafer_last_error(), goes to stderr). */
+ * legacy default stream); NULL for size 0 (as PyTorch's own allocator
+ * answers). When wafer cannot reserve the memory (or the size or device
+ * is not one), it throws std::runtime_error whose what() is
+ * "wafer-torch: " and the reason (also on stderr): PyTorch raises it in
+ * Python as a RuntimeError with that text. A C caller cannot catch it:
+ * the entry is for PyTorch, which is C++. */
 WAFER_TORCH_EXPORT void *wafer_torch_alloc(ssize_t size, int device,
 					   void *stream);
 
@@ -81,5 +88,9 @@ WAFER_TORCH_EXPORT void wafer_torch_empty_cache(void);
  * return value is how many pointers were still live (0 in a tidy
  * program). Not to be called while other threads allocate or free. */
 WAFER_TORCH_EXPORT size_t wafer_torch_close(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

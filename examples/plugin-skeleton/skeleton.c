@@ -2,8 +2,9 @@
  *
  * skeleton.c: the smallest complete wafer backend, to copy and grow into a
  * real one. It offers one device whose memory is host memory, a queue
- * that runs everything at once in the caller's thread, and two kernels
- * from the standard catalogue (fill and add on f32). Every optional entry
+ * that runs everything at once in the caller's thread, and the five
+ * kernels of the standard catalogue that the client API's tests need
+ * (fill, copy, relu, add and mul on f32). Every optional entry
  * (stream-ordered allocation, virtual memory, timers, programs) is left
  * NULL, which the core reads as "not supported"; host_alloc/host_free are
  * retired (ABI 1.1) and stay NULL in every plugin.
@@ -262,7 +263,18 @@ static const struct wafer_storage_ops skeleton_storage_ops = {
 	.copy = skeleton_storage_copy,
 	/* alloc_async, free_async, vm_*: NULL, not supported.
 	 * host_alloc, host_free: NULL, retired (the core never calls them;
-	 * pinned staging, where wanted, lives inside copy_in/copy_out). */
+	 * pinned staging, where wanted, lives inside copy_in/copy_out).
+	 * figure (ABI 1.2): NULL, no figures only the plugin knows.
+	 * native, import, forget (ABI 1.3, with the server's queue_native
+	 * and queue_wrap: one group of five): NULL, so interop is "not
+	 * supported by skeleton". For host memory like this, native gives
+	 * WAFER_NATIVE_HOST_POINTER and the address, import takes one
+	 * (plugins/cpu/storage.c); a kind of buffer of your own is
+	 * WAFER_NATIVE_VENDOR + n (wafer-plugin(7), INTEROP).
+	 * copy_peer (ABI 1.4, alone): NULL, so the core stages a copy
+	 * between two devices through the host. Order it on both queues
+	 * with device-side waits, never by the host waiting for the other
+	 * queue (wafer-plugin(7), SCALE-OUT). */
 };
 
 /*===----------------------------------------------------------------------===
@@ -322,27 +334,50 @@ static wafer_status skeleton_fill_f32(struct skeleton_device *device,
 	return WAFER_OK;
 }
 
-/* add: bindings {out, a, b}; struct wafer_elementwise_params. out may be
- * the same range as a or b (never a partial overlap), which an
- * index-by-index loop handles. */
-static wafer_status skeleton_add_f32(struct skeleton_device *device,
-				     const struct wafer_launch *launch)
+/* copy and relu: bindings {out, in}; struct wafer_elementwise_params.
+ * add and mul: bindings {out, a, b}. out may be the same range as an
+ * input (never a partial overlap), which an index-by-index loop handles.
+ * relu keeps NaN (ABI 1.6): x > 0 is false for it, so test it apart. */
+static wafer_status skeleton_elementwise_f32(struct skeleton_device *device,
+					     const struct wafer_launch *launch)
 {
 	struct wafer_elementwise_params p;
 	memcpy(&p, launch->params, sizeof p);
 	wafer_status status = check_count(device, launch, p.count, sizeof(float));
 	if (status != WAFER_OK)
 		return status;
+	const char *op = launch->kernel->op;
 	float *out = f32_at(launch, 0);
 	const float *a = f32_at(launch, 1);
-	const float *b = f32_at(launch, 2);
-	for (uint64_t i = 0; i < p.count; i++)
-		out[i] = a[i] + b[i];
+	const float *b = launch->binding_count > 2 ? f32_at(launch, 2) : a;
+	if (!strcmp(op, WAFER_KERNEL_ADD))
+		for (uint64_t i = 0; i < p.count; i++)
+			out[i] = a[i] + b[i];
+	else if (!strcmp(op, WAFER_KERNEL_MUL))
+		for (uint64_t i = 0; i < p.count; i++)
+			out[i] = a[i] * b[i];
+	else if (!strcmp(op, WAFER_KERNEL_RELU))
+		for (uint64_t i = 0; i < p.count; i++)
+			out[i] = a[i] > 0 || a[i] != a[i] ? a[i] : 0.0f;
+	else /* copy */
+		memmove(out, a, p.count * sizeof *out);
 	return WAFER_OK;
 }
 
 static const struct skeleton_kernel_impl fill_f32_impl = {skeleton_fill_f32};
-static const struct skeleton_kernel_impl add_f32_impl = {skeleton_add_f32};
+static const struct skeleton_kernel_impl elementwise_f32_impl = {
+	skeleton_elementwise_f32};
+
+/* One entry of an elementwise kernel (copy, relu: 2 bindings; add,
+ * mul: 3). */
+#define SKELETON_ELEMENTWISE(name, bindings)                                   \
+	{                                                                      \
+		.struct_size = sizeof(struct wafer_kernel), .op = (name),      \
+		.variant = "default", .dtype = WAFER_DTYPE_F32,                \
+		.binding_count = (bindings),                                   \
+		.params_size = sizeof(struct wafer_elementwise_params),        \
+		.impl = &elementwise_f32_impl,                                 \
+	}
 
 /* The kernel table. The core checks binding_count and params_size against
  * these entries before it calls launch, so a kernel may rely on them. The
@@ -357,15 +392,10 @@ static const struct wafer_kernel skeleton_kernels[] = {
 		.params_size = sizeof(struct wafer_fill_params),
 		.impl = &fill_f32_impl,
 	},
-	{
-		.struct_size = sizeof(struct wafer_kernel),
-		.op = WAFER_KERNEL_ADD,
-		.variant = "default",
-		.dtype = WAFER_DTYPE_F32,
-		.binding_count = 3,
-		.params_size = sizeof(struct wafer_elementwise_params),
-		.impl = &add_f32_impl,
-	},
+	SKELETON_ELEMENTWISE(WAFER_KERNEL_COPY, 2),
+	SKELETON_ELEMENTWISE(WAFER_KERNEL_RELU, 2),
+	SKELETON_ELEMENTWISE(WAFER_KERNEL_ADD, 3),
+	SKELETON_ELEMENTWISE(WAFER_KERNEL_MUL, 3),
 };
 
 static wafer_status skeleton_device_kernels(void *device,
@@ -437,7 +467,8 @@ static const struct wafer_server_ops skeleton_server_ops = {
 	 * (ABI 1.2): NULL, so wafer_program_create reports "programs not
 	 * supported by plugin skeleton". A plugin that loads the caller's
 	 * own kernels sets all four (wafer-plugin(7), PROGRAMS):
-	 *   program_formats  the formats it takes, e.g. {WAFER_PROGRAM_SPIRV}
+	 *   program_formats  the formats it takes, e.g. {WAFER_PROGRAM_SPIRV},
+	 *                    or your own ISA, WAFER_PROGRAM_VENDOR + n
 	 *   program_load     build the source (the host's cache_load and
 	 *                    cache_store keep compiled binaries), return a
 	 *                    handle; WAFER_ERROR_BUILD with the log on failure
@@ -446,6 +477,12 @@ static const struct wafer_server_ops skeleton_server_ops = {
 	 *                    catalogue's
 	 *   program_release  free it: no launch of it is queued any more
 	 * plugins/cpu/program.c in the wafer sources is a complete one. */
+	/* queue_native, queue_wrap (ABI 1.3): with the storage's interop
+	 * entries above, or NULL. comm_id, comm_open, comm_close, comm_run
+	 * (ABI 1.4, all four): NULL, so wafer_comm_open reports
+	 * "collectives not supported by skeleton" (wafer-plugin(7),
+	 * SCALE-OUT). The loader drops part of any group with a warning,
+	 * shown by wafer-info. */
 	/* event_create ... queue_callback (ABI 1.5, all eight): NULL, so a
 	 * client's queues are ordered on the host and do not overlap. A
 	 * plugin whose queues run asynchronously sets all eight
@@ -463,7 +500,7 @@ static const struct wafer_plugin skeleton_plugin = {
 	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
 	.name = "skeleton",
 	.version = SKELETON_VERSION,
-	.description = "wafer plugin skeleton: host memory, fill and add (f32)",
+	.description = "wafer plugin skeleton: host memory, the five f32 kernels",
 	.init = skeleton_init,
 	.shutdown = skeleton_shutdown,
 	.device_count = skeleton_device_count,

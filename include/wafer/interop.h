@@ -33,7 +33,8 @@ extern "C" {
 #endif
 
 /* "host-pointer", "cuda-pointer", "opencl-mem", "levelzero-pointer";
- * "none" and "unknown" otherwise. Never NULL. */
+ * "none", "vendor-0x10001" and the like for a vendor's own kind
+ * (types.h) and "unknown" otherwise. Never NULL. */
 WAFER_API const char *wafer_native_kind_name(wafer_native_kind kind);
 
 /* Fills |*out| (its struct_size set by the caller) with |handle|'s memory.

@@ -1,7 +1,7 @@
 /* wafer — vendor-neutral compute runtime.
  * SPDX-License-Identifier: MIT
  *
- * plugin.h: the vendor ABI, version 1 (minor 4). A backend plugin is a shared object
+ * plugin.h: the vendor ABI, version 1 (WAFER_PLUGIN_ABI_MINOR below). A backend plugin is a shared object
  * that exports exactly one symbol, wafer_plugin_query(), which returns a
  * const descriptor: a name, lifetime and device entries, a storage-ops
  * table, a server-ops table and a kernel table. The core (libwafer) does
@@ -28,6 +28,16 @@
  *    core's channel serialises them). storage.alloc/free and the vm_*
  *    entries may be called concurrently with launches on any queue.
  *
+ * ABI history: a plugin is judged by the rules of the minor it was built
+ * for (the loader knows it); a change of meaning takes a new minor and a
+ * line here and in wafer-plugin(7), ABI history.
+ *  1.1  the catalogue's families; host_alloc/host_free retired
+ *  1.2  programs; the host's binary cache; storage.figure
+ *  1.3  interop
+ *  1.4  peer copy, collectives
+ *  1.5  events and host callbacks
+ *  1.6  native graphs; relu of NaN is NaN (before: 0 or NaN)
+ *
  * This header needs nothing but the C standard library and wafer/types.h. */
 #ifndef WAFER_PLUGIN_H
 #define WAFER_PLUGIN_H
@@ -42,7 +52,7 @@ extern "C" {
 #endif
 
 #define WAFER_PLUGIN_ABI_MAJOR 1
-#define WAFER_PLUGIN_ABI_MINOR 5
+#define WAFER_PLUGIN_ABI_MINOR 6
 
 /* The one symbol a plugin exports. */
 #define WAFER_PLUGIN_QUERY_SYMBOL "wafer_plugin_query"
@@ -563,6 +573,31 @@ struct wafer_server_ops {
 	 * does not call the plugin's entries for |queue|. */
 	wafer_status (*queue_callback)(void *device, void *queue,
 				       void (*fn)(void *arg), void *arg);
+
+	/* Since ABI 1.6, optional, all four or none: native graphs
+	 * (wafer_graph(3)). Every plugin can capture: the core records the
+	 * steps and replays them itself, one launch entry call each. With
+	 * these the device replays a run of launches as one graph (CUDA
+	 * graphs; OpenCL cl_khr_command_buffer; Level Zero immutable
+	 * command lists). The core calls them on its own queue, one the
+	 * program never sees, from one thread at a time per queue.
+	 *
+	 * graph_begin: from now on the launches issued on |queue| are
+	 * recorded, not run (CUDA cuStreamBeginCapture). The core issues
+	 * only launch calls on |queue| until graph_end. */
+	wafer_status (*graph_begin)(void *device, void *queue);
+	/* Ends recording on |queue| and stores in |*out_graph| something
+	 * graph_launch can run any number of times, on any queue of the
+	 * device (CUDA cuStreamEndCapture and cuGraphInstantiate). On
+	 * failure |queue| is left usable, recording nothing. */
+	wafer_status (*graph_end)(void *device, void *queue, void **out_graph);
+	/* Runs |graph|'s launches on |queue|, in queue order like one
+	 * launch (CUDA cuGraphLaunch). The same graph may be launched again
+	 * before an earlier launch finished, on this or another queue. */
+	wafer_status (*graph_launch)(void *device, void *queue, void *graph);
+	/* Frees |graph|; launches of it issued before still run (CUDA
+	 * cuGraphExecDestroy). */
+	void (*graph_destroy)(void *device, void *graph);
 };
 
 /* event_create's flags. */
@@ -689,7 +724,8 @@ wafer_plugin_query(uint32_t core_abi_major,
  *
  * Since ABI 1.1: copy_strided, cast, the unary, binary, scalar and
  * strided-binary families, the reductions, softmax and matmul. Version 1.0
- * had noop, fill, copy, relu, add and mul, which keep their meaning. */
+ * had noop, fill, copy, relu, add and mul, which keep their meaning, but
+ * for relu of NaN, defined in 1.6 (the ABI history at the top). */
 
 /* The largest rank a strided parameter block describes. */
 #define WAFER_KERNEL_MAX_RANK 8
@@ -724,7 +760,8 @@ struct wafer_fill_params {
  *   exp      out[i] = e^in[i]
  *   log      out[i] = ln in[i]      (-inf at 0, NaN below 0)
  *   sqrt     out[i] = sqrt(in[i])   (NaN below 0)
- *   relu     out[i] = max(in[i], 0); NaN stays NaN
+ *   relu     out[i] = max(in[i], 0); NaN stays NaN (since ABI 1.6; a
+ *            plugin built for 1.0 to 1.5 may give 0, as fmax does)
  *   gelu     the tanh form:
  *            out[i] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  *            with x = in[i] (not the erf form; the two differ by < 1e-3)

@@ -3,7 +3,8 @@
  *
  * plugin_util.h: header-only helpers for plugin authors. Plugins never link
  * libwafer, so everything here is `static inline` and needs nothing but the
- * C standard library and wafer/plugin.h. What is here is what every plugin
+ * C standard library and wafer/plugin.h (no compiler built-ins: overflow
+ * is checked in plain C99). What is here is what every plugin
  * would otherwise write again: element sizes, stepping ABI arrays, checking
  * the host services table, filling device_info for a core of any minor
  * version, how far a catalogue parameter block reaches into its bindings,
@@ -45,6 +46,23 @@ extern "C" {
 /*===----------------------------------------------------------------------===
  * Element types and ABI arrays
  *===----------------------------------------------------------------------===*/
+
+/* a * b and a + b in *out; nonzero (and *out unspecified) when the
+ * result does not fit 64 bits. */
+static inline int wafer_plugin_mul_overflow(uint64_t a, uint64_t b,
+					    uint64_t *out)
+{
+	*out = a * b;
+	return b != 0 && a > UINT64_MAX / b;
+}
+
+static inline int wafer_plugin_add_overflow(uint64_t a, uint64_t b,
+					    uint64_t *out)
+{
+	*out = a + b;
+	return *out < a;
+}
+
 
 /* Bytes per element of |dtype|: 1 for u8, 2 for f16 and bf16, 4 for f32
  * and i32, 8 for f64 and i64; 0 for WAFER_DTYPE_NONE and for any value
@@ -392,7 +410,7 @@ wafer_plugin_check_shape(const struct wafer_plugin_reach *r, uint32_t rank,
 			WAFER_KERNEL_MAX_RANK);
 	for (uint32_t d = 0; d < rank; d++)
 		if (!shape[d] ||
-		    __builtin_mul_overflow(count, shape[d], &count))
+		    wafer_plugin_mul_overflow(count, shape[d], &count))
 			return wafer_plugin_reach_fail(
 				r, WAFER_ERROR_INVALID_ARGUMENT,
 				"shape[%" PRIu32 "] = %" PRIu64
@@ -419,9 +437,9 @@ wafer_plugin_check_view(const struct wafer_plugin_reach *r, uint32_t binding,
 
 	*out_reach = 0;
 	for (uint32_t d = 0; d < rank && !overflow; d++)
-		overflow = __builtin_mul_overflow(shape[d] - 1, strides[d],
+		overflow = wafer_plugin_mul_overflow(shape[d] - 1, strides[d],
 						  &term) ||
-			   __builtin_add_overflow(last, term, &last);
+			   wafer_plugin_add_overflow(last, term, &last);
 	if (overflow || last == UINT64_MAX)
 		return wafer_plugin_reach_fail(
 			r, WAFER_ERROR_OUT_OF_RANGE,
@@ -503,7 +521,7 @@ wafer_plugin_check_rows(const struct wafer_plugin_reach *r,
 	if (out_elements)
 		*out_elements = 0;
 	if (!p->rows || !p->cols ||
-	    __builtin_mul_overflow(p->rows, p->cols, &all))
+	    wafer_plugin_mul_overflow(p->rows, p->cols, &all))
 		return wafer_plugin_reach_fail(
 			r, WAFER_ERROR_INVALID_ARGUMENT,
 			"%" PRIu64 " rows of %" PRIu64
@@ -528,8 +546,8 @@ static inline uint64_t wafer_plugin_batch_span(uint64_t batch,
 
 	if (batch <= 1 || stride == 0)
 		return per;
-	if (__builtin_mul_overflow(batch - 1, stride, &span) ||
-	    __builtin_add_overflow(span, per, &span))
+	if (wafer_plugin_mul_overflow(batch - 1, stride, &span) ||
+	    wafer_plugin_add_overflow(span, per, &span))
 		return 0;
 	return span;
 }
@@ -557,9 +575,9 @@ wafer_plugin_check_matmul(const struct wafer_plugin_reach *r,
 			", batch %" PRIu64 " must be >= 1 and transposes 0 "
 			"or 1",
 			p->m, p->n, p->k, p->batch);
-	if (__builtin_mul_overflow(p->m, p->k, &mk) ||
-	    __builtin_mul_overflow(p->k, p->n, &kn) ||
-	    __builtin_mul_overflow(p->m, p->n, &mn))
+	if (wafer_plugin_mul_overflow(p->m, p->k, &mk) ||
+	    wafer_plugin_mul_overflow(p->k, p->n, &kn) ||
+	    wafer_plugin_mul_overflow(p->m, p->n, &mn))
 		return wafer_plugin_reach_fail(
 			r, WAFER_ERROR_INVALID_ARGUMENT,
 			"%" PRIu64 "x%" PRIu64 "x%" PRIu64 " overflows", p->m,
@@ -1001,21 +1019,25 @@ wafer_plugin_cached_build(const struct wafer_plugin_cached_build *b)
 
 /* Designated initializers for the entries every plugin must fill, from
  * functions named after one prefix; the optional entries (timers,
- * alloc_async/free_async, vm_*) stay explicit after them:
+ * alloc_async/free_async, vm_*) stay explicit after them. The tables
+ * come before the descriptor that points at them, and may be static, as
+ * may the functions (t/internal/headers.sh compiles this example, with
+ * the acme_ functions declared before it):
  *
+ *   static const struct wafer_storage_ops acme_storage_ops = {
+ *           WAFER_PLUGIN_STORAGE_OPS(acme),  // acme_storage_alloc ...
+ *           .vm_reserve = acme_storage_vm_reserve,
+ *   };
+ *   static const struct wafer_server_ops acme_server_ops = {
+ *           WAFER_PLUGIN_SERVER_OPS(acme),   // acme_server_queue_create ...
+ *           WAFER_PLUGIN_PROGRAM_OPS(acme),  // acme_program_formats ...
+ *           .timer_begin = acme_server_timer_begin,
+ *   };
  *   static const struct wafer_plugin acme_plugin = {
  *           WAFER_PLUGIN_DESCRIPTOR(acme),   // acme_init ... acme_server_ops
  *           .name = "acme",
  *           .version = "1.0",
- *           .description = "...",
- *   };
- *   const struct wafer_storage_ops acme_storage_ops = {
- *           WAFER_PLUGIN_STORAGE_OPS(acme),  // acme_storage_alloc ...
- *           .vm_reserve = acme_storage_vm_reserve, ...
- *   };
- *   const struct wafer_server_ops acme_server_ops = {
- *           WAFER_PLUGIN_SERVER_OPS(acme),   // acme_server_queue_create ...
- *           .timer_begin = acme_server_timer_begin, ...
+ *           .description = "acme accelerators",
  *   };
  *   WAFER_PLUGIN_QUERY_RETURNS(acme_plugin)
  *
@@ -1047,20 +1069,28 @@ wafer_plugin_cached_build(const struct wafer_plugin_cached_build *b)
 /* The program entries (plugin.h, optional since ABI 1.2) from one
  * prefix: WAFER_PLUGIN_PROGRAM_ENTRIES(acme); in the plugin's header
  * declares acme_program_formats, acme_program_load, acme_program_kernel
- * and acme_program_release, and WAFER_PLUGIN_PROGRAM_OPS(acme) fills
- * them into its wafer_server_ops after WAFER_PLUGIN_SERVER_OPS. */
-#define WAFER_PLUGIN_PROGRAM_ENTRIES(prefix)                                   \
-	wafer_status prefix##_program_formats(                                 \
+ * and acme_program_release with external linkage, and
+ * WAFER_PLUGIN_STATIC_PROGRAM_ENTRIES(acme); declares them static, for
+ * a plugin that defines them static in the file of its server table.
+ * WAFER_PLUGIN_PROGRAM_OPS(acme) fills them into its wafer_server_ops
+ * after WAFER_PLUGIN_SERVER_OPS. */
+#define WAFER_PLUGIN_PROGRAM_DECLARATIONS(storage, prefix)                    \
+	storage wafer_status prefix##_program_formats(                         \
 		void *device, const wafer_program_format **out_formats,       \
 		size_t *out_count);                                            \
-	wafer_status prefix##_program_load(                                    \
+	storage wafer_status prefix##_program_load(                            \
 		void *device, const struct wafer_program_source *source,      \
 		const char *options, void **out_program);                      \
-	wafer_status prefix##_program_kernel(                                  \
+	storage wafer_status prefix##_program_kernel(                          \
 		void *device, void *program, const char *name,                 \
 		uint32_t binding_count, size_t params_size,                    \
 		const struct wafer_kernel **out_kernel);                       \
-	void prefix##_program_release(void *device, void *program)
+	storage void prefix##_program_release(void *device, void *program)
+
+#define WAFER_PLUGIN_PROGRAM_ENTRIES(prefix)                                   \
+	WAFER_PLUGIN_PROGRAM_DECLARATIONS(extern, prefix)
+#define WAFER_PLUGIN_STATIC_PROGRAM_ENTRIES(prefix)                            \
+	WAFER_PLUGIN_PROGRAM_DECLARATIONS(static, prefix)
 
 #define WAFER_PLUGIN_PROGRAM_OPS(prefix)                                       \
 	.program_formats = prefix##_program_formats,                           \

@@ -42,7 +42,9 @@ extern "C" {
  * {struct_size, format, data, size, name}. */
 
 /* "cuda-c", "ptx", "cubin", "opencl-c", "spirv", "host-c", "host-so";
- * "none" for WAFER_PROGRAM_NONE and "unknown" for other values. Never
+ * "none" for WAFER_PROGRAM_NONE, "vendor-0x10001" and the like for a
+ * vendor's own format (types.h; it lives until the calling thread's
+ * eighth next such name) and "unknown" for other values. Never
  * NULL. */
 WAFER_API const char *wafer_program_format_name(wafer_program_format format);
 

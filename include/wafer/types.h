@@ -118,6 +118,13 @@ typedef enum wafer_program_format {
 				     * the system's C compiler */
 	WAFER_PROGRAM_HOST_SO = 7,  /* an ELF shared object image exporting
 				     * host kernels (host_kernel.h) */
+	/* WAFER_PROGRAM_VENDOR to _VENDOR_LAST: a vendor's own formats (its
+	 * IL, its ISA, its binaries), which the core passes on as they are.
+	 * The vendor's header names them, WAFER_PROGRAM_VENDOR + n, and its
+	 * plugin lists them in program_formats; the core's messages show
+	 * one as "vendor-0x10001" (wafer_program_format_name). */
+	WAFER_PROGRAM_VENDOR = 0x10000,
+	WAFER_PROGRAM_VENDOR_LAST = 0x1ffff,
 } wafer_program_format;
 
 /* One source of a program. */
@@ -151,6 +158,13 @@ typedef enum wafer_native_kind {
 	/* |address| is a Level Zero USM device pointer; |context| is its
 	 * ze_context_handle_t. */
 	WAFER_NATIVE_LEVELZERO_POINTER = 4,
+	/* WAFER_NATIVE_VENDOR to _VENDOR_LAST: a vendor's own kinds of
+	 * buffer, named by its header (WAFER_NATIVE_VENDOR + n). The core
+	 * treats them as object kinds (|object| and |offset|, which it keeps
+	 * as the handle's offset) and hands them to the plugin as they are;
+	 * wafer_native_kind_name shows one as "vendor-0x10001". */
+	WAFER_NATIVE_VENDOR = 0x10000,
+	WAFER_NATIVE_VENDOR_LAST = 0x1ffff,
 } wafer_native_kind;
 
 /* A buffer as the backend knows it. The caller sets struct_size; fields
@@ -256,6 +270,11 @@ typedef enum wafer_collective_kind {
  * by side, ordered on the device. Without it they are ordered on the
  * host and do not overlap. */
 #define WAFER_CAP_EVENTS (UINT64_C(1) << 11)
+/* Since ABI 1.6, set by the core from the optional entries: the plugin
+ * has native graphs (the server's graph entries), so the device replays
+ * a graph's launches itself. Every plugin can capture and replay graphs
+ * (wafer_graph(3)); without it the core replays them. */
+#define WAFER_CAP_NATIVE_GRAPHS (UINT64_C(1) << 12)
 
 #ifdef __cplusplus
 }

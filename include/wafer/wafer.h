@@ -160,6 +160,11 @@ typedef struct wafer_plugin_report {
 	 * "missing wafer_plugin_query", "ABI major 2, core speaks 1",
 	 * "init failed: ...", "no devices: ..."), or "" when accepted. */
 	const char *reason;
+	/* What the loader warned about the plugin, one line each ("interop
+	 * entries come together; it has native import but not ...: interop
+	 * off", "built for ABI 1.9, newer than this core's 1.5: ..."), or
+	 * "" when nothing. */
+	const char *warnings;
 } wafer_plugin_report;
 
 WAFER_API size_t wafer_runtime_plugin_count(const wafer_runtime *runtime);

@@ -19,6 +19,7 @@
 #include "lib/autotune/autotune.h"
 #include "lib/hash.h"
 #include "lib/client.h"
+#include "lib/queue.h"
 #include "lib/error.h"
 #include "lib/kernel_table.h"
 #include "lib/log.h"
@@ -689,9 +690,12 @@ static wafer_status choose_locked(struct wafer__tuner *tuner,
 		source = WAFER_AUTOTUNE_SOURCE_DISK;
 		atomic_fetch_add_explicit(&tuner->stats.disk_hits, 1,
 					  memory_order_relaxed);
-	} else if (measured_elsewhere(op)) {
-		/* Another thread is measuring on this device: the default
-		 * this once, untuned and not recorded (autotune.h, Locking). */
+	} else if (measured_elsewhere(op) ||
+		   wafer__queue_capturing(wafer__client_queues(client))) {
+		/* Another thread is measuring on this device, or the queue
+		 * captures a graph (a measurement would be recorded, not
+		 * run): the default this once, untuned and not recorded
+		 * (autotune.h, Locking). */
 		*scratch = (struct wafer__tune_choice){
 			.hash = l->hash,
 			.tunable = l->tunable,

@@ -1,7 +1,10 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * comm.c: the cpu plugin's collectives (the server's comm entries of ABI
- * 1.4, wafer-comm(7)). They run through MPI, one rank per process, in the
+ * 1.4, wafer-comm(7)). With `devices = N` above 1 the ranks are clients of
+ * this process on cpu:0 .. cpu:N-1, each on its own thread
+ * (wafer_comm_open_group), and the in-process engine carries them
+ * (comm_inproc.h). Otherwise they run through MPI, one rank per process, in the
  * module cpu-mpi.so (comm_mpi.c): cpu.so itself never links libmpi, so a
  * process without Open MPI loads it as before. The module is loaded the
  * first time a communicator is asked for, from the directory cpu.so was
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plugins/cpu/comm_inproc.h"
 #include "plugins/cpu/comm_mpi.h"
 #include "plugins/cpu/cpu_plugin.h"
 
@@ -109,11 +113,26 @@ static wafer_status module(struct cpu_device *dev, int acquire)
 	return status;
 }
 
+/* How long the ranks of an in-process communicator wait for each other:
+ * they open on threads of one process, so seconds mean a rank that will
+ * never come. */
+#define INPROC_JOIN_TIMEOUT_MS 60000
+
+/* Whether |dev|'s communicators are in-process (devices = N > 1). */
+static int in_process(const struct cpu_device *dev)
+{
+	return dev->state->devices > 1;
+}
+
 /* MPI finds its peers through the MPI communicator: the id is all zeros.
  * Still NOT_SUPPORTED without the module, so that a caller learns it
  * before sending ids around. */
 wafer_status cpu_comm_id(void *device, wafer_comm_id *out_id)
 {
+	if (in_process(device)) {
+		comm_inproc_id(out_id);
+		return WAFER_OK;
+	}
 	wafer_status status = module(device, 0);
 
 	memset(out_id, 0, sizeof *out_id);
@@ -125,6 +144,10 @@ wafer_status cpu_comm_open(void *device,
 			   void **out_comm)
 {
 	struct cpu_device *dev = device;
+
+	if (in_process(dev))
+		return comm_inproc_open(dev->state->host, "cpu", args,
+					INPROC_JOIN_TIMEOUT_MS, out_comm);
 	wafer_status status = module(dev, 1);
 
 	*out_comm = NULL;
@@ -138,7 +161,9 @@ void cpu_comm_close(void *device, void *comm)
 {
 	struct cpu_device *dev = device;
 
-	if (comm)
+	if (comm && in_process(dev))
+		comm_inproc_close(comm);
+	else if (comm)
 		dev->state->mpi->close(comm);
 }
 
@@ -153,6 +178,9 @@ wafer_status cpu_comm_run(void *device, void *queue, void *comm,
 	/* A broadcast's non-root ranks may pass no source. */
 	if (src)
 		src += c->src_offset;
+	if (in_process(dev))
+		return comm_inproc_run(dev->state->host, comm, c, src,
+				       dst + c->dst_offset);
 	return dev->state->mpi->run(comm, c, src, dst + c->dst_offset);
 }
 

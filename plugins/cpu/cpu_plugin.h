@@ -87,6 +87,7 @@ struct cpu_device {
 
 /* queue.c: a queue is a worker thread running its tasks in order. */
 struct cpu_queue;
+struct cpu_graph;
 struct cpu_task {
 	/* Runs on the worker and frees the task. */
 	void (*run)(struct cpu_task *task, struct cpu_queue *queue);
@@ -103,6 +104,9 @@ struct cpu_queue {
 	bool stop;
 	/* Failures of work that ran; sync reports the first. Under lock. */
 	struct wafer_plugin_deferred failed;
+	/* Between graph_begin and graph_end: where launches go instead of
+	 * being queued (graph.h). The issuing thread's only. */
+	struct cpu_graph *recording;
 	struct cpu_queue *next; /* on dev->queues */
 };
 wafer_status cpu_queue_new(struct cpu_device *dev, struct cpu_queue **out);

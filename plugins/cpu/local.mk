@@ -7,7 +7,7 @@ plugins_cpu_cpu_la_SOURCES = \
 	plugins/cpu/plugin.c \
 	plugins/cpu/storage.c \
 	plugins/cpu/server.c \
-	plugins/cpu/event.c \
+	plugins/cpu/event.c plugins/cpu/graph.c plugins/cpu/graph.h \
 	plugins/cpu/queue.c \
 	plugins/cpu/kernels.c plugins/cpu/kernels.h \
 	plugins/cpu/kernel_sets.def \
@@ -15,7 +15,9 @@ plugins_cpu_cpu_la_SOURCES = \
 	plugins/cpu/threadpool.c plugins/cpu/threadpool.h \
 	plugins/cpu/program.c lib/file.c lib/file.h \
 	lib/plugin_file.c lib/plugin_file.h \
-	plugins/cpu/elf_symbols.c plugins/cpu/elf_symbols.h
+	plugins/cpu/elf_symbols.c plugins/cpu/elf_symbols.h \
+	plugins/cpu/comm_inproc.c plugins/cpu/comm_inproc.h \
+	plugins/cpu/inproc_comm.c plugins/cpu/inproc_comm.h
 # Kernel files, one family each; a new one is listed here and in
 # kernel_sets.def (see kernels.h).
 plugins_cpu_cpu_la_SOURCES += \

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "plugins/cpu/cpu_plugin.h"
+#include "plugins/cpu/graph.h"
 #include "plugins/cpu/kernels.h"
 
 struct cpu_timer {
@@ -33,9 +34,13 @@ static wafer_status cpu_server_queue_create(void *device, void **out_queue)
 
 static void cpu_server_queue_destroy(void *device, void *queue)
 {
+	struct cpu_queue *q = queue;
+
 	(void)device;
-	if (queue)
-		cpu_queue_free(queue);
+	if (q) {
+		cpu_graph_free(q->recording);
+		cpu_queue_free(q);
+	}
 }
 
 static wafer_status cpu_server_sync(void *device, void *queue)
@@ -139,6 +144,32 @@ static void run_launch(struct cpu_task *task, struct cpu_queue *queue)
 	free(t);
 }
 
+/* A launch while |q| records a graph: prepared and checked now, run at
+ * each replay. Program kernels are not recorded (the core then replays
+ * the run of launches itself). */
+static wafer_status record_launch(struct cpu_device *dev, struct cpu_queue *q,
+				  const struct wafer_launch *launch)
+{
+	const struct wafer_kernel *entry = launch->kernel;
+	struct cpu_kernel_args args;
+	wafer_status status;
+
+	if (wafer_plugin_kernel_is_program(entry)) {
+		dev->state->host->set_error("cpu: graphs record catalogue "
+					    "kernels only, not %s",
+					    entry->op);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	status = prepare_launch(dev, launch, &args);
+	if (status == WAFER_OK)
+		status = cpu_graph_record(q->recording, entry->impl, &args,
+					  launch->params_size);
+	if (status == WAFER_ERROR_OUT_OF_MEMORY)
+		dev->state->host->set_error("cpu: out of memory recording a "
+					    "graph");
+	return status;
+}
+
 static wafer_status cpu_server_launch(void *device, void *queue,
 				      const struct wafer_launch *launch)
 {
@@ -146,6 +177,9 @@ static wafer_status cpu_server_launch(void *device, void *queue,
 	struct cpu_device *dev = device;
 	wafer_status status;
 
+	struct cpu_queue *q = queue;
+	if (q->recording)
+		return record_launch(device, q, launch);
 	/* The caller's programs run on the calling thread, after the
 	 * queue's earlier work (program.c). */
 	if (wafer_plugin_kernel_is_program(entry)) {
@@ -172,6 +206,63 @@ static wafer_status cpu_server_launch(void *device, void *queue,
 	t->task.run = run_launch;
 	cpu_queue_push(queue, &t->task);
 	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
+ * Native graphs (ABI 1.6): lists of prepared launches (graph.h)
+ *===----------------------------------------------------------------------===*/
+
+static wafer_status cpu_server_graph_begin(void *device, void *queue)
+{
+	struct cpu_device *dev = device;
+	struct cpu_queue *q = queue;
+
+	if (q->recording) {
+		dev->state->host->set_error("cpu: graph_begin: the queue "
+					    "records already");
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	q->recording = cpu_graph_new();
+	if (!q->recording) {
+		dev->state->host->set_error("cpu: graph_begin: out of memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	return WAFER_OK;
+}
+
+static wafer_status cpu_server_graph_end(void *device, void *queue,
+					 void **out_graph)
+{
+	struct cpu_queue *q = queue;
+	(void)device;
+
+	*out_graph = q->recording;
+	cpu_graph_seal(q->recording);
+	q->recording = NULL;
+	return WAFER_OK;
+}
+
+/* As a launch: a kernel's failure is the queue's, for its next sync. A
+ * replay runs on the calling thread once the queue's earlier work has
+ * run (the graph may be destroyed as soon as the call returns). */
+static wafer_status cpu_server_graph_launch(void *device, void *queue,
+					    void *graph)
+{
+	struct cpu_queue *q = queue;
+	const char *kernel = NULL;
+	(void)device;
+
+	cpu_queue_drain(q);
+	wafer_status status = cpu_graph_run(graph, &kernel);
+	if (status != WAFER_OK)
+		cpu_queue_fail(q, status, "a graph's kernel", kernel);
+	return WAFER_OK;
+}
+
+static void cpu_server_graph_destroy(void *device, void *graph)
+{
+	(void)device;
+	cpu_graph_free(graph);
 }
 
 /*===----------------------------------------------------------------------===
@@ -222,7 +313,11 @@ static wafer_status cpu_server_timer_end(void *device, void *queue,
 	.queue_wait_event = cpu_queue_wait_event,                              \
 	.event_sync = cpu_event_sync, .event_query = cpu_event_query,          \
 	.event_elapsed = cpu_event_elapsed,                                    \
-	.queue_callback = cpu_queue_callback
+	.queue_callback = cpu_queue_callback,                                  \
+	.graph_begin = cpu_server_graph_begin,                                 \
+	.graph_end = cpu_server_graph_end,                                     \
+	.graph_launch = cpu_server_graph_launch,                               \
+	.graph_destroy = cpu_server_graph_destroy
 
 const struct wafer_server_ops cpu_server_ops = {
 	CPU_SERVER_OPS_LOCAL,

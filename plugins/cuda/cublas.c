@@ -81,7 +81,7 @@ const struct cuda_cublas *cuda_cublas_get(struct cuda_state *state)
 int cuda_cublas_has_dtype(const struct cuda_cublas *cublas, wafer_dtype dtype)
 {
 	return cublas && (dtype == WAFER_DTYPE_F32 || dtype == WAFER_DTYPE_F16 ||
-			  dtype == WAFER_DTYPE_BF16);
+			  dtype == WAFER_DTYPE_BF16 || dtype == WAFER_DTYPE_F64);
 }
 
 void cuda_cublas_queue_done(struct cuda_device *device, struct cuda_queue *q)
@@ -144,8 +144,12 @@ wafer_status cuda_cublas_matmul(struct cuda_device *device, struct cuda_queue *q
 	uint64_t ldb = p->transpose_b ? p->k : p->n;
 	cudaDataType type = dtype == WAFER_DTYPE_F16    ? CUDA_R_16F
 			    : dtype == WAFER_DTYPE_BF16 ? CUDA_R_16BF
+			    : dtype == WAFER_DTYPE_F64  ? CUDA_R_64F
 							: CUDA_R_32F;
+	/* float64 is dgemm: double scalars, computed in double. */
+	const int f64 = dtype == WAFER_DTYPE_F64;
 	const float alpha = 1.0f, beta = 0.0f;
+	const double alpha_d = 1.0, beta_d = 0.0;
 	cublasHandle_t h;
 	cublasStatus_t status;
 	wafer_status st;
@@ -169,11 +173,14 @@ wafer_status cuda_cublas_matmul(struct cuda_device *device, struct cuda_queue *q
 	status = cb->cublasGemmStridedBatchedEx(
 		h, p->transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
 		p->transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)p->n, (int)p->m,
-		(int)p->k, &alpha, (const void *)(uintptr_t)b, type, (int)ldb,
+		(int)p->k, f64 ? (const void *)&alpha_d : (const void *)&alpha,
+		(const void *)(uintptr_t)b, type, (int)ldb,
 		(long long)p->batch_stride_b, (const void *)(uintptr_t)a, type,
-		(int)lda, (long long)p->batch_stride_a, &beta,
+		(int)lda, (long long)p->batch_stride_a,
+		f64 ? (const void *)&beta_d : (const void *)&beta,
 		(void *)(uintptr_t)c, type, (int)p->n,
-		(long long)p->batch_stride_c, (int)p->batch, CUBLAS_COMPUTE_32F,
+		(long long)p->batch_stride_c, (int)p->batch,
+		f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
 		CUBLAS_GEMM_DEFAULT);
 	if (status != CUBLAS_STATUS_SUCCESS)
 		return blas_fail(device, "cublasGemmStridedBatchedEx", status);

@@ -163,12 +163,12 @@ struct cuda_device {
 	CUmodule modules[CUDA_MODULE_COUNT];
 	/* Per kernel descriptor (cuda_kernel_descs[i]): its function, NULL
 	 * when this device does not offer it; the 64-bit-index version of a
-	 * strided kernel; and for a family of four (casts: one per target
-	 * dtype f32, f16, bf16, i32; layout-specific matmuls: nn, nt, tn,
-	 * tt), its members. */
+	 * strided kernel; and for a family (casts: one per target dtype
+	 * f32, f16, bf16, i32, u8, f64, i64; layout-specific matmuls: nn,
+	 * nt, tn, tt), its members. */
 	CUfunction *functions;
 	CUfunction *wide;
-	CUfunction (*family)[4];
+	CUfunction (*family)[CUDA_FAMILY_MAX];
 	/* The table device_kernels returns: the descriptors offered. */
 	struct wafer_kernel *table;
 	size_t table_count;
@@ -323,6 +323,12 @@ wafer_status cuda_event_elapsed(void *device, void *start, void *end,
 				uint64_t *out_ns);
 wafer_status cuda_queue_callback(void *device, void *queue,
 				 void (*fn)(void *arg), void *arg);
+
+/* Native graphs (graph.c). */
+wafer_status cuda_graph_begin(void *device, void *queue);
+wafer_status cuda_graph_end(void *device, void *queue, void **out_graph);
+wafer_status cuda_graph_launch(void *device, void *queue, void *graph);
+void cuda_graph_destroy(void *device, void *graph);
 
 /* program.c: the program entries of cuda_server_ops (plugin.h) */
 WAFER_PLUGIN_PROGRAM_ENTRIES(cuda);

@@ -82,7 +82,13 @@
 	X(cuLaunchHostFunc)                                                    \
 	X(cuMemcpyPeerAsync)                                                   \
 	X(cuDeviceCanAccessPeer)                                               \
-	X(cuCtxEnablePeerAccess)
+	X(cuCtxEnablePeerAccess)                                                \
+	X(cuStreamBeginCapture)                                                \
+	X(cuStreamEndCapture)                                                  \
+	X(cuGraphInstantiateWithFlags)                                         \
+	X(cuGraphLaunch)                                                       \
+	X(cuGraphExecDestroy)                                                  \
+	X(cuGraphDestroy)
 
 #define CUDA_DRIVER_MEMBER(name) __typeof__(name) *name;
 

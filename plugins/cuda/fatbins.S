@@ -22,5 +22,6 @@ EMBED(elementwise, "plugins/cuda/kernels/elementwise.fatbin")
 EMBED(strided, "plugins/cuda/kernels/strided.fatbin")
 EMBED(reduce, "plugins/cuda/kernels/reduce.fatbin")
 EMBED(matmul, "plugins/cuda/kernels/matmul.fatbin")
+EMBED(typed, "plugins/cuda/kernels/typed.fatbin")
 
 	.section .note.GNU-stack, "", %progbits

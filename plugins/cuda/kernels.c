@@ -154,6 +154,48 @@
 		MM("wmma", dtype_, name_, 2, 128, 128),                        \
 		MM_CUBLAS(dtype_, 2)
 
+/* typed.cu: float64, int32, int64 and uint8 (T4 stamps an entry per
+ * type). |s_| completes the kernel's name. */
+#define TYPED(op_, dtype_, bindings_, params_, kind_, s_, wide_, size_)        \
+	DESC(op_, dtype_, bindings_, params_, CUDA_MODULE_TYPED, kind_,        \
+	     "wafer_" s_, wide_, size_)
+#define T4(M, ...)                                                             \
+	M(__VA_ARGS__, WAFER_DTYPE_F64, "f64", 8),                             \
+	M(__VA_ARGS__, WAFER_DTYPE_I32, "i32", 4),                             \
+	M(__VA_ARGS__, WAFER_DTYPE_I64, "i64", 8),                             \
+	M(__VA_ARGS__, WAFER_DTYPE_U8, "u8", 1)
+#define T_EW(op_, bindings_, params_, dtype_, s_, size_)                       \
+	TYPED(op_, dtype_, bindings_, params_, CUDA_LAUNCH_ELEMENTWISE,        \
+	      op_ "_" s_, NULL, size_)
+#define T_UNARY(op_) T_EW(op_, 2, struct wafer_elementwise_params,          \
+			  WAFER_DTYPE_F64, "f64", 8)
+#define T_BINARY(op_, dtype_, s_, size_)                                       \
+	T_EW(op_, 3, struct wafer_elementwise_params, dtype_, s_, size_),      \
+	T_EW(op_ "_scalar", 2, struct wafer_scalar_params, dtype_, s_, size_), \
+	TYPED(op_ "_strided", dtype_, 3, struct wafer_binary_strided_params,   \
+	      CUDA_LAUNCH_STRIDED, op_ "_strided_" s_,                         \
+	      "wafer_" op_ "_strided_" s_ "_i64", size_)
+#define T_ROWS(op_, dtype_, s_, size_)                                         \
+	TYPED(op_, dtype_, 2, struct wafer_rows_params, CUDA_LAUNCH_ROWS,      \
+	      op_ "_" s_, NULL, size_)
+#define T_MATMUL(dtype_, s_, size_)                                            \
+	{                                                                      \
+		.op = WAFER_KERNEL_MATMUL, .variant = "tile64",                \
+		.dtype = dtype_, .binding_count = 3,                           \
+		.params_size = sizeof(struct wafer_matmul_params),             \
+		.symbol = "wafer_matmul_" s_ "_tile64",                        \
+		.module = CUDA_MODULE_TYPED, .kind = CUDA_LAUNCH_MATMUL,       \
+		.min_arch = 80, .threads = 256, .tile_m = 64, .tile_n = 64,    \
+		.element_size = size_,                                         \
+	}
+/* Moves by element size. */
+#define T_COPY(dtype_, bits_, size_)                                           \
+	TYPED(WAFER_KERNEL_COPY, dtype_, 2, struct wafer_elementwise_params,   \
+	      CUDA_LAUNCH_ELEMENTWISE, "copy_" bits_, NULL, size_),            \
+	TYPED(WAFER_KERNEL_COPY_STRIDED, dtype_, 2,                            \
+	      struct wafer_strided_copy_params, CUDA_LAUNCH_GATHER,            \
+	      "copy_strided_" bits_, "wafer_copy_strided_" bits_ "_i64", size_)
+
 /* Table order matters: the first entry of an (op, dtype) is its default
  * variant. */
 const struct cuda_kernel_desc cuda_kernel_descs[] = {
@@ -221,6 +263,40 @@ const struct cuda_kernel_desc cuda_kernel_descs[] = {
 	MM_CUBLAS(WAFER_DTYPE_F32, 4),
 	MM_16BIT(WAFER_DTYPE_F16, "f16"),
 	MM_16BIT(WAFER_DTYPE_BF16, "bf16"),
+
+	CAST(WAFER_DTYPE_U8, "u8", 1),
+	CAST(WAFER_DTYPE_F64, "f64", 8),
+	CAST(WAFER_DTYPE_I64, "i64", 8),
+	T4(T_EW, WAFER_KERNEL_FILL, 1, struct wafer_fill_params),
+	T_COPY(WAFER_DTYPE_F64, "b64", 8),
+	T_COPY(WAFER_DTYPE_I64, "b64", 8),
+	T_COPY(WAFER_DTYPE_U8, "b8", 1),
+	T4(T_EW, WAFER_KERNEL_NEG, 2, struct wafer_elementwise_params),
+	T4(T_EW, WAFER_KERNEL_ABS, 2, struct wafer_elementwise_params),
+	T4(T_EW, WAFER_KERNEL_RELU, 2, struct wafer_elementwise_params),
+	T_UNARY(WAFER_KERNEL_EXP),
+	T_UNARY(WAFER_KERNEL_LOG),
+	T_UNARY(WAFER_KERNEL_SQRT),
+	T_UNARY(WAFER_KERNEL_GELU),
+	T_UNARY(WAFER_KERNEL_SIGMOID),
+	T_UNARY(WAFER_KERNEL_TANH),
+	T4(T_BINARY, WAFER_KERNEL_ADD),
+	T4(T_BINARY, WAFER_KERNEL_SUB),
+	T4(T_BINARY, WAFER_KERNEL_MUL),
+	T4(T_BINARY, WAFER_KERNEL_DIV),
+	T4(T_BINARY, WAFER_KERNEL_MAX),
+	T4(T_BINARY, WAFER_KERNEL_MIN),
+	T4(T_ROWS, WAFER_KERNEL_REDUCE_SUM),
+	T4(T_ROWS, WAFER_KERNEL_REDUCE_MAX),
+	T4(T_ROWS, WAFER_KERNEL_REDUCE_MEAN),
+	TYPED(WAFER_KERNEL_SOFTMAX, WAFER_DTYPE_F64, 2,
+	      struct wafer_rows_params, CUDA_LAUNCH_ROWS_FULL, "softmax_f64",
+	      NULL, 8),
+	T_MATMUL(WAFER_DTYPE_F64, "f64", 8),
+	T_MATMUL(WAFER_DTYPE_I32, "i32", 4),
+	T_MATMUL(WAFER_DTYPE_I64, "i64", 8),
+	T_MATMUL(WAFER_DTYPE_U8, "u8", 1),
+	MM_CUBLAS(WAFER_DTYPE_F64, 8),
 };
 
 const size_t cuda_kernel_desc_count =
@@ -231,6 +307,7 @@ static const unsigned char *const module_images[CUDA_MODULE_COUNT] = {
 	[CUDA_MODULE_STRIDED] = cuda_fatbin_strided,
 	[CUDA_MODULE_REDUCE] = cuda_fatbin_reduce,
 	[CUDA_MODULE_MATMUL] = cuda_fatbin_matmul,
+	[CUDA_MODULE_TYPED] = cuda_fatbin_typed,
 };
 
 static const char *const module_names[CUDA_MODULE_COUNT] = {
@@ -238,10 +315,27 @@ static const char *const module_names[CUDA_MODULE_COUNT] = {
 	[CUDA_MODULE_STRIDED] = "strided",
 	[CUDA_MODULE_REDUCE] = "reduce",
 	[CUDA_MODULE_MATMUL] = "matmul",
+	[CUDA_MODULE_TYPED] = "typed",
 };
 
-/* The dtypes a cast converts into, in the order of device->family[i]. */
-static const char *const cast_names[4] = {"f32", "f16", "bf16", "i32"};
+/* The dtypes a cast converts into, in the order of device->family[i]
+ * (and of strided.cu's CAST_TO_ALL). */
+static const char *const cast_names[CUDA_FAMILY_MAX] = {
+	"f32", "f16", "bf16", "i32", "u8", "f64", "i64"};
+
+/* |dtype|'s place in cast_names; -1 if no cast makes it. */
+static int cast_target(uint32_t dtype)
+{
+	static const wafer_dtype order[CUDA_FAMILY_MAX] = {
+		WAFER_DTYPE_F32, WAFER_DTYPE_F16, WAFER_DTYPE_BF16,
+		WAFER_DTYPE_I32, WAFER_DTYPE_U8,  WAFER_DTYPE_F64,
+		WAFER_DTYPE_I64};
+
+	for (int i = 0; i < CUDA_FAMILY_MAX; i++)
+		if (order[i] == dtype)
+			return i;
+	return -1;
+}
 
 /*===----------------------------------------------------------------------===
  * Opening a device
@@ -284,7 +378,8 @@ static wafer_status resolve_desc(struct cuda_device *device, size_t i)
 	if (!d->symbol)
 		return WAFER_OK;
 	if (d->kind == CUDA_LAUNCH_CAST) {
-		for (int t = 0; t < 4 && status == WAFER_OK; t++) {
+		for (int t = 0; t < CUDA_FAMILY_MAX && status == WAFER_OK;
+		     t++) {
 			snprintf(name, sizeof name, "%s_%s", d->symbol,
 				 cast_names[t]);
 			status = get_function(device, d->module, name,
@@ -583,10 +678,11 @@ static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
 	int target;
 
 	memcpy(&p, r->params, sizeof p);
-	target = wafer_plugin_cast_slot(p.dtype_out);
+	target = cast_target(p.dtype_out);
 	if ((wafer_dtype)p.dtype_in != d->dtype || target < 0)
 		return invalid(dev, "cast: from %s to %s on the entry for %s "
-			       "(targets: float32, float16, bfloat16, int32)",
+			       "(targets: float32, float16, bfloat16, int32, "
+			       "uint8, float64, int64)",
 			       wafer_plugin_dtype_name(p.dtype_in),
 			       wafer_plugin_dtype_name(p.dtype_out),
 			       wafer_plugin_dtype_name(d->dtype));

@@ -22,6 +22,7 @@ enum cuda_module {
 	CUDA_MODULE_STRIDED,
 	CUDA_MODULE_REDUCE,
 	CUDA_MODULE_MATMUL,
+	CUDA_MODULE_TYPED,
 	CUDA_MODULE_COUNT
 };
 
@@ -30,6 +31,7 @@ extern const unsigned char cuda_fatbin_elementwise[];
 extern const unsigned char cuda_fatbin_strided[];
 extern const unsigned char cuda_fatbin_reduce[];
 extern const unsigned char cuda_fatbin_matmul[];
+extern const unsigned char cuda_fatbin_typed[];
 
 /* How launch turns a launch into a grid (kernels.c). */
 enum cuda_launch_kind {
@@ -58,6 +60,9 @@ enum cuda_launch_kind {
 	/* struct wafer_matmul_params, run by cuBLAS (cublas.c). */
 	CUDA_LAUNCH_CUBLAS,
 };
+
+/* The most members of a kernel family (the seven targets of a cast). */
+#define CUDA_FAMILY_MAX 7
 
 struct cuda_kernel_desc {
 	const char *op;

@@ -7,7 +7,8 @@ CUDA_KERNEL_CU = \
 	plugins/cuda/kernels/elementwise.cu \
 	plugins/cuda/kernels/strided.cu \
 	plugins/cuda/kernels/reduce.cu \
-	plugins/cuda/kernels/matmul.cu
+	plugins/cuda/kernels/matmul.cu \
+	plugins/cuda/kernels/typed.cu
 CUDA_KERNEL_INC = \
 	plugins/cuda/kernels/common.cuh \
 	plugins/cuda/kernels/args.h
@@ -27,7 +28,7 @@ plugins_cuda_cuda_la_SOURCES = \
 	plugins/cuda/program.c \
 	plugins/cuda/nvrtc.c plugins/cuda/nvrtc.h \
 	plugins/cuda/peer.c \
-	plugins/cuda/event.c \
+	plugins/cuda/event.c plugins/cuda/graph.c \
 	plugins/cuda/nccl.c \
 	plugins/cuda/fatbins.S
 plugins_cuda_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(NCCL_CPPFLAGS) $(CUDA_CPPFLAGS) \

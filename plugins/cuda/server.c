@@ -293,4 +293,8 @@ const struct wafer_server_ops cuda_server_ops = {
 	.event_query = cuda_event_query,
 	.event_elapsed = cuda_event_elapsed,
 	.queue_callback = cuda_queue_callback,
+	.graph_begin = cuda_graph_begin,
+	.graph_end = cuda_graph_end,
+	.graph_launch = cuda_graph_launch,
+	.graph_destroy = cuda_graph_destroy,
 };

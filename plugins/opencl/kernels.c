@@ -569,8 +569,7 @@ static wafer_status enqueue(const struct job *j, cl_kernel kernel,
 	cl_event event, *ev = ocl_queue_timing(q) ? &event : NULL;
 	cl_int err;
 
-	err = clEnqueueNDRangeKernel(q->queue, kernel, dims, NULL, global,
-				     local, 0, NULL, ev);
+	err = ocl_enqueue_ndrange(q, kernel, dims, global, local, ev);
 	if (err != CL_SUCCESS)
 		return ocl_fail(ocl_host(q->device), err,
 				"clEnqueueNDRangeKernel(%s %s)", j->name,
@@ -720,9 +719,8 @@ static wafer_status run_fill(const struct job *j)
 	case WAFER_DTYPE_F64: pattern.d = j->p.fill.value; break;
 	default: pattern.f = (float)j->p.fill.value; break;
 	}
-	err = clEnqueueFillBuffer(q->queue, out->mem, &pattern, size,
-				  out->offset, (size_t)j->p.fill.count * size,
-				  0, NULL, ev);
+	err = ocl_enqueue_fill(q, out->mem, &pattern, size, out->offset,
+			       (size_t)j->p.fill.count * size, ev);
 	if (err != CL_SUCCESS)
 		return ocl_fail(ocl_host(q->device), err,
 				"clEnqueueFillBuffer(%" PRIu64 " elements)",
@@ -926,6 +924,12 @@ wafer_status ocl_kernels_launch(struct ocl_queue *q,
 	case FAM_MATMUL:
 		return run_matmul(&j);
 	case FAM_CLBLAST:
+		/* CLBlast enqueues on its own: not recorded (graph.c). */
+		if (j.q->recording)
+			return ocl_fail(ocl_host(j.q->device),
+					CL_INVALID_OPERATION,
+					"CLBlast's matmul cannot be recorded "
+					"into a command buffer");
 		return run_clblast(&j);
 	default:
 		return run_1d(&j);

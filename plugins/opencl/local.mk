@@ -10,7 +10,7 @@ plugins_opencl_opencl_la_SOURCES = \
 	plugins/opencl/errors.c \
 	plugins/opencl/storage.c \
 	plugins/opencl/server.c \
-	plugins/opencl/event.c \
+	plugins/opencl/event.c plugins/opencl/graph.c \
 	plugins/opencl/kernels_build.c \
 	plugins/opencl/program.c \
 	plugins/opencl/cache.c \

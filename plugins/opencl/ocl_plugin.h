@@ -11,6 +11,8 @@
  *   storage.c    wafer_storage_ops: cl_mem buffers, copies, pinned
  *                staging of uploads
  *   event.c      events and host callbacks: markers, barriers, callbacks
+ *   graph.c      native graphs (cl_khr_command_buffer), and the one
+ *                place every command is enqueued or recorded
  *   server.c     wafer_server_ops: in-order profiling queues, launch,
  *                sync, device timers
  *   kernels_build.c  building the OpenCL C programs at first use
@@ -40,6 +42,7 @@
 #include <stdint.h>
 
 #include <CL/cl.h>
+#include <CL/cl_ext.h>
 
 #include <wafer/plugin.h>
 #include <wafer/plugin_util.h>
@@ -149,6 +152,19 @@ struct ocl_device {
 	pthread_mutex_t program_lock;
 	struct ocl_unit_program programs[OCL_UNIT_COUNT];
 
+	/* cl_khr_command_buffer's entries, where the device has it with
+	 * simultaneous use (graph.c). */
+	struct ocl_command_buffers {
+		int available;
+		clCreateCommandBufferKHR_fn create;
+		clFinalizeCommandBufferKHR_fn finalize;
+		clReleaseCommandBufferKHR_fn release;
+		clEnqueueCommandBufferKHR_fn enqueue;
+		clCommandNDRangeKernelKHR_fn ndrange;
+		clCommandFillBufferKHR_fn fill;
+		clCommandCopyBufferKHR_fn copy;
+	} command_buffers;
+
 	/* The kernel table device_kernels returns (kernels.c). */
 	struct wafer_kernel *kernels;
 	size_t kernel_count;
@@ -232,6 +248,10 @@ struct ocl_queue {
 	 * keeps its event, so the timer can read device time stamps. */
 	struct ocl_timer *timers;
 
+	/* Between graph_begin and graph_end: the command buffer the queue's
+	 * commands are recorded into (graph.c). */
+	cl_command_buffer_khr recording;
+
 	/* Failures found after their command was issued (a staged write
 	 * whose event failed); sync returns the first and forgets them. */
 	struct wafer_plugin_deferred failed;
@@ -252,6 +272,27 @@ wafer_status ocl_event_elapsed(void *device, void *start, void *end,
 			       uint64_t *out_ns);
 wafer_status ocl_queue_callback(void *device, void *queue,
 				void (*fn)(void *arg), void *arg);
+
+/* graph.c: native graphs (the server's ABI 1.6 entries) and the commands
+ * of the plugin, enqueued on |q| or recorded while it records a graph
+ * (then |ev| is not set: ocl_queue_timing is 0 while recording). */
+void ocl_graph_probe(struct ocl_device *dev);
+wafer_status ocl_graph_begin(void *device, void *queue);
+wafer_status ocl_graph_end(void *device, void *queue, void **out_graph);
+wafer_status ocl_graph_launch(void *device, void *queue, void *graph);
+void ocl_graph_destroy(void *device, void *graph);
+cl_int ocl_enqueue_ndrange(struct ocl_queue *q, cl_kernel kernel,
+			   cl_uint dims, const size_t *global,
+			   const size_t *local, cl_event *ev);
+cl_int ocl_enqueue_fill(struct ocl_queue *q, cl_mem mem, const void *pattern,
+			size_t pattern_size, size_t offset, size_t size,
+			cl_event *ev);
+cl_int ocl_enqueue_copy(struct ocl_queue *q, cl_mem src, cl_mem dst,
+			size_t src_offset, size_t dst_offset, size_t size,
+			cl_event *ev);
+
+/* plugin.c: whether the space-separated |extensions| list |name|. */
+int ocl_has_extension(const char *extensions, const char *name);
 
 /* errors.c */
 /* "CL_OUT_OF_RESOURCES"; "unknown OpenCL error" for codes it does not
@@ -284,7 +325,7 @@ extern const struct wafer_server_ops ocl_server_ops;
  * make no event: they cost. */
 static inline int ocl_queue_timing(const struct ocl_queue *queue)
 {
-	return queue->timers != NULL;
+	return queue->timers != NULL && !queue->recording;
 }
 void ocl_queue_timed(struct ocl_queue *queue, cl_event event);
 

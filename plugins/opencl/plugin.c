@@ -492,7 +492,7 @@ static const struct ocl_device_entry *entry_at(const struct ocl_state *st,
 }
 
 /* Whether the space-separated extension list has |name|. */
-static int has_extension(const char *extensions, const char *name)
+int ocl_has_extension(const char *extensions, const char *name)
 {
 	size_t n = strlen(name);
 
@@ -538,8 +538,8 @@ static void read_props(cl_device_id id, struct device_props *p)
 	    need && (extensions = malloc(need))) {
 		if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, need, extensions,
 				    NULL) == CL_SUCCESS) {
-			p->fp16 = has_extension(extensions, "cl_khr_fp16");
-			p->fp64 = has_extension(extensions, "cl_khr_fp64");
+			p->fp16 = ocl_has_extension(extensions, "cl_khr_fp16");
+			p->fp64 = ocl_has_extension(extensions, "cl_khr_fp64");
 		}
 		free(extensions);
 	}
@@ -643,6 +643,7 @@ static wafer_status ocl_device_open(void *state, uint32_t index,
 	dev->exact_div_sqrt =
 		(p.fp32 & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
 
+	ocl_graph_probe(dev);
 	status = open_context(dev);
 	if (status == WAFER_OK)
 		status = ocl_kernels_open(dev);

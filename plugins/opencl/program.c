@@ -433,8 +433,7 @@ static wafer_status set_and_enqueue(struct ocl_queue *q,
 				k->head.name, i - 1,
 				i - 1 < n ? sizeof(cl_mem)
 					  : k->head.entry.params_size);
-	err = clEnqueueNDRangeKernel(q->queue, k->kernel, dims, NULL, global,
-				     local, 0, NULL, ev);
+	err = ocl_enqueue_ndrange(q, k->kernel, dims, global, local, ev);
 	if (err != CL_SUCCESS)
 		return ocl_fail(host, err,
 				"launch %s: clEnqueueNDRangeKernel(global "

@@ -332,4 +332,8 @@ const struct wafer_server_ops ocl_server_ops = {
 	.event_query = ocl_event_query,
 	.event_elapsed = ocl_event_elapsed,
 	.queue_callback = ocl_queue_callback,
+	.graph_begin = ocl_graph_begin,
+	.graph_end = ocl_graph_end,
+	.graph_launch = ocl_graph_launch,
+	.graph_destroy = ocl_graph_destroy,
 };

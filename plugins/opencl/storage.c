@@ -327,8 +327,7 @@ static wafer_status enqueue_copy(struct ocl_queue *q, cl_mem dst,
 	cl_event event, *ev = ocl_queue_timing(q) ? &event : NULL;
 	cl_int err;
 
-	err = clEnqueueCopyBuffer(q->queue, src, dst, src_offset, dst_offset,
-				  size, 0, NULL, ev);
+	err = ocl_enqueue_copy(q, src, dst, src_offset, dst_offset, size, ev);
 	if (err != CL_SUCCESS)
 		return ocl_fail(ocl_host(q->device), err,
 				"clEnqueueCopyBuffer(%zu bytes)", size);
@@ -358,6 +357,11 @@ static wafer_status ocl_storage_copy(void *device, void *queue,
 	    src_offset >= dst_offset + size)
 		return enqueue_copy(queue, d, dst_offset, s, src_offset, size);
 
+	/* A temporary released at once must not be in a command buffer. */
+	if (((struct ocl_queue *)queue)->recording)
+		return ocl_fail(ocl_host(dev), CL_INVALID_OPERATION,
+				"an overlapping copy cannot be recorded into a "
+				"command buffer");
 	tmp = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, size, NULL, &err);
 	if (!tmp)
 		return ocl_fail(ocl_host(dev), err,

@@ -4,6 +4,7 @@
  * devices, autotune statistics) and wafer.Client (wafer_client: a device;
  * tensors are made from it, memory statistics read from it). */
 #include "wafer_py.h"
+#include <wafer/trace.h>
 
 #include <string.h>
 
@@ -383,6 +384,33 @@ static PyObject *runtime_client(RuntimeObject *self, PyObject *args,
 	return (PyObject *)c;
 }
 
+static PyObject *runtime_trace_begin(RuntimeObject *self, PyObject *args)
+{
+	PyObject *path;
+
+	if (!PyArg_ParseTuple(args, "O&:trace_begin", PyUnicode_FSConverter,
+			      &path))
+		return NULL;
+	wafer_status st = wafer_trace_begin(self->rt, PyBytes_AS_STRING(path));
+	Py_DECREF(path);
+	if (st != WAFER_OK)
+		return wp_raise(st, "trace_begin()");
+	Py_RETURN_NONE;
+}
+
+static PyObject *runtime_trace_end(RuntimeObject *self, PyObject *unused)
+{
+	wafer_status st;
+
+	(void)unused;
+	Py_BEGIN_ALLOW_THREADS
+	st = wafer_trace_end(self->rt);
+	Py_END_ALLOW_THREADS
+	if (st != WAFER_OK)
+		return wp_raise(st, "trace_end()");
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef runtime_methods[] = {
 	{"devices", (PyCFunction)runtime_devices, METH_NOARGS,
 	 "devices() -> list[Device]\n\nThe devices of every accepted plugin, "
@@ -397,6 +425,13 @@ static PyMethodDef runtime_methods[] = {
 	 "autotune_stats() -> dict\n\nAutotune counts since the runtime was "
 	 "opened (wafer_autotune_stats_get): keys_tuned, benchmark_runs, "
 	 "cache_hits, disk_hits, disqualified, default_runs."},
+	{"trace_begin", (PyCFunction)runtime_trace_begin, METH_VARARGS,
+	 "trace_begin(path)\n\nStarts a timeline trace of every client's "
+	 "commands (wafer_trace_begin(3)); trace_end() writes it to path. "
+	 "wafer.trace(path) does both around a with block."},
+	{"trace_end", (PyCFunction)runtime_trace_end, METH_NOARGS,
+	 "trace_end()\n\nStops the trace and writes its file (waits for "
+	 "the work traced)."},
 	{"client", (PyCFunction)(void (*)(void))runtime_client,
 	 METH_VARARGS | METH_KEYWORDS,
 	 "client(selector=\"default\", *, channel=None, memory=None) -> "

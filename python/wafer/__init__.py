@@ -76,3 +76,30 @@ def from_dlpack(x, client=None):
             client = _default_runtime.client(selector)
             _default_clients[selector] = client
     return client.from_dlpack(x)
+
+
+class trace:
+    """with wafer.trace("step.json"): ...
+
+    Records a timeline of every command the process's clients run inside
+    the block (wafer_trace_begin(3)) and writes it to the file when the
+    block ends, also when it raises: Chrome trace-event JSON, for
+    ui.perfetto.dev or `wafer-trace report step.json`. runtime: the one
+    to begin it on (any: the trace covers the clients of every runtime);
+    by default the runtime wafer's own functions use."""
+
+    def __init__(self, path, runtime=None):
+        self.path = path
+        self.runtime = runtime
+
+    def __enter__(self):
+        global _default_runtime
+        if self.runtime is None:
+            if _default_runtime is None:
+                _default_runtime = Runtime()
+            self.runtime = _default_runtime
+        self.runtime.trace_begin(self.path)
+        return self
+
+    def __exit__(self, *exc):
+        self.runtime.trace_end()

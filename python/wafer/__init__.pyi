@@ -1,6 +1,7 @@
 # wafer — SPDX-License-Identifier: MIT
 # Type stubs of the wafer package: what it re-exports from wafer._wafer.
-from typing import Any, Optional
+import os
+from typing import Any, Optional, Union
 from ._wafer import Device as Device
 from ._wafer import Error as Error
 from ._wafer import InvalidArgumentError as InvalidArgumentError
@@ -49,6 +50,12 @@ from ._wafer import matmul as matmul
 
 def broadcast_to(x: Tensor, shape: Any) -> Tensor: ...
 def from_dlpack(x: Any, client: Optional[Client] = ...) -> Tensor: ...
+
+class trace:
+    def __init__(self, path: Union[str, "os.PathLike[str]"],
+                 runtime: Optional[Runtime] = ...) -> None: ...
+    def __enter__(self) -> "trace": ...
+    def __exit__(self, *exc: Any) -> None: ...
 
 __version__: str
 float32: str

@@ -5,7 +5,7 @@
 BACKEND_NEUTRAL_TESTS += t/api/client t/api/channels t/api/stress t/api/ops t/api/donation \
 	t/api/replay-backend.sh t/api/tensor t/api/ops_wrappers t/api/api_errors t/api/autotune_errors \
 	t/api/programs t/api/memory_trace t/api/memory_snapshot t/api/scope t/api/memory_oom \
-	t/api/interop t/api/program_images
+	t/api/interop t/api/program_images t/api/trace
 
 # Backend-neutral: the client API on the default device (WAFER_BACKEND).
 check_PROGRAMS += t/api/client
@@ -131,13 +131,15 @@ endif
 EXTRA_DIST += t/api/dlpack-v1/dlpack/dlpack.h
 
 # Scale-out (comm.h): the in-process collective engine the stand-ins share
-# (t/standins/inproc_comm.c: ranks are threads), the test plugin over it with peer
-# copies and the comm entries, and the backend-neutral t/api/comm and t/api/peer,
-# which also run their multi-device and multi-rank cases on that plugin.
-EXTRA_DIST += t/standins/inproc_comm.h t/log_capture.h
+# with the cpu plugin (plugins/cpu/inproc_comm.c, comm_inproc.c: ranks
+# are threads), the test plugin over it with peer copies and the comm
+# entries, and the backend-neutral t/api/comm and t/api/peer, which also
+# run their multi-device and multi-rank cases on that plugin.
+EXTRA_DIST += plugins/cpu/inproc_comm.h t/log_capture.h
 check_LTLIBRARIES += t/plugins/collective.la
-t_plugins_collective_la_SOURCES = t/plugins/collective.c t/standins/inproc_comm.c \
-	t/standins/inproc_comm.h t/half.h $(T_PLUGIN_COMMON)
+t_plugins_collective_la_SOURCES = t/plugins/collective.c plugins/cpu/inproc_comm.c \
+	plugins/cpu/inproc_comm.h plugins/cpu/comm_inproc.c \
+	plugins/cpu/comm_inproc.h $(T_PLUGIN_COMMON)
 t_plugins_collective_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_collective_la_LIBADD = -lpthread -lm
 check_PROGRAMS += t/api/comm t/api/peer
@@ -152,3 +154,20 @@ check_PROGRAMS += t/api/queues
 TESTS += t/api/queues
 t_api_queues_LDADD = libwafer.la -lpthread
 BACKEND_NEUTRAL_TESTS += t/api/queues
+
+# Graphs: capture on a queue and replay (graph.h, wafer_graph(3)).
+check_PROGRAMS += t/api/graphs
+TESTS += t/api/graphs
+t_api_graphs_LDADD = libwafer.la -lpthread
+BACKEND_NEUTRAL_TESTS += t/api/graphs
+
+# examples/mlp --graph: a captured step replayed trains as eagerly.
+TESTS += t/api/mlp_graph.sh
+EXTRA_DIST += t/api/mlp_graph.sh
+
+# Backend-neutral: the timeline trace (wafer_trace_begin(3)) on every
+# channel, read back with wafer-trace's own reader and schema check.
+check_PROGRAMS += t/api/trace
+TESTS += t/api/trace
+t_api_trace_SOURCES = t/api/trace.c tools/timeline.c tools/timeline.h
+t_api_trace_LDADD = libwafer.la -lm

@@ -206,6 +206,14 @@ static void test_unary_special(void)
 				 * underflow to 0 or a subnormal). */
 				want[i] = (float)ref_unary(op, xs[i]);
 			}
+			/* A plugin built before ABI 1.6 may give relu(NaN)
+			 * as 0 (RELU_NAN_SINCE_MINOR). */
+			for (uint64_t i = 0; i < n; i++)
+				if (op == WAFER_UNARY_RELU && isnan(xs[i]) &&
+				    y[i] == 0.0f &&
+				    plugin_abi_minor(runtime, backend) <
+					    RELU_NAN_SINCE_MINOR)
+					want[i] = 0.0;
 			compare(name, y, want, n, 4e-6, 1e-44);
 			free(y);
 			wafer_tensor_release(client, &ty);

@@ -40,6 +40,7 @@
 
 #include <wafer/autotune.h>
 #include <wafer/ops.h>
+#include <wafer/graph.h>
 #include <wafer/program.h>
 #include <wafer/wafer.h>
 
@@ -710,6 +711,45 @@ static void test_release_order(void)
 		  "a client closed with a live program");
 }
 
+/* A graph (wafer_graph(3)) that launches a program's kernel keeps the
+ * plugin's program alive after wafer_program_release until the graph
+ * goes. */
+static void test_graph(void)
+{
+	const wafer_program_source *source = some_source();
+	if (!source)
+		return;
+	wafer_program *p = NULL;
+	const wafer_kernel_ref *saxpy = NULL;
+	wafer_client *client = saxpy_client(source, &p, &saxpy);
+	wafer_queue *q = wafer_client_default_queue(client);
+	wafer_graph *g = NULL;
+	static float x[N], y[N];
+	for (size_t i = 0; i < N; i++) {
+		x[i] = 1.0f;
+		y[i] = (float)i;
+	}
+	wafer_handle hx = upload(client, x, N), hy = upload(client, y, N);
+	wafer_queue_begin_capture(q);
+	is_status(run_saxpy(client, saxpy, hy, hx, 2.0f, N), WAFER_OK,
+		  "graph: a program kernel is captured");
+	is_status(wafer_queue_end_capture(q, &g), WAFER_OK,
+		  "  ... into a graph");
+	is_status(wafer_program_release(p), WAFER_OK,
+		  "  ... the program released while the graph lives");
+	for (int t = 0; t < 3; t++)
+		wafer_graph_launch(g, q);
+	bool right = wafer_read(client, hy, 0, y, sizeof y) == WAFER_OK;
+	for (size_t i = 0; right && i < N; i++)
+		right = y[i] == (float)i + 6.0f;
+	ok(right, "  ... three replays after the release ran its kernel");
+	is_status(wafer_graph_release(g), WAFER_OK,
+		  "  ... the graph released, the program goes with it");
+	wafer_release(client, hx);
+	wafer_release(client, hy);
+	is_status(wafer_client_close(client), WAFER_OK, "  ... client close");
+}
+
 /* Donation: an operation donated a program kernel's output takes its
  * buffer over; the old handle then fails as a binding too. */
 static void test_donation(void)
@@ -1085,6 +1125,7 @@ int main(int argc, char **argv)
 	test_compile_error();
 	test_errors();
 	test_release_order();
+	test_graph();
 	test_donation();
 	test_autotune();
 	test_second_process("/proc/self/exe");

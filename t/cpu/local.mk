@@ -7,7 +7,9 @@ TESTS += t/cpu/plugin
 t_cpu_plugin_LDADD = -ldl
 
 # The cpu plugin's collectives on MPI (plugins/cpu/comm_mpi.c): t/cpu/mpi.sh
-# runs t/cpu/comm_mpi (and examples/mlp --data-parallel) under mpirun -np 4;
+# runs t/cpu/comm_mpi (and examples/mlp --data-parallel) under mpirun -np 4,
+# then the in-process communicators of [cpu] devices = N (comm_inproc.c:
+# examples/mlp --data-parallel=N, t/api/comm);
 # skipped, with configure's reason, when wafer was configured without MPI.
 TESTS += t/cpu/mpi.sh
 EXTRA_DIST += t/cpu/mpi.sh

@@ -6,7 +6,7 @@
 # and the next backend is the default. On the stand-in driver
 # (t/standins/fakecuda.c) it is accepted, and the backend-neutral suite — t/api/client,
 # t/api/channels, t/api/stress, t/api/ops, t/api/ops_dtypes, t/api/donation, t/api/memory_oom, t/api/interop,
-# t/api/queues, t/api/program_images, and
+# t/api/queues, t/api/graphs, t/api/program_images, t/api/trace, and
 # t/api/peer and t/api/comm with the stand-in NCCL (t/standins/fakenccl.c) — passes on it
 # with
 # WAFER_BACKEND=cuda, also with every stream step slowed down and with
@@ -82,7 +82,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..58"
+echo "1..63"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -177,6 +177,14 @@ suite client FAKECUDA_DELAY_US=20
 # missing cross-queue wait shows as wrong bytes.
 suite queues
 suite queues FAKECUDA_DELAY_US=20
+# Graphs: runs of launches become CUDA graphs (stream capture, replayed
+# by cuGraphLaunch), slowed down too.
+suite graphs
+suite graphs FAKECUDA_DELAY_US=20
+# The timeline trace: device spans from the stand-in's events, placed
+# inside the trace also when every stream step is slowed down.
+suite trace
+suite trace FAKECUDA_DELAY_US=20
 # Peer copies and collectives (through the stand-in NCCL, whose ranks
 # meet in this process): two devices (copies device to device, an
 # open_group of cuda:0 and cuda:1), one (two ranks on one GPU refused as
@@ -227,6 +235,16 @@ else
 	fail "examples/mlp on cuda (stand-in): trains (exit $mlp_status)" \
 		"$(printf '%s\n' "$mlp_out" | tail -20)"
 fi
+# --graph: the replayed steps are CUDA graphs on the stand-in.
+mlp --graph
+got=$(final_loss "$mlp_out")
+case $mlp_status:$mlp_out in
+0:*"same losses as eager"*)
+	pass "examples/mlp --graph on cuda (stand-in): the losses of eager steps ($got)" ;;
+*)
+	fail "examples/mlp --graph on cuda (stand-in): the losses of eager steps (exit $mlp_status)" \
+		"$(printf '%s\n' "$mlp_out" | tail -20)" ;;
+esac
 if [ -e "$nccl" ]; then
 	mlp --data-parallel=1
 	got=$(final_loss "$mlp_out")

@@ -27,7 +27,7 @@ t_cuda_plugin_LDADD = -ldl -lm
 
 # The cuda plugin's peer copies and collectives through the vendor ABI:
 # on the stand-in driver with FAKECUDA_DEVICES=2 and a stand-in NCCL
-# (t/standins/fakenccl.c, over t/standins/inproc_comm); `t/cuda/comm --real` on the GPU
+# (t/standins/fakenccl.c, over plugins/cpu/inproc_comm); `t/cuda/comm --real` on the GPU
 # and the real NCCL (dev/nccl-check.sh).
 check_PROGRAMS += t/cuda/comm
 TESTS += t/cuda/comm
@@ -36,7 +36,7 @@ t_cuda_comm_LDADD = -ldl -lm -lpthread
 if WAFER_NCCL
 check_LTLIBRARIES += t/standins/fakenccl.la
 t_standins_fakenccl_la_SOURCES = t/standins/fakenccl.c t/standins/fakecuda.h \
-	t/standins/inproc_comm.c t/standins/inproc_comm.h t/half.h
+	plugins/cpu/inproc_comm.c plugins/cpu/inproc_comm.h t/half.h
 t_standins_fakenccl_la_CPPFLAGS = $(AM_CPPFLAGS) $(NCCL_CPPFLAGS) $(CUDA_CPPFLAGS)
 t_standins_fakenccl_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-rpath /nowhere
@@ -49,4 +49,7 @@ endif
 # cuStreamCreate (skips when the cuda plugin was not built).
 check_PROGRAMS += t/cuda/torch_alloc
 TESTS += t/cuda/torch_alloc
+# torch_catch.cc catches what wafer_torch_alloc throws, as PyTorch does.
+t_cuda_torch_alloc_SOURCES = t/cuda/torch_alloc.c t/cuda/torch_catch.cc \
+	t/cuda/torch_catch.h
 t_cuda_torch_alloc_LDADD = -ldl -lpthread

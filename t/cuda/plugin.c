@@ -611,11 +611,13 @@ static void test_vm(void *device, void *queue, size_t g)
  * Kernels
  *===----------------------------------------------------------------------===*/
 
-/* Element |i| of |x| in |dtype| as a float. */
-static float elem(const void *x, wafer_dtype dtype, size_t i)
+/* Element |i| of |x| in |dtype| (f32, f16, bf16, f64). */
+static double elem(const void *x, wafer_dtype dtype, size_t i)
 {
 	if (dtype == WAFER_DTYPE_F32)
 		return ((const float *)x)[i];
+	if (dtype == WAFER_DTYPE_F64)
+		return ((const double *)x)[i];
 	uint16_t b = ((const uint16_t *)x)[i];
 	return dtype == WAFER_DTYPE_F16 ? t_f16_to_float(b) : t_bf16_to_float(b);
 }
@@ -624,6 +626,8 @@ static void set_elem(void *x, wafer_dtype dtype, size_t i, float v)
 {
 	if (dtype == WAFER_DTYPE_F32)
 		((float *)x)[i] = v;
+	else if (dtype == WAFER_DTYPE_F64)
+		((double *)x)[i] = v;
 	else
 		((uint16_t *)x)[i] = dtype == WAFER_DTYPE_F16
 					     ? t_float_to_f16(v)
@@ -632,8 +636,10 @@ static void set_elem(void *x, wafer_dtype dtype, size_t i, float v)
 
 static const char *dtype_name(wafer_dtype d)
 {
-	return d == WAFER_DTYPE_F32 ? "f32" : d == WAFER_DTYPE_F16 ? "f16"
-								   : "bf16";
+	return d == WAFER_DTYPE_F32   ? "f32"
+	       : d == WAFER_DTYPE_F16 ? "f16"
+	       : d == WAFER_DTYPE_F64 ? "f64"
+				      : "bf16";
 }
 
 /* Every elementwise kernel of |dtype| over |n| elements at |offset|. */
@@ -950,10 +956,10 @@ static void test_shape_checks(void *device, void *queue)
 		  "cast f32 -> i32 of 256 into 1020 bytes (sized by the "
 		  "target)");
 	b[0].size = 4096;
-	cp.dtype_out = WAFER_DTYPE_F64;
+	cp.dtype_out = 99;
 	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
 				WAFER_DTYPE_F32, b, 2, &cp, sizeof cp),
-		  WAFER_ERROR_INVALID_ARGUMENT, "cast to f64 (not a target)");
+		  WAFER_ERROR_INVALID_ARGUMENT, "cast to dtype 99 (not a target)");
 	cp.dtype_out = WAFER_DTYPE_F32;
 	cp.dtype_in = WAFER_DTYPE_F16;
 	status_is(launch_params(device, queue, WAFER_KERNEL_CAST,
@@ -1033,13 +1039,19 @@ static void test_matmul(void *device, void *queue)
 	plugin->device_kernels(device, &table, &count);
 	for (size_t v = 0; v < count; v++) {
 		const struct wafer_kernel *k = &table[v];
-		if (strcmp(k->op, WAFER_KERNEL_MATMUL) != 0)
-			continue;
 		wafer_dtype dt = k->dtype;
-		size_t es = dt == WAFER_DTYPE_F32 ? 4 : 2;
+		/* The integers: t/api/ops_dtypes, on every backend. */
+		if (strcmp(k->op, WAFER_KERNEL_MATMUL) != 0 ||
+		    (dt != WAFER_DTYPE_F32 && dt != WAFER_DTYPE_F16 &&
+		     dt != WAFER_DTYPE_BF16 && dt != WAFER_DTYPE_F64))
+			continue;
+		size_t es = dt == WAFER_DTYPE_F32   ? 4
+			    : dt == WAFER_DTYPE_F64 ? 8
+						    : 2;
 		/* The tolerance, relative to sum |a b|: the output's rounding
 		 * and tf32's 10-bit mantissa. */
-		double tol = dt == WAFER_DTYPE_BF16   ? 1e-2
+		double tol = dt == WAFER_DTYPE_F64    ? 1e-13
+			     : dt == WAFER_DTYPE_BF16 ? 1e-2
 			     : dt == WAFER_DTYPE_F16  ? 2e-3
 			     : strcmp(k->variant, "tf32") == 0 ? 2e-3
 							       : 1e-5;

@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "t/cuda/torch_catch.h"
 #include "t/standins/fakecuda.h"
 #include "t/tap.h"
 #include "torch/wafer_torch.h"
@@ -298,6 +299,27 @@ static void test_threads(const char *strategy, void *s1, void *s2)
  * One stream at a time
  *===----------------------------------------------------------------------===*/
 
+/* wafer_torch_alloc(size, device, stream) throws a std::runtime_error
+ * whose text holds |reason|. */
+static void raises(const char *strategy, ssize_t size, int device,
+		   void *stream, const char *reason, const char *what)
+{
+	char text[1024];
+	void *p;
+	int r = torch_catch_alloc(wt.alloc, size, device, stream, &p, text,
+				  sizeof text);
+
+	ok(r == 1 && strncmp(text, "wafer-torch: ", 13) == 0 &&
+		   strstr(text, reason),
+	   "%s: %s throws std::runtime_error naming the cause", strategy,
+	   what);
+	if (r != 1 || !strstr(text, reason))
+		diag("returned %d (%p), what(): '%s'; wanted '%s'", r, p, text,
+		     reason);
+	if (r == 0 && p)
+		wt.free(p, size, device, stream);
+}
+
 static void test_basics(const char *strategy, void *s1, void *s2)
 {
 	struct wafer_torch_stats s0 = stats(), s;
@@ -354,15 +376,19 @@ static void test_basics(const char *strategy, void *s1, void *s2)
 	s = stats();
 	is_int((long long)(s.frees - s0.frees), 0,
 	       "%s: a pointer it never gave out is not freed", strategy);
-	ok(wt.alloc(-5, 0, s1) == NULL, "%s: a negative size gives NULL",
-	   strategy);
-	ok(wt.alloc(16, -1, s1) == NULL, "%s: device -1 gives NULL",
-	   strategy);
-	ok(wt.alloc(16, 3, s1) == NULL, "%s: a device the stand-in does "
-	   "not have gives NULL", strategy);
+	/* A failure is thrown, with wafer's reason, for PyTorch to raise
+	 * in Python (never a NULL PyTorch would hand to a kernel). */
+	raises(strategy, -5, 0, s1, "alloc of -5 bytes",
+	       "a negative size");
+	raises(strategy, 16, -1, s1, "device -1: not a CUDA device",
+	       "device -1");
+	raises(strategy, 16, 3, s1, "cannot open a wafer client on cuda:3",
+	       "a device the stand-in does not have");
+	raises(strategy, (ssize_t)1 << 40, 0, s1, "alloc of 1099511627776 "
+	       "bytes on device 0", "1 TiB, more than the device has");
 	s = stats();
-	is_int((long long)(s.failed_allocs - s0.failed_allocs), 3,
-	       "%s: three failures counted", strategy);
+	is_int((long long)(s.failed_allocs - s0.failed_allocs), 4,
+	       "%s: four failures counted", strategy);
 }
 
 /* Memory whose last use is still queued on its stream when it is freed

@@ -436,7 +436,7 @@ static const struct bad_case bad_cases[] = {
 	{"key before section", "# no header yet\n\n", "backend = cpu", 0,
 	 "key 'backend' before any [section] header"},
 	{"unknown [core] key", "#\n[core]\n", "backends = cpu", 0,
-	 "unknown key 'backends' in [core] (known: backend, plugin_path, channel, log, max_handles, cache_dir)"},
+	 "unknown key 'backends' in [core] (known: backend, plugin_path, channel, log, max_handles, cache_dir, trace)"},
 	{"unknown [memory] key", "#\n[memory]\n", "strategies = pool", 0,
 	 "unknown key 'strategies' in [memory] (known: strategy, limit, trace)"},
 	{"bad [core] log", "#\n[core]\n", "log = loud", 0,
@@ -945,7 +945,7 @@ static void test_chain_errors(void)
 	is_status(wafer__config_load_chain(c, &paths, bad_options, 4, false),
 		  WAFER_ERROR_CONFIG, "strict: unknown [core] option fails");
 	is_str(wafer_last_error(),
-	       "options: unknown key 'nope' in [core] (known: backend, plugin_path, channel, log, max_handles, cache_dir)",
+	       "options: unknown key 'nope' in [core] (known: backend, plugin_path, channel, log, max_handles, cache_dir, trace)",
 	       "bad option named");
 	wafer__config_destroy(c);
 	c = new_config();

@@ -42,4 +42,51 @@ for h in "$include"/wafer/*.h; do
 		echo "ok $n # SKIP $name as C++11: no C++ compiler ($CXX) on this machine"
 	fi
 done
+
+# plugin_util.h's example of the descriptor macros compiles as written:
+# its lines from the storage table to WAFER_PLUGIN_QUERY_RETURNS, after
+# declarations of the acme_ functions it names; the program entries are
+# declared with WAFER_PLUGIN_STATIC_PROGRAM_ENTRIES and defined static.
+example=$(mktemp "${TMPDIR:-/tmp}/wafer-example.XXXXXX") || exit 1
+trap 'rm -f "$example" "$example.c"' EXIT
+{
+	cat <<'EOF'
+#include <wafer/plugin_util.h>
+wafer_status acme_init(const struct wafer_plugin_init_args *, void **);
+void acme_shutdown(void *);
+wafer_status acme_device_count(void *, uint32_t *);
+wafer_status acme_device_info(void *, uint32_t, struct wafer_device_info *);
+wafer_status acme_device_open(void *, uint32_t, void **);
+void acme_device_close(void *);
+wafer_status acme_device_kernels(void *, const struct wafer_kernel **, size_t *);
+wafer_status acme_storage_alloc(void *, size_t, wafer_resource *);
+void acme_storage_free(void *, wafer_resource);
+wafer_status acme_storage_copy_in(void *, void *, wafer_resource, size_t, const void *, size_t);
+wafer_status acme_storage_copy_out(void *, void *, wafer_resource, size_t, void *, size_t);
+wafer_status acme_storage_copy(void *, void *, wafer_resource, size_t, wafer_resource, size_t, size_t);
+wafer_status acme_storage_vm_reserve(void *, size_t, wafer_resource *);
+wafer_status acme_server_queue_create(void *, void **);
+void acme_server_queue_destroy(void *, void *);
+wafer_status acme_server_launch(void *, void *, const struct wafer_launch *);
+wafer_status acme_server_sync(void *, void *);
+wafer_status acme_server_timer_begin(void *, void *, void **);
+WAFER_PLUGIN_STATIC_PROGRAM_ENTRIES(acme);
+static wafer_status acme_program_formats(void *d, const wafer_program_format **f, size_t *n) { (void)d; *f = NULL; *n = 0; return WAFER_OK; }
+static wafer_status acme_program_load(void *d, const struct wafer_program_source *s, const char *o, void **p) { (void)d; (void)s; (void)o; *p = NULL; return WAFER_OK; }
+static wafer_status acme_program_kernel(void *d, void *p, const char *n, uint32_t b, size_t s, const struct wafer_kernel **k) { (void)d; (void)p; (void)n; (void)b; (void)s; *k = NULL; return WAFER_OK; }
+static void acme_program_release(void *d, void *p) { (void)d; (void)p; }
+EOF
+	sed -n '/^ \*   static const struct wafer_storage_ops acme_storage_ops/,/^ \*   WAFER_PLUGIN_QUERY_RETURNS/s/^ \*   //p' \
+		"$include/wafer/plugin_util.h"
+} >"$example.c"
+n=$((n + 1))
+# shellcheck disable=SC2086 # the flags are words
+if ! grep -q '^WAFER_PLUGIN_QUERY_RETURNS(acme_plugin)' "$example.c"; then
+	echo "not ok $n - plugin_util.h's example found (its first or last line changed?)"
+elif out=$($CC -std=c99 -Wall -Wextra -pedantic -Werror -c -o "$example" -I"$include" ${T_CPPFLAGS:-} "$example.c" 2>&1); then
+	echo "ok $n - plugin_util.h's example compiles as written, with static program entries"
+else
+	echo "not ok $n - plugin_util.h's example compiles as written"
+	echo "$out" | sed 's/^/# /'
+fi
 echo "1..$n"

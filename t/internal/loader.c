@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include <wafer/plugin.h>
+#include <wafer/interop.h>
+#include <wafer/program.h>
 #include <wafer/wafer.h>
 
 #include "lib/config.h"
@@ -416,13 +418,27 @@ static void test_loader_direct(void)
 		ok(p && !p->storage.native && !p->storage.import &&
 			   !p->storage.forget && !p->server.queue_native &&
 			   !p->server.queue_wrap && p->storage.copy,
-		   "half_interop: both partial interop groups dropped, the "
+		   "half_interop: the partial interop group dropped, the "
 		   "rest kept");
-		like(text, "storage interop entries come together; it has "
-		     "native import but not forget",
-		     "half_interop: a warning names the storage entries");
-		like(text, "it has queue_wrap but not queue_native",
-		     "half_interop: and the server entries");
+		like(text, "interop entries come together; it has native "
+		     "import queue_wrap but not forget queue_native: interop "
+		     "off",
+		     "half_interop: one warning names the five interop "
+		     "entries, storage's and server's");
+		ok(p && !p->server.program_formats && !p->server.program_load &&
+			   !p->server.program_kernel &&
+			   !p->server.program_release,
+		   "half_interop: three of four program entries are none");
+		like(text, "program entries come together; it has "
+		     "program_formats program_load program_kernel but not "
+		     "program_release: programs off",
+		     "half_interop: a warning names the program entries");
+		ok(p && p->warnings &&
+			   strncmp(p->warnings, "program entries come", 20) == 0 &&
+			   strstr(p->warnings, "\ninterop entries come") &&
+			   strstr(p->warnings, "\ncomm entries come"),
+		   "half_interop: the warnings are kept for the report, one "
+		   "a line");
 		ok(p && !p->server.comm_id && !p->server.comm_open &&
 			   !p->server.comm_close && !p->server.comm_run,
 		   "half_interop: three of four comm entries are none");
@@ -432,6 +448,29 @@ static void test_loader_direct(void)
 		ok(p && !(wafer__loader_derived_caps(p, 0) &
 			  (WAFER_CAP_COLLECTIVES | WAFER_CAP_PEER_COPY)),
 		   "half_interop: no collectives or peer copy capability");
+		wafer__loader_unload(p);
+	}
+
+	/* A minor newer than the core's loads, with a warning. */
+	snprintf(path, sizeof path, "%s/new_minor.so", libs_dir);
+	{
+		char text[4096] = "";
+		struct log_capture cap;
+		wafer_status st = WAFER_ERROR_INTERNAL;
+		char want[128];
+
+		p = NULL;
+		if (log_capture_begin(&cap)) {
+			st = wafer__loader_load(NULL, path, &p);
+			log_capture_end(&cap, text, sizeof text);
+		}
+		snprintf(want, sizeof want,
+			 "built for ABI 1.99, newer than this core's 1.%u",
+			 (unsigned)WAFER_PLUGIN_ABI_MINOR);
+		is_status(st, WAFER_OK, "new_minor: ABI 1.99 loads");
+		like(text, want, "new_minor: a warning names both minors");
+		ok(p && p->warnings && strstr(p->warnings, want),
+		   "new_minor: and is kept for the report");
 		wafer__loader_unload(p);
 	}
 
@@ -1024,6 +1063,51 @@ static void test_plugin_log(void)
 	wafer__log_set_level(WAFER_LOG_WARN);
 }
 
+/* Vendor values of the closed enums (types.h): a format of the vendor's
+ * own reaches the plugin that lists it, and every message names it. */
+static void test_vendor_values(void)
+{
+	const wafer_program_format isa = WAFER_PROGRAM_VENDOR + 1;
+	wafer_runtime *rt = open_runtime("full", NULL, 0);
+	wafer_program_source src = {.struct_size = sizeof src,
+				    .format = isa,
+				    .data = "\x7f" "acme",
+				    .size = 5};
+	wafer_program *prog = NULL;
+	wafer_client *c = NULL;
+
+	is_str(wafer_program_format_name(isa), "vendor-0x10001",
+	       "a vendor format's name");
+	is_str(wafer_program_format_name(WAFER_PROGRAM_VENDOR_LAST + 1),
+	       "unknown", "past the vendor range: unknown");
+	is_str(wafer_native_kind_name(WAFER_NATIVE_VENDOR + 2),
+	       "vendor-0x10002", "a vendor kind of buffer's name");
+	if (!rt || wafer_client_open(rt, "full", NULL, &c) != WAFER_OK) {
+		ok(0, "client on full: %s", wafer_last_error());
+		wafer_runtime_close(rt);
+		return;
+	}
+	is_status(wafer_program_create(c, &src, 1, NULL, &prog),
+		  WAFER_ERROR_NOT_SUPPORTED,
+		  "a vendor format the plugin lists reaches its program_load");
+	like(wafer_last_error(), "programs are declared, never loaded",
+	     "vendor format: the plugin's own answer");
+	src.format = WAFER_PROGRAM_VENDOR + 2;
+	is_status(wafer_program_create(c, &src, 1, NULL, &prog),
+		  WAFER_ERROR_NOT_SUPPORTED,
+		  "a vendor format the plugin does not list: not supported");
+	like(wafer_last_error(), "vendor-0x10001",
+	     "the message names the vendor format the device takes");
+	like(wafer_last_error(), "vendor-0x10002",
+	     "and the one offered");
+	src.format = WAFER_PROGRAM_VENDOR_LAST + 1;
+	is_status(wafer_program_create(c, &src, 1, NULL, &prog),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "past the vendor range: an unknown format");
+	wafer_client_close(c);
+	wafer_runtime_close(rt);
+}
+
 int main(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -1049,6 +1133,7 @@ int main(void)
 	test_clients();
 	test_config();
 	test_plugin_log();
+	test_vendor_values();
 	done_testing();
 	return exit_status();
 }

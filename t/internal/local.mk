@@ -100,6 +100,11 @@ t_internal_memory_observe_LDADD = $(T_CORE_LIBS)
 TESTS += t/internal/replay.sh
 EXTRA_DIST += t/internal/replay.sh t/replay-small.trace
 
+# wafer-trace on a hand-made timeline with known answers, and check on
+# malformed ones (t/internal/trace_report.sh).
+TESTS += t/internal/trace_report.sh
+EXTRA_DIST += t/internal/trace_report.sh t/trace-small.json
+
 # wafer-bench's argument checks (t/internal/bench_args.sh).
 TESTS += t/internal/bench_args.sh
 EXTRA_DIST += t/internal/bench_args.sh

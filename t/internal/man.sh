@@ -27,4 +27,19 @@ for page in "$T_SRCDIR"/../man/*.[1-9]; do
 		echo "$warnings" | sed 's/^/# /'
 	fi
 done
+
+# The plugin reports shown as examples are of the tree's own plugins (and
+# the skeleton), built for the ABI of include/wafer/plugin.h: a new minor
+# updates them.
+minor=$(sed -n 's/^#define WAFER_PLUGIN_ABI_MINOR \([0-9]*\).*/\1/p' "$T_SRCDIR/../include/wafer/plugin.h")
+for page in wafer-info.1 wafer-plugin.7; do
+	n=$((n + 1))
+	stale=$(grep -n '^      ABI:     ' "$T_SRCDIR/../man/$page" | grep -v "ABI:     1\.$minor\$")
+	if [ -z "$stale" ]; then
+		echo "ok $n - $page: the plugin reports it shows say ABI 1.$minor"
+	else
+		echo "not ok $n - $page: the plugin reports it shows say ABI 1.$minor"
+		echo "$stale" | sed 's/^/# /'
+	fi
+done
 echo "1..$n"

@@ -80,10 +80,10 @@ static void exercise(wafer_runtime *rt, const char *channel)
 		check(wrong == 0, "out = fill(0.25) + b", channel);
 
 		wafer_buffer_binding two[2] = {{out, 0, 0}, {a, 0, 0}};
-		check(run(c, WAFER_KERNEL_RELU, two, 2, &ep, sizeof ep) ==
+		check(run(c, WAFER_KERNEL_NEG, two, 2, &ep, sizeof ep) ==
 				      WAFER_ERROR_NOT_SUPPORTED &&
 			      strstr(wafer_last_error(), "skeleton"),
-		      "relu is not supported, and the text names the plugin",
+		      "neg is not supported, and the text names the plugin",
 		      channel);
 
 		wafer_memory_usage u = {.struct_size = sizeof u};

@@ -58,7 +58,7 @@ line_is() {
 	printf '%s\n' "$1" | cmp -s - "$tmp/line"
 }
 
-echo "1..64"
+echo "1..66"
 
 expect() { # expect "ARGS" "LINE"
 	args=$1
@@ -192,5 +192,69 @@ check "  listing the known ones" has "known: exact, direct, chunked, buckets, st
 check "--svg" replays --strategy pool --svg "$tmp/small.svg" "$trace"
 check "  is an SVG with a legend and axis labels" grep -q \
 	-e 'in use by live allocations' "$tmp/small.svg"
+
+# The timeline as memory_viz draws one: the three allocations as bands
+# stacked in allocation order (3000 bytes on the 1000 while both live,
+# down to the axis once the 1000 is freed at event 2, the 500 on it),
+# the reserved area, the in-use line, axes in units, a legend.
+svg_timeline() {
+	python3 - "$tmp/small.svg" > "$tmp/out" 2> "$tmp/err" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+
+ns = {"s": "http://www.w3.org/2000/svg"}
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
+bands = root.findall(".//s:polygon[@class='band']", ns)
+assert len(bands) == 3, f"{len(bands)} bands"
+def band(nbytes):
+    for b in bands:
+        if f"({nbytes} bytes)" in b.find("s:title", ns).text:
+            pts = [tuple(map(float, p.split(","))) for p in b.get("points").split()]
+            return b.find("s:title", ns).text, pts
+    raise AssertionError(f"no band of {nbytes} bytes")
+t1, p1 = band(1000)
+t2, p2 = band(3000)
+t3, p3 = band(500)
+assert "events 0 to 2" in t1 and "events 1 to 4" in t2 and "events 3 to 5" in t3, (t1, t2, t3)
+# y grows downward: the 3000's lowest edge starts at the 1000's top,
+# then drops to the 1000's bottom (the axis) when the 1000 is freed.
+bottom1 = max(y for x, y in p1)
+top1 = min(y for x, y in p1)
+ys2 = sorted({y for x, y in p2})
+assert any(abs(y - top1) < 0.2 for y in ys2), (ys2, top1)
+assert abs(max(ys2) - bottom1) < 0.2, (ys2, bottom1)
+# the 500 sits on the 3000's top after the drop (ys2: its tops at 4000
+# and 3000 bytes, its bottoms at 1000 and 0), then on the axis
+ys3 = {y for x, y in p3}
+assert len(ys2) == 4 and any(abs(y - ys2[1]) < 0.2 for y in ys3), (ys3, ys2)
+assert any(abs(y - bottom1) < 0.2 for y in ys3), (ys3, bottom1)
+assert root.find(".//s:polygon[@class='reserved']", ns) is not None
+assert root.find(".//s:polyline[@class='in-use']", ns) is not None
+texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+assert any(t.endswith(" KiB") for t in texts), "no tick in KiB"
+assert any("events" in t for t in texts) and any(t == "bytes" for t in texts)
+assert root.find(".//s:g[@class='legend']", ns) is not None
+print("ok")
+EOF
+}
+if command -v python3 > /dev/null; then
+	check "  parses as XML: three bands stacked in allocation order, reserved, in use, axes in units, a legend" svg_timeline
+else
+	n=$((n + 1))
+	echo "ok $n - the SVG's XML # SKIP no python3"
+fi
+# Rendered to PNG (the picture at its size) where rsvg-convert is.
+png_of() {
+	rsvg-convert -o "$tmp/small.png" "$tmp/small.svg" > "$tmp/out" 2> "$tmp/err" &&
+		[ "$(od -An -tx1 -N8 "$tmp/small.png" | tr -d ' \n')" = 89504e470d0a1a0a ] &&
+		[ "$(od -An -tx1 -j16 -N8 "$tmp/small.png" | tr -d ' \n')" = 000003c00000021c ]
+}
+if command -v rsvg-convert > /dev/null; then
+	check "  renders to a 960 x 540 PNG (rsvg-convert)" png_of
+else
+	n=$((n + 1))
+	echo "ok $n - the SVG renders to PNG # SKIP no rsvg-convert (librsvg2-bin)"
+fi
 
 exit $failed

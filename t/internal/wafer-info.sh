@@ -58,7 +58,7 @@ show_output() {
 	sed 's/^/# /' "$tmp/out" "$tmp/err"
 }
 
-echo "1..25"
+echo "1..29"
 
 "$tool" > "$tmp/out" 2> "$tmp/err"
 status=$?
@@ -104,6 +104,20 @@ check "--backend: no default device" has "Default device: none"
 "$tool" --backend collective > "$tmp/out" 2> "$tmp/err"
 check "collective test plugin: peer-copy and collectives shown" \
 	has "host-memory peer-copy collectives"
+
+# What the loader warns about a plugin it accepts is in the report too,
+# not only on stderr: part of a group, a minor newer than the core's.
+"$tool" --backend half_interop > "$tmp/out" 2> "$tmp/err"
+check "half_interop: the interop group's warning in the report" \
+	has "      warning: interop entries come together; it has native import queue_wrap but not forget queue_native: interop off"
+check "half_interop: the program group's warning in the report" \
+	has "      warning: program entries come together;"
+minor=$(sed -n 's/^#define WAFER_PLUGIN_ABI_MINOR \([0-9]*\).*/\1/p' "$T_SRCDIR/../include/wafer/plugin.h")
+"$tool" --backend new_minor > "$tmp/out" 2> "$tmp/err"
+check "new_minor: ABI 1.99 beside the core's 1.$minor" \
+	has "      ABI:     1.99 (newer than the core's 1.$minor: see the warning)"
+check "new_minor: the warning in the report" \
+	has "      warning: built for ABI 1.99, newer than this core's 1.$minor:"
 
 "$tool" --no-such-option > "$tmp/out" 2> "$tmp/err"
 status=$?

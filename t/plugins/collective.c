@@ -2,7 +2,7 @@
  * collective.c: a test plugin with the scale-out entries of ABI 1.4:
  * storage.copy_peer (a memcpy: its memory is host memory and its queues
  * run work at once) and the server's comm entries over the in-process
- * engine t/standins/inproc_comm.c, where ranks are the threads of this process.
+ * engine plugins/cpu/inproc_comm.c, where ranks are the threads of this process.
  * Four devices, so one process holds a communicator of four clients
  * (wafer_comm_open_group); t/api/comm and t/api/peer run on it under every
  * sanitizer. Native communicators (wafer_comm_options.native) are
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "t/standins/inproc_comm.h"
+#include "plugins/cpu/comm_inproc.h"
 #include "t/plugins/common.h"
 
 const struct tp_plugin_defaults tp_plugin = {
@@ -42,26 +42,8 @@ static wafer_status collective_copy_peer(void *device, void *queue,
 
 static wafer_status collective_comm_id(void *device, wafer_comm_id *out_id)
 {
-	_Static_assert(sizeof out_id->bytes == INPROC_COMM_ID_BYTES,
-		       "a wafer_comm_id is an inproc_comm id");
-	inproc_comm_id_new(out_id->bytes);
+	comm_inproc_id(out_id);
 	return WAFER_OK;
-}
-
-static wafer_status status_of(inproc_comm_status s)
-{
-	switch (s) {
-	case INPROC_COMM_OK:
-		return WAFER_OK;
-	case INPROC_COMM_INVALID:
-	case INPROC_COMM_MISMATCH:
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	case INPROC_COMM_NO_MEMORY:
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	case INPROC_COMM_TIMEOUT:
-		return WAFER_ERROR_DEVICE;
-	}
-	return WAFER_ERROR_INTERNAL;
 }
 
 static wafer_status collective_comm_open(void *device,
@@ -69,63 +51,25 @@ static wafer_status collective_comm_open(void *device,
 					 void **out_comm)
 {
 	struct tp_device *d = device;
-	inproc_comm *comm;
-	inproc_comm_status s;
-	const char *fail;
+	wafer_status status = comm_inproc_open(tp_host, "collective", args,
+					       JOIN_TIMEOUT_MS, out_comm);
+	const char *fail = getenv("T_COLLECTIVE_FAIL_RANK");
 
-	*out_comm = NULL;
-	if (args->native) {
-		tp_host->set_error("collective: native communicator %p: this "
-				   "plugin has no transport of its own",
-				   args->native);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	s = inproc_comm_join(args->id->bytes, args->rank, args->size,
-			     JOIN_TIMEOUT_MS, &comm);
-	if (s != INPROC_COMM_OK) {
-		tp_host->set_error("collective:%u: rank %u of %u: %s", d->index,
-				   args->rank, args->size,
-				   inproc_comm_status_text(s));
-		return status_of(s);
-	}
-	fail = getenv("T_COLLECTIVE_FAIL_RANK");
-	if (fail && strtoul(fail, NULL, 10) == args->rank) {
-		inproc_comm_leave(comm);
+	if (status == WAFER_OK && fail &&
+	    strtoul(fail, NULL, 10) == args->rank) {
+		comm_inproc_close(*out_comm);
+		*out_comm = NULL;
 		tp_host->set_error("collective:%u: rank %u refused "
 				   "(T_COLLECTIVE_FAIL_RANK)",
 				   d->index, args->rank);
 		return WAFER_ERROR_DEVICE;
 	}
-	*out_comm = comm;
-	return WAFER_OK;
+	return status;
 }
 
 static void collective_comm_close(void *device, void *comm)
 {
-	inproc_comm_leave(comm);
-}
-
-static bool dtype_of(wafer_dtype dtype, inproc_comm_dtype *out)
-{
-	switch (dtype) {
-	case WAFER_DTYPE_F32:
-		*out = INPROC_COMM_F32;
-		return true;
-	case WAFER_DTYPE_F16:
-		*out = INPROC_COMM_F16;
-		return true;
-	case WAFER_DTYPE_BF16:
-		*out = INPROC_COMM_BF16;
-		return true;
-	case WAFER_DTYPE_F64:
-		*out = INPROC_COMM_F64;
-		return true;
-	case WAFER_DTYPE_I32:
-		*out = INPROC_COMM_I32;
-		return true;
-	default:
-		return false;
-	}
+	comm_inproc_close(comm);
 }
 
 /* Runs at once on the calling thread, as every launch here does; it
@@ -133,39 +77,9 @@ static bool dtype_of(wafer_dtype dtype, inproc_comm_dtype *out)
 static wafer_status collective_comm_run(void *device, void *queue, void *comm,
 					const struct wafer_collective *c)
 {
-	void *src = (char *)(uintptr_t)c->src + c->src_offset;
-	void *dst = (char *)(uintptr_t)c->dst + c->dst_offset;
-	inproc_comm_op op = c->op == WAFER_REDUCE_MAX ? INPROC_COMM_MAX
-						      : INPROC_COMM_SUM;
-	inproc_comm_dtype dtype;
-	inproc_comm_status s = INPROC_COMM_INVALID;
-
-	if (!dtype_of(c->dtype, &dtype)) {
-		tp_host->set_error("collective: dtype %d not supported",
-				   (int)c->dtype);
-		return WAFER_ERROR_NOT_SUPPORTED;
-	}
-	switch (c->kind) {
-	case WAFER_COLLECTIVE_ALL_REDUCE:
-		s = inproc_comm_all_reduce(comm, src, dst, c->count, dtype, op);
-		break;
-	case WAFER_COLLECTIVE_BROADCAST:
-		s = inproc_comm_broadcast(comm, src, dst, c->count, dtype,
-					  c->root);
-		break;
-	case WAFER_COLLECTIVE_ALL_GATHER:
-		s = inproc_comm_all_gather(comm, src, dst, c->count, dtype);
-		break;
-	case WAFER_COLLECTIVE_REDUCE_SCATTER:
-		s = inproc_comm_reduce_scatter(comm, src, dst, c->count, dtype,
-					       op);
-		break;
-	}
-	if (s != INPROC_COMM_OK)
-		tp_host->set_error("collective: kind %d on rank %u: %s",
-				   (int)c->kind, inproc_comm_rank(comm),
-				   inproc_comm_status_text(s));
-	return status_of(s);
+	return comm_inproc_run(tp_host, comm, c,
+			       (const char *)(uintptr_t)c->src + c->src_offset,
+			       (char *)(uintptr_t)c->dst + c->dst_offset);
 }
 
 static const struct wafer_storage_ops collective_storage_ops = {

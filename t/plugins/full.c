@@ -37,14 +37,17 @@ static const struct wafer_storage_ops full_storage_ops = {
 	.forget = tp_forget,
 };
 
-static const wafer_program_format full_formats[] = {WAFER_PROGRAM_HOST_SO};
+/* A vendor's own format beside a standard one (types.h). */
+#define FULL_PROGRAM_ISA ((wafer_program_format)(WAFER_PROGRAM_VENDOR + 1))
+static const wafer_program_format full_formats[] = {WAFER_PROGRAM_HOST_SO,
+						    FULL_PROGRAM_ISA};
 
 static wafer_status full_program_formats(void *device,
 					 const wafer_program_format **out,
 					 size_t *out_count)
 {
 	*out = full_formats;
-	*out_count = 1;
+	*out_count = sizeof full_formats / sizeof full_formats[0];
 	return WAFER_OK;
 }
 

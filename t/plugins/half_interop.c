@@ -1,9 +1,10 @@
 /* wafer — SPDX-License-Identifier: MIT
  * half_interop.c: a test plugin with part of each group of interop entries
  * (ABI 1.3): storage native and import without forget, server queue_wrap
- * without queue_native; and three of the four comm entries (ABI 1.4), no
- * comm_run. It loads; the loader drops the three groups with a warning,
- * so interop and collectives read as not supported. */
+ * without queue_native; three of the four comm entries (ABI 1.4), no
+ * comm_run; and three of the four program entries (ABI 1.2), no
+ * program_release. It loads; the loader drops each group with a warning,
+ * so interop, collectives and programs read as not supported. */
 #include "build-config.h"
 
 #include <string.h>
@@ -47,6 +48,33 @@ static void half_comm_close(void *device, void *comm)
 {
 }
 
+static wafer_status half_program_formats(void *device,
+					 const wafer_program_format **out,
+					 size_t *out_count)
+{
+	*out = NULL;
+	*out_count = 0;
+	return WAFER_ERROR_INTERNAL;
+}
+
+static wafer_status half_program_load(void *device,
+				      const struct wafer_program_source *source,
+				      const char *options, void **out_program)
+{
+	*out_program = NULL;
+	return WAFER_ERROR_INTERNAL;
+}
+
+static wafer_status half_program_kernel(void *device, void *program,
+					const char *name,
+					uint32_t binding_count,
+					size_t params_size,
+					const struct wafer_kernel **out_kernel)
+{
+	*out_kernel = NULL;
+	return WAFER_ERROR_INTERNAL;
+}
+
 static const struct wafer_server_ops half_server_ops = {
 	.struct_size = sizeof(struct wafer_server_ops),
 	.queue_create = tp_queue_create,
@@ -57,6 +85,9 @@ static const struct wafer_server_ops half_server_ops = {
 	.comm_id = half_comm_id,
 	.comm_open = half_comm_open,
 	.comm_close = half_comm_close,
+	.program_formats = half_program_formats,
+	.program_load = half_program_load,
+	.program_kernel = half_program_kernel,
 };
 
 WAFER_PLUGIN_EXPORT const struct wafer_plugin *

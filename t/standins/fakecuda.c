@@ -515,6 +515,11 @@ struct CUstream_st {
 	 * stream), or the context's legacy stream itself. */
 	int blocking, legacy;
 	uint64_t seen; /* the host saw its ops up to this one done */
+	/* cuStreamBeginCapture: ops go to |captured| instead of running;
+	 * any but a kernel invalidates the capture (the stand-in's graphs
+	 * hold kernels only). */
+	int capturing, capture_invalid;
+	struct op *captured, *captured_tail;
 	/* cuStreamWaitEvent: work queued here from now on runs after op
 	 * |seq| of |stream| (the latest wait on each of a few streams), which
 	 * orders stream-ordered memory between the two as the host seeing it
@@ -689,9 +694,19 @@ static uint64_t global_seq;
 /* Queues |o| on |s|; returns its number in the stream. L held. */
 static uint64_t push_op(struct CUstream_st *s, struct op *o)
 {
-	o->gseq = ++global_seq;
 	o->delay_us = env_long("FAKECUDA_DELAY_US", 0);
 	o->next = NULL;
+	if (s->capturing) {
+		if (o->kind != OP_KERNEL)
+			s->capture_invalid = 1;
+		if (s->captured_tail)
+			s->captured_tail->next = o;
+		else
+			s->captured = o;
+		s->captured_tail = o;
+		return 0;
+	}
+	o->gseq = ++global_seq;
 	if (s->tail)
 		s->tail->next = o;
 	else
@@ -1253,7 +1268,7 @@ static CUresult fake_cuCtxSetCurrent(CUcontext ctx)
 typedef void (*emulator_fn)(struct op *o);
 
 /* Element types of emulated kernels. */
-enum { T_F32, T_F16, T_BF16, T_B16, T_I32 };
+enum { T_F32, T_F16, T_BF16, T_B16, T_I32, T_F64, T_I64, T_U8, T_B64, T_B8 };
 
 struct fake_kernel {
 	char name[128];
@@ -1388,10 +1403,13 @@ static const char *const rows_names[] = {
 static int suffix_dtype(const char *suffix)
 {
 	static const char *const names[] = {"f32", "f16", "bf16", "b16",
-					    "b32", "i32"};
-	static const int codes[] = {T_F32, T_F16, T_BF16, T_B16, T_F32, T_I32};
+					    "b32", "i32", "f64", "i64",
+					    "u8",  "b64", "b8"};
+	static const int codes[] = {T_F32, T_F16, T_BF16, T_B16,
+				    T_F32, T_I32, T_F64, T_I64,
+				    T_U8,  T_B64, T_B8};
 
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 11; i++)
 		if (strcmp(suffix, names[i]) == 0)
 			return codes[i];
 	return -1;
@@ -1485,7 +1503,13 @@ static int find_emulator(struct fake_kernel *k)
 	if (strncmp(name, "wafer_", 6) != 0)
 		return 0;
 	name += 6;
-	k->narrow = strstr(name, "strided_") && !strstr(name, "_i64");
+	/* The 64-bit-index twins end in _i64; so does an int64 kernel's
+	 * own name (add_strided_i64, whose twin is add_strided_i64_i64). */
+	size_t len = strlen(name);
+	int ends_i64 = len > 4 && strcmp(name + len - 4, "_i64") == 0;
+	k->narrow = strstr(name, "strided_") &&
+		    (!ends_i64 || (len > 11 && strcmp(name + len - 11,
+						      "strided_i64") == 0));
 	if (strcmp(name, "noop") == 0) {
 		set_shape(k, 1024, 0);
 		k->run = emulate_noop;
@@ -1704,7 +1728,69 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
 
 static size_t size_of(int dtype)
 {
-	return dtype == T_F32 || dtype == T_I32 ? 4 : 2;
+	switch (dtype) {
+	case T_F32: case T_I32: return 4;
+	case T_F64: case T_I64: case T_B64: return 8;
+	case T_U8: case T_B8: return 1;
+	}
+	return 2;
+}
+
+/* The types of typed.cu, computed in their own arithmetic (float64 in
+ * double, the integers wrapping), not in float. */
+static int typed(int dtype)
+{
+	return dtype == T_F64 || dtype == T_I32 || dtype == T_I64 ||
+	       dtype == T_U8;
+}
+
+static int integer(int dtype)
+{
+	return dtype == T_I32 || dtype == T_I64 || dtype == T_U8;
+}
+
+static int64_t load_int(int dtype, const void *p, uint64_t i)
+{
+	switch (dtype) {
+	case T_I32: return ((const int32_t *)p)[i];
+	case T_I64: return ((const int64_t *)p)[i];
+	case T_U8: return ((const uint8_t *)p)[i];
+	}
+	return 0;
+}
+
+/* An integer result, wrapped modulo the type's width. */
+static void store_wrap(int dtype, void *p, uint64_t i, uint64_t v)
+{
+	switch (dtype) {
+	case T_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; break;
+	case T_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+	case T_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+	}
+}
+
+/* plugin.h's cast rule into an integer type: toward zero, saturating,
+ * NaN 0. */
+static int64_t saturate(int dtype, double d)
+{
+	double lo = dtype == T_U8 ? 0 : dtype == T_I32 ? -2147483648.0
+						      : -0x1p63;
+	double hi = dtype == T_U8 ? 255 : dtype == T_I32 ? 2147483647.0
+						       : 0x1p63;
+	if (d != d)
+		return 0;
+	if (d <= lo)
+		return dtype == T_I64 ? INT64_MIN : (int64_t)lo;
+	if (d >= hi)
+		return dtype == T_I64 ? INT64_MAX : (int64_t)hi;
+	return (int64_t)d;
+}
+
+static int64_t clamp_int(int dtype, int64_t v)
+{
+	int64_t lo = dtype == T_U8 ? 0 : dtype == T_I32 ? INT32_MIN : INT64_MIN;
+	int64_t hi = dtype == T_U8 ? 255 : dtype == T_I32 ? INT32_MAX : INT64_MAX;
+	return v < lo ? lo : v > hi ? hi : v;
 }
 
 static float load_as(int dtype, const void *p, uint64_t i)
@@ -1718,8 +1804,22 @@ static float load_as(int dtype, const void *p, uint64_t i)
 		return t_bf16_to_float(((const uint16_t *)p)[i]);
 	case T_I32:
 		return (float)((const int32_t *)p)[i];
+	case T_F64:
+		return (float)((const double *)p)[i];
+	case T_I64:
+	case T_U8:
+		return (float)load_int(dtype, p, i);
 	}
 	return 0.0f;
+}
+
+static double load_double(int dtype, const void *p, uint64_t i)
+{
+	if (dtype == T_F64)
+		return ((const double *)p)[i];
+	if (integer(dtype))
+		return (double)load_int(dtype, p, i);
+	return load_as(dtype, p, i);
 }
 
 static void store_as(int dtype, void *p, uint64_t i, float v)
@@ -1848,7 +1948,8 @@ static float unary_op(int op, float x)
 	}
 }
 
-static float binary_op(int op, float a, float b)
+/* The binary operations in double; NaN when either operand is. */
+static double binary_d(int op, double a, double b)
 {
 	switch (op) {
 	case 0: return a + b;
@@ -1858,6 +1959,111 @@ static float binary_op(int op, float a, float b)
 	case 4: return a != a || b != b ? a + b : (a > b ? a : b);
 	default: return a != a || b != b ? a + b : (a < b ? a : b);
 	}
+}
+
+/* On floats: double has more than twice float's precision, so rounding
+ * its result once to float is the float operation. */
+static float binary_op(int op, float a, float b)
+{
+	return (float)binary_d(op, a, b);
+}
+
+/* typed.cu's operations: float64 in double, integers wrapping (computed
+ * in uint64_t), integer division truncating with x / 0 = 0. */
+static double sigmoid_d(double x)
+{
+	double t = exp(-fabs(x)), s = 1.0 / (1.0 + t);
+	return x >= 0.0 ? s : t * s;
+}
+
+static void typed_unary(int op, int dtype, const void *in, uint64_t ii,
+			void *out, uint64_t io)
+{
+	if (dtype == T_F64) {
+		double x = ((const double *)in)[ii], r;
+		switch (op) {
+		case 0: r = -x; break;
+		case 1: r = fabs(x); break;
+		case 2: r = exp(x); break;
+		case 3: r = log(x); break;
+		case 4: r = sqrt(x); break;
+		case 5: r = x > 0.0 || x != x ? x : 0.0; break;
+		case 6: r = x * sigmoid_d(2.0 * 0.7978845608028654 *
+					  (x + 0.044715 * x * x * x)); break;
+		case 7: r = sigmoid_d(x); break;
+		default: r = tanh(x); break;
+		}
+		((double *)out)[io] = r;
+		return;
+	}
+	int64_t x = load_int(dtype, in, ii);
+	uint64_t r = op == 0   ? 0 - (uint64_t)x
+		     : op == 1 ? (x < 0 ? 0 - (uint64_t)x : (uint64_t)x)
+			       : (uint64_t)(x > 0 ? x : 0);
+	store_wrap(dtype, out, io, r);
+}
+
+
+static uint64_t binary_int(int op, int64_t a, int64_t b)
+{
+	switch (op) {
+	case 0: return (uint64_t)a + (uint64_t)b;
+	case 1: return (uint64_t)a - (uint64_t)b;
+	case 2: return (uint64_t)a * (uint64_t)b;
+	case 3: return b == 0 ? 0 : b == -1 ? 0 - (uint64_t)a : (uint64_t)(a / b);
+	case 4: return (uint64_t)(a > b ? a : b);
+	default: return (uint64_t)(a < b ? a : b);
+	}
+}
+
+/* out[io] = a op b, each operand from its buffer, or |scalar| (already
+ * in the dtype) in place of a null buffer. */
+static void typed_binary(int op, int dtype, const void *a, uint64_t ia,
+			 const void *b, uint64_t ib, double scalar, void *out,
+			 uint64_t io)
+{
+	if (dtype == T_F64) {
+		((double *)out)[io] =
+			binary_d(op, a ? ((const double *)a)[ia] : scalar,
+				 b ? ((const double *)b)[ib] : scalar);
+		return;
+	}
+	int64_t s = saturate(dtype, scalar);
+	store_wrap(dtype, out, io,
+		   binary_int(op, a ? load_int(dtype, a, ia) : s,
+			      b ? load_int(dtype, b, ib) : s));
+}
+
+/* plugin.h's cast of element |i|, between any two dtypes: one rounding
+ * (f16 through _Float16 from double), integers saturating. */
+static void convert(int from, const void *in, int to, void *out, uint64_t i)
+{
+	if (integer(to)) {
+		int64_t v = integer(from) ? clamp_int(to, load_int(from, in, i))
+					  : saturate(to, load_double(from, in, i));
+		store_wrap(to, out, i, (uint64_t)v);
+		return;
+	}
+	if (to == T_F64) {
+		((double *)out)[i] = load_double(from, in, i);
+		return;
+	}
+	if (to == T_F32) {
+		((float *)out)[i] = integer(from)
+					    ? (float)load_int(from, in, i)
+					    : from == T_F64 ? (float)((const double *)in)[i]
+							    : load_as(from, in, i);
+		return;
+	}
+	if (to == T_F16 && (from == T_F64 || integer(from))) {
+		_Float16 h = integer(from) ? (_Float16)load_int(from, in, i)
+					   : (_Float16)((const double *)in)[i];
+		memcpy((uint16_t *)out + i, &h, 2);
+		return;
+	}
+	store_as(to, out, i,
+		 integer(from) ? (float)load_int(from, in, i)
+			       : (float)load_double(from, in, i));
 }
 
 static void emulate_noop(struct op *o)
@@ -1875,7 +2081,13 @@ static void emulate_fill(struct op *o)
 		return;
 	kernel_writes(o, 0, 0, n * size_of(k->dtype));
 	for (uint64_t i = 0; i < n; i++)
-		store_as(k->dtype, (void *)o->ptr[0], i, (float)value);
+		if (integer(k->dtype))
+			store_wrap(k->dtype, (void *)o->ptr[0], i,
+				   (uint64_t)saturate(k->dtype, value));
+		else if (k->dtype == T_F64)
+			((double *)o->ptr[0])[i] = value;
+		else
+			store_as(k->dtype, (void *)o->ptr[0], i, (float)value);
 }
 
 static void emulate_copy(struct op *o)
@@ -1899,9 +2111,14 @@ static void emulate_unary(struct op *o)
 	kernel_reads(o, 1, 0, n * size_of(k->dtype));
 	kernel_writes(o, 0, 0, n * size_of(k->dtype));
 	for (uint64_t i = 0; i < n; i++)
-		store_as(k->dtype, (void *)o->ptr[0], i,
-			 unary_op(k->op, load_as(k->dtype,
-						 (const void *)o->ptr[1], i)));
+		if (typed(k->dtype))
+			typed_unary(k->op, k->dtype, (const void *)o->ptr[1], i,
+				    (void *)o->ptr[0], i);
+		else
+			store_as(k->dtype, (void *)o->ptr[0], i,
+				 unary_op(k->op, load_as(k->dtype,
+							 (const void *)o->ptr[1],
+							 i)));
 }
 
 static void emulate_binary(struct op *o)
@@ -1915,6 +2132,12 @@ static void emulate_binary(struct op *o)
 	kernel_reads(o, 2, 0, n * size_of(k->dtype));
 	kernel_writes(o, 0, 0, n * size_of(k->dtype));
 	for (uint64_t i = 0; i < n; i++) {
+		if (typed(k->dtype)) {
+			typed_binary(k->op, k->dtype, (const void *)o->ptr[1], i,
+				     (const void *)o->ptr[2], i, 0,
+				     (void *)o->ptr[0], i);
+			continue;
+		}
 		float a = load_as(k->dtype, (const void *)o->ptr[1], i);
 		float b = load_as(k->dtype, (const void *)o->ptr[2], i);
 		store_as(k->dtype, (void *)o->ptr[0], i, binary_op(k->op, a, b));
@@ -1933,6 +2156,17 @@ static void emulate_scalar(struct op *o)
 		return;
 	kernel_reads(o, 1, 0, p.count * size_of(k->dtype));
 	kernel_writes(o, 0, 0, p.count * size_of(k->dtype));
+	if (typed(k->dtype)) { /* typed_binary converts the scalar */
+		for (uint64_t i = 0; i < p.count; i++)
+			typed_binary(k->op, k->dtype,
+				     p.scalar_first ? NULL
+						    : (const void *)o->ptr[1],
+				     i,
+				     p.scalar_first ? (const void *)o->ptr[1]
+						    : NULL,
+				     i, p.scalar, (void *)o->ptr[0], i);
+		return;
+	}
 	/* The scalar in the dtype first. */
 	store_as(k->dtype, bits, 0, (float)p.scalar);
 	s = k->dtype == T_F32 ? (float)p.scalar : load_as(k->dtype, bits, 0);
@@ -2000,6 +2234,12 @@ static void emulate_strided(struct op *o)
 					    p.b_offset, i, k->narrow);
 		kernel_reads(o, 1, ia * es, es);
 		kernel_reads(o, 2, ib * es, es);
+		if (typed(k->dtype)) {
+			typed_binary(k->op, k->dtype, (const void *)o->ptr[1],
+				     ia, (const void *)o->ptr[2], ib, 0,
+				     (void *)o->ptr[0], i);
+			continue;
+		}
 		float a = load_as(k->dtype, (const void *)o->ptr[1], ia);
 		float b = load_as(k->dtype, (const void *)o->ptr[2], ib);
 		store_as(k->dtype, (void *)o->ptr[0], i, binary_op(k->op, a, b));
@@ -2038,15 +2278,46 @@ static void emulate_cast(struct op *o)
 		return;
 	kernel_reads(o, 1, 0, p.count * size_of(k->dtype));
 	kernel_writes(o, 0, 0, p.count * size_of(k->dtype_out));
-	for (uint64_t i = 0; i < p.count; i++) {
-		if (k->dtype == T_I32 && k->dtype_out == T_I32) {
-			((int32_t *)o->ptr[0])[i] =
-				((const int32_t *)o->ptr[1])[i];
-			continue;
+	for (uint64_t i = 0; i < p.count; i++)
+		convert(k->dtype, (const void *)o->ptr[1], k->dtype_out,
+			(void *)o->ptr[0], i);
+}
+
+/* Row |r| of typed.cu's reductions and softmax: float64 in double
+ * (NaN wins the max), integers summed wrapping, the mean the wrapped sum
+ * divided, truncating. */
+static void typed_row(int op, int dtype, const void *in, uint64_t cols,
+		      void *out, uint64_t r)
+{
+	if (dtype == T_F64) {
+		const double *x = in;
+		double sum = 0, m = -INFINITY, e = 0;
+		for (uint64_t c = 0; c < cols; c++) {
+			sum += x[c];
+			m = binary_d(4, m, x[c]);
 		}
-		store_as(k->dtype_out, (void *)o->ptr[0], i,
-			 load_as(k->dtype, (const void *)o->ptr[1], i));
+		if (op < 3) {
+			((double *)out)[r] = op == 0 ? sum : op == 1 ? m
+							   : sum / (double)cols;
+			return;
+		}
+		for (uint64_t c = 0; c < cols; c++)
+			e += exp(x[c] - m);
+		for (uint64_t c = 0; c < cols; c++)
+			((double *)out)[r * cols + c] = exp(x[c] - m) / e;
+		return;
 	}
+	uint64_t sum = 0;
+	int64_t m = cols ? load_int(dtype, in, 0) : 0;
+	for (uint64_t c = 0; c < cols; c++) {
+		int64_t v = load_int(dtype, in, c);
+		sum += (uint64_t)v;
+		m = v > m ? v : m;
+	}
+	store_wrap(dtype, out, r, op == 1 ? (uint64_t)m : sum);
+	if (op == 2)
+		store_wrap(dtype, out, r,
+			   (uint64_t)(load_int(dtype, out, r) / (int64_t)cols));
 }
 
 static void emulate_rows(struct op *o)
@@ -2061,7 +2332,11 @@ static void emulate_rows(struct op *o)
 		return;
 	kernel_reads(o, 1, 0, p.rows * p.cols * es);
 	kernel_writes(o, 0, 0, (k->op == 3 ? p.rows * p.cols : p.rows) * es);
-	for (uint64_t r = 0; r < p.rows; r++) {
+	for (uint64_t r = 0; r < p.rows && typed(k->dtype); r++)
+		typed_row(k->op, k->dtype,
+			  (const char *)o->ptr[1] + r * p.cols * es, p.cols,
+			  (void *)o->ptr[0], r);
+	for (uint64_t r = 0; r < p.rows && !typed(k->dtype); r++) {
 		const void *in = (const char *)o->ptr[1] + r * p.cols * es;
 		double sum = 0, e = 0;
 		float m = -INFINITY;
@@ -2171,6 +2446,32 @@ static void emulate_matmul(struct op *o)
 		     i < p.m && i < (by + 1) * k->tile_m; i++)
 		for (uint64_t j = bx * k->tile_n;
 		     j < p.n && j < (bx + 1) * k->tile_n; j++) {
+			if (integer(k->dtype)) {
+				uint64_t isum = 0;
+				for (uint64_t l = 0; l < p.k; l++)
+					isum += (uint64_t)load_int(
+							k->dtype, a,
+							ta ? l * p.lda + i
+							   : i * p.lda + l) *
+						(uint64_t)load_int(
+							k->dtype, b,
+							tb ? j * p.ldb + l
+							   : l * p.ldb + j);
+				store_wrap(k->dtype, c, i * p.ldc + j, isum);
+				continue;
+			}
+			if (k->dtype == T_F64) {
+				double dsum = 0;
+				for (uint64_t l = 0; l < p.k; l++)
+					dsum += ((const double *)a)
+							[ta ? l * p.lda + i
+							    : i * p.lda + l] *
+						((const double *)b)
+							[tb ? j * p.ldb + l
+							    : l * p.ldb + j];
+				((double *)c)[i * p.ldc + j] = dsum;
+				continue;
+			}
 			double sum = 0;
 			for (uint64_t l = 0; l < p.k; l++)
 				sum += (double)load_as(k->dtype, a,
@@ -2291,6 +2592,8 @@ static CUresult fake_cuStreamSynchronize(CUstream s)
 	 * gone. */
 	if (s->dead || !s->ctx->alive || s->ctx->generation != s->generation)
 		return CUDA_ERROR_INVALID_CONTEXT;
+	if (s->capturing)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	pthread_mutex_lock(&L);
 	uint64_t upto = s->issued;
 	wait_stream(s, upto);
@@ -3211,6 +3514,180 @@ static CUresult fake_cuStreamGetCtx(CUstream s, CUcontext *out)
  * Entry points
  *===----------------------------------------------------------------------===*/
 
+/*===----------------------------------------------------------------------===
+ * Graphs: stream capture of kernels, replayed by pushing copies of the
+ * captured ops (a graph and its instantiation are the same list here)
+ *===----------------------------------------------------------------------===*/
+
+#define GRAPH_MAGIC 0x67726170u
+
+struct CUgraph_st {
+	unsigned magic;
+	struct op *ops;
+};
+
+struct CUgraphExec_st {
+	unsigned magic;
+	struct op *ops;
+};
+
+static void free_ops(struct op *o)
+{
+	while (o) {
+		struct op *next = o->next;
+		free(o);
+		o = next;
+	}
+}
+
+/* A copy of the list |o|, or NULL (out of memory, *failed set). */
+static struct op *copy_ops(const struct op *o, int *failed)
+{
+	struct op *head = NULL, **tail = &head;
+	for (; o; o = o->next) {
+		struct op *c = malloc(sizeof *c);
+		if (!c) {
+			free_ops(head);
+			*failed = 1;
+			return NULL;
+		}
+		*c = *o;
+		c->next = NULL;
+		c->uninit_seen = 0;
+		*tail = c;
+		tail = &c->next;
+	}
+	return head;
+}
+
+static CUresult fake_cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = stream_usable(&s);
+	if (r)
+		return r;
+	pthread_mutex_lock(&L);
+	if (s->capturing || s->legacy)
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	else
+		s->capturing = 1;
+	pthread_mutex_unlock(&L);
+	return r;
+}
+
+static CUresult fake_cuStreamEndCapture(CUstream s, CUgraph *out)
+{
+	CUresult r = need_context();
+
+	if (r)
+		return r;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = NULL;
+	r = stream_usable(&s);
+	if (r)
+		return r;
+	pthread_mutex_lock(&L);
+	if (!s->capturing) {
+		pthread_mutex_unlock(&L);
+		return CUDA_ERROR_ILLEGAL_STATE;
+	}
+	struct op *ops = s->captured;
+	int invalid = s->capture_invalid;
+	s->capturing = s->capture_invalid = 0;
+	s->captured = s->captured_tail = NULL;
+	pthread_mutex_unlock(&L);
+	if (invalid) {
+		free_ops(ops);
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	}
+	struct CUgraph_st *g = calloc(1, sizeof *g);
+	if (!g) {
+		free_ops(ops);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	g->magic = GRAPH_MAGIC;
+	g->ops = ops;
+	*out = g;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g,
+						 unsigned long long flags)
+{
+	int failed = 0;
+
+	if (!out || !g || g->magic != GRAPH_MAGIC || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphExec_st *e = calloc(1, sizeof *e);
+	if (!e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	e->magic = GRAPH_MAGIC;
+	e->ops = copy_ops(g->ops, &failed);
+	if (failed) {
+		free(e);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = e;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+	CUresult r = need_context();
+	int failed = 0;
+
+	if (r)
+		return r;
+	if (!e || e->magic != GRAPH_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	r = stream_usable(&s);
+	if (r)
+		return r;
+	struct op *ops = copy_ops(e->ops, &failed);
+	if (failed)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&L);
+	stats.graph_launches++;
+	while (ops) {
+		struct op *next = ops->next;
+		for (int i = 0; i < ops->kernel->pointers; i++)
+			use_ok(s, ops->ptr[i], ops->kernel->name);
+		push_op(s, ops);
+		ops = next;
+	}
+	pthread_mutex_unlock(&L);
+	return CUDA_SUCCESS;
+}
+
+/* Launches already pushed hold copies: both free at once. */
+static CUresult fake_cuGraphExecDestroy(CUgraphExec e)
+{
+	if (!e || e->magic != GRAPH_MAGIC)
+		return CUDA_ERROR_INVALID_VALUE;
+	e->magic = 0;
+	free_ops(e->ops);
+	free(e);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuGraphDestroy(CUgraph g)
+{
+	if (!g || g->magic != GRAPH_MAGIC)
+		return CUDA_ERROR_INVALID_VALUE;
+	g->magic = 0;
+	free_ops(g->ops);
+	free(g);
+	return CUDA_SUCCESS;
+}
+
 #define ENTRY(name) {#name, (void *)fake_##name}
 
 static const struct {
@@ -3275,6 +3752,13 @@ static const struct {
 	ENTRY(cuCtxEnablePeerAccess),
 	ENTRY(cuCtxGetCurrent),
 	ENTRY(cuCtxGetDevice),
+	{"cuStreamBeginCapture", (void *)fake_cuStreamBeginCapture},
+	ENTRY(cuStreamEndCapture),
+	{"cuGraphInstantiate", (void *)fake_cuGraphInstantiateWithFlags},
+	ENTRY(cuGraphInstantiateWithFlags),
+	ENTRY(cuGraphLaunch),
+	ENTRY(cuGraphExecDestroy),
+	ENTRY(cuGraphDestroy),
 };
 
 EXPORT CUresult cuDriverGetVersion(int *version);

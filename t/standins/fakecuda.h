@@ -29,6 +29,8 @@ struct fakecuda_stats {
 	/* cuMemcpyPeerAsync calls, cuCtxEnablePeerAccess grants,
 	 * cuStreamWaitEvent calls, fakecuda_enqueue's work. */
 	uint64_t peer_copies, peer_enables, stream_waits, host_ops;
+	/* cuGraphLaunch calls. */
+	uint64_t graph_launches;
 };
 
 typedef void (*fakecuda_stats_fn)(struct fakecuda_stats *out);

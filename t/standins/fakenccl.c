@@ -3,7 +3,7 @@
  * fakenccl.c: a stand-in for libnccl.so.2, so the cuda plugin's
  * collectives run in tests on t/standins/fakecuda.c (no GPU, no NCCL). The plugin
  * loads it through `[cuda] nccl = PATH`. Ranks are threads of this
- * process meeting through t/standins/inproc_comm; the work is done on host memory
+ * process meeting through plugins/cpu/inproc_comm; the work is done on host memory
  * (the stand-in driver's device memory is host memory). It keeps the
  * contracts of NCCL that the plugin depends on:
  *
@@ -60,7 +60,7 @@
 #pragma GCC visibility pop
 
 #include "t/standins/fakecuda.h"
-#include "t/standins/inproc_comm.h"
+#include "plugins/cpu/inproc_comm.h"
 
 _Static_assert(NCCL_UNIQUE_ID_BYTES == INPROC_COMM_ID_BYTES,
 	       "an ncclUniqueId is an inproc_comm id");

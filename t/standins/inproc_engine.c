@@ -1,7 +1,7 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * inproc_engine.c: the in-process collective engine the stand-ins share
- * (t/standins/inproc_comm.c), on its own: what t/api/comm does not reach through the
+ * (plugins/cpu/inproc_comm.c), on its own: what t/api/comm does not reach through the
  * test plugin, and what the stand-in NCCL relies on.
  *
  *  - join: size 0 and rank >= size refused; a rank taken twice and a size
@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "t/half.h"
-#include "t/standins/inproc_comm.h"
+#include "plugins/cpu/inproc_comm.h"
 #include "t/tap.h"
 
 #define RANKS 3

@@ -53,6 +53,7 @@ int bench_bandwidth(int argc, char **argv);
 int bench_replay(int argc, char **argv);
 int bench_allreduce(int argc, char **argv);
 int bench_queues(int argc, char **argv);
+int bench_graph(int argc, char **argv);
 #ifdef WAFER_BENCH_CUDA
 int bench_sgemm(int argc, char **argv);
 #endif

@@ -455,6 +455,66 @@ static double raw_sgemm_gflops(unsigned n, unsigned reps, float *out_c)
 	return 2.0 * (double)n * n * n / best;
 }
 
+/* The adds of the graph chain (graph.c's), on the raw stream. */
+static int chain_adds(CUdeviceptr h[2], CUdeviceptr y, unsigned k)
+{
+	unsigned long long n = 256;
+	for (unsigned i = 0; i < k; i++) {
+		CUdeviceptr out = h[(i + 1) % 2], a = h[i % 2];
+		void *args[] = {&out, &a, &y, &n};
+		CHECK(raw.drv.cuLaunchKernel(raw.add, 1, 1, 1, 256, 1, 1, 0,
+					     raw.stream, args, NULL));
+	}
+	return 0;
+}
+
+static double raw_graph_chain_ns(unsigned k, unsigned reps, int graph)
+{
+	CUdeviceptr h[2], y;
+	CUgraph g = NULL;
+	CUgraphExec exec = NULL;
+	double best = INFINITY;
+
+	if (enter_kernels() != 0)
+		return -1;
+	CHECK(raw.drv.cuMemAlloc(&h[0], 256 * 4));
+	CHECK(raw.drv.cuMemAlloc(&h[1], 256 * 4));
+	CHECK(raw.drv.cuMemAlloc(&y, 256 * 4));
+	if (graph) {
+		CHECK(raw.drv.cuStreamBeginCapture(
+			raw.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+		if (chain_adds(h, y, k) != 0)
+			return -1;
+		CHECK(raw.drv.cuStreamEndCapture(raw.stream, &g));
+		CHECK(raw.drv.cuGraphInstantiateWithFlags(&exec, g, 0));
+		CHECK(raw.drv.cuGraphLaunch(exec, raw.stream));
+	} else if (chain_adds(h, y, k) != 0) {
+		return -1;
+	}
+	CHECK(raw.drv.cuStreamSynchronize(raw.stream));
+	for (int s = 0; s < 5; s++) {
+		unsigned n = graph ? reps : reps / 10 + 1;
+		uint64_t start = bench_now_ns();
+		for (unsigned r = 0; r < n; r++) {
+			if (graph)
+				CHECK(raw.drv.cuGraphLaunch(exec, raw.stream));
+			else if (chain_adds(h, y, k) != 0)
+				return -1;
+		}
+		CHECK(raw.drv.cuStreamSynchronize(raw.stream));
+		best = fmin(best, (double)(bench_now_ns() - start) /
+					  ((double)n * k));
+	}
+	if (exec)
+		raw.drv.cuGraphExecDestroy(exec);
+	if (g)
+		raw.drv.cuGraphDestroy(g);
+	raw.drv.cuMemFree(h[0]);
+	raw.drv.cuMemFree(h[1]);
+	raw.drv.cuMemFree(y);
+	return best;
+}
+
 static const struct bench_raw cuda_raw = {
 	.launch_what = "cuLaunchKernel",
 	.alloc_what = "cuMemAllocAsync+cuMemFreeAsync",
@@ -469,6 +529,8 @@ static const struct bench_raw cuda_raw = {
 	.event_what = "cuEventRecord+cuStreamWaitEvent",
 	.overlap_ms = raw_overlap_ms,
 	.event_pair_ns = raw_event_pair_ns,
+	.graph_what = "cuLaunchKernel / cuGraphLaunch of a captured stream",
+	.graph_chain_ns = raw_graph_chain_ns,
 };
 
 const struct bench_raw *bench_raw_for(const wafer_device_desc *device)

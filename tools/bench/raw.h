@@ -49,6 +49,12 @@ struct bench_raw {
 	/* ns per event record on one stream + wait on another, |pairs|
 	 * times, then both synchronised. */
 	double (*event_pair_ns)(unsigned pairs);
+	/* ns per kernel of a chain of |k| adds of 256 floats, each reading
+	 * the last one's output, |reps| chains then a synchronisation:
+	 * launched one by one (|graph| 0), or captured once into a graph
+	 * and launched as one (|graph| 1). */
+	const char *graph_what;
+	double (*graph_chain_ns)(unsigned k, unsigned reps, int graph);
 };
 
 /* The counterpart for |device| (the one the benchmark's client runs

@@ -1,7 +1,8 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * strided.cu: the kernels that read strided views — binary operations on
- * broadcast or strided inputs (<op>_strided), copy_strided — and cast.
+ * broadcast or strided inputs (<op>_strided), copy_strided — and cast
+ * between every pair of element types.
  *
  * An output index i becomes the coordinates (i_0 .. i_{r-1}) of the
  * row-major shape, by division from the last dimension; an input's
@@ -140,49 +141,58 @@ GATHER(b16, uint16_t)
  * cast: wafer_cast_<in>_<out>
  *===----------------------------------------------------------------------===*/
 
-/* Reading: f16 and bf16 widen to float exactly; i32 stays an integer
- * (converting it here would round before the target's own rounding). */
-struct FromF32 {
-	typedef float B;
-	static __device__ __forceinline__ float to_float(B v) { return v; }
-	static __device__ __forceinline__ double to_double(B v) { return v; }
-	static const bool integer = false;
-	static __device__ __forceinline__ int32_t to_int(B v) { return 0; }
-};
+/* Reading: each source type as float and as double (exactly where the
+ * type fits), and an integer one as an int64_t too: integers convert
+ * from their own value, so each target rounds once. */
+#define FROM_FLOAT(name, Bits, to_f, to_d)                                     \
+	struct name {                                                          \
+		typedef Bits B;                                                \
+		static __device__ __forceinline__ float to_float(B v)         \
+		{                                                              \
+			return to_f;                                           \
+		}                                                              \
+		static __device__ __forceinline__ double to_double(B v)       \
+		{                                                              \
+			return to_d;                                           \
+		}                                                              \
+		static const bool integer = false;                             \
+		static __device__ __forceinline__ int64_t to_int(B v)         \
+		{                                                              \
+			return 0;                                              \
+		}                                                              \
+	}
 
-/* f16 and bf16: Elem's exact widening. */
-template <typename T> struct From16 {
-	typedef unsigned short B;
-	static __device__ __forceinline__ float to_float(B v)
-	{
-		return Elem<T>::load(v);
-	}
-	static __device__ __forceinline__ double to_double(B v)
-	{
-		return to_float(v);
-	}
-	static const bool integer = false;
-	static __device__ __forceinline__ int32_t to_int(B v) { return 0; }
-};
-struct FromF16 : From16<F16> {};
-struct FromBF16 : From16<BF16> {};
+FROM_FLOAT(FromF32, float, v, v);
+FROM_FLOAT(FromF16, unsigned short, Elem<F16>::load(v), Elem<F16>::load(v));
+FROM_FLOAT(FromBF16, unsigned short, Elem<BF16>::load(v),
+	   Elem<BF16>::load(v));
+FROM_FLOAT(FromF64, double, __double2float_rn(v), v);
 
-struct FromI32 {
-	typedef int32_t B;
-	static __device__ __forceinline__ float to_float(B v)
-	{
-		return __int2float_rn(v);
+#define FROM_INT(name, Bits)                                                   \
+	struct name {                                                          \
+		typedef Bits B;                                                \
+		static __device__ __forceinline__ float to_float(B v)         \
+		{                                                              \
+			return __ll2float_rn((long long)v);                    \
+		}                                                              \
+		static __device__ __forceinline__ double to_double(B v)       \
+		{                                                              \
+			return __ll2double_rn((long long)v);                   \
+		}                                                              \
+		static const bool integer = true;                              \
+		static __device__ __forceinline__ int64_t to_int(B v)         \
+		{                                                              \
+			return v;                                              \
+		}                                                              \
 	}
-	static __device__ __forceinline__ double to_double(B v)
-	{
-		return (double)v; /* exact */
-	}
-	static const bool integer = true;
-	static __device__ __forceinline__ int32_t to_int(B v) { return v; }
-};
 
-/* Writing, round to nearest even: an integer source goes through double
- * (exact for every int32), so each target rounds once. */
+FROM_INT(FromI32, int32_t);
+FROM_INT(FromI64, int64_t);
+FROM_INT(FromU8, uint8_t);
+
+/* Writing, round to nearest even. f16 and bf16 go from a double (one
+ * rounding from a float64 or an integer; float, f16 and bf16 sources
+ * widen exactly). */
 struct ToF32 {
 	typedef float B;
 	template <typename From>
@@ -192,38 +202,50 @@ struct ToF32 {
 	}
 };
 
-/* f16 and bf16: Elem's conversions, from double for an integer source. */
+struct ToF64 {
+	typedef double B;
+	template <typename From>
+	static __device__ __forceinline__ B convert(typename From::B v)
+	{
+		return From::to_double(v);
+	}
+};
+
 template <typename T> struct To16 {
 	typedef unsigned short B;
 	template <typename From>
 	static __device__ __forceinline__ B convert(typename From::B v)
 	{
-		if (From::integer)
-			return Elem<T>::from_double(From::to_double(v));
-		return Elem<T>::store(From::to_float(v));
+		return Elem<T>::from_double(From::to_double(v));
 	}
 };
 struct ToF16 : To16<F16> {};
 struct ToBF16 : To16<BF16> {};
 
-/* Toward zero, saturating; NaN gives 0. */
-struct ToI32 {
-	typedef int32_t B;
+/* Toward zero, saturating at [lo, hi]; NaN gives 0. */
+template <typename Bits, int64_t lo, int64_t hi> struct ToInt {
+	typedef Bits B;
 	template <typename From>
 	static __device__ __forceinline__ B convert(typename From::B v)
 	{
-		if (From::integer)
-			return From::to_int(v);
-		const float f = From::to_float(v);
-		if (f != f)
+		if (From::integer) {
+			const int64_t x = From::to_int(v);
+			return (B)(x < lo ? lo : x > hi ? hi : x);
+		}
+		const double d = From::to_double(v);
+		if (d != d)
 			return 0;
-		if (f >= 2147483648.0f)
-			return INT32_MAX;
-		if (f <= -2147483648.0f)
-			return INT32_MIN;
-		return (int32_t)truncf(f);
+		/* (double)hi of int64 is 2^63, where saturation begins */
+		if (d >= (double)hi)
+			return (B)hi;
+		if (d <= (double)lo)
+			return (B)lo;
+		return (B)d;
 	}
 };
+typedef ToInt<int32_t, INT32_MIN, INT32_MAX> ToI32;
+typedef ToInt<int64_t, INT64_MIN, INT64_MAX> ToI64;
+typedef ToInt<uint8_t, 0, 255> ToU8;
 
 template <typename From, typename To>
 static __device__ __forceinline__ void cast_body(void *out_, const void *in_,
@@ -244,13 +266,20 @@ static __device__ __forceinline__ void cast_body(void *out_, const void *in_,
 		cast_body<From, To>(o, i, p.count);                            \
 	}
 
+/* In the order of kernels.c's cast_names. */
 #define CAST_TO_ALL(in, From)                                                  \
 	CAST(in, From, f32, ToF32)                                             \
 	CAST(in, From, f16, ToF16)                                             \
 	CAST(in, From, bf16, ToBF16)                                           \
-	CAST(in, From, i32, ToI32)
+	CAST(in, From, i32, ToI32)                                             \
+	CAST(in, From, u8, ToU8)                                               \
+	CAST(in, From, f64, ToF64)                                             \
+	CAST(in, From, i64, ToI64)
 
 CAST_TO_ALL(f32, FromF32)
 CAST_TO_ALL(f16, FromF16)
 CAST_TO_ALL(bf16, FromBF16)
 CAST_TO_ALL(i32, FromI32)
+CAST_TO_ALL(u8, FromU8)
+CAST_TO_ALL(f64, FromF64)
+CAST_TO_ALL(i64, FromI64)

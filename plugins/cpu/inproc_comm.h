@@ -1,7 +1,9 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * inproc_comm.h: an in-process collective engine for stand-ins (the test
- * plugin t/plugins/collective.c, the stand-in NCCL t/standins/fakenccl.c). Ranks
+ * inproc_comm.h: an in-process collective engine: the cpu plugin's
+ * communicators when it lists several devices (comm.c), and the
+ * stand-ins' (the test plugin t/plugins/collective.c, the stand-in NCCL
+ * t/standins/fakenccl.c). Ranks
  * are threads of one process; they meet by an opaque id of
  * INPROC_COMM_ID_BYTES bytes (a registry keyed by the id: the first rank
  * to join creates the group, the last one to arrive completes it, and
@@ -18,8 +20,8 @@
  * bounds.
  *
  * Not thread-safe per rank: one rank is used by one thread at a time. */
-#ifndef WAFER_T_INPROC_COMM_H
-#define WAFER_T_INPROC_COMM_H
+#ifndef WAFER_PLUGINS_CPU_INPROC_COMM_H
+#define WAFER_PLUGINS_CPU_INPROC_COMM_H
 
 #include <stddef.h>
 #include <stdint.h>

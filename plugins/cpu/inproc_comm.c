@@ -10,7 +10,7 @@
  * its own, barrier (nobody reads another rank's buffers past it), every
  * rank writes its dst. The second barrier is also what keeps a fast rank
  * from overwriting its post while a slow one still reads it. */
-#include "t/standins/inproc_comm.h"
+#include "plugins/cpu/inproc_comm.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "t/half.h"
+#include "plugins/cpu/half.h"
 
 enum call_kind {
 	CALL_ALL_REDUCE = 1,
@@ -315,10 +315,10 @@ static double load(inproc_comm_dtype dtype, const void *base, size_t i)
 		return n;
 	case INPROC_COMM_F16:
 		memcpy(&h, p + i * 2, 2);
-		return t_f16_to_float(h);
+		return f16_to_f32(h);
 	case INPROC_COMM_BF16:
 		memcpy(&h, p + i * 2, 2);
-		return t_bf16_to_float(h);
+		return bf16_to_f32(h);
 	}
 	return 0;
 }
@@ -343,11 +343,11 @@ static void store(inproc_comm_dtype dtype, void *base, size_t i, double v)
 		memcpy(p + i * 4, &n, 4);
 		break;
 	case INPROC_COMM_F16:
-		h = t_float_to_f16(f);
+		h = f32_to_f16(f);
 		memcpy(p + i * 2, &h, 2);
 		break;
 	case INPROC_COMM_BF16:
-		h = t_float_to_bf16(f);
+		h = f32_to_bf16(f);
 		memcpy(p + i * 2, &h, 2);
 		break;
 	}

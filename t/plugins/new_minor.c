@@ -1,0 +1,25 @@
+/* wafer — SPDX-License-Identifier: MIT
+ * new_minor.c: a test plugin built for a minor newer than any core knows
+ * (ABI 1.99), otherwise good's: it loads, with a warning that names both
+ * minors, which wafer-info shows in the plugin's report. */
+#include "build-config.h"
+
+#include "t/plugins/common.h"
+
+const struct tp_plugin_defaults tp_plugin = {
+	.name = "new_minor",
+	.version = "9.9",
+	.description = "test plugin: built for ABI 1.99",
+	.devices = 1,
+};
+
+WAFER_PLUGIN_EXPORT const struct wafer_plugin *
+wafer_plugin_query(uint32_t core_abi_major,
+		   const struct wafer_host_services *host)
+{
+	static struct wafer_plugin d;
+
+	tp_describe(host, &d);
+	d.abi_minor = 99;
+	return &d;
+}
