@@ -23,6 +23,7 @@ struct cpu_event {
 	uint64_t recorded;  /* records issued */
 	uint64_t completed; /* the highest record whose task has run */
 	uint64_t stamp_ns;  /* when that one ran */
+	uint64_t waits;     /* wait tasks queued and not yet finished */
 };
 
 /* A task naming an event and one of its records. */
@@ -65,7 +66,7 @@ static uint64_t last_record(struct cpu_event *e)
 	return n;
 }
 
-/* Records still queued name the event: they run first. */
+/* Records and waits still queued name the event: they finish first. */
 void cpu_event_destroy(void *device, void *event)
 {
 	struct cpu_event *e = event;
@@ -73,7 +74,10 @@ void cpu_event_destroy(void *device, void *event)
 	(void)device;
 	if (!e)
 		return;
-	wait_for(e, last_record(e));
+	pthread_mutex_lock(&e->lock);
+	while (e->completed < e->recorded || e->waits)
+		pthread_cond_wait(&e->done, &e->lock);
+	pthread_mutex_unlock(&e->lock);
 	pthread_cond_destroy(&e->done);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
@@ -125,9 +129,14 @@ wafer_status cpu_event_record(void *device, void *queue, void *event)
 static void run_wait(struct cpu_task *task, struct cpu_queue *queue)
 {
 	struct event_task *t = (struct event_task *)task;
+	struct cpu_event *e = t->event;
 
 	(void)queue;
-	wait_for(t->event, t->record);
+	wait_for(e, t->record);
+	pthread_mutex_lock(&e->lock);
+	e->waits--;
+	pthread_cond_broadcast(&e->done);
+	pthread_mutex_unlock(&e->lock);
 	free(t);
 }
 
@@ -144,6 +153,9 @@ wafer_status cpu_queue_wait_event(void *device, void *queue, void *event)
 	t->event = e;
 	t->record = n;
 	t->task.run = run_wait;
+	pthread_mutex_lock(&e->lock);
+	e->waits++;
+	pthread_mutex_unlock(&e->lock);
 	cpu_queue_push(queue, &t->task);
 	return WAFER_OK;
 }

@@ -188,10 +188,18 @@ static wafer_status cpu_server_launch(void *device, void *queue,
 	}
 	struct launch_task *t = malloc(sizeof *t + launch->params_size);
 	if (!t) {
-		dev->state->host->set_error("cpu: launch of %s: cannot "
-					    "allocate %zu bytes of parameters",
-					    entry->op, launch->params_size);
-		return WAFER_ERROR_OUT_OF_MEMORY;
+		/* No memory for a task: the kernel runs here, after the
+		 * queue's earlier work, as a launch did before queues had
+		 * threads (a launch never fails for want of host memory). */
+		struct cpu_kernel_args args;
+		status = prepare_launch(dev, launch, &args);
+		if (status != WAFER_OK)
+			return status;
+		cpu_queue_drain(queue);
+		status = ((const struct cpu_kernel_impl *)entry->impl)->run(&args);
+		if (status != WAFER_OK)
+			cpu_queue_fail(queue, status, entry->op, entry->variant);
+		return WAFER_OK;
 	}
 	status = prepare_launch(dev, launch, &t->args);
 	if (status != WAFER_OK) {
