@@ -4,19 +4,24 @@
  * (wafer-torch(7)): the two entry points of PyTorch's
  * CUDAPluggableAllocator on top of the public client API, nothing else.
  *
- * One wafer client per (device, stream) PyTorch allocates for, opened on
- * "cuda:<device>" with that stream as its native queue, so that what the
- * memory strategy does is ordered on the stream PyTorch's kernels use,
- * as in PyTorch's own caching allocator:
+ * One wafer client per device, opened on "cuda:<device>" with PyTorch's
+ * default stream as its native queue, and one wafer queue per other
+ * stream PyTorch allocates for (wafer_queue_open_native over that
+ * stream), so that every stream's memory is one pool (wafer-queue(7)):
  *
- *  - memory freed on a stream is cached by that stream's client and
- *    handed out again to later requests for that stream; the kernels
- *    that will use it are queued behind the ones that used it before;
- *  - memory given back to the driver waits for the work queued on the
- *    stream (the core synchronises a wrapped queue before a free or an
- *    unmap: its work is issued by PyTorch, not by wafer, so wafer cannot
- *    know that the queue is idle), and the stream strategy's
- *    cuMemFreeAsync goes on the stream itself.
+ *  - an allocation is made with its stream's queue current: the memory
+ *    may be used by PyTorch's work on that stream at once, and wafer has
+ *    ordered that stream after the earlier users of the memory (a
+ *    device-side event wait, no host sync);
+ *  - a free is made with its stream's queue current: the memory serves
+ *    any stream's next allocation once the work PyTorch queued on that
+ *    stream before the free has run;
+ *  - memory given back to the driver waits for that work too (the core
+ *    synchronises a wrapped default queue before a free or an unmap:
+ *    its work is issued by PyTorch, not by wafer), and the stream
+ *    strategy's cuMemFreeAsync goes on the default stream after it.
+ * A process with more streams on a device than a client has queues (32)
+ * gets a client of their own for the rest, as each stream once had.
  *
  * Stream 0, the legacy default stream PyTorch runs on unless told
  * otherwise, cannot be passed as it is: a NULL native_queue means "a
@@ -42,6 +47,7 @@
 #include <string.h>
 
 #include <wafer/interop.h>
+#include <wafer/queue.h>
 #include <wafer/wafer.h>
 
 #include "lib/memory/u64map.h"
@@ -59,6 +65,11 @@ struct torch_client {
 	int device;
 	void *stream; /* as PyTorch passed it */
 	wafer_client *client;
+	/* The stream's queue on |client|, or NULL for its default queue
+	 * (the client's own stream). */
+	wafer_queue *queue;
+	/* |client| was opened for this entry (closed with it). */
+	bool owner;
 };
 
 /* A live allocation. While free, |size| links the free list. */
@@ -127,7 +138,7 @@ static int collect(int device, struct wafer_torch_stats *s)
 		const struct torch_client *c = &clients[i];
 		wafer_memory_usage u = {.struct_size = sizeof u};
 
-		if (device >= 0 && c->device != device)
+		if ((device >= 0 && c->device != device) || !c->owner)
 			continue;
 		if (wafer_memory_usage_get(c->client, &u) != WAFER_OK) {
 			say("statistics of the client for device %d, stream "
@@ -276,42 +287,89 @@ static bool same(const struct torch_client *c, int device, void *stream)
 	return c->device == device && c->stream == stream;
 }
 
-/* state_lock held: opens the client of (device, stream). */
-static bool open_client(int device, void *stream, size_t *out_index)
+/* state_lock held: a client of its own for (device, stream) in |c|. */
+static bool open_owner(struct torch_client *c, int device, void *stream)
 {
-	size_t n = atomic_load_explicit(&client_count, memory_order_relaxed);
 	char selector[64];
 
-	for (size_t i = 0; i < n; i++)
-		if (same(&clients[i], device, stream)) {
-			*out_index = i;
-			return true;
-		}
-	if (!runtime && !open_runtime())
-		return false;
-	if (n == TORCH_MAX_CLIENTS) {
-		say("device %d, stream %p: more than %d (device, stream) "
-		    "pairs", device, stream, TORCH_MAX_CLIENTS);
-		return false;
-	}
 	snprintf(selector, sizeof selector, "%s:%d", backend, device);
 	wafer_client_options options = {
 		.struct_size = sizeof options,
 		.channel = channel,
 		.native_queue = stream ? stream : TORCH_LEGACY_STREAM,
 	};
-	struct torch_client *c = &clients[n];
 	if (wafer_client_open(runtime, selector, &options, &c->client) !=
 	    WAFER_OK) {
 		say("cannot open a wafer client on %s for stream %p: %s",
 		    selector, stream, wafer_last_error());
 		return false;
 	}
-	c->device = device;
-	c->stream = stream;
+	c->owner = true;
+	return true;
+}
+
+/* state_lock held: the entry of (device, stream), made if need be. The
+ * device's client is the entry of its stream 0, made first. */
+static bool open_client(int device, void *stream, size_t *out_index)
+{
+	size_t n = atomic_load_explicit(&client_count, memory_order_relaxed);
+	size_t device_entry = SIZE_MAX;
+
+	for (size_t i = 0; i < n; i++) {
+		if (same(&clients[i], device, stream)) {
+			*out_index = i;
+			return true;
+		}
+		if (same(&clients[i], device, NULL))
+			device_entry = i;
+	}
+	if (!runtime && !open_runtime())
+		return false;
+	if (device_entry == SIZE_MAX && stream) {
+		if (!open_client(device, NULL, &device_entry))
+			return false;
+		n = atomic_load_explicit(&client_count, memory_order_relaxed);
+	}
+	if (n == TORCH_MAX_CLIENTS) {
+		say("device %d, stream %p: more than %d (device, stream) "
+		    "pairs", device, stream, TORCH_MAX_CLIENTS);
+		return false;
+	}
+	struct torch_client *c = &clients[n];
+	*c = (struct torch_client){.device = device, .stream = stream};
+	if (!stream) {
+		if (!open_owner(c, device, NULL))
+			return false;
+	} else {
+		c->client = clients[device_entry].client;
+		wafer_status status =
+			wafer_queue_open_native(c->client, stream, &c->queue);
+		if (status == WAFER_ERROR_OUT_OF_RANGE) {
+			c->queue = NULL;
+			if (!open_owner(c, device, stream))
+				return false;
+		} else if (status != WAFER_OK) {
+			say("cannot open a wafer queue on device %d for stream "
+			    "%p: %s", device, stream, wafer_last_error());
+			return false;
+		}
+	}
 	atomic_store_explicit(&client_count, n + 1, memory_order_release);
 	*out_index = n;
 	return true;
+}
+
+/* Makes entry |c|'s queue the calling thread's current one of its client
+ * and returns the one to select again after (NULL: nothing to undo). */
+static wafer_queue *enter_queue(const struct torch_client *c)
+{
+	return c->queue ? wafer_queue_select(c->queue) : NULL;
+}
+
+static void leave_queue(wafer_queue *was)
+{
+	if (was)
+		wafer_queue_select(was);
 }
 
 static bool client_for(int device, void *stream, size_t *out_index)
@@ -340,7 +398,8 @@ static void trim_others(int device, size_t except)
 	size_t n = atomic_load_explicit(&client_count, memory_order_acquire);
 
 	for (size_t i = 0; i < n; i++)
-		if (i != except && clients[i].device == device)
+		if (clients[i].owner && clients[i].device == device &&
+		    clients[i].client != clients[except].client)
 			wafer_memory_trim(clients[i].client);
 }
 
@@ -458,11 +517,13 @@ static void *allocate(size_t size, int device, void *stream)
 	if (!client_for(device, stream, &index))
 		return NULL;
 	wafer_client *client = clients[index].client;
+	wafer_queue *was = enter_queue(&clients[index]);
 	wafer_status status = wafer_empty(client, size, &handle);
 	if (status == WAFER_ERROR_OUT_OF_MEMORY) {
 		trim_others(device, index);
 		status = wafer_empty(client, size, &handle);
 	}
+	leave_queue(was);
 	if (status != WAFER_OK) {
 		say("alloc of %zu bytes on device %d, stream %p: %s", size,
 		    device, stream, wafer_last_error());
@@ -471,7 +532,9 @@ static void *allocate(size_t size, int device, void *stream)
 	void *ptr = pointer_of(client, handle, device);
 	if (ptr && remember(ptr, handle, index, size))
 		return ptr;
+	was = enter_queue(&clients[index]);
 	wafer_release(client, handle);
+	leave_queue(was);
 	return NULL;
 }
 
@@ -505,10 +568,13 @@ void wafer_torch_free(void *ptr, ssize_t size, int device, void *stream)
 		    "allocation of wafer-torch", ptr, size, device, stream);
 		return;
 	}
-	/* Back to the stream's client: reused by later work on that
-	 * stream, or given back to the driver behind the work queued on
-	 * it. */
-	if (wafer_release(clients[r.client].client, r.handle) != WAFER_OK)
+	/* Released with the stream's queue current: reused by any stream
+	 * once the work queued on this one before has run, or given back
+	 * to the driver behind it. */
+	wafer_queue *was = enter_queue(&clients[r.client]);
+	wafer_status status = wafer_release(clients[r.client].client, r.handle);
+	leave_queue(was);
+	if (status != WAFER_OK)
 		say("free of %p (%zd bytes, device %d): %s", ptr, size,
 		    device, wafer_last_error());
 }
@@ -518,7 +584,8 @@ void wafer_torch_empty_cache(void)
 	size_t n = atomic_load_explicit(&client_count, memory_order_acquire);
 
 	for (size_t i = 0; i < n; i++)
-		if (wafer_memory_trim(clients[i].client) != WAFER_OK)
+		if (clients[i].owner &&
+		    wafer_memory_trim(clients[i].client) != WAFER_OK)
 			say("empty_cache on device %d, stream %p: %s",
 			    clients[i].device, clients[i].stream,
 			    wafer_last_error());
@@ -543,8 +610,16 @@ size_t wafer_torch_close(void)
 
 	n = atomic_load(&client_count);
 	atomic_store(&client_count, 0);
+	/* The streams' queues first, then the clients they belong to. */
+	for (size_t i = 0; i < n; i++)
+		if (clients[i].queue &&
+		    wafer_queue_close(clients[i].queue) != WAFER_OK)
+			say("closing the queue of device %d, stream %p: %s",
+			    clients[i].device, clients[i].stream,
+			    wafer_last_error());
 	for (size_t i = 0; i < n; i++) {
-		if (wafer_client_close(clients[i].client) != WAFER_OK)
+		if (clients[i].owner &&
+		    wafer_client_close(clients[i].client) != WAFER_OK)
 			say("closing the client of device %d, stream %p: %s",
 			    clients[i].device, clients[i].stream,
 			    wafer_last_error());

@@ -13,9 +13,8 @@
  * where it is there but cannot be loaded, every comm entry reports
  * NOT_SUPPORTED, saying why. Nothing else changes either way.
  *
- * Ordering is free here: a cpu queue runs each command to completion on
- * the thread that issues it (server.c), so a collective issued on a queue
- * runs after the launches and copies before it and before those after. */
+ * A collective runs on the calling thread once its queue has run what was
+ * issued before it (queue.c), and before anything issued after it. */
 #include "build-config.h"
 
 #include <dlfcn.h>
@@ -175,6 +174,7 @@ wafer_status cpu_comm_run(void *device, void *queue, void *comm,
 	const char *src = (const char *)cpu_resource_ptr(c->src);
 	char *dst = (char *)cpu_resource_ptr(c->dst);
 
+	cpu_queue_drain(queue);
 	/* A broadcast's non-root ranks may pass no source. */
 	if (src)
 		src += c->src_offset;

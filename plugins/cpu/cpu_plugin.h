@@ -24,6 +24,7 @@
 #define WAFER_PLUGINS_CPU_CPU_PLUGIN_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -79,7 +80,50 @@ struct cpu_device {
 	 * size, and vm_map checks bounds against it. */
 	pthread_mutex_t vm_lock;
 	struct cpu_vm_range *vm_ranges;
+	/* The device's queues (queue.c), drained before memory is freed. */
+	pthread_mutex_t queues_lock;
+	struct cpu_queue *queues;
 };
+
+/* queue.c: a queue is a worker thread running its tasks in order. */
+struct cpu_queue;
+struct cpu_graph;
+struct cpu_task {
+	/* Runs on the worker and frees the task. */
+	void (*run)(struct cpu_task *task, struct cpu_queue *queue);
+	struct cpu_task *next;
+};
+struct cpu_queue {
+	struct cpu_device *dev;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t work, idle;
+	struct cpu_task *head, *tail;
+	/* Tasks pushed and not finished (the running one included). */
+	size_t pending;
+	bool stop;
+	/* Failures of work that ran; sync reports the first. Under lock. */
+	struct wafer_plugin_deferred failed;
+	/* Between graph_begin and graph_end: where launches go instead of
+	 * being queued (graph.h). The issuing thread's only. */
+	struct cpu_graph *recording;
+	struct cpu_queue *next; /* on dev->queues */
+};
+wafer_status cpu_queue_new(struct cpu_device *dev, struct cpu_queue **out);
+/* Runs what is left on the queue, then frees it. */
+void cpu_queue_free(struct cpu_queue *queue);
+/* Puts |task| at the tail (the issuing thread only). */
+void cpu_queue_push(struct cpu_queue *queue, struct cpu_task *task);
+/* Waits until every task pushed has finished. */
+void cpu_queue_drain(struct cpu_queue *queue);
+bool cpu_queue_idle(struct cpu_queue *queue);
+/* cpu_queue_drain of every queue of |dev|. */
+void cpu_device_drain(struct cpu_device *dev);
+/* Keeps a failure of work that ran for the queue's next sync. */
+void cpu_queue_fail(struct cpu_queue *queue, wafer_status status,
+		    const char *what, const char *detail);
+/* Drains, then returns the first failure kept (and forgets them). */
+wafer_status cpu_queue_report(struct cpu_queue *queue);
 
 /* storage.c */
 extern const struct wafer_storage_ops cpu_storage_ops;

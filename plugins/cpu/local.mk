@@ -8,6 +8,7 @@ plugins_cpu_cpu_la_SOURCES = \
 	plugins/cpu/storage.c \
 	plugins/cpu/server.c \
 	plugins/cpu/event.c plugins/cpu/graph.c plugins/cpu/graph.h \
+	plugins/cpu/queue.c \
 	plugins/cpu/kernels.c plugins/cpu/kernels.h \
 	plugins/cpu/kernel_sets.def \
 	plugins/cpu/kernels_math.h plugins/cpu/convert.h \

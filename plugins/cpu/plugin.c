@@ -235,6 +235,7 @@ static wafer_status cpu_device_open(void *state, uint32_t index,
 		free(dev);
 		return WAFER_ERROR_DEVICE;
 	}
+	pthread_mutex_init(&dev->queues_lock, NULL);
 	cpu_storage_open(dev);
 	*out_device = dev;
 	return WAFER_OK;
@@ -246,6 +247,7 @@ static void cpu_device_close(void *device)
 
 	cpu_storage_close(dev);
 	cpu_pool_destroy(dev->pool);
+	pthread_mutex_destroy(&dev->queues_lock);
 	free(dev);
 }
 

@@ -3,32 +3,21 @@
  * server.c: the cpu plugin's wafer_server_ops — queues, launch, sync and
  * timers.
  *
- * The cpu backend is synchronous: launch runs the kernel to completion
- * (spread over the device's thread pool) before it returns, so a queue has
- * nothing to hold but the first error of a kernel that failed while
- * running. plugin.h lets launch return before the kernel ran and report
- * such errors at the next sync; an asynchronous backend must work that way,
- * and the cpu backend keeps the same contract so the core sees one
- * behaviour. A parameter block that reaches past its bindings is found
- * before anything runs and is returned by launch at once. */
+ * Each queue is a worker thread (queue.c): launch checks the launch on
+ * the calling thread, returns what is wrong with it at once, and leaves
+ * the kernel to the queue's worker; a kernel that fails while running is
+ * reported by the queue's next sync, as plugin.h asks of every backend. */
 #include "build-config.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugins/cpu/cpu_plugin.h"
 #include "plugins/cpu/graph.h"
 #include "plugins/cpu/kernels.h"
-
-struct cpu_queue {
-	/* Failures of kernels that ran; sync returns the first with its
-	 * detail and forgets them. */
-	struct wafer_plugin_deferred failed;
-	/* Between graph_begin and graph_end: where launches go instead of
-	 * running (graph.h). */
-	struct cpu_graph *recording;
-};
 
 struct cpu_timer {
 	uint64_t start_ns;
@@ -40,34 +29,24 @@ struct cpu_timer {
 
 static wafer_status cpu_server_queue_create(void *device, void **out_queue)
 {
-	struct cpu_device *dev = device;
-	struct cpu_queue *queue = calloc(1, sizeof *queue);
-
-	*out_queue = queue;
-	if (!queue) {
-		dev->state->host->set_error("cpu: cannot allocate a queue");
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
-	return WAFER_OK;
+	return cpu_queue_new(device, (struct cpu_queue **)out_queue);
 }
 
 static void cpu_server_queue_destroy(void *device, void *queue)
 {
 	struct cpu_queue *q = queue;
 
+	(void)device;
 	if (q) {
-		wafer_plugin_deferred_clear(&q->failed);
 		cpu_graph_free(q->recording);
+		cpu_queue_free(q);
 	}
-	free(q);
 }
 
 static wafer_status cpu_server_sync(void *device, void *queue)
 {
-	struct cpu_device *dev = device;
-	struct cpu_queue *q = queue;
-
-	return wafer_plugin_deferred_report(&q->failed, dev->state->host);
+	(void)device;
+	return cpu_queue_report(queue);
 }
 
 /* Interop: there is no native queue on cpu. Work runs in order on the
@@ -145,6 +124,26 @@ static wafer_status prepare_launch(struct cpu_device *dev,
 					impl->element_size);
 }
 
+/* A launch on a queue's worker: its arguments with the parameter block
+ * copied, since the caller's is gone by the time the kernel runs. */
+struct launch_task {
+	struct cpu_task task;
+	const struct wafer_kernel *entry;
+	struct cpu_kernel_args args;
+	max_align_t params[]; /* the parameter block */
+};
+
+static void run_launch(struct cpu_task *task, struct cpu_queue *queue)
+{
+	struct launch_task *t = (struct launch_task *)task;
+	const struct cpu_kernel_impl *impl = t->entry->impl;
+	wafer_status status = impl->run(&t->args);
+
+	if (status != WAFER_OK)
+		cpu_queue_fail(queue, status, t->entry->op, t->entry->variant);
+	free(t);
+}
+
 /* A launch while |q| records a graph: prepared and checked now, run at
  * each replay. Program kernels are not recorded (the core then replays
  * the run of launches itself). */
@@ -175,25 +174,45 @@ static wafer_status cpu_server_launch(void *device, void *queue,
 				      const struct wafer_launch *launch)
 {
 	const struct wafer_kernel *entry = launch->kernel;
-	const struct cpu_kernel_impl *impl = entry->impl;
-	struct cpu_kernel_args args;
+	struct cpu_device *dev = device;
 	wafer_status status;
 
 	struct cpu_queue *q = queue;
 	if (q->recording)
 		return record_launch(device, q, launch);
-	if (wafer_plugin_kernel_is_program(entry))
+	/* The caller's programs run on the calling thread, after the
+	 * queue's earlier work (program.c). */
+	if (wafer_plugin_kernel_is_program(entry)) {
+		cpu_queue_drain(queue);
 		return cpu_program_launch(device, launch);
-	status = prepare_launch(device, launch, &args);
-	if (status != WAFER_OK)
+	}
+	struct launch_task *t = malloc(sizeof *t + launch->params_size);
+	if (!t) {
+		/* No memory for a task: the kernel runs here, after the
+		 * queue's earlier work, as a launch did before queues had
+		 * threads (a launch never fails for want of host memory). */
+		struct cpu_kernel_args args;
+		status = prepare_launch(dev, launch, &args);
+		if (status != WAFER_OK)
+			return status;
+		cpu_queue_drain(queue);
+		status = ((const struct cpu_kernel_impl *)entry->impl)->run(&args);
+		if (status != WAFER_OK)
+			cpu_queue_fail(queue, status, entry->op, entry->variant);
+		return WAFER_OK;
+	}
+	status = prepare_launch(dev, launch, &t->args);
+	if (status != WAFER_OK) {
+		free(t);
 		return status;
-	status = impl->run(&args);
-	if (status != WAFER_OK)
-		wafer_plugin_deferred_set(&((struct cpu_queue *)queue)->failed,
-					  status,
-					  "cpu: kernel %s (%s) failed while "
-					  "running",
-					  entry->op, entry->variant);
+	}
+	if (launch->params_size)
+		memcpy(t->params, launch->params, launch->params_size);
+	t->args.params = t->params;
+	t->args.reach.sizes = t->args.size;
+	t->entry = entry;
+	t->task.run = run_launch;
+	cpu_queue_push(queue, &t->task);
 	return WAFER_OK;
 }
 
@@ -231,7 +250,9 @@ static wafer_status cpu_server_graph_end(void *device, void *queue,
 	return WAFER_OK;
 }
 
-/* As a launch: a kernel's failure is the queue's, for its next sync. */
+/* As a launch: a kernel's failure is the queue's, for its next sync. A
+ * replay runs on the calling thread once the queue's earlier work has
+ * run (the graph may be destroyed as soon as the call returns). */
 static wafer_status cpu_server_graph_launch(void *device, void *queue,
 					    void *graph)
 {
@@ -239,12 +260,10 @@ static wafer_status cpu_server_graph_launch(void *device, void *queue,
 	const char *kernel = NULL;
 	(void)device;
 
+	cpu_queue_drain(q);
 	wafer_status status = cpu_graph_run(graph, &kernel);
 	if (status != WAFER_OK)
-		wafer_plugin_deferred_set(&q->failed, status,
-					  "cpu: kernel %s of a graph failed "
-					  "while running",
-					  kernel);
+		cpu_queue_fail(q, status, "a graph's kernel", kernel);
 	return WAFER_OK;
 }
 
@@ -258,9 +277,9 @@ static void cpu_server_graph_destroy(void *device, void *graph)
  * Timers
  *===----------------------------------------------------------------------===*/
 
-/* Host time is device time here (cpu_now_ns): launches and copies have
- * finished when they return, so the interval between two points on the
- * calling thread is exactly the work issued between them. */
+/* Host time is device time here (cpu_now_ns). Each end of a timer
+ * drains the queue first, so the interval is exactly the work issued
+ * between them (timing costs the overlap of the calling thread). */
 
 static wafer_status cpu_server_timer_begin(void *device, void *queue,
 					   void **out_timer)
@@ -273,6 +292,7 @@ static wafer_status cpu_server_timer_begin(void *device, void *queue,
 		dev->state->host->set_error("cpu: cannot allocate a timer");
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	}
+	cpu_queue_drain(queue);
 	timer->start_ns = cpu_now_ns();
 	return WAFER_OK;
 }
@@ -282,6 +302,7 @@ static wafer_status cpu_server_timer_end(void *device, void *queue,
 {
 	struct cpu_timer *t = timer;
 
+	cpu_queue_drain(queue);
 	*out_ns = cpu_now_ns() - t->start_ns;
 	free(t);
 	return WAFER_OK;

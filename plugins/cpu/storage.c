@@ -5,9 +5,13 @@
  * thread, and virtual memory is mmap'd address space whose pages are
  * committed and dropped with mprotect and madvise.
  *
- * Every copy runs at once, synchronously. That keeps queue ordering
- * trivially true: launches are synchronous too (server.c), so by the time
- * a copy is issued, everything issued before it on its queue has run. */
+ * A copy runs on the calling thread once its queue's earlier work has
+ * finished (cpu_queue_drain), so it is in order with the launches the
+ * queue's worker runs (queue.c) and, like a copy from pageable memory on
+ * a GPU, may overlap what other queues run. Memory is freed or unmapped
+ * only once every queue of the device is drained: no kernel still
+ * queued can touch it (plugin.h leaves that to the plugin where its
+ * queues are its own threads). */
 #include "build-config.h"
 
 #include <errno.h>
@@ -54,6 +58,7 @@ static wafer_status cpu_storage_alloc(void *device, size_t size,
 
 static void cpu_storage_free(void *device, wafer_resource resource)
 {
+	cpu_device_drain(device);
 	free(cpu_resource_ptr(resource));
 }
 
@@ -61,6 +66,8 @@ static wafer_status cpu_storage_copy_in(void *device, void *queue,
 					wafer_resource dst, size_t dst_offset,
 					const void *src, size_t size)
 {
+	(void)device;
+	cpu_queue_drain(queue);
 	if (size)
 		memcpy((char *)cpu_resource_ptr(dst) + dst_offset, src, size);
 	return WAFER_OK;
@@ -70,6 +77,8 @@ static wafer_status cpu_storage_copy_out(void *device, void *queue,
 					 wafer_resource src, size_t src_offset,
 					 void *dst, size_t size)
 {
+	(void)device;
+	cpu_queue_drain(queue);
 	if (size)
 		memcpy(dst, (const char *)cpu_resource_ptr(src) + src_offset,
 		       size);
@@ -82,6 +91,8 @@ static wafer_status cpu_storage_copy(void *device, void *queue,
 				     wafer_resource src, size_t src_offset,
 				     size_t size)
 {
+	(void)device;
+	cpu_queue_drain(queue);
 	if (size)
 		memmove((char *)cpu_resource_ptr(dst) + dst_offset,
 			(const char *)cpu_resource_ptr(src) + src_offset, size);
@@ -90,16 +101,17 @@ static wafer_status cpu_storage_copy(void *device, void *queue,
 
 /* Peer copy (wafer_copy_peer) between two cpu devices, or within one:
  * every device's memory is the same host memory, so it is a memmove on
- * the destination client's thread. Both queues are in order already: a
- * cpu queue has run everything issued on it by the time the entry
- * returns (server.c), and the core has brought the source's commands to
- * its queue before calling. */
+ * the destination client's thread once both queues have run what was
+ * issued on them before (the core has brought the source's commands to
+ * its queue before calling). */
 static wafer_status cpu_storage_copy_peer(void *device, void *queue,
 					  wafer_resource dst,
 					  size_t dst_offset, void *src_device,
 					  void *src_queue, wafer_resource src,
 					  size_t src_offset, size_t size)
 {
+	(void)src_device;
+	cpu_queue_drain(src_queue);
 	return cpu_storage_copy(device, queue, dst, dst_offset, src,
 				src_offset, size);
 }
@@ -138,6 +150,7 @@ static void *range_pages(struct cpu_device *dev, wafer_resource range,
 		range_size = r->size;
 	pthread_mutex_unlock(&dev->vm_lock);
 
+	cpu_device_drain(dev);
 	if (!r) {
 		host->set_error("cpu: %s: 0x%" PRIx64
 				" is not a reserved range",
@@ -210,6 +223,7 @@ static void cpu_storage_vm_release(void *device, wafer_resource range)
 	struct cpu_vm_range *r = find_range(dev, range, 1);
 	pthread_mutex_unlock(&dev->vm_lock);
 
+	cpu_device_drain(dev);
 	if (!r) {
 		dev->state->host->log(dev->state->host, WAFER_LOG_WARN,
 				      "vm_release: 0x%" PRIx64
@@ -251,6 +265,7 @@ static wafer_status cpu_storage_vm_unmap(void *device, wafer_resource range,
 
 	if (!pages)
 		return WAFER_ERROR_INVALID_ARGUMENT;
+	cpu_device_drain(dev);
 	if (madvise(pages, size, MADV_DONTNEED) != 0 ||
 	    mprotect(pages, size, PROT_NONE) != 0) {
 		dev->state->host->set_error("cpu: vm_unmap: %s",

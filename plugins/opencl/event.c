@@ -17,6 +17,8 @@
  * returned: work issued after the callback starts after it, as on CUDA. */
 #include "build-config.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "plugins/opencl/ocl_plugin.h"
@@ -165,15 +167,43 @@ struct ocl_callback {
 	cl_event gate; /* a user event the queue's later work waits on */
 };
 
-static void CL_CALLBACK run_callback(cl_event marker, cl_int state, void *data)
+/* On a thread of the plugin's: the user's function, then the gate. */
+static void *callback_thread(void *data)
 {
 	struct ocl_callback *cb = data;
 
+	cb->fn(cb->arg);
+	clSetUserEventStatus(cb->gate, CL_COMPLETE);
+	clReleaseEvent(cb->gate);
+	free(cb);
+	return NULL;
+}
+
+/* The OpenCL runtime's callback must return promptly (the specification
+ * leaves blocking in it undefined, and an implementation may deliver
+ * every queue's callbacks on one thread), so the caller's function, which
+ * may take its time, runs on a thread of its own: a callback on one queue
+ * never holds up another queue's. */
+static void CL_CALLBACK run_callback(cl_event marker, cl_int state, void *data)
+{
+	struct ocl_callback *cb = data;
+	pthread_attr_t attr;
+	pthread_t thread;
+	bool started = false;
+
+	clReleaseEvent(marker);
+	if (state == CL_COMPLETE && pthread_attr_init(&attr) == 0) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		started = pthread_create(&thread, &attr, callback_thread, cb) == 0;
+		pthread_attr_destroy(&attr);
+	}
+	if (started)
+		return;
+	/* No thread to be had: here, as before. */
 	if (state == CL_COMPLETE)
 		cb->fn(cb->arg);
 	clSetUserEventStatus(cb->gate, state == CL_COMPLETE ? CL_COMPLETE : -1);
 	clReleaseEvent(cb->gate);
-	clReleaseEvent(marker);
 	free(cb);
 }
 

@@ -21,7 +21,7 @@ nodist_plugins_opencl_opencl_la_SOURCES = plugins/opencl/sources.c
 plugins_opencl_opencl_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DCL_TARGET_OPENCL_VERSION=120 $(OPENCL_CFLAGS) $(CLBLAST_CFLAGS)
 plugins_opencl_opencl_la_LDFLAGS = $(WAFER_PLUGIN_LDFLAGS)
-plugins_opencl_opencl_la_LIBADD = $(CLBLAST_LIBS) $(OPENCL_LIBS)
+plugins_opencl_opencl_la_LIBADD = $(CLBLAST_LIBS) $(OPENCL_LIBS) -lpthread
 EXTRA_plugins_opencl_opencl_la_DEPENDENCIES = $(top_srcdir)/plugins/plugin.map
 CLEANFILES += plugins/opencl/sources.c
 endif

@@ -14,6 +14,9 @@
  *     a queue), and their errors;
  *   - host callbacks run in queue order; a failing one is reported by its
  *     own queue's next sync only, and the other queues go on;
+ *   - with the events group, two queues run at once: a host callback on
+ *     one waits for a callback issued after it on another (shown by
+ *     order, not by timing; run in turn, the first gives up);
  *   - a queue over a native one (a CUstream, a cl_command_queue) works
  *     like the others and leaves the native queue to its owner;
  *   - many threads, each on a queue of one client, each checking its
@@ -22,6 +25,8 @@
  * (WAFER_CAP_EVENTS) the queues are ordered on the device, without it on
  * the host, and every point above holds either way. */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +337,64 @@ static void test_callbacks(wafer_runtime *rt, const char *channel)
 		  "%s: close after a reported failure", channel);
 }
 
+/* Two callbacks on two queues: the first waits for the second, issued
+ * after it. Queues that run one at a time never run the second while the
+ * first waits, so the first gives up after |OVERLAP_WAIT_S|. */
+#define OVERLAP_WAIT_S 5
+
+struct meeting {
+	atomic_int second_ran;
+	atomic_int first_saw;
+};
+
+static wafer_status wait_for_second(void *user)
+{
+	struct meeting *m = user;
+	struct timespec start, now, nap = {0, 1000000};
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		if (atomic_load(&m->second_ran)) {
+			atomic_store(&m->first_saw, 1);
+			return WAFER_OK;
+		}
+		nanosleep(&nap, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < OVERLAP_WAIT_S);
+	return WAFER_OK;
+}
+
+static wafer_status second(void *user)
+{
+	atomic_store(&((struct meeting *)user)->second_ran, 1);
+	return WAFER_OK;
+}
+
+static void test_overlap(wafer_runtime *rt, const char *channel)
+{
+	wafer_client *c = open_client_on(rt, "default", channel);
+	struct meeting m = {0};
+	wafer_queue *a, *b;
+
+	if (!(caps_of(c, NULL) & WAFER_CAP_EVENTS)) {
+		diag("%s: queues ordered on the host do not overlap: "
+		     "not tested", channel);
+		wafer_client_close(c);
+		return;
+	}
+	check(wafer_queue_open(c, &a), "open a");
+	check(wafer_queue_open(c, &b), "open b");
+	check(wafer_queue_callback(a, wait_for_second, &m), "callback on a");
+	check(wafer_queue_callback(b, second, &m), "callback on b");
+	check(wafer_queue_sync(a), "sync a");
+	check(wafer_queue_sync(b), "sync b");
+	ok(atomic_load(&m.first_saw),
+	   "%s: queue a's callback saw one issued after it on queue b: the "
+	   "queues run at once",
+	   channel);
+	is_status(wafer_client_close(c), WAFER_OK, "%s: close", channel);
+}
+
 /* A queue over a native one (here another client's, as a framework's
  * stream would be): used like any queue, closed without destroying it. */
 static void test_native(wafer_runtime *rt, const char *channel)
@@ -473,6 +536,7 @@ int main(void)
 		test_release_then_reserve(rt, channel);
 		test_events(rt, channel);
 		test_callbacks(rt, channel);
+		test_overlap(rt, channel);
 		test_native(rt, channel);
 		test_threads(rt, channel);
 	}

@@ -87,7 +87,8 @@
  * FAKECUDA_INIT (a CUresult for cuInit), FAKECUDA_MISSING (a symbol
  * cuGetProcAddress does not find), FAKECUDA_DEVICES (1), FAKECUDA_ARCH
  * (90), FAKECUDA_MEMORY (1 GiB), FAKECUDA_NO_VMM, FAKECUDA_NO_POOLS,
- * FAKECUDA_NO_PINNED, FAKECUDA_DELAY_US, FAKECUDA_VA_MAX (bytes: a
+ * FAKECUDA_NO_PINNED, FAKECUDA_DELAY_US (read as each op is issued, on
+ * the issuing thread), FAKECUDA_VA_MAX (bytes: a
  * larger address reservation is refused). fakecuda_stats() and
  * fakecuda_reset() are for tests that dlopen this library themselves;
  * fakecuda.h numbers what they check when they call entry points
@@ -493,6 +494,10 @@ struct op {
 	CUhostFn host_fn;
 	struct fakecuda_access *access;
 	size_t access_count;
+	/* FAKECUDA_DELAY_US when it was issued (read on the issuing thread:
+	 * a test that sets it with setenv while streams run would race with
+	 * a getenv on the stream's thread). */
+	long delay_us;
 	struct op *next;
 };
 
@@ -543,12 +548,10 @@ struct CUevent_st {
 
 static struct CUevent_st *events;
 
-static void delay(void)
+static void delay(const struct op *o)
 {
-	long us = env_long("FAKECUDA_DELAY_US", 0);
-
-	if (us > 0)
-		usleep((useconds_t)us);
+	if (o->delay_us > 0)
+		usleep((useconds_t)o->delay_us);
 }
 
 static void run_kernel(struct op *o);
@@ -562,7 +565,7 @@ static uint64_t clock_ns;
 /* Runs |o| (L not held), then reports it done. */
 static void run_op(struct op *o)
 {
-	delay();
+	delay(o);
 	pthread_mutex_lock(&L);
 	int ok = sticky == CUDA_SUCCESS;
 	if (ok && o->kind == OP_COPY)
@@ -691,6 +694,7 @@ static uint64_t global_seq;
 /* Queues |o| on |s|; returns its number in the stream. L held. */
 static uint64_t push_op(struct CUstream_st *s, struct op *o)
 {
+	o->delay_us = env_long("FAKECUDA_DELAY_US", 0);
 	o->next = NULL;
 	if (s->capturing) {
 		if (o->kind != OP_KERNEL)

@@ -28,9 +28,10 @@
  *
  *     dispatch_queue default_ns=X second_queue_ns=Y vs_default=Y/X
  *
- * On a backend without events (wafer-info lists no `events`), or one
- * whose queues are synchronous (cpu), the gain is about 1: the queues
- * are ordered on the host there. */
+ * On a backend without events (wafer-info lists no `events`) the gain is
+ * about 1: the queues are ordered on the host there. On cpu each queue
+ * is a worker thread, and the copy runs on the issuing thread beside the
+ * compute queue's worker, both drawing on the same cores. */
 #include "build-config.h"
 
 #include <math.h>
