@@ -1,5 +1,5 @@
 # t/cuda/: what only the cuda plugin has, on the stand-in driver.
-BACKEND_OWN_TESTS += cuda:t/cuda/plugin cuda:t/cuda/comm cuda:t/cuda/cuda.sh \
+BACKEND_OWN_TESTS += cuda:t/cuda/plugin cuda:t/cuda/comm cuda:t/cuda/comm_fail cuda:t/cuda/cuda.sh \
 	cuda:t/cuda/torch_alloc
 
 # The cuda plugin (when built) through the vendor ABI, on a stand-in
@@ -33,6 +33,11 @@ check_PROGRAMS += t/cuda/comm
 TESTS += t/cuda/comm
 t_cuda_comm_SOURCES = t/cuda/comm.c t/standins/cuda_host.h t/standins/fakecuda.h t/half.h
 t_cuda_comm_LDADD = -ldl -lm -lpthread
+# A collective the stand-in NCCL fails (FAKENCCL_FAIL), through the core
+# on each channel: a clear error, and the client and communicator go on.
+check_PROGRAMS += t/cuda/comm_fail
+TESTS += t/cuda/comm_fail
+t_cuda_comm_fail_LDADD = libwafer.la -lpthread
 if WAFER_NCCL
 check_LTLIBRARIES += t/standins/fakenccl.la
 t_standins_fakenccl_la_SOURCES = t/standins/fakenccl.c t/standins/fakecuda.h \

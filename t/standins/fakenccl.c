@@ -30,6 +30,9 @@
  *    (the stand-in has nothing to fuse), End without Start is
  *    ncclInvalidUsage;
  *  - ncclCommDestroy waits for the communicator's queued work;
+ *  - FAKENCCL_FAIL=<collective> (ncclAllReduce, ...): every call of that
+ *    collective fails at once with ncclSystemError, nothing queued, as
+ *    a real NCCL refuses a call it cannot issue;
  *  - ncclGetErrorString, ncclGetLastError (this thread's last failure),
  *    ncclGetVersion (NCCL_VERSION_CODE of the header), ncclCommCount,
  *    ncclCommUserRank, ncclCommCuDevice, ncclCommInitAll (one thread a
@@ -541,6 +544,9 @@ static ncclResult_t enqueue(enum kind kind, const void *send, void *recv,
 
 	if (!comm)
 		return fail(ncclInvalidArgument, "%s: NULL comm", what);
+	if (getenv("FAKENCCL_FAIL") && strcmp(getenv("FAKENCCL_FAIL"), what) == 0)
+		return fail(ncclSystemError, "%s: failed as FAKENCCL_FAIL "
+			    "asks", what);
 	j = calloc(1, sizeof *j);
 	if (!j)
 		return fail(ncclSystemError, "%s: out of memory", what);

@@ -1,0 +1,159 @@
+/* wafer — SPDX-License-Identifier: MIT
+ *
+ * comm_fail.c: a collective that NCCL refuses, through the core, on each
+ * channel (direct, mutex, mpsc). Two clients (cuda:0 and cuda:1 of the
+ * stand-in driver, t/standins/fakecuda.c) form a communicator through the
+ * stand-in NCCL (t/standins/fakenccl.c), which fails every ncclAllReduce
+ * (FAKENCCL_FAIL). Each rank's all_reduce (or, on mpsc, the sync after
+ * it) is WAFER_ERROR_DEVICE naming ncclAllReduce and NCCL's reason; the
+ * client then goes on: a kernel and a read give the right bytes, and an
+ * all_gather on the same communicator works. */
+#include "build-config.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <wafer/comm.h>
+#include <wafer/wafer.h>
+
+#include "t/client_util.h"
+#include "t/tap.h"
+
+#define N 37
+#define RANKS 2
+
+static const char *const channels[] = {"direct", "mutex", "mpsc"};
+
+struct rank {
+	wafer_client *client;
+	wafer_comm *comm;
+	uint32_t rank;
+	wafer_status failed;  /* the all_reduce's, or its sync's */
+	char error[512];      /* wafer_last_error() then */
+	bool usable;          /* fill and read gave the fill */
+	bool gathered;        /* the all_gather after it is right */
+	char why[256];
+};
+
+static void *rank_main(void *data)
+{
+	struct rank *r = data;
+	float back[N], all[N * RANKS];
+	wafer_handle h, g;
+
+	if (wafer_empty(r->client, sizeof back, &h) != WAFER_OK ||
+	    wafer_empty(r->client, sizeof all, &g) != WAFER_OK) {
+		snprintf(r->why, sizeof r->why, "empty: %s",
+			 wafer_last_error());
+		return NULL;
+	}
+	wafer_status st = fill_floats(r->client, h, N, 1);
+	if (st == WAFER_OK)
+		st = wafer_comm_all_reduce(r->comm, h, h, N, WAFER_DTYPE_F32,
+					   WAFER_REDUCE_SUM);
+	if (st == WAFER_OK)
+		st = wafer_sync(r->client);
+	r->failed = st;
+	snprintf(r->error, sizeof r->error, "%s", wafer_last_error());
+
+	st = fill_floats(r->client, h, N, (float)(r->rank + 7));
+	if (st == WAFER_OK)
+		st = wafer_read(r->client, h, 0, back, sizeof back);
+	r->usable = st == WAFER_OK;
+	for (int i = 0; r->usable && i < N; i++)
+		r->usable = back[i] == (float)(r->rank + 7);
+	if (!r->usable)
+		snprintf(r->why, sizeof r->why, "rank %u: fill and read: %s",
+			 r->rank, wafer_last_error());
+
+	st = wafer_comm_all_gather(r->comm, h, g, N, WAFER_DTYPE_F32);
+	if (st == WAFER_OK)
+		st = wafer_read(r->client, g, 0, all, sizeof all);
+	r->gathered = st == WAFER_OK;
+	for (int i = 0; r->gathered && i < N * RANKS; i++)
+		r->gathered = all[i] == (float)(i / N + 7);
+	if (!r->gathered && !r->why[0])
+		snprintf(r->why, sizeof r->why, "rank %u: all_gather: %s",
+			 r->rank, wafer_last_error());
+	wafer_release(r->client, h);
+	wafer_release(r->client, g);
+	return NULL;
+}
+
+static void test_channel(wafer_runtime *rt, const char *label)
+{
+	wafer_client *clients[RANKS];
+	wafer_comm *comms[RANKS];
+	struct rank ranks[RANKS];
+	pthread_t threads[RANKS];
+
+	clients[0] = open_client_on(rt, "cuda:0", label);
+	clients[1] = open_client_on(rt, "cuda:1", label);
+	check(wafer_comm_open_group(clients, RANKS, comms), "open_group");
+	for (uint32_t i = 0; i < RANKS; i++) {
+		ranks[i] = (struct rank){.client = clients[i],
+					 .comm = comms[i], .rank = i};
+		if (pthread_create(&threads[i], NULL, rank_main, &ranks[i]))
+			bail_out("pthread_create");
+	}
+	for (uint32_t i = 0; i < RANKS; i++)
+		pthread_join(threads[i], NULL);
+	for (uint32_t i = 0; i < RANKS; i++) {
+		struct rank *r = &ranks[i];
+		is_status(r->failed, WAFER_ERROR_DEVICE,
+			  "[%s] rank %u: the failing all_reduce is "
+			  "WAFER_ERROR_DEVICE",
+			  label, i);
+		ok(strstr(r->error, "ncclAllReduce") &&
+			   strstr(r->error, "FAKENCCL_FAIL"),
+		   "[%s]   ... naming ncclAllReduce and NCCL's reason (%s)",
+		   label, r->error);
+		ok(r->usable, "[%s]   ... the client goes on: a fill reads "
+		   "back %s", label, r->why);
+		ok(r->gathered, "[%s]   ... an all_gather on the same "
+		   "communicator works %s", label, r->why);
+	}
+	for (uint32_t i = 0; i < RANKS; i++) {
+		check(wafer_comm_close(comms[i]), "comm_close");
+		ok_clean(clients[i], label);
+		check(wafer_client_close(clients[i]), "client_close");
+	}
+}
+
+int main(void)
+{
+	const char *builddir = getenv("T_BUILDDIR");
+	char fake[4096], nccl[4096];
+
+	if (!builddir)
+		skip_all("T_BUILDDIR is not set (run through make check)");
+	snprintf(fake, sizeof fake, "%s/standins/.libs/fakecuda.so", builddir);
+	snprintf(nccl, sizeof nccl, "%s/standins/.libs/fakenccl.so", builddir);
+	if (access(fake, R_OK) != 0 || access(nccl, R_OK) != 0)
+		skip_all("no stand-in driver or NCCL (nccl.h not found?)");
+	setenv("FAKECUDA_DEVICES", "2", 1);
+	setenv("FAKENCCL_FAIL", "ncclAllReduce", 1);
+	wafer_option options[] = {
+		{"core", "backend", "cuda"},
+		{"cuda", "driver_library", fake},
+		{"cuda", "nccl", nccl},
+		{"cuda", "cublas", "no"},
+	};
+	wafer_runtime_options ro = {
+		.struct_size = sizeof ro,
+		.options = options,
+		.option_count = sizeof options / sizeof options[0],
+		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
+	};
+	wafer_runtime *rt;
+	check(wafer_runtime_open(&ro, &rt), "runtime_open");
+	for (size_t ch = 0; ch < 3; ch++)
+		test_channel(rt, channels[ch]);
+	wafer_runtime_close(rt);
+	done_testing();
+	return exit_status();
+}
