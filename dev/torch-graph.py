@@ -18,6 +18,7 @@ It says, in order:
 Each check prints one line "graph-check NAME: ok|FAILED|unsupported ...",
 with PyTorch's own exception text where it refused.
 """
+import ctypes
 import sys
 import traceback
 
@@ -37,13 +38,23 @@ def main():
          f"{torch.version.cuda}")
     alloc = torch.cuda.memory.CUDAPluggableAllocator(
         so, "wafer_torch_alloc", "wafer_torch_free")
+    # The private-pool and record_stream hooks (wafer-torch(7)).
+    lib = ctypes.CDLL(so)
+
+    def hook(name):
+        return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    a = alloc._allocator
+    a.set_begin_allocate_to_pool(hook("wafer_torch_begin_allocate_to_pool"))
+    a.set_end_allocate_to_pool_fn(hook("wafer_torch_end_allocate_to_pool"))
+    a.set_release_pool(hook("wafer_torch_release_pool"))
+    a.set_record_stream_fn(hook("wafer_torch_record_stream"))
     torch.cuda.memory.change_current_allocator(alloc)
     hooks = [n for n in dir(alloc._allocator)
              if "pool" in n.lower() or "graph" in n.lower()]
     cpp = [n for n in dir(torch._C) if "Pool" in n or "pool" in n]
     line("pool-hooks", "ok" if hooks else "unsupported",
-         f"Python-visible pool hooks on the pluggable allocator: {hooks}; "
-         f"torch._C pool calls: {sorted(cpp)[:12]}")
+         f"Python-visible pool hooks on the pluggable allocator: {hooks} "
+         f"(wafer's set); torch._C pool calls: {sorted(cpp)[:12]}")
 
     dev = torch.device("cuda")
     torch.manual_seed(0)
@@ -63,7 +74,7 @@ def main():
     # Eager reference.
     model, opt = make()
     eager = []
-    for _ in range(23):
+    for _ in range(24):
         opt.zero_grad(set_to_none=False)
         loss = lossf(model(x), y)
         loss.backward()
@@ -100,6 +111,16 @@ def main():
         diff = max(abs(a - b) for a, b in zip(replayed, eager[3:]))
         line("cuda-graph", "ok" if diff < 1e-4 else "FAILED",
              f"20 replays, max loss difference vs eager {diff:.2e}")
+        # Memory the capture freed is the graph's: tensors made and
+        # written outside it must not change a replay, nor be changed.
+        junk = [torch.full((1 << 18,), 7.0, device=dev) for _ in range(64)]
+        g.replay()
+        kept = all(bool((t == 7.0).all()) for t in junk)
+        after = static_loss.item()
+        line("private-pool", "ok" if kept and abs(after - eager[23]) < 1e-4
+             else "FAILED",
+             f"64 tensors made after capture unchanged by a replay: {kept}; "
+             f"the replay's loss {after:.6f} vs eager {eager[23]:.6f}")
     except Exception as e:  # PyTorch's refusal, reported as it is
         line("cuda-graph", "unsupported",
              f"{type(e).__name__}: {str(e).splitlines()[0]}")

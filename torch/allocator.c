@@ -64,6 +64,12 @@
 struct torch_client {
 	int device;
 	void *stream; /* as PyTorch passed it */
+	/* The CUDA-graph private pool it serves (graph_pool.cc), {0, 0}
+	 * for none: a pool's memory is in clients of its own. */
+	uint64_t pool[2];
+	/* PyTorch released the pool: what is freed goes back to the
+	 * device. */
+	atomic_bool released;
 	wafer_client *client;
 	/* The stream's queue on |client|, or NULL for its default queue
 	 * (the client's own stream). */
@@ -72,11 +78,19 @@ struct torch_client {
 	bool owner;
 };
 
+/* Streams record_stream named for one block, beyond which its free
+ * waits for the other streams on the host. */
+#define TORCH_RECORDED_STREAMS 4
+
 /* A live allocation. While free, |size| links the free list. */
 struct torch_record {
 	wafer_handle handle;
 	uint32_t client;
 	uint64_t size;
+	/* record_stream: the entries of the other streams that use it. */
+	uint32_t uses[TORCH_RECORDED_STREAMS];
+	uint8_t use_count;
+	bool many_uses;
 };
 
 /* state_lock: the runtime, opening clients, closing. */
@@ -282,10 +296,14 @@ static bool open_runtime(void)
 	return true;
 }
 
-static bool same(const struct torch_client *c, int device, void *stream)
+static bool same(const struct torch_client *c, int device, void *stream,
+		 const uint64_t pool[2])
 {
-	return c->device == device && c->stream == stream;
+	return c->device == device && c->stream == stream &&
+	       c->pool[0] == pool[0] && c->pool[1] == pool[1];
 }
+
+static const uint64_t no_pool[2] = {0, 0};
 
 /* state_lock held: a client of its own for (device, stream) in |c|. */
 static bool open_owner(struct torch_client *c, int device, void *stream)
@@ -308,25 +326,28 @@ static bool open_owner(struct torch_client *c, int device, void *stream)
 	return true;
 }
 
-/* state_lock held: the entry of (device, stream), made if need be. The
- * device's client is the entry of its stream 0, made first. */
-static bool open_client(int device, void *stream, size_t *out_index)
+/* state_lock held: the entry of (device, stream, pool), made if need
+ * be. The device's client is the entry of its stream 0, made first; a
+ * graph pool's entries are clients of their own. */
+static bool open_client(int device, void *stream, const uint64_t pool[2],
+			size_t *out_index)
 {
 	size_t n = atomic_load_explicit(&client_count, memory_order_relaxed);
 	size_t device_entry = SIZE_MAX;
+	bool pooled = pool[0] || pool[1];
 
 	for (size_t i = 0; i < n; i++) {
-		if (same(&clients[i], device, stream)) {
+		if (same(&clients[i], device, stream, pool)) {
 			*out_index = i;
 			return true;
 		}
-		if (same(&clients[i], device, NULL))
+		if (same(&clients[i], device, NULL, no_pool))
 			device_entry = i;
 	}
 	if (!runtime && !open_runtime())
 		return false;
-	if (device_entry == SIZE_MAX && stream) {
-		if (!open_client(device, NULL, &device_entry))
+	if (device_entry == SIZE_MAX && stream && !pooled) {
+		if (!open_client(device, NULL, no_pool, &device_entry))
 			return false;
 		n = atomic_load_explicit(&client_count, memory_order_relaxed);
 	}
@@ -336,9 +357,10 @@ static bool open_client(int device, void *stream, size_t *out_index)
 		return false;
 	}
 	struct torch_client *c = &clients[n];
-	*c = (struct torch_client){.device = device, .stream = stream};
-	if (!stream) {
-		if (!open_owner(c, device, NULL))
+	*c = (struct torch_client){.device = device, .stream = stream,
+				   .pool = {pool[0], pool[1]}};
+	if (!stream || pooled) {
+		if (!open_owner(c, device, stream))
 			return false;
 	} else {
 		c->client = clients[device_entry].client;
@@ -372,12 +394,13 @@ static void leave_queue(wafer_queue *was)
 		wafer_queue_select(was);
 }
 
-static bool client_for(int device, void *stream, size_t *out_index)
+static bool client_for(int device, void *stream, const uint64_t pool[2],
+		       size_t *out_index)
 {
 	size_t n = atomic_load_explicit(&client_count, memory_order_acquire);
 
 	for (size_t i = 0; i < n; i++)
-		if (same(&clients[i], device, stream)) {
+		if (same(&clients[i], device, stream, pool)) {
 			*out_index = i;
 			return true;
 		}
@@ -386,7 +409,7 @@ static bool client_for(int device, void *stream, size_t *out_index)
 		return false;
 	}
 	pthread_mutex_lock(&state_lock);
-	bool ok = open_client(device, stream, out_index);
+	bool ok = open_client(device, stream, pool, out_index);
 	pthread_mutex_unlock(&state_lock);
 	return ok;
 }
@@ -513,8 +536,11 @@ static void *allocate(size_t size, int device, void *stream)
 {
 	size_t index;
 	wafer_handle handle;
+	uint64_t pool[2] = {0, 0};
 
-	if (!client_for(device, stream, &index))
+	/* Inside a CUDA-graph capture: the graph's private pool. */
+	torch_pool_of(device, stream, pool);
+	if (!client_for(device, stream, pool, &index))
 		return NULL;
 	wafer_client *client = clients[index].client;
 	wafer_queue *was = enter_queue(&clients[index]);
@@ -557,6 +583,34 @@ void *torch_alloc_or_null(ssize_t size, int device, void *stream)
 	return ptr;
 }
 
+/* The queue of entry |c|: its stream's, or its client's default one. */
+static wafer_queue *queue_of(const struct torch_client *c)
+{
+	return c->queue ? c->queue : wafer_client_default_queue(c->client);
+}
+
+/* Before |r| is freed on its stream: that stream waits for the work
+ * issued before on the streams record_stream named (an event each, on
+ * the device, where they share a client; the host waits otherwise). */
+static void wait_for_uses(const struct torch_record *r)
+{
+	const struct torch_client *c = &clients[r->client];
+	if (r->many_uses) {
+		wafer_sync(c->client);
+		return;
+	}
+	for (uint8_t k = 0; k < r->use_count; k++) {
+		const struct torch_client *u = &clients[r->uses[k]];
+		wafer_event *e = NULL;
+		if (u->client != c->client ||
+		    wafer_event_create(c->client, 0, &e) != WAFER_OK ||
+		    wafer_event_record(e, queue_of(u)) != WAFER_OK ||
+		    wafer_queue_wait(queue_of(c), e) != WAFER_OK)
+			wafer_queue_sync(queue_of(u));
+		wafer_event_release(e);
+	}
+}
+
 void wafer_torch_free(void *ptr, ssize_t size, int device, void *stream)
 {
 	struct torch_record r;
@@ -569,14 +623,68 @@ void wafer_torch_free(void *ptr, ssize_t size, int device, void *stream)
 		return;
 	}
 	/* Released with the stream's queue current: reused by any stream
-	 * once the work queued on this one before has run, or given back
-	 * to the driver behind it. */
-	wafer_queue *was = enter_queue(&clients[r.client]);
-	wafer_status status = wafer_release(clients[r.client].client, r.handle);
+	 * once the work queued on this one before has run (and on the
+	 * streams record_stream named), or given back to the driver behind
+	 * it. */
+	const struct torch_client *c = &clients[r.client];
+	wait_for_uses(&r);
+	wafer_queue *was = enter_queue(c);
+	wafer_status status = wafer_release(c->client, r.handle);
 	leave_queue(was);
 	if (status != WAFER_OK)
 		say("free of %p (%zd bytes, device %d): %s", ptr, size,
 		    device, wafer_last_error());
+	/* A released graph pool keeps nothing cached. */
+	if (atomic_load(&c->released) && c->owner)
+		wafer_memory_trim(c->client);
+}
+
+void torch_pool_release(int device, uint64_t a, uint64_t b)
+{
+	size_t n = atomic_load_explicit(&client_count, memory_order_acquire);
+
+	for (size_t i = 0; i < n; i++) {
+		struct torch_client *c = &clients[i];
+		if (c->device != device || c->pool[0] != a || c->pool[1] != b)
+			continue;
+		atomic_store(&c->released, true);
+		if (c->owner)
+			wafer_memory_trim(c->client);
+	}
+}
+
+void wafer_torch_record_stream(void *ptr, void *stream)
+{
+	uint64_t i;
+	size_t use;
+
+	pthread_mutex_lock(&map_lock);
+	bool found = wafer__u64map_get(&live, (uint64_t)(uintptr_t)ptr, &i);
+	struct torch_record r = found ? records[i] : (struct torch_record){0};
+	pthread_mutex_unlock(&map_lock);
+	if (!found) {
+		say("record_stream of %p: not a live allocation of wafer-torch",
+		    ptr);
+		return;
+	}
+	const struct torch_client *owner = &clients[r.client];
+	if (owner->stream == stream ||
+	    !client_for(owner->device, stream, no_pool, &use))
+		return;
+	pthread_mutex_lock(&map_lock);
+	/* Still the same allocation (not freed meanwhile by another
+	 * thread, which PyTorch does not do). */
+	if (wafer__u64map_get(&live, (uint64_t)(uintptr_t)ptr, &i)) {
+		struct torch_record *rec = &records[i];
+		bool known = false;
+		for (uint8_t k = 0; k < rec->use_count; k++)
+			known |= rec->uses[k] == (uint32_t)use;
+		if (!known && rec->use_count < TORCH_RECORDED_STREAMS)
+			rec->uses[rec->use_count++] = (uint32_t)use;
+		else if (!known)
+			rec->many_uses = true;
+	}
+	pthread_mutex_unlock(&map_lock);
 }
 
 void wafer_torch_empty_cache(void)

@@ -11,7 +11,7 @@
 # compiled in (libwafer keeps its own copy private).
 pkglib_LTLIBRARIES += torch/libwafer-torch.la
 torch_libwafer_torch_la_SOURCES = torch/allocator.c torch/wafer_torch.h \
-	torch/raise.cc torch/raise.h \
+	torch/raise.cc torch/raise.h torch/graph_pool.cc \
 	lib/memory/u64map.c lib/memory/u64map.h
 # Own flags, so automake builds its own objects of u64map.c.
 torch_libwafer_torch_la_CPPFLAGS = $(AM_CPPFLAGS)

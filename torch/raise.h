@@ -5,6 +5,7 @@
 #ifndef WAFER_TORCH_RAISE_H
 #define WAFER_TORCH_RAISE_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -17,6 +18,15 @@ void *torch_alloc_or_null(ssize_t size, int device, void *stream);
 
 /* The calling thread's last reason, "" if none. */
 const char *torch_reason(void);
+
+/* graph_pool.cc: 1 and the pool in |out_pool| when an allocation on
+ * (|device|, |stream|) belongs to the private pool of a graph PyTorch is
+ * capturing, else 0. */
+int torch_pool_of(int device, void *stream, uint64_t out_pool[2]);
+
+/* allocator.c: PyTorch released the graph pool (a, b) of |device|: its
+ * memory goes back to the device as its blocks are freed. */
+void torch_pool_release(int device, uint64_t a, uint64_t b);
 
 #ifdef __cplusplus
 }

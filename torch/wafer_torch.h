@@ -77,6 +77,12 @@ struct wafer_torch_stats {
 WAFER_TORCH_EXPORT int wafer_torch_stats(int device,
 					 struct wafer_torch_stats *out);
 
+/* PyTorch's record_stream (set with set_record_stream_fn): the block at
+ * |ptr| is also used by work on |stream|. Its free then waits, on the
+ * device, for the work issued on those streams before the free too, as
+ * PyTorch's own allocator does with its events. */
+WAFER_TORCH_EXPORT void wafer_torch_record_stream(void *ptr, void *stream);
+
 /* Returns the memory every client holds cached, unused, to the device
  * (wafer_memory_trim), after the work issued on each stream before it
  * (torch.cuda.empty_cache's counterpart; PyTorch's pluggable allocator
@@ -90,6 +96,23 @@ WAFER_TORCH_EXPORT void wafer_torch_empty_cache(void);
 WAFER_TORCH_EXPORT size_t wafer_torch_close(void);
 
 #ifdef __cplusplus
+}
+
+/* The CUDA-graph private-pool hooks (graph_pool.cc), with the C++
+ * signatures PyTorch casts their addresses to (set_begin_allocate_to_pool,
+ * set_end_allocate_to_pool_fn, set_release_pool; wafer-torch(7)). C
+ * linkage, so that ctypes finds them by name. */
+#include <functional>
+#include <utility>
+typedef struct CUstream_st *cudaStream_t;
+extern "C" {
+WAFER_TORCH_EXPORT void wafer_torch_begin_allocate_to_pool(
+	int device, std::pair<unsigned long long, unsigned long long> pool,
+	std::function<bool(cudaStream_t)> filter);
+WAFER_TORCH_EXPORT void wafer_torch_end_allocate_to_pool(
+	int device, std::pair<unsigned long long, unsigned long long> pool);
+WAFER_TORCH_EXPORT void wafer_torch_release_pool(
+	int device, std::pair<unsigned long long, unsigned long long> pool);
 }
 #endif
 

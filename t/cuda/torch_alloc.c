@@ -503,6 +503,99 @@ static void test_legacy_stream(const char *strategy)
 	       strategy);
 }
 
+/* CUDA graphs (graph_pool.cc): while a pool is active for stream 1,
+ * its allocations come from the pool's own memory; a block freed inside
+ * the capture is not handed to an allocation outside it, another stream
+ * is not in the pool, and the pool's memory goes back once it was
+ * released and its blocks freed. record_stream: a free then waits for
+ * the other stream's work, on the device. */
+static void test_graph_pool(const char *strategy, void *so, void *s1, void *s2)
+{
+	void *begin = dlsym(so, "wafer_torch_begin_allocate_to_pool");
+	void *end = dlsym(so, "wafer_torch_end_allocate_to_pool");
+	void *release = dlsym(so, "wafer_torch_release_pool");
+	void (*record_stream)(void *, void *) =
+		(void (*)(void *, void *))dlsym(so, "wafer_torch_record_stream");
+	size_t n = 65536;
+
+	ok(begin && end && release && record_stream,
+	   "%s: the graph pool and record_stream hooks are exported",
+	   strategy);
+	if (!begin || !end || !release || !record_stream)
+		return;
+	void *outside = wt.alloc((ssize_t)n, 0, s1);
+	wt.free(outside, (ssize_t)n, 0, s1);
+	torch_catch_begin_pool(begin, 0, 7, 9, s1);
+	void *in_pool = wt.alloc((ssize_t)n, 0, s1);
+	void *other = wt.alloc((ssize_t)n, 0, s2);
+	ok(in_pool && in_pool != outside,
+	   "%s: inside a capture, stream 1 gets the pool's memory, not the "
+	   "block it freed before", strategy);
+	ok(other == outside || (other && strcmp(strategy, "pool") != 0),
+	   "%s: stream 2 is not in the pool: it gets the freed block",
+	   strategy);
+	ok(in_pool && round_trip(in_pool, n, s1, 21),
+	   "%s: the pool's memory works", strategy);
+	wt.free(in_pool, (ssize_t)n, 0, s1);
+	void *again = wt.alloc((ssize_t)n, 0, s1);
+	if (strcmp(strategy, "pool") == 0)
+		ok(again == in_pool, "%s: the pool's freed block serves the "
+		   "capture's next allocation", strategy);
+	else
+		ok(again != NULL, "%s: the capture allocates again", strategy);
+	torch_catch_pool_call(end, 0, 7, 9);
+	void *after = wt.alloc((ssize_t)n, 0, s1);
+	ok(after && after != again,
+	   "%s: after the capture, stream 1 no longer allocates from the "
+	   "pool", strategy);
+	wt.free(other, (ssize_t)n, 0, s2);
+	wt.free(after, (ssize_t)n, 0, s1);
+	torch_catch_pool_call(release, 0, 7, 9);
+	wt.free(again, (ssize_t)n, 0, s1);
+	struct wafer_torch_stats st = stats();
+	ok(st.bytes_live == 0, "%s: the pool released and its blocks freed, "
+	   "nothing is live (%llu bytes)", strategy,
+	   (unsigned long long)st.bytes_live);
+
+	/* record_stream: freed on stream 1 while stream 2 still copies
+	 * into it (20 ms late); the next allocation on stream 1 must not
+	 * see the late copy's bytes. With the pool strategy: a stream-
+	 * ordered allocation would need stream 2 ordered after the
+	 * allocating stream first, which the program does (wait_stream),
+	 * not the allocator. */
+	if (strcmp(strategy, "pool") != 0)
+		return;
+	unsigned char *in = malloc(n);
+	pattern(in, n, 31);
+	void *p = wt.alloc((ssize_t)n, 0, s1);
+	record_stream(p, s2);
+	setenv("FAKECUDA_DELAY_US", "20000", 1);
+	cu.cuMemcpyHtoDAsync((fc_ptr)(uintptr_t)p, in, n, s2);
+	unsetenv("FAKECUDA_DELAY_US");
+	wt.free(p, (ssize_t)n, 0, s1);
+	void *q = wt.alloc((ssize_t)n, 0, s1);
+	/* Stream 1 writes at once unless it waits for stream 2's copy;
+	 * read back after that copy landed either way. */
+	unsigned char *mine = malloc(n), *back = calloc(1, n);
+	pattern(mine, n, 32);
+	bool right = q && mine && back &&
+		     cu.cuMemcpyHtoDAsync((fc_ptr)(uintptr_t)q, mine, n, s1) ==
+			     0;
+	usleep(60000);
+	right = right &&
+		cu.cuMemcpyDtoHAsync(back, (fc_ptr)(uintptr_t)q, n, s1) == 0 &&
+		memcmp(mine, back, n) == 0;
+	ok(right, "%s: record_stream: the block is reused on stream 1 only "
+	   "after stream 2's copy into it", strategy);
+	free(mine);
+	free(back);
+	wt.free(q, (ssize_t)n, 0, s1);
+	is_int(cu.cuStreamSynchronize(s2), 0, "%s: stream 2 finished",
+	       strategy);
+	is_int(sticky(), 0, "%s: no access out of order", strategy);
+	free(in);
+}
+
 static void test_close(void *s1)
 {
 	void *p = wt.alloc(100, 0, s1);
@@ -668,6 +761,7 @@ int main(int argc, char **argv)
 		test_threads(strategy, s1, s2);
 		test_cross_stream(strategy, s1, s2);
 		test_legacy_stream(strategy);
+		test_graph_pool(strategy, so, s1, s2);
 		if (strcmp(strategy, "pool") == 0)
 			test_close(s1);
 		test_ordering(strategy, s1, false);

@@ -4,8 +4,10 @@
  * that catches what it throws, as PyTorch's Python bindings do. */
 #include "build-config.h"
 
+#include <functional>
 #include <stdexcept>
 #include <stdio.h>
+#include <utility>
 
 #include "t/cuda/torch_catch.h"
 
@@ -24,4 +26,25 @@ int torch_catch_alloc(torch_catch_alloc_fn alloc, ssize_t size, int device,
 		return 2;
 	}
 	return 0;
+}
+
+/* The hooks' C++ types, as PyTorch calls them (graph_pool.cc). */
+typedef void (*begin_fn)(int, std::pair<unsigned long long, unsigned long long>,
+			 std::function<bool(struct CUstream_st *)>);
+typedef void (*pool_fn)(int, std::pair<unsigned long long, unsigned long long>);
+
+void torch_catch_begin_pool(void *begin, int device, unsigned long long a,
+			    unsigned long long b, void *stream)
+{
+	/* PyTorch's filter: the capturing stream only. */
+	((begin_fn)begin)(device, std::make_pair(a, b),
+			  [stream](struct CUstream_st *s) {
+				  return (void *)s == stream;
+			  });
+}
+
+void torch_catch_pool_call(void *fn, int device, unsigned long long a,
+			   unsigned long long b)
+{
+	((pool_fn)fn)(device, std::make_pair(a, b));
 }

@@ -19,6 +19,15 @@ typedef void *(*torch_catch_alloc_fn)(ssize_t size, int device, void *stream);
 int torch_catch_alloc(torch_catch_alloc_fn alloc, ssize_t size, int device,
 		      void *stream, void **out, char *what, size_t what_size);
 
+/* The CUDA-graph pool hooks of libwafer-torch.so, called with the C++
+ * arguments PyTorch passes: wafer_torch_begin_allocate_to_pool |begin|
+ * with a filter that takes |stream| only; |fn| (end or release) of pool
+ * (a, b). */
+void torch_catch_begin_pool(void *begin, int device, unsigned long long a,
+			    unsigned long long b, void *stream);
+void torch_catch_pool_call(void *fn, int device, unsigned long long a,
+			   unsigned long long b);
+
 #ifdef __cplusplus
 }
 #endif
