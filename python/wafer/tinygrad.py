@@ -53,7 +53,8 @@ class _WaferConvention:
     def render_kernel(self, function_name, kernel, bufs, uops, prefix=None):
         src = super().render_kernel(function_name, kernel, bufs, uops,
                                     prefix)
-        head = src.index(f" {function_name}(") + len(function_name) + 2
+        sig = src.index(f" {function_name}(")
+        head = sig + len(function_name) + 2
         close = src.index(") {\n", head)
         args = [a.rsplit(" ", 1) for a in src[head:close].split(", ")]
         assert len(args) == len(bufs), (args, bufs)
@@ -67,9 +68,9 @@ class _WaferConvention:
                 body.append(f"  {ctype} {name} = ({ctype})(wafer_b{i} + wafer_p.a{i});")
         struct_name = f"wafer_params_{function_name}"
         params.append(f"struct {struct_name} wafer_p")
-        line = src.rfind("\n", 0, head) + 1
+        line = src.rfind("\n", 0, sig) + 1
         decl = f"struct {struct_name} {{ {' '.join(fields)} }};\n"
-        return (src[:line] + decl + self.entry(src[line:head - 1])
+        return (src[:line] + decl + self.entry(src[line:sig])
                 + f"{function_name}(" + ", ".join(params) + ") {\n"
                 + "\n".join(body) + "\n" + src[close + 4:]
                 + self.wrapper(function_name, len(params) - 1, struct_name))
