@@ -159,25 +159,32 @@ class WaferCUDARenderer(_WaferConvention, CUDARenderer):
         self.tensor_cores = []
 
 
+# Probe kernels, one per format tinygrad renders: each stores 42 in its
+# binding's first float.
 _PROBES = {
-    "cuda": 'extern "C" __global__ void wafer_probe(float *x) { x[0] = 0; }',
-    "opencl": "__kernel void wafer_probe(__global float *x) { x[0] = 0; }",
+    "cuda": 'extern "C" __global__ void wafer_probe(float *x) { x[0] = 42; }',
+    "opencl": "__kernel void wafer_probe(__global float *x) { x[0] = 42; }",
     "host-c": ("#include <wafer/host_kernel.h>\n"
-               "WAFER_HOST_KERNEL(wafer_probe) { (void)args; }\n"),
+               "WAFER_HOST_KERNEL(wafer_probe)\n"
+               "{ ((float *)args->bindings[0])[0] = 42; }\n"),
 }
 _RENDERERS = [WaferCUDARenderer, WaferOpenCLRenderer, WaferCRenderer]
 
 
 def program_formats(client):
-    """The formats of _PROBES that |client|'s device builds programs
-    from, most specific first."""
+    """The formats of _PROBES, most specific first, whose probe kernel
+    |client|'s device builds and runs: a format counts only if a kernel
+    in it computes (a driver may take a format yet run no kernel of it)."""
     if "programs" not in client.device.features:
         return []
     taken = []
     for fmt, src in _PROBES.items():
         try:
-            client.program({fmt: src})
-        except wafer.NotSupportedError:
+            x = client.zeros((1,), "float32")
+            client.program({fmt: src}).kernel("wafer_probe", 1, 0)(x, grid=1)
+            if x.numpy()[0] != 42:
+                continue
+        except wafer.Error:
             continue
         taken.append(fmt)
     return taken
