@@ -35,11 +35,9 @@ from tinygrad.renderer.cstyle import (ClangRenderer, CStyleLanguage,
                                       CUDARenderer, OpenCLRenderer)
 from tinygrad.uop.ops import Ops, PatternMatcher, UPat
 
-__all__ = ["WaferDevice", "TINYGRAD_VERSION"]
-
-# The tinygrad version this module is written and tested against
-# (python/pyproject.toml's optional dependency pins it).
-TINYGRAD_VERSION = "0.14.0"
+# Written and tested against the tinygrad that python/pyproject.toml's
+# optional dependency "tinygrad" pins (pip install ./python[tinygrad]).
+__all__ = ["WaferDevice", "program_formats"]
 
 
 class _WaferConvention:
