@@ -36,11 +36,11 @@ def run(device, steps=60, batch=128, features=32, hidden=64, classes=8,
 
     dev = Device.canonicalize(device)
     # tinygrad's nn layers, their weights drawn by numpy (same on every
-    # device).
+    # device; float32 also under NumPy 2, where a float64 scalar promotes).
     l1, l2 = nn.Linear(features, hidden), nn.Linear(hidden, classes)
-    l1.weight = Tensor(w1.T / np.sqrt(features), device=dev)
+    l1.weight = Tensor((w1.T / np.sqrt(features)).astype(np.float32), device=dev)
     l1.bias = Tensor(np.zeros(hidden, np.float32), device=dev)
-    l2.weight = Tensor(w2.T / np.sqrt(hidden), device=dev)
+    l2.weight = Tensor((w2.T / np.sqrt(hidden)).astype(np.float32), device=dev)
     l2.bias = Tensor(np.zeros(classes, np.float32), device=dev)
     batches = [(Tensor(x_np[i * batch:(i + 1) * batch], device=dev).realize(),
                 Tensor(y_np[i * batch:(i + 1) * batch], device=dev,
