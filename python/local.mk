@@ -7,13 +7,14 @@ EXTRA_DIST += python/README.md python/pyproject.toml python/setup.py \
 	python/src/program.c python/src/bench.c python/src/dlpack.c \
 	python/wafer/__init__.py python/wafer/__init__.pyi \
 	python/wafer/_wafer.pyi python/wafer/_host.py python/wafer/bench.py \
+	python/wafer/tinygrad.py python/wafer/tinygrad_mlp.py \
 	python/wafer/py.typed \
 	python/tests/conftest.py python/tests/test_ops.py \
 	python/tests/test_views.py python/tests/test_donation.py \
 	python/tests/test_leaks.py python/tests/test_errors.py \
 	python/tests/test_program.py python/tests/test_runtime.py \
 	python/tests/test_dlpack.py python/tests/test_numpy_semantics.py \
-	python/tests/test_trace.py
+	python/tests/test_trace.py python/tests/test_tinygrad.py
 
 # The venv, the copy pip builds from and pytest's scratch (t/internal/python.sh).
 clean-local: clean-local-python

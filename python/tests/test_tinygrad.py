@@ -1,0 +1,166 @@
+# wafer — SPDX-License-Identifier: MIT
+#
+# tinygrad on wafer, judged by tinygrad's own tests: test/test_tiny.py
+# from tinygrad's source distribution, fetched from the package index at
+# test time (never kept in this tree) and run unmodified with DEV=WAFER
+# on the suite's device; and a small training run (wafer.tinygrad_mlp)
+# reaching the same loss on WAFER as on tinygrad's own CPU device.
+#
+# The version is the one python/pyproject.toml pins. The files come from
+# WAFER_TINYGRAD_DIST, a directory holding tinygrad's sdist (and wheel)
+# for a machine without network, else from PyPI through pip. Skips,
+# saying why, where neither is reachable or the device builds no program
+# in a format tinygrad renders.
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+PIN = re.search(r'"tinygrad==([0-9.]+)"',
+                (HERE.parent / "pyproject.toml").read_text()).group(1)
+
+# Skips of test_tiny.py that are tinygrad's own choice, not a lack of
+# wafer's: its image dtypes exist on its own OpenCL device only.
+TINYGRAD_SKIPS = ("image only supported on CL",)
+
+# Two devices sum in other orders: float32 losses agree to this.
+LOSS_RTOL = 1e-4
+
+
+def pip(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "pip", *args,
+                           "--disable-pip-version-check"],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def tinygrad_dist(tmp_path_factory):
+    """(site, test_tiny): a directory to put first on PYTHONPATH (empty
+    when the interpreter already has the pinned tinygrad) and
+    test_tiny.py extracted from the sdist."""
+    work = tmp_path_factory.mktemp("tinygrad")
+    local = os.environ.get("WAFER_TINYGRAD_DIST")
+    dist = pathlib.Path(local) if local else work / "dist"
+    if not local:
+        # the sdist (pip builds its metadata in an isolated environment
+        # with a recent setuptools) and the wheel, which installs without
+        # building
+        for kind in (["--no-binary", ":all:"], ["--only-binary", ":all:"]):
+            try:
+                r = pip("download", f"tinygrad=={PIN}", "--no-deps", *kind,
+                        "-d", str(dist))
+            except (OSError, subprocess.TimeoutExpired) as e:
+                pytest.skip(f"pip download tinygrad=={PIN} did not finish: "
+                            f"{e}")
+            if r.returncode:
+                err = [ln for ln in r.stderr.splitlines() if "ERROR" in ln]
+                pytest.skip(f"tinygrad {PIN} is not reachable on PyPI: "
+                            + (err or r.stderr.strip().splitlines()
+                               or ["pip says nothing"])[-1])
+    sdists = sorted(dist.glob(f"tinygrad-{PIN}.tar.gz"))
+    wheels = sorted(dist.glob(f"tinygrad-{PIN}-*.whl"))
+    if not sdists or not wheels:
+        pytest.skip(f"{dist} lacks tinygrad {PIN}'s sdist or wheel")
+    with tarfile.open(sdists[0]) as tar:
+        member = next((m for m in tar.getmembers()
+                       if m.name.endswith("/test/test_tiny.py")), None)
+        if member is None:
+            pytest.fail(f"{sdists[0].name} has no test/test_tiny.py")
+        test_tiny = work / "test_tiny.py"
+        test_tiny.write_bytes(tar.extractfile(member).read())
+
+    site = work / "site"
+    try:
+        import tinygrad  # noqa: F401
+        from importlib.metadata import version
+        have = version("tinygrad")
+    except ImportError:
+        have = None
+    if have != PIN:
+        r = pip("install", "--no-deps", "--no-index", "--target", str(site),
+                str(wheels[0]))
+        if r.returncode:
+            pytest.fail(f"pip install {wheels[0].name} failed:\n"
+                        + r.stderr[-3000:])
+        sys.path.insert(0, str(site))
+        for name in [m for m in sys.modules if m.split(".")[0] == "tinygrad"]:
+            del sys.modules[name]
+    return site, test_tiny
+
+
+@pytest.fixture(scope="session")
+def tinygrad_env(tinygrad_dist, client):
+    """The environment of a process running tinygrad on the suite's
+    device; skips where the device builds no program tinygrad renders."""
+    import wafer.tinygrad
+    formats = wafer.tinygrad.program_formats(client)
+    if not formats:
+        pytest.skip(f"{client.selector} builds and runs no program in the "
+                    "formats tinygrad renders (cuda-c, opencl-c, host-c)")
+    site, _ = tinygrad_dist
+    env = dict(os.environ, DEV="WAFER", PYTHONDONTWRITEBYTECODE="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(site)] + [p for p in sys.path if p])
+    return env
+
+
+def test_tinygrad_test_tiny(tinygrad_dist, tinygrad_env, tmp_path):
+    """Every test of tinygrad's test_tiny.py passes on WAFER, or skips
+    for a reason of tinygrad's own (TINYGRAD_SKIPS)."""
+    _, test_tiny = tinygrad_dist
+    junit = tmp_path / "junit.xml"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "wafer.tinygrad",
+                        "-p", "no:cacheprovider", "-q", "-rs",
+                        f"--junitxml={junit}", str(test_tiny)],
+                       cwd=tmp_path, env=tinygrad_env, capture_output=True,
+                       text=True, timeout=1200)
+    assert junit.exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    passed, bad = [], []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        name = case.get("name")
+        verdict = "passed"
+        for child in case:
+            msg = " ".join((child.get("message") or "").split())[:200]
+            if child.tag in ("failure", "error"):
+                verdict = f"{child.tag}: {msg}"
+            elif child.tag == "skipped":
+                verdict = f"skipped: {msg}"
+                if any(s in msg for s in TINYGRAD_SKIPS):
+                    verdict = "tinygrad's skip"
+        (passed if verdict in ("passed", "tinygrad's skip") else
+         bad).append(f"{name}: {verdict}")
+    assert passed, r.stdout[-3000:]
+    assert not bad, "\n".join(bad) + "\n" + r.stdout[-4000:]
+    assert r.returncode == 0, r.stdout[-3000:]
+
+
+def train(device, env):
+    r = subprocess.run([sys.executable, "-m", "wafer.tinygrad_mlp",
+                        "--device", device, "--steps", "40"],
+                       env=env, capture_output=True, text=True, timeout=900)
+    if r.returncode:
+        return None, r.stderr.strip().splitlines()[-1:] or ["no output"]
+    return json.loads(r.stdout.strip().splitlines()[-1]), None
+
+
+def test_tinygrad_training_matches_cpu(tinygrad_env):
+    """An MLP trained with tinygrad's nn and Adam reaches the same loss,
+    step by logged step, on WAFER as on tinygrad's own CPU device."""
+    ours, err = train("WAFER", tinygrad_env)
+    assert ours is not None, err
+    ref, why = train("CPU", tinygrad_env)
+    if ref is None:
+        pytest.skip(f"tinygrad's own CPU device does not run here: {why}")
+    assert [s for s, _ in ours["losses"]] == [s for s, _ in ref["losses"]]
+    for (step, got), (_, want) in zip(ours["losses"], ref["losses"]):
+        assert got == pytest.approx(want, rel=LOSS_RTOL), (step, ours, ref)
+    # and it learned: the loss fell well below the first step's
+    assert ours["final_loss"] < ours["losses"][0][1] / 4, ours
+    assert ours["peak_bytes_wafer"] > 0, ours
