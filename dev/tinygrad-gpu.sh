@@ -57,6 +57,12 @@ except ImportError: import wheel' 2>/dev/null && { base=$p; break; }
 done
 [ -n "$base" ] || { say "no python3 with numpy, pytest, setuptools and wheel (set PYTHON)"; exit 1; }
 { [ -x $py ] || "$base" -m venv --system-site-packages "$venv"; } >"$OUT/install.log" 2>&1
+# A venv sees the system's site-packages, not the user's (~/.local), where
+# the machine may keep numpy and pytest: those directories go on
+# PYTHONPATH, after the venv's own.
+PYTHONPATH=$("$base" -c 'import os, numpy, pytest
+print(":".join(sorted({os.path.dirname(os.path.dirname(m.__file__)) for m in (numpy, pytest)})))')${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH
 PKG_CONFIG_PATH=$top/build $py -m pip install --no-build-isolation --no-deps \
 	--no-index --force-reinstall ./python >>"$OUT/install.log" 2>&1 &&
 	$py -m pip install --no-deps --no-index "$dist"/tinygrad-*.whl >>"$OUT/install.log" 2>&1 ||

@@ -528,7 +528,10 @@ static void test_graph_pool(const char *strategy, void *so, void *s1, void *s2)
 	torch_catch_begin_pool(begin, 0, 7, 9, s1);
 	void *in_pool = wt.alloc((ssize_t)n, 0, s1);
 	void *other = wt.alloc((ssize_t)n, 0, s2);
-	ok(in_pool && in_pool != outside,
+	/* The stream strategy gives freed memory back to the driver's
+	 * stream-ordered pool, which may hand the same address to any
+	 * client, ordered by the driver: only the pool strategy keeps it. */
+	ok(in_pool && (in_pool != outside || strcmp(strategy, "pool") != 0),
 	   "%s: inside a capture, stream 1 gets the pool's memory, not the "
 	   "block it freed before", strategy);
 	ok(other == outside || (other && strcmp(strategy, "pool") != 0),
