@@ -40,6 +40,8 @@ struct wafer__memory_strategy_stats {
 	uint64_t live_bytes;    /* stream: bytes of live allocations */
 	uint64_t pending_bytes; /* stream: freed on the queue, not reaped */
 	uint64_t segments;      /* chunks / segments / buffers held */
+	uint64_t free_steps;    /* pool: free-block nodes visited to keep
+				 * and search its bins (a test bounds it) */
 };
 
 struct wafer_memory_snapshot;

@@ -75,8 +75,12 @@
 
 /* Free-block bins: four per power of two (the two bits after the leading
  * one), each list sorted by size, then address, so the first block that
- * fits in a walk from the request's bin up is the best fit. */
+ * fits in a walk from the request's bin up is the best fit. A bin may hold
+ * many blocks of one size (holes between live blocks), so each list is a
+ * skip list: a block is also on POOL_UP upper levels with probability
+ * 1/4 each, and finding a place in a bin takes about log n steps. */
 #define POOL_BINS 256
+#define POOL_UP 11
 
 struct pool_segment;
 
@@ -87,6 +91,8 @@ struct pool_block {
 	struct pool_segment *seg;
 	struct pool_block *prev, *next;       /* address order in segment */
 	struct pool_block *free_prev, *free_next; /* bin list, when free */
+	struct pool_block *up[POOL_UP]; /* next on each upper level */
+	unsigned char levels;           /* upper levels it is on */
 	bool free;
 };
 
@@ -95,6 +101,10 @@ struct pool_arena {
 	struct pool_block *bins[POOL_BINS];
 	uint64_t nonempty[POOL_BINS / 64];
 	struct wafer__memory_chunk_list segments;
+	struct pool_block *up_heads[POOL_BINS][POOL_UP];
+	unsigned char up_top[POOL_BINS]; /* levels a bin's blocks ever had */
+	uint64_t rng; /* picks levels; fixed seed: replays repeat */
+	uint64_t *steps; /* the pool's free_steps */
 };
 
 struct pool_segment {
@@ -147,6 +157,7 @@ struct pool_state {
 	uint64_t used;      /* aligned bytes of live blocks */
 	uint64_t mapped;    /* held from storage: mapped pages, chunks */
 	uint32_t tick;      /* counts releases, for idle ages */
+	uint64_t free_steps; /* bin nodes visited (stats) */
 	struct pool_block *spare; /* recycled block structs */
 };
 
@@ -189,20 +200,72 @@ static void block_recycle(struct pool_state *p, struct pool_block *b)
 	p->spare = b;
 }
 
+/* Whether free block |x| comes before |b| in a bin: size, then address. */
+static bool bin_before(const struct pool_block *x, size_t size, size_t offset)
+{
+	return x->size < size || (x->size == size && x->offset < offset);
+}
+
+/* The last block of |bin| before (size, offset), NULL for none; fills
+ * |pred| with the last one before it on each upper level. */
+static struct pool_block *bin_seek(struct pool_arena *a, unsigned bin,
+				   size_t size, size_t offset,
+				   struct pool_block **pred)
+{
+	struct pool_block *x = NULL;
+	for (int l = POOL_UP - 1; l >= 0; l--) {
+		if (l >= a->up_top[bin]) {
+			if (pred)
+				pred[l] = NULL;
+			continue;
+		}
+		struct pool_block *next = x ? x->up[l] : a->up_heads[bin][l];
+		while (next && bin_before(next, size, offset)) {
+			x = next;
+			next = x->up[l];
+			(*a->steps)++;
+		}
+		if (pred)
+			pred[l] = x;
+	}
+	struct pool_block *next = x ? x->free_next : a->bins[bin];
+	while (next && bin_before(next, size, offset)) {
+		x = next;
+		next = x->free_next;
+		(*a->steps)++;
+	}
+	return x;
+}
+
+static unsigned pick_levels(struct pool_arena *a)
+{
+	a->rng ^= a->rng << 13;
+	a->rng ^= a->rng >> 7;
+	a->rng ^= a->rng << 17;
+	unsigned n = (unsigned)__builtin_ctzll(a->rng | (UINT64_C(1) << 62)) / 2;
+	return n < POOL_UP ? n : POOL_UP;
+}
+
 static void bin_insert(struct pool_arena *a, struct pool_block *b)
 {
 	unsigned bin = bin_of(b->size);
-	struct pool_block **at = &a->bins[bin], *prev = NULL;
-	while (*at && ((*at)->size < b->size ||
-		       ((*at)->size == b->size && (*at)->offset < b->offset))) {
-		prev = *at;
-		at = &(*at)->free_next;
-	}
+	struct pool_block *pred[POOL_UP];
+	struct pool_block *prev = bin_seek(a, bin, b->size, b->offset, pred);
+	struct pool_block **at = prev ? &prev->free_next : &a->bins[bin];
 	b->free_prev = prev;
 	b->free_next = *at;
 	if (*at)
 		(*at)->free_prev = b;
 	*at = b;
+	b->levels = (unsigned char)pick_levels(a);
+	if (b->levels > a->up_top[bin])
+		a->up_top[bin] = b->levels;
+	for (unsigned l = 0; l < b->levels; l++) {
+		struct pool_block **link =
+			pred[l] ? &pred[l]->up[l] : &a->up_heads[bin][l];
+		b->up[l] = *link;
+		*link = b;
+	}
 	a->nonempty[bin / 64] |= UINT64_C(1) << (bin % 64);
 	b->free = true;
 }
@@ -210,6 +273,27 @@ static void bin_insert(struct pool_arena *a, struct pool_block *b)
 static void bin_remove(struct pool_arena *a, struct pool_block *b)
 {
 	unsigned bin = bin_of(b->size);
+	/* Off its upper levels: walk to the last block before b's key,
+	 * then past blocks of the same key (other segments) to b. */
+	struct pool_block *x = NULL;
+	for (int l = (int)a->up_top[bin] - 1; l >= 0; l--) {
+		struct pool_block **link = x ? &x->up[l] : &a->up_heads[bin][l];
+		while (*link && bin_before(*link, b->size, b->offset)) {
+			x = *link;
+			link = &x->up[l];
+			(*a->steps)++;
+		}
+		if (l >= (int)b->levels)
+			continue;
+		while (*link != b) {
+			x = *link;
+			link = &x->up[l];
+			(*a->steps)++;
+		}
+		*link = b->up[l];
+		b->up[l] = NULL;
+	}
+	b->levels = 0;
 	if (b->free_prev)
 		b->free_prev->free_next = b->free_next;
 	else
@@ -875,9 +959,17 @@ static struct pool_block *find_block(struct pool_state *p, struct pool_arena *a,
 {
 	struct pool_block *best = NULL;
 	size_t best_cost = SIZE_MAX, best_at = 0;
-	for (unsigned bin = next_bin(a, bin_of(size)); bin < POOL_BINS;
+	unsigned first = bin_of(size);
+	for (unsigned bin = next_bin(a, first); bin < POOL_BINS;
 	     bin = next_bin(a, bin + 1)) {
-		for (struct pool_block *b = a->bins[bin]; b; b = b->free_next) {
+		/* In the request's own bin, skip the smaller blocks. */
+		struct pool_block *start = a->bins[bin];
+		if (bin == first) {
+			struct pool_block *x = bin_seek(a, bin, size, 0, NULL);
+			start = x ? x->free_next : start;
+		}
+		for (struct pool_block *b = start; b; b = b->free_next) {
+			p->free_steps++;
 			if (b->size < size)
 				continue;
 			if (!b->seg->vm || unmapped_pages(p, b->seg, b->offset,
@@ -1076,6 +1168,8 @@ static wafer_status pool_setup(void *self, const struct wafer__config *config)
 	p->gran = p->vm ? storage->vm_granularity : 0;
 	p->small.name = "small";
 	p->large.name = "large";
+	p->small.steps = p->large.steps = &p->free_steps;
+	p->small.rng = p->large.rng = UINT64_C(0x9e3779b97f4a7c15);
 	const char *section = p->base.section;
 	wafer_status status = wafer__config_get_size(
 		config, section, "small_max", (uint64_t)1 << 20, &p->small_max);
@@ -1153,6 +1247,7 @@ static void pool_stats(void *self, struct wafer__memory_strategy_stats *out)
 	wafer__memory_base_stats(p, out);
 	out->cached_bytes = p->mapped > p->used ? p->mapped - p->used : 0;
 	out->segments = p->small.segments.count + p->large.segments.count;
+	out->free_steps = p->free_steps;
 }
 
 /* Every segment of both arenas, the runs of its pages (past the tracked

@@ -476,6 +476,36 @@ static void test_options(void)
 	}
 }
 
+/* Many free blocks of one size (holes between live ones): keeping and
+ * searching the bins costs about log n steps per operation, not n. */
+static void test_many_holes(void)
+{
+	enum { N = 20000 };
+	struct fake_storage f;
+	fake_init(&f, NULL);
+	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	static struct wafer__slice s[N];
+	for (int i = 0; i < N; i++)
+		wafer__memory_reserve(m, 1000, &s[i]);
+	for (int i = 0; i < N; i += 2)
+		wafer__memory_release(m, &s[i]);
+	for (int i = 0; i < N; i += 2)
+		wafer__memory_reserve(m, 1000, &s[i]);
+	for (int i = N - 2; i >= 0; i -= 2)
+		wafer__memory_release(m, &s[i]);
+	struct wafer__memory_strategy_stats st;
+	wafer__memory_strategy_stats(m, &st);
+	ok(st.free_steps < (uint64_t)N * 64,
+	   "no vm: %d holes of one size cost %llu bin steps (< 64 per op)", N / 2,
+	   (unsigned long long)st.free_steps);
+	for (int i = 0; i < N; i += 2)
+		wafer__memory_reserve(m, 1000, &s[i]);
+	for (int i = 0; i < N; i++)
+		wafer__memory_release(m, &s[i]);
+	wafer__memory_destroy(m);
+	is_int((long long)fake_fini(&f), 0, "many holes: no leak");
+}
+
 int main(void)
 {
 	test_default();
@@ -492,6 +522,7 @@ int main(void)
 	test_max_idle();
 	test_whole();
 	test_chunks();
+	test_many_holes();
 	test_out_of_memory();
 	test_options();
 	done_testing();
