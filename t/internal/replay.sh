@@ -27,20 +27,9 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-replay.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset WAFER_LOG
 
-n=0
-failed=0
-check() { # check NAME COMMAND...: one TAP line
-	name=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $name"
-	else
-		echo "not ok $n - $name"
-		sed 's/^/# /' "$tmp/out" "$tmp/err"
-		failed=1
-	fi
-}
+# shellcheck source=t/tap.sh
+. "$T_SRCDIR/tap.sh"
+tap_show="$tmp/out $tmp/err"
 has() { # has TEXT: the last output holds TEXT (a fixed string)
 	grep -F -e "$1" "$tmp/out" "$tmp/err" > /dev/null
 }

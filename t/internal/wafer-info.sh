@@ -8,7 +8,7 @@
 # The device is cpu:0.
 set -u
 
-if [ -z "${T_BUILDDIR:-}" ]; then
+if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
 	echo "Bail out! T_BUILDDIR is not set (run through make check)"
 	exit 1
 fi
@@ -38,19 +38,8 @@ WAFER_PLUGIN_PATH=$T_BUILDDIR/plugins/.libs:$T_BUILDDIR/plugins:${WAFER_PLUGIN_P
 export WAFER_CONFIG WAFER_PLUGIN_PATH
 unset WAFER_BACKEND WAFER_LOG WAFER_CHANNEL WAFER_MEMORY
 
-n=0
-failed=0
-check() { # check NAME COMMAND...: one TAP line
-	name=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $name"
-	else
-		echo "not ok $n - $name"
-		failed=1
-	fi
-}
+# shellcheck source=t/tap.sh
+. "$T_SRCDIR/tap.sh"
 has() { # has TEXT: the last output holds TEXT (a fixed string)
 	grep -F -e "$1" "$tmp/out" > /dev/null
 }

@@ -11,7 +11,7 @@
 #    not a device any run outside these tests can pick.
 set -u
 
-if [ -z "${T_BUILDDIR:-}" ]; then
+if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
 	echo "1..0 # SKIP T_BUILDDIR is not set (run through make check)"
 	exit 0
 fi
@@ -22,20 +22,9 @@ trap 'rm -rf "$tmp"' EXIT
 unset WAFER_BACKEND WAFER_CONFIG WAFER_LOG FAKEZE_NO_VM FAKEZE_BUILD_FAIL
 unset FAKEZE_DEVICES FAKEZE_VPU FAKEZE_NO_IMMEDIATE
 
-n=0
-failed=0
-check() { # check NAME COMMAND...: one TAP line
-	name=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $name"
-	else
-		echo "not ok $n - $name"
-		failed=1
-		sed 's/^/# /' "$tmp/out"
-	fi
-}
+# shellcheck source=t/tap.sh
+. "$T_SRCDIR/tap.sh"
+tap_show=$tmp/out
 has() { grep -F -e "$1" "$tmp/out" > /dev/null; }
 hasnt() { ! has "$1"; }
 

@@ -24,19 +24,8 @@ dis=$(dirname "$val")/spirv-dis
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/levelzero-spirv.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
-n=0
-failed=0
-check() { # check NAME COMMAND...: one TAP line
-	name=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $name"
-	else
-		echo "not ok $n - $name"
-		failed=1
-	fi
-}
+# shellcheck source=t/tap.sh
+. "$T_SRCDIR/tap.sh"
 skip() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
 
 echo "1..6"
