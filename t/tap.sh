@@ -1,7 +1,7 @@
 # wafer — SPDX-License-Identifier: MIT
 #
-# tap.sh: the TAP helper the shell tests source (after setting tmp, where
-# they keep a command's output). `check NAME COMMAND...` runs COMMAND and
+# tap.sh: the TAP helpers the shell tests source. `tap_tmpdir NAME` makes
+# $tmp, where a test keeps a command's output. `check NAME COMMAND...` runs COMMAND and
 # prints one numbered TAP line; on failure it sets failed=1 and shows, as
 # TAP comments, the files named in $tap_show (space-separated) that exist.
 # A test ends with `exit $failed`.
@@ -23,4 +23,10 @@ check() { # check NAME COMMAND...: one TAP line
 		done
 	fi
 	return 0
+}
+
+# tap_tmpdir NAME: makes $tmp, a fresh folder removed when the test exits.
+tap_tmpdir() {
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1
+	trap 'rm -rf "$tmp"' EXIT
 }

@@ -17,13 +17,12 @@ if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
 fi
 tool=$T_BUILDDIR/../tools/wafer-info
 driver=$T_BUILDDIR/levelzero/.libs/fakeze.so
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/levelzero-nodriver.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=t/tap.sh
+. "$T_SRCDIR/tap.sh"
+tap_tmpdir levelzero-nodriver
 unset WAFER_BACKEND WAFER_CONFIG WAFER_LOG FAKEZE_NO_VM FAKEZE_BUILD_FAIL
 unset FAKEZE_DEVICES FAKEZE_VPU FAKEZE_NO_IMMEDIATE
 
-# shellcheck source=t/tap.sh
-. "$T_SRCDIR/tap.sh"
 tap_show=$tmp/out
 has() { grep -F -e "$1" "$tmp/out" > /dev/null; }
 hasnt() { ! has "$1"; }
