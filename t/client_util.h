@@ -148,22 +148,39 @@ static inline int ok_clean(wafer_client *client, const char *what)
 		  what, usage.handles_live, usage.bytes_in_use);
 }
 
+/* Runs |kernel| on f32 over |count| elements, binding |handles| (at most
+ * 8) whole, in order. */
+static inline wafer_status execute_f32(wafer_client *client,
+				       const char *kernel,
+				       const wafer_handle *handles, size_t n,
+				       const void *params, size_t params_size,
+				       uint64_t count)
+{
+	wafer_buffer_binding bindings[8];
+	memset(bindings, 0, sizeof bindings);
+	if (n > 8)
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	for (size_t i = 0; i < n; i++)
+		bindings[i] = (wafer_buffer_binding){handles[i], 0, 0};
+	wafer_execute_args args = {
+		.struct_size = sizeof args,
+		.kernel = kernel,
+		.dtype = WAFER_DTYPE_F32,
+		.bindings = bindings,
+		.binding_count = n,
+		.params = params,
+		.params_size = params_size,
+		.global = {count, 1, 1},
+	};
+	return wafer_execute(client, &args);
+}
+
 static inline wafer_status fill_floats(wafer_client *client, wafer_handle h,
 				       uint64_t count, double value)
 {
 	struct wafer_fill_params fill = {.count = count, .value = value};
-	wafer_buffer_binding binding = {h, 0, 0};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = WAFER_KERNEL_FILL,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = &binding,
-		.binding_count = 1,
-		.params = &fill,
-		.params_size = sizeof fill,
-		.global = {count, 1, 1},
-	};
-	return wafer_execute(client, &args);
+	return execute_f32(client, WAFER_KERNEL_FILL, &h, 1, &fill,
+			   sizeof fill, count);
 }
 
 static inline wafer_tensor upload_f32(wafer_client *client, uint32_t rank,

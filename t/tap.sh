@@ -1,16 +1,15 @@
 # wafer — SPDX-License-Identifier: MIT
 #
-# tap.sh: the TAP helper the shell tests share, sourced after their
-# T_SRCDIR check:  . "$T_SRCDIR/tap.sh"
-#
-# check NAME COMMAND...: runs COMMAND and prints "ok N - NAME" or
-# "not ok N - NAME". A failure sets failed=1 and shows, as TAP comments,
-# the files named in check_show (set it after sourcing; empty: none).
-# n counts the checks, for a closing "1..$n".
+# tap.sh: the TAP helpers the shell tests source. `tap_tmpdir NAME` makes
+# $tmp, where a test keeps a command's output. `check NAME COMMAND...` runs COMMAND and
+# prints one numbered TAP line; on failure it sets failed=1 and shows, as
+# TAP comments, the files named in $tap_show (space-separated) that exist.
+# A test ends with `exit $failed`.
+
 n=0
 failed=0
-check_show=
-check() {
+tap_show=
+check() { # check NAME COMMAND...: one TAP line
 	name=$1
 	shift
 	n=$((n + 1))
@@ -19,7 +18,15 @@ check() {
 	else
 		echo "not ok $n - $name"
 		failed=1
-		# shellcheck disable=SC2086 # a list of file names
-		[ -z "$check_show" ] || sed 's/^/# /' $check_show
+		for shown in $tap_show; do
+			[ -f "$shown" ] && sed 's/^/# /' "$shown"
+		done
 	fi
+	return 0
+}
+
+# tap_tmpdir NAME: makes $tmp, a fresh folder removed when the test exits.
+tap_tmpdir() {
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1
+	trap 'rm -rf "$tmp"' EXIT
 }

@@ -222,6 +222,22 @@ wafer_status cuda_fail(const struct cuda_state *state, CUresult result,
 /* Makes |device|'s context current on the calling thread. */
 wafer_status cuda_enter(const struct cuda_device *device);
 
+/* The body of an entry that is one driver call: makes |dev|'s context
+ * current, calls dev->drv->FN(...) and returns WAFER_OK, or cuda_fail's
+ * status naming FN. */
+#define CUDA_ENTER_RETURN(dev, fn, ...)					\
+	do {								\
+		wafer_status entered_ = cuda_enter(dev);		\
+		CUresult result_;					\
+									\
+		if (entered_ != WAFER_OK)				\
+			return entered_;				\
+		result_ = (dev)->drv->fn(__VA_ARGS__);			\
+		return result_ == CUDA_SUCCESS				\
+			       ? WAFER_OK				\
+			       : cuda_fail((dev)->state, result_, #fn);	\
+	} while (0)
+
 /* Parses a byte size: digits with an optional K, M, G or T (powers of
  * 1024, "KiB" too). Returns 0 or -1. */
 int cuda_parse_size(const char *text, uint64_t *out);

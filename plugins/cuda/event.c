@@ -45,44 +45,20 @@ wafer_status cuda_event_record(void *device, void *queue, void *event)
 {
 	struct cuda_device *dev = device;
 	struct cuda_queue *q = queue;
-	wafer_status status = cuda_enter(dev);
-	CUresult result;
-
-	if (status != WAFER_OK)
-		return status;
-	result = dev->drv->cuEventRecord(event, q->stream);
-	return result == CUDA_SUCCESS
-		       ? WAFER_OK
-		       : cuda_fail(dev->state, result, "cuEventRecord");
+	CUDA_ENTER_RETURN(dev, cuEventRecord, event, q->stream);
 }
 
 wafer_status cuda_queue_wait_event(void *device, void *queue, void *event)
 {
 	struct cuda_device *dev = device;
 	struct cuda_queue *q = queue;
-	wafer_status status = cuda_enter(dev);
-	CUresult result;
-
-	if (status != WAFER_OK)
-		return status;
-	result = dev->drv->cuStreamWaitEvent(q->stream, event, 0);
-	return result == CUDA_SUCCESS
-		       ? WAFER_OK
-		       : cuda_fail(dev->state, result, "cuStreamWaitEvent");
+	CUDA_ENTER_RETURN(dev, cuStreamWaitEvent, q->stream, event, 0);
 }
 
 wafer_status cuda_event_sync(void *device, void *event)
 {
 	struct cuda_device *dev = device;
-	wafer_status status = cuda_enter(dev);
-	CUresult result;
-
-	if (status != WAFER_OK)
-		return status;
-	result = dev->drv->cuEventSynchronize(event);
-	return result == CUDA_SUCCESS
-		       ? WAFER_OK
-		       : cuda_fail(dev->state, result, "cuEventSynchronize");
+	CUDA_ENTER_RETURN(dev, cuEventSynchronize, event);
 }
 
 wafer_status cuda_event_query(void *device, void *event)
@@ -126,13 +102,5 @@ wafer_status cuda_queue_callback(void *device, void *queue,
 {
 	struct cuda_device *dev = device;
 	struct cuda_queue *q = queue;
-	wafer_status status = cuda_enter(dev);
-	CUresult result;
-
-	if (status != WAFER_OK)
-		return status;
-	result = dev->drv->cuLaunchHostFunc(q->stream, fn, arg);
-	return result == CUDA_SUCCESS
-		       ? WAFER_OK
-		       : cuda_fail(dev->state, result, "cuLaunchHostFunc");
+	CUDA_ENTER_RETURN(dev, cuLaunchHostFunc, q->stream, fn, arg);
 }

@@ -16,16 +16,7 @@ wafer_status cuda_graph_begin(void *device, void *queue)
 {
 	struct cuda_device *dev = device;
 	struct cuda_queue *q = queue;
-	wafer_status status = cuda_enter(dev);
-	CUresult result;
-
-	if (status != WAFER_OK)
-		return status;
-	result = dev->drv->cuStreamBeginCapture(q->stream,
-						 CU_STREAM_CAPTURE_MODE_RELAXED);
-	return result == CUDA_SUCCESS
-		       ? WAFER_OK
-		       : cuda_fail(dev->state, result, "cuStreamBeginCapture");
+	CUDA_ENTER_RETURN(dev, cuStreamBeginCapture, q->stream, CU_STREAM_CAPTURE_MODE_RELAXED);
 }
 
 wafer_status cuda_graph_end(void *device, void *queue, void **out_graph)
@@ -57,15 +48,7 @@ wafer_status cuda_graph_launch(void *device, void *queue, void *graph)
 {
 	struct cuda_device *dev = device;
 	struct cuda_queue *q = queue;
-	wafer_status status = cuda_enter(dev);
-	CUresult result;
-
-	if (status != WAFER_OK)
-		return status;
-	result = dev->drv->cuGraphLaunch(graph, q->stream);
-	return result == CUDA_SUCCESS
-		       ? WAFER_OK
-		       : cuda_fail(dev->state, result, "cuGraphLaunch");
+	CUDA_ENTER_RETURN(dev, cuGraphLaunch, graph, q->stream);
 }
 
 /* CUDA frees an executable graph whose launches are still running once

@@ -58,45 +58,25 @@ static wafer_client *open_on(const char *selector, const char *channel)
 	return client;
 }
 
-static wafer_status exec(wafer_client *client, const char *op,
-			 const wafer_handle *handles, size_t n,
-			 const void *params, size_t params_size, uint64_t count)
-{
-	wafer_buffer_binding bindings[4];
-	for (size_t i = 0; i < n; i++)
-		bindings[i] = (wafer_buffer_binding){handles[i], 0, 0};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = op,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = bindings,
-		.binding_count = n,
-		.params = params,
-		.params_size = params_size,
-		.global = {count, 1, 1},
-	};
-	return wafer_execute(client, &args);
-}
-
 static wafer_status add(wafer_client *client, wafer_handle out, wafer_handle a,
 			wafer_handle b, uint64_t count)
 {
 	struct wafer_elementwise_params p = {count};
 	wafer_handle h[3] = {out, a, b};
-	return exec(client, "add", h, 3, &p, sizeof p, count);
+	return execute_f32(client, "add", h, 3, &p, sizeof p, count);
 }
 
 static wafer_status fill(wafer_client *client, wafer_handle out, uint64_t count,
 			 double value)
 {
 	struct wafer_fill_params p = {count, value};
-	return exec(client, "fill", &out, 1, &p, sizeof p, count);
+	return execute_f32(client, "fill", &out, 1, &p, sizeof p, count);
 }
 
 static wafer_status fail(wafer_client *client, wafer_handle out)
 {
 	struct wafer_elementwise_params p = {1};
-	return exec(client, "fail", &out, 1, &p, sizeof p, 1);
+	return execute_f32(client, "fail", &out, 1, &p, sizeof p, 1);
 }
 
 /*===----------------------------------------------------------------------===*/
@@ -191,7 +171,7 @@ static wafer_status fail_long(wafer_client *client, wafer_handle out,
 			      uint64_t chars)
 {
 	struct wafer_elementwise_params p = {chars};
-	return exec(client, "fail", &out, 1, &p, sizeof p, 1);
+	return execute_f32(client, "fail", &out, 1, &p, sizeof p, 1);
 }
 
 /* The text of a 'fail' of fail_long is all there: its head, its length,
@@ -292,11 +272,11 @@ static void test_release_order(const char *selector, const char *channel)
 	wafer_empty(c, sizeof out, &dst);
 	struct wafer_elementwise_params slow = {20000}; /* 20 ms */
 	wafer_handle h[2] = {dst, in};
-	wafer_status s = exec(c, "slow_copy", h, 2, &slow, sizeof slow, n);
+	wafer_status s = execute_f32(c, "slow_copy", h, 2, &slow, sizeof slow, n);
 	if (s == WAFER_ERROR_NOT_SUPPORTED) {
 		/* The standard catalogue has no slow kernel: copy instead. */
 		struct wafer_elementwise_params p = {n};
-		s = exec(c, "copy", h, 2, &p, sizeof p, n);
+		s = execute_f32(c, "copy", h, 2, &p, sizeof p, n);
 	}
 	is_status(s, WAFER_OK, "%s/%s: queued reader of a released input",
 		  selector, channel);
@@ -312,10 +292,10 @@ static void test_release_order(const char *selector, const char *channel)
 	/* Trimming hands the memory back to the plugin: it must wait too. */
 	wafer_create(c, a, sizeof a, &in);
 	h[1] = in;
-	if (exec(c, "slow_copy", h, 2, &slow, sizeof slow, n) ==
+	if (execute_f32(c, "slow_copy", h, 2, &slow, sizeof slow, n) ==
 	    WAFER_ERROR_NOT_SUPPORTED) {
 		struct wafer_elementwise_params p = {n};
-		exec(c, "copy", h, 2, &p, sizeof p, n);
+		execute_f32(c, "copy", h, 2, &p, sizeof p, n);
 	}
 	wafer_release(c, in);
 	wafer_memory_trim(c);
@@ -370,7 +350,7 @@ static void test_mpsc_returns_at_once(void)
 	static int gate;
 	int *addr = &gate;
 	__atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
-	is_status(exec(c, "gate", NULL, 0, &addr, sizeof addr, 1), WAFER_OK,
+	is_status(execute_f32(c, "gate", NULL, 0, &addr, sizeof addr, 1), WAFER_OK,
 		  "mpsc: execute returned while launch is still blocked");
 	wafer_handle h;
 	is_status(wafer_empty(c, 64, &h), WAFER_OK,
@@ -540,7 +520,7 @@ static void test_mpsc_upload_bound(void)
 	wafer_empty(c, UPLOAD_SIZE, &w.h);
 
 	__atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
-	exec(c, "gate", NULL, 0, &addr, sizeof addr, 1);
+	execute_f32(c, "gate", NULL, 0, &addr, sizeof addr, 1);
 	pthread_t producer;
 	pthread_create(&producer, NULL, upload_producer, &w);
 	/* The runner is held by the gate: only what fits in 64 MiB can be
@@ -589,7 +569,7 @@ static void test_mpsc_burst(void)
 
 	for (int round = 0; round < rounds; round++) {
 		__atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
-		exec(c, "gate", NULL, 0, &addr, sizeof addr, 1);
+		execute_f32(c, "gate", NULL, 0, &addr, sizeof addr, 1);
 		pthread_t opener;
 		struct gate_opener o = {&gate, current_tid()};
 		pthread_create(&opener, NULL, open_gate_when_blocked, &o);
@@ -695,7 +675,7 @@ static void test_handle_cap(const char *path, const char *channel)
 		int i = round % CAP;
 		struct wafer_elementwise_params p = {50}; /* 50 us */
 		wafer_handle pair[2] = {h[i], h[(i + 1) % CAP]};
-		exec(c, "slow_copy", pair, 2, &p, sizeof p, 1);
+		execute_f32(c, "slow_copy", pair, 2, &p, sizeof p, 1);
 		failed += wafer_release(c, h[i]) != WAFER_OK;
 		failed += wafer_empty(c, 64, &h[i]) != WAFER_OK;
 	}

@@ -677,6 +677,30 @@ static void test_errors(void)
 	is_status(wafer_client_close(client), WAFER_OK, "client closed clean");
 }
 
+/* x = 1 and y = i, uploaded: after k saxpy launches with a = 1, y is
+ * i + k (ramp_plus checks it). */
+static void upload_ones_and_ramp(wafer_client *client, wafer_handle *hx,
+				 wafer_handle *hy)
+{
+	static float x[N], y[N];
+	for (size_t i = 0; i < N; i++) {
+		x[i] = 1.0f;
+		y[i] = (float)i;
+	}
+	*hx = upload(client, x, N);
+	*hy = upload(client, y, N);
+}
+
+/* Whether |hy| reads back as i + |plus| at every i. */
+static bool ramp_plus(wafer_client *client, wafer_handle hy, float plus)
+{
+	static float y[N];
+	bool right = wafer_read(client, hy, 0, y, sizeof y) == WAFER_OK;
+	for (size_t i = 0; right && i < N; i++)
+		right = y[i] == (float)i + plus;
+	return right;
+}
+
 /* On mpsc the release is queued: launches issued before it run first. */
 static void test_release_order(void)
 {
@@ -686,22 +710,15 @@ static void test_release_order(void)
 	wafer_program *p = NULL;
 	const wafer_kernel_ref *saxpy = NULL;
 	wafer_client *client = saxpy_client(source, &p, &saxpy);
-	static float x[N], y[N];
-	for (size_t i = 0; i < N; i++) {
-		x[i] = 1.0f;
-		y[i] = (float)i;
-	}
-	wafer_handle hx = upload(client, x, N), hy = upload(client, y, N);
+	wafer_handle hx, hy;
+	upload_ones_and_ramp(client, &hx, &hy);
 	wafer_status status = WAFER_OK;
 	for (int t = 0; t < 50 && status == WAFER_OK; t++)
 		status = run_saxpy(client, saxpy, hy, hx, 1.0f, N);
 	is_status(status, WAFER_OK, "mpsc: 50 launches queued");
 	is_status(wafer_program_release(p), WAFER_OK,
 		  "  ... the program released right after");
-	bool right = wafer_read(client, hy, 0, y, sizeof y) == WAFER_OK;
-	for (size_t i = 0; right && i < N; i++)
-		right = y[i] == (float)i + 50.0f;
-	ok(right, "  ... every launch ran before the program went");
+	ok(ramp_plus(client, hy, 50.0f), "  ... every launch ran before the program went");
 	wafer_release(client, hx);
 	wafer_release(client, hy);
 
@@ -724,12 +741,8 @@ static void test_graph(void)
 	wafer_client *client = saxpy_client(source, &p, &saxpy);
 	wafer_queue *q = wafer_client_default_queue(client);
 	wafer_graph *g = NULL;
-	static float x[N], y[N];
-	for (size_t i = 0; i < N; i++) {
-		x[i] = 1.0f;
-		y[i] = (float)i;
-	}
-	wafer_handle hx = upload(client, x, N), hy = upload(client, y, N);
+	wafer_handle hx, hy;
+	upload_ones_and_ramp(client, &hx, &hy);
 	wafer_queue_begin_capture(q);
 	is_status(run_saxpy(client, saxpy, hy, hx, 2.0f, N), WAFER_OK,
 		  "graph: a program kernel is captured");
@@ -739,10 +752,7 @@ static void test_graph(void)
 		  "  ... the program released while the graph lives");
 	for (int t = 0; t < 3; t++)
 		wafer_graph_launch(g, q);
-	bool right = wafer_read(client, hy, 0, y, sizeof y) == WAFER_OK;
-	for (size_t i = 0; right && i < N; i++)
-		right = y[i] == (float)i + 6.0f;
-	ok(right, "  ... three replays after the release ran its kernel");
+	ok(ramp_plus(client, hy, 6.0f), "  ... three replays after the release ran its kernel");
 	is_status(wafer_graph_release(g), WAFER_OK,
 		  "  ... the graph released, the program goes with it");
 	wafer_release(client, hx);

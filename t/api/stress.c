@@ -19,6 +19,7 @@
 #include <wafer/wafer.h>
 
 #include "t/tap.h"
+#include "t/client_util.h"
 
 #define THREADS 16
 #define LOCAL_HANDLES 8
@@ -70,20 +71,7 @@ static void check_read(struct worker *w, const float *got, const float *want)
 static wafer_status run(const char *op, const wafer_handle *h, size_t n,
 			const void *params, size_t params_size)
 {
-	wafer_buffer_binding b[3];
-	for (size_t i = 0; i < n; i++)
-		b[i] = (wafer_buffer_binding){h[i], 0, 0};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = op,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = b,
-		.binding_count = n,
-		.params = params,
-		.params_size = params_size,
-		.global = {ELEMS, 1, 1},
-	};
-	return wafer_execute(client, &args);
+	return execute_f32(client, op, h, n, params, params_size, ELEMS);
 }
 
 /* One random operation on the worker's slots. */

@@ -309,6 +309,25 @@ static void test_broken_files(struct wafer__config *config)
 		diag("could not remove %s", dir);
 }
 
+/* Loads the test plugin NAME.so from libs_dir with wafer__loader_load,
+ * keeping what it logged in |text|. */
+static wafer_status load_logged(const char *name,
+				struct wafer__loaded_plugin **p, char *text,
+				size_t size)
+{
+	char path[8192];
+	struct log_capture cap;
+	wafer_status st = WAFER_ERROR_INTERNAL;
+
+	snprintf(path, sizeof path, "%s/%s.so", libs_dir, name);
+	*p = NULL;
+	if (log_capture_begin(&cap)) {
+		st = wafer__loader_load(NULL, path, p);
+		log_capture_end(&cap, text, size);
+	}
+	return st;
+}
+
 static void test_loader_direct(void)
 {
 	struct wafer__config *config = NULL;
@@ -403,17 +422,11 @@ static void test_loader_direct(void)
 	wafer__loader_unload(p);
 
 	/* Interop entries come in groups: part of one is none of it. */
-	snprintf(path, sizeof path, "%s/half_interop.so", libs_dir);
 	{
 		char text[8192] = "";
-		struct log_capture cap;
-		wafer_status st = WAFER_ERROR_INTERNAL;
+		wafer_status st = load_logged("half_interop", &p, text,
+					      sizeof text);
 
-		p = NULL;
-		if (log_capture_begin(&cap)) {
-			st = wafer__loader_load(NULL, path, &p);
-			log_capture_end(&cap, text, sizeof text);
-		}
 		is_status(st, WAFER_OK, "half_interop: loads");
 		ok(p && !p->storage.native && !p->storage.import &&
 			   !p->storage.forget && !p->server.queue_native &&
@@ -452,18 +465,12 @@ static void test_loader_direct(void)
 	}
 
 	/* A minor newer than the core's loads, with a warning. */
-	snprintf(path, sizeof path, "%s/new_minor.so", libs_dir);
 	{
 		char text[4096] = "";
-		struct log_capture cap;
-		wafer_status st = WAFER_ERROR_INTERNAL;
+		wafer_status st = load_logged("new_minor", &p, text,
+					      sizeof text);
 		char want[128];
 
-		p = NULL;
-		if (log_capture_begin(&cap)) {
-			st = wafer__loader_load(NULL, path, &p);
-			log_capture_end(&cap, text, sizeof text);
-		}
 		snprintf(want, sizeof want,
 			 "built for ABI 1.99, newer than this core's 1.%u",
 			 (unsigned)WAFER_PLUGIN_ABI_MINOR);

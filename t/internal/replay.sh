@@ -23,12 +23,12 @@ if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
 fi
 tool=$T_BUILDDIR/../tools/wafer-replay
 trace=$T_SRCDIR/replay-small.trace
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-replay.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=t/tap.sh
+. "$T_SRCDIR/tap.sh"
+tap_tmpdir wafer-replay
 unset WAFER_LOG
 
-. "$T_SRCDIR/tap.sh"
-check_show="$tmp/out $tmp/err"
+tap_show="$tmp/out $tmp/err"
 has() { # has TEXT: the last output holds TEXT (a fixed string)
 	grep -F -e "$1" "$tmp/out" "$tmp/err" > /dev/null
 }

@@ -9,12 +9,13 @@
 set -u
 
 if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
-	echo "Bail out! T_BUILDDIR/T_SRCDIR not set (run through make check)"
+	echo "Bail out! T_BUILDDIR is not set (run through make check)"
 	exit 1
 fi
 tool=$T_BUILDDIR/../tools/wafer-info
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-info.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=t/tap.sh
+. "$T_SRCDIR/tap.sh"
+tap_tmpdir wafer-info
 
 # The cpu plugin is always built: without it the build is broken, not
 # the machine short of something.
@@ -38,7 +39,6 @@ WAFER_PLUGIN_PATH=$T_BUILDDIR/plugins/.libs:$T_BUILDDIR/plugins:${WAFER_PLUGIN_P
 export WAFER_CONFIG WAFER_PLUGIN_PATH
 unset WAFER_BACKEND WAFER_LOG WAFER_CHANNEL WAFER_MEMORY
 
-. "$T_SRCDIR/tap.sh"
 has() { # has TEXT: the last output holds TEXT (a fixed string)
 	grep -F -e "$1" "$tmp/out" > /dev/null
 }

@@ -34,6 +34,7 @@
 #include "lib/memory/memory.h"
 #include "t/standins/levelzero/fakeze.h"
 #include "t/tap.h"
+#include "t/client_util.h"
 
 static const struct fakeze_api *fz;
 static wafer_runtime *runtime;
@@ -67,28 +68,6 @@ static int last_launch(struct fakeze_launch *l)
 {
 	size_t n = fz->launch_count();
 	return n > 0 && fz->launch_get(n - 1, l);
-}
-
-static wafer_status execute(wafer_client *c, const char *kernel,
-			    const wafer_handle *h, size_t nh,
-			    const void *params, size_t params_size,
-			    uint64_t count)
-{
-	wafer_buffer_binding b[3];
-	memset(b, 0, sizeof b);
-	for (size_t i = 0; i < nh; i++)
-		b[i] = (wafer_buffer_binding){h[i], 0, 0};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = kernel,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = b,
-		.binding_count = nh,
-		.params = params,
-		.params_size = params_size,
-		.global = {count, 1, 1},
-	};
-	return wafer_execute(c, &args);
 }
 
 /* Runs one client on |strategy| and |channel|. */
@@ -160,7 +139,7 @@ static void run_client(const char *strategy, const char *channel)
 	 * bytes (b and a were uploaded; out is h[3]). */
 	struct wafer_elementwise_params ep = {.count = 1000 / 4};
 	wafer_handle add_h[3] = {h[3], h[2], h[1]};
-	s = execute(c, "add", add_h, 3, &ep, sizeof ep, ep.count);
+	s = execute_f32(c, "add", add_h, 3, &ep, sizeof ep, ep.count);
 	if (s == WAFER_OK)
 		s = wafer_sync(c);
 	is_status(s, WAFER_OK, "%s: execute add", what);
@@ -196,7 +175,7 @@ static void run_client(const char *strategy, const char *channel)
 	   "%s: ... which reading the output handle returns", what);
 
 	struct wafer_fill_params fp = {.count = 1, .value = 2.0};
-	s = execute(c, "fill", &h[0], 1, &fp, sizeof fp, 1);
+	s = execute_f32(c, "fill", &h[0], 1, &fp, sizeof fp, 1);
 	if (s == WAFER_OK)
 		s = wafer_sync(c);
 	is_status(s, WAFER_OK, "%s: execute fill", what);
@@ -208,21 +187,21 @@ static void run_client(const char *strategy, const char *channel)
 	   "%s: fill ran fill_f32 on the handle's memory: 2.0", what);
 
 	/* Errors. */
-	s = execute(c, "no_such_kernel", &h[0], 1, &fp, sizeof fp, 1);
+	s = execute_f32(c, "no_such_kernel", &h[0], 1, &fp, sizeof fp, 1);
 	if (s == WAFER_OK)
 		s = wafer_sync(c);
 	is_status(s, WAFER_ERROR_NOT_SUPPORTED, "%s: an unknown kernel", what);
 	like(wafer_last_error(), "levelzero", "%s: ... names the plugin",
 	     what);
 	ep.count = 2000;
-	s = execute(c, "add", add_h, 3, &ep, sizeof ep, ep.count);
+	s = execute_f32(c, "add", add_h, 3, &ep, sizeof ep, ep.count);
 	if (s == WAFER_OK)
 		s = wafer_sync(c);
 	is_status(s, WAFER_ERROR_OUT_OF_RANGE, "%s: a count past a handle",
 		  what);
 
 	ep.count = 250;
-	s = execute(c, "add", add_h, 3, &ep, sizeof ep, ep.count);
+	s = execute_f32(c, "add", add_h, 3, &ep, sizeof ep, ep.count);
 	fz->fail("zeEventHostSynchronize", 0, ZE_RESULT_ERROR_DEVICE_LOST);
 	if (s == WAFER_OK)
 		s = wafer_sync(c);

@@ -12,18 +12,18 @@
 set -u
 
 if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
-	echo "1..0 # SKIP T_BUILDDIR/T_SRCDIR not set (run through make check)"
+	echo "1..0 # SKIP T_BUILDDIR is not set (run through make check)"
 	exit 0
 fi
 tool=$T_BUILDDIR/../tools/wafer-info
 driver=$T_BUILDDIR/levelzero/.libs/fakeze.so
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/levelzero-nodriver.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=t/tap.sh
+. "$T_SRCDIR/tap.sh"
+tap_tmpdir levelzero-nodriver
 unset WAFER_BACKEND WAFER_CONFIG WAFER_LOG FAKEZE_NO_VM FAKEZE_BUILD_FAIL
 unset FAKEZE_DEVICES FAKEZE_VPU FAKEZE_NO_IMMEDIATE
 
-. "$T_SRCDIR/tap.sh"
-check_show="$tmp/out"
+tap_show=$tmp/out
 has() { grep -F -e "$1" "$tmp/out" > /dev/null; }
 hasnt() { ! has "$1"; }
 

@@ -21,10 +21,10 @@ header=$T_SRCDIR/../plugins/levelzero/kernels.h
 val=${SPIRV_VAL:-spirv-val}
 dis=$(dirname "$val")/spirv-dis
 [ -x "$dis" ] || dis=$(command -v spirv-dis 2>/dev/null || true)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/levelzero-spirv.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-
+# shellcheck source=t/tap.sh
 . "$T_SRCDIR/tap.sh"
+tap_tmpdir levelzero-spirv
+
 skip() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
 
 echo "1..6"

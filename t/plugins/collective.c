@@ -84,34 +84,21 @@ static wafer_status collective_comm_run(void *device, void *queue, void *comm,
 
 static const struct wafer_storage_ops collective_storage_ops = {
 	.struct_size = sizeof(struct wafer_storage_ops),
-	.alloc = tp_alloc,
-	.free = tp_free,
-	.copy_in = tp_copy_in,
-	.copy_out = tp_copy_out,
-	.copy = tp_copy,
+	TP_STORAGE_REQUIRED,
 	.copy_peer = collective_copy_peer,
 };
 
 static const struct wafer_server_ops collective_server_ops = {
 	.struct_size = sizeof(struct wafer_server_ops),
-	.queue_create = tp_queue_create,
-	.queue_destroy = tp_queue_destroy,
-	.launch = tp_launch,
-	.sync = tp_sync,
+	TP_SERVER_REQUIRED,
 	.comm_id = collective_comm_id,
 	.comm_open = collective_comm_open,
 	.comm_close = collective_comm_close,
 	.comm_run = collective_comm_run,
 };
 
-WAFER_PLUGIN_EXPORT const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
+TP_PLUGIN_QUERY(d)
 {
-	static struct wafer_plugin d;
-
-	tp_describe(host, &d);
-	d.storage = &collective_storage_ops;
-	d.server = &collective_server_ops;
-	return &d;
+	d->storage = &collective_storage_ops;
+	d->server = &collective_server_ops;
 }

@@ -25,20 +25,13 @@ static const struct wafer_host_services *queried;
 
 const struct wafer_storage_ops tp_storage_ops = {
 	.struct_size = sizeof(struct wafer_storage_ops),
-	.alloc = tp_alloc,
-	.free = tp_free,
-	.copy_in = tp_copy_in,
-	.copy_out = tp_copy_out,
-	.copy = tp_copy,
+	TP_STORAGE_REQUIRED,
 	/* stream-ordered, virtual-memory and pinned-host ops left NULL */
 };
 
 const struct wafer_server_ops tp_server_ops = {
 	.struct_size = sizeof(struct wafer_server_ops),
-	.queue_create = tp_queue_create,
-	.queue_destroy = tp_queue_destroy,
-	.launch = tp_launch,
-	.sync = tp_sync,
+	TP_SERVER_REQUIRED,
 	/* timers left NULL */
 };
 

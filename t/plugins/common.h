@@ -73,6 +73,51 @@ extern const struct wafer_host_services *_Atomic tp_host;
 void tp_describe(const struct wafer_host_services *host,
 		 struct wafer_plugin *d);
 
+/* TP_PLUGIN_QUERY(d) { ... } defines the plugin's wafer_plugin_query: it
+ * fills a static descriptor with tp_describe, then runs the block that
+ * follows on it (|d| names it there) to change the one thing the plugin
+ * tests, and returns it. */
+#define TP_PLUGIN_QUERY(d)						\
+	static void tp_adjust(struct wafer_plugin *d);			\
+	WAFER_PLUGIN_EXPORT const struct wafer_plugin *			\
+	wafer_plugin_query(uint32_t core_abi_major,			\
+			   const struct wafer_host_services *host)	\
+	{								\
+		static struct wafer_plugin desc;			\
+									\
+		(void)core_abi_major;					\
+		tp_describe(host, &desc);				\
+		tp_adjust(&desc);					\
+		return &desc;						\
+	}								\
+	static void tp_adjust(struct wafer_plugin *d)
+
+/* The required server entries, for a plugin's own server table. */
+#define TP_SERVER_REQUIRED						\
+	.queue_create = tp_queue_create,				\
+	.queue_destroy = tp_queue_destroy,				\
+	.launch = tp_launch,						\
+	.sync = tp_sync
+
+/* The required storage entries, for a plugin's own storage table. */
+#define TP_STORAGE_REQUIRED						\
+	.alloc = tp_alloc,						\
+	.free = tp_free,						\
+	.copy_in = tp_copy_in,						\
+	.copy_out = tp_copy_out,					\
+	.copy = tp_copy
+
+/* The optional memory entries below (stream-ordered, virtual, pinned). */
+#define TP_STORAGE_MEMORY						\
+	.alloc_async = tp_alloc_async,					\
+	.free_async = tp_free_async,					\
+	.vm_reserve = tp_vm_reserve,					\
+	.vm_release = tp_vm_release,					\
+	.vm_map = tp_vm_map,						\
+	.vm_unmap = tp_vm_unmap,					\
+	.host_alloc = tp_host_alloc,					\
+	.host_free = tp_host_free
+
 /* Lifetime and devices. */
 wafer_status tp_init(const struct wafer_plugin_init_args *args,
 		     void **out_state);

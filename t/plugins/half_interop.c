@@ -20,11 +20,7 @@ const struct tp_plugin_defaults tp_plugin = {
 
 static const struct wafer_storage_ops half_storage_ops = {
 	.struct_size = sizeof(struct wafer_storage_ops),
-	.alloc = tp_alloc,
-	.free = tp_free,
-	.copy_in = tp_copy_in,
-	.copy_out = tp_copy_out,
-	.copy = tp_copy,
+	TP_STORAGE_REQUIRED,
 	.native = tp_native,
 	.import = tp_import,
 };
@@ -77,10 +73,7 @@ static wafer_status half_program_kernel(void *device, void *program,
 
 static const struct wafer_server_ops half_server_ops = {
 	.struct_size = sizeof(struct wafer_server_ops),
-	.queue_create = tp_queue_create,
-	.queue_destroy = tp_queue_destroy,
-	.launch = tp_launch,
-	.sync = tp_sync,
+	TP_SERVER_REQUIRED,
 	.queue_wrap = tp_queue_wrap,
 	.comm_id = half_comm_id,
 	.comm_open = half_comm_open,
@@ -90,14 +83,8 @@ static const struct wafer_server_ops half_server_ops = {
 	.program_kernel = half_program_kernel,
 };
 
-WAFER_PLUGIN_EXPORT const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
+TP_PLUGIN_QUERY(d)
 {
-	static struct wafer_plugin d;
-
-	tp_describe(host, &d);
-	d.storage = &half_storage_ops;
-	d.server = &half_server_ops;
-	return &d;
+	d->storage = &half_storage_ops;
+	d->server = &half_server_ops;
 }

@@ -20,13 +20,7 @@ static wafer_status init_fails_init(const struct wafer_plugin_init_args *args,
 	return WAFER_ERROR_DEVICE;
 }
 
-WAFER_PLUGIN_EXPORT const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
+TP_PLUGIN_QUERY(d)
 {
-	static struct wafer_plugin d;
-
-	tp_describe(host, &d);
-	d.init = init_fails_init;
-	return &d;
+	d->init = init_fails_init;
 }

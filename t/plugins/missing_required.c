@@ -20,13 +20,7 @@ static const struct wafer_server_ops no_launch_server_ops = {
 	.sync = tp_sync,
 };
 
-WAFER_PLUGIN_EXPORT const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
+TP_PLUGIN_QUERY(d)
 {
-	static struct wafer_plugin d;
-
-	tp_describe(host, &d);
-	d.server = &no_launch_server_ops;
-	return &d;
+	d->server = &no_launch_server_ops;
 }

@@ -20,13 +20,7 @@ static wafer_status no_devices_count(void *state, uint32_t *out_count)
 	return WAFER_ERROR_NO_DEVICE;
 }
 
-WAFER_PLUGIN_EXPORT const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
+TP_PLUGIN_QUERY(d)
 {
-	static struct wafer_plugin d;
-
-	tp_describe(host, &d);
-	d.device_count = no_devices_count;
-	return &d;
+	d->device_count = no_devices_count;
 }

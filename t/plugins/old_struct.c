@@ -14,13 +14,7 @@ const struct tp_plugin_defaults tp_plugin = {
 	.devices = 1,
 };
 
-WAFER_PLUGIN_EXPORT const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
+TP_PLUGIN_QUERY(d)
 {
-	static struct wafer_plugin d;
-
-	tp_describe(host, &d);
-	d.struct_size = offsetof(struct wafer_plugin, device_open);
-	return &d;
+	d->struct_size = offsetof(struct wafer_plugin, device_open);
 }

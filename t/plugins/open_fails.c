@@ -39,17 +39,12 @@ static wafer_status open_fails_queue_create(void *device, void **out_queue)
 	return tp_queue_create(device, out_queue);
 }
 
-WAFER_PLUGIN_EXPORT const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
+TP_PLUGIN_QUERY(d)
 {
-	static struct wafer_plugin d;
 	static struct wafer_server_ops server;
 
-	tp_describe(host, &d);
-	d.device_open = open_fails_device_open;
+	d->device_open = open_fails_device_open;
 	server = tp_server_ops;
 	server.queue_create = open_fails_queue_create;
-	d.server = &server;
-	return &d;
+	d->server = &server;
 }

@@ -246,15 +246,9 @@ static const struct wafer_server_ops tunable_server_ops = {
 	.timer_end = tunable_timer_end,
 };
 
-WAFER_PLUGIN_EXPORT const struct wafer_plugin *
-wafer_plugin_query(uint32_t core_abi_major,
-		   const struct wafer_host_services *host)
+TP_PLUGIN_QUERY(d)
 {
-	static struct wafer_plugin d;
-
-	tp_describe(host, &d);
-	d.init = tunable_init;
-	d.device_kernels = tunable_kernels;
-	d.server = &tunable_server_ops;
-	return &d;
+	d->init = tunable_init;
+	d->device_kernels = tunable_kernels;
+	d->server = &tunable_server_ops;
 }
