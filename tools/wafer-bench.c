@@ -113,6 +113,24 @@ void bench_fill_f32(wafer_client *client, wafer_handle h, uint64_t count,
 	bench_check(wafer_execute(client, &args), "fill");
 }
 
+void bench_add_f32(wafer_client *client, wafer_handle out, wafer_handle a,
+		   wafer_handle b, uint64_t count)
+{
+	struct wafer_elementwise_params p = {.count = count};
+	wafer_buffer_binding bind[3] = {{out, 0, 0}, {a, 0, 0}, {b, 0, 0}};
+	wafer_execute_args args = {
+		.struct_size = sizeof args,
+		.kernel = WAFER_KERNEL_ADD,
+		.dtype = WAFER_DTYPE_F32,
+		.bindings = bind,
+		.binding_count = 3,
+		.params = &p,
+		.params_size = sizeof p,
+		.global = {count, 1, 1},
+	};
+	bench_check(wafer_execute(client, &args), "add");
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: wafer-bench BENCHMARK [options]\n\n"

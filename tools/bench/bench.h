@@ -33,6 +33,11 @@ wafer_client *bench_open_client(wafer_runtime *runtime, const char *channel,
 void bench_fill_f32(wafer_client *client, wafer_handle h, uint64_t count,
 		    double value);
 
+/* out = a + b over |count| f32 elements (the standard add kernel), or
+ * exits naming "add". */
+void bench_add_f32(wafer_client *client, wafer_handle out, wafer_handle a,
+		   wafer_handle b, uint64_t count);
+
 /* Argument |text| of benchmark |bench|, |what| it counts: a decimal
  * integer from 1 to |max|, or the program exits with status 2 saying
  * so (a negative or too large count once looped for ever, and 0 divided

@@ -40,31 +40,13 @@
 
 #define CHAIN_COUNT 256
 
-static void add(wafer_client *client, wafer_handle out, wafer_handle a,
-		wafer_handle b)
-{
-	struct wafer_elementwise_params p = {.count = CHAIN_COUNT};
-	wafer_buffer_binding bind[3] = {{out, 0, 0}, {a, 0, 0}, {b, 0, 0}};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = WAFER_KERNEL_ADD,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = bind,
-		.binding_count = 3,
-		.params = &p,
-		.params_size = sizeof p,
-		.global = {CHAIN_COUNT, 1, 1},
-	};
-	bench_check(wafer_execute(client, &args), "add");
-}
-
 /* x <- x + y, |k| times, alternating two buffers so that each add reads
  * the last one's output. */
 static void chain(wafer_client *client, wafer_handle h[2], wafer_handle y,
 		  unsigned k)
 {
 	for (unsigned i = 0; i < k; i++)
-		add(client, h[(i + 1) % 2], h[i % 2], y);
+		bench_add_f32(client, h[(i + 1) % 2], h[i % 2], y, CHAIN_COUNT);
 }
 
 static uint64_t storage_calls(wafer_client *client)

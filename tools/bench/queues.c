@@ -53,24 +53,6 @@ struct pipeline {
 	unsigned adds;
 };
 
-static void add_f32(wafer_client *client, wafer_handle out, wafer_handle in,
-		    size_t count)
-{
-	struct wafer_elementwise_params p = {.count = count};
-	wafer_buffer_binding bind[3] = {{out, 0, 0}, {in, 0, 0}, {in, 0, 0}};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = WAFER_KERNEL_ADD,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = bind,
-		.binding_count = 3,
-		.params = &p,
-		.params_size = sizeof p,
-		.global = {count, 1, 1},
-	};
-	bench_check(wafer_execute(client, &args), "add");
-}
-
 /* ms for |batches| batches; uploads on |copy| (NULL: the default queue). */
 static double run_pipeline(struct pipeline *p, unsigned batches,
 			   wafer_queue *copy)
@@ -88,7 +70,7 @@ static double run_pipeline(struct pipeline *p, unsigned batches,
 		if (copy)
 			wafer_queue_select(compute);
 		for (unsigned a = 0; a < p->adds; a++)
-			add_f32(p->client, p->out, in, count);
+			bench_add_f32(p->client, p->out, in, in, count);
 	}
 	if (copy)
 		bench_check(wafer_queue_sync(copy), "sync copy queue");
@@ -110,7 +92,7 @@ static unsigned balance(struct pipeline *p)
 		bench_check(wafer_sync(p->client), "sync");
 		up = fmin(up, (double)(bench_now_ns() - t));
 		t = bench_now_ns();
-		add_f32(p->client, p->out, p->in[0], count);
+		bench_add_f32(p->client, p->out, p->in[0], p->in[0], count);
 		bench_check(wafer_sync(p->client), "sync");
 		add = fmin(add, (double)(bench_now_ns() - t));
 	}
