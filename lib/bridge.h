@@ -234,8 +234,8 @@ struct wafer__bridge {
 	wafer_graph *capture[WAFER_MAX_QUEUES];
 	uint32_t capturing;
 	wafer_graph *graphs;
-	/* The queue the plugin records native graphs on, made at first
-	 * need (the program never sees it). */
+	/* The queue the plugin records native graphs on while a capture
+	 * ends or a graph is rebound (the program never sees it). */
 	void *graph_queue;
 	/* Programs released while a graph lived, which may launch their
 	 * kernels: freed when the last graph goes (lib/graph.c). */

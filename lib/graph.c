@@ -326,7 +326,8 @@ static void *record_native(struct wafer__bridge *bridge, wafer_graph *g,
  * launches. */
 static void build_native(struct wafer__bridge *bridge, wafer_graph *g)
 {
-	if (!bridge->device->plugin->server->graph_begin)
+	const struct wafer_server_ops *server = bridge->device->plugin->server;
+	if (!server->graph_begin)
 		return;
 	for (uint32_t i = 0; i < g->step_count;) {
 		uint32_t n = 0;
@@ -342,6 +343,12 @@ static void build_native(struct wafer__bridge *bridge, wafer_graph *g)
 		}
 		i += n ? n : 1;
 	}
+	/* Only while recording: a queue the plugin runs nothing on could
+	 * still cost it (cpu runs launches on the calling thread only while
+	 * a device has one queue). */
+	if (bridge->graph_queue)
+		server->queue_destroy(bridge->plugin_device, bridge->graph_queue);
+	bridge->graph_queue = NULL;
 }
 
 /*===----------------------------------------------------------------------===

@@ -24,6 +24,7 @@
 #define WAFER_PLUGINS_CPU_CPU_PLUGIN_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,6 +84,10 @@ struct cpu_device {
 	/* The device's queues (queue.c), drained before memory is freed. */
 	pthread_mutex_t queues_lock;
 	struct cpu_queue *queues;
+	/* How many there are (written under queues_lock): with one, a
+	 * launch on it runs on the calling thread when nothing is queued
+	 * (cpu_queue_inline). */
+	atomic_uint queue_count;
 };
 
 /* queue.c: a queue is a worker thread running its tasks in order. */
@@ -117,6 +122,11 @@ void cpu_queue_push(struct cpu_queue *queue, struct cpu_task *task);
 /* Waits until every task pushed has finished. */
 void cpu_queue_drain(struct cpu_queue *queue);
 bool cpu_queue_idle(struct cpu_queue *queue);
+/* Whether a launch on |queue| may run on the calling thread instead of
+ * its worker: it is the device's only queue and nothing is queued on it,
+ * so the order is the same and there is nothing to overlap with (a
+ * handoff to the worker costs more than a small kernel). */
+bool cpu_queue_inline(struct cpu_queue *queue);
 /* cpu_queue_drain of every queue of |dev|. */
 void cpu_device_drain(struct cpu_device *dev);
 /* Keeps a failure of work that ran for the queue's next sync. */

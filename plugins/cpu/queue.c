@@ -74,6 +74,7 @@ wafer_status cpu_queue_new(struct cpu_device *dev, struct cpu_queue **out)
 	pthread_mutex_lock(&dev->queues_lock);
 	q->next = dev->queues;
 	dev->queues = q;
+	atomic_fetch_add(&dev->queue_count, 1);
 	pthread_mutex_unlock(&dev->queues_lock);
 	*out = q;
 	return WAFER_OK;
@@ -87,6 +88,7 @@ void cpu_queue_free(struct cpu_queue *q)
 	for (struct cpu_queue **p = &dev->queues; *p; p = &(*p)->next)
 		if (*p == q) {
 			*p = q->next;
+			atomic_fetch_sub(&dev->queue_count, 1);
 			break;
 		}
 	pthread_mutex_unlock(&dev->queues_lock);
@@ -130,6 +132,13 @@ bool cpu_queue_idle(struct cpu_queue *q)
 	bool idle = q->pending == 0;
 	pthread_mutex_unlock(&q->lock);
 	return idle;
+}
+
+bool cpu_queue_inline(struct cpu_queue *q)
+{
+	return atomic_load_explicit(&q->dev->queue_count,
+				    memory_order_relaxed) == 1 &&
+	       cpu_queue_idle(q);
 }
 
 void cpu_device_drain(struct cpu_device *dev)

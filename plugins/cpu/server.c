@@ -186,11 +186,14 @@ static wafer_status cpu_server_launch(void *device, void *queue,
 		cpu_queue_drain(queue);
 		return cpu_program_launch(device, launch);
 	}
-	struct launch_task *t = malloc(sizeof *t + launch->params_size);
+	struct launch_task *t = cpu_queue_inline(queue)
+					? NULL
+					: malloc(sizeof *t + launch->params_size);
 	if (!t) {
-		/* No memory for a task: the kernel runs here, after the
-		 * queue's earlier work, as a launch did before queues had
-		 * threads (a launch never fails for want of host memory). */
+		/* The device's only queue, idle (cpu_queue_inline), or no
+		 * memory for a task: the kernel runs here, after the queue's
+		 * earlier work (a launch never fails for want of host
+		 * memory). */
 		struct cpu_kernel_args args;
 		status = prepare_launch(dev, launch, &args);
 		if (status != WAFER_OK)
