@@ -337,6 +337,14 @@ int main(void)
 	wafer_runtime *rt;
 	wafer_client *c;
 	open_default(NULL, &rt, &c);
+	/* A plugin without the catalogue's fill (a vendor's skeleton):
+	 * one skip naming it. */
+	if (!needs_f32_kernels(c, "trace", "t/api/trace", "fill", NULL)) {
+		close_default(rt, c);
+		rmdir(dir);
+		done_testing();
+		return exit_status();
+	}
 	for (size_t i = 0; i < sizeof channels / sizeof *channels; i++)
 		test_channel(rt, channels[i]);
 	for (size_t i = 0; i < sizeof channels / sizeof *channels; i++)
@@ -345,7 +353,11 @@ int main(void)
 	test_autotune();
 	test_config();
 	test_bad_path();
-	rmdir(dir);
+	/* The autotune cache the test made in it, too. */
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		diag("could not remove %s", dir);
 	done_testing();
 	return exit_status();
 }
