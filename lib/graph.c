@@ -227,6 +227,7 @@ static wafer_status record_command(wafer_graph *g,
 			return out_of_memory(g, "a write's bytes");
 		memcpy(s->bytes, c->write.src, c->write.size);
 		s->command.write.src = s->bytes;
+		s->command.write.registered = false;
 		s->command.write.slot = &g->bindings[index]->shadow;
 	}
 	g->step_count++;

@@ -441,7 +441,8 @@ static void whole_group(struct wafer__loaded_plugin *p, const char *group,
  * of five, since the core learns the device's buffer kind from
  * queue_native before it hands import a buffer; collectives (1.4);
  * events (1.5: without them the core orders a client's queues on the
- * host); native graphs (1.6: without them the core replays graphs). */
+ * host); native graphs (1.6: without them the core replays graphs);
+ * registered host memory (1.7: without it copies are staged). */
 static void whole_groups(struct wafer__loaded_plugin *p)
 {
 	static const struct group_entry programs[] = {
@@ -462,6 +463,10 @@ static void whole_groups(struct wafer__loaded_plugin *p)
 	static const struct group_entry graphs[] = {
 		SERVER_ENTRY(graph_begin), SERVER_ENTRY(graph_end),
 		SERVER_ENTRY(graph_launch), SERVER_ENTRY(graph_destroy)};
+	static const struct group_entry host[] = {
+		STORAGE_ENTRY(host_register), STORAGE_ENTRY(host_unregister),
+		STORAGE_ENTRY(copy_in_registered),
+		STORAGE_ENTRY(copy_out_registered)};
 
 	whole_group(p, "program", "programs", programs, ARRAY_SIZE(programs));
 	whole_group(p, "interop", "interop", interop, ARRAY_SIZE(interop));
@@ -470,6 +475,8 @@ static void whole_groups(struct wafer__loaded_plugin *p)
 		    ARRAY_SIZE(events));
 	whole_group(p, "graph", "native graphs (the core replays them)",
 		    graphs, ARRAY_SIZE(graphs));
+	whole_group(p, "host memory", "registered host memory (copies from "
+		    "it are staged)", host, ARRAY_SIZE(host));
 }
 
 /* A minor only appends (plugin.h), so a plugin built for a newer one
@@ -830,6 +837,8 @@ uint64_t wafer__loader_derived_caps(const struct wafer__loaded_plugin *plugin,
 		caps |= WAFER_CAP_EVENTS;
 	if (q->graph_begin) /* the whole group (whole_groups) */
 		caps |= WAFER_CAP_NATIVE_GRAPHS;
+	if (s->host_register) /* the whole group (whole_groups) */
+		caps |= WAFER_CAP_HOST_REGISTER;
 	/* WAFER_CAP_PINNED_HOST is no longer derived: host_alloc/host_free
 	 * are retired in ABI 1.1. It stays in DERIVED_CAPS so that a plugin
 	 * claiming it has it cleared: the core never sets it. */
@@ -840,7 +849,7 @@ uint64_t wafer__loader_derived_caps(const struct wafer__loaded_plugin *plugin,
 	(WAFER_CAP_STREAM_ORDERED_ALLOC | WAFER_CAP_VIRTUAL_MEMORY |           \
 	 WAFER_CAP_DEVICE_TIMERS | WAFER_CAP_PINNED_HOST | WAFER_CAP_PROGRAMS |   \
 	 WAFER_CAP_PEER_COPY | WAFER_CAP_COLLECTIVES | WAFER_CAP_EVENTS |     \
-	 WAFER_CAP_NATIVE_GRAPHS)
+	 WAFER_CAP_NATIVE_GRAPHS | WAFER_CAP_HOST_REGISTER)
 
 wafer_status wafer__loader_device_info(const struct wafer__loaded_plugin *plugin,
 				       uint32_t index,

@@ -30,6 +30,7 @@ libwafer_core_la_SOURCES = \
 	lib/lanes.c lib/lanes.h \
 	lib/queue.c lib/queue.h lib/event.c lib/event.h \
 	lib/graph.c lib/graph.h \
+	lib/host.c lib/host.h \
 	lib/channel/channel.c lib/channel/channel.h \
 	lib/channel/direct.c \
 	lib/channel/mutex.c \

@@ -51,6 +51,7 @@ static const char *const cap_words[] = {
 	"collectives", /* the server's comm entries (ABI 1.4) */
 	"events",      /* the server's event entries (ABI 1.5): queues overlap */
 	"native-graphs", /* the server's graph entries (ABI 1.6) */
+	"host-register", /* storage.host_register .. (ABI 1.7) */
 };
 
 static void print_caps(uint64_t caps)

@@ -37,6 +37,7 @@
  *  1.4  peer copy, collectives
  *  1.5  events and host callbacks
  *  1.6  native graphs; relu of NaN is NaN (before: 0 or NaN)
+ *  1.7  registered host memory (storage.host_register ..)
  *
  * This header needs nothing but the C standard library and wafer/types.h. */
 #ifndef WAFER_PLUGIN_H
@@ -52,7 +53,7 @@ extern "C" {
 #endif
 
 #define WAFER_PLUGIN_ABI_MAJOR 1
-#define WAFER_PLUGIN_ABI_MINOR 6
+#define WAFER_PLUGIN_ABI_MINOR 7
 
 /* The one symbol a plugin exports. */
 #define WAFER_PLUGIN_QUERY_SYMBOL "wafer_plugin_query"
@@ -316,6 +317,34 @@ struct wafer_storage_ops {
 				  size_t dst_offset, void *src_device,
 				  void *src_queue, wafer_resource src,
 				  size_t src_offset, size_t size);
+
+	/* Since ABI 1.7, optional, all four or none: host memory the caller
+	 * registered (wafer_host_register(3)), copied to and from without a
+	 * staging copy. NULL: registering still works, and copies go through
+	 * copy_in/copy_out as before.
+	 *
+	 * host_register: makes [ptr, ptr+size) ready for direct copies
+	 * (CUDA: cuMemHostRegister); the core never registers overlapping
+	 * ranges and has no copy queued when it calls. host_unregister:
+	 * undoes it for the range starting at |ptr|; no queued copy uses it.
+	 * Either may be called from any thread, as alloc may.
+	 *
+	 * copy_in_registered: copy_in from a registered range, except that
+	 * |src| is read when the copy runs in queue order, not before the
+	 * call returns: the caller keeps the bytes unchanged until then.
+	 * copy_out_registered: copy_out into a registered range; the bytes
+	 * are in |dst| once the work issued on |queue| before the next
+	 * event record or sync has run (no host copy at sync). */
+	wafer_status (*host_register)(void *device, void *ptr, size_t size);
+	void (*host_unregister)(void *device, void *ptr);
+	wafer_status (*copy_in_registered)(void *device, void *queue,
+					   wafer_resource dst,
+					   size_t dst_offset, const void *src,
+					   size_t size);
+	wafer_status (*copy_out_registered)(void *device, void *queue,
+					    wafer_resource src,
+					    size_t src_offset, void *dst,
+					    size_t size);
 };
 
 /* The most bytes the stream-ordered allocator (alloc_async) has held

@@ -155,6 +155,12 @@ TESTS += t/api/queues
 t_api_queues_LDADD = libwafer.la -lpthread
 BACKEND_NEUTRAL_TESTS += t/api/queues
 
+# Registered host memory (wafer_host_register(3)), on every channel.
+check_PROGRAMS += t/api/host
+TESTS += t/api/host
+t_api_host_LDADD = libwafer.la
+BACKEND_NEUTRAL_TESTS += t/api/host
+
 # Graphs: capture on a queue and replay (graph.h, wafer_graph(3)).
 check_PROGRAMS += t/api/graphs
 TESTS += t/api/graphs

@@ -3165,7 +3165,7 @@ static CUresult fake_cuMemFreeHost(void *p)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	pthread_mutex_lock(&L);
 	struct region *reg = find_region(REGION_PINNED, (uintptr_t)p);
-	if (!reg) {
+	if (!reg || !reg->block) { /* not cuMemHostAlloc's */
 		pthread_mutex_unlock(&L);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -3175,6 +3175,52 @@ static CUresult fake_cuMemFreeHost(void *p)
 	drop_region(reg);
 	pthread_mutex_unlock(&L);
 	return CUDA_SUCCESS;
+}
+
+/* Registered host memory is pinned memory the caller owns (block NULL):
+ * copies from it touch it only when they run, as from cuMemHostAlloc's.
+ * Overlapping an earlier registration or pinned block is refused, as by
+ * the driver. */
+static CUresult fake_cuMemHostRegister(void *p, size_t size, unsigned flags)
+{
+	CUresult r = need_context();
+
+	(void)flags;
+	if (r)
+		return r;
+	if (!p || size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&L);
+	for (size_t i = 0; i < region_count; i++)
+		if (regions[i].kind == REGION_PINNED &&
+		    (uintptr_t)p < regions[i].base + regions[i].size &&
+		    regions[i].base < (uintptr_t)p + size) {
+			pthread_mutex_unlock(&L);
+			return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+		}
+	r = add_region((struct region){.kind = REGION_PINNED,
+				       .base = (uintptr_t)p, .size = size})
+		    ? CUDA_ERROR_OUT_OF_MEMORY
+		    : CUDA_SUCCESS;
+	stats.registered_live += r == CUDA_SUCCESS;
+	pthread_mutex_unlock(&L);
+	return r;
+}
+
+static CUresult fake_cuMemHostUnregister(void *p)
+{
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&L);
+	struct region *reg = find_region(REGION_PINNED, (uintptr_t)p);
+	CUresult r = reg && !reg->block ? CUDA_SUCCESS
+					: CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	if (r == CUDA_SUCCESS) {
+		drop_region(reg);
+		stats.registered_live--;
+	}
+	pthread_mutex_unlock(&L);
+	return r;
 }
 
 /*===----------------------------------------------------------------------===
@@ -3735,6 +3781,8 @@ static const struct {
 	{"cuMemcpyDtoDAsync", (void *)fake_cuMemcpyDtoDAsync},
 	ENTRY(cuMemHostAlloc),
 	ENTRY(cuMemFreeHost),
+	ENTRY(cuMemHostRegister),
+	ENTRY(cuMemHostUnregister),
 	ENTRY(cuMemGetAllocationGranularity),
 	ENTRY(cuMemAddressReserve),
 	ENTRY(cuMemAddressFree),
