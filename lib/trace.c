@@ -16,6 +16,7 @@
 #include "lib/config.h"
 #include "lib/error.h"
 #include "lib/log.h"
+#include "lib/graph.h"
 #include "lib/trace.h"
 #include "lib/trace_json.h"
 
@@ -323,6 +324,7 @@ static bool on_device(enum wafer__command_kind kind)
 	case WAFER_COMMAND_READ_ASYNC:
 	case WAFER_COMMAND_COLLECTIVE:
 	case WAFER_COMMAND_PEER_COPY:
+	case WAFER_COMMAND_GRAPH_LAUNCH:
 		return true;
 	default:
 		return false;
@@ -381,6 +383,9 @@ static const char *describe(const struct wafer__bridge *b,
 		break;
 	case WAFER_COMMAND_COLLECTIVE:
 		slot = c->collective.dst;
+		break;
+	case WAFER_COMMAND_GRAPH_LAUNCH:
+		wafer__graph_describe(c->graph.graph, args);
 		break;
 	default:
 		break;

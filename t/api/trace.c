@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <wafer/autotune.h>
+#include <wafer/graph.h>
 #include <wafer/ops.h>
 #include <wafer/plugin.h>
 #include <wafer/queue.h>
@@ -236,6 +237,50 @@ static void test_error(const char *channel)
 	unlink(path);
 }
 
+/* A graph replayed twice: each replay is one span named graph_launch,
+ * whose args say what it ran (three fills), on the device too where
+ * the plugin has events. */
+static void test_graph(wafer_runtime *rt)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/graph.json", dir);
+	wafer_client *c = open_client_on(rt, "default", NULL);
+	bool events = caps_of(c, NULL) & WAFER_CAP_EVENTS;
+	enum { n = 256 };
+	wafer_handle h;
+	wafer_graph *g;
+	wafer_queue *q = wafer_client_default_queue(c);
+	check(wafer_empty(c, n * sizeof(float), &h), "empty");
+	check(wafer_queue_begin_capture(q), "begin_capture");
+	for (int i = 0; i < 3; i++)
+		check(fill_floats(c, h, n, i), "fill");
+	check(wafer_queue_end_capture(q, &g), "end_capture");
+	check(wafer_trace_begin(rt, path), "begin");
+	check(wafer_graph_launch(g, q), "launch");
+	check(wafer_graph_launch(g, q), "launch");
+	check(wafer_sync(c), "sync");
+	check(wafer_trace_end(rt), "end");
+	check(wafer_graph_release(g), "graph_release");
+	check(wafer_release(c, h), "release");
+	check(wafer_client_close(c), "close");
+	struct json *root = load(path, "graph");
+	if (!root)
+		return;
+	is_int(count(root, "X", "graph_launch", "host"), 2,
+	       "graph: each replay is one host span");
+	is_int(count(root, "X", "graph_launch", "device"), events ? 2 : 0,
+	       "graph: and one device span %s",
+	       events ? "(events)" : "none (no events group)");
+	const struct json *e = last(root, "X", "graph_launch");
+	const struct json *args = e ? json_get(e, "args") : NULL;
+	const struct json *kernels = args ? json_get(args, "kernels") : NULL;
+	ok(args && num(args, "steps") == 3 && num(args, "launches") == 3 &&
+		   kernels && num(kernels, "fill") == 3,
+	   "graph: its args say it ran 3 steps, 3 launches of fill");
+	json_free(root);
+	unlink(path);
+}
+
 /* A matmul tuned afresh: where autotune timed candidates on the device,
  * each measurement is an "autotune measurement" counter. */
 static void test_autotune(void)
@@ -354,6 +399,7 @@ int main(void)
 		test_channel(rt, channels[i]);
 	for (size_t i = 0; i < sizeof channels / sizeof *channels; i++)
 		test_error(channels[i]);
+	test_graph(rt);
 	close_default(rt, c);
 	test_autotune();
 	test_config();
