@@ -1357,6 +1357,69 @@ static void test_graphs(void *device, void *queue)
 }
 
 /*===----------------------------------------------------------------------===
+ * Registered host memory (since ABI 1.7)
+ *===----------------------------------------------------------------------===*/
+
+/* Copies from and to a registered range give the bytes, in queue order
+ * with the launches around them; a download is in place by sync;
+ * unregistering after a sync, and registering the range again, work. */
+static void test_host_memory(void *device, void *queue)
+{
+	const size_t n = 1 << 18;
+	float *host = aligned_alloc(4096, n * sizeof(float));
+	float *got = aligned_alloc(4096, n * sizeof(float));
+	wafer_resource r;
+
+	if (!group("host_memory",
+		   plugin->abi_minor >= 7 &&
+			   WAFER_STRUCT_HAS(st, struct wafer_storage_ops,
+					    copy_out_registered) &&
+			   st->host_register,
+		   "host_register .. copy_out_registered") ||
+	    !host || !got) {
+		free(host);
+		free(got);
+		return;
+	}
+	r = alloc_or_die(device, n * sizeof(float));
+	for (size_t i = 0; i < n; i++)
+		host[i] = 3.0f;
+	status_is(st->host_register(device, host, n * sizeof(float)), WAFER_OK,
+		  "host_register");
+	status_is(st->host_register(device, got, n * sizeof(float)), WAFER_OK,
+		  "  ... a second range");
+	fill(device, queue, r, n, 1.0);
+	status_is(st->copy_in_registered(device, queue, r, 0, host,
+					 n * sizeof(float)),
+		  WAFER_OK, "copy_in_registered after a launch");
+	memset(got, 0, n * sizeof(float));
+	status_is(st->copy_out_registered(device, queue, r, 0, got,
+					  n * sizeof(float)),
+		  WAFER_OK, "copy_out_registered");
+	status_is(sv->sync(device, queue), WAFER_OK, "  ... sync");
+	ok(all_equal(got, n, 3.0f),
+	   "  ... the bytes, after the launch before it, in place by sync");
+	/* A launch after the registered upload overwrites it. */
+	status_is(st->copy_in_registered(device, queue, r, 16, host + 4,
+					 64 * sizeof(float)),
+		  WAFER_OK, "copy_in_registered at an offset");
+	fill(device, queue, r, n, 2.0);
+	status_is(st->copy_out_registered(device, queue, r, 0, got,
+					  n * sizeof(float)),
+		  WAFER_OK, "copy_out_registered after a launch");
+	status_is(sv->sync(device, queue), WAFER_OK, "  ... sync");
+	ok(all_equal(got, n, 2.0f), "  ... the launch ran after the upload");
+	st->host_unregister(device, host);
+	st->host_unregister(device, got);
+	status_is(st->host_register(device, host, n * sizeof(float)), WAFER_OK,
+		  "host_register again after host_unregister");
+	st->host_unregister(device, host);
+	st->free(device, r);
+	free(host);
+	free(got);
+}
+
+/*===----------------------------------------------------------------------===
  * Events and host callbacks (since ABI 1.5)
  *===----------------------------------------------------------------------===*/
 
@@ -1567,6 +1630,7 @@ int main(int argc, char **argv)
 	test_interop(device, queue);
 	test_events(device, queue);
 	test_graphs(device, queue);
+	test_host_memory(device, queue);
 	test_copy_peer(state, count, device, queue);
 	test_comm(device, queue);
 	sv->queue_destroy(device, queue);
