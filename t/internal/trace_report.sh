@@ -105,6 +105,26 @@ point "report: a host-only trace" $?
 has "report: says there are no device times" 'none in this file \(host spans only'
 has "report: and counts the host spans" '^matmul +2 +0\.020 +10\.00 +10\.00'
 
+# svg: the same trace as one picture: a box per span (14 in the file),
+# the flow as a red line, the error as a red mark, memory as lines, and
+# every name escaped (the file is XML).
+"$tool" svg "$trace" >"$tmp/out" 2>"$tmp/err"
+point "svg: exits 0" $?
+[ "$(grep -c '<rect ' "$tmp/out")" -eq "$(grep -c '"ph":"X"' "$trace")" ]
+point "svg: one box per span" $?
+has "svg: an SVG document" '^<svg xmlns="http://www.w3.org/2000/svg"'
+has "svg: the wait is an arrow" '<line [^>]*stroke="#c00"'
+has "svg: the error is a red mark" 'fill="red"'
+has "svg: memory is drawn" '<polyline '
+has "svg: a box's title gives its args" '<title>matmul \(host\) 10\.000 us .*kernel=matmul'
+tail -n 1 "$tmp/out" | grep -q '^</svg>$'
+point "svg: the document is closed" $?
+if command -v python3 >/dev/null 2>&1; then
+	python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' \
+		"$tmp/out" 2>"$tmp/err"
+	point "svg: well-formed XML" $?
+fi
+
 "$tool" report >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 2 ]
 point "no file: a usage error" $?
