@@ -166,28 +166,35 @@ static void zevent_use(struct lz_device *dev, struct lz_zevent *z)
 }
 
 wafer_status lz_queue_hold(struct lz_device *dev, struct lz_queue *q,
-			   struct lz_zevent *z)
+			   struct lz_held what)
 {
 	if (q->held_count == q->held_cap) {
 		size_t cap = q->held_cap ? 2 * q->held_cap : 16;
-		struct lz_zevent **grown = realloc(q->held, cap * sizeof *grown);
+		struct lz_held *grown = realloc(q->held, cap * sizeof *grown);
 		if (!grown) {
 			lz_host(dev)->set_error("levelzero: out of host memory "
-						"for an event");
+						"for a queue's events");
 			return WAFER_ERROR_OUT_OF_MEMORY;
 		}
 		q->held = grown;
 		q->held_cap = cap;
 	}
-	zevent_use(dev, z);
-	q->held[q->held_count++] = z;
+	if (what.event)
+		zevent_use(dev, what.event);
+	else
+		lz_graph_use(dev, what.graph);
+	q->held[q->held_count++] = what;
 	return WAFER_OK;
 }
 
 void lz_queue_release_held(struct lz_device *dev, struct lz_queue *q)
 {
-	for (size_t i = 0; i < q->held_count; i++)
-		lz_zevent_release(dev, q->held[i]);
+	for (size_t i = 0; i < q->held_count; i++) {
+		if (q->held[i].event)
+			lz_zevent_release(dev, q->held[i].event);
+		else
+			lz_graph_release(dev, q->held[i].graph);
+	}
 	q->held_count = 0;
 }
 
@@ -257,9 +264,9 @@ wafer_status lz_event_record(void *device, void *queue, void *event)
 		return status;
 	/* Held first: a barrier that went in always has its event
 	 * alive. */
-	status = lz_queue_hold(dev, q, z);
+	status = lz_queue_hold(dev, q, (struct lz_held){.event = z});
 	if (status == WAFER_OK)
-		status = lz_queue_barrier(dev, q, z->event, "event_record");
+		status = lz_queue_barrier(dev, q, z->event);
 	if (status != WAFER_OK) {
 		lz_zevent_release(dev, z);
 		return status;
@@ -274,20 +281,16 @@ wafer_status lz_event_record(void *device, void *queue, void *event)
 
 /* Held first: a wait that went in always has its event alive. */
 wafer_status lz_queue_append_wait(struct lz_device *dev, struct lz_queue *q,
-				  struct lz_zevent *z, const char *who)
+				  struct lz_zevent *z)
 {
-	wafer_status status = lz_queue_hold(dev, q, z);
+	wafer_status status = lz_queue_hold(dev, q, (struct lz_held){.event = z});
 	ze_result_t r;
 
 	if (status != WAFER_OK)
 		return status;
 	r = zeCommandListAppendWaitOnEvents(q->list, 1, &z->event);
-	if (r != ZE_RESULT_SUCCESS) {
-		lz_host(dev)->set_error("levelzero: %s: "
-					"zeCommandListAppendWaitOnEvents: %s",
-					who, lz_result_name(r));
-		return lz_status(r);
-	}
+	if (r != ZE_RESULT_SUCCESS)
+		return lz_fail(lz_host(dev), r, "zeCommandListAppendWaitOnEvents");
 	lz_queue_dirty(q);
 	return WAFER_OK;
 }
@@ -300,42 +303,40 @@ wafer_status lz_queue_wait_event(void *device, void *queue, void *event)
 
 	if (!z)
 		return WAFER_OK;
-	status = lz_queue_append_wait(dev, queue, z, "queue_wait_event");
+	status = lz_queue_append_wait(dev, queue, z);
 	lz_zevent_release(dev, z);
 	return status;
 }
 
-wafer_status lz_event_sync(void *device, void *event)
+/* event_sync, or with |query| event_query: the host's look at the
+ * latest recording. */
+static wafer_status host_side(struct lz_device *dev, struct lz_event *e,
+			      bool query)
 {
-	struct lz_device *dev = device;
-	struct lz_zevent *z = latest_of(dev, event);
+	struct lz_zevent *z = latest_of(dev, e);
 	ze_result_t r;
 
 	if (!z)
 		return WAFER_OK;
-	r = zeEventHostSynchronize(z->event, UINT64_MAX);
+	r = query ? zeEventQueryStatus(z->event)
+		  : zeEventHostSynchronize(z->event, UINT64_MAX);
 	lz_zevent_release(dev, z);
-	if (r != ZE_RESULT_SUCCESS)
-		return lz_fail(lz_host(dev), r, "event_sync: "
-						"zeEventHostSynchronize");
-	return WAFER_OK;
+	if (r == ZE_RESULT_SUCCESS)
+		return WAFER_OK;
+	if (query && r == ZE_RESULT_NOT_READY)
+		return WAFER_ERROR_NOT_READY;
+	return lz_fail(lz_host(dev), r,
+		       query ? "zeEventQueryStatus" : "zeEventHostSynchronize");
+}
+
+wafer_status lz_event_sync(void *device, void *event)
+{
+	return host_side(device, event, false);
 }
 
 wafer_status lz_event_query(void *device, void *event)
 {
-	struct lz_device *dev = device;
-	struct lz_zevent *z = latest_of(dev, event);
-	ze_result_t r;
-
-	if (!z)
-		return WAFER_OK;
-	r = zeEventQueryStatus(z->event);
-	lz_zevent_release(dev, z);
-	if (r == ZE_RESULT_SUCCESS)
-		return WAFER_OK;
-	if (r == ZE_RESULT_NOT_READY)
-		return WAFER_ERROR_NOT_READY;
-	return lz_fail(lz_host(dev), r, "event_query: zeEventQueryStatus");
+	return host_side(device, event, true);
 }
 
 wafer_status lz_timestamp_ns(struct lz_device *dev, ze_event_handle_t from,
@@ -513,14 +514,14 @@ wafer_status lz_queue_callback(void *device, void *queue,
 	if (status == WAFER_OK)
 		status = lz_zevent_take(dev, false, &cb->gate);
 	if (status == WAFER_OK)
-		status = lz_queue_hold(dev, q, cb->reached);
+		status = lz_queue_hold(dev, q,
+				       (struct lz_held){.event = cb->reached});
 	if (status == WAFER_OK)
-		status = lz_queue_barrier(dev, q, cb->reached->event,
-					  "queue_callback");
+		status = lz_queue_barrier(dev, q, cb->reached->event);
 	/* Past here the queue waits on the gate: the callback must run,
 	 * or the queue hangs. */
 	if (status == WAFER_OK)
-		status = lz_queue_append_wait(dev, q, cb->gate, "queue_callback");
+		status = lz_queue_append_wait(dev, q, cb->gate);
 	if (status != WAFER_OK) {
 		lz_zevent_release(dev, cb->reached);
 		lz_zevent_release(dev, cb->gate);

@@ -47,14 +47,18 @@ static void graph_free(struct lz_graph *g)
 {
 	if (g->list)
 		zeCommandListDestroy(g->list);
-	for (size_t i = 0; g->kernels && i < LZ_SPIRV_KERNEL_COUNT; i++)
-		if (g->kernels[i])
-			zeKernelDestroy(g->kernels[i]);
-	free(g->kernels);
+	lz_kernels_free(g->kernels);
 	free(g);
 }
 
-static void graph_release(struct lz_device *dev, struct lz_graph *g)
+void lz_graph_use(struct lz_device *dev, struct lz_graph *g)
+{
+	pthread_mutex_lock(&dev->event_lock);
+	g->users++;
+	pthread_mutex_unlock(&dev->event_lock);
+}
+
+void lz_graph_release(struct lz_device *dev, struct lz_graph *g)
 {
 	bool last;
 
@@ -63,34 +67,6 @@ static void graph_release(struct lz_device *dev, struct lz_graph *g)
 	pthread_mutex_unlock(&dev->event_lock);
 	if (last)
 		graph_free(g);
-}
-
-void lz_queue_release_graphs(struct lz_device *dev, struct lz_queue *q)
-{
-	for (size_t i = 0; i < q->graph_count; i++)
-		graph_release(dev, q->graphs[i]);
-	q->graph_count = 0;
-}
-
-static wafer_status hold_graph(struct lz_device *dev, struct lz_queue *q,
-			       struct lz_graph *g)
-{
-	if (q->graph_count == q->graph_cap) {
-		size_t cap = q->graph_cap ? 2 * q->graph_cap : 8;
-		struct lz_graph **grown = realloc(q->graphs, cap * sizeof *grown);
-		if (!grown) {
-			lz_host(dev)->set_error("levelzero: graph_launch: out "
-						"of host memory");
-			return WAFER_ERROR_OUT_OF_MEMORY;
-		}
-		q->graphs = grown;
-		q->graph_cap = cap;
-	}
-	pthread_mutex_lock(&dev->event_lock);
-	g->users++;
-	pthread_mutex_unlock(&dev->event_lock);
-	q->graphs[q->graph_count++] = g;
-	return WAFER_OK;
 }
 
 /*===----------------------------------------------------------------------===
@@ -260,16 +236,15 @@ static wafer_status launch_immediate(struct lz_device *dev, struct lz_queue *q,
 	if (status == WAFER_OK)
 		status = lz_zevent_take(dev, false, &after);
 	if (status == WAFER_OK)
-		status = lz_queue_hold(dev, q, before);
+		status = lz_queue_hold(dev, q, (struct lz_held){.event = before});
 	if (status == WAFER_OK)
-		status = lz_queue_hold(dev, q, after);
+		status = lz_queue_hold(dev, q, (struct lz_held){.event = after});
 	if (status == WAFER_OK)
 		status = bracket(dev, q, before, NULL, &lists[0]);
 	if (status == WAFER_OK)
 		status = bracket(dev, q, NULL, after, &lists[2]);
 	if (status == WAFER_OK)
-		status = lz_queue_barrier(dev, q, lz_zevent_handle(before),
-					  "graph_launch");
+		status = lz_queue_barrier(dev, q, lz_zevent_handle(before));
 	if (status == WAFER_OK) {
 		r = zeCommandQueueExecuteCommandLists(q->graph_cq, 3, lists,
 						      NULL);
@@ -279,7 +254,7 @@ static wafer_status launch_immediate(struct lz_device *dev, struct lz_queue *q,
 					 "zeCommandQueueExecuteCommandLists");
 	}
 	if (status == WAFER_OK)
-		status = lz_queue_append_wait(dev, q, after, "graph_launch");
+		status = lz_queue_append_wait(dev, q, after);
 	lz_zevent_release(dev, before);
 	lz_zevent_release(dev, after);
 	return status;
@@ -290,7 +265,7 @@ wafer_status lz_graph_launch(void *device, void *queue, void *graph)
 	struct lz_device *dev = device;
 	struct lz_queue *q = queue;
 	struct lz_graph *g = graph;
-	wafer_status status = hold_graph(dev, q, g);
+	wafer_status status = lz_queue_hold(dev, q, (struct lz_held){.graph = g});
 
 	if (status != WAFER_OK)
 		return status;
@@ -300,5 +275,5 @@ wafer_status lz_graph_launch(void *device, void *queue, void *graph)
 void lz_graph_destroy(void *device, void *graph)
 {
 	if (graph)
-		graph_release(device, graph);
+		lz_graph_release(device, graph);
 }

@@ -108,6 +108,12 @@ struct lz_zevent;
 struct lz_callbacks;
 struct lz_graph;
 
+/* What a queue holds until its next wait: an event or a graph. */
+struct lz_held {
+	struct lz_zevent *event;
+	struct lz_graph *graph;
+};
+
 /* Regular command lists (server.c): those handed to a command queue
  * since a queue's last wait, or reset ones ready to take commands. */
 struct lz_lists {
@@ -154,8 +160,7 @@ struct lz_queue {
 	 * executed on, at every wait. */
 	ze_command_queue_handle_t cq;
 	/* Signalled by a barrier at every wait on an immediate list. */
-	ze_event_pool_handle_t sync_pool;
-	ze_event_handle_t sync_event;
+	struct lz_zevent *sync_event;
 	/* Commands appended since the last wait, and whether the next one
 	 * must first wait for the previous (a barrier in between). */
 	bool dirty;
@@ -182,13 +187,11 @@ struct lz_queue {
 	/* Regular lists executed on |cq| or |graph_cq| since the last wait,
 	 * and reset ones to use again. */
 	struct lz_lists submitted, spare;
-	/* Events that work issued since the last wait signals or waits on:
-	 * the queue's references, dropped at its next wait. */
-	struct lz_zevent **held;
+	/* Events that work issued since the last wait signals or waits on,
+	 * and graphs it replays: the queue's references, dropped at its
+	 * next wait. */
+	struct lz_held *held;
 	size_t held_count, held_cap;
-	/* Graphs launched since the last wait, held as the events are. */
-	struct lz_graph **graphs;
-	size_t graph_count, graph_cap;
 	/* Host callbacks waiting to run, and the thread that runs them
 	 * (event.c); NULL until the first. */
 	struct lz_callbacks *callbacks;
@@ -255,24 +258,27 @@ wafer_status lz_queue_keep_list(struct lz_device *device,
 /* Appends a barrier signalling |signal| (may be NULL) after everything
  * issued on |queue|; what follows needs no barrier of its own. */
 wafer_status lz_queue_barrier(struct lz_device *device, struct lz_queue *queue,
-			      ze_event_handle_t signal, const char *who);
+			      ze_event_handle_t signal);
+/* Destroys a queue's (or a graph's) kernel objects and their array. */
+void lz_kernels_free(ze_kernel_handle_t *kernels);
 
 /* event.c */
 /* A Level Zero event nothing uses, reset: the caller's one reference. */
 wafer_status lz_zevent_take(struct lz_device *device, bool timing,
 			    struct lz_zevent **out);
 ze_event_handle_t lz_zevent_handle(const struct lz_zevent *event);
-/* Another reference, for |queue| until its next wait. */
+/* Another reference to |what|'s event or graph, for |queue| until its
+ * next wait. */
 wafer_status lz_queue_hold(struct lz_device *device, struct lz_queue *queue,
-			   struct lz_zevent *event);
+			   struct lz_held what);
 /* Appends to |queue| a wait on |event|, which |queue| holds until its
  * next wait; what |queue| runs after it waits for the event. */
 wafer_status lz_queue_append_wait(struct lz_device *device,
 				  struct lz_queue *queue,
-				  struct lz_zevent *event, const char *who);
+				  struct lz_zevent *event);
 /* Drops one reference; the last one resets the event for reuse. */
 void lz_zevent_release(struct lz_device *device, struct lz_zevent *event);
-/* At a wait: drops |queue|'s references. */
+/* At a wait: drops |queue|'s references (events and graphs). */
 void lz_queue_release_held(struct lz_device *device, struct lz_queue *queue);
 /* At queue_destroy: ends the callback thread (the core synchronised the
  * queue, so every callback ran). */
@@ -299,8 +305,9 @@ wafer_status lz_graph_begin(void *device, void *queue);
 wafer_status lz_graph_end(void *device, void *queue, void **out_graph);
 wafer_status lz_graph_launch(void *device, void *queue, void *graph);
 void lz_graph_destroy(void *device, void *graph);
-/* At a wait: drops |queue|'s references to the graphs it launched. */
-void lz_queue_release_graphs(struct lz_device *device, struct lz_queue *queue);
+/* A graph's users, as an event's (lz_queue_hold). */
+void lz_graph_use(struct lz_device *device, struct lz_graph *graph);
+void lz_graph_release(struct lz_device *device, struct lz_graph *graph);
 
 /* Appends a launch of |kernel| (group size and arguments set) with
  * |group_count| groups to |queue|, after everything issued before it;

@@ -116,14 +116,16 @@ static ze_result_t submit_and_wait(struct lz_queue *q, const char **out_what)
 		return r;
 	}
 	*out_what = "zeEventHostReset";
-	r = zeEventHostReset(q->sync_event);
+	r = zeEventHostReset(lz_zevent_handle(q->sync_event));
 	if (r == ZE_RESULT_SUCCESS) {
 		*out_what = "zeCommandListAppendBarrier";
-		r = zeCommandListAppendBarrier(q->list, q->sync_event, 0, NULL);
+		r = zeCommandListAppendBarrier(
+			q->list, lz_zevent_handle(q->sync_event), 0, NULL);
 	}
 	if (r == ZE_RESULT_SUCCESS) {
 		*out_what = "zeEventHostSynchronize";
-		r = zeEventHostSynchronize(q->sync_event, UINT64_MAX);
+		r = zeEventHostSynchronize(lz_zevent_handle(q->sync_event),
+					   UINT64_MAX);
 	}
 	/* The list waited for the graphs it launched; their queue is done
 	 * with them too. */
@@ -171,7 +173,6 @@ wafer_status lz_queue_wait(struct lz_device *dev, struct lz_queue *q)
 	q->need_barrier = false;
 	finish_pending(dev, q, r == ZE_RESULT_SUCCESS);
 	lz_queue_release_held(dev, q);
-	lz_queue_release_graphs(dev, q);
 	if (r != ZE_RESULT_SUCCESS) {
 		wafer_plugin_deferred_set(&q->failed, lz_status(r),
 					  "levelzero: %s: %s", what,
@@ -212,16 +213,12 @@ static void appended(struct lz_queue *q)
 }
 
 wafer_status lz_queue_barrier(struct lz_device *dev, struct lz_queue *q,
-			      ze_event_handle_t signal, const char *who)
+			      ze_event_handle_t signal)
 {
 	ze_result_t r = zeCommandListAppendBarrier(q->list, signal, 0, NULL);
 
-	if (r != ZE_RESULT_SUCCESS) {
-		lz_host(dev)->set_error("levelzero: %s: "
-					"zeCommandListAppendBarrier: %s",
-					who, lz_result_name(r));
-		return lz_status(r);
-	}
+	if (r != ZE_RESULT_SUCCESS)
+		return lz_fail(lz_host(dev), r, "zeCommandListAppendBarrier");
 	lz_queue_dirty(q);
 	q->need_barrier = false;
 	return WAFER_OK;
@@ -392,33 +389,6 @@ wafer_status lz_queue_stage(struct lz_device *dev, struct lz_queue *q,
  * Queues
  *===----------------------------------------------------------------------===*/
 
-static ze_result_t create_sync_event(struct lz_device *dev, struct lz_queue *q)
-{
-	ze_event_pool_desc_t pool_desc = {
-		.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
-		.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
-		.count = 1,
-	};
-	ze_event_desc_t desc = {
-		.stype = ZE_STRUCTURE_TYPE_EVENT_DESC,
-		.index = 0,
-		.signal = ZE_EVENT_SCOPE_FLAG_HOST,
-		.wait = ZE_EVENT_SCOPE_FLAG_HOST,
-	};
-	ze_result_t r;
-
-	r = zeEventPoolCreate(dev->context, &pool_desc, 1, &dev->device,
-			      &q->sync_pool);
-	if (r != ZE_RESULT_SUCCESS)
-		return r;
-	r = zeEventCreate(q->sync_pool, &desc, &q->sync_event);
-	if (r != ZE_RESULT_SUCCESS) {
-		zeEventPoolDestroy(q->sync_pool);
-		q->sync_pool = NULL;
-	}
-	return r;
-}
-
 /* An immediate list where the driver makes one; else a command queue and
  * a regular list. */
 static wafer_status create_lists(struct lz_device *dev, struct lz_queue *q)
@@ -441,12 +411,13 @@ static wafer_status create_lists(struct lz_device *dev, struct lz_queue *q)
 		r = zeCommandListCreateImmediate(dev->context, dev->device,
 						 &qdesc, &q->list);
 		if (r == ZE_RESULT_SUCCESS) {
-			r = create_sync_event(dev, q);
-			if (r == ZE_RESULT_SUCCESS)
+			wafer_status status = lz_zevent_take(dev, false,
+							     &q->sync_event);
+			if (status == WAFER_OK)
 				return WAFER_OK;
 			zeCommandListDestroy(q->list);
 			q->list = NULL;
-			return lz_fail(host, r, "queue_create: event for sync");
+			return status;
 		}
 		host->log(host, WAFER_LOG_INFO,
 			  "zeCommandListCreateImmediate: %s; using a command "
@@ -463,6 +434,14 @@ static wafer_status create_lists(struct lz_device *dev, struct lz_queue *q)
 		return lz_fail(host, r, "queue_create: zeCommandListCreate");
 	}
 	return WAFER_OK;
+}
+
+void lz_kernels_free(ze_kernel_handle_t *kernels)
+{
+	for (size_t i = 0; kernels && i < LZ_SPIRV_KERNEL_COUNT; i++)
+		if (kernels[i])
+			zeKernelDestroy(kernels[i]);
+	free(kernels);
 }
 
 static void lz_server_queue_destroy(void *device, void *queue)
@@ -484,8 +463,6 @@ static void lz_server_queue_destroy(void *device, void *queue)
 	if (q->dirty || q->pending_count || q->submitted.count)
 		lz_queue_wait(dev, q);
 	lz_queue_release_held(dev, q);
-	lz_queue_release_graphs(dev, q);
-	free(q->graphs);
 	lz_callbacks_stop(q);
 	for (size_t i = 0; i < q->submitted.count; i++)
 		zeCommandListDestroy(q->submitted.list[i]);
@@ -496,14 +473,8 @@ static void lz_server_queue_destroy(void *device, void *queue)
 	free(q->held);
 	if (q->graph_cq)
 		zeCommandQueueDestroy(q->graph_cq);
-	for (size_t i = 0; q->kernels && i < LZ_SPIRV_KERNEL_COUNT; i++)
-		if (q->kernels[i])
-			zeKernelDestroy(q->kernels[i]);
-	free(q->kernels);
-	if (q->sync_event)
-		zeEventDestroy(q->sync_event);
-	if (q->sync_pool)
-		zeEventPoolDestroy(q->sync_pool);
+	lz_kernels_free(q->kernels);
+	lz_zevent_release(dev, q->sync_event);
 	if (q->list)
 		zeCommandListDestroy(q->list);
 	if (q->cq)

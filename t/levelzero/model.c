@@ -207,24 +207,45 @@ static void test_copies(void)
  * An immediate command list and its event
  *===----------------------------------------------------------------------===*/
 
-static void test_immediate(void)
+/* An asynchronous immediate list of the compute group. */
+static ze_command_list_handle_t immediate_list(void)
 {
 	ze_command_queue_desc_t qd = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
 				      .ordinal = COMPUTE,
 				      .mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS};
+	ze_command_list_handle_t l;
+
+	if (!ze_ok(zeCommandListCreateImmediate(ctx, dev, &qd, &l), "immediate"))
+		abort();
+	return l;
+}
+
+/* |n| host-visible events of a pool of their own, in |ev|. */
+static ze_event_pool_handle_t host_events(uint32_t n, ze_event_handle_t *ev)
+{
 	ze_event_pool_desc_t pd = {.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
 				   .flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
-				   .count = 1};
+				   .count = n};
 	ze_event_desc_t ed = {.stype = ZE_STRUCTURE_TYPE_EVENT_DESC};
-	ze_command_list_handle_t l;
 	ze_event_pool_handle_t pool;
+
+	if (!ze_ok(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool), "pool"))
+		abort();
+	for (uint32_t i = 0; i < n; i++) {
+		ed.index = i;
+		if (!ze_ok(zeEventCreate(pool, &ed, &ev[i]), "event"))
+			abort();
+	}
+	return pool;
+}
+
+static void test_immediate(void)
+{
+	ze_command_list_handle_t l = immediate_list();
 	ze_event_handle_t ev;
+	ze_event_pool_handle_t pool = host_events(1, &ev);
 	float *in = alloc_host(), *out = alloc_host(), *d = alloc_device();
 
-	if (!ze_ok(zeCommandListCreateImmediate(ctx, dev, &qd, &l), "immediate") ||
-	    !ze_ok(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool), "pool") ||
-	    !ze_ok(zeEventCreate(pool, &ed, &ev), "event"))
-		abort();
 	fz->clear();
 	fill_host(in, 5.0f);
 	fill_host(out, 0.0f);
@@ -269,27 +290,11 @@ static void *signal_later(void *data)
 
 static void test_cross_list(void)
 {
-	ze_command_queue_desc_t qd = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
-				      .ordinal = COMPUTE,
-				      .mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS};
-	ze_event_pool_desc_t pd = {.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
-				   .flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
-				   .count = 4};
-	ze_event_desc_t ed = {.stype = ZE_STRUCTURE_TYPE_EVENT_DESC};
-	ze_command_list_handle_t a, b;
-	ze_event_pool_handle_t pool;
+	ze_command_list_handle_t a = immediate_list(), b = immediate_list();
 	ze_event_handle_t ev[4];
+	ze_event_pool_handle_t pool = host_events(4, ev);
 	float *in = alloc_host(), *out = alloc_host(), *d = alloc_device();
 
-	if (!ze_ok(zeCommandListCreateImmediate(ctx, dev, &qd, &a), "immediate") ||
-	    !ze_ok(zeCommandListCreateImmediate(ctx, dev, &qd, &b), "immediate") ||
-	    !ze_ok(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool), "pool"))
-		abort();
-	for (uint32_t i = 0; i < 4; i++) {
-		ed.index = i;
-		if (!ze_ok(zeEventCreate(pool, &ed, &ev[i]), "event"))
-			abort();
-	}
 	fz->clear();
 
 	/* a uploads, b downloads, no wait between: b runs alone. */
