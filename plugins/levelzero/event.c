@@ -528,11 +528,14 @@ wafer_status lz_queue_callback(void *device, void *queue,
 		free(cb);
 		return status;
 	}
+	/* Submitted first: the thread may wait for |reached| at once (a
+	 * failure leaves it for the queue's next wait to submit). */
+	status = lz_queue_submit(dev, q);
 	struct lz_callbacks *cbs = q->callbacks;
 	pthread_mutex_lock(&cbs->lock);
 	*cbs->tail = cb;
 	cbs->tail = &cb->next;
 	pthread_cond_signal(&cbs->more);
 	pthread_mutex_unlock(&cbs->lock);
-	return lz_queue_submit(dev, q);
+	return status;
 }

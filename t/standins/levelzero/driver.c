@@ -746,6 +746,8 @@ static int drain(struct engine *e, size_t upto)
 	return i == upto;
 }
 
+/* Broadcast when an event may have become signalled or reachable: the
+ * host signalled one, or new work was submitted. */
 static pthread_cond_t host_signalled = PTHREAD_COND_INITIALIZER;
 
 /* When a host wait of |timeout| ns from now gives up: FAKEZE_HANG_SECONDS
@@ -866,7 +868,10 @@ static void settle(enum use use, const void *what, size_t size,
 		violate("%s(%p): submitted work not yet complete still uses "
 			"it (the host never synchronised with it)",
 			who, what);
-		drain(e, segment_end(e, last));
+		/* What cannot run now (it waits on an event) is dropped,
+		 * as a lost device would. */
+		if (!drain(e, segment_end(e, last)))
+			engine_drop(e, segment_end(e, last));
 	}
 }
 
@@ -880,6 +885,7 @@ static ze_result_t append(struct list *l, struct cmd *c)
 		r = engine_push(&l->work, c);
 		if (r == ZE_RESULT_SUCCESS && l->synchronous)
 			drain(&l->work, l->work.count);
+		pthread_cond_broadcast(&host_signalled);
 	} else if (l->closed) {
 		violate("append to a closed command list");
 		r = ZE_RESULT_ERROR_INVALID_ARGUMENT;
@@ -1189,6 +1195,7 @@ static ze_result_t fz_zeCommandQueueExecuteCommandLists(
 				return leave(r);
 		}
 	}
+	pthread_cond_broadcast(&host_signalled);
 	return leave(ZE_RESULT_SUCCESS);
 }
 
