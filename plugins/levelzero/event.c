@@ -187,6 +187,13 @@ wafer_status lz_queue_hold(struct lz_device *dev, struct lz_queue *q,
 	return WAFER_OK;
 }
 
+void lz_queue_abandon_held(struct lz_queue *q)
+{
+	for (size_t i = 0; i < q->held_count; i++)
+		if (q->held[i].event)
+			zeEventHostSignal(q->held[i].event->event);
+}
+
 void lz_queue_release_held(struct lz_device *dev, struct lz_queue *q)
 {
 	for (size_t i = 0; i < q->held_count; i++) {

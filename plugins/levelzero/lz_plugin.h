@@ -278,6 +278,11 @@ wafer_status lz_queue_append_wait(struct lz_device *device,
 				  struct lz_zevent *event);
 /* Drops one reference; the last one resets the event for reuse. */
 void lz_zevent_release(struct lz_device *device, struct lz_zevent *event);
+/* After a failed wait (a lost device runs nothing more): signals from
+ * the host every event |queue|'s work would have signalled or waited
+ * on, so that no host callback thread or other queue waits for it
+ * forever. */
+void lz_queue_abandon_held(struct lz_queue *queue);
 /* At a wait: drops |queue|'s references (events and graphs). */
 void lz_queue_release_held(struct lz_device *device, struct lz_queue *queue);
 /* At queue_destroy: ends the callback thread (the core synchronised the

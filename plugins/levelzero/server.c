@@ -172,6 +172,8 @@ wafer_status lz_queue_wait(struct lz_device *dev, struct lz_queue *q)
 	q->dirty = false;
 	q->need_barrier = false;
 	finish_pending(dev, q, r == ZE_RESULT_SUCCESS);
+	if (r != ZE_RESULT_SUCCESS)
+		lz_queue_abandon_held(q);
 	lz_queue_release_held(dev, q);
 	if (r != ZE_RESULT_SUCCESS) {
 		wafer_plugin_deferred_set(&q->failed, lz_status(r),
