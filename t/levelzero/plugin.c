@@ -18,11 +18,13 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <level_zero/ze_api.h>
 
@@ -1170,6 +1172,20 @@ static void count_call(void *arg)
 	++*(int *)arg;
 }
 
+/* A callback that holds its queue's callback thread until let go. */
+struct holder {
+	atomic_int started, go;
+};
+
+static void hold_thread(void *arg)
+{
+	struct holder *h = arg;
+
+	atomic_store(&h->started, 1);
+	while (!atomic_load(&h->go))
+		usleep(1000);
+}
+
 /* A recording takes a Level Zero event of its own, and events go back
  * for reuse once no work uses them: recording again and again creates
  * no more pools than are in use at once. A wait on an event of a failed
@@ -1199,16 +1215,22 @@ static void test_events(void *device, void *queue, const char *mode,
 	   (unsigned long long)(fz->calls("zeEventPoolCreate") - pools));
 
 	/* The device is lost at the queue's wait: the work before the
-	 * callback never runs, yet its thread is not left waiting (the
-	 * queue's destruction joins it). */
+	 * second callback never runs, yet its thread is not left waiting
+	 * (the queue's destruction joins it). The first holds the thread
+	 * meanwhile, so that the failure goes to the queue's wait. */
+	struct holder h = {0};
+	sv->queue_callback(device, other, hold_thread, &h);
+	while (!atomic_load(&h.started))
+		usleep(1000);
+	status_is(sv->queue_callback(device, other, count_call, &calls),
+		  WAFER_OK, "%s: a host callback", mode);
 	fz->fail(immediate ? "zeEventHostSynchronize"
 			   : "zeCommandQueueSynchronize",
 		 0, ZE_RESULT_ERROR_DEVICE_LOST);
-	status_is(sv->queue_callback(device, other, count_call, &calls),
-		  WAFER_OK, "%s: a host callback", mode);
 	status_is(sv->sync(device, other), WAFER_ERROR_DEVICE,
 		  "%s: ... behind a wait on a lost device", mode);
 	fz->clear();
+	atomic_store(&h.go, 1);
 	sv->event_destroy(device, e);
 	sv->queue_destroy(device, other);
 	is_int(calls, 1, "%s: ... runs once all the same", mode);
