@@ -141,6 +141,66 @@ def test_tinygrad_test_tiny(tinygrad_dist, tinygrad_env, tmp_path):
     assert r.returncode == 0, r.stdout[-3000:]
 
 
+# TinyJit on WAFER: a function of two kernels (one batch, one wafer
+# graph), called on four pairs of inputs; the replays (calls 3 on: the
+# JIT records on the second call) must equal the function without the
+# JIT, and each replay must be one graph launch with no kernel issued
+# on its own, seen in wafer's trace. With one graph kept
+# (WaferGraph.GRAPHS = 1) new inputs rebind it instead of recording.
+JIT_SCRIPT = r"""
+import json, sys
+import numpy as np
+import wafer, wafer.tinygrad
+from tinygrad import Tensor, TinyJit
+
+wafer.tinygrad.WaferGraph.GRAPHS = int(sys.argv[2])
+
+def f(a, b):
+    c = (a + b).relu().contiguous()
+    return (c * a).sum(axis=1).realize()
+
+jf = TinyJit(f)
+rng = np.random.default_rng(0)
+data = [(rng.standard_normal((16, 32)).astype(np.float32),
+         rng.standard_normal((16, 32)).astype(np.float32)) for _ in range(4)]
+pairs = [(Tensor(a, device="WAFER").realize(), Tensor(b, device="WAFER").realize())
+         for a, b in data]
+want = [f(a, b).numpy() for a, b in pairs]
+jf(*pairs[0]).numpy(); jf(*pairs[1]).numpy()  # the JIT records
+got = []
+with wafer.trace(sys.argv[1], runtime=wafer.tinygrad._runtime):
+    for i in range(8):
+        got.append(jf(*pairs[i % 4]).numpy().tolist())
+doc = json.load(open(sys.argv[1]))
+spans = [e["args"].get("command") for e in doc["traceEvents"] if e["ph"] == "X"]
+print(json.dumps({"same": all(np.array_equal(g, want[i % 4]) for i, g in enumerate(got)),
+                  "commands": {c: spans.count(c) for c in set(spans)}}))
+"""
+
+
+@pytest.mark.parametrize("graphs", [8, 1])
+def test_tinygrad_jit_replays_wafer_graphs(tinygrad_env, tmp_path, graphs):
+    r = subprocess.run([sys.executable, "-c", JIT_SCRIPT,
+                        str(tmp_path / "jit.json"), str(graphs)],
+                       env=tinygrad_env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["same"], out
+    commands = out["commands"]
+    assert commands.get("graph_launch") == 8, commands
+    assert commands.get("execute", 0) == 0, commands
+    # the first replay (pair 0) records; with one graph kept, each call
+    # on another pair rebinds it to that pair's two tensors, with eight
+    # each pair has its own, recorded once
+    if graphs == 1:
+        assert commands.get("graph_begin") == 1, commands
+        assert commands.get("graph_rebind") == 2 * 7, commands
+    else:
+        assert commands.get("graph_begin") == 4, commands
+        assert commands.get("graph_rebind", 0) == 0, commands
+
+
 def train(device, env):
     r = subprocess.run([sys.executable, "-m", "wafer.tinygrad_mlp",
                         "--device", device, "--steps", "40"],
