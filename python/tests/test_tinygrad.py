@@ -142,9 +142,8 @@ def test_tinygrad_test_tiny(tinygrad_dist, tinygrad_env, tmp_path):
 
 
 # TinyJit on WAFER: a function of two kernels (one batch, one wafer
-# graph), called on four pairs of inputs; the replays (calls 3 on: the
-# JIT records on the second call) must equal the function without the
-# JIT, and each replay must be one graph launch with no kernel issued
+# graph), called on four pairs of inputs; the calls after the JIT's
+# recording one (the second) must equal the function without the JIT, and each replay must be one graph launch with no kernel issued
 # on its own, seen in wafer's trace. With one graph kept
 # (WaferGraph.GRAPHS = 1) new inputs rebind it instead of recording.
 JIT_SCRIPT = r"""
@@ -190,14 +189,15 @@ def test_tinygrad_jit_replays_wafer_graphs(tinygrad_env, tmp_path, graphs):
     commands = out["commands"]
     assert commands.get("graph_launch") == 8, commands
     assert commands.get("execute", 0) == 0, commands
-    # the first replay (pair 0) records; with one graph kept, each call
-    # on another pair rebinds it to that pair's two tensors, with eight
-    # each pair has its own, recorded once
+    # The JIT's recording call (pair 1) made the first graph. With one
+    # graph kept, each traced call is on another pair than the one
+    # before: it rebinds the graph to that pair's two tensors; with
+    # eight, each other pair gets its own, recorded once.
     if graphs == 1:
-        assert commands.get("graph_begin") == 1, commands
-        assert commands.get("graph_rebind") == 2 * 7, commands
+        assert commands.get("graph_begin", 0) == 0, commands
+        assert commands.get("graph_rebind") == 2 * 8, commands
     else:
-        assert commands.get("graph_begin") == 4, commands
+        assert commands.get("graph_begin") == 3, commands
         assert commands.get("graph_rebind", 0) == 0, commands
 
 
