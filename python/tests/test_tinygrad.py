@@ -141,6 +141,32 @@ def test_tinygrad_test_tiny(tinygrad_dist, tinygrad_env, tmp_path):
     assert r.returncode == 0, r.stdout[-3000:]
 
 
+RENDERER_SCRIPT = r"""
+import json
+import wafer.tinygrad
+from tinygrad import Device, dtypes
+r = Device["WAFER"].renderer
+print(json.dumps({"renderer": type(r).__name__, "arch": r.target.arch,
+                  "dtypes": sorted(str(d) for d in r.supported_dtypes()),
+                  "half": dtypes.half in r.supported_dtypes()}))
+"""
+
+
+def test_tinygrad_renderer_knows_the_device(tinygrad_env):
+    """The renderer WAFER picks answers tinygrad's questions about the
+    device: its dtypes, which tinygrad's CUDA renderer computes from the
+    architecture (int("sm_90"[3:])), so a CUDA device must name one."""
+    r = subprocess.run([sys.executable, "-c", RENDERER_SCRIPT],
+                       env=tinygrad_env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert "dtypes.float" in out["dtypes"], out
+    if out["renderer"] == "WaferCUDARenderer":
+        assert re.fullmatch(r"sm_[0-9]+", out["arch"]), out
+        assert out["half"], out  # every GPU wafer's cuda plugin runs on
+
+
 # TinyJit on WAFER: a function of two kernels (one batch, one wafer
 # graph), called on four pairs of inputs; the calls after the JIT's
 # recording one (the second) must equal the function without the JIT, and each replay must be one graph launch with no kernel issued

@@ -8,6 +8,10 @@ the device is WAFER).
 
   python -m wafer.tinygrad_mlp --device WAFER --steps 60
   python -m wafer.tinygrad_mlp --device CPU --steps 60
+  python -m wafer.tinygrad_mlp --device WAFER --profile prof.out
+
+--profile PATH profiles the timed steps (after the warm-up, which
+compiles) with cProfile and writes its statistics to PATH (pstats).
 
 The data and the initial weights are drawn by numpy from --seed, so two
 devices start from the same numbers and should reach the same loss up
@@ -21,7 +25,7 @@ import numpy as np
 
 
 def run(device, steps=60, batch=128, features=32, hidden=64, classes=8,
-        seed=0, warmup=5):
+        seed=0, warmup=5, profile=None):
     import wafer.tinygrad  # noqa: F401 (registers WAFER)
     from tinygrad import Context, Device, Tensor, TinyJit, dtypes, nn
     from tinygrad.helpers import GlobalCounters
@@ -56,17 +60,26 @@ def run(device, steps=60, batch=128, features=32, hidden=64, classes=8,
             opt.step()
             return loss.realize()
 
+    profiler = None
+    if profile:
+        import cProfile
+        profiler = cProfile.Profile()
     losses, peak, start = [], 0, None
     for s in range(steps):
         if s == warmup:
             Device[dev].synchronize()
             start = time.perf_counter()
+            if profiler:
+                profiler.enable()
         loss = step(*batches[s % 4])  # tensors: the JIT's inputs
         peak = max(peak, GlobalCounters.mem_used_per_device[dev])
         if s % 10 == 0 or s == steps - 1:
             losses.append((s, float(loss.item())))
     Device[dev].synchronize()
     elapsed = time.perf_counter() - start
+    if profiler:
+        profiler.disable()
+        profiler.dump_stats(profile)
     out = {"device": dev, "losses": losses,
            "final_loss": losses[-1][1],
            "steps_per_s": (steps - warmup) / elapsed,
@@ -85,9 +98,11 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", metavar="PATH",
+                    help="cProfile the timed steps into PATH")
     a = ap.parse_args(argv)
     print(json.dumps(run(a.device, a.steps, a.batch, hidden=a.hidden,
-                         seed=a.seed)))
+                         seed=a.seed, profile=a.profile)))
 
 
 if __name__ == "__main__":
