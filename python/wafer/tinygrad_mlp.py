@@ -11,13 +11,16 @@ the device is WAFER).
   python -m wafer.tinygrad_mlp --device WAFER --profile prof.out
 
 --profile PATH profiles the timed steps (after the warm-up, which
-compiles) with cProfile and writes its statistics to PATH (pstats).
+compiles) with cProfile and writes its statistics to PATH (pstats);
+--trace PATH, on WAFER, writes wafer's trace of them to PATH
+(wafer-trace report PATH).
 
 The data and the initial weights are drawn by numpy from --seed, so two
 devices start from the same numbers and should reach the same loss up
 to float32 rounding (the kernels may sum in another order).
 """
 import argparse
+import contextlib
 import json
 import time
 
@@ -25,7 +28,7 @@ import numpy as np
 
 
 def run(device, steps=60, batch=128, features=32, hidden=64, classes=8,
-        seed=0, warmup=5, profile=None):
+        seed=0, warmup=5, profile=None, trace=None):
     import wafer.tinygrad  # noqa: F401 (registers WAFER)
     from tinygrad import Context, Device, Tensor, TinyJit, dtypes, nn
     from tinygrad.helpers import GlobalCounters
@@ -60,7 +63,7 @@ def run(device, steps=60, batch=128, features=32, hidden=64, classes=8,
             opt.step()
             return loss.realize()
 
-    profiler = None
+    profiler, timed = None, contextlib.ExitStack()
     if profile:
         import cProfile
         profiler = cProfile.Profile()
@@ -68,6 +71,10 @@ def run(device, steps=60, batch=128, features=32, hidden=64, classes=8,
     for s in range(steps):
         if s == warmup:
             Device[dev].synchronize()
+            if trace and dev.startswith("WAFER"):
+                import wafer
+                timed.enter_context(wafer.trace(
+                    trace, runtime=Device[dev].client.runtime))
             start = time.perf_counter()
             if profiler:
                 profiler.enable()
@@ -80,6 +87,7 @@ def run(device, steps=60, batch=128, features=32, hidden=64, classes=8,
     if profiler:
         profiler.disable()
         profiler.dump_stats(profile)
+    timed.close()
     out = {"device": dev, "losses": losses,
            "final_loss": losses[-1][1],
            "steps_per_s": (steps - warmup) / elapsed,
@@ -100,9 +108,11 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", metavar="PATH",
                     help="cProfile the timed steps into PATH")
+    ap.add_argument("--trace", metavar="PATH",
+                    help="wafer's trace of the timed steps (WAFER only)")
     a = ap.parse_args(argv)
     print(json.dumps(run(a.device, a.steps, a.batch, hidden=a.hidden,
-                         seed=a.seed, profile=a.profile)))
+                         seed=a.seed, profile=a.profile, trace=a.trace)))
 
 
 if __name__ == "__main__":
