@@ -4,6 +4,7 @@
 # Client.begin_capture() and Client.end_capture(), replayed by launch(),
 # moved to other memory by rebind().
 import json
+import struct
 
 import numpy as np
 import pytest
@@ -97,3 +98,32 @@ def test_what_cannot_be_recorded_fails_and_capture_goes_on(client):
     np.testing.assert_array_equal(out.numpy(), np.full(4, 2))
     with pytest.raises(wafer.Error):
         client.end_capture()  # not capturing
+
+
+def test_graphs_of_one_kernel_keep_their_own_arguments(client):
+    """Two graphs launching the same program kernel with other bindings
+    and parameters: each replay uses its own (a device's command buffer
+    may read a kernel's arguments when it runs, not when recorded)."""
+    if "programs" not in client.device.features:
+        pytest.skip(f"{client.selector} loads no programs")
+    from test_program import SOURCES
+    saxpy = client.program(SOURCES).kernel("wafer_test_saxpy", 2, 16)
+
+    def record_saxpy(y, x, a):
+        client.begin_capture()
+        try:
+            for _ in range(2):  # a run of launches: a native graph
+                saxpy(y, x, params=struct.pack("<QfI", 8, a, 0), grid=8)
+        finally:
+            graph = client.end_capture()
+        return graph
+
+    xa, ya = client.asarray(np.ones(8, np.float32)), client.zeros(8, "float32")
+    xb = client.asarray(np.full(8, 5, np.float32))
+    yb = client.zeros(8, "float32")
+    ga, gb = record_saxpy(ya, xa, 2.0), record_saxpy(yb, xb, 3.0)
+    ga.launch()
+    gb.launch()
+    ga.launch()
+    np.testing.assert_array_equal(ya.numpy(), np.full(8, 8))
+    np.testing.assert_array_equal(yb.numpy(), np.full(8, 30))
