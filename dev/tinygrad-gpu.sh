@@ -116,9 +116,12 @@ train() { # NAME DEVICE ARGS...
 import json, sys
 try: r = json.loads(sys.stdin.read())
 except ValueError: print("failed (see the .err file)"); sys.exit()
-print("final loss %.6f, %.1f steps/s, peak %d bytes (tinygrad), wafer peak %s"
+g = r.get("wafer_graphs")
+print("final loss %.6f, %.1f steps/s, peak %d bytes (tinygrad), wafer peak %s%s"
       % (r["final_loss"], r["steps_per_s"], r["peak_bytes_tinygrad"],
-         r.get("peak_bytes_wafer", "-")))')"
+         r.get("peak_bytes_wafer", "-"),
+         ", wafer graphs %(graphs)d (%(launches)d launches, %(native_launches)d native)" % g
+         if g else ""))')"
 }
 train small-wafer WAFER --steps 60
 train small-cuda CUDA --steps 60

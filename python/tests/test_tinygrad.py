@@ -250,3 +250,5 @@ def test_tinygrad_training_matches_cpu(tinygrad_env):
     # and it learned: the loss fell well below the first step's
     assert ours["final_loss"] < ours["losses"][0][1] / 4, ours
     assert ours["peak_bytes_wafer"] > 0, ours
+    # TinyJit's steps replayed as wafer graphs
+    assert ours["wafer_graphs"]["launches"] > 0, ours

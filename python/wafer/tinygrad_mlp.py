@@ -96,6 +96,16 @@ def run(device, steps=60, batch=128, features=32, hidden=64, classes=8,
         wdev = Device[dev]
         out["wafer_device"] = wdev.client.selector
         out["peak_bytes_wafer"] = wdev.client.memory_usage()["peak_in_use"]
+        # the wafer graphs TinyJit's batches replay as (wafer.tinygrad's
+        # WaferGraph): their kernel launches, and how many of those the
+        # device replays natively
+        from tinygrad.engine.realize import graph_cache
+        infos = [g.info() for runner in list(graph_cache.values())
+                 for g in getattr(runner, "graphs", {}).values()]
+        out["wafer_graphs"] = {
+            "graphs": len(infos),
+            "launches": sum(i["launches"] for i in infos),
+            "native_launches": sum(i["native_launches"] for i in infos)}
     return out
 
 
