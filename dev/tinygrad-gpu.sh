@@ -166,6 +166,6 @@ import collections, json, sys
 try: doc = json.load(open(sys.argv[1]))
 except (OSError, ValueError) as e: print(f"    no trace: {e}"); sys.exit()
 n = collections.Counter(e["args"].get("command") for e in doc["traceEvents"]
-                        if e["ph"] == "X" and "args" in e)
-print("    commands: " + ", ".join(f"{k} {v}" for k, v in n.most_common()))
+                        if e["ph"] == "X" and e.get("cat") == "host")
+print("    commands (host spans): " + ", ".join(f"{k} {v}" for k, v in n.most_common()))
 PY
