@@ -22,6 +22,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+import wafer
+
 HERE = pathlib.Path(__file__).resolve().parent
 PIN = re.search(r'"tinygrad==([0-9.]+)"',
                 (HERE.parent / "pyproject.toml").read_text()).group(1)
@@ -165,6 +167,33 @@ def test_tinygrad_renderer_knows_the_device(tinygrad_env):
     if out["renderer"] == "WaferCUDARenderer":
         assert re.fullmatch(r"sm_[0-9]+", out["arch"]), out
         assert out["half"], out  # every GPU wafer's cuda plugin runs on
+
+
+# What tinygrad's CUDA renderer writes at the top of a kernel on half.
+HALF_CUDA = ('#include <cuda_fp16.h>\n'
+             'extern "C" __global__ void wafer_half(half *x) '
+             '{ x[0] = x[0] * (half)2.0f; }\n')
+
+
+def test_tinygrad_cuda_half_kernels_build(client, tinygrad_dist):
+    """WAFER's CUDA renderer keeps half (and bfloat16, fp8) only where
+    its kernels build: they include CUDA's headers, which NVRTC does not
+    find by itself, so the programs get the toolkit's include directory.
+    Needs only a device that builds CUDA C (the stand-in driver does)."""
+    try:
+        client.program({"cuda": 'extern "C" __global__ void wafer_k('
+                                'float *x) { x[0] = 1; }'})
+    except (wafer.NotSupportedError, wafer.BuildError) as e:
+        pytest.skip(f"{client.selector} builds no CUDA C: {e}")
+    from tinygrad.dtype import dtypes
+    from tinygrad.helpers import Target
+
+    from wafer.tinygrad import WaferCUDARenderer
+    r = WaferCUDARenderer(Target("WAFER", "", "sm_90"))
+    if dtypes.half not in r.supported_dtypes():
+        pytest.skip("no CUDA headers here (cuda_fp16.h): WAFER's CUDA "
+                    "renderer leaves half out")
+    client.program({"cuda": HALF_CUDA}, r.build_options())  # builds
 
 
 # TinyJit on WAFER: a function of two kernels (one batch, one wafer

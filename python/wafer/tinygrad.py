@@ -27,6 +27,8 @@ wafer's device n. pytest takes it as a plugin: pytest -p wafer.tinygrad.
   group); a batch meeting new input buffers rebinds a graph to them.
 """
 import collections
+import functools
+import os
 import struct
 import sys
 import time
@@ -43,7 +45,8 @@ from tinygrad.uop.ops import Ops, PatternMatcher, UPat
 
 # Written and tested against the tinygrad that python/pyproject.toml's
 # optional dependency "tinygrad" pins (pip install ./python[tinygrad]).
-__all__ = ["WaferDevice", "WaferGraph", "cuda_arch", "program_formats"]
+__all__ = ["WaferDevice", "WaferGraph", "cuda_arch", "cuda_include_dirs",
+           "program_formats"]
 
 
 class _WaferConvention:
@@ -91,6 +94,11 @@ class _WaferConvention:
     @staticmethod
     def kernel_name(name):
         return name
+
+    @staticmethod
+    def build_options():
+        """The build options of the kernels' programs (None: none)."""
+        return None
 
 
 class WaferCRenderer(_WaferConvention, ClangRenderer):
@@ -161,6 +169,34 @@ class WaferCUDARenderer(_WaferConvention, CUDARenderer):
         CStyleLanguage.__init__(self, target)
         self.compiler = Compiler()
         self.tensor_cores = []
+
+    # The dtypes whose kernels include a header of CUDA's (cuda_fp16.h,
+    # cuda_bf16.h, cuda_fp8.h): NVRTC has none built in.
+    HEADER_DTYPES = (dtypes.half, dtypes.bfloat16) + tuple(dtypes.fp8s)
+
+    def supported_dtypes(self):
+        have = super().supported_dtypes()
+        if cuda_include_dirs():
+            return have
+        return {d for d in have if d not in self.HEADER_DTYPES}
+
+    @staticmethod
+    def build_options():
+        return " ".join(f"-I{d}" for d in cuda_include_dirs()) or None
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_include_dirs():
+    """The directory of CUDA's headers (cuda_fp16.h, ...), which NVRTC
+    does not search by itself, as a tuple: $CUDA_PATH/include (or
+    $CUDA_HOME's), else the first of the toolkit's usual places that has
+    them; () where none does."""
+    roots = [os.environ.get(v) for v in ("CUDA_PATH", "CUDA_HOME")]
+    for d in [os.path.join(r, "include") for r in roots if r] + [
+            "/usr/local/cuda/include", "/opt/cuda/include", "/usr/include"]:
+        if " " not in d and os.path.exists(os.path.join(d, "cuda_fp16.h")):
+            return (d,)
+    return ()
 
 
 # Probe kernels, one per format tinygrad renders: each stores 42 in its
@@ -257,8 +293,9 @@ class WaferProgram:
     def __init__(self, dev, obj: TinyELF):
         self.dev, self.name, self.signature = dev, obj.name, obj.signature
         renderer = dev.renderer
-        self.program = dev.client.program({renderer.wafer_format:
-                                           obj.lib.decode()})
+        self.program = dev.client.program(
+            {renderer.wafer_format: obj.lib.decode()},
+            renderer.build_options())
         # per field of the parameter block, in the signature's order:
         # (is a buffer, slot); packed by one struct (a launch is on the
         # path of every kernel tinygrad runs outside a graph)
