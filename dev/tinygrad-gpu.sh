@@ -93,11 +93,13 @@ for dev in WAFER CUDA; do
 	grep -E '^(FAILED|ERROR) ' "$log" | cut -c1-200 | sed 's/^/    /' | tee -a "$summary"
 done
 # the architecture WAFER renders CUDA C for (tinygrad's CUDA renderer
-# reads its dtypes from it: "sm_90" on an H200, never empty)
+# reads its dtypes from it: "sm_90" on an H200, never empty) and the
+# CUDA headers its programs include (half needs cuda_fp16.h)
 say "WAFER renderer: $(cd "$work" && $py -c 'import wafer.tinygrad
-from tinygrad import Device
+from tinygrad import Device, dtypes
 r = Device["WAFER"].renderer
-print(type(r).__name__, "arch=%r" % r.target.arch)' 2>&1 | tail -1)"
+print(type(r).__name__, "arch=%r" % r.target.arch, "options=%r" % r.build_options(),
+      "half" if dtypes.half in r.supported_dtypes() else "no half")' 2>&1 | tail -1)"
 
 # the suite's tinygrad tests on cuda
 (cd "$work" && WAFER_TINYGRAD_DIST=$dist timeout 900 $py -m pytest \
