@@ -19,6 +19,8 @@ wafer's device n. pytest takes it as a plugin: pytest -p wafer.tinygrad.
   one scalar per variable), so the rendered kernel's signature is
   rewritten: it takes each buffer's base tensor, and a block of 8-byte
   fields holding each buffer's byte offset and each variable's value.
+  For CUDA C the device's architecture (sm_90) is read from the device
+  and the programs get CUDA's include directory (cuda_fp16.h, ...).
 - Copies: tinygrad's copyin and copyout are copies to and from the
   tensor through wafer.
 - JIT: TinyJit's batches of kernels become wafer graphs (WaferGraph):
