@@ -51,6 +51,23 @@ for f in plugin-skeleton-dlopen.c plugin-skeleton-client.c; do
 	[ -r "$top_srcdir/t/internal/$f" ] || bail_out "cannot read $top_srcdir/t/internal/$f (shipped in the tarball)"
 done
 
+# drive PREFIX WHAT PROGRAM ARG: runs a built driver, numbers its TAP
+# lines (printed without numbers) into this test's sequence with PREFIX
+# before each name, and fails unless WHAT exits with status 0.
+drive() {
+	"$3" "$4" >"$3.out" 2>&1
+	status=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) pass "$1: ${line#ok - }" ;;
+		"not ok - "*) fail "$1: ${line#not ok - }" ;;
+		"#"*) echo "$line" ;;
+		*) echo "# $line" ;;
+		esac
+	done <"$3.out"
+	[ "$status" -eq 0 ] || fail "$2 exits with status 0 (got $status)"
+}
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-skeleton.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
@@ -123,18 +140,8 @@ if "$CC" -std=c11 -Wall -Wextra -Werror $cflags ${SANITIZER_FLAGS:-} \
 	-o "$tmp/dlopen-driver" "$top_srcdir/t/internal/plugin-skeleton-dlopen.c" \
 	-ldl >"$tmp/driver.log" 2>&1; then
 	pass "the dlopen driver builds"
-	"$tmp/dlopen-driver" "$tmp/plugins/skeleton.so" >"$tmp/driver.out" 2>&1
-	status=$?
-	# Number the driver's lines into our sequence.
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) pass "dlopen: ${line#ok - }" ;;
-		"not ok - "*) fail "dlopen: ${line#not ok - }" ;;
-		"#"*) echo "$line" ;;
-		*) echo "# $line" ;;
-		esac
-	done <"$tmp/driver.out"
-	[ "$status" -eq 0 ] || fail "the dlopen driver exits with status 0 (got $status)"
+	drive dlopen "the dlopen driver" "$tmp/dlopen-driver" \
+		"$tmp/plugins/skeleton.so"
 else
 	fail "the dlopen driver builds"
 	diag "$(cat "$tmp/driver.log")"
@@ -150,17 +157,7 @@ if "$CC" -std=c11 -Wall -Wextra -Werror $cflags ${SANITIZER_FLAGS:-} \
 	-o "$tmp/client" "$top_srcdir/t/internal/plugin-skeleton-client.c" \
 	$libs -Wl,-rpath,"$top_builddir/.libs" >"$tmp/client.log" 2>&1; then
 	pass "the client program builds with pkg-config --cflags --libs wafer"
-	"$tmp/client" "$tmp/plugins" >"$tmp/client.out" 2>&1
-	status=$?
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) pass "core: ${line#ok - }" ;;
-		"not ok - "*) fail "core: ${line#not ok - }" ;;
-		"#"*) echo "$line" ;;
-		*) echo "# $line" ;;
-		esac
-	done <"$tmp/client.out"
-	[ "$status" -eq 0 ] || fail "the client program exits with status 0 (got $status)"
+	drive core "the client program" "$tmp/client" "$tmp/plugins"
 else
 	fail "the client program builds with pkg-config --cflags --libs wafer"
 	diag "$(cat "$tmp/client.log")"
