@@ -30,6 +30,7 @@
 #include "lib/error.h"
 #include "lib/memory/memory.h"
 #include "lib/memory/storage.h"
+#include "t/tap.h"
 
 enum fake_kind { FAKE_ALLOC, FAKE_ASYNC, FAKE_RANGE };
 
@@ -483,6 +484,63 @@ static inline struct wafer__memory *fake_memory(struct fake_storage *f,
 		       wafer__error_detail());
 	wafer__config_destroy(config);
 	return memory;
+}
+
+/* fake_init(f, options), then a manager as fake_memory makes it. */
+static inline struct wafer__memory *
+fake_open(struct fake_storage *f, const struct fake_options *options,
+	  const char *strategy, const char *text)
+{
+	fake_init(f, options);
+	return fake_memory(f, strategy, text);
+}
+
+/* Destroys |m|, then fake_fini(f): returns how many objects leaked. */
+static inline size_t fake_close(struct fake_storage *f, struct wafer__memory *m)
+{
+	wafer__memory_destroy(m);
+	return fake_fini(f);
+}
+
+/* Four points named |what|: a |strategy| manager on a fresh storage of
+ * |options| refuses the options |text| with WAFER_ERROR_CONFIG, its
+ * detail names |needle| and the option's origin, and no manager is
+ * left. */
+static inline void fake_refuses(const struct fake_options *options,
+				const char *strategy, const char *text,
+				const char *needle, const char *what)
+{
+	struct fake_storage f;
+	fake_init(&f, options);
+	struct wafer__config *config = fake_config(text);
+	struct wafer__memory *m = (struct wafer__memory *)&f;
+	is_status(wafer__memory_create(strategy, &f.storage, config, &m),
+		  WAFER_ERROR_CONFIG, "%s refused", what);
+	like(wafer__error_detail(), needle, "%s: the detail names it", what);
+	like(wafer__error_detail(), "test.conf:",
+	     "%s: the detail has the origin", what);
+	ok(m == NULL, "%s: no manager on failure", what);
+	wafer__config_destroy(config);
+	fake_fini(&f);
+}
+
+/* Options a strategy refuses, and what the detail must name. */
+struct fake_bad_option {
+	const char *text, *needle;
+};
+
+/* fake_refuses for each of |n| |bad| options, named "bad option I". */
+static inline void fake_refuses_each(const struct fake_options *options,
+				     const char *strategy,
+				     const struct fake_bad_option *bad,
+				     size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char what[32];
+		snprintf(what, sizeof what, "bad option %zu", i);
+		fake_refuses(options, strategy, bad[i].text, bad[i].needle,
+			     what);
+	}
 }
 
 static inline wafer_memory_usage fake_usage(const struct wafer__memory *m)
