@@ -72,24 +72,13 @@ static wafer_memory_usage usage(void)
 /* A handle of N floats i * scale. */
 static wafer_handle make(float scale)
 {
-	float data[N];
-	wafer_handle h;
-	for (int i = 0; i < N; i++)
-		data[i] = (float)i * scale;
-	check(wafer_create(client, data, sizeof data, &h), "create");
-	return h;
+	return create_ramp(client, N, scale);
 }
 
-/* Whether |h| holds i * scale (first |n| floats). */
+/* Whether |h| holds i * scale (first N floats). */
 static int holds(wafer_handle h, float scale)
 {
-	float data[N];
-	if (wafer_read(client, h, 0, data, sizeof data) != WAFER_OK)
-		return 0;
-	for (int i = 0; i < N; i++)
-		if (data[i] != (float)i * scale)
-			return 0;
-	return 1;
+	return holds_ramp(client, h, N, scale);
 }
 
 static int host_holds(const float *p, float (*f)(int))
@@ -500,15 +489,9 @@ static void test_program(void)
 	      "import");
 	struct saxpy_params p = {.n = N, .a = 2};
 	wafer_buffer_binding b[2] = {{.handle = y}, {.handle = x}};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.bindings = b,
-		.binding_count = 2,
-		.params = &p,
-		.params_size = sizeof p,
-		.global = {N},
-		.kernel_ref = saxpy,
-	};
+	wafer_execute_args args =
+		execute_args_f32(NULL, b, 2, &p, sizeof p, N);
+	args.kernel_ref = saxpy;
 	is_status(wafer_execute(client, &args), WAFER_OK,
 		  "[%s] a program kernel on an imported buffer", channel);
 	check(wafer_release(client, y), "release y");

@@ -62,13 +62,7 @@ static wafer_runtime *open_runtime(const char *backends, const char *log)
 
 static wafer_handle create_values(wafer_client *c, float scale)
 {
-	float data[N];
-	wafer_handle h;
-
-	for (int i = 0; i < N; i++)
-		data[i] = (float)i * scale;
-	check(wafer_create(c, data, sizeof data, &h), "create");
-	return h;
+	return create_ramp(c, N, scale);
 }
 
 static void write_values(wafer_client *c, wafer_handle h, float scale)
@@ -83,16 +77,10 @@ static void write_values(wafer_client *c, wafer_handle h, float scale)
 /* Whether |h| of |c| holds i * scale at each i. */
 static bool holds(wafer_client *c, wafer_handle h, float scale)
 {
-	float data[N];
 	size_t size;
 
-	if (wafer_handle_size(c, h, &size) != WAFER_OK || size != BYTES ||
-	    wafer_read(c, h, 0, data, sizeof data) != WAFER_OK)
-		return false;
-	for (int i = 0; i < N; i++)
-		if (data[i] != (float)i * scale)
-			return false;
-	return true;
+	return wafer_handle_size(c, h, &size) == WAFER_OK && size == BYTES &&
+	       holds_ramp(c, h, N, scale);
 }
 
 /* Copies from |a| to |b|, where |a| and |b| may be one client. */
