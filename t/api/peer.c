@@ -83,6 +83,16 @@ static bool holds(wafer_client *c, wafer_handle h, float scale)
 	       holds_ramp(c, h, N, scale);
 }
 
+/* Two points named |what|: neither |a| nor |b| holds anything; then
+ * closes both. */
+static void close_clean(wafer_client *a, wafer_client *b, const char *what)
+{
+	ok_clean(a, what);
+	ok_clean(b, what);
+	check(wafer_client_close(a), "close");
+	check(wafer_client_close(b), "close");
+}
+
 /* Copies from |a| to |b|, where |a| and |b| may be one client. */
 static void test_values(const char *label, wafer_client *a, wafer_client *b)
 {
@@ -248,10 +258,7 @@ static void test_backend(const char *backends)
 		snprintf(name, sizeof name, "%s %s", label, backend);
 		test_two_runtimes(name, label, a);
 
-		ok_clean(a, label);
-		ok_clean(b, label);
-		check(wafer_client_close(a), "close");
-		check(wafer_client_close(b), "close");
+		close_clean(a, b, label);
 	}
 	wafer_runtime_close(rt);
 	/* The log level is the process's: back to the default. */
@@ -305,10 +312,7 @@ static void test_cross_backend(void)
 		snprintf(what, sizeof what, "%s %s -> cpu", label, backend);
 		test_values(what, dev, cpu);
 		test_path(what, dev, cpu, false);
-		ok_clean(cpu, what);
-		ok_clean(dev, what);
-		check(wafer_client_close(cpu), "close");
-		check(wafer_client_close(dev), "close");
+		close_clean(cpu, dev, what);
 	}
 	wafer_runtime_close(rt);
 	wafer_runtime_close(open_runtime(NULL, "warn"));
