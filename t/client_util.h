@@ -14,6 +14,8 @@
  *   open_runtime_on(backends, path) a runtime on |backends| only, plugins
  *                                  from |path|, no configuration file read
  *   open_runtime_with(options, n, "what") a runtime of |options| alone
+ *   open_test_plugin(plugin, "what") a runtime on a test plugin of
+ *                                  t/plugins/
  *   usage_now(c)                   wafer_memory_usage after a wafer_sync
  *   ok_clean(c, "at the end")      one point: no handle alive, no byte in
  *                                  use
@@ -110,6 +112,23 @@ static inline wafer_runtime *open_runtime_on(const char *backends,
 
 	snprintf(what, sizeof what, "runtime_open(%.200s)", backends);
 	return open_runtime_with(options, 2, what);
+}
+
+/* A runtime on |plugin|, a test plugin of t/plugins/ (built under
+ * $T_BUILDDIR); NULL after a skip point named |what| where T_BUILDDIR is
+ * not set. */
+static inline wafer_runtime *open_test_plugin(const char *plugin,
+					      const char *what)
+{
+	const char *builddir = getenv("T_BUILDDIR");
+	char path[4096];
+
+	if (!builddir) {
+		ok(1, "%s # SKIP T_BUILDDIR is not set", what);
+		return NULL;
+	}
+	snprintf(path, sizeof path, "%s/plugins/.libs", builddir);
+	return open_runtime_on(plugin, path);
 }
 
 /* A client of |selector| on |channel| (NULL: the configured one). */

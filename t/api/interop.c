@@ -778,14 +778,9 @@ static void test_queue(void)
 
 static void test_not_supported(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
-	char path[4096];
-	if (!builddir) {
-		ok(1, "plugin without interop # SKIP T_BUILDDIR is not set");
+	wafer_runtime *rt = open_test_plugin("good", "plugin without interop");
+	if (!rt)
 		return;
-	}
-	snprintf(path, sizeof path, "%s/plugins/.libs", builddir);
-	wafer_runtime *rt = open_runtime_on("good", path);
 	wafer_client *c;
 	check(wafer_client_open(rt, "good", NULL, &c), "open good");
 	wafer_handle h;
@@ -830,7 +825,7 @@ static void test_not_supported(void)
 
 	/* Part of each group of entries is none of it (the loader drops
 	 * them): half_interop reads as not supported. */
-	rt = open_runtime_on("half_interop", path);
+	rt = open_test_plugin("half_interop", "half_interop plugin");
 	check(wafer_client_open(rt, "half_interop", NULL, &c),
 	      "open half_interop");
 	q = (wafer_native_queue){.struct_size = sizeof q};
@@ -849,14 +844,9 @@ static void test_not_supported(void)
  * test plugin takes any pointer as a queue. */
 static void test_wrap(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
-	char path[4096];
-	if (!builddir) {
-		ok(1, "client on a native queue # SKIP T_BUILDDIR is not set");
+	wafer_runtime *rt = open_test_plugin("full", "client on a native queue");
+	if (!rt)
 		return;
-	}
-	snprintf(path, sizeof path, "%s/plugins/.libs", builddir);
-	wafer_runtime *rt = open_runtime_on("full", path);
 	static const char *const channels[] = {"direct", "mutex", "mpsc"};
 	for (size_t i = 0; i < 3; i++) {
 		int callers_queue;
