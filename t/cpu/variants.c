@@ -286,21 +286,21 @@ static int op_matmul_right(wafer_client *c)
 {
 	const uint64_t sa[2] = {96, 72}, sb[2] = {72, 80};
 	float *a = malloc(96 * 72 * sizeof *a), *b = malloc(72 * 80 * sizeof *b);
-	float *got = malloc(96 * 80 * sizeof *got);
-	wafer_tensor ta, tb, out;
+	wafer_tensor out;
 	int right = 1;
 
 	for (size_t i = 0; i < 96 * 72; i++)
 		a[i] = value_at(i, 5);
 	for (size_t i = 0; i < 72 * 80; i++)
 		b[i] = value_at(i, 11);
-	check(wafer_tensor_create(c, WAFER_DTYPE_F32, 2, sa, a, &ta), "ta");
-	check(wafer_tensor_create(c, WAFER_DTYPE_F32, 2, sb, b, &tb), "tb");
+	wafer_tensor ta = upload_f32(c, 2, sa, a), tb = upload_f32(c, 2, sb, b);
 	check(wafer_op_matmul(c, &ta, WAFER_ALWAYS_COPY, &tb,
 			      WAFER_ALWAYS_COPY, 0, &out),
 	      "op_matmul");
-	check(wafer_tensor_read(c, &out, got, 96 * 80 * sizeof *got),
-	      "read");
+	float *got = download_f32(c, &out);
+	wafer_tensor_release(c, &ta);
+	wafer_tensor_release(c, &tb);
+	wafer_tensor_release(c, &out);
 	for (size_t i = 0; i < 96 && right; i++)
 		for (size_t j = 0; j < 80 && right; j++) {
 			double s = 0;
@@ -308,9 +308,6 @@ static int op_matmul_right(wafer_client *c)
 				s += (double)a[i * 72 + p] * b[p * 80 + j];
 			right = got[i * 80 + j] == (float)s;
 		}
-	wafer_tensor_release(c, &ta);
-	wafer_tensor_release(c, &tb);
-	wafer_tensor_release(c, &out);
 	free(a);
 	free(b);
 	free(got);
