@@ -327,53 +327,66 @@ static inline struct fake_object *fake_range(struct fake_storage *f,
 	return o;
 }
 
-static inline wafer_status fake_vm_map(void *device, wafer_resource range,
-				       size_t offset, size_t size)
+/* vm_map (|map|) or vm_unmap of [offset, offset + size) of |range|:
+ * counts the call and checks the contract (every page unmapped for a
+ * map, mapped for an unmap: a violation otherwise). */
+static inline wafer_status fake_vm_pages(void *device, wafer_resource range,
+					 size_t offset, size_t size, bool map)
 {
 	struct fake_storage *f = device;
-	f->maps++;
-	f->per.vm_map++;
-	struct fake_object *o =
-		fake_range(f, range, offset, size, "vm_map out of range");
+	const char *entry = map ? "vm_map" : "vm_unmap";
+	char what[64];
+
+	if (map) {
+		f->maps++;
+		f->per.vm_map++;
+	} else {
+		f->unmaps++;
+		f->per.vm_unmap++;
+	}
+	snprintf(what, sizeof what, "%s out of range", entry);
+	struct fake_object *o = fake_range(f, range, offset, size, what);
 	if (!o)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "fake");
 	size_t g = f->opt.granularity;
 	for (size_t p = offset / g; p < (offset + size) / g; p++)
-		if (o->mapped[p])
-			fake_violation(f, "vm_map of a mapped page", range);
-	if (fake_should_fail(f))
-		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
-				   "fake: injected failure of vm_map(%zu)", size);
-	if (mprotect((char *)(uintptr_t)range + offset, size,
-		     PROT_READ | PROT_WRITE))
-		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY, "fake: mprotect");
-	for (size_t p = offset / g; p < (offset + size) / g; p++)
-		o->mapped[p] = 1;
-	f->bytes += size;
+		if (o->mapped[p] == map)
+			fake_violation(f,
+				       map ? "vm_map of a mapped page"
+					   : "vm_unmap of an unmapped page",
+				       range);
+	char *at = (char *)(uintptr_t)range + offset;
+	if (map) {
+		if (fake_should_fail(f))
+			return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+					   "fake: injected failure of "
+					   "vm_map(%zu)",
+					   size);
+		if (mprotect(at, size, PROT_READ | PROT_WRITE))
+			return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+					   "fake: mprotect");
+		f->bytes += size;
+	} else {
+		/* Like a device: the bytes are gone, the next map is
+		 * fresh. */
+		madvise(at, size, MADV_DONTNEED);
+		mprotect(at, size, PROT_NONE);
+		f->bytes -= size;
+	}
+	memset(o->mapped + offset / g, map, size / g);
 	return WAFER_OK;
+}
+
+static inline wafer_status fake_vm_map(void *device, wafer_resource range,
+				       size_t offset, size_t size)
+{
+	return fake_vm_pages(device, range, offset, size, true);
 }
 
 static inline wafer_status fake_vm_unmap(void *device, wafer_resource range,
 					 size_t offset, size_t size)
 {
-	struct fake_storage *f = device;
-	f->unmaps++;
-	f->per.vm_unmap++;
-	struct fake_object *o =
-		fake_range(f, range, offset, size, "vm_unmap out of range");
-	if (!o)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "fake");
-	size_t g = f->opt.granularity;
-	for (size_t p = offset / g; p < (offset + size) / g; p++) {
-		if (!o->mapped[p])
-			fake_violation(f, "vm_unmap of an unmapped page", range);
-		o->mapped[p] = 0;
-	}
-	/* Like a device: the bytes are gone, the next map is fresh. */
-	madvise((char *)(uintptr_t)range + offset, size, MADV_DONTNEED);
-	mprotect((char *)(uintptr_t)range + offset, size, PROT_NONE);
-	f->bytes -= size;
-	return WAFER_OK;
+	return fake_vm_pages(device, range, offset, size, false);
 }
 
 static inline void fake_vm_release(void *device, wafer_resource range)
