@@ -68,6 +68,23 @@ drive() {
 	[ "$status" -eq 0 ] || fail "$2 exits with status 0 (got $status)"
 }
 
+# says NAME FILE PATTERN...: one point: the command before exited with
+# status 0 ($status) and FILE, its output, has a line matching each
+# PATTERN; on failure, FILE is shown.
+says() {
+	name=$1 file=$2 right=$status
+	shift 2
+	for pattern in "$@"; do
+		grep -q "$pattern" "$file" || right=1
+	done
+	if [ "$right" -eq 0 ]; then
+		pass "$name"
+	else
+		fail "$name (exit $status)"
+		diag "$(cat "$file")"
+	fi
+}
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-skeleton.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
@@ -169,14 +186,9 @@ if [ -x "$wafer_info" ]; then
 	WAFER_PLUGIN_PATH=$tmp/plugins "$wafer_info" --backend skeleton \
 		>"$tmp/info.out" 2>&1
 	status=$?
-	if [ "$status" -eq 0 ] &&
-	   grep -q "skeleton: accepted, 1 device" "$tmp/info.out" &&
-	   grep -q "path: *$tmp/plugins/skeleton.so" "$tmp/info.out"; then
-		pass "wafer-info --backend skeleton: accepted, 1 device, from plugindir"
-	else
-		fail "wafer-info --backend skeleton: accepted, 1 device, from plugindir (exit $status)"
-		diag "$(cat "$tmp/info.out")"
-	fi
+	says "wafer-info --backend skeleton: accepted, 1 device, from plugindir" \
+		"$tmp/info.out" "skeleton: accepted, 1 device" \
+		"path: *$tmp/plugins/skeleton.so"
 
 	# The packaging path: a conf.d drop-in names the backend and sets
 	# the plugin's own option; the cpu plugin of this build stays the
@@ -195,14 +207,8 @@ if [ -x "$wafer_info" ]; then
 	WAFER_PLUGIN_PATH=$tmp/plugins:$top_builddir/plugins/cpu/.libs \
 		"$wafer_info" >"$tmp/info2.out" 2>&1
 	status=$?
-	if [ "$status" -eq 0 ] &&
-	   grep -q "Default device: skeleton:0" "$tmp/info2.out" &&
-	   grep -q "memory: *2.0 GiB" "$tmp/info2.out"; then
-		pass "conf.d drop-in selects skeleton and passes [skeleton] memory"
-	else
-		fail "conf.d drop-in selects skeleton and passes [skeleton] memory (exit $status)"
-		diag "$(cat "$tmp/info2.out")"
-	fi
+	says "conf.d drop-in selects skeleton and passes [skeleton] memory" \
+		"$tmp/info2.out" "Default device: skeleton:0" "memory: *2.0 GiB"
 else
 	fail "tools/wafer-info is built"
 fi
