@@ -91,16 +91,8 @@ static wafer_status relu(wafer_handle out, size_t out_offset,
 		{out, out_offset, count * sizeof(float)},
 		{in, in_offset, count * sizeof(float)},
 	};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = WAFER_KERNEL_RELU,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = bindings,
-		.binding_count = 2,
-		.params = params,
-		.params_size = params_size,
-		.global = {count, 1, 1},
-	};
+	wafer_execute_args args = execute_args_f32(
+		WAFER_KERNEL_RELU, bindings, 2, params, params_size, count);
 	return wafer_execute(client, &args);
 }
 

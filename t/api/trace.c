@@ -238,10 +238,7 @@ static void test_error(const char *channel)
 {
 	char path[4200], plugins[4200];
 	snprintf(path, sizeof path, "%s/error-%s.json", dir, channel);
-	const char *builddir = getenv("T_BUILDDIR");
-	if (!builddir)
-		bail_out("T_BUILDDIR is not set (run through make check)");
-	snprintf(plugins, sizeof plugins, "%s/plugins/.libs", builddir);
+	snprintf(plugins, sizeof plugins, "%s/plugins/.libs", tap_builddir());
 	wafer_runtime *rt = open_runtime_on("async", plugins);
 	wafer_client *c = open_client_on(rt, "async", channel);
 	wafer_handle h;
@@ -249,14 +246,8 @@ static void test_error(const char *channel)
 	check(wafer_trace_begin(rt, path), "begin");
 	wafer_buffer_binding binding = {h, 0, 0};
 	struct wafer_elementwise_params params = {1};
-	wafer_execute_args args = {.struct_size = sizeof args,
-				   .kernel = "fail",
-				   .dtype = WAFER_DTYPE_F32,
-				   .bindings = &binding,
-				   .binding_count = 1,
-				   .params = &params,
-				   .params_size = sizeof params,
-				   .global = {1, 1, 1}};
+	wafer_execute_args args = execute_args_f32("fail", &binding, 1, &params,
+						   sizeof params, 1);
 	wafer_execute(c, &args);
 	is_status(wafer_sync(c), WAFER_ERROR_DEVICE,
 		  "%s: the failing kernel is reported", channel);
@@ -422,12 +413,7 @@ static void test_bad_path(void)
 
 int main(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
-	if (!builddir)
-		bail_out("T_BUILDDIR is not set (run through make check)");
-	snprintf(dir, sizeof dir, "%s/trace.XXXXXX", builddir);
-	if (!mkdtemp(dir))
-		bail_out("mkdtemp %s failed", dir);
+	tap_mkdtemp(dir, sizeof dir, "trace");
 	wafer_runtime *rt;
 	wafer_client *c;
 	open_default(NULL, &rt, &c);
@@ -449,10 +435,7 @@ int main(void)
 	test_config();
 	test_bad_path();
 	/* The autotune cache the test made in it, too. */
-	char cmd[4200];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		diag("could not remove %s", dir);
+	tap_remove_tree(dir);
 	done_testing();
 	return exit_status();
 }

@@ -303,10 +303,7 @@ static void test_broken_files(struct wafer__config *config)
 	wafer__loader_unload(p);
 	wafer__config_set(config, "core", "plugin_path", plugin_path, "test");
 
-	char command[4300];
-	snprintf(command, sizeof command, "rm -rf '%s'", dir);
-	if (system(command) != 0)
-		diag("could not remove %s", dir);
+	tap_remove_tree(dir);
 }
 
 /* Loads the test plugin NAME.so from libs_dir with wafer__loader_load,
@@ -1117,10 +1114,8 @@ static void test_vendor_values(void)
 
 int main(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
+	const char *builddir = tap_builddir();
 
-	if (!builddir)
-		bail_out("T_BUILDDIR is not set (run through make check)");
 	snprintf(libs_dir, sizeof libs_dir, "%s/plugins/.libs", builddir);
 	snprintf(plugin_path, sizeof plugin_path, "%s:%s/plugins", libs_dir,
 		 builddir);

@@ -19,27 +19,12 @@
 #            no kernel (512)
 set -u
 
-if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
-	echo "Bail out! T_BUILDDIR/T_SRCDIR not set (run through make check)"
-	exit 1
-fi
-tool=$T_BUILDDIR/../tools/wafer-trace
+# shellcheck source=t/tap.sh
+. "${T_SRCDIR:?is not set (run through make check)}/tap.sh"
+tap_tool wafer-trace
 trace=$T_SRCDIR/trace-small.json
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-trace.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+tap_show="$tmp/out $tmp/err"
 
-n=0
-failed=0
-point() { # point NAME STATUS: one TAP line; STATUS 0 passes
-	n=$((n + 1))
-	if [ "$2" -eq 0 ]; then
-		echo "ok $n - $1"
-	else
-		echo "not ok $n - $1"
-		sed 's/^/# /' "$tmp/out" "$tmp/err"
-		failed=$((failed + 1))
-	fi
-}
 # has NAME REGEX: the last run's output has a line matching REGEX
 has() {
 	grep -Eq -- "$2" "$tmp/out"
@@ -133,4 +118,5 @@ point "no file: a usage error" $?
 point "a missing file is named" $?
 
 echo "1..$n"
+exit $failed
 [ "$failed" -eq 0 ]

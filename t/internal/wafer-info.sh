@@ -8,14 +8,9 @@
 # The device is cpu:0.
 set -u
 
-if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
-	echo "Bail out! T_BUILDDIR is not set (run through make check)"
-	exit 1
-fi
-tool=$T_BUILDDIR/../tools/wafer-info
 # shellcheck source=t/tap.sh
-. "$T_SRCDIR/tap.sh"
-tap_tmpdir wafer-info
+. "${T_SRCDIR:?is not set (run through make check)}/tap.sh"
+tap_tool wafer-info
 
 # The cpu plugin is always built: without it the build is broken, not
 # the machine short of something.
