@@ -16,6 +16,7 @@
 #include "lib/error.h"
 #include "lib/interop.h"
 #include "lib/scope.h"
+#include "lib/vendor_names.h"
 
 /* The fields every caller's struct must reach: a buffer through |size|,
  * a queue through |queue| (the later fields are read and written only
@@ -33,7 +34,8 @@ WAFER_API const char *wafer_native_kind_name(wafer_native_kind kind)
 	case WAFER_NATIVE_LEVELZERO_POINTER: return "levelzero-pointer";
 	default: break;
 	}
-	return wafer__vendor_value_name(kind, WAFER_NATIVE_VENDOR,
+	return wafer__vendor_value_name(WAFER_VENDOR_NATIVE_KIND, kind,
+					WAFER_NATIVE_VENDOR,
 					WAFER_NATIVE_VENDOR_LAST);
 }
 

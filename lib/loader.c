@@ -21,6 +21,7 @@
 #include "lib/loader.h"
 #include "lib/plugin_file.h"
 #include "lib/log.h"
+#include "lib/vendor_names.h"
 
 
 /*===----------------------------------------------------------------------===
@@ -488,6 +489,50 @@ static void newer_minor(struct wafer__loaded_plugin *p)
 		     (unsigned)WAFER_PLUGIN_ABI_MINOR + 1);
 }
 
+/* The names the plugin gives its vendor values (ABI 1.7): each one the
+ * core accepts is registered (vendor_names.h) and listed in
+ * |p->vendor_names| for its report; one it does not is a warning. */
+static void vendor_names(struct wafer__loaded_plugin *p)
+{
+	const struct wafer_vendor_name *names = p->desc.vendor_names;
+	size_t count = p->desc.vendor_name_count, stride, had;
+
+	if (!names != !count) {
+		warn(p, "vendor_names and vendor_name_count come together; "
+			"it has one but not the other: vendor names off");
+		return;
+	}
+	if (!names)
+		return;
+	stride = names->struct_size;
+	if (stride < offsetof(struct wafer_vendor_name, name) +
+			     sizeof names->name) {
+		warn(p, "vendor_names: struct_size %zu too small: vendor "
+			"names off", stride);
+		return;
+	}
+	for (size_t i = 0; i < count; i++) {
+		const struct wafer_vendor_name *n =
+			(const void *)((const char *)names + i * stride);
+		char why[256], line[WAFER_VENDOR_NAME_MAX + 40], *all;
+
+		if (wafer__vendor_name_register(n->what, n->value, n->name,
+						why, sizeof why) != 0) {
+			warn(p, "vendor_names[%zu]: %s", i, why);
+			continue;
+		}
+		snprintf(line, sizeof line, "%s (%s %#x)", n->name,
+			 wafer__vendor_what(n->what), n->value);
+		had = p->vendor_names ? strlen(p->vendor_names) : 0;
+		all = realloc(p->vendor_names, had + strlen(line) + 2);
+		if (!all)
+			return; /* registered; the report goes without it */
+		snprintf(all + had, strlen(line) + 2, "%s%s", had ? "\n" : "",
+			 line);
+		p->vendor_names = all;
+	}
+}
+
 /* Reads the descriptor |d| the query returned into |p|. */
 static wafer_status check_descriptor(struct wafer__loaded_plugin *p,
 				     const struct wafer_plugin *d, bool by_path)
@@ -537,6 +582,7 @@ static wafer_status check_descriptor(struct wafer__loaded_plugin *p,
 	p->plugin = &p->desc;
 	newer_minor(p);
 	whole_groups(p);
+	vendor_names(p);
 
 	if (!valid_backend_name(p->desc.name))
 		return reject(p, WAFER_ERROR_PLUGIN,
@@ -802,6 +848,7 @@ void wafer__loader_unload(struct wafer__loaded_plugin *plugin)
 	free(plugin->description);
 	free(plugin->reason);
 	free(plugin->warnings);
+	free(plugin->vendor_names);
 	free(plugin->cache_dir);
 	free(plugin);
 }

@@ -76,6 +76,9 @@ struct wafer__loaded_plugin {
 	/* NULL, or what the loader warned about (a partial group it
 	 * dropped, a newer minor), one line each. */
 	char *warnings;
+	/* NULL, or the names of its vendor values the core took
+	 * ("sim-c (program format 0x10001)"), one line each. */
+	char *vendor_names;
 
 	/* Live plugin (accepted only; NULL/0 otherwise). */
 	void *dl;

@@ -17,6 +17,7 @@
 #include "lib/error.h"
 #include "lib/log.h"
 #include "lib/program_table.h"
+#include "lib/vendor_names.h"
 
 struct wafer_program {
 	wafer_client *client;
@@ -43,7 +44,8 @@ WAFER_API const char *wafer_program_format_name(wafer_program_format format)
 	case WAFER_PROGRAM_HOST_SO: return "host-so";
 	default: break;
 	}
-	return wafer__vendor_value_name(format, WAFER_PROGRAM_VENDOR,
+	return wafer__vendor_value_name(WAFER_VENDOR_PROGRAM_FORMAT, format,
+					WAFER_PROGRAM_VENDOR,
 					WAFER_PROGRAM_VENDOR_LAST);
 }
 
