@@ -129,8 +129,7 @@ int wafer__vendor_name_register(uint32_t what, uint32_t value,
 	had = registered(what, value);
 	if (had && strcmp(had, name) != 0) {
 		snprintf(why, why_size,
-			 "%s %#x is named '%s' already (by another plugin); "
-			 "'%s' is not used",
+			 "%s %#x is named '%s' already; '%s' is not used",
 			 wafer__vendor_what(what), value, had, name);
 	} else if (had) {
 		result = 0;

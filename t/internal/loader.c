@@ -1115,6 +1115,58 @@ static void test_vendor_values(void)
 	wafer_runtime_close(rt);
 }
 
+/* Names for vendor values (ABI 1.7): the loader takes the good ones for
+ * every message, the plugin's report lists them, and each bad one is a
+ * warning. Runs after test_vendor_values: the names last as long as the
+ * process. */
+static void test_vendor_names(void)
+{
+	wafer_runtime *rt = open_runtime("named, full", NULL, 0);
+	wafer_plugin_report r = report_of(rt, "named");
+	wafer_program_source src = {.struct_size = sizeof src,
+				    .format = WAFER_PROGRAM_VENDOR + 2,
+				    .data = "\x7f" "acme",
+				    .size = 5};
+	wafer_program *prog = NULL;
+	wafer_client *c = NULL;
+
+	ok(r.accepted, "named: accepted");
+	is_str(r.vendor_names,
+	       "acme-isa (program format 0x10001)\n"
+	       "acme-buffer (native kind 0x10002)",
+	       "named: the names it gave, in its report");
+	like(r.warnings, "vendor_names[2]: program format 0x5 is outside "
+			 "the vendor range",
+	     "named: a value outside the vendor range is a warning");
+	like(r.warnings, "vendor_names[3]: program format 0x10003: name "
+			 "'host-c' is one the core uses",
+	     "named: a name of the core's is a warning");
+	like(r.warnings, "vendor_names[4]: program format 0x10001 is "
+			 "named 'acme-isa' already",
+	     "named: a value named twice is a warning");
+	is_str(wafer_program_format_name(WAFER_PROGRAM_VENDOR + 1), "acme-isa",
+	       "wafer_program_format_name gives the plugin's name");
+	is_str(wafer_native_kind_name(WAFER_NATIVE_VENDOR + 2), "acme-buffer",
+	       "wafer_native_kind_name gives the plugin's name");
+	is_str(wafer_program_format_name(WAFER_PROGRAM_VENDOR + 3),
+	       "vendor-0x10003", "an unnamed vendor format keeps its number");
+	is_str(wafer_program_format_name(WAFER_PROGRAM_SPIRV), "spirv",
+	       "the core's own names stay");
+	if (wafer_client_open(rt, "full", NULL, &c) != WAFER_OK) {
+		ok(0, "client on full: %s", wafer_last_error());
+	} else {
+		is_status(wafer_program_create(c, &src, 1, NULL, &prog),
+			  WAFER_ERROR_NOT_SUPPORTED,
+			  "full: a vendor format it does not list");
+		like(wafer_last_error(), ", acme-isa; offered",
+		     "the message names the format by the name it was given");
+		wafer_client_close(c);
+	}
+	wafer_runtime_close(rt);
+	is_str(wafer_program_format_name(WAFER_PROGRAM_VENDOR + 1), "acme-isa",
+	       "the name outlives the runtime");
+}
+
 int main(void)
 {
 	const char *builddir = getenv("T_BUILDDIR");
@@ -1141,6 +1193,7 @@ int main(void)
 	test_config();
 	test_plugin_log();
 	test_vendor_values();
+	test_vendor_names();
 	done_testing();
 	return exit_status();
 }

@@ -46,7 +46,7 @@ show_output() {
 	sed 's/^/# /' "$tmp/out" "$tmp/err"
 }
 
-echo "1..29"
+echo "1..32"
 
 "$tool" > "$tmp/out" 2> "$tmp/err"
 status=$?
@@ -106,6 +106,16 @@ check "new_minor: ABI 1.99 beside the core's 1.$minor" \
 	has "      ABI:     1.99 (newer than the core's 1.$minor: see the warning)"
 check "new_minor: the warning in the report" \
 	has "      warning: built for ABI 1.99, newer than this core's 1.$minor:"
+
+# The names a plugin gives its vendor values (ABI 1.7), and the entries
+# the loader did not take.
+"$tool" --backend named > "$tmp/out" 2> "$tmp/err"
+check "named: its vendor format's name in the report" \
+	has "      names:   acme-isa (program format 0x10001)"
+check "named: its vendor kind's name in the report" \
+	has "      names:   acme-buffer (native kind 0x10002)"
+check "named: a name it did not get is a warning" \
+	has "      warning: vendor_names[3]: program format 0x10003: name 'host-c' is one the core uses"
 
 "$tool" --no-such-option > "$tmp/out" 2> "$tmp/err"
 status=$?
