@@ -16,28 +16,12 @@
 #include "lib/error.h"
 #include "lib/interop.h"
 #include "lib/scope.h"
-#include "lib/vendor_names.h"
 
 /* The fields every caller's struct must reach: a buffer through |size|,
  * a queue through |queue| (the later fields are read and written only
  * where struct_size has them). */
 #define BUFFER_MIN (offsetof(wafer_native_buffer, size) + sizeof(size_t))
 #define QUEUE_MIN (offsetof(wafer_native_queue, queue) + sizeof(void *))
-
-WAFER_API const char *wafer_native_kind_name(wafer_native_kind kind)
-{
-	switch (kind) {
-	case WAFER_NATIVE_NONE: return "none";
-	case WAFER_NATIVE_HOST_POINTER: return "host-pointer";
-	case WAFER_NATIVE_CUDA_POINTER: return "cuda-pointer";
-	case WAFER_NATIVE_OPENCL_MEM: return "opencl-mem";
-	case WAFER_NATIVE_LEVELZERO_POINTER: return "levelzero-pointer";
-	default: break;
-	}
-	return wafer__vendor_value_name(WAFER_VENDOR_NATIVE_KIND, kind,
-					WAFER_NATIVE_VENDOR,
-					WAFER_NATIVE_VENDOR_LAST);
-}
 
 /* Kinds whose buffer is an object and an offset into it (types.h); the
  * others are a pointer with the offset applied. */

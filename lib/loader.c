@@ -21,7 +21,7 @@
 #include "lib/loader.h"
 #include "lib/plugin_file.h"
 #include "lib/log.h"
-#include "lib/vendor_names.h"
+#include "lib/value_names.h"
 
 
 /*===----------------------------------------------------------------------===
@@ -490,7 +490,7 @@ static void newer_minor(struct wafer__loaded_plugin *p)
 }
 
 /* The names the plugin gives its vendor values (ABI 1.7): each one the
- * core accepts is registered (vendor_names.h) and listed in
+ * core accepts is registered (value_names.h) and listed in
  * |p->vendor_names| for its report; one it does not is a warning. */
 static void vendor_names(struct wafer__loaded_plugin *p)
 {

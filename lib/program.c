@@ -17,7 +17,6 @@
 #include "lib/error.h"
 #include "lib/log.h"
 #include "lib/program_table.h"
-#include "lib/vendor_names.h"
 
 struct wafer_program {
 	wafer_client *client;
@@ -30,24 +29,6 @@ struct wafer_program {
 	char name[96];
 	struct wafer_program *next;
 };
-
-WAFER_API const char *wafer_program_format_name(wafer_program_format format)
-{
-	switch (format) {
-	case WAFER_PROGRAM_NONE: return "none";
-	case WAFER_PROGRAM_CUDA_C: return "cuda-c";
-	case WAFER_PROGRAM_PTX: return "ptx";
-	case WAFER_PROGRAM_CUBIN: return "cubin";
-	case WAFER_PROGRAM_OPENCL_C: return "opencl-c";
-	case WAFER_PROGRAM_SPIRV: return "spirv";
-	case WAFER_PROGRAM_HOST_C: return "host-c";
-	case WAFER_PROGRAM_HOST_SO: return "host-so";
-	default: break;
-	}
-	return wafer__vendor_value_name(WAFER_VENDOR_PROGRAM_FORMAT, format,
-					WAFER_PROGRAM_VENDOR,
-					WAFER_PROGRAM_VENDOR_LAST);
-}
 
 /*===----------------------------------------------------------------------===
  * The table

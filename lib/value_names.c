@@ -1,10 +1,12 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * vendor_names.c: the names of vendor values (vendor_names.h). The table
- * only grows: a name handed out stays valid however many runtimes come
- * and go, so wafer_program_format_name and wafer_native_kind_name never
- * return a pointer into an unloaded plugin. Readers take no lock: an
- * entry is written before the count that publishes it. */
+ * value_names.c: the one place that names program formats and native
+ * kinds (value_names.h): the core's own values, and the vendors' from the
+ * table of names their plugins gave. The table only grows: a name handed
+ * out stays valid however many runtimes come and go, so
+ * wafer_program_format_name and wafer_native_kind_name never return a
+ * pointer into an unloaded plugin. Readers take no lock: an entry is
+ * written before the count that publishes it. */
 #include "build-config.h"
 
 #include <pthread.h>
@@ -16,7 +18,7 @@
 #include <wafer/plugin.h>
 #include <wafer/program.h>
 
-#include "lib/vendor_names.h"
+#include "lib/value_names.h"
 
 /* Names for a few plugins' worth of formats and kinds. */
 #define VENDOR_NAMES_MAX 256
@@ -45,7 +47,13 @@ static const char *registered(uint32_t what, uint32_t value)
 	return NULL;
 }
 
-const char *wafer__vendor_value_name(uint32_t what, int value, int first,
+/* The name of an enum |value| of kind |what| (WAFER_VENDOR_PROGRAM_FORMAT
+ * or _NATIVE_KIND) that the core's own switch does not know: the name a
+ * loaded plugin gave it, else "vendor-0x10001" inside the vendor range
+ * [first, last] (types.h), else "unknown". An unnamed one is kept in
+ * the calling thread's ring of 8, so it lives until the thread's eighth
+ * next such name. */
+static const char *vendor_value_name(uint32_t what, int value, int first,
 				     int last)
 {
 	static _Thread_local char ring[8][24];
@@ -61,6 +69,37 @@ const char *wafer__vendor_value_name(uint32_t what, int value, int first,
 	name = ring[next++ % 8];
 	snprintf(name, sizeof ring[0], "vendor-%#x", (unsigned)value);
 	return name;
+}
+
+WAFER_API const char *wafer_program_format_name(wafer_program_format format)
+{
+	switch (format) {
+	case WAFER_PROGRAM_NONE: return "none";
+	case WAFER_PROGRAM_CUDA_C: return "cuda-c";
+	case WAFER_PROGRAM_PTX: return "ptx";
+	case WAFER_PROGRAM_CUBIN: return "cubin";
+	case WAFER_PROGRAM_OPENCL_C: return "opencl-c";
+	case WAFER_PROGRAM_SPIRV: return "spirv";
+	case WAFER_PROGRAM_HOST_C: return "host-c";
+	case WAFER_PROGRAM_HOST_SO: return "host-so";
+	default: break;
+	}
+	return vendor_value_name(WAFER_VENDOR_PROGRAM_FORMAT, format,
+				 WAFER_PROGRAM_VENDOR, WAFER_PROGRAM_VENDOR_LAST);
+}
+
+WAFER_API const char *wafer_native_kind_name(wafer_native_kind kind)
+{
+	switch (kind) {
+	case WAFER_NATIVE_NONE: return "none";
+	case WAFER_NATIVE_HOST_POINTER: return "host-pointer";
+	case WAFER_NATIVE_CUDA_POINTER: return "cuda-pointer";
+	case WAFER_NATIVE_OPENCL_MEM: return "opencl-mem";
+	case WAFER_NATIVE_LEVELZERO_POINTER: return "levelzero-pointer";
+	default: break;
+	}
+	return vendor_value_name(WAFER_VENDOR_NATIVE_KIND, kind,
+				 WAFER_NATIVE_VENDOR, WAFER_NATIVE_VENDOR_LAST);
 }
 
 /* A name the core gives one of its own values, which a vendor's would
