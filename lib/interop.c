@@ -14,6 +14,7 @@
 
 #include "lib/client.h"
 #include "lib/error.h"
+#include "lib/loader.h"
 #include "lib/interop.h"
 #include "lib/scope.h"
 
@@ -42,8 +43,9 @@ static wafer_status not_supported(const char *fn,
 				  const struct wafer_runtime_device *device)
 {
 	return wafer__fail(WAFER_ERROR_NOT_SUPPORTED,
-			   "%s: interop not supported by %s", fn,
-			   device->backend);
+			   "%s: interop not supported by %s%s", fn,
+			   device->backend,
+			   wafer__loader_minor_note(device->plugin, 3));
 }
 
 /* The first checks of a call that fills |out| (a native buffer or queue

@@ -489,6 +489,19 @@ static void newer_minor(struct wafer__loaded_plugin *p)
 		     (unsigned)WAFER_PLUGIN_ABI_MINOR + 1);
 }
 
+const char *wafer__loader_minor_note(const struct wafer_plugin *plugin,
+				     unsigned since)
+{
+	static _Thread_local char note[80];
+
+	if (plugin->abi_minor >= since)
+		return "";
+	snprintf(note, sizeof note,
+		 " (built for ABI 1.%u; the group came in 1.%u)",
+		 plugin->abi_minor, since);
+	return note;
+}
+
 /* The names the plugin gives its vendor values (ABI 1.7): each one the
  * core accepts is registered (value_names.h) and listed in
  * |p->vendor_names| for its report; one it does not is a warning. */

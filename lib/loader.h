@@ -117,6 +117,13 @@ wafer_status wafer__loader_load(const struct wafer__config *config,
  * it and frees the record. NULL is a no-op. */
 void wafer__loader_unload(struct wafer__loaded_plugin *plugin);
 
+/* For a message saying |plugin| lacks an optional group added in ABI
+ * 1.|since|: " (built for ABI 1.1; the group came in 1.3)" when the
+ * plugin targets an older minor (it is judged by that minor's rules), ""
+ * otherwise. In the calling thread's buffer, valid until its next call. */
+const char *wafer__loader_minor_note(const struct wafer_plugin *plugin,
+				     unsigned since);
+
 /* Calls the plugin's device_info for device |index| with struct_size set,
  * makes the name a terminated string, checks alloc_alignment (a power of
  * two, at least 16), and replaces the derived capability bits

@@ -15,6 +15,7 @@
 
 #include "lib/client.h"
 #include "lib/error.h"
+#include "lib/loader.h"
 #include "lib/log.h"
 #include "lib/program_table.h"
 
@@ -287,8 +288,9 @@ WAFER_API wafer_status wafer_program_create(wafer_client *client,
 	if (!(device->info.capabilities & WAFER_CAP_PROGRAMS))
 		return wafer__fail(WAFER_ERROR_NOT_SUPPORTED,
 				   "wafer_program_create: programs not "
-				   "supported by plugin %s",
-				   device->backend);
+				   "supported by plugin %s%s",
+				   device->backend,
+				   wafer__loader_minor_note(device->plugin, 2));
 
 	status = choose_source(device, sources, count, &source);
 	if (status != WAFER_OK)

@@ -1149,9 +1149,18 @@ int main(int argc, char **argv)
 	wafer_device_desc desc = {.struct_size = sizeof desc};
 	wafer_client_device(probe, &desc);
 	if (!(desc.capabilities & WAFER_CAP_PROGRAMS)) {
-		static char why[160];
+		static char why[512];
+		wafer_program_source one = {.struct_size = sizeof one,
+					    .format = WAFER_PROGRAM_HOST_C,
+					    .data = "",
+					    .size = 1};
+		wafer_program *none = NULL;
+		/* The core's message says why, and for a plugin built for a
+		 * minor before programs, which (it is judged by it). */
+		wafer_program_create(probe, &one, 1, NULL, &none);
 		snprintf(why, sizeof why, "%s does not offer the programs "
-			 "group (no WAFER_CAP_PROGRAMS)", desc.backend);
+			 "group (no WAFER_CAP_PROGRAMS): %s", desc.backend,
+			 wafer_last_error());
 		wafer_client_close(probe);
 		wafer_runtime_close(runtime);
 		skip_all(why);
