@@ -403,10 +403,12 @@ struct group_entry {
 /* Entries used in groups (plugin.h): a group the plugin gave only part
  * of is dropped with a warning naming what it has, what it lacks and the
  * |off| feature, as if it had none, so that the rest of the core may test
- * one entry of a group and use them all. */
-static void whole_group(struct wafer__loaded_plugin *p, const char *group,
-			const char *off, const struct group_entry *entries,
-			size_t n)
+ * one entry of a group and use them all. So is a group added in ABI
+ * 1.|since| that a plugin declaring an older minor sets: it is judged by
+ * the minor it declares. */
+static void whole_group(struct wafer__loaded_plugin *p, unsigned since,
+			const char *group, const char *off,
+			const struct group_entry *entries, size_t n)
 {
 	char has[160] = "", lacks[sizeof has] = "";
 	size_t count = 0;
@@ -427,10 +429,17 @@ static void whole_group(struct wafer__loaded_plugin *p, const char *group,
 		snprintf(list + used, sizeof has - used, " %s", entries[i].name);
 		count += given;
 	}
-	if (!count || count == n)
+	if (!count)
 		return;
-	warn(p, "%s entries come together; it has%s but not%s: %s off", group,
-	     has, lacks, off);
+	if (p->abi_minor < since)
+		warn(p, "declares ABI 1.%u but sets%s, which came in 1.%u: %s "
+			"off",
+		     p->abi_minor, has, since, off);
+	else if (count == n)
+		return;
+	else
+		warn(p, "%s entries come together; it has%s but not%s: %s off",
+		     group, has, lacks, off);
 	for (size_t i = 0; i < n; i++)
 		memset((entries[i].server ? (unsigned char *)&p->server
 					  : (unsigned char *)&p->storage) +
@@ -438,11 +447,12 @@ static void whole_group(struct wafer__loaded_plugin *p, const char *group,
 		       0, sizeof(void (*)(void)));
 }
 
-/* The groups of plugin.h: programs (ABI 1.2); interop (1.3), one group
- * of five, since the core learns the device's buffer kind from
- * queue_native before it hands import a buffer; collectives (1.4);
- * events (1.5: without them the core orders a client's queues on the
- * host); native graphs (1.6: without them the core replays graphs). */
+/* The groups of plugin.h, with the minor that added each: programs and
+ * figure (ABI 1.2); interop (1.3), one group of five, since the core
+ * learns the device's buffer kind from queue_native before it hands
+ * import a buffer; collectives and peer copy (1.4); events (1.5: without
+ * them the core orders a client's queues on the host); native graphs
+ * (1.6: without them the core replays graphs). */
 static void whole_groups(struct wafer__loaded_plugin *p)
 {
 	static const struct group_entry programs[] = {
@@ -464,12 +474,19 @@ static void whole_groups(struct wafer__loaded_plugin *p)
 		SERVER_ENTRY(graph_begin), SERVER_ENTRY(graph_end),
 		SERVER_ENTRY(graph_launch), SERVER_ENTRY(graph_destroy)};
 
-	whole_group(p, "program", "programs", programs, ARRAY_SIZE(programs));
-	whole_group(p, "interop", "interop", interop, ARRAY_SIZE(interop));
-	whole_group(p, "comm", "collectives", comm, ARRAY_SIZE(comm));
-	whole_group(p, "event", "events (queues ordered on the host)", events,
-		    ARRAY_SIZE(events));
-	whole_group(p, "graph", "native graphs (the core replays them)",
+	static const struct group_entry figure[] = {STORAGE_ENTRY(figure)};
+	static const struct group_entry peer[] = {STORAGE_ENTRY(copy_peer)};
+
+	whole_group(p, 2, "program", "programs", programs,
+		    ARRAY_SIZE(programs));
+	whole_group(p, 2, "figure", "figures", figure, ARRAY_SIZE(figure));
+	whole_group(p, 3, "interop", "interop", interop, ARRAY_SIZE(interop));
+	whole_group(p, 4, "comm", "collectives", comm, ARRAY_SIZE(comm));
+	whole_group(p, 4, "copy_peer", "peer copy (staged through the host)",
+		    peer, ARRAY_SIZE(peer));
+	whole_group(p, 5, "event", "events (queues ordered on the host)",
+		    events, ARRAY_SIZE(events));
+	whole_group(p, 6, "graph", "native graphs (the core replays them)",
 		    graphs, ARRAY_SIZE(graphs));
 }
 
@@ -517,6 +534,11 @@ static void vendor_names(struct wafer__loaded_plugin *p)
 	}
 	if (!names)
 		return;
+	if (p->abi_minor < 7) {
+		warn(p, "declares ABI 1.%u but sets vendor_names, which came "
+			"in 1.7: vendor names off", p->abi_minor);
+		return;
+	}
 	stride = names->struct_size;
 	if (stride < offsetof(struct wafer_vendor_name, name) +
 			     sizeof names->name) {

@@ -1197,6 +1197,27 @@ static void test_minor_notes(void)
 	     "  ... the message names the minor it targets");
 	wafer_client_close(c);
 	wafer_runtime_close(rt);
+
+	/* Declaring 1.1 while setting later entries: they are not used. */
+	rt = open_runtime("stale_minor", NULL, 0);
+	wafer_plugin_report r = report_of(rt, "stale_minor");
+	like(r.warnings,
+	     "declares ABI 1.1 but sets native import forget queue_native "
+	     "queue_wrap, which came in 1.3: interop off",
+	     "stale_minor: the interop group it declares no minor for is "
+	     "dropped, saying so");
+	like(r.warnings,
+	     "declares ABI 1.1 but sets vendor_names, which came in 1.7",
+	     "  ... and its vendor names");
+	is_str(r.vendor_names, "", "  ... none taken");
+	is_str(wafer_program_format_name(WAFER_PROGRAM_VENDOR + 9),
+	       "vendor-0x10009", "  ... nor registered");
+	if (wafer_client_open(rt, "stale_minor", NULL, &c) == WAFER_OK) {
+		is_status(wafer_client_native_queue(c, &q),
+			  WAFER_ERROR_NOT_SUPPORTED, "  ... no interop");
+		wafer_client_close(c);
+	}
+	wafer_runtime_close(rt);
 }
 
 int main(void)
