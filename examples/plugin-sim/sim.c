@@ -27,6 +27,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,6 +363,8 @@ static wafer_status run_catalogue(void *device,
 
 struct sim_program {
 	void *dl;
+	/* program_kernel may be called from several threads at once. */
+	pthread_mutex_t lock;
 	/* The kernels it has, "a, b", for the error of an unknown one. */
 	char *names;
 	struct wafer_plugin_program_kernels kernels;
@@ -560,6 +563,7 @@ static wafer_status sim_program_load(void *device,
 		return status;
 	}
 	program->names = kernel_names(source);
+	pthread_mutex_init(&program->lock, NULL);
 	*out_program = program;
 	return WAFER_OK;
 }
@@ -586,14 +590,16 @@ static wafer_status sim_program_kernel(void *device, void *opaque,
 				       const struct wafer_kernel **out_kernel)
 {
 	struct sim_program *program = opaque;
+	wafer_status status;
 
 	(void)device;
-	/* One client's thread at a time here (sim has no lock to show):
-	 * a plugin whose programs are shared locks around this. */
-	return wafer_plugin_program_kernel_get(
+	pthread_mutex_lock(&program->lock);
+	status = wafer_plugin_program_kernel_get(
 		&program->kernels, name, binding_count, params_size,
 		sizeof(struct sim_program_kernel), sim_kernel_make, program,
 		out_kernel);
+	pthread_mutex_unlock(&program->lock);
+	return status;
 }
 
 static void sim_program_release(void *device, void *opaque)
@@ -602,6 +608,7 @@ static void sim_program_release(void *device, void *opaque)
 
 	(void)device;
 	wafer_plugin_program_kernels_release(&program->kernels, NULL);
+	pthread_mutex_destroy(&program->lock);
 	dlclose(program->dl);
 	free(program->names);
 	free(program);
