@@ -38,6 +38,7 @@ libwafer_core_la_SOURCES = \
 	lib/client.c lib/client.h lib/runtime.h \
 	lib/client_watch.c lib/client_watch.h \
 	lib/interop.c lib/interop.h \
+	lib/value_names.c lib/value_names.h \
 	lib/program.c lib/program_table.h \
 	lib/binary_cache.c lib/binary_cache.h \
 	lib/file.c lib/file.h \

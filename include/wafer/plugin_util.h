@@ -919,6 +919,7 @@ static inline void wafer_plugin_program_kernels_release(
 	}
 }
 
+#if WAFER_PLUGIN_ABI_MINOR >= 2
 /* Whether |host| offers the compiled-binary cache (ABI 1.2): cache_load,
  * cache_free and cache_store, inside its struct_size. */
 static inline int
@@ -1012,6 +1013,8 @@ wafer_plugin_cached_build(const struct wafer_plugin_cached_build *b)
 	free(binary);
 	return WAFER_OK;
 }
+
+#endif /* WAFER_PLUGIN_ABI_MINOR >= 2: the host's cache */
 
 /*===----------------------------------------------------------------------===
  * The descriptor and the ops tables, from a prefix
