@@ -278,12 +278,9 @@ static const struct wafer_kernel entries[] = {
 	GATHER_ENTRY(WAFER_DTYPE_F32, gather4_impl),
 	GATHER_ENTRY(WAFER_DTYPE_F16, gather2_impl),
 	GATHER_ENTRY(WAFER_DTYPE_BF16, gather2_impl),
-	STRIDED_ENTRY(WAFER_KERNEL_ADD_STRIDED, add_strided),
-	STRIDED_ENTRY(WAFER_KERNEL_SUB_STRIDED, sub_strided),
-	STRIDED_ENTRY(WAFER_KERNEL_MUL_STRIDED, mul_strided),
-	STRIDED_ENTRY(WAFER_KERNEL_DIV_STRIDED, div_strided),
-	STRIDED_ENTRY(WAFER_KERNEL_MAX_STRIDED, max_strided),
-	STRIDED_ENTRY(WAFER_KERNEL_MIN_STRIDED, min_strided),
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	STRIDED_ENTRY(WAFER_KERNEL_##NAME##_STRIDED, name##_strided),
+#include <wafer/catalogue.def>
 };
 
 CPU_KERNEL_SET_DEFINE(strided, entries);

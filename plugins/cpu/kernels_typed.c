@@ -513,6 +513,8 @@ CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
 #define ENTRY(op_, sfx, dtype, bindings, params, impl)                         \
 	CPU_KERNEL(op_, "default", dtype, bindings, struct params,             \
 		   impl##_##sfx##_impl)
+#define UNARY_ENTRY(sfx, dtype, op)                                            \
+	ENTRY(#op, sfx, dtype, 2, wafer_elementwise_params, op),
 #define BINARY_ENTRIES(sfx, dtype, op)                                         \
 	CPU_KERNEL(#op, "default", dtype, 3, struct wafer_elementwise_params, \
 		   op##_##sfx##_impl),                                         \
@@ -521,46 +523,42 @@ CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
 			   op##_scalar_##sfx##_impl),                          \
 		CPU_KERNEL(#op "_strided", "default", dtype, 3,                \
 			   struct wafer_binary_strided_params,                 \
-			   op##_strided_##sfx##_impl)
-#define UNARY_ENTRY(sfx, dtype, op)                                            \
-	ENTRY(#op, sfx, dtype, 2, wafer_elementwise_params, op)
+			   op##_strided_##sfx##_impl),
+#define ROWS_ENTRY(sfx, dtype, op)                                             \
+	ENTRY(#op, sfx, dtype, 2, wafer_rows_params, op),
 
-/* What every type has. i32's copy and copy_strided are the f32 ones'
- * 4-byte movers (kernels_basic.c, kernels_strided.c), listed first. */
+/* The moves and matmul, in every type. i32's copy and copy_strided are
+ * the f32 ones' 4-byte movers (kernels_basic.c, kernels_strided.c),
+ * listed first. */
 #define TYPED_ENTRIES(sfx, T, U, dtype, is_float)                              \
 	ENTRY(WAFER_KERNEL_FILL, sfx, dtype, 1, wafer_fill_params, fill),      \
 		ENTRY(WAFER_KERNEL_COPY, sfx, dtype, 2,                        \
 		      wafer_elementwise_params, copy),                         \
 		ENTRY(WAFER_KERNEL_COPY_STRIDED, sfx, dtype, 2,                \
 		      wafer_strided_copy_params, gather),                      \
-		UNARY_ENTRY(sfx, dtype, neg), UNARY_ENTRY(sfx, dtype, abs),    \
-		UNARY_ENTRY(sfx, dtype, relu),                                 \
-		BINARY_ENTRIES(sfx, dtype, add),                               \
-		BINARY_ENTRIES(sfx, dtype, sub),                               \
-		BINARY_ENTRIES(sfx, dtype, mul),                               \
-		BINARY_ENTRIES(sfx, dtype, div),                               \
-		BINARY_ENTRIES(sfx, dtype, max),                               \
-		BINARY_ENTRIES(sfx, dtype, min),                               \
-		ENTRY(WAFER_KERNEL_REDUCE_SUM, sfx, dtype, 2,                  \
-		      wafer_rows_params, reduce_sum),                          \
-		ENTRY(WAFER_KERNEL_REDUCE_MAX, sfx, dtype, 2,                  \
-		      wafer_rows_params, reduce_max),                          \
-		ENTRY(WAFER_KERNEL_REDUCE_MEAN, sfx, dtype, 2,                 \
-		      wafer_rows_params, reduce_mean),                         \
 		ENTRY(WAFER_KERNEL_MATMUL, sfx, dtype, 3,                      \
 		      wafer_matmul_params, matmul),
 
+/* M(suffix, dtype, op) in each type of CPU_TYPED_DTYPES, for a catalogue
+ * row whose dtypes are ANY; FLOAT rows are f64's alone. */
+#define TYPED_ANY(M, op)                                                       \
+	M(f64, WAFER_DTYPE_F64, op)                                            \
+	M(i32, WAFER_DTYPE_I32, op)                                            \
+	M(i64, WAFER_DTYPE_I64, op)                                            \
+	M(u8, WAFER_DTYPE_U8, op)
+#define TYPED_FLOAT(M, op) M(f64, WAFER_DTYPE_F64, op)
+
 static const struct wafer_kernel entries[] = {
 	CPU_TYPED_DTYPES(TYPED_ENTRIES)
-	/* The floating-only ones. */
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, exp),
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, log),
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, sqrt),
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, tanh),
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, sigmoid),
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, gelu),
-	ENTRY(WAFER_KERNEL_SOFTMAX, f64, WAFER_DTYPE_F64, 2, wafer_rows_params,
-	      softmax),
+	/* The catalogue's unary, binary (with its scalar and strided forms)
+	 * and row kernels, in the dtypes each row allows. */
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	TYPED_##dtypes(UNARY_ENTRY, name)
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	TYPED_ANY(BINARY_ENTRIES, name)
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
+	TYPED_##dtypes(ROWS_ENTRY, name)
+#include <wafer/catalogue.def>
 };
 
 CPU_KERNEL_SET_DEFINE(typed, entries);
