@@ -292,6 +292,19 @@ wafer_plugin_alloc_check(const struct wafer_host_services *host,
 	return WAFER_ERROR_INVALID_ARGUMENT;
 }
 
+/* calloc(1, |size|); on failure NULL, with |what| as the error
+ * ("<plugin>: cannot allocate a queue"), for the caller to return
+ * WAFER_ERROR_OUT_OF_MEMORY. */
+static inline void *wafer_plugin_calloc(const struct wafer_host_services *host,
+					size_t size, const char *what)
+{
+	void *p = calloc(1, size);
+
+	if (!p)
+		host->set_error("%s", what);
+	return p;
+}
+
 /* Hands a device_info the plugin filled in full (|info|, with its own
  * sizeof) to the core's |out|: copies the part both know. out->struct_size
  * may be smaller (an older core) or larger (a newer one, whose extra
@@ -1097,6 +1110,38 @@ wafer_plugin_cached_build(const struct wafer_plugin_cached_build *b)
 	.program_load = prefix##_program_load,                                 \
 	.program_kernel = prefix##_program_kernel,                             \
 	.program_release = prefix##_program_release
+
+/* Further optional groups from one prefix, for a plugin that names its
+ * entries after them: in the storage ops, WAFER_PLUGIN_VM_OPS(acme) fills
+ * acme_storage_vm_reserve, _vm_release, _vm_map and _vm_unmap;
+ * in the server ops, WAFER_PLUGIN_TIMER_OPS(acme) fills
+ * acme_server_timer_begin and _timer_end, WAFER_PLUGIN_EVENT_OPS(acme)
+ * acme_event_create, _destroy, _record, _sync, _query, _elapsed,
+ * acme_queue_wait_event and acme_queue_callback (ABI 1.5), and
+ * WAFER_PLUGIN_GRAPH_OPS(acme) acme_graph_begin, _end, _launch and
+ * _destroy (ABI 1.6). */
+#define WAFER_PLUGIN_VM_OPS(prefix)                                            \
+	.vm_reserve = prefix##_storage_vm_reserve,                             \
+	.vm_release = prefix##_storage_vm_release,                             \
+	.vm_map = prefix##_storage_vm_map, .vm_unmap = prefix##_storage_vm_unmap
+
+#define WAFER_PLUGIN_TIMER_OPS(prefix)                                         \
+	.timer_begin = prefix##_server_timer_begin,                            \
+	.timer_end = prefix##_server_timer_end
+
+#define WAFER_PLUGIN_EVENT_OPS(prefix)                                         \
+	.event_create = prefix##_event_create,                                 \
+	.event_destroy = prefix##_event_destroy,                               \
+	.event_record = prefix##_event_record,                                 \
+	.queue_wait_event = prefix##_queue_wait_event,                         \
+	.event_sync = prefix##_event_sync, .event_query = prefix##_event_query, \
+	.event_elapsed = prefix##_event_elapsed,                               \
+	.queue_callback = prefix##_queue_callback
+
+#define WAFER_PLUGIN_GRAPH_OPS(prefix)                                         \
+	.graph_begin = prefix##_graph_begin, .graph_end = prefix##_graph_end,  \
+	.graph_launch = prefix##_graph_launch,                                 \
+	.graph_destroy = prefix##_graph_destroy
 
 /* Defines the entry point returning |descriptor| whatever the core
  * speaks: on an ABI major mismatch the core reports both majors and

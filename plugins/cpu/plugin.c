@@ -221,11 +221,9 @@ static wafer_status cpu_device_open(void *state, uint32_t index,
 	if (wafer_plugin_device_index_check(st->host, "cpu", index,
 					    st->devices))
 		return WAFER_ERROR_NOT_FOUND;
-	dev = calloc(1, sizeof *dev);
-	if (!dev) {
-		st->host->set_error("cpu: out of host memory");
+	dev = wafer_plugin_calloc(st->host, sizeof *dev, "cpu: out of host memory");
+	if (!dev)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	dev->state = st;
 	dev->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	error = cpu_pool_create(st->threads, &dev->pool);

@@ -325,10 +325,7 @@ const struct wafer_storage_ops cpu_storage_ops = {
 	 * to expose — every cpu queue runs synchronously, so the plain
 	 * alloc already is "ordered" — and the core's `stream` strategy
 	 * reports itself unavailable on cpu. */
-	.vm_reserve = cpu_storage_vm_reserve,
-	.vm_release = cpu_storage_vm_release,
-	.vm_map = cpu_storage_vm_map,
-	.vm_unmap = cpu_storage_vm_unmap,
+	WAFER_PLUGIN_VM_OPS(cpu),
 	.native = cpu_storage_native,
 	.import = cpu_storage_import,
 	.forget = wafer_plugin_forget_nothing, /* the memory stays the caller's */

@@ -705,11 +705,9 @@ static wafer_status cuda_device_open(void *state, uint32_t index,
 	status = read_facts(st, index, &f);
 	if (status != WAFER_OK)
 		return status;
-	dev = calloc(1, sizeof *dev);
-	if (!dev) {
-		st->host->set_error("cuda: out of host memory");
+	dev = wafer_plugin_calloc(st->host, sizeof *dev, "cuda: out of host memory");
+	if (!dev)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	dev->state = st;
 	dev->drv = &st->driver;
 	dev->host = st->host;
