@@ -1120,6 +1120,31 @@ wafer_plugin_cached_build(const struct wafer_plugin_cached_build *b)
  * acme_queue_wait_event and acme_queue_callback (ABI 1.5), and
  * WAFER_PLUGIN_GRAPH_OPS(acme) acme_graph_begin, _end, _launch and
  * _destroy (ABI 1.6). */
+/* Their declarations with external linkage, for the plugin's header:
+ * WAFER_PLUGIN_EVENT_ENTRIES(acme); and WAFER_PLUGIN_GRAPH_ENTRIES(acme); */
+#define WAFER_PLUGIN_EVENT_ENTRIES(prefix)                                     \
+	wafer_status prefix##_event_create(void *device, uint32_t flags,       \
+					   void **out_event);                  \
+	void prefix##_event_destroy(void *device, void *event);                \
+	wafer_status prefix##_event_record(void *device, void *queue,          \
+					   void *event);                       \
+	wafer_status prefix##_queue_wait_event(void *device, void *queue,      \
+					       void *event);                   \
+	wafer_status prefix##_event_sync(void *device, void *event);           \
+	wafer_status prefix##_event_query(void *device, void *event);          \
+	wafer_status prefix##_event_elapsed(void *device, void *start,         \
+					    void *end, uint64_t *out_ns);      \
+	wafer_status prefix##_queue_callback(void *device, void *queue,        \
+					     void (*fn)(void *arg), void *arg)
+
+#define WAFER_PLUGIN_GRAPH_ENTRIES(prefix)                                     \
+	wafer_status prefix##_graph_begin(void *device, void *queue);          \
+	wafer_status prefix##_graph_end(void *device, void *queue,             \
+					void **out_graph);                     \
+	wafer_status prefix##_graph_launch(void *device, void *queue,          \
+					   void *graph);                       \
+	void prefix##_graph_destroy(void *device, void *graph)
+
 #define WAFER_PLUGIN_VM_OPS(prefix)                                            \
 	.vm_reserve = prefix##_storage_vm_reserve,                             \
 	.vm_release = prefix##_storage_vm_release,                             \

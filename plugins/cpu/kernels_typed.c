@@ -94,14 +94,14 @@ static inline double gelu_f64(double x)
 	{                                                                      \
 		if (b == 0)                                                    \
 			return 0;                                              \
-		if ((T)-1 < (T)0 && b == (T)-1)                               \
+		if ((T)-1 < (T)0 && b == (T)-1)                                \
 			return (T)(0 - (U)a);                                  \
 		return a / b;                                                  \
 	}                                                                      \
 	static inline T max_##sfx(T a, T b) { return a > b ? a : b; }          \
 	static inline T min_##sfx(T a, T b) { return a < b ? a : b; }          \
 	static inline T neg_##sfx(T x) { return (T)(0 - (U)x); }               \
-	static inline T relu_##sfx(T x) { return x > 0 ? x : 0; }             \
+	static inline T relu_##sfx(T x) { return x > 0 ? x : 0; }              \
 	static inline T mean_##sfx(T sum, uint64_t n)                          \
 	{                                                                      \
 		return (T)((int64_t)sum / (int64_t)n);                         \
@@ -184,6 +184,16 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
  * Kernel families, stamped per type
  *===----------------------------------------------------------------------===*/
 
+/* run_<name>: <name>_range over the count |count_fn| reads from the
+ * parameters, in pieces of CPU_GRAIN elements; and <name>_impl. */
+#define COUNTED_RUN(name, count_fn, T)                                         \
+	static wafer_status run_##name(const struct cpu_kernel_args *args)     \
+	{                                                                      \
+		return run_job(args, (size_t)count_fn(args->params),           \
+			       CPU_GRAIN, name##_range);                       \
+	}                                                                      \
+	CPU_COUNTED_IMPL(name##_impl, count_fn, sizeof(T), run_##name);
+
 #define UNARY(sfx, T, op)                                                      \
 	static void op##_##sfx##_range(void *ctx, size_t begin, size_t end)    \
 	{                                                                      \
@@ -193,15 +203,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = op##_##sfx(in[i]);                            \
 	}                                                                      \
-	static wafer_status run_##op##_##sfx(                                  \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		return run_job(args,                                           \
-			       (size_t)elementwise_count(args->params),        \
-			       CPU_GRAIN, op##_##sfx##_range);                 \
-	}                                                                      \
-	CPU_COUNTED_IMPL(op##_##sfx##_impl, elementwise_count, sizeof(T),      \
-			 run_##op##_##sfx);
+	COUNTED_RUN(op##_##sfx, elementwise_count, T)
 
 #define BINARY(sfx, T, op)                                                     \
 	static void op##_##sfx##_range(void *ctx, size_t begin, size_t end)    \
@@ -212,15 +214,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = op##_##sfx(a[i], b[i]);                       \
 	}                                                                      \
-	static wafer_status run_##op##_##sfx(                                  \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		return run_job(args,                                           \
-			       (size_t)elementwise_count(args->params),        \
-			       CPU_GRAIN, op##_##sfx##_range);                 \
-	}                                                                      \
-	CPU_COUNTED_IMPL(op##_##sfx##_impl, elementwise_count, sizeof(T),      \
-			 run_##op##_##sfx);                                    \
+	COUNTED_RUN(op##_##sfx, elementwise_count, T)                          \
 	static void op##_scalar_##sfx##_range(void *ctx, size_t begin,         \
 					      size_t end)                      \
 	{                                                                      \
@@ -237,14 +231,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 			for (size_t i = begin; i < end; i++)                   \
 				out[i] = op##_##sfx(a[i], s);                  \
 	}                                                                      \
-	static wafer_status run_##op##_scalar_##sfx(                           \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		return run_job(args, (size_t)scalar_count(args->params),       \
-			       CPU_GRAIN, op##_scalar_##sfx##_range);          \
-	}                                                                      \
-	CPU_COUNTED_IMPL(op##_scalar_##sfx##_impl, scalar_count, sizeof(T),    \
-			 run_##op##_scalar_##sfx);                             \
+	COUNTED_RUN(op##_scalar_##sfx, scalar_count, T)                        \
 	static void op##_strided_##sfx##_range(void *ctx, size_t begin,        \
 					       size_t end)                     \
 	{                                                                      \
@@ -291,13 +278,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = v;                                            \
 	}                                                                      \
-	static wafer_status run_fill_##sfx(const struct cpu_kernel_args *args) \
-	{                                                                      \
-		return run_job(args, (size_t)fill_count(args->params),         \
-			       CPU_GRAIN, fill_##sfx##_range);                 \
-	}                                                                      \
-	CPU_COUNTED_IMPL(fill_##sfx##_impl, fill_count, sizeof(T),             \
-			 run_fill_##sfx);                                      \
+	COUNTED_RUN(fill_##sfx, fill_count, T)                                 \
 	static void copy_##sfx##_range(void *ctx, size_t begin, size_t end)    \
 	{                                                                      \
 		const struct typed_job *job = ctx;                             \
@@ -424,7 +405,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 			T acc = (init);                                        \
 			for (size_t c = 0; c < p.cols; c++)                    \
 				acc = (step);                                  \
-			out[r] = (mean) ? mean_##sfx(acc, p.cols) : acc;          \
+			out[r] = (mean) ? mean_##sfx(acc, p.cols) : acc;       \
 		}                                                              \
 	}                                                                      \
 	static wafer_status run_reduce_##name##_##sfx(                         \
@@ -516,7 +497,7 @@ CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
 #define UNARY_ENTRY(sfx, dtype, op)                                            \
 	ENTRY(#op, sfx, dtype, 2, wafer_elementwise_params, op),
 #define BINARY_ENTRIES(sfx, dtype, op)                                         \
-	CPU_KERNEL(#op, "default", dtype, 3, struct wafer_elementwise_params, \
+	CPU_KERNEL(#op, "default", dtype, 3, struct wafer_elementwise_params,  \
 		   op##_##sfx##_impl),                                         \
 		CPU_KERNEL(#op "_scalar", "default", dtype, 2,                 \
 			   struct wafer_scalar_params,                         \

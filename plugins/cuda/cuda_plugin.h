@@ -329,22 +329,10 @@ wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 			   const struct wafer_collective *c);
 
 /* event.c: events and host callbacks (the server's ABI 1.5 entries). */
-wafer_status cuda_event_create(void *device, uint32_t flags, void **out_event);
-void cuda_event_destroy(void *device, void *event);
-wafer_status cuda_event_record(void *device, void *queue, void *event);
-wafer_status cuda_queue_wait_event(void *device, void *queue, void *event);
-wafer_status cuda_event_sync(void *device, void *event);
-wafer_status cuda_event_query(void *device, void *event);
-wafer_status cuda_event_elapsed(void *device, void *start, void *end,
-				uint64_t *out_ns);
-wafer_status cuda_queue_callback(void *device, void *queue,
-				 void (*fn)(void *arg), void *arg);
+WAFER_PLUGIN_EVENT_ENTRIES(cuda);
 
 /* Native graphs (graph.c). */
-wafer_status cuda_graph_begin(void *device, void *queue);
-wafer_status cuda_graph_end(void *device, void *queue, void **out_graph);
-wafer_status cuda_graph_launch(void *device, void *queue, void *graph);
-void cuda_graph_destroy(void *device, void *graph);
+WAFER_PLUGIN_GRAPH_ENTRIES(cuda);
 
 /* program.c: the program entries of cuda_server_ops (plugin.h) */
 WAFER_PLUGIN_PROGRAM_ENTRIES(cuda);
