@@ -4,7 +4,7 @@
 noinst_LTLIBRARIES += libwafer-core.la
 libwafer_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DWAFER_BUILDING_LIBRARY
 libwafer_core_la_SOURCES = \
-	lib/error.c lib/error.h \
+	lib/error.c lib/error.h lib/list.h \
 	lib/log.c lib/log.h \
 	lib/config.c lib/config.h \
 	lib/status.c \
