@@ -128,33 +128,10 @@ static wafer_status run_rows(const struct cpu_kernel_args *args,
 	return WAFER_OK;
 }
 
-static wafer_status run_sum(const struct cpu_kernel_args *args)
-{
-	return run_rows(args, ROW_SUM);
-}
-
-static wafer_status run_max(const struct cpu_kernel_args *args)
-{
-	return run_rows(args, ROW_MAX);
-}
-
-static wafer_status run_mean(const struct cpu_kernel_args *args)
-{
-	return run_rows(args, ROW_MEAN);
-}
-
-static wafer_status run_softmax(const struct cpu_kernel_args *args)
-{
-	return run_rows(args, ROW_SOFTMAX);
-}
-
-CPU_CHECKED_IMPL(reduce_sum_impl, cpu_check_reduce, run_sum);
-
-CPU_CHECKED_IMPL(reduce_max_impl, cpu_check_reduce, run_max);
-
-CPU_CHECKED_IMPL(reduce_mean_impl, cpu_check_reduce, run_mean);
-
-CPU_CHECKED_IMPL(softmax_impl, check_softmax, run_softmax);
+CPU_CHECKED_IMPL_OF(reduce_sum_impl, cpu_check_reduce, run_rows, ROW_SUM);
+CPU_CHECKED_IMPL_OF(reduce_max_impl, cpu_check_reduce, run_rows, ROW_MAX);
+CPU_CHECKED_IMPL_OF(reduce_mean_impl, cpu_check_reduce, run_rows, ROW_MEAN);
+CPU_CHECKED_IMPL_OF(softmax_impl, check_softmax, run_rows, ROW_SOFTMAX);
 
 /* The catalogue's row kernels: <name>_impl each. */
 static const struct wafer_kernel entries[] = {

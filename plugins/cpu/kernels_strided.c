@@ -150,25 +150,10 @@ static wafer_status run_gather(const struct cpu_kernel_args *args,
 	return WAFER_OK;
 }
 
-static wafer_status check_gather4(const struct cpu_kernel_args *args)
-{
-	return check_gather(args, 4);
-}
-
-static wafer_status check_gather2(const struct cpu_kernel_args *args)
-{
-	return check_gather(args, 2);
-}
-
-static wafer_status run_gather4(const struct cpu_kernel_args *args)
-{
-	return run_gather(args, 4);
-}
-
-static wafer_status run_gather2(const struct cpu_kernel_args *args)
-{
-	return run_gather(args, 2);
-}
+CPU_BIND(check_gather4, check_gather, 4)
+CPU_BIND(check_gather2, check_gather, 2)
+CPU_BIND(run_gather4, run_gather, 4)
+CPU_BIND(run_gather2, run_gather, 2)
 
 CPU_CHECKED_IMPL(gather4_impl, check_gather4, run_gather4);
 
