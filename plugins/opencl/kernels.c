@@ -536,11 +536,7 @@ static wafer_status enqueue(const struct job *j, cl_kernel kernel,
 		return ocl_fail(ocl_host(q->device), err,
 				"clEnqueueNDRangeKernel(%s %s)", j->name,
 				j->desc->variant);
-	if (ev) {
-		ocl_queue_timed(q, event);
-		clReleaseEvent(event);
-	}
-	return WAFER_OK;
+	return ocl_queue_done(q, ev);
 }
 
 /* A 1-D launch of |n| items: work-groups of 256 (or what the kernel
@@ -687,11 +683,7 @@ static wafer_status run_fill(const struct job *j)
 		return ocl_fail(ocl_host(q->device), err,
 				"clEnqueueFillBuffer(%" PRIu64 " elements)",
 				j->p.fill.count);
-	if (ev) {
-		ocl_queue_timed(q, event);
-		clReleaseEvent(event);
-	}
-	return WAFER_OK;
+	return ocl_queue_done(q, ev);
 }
 
 /* copy, and cast to the same type: a buffer copy (nothing when out and
@@ -861,11 +853,7 @@ static wafer_status run_clblast(const struct job *j)
 	if (!p->batch || !p->m || !p->n || !p->k)
 		return WAFER_OK;
 	status = ocl_clblast_gemm(j->q, j->bind, p, j->desc->dtype, ev);
-	if (status == WAFER_OK && ev) {
-		ocl_queue_timed(j->q, event);
-		clReleaseEvent(event);
-	}
-	return status;
+	return status == WAFER_OK ? ocl_queue_done(j->q, ev) : status;
 }
 
 wafer_status ocl_kernels_launch(struct ocl_queue *q,

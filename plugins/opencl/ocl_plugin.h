@@ -316,6 +316,10 @@ static inline int ocl_queue_timing(const struct ocl_queue *queue)
 	return queue->timers != NULL && !queue->recording;
 }
 void ocl_queue_timed(struct ocl_queue *queue, cl_event event);
+/* The end of a command enqueued with |ev| (NULL when not timed, else
+ * &event): hands the event to ocl_queue_timed and releases it. Returns
+ * WAFER_OK. */
+wafer_status ocl_queue_done(struct ocl_queue *queue, cl_event *ev);
 
 /* kernels_build.c */
 /* The unit's program on |device|, built or loaded from the cache on the

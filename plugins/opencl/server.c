@@ -240,6 +240,15 @@ void ocl_queue_timed(struct ocl_queue *q, cl_event event)
 	}
 }
 
+wafer_status ocl_queue_done(struct ocl_queue *q, cl_event *ev)
+{
+	if (ev) {
+		ocl_queue_timed(q, *ev);
+		clReleaseEvent(*ev);
+	}
+	return WAFER_OK;
+}
+
 static wafer_status ocl_server_timer_begin(void *device, void *queue,
 					   void **out_timer)
 {
