@@ -242,20 +242,26 @@ wafer_status cuda_enter(const struct cuda_device *device);
  * 1024, "KiB" too). Returns 0 or -1. */
 int cuda_parse_size(const char *text, uint64_t *out);
 
-/* Returns the name of the first symbol |handle| lacks, or NULL when it
- * has them all (and has stored them where |table| says). */
-typedef const char *cuda_library_resolve_fn(void *handle, void *table);
+/* A function a library's table keeps: its symbol in the library and the
+ * offset of its pointer in the table. CUDA_SYMBOL(struct, member, symbol)
+ * makes one, for an X-macro list of a library's functions. */
+struct cuda_symbol {
+	const char *name;
+	size_t offset;
+};
+#define CUDA_SYMBOL(type, member, symbol) {symbol, offsetof(type, member)},
 
 /* Opens |configured| alone when it is not NULL, else the first of |names|
  * that dlopens (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE: it stays mapped for
- * the process) and has every symbol |resolve| asks for. Each failure is
+ * the process) and has every one of |symbols|, stored into |table|. Each failure is
  * logged under |what| ("cuBLAS"): at debug level a file that does not
  * open, at warn level one that lacks a symbol. Returns 0, or -1 with
  * nothing open. */
 int cuda_library_open(const struct wafer_host_services *host, const char *what,
 		      const char *configured, const char *const *names,
-		      size_t count, cuda_library_resolve_fn *resolve,
-		      void *table, struct cuda_library *out);
+		      size_t count, const struct cuda_symbol *symbols,
+		      size_t symbol_count, void *table,
+		      struct cuda_library *out);
 void cuda_library_close(struct cuda_library *library);
 
 /* What cuda_library_get loads: |what| ("cuBLAS") from the first of
@@ -270,7 +276,8 @@ struct cuda_library_kind {
 	const char *const *names;
 	size_t name_count;
 	size_t table_size;
-	cuda_library_resolve_fn *resolve;
+	const struct cuda_symbol *symbols;
+	size_t symbol_count;
 	int (*ready)(const struct wafer_host_services *host, void *table,
 		     char *offers, size_t size);
 	const char *offers;   /* "matmul variant \"cublas\"" */
