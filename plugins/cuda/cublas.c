@@ -59,11 +59,7 @@ const struct cuda_cublas *cuda_cublas_get(struct cuda_state *state)
 	};
 	static const struct cuda_library_kind kind = {
 		.what = "cuBLAS",
-		.names = names,
-		.name_count = sizeof names / sizeof names[0],
-		.table_size = sizeof(struct cuda_cublas),
-		.symbols = symbols,
-		.symbol_count = sizeof symbols / sizeof symbols[0],
+		CUDA_LIBRARY_FILES(names, symbols, struct cuda_cublas),
 		.offers = "matmul variant \"cublas\"",
 		.searched = "libcublas.so.13, .12",
 		.without = "no matmul variant \"cublas\"",

@@ -250,6 +250,12 @@ struct cuda_symbol {
 	size_t offset;
 };
 #define CUDA_SYMBOL(type, member, symbol) {symbol, offsetof(type, member)},
+/* A cuda_library_kind's files |names|, its |symbols| and its table |type|
+ * (whose first member is a struct cuda_library). */
+#define CUDA_LIBRARY_FILES(names_, symbols_, type_)                            \
+	.names = names_, .name_count = sizeof names_ / sizeof names_[0],       \
+	.table_size = sizeof(type_), .symbols = symbols_,                      \
+	.symbol_count = sizeof symbols_ / sizeof symbols_[0]
 
 /* Opens |configured| alone when it is not NULL, else the first of |names|
  * that dlopens (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE: it stays mapped for

@@ -112,11 +112,7 @@ static const struct cuda_nccl *nccl_get(struct cuda_device *dev)
 	};
 	static const struct cuda_library_kind kind = {
 		.what = "NCCL",
-		.names = names,
-		.name_count = sizeof names / sizeof names[0],
-		.table_size = sizeof(struct cuda_nccl),
-		.symbols = symbols,
-		.symbol_count = sizeof symbols / sizeof symbols[0],
+		CUDA_LIBRARY_FILES(names, symbols, struct cuda_nccl),
 		.ready = ready,
 		.offers = "collectives",
 		.searched = "libnccl.so.2",

@@ -99,11 +99,7 @@ const struct cuda_nvrtc *cuda_nvrtc_get(struct cuda_state *state)
 	};
 	static const struct cuda_library_kind kind = {
 		.what = "NVRTC",
-		.names = names,
-		.name_count = sizeof names / sizeof names[0],
-		.table_size = sizeof(struct cuda_nvrtc),
-		.symbols = symbols,
-		.symbol_count = sizeof symbols / sizeof symbols[0],
+		CUDA_LIBRARY_FILES(names, symbols, struct cuda_nvrtc),
 		.ready = describe,
 		.searched = "libnvrtc.so.13, .12",
 		.without = "programs in PTX and CUBIN only",
