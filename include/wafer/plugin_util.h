@@ -789,6 +789,25 @@ wafer_plugin_import_ordinal(const struct wafer_host_services *host,
 	return WAFER_OK;
 }
 
+/* Both checks above, in their order: what a plugin's storage.import
+ * asks before its driver is asked. */
+static inline wafer_status
+wafer_plugin_import_checks(const struct wafer_host_services *host,
+			   const char *plugin,
+			   const struct wafer_native_buffer *buffer,
+			   wafer_native_kind kind, const char *kind_name,
+			   int ordinal,
+			   wafer_resource *out_resource)
+{
+	wafer_status status = wafer_plugin_import_check(
+		host, plugin, buffer, kind, kind_name, out_resource);
+
+	if (status == WAFER_OK)
+		status = wafer_plugin_import_ordinal(host, plugin, buffer,
+						     ordinal);
+	return status;
+}
+
 /* storage.forget for a plugin whose import keeps no record: the resource
  * is the caller's memory itself, never the plugin's to free. */
 static inline void wafer_plugin_forget_nothing(void *device,

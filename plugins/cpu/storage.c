@@ -303,12 +303,9 @@ static wafer_status cpu_storage_import(void *device,
 {
 	wafer_status status;
 
-	status = wafer_plugin_import_check(host_of(device), "cpu", buffer,
-					   WAFER_NATIVE_HOST_POINTER,
-					   "host-pointer", out_resource);
-	if (status == WAFER_OK)
-		status = wafer_plugin_import_ordinal(host_of(device), "cpu",
-						     buffer, 0);
+	status = wafer_plugin_import_checks(host_of(device), "cpu", buffer,
+					    WAFER_NATIVE_HOST_POINTER,
+					    "host-pointer", 0, out_resource);
 	if (status != WAFER_OK)
 		return status;
 	*out_resource = (wafer_resource)buffer->address;

@@ -776,12 +776,10 @@ static wafer_status cuda_storage_import(void *device,
 	struct cuda_device *dev = device;
 	wafer_status status;
 
-	status = wafer_plugin_import_check(dev->host, "cuda", buffer,
-					   WAFER_NATIVE_CUDA_POINTER,
-					   "cuda-pointer", out_resource);
-	if (status == WAFER_OK)
-		status = wafer_plugin_import_ordinal(dev->host, "cuda", buffer,
-						     dev->ordinal);
+	status = wafer_plugin_import_checks(dev->host, "cuda", buffer,
+					    WAFER_NATIVE_CUDA_POINTER,
+					    "cuda-pointer", dev->ordinal,
+					    out_resource);
 	if (status != WAFER_OK)
 		return status;
 	if (buffer->context && buffer->context != dev->ctx) {

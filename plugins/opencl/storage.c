@@ -410,11 +410,9 @@ static wafer_status ocl_storage_import(void *device,
 	size_t size = 0;
 	wafer_status status;
 
-	status = wafer_plugin_import_check(host, OCL_NAME, buffer,
-					   WAFER_NATIVE_OPENCL_MEM,
-					   "opencl-mem", out_resource);
-	if (status == WAFER_OK)
-		status = wafer_plugin_import_ordinal(host, OCL_NAME, buffer, 0);
+	status = wafer_plugin_import_checks(host, OCL_NAME, buffer,
+					    WAFER_NATIVE_OPENCL_MEM,
+					    "opencl-mem", 0, out_resource);
 	if (status != WAFER_OK)
 		return status;
 	mem = buffer->object;
