@@ -100,10 +100,12 @@ struct ocl_kernel_desc {
 #define WIDE_MOVES(op, fam, fn)                                                \
 	DESC(op, "default", I64, fam, ST, fn, 0, 0),                           \
 		DESC(op, "default", F64, fam, ST, fn, 0, NEEDS_FP64)
-/* A catalogue row's dtypes (catalogue.def) beyond f32 and f16: ANY is
- * WIDE, FLOAT float64 alone. */
+/* A catalogue kernel (catalogue.def) in f32 and f16, and in the wider
+ * types its row's |dtypes| allows: ANY, WIDE's; FLOAT, float64 alone. */
 #define TYPED_ANY WIDE
 #define TYPED_FLOAT F64_ONLY
+#define CATALOGUE(op, fam, unit, fn, dtypes)                                   \
+	FLOATS(op, fam, unit, fn), TYPED_##dtypes(op, fam, unit, fn)
 #define MATMUL(variant, dt, fn, tile, needs)                                   \
 	DESC(WAFER_KERNEL_MATMUL, variant, dt, FAM_MATMUL, OCL_UNIT_MATMUL,    \
 	     fn, tile, needs)
@@ -116,17 +118,17 @@ static const struct ocl_kernel_desc descs[] = {
 	ALL_TYPES(WAFER_KERNEL_COPY, FAM_COPY, NULL, NULL),
 
 	/* The catalogue's unary, binary (with its scalar and strided
-	 * forms) and row kernels. */
+	 * forms) and row kernels, in the dtypes each row allows. */
 #define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
-	FLOATS(WAFER_KERNEL_##NAME, FAM_UNARY, EW, #name),
+	CATALOGUE(WAFER_KERNEL_##NAME, FAM_UNARY, EW, #name, dtypes),
 #define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
-	FLOATS(WAFER_KERNEL_##NAME, FAM_BINARY, EW, #name),                    \
-		FLOATS(WAFER_KERNEL_##NAME##_SCALAR, FAM_SCALAR, EW,           \
-		       #name "_scalar"),                                       \
-		FLOATS(WAFER_KERNEL_##NAME##_STRIDED, FAM_STRIDED, ST,         \
-		       #name "_strided"),
+	CATALOGUE(WAFER_KERNEL_##NAME, FAM_BINARY, EW, #name, ANY),            \
+		CATALOGUE(WAFER_KERNEL_##NAME##_SCALAR, FAM_SCALAR, EW,        \
+			  #name "_scalar", ANY),                               \
+		CATALOGUE(WAFER_KERNEL_##NAME##_STRIDED, FAM_STRIDED, ST,      \
+			  #name "_strided", ANY),
 #define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
-	FLOATS(WAFER_KERNEL_##NAME, FAM_ROWS, OCL_UNIT_ROWS, #name),
+	CATALOGUE(WAFER_KERNEL_##NAME, FAM_ROWS, OCL_UNIT_ROWS, #name, dtypes),
 #include <wafer/catalogue.def>
 
 	ALL_TYPES(WAFER_KERNEL_COPY_STRIDED, FAM_COPY_STRIDED,
@@ -157,18 +159,6 @@ static const struct ocl_kernel_desc descs[] = {
 	DESC(WAFER_KERNEL_CAST, "default", I64, FAM_CAST, ST, "cast_i64", 0, 0),
 	DESC(WAFER_KERNEL_CAST, "default", F64, FAM_CAST, ST, "cast_f64", 0,
 	     NEEDS_FP64),
-	/* The catalogue's again, in the dtypes each row allows. */
-#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
-	TYPED_##dtypes(WAFER_KERNEL_##NAME, FAM_UNARY, EW, #name),
-#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
-	WIDE(WAFER_KERNEL_##NAME, FAM_BINARY, EW, #name),                      \
-		WIDE(WAFER_KERNEL_##NAME##_SCALAR, FAM_SCALAR, EW,             \
-		     #name "_scalar"),                                         \
-		WIDE(WAFER_KERNEL_##NAME##_STRIDED, FAM_STRIDED, ST,           \
-		     #name "_strided"),
-#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
-	TYPED_##dtypes(WAFER_KERNEL_##NAME, FAM_ROWS, OCL_UNIT_ROWS, #name),
-#include <wafer/catalogue.def>
 	MATMUL("naive", I32, "matmul_naive_i32", 1, 0),
 	MATMUL("naive", I64, "matmul_naive_i64", 1, 0),
 	MATMUL("naive", F64, "matmul_naive_f64", 1, NEEDS_FP64),
