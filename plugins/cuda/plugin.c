@@ -45,6 +45,7 @@
  *                            the default), never, or from this file */
 #include "build-config.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -117,25 +118,13 @@ int cuda_parse_size(const char *text, uint64_t *out)
 	n = strtoull(text, &end, 10);
 	if (errno)
 		return -1;
-	switch (*end) {
-	case '\0':
-		break;
-	case 'K': case 'k':
-		shift = 10;
-		break;
-	case 'M': case 'm':
-		shift = 20;
-		break;
-	case 'G': case 'g':
-		shift = 30;
-		break;
-	case 'T': case 't':
-		shift = 40;
-		break;
-	default:
-		return -1;
-	}
 	if (*end) {
+		/* K, M, G, T: 2^10, 2^20, 2^30, 2^40. */
+		static const char units[] = "KMGT";
+		const char *unit = strchr(units, toupper((unsigned char)*end));
+		if (!unit)
+			return -1;
+		shift = 10 * (unsigned)(unit - units + 1);
 		end++;
 		if (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0)
 			end += strlen(end);
