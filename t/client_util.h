@@ -290,20 +290,29 @@ static inline uint32_t plugin_abi_minor(const wafer_runtime *runtime,
  * max(in, 0), and 0 (fmax's answer) was right too. */
 #define RELU_NAN_SINCE_MINOR 6
 
+/* The references the catalogue's rows name (<wafer/catalogue.def>). */
+static inline double ref_neg(double x) { return -x; }
+static inline double ref_abs(double x) { return fabs(x); }
+static inline double ref_exp(double x) { return exp(x); }
+static inline double ref_log(double x) { return log(x); }
+static inline double ref_sqrt(double x) { return sqrt(x); }
+static inline double ref_relu(double x)
+{
+	return x > 0 || isnan(x) ? x : 0; /* NaN stays */
+}
+static inline double ref_gelu(double x) /* the tanh form (ops.h) */
+{
+	return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+static inline double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static inline double ref_tanh(double x) { return tanh(x); }
+
 static inline double ref_unary(wafer_unary_op op, double x)
 {
 	switch (op) {
-	case WAFER_UNARY_NEG: return -x;
-	case WAFER_UNARY_ABS: return fabs(x);
-	case WAFER_UNARY_EXP: return exp(x);
-	case WAFER_UNARY_LOG: return log(x);
-	case WAFER_UNARY_SQRT: return sqrt(x);
-	case WAFER_UNARY_RELU: return x > 0 || isnan(x) ? x : 0; /* NaN stays */
-	case WAFER_UNARY_GELU: /* the tanh form (ops.h) */
-		return 0.5 * x *
-		       (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-	case WAFER_UNARY_SIGMOID: return 1 / (1 + exp(-x));
-	case WAFER_UNARY_TANH: return tanh(x);
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	case WAFER_UNARY_##NAME: return reference(x);
+#include <wafer/catalogue.def>
 	}
 	return NAN;
 }
@@ -311,17 +320,21 @@ static inline double ref_unary(wafer_unary_op op, double x)
 /* On float operands, rounded back to float, it is the float operation
  * (double has more than twice float's precision: the second rounding
  * changes nothing). */
+static inline double ref_add(double a, double b) { return a + b; }
+static inline double ref_sub(double a, double b) { return a - b; }
+static inline double ref_mul(double a, double b) { return a * b; }
+static inline double ref_div(double a, double b) { return a / b; }
+static inline double ref_max(double a, double b) { return a > b ? a : b; }
+static inline double ref_min(double a, double b) { return a < b ? a : b; }
+
 static inline double ref_binary(wafer_binary_op op, double a, double b)
 {
 	if (isnan(a) || isnan(b))
 		return NAN;
 	switch (op) {
-	case WAFER_BINARY_ADD: return a + b;
-	case WAFER_BINARY_SUB: return a - b;
-	case WAFER_BINARY_MUL: return a * b;
-	case WAFER_BINARY_DIV: return a / b;
-	case WAFER_BINARY_MAX: return a > b ? a : b;
-	case WAFER_BINARY_MIN: return a < b ? a : b;
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	case WAFER_BINARY_##NAME: return reference(a, b);
+#include <wafer/catalogue.def>
 	}
 	return NAN;
 }
