@@ -42,8 +42,8 @@ enum lz_family {
 	LZ_FAMILY_BINARY_STRIDED, /* {out, a, b}; wafer_binary_strided_params */
 	LZ_FAMILY_COPY_STRIDED,   /* {out, in}; wafer_strided_copy_params */
 	LZ_FAMILY_CAST,           /* {out, in}; wafer_cast_params */
-	LZ_FAMILY_REDUCE,         /* {out, in}; wafer_rows_params */
-	LZ_FAMILY_SOFTMAX,        /* {out, in}; wafer_rows_params */
+	LZ_FAMILY_ROWS_REDUCE,    /* {out, in}; wafer_rows_params */
+	LZ_FAMILY_ROWS_FULL,      /* {out, in}; wafer_rows_params */
 	LZ_FAMILY_MATMUL,         /* {out, a, b}; wafer_matmul_params */
 };
 
@@ -334,7 +334,7 @@ static wafer_status prep_rows(const struct prep *p, struct lz_dispatch *d)
 		return WAFER_ERROR_NOT_SUPPORTED;
 	}
 	status = wafer_plugin_check_rows(&p->reach, &rp, p->impl->element_size,
-					 p->impl->family == LZ_FAMILY_SOFTMAX,
+					 p->impl->family == LZ_FAMILY_ROWS_FULL,
 					 NULL);
 	if (status != WAFER_OK)
 		return status;
@@ -419,8 +419,8 @@ wafer_status lz_prepare(const struct wafer_host_services *host,
 		return prep_copy_strided(&p, d);
 	case LZ_FAMILY_CAST:
 		return prep_cast(&p, d);
-	case LZ_FAMILY_REDUCE:
-	case LZ_FAMILY_SOFTMAX:
+	case LZ_FAMILY_ROWS_REDUCE:
+	case LZ_FAMILY_ROWS_FULL:
 		return prep_rows(&p, d);
 	case LZ_FAMILY_MATMUL:
 		return prep_matmul(&p, d);
@@ -453,33 +453,21 @@ IMPL(cast_f32_impl, LZ_FAMILY_CAST, LZ_K_copy_b32, 4);
 IMPL(cast_f16_impl, LZ_FAMILY_CAST, LZ_K_copy_b16, 2);
 IMPL(cast_bf16_impl, LZ_FAMILY_CAST, LZ_K_copy_b16, 2);
 IMPL(cast_i32_impl, LZ_FAMILY_CAST, LZ_K_copy_b32, 4);
-IMPL(reduce_sum_impl, LZ_FAMILY_REDUCE, LZ_K_reduce_sum_f32, 4);
-IMPL(reduce_max_impl, LZ_FAMILY_REDUCE, LZ_K_reduce_max_f32, 4);
-IMPL(reduce_mean_impl, LZ_FAMILY_REDUCE, LZ_K_reduce_mean_f32, 4);
-IMPL(softmax_impl, LZ_FAMILY_SOFTMAX, LZ_K_softmax_f32, 4);
 IMPL(matmul_impl, LZ_FAMILY_MATMUL, LZ_K_matmul_f32, 4);
 
-#define UNARY_IMPL(op) IMPL(op##_impl, LZ_FAMILY_UNARY, LZ_K_##op##_f32, 4);
-#define BINARY_IMPLS(op)                                                       \
-	IMPL(op##_impl, LZ_FAMILY_BINARY, LZ_K_##op##_f32, 4);                 \
-	IMPL(op##_scalar_impl, LZ_FAMILY_SCALAR, LZ_K_##op##_scalar_f32, 4);   \
-	IMPL(op##_strided_impl, LZ_FAMILY_BINARY_STRIDED,                      \
-	     LZ_K_##op##_strided_f32, 4);
-UNARY_IMPL(neg)
-UNARY_IMPL(abs)
-UNARY_IMPL(exp)
-UNARY_IMPL(log)
-UNARY_IMPL(sqrt)
-UNARY_IMPL(relu)
-UNARY_IMPL(gelu)
-UNARY_IMPL(sigmoid)
-UNARY_IMPL(tanh)
-BINARY_IMPLS(add)
-BINARY_IMPLS(sub)
-BINARY_IMPLS(mul)
-BINARY_IMPLS(div)
-BINARY_IMPLS(max)
-BINARY_IMPLS(min)
+/* <name>_impl of each catalogue row (and <name>_scalar_impl,
+ * <name>_strided_impl of a binary one), running the row's _f32 kernels. */
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	IMPL(name##_impl, LZ_FAMILY_UNARY, LZ_K_##name##_f32, 4);
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	IMPL(name##_impl, LZ_FAMILY_BINARY, LZ_K_##name##_f32, 4);             \
+	IMPL(name##_scalar_impl, LZ_FAMILY_SCALAR, LZ_K_##name##_scalar_f32,   \
+	     4);                                                               \
+	IMPL(name##_strided_impl, LZ_FAMILY_BINARY_STRIDED,                    \
+	     LZ_K_##name##_strided_f32, 4);
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
+	IMPL(name##_impl, LZ_FAMILY_ROWS_##output, LZ_K_##name##_f32, 4);
+#include <wafer/catalogue.def>
 
 #define ENTRY(op_, dtype_, bindings_, params_size_, impl_)                     \
 	{                                                                      \
@@ -493,22 +481,14 @@ BINARY_IMPLS(min)
 	}
 #define F32 WAFER_DTYPE_F32
 #define EW sizeof(struct wafer_elementwise_params)
-#define UNARY(name, op) ENTRY(name, F32, 2, EW, op##_impl)
-#define BINARY(name, op)                                                       \
-	ENTRY(name, F32, 3, EW, op##_impl),                                    \
-	ENTRY(name##_SCALAR, F32, 2, sizeof(struct wafer_scalar_params),       \
-	      op##_scalar_impl),                                               \
-	ENTRY(name##_STRIDED, F32, 3,                                          \
-	      sizeof(struct wafer_binary_strided_params), op##_strided_impl)
-#define ROWS(name, impl) ENTRY(name, F32, 2, sizeof(struct wafer_rows_params), impl)
 #define COPY_STRIDED(dtype, impl)                                              \
 	ENTRY(WAFER_KERNEL_COPY_STRIDED, dtype, 2,                             \
 	      sizeof(struct wafer_strided_copy_params), impl)
 #define CAST(dtype, impl)                                                      \
 	ENTRY(WAFER_KERNEL_CAST, dtype, 2, sizeof(struct wafer_cast_params), impl)
 
-/* Bindings and parameter blocks as the catalogue in plugin.h defines them.
- * The catalogue names with _SCALAR and _STRIDED are built by BINARY. */
+/* Bindings and parameter blocks as the catalogue in plugin.h defines them;
+ * every catalogue row in f32. */
 static const struct wafer_kernel kernel_table[] = {
 	ENTRY(WAFER_KERNEL_NOOP, F32, 0, 0, noop_impl),
 	ENTRY(WAFER_KERNEL_FILL, F32, 1, sizeof(struct wafer_fill_params),
@@ -519,21 +499,18 @@ static const struct wafer_kernel kernel_table[] = {
 	ENTRY(WAFER_KERNEL_COPY, WAFER_DTYPE_I32, 2, EW, copy_b32_impl),
 	ENTRY(WAFER_KERNEL_COPY, WAFER_DTYPE_F16, 2, EW, copy_b16_impl),
 	ENTRY(WAFER_KERNEL_COPY, WAFER_DTYPE_BF16, 2, EW, copy_b16_impl),
-	UNARY(WAFER_KERNEL_NEG, neg),
-	UNARY(WAFER_KERNEL_ABS, abs),
-	UNARY(WAFER_KERNEL_EXP, exp),
-	UNARY(WAFER_KERNEL_LOG, log),
-	UNARY(WAFER_KERNEL_SQRT, sqrt),
-	UNARY(WAFER_KERNEL_RELU, relu),
-	UNARY(WAFER_KERNEL_GELU, gelu),
-	UNARY(WAFER_KERNEL_SIGMOID, sigmoid),
-	UNARY(WAFER_KERNEL_TANH, tanh),
-	BINARY(WAFER_KERNEL_ADD, add),
-	BINARY(WAFER_KERNEL_SUB, sub),
-	BINARY(WAFER_KERNEL_MUL, mul),
-	BINARY(WAFER_KERNEL_DIV, div),
-	BINARY(WAFER_KERNEL_MAX, max),
-	BINARY(WAFER_KERNEL_MIN, min),
+	/* The catalogue's unary and binary kernels, a binary one with its
+	 * scalar and strided forms. */
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	ENTRY(WAFER_KERNEL_##NAME, F32, 2, EW, name##_impl),
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	ENTRY(WAFER_KERNEL_##NAME, F32, 3, EW, name##_impl),                   \
+		ENTRY(WAFER_KERNEL_##NAME##_SCALAR, F32, 2,                    \
+		      sizeof(struct wafer_scalar_params), name##_scalar_impl), \
+		ENTRY(WAFER_KERNEL_##NAME##_STRIDED, F32, 3,                   \
+		      sizeof(struct wafer_binary_strided_params),              \
+		      name##_strided_impl),
+#include <wafer/catalogue.def>
 	COPY_STRIDED(F32, copy_strided_b32_impl),
 	COPY_STRIDED(WAFER_DTYPE_I32, copy_strided_b32_impl),
 	COPY_STRIDED(WAFER_DTYPE_F16, copy_strided_b16_impl),
@@ -542,10 +519,11 @@ static const struct wafer_kernel kernel_table[] = {
 	CAST(WAFER_DTYPE_F16, cast_f16_impl),
 	CAST(WAFER_DTYPE_BF16, cast_bf16_impl),
 	CAST(WAFER_DTYPE_I32, cast_i32_impl),
-	ROWS(WAFER_KERNEL_REDUCE_SUM, reduce_sum_impl),
-	ROWS(WAFER_KERNEL_REDUCE_MAX, reduce_max_impl),
-	ROWS(WAFER_KERNEL_REDUCE_MEAN, reduce_mean_impl),
-	ROWS(WAFER_KERNEL_SOFTMAX, softmax_impl),
+	/* The catalogue's row kernels. */
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
+	ENTRY(WAFER_KERNEL_##NAME, F32, 2, sizeof(struct wafer_rows_params),   \
+	      name##_impl),
+#include <wafer/catalogue.def>
 	ENTRY(WAFER_KERNEL_MATMUL, F32, 3, sizeof(struct wafer_matmul_params),
 	      matmul_impl),
 };

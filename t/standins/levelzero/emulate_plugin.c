@@ -148,17 +148,19 @@ static void copy_b16(struct emulate_launch *l)
  * Elementwise f32
  *===----------------------------------------------------------------------===*/
 
-static float max_nan(float a, float b)
+/* f_<name>: the arithmetic of catalogue row <name> (catalogue.def), as
+ * kernels.cl computes it; max and min give NaN when either side is. */
+static float f_max(float a, float b)
 {
 	return isnan(a) || isnan(b) ? NAN : fmaxf(a, b);
 }
 
-static float min_nan(float a, float b)
+static float f_min(float a, float b)
 {
 	return isnan(a) || isnan(b) ? NAN : fminf(a, b);
 }
 
-static float sigmoid_f(float x)
+static float f_sigmoid(float x)
 {
 	if (x >= 0.0f)
 		return 1.0f / (1.0f + expf(-x));
@@ -166,7 +168,7 @@ static float sigmoid_f(float x)
 	return e / (1.0f + e);
 }
 
-static float gelu_f(float x)
+static float f_gelu(float x)
 {
 	const float k = 0.7978845608028654f;
 	float u = k * (x + 0.044715f * x * x * x);
@@ -194,15 +196,9 @@ static float f_div(float a, float b) { return a / b; }
 		FOR_EACH(l, i, count)                                          \
 			st_f32(l, 0, i, f(ld_f32(l, 1, i)));                   \
 	}
-UNARY(neg, f_neg)
-UNARY(abs, f_abs)
-UNARY(exp, f_exp)
-UNARY(log, f_log)
-UNARY(sqrt, f_sqrt)
-UNARY(relu, f_relu)
-UNARY(gelu, gelu_f)
-UNARY(sigmoid, sigmoid_f)
-UNARY(tanh, f_tanh)
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	UNARY(name, f_##name)
+#include <wafer/catalogue.def>
 
 struct strided {
 	uint32_t rank, reserved;
@@ -275,12 +271,8 @@ static uint64_t strided_at(uint64_t i, uint32_t rank, const uint64_t *shape,
 			st_f32(l, 0, i, f(ld_f32(l, 1, ia), ld_f32(l, 2, ib))); \
 		}                                                              \
 	}
-BINARY(add, f_add)
-BINARY(sub, f_sub)
-BINARY(mul, f_mul)
-BINARY(div, f_div)
-BINARY(max, max_nan)
-BINARY(min, min_nan)
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference) BINARY(name, f_##name)
+#include <wafer/catalogue.def>
 
 /* copy_strided_bN(out, in, struct strided_copy p) */
 #define COPY_STRIDED(bits)                                                     \
@@ -443,11 +435,11 @@ static void row_reduce(struct emulate_launch *l, enum row_op op)
 				for (uint64_t c = lid; c < cols; c += ROW_GROUP) {
 					float v = ld_f32(l, 1, r * cols + c);
 					acc[lid] = op == ROW_MAX
-							   ? max_nan(acc[lid], v)
+							   ? f_max(acc[lid], v)
 							   : acc[lid] + v;
 				}
 			}
-			float total = group_fold(acc, op == ROW_MAX ? max_nan
+			float total = group_fold(acc, op == ROW_MAX ? f_max
 								    : f_add);
 			st_f32(l, 0, r,
 			       op == ROW_MEAN ? total / (float)cols : total);
@@ -482,11 +474,11 @@ static void softmax_f32(struct emulate_launch *l)
 			for (uint32_t lid = 0; lid < ROW_GROUP; lid++) {
 				part[lid] = -INFINITY;
 				for (uint64_t c = lid; c < cols; c += ROW_GROUP)
-					part[lid] = max_nan(
+					part[lid] = f_max(
 						part[lid],
 						ld_f32(l, 1, r * cols + c));
 			}
-			float m = group_fold(part, max_nan);
+			float m = group_fold(part, f_max);
 			for (uint32_t lid = 0; lid < ROW_GROUP; lid++) {
 				part[lid] = 0.0f;
 				for (uint64_t c = lid; c < cols; c += ROW_GROUP)
@@ -581,15 +573,17 @@ const struct emulate_kernel emulate_plugin_kernels[] = {
 	{"fill_f32", fill_b32},
 	{"fill_i32", fill_b32},
 	K(copy_b32), K(copy_b16),
-	K(neg_f32), K(abs_f32), K(exp_f32), K(log_f32), K(sqrt_f32),
-	K(relu_f32), K(gelu_f32), K(sigmoid_f32), K(tanh_f32),
-	K3(add), K3(sub), K3(mul), K3(div), K3(max), K3(min),
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	K(name##_f32),
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference) K3(name),
+#include <wafer/catalogue.def>
 	K(copy_strided_b32), K(copy_strided_b16),
 	K(cast_f32_f16), K(cast_f32_bf16), K(cast_f32_i32),
 	K(cast_f16_f32), K(cast_f16_bf16), K(cast_f16_i32),
 	K(cast_bf16_f32), K(cast_bf16_f16), K(cast_bf16_i32),
 	K(cast_i32_f32), K(cast_i32_f16), K(cast_i32_bf16),
-	K(reduce_sum_f32), K(reduce_max_f32), K(reduce_mean_f32),
-	K(softmax_f32), K(matmul_f32),
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output) K(name##_f32),
+#include <wafer/catalogue.def>
+	K(matmul_f32),
 	{NULL, NULL},
 };
