@@ -290,26 +290,14 @@ void lz_queue_release_held(struct lz_device *device, struct lz_queue *queue);
 void lz_callbacks_stop(struct lz_queue *queue);
 /* At device_close: destroys the recycled events. */
 void lz_events_close(struct lz_device *device);
-wafer_status lz_event_create(void *device, uint32_t flags, void **out_event);
-void lz_event_destroy(void *device, void *event);
-wafer_status lz_event_record(void *device, void *queue, void *event);
-wafer_status lz_queue_wait_event(void *device, void *queue, void *event);
-wafer_status lz_event_sync(void *device, void *event);
-wafer_status lz_event_query(void *device, void *event);
-wafer_status lz_event_elapsed(void *device, void *start, void *end,
-			      uint64_t *out_ns);
-wafer_status lz_queue_callback(void *device, void *queue,
-			       void (*fn)(void *arg), void *arg);
+WAFER_PLUGIN_EVENT_ENTRIES(lz);
 /* Nanoseconds between two kernel-timestamp events' ends (0 when |to| ended
  * first), on |device|'s clock. */
 wafer_status lz_timestamp_ns(struct lz_device *device, ze_event_handle_t from,
 			     ze_event_handle_t to, uint64_t *out_ns);
 
 /* graph.c */
-wafer_status lz_graph_begin(void *device, void *queue);
-wafer_status lz_graph_end(void *device, void *queue, void **out_graph);
-wafer_status lz_graph_launch(void *device, void *queue, void *graph);
-void lz_graph_destroy(void *device, void *graph);
+WAFER_PLUGIN_GRAPH_ENTRIES(lz);
 /* A graph's users, as an event's (lz_queue_hold). */
 void lz_graph_use(struct lz_device *device, struct lz_graph *graph);
 void lz_graph_release(struct lz_device *device, struct lz_graph *graph);

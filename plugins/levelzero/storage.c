@@ -609,10 +609,7 @@ const struct wafer_storage_ops lz_storage_ops = {
 	/* alloc_async/free_async: NULL. Level Zero has no stream-ordered
 	 * allocator; the core's `stream` strategy falls back to plain
 	 * alloc and free here (and says so in its log). */
-	.vm_reserve = lz_storage_vm_reserve,
-	.vm_release = lz_storage_vm_release,
-	.vm_map = lz_storage_vm_map,
-	.vm_unmap = lz_storage_vm_unmap,
+	WAFER_PLUGIN_VM_OPS(lz),
 	.native = lz_storage_native,
 	.import = lz_storage_import,
 	/* The resource is the caller's pointer itself: no record to drop,
