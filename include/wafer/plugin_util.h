@@ -337,6 +337,56 @@ wafer_plugin_device_index_check(const struct wafer_host_services *host,
 }
 
 /*===----------------------------------------------------------------------===
+ * Virtual memory: the size checks of vm_reserve, vm_map and vm_unmap
+ *===----------------------------------------------------------------------===*/
+
+/* vm_reserve's check of |size| against the device's page size |page|
+ * (its vm_granularity): WAFER_OK, or WAFER_ERROR_INVALID_ARGUMENT through
+ * set_error when it is 0 or not a multiple of |page|. */
+static inline wafer_status
+wafer_plugin_vm_reserve_check(const struct wafer_host_services *host,
+			      const char *plugin, size_t size, size_t page)
+{
+	if (size != 0 && size % page == 0)
+		return WAFER_OK;
+	host->set_error("%s: vm_reserve: size %zu must be a nonzero multiple "
+			"of the page size %zu",
+			plugin, size, page);
+	return WAFER_ERROR_INVALID_ARGUMENT;
+}
+
+/* vm_map's and vm_unmap's (|what|) check of [offset, offset + size) in
+ * |range|, a reserved range of |range_size| bytes (0 when |range| is not
+ * one: vm_reserve takes no empty range): WAFER_OK when it is a non-empty
+ * run of whole pages of |page| bytes inside the range, else
+ * WAFER_ERROR_INVALID_ARGUMENT through set_error. */
+static inline wafer_status
+wafer_plugin_vm_span_check(const struct wafer_host_services *host,
+			   const char *plugin, const char *what,
+			   wafer_resource range, size_t range_size,
+			   size_t offset, size_t size, size_t page)
+{
+	if (range_size == 0) {
+		host->set_error("%s: %s: 0x%" PRIx64 " is not a reserved range",
+				plugin, what, range);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (size == 0 || offset % page || size % page) {
+		host->set_error("%s: %s: offset %zu and size %zu must be "
+				"multiples of the page size %zu (size > 0)",
+				plugin, what, offset, size, page);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	if (size > range_size || offset > range_size - size) {
+		host->set_error("%s: %s: [%zu, +%zu) lies outside the %zu-byte "
+				"range",
+				plugin, what, offset, size, range_size);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return WAFER_OK;
+}
+
+/*===----------------------------------------------------------------------===
  * Catalogue parameter blocks: how far they reach into the bindings
  *===----------------------------------------------------------------------===*/
 
@@ -1189,6 +1239,15 @@ wafer_plugin_cached_build(const struct wafer_plugin_cached_build *b)
 	.graph_begin = prefix##_graph_begin, .graph_end = prefix##_graph_end,  \
 	.graph_launch = prefix##_graph_launch,                                 \
 	.graph_destroy = prefix##_graph_destroy
+
+/* The whole server table but the collectives, for a plugin that offers
+ * every other group under one prefix: WAFER_PLUGIN_SERVER_OPS, then the
+ * timer, interop, program, event and graph entries. */
+#define WAFER_PLUGIN_SERVER_OPS_ALL(prefix)                                    \
+	WAFER_PLUGIN_SERVER_OPS(prefix), WAFER_PLUGIN_TIMER_OPS(prefix),       \
+		WAFER_PLUGIN_INTEROP_SERVER_OPS(prefix),                       \
+		WAFER_PLUGIN_PROGRAM_OPS(prefix),                              \
+		WAFER_PLUGIN_EVENT_OPS(prefix), WAFER_PLUGIN_GRAPH_OPS(prefix)
 
 /* Defines the entry point returning |descriptor| whatever the core
  * speaks: on an ABI major mismatch the core reports both majors and

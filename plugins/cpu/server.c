@@ -315,14 +315,8 @@ static wafer_status cpu_server_timer_end(void *device, void *queue,
  * The table
  *===----------------------------------------------------------------------===*/
 
-#define CPU_SERVER_OPS_LOCAL                                                   \
-	WAFER_PLUGIN_SERVER_OPS(cpu), WAFER_PLUGIN_TIMER_OPS(cpu),             \
-		WAFER_PLUGIN_PROGRAM_OPS(cpu),                                 \
-		WAFER_PLUGIN_INTEROP_SERVER_OPS(cpu),                          \
-		WAFER_PLUGIN_EVENT_OPS(cpu), WAFER_PLUGIN_GRAPH_OPS(cpu)
-
 const struct wafer_server_ops cpu_server_ops = {
-	CPU_SERVER_OPS_LOCAL,
+	WAFER_PLUGIN_SERVER_OPS_ALL(cpu),
 	.comm_id = cpu_comm_id,
 	.comm_open = cpu_comm_open,
 	.comm_close = cpu_comm_close,
@@ -331,5 +325,5 @@ const struct wafer_server_ops cpu_server_ops = {
 
 /* Where cpu-mpi.so is not installed (plugin.c). */
 const struct wafer_server_ops cpu_server_ops_without_comm = {
-	CPU_SERVER_OPS_LOCAL,
+	WAFER_PLUGIN_SERVER_OPS_ALL(cpu),
 };

@@ -221,24 +221,9 @@ static void *range_pages(struct cpu_device *dev, wafer_resource range,
 	pthread_mutex_unlock(&dev->vm_lock);
 
 	cpu_device_drain(dev);
-	if (!r) {
-		host->set_error("cpu: %s: 0x%" PRIx64
-				" is not a reserved range",
-				what, range);
+	if (wafer_plugin_vm_span_check(host, "cpu", what, range, range_size,
+				       offset, size, dev->page_size))
 		return NULL;
-	}
-	if (size == 0 || offset % dev->page_size || size % dev->page_size) {
-		host->set_error("cpu: %s: offset %zu and size %zu must be "
-				"multiples of the page size %zu (size > 0)",
-				what, offset, size, dev->page_size);
-		return NULL;
-	}
-	if (size > range_size || offset > range_size - size) {
-		host->set_error("cpu: %s: [%zu, +%zu) lies outside the "
-				"%zu-byte range",
-				what, offset, size, range_size);
-		return NULL;
-	}
 	return (char *)cpu_resource_ptr(range) + offset;
 }
 
@@ -253,12 +238,8 @@ static wafer_status cpu_storage_vm_reserve(void *device, size_t size,
 	void *base;
 
 	*out_range = 0;
-	if (size == 0 || size % dev->page_size) {
-		host->set_error("cpu: vm_reserve: size %zu must be a nonzero "
-				"multiple of the page size %zu",
-				size, dev->page_size);
+	if (wafer_plugin_vm_reserve_check(host, "cpu", size, dev->page_size))
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
 	r = malloc(sizeof *r);
 	if (!r) {
 		host->set_error("cpu: vm_reserve: out of host memory");

@@ -267,17 +267,12 @@ out:
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_server_ops cuda_server_ops = {
-	WAFER_PLUGIN_SERVER_OPS(cuda),
-	WAFER_PLUGIN_TIMER_OPS(cuda),
-	WAFER_PLUGIN_INTEROP_SERVER_OPS(cuda),
-	WAFER_PLUGIN_PROGRAM_OPS(cuda),
+	/* Events and host callbacks (event.c), native graphs (graph.c). */
+	WAFER_PLUGIN_SERVER_OPS_ALL(cuda),
 	/* Collectives through NCCL (nccl.c): offered whatever NCCL's
 	 * presence, which comm_open reports. */
 	.comm_id = cuda_comm_id,
 	.comm_open = cuda_comm_open,
 	.comm_close = cuda_comm_close,
 	.comm_run = cuda_comm_run,
-	/* Events and host callbacks (event.c), native graphs (graph.c). */
-	WAFER_PLUGIN_EVENT_OPS(cuda),
-	WAFER_PLUGIN_GRAPH_OPS(cuda),
 };

@@ -375,37 +375,6 @@ static struct cuda_vm_range *find_range(struct cuda_device *dev,
 	return NULL;
 }
 
-/* Checks that [offset, offset + size) is a non-empty, page-aligned part of
- * range |r| (NULL: not a range). Called with vm_lock held. */
-static wafer_status check_pages(struct cuda_device *dev,
-				const struct cuda_vm_range *r,
-				wafer_resource range, size_t offset,
-				size_t size, const char *what)
-{
-	size_t g = dev->vm_granularity;
-
-	if (!r) {
-		dev->host->set_error("cuda: %s: 0x%" PRIx64
-				     " is not a reserved range",
-				     what, range);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (size == 0 || offset % g || size % g) {
-		dev->host->set_error("cuda: %s: offset %zu and size %zu must "
-				     "be multiples of the granularity %zu "
-				     "(size > 0)",
-				     what, offset, size, g);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (size > r->size || offset > r->size - size) {
-		dev->host->set_error("cuda: %s: [%zu, +%zu) lies outside the "
-				     "%zu-byte range",
-				     what, offset, size, r->size);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	return WAFER_OK;
-}
-
 static wafer_status vm_unavailable(struct cuda_device *dev, const char *what)
 {
 	dev->host->set_error("cuda: %s: cuda:%" PRIu32 " has no virtual "
@@ -426,12 +395,8 @@ static wafer_status cuda_storage_vm_reserve(void *device, size_t size,
 	*out_range = 0;
 	if (!g)
 		return vm_unavailable(dev, "vm_reserve");
-	if (size == 0 || size % g) {
-		dev->host->set_error("cuda: vm_reserve: size %zu must be a "
-				     "nonzero multiple of the granularity %zu",
-				     size, g);
+	if (wafer_plugin_vm_reserve_check(dev->host, "cuda", size, g))
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
@@ -552,7 +517,8 @@ static wafer_status lock_pages(struct cuda_device *dev, wafer_resource range,
 		return status;
 	pthread_mutex_lock(&dev->vm_lock);
 	r = find_range(dev, cuda_ptr(range), 0);
-	status = check_pages(dev, r, range, offset, size, what);
+	status = wafer_plugin_vm_span_check(dev->host, "cuda", what, range,
+					    r ? r->size : 0, offset, size, g);
 	for (size_t p = offset / g; status == WAFER_OK && p < (offset + size) / g;
 	     p++) {
 		if (page_is_mapped(r, p) == mapped)

@@ -802,10 +802,5 @@ static wafer_status lz_server_timer_end(void *device, void *queue,
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_server_ops lz_server_ops = {
-	WAFER_PLUGIN_SERVER_OPS(lz),
-	WAFER_PLUGIN_TIMER_OPS(lz),
-	WAFER_PLUGIN_INTEROP_SERVER_OPS(lz),
-	WAFER_PLUGIN_PROGRAM_OPS(lz),
-	WAFER_PLUGIN_EVENT_OPS(lz),
-	WAFER_PLUGIN_GRAPH_OPS(lz),
+	WAFER_PLUGIN_SERVER_OPS_ALL(lz),
 };

@@ -198,36 +198,6 @@ static struct lz_vm_range *find_range(struct lz_device *dev,
 	return NULL;
 }
 
-/* Checks [offset, offset + size) against the granularity and |r|. */
-static wafer_status check_pages(struct lz_device *dev,
-				const struct lz_vm_range *r,
-				wafer_resource range, size_t offset,
-				size_t size, const char *what)
-{
-	const struct wafer_host_services *host = lz_host(dev);
-	size_t page = dev->slot->vm_granularity;
-
-	if (!r) {
-		host->set_error("levelzero: %s: 0x%" PRIx64
-				" is not a reserved range",
-				what, range);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (size == 0 || offset % page || size % page) {
-		host->set_error("levelzero: %s: offset %zu and size %zu must be "
-				"multiples of the page size %zu (size > 0)",
-				what, offset, size, page);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	if (size > r->size || offset > r->size - size) {
-		host->set_error("levelzero: %s: [%zu, +%zu) lies outside the "
-				"%zu-byte range",
-				what, offset, size, r->size);
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
-	return WAFER_OK;
-}
-
 static wafer_status lz_storage_vm_reserve(void *device, size_t size,
 					  wafer_resource *out_range)
 {
@@ -244,12 +214,8 @@ static wafer_status lz_storage_vm_reserve(void *device, size_t size,
 				dev->slot->name);
 		return WAFER_ERROR_NOT_SUPPORTED;
 	}
-	if (size == 0 || size % page) {
-		host->set_error("levelzero: vm_reserve: size %zu must be a "
-				"nonzero multiple of the page size %zu",
-				size, page);
+	if (wafer_plugin_vm_reserve_check(host, "levelzero", size, page))
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	}
 	r = calloc(1, sizeof *r);
 	if (!r) {
 		host->set_error("levelzero: vm_reserve: out of host memory");
@@ -373,7 +339,9 @@ static wafer_status lock_pages(struct lz_device *dev, wafer_resource range,
 
 	pthread_mutex_lock(&dev->vm_lock);
 	r = find_range(dev, range, 0);
-	status = check_pages(dev, r, range, offset, size, what);
+	status = wafer_plugin_vm_span_check(lz_host(dev), "levelzero", what,
+					    range, r ? r->size : 0, offset,
+					    size, page);
 	for (size_t i = offset / page;
 	     status == WAFER_OK && i < (offset + size) / page; i++) {
 		if ((r->pages && r->pages[i]) == mapped)

@@ -327,11 +327,6 @@ static wafer_status ocl_server_timer_end(void *device, void *queue,
  *===----------------------------------------------------------------------===*/
 
 const struct wafer_server_ops ocl_server_ops = {
-	WAFER_PLUGIN_SERVER_OPS(ocl),
-	WAFER_PLUGIN_TIMER_OPS(ocl),
-	WAFER_PLUGIN_INTEROP_SERVER_OPS(ocl),
-	WAFER_PLUGIN_PROGRAM_OPS(ocl),
 	/* Events and host callbacks (event.c), recorded graphs (graph.c). */
-	WAFER_PLUGIN_EVENT_OPS(ocl),
-	WAFER_PLUGIN_GRAPH_OPS(ocl),
+	WAFER_PLUGIN_SERVER_OPS_ALL(ocl),
 };
