@@ -140,7 +140,6 @@ struct prep {
 	const struct wafer_kernel *entry;
 	const struct lz_kernel_impl *impl;
 	void *const *ptrs;
-	const size_t *sizes;
 	const void *params;
 	const uint32_t *local;
 	const struct lz_limits *limits;
@@ -188,6 +187,21 @@ static wafer_status prep_fill(const struct prep *p, struct lz_dispatch *d)
 	return WAFER_OK;
 }
 
+/* The counted families' arguments once |status|, their check, is
+ * WAFER_OK: |pointers| bindings, then |count| (a 64-bit argument), over
+ * |count| work-items. */
+static wafer_status counted_args(const struct prep *p, struct lz_dispatch *d,
+				 wafer_status status, uint32_t pointers,
+				 uint64_t count)
+{
+	if (status != WAFER_OK)
+		return status;
+	arg_pointers(d, p->ptrs, pointers);
+	arg_u64(d, 0, count);
+	shape_1d(d, p->limits, p->local, count);
+	return WAFER_OK;
+}
+
 /* unary (and copy) and binary: every binding holds count elements. */
 static wafer_status prep_elementwise(const struct prep *p,
 				     struct lz_dispatch *d)
@@ -199,12 +213,7 @@ static wafer_status prep_elementwise(const struct prep *p,
 	memcpy(&ep, p->params, sizeof ep);
 	status = wafer_plugin_check_count(&p->reach, ep.count,
 					  p->impl->element_size);
-	if (status != WAFER_OK)
-		return status;
-	arg_pointers(d, p->ptrs, n);
-	arg_u64(d, 0, ep.count);
-	shape_1d(d, p->limits, p->local, ep.count);
-	return WAFER_OK;
+	return counted_args(p, d, status, n, ep.count);
 }
 
 static wafer_status prep_scalar(const struct prep *p, struct lz_dispatch *d)
@@ -223,15 +232,13 @@ static wafer_status prep_scalar(const struct prep *p, struct lz_dispatch *d)
 	}
 	status = wafer_plugin_check_count(&p->reach, sp.count,
 					  p->impl->element_size);
+	status = counted_args(p, d, status, 2, sp.count);
 	if (status != WAFER_OK)
 		return status;
 	scalar = (float)sp.scalar;
 	first = sp.scalar_first;
-	arg_pointers(d, p->ptrs, 2);
-	arg_u64(d, 0, sp.count);
 	arg_32(d, 1, &scalar);
 	arg_32(d, 2, &first);
-	shape_1d(d, p->limits, p->local, sp.count);
 	return WAFER_OK;
 }
 
@@ -310,13 +317,8 @@ static wafer_status prep_cast(const struct prep *p, struct lz_dispatch *d)
 		status = wafer_plugin_check_holds(
 			&p->reach, 1, cp.count,
 			wafer_plugin_dtype_size(cp.dtype_in));
-	if (status != WAFER_OK)
-		return status;
 	d->kernel = cast_kernels[in][out];
-	arg_pointers(d, p->ptrs, 2);
-	arg_u64(d, 0, cp.count);
-	shape_1d(d, p->limits, p->local, cp.count);
-	return WAFER_OK;
+	return counted_args(p, d, status, 2, cp.count);
 }
 
 /* Reductions and softmax: one group of LZ_ROW_GROUP items per row. */
@@ -388,7 +390,6 @@ wafer_status lz_prepare(const struct wafer_host_services *host,
 		.entry = entry,
 		.impl = impl,
 		.ptrs = ptrs,
-		.sizes = sizes,
 		.params = params,
 		.local = local,
 		.limits = limits,
