@@ -880,6 +880,15 @@ static inline void wafer_plugin_forget_nothing(void *device,
 	.queue_native = prefix##_server_queue_native,                          \
 	.queue_wrap = prefix##_server_queue_wrap
 
+/* The storage ops' interop entries of a plugin whose imported resource is
+ * the caller's pointer itself: acme_storage_native and
+ * acme_storage_import, and a forget with nothing to drop (the memory is
+ * never the plugin's to free). */
+#define WAFER_PLUGIN_POINTER_INTEROP_STORAGE_OPS(prefix)                       \
+	.native = prefix##_storage_native,                                     \
+	.import = prefix##_storage_import,                                     \
+	.forget = wafer_plugin_forget_nothing
+
 /*===----------------------------------------------------------------------===
  * Programs: the caller's own kernels
  *===----------------------------------------------------------------------===*/
@@ -1221,6 +1230,15 @@ wafer_plugin_cached_build(const struct wafer_plugin_cached_build *b)
 	.vm_reserve = prefix##_storage_vm_reserve,                             \
 	.vm_release = prefix##_storage_vm_release,                             \
 	.vm_map = prefix##_storage_vm_map, .vm_unmap = prefix##_storage_vm_unmap
+
+/* The registered host memory entries (ABI 1.7) in the storage ops:
+ * acme_storage_host_register, _host_unregister, _copy_in_registered and
+ * _copy_out_registered. */
+#define WAFER_PLUGIN_HOST_REGISTER_OPS(prefix)                                 \
+	.host_register = prefix##_storage_host_register,                       \
+	.host_unregister = prefix##_storage_host_unregister,                   \
+	.copy_in_registered = prefix##_storage_copy_in_registered,             \
+	.copy_out_registered = prefix##_storage_copy_out_registered
 
 #define WAFER_PLUGIN_TIMER_OPS(prefix)                                         \
 	.timer_begin = prefix##_server_timer_begin,                            \

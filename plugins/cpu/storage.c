@@ -374,14 +374,9 @@ const struct wafer_storage_ops cpu_storage_ops = {
 	 * alloc already is "ordered" — and the core's `stream` strategy
 	 * reports itself unavailable on cpu. */
 	WAFER_PLUGIN_VM_OPS(cpu),
-	.native = cpu_storage_native,
-	.import = cpu_storage_import,
-	.forget = wafer_plugin_forget_nothing, /* the memory stays the caller's */
+	WAFER_PLUGIN_POINTER_INTEROP_STORAGE_OPS(cpu),
 	.copy_peer = cpu_storage_copy_peer,
-	.host_register = cpu_storage_host_register,
-	.host_unregister = cpu_storage_host_unregister,
-	.copy_in_registered = cpu_storage_copy_in_registered,
-	.copy_out_registered = cpu_storage_copy_out_registered,
+	WAFER_PLUGIN_HOST_REGISTER_OPS(cpu),
 	/* host_alloc/host_free: NULL. Device memory is host memory; uploads
 	 * and downloads are a memcpy from the caller's buffer and need no
 	 * page-locked staging. */

@@ -843,16 +843,9 @@ const struct wafer_storage_ops cuda_storage_ops = {
 	.free_async = cuda_storage_free_async,
 	WAFER_PLUGIN_VM_OPS(cuda),
 	.figure = cuda_storage_figure,
-	.native = cuda_storage_native,
-	.import = cuda_storage_import,
-	/* The resource is the caller's pointer itself: no record to drop,
-	 * and the memory is never ours to free. */
-	.forget = wafer_plugin_forget_nothing,
+	WAFER_PLUGIN_POINTER_INTEROP_STORAGE_OPS(cuda),
 	.copy_peer = cuda_storage_copy_peer,
-	.host_register = cuda_storage_host_register,
-	.host_unregister = cuda_storage_host_unregister,
-	.copy_in_registered = cuda_storage_copy_in_registered,
-	.copy_out_registered = cuda_storage_copy_out_registered,
+	WAFER_PLUGIN_HOST_REGISTER_OPS(cuda),
 	/* host_alloc/host_free: retired in ABI 1.1 (NULL); staging.c keeps
 	 * its own pinned buffers. */
 };

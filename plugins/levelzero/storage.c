@@ -578,11 +578,7 @@ const struct wafer_storage_ops lz_storage_ops = {
 	 * allocator; the core's `stream` strategy falls back to plain
 	 * alloc and free here (and says so in its log). */
 	WAFER_PLUGIN_VM_OPS(lz),
-	.native = lz_storage_native,
-	.import = lz_storage_import,
-	/* The resource is the caller's pointer itself: no record to drop,
-	 * and the memory is never ours to free. */
-	.forget = wafer_plugin_forget_nothing,
+	WAFER_PLUGIN_POINTER_INTEROP_STORAGE_OPS(lz),
 	/* host_alloc/host_free: NULL, retired in ABI 1.1. */
 };
 
