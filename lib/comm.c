@@ -471,6 +471,72 @@ void wafer__comm_client_closing(wafer_client *client)
 	}
 }
 
+/* The plugin's comm_split for one rank of |parent|, after the
+ * collectives issued on its client ran (the split is a collective of
+ * the transport, issued here on the caller's thread, so nothing of
+ * |parent| may still be in flight on the client's own). */
+WAFER_API wafer_status wafer_comm_split(wafer_comm *token, int32_t color,
+					int32_t key, wafer_comm **out_comm)
+{
+	struct wafer_comm *parent, *comm;
+	struct wafer__command sync = {.kind = WAFER_COMMAND_SYNC};
+	wafer_status status;
+
+	if (out_comm)
+		*out_comm = NULL;
+	if (!token || !out_comm)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "wafer_comm_split: %s is NULL",
+				   token ? "out_comm" : "comm");
+	parent = comm_find(token);
+	if (!parent)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "wafer_comm_split: communicator %p is not "
+				   "open (closed, or its client closed)",
+				   (void *)token);
+	if (color < WAFER_COMM_SPLIT_NONE)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "wafer_comm_split: colour %" PRId32 " (want "
+				   "0 or more, or WAFER_COMM_SPLIT_NONE)",
+				   color);
+	struct wafer_runtime_device *device = parent->device;
+	if (!device->plugin->server->comm_split)
+		return wafer__fail(WAFER_ERROR_NOT_SUPPORTED,
+				   "wafer_comm_split: sub-communicators not "
+				   "supported by %s (its plugin has no "
+				   "comm_split, ABI 1.7)",
+				   device->backend);
+	status = wafer__client_submit(parent->client, &sync);
+	if (status != WAFER_OK)
+		return wafer__fail_context(status, "wafer_comm_split: rank %u "
+					   "of %u, waiting for its collectives",
+					   parent->rank, parent->size);
+	comm = calloc(1, sizeof *comm);
+	if (!comm)
+		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+				   "wafer_comm_split: out of host memory");
+	wafer__error_clear();
+	status = device->plugin->server->comm_split(
+		device->device, parent->native, color, key, &comm->native,
+		&comm->rank, &comm->size);
+	if (status != WAFER_OK || !comm->native) {
+		free(comm);
+		if (status != WAFER_OK)
+			return wafer__fail_context(
+				status,
+				"wafer_comm_split: %s:%u, rank %u of %u, colour "
+				"%" PRId32 ", key %" PRId32,
+				device->backend, device->index, parent->rank,
+				parent->size, color, key);
+		return WAFER_OK; /* WAFER_COMM_SPLIT_NONE */
+	}
+	comm->client = parent->client;
+	comm->device = device;
+	comm_register(comm);
+	*out_comm = comm_token(comm);
+	return WAFER_OK;
+}
+
 WAFER_API uint32_t wafer_comm_rank(const wafer_comm *token)
 {
 	const struct wafer_comm *comm = token ? comm_find(token) : NULL;

@@ -98,6 +98,24 @@ WAFER_API wafer_status wafer_comm_close(wafer_comm *comm);
 WAFER_API uint32_t wafer_comm_rank(const wafer_comm *comm);
 WAFER_API uint32_t wafer_comm_size(const wafer_comm *comm);
 
+/* wafer_comm_split's colour for a rank that joins no new communicator. */
+#define WAFER_COMM_SPLIT_NONE (-1)
+
+/* Splits |comm| into sub-communicators (tensor x data parallel
+ * layouts): every rank of |comm| calls it, and the ranks that give the
+ * same |color| (0 or more) form one new communicator on the same
+ * client, ranked by |key|, ties by their rank in |comm|. A rank that
+ * gives WAFER_COMM_SPLIT_NONE joins none: |*out_comm| is NULL. Waits for
+ * the collectives issued on |comm|'s client, then blocks until every
+ * rank of |comm| called it (ncclCommSplit, MPI_Comm_split): ranks of one
+ * process call it from their own threads. Close the new communicator
+ * like any other; |comm| stays open. Errors:
+ * WAFER_ERROR_INVALID_ARGUMENT for a colour below -1;
+ * WAFER_ERROR_NOT_SUPPORTED where the plugin cannot split (ABI 1.7
+ * entry comm_split; NCCL before 2.18). See wafer_comm_split(3). */
+WAFER_API wafer_status wafer_comm_split(wafer_comm *comm, int32_t color,
+					int32_t key, wafer_comm **out_comm);
+
 /* The collectives. |src| and |dst| are handles of the communicator's
  * client; counts are elements of |dtype| (f32, f16 and bf16 on every
  * backend with collectives). Every rank issues the same collectives in

@@ -37,6 +37,7 @@
  *  1.4  peer copy, collectives
  *  1.5  events and host callbacks
  *  1.6  native graphs; relu of NaN is NaN (before: 0 or NaN)
+ *  1.7  sub-communicators (comm_split)
  *
  * This header needs nothing but the C standard library and wafer/types.h. */
 #ifndef WAFER_PLUGIN_H
@@ -52,7 +53,7 @@ extern "C" {
 #endif
 
 #define WAFER_PLUGIN_ABI_MAJOR 1
-#define WAFER_PLUGIN_ABI_MINOR 6
+#define WAFER_PLUGIN_ABI_MINOR 7
 
 /* The one symbol a plugin exports. */
 #define WAFER_PLUGIN_QUERY_SYMBOL "wafer_plugin_query"
@@ -602,6 +603,19 @@ struct wafer_server_ops {
 	/* Frees |graph|; launches of it issued before still run (CUDA
 	 * cuGraphExecDestroy). */
 	void (*graph_destroy)(void *device, void *graph);
+
+	/* Since ABI 1.7, optional: sub-communicators (wafer_comm_split).
+	 * Every rank of |comm| calls it (from its own thread where ranks
+	 * share a process) once the core synchronised the queues that used
+	 * |comm|; it blocks until all did (ncclCommSplit, MPI_Comm_split).
+	 * The ranks of one |color| (0 or more) form a new communicator on
+	 * |device|, ranked by |key|, ties by their rank in |comm|; the new
+	 * rank and size go to |*out_rank| and |*out_size|. |color| -1
+	 * joins none: |*out_comm| NULL, WAFER_OK. Without it
+	 * wafer_comm_split reports NOT_SUPPORTED. */
+	wafer_status (*comm_split)(void *device, void *comm, int32_t color,
+				   int32_t key, void **out_comm,
+				   uint32_t *out_rank, uint32_t *out_size);
 };
 
 /* event_create's flags. */

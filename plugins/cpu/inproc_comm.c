@@ -568,3 +568,49 @@ inproc_comm_status inproc_comm_recv(inproc_comm *comm, void *dst,
 	pthread_mutex_unlock(&g->lock);
 	return mismatch ? INPROC_COMM_MISMATCH : INPROC_COMM_OK;
 }
+
+/* Every rank learns every rank's colour and key (an all_gather) and a
+ * base id from rank 0 (a broadcast); the ranks of one colour then join
+ * the group named by the base id with the colour written into it, each
+ * at its place among that colour's keys. */
+inproc_comm_status inproc_comm_split(inproc_comm *comm, int32_t color,
+				     int32_t key, unsigned timeout_ms,
+				     inproc_comm **out)
+{
+	uint32_t size = comm->group->size, rank = 0, members = 0;
+	int32_t mine[2] = {color < 0 ? -1 : color, key}, *all;
+	uint8_t id[INPROC_COMM_ID_BYTES];
+	inproc_comm_status s;
+
+	*out = NULL;
+	if (comm->rank == 0)
+		inproc_comm_id_new(id);
+	all = malloc(2 * sizeof *all * size);
+	/* Both collectives still run without it, so nobody waits. */
+	s = inproc_comm_all_gather(comm, mine, all ? (void *)all : (void *)id,
+				   all ? 2 : 0, INPROC_COMM_I32);
+	if (s == INPROC_COMM_OK)
+		s = inproc_comm_broadcast(comm, id, id,
+					  INPROC_COMM_ID_BYTES / 4,
+					  INPROC_COMM_I32, 0);
+	if (s == INPROC_COMM_OK && !all)
+		s = INPROC_COMM_NO_MEMORY;
+	if (s != INPROC_COMM_OK || mine[0] < 0) {
+		free(all);
+		return s;
+	}
+	for (uint32_t r = 0; r < size; r++) {
+		if (all[2 * r] != mine[0])
+			continue;
+		members++;
+		if (all[2 * r + 1] < key ||
+		    (all[2 * r + 1] == key && r < comm->rank))
+			rank++;
+	}
+	free(all);
+	/* The tail of an id is zeros (inproc_comm_id_new): the colour goes
+	 * there, one group per colour. */
+	memcpy(id + INPROC_COMM_ID_BYTES - sizeof mine[0], &mine[0],
+	       sizeof mine[0]);
+	return inproc_comm_join(id, rank, members, timeout_ms, out);
+}

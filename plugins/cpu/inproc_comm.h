@@ -73,6 +73,15 @@ uint32_t inproc_comm_waiting(const uint8_t id[INPROC_COMM_ID_BYTES]);
  * the group goes with its last rank. NULL is a no-op. */
 void inproc_comm_leave(inproc_comm *comm);
 
+/* Splits the group: every rank calls it; ranks of one |color| (0 or
+ * more) join a new group, ranked by |key|, ties by rank here. |color|
+ * below 0 joins none (|*out| NULL, INPROC_COMM_OK). Blocks until every
+ * rank of the new group joined, waiting up to |timeout_ms| (0: for
+ * ever), as inproc_comm_join. */
+inproc_comm_status inproc_comm_split(inproc_comm *comm, int32_t color,
+				     int32_t key, unsigned timeout_ms,
+				     inproc_comm **out);
+
 uint32_t inproc_comm_rank(const inproc_comm *comm);
 uint32_t inproc_comm_size(const inproc_comm *comm);
 

@@ -15,6 +15,8 @@
  *               one); a caller's ncclComm_t (args->native) is used as it
  *               is, once its rank, size and GPU match, and never freed.
  *   comm_close  ncclCommDestroy (the core synchronised the queues).
+ *   comm_split  ncclCommSplit (NCCL 2.18 and later; resolved apart, so
+ *               an older NCCL still gives the rest).
  *   comm_run    ncclAllReduce, ncclBroadcast, ncclAllGather,
  *               ncclReduceScatter, ncclSend, ncclRecv on the queue's stream: ordered with the
  *               kernels and copies there like one of them.
@@ -63,6 +65,8 @@ struct cuda_nccl {
 	struct cuda_library library;
 	int version; /* NCCL_VERSION_CODE of the loaded library */
 	NCCL_FUNCTIONS(NCCL_MEMBER)
+	/* Since NCCL 2.18; NULL before: wafer_comm_split is not offered. */
+	__typeof__(ncclCommSplit) *ncclCommSplit;
 };
 
 /* One communicator: NCCL's, and whether it is ours to destroy. */
@@ -86,6 +90,8 @@ static const char *resolve(void *handle, void *table)
 	struct cuda_nccl *n = table;
 
 	NCCL_FUNCTIONS(NCCL_RESOLVE)
+	n->ncclCommSplit =
+		(__typeof__(n->ncclCommSplit))dlsym(handle, "ncclCommSplit");
 	return NULL;
 }
 
@@ -331,6 +337,60 @@ void cuda_comm_close(void *device, void *comm)
 	free(c);
 }
 
+wafer_status cuda_comm_split(void *device, void *comm, int32_t color,
+			     int32_t key, void **out_comm, uint32_t *out_rank,
+			     uint32_t *out_size)
+{
+	struct cuda_device *dev = device;
+	struct cuda_comm *parent = comm, *c;
+	const struct cuda_nccl *n = parent->nccl;
+	int rank = 0, count = 0;
+	wafer_status status;
+	ncclResult_t r;
+
+	*out_comm = NULL;
+	if (!n->ncclCommSplit) {
+		dev->host->set_error("cuda: sub-communicators need "
+				     "ncclCommSplit (NCCL 2.18 or later); "
+				     "%s is NCCL %d.%d.%d",
+				     n->library.path, n->version / 10000,
+				     n->version / 100 % 100, n->version % 100);
+		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	c = calloc(1, sizeof *c);
+	if (!c) {
+		dev->host->set_error("cuda: cannot allocate a communicator");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	c->nccl = n;
+	c->comm = NULL;
+	r = n->ncclCommSplit(parent->comm, color < 0 ? NCCL_SPLIT_NOCOLOR
+						     : (int)color,
+			     (int)key, &c->comm, NULL);
+	if (r == ncclSuccess && c->comm)
+		r = n->ncclCommUserRank(c->comm, &rank);
+	if (r == ncclSuccess && c->comm)
+		r = n->ncclCommCount(c->comm, &count);
+	if (r != ncclSuccess) {
+		if (c->comm)
+			n->ncclCommDestroy(c->comm);
+		free(c);
+		return nccl_fail(dev, n, parent->comm, r, "ncclCommSplit");
+	}
+	if (!c->comm) { /* NCCL_SPLIT_NOCOLOR */
+		free(c);
+		return WAFER_OK;
+	}
+	c->owned = 1;
+	*out_rank = (uint32_t)rank;
+	*out_size = (uint32_t)count;
+	*out_comm = c;
+	return WAFER_OK;
+}
+
 static int nccl_dtype(wafer_dtype dtype, ncclDataType_t *out)
 {
 	switch (dtype) {
@@ -455,6 +515,14 @@ void cuda_comm_close(void *device, void *comm)
 wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 			   const struct wafer_collective *c)
 {
+	return no_nccl(device);
+}
+
+wafer_status cuda_comm_split(void *device, void *comm, int32_t color,
+			     int32_t key, void **out_comm, uint32_t *out_rank,
+			     uint32_t *out_size)
+{
+	*out_comm = NULL;
 	return no_nccl(device);
 }
 

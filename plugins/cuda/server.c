@@ -284,6 +284,7 @@ const struct wafer_server_ops cuda_server_ops = {
 	.comm_open = cuda_comm_open,
 	.comm_close = cuda_comm_close,
 	.comm_run = cuda_comm_run,
+	.comm_split = cuda_comm_split,
 	/* Events and host callbacks (event.c). */
 	.event_create = cuda_event_create,
 	.event_destroy = cuda_event_destroy,

@@ -147,6 +147,12 @@ TESTS += t/api/comm t/api/peer
 t_api_comm_LDADD = libwafer.la -lpthread
 t_api_peer_LDADD = libwafer.la -lpthread
 BACKEND_NEUTRAL_TESTS += t/api/comm t/api/peer
+# Sub-communicators, 2 x 2 (t/comm_split.h, shared with t/cpu/comm_mpi).
+check_PROGRAMS += t/api/comm_split
+TESTS += t/api/comm_split
+t_api_comm_split_LDADD = libwafer.la -lpthread
+BACKEND_NEUTRAL_TESTS += t/api/comm_split
+EXTRA_DIST += t/comm_split.h
 
 # Several queues on one client, events and host callbacks (queue.h,
 # wafer-queue(7)), on every channel.

@@ -196,6 +196,9 @@ suite comm FAKECUDA_DEVICES=2
 suite comm FAKECUDA_DEVICES=2 FAKECUDA_DELAY_US=20
 if [ -e "$nccl" ]; then
 	suite comm
+	# Sub-communicators, 2 x 2 on four stand-in GPUs (ncclCommSplit).
+	suite comm_split FAKECUDA_DEVICES=4
+	suite comm_split FAKECUDA_DEVICES=4 FAKECUDA_DELAY_US=20
 else
 	skip "t/api/comm on cuda (stand-in)" "no stand-in NCCL (nccl.h not found)"
 fi

@@ -301,6 +301,47 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id,
 	return ncclSuccess;
 }
 
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+			   ncclComm_t *newcomm, ncclConfig_t *config)
+{
+	long timeout = getenv("FAKENCCL_TIMEOUT_MS")
+			       ? atol(getenv("FAKENCCL_TIMEOUT_MS"))
+			       : 120000;
+	struct ncclComm *c;
+	inproc_comm_status s;
+
+	(void)config;
+	if (!comm || !newcomm)
+		return fail(ncclInvalidArgument, "ncclCommSplit: NULL");
+	*newcomm = NULL;
+	if (color < NCCL_SPLIT_NOCOLOR)
+		return fail(ncclInvalidArgument, "ncclCommSplit: colour %d",
+			    color);
+	c = calloc(1, sizeof *c);
+	/* Into the split even without memory: the others wait for it. */
+	s = inproc_comm_split(comm->ranks, c ? color : -1, key,
+			      timeout > 0 ? (unsigned)timeout : 0,
+			      c ? &c->ranks : &(inproc_comm *){NULL});
+	if (s != INPROC_COMM_OK || !c || !c->ranks) {
+		free(c);
+		if (s != INPROC_COMM_OK)
+			return fail(ncclSystemError, "ncclCommSplit(rank %d, "
+				    "colour %d): %s", comm->rank, color,
+				    inproc_comm_status_text(s));
+		return c ? ncclSuccess
+			 : fail(ncclSystemError, "ncclCommSplit: out of "
+				"memory");
+	}
+	c->rank = (int)inproc_comm_rank(c->ranks);
+	c->size = (int)inproc_comm_size(c->ranks);
+	c->device = comm->device;
+	c->ctx = comm->ctx;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->idle, NULL);
+	*newcomm = c;
+	return ncclSuccess;
+}
+
 struct init_all {
 	ncclComm_t *comm;
 	int ndev, device;
