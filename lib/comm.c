@@ -30,6 +30,7 @@
 #include "lib/bridge.h"
 #include "lib/client.h"
 #include "lib/comm.h"
+#include "lib/config.h"
 #include "lib/error.h"
 #include "lib/kernel_table.h"
 #include "lib/log.h"
@@ -43,6 +44,10 @@ struct wafer_comm {
 	uintptr_t token; /* what the caller holds (a wafer_comm *) */
 	struct wafer_comm *next; /* in open_comms */
 };
+
+/* [comm] timeout when unset: longer than any one collective takes, so
+ * only a rank that is gone reaches it (PyTorch's NCCL default too). */
+#define COMM_TIMEOUT_DEFAULT_S 600.0
 
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct wafer_comm *open_comms;
@@ -132,6 +137,29 @@ WAFER_API wafer_status wafer_comm_id_create(wafer_client *client,
 	return WAFER_OK;
 }
 
+/* [comm] timeout (wafer.conf(5)) in milliseconds, 0 for ever. */
+static wafer_status comm_timeout(wafer_client *client, uint64_t *out_ms)
+{
+	const struct wafer__config *config =
+		wafer__runtime_get_config(wafer__client_runtime(client));
+	double seconds;
+	wafer_status status = wafer__config_get_double(
+		config, "comm", "timeout", COMM_TIMEOUT_DEFAULT_S, &seconds);
+
+	if (status == WAFER_OK && (seconds < 0 || seconds > 1e9))
+		status = wafer__fail(WAFER_ERROR_CONFIG,
+				     "%s: [comm] timeout is %g s: want 0 (for "
+				     "ever) to 1e9",
+				     wafer__config_lookup(config, "comm",
+							  "timeout")
+					     ->origin,
+				     seconds);
+	*out_ms = status == WAFER_OK ? (uint64_t)(seconds * 1000 + 0.5) : 0;
+	if (status == WAFER_OK && seconds > 0 && *out_ms == 0)
+		*out_ms = 1; /* below a millisecond, not for ever */
+	return status;
+}
+
 /* The plugin's comm_open for one rank, and the communicator around it.
  * |fn| names the public call in errors. */
 static wafer_status comm_open(const char *fn, wafer_client *client,
@@ -149,8 +177,10 @@ static wafer_status comm_open(const char *fn, wafer_client *client,
 		.native = native,
 	};
 	struct wafer_comm *comm;
-	wafer_status status;
+	wafer_status status = comm_timeout(client, &args.timeout_ms);
 
+	if (status != WAFER_OK)
+		return wafer__fail_context(status, "%s", fn);
 	comm = calloc(1, sizeof *comm);
 	if (!comm)
 		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,

@@ -37,7 +37,7 @@
  *  1.4  peer copy, collectives
  *  1.5  events and host callbacks
  *  1.6  native graphs; relu of NaN is NaN (before: 0 or NaN)
- *  1.7  sub-communicators (comm_split)
+ *  1.7  sub-communicators (comm_split); comm_open_args.timeout_ms
  *
  * This header needs nothing but the C standard library and wafer/types.h. */
 #ifndef WAFER_PLUGIN_H
@@ -398,6 +398,13 @@ struct wafer_comm_open_args {
 	 * documents it (cpu: an MPI_Comm *; cuda: an ncclComm_t); the plugin
 	 * never frees it. */
 	void *native;
+	/* Since ABI 1.7 (check struct_size): how long a wait for this
+	 * communicator's collectives may go without their finishing before
+	 * the plugin aborts the communicator and fails the wait, naming it,
+	 * its rank and the collective ([comm] timeout, wafer.conf(5)); 0
+	 * for ever. Asynchronous errors of the engine abort at once. A
+	 * communicator split from this one keeps it. */
+	uint64_t timeout_ms;
 };
 
 /* One collective on |count| elements of |dtype| (see

@@ -31,6 +31,7 @@ static wafer_status status_of(inproc_comm_status s)
 	case INPROC_COMM_NO_MEMORY:
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	case INPROC_COMM_TIMEOUT:
+	case INPROC_COMM_ABORTED:
 		return WAFER_ERROR_DEVICE;
 	}
 	return WAFER_ERROR_INTERNAL;

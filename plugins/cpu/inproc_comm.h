@@ -35,6 +35,7 @@ typedef enum inproc_comm_status {
 	INPROC_COMM_NO_MEMORY,
 	INPROC_COMM_MISMATCH,  /* ranks called different collectives */
 	INPROC_COMM_TIMEOUT,   /* join: the others did not come in time */
+	INPROC_COMM_ABORTED,   /* the group was aborted (inproc_comm_abort) */
 } inproc_comm_status;
 
 typedef enum inproc_comm_dtype {
@@ -81,6 +82,13 @@ void inproc_comm_leave(inproc_comm *comm);
 inproc_comm_status inproc_comm_split(inproc_comm *comm, int32_t color,
 				     int32_t key, unsigned timeout_ms,
 				     inproc_comm **out);
+
+/* Aborts the whole group, as a transport does when a rank gives up:
+ * every call of any rank waiting in it returns INPROC_COMM_ABORTED at
+ * once, and so does every later one. Any thread, any time. */
+void inproc_comm_abort(inproc_comm *comm);
+/* Whether the group was aborted (by any rank). */
+int inproc_comm_aborted(inproc_comm *comm);
 
 uint32_t inproc_comm_rank(const inproc_comm *comm);
 uint32_t inproc_comm_size(const inproc_comm *comm);

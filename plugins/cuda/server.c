@@ -77,7 +77,9 @@ static void cuda_server_queue_destroy(void *device, void *queue)
 	 * the staging buffers must not go back while copies use them. A
 	 * download nobody synced for is dropped: its destination may be
 	 * gone. */
+	cuda_comm_wait(dev, q); /* a hung collective is aborted */
 	dev->drv->cuStreamSynchronize(q->stream);
+	cuda_comm_watch_free(dev, q);
 	cuda_staging_retire_all(dev, q, 0);
 	if (q->blas)
 		cuda_cublas_queue_done(dev, q);
@@ -97,10 +99,18 @@ static wafer_status cuda_server_sync(void *device, void *queue)
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
+	/* Collectives first: their wait gives up on a rank that is gone,
+	 * where cuStreamSynchronize would wait for ever. */
+	wafer_status collectives = cuda_comm_wait(dev, q);
 	result = dev->drv->cuStreamSynchronize(q->stream);
 	/* Downloads reach their destinations only if the stream ran to the
 	 * end without failing. */
-	cuda_staging_retire_all(dev, q, result == CUDA_SUCCESS);
+	cuda_staging_retire_all(dev, q, result == CUDA_SUCCESS &&
+					       collectives == WAFER_OK);
+	if (collectives != WAFER_OK) {
+		wafer_plugin_deferred_clear(&q->failed);
+		return collectives;
+	}
 	if (result != CUDA_SUCCESS) {
 		wafer_plugin_deferred_clear(&q->failed);
 		return cuda_fail(dev->state, result, "cuStreamSynchronize");

@@ -38,12 +38,23 @@
  *    ncclCommUserRank, ncclCommCuDevice, ncclCommInitAll (one thread a
  *    device, each with that device's primary context);
  *  - ncclSend and ncclRecv, queued like the collectives; on the stream's
- *    thread a send waits until the peer's recv copied its data.
+ *    thread a send waits until the peer's recv copied its data;
+ *  - ncclCommSplit (colour NCCL_SPLIT_NOCOLOR: no communicator), the
+ *    new communicator on the parent's device;
+ *  - ncclCommAbort aborts the whole group: what any rank waits for in it
+ *    fails at once, the other ranks' ncclCommGetAsyncError then says
+ *    ncclRemoteError; the aborted communicator is freed;
+ *  - failure modes, each naming a rank, read when a communicator is
+ *    made: FAKENCCL_HANG_RANK=r, rank r's collectives are accepted and
+ *    never take part (a process that stopped: its peers wait for it);
+ *    FAKENCCL_ASYNC_FAIL_RANK=r, rank r's first collective fails on the
+ *    stream (ncclCommGetAsyncError: ncclSystemError) and hangs there
+ *    until the communicator is aborted.
  *
  * Not modelled: several ranks' ncclCommInitRank from one thread inside
- * a group (each call here blocks until the others joined), async errors
- * (ncclCommGetAsyncError), and everything else of <nccl.h>, which the
- * library does not export (a caller needing it fails to resolve it).
+ * a group (each call here blocks until the others joined), and
+ * everything else of <nccl.h>, which the library does not export (a
+ * caller needing it fails to resolve it).
  *
  * The driver is FAKENCCL_DRIVER when set, else the t/standins/fakecuda.so already
  * loaded in the process (the plugin's), else libcuda.so.1. */
@@ -56,6 +67,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda.h>
 
@@ -79,6 +91,10 @@ struct ncclComm {
 	pthread_cond_t idle;
 	unsigned pending; /* collectives queued, not yet run */
 	int broken;       /* one failed: later ones fail at once */
+	ncclResult_t async_error; /* under lock: ncclCommGetAsyncError */
+	/* The failure modes, read from the environment at init. */
+	int hangs;      /* FAKENCCL_HANG_RANK: never takes part */
+	int fails_mid;  /* FAKENCCL_ASYNC_FAIL_RANK: fails on the stream */
 };
 
 /*===----------------------------------------------------------------------===
@@ -241,6 +257,15 @@ static ncclResult_t distinct_devices(struct ncclComm *c)
 	return ncclSuccess;
 }
 
+/* Whether the environment variable |name| names this communicator's
+ * rank. */
+static int rank_named(const struct ncclComm *c, const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && atoi(v) == c->rank;
+}
+
 ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id,
 			      int rank)
 {
@@ -297,6 +322,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id,
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->idle, NULL);
+	c->hangs = rank_named(c, "FAKENCCL_HANG_RANK");
+	c->fails_mid = rank_named(c, "FAKENCCL_ASYNC_FAIL_RANK");
 	*out = c;
 	return ncclSuccess;
 }
@@ -426,6 +453,29 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
 	return ncclSuccess;
 }
 
+/* Aborts the whole group (its peers see ncclRemoteError), lets the
+ * collectives queued on this rank fail at once, and frees the
+ * communicator, as NCCL does (no ncclCommDestroy after). */
+ncclResult_t ncclCommAbort(ncclComm_t comm)
+{
+	if (!comm)
+		return ncclSuccess;
+	inproc_comm_abort(comm->ranks);
+	return ncclCommDestroy(comm);
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+{
+	if (!comm || !asyncError)
+		return fail(ncclInvalidArgument, "ncclCommGetAsyncError: NULL");
+	pthread_mutex_lock(&comm->lock);
+	*asyncError = comm->async_error;
+	pthread_mutex_unlock(&comm->lock);
+	if (*asyncError == ncclSuccess && inproc_comm_aborted(comm->ranks))
+		*asyncError = ncclRemoteError; /* a peer gave up */
+	return ncclSuccess;
+}
+
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 {
 	if (!comm || !count)
@@ -512,6 +562,23 @@ static void run_job(void *arg, int ok)
 		fprintf(stderr, "fakenccl: %s (rank %d): not run, the "
 			"stream's context faulted\n", kind_names[j->kind],
 			c->rank);
+	} else if (c->hangs) {
+		/* A rank that stopped: its peers wait for it. */
+		fprintf(stderr, "fakenccl: %s (rank %d): not taking part, as "
+			"FAKENCCL_HANG_RANK asks\n", kind_names[j->kind],
+			c->rank);
+	} else if (c->fails_mid) {
+		/* Fails on the device and hangs there, as a collective whose
+		 * network went away: only an abort ends it. */
+		fprintf(stderr, "fakenccl: %s (rank %d): failing mid-collective, "
+			"as FAKENCCL_ASYNC_FAIL_RANK asks\n",
+			kind_names[j->kind], c->rank);
+		pthread_mutex_lock(&c->lock);
+		c->async_error = ncclSystemError;
+		pthread_mutex_unlock(&c->lock);
+		while (!inproc_comm_aborted(c->ranks))
+			nanosleep(&(struct timespec){0, 1000000}, NULL);
+		s = INPROC_COMM_ABORTED;
 	} else if (c->broken) {
 		fprintf(stderr, "fakenccl: %s (rank %d): not run, an earlier "
 			"collective of this communicator failed\n",
