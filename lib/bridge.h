@@ -153,6 +153,9 @@ struct wafer__command {
 			struct wafer_collective args;
 		} collective;
 		struct {
+			bool begin; /* else end */
+		} comm_group;
+		struct {
 			struct wafer__handle_slot *dst;
 			const struct wafer__bridge *src_bridge;
 			struct wafer__handle_slot *src;

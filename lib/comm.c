@@ -41,6 +41,7 @@ struct wafer_comm {
 	void *native; /* the plugin's */
 	uint32_t rank;
 	uint32_t size;
+	unsigned group_depth; /* atomic: wafer_comm_group_begin's open */
 	uintptr_t token; /* what the caller holds (a wafer_comm *) */
 	struct wafer_comm *next; /* in open_comms */
 };
@@ -783,6 +784,75 @@ WAFER_API wafer_status wafer_comm_recv(wafer_comm *comm, wafer_handle dst,
 {
 	return collective("wafer_comm_recv", comm, WAFER_COLLECTIVE_RECV, dst,
 			  dst, count, dtype, WAFER_REDUCE_SUM, peer);
+}
+
+/* begin or end of a group: a command on the client's channel, so the
+ * plugin's comm_group_begin/end run on the thread that issues the
+ * collectives, in their order; nothing where the plugin has none. */
+static wafer_status comm_group(const char *fn, wafer_comm *token, bool begin)
+{
+	struct wafer_comm *comm = token ? comm_find(token) : NULL;
+
+	if (!comm)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   token ? "%s: communicator %p is not open "
+					   "(closed, or its client closed)"
+					 : "%s: comm is NULL",
+				   fn, (void *)token);
+	if (begin) {
+		__atomic_add_fetch(&comm->group_depth, 1, __ATOMIC_RELAXED);
+	} else {
+		unsigned depth = __atomic_load_n(&comm->group_depth,
+						 __ATOMIC_RELAXED);
+		do {
+			if (depth == 0)
+				return wafer__fail(
+					WAFER_ERROR_INVALID_ARGUMENT,
+					"%s: no group begun on communicator "
+					"%p (rank %u of %u): call "
+					"wafer_comm_group_begin first",
+					fn, (void *)token, comm->rank,
+					comm->size);
+		} while (!__atomic_compare_exchange_n(
+			&comm->group_depth, &depth, depth - 1, false,
+			__ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	}
+	if (!comm->device->plugin->server->comm_group_begin)
+		return WAFER_OK;
+	struct wafer__command command = {
+		.kind = WAFER_COMMAND_COMM_GROUP,
+		.comm_group = {.begin = begin},
+	};
+	return wafer__client_submit(comm->client, &command);
+}
+
+WAFER_API wafer_status wafer_comm_group_begin(wafer_comm *comm)
+{
+	return comm_group("wafer_comm_group_begin", comm, true);
+}
+
+WAFER_API wafer_status wafer_comm_group_end(wafer_comm *comm)
+{
+	return comm_group("wafer_comm_group_end", comm, false);
+}
+
+wafer_status wafer__comm_run_group(struct wafer__bridge *bridge,
+				   struct wafer__command *c)
+{
+	const struct wafer_server_ops *server = bridge->device->plugin->server;
+	wafer_status status =
+		c->comm_group.begin
+			? server->comm_group_begin(bridge->plugin_device)
+			: server->comm_group_end(bridge->plugin_device);
+
+	if (status != WAFER_OK)
+		return wafer__fail_context(status, "%s on %s:%u",
+					   c->comm_group.begin
+						   ? "comm_group_begin"
+						   : "comm_group_end",
+					   bridge->device->backend,
+					   bridge->device->index);
+	return WAFER_OK;
 }
 
 /* The device side (the COLLECTIVE row of lib/command.def), on the

@@ -441,7 +441,8 @@ static void whole_group(struct wafer__loaded_plugin *p, const char *group,
  * of five, since the core learns the device's buffer kind from
  * queue_native before it hands import a buffer; collectives (1.4);
  * events (1.5: without them the core orders a client's queues on the
- * host); native graphs (1.6: without them the core replays graphs). */
+ * host); native graphs (1.6: without them the core replays graphs);
+ * grouped collectives (1.7: without them each is issued alone). */
 static void whole_groups(struct wafer__loaded_plugin *p)
 {
 	static const struct group_entry programs[] = {
@@ -462,6 +463,8 @@ static void whole_groups(struct wafer__loaded_plugin *p)
 	static const struct group_entry graphs[] = {
 		SERVER_ENTRY(graph_begin), SERVER_ENTRY(graph_end),
 		SERVER_ENTRY(graph_launch), SERVER_ENTRY(graph_destroy)};
+	static const struct group_entry comm_groups[] = {
+		SERVER_ENTRY(comm_group_begin), SERVER_ENTRY(comm_group_end)};
 
 	whole_group(p, "program", "programs", programs, ARRAY_SIZE(programs));
 	whole_group(p, "interop", "interop", interop, ARRAY_SIZE(interop));
@@ -470,6 +473,8 @@ static void whole_groups(struct wafer__loaded_plugin *p)
 		    ARRAY_SIZE(events));
 	whole_group(p, "graph", "native graphs (the core replays them)",
 		    graphs, ARRAY_SIZE(graphs));
+	whole_group(p, "comm_group", "grouped collectives (each issued alone)",
+		    comm_groups, ARRAY_SIZE(comm_groups));
 }
 
 /* A minor only appends (plugin.h), so a plugin built for a newer one

@@ -163,6 +163,19 @@ WAFER_API wafer_status wafer_comm_recv(wafer_comm *comm, wafer_handle dst,
 				       size_t count, wafer_dtype dtype,
 				       uint32_t peer);
 
+/* Grouping: the collectives (and sends and receives) issued on |comm|'s
+ * client between begin and end go to the transport together, as one
+ * launch where it can (NCCL: ncclGroupStart/ncclGroupEnd; a bucketed
+ * gradient all-reduce, or a send and a recv both ranks issue at once).
+ * Pairs nest. Issue only collectives in between: other work queued
+ * then may run before them, and a sync or read waits for nothing of
+ * the group until its end. Where the transport has no groups (MPI, the
+ * in-process engine) both do nothing. Errors:
+ * WAFER_ERROR_INVALID_ARGUMENT for a NULL or closed |comm|, or an end
+ * without its begin. See wafer_comm_group_begin(3). */
+WAFER_API wafer_status wafer_comm_group_begin(wafer_comm *comm);
+WAFER_API wafer_status wafer_comm_group_end(wafer_comm *comm);
+
 #ifdef __cplusplus
 }
 #endif

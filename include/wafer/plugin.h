@@ -37,7 +37,8 @@
  *  1.4  peer copy, collectives
  *  1.5  events and host callbacks
  *  1.6  native graphs; relu of NaN is NaN (before: 0 or NaN)
- *  1.7  sub-communicators (comm_split); comm_open_args.timeout_ms
+ *  1.7  sub-communicators (comm_split); comm_open_args.timeout_ms;
+ *       grouped collectives (comm_group_begin/end)
  *
  * This header needs nothing but the C standard library and wafer/types.h. */
 #ifndef WAFER_PLUGIN_H
@@ -623,6 +624,14 @@ struct wafer_server_ops {
 	wafer_status (*comm_split)(void *device, void *comm, int32_t color,
 				   int32_t key, void **out_comm,
 				   uint32_t *out_rank, uint32_t *out_size);
+
+	/* Since ABI 1.7, optional, both or none: grouped collectives
+	 * (wafer_comm_group_begin). The comm_run calls between begin and
+	 * end, on the same thread, go to the transport together at end
+	 * (ncclGroupStart/ncclGroupEnd); pairs nest. Without them the core
+	 * issues each collective alone. */
+	wafer_status (*comm_group_begin)(void *device);
+	wafer_status (*comm_group_end)(void *device);
 };
 
 /* event_create's flags. */

@@ -332,6 +332,8 @@ wafer_status cuda_comm_open(void *device,
 			    const struct wafer_comm_open_args *args,
 			    void **out_comm);
 void cuda_comm_close(void *device, void *comm);
+wafer_status cuda_comm_group_begin(void *device);
+wafer_status cuda_comm_group_end(void *device);
 /* Sync's part for collectives (nccl.c): when |q| issued collectives
  * since its last sync, waits for them by polling, aborting their
  * communicators on an asynchronous error or past their timeout, and

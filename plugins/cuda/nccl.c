@@ -17,6 +17,7 @@
  *   comm_close  ncclCommDestroy (the core synchronised the queues).
  *   comm_split  ncclCommSplit (NCCL 2.18 and later; resolved apart, so
  *               an older NCCL still gives the rest).
+ *   comm_group_begin, comm_group_end  ncclGroupStart, ncclGroupEnd.
  *   sync        polls the collectives issued since the last sync (an
  *               event after them, ncclCommGetAsyncError, the [comm]
  *               timeout) and aborts their communicators (ncclCommAbort)
@@ -65,7 +66,9 @@ _Static_assert(sizeof(ncclUniqueId) == WAFER_COMM_ID_BYTES,
 	X(ncclSend)                                                            \
 	X(ncclRecv)                                                            \
 	X(ncclCommGetAsyncError)                                               \
-	X(ncclCommAbort)
+	X(ncclCommAbort)                                                       \
+	X(ncclGroupStart)                                                      \
+	X(ncclGroupEnd)
 
 #define NCCL_MEMBER(name) __typeof__(name) *name;
 
@@ -537,6 +540,35 @@ wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 	return watch(dev, q, cc);
 }
 
+/* Grouped collectives: NCCL's groups are the calling thread's, which is
+ * the one that issues the client's collectives (the core's COMM_GROUP
+ * command). */
+static wafer_status group(void *device, int begin)
+{
+	struct cuda_device *dev = device;
+	const struct cuda_nccl *n;
+	wafer_status status = nccl_enter(dev, &n);
+	ncclResult_t r;
+
+	if (status != WAFER_OK)
+		return status;
+	r = begin ? n->ncclGroupStart() : n->ncclGroupEnd();
+	if (r != ncclSuccess)
+		return nccl_fail(dev, n, NULL, r,
+				 begin ? "ncclGroupStart" : "ncclGroupEnd");
+	return WAFER_OK;
+}
+
+wafer_status cuda_comm_group_begin(void *device)
+{
+	return group(device, 1);
+}
+
+wafer_status cuda_comm_group_end(void *device)
+{
+	return group(device, 0);
+}
+
 /*===----------------------------------------------------------------------===
  * Waiting for collectives: failures never hang
  *===----------------------------------------------------------------------===*/
@@ -762,6 +794,16 @@ wafer_status cuda_comm_split(void *device, void *comm, int32_t color,
 wafer_status cuda_comm_wait(struct cuda_device *dev, struct cuda_queue *q)
 {
 	return WAFER_OK;
+}
+
+wafer_status cuda_comm_group_begin(void *device)
+{
+	return no_nccl(device);
+}
+
+wafer_status cuda_comm_group_end(void *device)
+{
+	return no_nccl(device);
 }
 
 void cuda_comm_watch_free(struct cuda_device *dev, struct cuda_queue *q)

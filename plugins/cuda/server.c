@@ -295,6 +295,8 @@ const struct wafer_server_ops cuda_server_ops = {
 	.comm_close = cuda_comm_close,
 	.comm_run = cuda_comm_run,
 	.comm_split = cuda_comm_split,
+	.comm_group_begin = cuda_comm_group_begin,
+	.comm_group_end = cuda_comm_group_end,
 	/* Events and host callbacks (event.c). */
 	.event_create = cuda_event_create,
 	.event_destroy = cuda_event_destroy,

@@ -152,6 +152,11 @@ check_PROGRAMS += t/api/comm_split
 TESTS += t/api/comm_split
 t_api_comm_split_LDADD = libwafer.la -lpthread
 BACKEND_NEUTRAL_TESTS += t/api/comm_split
+# Grouped collectives (wafer_comm_group_begin), two ranks.
+check_PROGRAMS += t/api/comm_group
+TESTS += t/api/comm_group
+t_api_comm_group_LDADD = libwafer.la -lpthread -ldl
+BACKEND_NEUTRAL_TESTS += t/api/comm_group
 EXTRA_DIST += t/comm_split.h
 
 # Several queues on one client, events and host callbacks (queue.h,

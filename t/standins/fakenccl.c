@@ -26,8 +26,9 @@
  *    are, and read before and written after, as initcheck sees it;
  *  - datatypes f32, f16, bf16, f64, i32 and ops sum and max (anything
  *    else: ncclInvalidArgument, and a line on stderr: not modelled);
- *  - a call between ncclGroupStart and ncclGroupEnd is queued at once
- *    (the stand-in has nothing to fuse), End without Start is
+ *  - the calls between ncclGroupStart and ncclGroupEnd (of a thread,
+ *    nesting) are queued at the outermost End, in order, and counted
+ *    (fakenccl_grouped_calls, for the tests); End without Start is
  *    ncclInvalidUsage;
  *  - ncclCommDestroy waits for the communicator's queued work;
  *  - FAKENCCL_FAIL=<collective> (ncclAllReduce, ...): every call of that
@@ -501,33 +502,6 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
 }
 
 /*===----------------------------------------------------------------------===
- * Groups
- *===----------------------------------------------------------------------===*/
-
-static _Thread_local int group_depth;
-
-/* <nccl.h> declares them without (void). */
-#pragma GCC visibility push(default)
-ncclResult_t ncclGroupStart(void);
-ncclResult_t ncclGroupEnd(void);
-#pragma GCC visibility pop
-
-ncclResult_t ncclGroupStart(void)
-{
-	group_depth++;
-	return ncclSuccess;
-}
-
-ncclResult_t ncclGroupEnd(void)
-{
-	if (group_depth == 0)
-		return fail(ncclInvalidUsage, "ncclGroupEnd without "
-			    "ncclGroupStart");
-	group_depth--;
-	return ncclSuccess;
-}
-
-/*===----------------------------------------------------------------------===
  * Collectives
  *===----------------------------------------------------------------------===*/
 
@@ -638,6 +612,12 @@ static int to_dtype(ncclDataType_t t, inproc_comm_dtype *out)
 	}
 }
 
+static _Thread_local int group_depth;
+static ncclResult_t issue(struct job *j, cudaStream_t stream,
+			  const struct fakecuda_access *access, size_t n);
+static ncclResult_t defer(struct job *j, cudaStream_t stream,
+			  const struct fakecuda_access *access, size_t n);
+
 static ncclResult_t enqueue(enum kind kind, const void *send, void *recv,
 			    size_t count, ncclDataType_t datatype,
 			    ncclRedOp_t op, int root, ncclComm_t comm,
@@ -646,9 +626,7 @@ static ncclResult_t enqueue(enum kind kind, const void *send, void *recv,
 	const char *what = kind_names[kind];
 	struct fakecuda_access access[2];
 	size_t n = 0, bytes, size;
-	CUcontext was = NULL;
 	struct job *j;
-	CUresult cr;
 
 	if (!comm)
 		return fail(ncclInvalidArgument, "%s: NULL comm", what);
@@ -695,12 +673,27 @@ static ncclResult_t enqueue(enum kind kind, const void *send, void *recv,
 			kind == ALL_GATHER ? bytes * (size_t)comm->size : bytes,
 			1};
 
-	/* NCCL makes the communicator's device current around the call. */
-	drv.ctx_get_current(&was);
-	drv.ctx_set_current(comm->ctx);
 	pthread_mutex_lock(&comm->lock);
 	comm->pending++;
 	pthread_mutex_unlock(&comm->lock);
+	if (group_depth > 0)
+		return defer(j, stream, access, n);
+	return issue(j, stream, access, n);
+}
+
+/* Queues |j| on |stream| (its pending count taken); on failure gives
+ * the count back and frees |j|. */
+static ncclResult_t issue(struct job *j, cudaStream_t stream,
+			  const struct fakecuda_access *access, size_t n)
+{
+	struct ncclComm *comm = j->comm;
+	const char *what = kind_names[j->kind];
+	CUcontext was = NULL;
+	CUresult cr;
+
+	/* NCCL makes the communicator's device current around the call. */
+	drv.ctx_get_current(&was);
+	drv.ctx_set_current(comm->ctx);
 	cr = (CUresult)drv.enqueue(stream, run_job, j, access, n);
 	drv.ctx_set_current(was);
 	if (cr == CUDA_SUCCESS)
@@ -715,10 +708,96 @@ static ncclResult_t enqueue(enum kind kind, const void *send, void *recv,
 			    "GPU %d (rank %d's)", what, (void *)stream,
 			    (int)comm->device, comm->rank);
 	if (cr == CUDA_ERROR_INVALID_VALUE)
-		return fail(ncclInvalidArgument, "%s: a buffer (%p, %p) is "
-			    "not device memory of its size", what, send,
-			    (void *)recv);
+		return fail(ncclInvalidArgument, "%s: a buffer at %p is not "
+			    "device memory of its size", what,
+			    (void *)access[0].ptr);
 	return fail(ncclUnhandledCudaError, "%s: CUresult %d", what, (int)cr);
+}
+
+/*===----------------------------------------------------------------------===
+ * Groups: the calls between ncclGroupStart and ncclGroupEnd of a thread
+ * are queued at the outermost End, in order (as NCCL launches them
+ * then: nothing of the group runs before), and counted as grouped.
+ *===----------------------------------------------------------------------===*/
+
+struct deferred {
+	struct deferred *next;
+	struct job *job;
+	cudaStream_t stream;
+	struct fakecuda_access access[2];
+	size_t n;
+};
+
+static _Thread_local int group_depth;
+static _Thread_local struct deferred *group_head;
+static unsigned long grouped_calls; /* atomic */
+
+/* For the tests (not NCCL's): how many calls went through a group. */
+__attribute__((visibility("default"))) unsigned long
+fakenccl_grouped_calls(void);
+unsigned long fakenccl_grouped_calls(void)
+{
+	return __atomic_load_n(&grouped_calls, __ATOMIC_RELAXED);
+}
+
+static ncclResult_t defer(struct job *j, cudaStream_t stream,
+			  const struct fakecuda_access *access, size_t n)
+{
+	struct deferred *d = calloc(1, sizeof *d);
+
+	if (!d) {
+		pthread_mutex_lock(&j->comm->lock);
+		j->comm->pending--;
+		pthread_cond_broadcast(&j->comm->idle);
+		pthread_mutex_unlock(&j->comm->lock);
+		free(j);
+		return fail(ncclSystemError, "ncclGroupStart: out of memory");
+	}
+	d->job = j;
+	d->stream = stream;
+	memcpy(d->access, access, n * sizeof *access);
+	d->n = n;
+	struct deferred **tail = &group_head;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = d;
+	return ncclSuccess;
+}
+
+/* <nccl.h> declares them without (void). */
+#pragma GCC visibility push(default)
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+#pragma GCC visibility pop
+
+ncclResult_t ncclGroupStart(void)
+{
+	group_depth++;
+	return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd(void)
+{
+	ncclResult_t first = ncclSuccess;
+	struct deferred *d;
+
+	if (group_depth == 0)
+		return fail(ncclInvalidUsage, "ncclGroupEnd without "
+			    "ncclGroupStart");
+	if (--group_depth > 0)
+		return ncclSuccess;
+	while ((d = group_head)) {
+		ncclResult_t r = issue(d->job, d->stream, d->access, d->n);
+
+		if (r == ncclSuccess)
+			__atomic_add_fetch(&grouped_calls, 1,
+					   __ATOMIC_RELAXED);
+		else if (first == ncclSuccess)
+			first = r;
+		group_head = d->next;
+		free(d);
+	}
+	return first;
 }
 
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
