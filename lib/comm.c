@@ -139,7 +139,7 @@ WAFER_API wafer_status wafer_comm_id_create(wafer_client *client,
 }
 
 /* [comm] timeout (wafer.conf(5)) in milliseconds, 0 for ever. */
-static wafer_status comm_timeout(wafer_client *client, uint64_t *out_ms)
+wafer_status wafer__comm_timeout(wafer_client *client, uint64_t *out_ms)
 {
 	const struct wafer__config *config =
 		wafer__runtime_get_config(wafer__client_runtime(client));
@@ -178,7 +178,7 @@ static wafer_status comm_open(const char *fn, wafer_client *client,
 		.native = native,
 	};
 	struct wafer_comm *comm;
-	wafer_status status = comm_timeout(client, &args.timeout_ms);
+	wafer_status status = wafer__comm_timeout(client, &args.timeout_ms);
 
 	if (status != WAFER_OK)
 		return wafer__fail_context(status, "%s", fn);

@@ -36,6 +36,7 @@ dist_man_MANS += \
 	man/wafer_version_string.3 \
 	man/wafer_write.3
 dist_man_MANS += man/wafer-info.1
+dist_man_MANS += man/wafer-launch.1 man/wafer_comm_launched.3
 # wafer_memory_snapshot(3): its own page (one call, its own types).
 dist_man_MANS += man/wafer_memory_snapshot.3
 dist_man_MANS += man/wafer.conf.5

@@ -83,6 +83,25 @@ WAFER_API wafer_status wafer_comm_open(wafer_client *client,
 				       const wafer_comm_options *options,
 				       wafer_comm **out_comm);
 
+/* The environment variables wafer-launch(1) gives each process it
+ * starts: its rank, the number of ranks, and the file through which
+ * rank 0 hands the others the communicator id. */
+#define WAFER_LAUNCH_RANK_ENV "WAFER_RANK"
+#define WAFER_LAUNCH_SIZE_ENV "WAFER_SIZE"
+#define WAFER_LAUNCH_ID_FILE_ENV "WAFER_COMM_ID_FILE"
+
+/* For a process started by wafer-launch(1): fills |options| (rank,
+ * size, id pointing at |out_id|) for wafer_comm_open. Rank 0 makes the
+ * id on |client| and writes it to the launcher's file; the other ranks
+ * wait for it there (up to [comm] timeout). Errors:
+ * WAFER_ERROR_NOT_FOUND when the environment has no launcher's
+ * variables (naming them), WAFER_ERROR_INVALID_ARGUMENT for values that
+ * do not parse, WAFER_ERROR_IO when the file cannot be written or did
+ * not come in time. See wafer_comm_launched(3). */
+WAFER_API wafer_status wafer_comm_launched(wafer_client *client,
+					   wafer_comm_options *options,
+					   wafer_comm_id *out_id);
+
 /* One communicator over |count| clients of this process (one per device,
  * clients[i] becomes rank i), opened together. On failure none is open.
  * Collectives on them must then be issued from different threads, or on
