@@ -12,8 +12,11 @@
  *                   exit 1 saying what is wrong (across processes: NCCL
  *                   on a GPU machine);
  *   --die-at R      rank R exits with status 3 after 0.3 s; the others
- *                   wait for ever (120 s), or, with --allreduce, wait in
- *                   an all-reduce rank R never joins;
+ *                   wait for ever (120 s), or, with --allreduce (where
+ *                   rank R dies once the communicator is open), in an
+ *                   all-reduce rank R never joins: until the launcher
+ *                   stops them, or [comm] timeout aborts it (exit 1,
+ *                   the error on stderr);
  *   --ignore-term   the waiting ranks ignore SIGTERM (the launcher must
  *                   SIGKILL them).
  * Without a launcher's environment it exits 4 with wafer_comm_launched's
@@ -84,6 +87,13 @@ static int all_reduce(wafer_client *c, wafer_comm *comm, uint32_t rank,
 	return 0;
 }
 
+static void die(uint32_t rank)
+{
+	usleep(300000);
+	fprintf(stderr, "rank %u: exiting with status 3 (--die-at)\n", rank);
+	_exit(3);
+}
+
 int main(int argc, char **argv)
 {
 	int allreduce = 0, die_at = -1, ignore_term = 0;
@@ -130,13 +140,9 @@ int main(int argc, char **argv)
 	printf("\n");
 	if (ignore_term && (int)o.rank != die_at)
 		signal(SIGTERM, SIG_IGN);
-	if ((int)o.rank == die_at) {
-		usleep(300000);
-		fprintf(stderr, "rank %u: exiting with status 3 (--die-at)\n",
-			o.rank);
-		_exit(3);
-	}
 	if (!allreduce) {
+		if ((int)o.rank == die_at)
+			die(o.rank);
 		if (die_at >= 0)
 			sleep(120); /* waits for a rank that is gone */
 		wafer_client_close(c);
@@ -149,6 +155,9 @@ int main(int argc, char **argv)
 			wafer_status_string(st), wafer_last_error());
 		return 1;
 	}
+	/* Dies once every rank joined: the others wait in the all-reduce. */
+	if ((int)o.rank == die_at)
+		die(o.rank);
 	int result = all_reduce(c, comm, o.rank, o.size);
 	wafer_comm_close(comm);
 	wafer_client_close(c);
