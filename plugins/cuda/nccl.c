@@ -214,6 +214,16 @@ static wafer_status nccl_enter(struct cuda_device *dev,
 	return *out ? WAFER_OK : WAFER_ERROR_NOT_SUPPORTED;
 }
 
+/* A warning for a call whose failure only loses resources. */
+static void warn_failed(struct cuda_device *dev, const struct cuda_nccl *n,
+			const char *call, ncclResult_t r)
+{
+	if (r != ncclSuccess)
+		dev->host->log(dev->host, WAFER_LOG_WARN,
+			       "cuda:%" PRIu32 ": %s: %s", dev->index, call,
+			       n->ncclGetErrorString(r));
+}
+
 static struct cuda_comm *comm_new(struct cuda_device *dev,
 				   const struct cuda_nccl *n)
 {
@@ -234,18 +244,13 @@ static struct cuda_comm *comm_new(struct cuda_device *dev,
 static void comm_release(struct cuda_comm *c)
 {
 	struct cuda_device *dev = c->dev;
-	ncclResult_t r;
 
 	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	if (c->owned && !__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE) &&
 	    cuda_enter(dev) == WAFER_OK) {
-		r = c->nccl->ncclCommDestroy(c->comm);
-		if (r != ncclSuccess)
-			dev->host->log(dev->host, WAFER_LOG_WARN,
-				       "cuda:%" PRIu32 ": ncclCommDestroy: %s",
-				       dev->index,
-				       c->nccl->ncclGetErrorString(r));
+		warn_failed(dev, c->nccl, "ncclCommDestroy",
+			    c->nccl->ncclCommDestroy(c->comm));
 	}
 	free(c);
 }
@@ -632,16 +637,11 @@ static wafer_status give_up(struct cuda_device *dev, struct cuda_comm_watch *w,
 		(void *)c->comm, c->rank, c->size, why);
 	for (size_t i = 0; i < w->count; i++) {
 		struct cuda_comm *a = w->comms[i];
-		ncclResult_t r;
 
 		if (__atomic_exchange_n(&a->aborted, 1, __ATOMIC_ACQ_REL))
 			continue;
-		r = a->nccl->ncclCommAbort(a->comm);
-		if (r != ncclSuccess)
-			dev->host->log(dev->host, WAFER_LOG_WARN,
-				       "cuda:%" PRIu32 ": ncclCommAbort: %s",
-				       dev->index,
-				       a->nccl->ncclGetErrorString(r));
+		warn_failed(dev, a->nccl, "ncclCommAbort",
+			    a->nccl->ncclCommAbort(a->comm));
 	}
 	return WAFER_ERROR_DEVICE;
 }

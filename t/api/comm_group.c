@@ -26,6 +26,7 @@
 #include <wafer/wafer.h>
 
 #include "t/client_util.h"
+#include "t/comm_backends.h"
 #include "t/tap.h"
 
 #define RANKS 2
@@ -146,30 +147,24 @@ static void test_errors(wafer_comm *comm, const char *label)
 static void test_on(wafer_runtime *rt, const char *backend, bool stand_in)
 {
 	for (size_t ch = 0; ch < 3; ch++) {
-		wafer_client_options options = {.struct_size = sizeof options,
-						 .channel = channels[ch]};
 		wafer_client *clients[RANKS];
 		wafer_comm *comms[RANKS];
 		struct rank ranks[RANKS];
 		pthread_t threads[RANKS];
-		char label[64], sel[64];
-		int opened = 0;
+		const char *why;
+		char label[64];
 
 		snprintf(label, sizeof label, "%s %s", backend, channels[ch]);
-		for (; opened < RANKS; opened++) {
-			snprintf(sel, sizeof sel, "%s:%d", backend, opened);
-			if (wafer_client_open(rt, sel, &options,
-					      &clients[opened]) != WAFER_OK)
-				break;
+		if (t_comm_open_clients(rt, backend, channels[ch], RANKS,
+					clients, &why)) {
+			ok(1, "[%s] groups # SKIP %s", label, why);
+			return;
 		}
-		if (opened < RANKS ||
-		    !(caps_of(clients[0], NULL) & WAFER_CAP_COLLECTIVES) ||
-		    wafer_comm_open_group(clients, RANKS, comms) != WAFER_OK) {
-			ok(1, "[%s] groups # SKIP %s", label,
-			   opened < RANKS ? "fewer than two devices"
-					  : "no collectives on two devices");
-			while (opened-- > 0)
-				wafer_client_close(clients[opened]);
+		if (wafer_comm_open_group(clients, RANKS, comms) != WAFER_OK) {
+			ok(1, "[%s] groups # SKIP open_group: %s", label,
+			   wafer_last_error());
+			for (int i = 0; i < RANKS; i++)
+				wafer_client_close(clients[i]);
 			return;
 		}
 		test_errors(comms[0], label);
@@ -206,25 +201,7 @@ static void test_on(wafer_runtime *rt, const char *backend, bool stand_in)
 
 int main(void)
 {
-	wafer_runtime *rt;
-	wafer_client *c;
-	const char *backend = open_default(NULL, &rt, &c);
-
-	check(wafer_client_close(c), "close");
-	test_on(rt, backend, true);
-	wafer_runtime_close(rt);
-
-	const char *builddir = getenv("T_BUILDDIR");
-	if (builddir) {
-		char dir[4096];
-
-		snprintf(dir, sizeof dir, "%s/plugins/.libs", builddir);
-		rt = open_runtime_on("collective", dir);
-		test_on(rt, "collective", false);
-		wafer_runtime_close(rt);
-	} else {
-		ok(1, "test plugin collective # SKIP T_BUILDDIR is not set");
-	}
+	t_comm_on_backends(test_on);
 	done_testing();
 	return exit_status();
 }

@@ -17,6 +17,7 @@
 #include "build-config.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -24,6 +25,7 @@
 #include <wafer/wafer.h>
 
 #include "t/client_util.h"
+#include "t/comm_backends.h"
 #include "t/comm_split.h"
 #include "t/tap.h"
 
@@ -104,45 +106,18 @@ static void test_errors(wafer_client *client, const char *label)
 	like(wafer_last_error(), "is not open", "[%s]   ... says so", label);
 }
 
-/* Four clients on |backend|:0..3, or NULL (closing what opened) with
- * |why| set when the backend has fewer devices or no collectives. */
-static int open_four(wafer_runtime *rt, const char *backend,
-		     const char *channel, wafer_client **clients,
-		     const char **why)
+static void test_backend(wafer_runtime *rt, const char *backend,
+			 bool default_backend)
 {
-	wafer_client_options options = {.struct_size = sizeof options,
-					 .channel = channel};
-	char sel[64];
-
-	for (int r = 0; r < RANKS; r++) {
-		snprintf(sel, sizeof sel, "%s:%d", backend, r);
-		if (wafer_client_open(rt, sel, &options, &clients[r]) !=
-		    WAFER_OK) {
-			*why = "fewer than four devices (cpu: [cpu] devices "
-			       "= 4; cuda: four GPUs)";
-			while (r-- > 0)
-				wafer_client_close(clients[r]);
-			return -1;
-		}
-	}
-	if (!(caps_of(clients[0], NULL) & WAFER_CAP_COLLECTIVES)) {
-		*why = "no collectives";
-		for (int r = 0; r < RANKS; r++)
-			wafer_client_close(clients[r]);
-		return -1;
-	}
-	return 0;
-}
-
-static void test_backend(wafer_runtime *rt, const char *backend)
-{
+	(void)default_backend;
 	for (size_t ch = 0; ch < 3; ch++) {
 		wafer_client *clients[RANKS];
 		const char *why = "";
 		char label[64];
 
 		snprintf(label, sizeof label, "%s %s", backend, channels[ch]);
-		if (open_four(rt, backend, channels[ch], clients, &why)) {
+		if (t_comm_open_clients(rt, backend, channels[ch], RANKS,
+					clients, &why)) {
 			ok(1, "[%s] 2 x 2 # SKIP %s", label, why);
 			return;
 		}
@@ -169,25 +144,7 @@ static void test_backend(wafer_runtime *rt, const char *backend)
 
 int main(void)
 {
-	wafer_runtime *rt;
-	wafer_client *c;
-	const char *backend = open_default(NULL, &rt, &c);
-
-	check(wafer_client_close(c), "close");
-	test_backend(rt, backend);
-	wafer_runtime_close(rt);
-
-	const char *builddir = getenv("T_BUILDDIR");
-	if (builddir) {
-		char dir[4096];
-
-		snprintf(dir, sizeof dir, "%s/plugins/.libs", builddir);
-		rt = open_runtime_on("collective", dir);
-		test_backend(rt, "collective");
-		wafer_runtime_close(rt);
-	} else {
-		ok(1, "test plugin collective # SKIP T_BUILDDIR is not set");
-	}
+	t_comm_on_backends(test_backend);
 	done_testing();
 	return exit_status();
 }

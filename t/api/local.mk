@@ -157,7 +157,7 @@ check_PROGRAMS += t/api/comm_group
 TESTS += t/api/comm_group
 t_api_comm_group_LDADD = libwafer.la -lpthread -ldl
 BACKEND_NEUTRAL_TESTS += t/api/comm_group
-EXTRA_DIST += t/comm_split.h
+EXTRA_DIST += t/comm_split.h t/comm_backends.h
 
 # Several queues on one client, events and host callbacks (queue.h,
 # wafer-queue(7)), on every channel.

@@ -35,6 +35,7 @@
 
 #include "t/client_util.h"
 #include "t/tap.h"
+#include "t/cuda/standin_comm.h"
 
 #define N 37
 #define RANKS 2
@@ -84,15 +85,8 @@ static void *rank_main(void *data)
 	r->failed = st;
 	snprintf(r->error, sizeof r->error, "%s", wafer_last_error());
 
-	st = fill_floats(r->client, h, N, (float)(r->rank + 7));
-	if (st == WAFER_OK)
-		st = wafer_read(r->client, h, 0, back, sizeof back);
-	r->usable = st == WAFER_OK;
-	for (int i = 0; r->usable && i < N; i++)
-		r->usable = back[i] == (float)(r->rank + 7);
-	if (!r->usable)
-		snprintf(r->why, sizeof r->why, "rank %u: fill and read: %s",
-			 r->rank, wafer_last_error());
+	r->usable = t_fill_reads_back(r->client, h, N, (float)(r->rank + 7),
+				      r->rank, r->why, sizeof r->why);
 	if (r->failed != WAFER_OK) {
 		st = wafer_comm_all_reduce(r->comm, h, h, N, WAFER_DTYPE_F32,
 					   WAFER_REDUCE_SUM);
@@ -221,67 +215,43 @@ static void test_mode(wafer_runtime *rt, const char *channel,
 	}
 }
 
-static wafer_runtime *open_with_timeout(const char *fake, const char *nccl,
-					const char *timeout)
-{
-	wafer_option options[] = {
-		{"core", "backend", "cuda"},
-		{"cuda", "driver_library", fake},
-		{"cuda", "nccl", nccl},
-		{"cuda", "cublas", "no"},
-		{"comm", "timeout", timeout},
-	};
-	wafer_runtime_options ro = {
-		.struct_size = sizeof ro,
-		.options = options,
-		.option_count = sizeof options / sizeof options[0],
-		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
-	};
-	wafer_runtime *rt;
-
-	check(wafer_runtime_open(&ro, &rt), "runtime_open");
-	return rt;
-}
+/* The two modes: the environment variable naming rank 1, [comm]
+ * timeout, whether both ranks fail, what each one's error says, and the
+ * seconds rank 0's sync takes. */
+static const struct mode {
+	const char *what, *variable, *timeout;
+	bool both_fail;
+	const char *says0, *says1;
+	double min_s, max_s;
+} modes[] = {
+	{"rank 1 never joins", "FAKENCCL_HANG_RANK", "0.5", false,
+	 "[comm] timeout", NULL, 0.45, 30},
+	{"rank 1 fails mid-collective", "FAKENCCL_ASYNC_FAIL_RANK", "60", true,
+	 "remote process exited", "unhandled system error", 0, 30},
+};
 
 int main(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
-	char fake[4096], nccl[4096];
 	wafer_runtime *rt;
 
-	if (!builddir)
-		skip_all("T_BUILDDIR is not set (run through make check)");
-	snprintf(fake, sizeof fake, "%s/standins/.libs/fakecuda.so", builddir);
-	snprintf(nccl, sizeof nccl, "%s/standins/.libs/fakenccl.so", builddir);
-	if (access(fake, R_OK) != 0 || access(nccl, R_OK) != 0)
-		skip_all("no stand-in driver or NCCL (nccl.h not found?)");
-	setenv("FAKECUDA_DEVICES", "2", 1);
+	for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+		const struct mode *mo = &modes[m];
 
-	rt = open_with_timeout(fake, nccl, "0.5");
-	for (size_t ch = 0; ch < 3; ch++) {
-		char label[64];
+		rt = t_standin_comm_runtime(mo->timeout);
+		for (size_t ch = 0; ch < 3; ch++) {
+			char label[64];
 
-		snprintf(label, sizeof label, "%s, rank 1 never joins",
-			 channels[ch]);
-		test_mode(rt, channels[ch], label, "FAKENCCL_HANG_RANK", false,
-			  "[comm] timeout", NULL, 0.45, 30);
+			snprintf(label, sizeof label, "%s, %s", channels[ch],
+				 mo->what);
+			test_mode(rt, channels[ch], label, mo->variable,
+				  mo->both_fail, mo->says0, mo->says1,
+				  mo->min_s, mo->max_s);
+		}
+		wafer_runtime_close(rt);
 	}
-	wafer_runtime_close(rt);
-
-	rt = open_with_timeout(fake, nccl, "60");
-	for (size_t ch = 0; ch < 3; ch++) {
-		char label[64];
-
-		snprintf(label, sizeof label, "%s, rank 1 fails mid-collective",
-			 channels[ch]);
-		test_mode(rt, channels[ch], label, "FAKENCCL_ASYNC_FAIL_RANK", true,
-			  "remote process exited", "unhandled system error", 0,
-			  30);
-	}
-	wafer_runtime_close(rt);
 
 	/* A bad timeout is refused, naming the key. */
-	rt = open_with_timeout(fake, nccl, "-1");
+	rt = t_standin_comm_runtime("-1");
 	wafer_client *c[2] = {open_client_on(rt, "cuda:0", NULL),
 			      open_client_on(rt, "cuda:1", NULL)};
 	wafer_comm *comms[2];

@@ -43,6 +43,7 @@ t_cuda_comm_fail_LDADD = libwafer.la -lpthread
 # waits give up ([comm] timeout, ncclCommGetAsyncError), naming the
 # communicator, rank and collective, and the clients go on.
 check_PROGRAMS += t/cuda/comm_hang
+EXTRA_DIST += t/cuda/standin_comm.h
 TESTS += t/cuda/comm_hang
 t_cuda_comm_hang_LDADD = libwafer.la -lpthread
 if WAFER_NCCL

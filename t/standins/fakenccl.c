@@ -258,6 +258,16 @@ static ncclResult_t distinct_devices(struct ncclComm *c)
 	return ncclSuccess;
 }
 
+/* How long a join waits for the other ranks (FAKENCCL_TIMEOUT_MS,
+ * default 120000; 0 or less: for ever). */
+static unsigned join_timeout_ms(void)
+{
+	const char *v = getenv("FAKENCCL_TIMEOUT_MS");
+	long ms = v ? atol(v) : 120000;
+
+	return ms > 0 ? (unsigned)ms : 0;
+}
+
 /* Whether the environment variable |name| names this communicator's
  * rank. */
 static int rank_named(const struct ncclComm *c, const char *name)
@@ -270,9 +280,6 @@ static int rank_named(const struct ncclComm *c, const char *name)
 ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id,
 			      int rank)
 {
-	long timeout = getenv("FAKENCCL_TIMEOUT_MS")
-			       ? atol(getenv("FAKENCCL_TIMEOUT_MS"))
-			       : 120000;
 	struct ncclComm *c;
 	inproc_comm_status s;
 	ncclResult_t r;
@@ -304,8 +311,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id,
 			    "stand-in's rule: NCCL would take GPU 0)");
 	}
 	s = inproc_comm_join((const uint8_t *)id.internal, (uint32_t)rank,
-			     (uint32_t)nranks,
-			     timeout > 0 ? (unsigned)timeout : 0, &c->ranks);
+			     (uint32_t)nranks, join_timeout_ms(), &c->ranks);
 	if (s != INPROC_COMM_OK) {
 		free(c);
 		return fail(s == INPROC_COMM_INVALID ? ncclInvalidArgument
@@ -332,9 +338,6 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id,
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
 			   ncclComm_t *newcomm, ncclConfig_t *config)
 {
-	long timeout = getenv("FAKENCCL_TIMEOUT_MS")
-			       ? atol(getenv("FAKENCCL_TIMEOUT_MS"))
-			       : 120000;
 	struct ncclComm *c;
 	inproc_comm_status s;
 
@@ -348,7 +351,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
 	c = calloc(1, sizeof *c);
 	/* Into the split even without memory: the others wait for it. */
 	s = inproc_comm_split(comm->ranks, c ? color : -1, key,
-			      timeout > 0 ? (unsigned)timeout : 0,
+			      join_timeout_ms(),
 			      c ? &c->ranks : &(inproc_comm *){NULL});
 	if (s != INPROC_COMM_OK || !c || !c->ranks) {
 		free(c);
