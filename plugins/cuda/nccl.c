@@ -35,6 +35,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -687,11 +688,19 @@ static struct cuda_comm *timed_out(struct cuda_comm_watch *w, double waited,
 	return NULL;
 }
 
+/* How the wait polls: the event is looked at as often as the driver's
+ * own synchronise would (yielding in between) for SPIN_S, so a short
+ * collective costs no more than before; then every SLEEP_S. The engine's
+ * errors and the timeouts are looked at every CHECK_S. */
+#define SPIN_S 0.01
+#define SLEEP_S 100e-6
+#define CHECK_S 1e-3
+
 wafer_status cuda_comm_wait(struct cuda_device *dev, struct cuda_queue *q)
 {
 	struct cuda_comm_watch *w = &q->watch;
 	struct timespec start;
-	long sleep_ns = 10000;
+	double next_check = CHECK_S;
 	wafer_status status = WAFER_OK;
 	char why[256];
 
@@ -706,7 +715,8 @@ wafer_status cuda_comm_wait(struct cuda_device *dev, struct cuda_queue *q)
 		clock_gettime(CLOCK_MONOTONIC, &start);
 		for (;;) {
 			CUresult r = dev->drv->cuEventQuery(w->done);
-			struct cuda_comm *failed;
+			struct cuda_comm *failed = NULL;
+			double waited;
 
 			if (r != CUDA_ERROR_NOT_READY) {
 				/* Done, or a failure the sync reports; but
@@ -717,19 +727,24 @@ wafer_status cuda_comm_wait(struct cuda_device *dev, struct cuda_queue *q)
 					status = give_up(dev, w, failed, why);
 				break;
 			}
-			failed = async_failed(w, why, sizeof why);
-			if (!failed)
-				failed = timed_out(w, seconds_since(&start),
-						   why, sizeof why);
+			waited = seconds_since(&start);
+			if (waited >= next_check) {
+				next_check = waited + CHECK_S;
+				failed = async_failed(w, why, sizeof why);
+				if (!failed)
+					failed = timed_out(w, waited, why,
+							   sizeof why);
+			}
 			if (failed) {
 				status = give_up(dev, w, failed, why);
 				break;
 			}
-			/* From 10 us up to 1 ms between looks: a short
-			 * collective is seen soon, a long one costs little. */
-			nanosleep(&(struct timespec){0, sleep_ns}, NULL);
-			if (sleep_ns < 1000000)
-				sleep_ns *= 2;
+			if (waited < SPIN_S)
+				sched_yield();
+			else
+				nanosleep(&(struct timespec){
+						  0, (long)(SLEEP_S * 1e9)},
+					  NULL);
 		}
 	}
 	unwatch_all(w);
