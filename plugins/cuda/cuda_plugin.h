@@ -334,7 +334,7 @@ wafer_status cuda_comm_open(void *device,
 void cuda_comm_close(void *device, void *comm);
 wafer_status cuda_comm_group_begin(void *device);
 wafer_status cuda_comm_group_end(void *device);
-/* Sync's part for collectives (nccl.c): when |q| issued collectives
+/* Sync's and copy_out's part for collectives (nccl.c): when |q| issued collectives
  * since its last sync, waits for them by polling, aborting their
  * communicators on an asynchronous error or past their timeout, and
  * returns that failure naming communicator, rank and collective; WAFER_OK

@@ -706,9 +706,11 @@ wafer_status cuda_comm_wait(struct cuda_device *dev, struct cuda_queue *q)
 
 	if (!w->count)
 		return WAFER_OK;
+	status = cuda_enter(dev);
 	/* An event after the collectives, polled: without one (no event
 	 * to be had) the sync waits as it would have. */
-	if ((w->done || dev->drv->cuEventCreate(&w->done,
+	if (status == WAFER_OK &&
+	    (w->done || dev->drv->cuEventCreate(&w->done,
 					       CU_EVENT_DISABLE_TIMING) ==
 				CUDA_SUCCESS) &&
 	    dev->drv->cuEventRecord(w->done, q->stream) == CUDA_SUCCESS) {

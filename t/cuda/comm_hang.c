@@ -4,7 +4,8 @@
  * [comm] timeout, the cuda plugin's cuda_comm_wait), through the core on
  * each channel. Two clients (cuda:0 and cuda:1 of the stand-in driver)
  * form a communicator through the stand-in NCCL, in two failure modes
- * (t/standins/fakenccl.c), and each rank all-reduces, then syncs:
+ * (t/standins/fakenccl.c), and each rank all-reduces, then syncs (on the
+ * mutex channel reads instead, which must give up the same way):
  *
  *  - FAKENCCL_HANG_RANK=1, [comm] timeout = 0.5: rank 1 never takes
  *    part. Rank 0's sync gives up after the timeout (not before, and
@@ -46,7 +47,8 @@ struct rank {
 	wafer_client *client;
 	wafer_comm *comm;
 	uint32_t rank;
-	wafer_status failed; /* the all_reduce's, or its sync's */
+	bool read_after;     /* a read after the all_reduce, not a sync */
+	wafer_status failed; /* the all_reduce's, or its sync's (read's) */
 	double seconds;      /* until then */
 	char error[768];     /* wafer_last_error() then */
 	wafer_status again;  /* a collective on the aborted communicator */
@@ -79,7 +81,10 @@ static void *rank_main(void *data)
 	if (st == WAFER_OK)
 		st = wafer_comm_all_reduce(r->comm, h, h, N, WAFER_DTYPE_F32,
 					   WAFER_REDUCE_SUM);
-	if (st == WAFER_OK)
+	/* A read waits for the collective as a sync does. */
+	if (st == WAFER_OK && r->read_after)
+		st = wafer_read(r->client, h, 0, back, sizeof back);
+	else if (st == WAFER_OK)
 		st = wafer_sync(r->client);
 	r->seconds = now() - start;
 	r->failed = st;
@@ -175,7 +180,8 @@ static void check_failed(const struct rank *r, const char *label,
 static void test_mode(wafer_runtime *rt, const char *channel,
 		      const char *label, const char *mode,
 		      bool both_fail, const char *needle0,
-		      const char *needle1, double min_s, double max_s)
+		      const char *needle1, double min_s, double max_s,
+		      bool read_after)
 {
 	wafer_client *clients[RANKS];
 	wafer_comm *comms[RANKS];
@@ -188,7 +194,8 @@ static void test_mode(wafer_runtime *rt, const char *channel,
 	unsetenv(mode);
 	for (uint32_t i = 0; i < RANKS; i++)
 		ranks[i] = (struct rank){.client = clients[i],
-					 .comm = comms[i], .rank = i};
+					 .comm = comms[i], .rank = i,
+					 .read_after = read_after};
 	on_ranks(rank_main, ranks);
 	check_failed(&ranks[0], label, needle0, min_s, max_s);
 	if (both_fail)
@@ -245,7 +252,7 @@ int main(void)
 				 mo->what);
 			test_mode(rt, channels[ch], label, mo->variable,
 				  mo->both_fail, mo->says0, mo->says1,
-				  mo->min_s, mo->max_s);
+				  mo->min_s, mo->max_s, ch == 1);
 		}
 		wafer_runtime_close(rt);
 	}
