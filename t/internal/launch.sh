@@ -2,8 +2,9 @@
 # wafer — SPDX-License-Identifier: MIT
 #
 # launch.sh: wafer-launch(1) on this machine, with t/internal/launch_rank
-# as the program, on cpu with [cpu] devices = 2 (whose communicator ids
-# are not all zeros, so the hand-off shows):
+# as the program, on the test plugin t/plugins/collective.c (its
+# communicator ids are not all zeros, so the hand-off shows; it is
+# built with the tests, with or without MPI):
 #   - -n 2 and -n 4: every rank 0..N-1 runs once with WAFER_SIZE N, and
 #     all got rank 0's communicator id (wafer_comm_launched, through the
 #     launcher's file); exit 0; the job's directory is gone after;
@@ -28,9 +29,10 @@ rank=$T_BUILDDIR/internal/launch_rank
 tap_tmpdir launch
 TMPDIR=$tmp
 export TMPDIR
-printf '[core]\nbackend = cpu\n[cpu]\ndevices = 2\n' > "$tmp/cpu.conf"
-WAFER_CONFIG=$tmp/cpu.conf
-export WAFER_CONFIG
+printf '[core]\nbackend = collective\n' > "$tmp/collective.conf"
+WAFER_CONFIG=$tmp/collective.conf
+WAFER_PLUGIN_PATH=$T_BUILDDIR/plugins/.libs${WAFER_PLUGIN_PATH:+:$WAFER_PLUGIN_PATH}
+export WAFER_CONFIG WAFER_PLUGIN_PATH
 unset WAFER_BACKEND WAFER_RANK WAFER_SIZE WAFER_COMM_ID_FILE
 
 # ranks_right N: N lines "rank r of N", r = 0..N-1 each once.

@@ -125,12 +125,15 @@ int main(int argc, char **argv)
 	c = open_rank_client(rt, r_env ? (uint32_t)atoi(r_env) : 0);
 	if (!c) {
 		fprintf(stderr, "client_open: %s\n", wafer_last_error());
+		wafer_runtime_close(rt);
 		return 1;
 	}
 	st = wafer_comm_launched(c, &o, &id);
 	if (st != WAFER_OK) {
 		fprintf(stderr, "wafer_comm_launched: %s: %s\n",
 			wafer_status_string(st), wafer_last_error());
+		wafer_client_close(c);
+		wafer_runtime_close(rt);
 		return 4;
 	}
 	printf("rank %u of %u pid %ld\n", o.rank, o.size, (long)getpid());
@@ -153,6 +156,8 @@ int main(int argc, char **argv)
 	if (st != WAFER_OK) {
 		fprintf(stderr, "rank %u: comm_open: %s: %s\n", o.rank,
 			wafer_status_string(st), wafer_last_error());
+		wafer_client_close(c);
+		wafer_runtime_close(rt);
 		return 1;
 	}
 	/* Dies once every rank joined: the others wait in the all-reduce. */
