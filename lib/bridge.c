@@ -61,7 +61,7 @@ static wafer_status bridge_quiesce(void *data)
 
 /* Every lane's queued work is over (a program's launches may be on any):
  * failures are deferred to each lane's next sync. */
-static wafer_status quiesce_all(struct wafer__bridge *bridge)
+wafer_status wafer__bridge_quiesce_all(struct wafer__bridge *bridge)
 {
 	wafer_status first = bridge_quiesce(bridge);
 	for (uint32_t i = 1; i < WAFER_MAX_QUEUES; i++) {
@@ -422,7 +422,7 @@ wafer_status wafer__bridge_run_program_release(struct wafer__bridge *bridge,
 		wafer__log_warn("core", "out of memory: a program a graph may "
 				"use is freed now");
 	}
-	wafer_status status = quiesce_all(bridge);
+	wafer_status status = wafer__bridge_quiesce_all(bridge);
 	bridge->device->plugin->server->program_release(bridge->device->device,
 							c->program.loaded);
 	return status;
@@ -432,7 +432,7 @@ void wafer__bridge_release_held_programs(struct wafer__bridge *bridge)
 {
 	if (!bridge->programs_held)
 		return;
-	quiesce_all(bridge);
+	wafer__bridge_quiesce_all(bridge);
 	while (bridge->programs_held) {
 		struct wafer__deferred_program *held = bridge->programs_held;
 		bridge->programs_held = held->next;
@@ -509,7 +509,9 @@ wafer_status wafer__bridge_run_write(struct wafer__bridge *bridge,
 	const struct wafer__slice *slice = &c->write.slot->slice;
 	struct wafer__lane *lane = &bridge->lanes.lane[l];
 	lane->dirty = true;
-	return bridge->device->plugin->storage->copy_in(
+	const struct wafer_storage_ops *storage = bridge->device->plugin->storage;
+	return (c->write.registered ? storage->copy_in_registered
+				    : storage->copy_in)(
 		bridge->plugin_device, lane->queue, slice->resource,
 		slice->offset + c->write.offset, c->write.src, c->write.size);
 }
@@ -527,7 +529,9 @@ static wafer_status issue_read(struct wafer__bridge *bridge,
 	const struct wafer__slice *slice = &c->read.slot->slice;
 	struct wafer__lane *lane = &bridge->lanes.lane[l];
 	lane->dirty = true;
-	return bridge->device->plugin->storage->copy_out(
+	const struct wafer_storage_ops *storage = bridge->device->plugin->storage;
+	return (c->read.registered ? storage->copy_out_registered
+				   : storage->copy_out)(
 		bridge->plugin_device, lane->queue, slice->resource,
 		slice->offset + c->read.offset, c->read.dst, c->read.size);
 }

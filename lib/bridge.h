@@ -108,12 +108,17 @@ struct wafer__command {
 			size_t offset;
 			size_t size;
 			const void *src;
+			/* |src| lies in registered host memory
+			 * (lib/host.h): copied in queue order, not
+			 * before the call returns. */
+			bool registered;
 		} write;
 		struct {
 			struct wafer__handle_slot *slot;
 			size_t offset;
 			size_t size;
 			void *dst;
+			bool registered; /* |dst| is (lib/host.h) */
 		} read;
 		struct wafer__execute_request execute;
 		struct {
@@ -122,6 +127,10 @@ struct wafer__command {
 		struct {
 			wafer_memory_usage *out;
 		} usage;
+		struct {
+			void *ptr;
+			size_t size;
+		} host; /* HOST_REGISTER, HOST_UNREGISTER */
 		struct {
 			void **slot;
 			uint64_t *elapsed_ns; /* TIMER_END only */
@@ -368,6 +377,10 @@ void wafer__bridge_release_memory(struct wafer__bridge *bridge, uint32_t l,
 /* The plugin's programs released while graphs lived (they may launch
  * their kernels) are freed: the last graph went. */
 void wafer__bridge_release_held_programs(struct wafer__bridge *bridge);
+
+/* Waits for every queue of the client; a failure of queued work is
+ * deferred to its queue's next sync (and the first returned). */
+wafer_status wafer__bridge_quiesce_all(struct wafer__bridge *bridge);
 
 /* Runs one launch: the EXECUTE command, and the direct and mutex
  * channels' launch path. Sets request->launch.bindings. */

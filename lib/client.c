@@ -22,6 +22,7 @@
 #include "lib/event.h"
 #include "lib/graph.h"
 #include "lib/handle_table.h"
+#include "lib/host.h"
 #include "lib/kernel_table.h"
 #include "lib/log.h"
 #include "lib/queue.h"
@@ -54,6 +55,8 @@ struct wafer_client {
 	_Atomic(struct wafer__client_watch *) watch;
 	/* Its queues as the program sees them (lib/queue.h). */
 	struct wafer__client_queues queues;
+	/* Host memory it registered (lib/host.h). */
+	struct wafer__host_ranges host;
 	/* Set by the first wafer_client_close: a second one (from a release
 	 * callback that the close runs) is refused. */
 	atomic_bool closing;
@@ -189,6 +192,7 @@ WAFER_API wafer_status wafer_client_open(wafer_runtime *runtime,
 	client->runtime = runtime;
 	pthread_mutex_init(&client->oom_lock, NULL);
 	wafer__client_queues_init(&client->queues, client);
+	wafer__host_ranges_init(&client->host);
 	const struct wafer__config *config = wafer__runtime_get_config(runtime);
 
 	status = wafer__runtime_acquire_device(runtime, selector, &client->device);
@@ -254,6 +258,7 @@ fail_handles:
 fail_device:
 	wafer__runtime_release_device(runtime, client->device);
 fail_free:
+	wafer__host_ranges_fini(&client->host, NULL);
 	pthread_mutex_destroy(&client->oom_lock);
 	wafer__client_queues_fini(&client->queues);
 	free(client);
@@ -298,6 +303,7 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 				"still open", open_scopes);
 	/* The queue is idle: programs still alive go now. */
 	wafer__program_table_fini(&client->programs, client->device);
+	wafer__host_ranges_fini(&client->host, client->device);
 	wafer__kernel_refs_fini(&client->refs);
 	wafer__handle_table_fini(&client->handles);
 	wafer__runtime_release_device(client->runtime, client->device);
@@ -311,6 +317,11 @@ WAFER_API wafer_status wafer_client_close(wafer_client *client)
 struct wafer__client_queues *wafer__client_queues(wafer_client *client)
 {
 	return &client->queues;
+}
+
+struct wafer__host_ranges *wafer__client_host(wafer_client *client)
+{
+	return &client->host;
 }
 
 struct wafer__client_watch *wafer__client_watch(wafer_client *client)
@@ -466,7 +477,10 @@ WAFER_API wafer_status wafer_write(wafer_client *client, wafer_handle handle,
 	struct wafer__command command = {
 		.kind = WAFER_COMMAND_WRITE,
 		.write = {.slot = slot, .offset = offset, .size = size,
-			  .src = data},
+			  .src = data,
+			  .registered = wafer__host_direct(&client->host,
+							   client->device,
+							   data, size)},
 	};
 	return client_submit(client, &command);
 }
@@ -513,7 +527,10 @@ static wafer_status submit_read(wafer_client *client, const char *what,
 	struct wafer__command command = {
 		.kind = kind,
 		.read = {.slot = slot, .offset = offset, .size = size,
-			 .dst = dst},
+			 .dst = dst,
+			 .registered = wafer__host_direct(&client->host,
+							  client->device, dst,
+							  size)},
 	};
 	return client_submit(client, &command);
 }

@@ -27,6 +27,9 @@ struct wafer__handle_table *wafer__client_handles(wafer_client *client);
 /* The client's queues as the program sees them (lib/queue.c). */
 struct wafer__client_queues *wafer__client_queues(wafer_client *client);
 
+/* Host memory the client registered (lib/host.c). */
+struct wafer__host_ranges *wafer__client_host(wafer_client *client);
+
 /* The client's open scopes (lib/scope.c). */
 struct wafer__scopes *wafer__client_scopes(wafer_client *client);
 

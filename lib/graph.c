@@ -12,8 +12,10 @@
 #include "lib/client.h"
 #include "lib/error.h"
 #include "lib/graph.h"
+#include "lib/list.h"
 #include "lib/log.h"
 #include "lib/queue.h"
+#include "lib/trace_json.h"
 
 /* Memory the graphs keep after its handle was released (graph.h): a
  * stand-in slot with the released one's memory, shared by every binding
@@ -227,6 +229,7 @@ static wafer_status record_command(wafer_graph *g,
 			return out_of_memory(g, "a write's bytes");
 		memcpy(s->bytes, c->write.src, c->write.size);
 		s->command.write.src = s->bytes;
+		s->command.write.registered = false;
 		s->command.write.slot = &g->bindings[index]->shadow;
 	}
 	g->step_count++;
@@ -405,12 +408,7 @@ static void unbind(struct wafer__bridge *bridge, struct binding *b)
 
 static void destroy(struct wafer__bridge *bridge, wafer_graph *g)
 {
-	if (g->prev)
-		g->prev->next = g->next;
-	else
-		bridge->graphs = g->next;
-	if (g->next)
-		g->next->prev = g->prev;
+	WAFER__LIST_UNLINK(bridge->graphs, g, prev, next);
 	drop_native(bridge, g);
 	for (uint32_t i = 0; i < g->binding_count; i++) {
 		unbind(bridge, g->bindings[i]);
@@ -551,6 +549,45 @@ wafer_status wafer__graph_run_launch(struct wafer__bridge *bridge,
 						   bridge->device->backend, l);
 	}
 	return WAFER_OK;
+}
+
+void wafer__graph_describe(const wafer_graph *g, struct wafer__json *args)
+{
+	enum { most = 32 }; /* distinct kernels listed */
+	const char *names[most];
+	uint32_t counts[most], distinct = 0, others = 0;
+
+	for (uint32_t i = 0; i < g->step_count; i++) {
+		if (g->steps[i].kind != STEP_LAUNCH)
+			continue;
+		const char *op = g->steps[i].launch.kernel->op;
+		uint32_t k = 0;
+		while (k < distinct && strcmp(names[k], op) != 0)
+			k++;
+		if (k == distinct && distinct == most) {
+			others++;
+			continue;
+		}
+		if (k == distinct) {
+			names[distinct] = op;
+			counts[distinct++] = 0;
+		}
+		counts[k]++;
+	}
+	wafer__json_printf(args,
+			   "\"graph\":\"%p\",\"steps\":%u,\"launches\":%u,"
+			   "\"native_launches\":%u,\"kernels\":{",
+			   (const void *)g, g->step_count, g->launches,
+			   g->native_launches);
+	for (uint32_t k = 0; k < distinct; k++) {
+		wafer__json_printf(args, "%s", k ? "," : "");
+		wafer__json_string(args, names[k]);
+		wafer__json_printf(args, ":%u", counts[k]);
+	}
+	wafer__json_printf(args, "}");
+	if (others)
+		wafer__json_printf(args, ",\"other_launches\":%u", others);
+	wafer__json_printf(args, ",");
 }
 
 wafer_status wafer__graph_run_rebind(struct wafer__bridge *bridge,

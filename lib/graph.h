@@ -61,6 +61,13 @@ bool wafer__graph_adopt(struct wafer__bridge *bridge,
  * every graph, after the device finished with them. */
 void wafer__graph_bridge_fini(struct wafer__bridge *bridge);
 
+/* For the trace (lib/trace.c): |graph|'s JSON members — its step and
+ * launch counts, and each kernel it launches with how many times, in
+ * the order of first launch (the device runs a native graph as one
+ * unit, so a replay is one span that says what it ran). */
+struct wafer__json;
+void wafer__graph_describe(const wafer_graph *graph, struct wafer__json *args);
+
 /* The client side: WAFER_ERROR_INVALID_ARGUMENT naming the call when a
  * command of |kind| may not be issued on capturing lane |lane|. */
 wafer_status wafer__graph_refuse(int kind, uint32_t lane);

@@ -19,6 +19,8 @@ dist_man_MANS += \
 	man/wafer_create.3 \
 	man/wafer_handle_is_null.3 \
 	man/wafer_handle_size.3 \
+	man/wafer_host_register.3 \
+	man/wafer_host_unregister.3 \
 	man/wafer_kernel_find.3 \
 	man/wafer_last_error.3 \
 	man/wafer_memory_trim.3 \

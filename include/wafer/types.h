@@ -280,6 +280,10 @@ typedef enum wafer_collective_kind {
  * a graph's launches itself. Every plugin can capture and replay graphs
  * (wafer_graph(3)); without it the core replays them. */
 #define WAFER_CAP_NATIVE_GRAPHS (UINT64_C(1) << 12)
+/* Since ABI 1.7, set by the core from the optional entries: the plugin
+ * copies from and to registered host memory directly, in queue order
+ * (wafer_host_register(3)); without it such copies are staged. */
+#define WAFER_CAP_HOST_REGISTER (UINT64_C(1) << 13)
 
 #ifdef __cplusplus
 }

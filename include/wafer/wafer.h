@@ -165,6 +165,10 @@ typedef struct wafer_plugin_report {
 	 * off", "built for ABI 1.9, newer than this core's 1.5: ..."), or
 	 * "" when nothing. */
 	const char *warnings;
+	/* The names the plugin gives its own program formats and native
+	 * kinds (wafer-plugin(7), VENDOR VALUES), one line each ("sim-c
+	 * (program format 0x10001)"), or "" when none. */
+	const char *vendor_names;
 } wafer_plugin_report;
 
 WAFER_API size_t wafer_runtime_plugin_count(const wafer_runtime *runtime);
@@ -278,6 +282,26 @@ WAFER_API wafer_status wafer_read(wafer_client *client, wafer_handle handle,
 WAFER_API wafer_status wafer_read_async(wafer_client *client,
 					wafer_handle handle, size_t offset,
 					void *dst, size_t size);
+
+/* Registers [ptr, ptr+size) of the caller's host memory with the
+ * client's device (page-locks it where the plugin can: CUDA
+ * cuMemHostRegister). A wafer_write, wafer_create or wafer_read_async
+ * whose host bytes lie wholly inside a registered range then copies them
+ * directly, in queue order, with no staging copy, so an upload on one
+ * queue overlaps work on another: the bytes are read (or written) when
+ * the copy runs, and the caller keeps them unchanged (does not read
+ * them) until then — until wafer_sync of the queue, or an event recorded
+ * after the copy, completes. Ranges may not overlap; registering waits
+ * for every queue of the client. On a plugin without registration
+ * (wafer-info: no "host-register") it succeeds and copies are staged
+ * as before. wafer_host_register(3). */
+WAFER_API wafer_status wafer_host_register(wafer_client *client, void *ptr,
+					   size_t size);
+
+/* Unregisters the range that starts at |ptr|, after every queue of the
+ * client has run what was issued before. Ranges left registered go when
+ * the client closes. */
+WAFER_API wafer_status wafer_host_unregister(wafer_client *client, void *ptr);
 
 /* Adds one reference. */
 WAFER_API wafer_status wafer_retain(wafer_client *client, wafer_handle handle);

@@ -807,7 +807,8 @@ static wafer_status push_copy(struct mpsc_channel *ch,
 {
 	if (command->kind == WAFER_COMMAND_EXECUTE)
 		return mpsc_execute(ch, &command->execute);
-	size_t upload = command->kind == WAFER_COMMAND_WRITE
+	size_t upload = command->kind == WAFER_COMMAND_WRITE &&
+				!command->write.registered
 				? command->write.size
 				: 0;
 	bool wait;
@@ -831,9 +832,11 @@ static wafer_status mpsc_submit(void *self, struct wafer__command *command)
 {
 	struct mpsc_channel *ch = self;
 	/* The row says whether the caller waits (lib/command.def); a
-	 * large write waits too rather than copy its bytes. */
+	 * large write waits too rather than copy its bytes, unless they
+	 * are registered (the caller keeps them until the write ran). */
 	if (wafer__command_waits(command) ||
 	    (command->kind == WAFER_COMMAND_WRITE &&
+	     !command->write.registered &&
 	     command->write.size > MPSC_COPY_WRITE_MAX))
 		return push_and_wait(ch, command, 0);
 	return push_copy(ch, command);

@@ -8,7 +8,8 @@
  * A copy runs on the calling thread once its queue's earlier work has
  * finished (cpu_queue_drain), so it is in order with the launches the
  * queue's worker runs (queue.c) and, like a copy from pageable memory on
- * a GPU, may overlap what other queues run. Memory is freed or unmapped
+ * a GPU, may overlap what other queues run. A copy from or to registered
+ * host memory runs on the worker itself, so it overlaps the caller too. Memory is freed or unmapped
  * only once every queue of the device is drained: no kernel still
  * queued can touch it (plugin.h leaves that to the plugin where its
  * queues are its own threads). */
@@ -83,6 +84,75 @@ static wafer_status cpu_storage_copy_out(void *device, void *queue,
 		memcpy(dst, (const char *)cpu_resource_ptr(src) + src_offset,
 		       size);
 	return WAFER_OK;
+}
+
+/* Registered host memory: nothing to lock, host memory is what the
+ * device computes on. A copy from or to it runs on the queue's worker in
+ * order, so an upload on one queue overlaps the kernels of another. */
+static wafer_status cpu_storage_host_register(void *device, void *ptr,
+					      size_t size)
+{
+	(void)device, (void)ptr, (void)size;
+	return WAFER_OK;
+}
+
+static void cpu_storage_host_unregister(void *device, void *ptr)
+{
+	(void)device, (void)ptr;
+}
+
+struct copy_task {
+	struct cpu_task task;
+	void *dst;
+	const void *src;
+	size_t size;
+};
+
+static void run_copy(struct cpu_task *task, struct cpu_queue *queue)
+{
+	struct copy_task *t = (struct copy_task *)task;
+
+	(void)queue;
+	memcpy(t->dst, t->src, t->size);
+	free(t);
+}
+
+static wafer_status queue_copy(struct cpu_device *dev, struct cpu_queue *q,
+			       void *dst, const void *src, size_t size)
+{
+	if (cpu_queue_inline(q)) {
+		memcpy(dst, src, size);
+		return WAFER_OK;
+	}
+	struct copy_task *t = malloc(sizeof *t);
+	if (!t) {
+		dev->state->host->set_error("cpu: cannot allocate a copy task");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	*t = (struct copy_task){.task.run = run_copy, .dst = dst, .src = src,
+				.size = size};
+	cpu_queue_push(q, &t->task);
+	return WAFER_OK;
+}
+
+static wafer_status cpu_storage_copy_in_registered(void *device, void *queue,
+						   wafer_resource dst,
+						   size_t dst_offset,
+						   const void *src, size_t size)
+{
+	return queue_copy(device, queue,
+			  (char *)cpu_resource_ptr(dst) + dst_offset, src,
+			  size);
+}
+
+static wafer_status cpu_storage_copy_out_registered(void *device, void *queue,
+						    wafer_resource src,
+						    size_t src_offset,
+						    void *dst, size_t size)
+{
+	return queue_copy(device, queue, dst,
+			  (const char *)cpu_resource_ptr(src) + src_offset,
+			  size);
 }
 
 /* memmove: two slices of one resource may overlap. */
@@ -303,12 +373,9 @@ static wafer_status cpu_storage_import(void *device,
 {
 	wafer_status status;
 
-	status = wafer_plugin_import_check(host_of(device), "cpu", buffer,
-					   WAFER_NATIVE_HOST_POINTER,
-					   "host-pointer", out_resource);
-	if (status == WAFER_OK)
-		status = wafer_plugin_import_ordinal(host_of(device), "cpu",
-						     buffer, 0);
+	status = wafer_plugin_import_checks(host_of(device), "cpu", buffer,
+					    WAFER_NATIVE_HOST_POINTER,
+					    "host-pointer", 0, out_resource);
 	if (status != WAFER_OK)
 		return status;
 	*out_resource = (wafer_resource)buffer->address;
@@ -325,14 +392,15 @@ const struct wafer_storage_ops cpu_storage_ops = {
 	 * to expose — every cpu queue runs synchronously, so the plain
 	 * alloc already is "ordered" — and the core's `stream` strategy
 	 * reports itself unavailable on cpu. */
-	.vm_reserve = cpu_storage_vm_reserve,
-	.vm_release = cpu_storage_vm_release,
-	.vm_map = cpu_storage_vm_map,
-	.vm_unmap = cpu_storage_vm_unmap,
+	WAFER_PLUGIN_VM_OPS(cpu),
 	.native = cpu_storage_native,
 	.import = cpu_storage_import,
 	.forget = wafer_plugin_forget_nothing, /* the memory stays the caller's */
 	.copy_peer = cpu_storage_copy_peer,
+	.host_register = cpu_storage_host_register,
+	.host_unregister = cpu_storage_host_unregister,
+	.copy_in_registered = cpu_storage_copy_in_registered,
+	.copy_out_registered = cpu_storage_copy_out_registered,
 	/* host_alloc/host_free: NULL. Device memory is host memory; uploads
 	 * and downloads are a memcpy from the caller's buffer and need no
 	 * page-locked staging. */

@@ -68,6 +68,8 @@
 	X(cuMemcpyDtoDAsync)                                                   \
 	X(cuMemHostAlloc)                                                      \
 	X(cuMemFreeHost)                                                       \
+	X(cuMemHostRegister)                                                   \
+	X(cuMemHostUnregister)                                                 \
 	X(cuMemGetAllocationGranularity)                                       \
 	X(cuMemAddressReserve)                                                 \
 	X(cuMemAddressFree)                                                    \

@@ -103,20 +103,12 @@ struct cuda_comm {
  * Loading
  *===----------------------------------------------------------------------===*/
 
-#define NCCL_RESOLVE(name)                                                     \
-	n->name = (__typeof__(n->name))dlsym(handle, #name);                   \
-	if (!n->name)                                                          \
-		return #name;
+#define NCCL_SYMBOL_OF(name)                                                   \
+	CUDA_SYMBOL(struct cuda_nccl, name, #name)
 
-static const char *resolve(void *handle, void *table)
-{
-	struct cuda_nccl *n = table;
-
-	NCCL_FUNCTIONS(NCCL_RESOLVE)
-	n->ncclCommSplit =
-		(__typeof__(n->ncclCommSplit))dlsym(handle, "ncclCommSplit");
-	return NULL;
-}
+static const struct cuda_symbol symbols[] = {
+	NCCL_FUNCTIONS(NCCL_SYMBOL_OF)
+};
 
 /* The version, for the log: 2.28.9 from 22809 (2.9 and later number
  * major * 10000 + minor * 100 + patch). */
@@ -125,6 +117,10 @@ static int ready(const struct wafer_host_services *host, void *table,
 {
 	struct cuda_nccl *n = table;
 	ncclResult_t r = n->ncclGetVersion(&n->version);
+
+	/* Optional, so an older NCCL still gives the rest. */
+	n->ncclCommSplit = (__typeof__(n->ncclCommSplit))dlsym(
+		n->library.handle, "ncclCommSplit");
 
 	if (r != ncclSuccess) {
 		host->log(host, WAFER_LOG_WARN,
@@ -147,10 +143,7 @@ static const struct cuda_nccl *nccl_get(struct cuda_device *dev)
 	};
 	static const struct cuda_library_kind kind = {
 		.what = "NCCL",
-		.names = names,
-		.name_count = sizeof names / sizeof names[0],
-		.table_size = sizeof(struct cuda_nccl),
-		.resolve = resolve,
+		CUDA_LIBRARY_FILES(names, symbols, struct cuda_nccl),
 		.ready = ready,
 		.offers = "collectives",
 		.searched = "libnccl.so.2",

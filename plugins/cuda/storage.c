@@ -20,6 +20,9 @@
  *                         allocations, not bytes) and vm_unmap takes
  *                         whole earlier vm_map calls only.
  *   copy_in/copy_out      through pinned staging buffers (staging.c).
+ *   host_register ..      cuMemHostRegister / cuMemHostUnregister; copies
+ *                         from and to the range are cuMemcpy*Async on the
+ *                         queue's stream, no staging.
  *   copy                  cuMemcpyDtoDAsync on the queue's stream.
  *   copy_peer             peer.c: between two devices or queues.
  *   host_alloc/host_free  NULL: retired in ABI 1.1 (staging.c has its
@@ -185,6 +188,65 @@ static wafer_status cuda_storage_copy_out(void *device, void *queue,
 		return status;
 	return cuda_staging_download(device, queue, dst,
 				     cuda_ptr(src) + src_offset, size);
+}
+
+/* Registered host memory. Memory the driver has pinned already (a
+ * cuMemHostAlloc block, PyTorch's pin_memory) or another client of the
+ * process registered is taken as it is: the driver refuses a second
+ * registration, and copies from it are asynchronous all the same. For
+ * the same reason unregistering what the driver does not know is no
+ * error; and should the memory be pageable after all (another client
+ * unregistered it first), cuMemcpy*Async still copies correctly, only
+ * synchronously. */
+static wafer_status cuda_storage_host_register(void *device, void *ptr,
+					       size_t size)
+{
+	struct cuda_device *dev = device;
+	wafer_status status = cuda_enter(dev);
+
+	if (status != WAFER_OK)
+		return status;
+	CUresult result = dev->drv->cuMemHostRegister(
+		ptr, size, CU_MEMHOSTREGISTER_PORTABLE);
+	if (result != CUDA_SUCCESS &&
+	    result != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+		return cuda_fail(dev->state, result,
+				 "cuMemHostRegister(%p, %zu)", ptr, size);
+	return WAFER_OK;
+}
+
+static void cuda_storage_host_unregister(void *device, void *ptr)
+{
+	struct cuda_device *dev = device;
+
+	if (cuda_enter(dev) == WAFER_OK)
+		(void)dev->drv->cuMemHostUnregister(ptr);
+}
+
+static wafer_status cuda_storage_copy_in_registered(void *device, void *queue,
+						    wafer_resource dst,
+						    size_t dst_offset,
+						    const void *src,
+						    size_t size)
+{
+	struct cuda_device *dev = device;
+	struct cuda_queue *q = queue;
+
+	CUDA_ENTER_RETURN(dev, cuMemcpyHtoDAsync, cuda_ptr(dst) + dst_offset,
+			  src, size, q->stream);
+}
+
+static wafer_status cuda_storage_copy_out_registered(void *device,
+						     void *queue,
+						     wafer_resource src,
+						     size_t src_offset,
+						     void *dst, size_t size)
+{
+	struct cuda_device *dev = device;
+	struct cuda_queue *q = queue;
+
+	CUDA_ENTER_RETURN(dev, cuMemcpyDtoHAsync, dst,
+			  cuda_ptr(src) + src_offset, size, q->stream);
 }
 
 /* Overlapping source and destination (two slices of one resource): CUDA
@@ -783,12 +845,10 @@ static wafer_status cuda_storage_import(void *device,
 	struct cuda_device *dev = device;
 	wafer_status status;
 
-	status = wafer_plugin_import_check(dev->host, "cuda", buffer,
-					   WAFER_NATIVE_CUDA_POINTER,
-					   "cuda-pointer", out_resource);
-	if (status == WAFER_OK)
-		status = wafer_plugin_import_ordinal(dev->host, "cuda", buffer,
-						     dev->ordinal);
+	status = wafer_plugin_import_checks(dev->host, "cuda", buffer,
+					    WAFER_NATIVE_CUDA_POINTER,
+					    "cuda-pointer", dev->ordinal,
+					    out_resource);
 	if (status != WAFER_OK)
 		return status;
 	if (buffer->context && buffer->context != dev->ctx) {
@@ -822,10 +882,7 @@ const struct wafer_storage_ops cuda_storage_ops = {
 	WAFER_PLUGIN_STORAGE_OPS(cuda),
 	.alloc_async = cuda_storage_alloc_async,
 	.free_async = cuda_storage_free_async,
-	.vm_reserve = cuda_storage_vm_reserve,
-	.vm_release = cuda_storage_vm_release,
-	.vm_map = cuda_storage_vm_map,
-	.vm_unmap = cuda_storage_vm_unmap,
+	WAFER_PLUGIN_VM_OPS(cuda),
 	.figure = cuda_storage_figure,
 	.native = cuda_storage_native,
 	.import = cuda_storage_import,
@@ -833,6 +890,10 @@ const struct wafer_storage_ops cuda_storage_ops = {
 	 * and the memory is never ours to free. */
 	.forget = wafer_plugin_forget_nothing,
 	.copy_peer = cuda_storage_copy_peer,
+	.host_register = cuda_storage_host_register,
+	.host_unregister = cuda_storage_host_unregister,
+	.copy_in_registered = cuda_storage_copy_in_registered,
+	.copy_out_registered = cuda_storage_copy_out_registered,
 	/* host_alloc/host_free: retired in ABI 1.1 (NULL); staging.c keeps
 	 * its own pinned buffers. */
 };

@@ -19,6 +19,7 @@ t_api_client_LDADD = libwafer.la
 # found the tools.
 check_PROGRAMS += t/api/programs
 TESTS += t/api/programs
+t_api_programs_SOURCES = t/api/programs.c t/abi/describe.c t/abi/describe.h
 t_api_programs_LDADD = libwafer.la -lm
 EXTRA_DIST += t/user_kernels/kernels.cl t/user_kernels/kernels.cu \
 	t/user_kernels/kernels.ptx
@@ -165,6 +166,12 @@ check_PROGRAMS += t/api/queues
 TESTS += t/api/queues
 t_api_queues_LDADD = libwafer.la -lpthread
 BACKEND_NEUTRAL_TESTS += t/api/queues
+
+# Registered host memory (wafer_host_register(3)), on every channel.
+check_PROGRAMS += t/api/host
+TESTS += t/api/host
+t_api_host_LDADD = libwafer.la
+BACKEND_NEUTRAL_TESTS += t/api/host
 
 # Graphs: capture on a queue and replay (graph.h, wafer_graph(3)).
 check_PROGRAMS += t/api/graphs

@@ -6,7 +6,7 @@
 # and the next backend is the default. On the stand-in driver
 # (t/standins/fakecuda.c) it is accepted, and the backend-neutral suite — t/api/client,
 # t/api/channels, t/api/stress, t/api/ops, t/api/ops_dtypes, t/api/donation, t/api/memory_oom, t/api/interop,
-# t/api/queues, t/api/graphs, t/api/program_images, t/api/trace, and
+# t/api/queues, t/api/graphs, t/api/program_images, t/api/trace, t/api/host, and
 # t/api/peer and t/api/comm with the stand-in NCCL (t/standins/fakenccl.c) — passes on it
 # with
 # WAFER_BACKEND=cuda, also with every stream step slowed down and with
@@ -82,7 +82,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..67"
+echo "1..69"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -185,6 +185,9 @@ suite graphs FAKECUDA_DELAY_US=20
 # inside the trace also when every stream step is slowed down.
 suite trace
 suite trace FAKECUDA_DELAY_US=20
+# Registered host memory: copies from it read it only when they run.
+suite host
+suite host FAKECUDA_DELAY_US=20
 # Peer copies and collectives (through the stand-in NCCL, whose ranks
 # meet in this process): two devices (copies device to device, an
 # open_group of cuda:0 and cuda:1), one (two ranks on one GPU refused as

@@ -1388,15 +1388,20 @@ static void emulate_rows(struct op *o);
 static void emulate_matmul(struct op *o);
 static void emulate_program(struct op *o);
 
-/* Operations, in the order of these names: unary, then binary. */
+/* Operations, in the order of these names (the catalogue's): unary, then
+ * binary, then the row kernels. */
+#define COUNT_OF(a) (sizeof(a) / sizeof(a)[0])
 static const char *const unary_names[] = {
-	"neg", "abs", "exp", "log", "sqrt", "relu", "gelu", "sigmoid", "tanh",
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference) #name,
+#include <wafer/catalogue.def>
 };
 static const char *const binary_names[] = {
-	"add", "sub", "mul", "div", "max", "min",
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference) #name,
+#include <wafer/catalogue.def>
 };
 static const char *const rows_names[] = {
-	"reduce_sum", "reduce_max", "reduce_mean", "softmax",
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output) #name,
+#include <wafer/catalogue.def>
 };
 
 /* T_* of a dtype suffix; -1 if none. */
@@ -1572,7 +1577,7 @@ static int find_emulator(struct fake_kernel *k)
 			sizeof(struct wafer_elementwise_params));
 		return 1;
 	}
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < (int)COUNT_OF(rows_names); i++) {
 		snprintf(prefix, sizeof prefix, "%s_", rows_names[i]);
 		if (named(k, name, prefix)) {
 			k->op = i;
@@ -1582,7 +1587,7 @@ static int find_emulator(struct fake_kernel *k)
 			return 1;
 		}
 	}
-	for (int i = 0; i < 9; i++) {
+	for (int i = 0; i < (int)COUNT_OF(unary_names); i++) {
 		snprintf(prefix, sizeof prefix, "%s_", unary_names[i]);
 		if (named(k, name, prefix)) {
 			k->op = i;
@@ -1591,7 +1596,7 @@ static int find_emulator(struct fake_kernel *k)
 			return 1;
 		}
 	}
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < (int)COUNT_OF(binary_names); i++) {
 		k->op = i;
 		snprintf(prefix, sizeof prefix, "%s_scalar_", binary_names[i]);
 		if (named(k, name, prefix)) {
@@ -3165,7 +3170,7 @@ static CUresult fake_cuMemFreeHost(void *p)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	pthread_mutex_lock(&L);
 	struct region *reg = find_region(REGION_PINNED, (uintptr_t)p);
-	if (!reg) {
+	if (!reg || !reg->block) { /* not cuMemHostAlloc's */
 		pthread_mutex_unlock(&L);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -3175,6 +3180,52 @@ static CUresult fake_cuMemFreeHost(void *p)
 	drop_region(reg);
 	pthread_mutex_unlock(&L);
 	return CUDA_SUCCESS;
+}
+
+/* Registered host memory is pinned memory the caller owns (block NULL):
+ * copies from it touch it only when they run, as from cuMemHostAlloc's.
+ * Overlapping an earlier registration or pinned block is refused, as by
+ * the driver. */
+static CUresult fake_cuMemHostRegister(void *p, size_t size, unsigned flags)
+{
+	CUresult r = need_context();
+
+	(void)flags;
+	if (r)
+		return r;
+	if (!p || size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&L);
+	for (size_t i = 0; i < region_count; i++)
+		if (regions[i].kind == REGION_PINNED &&
+		    (uintptr_t)p < regions[i].base + regions[i].size &&
+		    regions[i].base < (uintptr_t)p + size) {
+			pthread_mutex_unlock(&L);
+			return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+		}
+	r = add_region((struct region){.kind = REGION_PINNED,
+				       .base = (uintptr_t)p, .size = size})
+		    ? CUDA_ERROR_OUT_OF_MEMORY
+		    : CUDA_SUCCESS;
+	stats.registered_live += r == CUDA_SUCCESS;
+	pthread_mutex_unlock(&L);
+	return r;
+}
+
+static CUresult fake_cuMemHostUnregister(void *p)
+{
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&L);
+	struct region *reg = find_region(REGION_PINNED, (uintptr_t)p);
+	CUresult r = reg && !reg->block ? CUDA_SUCCESS
+					: CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	if (r == CUDA_SUCCESS) {
+		drop_region(reg);
+		stats.registered_live--;
+	}
+	pthread_mutex_unlock(&L);
+	return r;
 }
 
 /*===----------------------------------------------------------------------===
@@ -3735,6 +3786,8 @@ static const struct {
 	{"cuMemcpyDtoDAsync", (void *)fake_cuMemcpyDtoDAsync},
 	ENTRY(cuMemHostAlloc),
 	ENTRY(cuMemFreeHost),
+	ENTRY(cuMemHostRegister),
+	ENTRY(cuMemHostUnregister),
 	ENTRY(cuMemGetAllocationGranularity),
 	ENTRY(cuMemAddressReserve),
 	ENTRY(cuMemAddressFree),

@@ -16,6 +16,7 @@ struct fakecuda_stats {
 	uint64_t allocs, frees, async_allocs, async_frees;
 	uint64_t pinned_copies, pageable_copies, device_copies;
 	uint64_t pinned_live, pinned_bytes;
+	uint64_t registered_live; /* cuMemHostRegister'd ranges */
 	uint64_t streams_live, events_live;
 	uint64_t stream_syncs, event_syncs;
 	uint64_t reserves, creates, maps, unmaps, set_access, handles_live;

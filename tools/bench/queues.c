@@ -12,15 +12,24 @@
  *     double-buffered; raw: the same on one CUDA stream, and on two
  *     streams ordered by events from pinned host memory:
  *
- *     overlap mib=M batches=K adds=R one_queue_ms=A two_queues_ms=B
- *             gain=A/B [raw_one_ms=C raw_two_ms=D raw_gain=C/D
- *             vs_raw=B/D]
+ *     overlap host=H mib=M batches=K adds=R one_queue_ms=A
+ *             two_queues_ms=B gain=A/B [raw_one_ms=C raw_two_ms=D
+ *             raw_gain=C/D vs_raw=B/D]
+ *
+ *   once with H=staged, from ordinary memory (each upload a host copy
+ *   into the plugin's staging buffers on the issuing thread, then the
+ *   DMA), once with H=registered, from memory registered with
+ *   wafer_host_register (the DMA alone, in queue order: what the raw side
+ *   does from pinned memory); each balances its own adds.
  *
  *   events: ns per record on one queue + wait on another
  *     (wafer_event_record + wafer_queue_wait), 100,000 pairs then a
  *     sync of both; raw: cuEventRecord + cuStreamWaitEvent:
  *
- *     events ns_per_pair=X [raw_ns_per_pair=Y vs_raw=X/Y]
+ *     events channel=C ns_per_pair=X [raw_ns_per_pair=Y vs_raw=X/Y]
+ *
+ *   on each channel (direct, mutex, mpsc: the pair is two commands,
+ *   and a command costs what its channel's hop costs);
  *
  *   dispatch: ns per wafer_execute of the noop kernel on the default
  *     queue of a client with one queue, and on a second queue (the
@@ -35,6 +44,7 @@
 #include "build-config.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,10 +111,10 @@ static unsigned balance(struct pipeline *p)
 }
 
 static void overlap(wafer_runtime *runtime, const struct bench_raw *raw,
-		    size_t mib, unsigned batches)
+		    size_t mib, unsigned batches, bool registered)
 {
 	struct pipeline p = {.bytes = mib << 20};
-	float *host = malloc(p.bytes);
+	float *host = aligned_alloc(4096, p.bytes);
 	wafer_queue *copy;
 
 	if (!host) {
@@ -115,6 +125,9 @@ static void overlap(wafer_runtime *runtime, const struct bench_raw *raw,
 		host[i] = (float)(i % 1000) * 0.25f;
 	p.host = host;
 	p.client = bench_open_client(runtime, NULL, NULL);
+	if (registered)
+		bench_check(wafer_host_register(p.client, host, p.bytes),
+			    "host_register");
 	bench_check(wafer_empty(p.client, p.bytes, &p.in[0]), "empty");
 	bench_check(wafer_empty(p.client, p.bytes, &p.in[1]), "empty");
 	bench_check(wafer_empty(p.client, p.bytes, &p.out), "empty");
@@ -127,9 +140,10 @@ static void overlap(wafer_runtime *runtime, const struct bench_raw *raw,
 		one = fmin(one, run_pipeline(&p, batches, NULL));
 		two = fmin(two, run_pipeline(&p, batches, copy));
 	}
-	printf("overlap mib=%zu batches=%u adds=%u one_queue_ms=%.3f "
+	printf("overlap host=%s mib=%zu batches=%u adds=%u one_queue_ms=%.3f "
 	       "two_queues_ms=%.3f gain=%.3f",
-	       mib, batches, p.adds, one, two, one / two);
+	       registered ? "registered" : "staged", mib, batches, p.adds, one,
+	       two, one / two);
 	if (raw && raw->overlap_ms) {
 		double raw_one = raw->overlap_ms(p.bytes, batches, p.adds, 0);
 		double raw_two = raw->overlap_ms(p.bytes, batches, p.adds, 1);
@@ -142,14 +156,18 @@ static void overlap(wafer_runtime *runtime, const struct bench_raw *raw,
 	printf("\n");
 	fflush(stdout);
 	bench_check(wafer_queue_close(copy), "queue_close");
+	if (registered)
+		bench_check(wafer_host_unregister(p.client, host),
+			    "host_unregister");
 	bench_check(wafer_client_close(p.client), "client_close");
 	free(host);
 }
 
-static void events(wafer_runtime *runtime, const struct bench_raw *raw)
+static void events(wafer_runtime *runtime, const char *channel,
+		   double raw_ns, const char *raw_what)
 {
 	const unsigned pairs = 100000;
-	wafer_client *client = bench_open_client(runtime, NULL, NULL);
+	wafer_client *client = bench_open_client(runtime, channel, NULL);
 	wafer_queue *a = wafer_client_default_queue(client), *b;
 	wafer_event *e;
 	double best = INFINITY;
@@ -166,13 +184,10 @@ static void events(wafer_runtime *runtime, const struct bench_raw *raw)
 		bench_check(wafer_queue_sync(a), "sync");
 		best = fmin(best, (double)(bench_now_ns() - start) / pairs);
 	}
-	printf("events ns_per_pair=%.1f", best);
-	if (raw && raw->event_pair_ns) {
-		double r = raw->event_pair_ns(pairs);
-		if (r > 0)
-			printf(" raw=%s raw_ns_per_pair=%.1f vs_raw=%.3f",
-			       raw->event_what, r, best / r);
-	}
+	printf("events channel=%s ns_per_pair=%.1f", channel, best);
+	if (raw_ns > 0)
+		printf(" raw=%s raw_ns_per_pair=%.1f vs_raw=%.3f", raw_what,
+		       raw_ns, best / raw_ns);
 	printf("\n");
 	fflush(stdout);
 	bench_check(wafer_event_release(e), "event_release");
@@ -244,8 +259,15 @@ int bench_queues(int argc, char **argv)
 	printf("# %s:%u (%s), events %s\n", device.backend, device.index,
 	       device.name,
 	       device.capabilities & WAFER_CAP_EVENTS ? "yes" : "no");
-	overlap(runtime, raw, mib, (unsigned)batches);
-	events(runtime, raw);
+	overlap(runtime, raw, mib, (unsigned)batches, false);
+	overlap(runtime, raw, mib, (unsigned)batches, true);
+	/* The raw pair once, then wafer's on each channel: the pair is two
+	 * commands, and what a command costs is the channel's. */
+	double raw_ns = raw && raw->event_pair_ns ? raw->event_pair_ns(100000)
+						  : 0;
+	static const char *const channels[] = {"direct", "mutex", "mpsc"};
+	for (size_t i = 0; i < sizeof channels / sizeof *channels; i++)
+		events(runtime, channels[i], raw_ns, raw ? raw->event_what : "");
 	dispatch(runtime);
 	wafer_runtime_close(runtime);
 	return 0;
