@@ -177,3 +177,10 @@ check_PROGRAMS += t/api/trace
 TESTS += t/api/trace
 t_api_trace_SOURCES = t/api/trace.c tools/timeline.c tools/timeline.h
 t_api_trace_LDADD = libwafer.la -lm
+
+# Backend-neutral: program ids and kernel refs, released and reused, on
+# each channel (links the core to read the program table's size).
+check_PROGRAMS += t/api/program_ids
+TESTS += t/api/program_ids
+t_api_program_ids_LDADD = $(T_CORE_LIBS)
+BACKEND_NEUTRAL_TESTS += t/api/program_ids
