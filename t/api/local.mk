@@ -20,7 +20,7 @@ t_api_client_LDADD = libwafer.la
 check_PROGRAMS += t/api/programs
 TESTS += t/api/programs
 t_api_programs_LDADD = libwafer.la -lm
-EXTRA_DIST += t/user_kernels/kernels.cl t/user_kernels/kernels.cu \
+EXTRA_DIST += t/user_kernels/kernels.cl t/user_kernels/kernels.cu t/user_kernels/sources.h \
 	t/user_kernels/kernels.ptx
 check_LTLIBRARIES += t/user_kernels/kernels.la
 t_user_kernels_kernels_la_SOURCES = t/user_kernels/kernels.c

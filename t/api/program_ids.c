@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <wafer/program.h>
 #include <wafer/wafer.h>
@@ -30,6 +29,7 @@
 #include "lib/program_table.h"
 #include "t/tap.h"
 #include "t/client_util.h"
+#include "t/user_kernels/sources.h"
 
 #define N 64
 #define CYCLES 300
@@ -40,52 +40,20 @@ struct saxpy_params {
 	uint32_t reserved;
 };
 
-static const struct {
-	wafer_program_format format;
-	const char *dir; /* "src" or "build" */
-	const char *file;
-} files[] = {
-	{WAFER_PROGRAM_CUDA_C, "src", "user_kernels/kernels.cu"},
-	{WAFER_PROGRAM_PTX, "src", "user_kernels/kernels.ptx"},
-	{WAFER_PROGRAM_OPENCL_C, "src", "user_kernels/kernels.cl"},
-	{WAFER_PROGRAM_SPIRV, "build", "user_kernels/kernels.spv"},
-	{WAFER_PROGRAM_HOST_SO, "build", "user_kernels/.libs/kernels.so"},
-	{WAFER_PROGRAM_HOST_C, "src", "user_kernels/kernels.c"},
-};
-#define FORMATS (sizeof files / sizeof files[0])
-
-static wafer_program_source sources[FORMATS];
+static wafer_program_source all[USER_KERNEL_FORMATS];
+static void *data[USER_KERNEL_FORMATS];
+static wafer_program_source sources[USER_KERNEL_FORMATS];
 static size_t source_count;
 
+/* Those there, host-so first. */
 static void load_sources(void)
 {
-	const char *src = getenv("T_SRCDIR"), *build = getenv("T_BUILDDIR");
-	char path[4096];
-
-	for (size_t i = 0; i < FORMATS; i++) {
-		snprintf(path, sizeof path, "%s/%s",
-			 strcmp(files[i].dir, "src") == 0 ? src : build,
-			 files[i].file);
-		FILE *f = fopen(path, "rb");
-		struct stat st;
-		if (!f)
-			continue;
-		void *data = NULL;
-		if (fstat(fileno(f), &st) == 0 && st.st_size > 0 &&
-		    (data = malloc((size_t)st.st_size)) &&
-		    fread(data, 1, (size_t)st.st_size, f) ==
-			    (size_t)st.st_size)
-			sources[source_count++] = (wafer_program_source){
-				.struct_size = sizeof sources[0],
-				.format = files[i].format,
-				.name = strrchr(files[i].file, '/') + 1,
-				.data = data,
-				.size = (size_t)st.st_size,
-			};
-		else
-			free(data);
-		fclose(f);
-	}
+	user_kernels_load(all, data);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < USER_KERNEL_FORMATS; i++)
+			if (all[i].data &&
+			    (all[i].format == WAFER_PROGRAM_HOST_SO) == !pass)
+				sources[source_count++] = all[i];
 }
 
 static wafer_program *create(wafer_client *c)
@@ -246,8 +214,8 @@ int main(void)
 	for (size_t i = 0; i < sizeof channels / sizeof channels[0]; i++)
 		test_channel(rt, channels[i]);
 	wafer_runtime_close(rt);
-	for (size_t i = 0; i < source_count; i++)
-		free((void *)sources[i].data);
+	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++)
+		free(data[i]);
 	done_testing();
 	return 0;
 }

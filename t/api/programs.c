@@ -45,6 +45,7 @@
 #include <wafer/wafer.h>
 
 #include "t/tap.h"
+#include "t/user_kernels/sources.h"
 
 extern char **environ;
 
@@ -71,23 +72,9 @@ struct tile_params {
 static wafer_runtime *runtime;
 static const char *backend;
 
-/* The sources of t/user_kernels/, in the order a fat program offers them. */
-static const struct {
-	wafer_program_format format;
-	const char *dir; /* "src" or "build" */
-	const char *file;
-} files[] = {
-	{WAFER_PROGRAM_CUDA_C, "src", "user_kernels/kernels.cu"},
-	{WAFER_PROGRAM_PTX, "src", "user_kernels/kernels.ptx"},
-	{WAFER_PROGRAM_OPENCL_C, "src", "user_kernels/kernels.cl"},
-	{WAFER_PROGRAM_SPIRV, "build", "user_kernels/kernels.spv"},
-	{WAFER_PROGRAM_HOST_C, "src", "user_kernels/kernels.c"},
-	{WAFER_PROGRAM_HOST_SO, "build", "user_kernels/.libs/kernels.so"},
-};
-#define FORMATS (sizeof files / sizeof files[0])
 
-static wafer_program_source sources[FORMATS];
-static void *source_data[FORMATS];
+static wafer_program_source sources[USER_KERNEL_FORMATS];
+static void *source_data[USER_KERNEL_FORMATS];
 
 /* What the in-tree backends take. |required|: the backend must load
  * them; |optional|: it may refuse them where it documents so (PoCL
@@ -111,7 +98,7 @@ static const struct {
 };
 static int backend_index = -1;
 /* The formats the device took when offered alone (probe_formats). */
-static bool taken[FORMATS];
+static bool taken[USER_KERNEL_FORMATS];
 
 static bool listed(const wafer_program_format *list, wafer_program_format f)
 {
@@ -127,54 +114,15 @@ static bool required(wafer_program_format f)
 {
 	if (backend_index >= 0)
 		return listed(backends[backend_index].required, f);
-	for (size_t i = 0; i < FORMATS; i++)
-		if (files[i].format == f)
+	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++)
+		if (user_kernel_files[i].format == f)
 			return taken[i];
 	return false;
 }
 
-static void *read_whole(const char *path, size_t *out_size)
-{
-	struct stat st;
-	void *data = NULL;
-	FILE *f = fopen(path, "rb");
-
-	*out_size = 0;
-	if (!f)
-		return NULL;
-	if (fstat(fileno(f), &st) == 0 && st.st_size > 0) {
-		data = malloc((size_t)st.st_size);
-		if (data && fread(data, 1, (size_t)st.st_size, f) !=
-				    (size_t)st.st_size) {
-			free(data);
-			data = NULL;
-		}
-		if (data)
-			*out_size = (size_t)st.st_size;
-	}
-	fclose(f);
-	return data;
-}
-
 static void load_sources(void)
 {
-	const char *src = getenv("T_SRCDIR"), *build = getenv("T_BUILDDIR");
-	char path[4096];
-
-	for (size_t i = 0; i < FORMATS; i++) {
-		snprintf(path, sizeof path, "%s/%s",
-			 strcmp(files[i].dir, "src") == 0 ? src : build,
-			 files[i].file);
-		sources[i] = (wafer_program_source){
-			.struct_size = sizeof sources[i],
-			.format = files[i].format,
-			.name = strrchr(files[i].file, '/') + 1,
-		};
-		source_data[i] = read_whole(path, &sources[i].size);
-		sources[i].data = source_data[i];
-		if (!source_data[i])
-			diag("%s: not there (%s)", path, strerror(errno));
-	}
+	user_kernels_load(sources, source_data);
 }
 
 /* Offers each source alone: what the device does not refuse with
@@ -184,7 +132,7 @@ static void probe_formats(void)
 {
 	wafer_client *client = open_client("mutex");
 
-	for (size_t i = 0; i < FORMATS; i++) {
+	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++) {
 		wafer_program *p = NULL;
 		if (!sources[i].data)
 			continue;
@@ -192,7 +140,7 @@ static void probe_formats(void)
 						&p) != WAFER_ERROR_NOT_SUPPORTED;
 		if (p)
 			wafer_program_release(p);
-		diag("%s: %s", wafer_program_format_name(files[i].format),
+		diag("%s: %s", wafer_program_format_name(user_kernel_files[i].format),
 		     taken[i] ? "taken" : "not taken");
 	}
 	wafer_client_close(client);
@@ -200,7 +148,7 @@ static void probe_formats(void)
 
 static const wafer_program_source *source_of(wafer_program_format f)
 {
-	for (size_t i = 0; i < FORMATS; i++)
+	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++)
 		if (sources[i].format == f)
 			return sources[i].data ? &sources[i] : NULL;
 	return NULL;
@@ -450,9 +398,9 @@ static void test_format(wafer_program_format f)
 static void test_fat(void)
 {
 	wafer_client *client = open_client("mpsc");
-	wafer_program_source all[FORMATS];
+	wafer_program_source all[USER_KERNEL_FORMATS];
 	size_t n = 0;
-	for (size_t i = 0; i < FORMATS; i++)
+	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++)
 		if (sources[i].data)
 			all[n++] = sources[i];
 	wafer_program *p = NULL;
@@ -489,7 +437,7 @@ static const wafer_program_source *text_source(void)
 /* Any source the device takes: the required ones first. */
 static const wafer_program_source *some_source(void)
 {
-	for (size_t i = 0; i < FORMATS; i++)
+	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++)
 		if (required(sources[i].format) && sources[i].data)
 			return &sources[i];
 	return NULL;
@@ -562,7 +510,7 @@ static void test_errors(void)
 	/* Formats nobody here takes with the ones the device takes. */
 	wafer_program_source foreign[2];
 	size_t n = 0;
-	for (size_t i = 0; i < FORMATS && n < 2; i++)
+	for (size_t i = 0; i < USER_KERNEL_FORMATS && n < 2; i++)
 		if (sources[i].data && !required(sources[i].format) &&
 		    !taken[i] &&
 		    (backend_index < 0 ||
@@ -943,9 +891,9 @@ static int child_main(const char *format_number, const char *dir)
 
 	/* Format 0: every source at once (a fat program). */
 	load_sources();
-	wafer_program_source all[FORMATS];
+	wafer_program_source all[USER_KERNEL_FORMATS];
 	size_t n = 0;
-	for (size_t i = 0; i < FORMATS; i++)
+	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++)
 		if (sources[i].data && (!f || sources[i].format == f))
 			all[n++] = sources[i];
 	if (wafer_runtime_open(&options, &runtime) != WAFER_OK ||
@@ -1118,8 +1066,8 @@ int main(int argc, char **argv)
 	load_sources();
 	probe_formats();
 
-	for (size_t i = 0; i < FORMATS; i++) {
-		wafer_program_format f = files[i].format;
+	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++) {
+		wafer_program_format f = user_kernel_files[i].format;
 		if (backend_index >= 0 ? required(f) ||
 				listed(backends[backend_index].optional, f)
 				       : taken[i])
@@ -1140,7 +1088,7 @@ int main(int argc, char **argv)
 	test_autotune();
 	test_second_process("/proc/self/exe");
 
-	for (size_t i = 0; i < FORMATS; i++)
+	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++)
 		free(source_data[i]);
 	wafer_runtime_close(runtime);
 	done_testing();
