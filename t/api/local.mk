@@ -182,5 +182,5 @@ t_api_trace_LDADD = libwafer.la -lm
 # each channel (links the core to read the program table's size).
 check_PROGRAMS += t/api/program_ids
 TESTS += t/api/program_ids
-t_api_program_ids_LDADD = $(T_CORE_LIBS)
+t_api_program_ids_LDADD = $(T_CORE_LIBS) -lpthread
 BACKEND_NEUTRAL_TESTS += t/api/program_ids

@@ -11,13 +11,16 @@
  *  - a released program's id and its kernel refs are refused
  *    (WAFER_ERROR_INVALID_HANDLE, naming the id), also once a later
  *    program took its slot: that program is never reached through them;
- *  - the ids of a program left live at client close are refused after.
+ *  - the ids of a program left live at client close are refused after;
+ *  - threads creating, running and releasing programs on one client
+ *    (mutex and mpsc) each run their own.
  *
  * The program is t/user_kernels/' saxpy, offered in every format there
  * (the device takes the first it can; host-so before host-c, so that
  * the cpu plugin compiles nothing per cycle). */
 #include "build-config.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +199,59 @@ static void test_channel(wafer_runtime *rt, const char *channel)
 	check(wafer_client_close(c), "close");
 }
 
+/* Threads creating, launching and releasing programs on one client at
+ * once: each sees only its own programs run, and the table stays at one
+ * slot per thread. */
+#define THREADS 4
+#define THREAD_CYCLES 40
+
+struct worker {
+	wafer_client *c;
+	int good;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	wafer_status status;
+
+	for (int i = 0; i < THREAD_CYCLES; i++) {
+		wafer_program *p = create(w->c);
+		float a = (float)(i % 5);
+		if (run_once(w->c, saxpy(p), a, &status) == 1.0f + a &&
+		    status == WAFER_OK && wafer_program_release(p) == WAFER_OK)
+			w->good++;
+	}
+	return NULL;
+}
+
+static void test_threads(wafer_runtime *rt, const char *channel)
+{
+	wafer_client *c = open_client_on(rt, "default", channel);
+	struct worker workers[THREADS];
+	pthread_t threads[THREADS];
+	size_t before = wafer__program_slots_used();
+	int good = 0;
+
+	for (int t = 0; t < THREADS; t++) {
+		workers[t] = (struct worker){c, 0};
+		pthread_create(&threads[t], NULL, work, &workers[t]);
+	}
+	for (int t = 0; t < THREADS; t++) {
+		pthread_join(threads[t], NULL);
+		good += workers[t].good;
+	}
+	is_int(good, THREADS * THREAD_CYCLES,
+	       "%s: %d threads each creating, running and releasing %d "
+	       "programs on one client: all right",
+	       channel, THREADS, THREAD_CYCLES);
+	ok(wafer__program_slots_used() <= before + THREADS,
+	   "%s:   ... the table grew by at most one slot per thread (%zu "
+	   "before, %zu after)",
+	   channel, before, wafer__program_slots_used());
+	check(wafer_client_close(c), "close");
+}
+
 int main(void)
 {
 	static const char *const channels[] = {"direct", "mutex", "mpsc"};
@@ -213,6 +269,9 @@ int main(void)
 	check(wafer_runtime_open(NULL, &rt), "runtime");
 	for (size_t i = 0; i < sizeof channels / sizeof channels[0]; i++)
 		test_channel(rt, channels[i]);
+	/* direct is one thread at a time. */
+	test_threads(rt, "mutex");
+	test_threads(rt, "mpsc");
 	wafer_runtime_close(rt);
 	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++)
 		free(data[i]);
