@@ -82,7 +82,8 @@ static uint32_t free_head;       /* under the lock */
 static uintptr_t encode(uintptr_t mark, const struct wafer_program *p,
 			size_t kernel)
 {
-	return mark << MARK_SHIFT | (uintptr_t)p->generation << GENERATION_SHIFT |
+	return mark << MARK_SHIFT |
+	       (uintptr_t)p->generation << GENERATION_SHIFT |
 	       (uintptr_t)p->index << SLOT_SHIFT | kernel;
 }
 
@@ -97,7 +98,8 @@ static struct wafer_program *slot_of(uintptr_t id, uintptr_t mark,
 				     uint32_t *out_generation,
 				     size_t *out_kernel)
 {
-	uint32_t index = (uint32_t)(id >> SLOT_SHIFT & FIELD(WAFER_PROGRAM_SLOT_BITS));
+	uint32_t index =
+		(uint32_t)(id >> SLOT_SHIFT & FIELD(WAFER_PROGRAM_SLOT_BITS));
 	if (id >> MARK_SHIFT != mark || !index || index >= next_unused)
 		return NULL;
 	*out_generation = (uint32_t)(id >> GENERATION_SHIFT &
