@@ -16,9 +16,14 @@
 #   5. wafer-conformance --backend cpu from the installed files, its logs
 #      in OUTDIR/conformance/t/*/*.log ("PASS: t/NAME N - ...");
 #   6. the shipped examples built with pkg-config against them (hello
-#      run), and the plugin skeleton with its Makefile;
-#   7. wafer-conformance --backend skeleton on that out-of-tree build
-#      (exit 0).
+#      run), the plugin skeleton and the sim example plugin with their
+#      Makefiles, and the skeleton again for ABI 1.1
+#      (-DWAFER_PLUGIN_ABI_MINOR=1) and declaring ABI 1.99;
+#   7. wafer-conformance on each of those out-of-tree builds (exit 0):
+#      the skeleton; sim with its description (programs in its own
+#      format, named, and peer copy, which must run, not skip); the 1.1
+#      skeleton, judged by 1.1's rules; the 1.99 one, accepted with the
+#      loader's warning and judged by the core's minor.
 # Each step appends "NAME PASS|FAIL" to OUTDIR/points; exits 1 when one
 # failed. Logs: OUTDIR/*.log.
 set -u
@@ -143,18 +148,80 @@ cp -r "$ex/plugin-skeleton" "$out/example/skeleton" &&
 	[ -f "$out/example/skeleton/skeleton.so" ] && ok=PASS || ok=FAIL
 point plugin-skeleton $ok
 [ "$shown$ok" = PASSPASS ] || tail -10 "$out/example.log"
+skeleton_ok=$ok
+# The fuller example: programs in a format of its own, its name, peer
+# copy.
+cp -r "$ex/plugin-sim" "$out/example/sim" &&
+	make -C "$out/example/sim" PKG_CONFIG="$pkgconfig" >>"$out/example.log" 2>&1 &&
+	[ -f "$out/example/sim/sim.so" ] && sim_ok=PASS || sim_ok=FAIL
+point plugin-sim $sim_ok
+# The skeleton for ABI 1.1, through the header's own switch (no old
+# headers kept anywhere), and declaring a minor newer than the core's.
+cp -r "$ex/plugin-skeleton" "$out/example/skeleton-1.1" &&
+	make -C "$out/example/skeleton-1.1" PKG_CONFIG="$pkgconfig" \
+		CPPFLAGS=-DWAFER_PLUGIN_ABI_MINOR=1 >>"$out/example.log" 2>&1 &&
+	[ -f "$out/example/skeleton-1.1/skeleton.so" ] && old_ok=PASS || old_ok=FAIL
+point plugin-skeleton-1.1 $old_ok
+cp -r "$ex/plugin-skeleton" "$out/example/skeleton-1.99" &&
+	sed -i 's/\.abi_minor = WAFER_PLUGIN_ABI_MINOR,/.abi_minor = 99,/' \
+		"$out/example/skeleton-1.99/skeleton.c" &&
+	grep -q '\.abi_minor = 99,' "$out/example/skeleton-1.99/skeleton.c" &&
+	make -C "$out/example/skeleton-1.99" PKG_CONFIG="$pkgconfig" >>"$out/example.log" 2>&1 &&
+	[ -f "$out/example/skeleton-1.99/skeleton.so" ] && new_ok=PASS || new_ok=FAIL
+point plugin-skeleton-1.99 $new_ok
+ok=$skeleton_ok
 
-# 7. A plugin written outside the tree from the installed files alone
-# (the skeleton just built) passes the installed wafer-conformance: exit
-# 0, with what it does not offer skipped (wafer-plugin(7), TESTING).
-if [ "$ok" = PASS ]; then
-	"$runner" --backend skeleton --plugin-path "$out/example/skeleton" \
-		--log-dir "$out/conformance-skeleton" >"$out/conformance-skeleton.tap" 2>&1 &&
-		ok=PASS || ok=FAIL
-	tail -1 "$out/conformance-skeleton.tap" | sed 's/^/      /'
-	[ $ok = PASS ] || grep -E '^not ok' "$out/conformance-skeleton.tap"
-fi
-point wafer-conformance-skeleton $ok
+# 7. Plugins written outside the tree from the installed files alone
+# pass the installed wafer-conformance: exit 0, with what they do not
+# offer skipped (wafer-plugin(7), TESTING). conformance NAME DIR
+# [ARGS...]: the run on the plugin built in DIR, its output in
+# OUTDIR/conformance-NAME.tap; then each "grep" PATTERN that must be in
+# it, given as --expect PATTERN.
+conformance() {
+	local name=$1 dir=$2 backend expect=() args=()
+	shift 2
+	backend=${name%%-*}
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--expect) expect+=("$2"); shift ;;
+		*) args+=("$1") ;;
+		esac
+		shift
+	done
+	if [ "$ok" = PASS ]; then
+		"$runner" --backend "$backend" --plugin-path "$dir" "${args[@]}" \
+			--log-dir "$out/conformance-$name" >"$out/conformance-$name.tap" 2>&1 &&
+			ok=PASS || ok=FAIL
+		tail -1 "$out/conformance-$name.tap" | sed 's/^/      /'
+		[ $ok = PASS ] || grep -E '^not ok|^    not ok' "$out/conformance-$name.tap" | head -20
+		for pattern in "${expect[@]}"; do
+			grep -q -e "$pattern" "$out/conformance-$name.tap" || {
+				echo "      conformance-$name.tap lacks: $pattern"
+				ok=FAIL
+			}
+		done
+	fi
+	point "wafer-conformance-$name" $ok
+}
+conformance skeleton "$out/example/skeleton"
+ok=$sim_ok
+conformance sim "$out/example/sim" --abi "$out/example/sim/sim.backend" \
+	--expect '^# sim: names: *sim-c (program format 0x10001)' \
+	--expect '^    ok [0-9]* - program_load of .*kernels.c' \
+	--expect '^    # .*sim-c: taken' \
+	--expect '^    ok [0-9]* - sim: sim-c program on mpsc' \
+	--expect '^    ok [0-9]* - copy_peer from device 1 to device 0' \
+	--expect '^ok [0-9]* - t/api/programs: [1-9][0-9]* passed'
+ok=$old_ok
+conformance skeleton-1.1 "$out/example/skeleton-1.1" \
+	--expect '^# skeleton targets ABI 1.1: judged by ABI 1.1.s rules' \
+	--expect 'SKIP programs: the plugin targets ABI 1.1 (programs came in ABI 1.2)' \
+	--expect 'SKIP graphs: the plugin targets ABI 1.1 (graphs came in ABI 1.6)'
+ok=$new_ok
+conformance skeleton-1.99 "$out/example/skeleton-1.99" \
+	--expect '^# skeleton: warning: built for ABI 1.99, newer than this core' \
+	--expect '^# skeleton targets ABI 1.99, newer than this core.s 1.[0-9]*: judged by ABI 1.[0-9]*.s rules' \
+	--expect 'abi_minor 99 is newer than this suite.s 1.[0-9]*: judged by ABI 1.[0-9]*.s rules'
 
 if [ -z "$root" ]; then
 	# shellcheck disable=SC2046

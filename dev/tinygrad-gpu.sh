@@ -26,6 +26,12 @@
 #                       tinygrad's CUDA: the small run (losses, which must
 #                       agree) and a larger one (steps/s, peak bytes:
 #                       tinygrad's count for both, wafer's peak_in_use)
+#   profile-*.txt       where the large run's time goes, on each device:
+#                       cProfile's top 20 functions by own time over the
+#                       timed steps (summary.log repeats the top 8)
+#   trace-wafer.txt     wafer-trace report of WAFER's timed steps: the
+#                       commands (graph_launch: TinyJit's replays as
+#                       wafer graphs), kernels, launch- or device-bound
 set -u
 dist=${1:?usage: OUT=dir sh dev/tinygrad-gpu.sh DIST}
 dist=$(cd "$dist" && pwd) || exit 1
@@ -82,14 +88,25 @@ say "tinygrad: $($py -c 'from importlib.metadata import version; print(version("
 for dev in WAFER CUDA; do
 	log=$OUT/test_tiny-$(echo $dev | tr A-Z a-z).log
 	(cd "$work" && DEV=$dev timeout 600 $py -m pytest -p wafer.tinygrad \
-		-p no:cacheprovider -q -rs test_tiny.py) >"$log" 2>&1
+		-p no:cacheprovider -q -rfEs test_tiny.py) >"$log" 2>&1
 	say "test_tiny.py on $dev (exit $?): $(tail -1 "$log")"
+	grep -E '^(FAILED|ERROR) ' "$log" | cut -c1-200 | sed 's/^/    /' | tee -a "$summary"
 done
+# the architecture WAFER renders CUDA C for (tinygrad's CUDA renderer
+# reads its dtypes from it: "sm_90" on an H200, never empty) and the
+# CUDA headers its programs include (half needs cuda_fp16.h)
+say "WAFER renderer: $(cd "$work" && $py -c 'import wafer.tinygrad
+from tinygrad import Device, dtypes
+r = Device["WAFER"].renderer
+print(type(r).__name__, "arch=%r" % r.target.arch, "options=%r" % r.build_options(),
+      "half" if dtypes.half in r.supported_dtypes() else "no half")' 2>&1 | tail -1)"
 
 # the suite's tinygrad tests on cuda
 (cd "$work" && WAFER_TINYGRAD_DIST=$dist timeout 900 $py -m pytest \
-	-p no:cacheprovider -q -rs "$top/python/tests/test_tinygrad.py") >"$OUT/suite.log" 2>&1
-say "python/tests/test_tinygrad.py on cuda (exit $?): $(tail -1 "$OUT/suite.log")"
+	-p no:cacheprovider -q -rfEs "$top/python/tests/test_tinygrad.py" \
+	"$top/python/tests/test_graph.py") >"$OUT/suite.log" 2>&1
+say "python/tests/test_tinygrad.py and test_graph.py on cuda (exit $?): $(tail -1 "$OUT/suite.log")"
+grep -E '^(FAILED|ERROR) ' "$OUT/suite.log" | cut -c1-200 | sed 's/^/    /' | tee -a "$summary"
 
 # training: the small run (same loss?) and a larger one (speed, memory)
 train() { # NAME DEVICE ARGS...
@@ -101,9 +118,12 @@ train() { # NAME DEVICE ARGS...
 import json, sys
 try: r = json.loads(sys.stdin.read())
 except ValueError: print("failed (see the .err file)"); sys.exit()
-print("final loss %.6f, %.1f steps/s, peak %d bytes (tinygrad), wafer peak %s"
+g = r.get("wafer_graphs")
+print("final loss %.6f, %.1f steps/s, peak %d bytes (tinygrad), wafer peak %s%s"
       % (r["final_loss"], r["steps_per_s"], r["peak_bytes_tinygrad"],
-         r.get("peak_bytes_wafer", "-")))')"
+         r.get("peak_bytes_wafer", "-"),
+         ", wafer graphs %(graphs)d (%(launches)d launches, %(native_launches)d native)" % g
+         if g else ""))')"
 }
 train small-wafer WAFER --steps 60
 train small-cuda CUDA --steps 60
@@ -121,4 +141,33 @@ if w and c:
 w, c = load("large-wafer"), load("large-cuda")
 if w and c:
     print(f"large run: WAFER/CUDA steps/s {w['steps_per_s'] / c['steps_per_s']:.2f}x (goal >= 0.9x)")
+PY
+
+# where the time goes: the large run's timed steps under cProfile on both
+# devices, and wafer's trace of WAFER's (wafer-trace report)
+for dev in WAFER CUDA; do
+	name=$(echo $dev | tr A-Z a-z)
+	trace=
+	[ $dev = WAFER ] && trace=$OUT/trace-wafer.json
+	(cd "$work" && timeout 600 $py -m wafer.tinygrad_mlp --device $dev \
+		--steps 100 --batch 1024 --hidden 2048 \
+		--profile "$OUT/profile-$name.pstats" ${trace:+--trace "$trace"}) \
+		>"$OUT/profile-$name.json" 2>"$OUT/profile-$name.err"
+	$py -c 'import pstats, sys
+pstats.Stats(sys.argv[1]).sort_stats("tottime").print_stats(20)' \
+		"$OUT/profile-$name.pstats" >"$OUT/profile-$name.txt" 2>&1
+	say "profile $dev (top 8 by own time; profile-$name.txt has 20):"
+	grep -A9 'ncalls' "$OUT/profile-$name.txt" | cut -c1-160 | sed 's/^/    /' | tee -a "$summary"
+done
+build/uninstalled build/tools/wafer-trace report --top 20 "$OUT/trace-wafer.json" \
+	>"$OUT/trace-wafer.txt" 2>&1
+say "wafer trace of WAFER's timed steps (trace-wafer.txt):"
+sed -n '1,2p;/^all kernels/p;/^client/,/^$/p' "$OUT/trace-wafer.txt" | sed 's/^/    /' | tee -a "$summary"
+$py - "$OUT/trace-wafer.json" <<'PY' | tee -a "$summary"
+import collections, json, sys
+try: doc = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e: print(f"    no trace: {e}"); sys.exit()
+n = collections.Counter(e["args"].get("command") for e in doc["traceEvents"]
+                        if e["ph"] == "X" and e.get("cat") == "host")
+print("    commands (host spans): " + ", ".join(f"{k} {v}" for k, v in n.most_common()))
 PY

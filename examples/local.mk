@@ -29,6 +29,19 @@ dist_skeleton_DATA = \
 	examples/plugin-skeleton/skeleton.c \
 	examples/plugin-skeleton/skeleton.map
 
+# examples/plugin-sim/: a fuller out-of-tree plugin, installed beside the
+# skeleton: programs in a format of its own with its name (ABI 1.7), peer
+# copy, and its description for wafer-conformance --abi
+# (dev/package-check.sh builds it from the installed files and runs the
+# installed wafer-conformance on it).
+simdir = $(docdir)/examples/plugin-sim
+dist_sim_DATA = \
+	examples/plugin-sim/README \
+	examples/plugin-sim/Makefile \
+	examples/plugin-sim/sim.c \
+	examples/plugin-sim/sim.map \
+	examples/plugin-sim/sim.backend
+
 # One all-reduce across the processes of an MPI job, on the default
 # device; built when configure found MPI (wafer-mpi(7)):
 # mpirun -np 4 ./uninstalled examples/allreduce

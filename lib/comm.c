@@ -31,6 +31,7 @@
 #include "lib/client.h"
 #include "lib/comm.h"
 #include "lib/error.h"
+#include "lib/loader.h"
 #include "lib/kernel_table.h"
 #include "lib/log.h"
 
@@ -104,8 +105,9 @@ static wafer_status not_supported(const char *fn,
 {
 	return wafer__fail(WAFER_ERROR_NOT_SUPPORTED,
 			   "%s: collectives not supported by %s (its plugin "
-			  "has no comm entries)",
-			  fn, device->backend);
+			  "has no comm entries)%s",
+			  fn, device->backend,
+			  wafer__loader_minor_note(device->plugin, 4));
 }
 
 WAFER_API wafer_status wafer_comm_id_create(wafer_client *client,

@@ -218,16 +218,3 @@ void wafer__copy_out_struct(void *out, const void *full, size_t full_size)
 	else
 		memset((char *)out + sizeof(size_t), 0, n);
 }
-
-const char *wafer__vendor_value_name(int value, int first, int last)
-{
-	static _Thread_local char ring[8][24];
-	static _Thread_local unsigned next;
-	char *name;
-
-	if (value < first || value > last)
-		return "unknown";
-	name = ring[next++ % 8];
-	snprintf(name, sizeof ring[0], "vendor-%#x", (unsigned)value);
-	return name;
-}

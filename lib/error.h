@@ -65,13 +65,6 @@ static inline bool wafer__errno_absent(int err)
 wafer_status wafer__check_name(const char *fn, const char *what,
 			       const char *name);
 
-/* The name of an enum |value| (a program format, a native kind) the
- * caller's switch did not know: "vendor-0x10001" inside the vendor range
- * [first, last] (types.h), else "unknown". A vendor value's name is kept
- * in the calling thread's ring of 8, so it lives until the thread's
- * eighth next such name. */
-const char *wafer__vendor_value_name(int value, int first, int last);
-
 /* The first check of a public call taking three pointers: WAFER_OK when
  * none of |a|, |b|, |c| is NULL, else WAFER_ERROR_INVALID_ARGUMENT with
  * "<fn>: <name> is NULL" naming the first that is. */

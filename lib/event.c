@@ -15,6 +15,7 @@
 #include "lib/client.h"
 #include "lib/error.h"
 #include "lib/event.h"
+#include "lib/list.h"
 #include "lib/log.h"
 #include "lib/queue.h"
 
@@ -46,12 +47,7 @@ static void unlink_event(wafer_event *event)
 	struct wafer__client_queues *queues = wafer__client_queues(event->client);
 
 	pthread_mutex_lock(&queues->lock);
-	if (event->prev)
-		event->prev->next = event->next;
-	else
-		queues->events = event->next;
-	if (event->next)
-		event->next->prev = event->prev;
+	WAFER__LIST_UNLINK(queues->events, event, prev, next);
 	pthread_mutex_unlock(&queues->lock);
 }
 
@@ -213,6 +209,15 @@ WAFER_API wafer_status wafer_event_release(wafer_event *event)
  * On the bridge's thread
  *===----------------------------------------------------------------------===*/
 
+/* |status| as it is, or its failure naming |call| and the queue. */
+static wafer_status named_on_queue(wafer_status status, const char *call,
+				   uint32_t lane)
+{
+	return status == WAFER_OK ? WAFER_OK
+				  : wafer__fail_context(status, "%s on queue %u",
+							call, lane);
+}
+
 wafer_status wafer__event_run_record(struct wafer__bridge *bridge,
 				     struct wafer__command *c)
 {
@@ -227,11 +232,7 @@ wafer_status wafer__event_run_record(struct wafer__bridge *bridge,
 		status = lanes->server->event_record(
 			lanes->device, lanes->lane[lane].queue, event->plugin);
 	}
-	return status == WAFER_OK ? WAFER_OK
-				  : wafer__fail_context(status,
-							"wafer_event_record on "
-							"queue %u",
-							lane);
+	return named_on_queue(status, "wafer_event_record", lane);
 }
 
 wafer_status wafer__event_run_wait(struct wafer__bridge *bridge,
@@ -250,11 +251,7 @@ wafer_status wafer__event_run_wait(struct wafer__bridge *bridge,
 	lanes->lane[lane].dirty = true;
 	status = lanes->server->queue_wait_event(
 		lanes->device, lanes->lane[lane].queue, event->plugin);
-	return status == WAFER_OK ? WAFER_OK
-				  : wafer__fail_context(status,
-							"wafer_queue_wait on "
-							"queue %u",
-							lane);
+	return named_on_queue(status, "wafer_queue_wait", lane);
 }
 
 /* Frees |event| (EVENT_RELEASE, and client close). */

@@ -12,6 +12,7 @@
 #include "lib/client.h"
 #include "lib/error.h"
 #include "lib/graph.h"
+#include "lib/list.h"
 #include "lib/log.h"
 #include "lib/queue.h"
 #include "lib/trace_json.h"
@@ -407,12 +408,7 @@ static void unbind(struct wafer__bridge *bridge, struct binding *b)
 
 static void destroy(struct wafer__bridge *bridge, wafer_graph *g)
 {
-	if (g->prev)
-		g->prev->next = g->next;
-	else
-		bridge->graphs = g->next;
-	if (g->next)
-		g->next->prev = g->prev;
+	WAFER__LIST_UNLINK(bridge->graphs, g, prev, next);
 	drop_native(bridge, g);
 	for (uint32_t i = 0; i < g->binding_count; i++) {
 		unbind(bridge, g->bindings[i]);

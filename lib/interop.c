@@ -14,6 +14,7 @@
 
 #include "lib/client.h"
 #include "lib/error.h"
+#include "lib/loader.h"
 #include "lib/interop.h"
 #include "lib/scope.h"
 
@@ -22,20 +23,6 @@
  * where struct_size has them). */
 #define BUFFER_MIN (offsetof(wafer_native_buffer, size) + sizeof(size_t))
 #define QUEUE_MIN (offsetof(wafer_native_queue, queue) + sizeof(void *))
-
-WAFER_API const char *wafer_native_kind_name(wafer_native_kind kind)
-{
-	switch (kind) {
-	case WAFER_NATIVE_NONE: return "none";
-	case WAFER_NATIVE_HOST_POINTER: return "host-pointer";
-	case WAFER_NATIVE_CUDA_POINTER: return "cuda-pointer";
-	case WAFER_NATIVE_OPENCL_MEM: return "opencl-mem";
-	case WAFER_NATIVE_LEVELZERO_POINTER: return "levelzero-pointer";
-	default: break;
-	}
-	return wafer__vendor_value_name(kind, WAFER_NATIVE_VENDOR,
-					WAFER_NATIVE_VENDOR_LAST);
-}
 
 /* Kinds whose buffer is an object and an offset into it (types.h); the
  * others are a pointer with the offset applied. */
@@ -56,8 +43,9 @@ static wafer_status not_supported(const char *fn,
 				  const struct wafer_runtime_device *device)
 {
 	return wafer__fail(WAFER_ERROR_NOT_SUPPORTED,
-			   "%s: interop not supported by %s", fn,
-			   device->backend);
+			   "%s: interop not supported by %s%s", fn,
+			   device->backend,
+			   wafer__loader_minor_note(device->plugin, 3));
 }
 
 /* The first checks of a call that fills |out| (a native buffer or queue

@@ -21,6 +21,7 @@
 #include "lib/loader.h"
 #include "lib/plugin_file.h"
 #include "lib/log.h"
+#include "lib/value_names.h"
 
 
 /*===----------------------------------------------------------------------===
@@ -402,10 +403,12 @@ struct group_entry {
 /* Entries used in groups (plugin.h): a group the plugin gave only part
  * of is dropped with a warning naming what it has, what it lacks and the
  * |off| feature, as if it had none, so that the rest of the core may test
- * one entry of a group and use them all. */
-static void whole_group(struct wafer__loaded_plugin *p, const char *group,
-			const char *off, const struct group_entry *entries,
-			size_t n)
+ * one entry of a group and use them all. So is a group added in ABI
+ * 1.|since| that a plugin declaring an older minor sets: it is judged by
+ * the minor it declares. */
+static void whole_group(struct wafer__loaded_plugin *p, unsigned since,
+			const char *group, const char *off,
+			const struct group_entry *entries, size_t n)
 {
 	char has[160] = "", lacks[sizeof has] = "";
 	size_t count = 0;
@@ -426,10 +429,17 @@ static void whole_group(struct wafer__loaded_plugin *p, const char *group,
 		snprintf(list + used, sizeof has - used, " %s", entries[i].name);
 		count += given;
 	}
-	if (!count || count == n)
+	if (!count)
 		return;
-	warn(p, "%s entries come together; it has%s but not%s: %s off", group,
-	     has, lacks, off);
+	if (p->abi_minor < since)
+		warn(p, "declares ABI 1.%u but sets%s, which came in 1.%u: %s "
+			"off",
+		     p->abi_minor, has, since, off);
+	else if (count == n)
+		return;
+	else
+		warn(p, "%s entries come together; it has%s but not%s: %s off",
+		     group, has, lacks, off);
 	for (size_t i = 0; i < n; i++)
 		memset((entries[i].server ? (unsigned char *)&p->server
 					  : (unsigned char *)&p->storage) +
@@ -437,12 +447,13 @@ static void whole_group(struct wafer__loaded_plugin *p, const char *group,
 		       0, sizeof(void (*)(void)));
 }
 
-/* The groups of plugin.h: programs (ABI 1.2); interop (1.3), one group
- * of five, since the core learns the device's buffer kind from
- * queue_native before it hands import a buffer; collectives (1.4);
- * events (1.5: without them the core orders a client's queues on the
- * host); native graphs (1.6: without them the core replays graphs);
- * registered host memory (1.7: without it copies are staged). */
+/* The groups of plugin.h, with the minor that added each: programs and
+ * figure (ABI 1.2); interop (1.3), one group of five, since the core
+ * learns the device's buffer kind from queue_native before it hands
+ * import a buffer; collectives and peer copy (1.4); events (1.5: without
+ * them the core orders a client's queues on the host); native graphs
+ * (1.6: without them the core replays graphs); registered host memory
+ * (1.7: without it copies are staged). */
 static void whole_groups(struct wafer__loaded_plugin *p)
 {
 	static const struct group_entry programs[] = {
@@ -468,15 +479,22 @@ static void whole_groups(struct wafer__loaded_plugin *p)
 		STORAGE_ENTRY(copy_in_registered),
 		STORAGE_ENTRY(copy_out_registered)};
 
-	whole_group(p, "program", "programs", programs, ARRAY_SIZE(programs));
-	whole_group(p, "interop", "interop", interop, ARRAY_SIZE(interop));
-	whole_group(p, "comm", "collectives", comm, ARRAY_SIZE(comm));
-	whole_group(p, "event", "events (queues ordered on the host)", events,
-		    ARRAY_SIZE(events));
-	whole_group(p, "graph", "native graphs (the core replays them)",
+	static const struct group_entry figure[] = {STORAGE_ENTRY(figure)};
+	static const struct group_entry peer[] = {STORAGE_ENTRY(copy_peer)};
+
+	whole_group(p, 2, "program", "programs", programs,
+		    ARRAY_SIZE(programs));
+	whole_group(p, 2, "figure", "figures", figure, ARRAY_SIZE(figure));
+	whole_group(p, 3, "interop", "interop", interop, ARRAY_SIZE(interop));
+	whole_group(p, 4, "comm", "collectives", comm, ARRAY_SIZE(comm));
+	whole_group(p, 4, "copy_peer", "peer copy (staged through the host)",
+		    peer, ARRAY_SIZE(peer));
+	whole_group(p, 5, "event", "events (queues ordered on the host)",
+		    events, ARRAY_SIZE(events));
+	whole_group(p, 6, "graph", "native graphs (the core replays them)",
 		    graphs, ARRAY_SIZE(graphs));
-	whole_group(p, "host memory", "registered host memory (copies from "
-		    "it are staged)", host, ARRAY_SIZE(host));
+	whole_group(p, 7, "host memory", "registered host memory (copies "
+		    "from it are staged)", host, ARRAY_SIZE(host));
 }
 
 /* A minor only appends (plugin.h), so a plugin built for a newer one
@@ -493,6 +511,68 @@ static void newer_minor(struct wafer__loaded_plugin *p)
 		     (unsigned)WAFER_PLUGIN_ABI_MAJOR,
 		     (unsigned)WAFER_PLUGIN_ABI_MINOR, p->abi_major,
 		     (unsigned)WAFER_PLUGIN_ABI_MINOR + 1);
+}
+
+const char *wafer__loader_minor_note(const struct wafer_plugin *plugin,
+				     unsigned since)
+{
+	static _Thread_local char note[80];
+
+	if (plugin->abi_minor >= since)
+		return "";
+	snprintf(note, sizeof note,
+		 " (built for ABI 1.%u; the group came in 1.%u)",
+		 plugin->abi_minor, since);
+	return note;
+}
+
+/* The names the plugin gives its vendor values (ABI 1.7): each one the
+ * core accepts is registered (value_names.h) and listed in
+ * |p->vendor_names| for its report; one it does not is a warning. */
+static void vendor_names(struct wafer__loaded_plugin *p)
+{
+	const struct wafer_vendor_name *names = p->desc.vendor_names;
+	size_t count = p->desc.vendor_name_count, stride, had;
+
+	if (!names != !count) {
+		warn(p, "vendor_names and vendor_name_count come together; "
+			"it has one but not the other: vendor names off");
+		return;
+	}
+	if (!names)
+		return;
+	if (p->abi_minor < 7) {
+		warn(p, "declares ABI 1.%u but sets vendor_names, which came "
+			"in 1.7: vendor names off", p->abi_minor);
+		return;
+	}
+	stride = names->struct_size;
+	if (stride < offsetof(struct wafer_vendor_name, name) +
+			     sizeof names->name) {
+		warn(p, "vendor_names: struct_size %zu too small: vendor "
+			"names off", stride);
+		return;
+	}
+	for (size_t i = 0; i < count; i++) {
+		const struct wafer_vendor_name *n =
+			(const void *)((const char *)names + i * stride);
+		char why[256], line[WAFER_VENDOR_NAME_MAX + 40], *all;
+
+		if (wafer__vendor_name_register(n->what, n->value, n->name,
+						why, sizeof why) != 0) {
+			warn(p, "vendor_names[%zu]: %s", i, why);
+			continue;
+		}
+		snprintf(line, sizeof line, "%s (%s %#x)", n->name,
+			 wafer__vendor_what(n->what), n->value);
+		had = p->vendor_names ? strlen(p->vendor_names) : 0;
+		all = realloc(p->vendor_names, had + strlen(line) + 2);
+		if (!all)
+			return; /* registered; the report goes without it */
+		snprintf(all + had, strlen(line) + 2, "%s%s", had ? "\n" : "",
+			 line);
+		p->vendor_names = all;
+	}
 }
 
 /* Reads the descriptor |d| the query returned into |p|. */
@@ -544,6 +624,7 @@ static wafer_status check_descriptor(struct wafer__loaded_plugin *p,
 	p->plugin = &p->desc;
 	newer_minor(p);
 	whole_groups(p);
+	vendor_names(p);
 
 	if (!valid_backend_name(p->desc.name))
 		return reject(p, WAFER_ERROR_PLUGIN,
@@ -809,6 +890,7 @@ void wafer__loader_unload(struct wafer__loaded_plugin *plugin)
 	free(plugin->description);
 	free(plugin->reason);
 	free(plugin->warnings);
+	free(plugin->vendor_names);
 	free(plugin->cache_dir);
 	free(plugin);
 }

@@ -76,6 +76,9 @@ struct wafer__loaded_plugin {
 	/* NULL, or what the loader warned about (a partial group it
 	 * dropped, a newer minor), one line each. */
 	char *warnings;
+	/* NULL, or the names of its vendor values the core took
+	 * ("sim-c (program format 0x10001)"), one line each. */
+	char *vendor_names;
 
 	/* Live plugin (accepted only; NULL/0 otherwise). */
 	void *dl;
@@ -113,6 +116,13 @@ wafer_status wafer__loader_load(const struct wafer__config *config,
 /* Shuts an accepted plugin down (every device must be closed), unloads
  * it and frees the record. NULL is a no-op. */
 void wafer__loader_unload(struct wafer__loaded_plugin *plugin);
+
+/* For a message saying |plugin| lacks an optional group added in ABI
+ * 1.|since|: " (built for ABI 1.1; the group came in 1.3)" when the
+ * plugin targets an older minor (it is judged by that minor's rules), ""
+ * otherwise. In the calling thread's buffer, valid until its next call. */
+const char *wafer__loader_minor_note(const struct wafer_plugin *plugin,
+				     unsigned since);
 
 /* Calls the plugin's device_info for device |index| with struct_size set,
  * makes the name a terminated string, checks alloc_alignment (a power of

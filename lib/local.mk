@@ -4,7 +4,7 @@
 noinst_LTLIBRARIES += libwafer-core.la
 libwafer_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DWAFER_BUILDING_LIBRARY
 libwafer_core_la_SOURCES = \
-	lib/error.c lib/error.h \
+	lib/error.c lib/error.h lib/list.h \
 	lib/log.c lib/log.h \
 	lib/config.c lib/config.h \
 	lib/status.c \
@@ -38,6 +38,7 @@ libwafer_core_la_SOURCES = \
 	lib/client.c lib/client.h lib/runtime.h \
 	lib/client_watch.c lib/client_watch.h \
 	lib/interop.c lib/interop.h \
+	lib/value_names.c lib/value_names.h \
 	lib/program.c lib/program_table.h \
 	lib/binary_cache.c lib/binary_cache.h \
 	lib/file.c lib/file.h \
@@ -55,7 +56,8 @@ EXTRA_libwafer_la_DEPENDENCIES = libwafer.map
 # exactly the functions they declare WAFER_API (t/internal/exports.sh checks it).
 # <wafer/plugin.h> and <wafer/plugin_util.h> are the plugins' side of the
 # plugin ABI: their one exported name belongs to each plugin.
-libwafer_public_headers = $(filter-out %/plugin.h %/plugin_util.h,$(waferinclude_HEADERS))
+# <wafer/catalogue.def> is a table, not a header: it declares nothing.
+libwafer_public_headers = $(filter-out %/plugin.h %/plugin_util.h %.def,$(waferinclude_HEADERS))
 libwafer.map: $(libwafer_public_headers) $(top_srcdir)/lib/public-symbols.sh
 	$(AM_V_GEN)$(SHELL) $(top_srcdir)/lib/public-symbols.sh --map -- \
 		$(CC) $(AM_CPPFLAGS) $(CPPFLAGS) -- \

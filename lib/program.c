@@ -16,6 +16,7 @@
 
 #include "lib/client.h"
 #include "lib/error.h"
+#include "lib/loader.h"
 #include "lib/log.h"
 #include "lib/program_table.h"
 
@@ -38,23 +39,6 @@ struct wafer_program {
 	size_t kernel_count, kernel_capacity;
 	struct wafer_program *prev, *next; /* its client's live programs */
 };
-
-WAFER_API const char *wafer_program_format_name(wafer_program_format format)
-{
-	switch (format) {
-	case WAFER_PROGRAM_NONE: return "none";
-	case WAFER_PROGRAM_CUDA_C: return "cuda-c";
-	case WAFER_PROGRAM_PTX: return "ptx";
-	case WAFER_PROGRAM_CUBIN: return "cubin";
-	case WAFER_PROGRAM_OPENCL_C: return "opencl-c";
-	case WAFER_PROGRAM_SPIRV: return "spirv";
-	case WAFER_PROGRAM_HOST_C: return "host-c";
-	case WAFER_PROGRAM_HOST_SO: return "host-so";
-	default: break;
-	}
-	return wafer__vendor_value_name(format, WAFER_PROGRAM_VENDOR,
-					WAFER_PROGRAM_VENDOR_LAST);
-}
 
 /*===----------------------------------------------------------------------===
  * The table
@@ -438,8 +422,9 @@ WAFER_API wafer_status wafer_program_create(wafer_client *client,
 	if (!(device->info.capabilities & WAFER_CAP_PROGRAMS))
 		return wafer__fail(WAFER_ERROR_NOT_SUPPORTED,
 				   "wafer_program_create: programs not "
-				   "supported by plugin %s",
-				   device->backend);
+				   "supported by plugin %s%s",
+				   device->backend,
+				   wafer__loader_minor_note(device->plugin, 2));
 
 	status = choose_source(device, sources, count, &source);
 	if (status != WAFER_OK)

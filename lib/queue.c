@@ -298,30 +298,31 @@ static wafer_status check_pair(const char *call, const wafer_event *event,
 	return WAFER_OK;
 }
 
+/* A command of |kind| on |event|, submitted on |queue| once check_pair
+ * finds them a pair. */
+static wafer_status submit_event(const char *call,
+				 enum wafer__command_kind kind,
+				 wafer_event *event, wafer_queue *queue)
+{
+	wafer_status status = check_pair(call, event, queue);
+	if (status != WAFER_OK)
+		return status;
+	struct wafer__command c = {.kind = kind, .event = {.event = event}};
+	return submit_on(queue, &c);
+}
+
 WAFER_API wafer_status wafer_event_record(wafer_event *event,
 					  wafer_queue *queue)
 {
-	wafer_status status = check_pair("wafer_event_record", event, queue);
-	if (status != WAFER_OK)
-		return status;
-	struct wafer__command c = {
-		.kind = WAFER_COMMAND_EVENT_RECORD,
-		.event = {.event = event},
-	};
-	return submit_on(queue, &c);
+	return submit_event("wafer_event_record", WAFER_COMMAND_EVENT_RECORD,
+			    event, queue);
 }
 
 WAFER_API wafer_status wafer_queue_wait(wafer_queue *queue,
 					wafer_event *event)
 {
-	wafer_status status = check_pair("wafer_queue_wait", event, queue);
-	if (status != WAFER_OK)
-		return status;
-	struct wafer__command c = {
-		.kind = WAFER_COMMAND_QUEUE_WAIT,
-		.event = {.event = event},
-	};
-	return submit_on(queue, &c);
+	return submit_event("wafer_queue_wait", WAFER_COMMAND_QUEUE_WAIT,
+			    event, queue);
 }
 
 /*===----------------------------------------------------------------------===

@@ -465,6 +465,7 @@ WAFER_API wafer_status wafer_runtime_plugin(const wafer_runtime *runtime,
 		.device_count = p->accepted ? p->device_count : 0,
 		.reason = p->reason ? p->reason : "(out of memory)",
 		.warnings = p->warnings ? p->warnings : "",
+		.vendor_names = p->vendor_names ? p->vendor_names : "",
 	};
 	wafer__copy_out_struct(out_report, &report, sizeof report);
 	return WAFER_OK;

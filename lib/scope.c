@@ -182,8 +182,10 @@ static wafer_status own_scope(struct wafer__scopes *scopes, const char *fn,
  * For the client (scope.h)
  *===----------------------------------------------------------------------===*/
 
-wafer_status wafer__scopes_enter(struct wafer__scopes *scopes,
-				 wafer_handle handle)
+/* Makes room for one handle in the calling thread's newest scope, if it
+ * has one, and records |handle| there when it is not NULL. */
+static wafer_status room_for_one(struct wafer__scopes *scopes,
+				 const wafer_handle *handle)
 {
 	if (!wafer__scopes_any(scopes))
 		return WAFER_OK;
@@ -193,25 +195,22 @@ wafer_status wafer__scopes_enter(struct wafer__scopes *scopes,
 		own_from(scopes->newest, thread_id());
 	if (record) {
 		status = make_room(scopes, record, 1);
-		if (status == WAFER_OK)
-			record->refs[record->count++] = handle;
+		if (status == WAFER_OK && handle)
+			record->refs[record->count++] = *handle;
 	}
 	pthread_mutex_unlock(&scopes->lock);
 	return status;
 }
 
+wafer_status wafer__scopes_enter(struct wafer__scopes *scopes,
+				 wafer_handle handle)
+{
+	return room_for_one(scopes, &handle);
+}
+
 wafer_status wafer__scopes_room(struct wafer__scopes *scopes)
 {
-	if (!wafer__scopes_any(scopes))
-		return WAFER_OK;
-	wafer_status status = WAFER_OK;
-	pthread_mutex_lock(&scopes->lock);
-	struct wafer__scope_record *record =
-		own_from(scopes->newest, thread_id());
-	if (record)
-		status = make_room(scopes, record, 1);
-	pthread_mutex_unlock(&scopes->lock);
-	return status;
+	return room_for_one(scopes, NULL);
 }
 
 /*===----------------------------------------------------------------------===

@@ -13,12 +13,17 @@
  *   close_default(rt, c)           closes both again
  *   open_runtime_on(backends, path) a runtime on |backends| only, plugins
  *                                  from |path|, no configuration file read
+ *   open_runtime_with(options, n, "what") a runtime of |options| alone
+ *   open_test_plugin(plugin, "what") a runtime on a test plugin of
+ *                                  t/plugins/
  *   usage_now(c)                   wafer_memory_usage after a wafer_sync
  *   ok_clean(c, "at the end")      one point: no handle alive, no byte in
  *                                  use
  *   fill_floats(c, h, n, value)    the "fill" kernel on |n| floats of |h|
  *   upload_f32(c, rank, shape, v)  a tensor of |v| (floats)
  *   download_f32(c, t)             a tensor's elements, malloc'd
+ *   create_ramp(c, n, scale)       a handle of |n| floats i * scale;
+ *                                  holds_ramp(c, h, n, scale) checks one
  *   ref_unary(op, x), ref_binary(op, a, b): the host's reference of an
  *                                  operation of ops.h, in double (NaN
  *                                  propagates, as the kernels do)
@@ -79,6 +84,23 @@ static inline void close_default(wafer_runtime *runtime,
 	wafer_runtime_close(runtime);
 }
 
+/* A runtime of the |count| |options| alone, no configuration file read;
+ * |what| names it in the diag when it does not open. */
+static inline wafer_runtime *open_runtime_with(const wafer_option *options,
+					       size_t count, const char *what)
+{
+	wafer_runtime_options ro = {
+		.struct_size = sizeof ro,
+		.options = options,
+		.option_count = count,
+		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
+	};
+	wafer_runtime *rt = NULL;
+
+	check(wafer_runtime_open(&ro, &rt), what);
+	return rt;
+}
+
 static inline wafer_runtime *open_runtime_on(const char *backends,
 					     const char *plugin_path)
 {
@@ -86,21 +108,27 @@ static inline wafer_runtime *open_runtime_on(const char *backends,
 		{"core", "backend", backends},
 		{"core", "plugin_path", plugin_path},
 	};
-	wafer_runtime_options ro = {
-		.struct_size = sizeof ro,
-		.options = options,
-		.option_count = 2,
-		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
-	};
-	wafer_runtime *rt = NULL;
-	wafer_status status = wafer_runtime_open(&ro, &rt);
+	char what[256];
 
-	if (status != WAFER_OK) {
-		diag("runtime_open(%s): %s: %s", backends,
-		     wafer_status_string(status), wafer_last_error());
-		exit(1);
+	snprintf(what, sizeof what, "runtime_open(%.200s)", backends);
+	return open_runtime_with(options, 2, what);
+}
+
+/* A runtime on |plugin|, a test plugin of t/plugins/ (built under
+ * $T_BUILDDIR); NULL after a skip point named |what| where T_BUILDDIR is
+ * not set. */
+static inline wafer_runtime *open_test_plugin(const char *plugin,
+					      const char *what)
+{
+	const char *builddir = getenv("T_BUILDDIR");
+	char path[4096];
+
+	if (!builddir) {
+		ok(1, "%s # SKIP T_BUILDDIR is not set", what);
+		return NULL;
 	}
-	return rt;
+	snprintf(path, sizeof path, "%s/plugins/.libs", builddir);
+	return open_runtime_on(plugin, path);
 }
 
 /* A client of |selector| on |channel| (NULL: the configured one). */
@@ -148,6 +176,25 @@ static inline int ok_clean(wafer_client *client, const char *what)
 		  what, usage.handles_live, usage.bytes_in_use);
 }
 
+/* The arguments of |kernel| on f32 over |count| elements (global =
+ * {count, 1, 1}); a test sets what else it needs (variant, kernel_ref). */
+static inline wafer_execute_args
+execute_args_f32(const char *kernel, const wafer_buffer_binding *bindings,
+		 size_t n, const void *params, size_t params_size,
+		 uint64_t count)
+{
+	return (wafer_execute_args){
+		.struct_size = sizeof(wafer_execute_args),
+		.kernel = kernel,
+		.dtype = WAFER_DTYPE_F32,
+		.bindings = bindings,
+		.binding_count = n,
+		.params = params,
+		.params_size = params_size,
+		.global = {count, 1, 1},
+	};
+}
+
 /* Runs |kernel| on f32 over |count| elements, binding |handles| (at most
  * 8) whole, in order. */
 static inline wafer_status execute_f32(wafer_client *client,
@@ -162,16 +209,9 @@ static inline wafer_status execute_f32(wafer_client *client,
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	for (size_t i = 0; i < n; i++)
 		bindings[i] = (wafer_buffer_binding){handles[i], 0, 0};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = kernel,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = bindings,
-		.binding_count = n,
-		.params = params,
-		.params_size = params_size,
-		.global = {count, 1, 1},
-	};
+	wafer_execute_args args =
+		execute_args_f32(kernel, bindings, n, params, params_size, count);
+
 	return wafer_execute(client, &args);
 }
 
@@ -203,6 +243,33 @@ static inline float *download_f32(wafer_client *client, const wafer_tensor *t)
 	return v;
 }
 
+/* A handle of |n| floats i * scale. */
+static inline wafer_handle create_ramp(wafer_client *client, size_t n,
+				       float scale)
+{
+	float *data = malloc(n * sizeof *data);
+	wafer_handle h;
+
+	for (size_t i = 0; i < n; i++)
+		data[i] = (float)i * scale;
+	check(wafer_create(client, data, n * sizeof *data, &h), "create");
+	free(data);
+	return h;
+}
+
+/* Whether |h| holds |n| floats i * scale from its first byte. */
+static inline int holds_ramp(wafer_client *client, wafer_handle h, size_t n,
+			     float scale)
+{
+	float *data = malloc(n * sizeof *data);
+	int same = wafer_read(client, h, 0, data, n * sizeof *data) == WAFER_OK;
+
+	for (size_t i = 0; same && i < n; i++)
+		same = data[i] == (float)i * scale;
+	free(data);
+	return same;
+}
+
 /* The ABI minor the plugin of |backend| was built for (0 when |runtime|
  * has no such plugin): a plugin is judged by its minor's rules
  * (wafer-plugin(7), ABI history). */
@@ -223,20 +290,29 @@ static inline uint32_t plugin_abi_minor(const wafer_runtime *runtime,
  * max(in, 0), and 0 (fmax's answer) was right too. */
 #define RELU_NAN_SINCE_MINOR 6
 
+/* The references the catalogue's rows name (<wafer/catalogue.def>). */
+static inline double ref_neg(double x) { return -x; }
+static inline double ref_abs(double x) { return fabs(x); }
+static inline double ref_exp(double x) { return exp(x); }
+static inline double ref_log(double x) { return log(x); }
+static inline double ref_sqrt(double x) { return sqrt(x); }
+static inline double ref_relu(double x)
+{
+	return x > 0 || isnan(x) ? x : 0; /* NaN stays */
+}
+static inline double ref_gelu(double x) /* the tanh form (ops.h) */
+{
+	return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+static inline double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static inline double ref_tanh(double x) { return tanh(x); }
+
 static inline double ref_unary(wafer_unary_op op, double x)
 {
 	switch (op) {
-	case WAFER_UNARY_NEG: return -x;
-	case WAFER_UNARY_ABS: return fabs(x);
-	case WAFER_UNARY_EXP: return exp(x);
-	case WAFER_UNARY_LOG: return log(x);
-	case WAFER_UNARY_SQRT: return sqrt(x);
-	case WAFER_UNARY_RELU: return x > 0 || isnan(x) ? x : 0; /* NaN stays */
-	case WAFER_UNARY_GELU: /* the tanh form (ops.h) */
-		return 0.5 * x *
-		       (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-	case WAFER_UNARY_SIGMOID: return 1 / (1 + exp(-x));
-	case WAFER_UNARY_TANH: return tanh(x);
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	case WAFER_UNARY_##NAME: return reference(x);
+#include <wafer/catalogue.def>
 	}
 	return NAN;
 }
@@ -244,17 +320,21 @@ static inline double ref_unary(wafer_unary_op op, double x)
 /* On float operands, rounded back to float, it is the float operation
  * (double has more than twice float's precision: the second rounding
  * changes nothing). */
+static inline double ref_add(double a, double b) { return a + b; }
+static inline double ref_sub(double a, double b) { return a - b; }
+static inline double ref_mul(double a, double b) { return a * b; }
+static inline double ref_div(double a, double b) { return a / b; }
+static inline double ref_max(double a, double b) { return a > b ? a : b; }
+static inline double ref_min(double a, double b) { return a < b ? a : b; }
+
 static inline double ref_binary(wafer_binary_op op, double a, double b)
 {
 	if (isnan(a) || isnan(b))
 		return NAN;
 	switch (op) {
-	case WAFER_BINARY_ADD: return a + b;
-	case WAFER_BINARY_SUB: return a - b;
-	case WAFER_BINARY_MUL: return a * b;
-	case WAFER_BINARY_DIV: return a / b;
-	case WAFER_BINARY_MAX: return a > b ? a : b;
-	case WAFER_BINARY_MIN: return a < b ? a : b;
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	case WAFER_BINARY_##NAME: return reference(a, b);
+#include <wafer/catalogue.def>
 	}
 	return NAN;
 }

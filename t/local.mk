@@ -27,7 +27,7 @@ AM_TESTS_ENVIRONMENT = \
 #    add leak reports, never hide one.
 #  - t/lsan-opencl.supp: what PoCL and its LLVM leak while compiling
 #    (driver frames only; the file says why).
-EXTRA_DIST += t/README t/tap.h t/tap.sh t/allocator_may_fail.h t/standins/fake_host.h t/catalogue.h t/client_util.h \
+EXTRA_DIST += t/README t/tap.h t/tap.sh t/allocator_may_fail.h t/standins/fake_host.h t/catalogue.h t/client_util.h t/dtypes.h \
 	t/lsan-opencl.supp t/valgrind.supp
 # Test programs link the convenience library to reach internals.
 T_CORE_LIBS = libwafer-core.la

@@ -15,6 +15,10 @@
  *                                  genuinely lacks, named in "why"
  *   bail_out("why %s", x)          stop the whole test as failed (Bail out!)
  *   diag("text")                   comment line on stderr-safe stdout
+ *   tap_builddir()                 $T_BUILDDIR (the build tree's t/), or
+ *                                  a bail-out when make check did not set it
+ *   tap_mkdtemp(dir, size, "name") a fresh $T_BUILDDIR/name.XXXXXX in |dir|
+ *   tap_remove_tree(path)          rm -rf |path|, a diag when it fails
  *
  * Header-only so each test is one file. */
 #ifndef WAFER_T_TAP_H
@@ -149,6 +153,31 @@ static inline void bail_out(const char *format, ...)
 	va_end(ap);
 	fflush(stdout);
 	exit(1);
+}
+
+static inline const char *tap_builddir(void)
+{
+	const char *builddir = getenv("T_BUILDDIR");
+
+	if (!builddir)
+		bail_out("T_BUILDDIR is not set (run through make check)");
+	return builddir;
+}
+
+static inline void tap_mkdtemp(char *dir, size_t size, const char *name)
+{
+	snprintf(dir, size, "%s/%s.XXXXXX", tap_builddir(), name);
+	if (!mkdtemp(dir))
+		bail_out("mkdtemp %s failed", dir);
+}
+
+static inline void tap_remove_tree(const char *path)
+{
+	char command[8300];
+
+	snprintf(command, sizeof command, "rm -rf '%s'", path);
+	if (system(command) != 0)
+		diag("could not remove %s", path);
 }
 
 static inline void done_testing(void)

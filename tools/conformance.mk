@@ -19,7 +19,7 @@ conformancedir = $(pkglibdir)/conformance
 # A new backend-neutral test that opens a file of t/ (T_SRCDIR) or one
 # the build makes (T_BUILDDIR) lists it here; the test list itself comes
 # from BACKEND_NEUTRAL_TESTS alone.
-CONFORMANCE_SRC_FILES = replay-small.trace user_kernels/kernels.c \
+CONFORMANCE_SRC_FILES = replay-small.trace tap.sh user_kernels/kernels.c \
 	user_kernels/kernels.cl user_kernels/kernels.cu user_kernels/kernels.ptx
 CONFORMANCE_BUILT_FILES = plugins/async.la plugins/good.la plugins/full.la \
 	plugins/half_interop.la plugins/collective.la user_kernels/kernels.la

@@ -54,5 +54,6 @@ tools_wafer_replay_LDADD = libwafer-core.la $(ZLIB_LIBS) -lm
 
 # wafer-trace: checks and summarises a timeline trace (wafer-trace(1)).
 bin_PROGRAMS += tools/wafer-trace
-tools_wafer_trace_SOURCES = tools/wafer-trace.c tools/timeline.c tools/timeline.h
+tools_wafer_trace_SOURCES = tools/wafer-trace.c tools/timeline.c tools/timeline.h \
+	tools/timeline_svg.c
 tools_wafer_trace_LDADD = -lm

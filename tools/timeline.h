@@ -52,4 +52,9 @@ bool timeline_check(const struct json *root, char *error, size_t error_size);
  * the largest reservations (memory in use at the peak, by handle). */
 void timeline_report(const struct json *root, FILE *out, size_t top);
 
+/* Draws |root| (checked) as one SVG picture on |out| (timeline_svg.c):
+ * a row per lane, spans as boxes, waits as arrows, errors as marks, the
+ * memory counter as a line. 0, or 1 out of memory. */
+int timeline_svg(const struct json *root, FILE *out);
+
 #endif

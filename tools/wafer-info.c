@@ -161,19 +161,16 @@ static void print_abi(const wafer_plugin_report *r)
 	printf("\n");
 }
 
-/* The loader's warnings about a plugin, one per line. */
-static void print_warnings(const wafer_plugin_report *r)
+/* A report's text of one entry a line (|lines|, NULL when the library's
+ * report is older than ours), each line after |label|. */
+static void print_lines(const char *label, const char *lines)
 {
-	const char *line = WAFER_STRUCT_HAS(r, wafer_plugin_report, warnings)
-				   ? r->warnings
-				   : NULL;
+	while (lines && *lines) {
+		const char *end = strchr(lines, '\n');
+		int len = end ? (int)(end - lines) : (int)strlen(lines);
 
-	while (line && *line) {
-		const char *end = strchr(line, '\n');
-		int len = end ? (int)(end - line) : (int)strlen(line);
-
-		printf("      warning: %.*s\n", len, line);
-		line = end ? end + 1 : NULL;
+		printf("      %-8s %.*s\n", label, len, lines);
+		lines = end ? end + 1 : NULL;
 	}
 }
 
@@ -202,7 +199,14 @@ static void print_plugins(const wafer_runtime *rt)
 			print_abi(&r);
 		if (r.description && r.description[0])
 			printf("      about:   %s\n", r.description);
-		print_warnings(&r);
+		print_lines("names:", WAFER_STRUCT_HAS(&r, wafer_plugin_report,
+						       vendor_names)
+					      ? r.vendor_names
+					      : NULL);
+		print_lines("warning:", WAFER_STRUCT_HAS(&r, wafer_plugin_report,
+							 warnings)
+						? r.warnings
+						: NULL);
 	}
 }
 

@@ -15,6 +15,7 @@ static int usage(FILE *out, int status)
 	fprintf(out,
 		"usage: wafer-trace report [--top N] FILE\n"
 		"       wafer-trace check FILE\n"
+		"       wafer-trace svg FILE > PICTURE.svg\n"
 		"\n"
 		"report  per kernel: count, total/mean/max device time and share "
 		"of the step;\n"
@@ -24,6 +25,11 @@ static int usage(FILE *out, int status)
 		"check   whether FILE is a well-formed trace (trace-event JSON, "
 		"spans\n"
 		"        ordered and nested per lane, inside the trace)\n"
+		"svg     the trace drawn as one SVG picture: a row per lane, "
+		"spans as\n"
+		"        boxes (hover for args), waits as arrows, errors in red,"
+		" memory\n"
+		"        as a line\n"
 		"See wafer-trace(1).\n");
 	return status;
 }
@@ -48,7 +54,9 @@ int main(int argc, char **argv)
 		}
 		at += 2;
 	}
-	if ((strcmp(mode, "report") && strcmp(mode, "check")) || argc != at + 1)
+	if ((strcmp(mode, "report") && strcmp(mode, "check") &&
+	     strcmp(mode, "svg")) ||
+	    argc != at + 1)
 		return usage(stderr, 2);
 	const char *path = argv[at];
 	char *text = timeline_read_file(path);
@@ -70,11 +78,14 @@ int main(int argc, char **argv)
 		json_free(root);
 		return 1;
 	}
+	int status = 0;
 	if (!strcmp(mode, "check"))
 		printf("%s: a well-formed trace of %zu events\n", path,
 		       json_get(root, "traceEvents")->count);
+	else if (!strcmp(mode, "svg"))
+		status = timeline_svg(root, stdout);
 	else
 		timeline_report(root, stdout, top);
 	json_free(root);
-	return 0;
+	return status;
 }

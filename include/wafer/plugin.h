@@ -37,7 +37,8 @@
  *  1.4  peer copy, collectives
  *  1.5  events and host callbacks
  *  1.6  native graphs; relu of NaN is NaN (before: 0 or NaN)
- *  1.7  registered host memory (storage.host_register ..)
+ *  1.7  names for the plugin's vendor values (vendor_names); registered
+ *       host memory (storage.host_register ..)
  *
  * This header needs nothing but the C standard library and wafer/types.h. */
 #ifndef WAFER_PLUGIN_H
@@ -53,7 +54,20 @@ extern "C" {
 #endif
 
 #define WAFER_PLUGIN_ABI_MAJOR 1
-#define WAFER_PLUGIN_ABI_MINOR 7
+/* The newest minor this header describes. */
+#define WAFER_PLUGIN_ABI_MINOR_LATEST 7
+/* The minor a plugin is built for. A plugin that targets an older one
+ * (to load in an older core, or to be held to that minor's rules)
+ * defines it first, `-DWAFER_PLUGIN_ABI_MINOR=1` or a #define before
+ * this header: the structs then end where they ended in that minor (so
+ * sizeof is that minor's struct_size), later entries are not declared,
+ * and abi_minor = WAFER_PLUGIN_ABI_MINOR says which rules judge it
+ * (ABI history above). The core is built with the latest. */
+#ifndef WAFER_PLUGIN_ABI_MINOR
+#define WAFER_PLUGIN_ABI_MINOR WAFER_PLUGIN_ABI_MINOR_LATEST
+#elif WAFER_PLUGIN_ABI_MINOR > WAFER_PLUGIN_ABI_MINOR_LATEST
+#error "WAFER_PLUGIN_ABI_MINOR is newer than this <wafer/plugin.h> knows"
+#endif
 
 /* The one symbol a plugin exports. */
 #define WAFER_PLUGIN_QUERY_SYMBOL "wafer_plugin_query"
@@ -119,6 +133,7 @@ struct wafer_host_services {
 	/* Opaque to the plugin; identifies it in log lines. */
 	void *host_data;
 
+#if WAFER_PLUGIN_ABI_MINOR >= 2
 	/* Since ABI 1.2 (check with WAFER_STRUCT_HAS before use): the
 	 * compiled-binary cache, one mechanism for every plugin. Binaries
 	 * live in the plugin's own directory, $XDG_CACHE_HOME/wafer/<plugin>/
@@ -149,6 +164,7 @@ struct wafer_host_services {
 				    const struct wafer_cache_part *parts,
 				    size_t part_count, const void *data,
 				    size_t size);
+#endif
 };
 
 /*===----------------------------------------------------------------------===
@@ -271,12 +287,15 @@ struct wafer_storage_ops {
 	wafer_status (*host_alloc)(void *device, size_t size, void **out_ptr);
 	void (*host_free)(void *device, void *ptr);
 
-	/* Appended after ABI 1.2, optional (NULL: no figures): a figure
+#if WAFER_PLUGIN_ABI_MINOR >= 2
+	/* Since ABI 1.2, optional (NULL: no figures): a figure
 	 * about the device's memory that only the plugin knows, in *value;
 	 * WAFER_ERROR_NOT_SUPPORTED for one it does not keep. |what| is a
 	 * WAFER_STORAGE_FIGURE_* below. */
 	wafer_status (*figure)(void *device, int what, uint64_t *value);
+#endif
 
+#if WAFER_PLUGIN_ABI_MINOR >= 3
 	/* Since ABI 1.3, optional, all three or none: interop
 	 * (wafer-interop(7)). Without them wafer_handle_native and
 	 * wafer_handle_import report "interop not supported by <plugin>".
@@ -300,7 +319,9 @@ struct wafer_storage_ops {
 			       const struct wafer_native_buffer *buffer,
 			       wafer_resource *out_resource);
 	void (*forget)(void *device, wafer_resource resource);
+#endif
 
+#if WAFER_PLUGIN_ABI_MINOR >= 4
 	/* Since ABI 1.4, optional: peer copy (wafer_copy_peer). Copies
 	 * |size| (> 0) bytes from |src| at |src_offset|, a resource of
 	 * |src_device| (another device of this plugin, or |device| itself),
@@ -317,7 +338,8 @@ struct wafer_storage_ops {
 				  size_t dst_offset, void *src_device,
 				  void *src_queue, wafer_resource src,
 				  size_t src_offset, size_t size);
-
+#endif
+#if WAFER_PLUGIN_ABI_MINOR >= 7
 	/* Since ABI 1.7, optional, all four or none: host memory the caller
 	 * registered (wafer_host_register(3)), copied to and from without a
 	 * staging copy. NULL: registering still works, and copies go through
@@ -345,6 +367,7 @@ struct wafer_storage_ops {
 					    wafer_resource src,
 					    size_t src_offset, void *dst,
 					    size_t size);
+#endif
 };
 
 /* The most bytes the stream-ordered allocator (alloc_async) has held
@@ -478,6 +501,7 @@ struct wafer_server_ops {
 	wafer_status (*timer_end)(void *device, void *queue, void *timer,
 				  uint64_t *out_ns);
 
+#if WAFER_PLUGIN_ABI_MINOR >= 2
 	/* Since ABI 1.2, optional, all four or none: programs, the caller's
 	 * own kernels (wafer-program(7)). Without them
 	 * wafer_program_create reports "programs not supported by <plugin>"
@@ -519,7 +543,9 @@ struct wafer_server_ops {
 	 * launch of them is queued any more: after the queues that
 	 * launched them were synchronised. */
 	void (*program_release)(void *device, void *program);
+#endif
 
+#if WAFER_PLUGIN_ABI_MINOR >= 3
 	/* Since ABI 1.3, optional, both or none: interop. queue_native fills
 	 * |out|'s kind, queue, context and device_ordinal with |queue|'s
 	 * native queue (the core sets struct_size and backend). queue_wrap
@@ -530,7 +556,9 @@ struct wafer_server_ops {
 				     struct wafer_native_queue *out);
 	wafer_status (*queue_wrap)(void *device, void *native,
 				   void **out_queue);
+#endif
 
+#if WAFER_PLUGIN_ABI_MINOR >= 4
 	/* Since ABI 1.4, optional, all four or none: collectives
 	 * (wafer-comm(7)) through the vendor's engine (NCCL, MPI, ...).
 	 * Without them wafer_comm_open reports "collectives not supported by
@@ -562,7 +590,9 @@ struct wafer_server_ops {
 	 * MPI_Send); a plugin without them returns NOT_SUPPORTED. */
 	wafer_status (*comm_run)(void *device, void *queue, void *comm,
 				 const struct wafer_collective *c);
+#endif
 
+#if WAFER_PLUGIN_ABI_MINOR >= 5
 	/* Since ABI 1.5, optional, all eight or none: events and host
 	 * callbacks (wafer-queue(7)). With them the core runs a client's
 	 * queues side by side and orders them on the device; without them
@@ -606,7 +636,9 @@ struct wafer_server_ops {
 	 * does not call the plugin's entries for |queue|. */
 	wafer_status (*queue_callback)(void *device, void *queue,
 				       void (*fn)(void *arg), void *arg);
+#endif
 
+#if WAFER_PLUGIN_ABI_MINOR >= 6
 	/* Since ABI 1.6, optional, all four or none: native graphs
 	 * (wafer_graph(3)). Every plugin can capture: the core records the
 	 * steps and replays them itself, one launch entry call each. With
@@ -631,6 +663,7 @@ struct wafer_server_ops {
 	/* Frees |graph|; launches of it issued before still run (CUDA
 	 * cuGraphExecDestroy). */
 	void (*graph_destroy)(void *device, void *graph);
+#endif
 };
 
 /* event_create's flags. */
@@ -639,6 +672,27 @@ struct wafer_server_ops {
 /*===----------------------------------------------------------------------===
  * The plugin descriptor
  *===----------------------------------------------------------------------===*/
+
+/* One name of a vendor value (since ABI 1.7): a program format from
+ * WAFER_PROGRAM_VENDOR to _VENDOR_LAST or a native buffer kind from
+ * WAFER_NATIVE_VENDOR to _VENDOR_LAST (wafer/types.h), and what the
+ * core shows for it. |name| is 1 to WAFER_VENDOR_NAME_MAX - 1
+ * characters of [a-z0-9_.-], not a name the core gives one of its own
+ * values ("host-c", "cuda-pointer"). The loader skips, with a warning
+ * in the plugin's report, an entry outside the vendor range, with a
+ * bad name, one naming a value twice, or one that names a value another
+ * loaded plugin named otherwise (the first name stays: two vendors
+ * sharing a number should share its name). Arrays are stepped by the
+ * first element's struct_size. */
+#define WAFER_VENDOR_NAME_MAX 32
+#define WAFER_VENDOR_PROGRAM_FORMAT 1 /* |value| is a wafer_program_format */
+#define WAFER_VENDOR_NATIVE_KIND 2    /* |value| is a wafer_native_kind */
+struct wafer_vendor_name {
+	size_t struct_size;
+	uint32_t what; /* WAFER_VENDOR_PROGRAM_FORMAT or _NATIVE_KIND */
+	uint32_t value;
+	const char *name;
+};
 
 struct wafer_plugin {
 	size_t struct_size;
@@ -683,6 +737,17 @@ struct wafer_plugin {
 
 	const struct wafer_storage_ops *storage;
 	const struct wafer_server_ops *server;
+
+#if WAFER_PLUGIN_ABI_MINOR >= 7
+	/* Since ABI 1.7, optional, both or none: names for the plugin's
+	 * vendor values (struct wafer_vendor_name above), so that
+	 * wafer-info, the core's messages and wafer_program_format_name /
+	 * wafer_native_kind_name say "acme-isa" rather than
+	 * "vendor-0x10001". |vendor_names| stays valid while the plugin is
+	 * loaded; the loader copies what it accepts. */
+	const struct wafer_vendor_name *vendor_names;
+	size_t vendor_name_count;
+#endif
 };
 
 /* The plugin's entry point. |core_abi_major| is the major the core speaks;

@@ -292,6 +292,19 @@ wafer_plugin_alloc_check(const struct wafer_host_services *host,
 	return WAFER_ERROR_INVALID_ARGUMENT;
 }
 
+/* calloc(1, |size|); on failure NULL, with |what| as the error
+ * ("<plugin>: cannot allocate a queue"), for the caller to return
+ * WAFER_ERROR_OUT_OF_MEMORY. */
+static inline void *wafer_plugin_calloc(const struct wafer_host_services *host,
+					size_t size, const char *what)
+{
+	void *p = calloc(1, size);
+
+	if (!p)
+		host->set_error("%s", what);
+	return p;
+}
+
 /* Hands a device_info the plugin filled in full (|info|, with its own
  * sizeof) to the core's |out|: copies the part both know. out->struct_size
  * may be smaller (an older core) or larger (a newer one, whose extra
@@ -776,6 +789,25 @@ wafer_plugin_import_ordinal(const struct wafer_host_services *host,
 	return WAFER_OK;
 }
 
+/* Both checks above, in their order: what a plugin's storage.import
+ * asks before its driver is asked. */
+static inline wafer_status
+wafer_plugin_import_checks(const struct wafer_host_services *host,
+			   const char *plugin,
+			   const struct wafer_native_buffer *buffer,
+			   wafer_native_kind kind, const char *kind_name,
+			   int ordinal,
+			   wafer_resource *out_resource)
+{
+	wafer_status status = wafer_plugin_import_check(
+		host, plugin, buffer, kind, kind_name, out_resource);
+
+	if (status == WAFER_OK)
+		status = wafer_plugin_import_ordinal(host, plugin, buffer,
+						     ordinal);
+	return status;
+}
+
 /* storage.forget for a plugin whose import keeps no record: the resource
  * is the caller's memory itself, never the plugin's to free. */
 static inline void wafer_plugin_forget_nothing(void *device,
@@ -919,6 +951,7 @@ static inline void wafer_plugin_program_kernels_release(
 	}
 }
 
+#if WAFER_PLUGIN_ABI_MINOR >= 2
 /* Whether |host| offers the compiled-binary cache (ABI 1.2): cache_load,
  * cache_free and cache_store, inside its struct_size. */
 static inline int
@@ -1013,6 +1046,8 @@ wafer_plugin_cached_build(const struct wafer_plugin_cached_build *b)
 	return WAFER_OK;
 }
 
+#endif /* WAFER_PLUGIN_ABI_MINOR >= 2: the host's cache */
+
 /*===----------------------------------------------------------------------===
  * The descriptor and the ops tables, from a prefix
  *===----------------------------------------------------------------------===*/
@@ -1097,6 +1132,63 @@ wafer_plugin_cached_build(const struct wafer_plugin_cached_build *b)
 	.program_load = prefix##_program_load,                                 \
 	.program_kernel = prefix##_program_kernel,                             \
 	.program_release = prefix##_program_release
+
+/* Further optional groups from one prefix, for a plugin that names its
+ * entries after them: in the storage ops, WAFER_PLUGIN_VM_OPS(acme) fills
+ * acme_storage_vm_reserve, _vm_release, _vm_map and _vm_unmap;
+ * in the server ops, WAFER_PLUGIN_TIMER_OPS(acme) fills
+ * acme_server_timer_begin and _timer_end, WAFER_PLUGIN_EVENT_OPS(acme)
+ * acme_event_create, _destroy, _record, _sync, _query, _elapsed,
+ * acme_queue_wait_event and acme_queue_callback (ABI 1.5), and
+ * WAFER_PLUGIN_GRAPH_OPS(acme) acme_graph_begin, _end, _launch and
+ * _destroy (ABI 1.6). */
+/* Their declarations with external linkage, for the plugin's header:
+ * WAFER_PLUGIN_EVENT_ENTRIES(acme); and WAFER_PLUGIN_GRAPH_ENTRIES(acme); */
+#define WAFER_PLUGIN_EVENT_ENTRIES(prefix)                                     \
+	wafer_status prefix##_event_create(void *device, uint32_t flags,       \
+					   void **out_event);                  \
+	void prefix##_event_destroy(void *device, void *event);                \
+	wafer_status prefix##_event_record(void *device, void *queue,          \
+					   void *event);                       \
+	wafer_status prefix##_queue_wait_event(void *device, void *queue,      \
+					       void *event);                   \
+	wafer_status prefix##_event_sync(void *device, void *event);           \
+	wafer_status prefix##_event_query(void *device, void *event);          \
+	wafer_status prefix##_event_elapsed(void *device, void *start,         \
+					    void *end, uint64_t *out_ns);      \
+	wafer_status prefix##_queue_callback(void *device, void *queue,        \
+					     void (*fn)(void *arg), void *arg)
+
+#define WAFER_PLUGIN_GRAPH_ENTRIES(prefix)                                     \
+	wafer_status prefix##_graph_begin(void *device, void *queue);          \
+	wafer_status prefix##_graph_end(void *device, void *queue,             \
+					void **out_graph);                     \
+	wafer_status prefix##_graph_launch(void *device, void *queue,          \
+					   void *graph);                       \
+	void prefix##_graph_destroy(void *device, void *graph)
+
+#define WAFER_PLUGIN_VM_OPS(prefix)                                            \
+	.vm_reserve = prefix##_storage_vm_reserve,                             \
+	.vm_release = prefix##_storage_vm_release,                             \
+	.vm_map = prefix##_storage_vm_map, .vm_unmap = prefix##_storage_vm_unmap
+
+#define WAFER_PLUGIN_TIMER_OPS(prefix)                                         \
+	.timer_begin = prefix##_server_timer_begin,                            \
+	.timer_end = prefix##_server_timer_end
+
+#define WAFER_PLUGIN_EVENT_OPS(prefix)                                         \
+	.event_create = prefix##_event_create,                                 \
+	.event_destroy = prefix##_event_destroy,                               \
+	.event_record = prefix##_event_record,                                 \
+	.queue_wait_event = prefix##_queue_wait_event,                         \
+	.event_sync = prefix##_event_sync, .event_query = prefix##_event_query, \
+	.event_elapsed = prefix##_event_elapsed,                               \
+	.queue_callback = prefix##_queue_callback
+
+#define WAFER_PLUGIN_GRAPH_OPS(prefix)                                         \
+	.graph_begin = prefix##_graph_begin, .graph_end = prefix##_graph_end,  \
+	.graph_launch = prefix##_graph_launch,                                 \
+	.graph_destroy = prefix##_graph_destroy
 
 /* Defines the entry point returning |descriptor| whatever the core
  * speaks: on an ABI major mismatch the core reports both majors and

@@ -165,6 +165,10 @@ typedef struct wafer_plugin_report {
 	 * off", "built for ABI 1.9, newer than this core's 1.5: ..."), or
 	 * "" when nothing. */
 	const char *warnings;
+	/* The names the plugin gives its own program formats and native
+	 * kinds (wafer-plugin(7), VENDOR VALUES), one line each ("sim-c
+	 * (program format 0x10001)"), or "" when none. */
+	const char *vendor_names;
 } wafer_plugin_report;
 
 WAFER_API size_t wafer_runtime_plugin_count(const wafer_runtime *runtime);

@@ -75,6 +75,17 @@ static wafer_status enter(struct direct *d, bool *outer)
 			  "to share a client between threads)");
 }
 
+/* enter, after refusing a call from the client's out-of-memory handler:
+ * a reserve from there would call the handler again, and so on until the
+ * stack overflows (the handler releases through wafer__client_drop,
+ * which bypasses the channel). */
+static wafer_status enter_checked(struct direct *d, bool *outer)
+{
+	if (__builtin_expect(wafer__bridge_in_oom == d->bridge, 0))
+		return wafer__bridge_refuse_in_oom();
+	return enter(d, outer);
+}
+
 static void leave(struct direct *d, bool outer)
 {
 	if (outer)
@@ -84,13 +95,8 @@ static void leave(struct direct *d, bool outer)
 static wafer_status direct_submit(void *self, struct wafer__command *command)
 {
 	struct direct *d = self;
-	/* From the client's out-of-memory handler a reserve would call the
-	 * handler again, and so on until the stack overflows; the handler
-	 * releases through wafer__client_drop, which bypasses the channel. */
-	if (__builtin_expect(wafer__bridge_in_oom == d->bridge, 0))
-		return wafer__bridge_refuse_in_oom();
 	bool outer;
-	wafer_status status = enter(d, &outer);
+	wafer_status status = enter_checked(d, &outer);
 	if (status != WAFER_OK)
 		return status;
 	status = wafer__bridge_run(d->bridge, command);
@@ -112,10 +118,8 @@ static wafer_status direct_execute(void *self,
 				   struct wafer__execute_request *request)
 {
 	struct direct *d = self;
-	if (__builtin_expect(wafer__bridge_in_oom == d->bridge, 0))
-		return wafer__bridge_refuse_in_oom();
 	bool outer;
-	wafer_status status = enter(d, &outer);
+	wafer_status status = enter_checked(d, &outer);
 	if (status != WAFER_OK)
 		return status;
 	status = wafer__bridge_execute(d->bridge, request);

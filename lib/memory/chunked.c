@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/list.h"
 #include "lib/memory/common.h"
 
 enum chunk_state {
@@ -181,12 +182,7 @@ static void free_push(struct chunked_state *st, struct chunk *c)
 /* Takes |c| off the free list (the caller sets its new state). */
 static void free_remove(struct chunked_state *st, struct chunk *c)
 {
-	if (c->free_prev)
-		c->free_prev->free_next = c->free_next;
-	else
-		st->free = c->free_next;
-	if (c->free_next)
-		c->free_next->free_prev = c->free_prev;
+	WAFER__LIST_UNLINK(st->free, c, free_prev, free_next);
 	c->free_prev = c->free_next = NULL;
 	st->base.stats.cached_bytes -= c->chunk.size;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/list.h"
 #include "lib/memory/common.h"
 
 void *wafer__memory_host_calloc(size_t size, const char *who)
@@ -152,12 +153,7 @@ void wafer__memory_list_push(struct wafer__memory_chunk_list *list,
 void wafer__memory_list_remove(struct wafer__memory_chunk_list *list,
 			       struct wafer__memory_chunk *chunk)
 {
-	if (chunk->prev)
-		chunk->prev->next = chunk->next;
-	else
-		list->head = chunk->next;
-	if (chunk->next)
-		chunk->next->prev = chunk->prev;
+	WAFER__LIST_UNLINK(list->head, chunk, prev, next);
 	chunk->prev = chunk->next = NULL;
 	list->count--;
 }

@@ -62,6 +62,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/list.h"
 #include "lib/log.h"
 #include "lib/memory/bitmap.h"
 #include "lib/memory/common.h"
@@ -294,12 +295,7 @@ static void bin_remove(struct pool_arena *a, struct pool_block *b)
 		b->up[l] = NULL;
 	}
 	b->levels = 0;
-	if (b->free_prev)
-		b->free_prev->free_next = b->free_next;
-	else
-		a->bins[bin] = b->free_next;
-	if (b->free_next)
-		b->free_next->free_prev = b->free_prev;
+	WAFER__LIST_UNLINK(a->bins[bin], b, free_prev, free_next);
 	if (!a->bins[bin])
 		a->nonempty[bin / 64] &= ~(UINT64_C(1) << (bin % 64));
 	b->free_prev = b->free_next = NULL;

@@ -12,34 +12,22 @@
 #include "lib/kernel_table.h"
 #include "lib/ops/internal.h"
 
+/* The unary kernels by wafer_unary_op, and per binary operation its
+ * plain, _strided and _scalar kernels (the catalogue's rows). */
 static const char *const unary_kernels[] = {
-	[WAFER_UNARY_NEG] = WAFER_KERNEL_NEG,
-	[WAFER_UNARY_ABS] = WAFER_KERNEL_ABS,
-	[WAFER_UNARY_EXP] = WAFER_KERNEL_EXP,
-	[WAFER_UNARY_LOG] = WAFER_KERNEL_LOG,
-	[WAFER_UNARY_SQRT] = WAFER_KERNEL_SQRT,
-	[WAFER_UNARY_RELU] = WAFER_KERNEL_RELU,
-	[WAFER_UNARY_GELU] = WAFER_KERNEL_GELU,
-	[WAFER_UNARY_SIGMOID] = WAFER_KERNEL_SIGMOID,
-	[WAFER_UNARY_TANH] = WAFER_KERNEL_TANH,
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	[WAFER_UNARY_##NAME] = WAFER_KERNEL_##NAME,
+#include <wafer/catalogue.def>
 };
 
-/* Per binary operation: the plain, _strided and _scalar kernels. */
 static const struct {
 	const char *plain, *strided, *scalar;
 } binary_kernels[] = {
-	[WAFER_BINARY_ADD] = {WAFER_KERNEL_ADD, WAFER_KERNEL_ADD_STRIDED,
-			      WAFER_KERNEL_ADD_SCALAR},
-	[WAFER_BINARY_SUB] = {WAFER_KERNEL_SUB, WAFER_KERNEL_SUB_STRIDED,
-			      WAFER_KERNEL_SUB_SCALAR},
-	[WAFER_BINARY_MUL] = {WAFER_KERNEL_MUL, WAFER_KERNEL_MUL_STRIDED,
-			      WAFER_KERNEL_MUL_SCALAR},
-	[WAFER_BINARY_DIV] = {WAFER_KERNEL_DIV, WAFER_KERNEL_DIV_STRIDED,
-			      WAFER_KERNEL_DIV_SCALAR},
-	[WAFER_BINARY_MAX] = {WAFER_KERNEL_MAX, WAFER_KERNEL_MAX_STRIDED,
-			      WAFER_KERNEL_MAX_SCALAR},
-	[WAFER_BINARY_MIN] = {WAFER_KERNEL_MIN, WAFER_KERNEL_MIN_STRIDED,
-			      WAFER_KERNEL_MIN_SCALAR},
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	[WAFER_BINARY_##NAME] = {WAFER_KERNEL_##NAME,                          \
+				 WAFER_KERNEL_##NAME##_STRIDED,                \
+				 WAFER_KERNEL_##NAME##_SCALAR},
+#include <wafer/catalogue.def>
 };
 
 #define N_UNARY (sizeof unary_kernels / sizeof unary_kernels[0])

@@ -11,10 +11,13 @@
 #include "lib/error.h"
 #include "lib/ops/internal.h"
 
+/* The reductions by wafer_reduce_op (the catalogue's REDUCE rows). */
+#define REDUCE_KERNEL_REDUCE(NAME) [WAFER_##NAME] = WAFER_KERNEL_##NAME,
+#define REDUCE_KERNEL_FULL(NAME)
 static const char *const reduce_kernels[] = {
-	[WAFER_REDUCE_SUM] = WAFER_KERNEL_REDUCE_SUM,
-	[WAFER_REDUCE_MAX] = WAFER_KERNEL_REDUCE_MAX,
-	[WAFER_REDUCE_MEAN] = WAFER_KERNEL_REDUCE_MEAN,
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
+	REDUCE_KERNEL_##output(NAME)
+#include <wafer/catalogue.def>
 };
 
 #define N_REDUCE (sizeof reduce_kernels / sizeof reduce_kernels[0])

@@ -148,16 +148,7 @@ extern const struct wafer_server_ops cpu_server_ops;
 extern const struct wafer_server_ops cpu_server_ops_without_comm;
 
 /* event.c: events and host callbacks (the server's ABI 1.5 entries) */
-wafer_status cpu_event_create(void *device, uint32_t flags, void **out_event);
-void cpu_event_destroy(void *device, void *event);
-wafer_status cpu_event_record(void *device, void *queue, void *event);
-wafer_status cpu_queue_wait_event(void *device, void *queue, void *event);
-wafer_status cpu_event_sync(void *device, void *event);
-wafer_status cpu_event_query(void *device, void *event);
-wafer_status cpu_event_elapsed(void *device, void *start, void *end,
-			       uint64_t *out_ns);
-wafer_status cpu_queue_callback(void *device, void *queue,
-				void (*fn)(void *arg), void *arg);
+WAFER_PLUGIN_EVENT_ENTRIES(cpu);
 
 /* The host's monotonic clock in nanoseconds: device time on cpu, where
  * work has finished when the call that issued it returns. */

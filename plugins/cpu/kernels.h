@@ -118,6 +118,17 @@ struct cpu_kernel_impl {
 #define CPU_CHECKED_IMPL(name, check_, run_)                                   \
 	static const struct cpu_kernel_impl name = {.check = check_,          \
 						    .run = run_}
+/* |name|(args) is |fn_|(args, |arg_|): one function serves kernels
+ * that differ by an argument (an element size, an operation). */
+#define CPU_BIND(name, fn_, arg_)                                              \
+	static wafer_status name(const struct cpu_kernel_args *args)           \
+	{                                                                      \
+		return fn_(args, arg_);                                        \
+	}
+/* A checked impl running |runner_|(args, |arg_|). */
+#define CPU_CHECKED_IMPL_OF(name, check_, runner_, arg_)                       \
+	CPU_BIND(name##_run, runner_, arg_)                                    \
+	CPU_CHECKED_IMPL(name, check_, name##_run)
 #define CPU_COUNTED_IMPL(name, count_, size_, run_)                            \
 	static const struct cpu_kernel_impl name = {                          \
 		.count = count_, .element_size = size_, .run = run_}

@@ -108,15 +108,8 @@ static wafer_status run_copy(const struct cpu_kernel_args *args,
 	return WAFER_OK;
 }
 
-static wafer_status run_copy4(const struct cpu_kernel_args *args)
-{
-	return run_copy(args, 4);
-}
-
-static wafer_status run_copy2(const struct cpu_kernel_args *args)
-{
-	return run_copy(args, 2);
-}
+CPU_BIND(run_copy4, run_copy, 4)
+CPU_BIND(run_copy2, run_copy, 2)
 
 CPU_COUNTED_IMPL(noop_impl, noop_count, 0, run_noop);
 

@@ -241,22 +241,14 @@ BINARY(min, cpu_min)
 		CPU_F32_KERNEL(scalar_op_, 2, struct wafer_scalar_params,      \
 			       name_##_scalar_impl)
 
+/* The catalogue's unary and binary kernels (UNARY and BINARY above make
+ * their bodies). */
 static const struct wafer_kernel entries[] = {
-	UNARY_ENTRY(WAFER_KERNEL_RELU, relu),
-	BINARY_ENTRIES(WAFER_KERNEL_ADD, WAFER_KERNEL_ADD_SCALAR, add),
-	BINARY_ENTRIES(WAFER_KERNEL_MUL, WAFER_KERNEL_MUL_SCALAR, mul),
-	UNARY_ENTRY(WAFER_KERNEL_NEG, neg),
-	UNARY_ENTRY(WAFER_KERNEL_ABS, abs),
-	UNARY_ENTRY(WAFER_KERNEL_EXP, exp),
-	UNARY_ENTRY(WAFER_KERNEL_LOG, log),
-	UNARY_ENTRY(WAFER_KERNEL_SQRT, sqrt),
-	UNARY_ENTRY(WAFER_KERNEL_GELU, gelu),
-	UNARY_ENTRY(WAFER_KERNEL_SIGMOID, sigmoid),
-	UNARY_ENTRY(WAFER_KERNEL_TANH, tanh),
-	BINARY_ENTRIES(WAFER_KERNEL_SUB, WAFER_KERNEL_SUB_SCALAR, sub),
-	BINARY_ENTRIES(WAFER_KERNEL_DIV, WAFER_KERNEL_DIV_SCALAR, div),
-	BINARY_ENTRIES(WAFER_KERNEL_MAX, WAFER_KERNEL_MAX_SCALAR, max),
-	BINARY_ENTRIES(WAFER_KERNEL_MIN, WAFER_KERNEL_MIN_SCALAR, min),
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	UNARY_ENTRY(WAFER_KERNEL_##NAME, name),
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	BINARY_ENTRIES(WAFER_KERNEL_##NAME, WAFER_KERNEL_##NAME##_SCALAR, name),
+#include <wafer/catalogue.def>
 };
 
 CPU_KERNEL_SET_DEFINE(elementwise, entries);

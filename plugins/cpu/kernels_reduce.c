@@ -128,43 +128,17 @@ static wafer_status run_rows(const struct cpu_kernel_args *args,
 	return WAFER_OK;
 }
 
-static wafer_status run_sum(const struct cpu_kernel_args *args)
-{
-	return run_rows(args, ROW_SUM);
-}
+CPU_CHECKED_IMPL_OF(reduce_sum_impl, cpu_check_reduce, run_rows, ROW_SUM);
+CPU_CHECKED_IMPL_OF(reduce_max_impl, cpu_check_reduce, run_rows, ROW_MAX);
+CPU_CHECKED_IMPL_OF(reduce_mean_impl, cpu_check_reduce, run_rows, ROW_MEAN);
+CPU_CHECKED_IMPL_OF(softmax_impl, check_softmax, run_rows, ROW_SOFTMAX);
 
-static wafer_status run_max(const struct cpu_kernel_args *args)
-{
-	return run_rows(args, ROW_MAX);
-}
-
-static wafer_status run_mean(const struct cpu_kernel_args *args)
-{
-	return run_rows(args, ROW_MEAN);
-}
-
-static wafer_status run_softmax(const struct cpu_kernel_args *args)
-{
-	return run_rows(args, ROW_SOFTMAX);
-}
-
-CPU_CHECKED_IMPL(sum_impl, cpu_check_reduce, run_sum);
-
-CPU_CHECKED_IMPL(max_impl, cpu_check_reduce, run_max);
-
-CPU_CHECKED_IMPL(mean_impl, cpu_check_reduce, run_mean);
-
-CPU_CHECKED_IMPL(softmax_impl, check_softmax, run_softmax);
-
+/* The catalogue's row kernels: <name>_impl each. */
 static const struct wafer_kernel entries[] = {
-	CPU_F32_KERNEL(WAFER_KERNEL_REDUCE_SUM, 2, struct wafer_rows_params,
-		       sum_impl),
-	CPU_F32_KERNEL(WAFER_KERNEL_REDUCE_MAX, 2, struct wafer_rows_params,
-		       max_impl),
-	CPU_F32_KERNEL(WAFER_KERNEL_REDUCE_MEAN, 2, struct wafer_rows_params,
-		       mean_impl),
-	CPU_F32_KERNEL(WAFER_KERNEL_SOFTMAX, 2, struct wafer_rows_params,
-		       softmax_impl),
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
+	CPU_F32_KERNEL(WAFER_KERNEL_##NAME, 2, struct wafer_rows_params,       \
+		       name##_impl),
+#include <wafer/catalogue.def>
 };
 
 CPU_KERNEL_SET_DEFINE(reduce, entries);

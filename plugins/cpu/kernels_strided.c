@@ -29,12 +29,25 @@ struct cursor {
 	uint64_t index[WAFER_KERNEL_MAX_RANK];
 };
 
-static void cursor_seek(struct cursor *c, uint64_t pos)
+/* A cursor over |shape| at flat index |pos|. */
+static struct cursor cursor_at(uint32_t rank, const uint64_t *shape,
+			       uint64_t pos)
 {
-	for (uint32_t d = c->rank; d-- > 0;) {
-		c->index[d] = pos % c->shape[d];
-		pos /= c->shape[d];
+	struct cursor c = {.rank = rank, .shape = shape};
+
+	for (uint32_t d = rank; d-- > 0;) {
+		c.index[d] = pos % shape[d];
+		pos /= shape[d];
 	}
+	return c;
+}
+
+/* How many of the flat indices [pos, end) lie in the cursor's row. */
+static size_t cursor_row_len(const struct cursor *c, size_t pos, size_t end)
+{
+	size_t len = (size_t)(c->shape[c->rank - 1] - c->index[c->rank - 1]);
+
+	return len < end - pos ? len : end - pos;
 }
 
 static uint64_t cursor_offset(const struct cursor *c, const uint64_t *strides,
@@ -91,15 +104,11 @@ static void gather_range(void *ctx, size_t begin, size_t end)
 {
 	const struct gather_job *job = ctx;
 	const struct wafer_strided_copy_params *p = &job->p;
-	struct cursor c = {.rank = p->rank, .shape = p->shape};
+	struct cursor c = cursor_at(p->rank, p->shape, begin);
 	uint32_t last = p->rank - 1;
-	size_t pos = begin;
 
-	cursor_seek(&c, pos);
-	while (pos < end) {
-		size_t len = (size_t)(p->shape[last] - c.index[last]);
-		if (len > end - pos)
-			len = end - pos;
+	for (size_t pos = begin, len; pos < end; pos += len) {
+		len = cursor_row_len(&c, pos, end);
 		uint64_t o = cursor_offset(&c, p->strides, p->offset);
 		if (job->element_size == 4)
 			gather_row_uint32_t((uint32_t *)job->out + pos,
@@ -109,7 +118,6 @@ static void gather_range(void *ctx, size_t begin, size_t end)
 			gather_row_uint16_t((uint16_t *)job->out + pos,
 					    (const uint16_t *)job->in + o, len,
 					    p->strides[last]);
-		pos += len;
 		cursor_next_row(&c);
 	}
 }
@@ -142,25 +150,10 @@ static wafer_status run_gather(const struct cpu_kernel_args *args,
 	return WAFER_OK;
 }
 
-static wafer_status check_gather4(const struct cpu_kernel_args *args)
-{
-	return check_gather(args, 4);
-}
-
-static wafer_status check_gather2(const struct cpu_kernel_args *args)
-{
-	return check_gather(args, 2);
-}
-
-static wafer_status run_gather4(const struct cpu_kernel_args *args)
-{
-	return run_gather(args, 4);
-}
-
-static wafer_status run_gather2(const struct cpu_kernel_args *args)
-{
-	return run_gather(args, 2);
-}
+CPU_BIND(check_gather4, check_gather, 4)
+CPU_BIND(check_gather2, check_gather, 2)
+CPU_BIND(run_gather4, run_gather, 4)
+CPU_BIND(run_gather2, run_gather, 2)
 
 CPU_CHECKED_IMPL(gather4_impl, check_gather4, run_gather4);
 
@@ -202,20 +195,15 @@ static inline void strided_range(const struct strided_job *job, size_t begin,
 				 size_t end, float (*op)(float, float))
 {
 	const struct wafer_binary_strided_params *p = &job->p;
-	struct cursor c = {.rank = p->rank, .shape = p->shape};
+	struct cursor c = cursor_at(p->rank, p->shape, begin);
 	uint32_t last = p->rank - 1;
-	size_t pos = begin;
 
-	cursor_seek(&c, pos);
-	while (pos < end) {
-		size_t len = (size_t)(p->shape[last] - c.index[last]);
-		if (len > end - pos)
-			len = end - pos;
+	for (size_t pos = begin, len; pos < end; pos += len) {
+		len = cursor_row_len(&c, pos, end);
 		uint64_t oa = cursor_offset(&c, p->a_strides, p->a_offset);
 		uint64_t ob = cursor_offset(&c, p->b_strides, p->b_offset);
 		binary_row(job->out + pos, job->a + oa, job->b + ob, len,
 			   p->a_strides[last], p->b_strides[last], op);
-		pos += len;
 		cursor_next_row(&c);
 	}
 }
@@ -278,12 +266,9 @@ static const struct wafer_kernel entries[] = {
 	GATHER_ENTRY(WAFER_DTYPE_F32, gather4_impl),
 	GATHER_ENTRY(WAFER_DTYPE_F16, gather2_impl),
 	GATHER_ENTRY(WAFER_DTYPE_BF16, gather2_impl),
-	STRIDED_ENTRY(WAFER_KERNEL_ADD_STRIDED, add_strided),
-	STRIDED_ENTRY(WAFER_KERNEL_SUB_STRIDED, sub_strided),
-	STRIDED_ENTRY(WAFER_KERNEL_MUL_STRIDED, mul_strided),
-	STRIDED_ENTRY(WAFER_KERNEL_DIV_STRIDED, div_strided),
-	STRIDED_ENTRY(WAFER_KERNEL_MAX_STRIDED, max_strided),
-	STRIDED_ENTRY(WAFER_KERNEL_MIN_STRIDED, min_strided),
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	STRIDED_ENTRY(WAFER_KERNEL_##NAME##_STRIDED, name##_strided),
+#include <wafer/catalogue.def>
 };
 
 CPU_KERNEL_SET_DEFINE(strided, entries);

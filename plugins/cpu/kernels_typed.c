@@ -94,14 +94,14 @@ static inline double gelu_f64(double x)
 	{                                                                      \
 		if (b == 0)                                                    \
 			return 0;                                              \
-		if ((T)-1 < (T)0 && b == (T)-1)                               \
+		if ((T)-1 < (T)0 && b == (T)-1)                                \
 			return (T)(0 - (U)a);                                  \
 		return a / b;                                                  \
 	}                                                                      \
 	static inline T max_##sfx(T a, T b) { return a > b ? a : b; }          \
 	static inline T min_##sfx(T a, T b) { return a < b ? a : b; }          \
 	static inline T neg_##sfx(T x) { return (T)(0 - (U)x); }               \
-	static inline T relu_##sfx(T x) { return x > 0 ? x : 0; }             \
+	static inline T relu_##sfx(T x) { return x > 0 ? x : 0; }              \
 	static inline T mean_##sfx(T sum, uint64_t n)                          \
 	{                                                                      \
 		return (T)((int64_t)sum / (int64_t)n);                         \
@@ -184,6 +184,16 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
  * Kernel families, stamped per type
  *===----------------------------------------------------------------------===*/
 
+/* run_<name>: <name>_range over the count |count_fn| reads from the
+ * parameters, in pieces of CPU_GRAIN elements; and <name>_impl. */
+#define COUNTED_RUN(name, count_fn, T)                                         \
+	static wafer_status run_##name(const struct cpu_kernel_args *args)     \
+	{                                                                      \
+		return run_job(args, (size_t)count_fn(args->params),           \
+			       CPU_GRAIN, name##_range);                       \
+	}                                                                      \
+	CPU_COUNTED_IMPL(name##_impl, count_fn, sizeof(T), run_##name);
+
 #define UNARY(sfx, T, op)                                                      \
 	static void op##_##sfx##_range(void *ctx, size_t begin, size_t end)    \
 	{                                                                      \
@@ -193,15 +203,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = op##_##sfx(in[i]);                            \
 	}                                                                      \
-	static wafer_status run_##op##_##sfx(                                  \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		return run_job(args,                                           \
-			       (size_t)elementwise_count(args->params),        \
-			       CPU_GRAIN, op##_##sfx##_range);                 \
-	}                                                                      \
-	CPU_COUNTED_IMPL(op##_##sfx##_impl, elementwise_count, sizeof(T),      \
-			 run_##op##_##sfx);
+	COUNTED_RUN(op##_##sfx, elementwise_count, T)
 
 #define BINARY(sfx, T, op)                                                     \
 	static void op##_##sfx##_range(void *ctx, size_t begin, size_t end)    \
@@ -212,15 +214,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = op##_##sfx(a[i], b[i]);                       \
 	}                                                                      \
-	static wafer_status run_##op##_##sfx(                                  \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		return run_job(args,                                           \
-			       (size_t)elementwise_count(args->params),        \
-			       CPU_GRAIN, op##_##sfx##_range);                 \
-	}                                                                      \
-	CPU_COUNTED_IMPL(op##_##sfx##_impl, elementwise_count, sizeof(T),      \
-			 run_##op##_##sfx);                                    \
+	COUNTED_RUN(op##_##sfx, elementwise_count, T)                          \
 	static void op##_scalar_##sfx##_range(void *ctx, size_t begin,         \
 					      size_t end)                      \
 	{                                                                      \
@@ -237,14 +231,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 			for (size_t i = begin; i < end; i++)                   \
 				out[i] = op##_##sfx(a[i], s);                  \
 	}                                                                      \
-	static wafer_status run_##op##_scalar_##sfx(                           \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		return run_job(args, (size_t)scalar_count(args->params),       \
-			       CPU_GRAIN, op##_scalar_##sfx##_range);          \
-	}                                                                      \
-	CPU_COUNTED_IMPL(op##_scalar_##sfx##_impl, scalar_count, sizeof(T),    \
-			 run_##op##_scalar_##sfx);                             \
+	COUNTED_RUN(op##_scalar_##sfx, scalar_count, T)                        \
 	static void op##_strided_##sfx##_range(void *ctx, size_t begin,        \
 					       size_t end)                     \
 	{                                                                      \
@@ -291,13 +278,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = v;                                            \
 	}                                                                      \
-	static wafer_status run_fill_##sfx(const struct cpu_kernel_args *args) \
-	{                                                                      \
-		return run_job(args, (size_t)fill_count(args->params),         \
-			       CPU_GRAIN, fill_##sfx##_range);                 \
-	}                                                                      \
-	CPU_COUNTED_IMPL(fill_##sfx##_impl, fill_count, sizeof(T),             \
-			 run_fill_##sfx);                                      \
+	COUNTED_RUN(fill_##sfx, fill_count, T)                                 \
 	static void copy_##sfx##_range(void *ctx, size_t begin, size_t end)    \
 	{                                                                      \
 		const struct typed_job *job = ctx;                             \
@@ -424,7 +405,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 			T acc = (init);                                        \
 			for (size_t c = 0; c < p.cols; c++)                    \
 				acc = (step);                                  \
-			out[r] = (mean) ? mean_##sfx(acc, p.cols) : acc;          \
+			out[r] = (mean) ? mean_##sfx(acc, p.cols) : acc;       \
 		}                                                              \
 	}                                                                      \
 	static wafer_status run_reduce_##name##_##sfx(                         \
@@ -513,54 +494,52 @@ CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
 #define ENTRY(op_, sfx, dtype, bindings, params, impl)                         \
 	CPU_KERNEL(op_, "default", dtype, bindings, struct params,             \
 		   impl##_##sfx##_impl)
+#define UNARY_ENTRY(sfx, dtype, op)                                            \
+	ENTRY(#op, sfx, dtype, 2, wafer_elementwise_params, op),
 #define BINARY_ENTRIES(sfx, dtype, op)                                         \
-	CPU_KERNEL(#op, "default", dtype, 3, struct wafer_elementwise_params, \
+	CPU_KERNEL(#op, "default", dtype, 3, struct wafer_elementwise_params,  \
 		   op##_##sfx##_impl),                                         \
 		CPU_KERNEL(#op "_scalar", "default", dtype, 2,                 \
 			   struct wafer_scalar_params,                         \
 			   op##_scalar_##sfx##_impl),                          \
 		CPU_KERNEL(#op "_strided", "default", dtype, 3,                \
 			   struct wafer_binary_strided_params,                 \
-			   op##_strided_##sfx##_impl)
-#define UNARY_ENTRY(sfx, dtype, op)                                            \
-	ENTRY(#op, sfx, dtype, 2, wafer_elementwise_params, op)
+			   op##_strided_##sfx##_impl),
+#define ROWS_ENTRY(sfx, dtype, op)                                             \
+	ENTRY(#op, sfx, dtype, 2, wafer_rows_params, op),
 
-/* What every type has. i32's copy and copy_strided are the f32 ones'
- * 4-byte movers (kernels_basic.c, kernels_strided.c), listed first. */
+/* The moves and matmul, in every type. i32's copy and copy_strided are
+ * the f32 ones' 4-byte movers (kernels_basic.c, kernels_strided.c),
+ * listed first. */
 #define TYPED_ENTRIES(sfx, T, U, dtype, is_float)                              \
 	ENTRY(WAFER_KERNEL_FILL, sfx, dtype, 1, wafer_fill_params, fill),      \
 		ENTRY(WAFER_KERNEL_COPY, sfx, dtype, 2,                        \
 		      wafer_elementwise_params, copy),                         \
 		ENTRY(WAFER_KERNEL_COPY_STRIDED, sfx, dtype, 2,                \
 		      wafer_strided_copy_params, gather),                      \
-		UNARY_ENTRY(sfx, dtype, neg), UNARY_ENTRY(sfx, dtype, abs),    \
-		UNARY_ENTRY(sfx, dtype, relu),                                 \
-		BINARY_ENTRIES(sfx, dtype, add),                               \
-		BINARY_ENTRIES(sfx, dtype, sub),                               \
-		BINARY_ENTRIES(sfx, dtype, mul),                               \
-		BINARY_ENTRIES(sfx, dtype, div),                               \
-		BINARY_ENTRIES(sfx, dtype, max),                               \
-		BINARY_ENTRIES(sfx, dtype, min),                               \
-		ENTRY(WAFER_KERNEL_REDUCE_SUM, sfx, dtype, 2,                  \
-		      wafer_rows_params, reduce_sum),                          \
-		ENTRY(WAFER_KERNEL_REDUCE_MAX, sfx, dtype, 2,                  \
-		      wafer_rows_params, reduce_max),                          \
-		ENTRY(WAFER_KERNEL_REDUCE_MEAN, sfx, dtype, 2,                 \
-		      wafer_rows_params, reduce_mean),                         \
 		ENTRY(WAFER_KERNEL_MATMUL, sfx, dtype, 3,                      \
 		      wafer_matmul_params, matmul),
 
+/* M(suffix, dtype, op) in each type of CPU_TYPED_DTYPES, for a catalogue
+ * row whose dtypes are ANY; FLOAT rows are f64's alone. */
+#define TYPED_ANY(M, op)                                                       \
+	M(f64, WAFER_DTYPE_F64, op)                                            \
+	M(i32, WAFER_DTYPE_I32, op)                                            \
+	M(i64, WAFER_DTYPE_I64, op)                                            \
+	M(u8, WAFER_DTYPE_U8, op)
+#define TYPED_FLOAT(M, op) M(f64, WAFER_DTYPE_F64, op)
+
 static const struct wafer_kernel entries[] = {
 	CPU_TYPED_DTYPES(TYPED_ENTRIES)
-	/* The floating-only ones. */
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, exp),
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, log),
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, sqrt),
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, tanh),
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, sigmoid),
-	UNARY_ENTRY(f64, WAFER_DTYPE_F64, gelu),
-	ENTRY(WAFER_KERNEL_SOFTMAX, f64, WAFER_DTYPE_F64, 2, wafer_rows_params,
-	      softmax),
+	/* The catalogue's unary, binary (with its scalar and strided forms)
+	 * and row kernels, in the dtypes each row allows. */
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	TYPED_##dtypes(UNARY_ENTRY, name)
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	TYPED_ANY(BINARY_ENTRIES, name)
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
+	TYPED_##dtypes(ROWS_ENTRY, name)
+#include <wafer/catalogue.def>
 };
 
 CPU_KERNEL_SET_DEFINE(typed, entries);

@@ -59,6 +59,25 @@ static int parse_count(const char *text, unsigned max, unsigned *out_count)
 	return 0;
 }
 
+/* |option|'s value as a count |min|..|max| into *out_count; else
+ * WAFER_ERROR_CONFIG, naming where it was set and what it expected. */
+static wafer_status option_count(const struct wafer_host_services *host,
+				 const struct wafer_plugin_option *option,
+				 const char *origin, unsigned min, unsigned max,
+				 unsigned *out_count)
+{
+	unsigned n;
+
+	if (parse_count(option->value, max, &n) == 0 && n >= min) {
+		*out_count = n;
+		return WAFER_OK;
+	}
+	host->set_error("%s: [cpu] %s: expected a number %u..%u, got '%s'",
+			origin, option->key, min, max,
+			option->value ? option->value : "");
+	return WAFER_ERROR_CONFIG;
+}
+
 /* Applies one `key = value` line of [cpu] to |state|. Unknown keys are
  * logged and ignored, so a configuration written for a newer plugin still
  * loads; a bad value fails init, naming where it was set. */
@@ -72,27 +91,12 @@ static wafer_status apply_option(void *state_arg,
 	if (wafer_plugin_option_check(host, "cpu", option, &origin) != WAFER_OK)
 		return WAFER_ERROR_INVALID_ARGUMENT;
 
-	if (strcmp(option->key, "threads") == 0) {
-		if (parse_count(option->value, CPU_MAX_THREADS,
-				&state->threads) == 0)
-			return WAFER_OK;
-		host->set_error("%s: [cpu] threads: expected a number 0..%d, "
-				"got '%s'",
-				origin, CPU_MAX_THREADS,
-				option->value ? option->value : "");
-		return WAFER_ERROR_CONFIG;
-	}
-	if (strcmp(option->key, "devices") == 0) {
-		if (parse_count(option->value, CPU_MAX_DEVICES,
-				&state->devices) == 0 &&
-		    state->devices > 0)
-			return WAFER_OK;
-		host->set_error("%s: [cpu] devices: expected a number 1..%d, "
-				"got '%s'",
-				origin, CPU_MAX_DEVICES,
-				option->value ? option->value : "");
-		return WAFER_ERROR_CONFIG;
-	}
+	if (strcmp(option->key, "threads") == 0)
+		return option_count(host, option, origin, 0, CPU_MAX_THREADS,
+				    &state->threads);
+	if (strcmp(option->key, "devices") == 0)
+		return option_count(host, option, origin, 1, CPU_MAX_DEVICES,
+				    &state->devices);
 	/* The host's binary cache (host-c programs) reads these itself. */
 	if (strcmp(option->key, "cache_dir") == 0 ||
 	    strcmp(option->key, "cache") == 0)
@@ -221,11 +225,9 @@ static wafer_status cpu_device_open(void *state, uint32_t index,
 	if (wafer_plugin_device_index_check(st->host, "cpu", index,
 					    st->devices))
 		return WAFER_ERROR_NOT_FOUND;
-	dev = calloc(1, sizeof *dev);
-	if (!dev) {
-		st->host->set_error("cpu: out of host memory");
+	dev = wafer_plugin_calloc(st->host, sizeof *dev, "cpu: out of host memory");
+	if (!dev)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	dev->state = st;
 	dev->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	error = cpu_pool_create(st->threads, &dev->pool);

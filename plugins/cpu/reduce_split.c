@@ -83,19 +83,8 @@ static wafer_status run_split(const struct cpu_kernel_args *args,
 	return WAFER_OK;
 }
 
-static wafer_status run_split_sum(const struct cpu_kernel_args *args)
-{
-	return run_split(args, SPLIT_SUM);
-}
-
-static wafer_status run_split_max(const struct cpu_kernel_args *args)
-{
-	return run_split(args, SPLIT_MAX);
-}
-
-CPU_CHECKED_IMPL(split_sum_impl, cpu_check_reduce, run_split_sum);
-
-CPU_CHECKED_IMPL(split_max_impl, cpu_check_reduce, run_split_max);
+CPU_CHECKED_IMPL_OF(split_sum_impl, cpu_check_reduce, run_split, SPLIT_SUM);
+CPU_CHECKED_IMPL_OF(split_max_impl, cpu_check_reduce, run_split, SPLIT_MAX);
 
 static const struct wafer_kernel entries[] = {
 	CPU_KERNEL(WAFER_KERNEL_REDUCE_SUM, "split_row", WAFER_DTYPE_F32, 2,

@@ -223,7 +223,7 @@ static wafer_status cpu_server_launch(void *device, void *queue,
  * Native graphs (ABI 1.6): lists of prepared launches (graph.h)
  *===----------------------------------------------------------------------===*/
 
-static wafer_status cpu_server_graph_begin(void *device, void *queue)
+static wafer_status cpu_graph_begin(void *device, void *queue)
 {
 	struct cpu_device *dev = device;
 	struct cpu_queue *q = queue;
@@ -241,7 +241,7 @@ static wafer_status cpu_server_graph_begin(void *device, void *queue)
 	return WAFER_OK;
 }
 
-static wafer_status cpu_server_graph_end(void *device, void *queue,
+static wafer_status cpu_graph_end(void *device, void *queue,
 					 void **out_graph)
 {
 	struct cpu_queue *q = queue;
@@ -256,7 +256,7 @@ static wafer_status cpu_server_graph_end(void *device, void *queue,
 /* As a launch: a kernel's failure is the queue's, for its next sync. A
  * replay runs on the calling thread once the queue's earlier work has
  * run (the graph may be destroyed as soon as the call returns). */
-static wafer_status cpu_server_graph_launch(void *device, void *queue,
+static wafer_status cpu_graph_launch(void *device, void *queue,
 					    void *graph)
 {
 	struct cpu_queue *q = queue;
@@ -270,7 +270,7 @@ static wafer_status cpu_server_graph_launch(void *device, void *queue,
 	return WAFER_OK;
 }
 
-static void cpu_server_graph_destroy(void *device, void *graph)
+static void cpu_graph_destroy(void *device, void *graph)
 {
 	(void)device;
 	cpu_graph_free(graph);
@@ -316,19 +316,10 @@ static wafer_status cpu_server_timer_end(void *device, void *queue,
  *===----------------------------------------------------------------------===*/
 
 #define CPU_SERVER_OPS_LOCAL                                                   \
-	WAFER_PLUGIN_SERVER_OPS(cpu), .timer_begin = cpu_server_timer_begin,   \
-	.timer_end = cpu_server_timer_end, WAFER_PLUGIN_PROGRAM_OPS(cpu),      \
-	.queue_native = cpu_server_queue_native,                               \
-	.queue_wrap = cpu_server_queue_wrap, .event_create = cpu_event_create, \
-	.event_destroy = cpu_event_destroy, .event_record = cpu_event_record, \
-	.queue_wait_event = cpu_queue_wait_event,                              \
-	.event_sync = cpu_event_sync, .event_query = cpu_event_query,          \
-	.event_elapsed = cpu_event_elapsed,                                    \
-	.queue_callback = cpu_queue_callback,                                  \
-	.graph_begin = cpu_server_graph_begin,                                 \
-	.graph_end = cpu_server_graph_end,                                     \
-	.graph_launch = cpu_server_graph_launch,                               \
-	.graph_destroy = cpu_server_graph_destroy
+	WAFER_PLUGIN_SERVER_OPS(cpu), WAFER_PLUGIN_TIMER_OPS(cpu),             \
+		WAFER_PLUGIN_PROGRAM_OPS(cpu),                                 \
+		WAFER_PLUGIN_INTEROP_SERVER_OPS(cpu),                          \
+		WAFER_PLUGIN_EVENT_OPS(cpu), WAFER_PLUGIN_GRAPH_OPS(cpu)
 
 const struct wafer_server_ops cpu_server_ops = {
 	CPU_SERVER_OPS_LOCAL,

@@ -373,12 +373,9 @@ static wafer_status cpu_storage_import(void *device,
 {
 	wafer_status status;
 
-	status = wafer_plugin_import_check(host_of(device), "cpu", buffer,
-					   WAFER_NATIVE_HOST_POINTER,
-					   "host-pointer", out_resource);
-	if (status == WAFER_OK)
-		status = wafer_plugin_import_ordinal(host_of(device), "cpu",
-						     buffer, 0);
+	status = wafer_plugin_import_checks(host_of(device), "cpu", buffer,
+					    WAFER_NATIVE_HOST_POINTER,
+					    "host-pointer", 0, out_resource);
 	if (status != WAFER_OK)
 		return status;
 	*out_resource = (wafer_resource)buffer->address;
@@ -395,10 +392,7 @@ const struct wafer_storage_ops cpu_storage_ops = {
 	 * to expose — every cpu queue runs synchronously, so the plain
 	 * alloc already is "ordered" — and the core's `stream` strategy
 	 * reports itself unavailable on cpu. */
-	.vm_reserve = cpu_storage_vm_reserve,
-	.vm_release = cpu_storage_vm_release,
-	.vm_map = cpu_storage_vm_map,
-	.vm_unmap = cpu_storage_vm_unmap,
+	WAFER_PLUGIN_VM_OPS(cpu),
 	.native = cpu_storage_native,
 	.import = cpu_storage_import,
 	.forget = wafer_plugin_forget_nothing, /* the memory stays the caller's */

@@ -42,18 +42,12 @@ struct cuda_cublas {
 #define CUBLAS_SYMBOL(name) CUBLAS_SYMBOL_(name)
 #define CUBLAS_SYMBOL_(name) #name
 
-#define CUBLAS_RESOLVE(name)                                                   \
-	c->name = (__typeof__(c->name))dlsym(handle, CUBLAS_SYMBOL(name));     \
-	if (!c->name)                                                          \
-		return CUBLAS_SYMBOL(name);
+#define CUBLAS_SYMBOL_OF(name)                                                 \
+	CUDA_SYMBOL(struct cuda_cublas, name, CUBLAS_SYMBOL(name))
 
-static const char *resolve(void *handle, void *table)
-{
-	struct cuda_cublas *c = table;
-
-	CUBLAS_FUNCTIONS(CUBLAS_RESOLVE)
-	return NULL;
-}
+static const struct cuda_symbol symbols[] = {
+	CUBLAS_FUNCTIONS(CUBLAS_SYMBOL_OF)
+};
 
 const struct cuda_cublas *cuda_cublas_get(struct cuda_state *state)
 {
@@ -65,10 +59,7 @@ const struct cuda_cublas *cuda_cublas_get(struct cuda_state *state)
 	};
 	static const struct cuda_library_kind kind = {
 		.what = "cuBLAS",
-		.names = names,
-		.name_count = sizeof names / sizeof names[0],
-		.table_size = sizeof(struct cuda_cublas),
-		.resolve = resolve,
+		CUDA_LIBRARY_FILES(names, symbols, struct cuda_cublas),
 		.offers = "matmul variant \"cublas\"",
 		.searched = "libcublas.so.13, .12",
 		.without = "no matmul variant \"cublas\"",

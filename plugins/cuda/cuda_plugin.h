@@ -242,20 +242,32 @@ wafer_status cuda_enter(const struct cuda_device *device);
  * 1024, "KiB" too). Returns 0 or -1. */
 int cuda_parse_size(const char *text, uint64_t *out);
 
-/* Returns the name of the first symbol |handle| lacks, or NULL when it
- * has them all (and has stored them where |table| says). */
-typedef const char *cuda_library_resolve_fn(void *handle, void *table);
+/* A function a library's table keeps: its symbol in the library and the
+ * offset of its pointer in the table. CUDA_SYMBOL(struct, member, symbol)
+ * makes one, for an X-macro list of a library's functions. */
+struct cuda_symbol {
+	const char *name;
+	size_t offset;
+};
+#define CUDA_SYMBOL(type, member, symbol) {symbol, offsetof(type, member)},
+/* A cuda_library_kind's files |names|, its |symbols| and its table |type|
+ * (whose first member is a struct cuda_library). */
+#define CUDA_LIBRARY_FILES(names_, symbols_, type_)                            \
+	.names = names_, .name_count = sizeof names_ / sizeof names_[0],       \
+	.table_size = sizeof(type_), .symbols = symbols_,                      \
+	.symbol_count = sizeof symbols_ / sizeof symbols_[0]
 
 /* Opens |configured| alone when it is not NULL, else the first of |names|
  * that dlopens (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE: it stays mapped for
- * the process) and has every symbol |resolve| asks for. Each failure is
+ * the process) and has every one of |symbols|, stored into |table|. Each failure is
  * logged under |what| ("cuBLAS"): at debug level a file that does not
  * open, at warn level one that lacks a symbol. Returns 0, or -1 with
  * nothing open. */
 int cuda_library_open(const struct wafer_host_services *host, const char *what,
 		      const char *configured, const char *const *names,
-		      size_t count, cuda_library_resolve_fn *resolve,
-		      void *table, struct cuda_library *out);
+		      size_t count, const struct cuda_symbol *symbols,
+		      size_t symbol_count, void *table,
+		      struct cuda_library *out);
 void cuda_library_close(struct cuda_library *library);
 
 /* What cuda_library_get loads: |what| ("cuBLAS") from the first of
@@ -270,7 +282,8 @@ struct cuda_library_kind {
 	const char *const *names;
 	size_t name_count;
 	size_t table_size;
-	cuda_library_resolve_fn *resolve;
+	const struct cuda_symbol *symbols;
+	size_t symbol_count;
 	int (*ready)(const struct wafer_host_services *host, void *table,
 		     char *offers, size_t size);
 	const char *offers;   /* "matmul variant \"cublas\"" */
@@ -329,22 +342,10 @@ wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 			   const struct wafer_collective *c);
 
 /* event.c: events and host callbacks (the server's ABI 1.5 entries). */
-wafer_status cuda_event_create(void *device, uint32_t flags, void **out_event);
-void cuda_event_destroy(void *device, void *event);
-wafer_status cuda_event_record(void *device, void *queue, void *event);
-wafer_status cuda_queue_wait_event(void *device, void *queue, void *event);
-wafer_status cuda_event_sync(void *device, void *event);
-wafer_status cuda_event_query(void *device, void *event);
-wafer_status cuda_event_elapsed(void *device, void *start, void *end,
-				uint64_t *out_ns);
-wafer_status cuda_queue_callback(void *device, void *queue,
-				 void (*fn)(void *arg), void *arg);
+WAFER_PLUGIN_EVENT_ENTRIES(cuda);
 
 /* Native graphs (graph.c). */
-wafer_status cuda_graph_begin(void *device, void *queue);
-wafer_status cuda_graph_end(void *device, void *queue, void **out_graph);
-wafer_status cuda_graph_launch(void *device, void *queue, void *graph);
-void cuda_graph_destroy(void *device, void *graph);
+WAFER_PLUGIN_GRAPH_ENTRIES(cuda);
 
 /* program.c: the program entries of cuda_server_ops (plugin.h) */
 WAFER_PLUGIN_PROGRAM_ENTRIES(cuda);

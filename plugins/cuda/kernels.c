@@ -167,17 +167,15 @@
 #define T_EW(op_, bindings_, params_, dtype_, s_, size_)                       \
 	TYPED(op_, dtype_, bindings_, params_, CUDA_LAUNCH_ELEMENTWISE,        \
 	      op_ "_" s_, NULL, size_)
-#define T_UNARY(op_) T_EW(op_, 2, struct wafer_elementwise_params,          \
-			  WAFER_DTYPE_F64, "f64", 8)
 #define T_BINARY(op_, dtype_, s_, size_)                                       \
 	T_EW(op_, 3, struct wafer_elementwise_params, dtype_, s_, size_),      \
 	T_EW(op_ "_scalar", 2, struct wafer_scalar_params, dtype_, s_, size_), \
 	TYPED(op_ "_strided", dtype_, 3, struct wafer_binary_strided_params,   \
 	      CUDA_LAUNCH_STRIDED, op_ "_strided_" s_,                         \
 	      "wafer_" op_ "_strided_" s_ "_i64", size_)
-#define T_ROWS(op_, dtype_, s_, size_)                                         \
-	TYPED(op_, dtype_, 2, struct wafer_rows_params, CUDA_LAUNCH_ROWS,      \
-	      op_ "_" s_, NULL, size_)
+#define T_ROWS(op_, kind_, dtype_, s_, size_)                                  \
+	TYPED(op_, dtype_, 2, struct wafer_rows_params, kind_, op_ "_" s_,     \
+	      NULL, size_)
 #define T_MATMUL(dtype_, s_, size_)                                            \
 	{                                                                      \
 		.op = WAFER_KERNEL_MATMUL, .variant = "tile64",                \
@@ -196,6 +194,14 @@
 	      struct wafer_strided_copy_params, CUDA_LAUNCH_GATHER,            \
 	      "copy_strided_" bits_, "wafer_copy_strided_" bits_ "_i64", size_)
 
+/* A catalogue row's dtypes (catalogue.def) in typed.cu: ANY is all four,
+ * FLOAT float64 alone. */
+#define TYPED_ANY(M, ...) T4(M, __VA_ARGS__)
+#define TYPED_FLOAT(M, ...) M(__VA_ARGS__, WAFER_DTYPE_F64, "f64", 8)
+/* The launch of a catalogue row kernel by its output. */
+#define ROWS_KIND_REDUCE CUDA_LAUNCH_ROWS
+#define ROWS_KIND_FULL CUDA_LAUNCH_ROWS_FULL
+
 /* Table order matters: the first entry of an (op, dtype) is its default
  * variant. */
 const struct cuda_kernel_desc cuda_kernel_descs[] = {
@@ -206,36 +212,16 @@ const struct cuda_kernel_desc cuda_kernel_descs[] = {
 	COPY(WAFER_DTYPE_BF16, "b16", 2),
 	COPY(WAFER_DTYPE_I32, "b32", 4),
 
-	UNARY(WAFER_KERNEL_NEG),
-	UNARY(WAFER_KERNEL_ABS),
-	UNARY(WAFER_KERNEL_EXP),
-	UNARY(WAFER_KERNEL_LOG),
-	UNARY(WAFER_KERNEL_SQRT),
-	UNARY(WAFER_KERNEL_RELU),
-	UNARY(WAFER_KERNEL_GELU),
-	UNARY(WAFER_KERNEL_SIGMOID),
-	UNARY(WAFER_KERNEL_TANH),
-
-	BINARY(WAFER_KERNEL_ADD),
-	BINARY(WAFER_KERNEL_SUB),
-	BINARY(WAFER_KERNEL_MUL),
-	BINARY(WAFER_KERNEL_DIV),
-	BINARY(WAFER_KERNEL_MAX),
-	BINARY(WAFER_KERNEL_MIN),
-
-	SCALAR(WAFER_KERNEL_ADD_SCALAR),
-	SCALAR(WAFER_KERNEL_SUB_SCALAR),
-	SCALAR(WAFER_KERNEL_MUL_SCALAR),
-	SCALAR(WAFER_KERNEL_DIV_SCALAR),
-	SCALAR(WAFER_KERNEL_MAX_SCALAR),
-	SCALAR(WAFER_KERNEL_MIN_SCALAR),
-
-	STRIDED(WAFER_KERNEL_ADD),
-	STRIDED(WAFER_KERNEL_SUB),
-	STRIDED(WAFER_KERNEL_MUL),
-	STRIDED(WAFER_KERNEL_DIV),
-	STRIDED(WAFER_KERNEL_MAX),
-	STRIDED(WAFER_KERNEL_MIN),
+	/* The catalogue's unary, binary (with its scalar and strided
+	 * forms) and row kernels. */
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	UNARY(WAFER_KERNEL_##NAME),
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	BINARY(WAFER_KERNEL_##NAME), SCALAR(WAFER_KERNEL_##NAME##_SCALAR),     \
+		STRIDED(WAFER_KERNEL_##NAME),
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
+	ROWS3(WAFER_KERNEL_##NAME, ROWS_KIND_##output),
+#include <wafer/catalogue.def>
 
 	GATHER(WAFER_DTYPE_F32, "b32", 4),
 	GATHER(WAFER_DTYPE_F16, "b16", 2),
@@ -246,11 +232,6 @@ const struct cuda_kernel_desc cuda_kernel_descs[] = {
 	CAST(WAFER_DTYPE_F16, "f16", 2),
 	CAST(WAFER_DTYPE_BF16, "bf16", 2),
 	CAST(WAFER_DTYPE_I32, "i32", 4),
-
-	ROWS3(WAFER_KERNEL_REDUCE_SUM, CUDA_LAUNCH_ROWS),
-	ROWS3(WAFER_KERNEL_REDUCE_MAX, CUDA_LAUNCH_ROWS),
-	ROWS3(WAFER_KERNEL_REDUCE_MEAN, CUDA_LAUNCH_ROWS),
-	ROWS3(WAFER_KERNEL_SOFTMAX, CUDA_LAUNCH_ROWS_FULL),
 
 	MM("tile64", WAFER_DTYPE_F32, "f32", 4, 64, 64),
 	MM("tile128", WAFER_DTYPE_F32, "f32", 4, 128, 128),
@@ -271,27 +252,15 @@ const struct cuda_kernel_desc cuda_kernel_descs[] = {
 	T_COPY(WAFER_DTYPE_F64, "b64", 8),
 	T_COPY(WAFER_DTYPE_I64, "b64", 8),
 	T_COPY(WAFER_DTYPE_U8, "b8", 1),
-	T4(T_EW, WAFER_KERNEL_NEG, 2, struct wafer_elementwise_params),
-	T4(T_EW, WAFER_KERNEL_ABS, 2, struct wafer_elementwise_params),
-	T4(T_EW, WAFER_KERNEL_RELU, 2, struct wafer_elementwise_params),
-	T_UNARY(WAFER_KERNEL_EXP),
-	T_UNARY(WAFER_KERNEL_LOG),
-	T_UNARY(WAFER_KERNEL_SQRT),
-	T_UNARY(WAFER_KERNEL_GELU),
-	T_UNARY(WAFER_KERNEL_SIGMOID),
-	T_UNARY(WAFER_KERNEL_TANH),
-	T4(T_BINARY, WAFER_KERNEL_ADD),
-	T4(T_BINARY, WAFER_KERNEL_SUB),
-	T4(T_BINARY, WAFER_KERNEL_MUL),
-	T4(T_BINARY, WAFER_KERNEL_DIV),
-	T4(T_BINARY, WAFER_KERNEL_MAX),
-	T4(T_BINARY, WAFER_KERNEL_MIN),
-	T4(T_ROWS, WAFER_KERNEL_REDUCE_SUM),
-	T4(T_ROWS, WAFER_KERNEL_REDUCE_MAX),
-	T4(T_ROWS, WAFER_KERNEL_REDUCE_MEAN),
-	TYPED(WAFER_KERNEL_SOFTMAX, WAFER_DTYPE_F64, 2,
-	      struct wafer_rows_params, CUDA_LAUNCH_ROWS_FULL, "softmax_f64",
-	      NULL, 8),
+	/* The catalogue's again, in the dtypes each row allows. */
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	TYPED_##dtypes(T_EW, WAFER_KERNEL_##NAME, 2,                           \
+		       struct wafer_elementwise_params),
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	TYPED_ANY(T_BINARY, WAFER_KERNEL_##NAME),
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
+	TYPED_##dtypes(T_ROWS, WAFER_KERNEL_##NAME, ROWS_KIND_##output),
+#include <wafer/catalogue.def>
 	T_MATMUL(WAFER_DTYPE_F64, "f64", 8),
 	T_MATMUL(WAFER_DTYPE_I32, "i32", 4),
 	T_MATMUL(WAFER_DTYPE_I64, "i64", 8),

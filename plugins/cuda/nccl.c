@@ -76,18 +76,12 @@ struct cuda_comm {
  * Loading
  *===----------------------------------------------------------------------===*/
 
-#define NCCL_RESOLVE(name)                                                     \
-	n->name = (__typeof__(n->name))dlsym(handle, #name);                   \
-	if (!n->name)                                                          \
-		return #name;
+#define NCCL_SYMBOL_OF(name)                                                   \
+	CUDA_SYMBOL(struct cuda_nccl, name, #name)
 
-static const char *resolve(void *handle, void *table)
-{
-	struct cuda_nccl *n = table;
-
-	NCCL_FUNCTIONS(NCCL_RESOLVE)
-	return NULL;
-}
+static const struct cuda_symbol symbols[] = {
+	NCCL_FUNCTIONS(NCCL_SYMBOL_OF)
+};
 
 /* The version, for the log: 2.28.9 from 22809 (2.9 and later number
  * major * 10000 + minor * 100 + patch). */
@@ -118,10 +112,7 @@ static const struct cuda_nccl *nccl_get(struct cuda_device *dev)
 	};
 	static const struct cuda_library_kind kind = {
 		.what = "NCCL",
-		.names = names,
-		.name_count = sizeof names / sizeof names[0],
-		.table_size = sizeof(struct cuda_nccl),
-		.resolve = resolve,
+		CUDA_LIBRARY_FILES(names, symbols, struct cuda_nccl),
 		.ready = ready,
 		.offers = "collectives",
 		.searched = "libnccl.so.2",

@@ -55,18 +55,12 @@ struct cuda_nvrtc {
  * Loading
  *===----------------------------------------------------------------------===*/
 
-#define NVRTC_RESOLVE(name)                                                    \
-	n->name = (__typeof__(n->name))dlsym(handle, #name);                   \
-	if (!n->name)                                                          \
-		return #name;
+#define NVRTC_SYMBOL_OF(name)                                                  \
+	CUDA_SYMBOL(struct cuda_nvrtc, name, #name)
 
-static const char *resolve(void *handle, void *table)
-{
-	struct cuda_nvrtc *n = table;
-
-	NVRTC_FUNCTIONS(NVRTC_RESOLVE)
-	return NULL;
-}
+static const struct cuda_symbol symbols[] = {
+	NVRTC_FUNCTIONS(NVRTC_SYMBOL_OF)
+};
 
 /* The version and the architectures it compiles for, in |offers|; -1 if
  * NVRTC cannot say (then it is not used). */
@@ -105,10 +99,7 @@ const struct cuda_nvrtc *cuda_nvrtc_get(struct cuda_state *state)
 	};
 	static const struct cuda_library_kind kind = {
 		.what = "NVRTC",
-		.names = names,
-		.name_count = sizeof names / sizeof names[0],
-		.table_size = sizeof(struct cuda_nvrtc),
-		.resolve = resolve,
+		CUDA_LIBRARY_FILES(names, symbols, struct cuda_nvrtc),
 		.ready = describe,
 		.searched = "libnvrtc.so.13, .12",
 		.without = "programs in PTX and CUBIN only",

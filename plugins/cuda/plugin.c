@@ -45,6 +45,7 @@
  *                            the default), never, or from this file */
 #include "build-config.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -117,25 +118,13 @@ int cuda_parse_size(const char *text, uint64_t *out)
 	n = strtoull(text, &end, 10);
 	if (errno)
 		return -1;
-	switch (*end) {
-	case '\0':
-		break;
-	case 'K': case 'k':
-		shift = 10;
-		break;
-	case 'M': case 'm':
-		shift = 20;
-		break;
-	case 'G': case 'g':
-		shift = 30;
-		break;
-	case 'T': case 't':
-		shift = 40;
-		break;
-	default:
-		return -1;
-	}
 	if (*end) {
+		/* K, M, G, T: 2^10, 2^20, 2^30, 2^40. */
+		static const char units[] = "KMGT";
+		const char *unit = strchr(units, toupper((unsigned char)*end));
+		if (!unit)
+			return -1;
+		shift = 10 * (unsigned)(unit - units + 1);
 		end++;
 		if (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0)
 			end += strlen(end);
@@ -148,10 +137,24 @@ int cuda_parse_size(const char *text, uint64_t *out)
 	return 0;
 }
 
+/* The name of the first of |symbols| |handle| lacks, or NULL when it has
+ * them all (each stored into |table| at its offset). */
+static const char *resolve(void *handle, const struct cuda_symbol *symbols,
+			   size_t count, void *table)
+{
+	for (size_t i = 0; i < count; i++) {
+		void *fn = dlsym(handle, symbols[i].name);
+		if (!fn)
+			return symbols[i].name;
+		memcpy((char *)table + symbols[i].offset, &fn, sizeof fn);
+	}
+	return NULL;
+}
+
 static int library_try(const struct wafer_host_services *host,
 		       const char *what, const char *file,
-		       cuda_library_resolve_fn *resolve, void *table,
-		       struct cuda_library *out)
+		       const struct cuda_symbol *symbols, size_t symbol_count,
+		       void *table, struct cuda_library *out)
 {
 	const char *missing;
 	void *handle;
@@ -164,7 +167,7 @@ static int library_try(const struct wafer_host_services *host,
 			  error ? error : file);
 		return -1;
 	}
-	missing = resolve(handle, table);
+	missing = resolve(handle, symbols, symbol_count, table);
 	if (missing) {
 		host->log(host, WAFER_LOG_WARN, "%s: %s has no %s; not used",
 			  what, file, missing);
@@ -178,14 +181,17 @@ static int library_try(const struct wafer_host_services *host,
 
 int cuda_library_open(const struct wafer_host_services *host, const char *what,
 		      const char *configured, const char *const *names,
-		      size_t count, cuda_library_resolve_fn *resolve,
-		      void *table, struct cuda_library *out)
+		      size_t count, const struct cuda_symbol *symbols,
+		      size_t symbol_count, void *table,
+		      struct cuda_library *out)
 {
 	memset(out, 0, sizeof *out);
 	if (configured)
-		return library_try(host, what, configured, resolve, table, out);
+		return library_try(host, what, configured, symbols,
+				   symbol_count, table, out);
 	for (size_t i = 0; i < count; i++)
-		if (library_try(host, what, names[i], resolve, table, out) == 0)
+		if (library_try(host, what, names[i], symbols, symbol_count,
+				table, out) == 0)
 			return 0;
 	return -1;
 }
@@ -217,7 +223,8 @@ void *cuda_library_get(const struct wafer_host_services *host,
 	table = calloc(1, kind->table_size);
 	if (table && cuda_library_open(host, kind->what, configured,
 				       kind->names, kind->name_count,
-				       kind->resolve, table, table) != 0) {
+				       kind->symbols, kind->symbol_count, table,
+				       table) != 0) {
 		free(table);
 		table = NULL;
 	}
@@ -705,11 +712,9 @@ static wafer_status cuda_device_open(void *state, uint32_t index,
 	status = read_facts(st, index, &f);
 	if (status != WAFER_OK)
 		return status;
-	dev = calloc(1, sizeof *dev);
-	if (!dev) {
-		st->host->set_error("cuda: out of host memory");
+	dev = wafer_plugin_calloc(st->host, sizeof *dev, "cuda: out of host memory");
+	if (!dev)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	dev->state = st;
 	dev->drv = &st->driver;
 	dev->host = st->host;

@@ -314,11 +314,9 @@ wafer_status cuda_program_load(void *device,
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
-	p = calloc(1, sizeof *p);
-	if (!p) {
-		host->set_error("cuda: out of host memory");
+	p = wafer_plugin_calloc(host, sizeof *p, "cuda: out of host memory");
+	if (!p)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	snprintf(p->name, sizeof p->name, "%s", name);
 
 	switch (source->format) {

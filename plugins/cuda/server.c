@@ -51,11 +51,9 @@ static wafer_status cuda_server_queue_create(void *device, void **out_queue)
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
-	q = calloc(1, sizeof *q);
-	if (!q) {
-		dev->host->set_error("cuda: cannot allocate a queue");
+	q = wafer_plugin_calloc(dev->host, sizeof *q, "cuda: cannot allocate a queue");
+	if (!q)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	result = dev->drv->cuStreamCreate(&q->stream, CU_STREAM_NON_BLOCKING);
 	if (result != CUDA_SUCCESS) {
 		free(q);
@@ -164,11 +162,9 @@ static wafer_status cuda_server_queue_wrap(void *device, void *native,
 				     (void *)dev->ctx);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	q = calloc(1, sizeof *q);
-	if (!q) {
-		dev->host->set_error("cuda: cannot allocate a queue");
+	q = wafer_plugin_calloc(dev->host, sizeof *q, "cuda: cannot allocate a queue");
+	if (!q)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	q->stream = stream;
 	q->wrapped = 1;
 	*out_queue = q;
@@ -214,11 +210,9 @@ static wafer_status cuda_server_timer_begin(void *device, void *queue,
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
-	t = calloc(1, sizeof *t);
-	if (!t) {
-		dev->host->set_error("cuda: cannot allocate a timer");
+	t = wafer_plugin_calloc(dev->host, sizeof *t, "cuda: cannot allocate a timer");
+	if (!t)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	result = dev->drv->cuEventCreate(&t->start, CU_EVENT_DEFAULT);
 	if (result == CUDA_SUCCESS) {
 		result = dev->drv->cuEventRecord(t->start, q->stream);
@@ -274,8 +268,7 @@ out:
 
 const struct wafer_server_ops cuda_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS(cuda),
-	.timer_begin = cuda_server_timer_begin,
-	.timer_end = cuda_server_timer_end,
+	WAFER_PLUGIN_TIMER_OPS(cuda),
 	WAFER_PLUGIN_INTEROP_SERVER_OPS(cuda),
 	WAFER_PLUGIN_PROGRAM_OPS(cuda),
 	/* Collectives through NCCL (nccl.c): offered whatever NCCL's
@@ -284,17 +277,7 @@ const struct wafer_server_ops cuda_server_ops = {
 	.comm_open = cuda_comm_open,
 	.comm_close = cuda_comm_close,
 	.comm_run = cuda_comm_run,
-	/* Events and host callbacks (event.c). */
-	.event_create = cuda_event_create,
-	.event_destroy = cuda_event_destroy,
-	.event_record = cuda_event_record,
-	.queue_wait_event = cuda_queue_wait_event,
-	.event_sync = cuda_event_sync,
-	.event_query = cuda_event_query,
-	.event_elapsed = cuda_event_elapsed,
-	.queue_callback = cuda_queue_callback,
-	.graph_begin = cuda_graph_begin,
-	.graph_end = cuda_graph_end,
-	.graph_launch = cuda_graph_launch,
-	.graph_destroy = cuda_graph_destroy,
+	/* Events and host callbacks (event.c), native graphs (graph.c). */
+	WAFER_PLUGIN_EVENT_OPS(cuda),
+	WAFER_PLUGIN_GRAPH_OPS(cuda),
 };

@@ -838,12 +838,10 @@ static wafer_status cuda_storage_import(void *device,
 	struct cuda_device *dev = device;
 	wafer_status status;
 
-	status = wafer_plugin_import_check(dev->host, "cuda", buffer,
-					   WAFER_NATIVE_CUDA_POINTER,
-					   "cuda-pointer", out_resource);
-	if (status == WAFER_OK)
-		status = wafer_plugin_import_ordinal(dev->host, "cuda", buffer,
-						     dev->ordinal);
+	status = wafer_plugin_import_checks(dev->host, "cuda", buffer,
+					    WAFER_NATIVE_CUDA_POINTER,
+					    "cuda-pointer", dev->ordinal,
+					    out_resource);
 	if (status != WAFER_OK)
 		return status;
 	if (buffer->context && buffer->context != dev->ctx) {
@@ -877,10 +875,7 @@ const struct wafer_storage_ops cuda_storage_ops = {
 	WAFER_PLUGIN_STORAGE_OPS(cuda),
 	.alloc_async = cuda_storage_alloc_async,
 	.free_async = cuda_storage_free_async,
-	.vm_reserve = cuda_storage_vm_reserve,
-	.vm_release = cuda_storage_vm_release,
-	.vm_map = cuda_storage_vm_map,
-	.vm_unmap = cuda_storage_vm_unmap,
+	WAFER_PLUGIN_VM_OPS(cuda),
 	.figure = cuda_storage_figure,
 	.native = cuda_storage_native,
 	.import = cuda_storage_import,

@@ -12,6 +12,8 @@ plugins_levelzero_levelzero_la_SOURCES = \
 	plugins/levelzero/plugin.c \
 	plugins/levelzero/storage.c \
 	plugins/levelzero/server.c \
+	plugins/levelzero/event.c \
+	plugins/levelzero/graph.c \
 	plugins/levelzero/kernels.c plugins/levelzero/kernels.h \
 	plugins/levelzero/program.c \
 	plugins/levelzero/status.c

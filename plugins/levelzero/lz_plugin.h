@@ -10,6 +10,11 @@
  *                queue's command list, virtual memory, zeMemAllocHost
  *   server.c     wafer_server_ops: a command list per queue (immediate
  *                where the driver has them), launches, sync, timers
+ *   event.c      events and host callbacks (ABI 1.5): Level Zero events
+ *                recycled through the device, signalled by barriers,
+ *                waited on by other queues' lists
+ *   graph.c      native graphs (ABI 1.6): launches recorded into a
+ *                regular command list once, executed at every replay
  *   kernels.c    the kernel table and how each launch becomes a SPIR-V
  *                kernel, its arguments and its group counts
  *   kernels.cl   the kernels themselves (OpenCL C, compiled to SPIR-V at
@@ -99,6 +104,22 @@ struct lz_state {
 };
 
 struct lz_vm_range;
+struct lz_zevent;
+struct lz_callbacks;
+struct lz_graph;
+
+/* What a queue holds until its next wait: an event or a graph. */
+struct lz_held {
+	struct lz_zevent *event;
+	struct lz_graph *graph;
+};
+
+/* Regular command lists (server.c): those handed to a command queue
+ * since a queue's last wait, or reset ones ready to take commands. */
+struct lz_lists {
+	ze_command_list_handle_t *list;
+	size_t count, cap;
+};
 
 /* An open device. Storage and server entries may be called on it from
  * several threads at once (plugin.h); Level Zero calls are thread-safe
@@ -115,6 +136,11 @@ struct lz_device {
 	/* Reserved address ranges (storage.c), under vm_lock. */
 	pthread_mutex_t vm_lock;
 	struct lz_vm_range *vm_ranges;
+	/* Level Zero events no work uses any more, ready to be signalled
+	 * again (event.c), and every event's count of users: under
+	 * event_lock. [1]: from timestamp pools. */
+	pthread_mutex_t event_lock;
+	struct lz_zevent *free_events[2];
 };
 
 /* A deferred host-side action of a queue, done when the queue next waits:
@@ -134,8 +160,7 @@ struct lz_queue {
 	 * executed on, at every wait. */
 	ze_command_queue_handle_t cq;
 	/* Signalled by a barrier at every wait on an immediate list. */
-	ze_event_pool_handle_t sync_pool;
-	ze_event_handle_t sync_event;
+	struct lz_zevent *sync_event;
 	/* Commands appended since the last wait, and whether the next one
 	 * must first wait for the previous (a barrier in between). */
 	bool dirty;
@@ -154,6 +179,26 @@ struct lz_queue {
 	ze_kernel_handle_t *kernels;
 	/* Failures found while waiting; the next sync reports the first. */
 	struct wafer_plugin_deferred failed;
+	/* Regular lists only: |list| has commands not yet handed to |cq|. */
+	bool unsubmitted;
+	/* With an immediate list, the command queue graphs run on, created
+	 * at the first graph launch (graph.c). */
+	ze_command_queue_handle_t graph_cq;
+	/* Regular lists executed on |cq| or |graph_cq| since the last wait,
+	 * and reset ones to use again. */
+	struct lz_lists submitted, spare;
+	/* Events that work issued since the last wait signals or waits on,
+	 * and graphs it replays: the queue's references, dropped at its
+	 * next wait. */
+	struct lz_held *held;
+	size_t held_count, held_cap;
+	/* Host callbacks waiting to run, and the thread that runs them
+	 * (event.c); NULL until the first. */
+	struct lz_callbacks *callbacks;
+	/* While a graph records (graph.c): the queue's own list, put back
+	 * at graph_end, and its state then. */
+	ze_command_list_handle_t saved_list;
+	bool saved_dirty, saved_need_barrier, saved_unsubmitted;
 };
 
 /* plugin.c */
@@ -193,6 +238,82 @@ wafer_status lz_queue_wait(struct lz_device *device, struct lz_queue *queue);
 /* Records |p| for the queue's next wait. */
 wafer_status lz_queue_defer(struct lz_device *device, struct lz_queue *queue,
 			    const struct lz_pending *p);
+/* Marks |queue| as having work since its last wait (appended or handed
+ * over outside the helpers above). */
+void lz_queue_dirty(struct lz_queue *queue);
+/* Regular lists only: hands |queue|'s list to its command queue without
+ * waiting, so that events it signals are signalled without a host wait
+ * on the queue; a new list takes the queue's next commands. No-op on an
+ * immediate list. */
+wafer_status lz_queue_submit(struct lz_device *device, struct lz_queue *queue);
+/* A reset regular list of the compute group: a spare of |queue|'s or a
+ * new one. */
+wafer_status lz_queue_take_list(struct lz_device *device,
+				struct lz_queue *queue,
+				ze_command_list_handle_t *out_list);
+/* Keeps |list| (executed) until |queue|'s next wait, then resets it. */
+wafer_status lz_queue_keep_list(struct lz_device *device,
+				struct lz_queue *queue,
+				ze_command_list_handle_t list);
+/* Appends a barrier signalling |signal| (may be NULL) after everything
+ * issued on |queue|; what follows needs no barrier of its own. */
+wafer_status lz_queue_barrier(struct lz_device *device, struct lz_queue *queue,
+			      ze_event_handle_t signal);
+/* Destroys a queue's (or a graph's) kernel objects and their array. */
+void lz_kernels_free(ze_kernel_handle_t *kernels);
+
+/* event.c */
+/* A Level Zero event nothing uses, reset: the caller's one reference. */
+wafer_status lz_zevent_take(struct lz_device *device, bool timing,
+			    struct lz_zevent **out);
+ze_event_handle_t lz_zevent_handle(const struct lz_zevent *event);
+/* Another reference to |what|'s event or graph, for |queue| until its
+ * next wait. */
+wafer_status lz_queue_hold(struct lz_device *device, struct lz_queue *queue,
+			   struct lz_held what);
+/* Appends to |queue| a wait on |event|, which |queue| holds until its
+ * next wait; what |queue| runs after it waits for the event. */
+wafer_status lz_queue_append_wait(struct lz_device *device,
+				  struct lz_queue *queue,
+				  struct lz_zevent *event);
+/* Drops one reference; the last one resets the event for reuse. */
+void lz_zevent_release(struct lz_device *device, struct lz_zevent *event);
+/* After a failed wait (a lost device runs nothing more): signals from
+ * the host every event |queue|'s work would have signalled or waited
+ * on, so that no host callback thread or other queue waits for it
+ * forever. */
+void lz_queue_abandon_held(struct lz_queue *queue);
+/* At a wait: drops |queue|'s references (events and graphs). */
+void lz_queue_release_held(struct lz_device *device, struct lz_queue *queue);
+/* At queue_destroy: ends the callback thread (the core synchronised the
+ * queue, so every callback ran). */
+void lz_callbacks_stop(struct lz_queue *queue);
+/* At device_close: destroys the recycled events. */
+void lz_events_close(struct lz_device *device);
+wafer_status lz_event_create(void *device, uint32_t flags, void **out_event);
+void lz_event_destroy(void *device, void *event);
+wafer_status lz_event_record(void *device, void *queue, void *event);
+wafer_status lz_queue_wait_event(void *device, void *queue, void *event);
+wafer_status lz_event_sync(void *device, void *event);
+wafer_status lz_event_query(void *device, void *event);
+wafer_status lz_event_elapsed(void *device, void *start, void *end,
+			      uint64_t *out_ns);
+wafer_status lz_queue_callback(void *device, void *queue,
+			       void (*fn)(void *arg), void *arg);
+/* Nanoseconds between two kernel-timestamp events' ends (0 when |to| ended
+ * first), on |device|'s clock. */
+wafer_status lz_timestamp_ns(struct lz_device *device, ze_event_handle_t from,
+			     ze_event_handle_t to, uint64_t *out_ns);
+
+/* graph.c */
+wafer_status lz_graph_begin(void *device, void *queue);
+wafer_status lz_graph_end(void *device, void *queue, void **out_graph);
+wafer_status lz_graph_launch(void *device, void *queue, void *graph);
+void lz_graph_destroy(void *device, void *graph);
+/* A graph's users, as an event's (lz_queue_hold). */
+void lz_graph_use(struct lz_device *device, struct lz_graph *graph);
+void lz_graph_release(struct lz_device *device, struct lz_graph *graph);
+
 /* Appends a launch of |kernel| (group size and arguments set) with
  * |group_count| groups to |queue|, after everything issued before it;
  * |name| is for the error. */

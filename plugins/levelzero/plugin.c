@@ -553,6 +553,7 @@ static wafer_status lz_device_open(void *state, uint32_t index,
 		return status;
 	}
 	lz_storage_open(dev);
+	pthread_mutex_init(&dev->event_lock, NULL);
 	*out_device = dev;
 	return WAFER_OK;
 }
@@ -562,6 +563,8 @@ static void lz_device_close(void *device)
 	struct lz_device *dev = device;
 
 	lz_storage_close(dev);
+	lz_events_close(dev);
+	pthread_mutex_destroy(&dev->event_lock);
 	zeModuleDestroy(dev->module);
 	free(dev);
 }

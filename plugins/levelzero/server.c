@@ -14,6 +14,12 @@
  * separates them, while a wafer queue is in order: every command after
  * the first since a wait is preceded by a barrier.
  *
+ * With regular lists, work that another queue or the host waits on
+ * through an event (event.c) must reach the device before wafer waits on
+ * its own queue, or the waiter would wait forever: lz_queue_submit hands
+ * the list to the command queue there and then, and the queue's next
+ * commands go into another list (a spare one, reset at the next wait).
+ *
  * A wait also finishes the host side of the copies issued before it (a
  * download's bytes go from staging to the caller) and resets the staging
  * area. Errors a wait finds are the queue's until the next sync returns
@@ -54,18 +60,42 @@ struct lz_timer {
  * Waiting
  *===----------------------------------------------------------------------===*/
 
+/* Resets the lists |q| handed over since its last wait, for reuse. The
+ * first failure is kept in |*r| (with |*what|). */
+static void reset_submitted(struct lz_queue *q, ze_result_t *r,
+			    const char **what)
+{
+	for (size_t i = 0; i < q->submitted.count; i++) {
+		ze_command_list_handle_t list = q->submitted.list[i];
+		ze_result_t reset = zeCommandListReset(list);
+		if (reset == ZE_RESULT_SUCCESS &&
+		    q->spare.count < q->spare.cap) {
+			q->spare.list[q->spare.count++] = list;
+			continue;
+		}
+		zeCommandListDestroy(list);
+		if (*r == ZE_RESULT_SUCCESS && reset != ZE_RESULT_SUCCESS) {
+			*what = "zeCommandListReset";
+			*r = reset;
+		}
+	}
+	q->submitted.count = 0;
+}
+
 /* Lets the device run what was appended and waits for all of it. */
 static ze_result_t submit_and_wait(struct lz_queue *q, const char **out_what)
 {
-	ze_result_t r;
+	ze_result_t r = ZE_RESULT_SUCCESS;
 
 	if (q->cq) {
-		*out_what = "zeCommandListClose";
-		r = zeCommandListClose(q->list);
-		if (r == ZE_RESULT_SUCCESS) {
-			*out_what = "zeCommandQueueExecuteCommandLists";
-			r = zeCommandQueueExecuteCommandLists(q->cq, 1, &q->list,
-							      NULL);
+		if (q->unsubmitted) {
+			*out_what = "zeCommandListClose";
+			r = zeCommandListClose(q->list);
+			if (r == ZE_RESULT_SUCCESS) {
+				*out_what = "zeCommandQueueExecuteCommandLists";
+				r = zeCommandQueueExecuteCommandLists(
+					q->cq, 1, &q->list, NULL);
+			}
 		}
 		if (r == ZE_RESULT_SUCCESS) {
 			*out_what = "zeCommandQueueSynchronize";
@@ -73,23 +103,37 @@ static ze_result_t submit_and_wait(struct lz_queue *q, const char **out_what)
 		}
 		/* Reset even after a failure, so the list takes commands
 		 * again; the first failure is what is reported. */
-		ze_result_t reset = zeCommandListReset(q->list);
-		if (r == ZE_RESULT_SUCCESS && reset != ZE_RESULT_SUCCESS) {
-			*out_what = "zeCommandListReset";
-			r = reset;
+		if (q->unsubmitted) {
+			ze_result_t reset = zeCommandListReset(q->list);
+			if (r == ZE_RESULT_SUCCESS &&
+			    reset != ZE_RESULT_SUCCESS) {
+				*out_what = "zeCommandListReset";
+				r = reset;
+			}
 		}
+		q->unsubmitted = false;
+		reset_submitted(q, &r, out_what);
 		return r;
 	}
 	*out_what = "zeEventHostReset";
-	r = zeEventHostReset(q->sync_event);
+	r = zeEventHostReset(lz_zevent_handle(q->sync_event));
 	if (r == ZE_RESULT_SUCCESS) {
 		*out_what = "zeCommandListAppendBarrier";
-		r = zeCommandListAppendBarrier(q->list, q->sync_event, 0, NULL);
+		r = zeCommandListAppendBarrier(
+			q->list, lz_zevent_handle(q->sync_event), 0, NULL);
 	}
 	if (r == ZE_RESULT_SUCCESS) {
 		*out_what = "zeEventHostSynchronize";
-		r = zeEventHostSynchronize(q->sync_event, UINT64_MAX);
+		r = zeEventHostSynchronize(lz_zevent_handle(q->sync_event),
+					   UINT64_MAX);
 	}
+	/* The list waited for the graphs it launched; their queue is done
+	 * with them too. */
+	if (r == ZE_RESULT_SUCCESS && q->submitted.count) {
+		*out_what = "zeCommandQueueSynchronize";
+		r = zeCommandQueueSynchronize(q->graph_cq, UINT64_MAX);
+	}
+	reset_submitted(q, &r, out_what);
 	return r;
 }
 
@@ -128,6 +172,9 @@ wafer_status lz_queue_wait(struct lz_device *dev, struct lz_queue *q)
 	q->dirty = false;
 	q->need_barrier = false;
 	finish_pending(dev, q, r == ZE_RESULT_SUCCESS);
+	if (r != ZE_RESULT_SUCCESS)
+		lz_queue_abandon_held(q);
+	lz_queue_release_held(dev, q);
 	if (r != ZE_RESULT_SUCCESS) {
 		wafer_plugin_deferred_set(&q->failed, lz_status(r),
 					  "levelzero: %s: %s", what,
@@ -153,11 +200,118 @@ static ze_result_t order(struct lz_queue *q)
 	return r;
 }
 
+void lz_queue_dirty(struct lz_queue *q)
+{
+	q->dirty = true;
+	if (q->cq)
+		q->unsubmitted = true;
+}
+
 /* Called after a command went in. */
 static void appended(struct lz_queue *q)
 {
-	q->dirty = true;
+	lz_queue_dirty(q);
 	q->need_barrier = true;
+}
+
+wafer_status lz_queue_barrier(struct lz_device *dev, struct lz_queue *q,
+			      ze_event_handle_t signal)
+{
+	ze_result_t r = zeCommandListAppendBarrier(q->list, signal, 0, NULL);
+
+	if (r != ZE_RESULT_SUCCESS)
+		return lz_fail(lz_host(dev), r, "zeCommandListAppendBarrier");
+	lz_queue_dirty(q);
+	q->need_barrier = false;
+	return WAFER_OK;
+}
+
+/* Room for |n| lists in |l|. */
+static wafer_status reserve_lists(struct lz_lists *l, size_t n)
+{
+	if (n <= l->cap)
+		return WAFER_OK;
+	size_t cap = 2 * n;
+	ze_command_list_handle_t *grown = realloc(l->list, cap * sizeof *grown);
+	if (!grown)
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	l->list = grown;
+	l->cap = cap;
+	return WAFER_OK;
+}
+
+wafer_status lz_queue_take_list(struct lz_device *dev, struct lz_queue *q,
+				ze_command_list_handle_t *out_list)
+{
+	ze_command_list_desc_t desc = {
+		.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC,
+		.commandQueueGroupOrdinal = dev->compute_ordinal,
+	};
+	ze_result_t r;
+
+	if (q->spare.count) {
+		*out_list = q->spare.list[--q->spare.count];
+		return WAFER_OK;
+	}
+	r = zeCommandListCreate(dev->context, dev->device, &desc, out_list);
+	if (r != ZE_RESULT_SUCCESS) {
+		*out_list = NULL;
+		return lz_fail(lz_host(dev), r, "zeCommandListCreate");
+	}
+	return WAFER_OK;
+}
+
+/* Every list kept has room among the spares once reset (reset_submitted
+ * moves them there), so that a wait never fails for want of memory. */
+wafer_status lz_queue_keep_list(struct lz_device *dev, struct lz_queue *q,
+				ze_command_list_handle_t list)
+{
+	size_t all = q->submitted.count + q->spare.count + 1;
+
+	if (reserve_lists(&q->submitted, q->submitted.count + 1) != WAFER_OK ||
+	    reserve_lists(&q->spare, all) != WAFER_OK) {
+		lz_host(dev)->set_error("levelzero: out of host memory for a "
+					"command list");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	q->submitted.list[q->submitted.count++] = list;
+	return WAFER_OK;
+}
+
+wafer_status lz_queue_submit(struct lz_device *dev, struct lz_queue *q)
+{
+	ze_command_list_handle_t next;
+	const char *what = "zeCommandListClose";
+	wafer_status status;
+	ze_result_t r;
+
+	if (!q->cq || !q->unsubmitted)
+		return WAFER_OK;
+	status = lz_queue_take_list(dev, q, &next);
+	if (status != WAFER_OK)
+		return status;
+	status = lz_queue_keep_list(dev, q, q->list);
+	if (status != WAFER_OK) {
+		q->spare.list[q->spare.count++] = next;
+		return status;
+	}
+	r = zeCommandListClose(q->list);
+	if (r == ZE_RESULT_SUCCESS) {
+		what = "zeCommandQueueExecuteCommandLists";
+		r = zeCommandQueueExecuteCommandLists(q->cq, 1, &q->list, NULL);
+	}
+	/* Either way the list is the next wait's to reset; on failure what
+	 * it held is lost, as a failed wait loses it. */
+	q->list = next;
+	q->unsubmitted = false;
+	q->need_barrier = true;
+	if (r != ZE_RESULT_SUCCESS) {
+		wafer_plugin_deferred_set(&q->failed, lz_status(r),
+					  "levelzero: %s: %s", what,
+					  lz_result_name(r));
+		return lz_fail(lz_host(dev), r, what);
+	}
+	return WAFER_OK;
 }
 
 wafer_status lz_queue_copy(struct lz_device *dev, struct lz_queue *q,
@@ -237,33 +391,6 @@ wafer_status lz_queue_stage(struct lz_device *dev, struct lz_queue *q,
  * Queues
  *===----------------------------------------------------------------------===*/
 
-static ze_result_t create_sync_event(struct lz_device *dev, struct lz_queue *q)
-{
-	ze_event_pool_desc_t pool_desc = {
-		.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
-		.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
-		.count = 1,
-	};
-	ze_event_desc_t desc = {
-		.stype = ZE_STRUCTURE_TYPE_EVENT_DESC,
-		.index = 0,
-		.signal = ZE_EVENT_SCOPE_FLAG_HOST,
-		.wait = ZE_EVENT_SCOPE_FLAG_HOST,
-	};
-	ze_result_t r;
-
-	r = zeEventPoolCreate(dev->context, &pool_desc, 1, &dev->device,
-			      &q->sync_pool);
-	if (r != ZE_RESULT_SUCCESS)
-		return r;
-	r = zeEventCreate(q->sync_pool, &desc, &q->sync_event);
-	if (r != ZE_RESULT_SUCCESS) {
-		zeEventPoolDestroy(q->sync_pool);
-		q->sync_pool = NULL;
-	}
-	return r;
-}
-
 /* An immediate list where the driver makes one; else a command queue and
  * a regular list. */
 static wafer_status create_lists(struct lz_device *dev, struct lz_queue *q)
@@ -286,12 +413,13 @@ static wafer_status create_lists(struct lz_device *dev, struct lz_queue *q)
 		r = zeCommandListCreateImmediate(dev->context, dev->device,
 						 &qdesc, &q->list);
 		if (r == ZE_RESULT_SUCCESS) {
-			r = create_sync_event(dev, q);
-			if (r == ZE_RESULT_SUCCESS)
+			wafer_status status = lz_zevent_take(dev, false,
+							     &q->sync_event);
+			if (status == WAFER_OK)
 				return WAFER_OK;
 			zeCommandListDestroy(q->list);
 			q->list = NULL;
-			return lz_fail(host, r, "queue_create: event for sync");
+			return status;
 		}
 		host->log(host, WAFER_LOG_INFO,
 			  "zeCommandListCreateImmediate: %s; using a command "
@@ -310,6 +438,14 @@ static wafer_status create_lists(struct lz_device *dev, struct lz_queue *q)
 	return WAFER_OK;
 }
 
+void lz_kernels_free(ze_kernel_handle_t *kernels)
+{
+	for (size_t i = 0; kernels && i < LZ_SPIRV_KERNEL_COUNT; i++)
+		if (kernels[i])
+			zeKernelDestroy(kernels[i]);
+	free(kernels);
+}
+
 static void lz_server_queue_destroy(void *device, void *queue)
 {
 	struct lz_device *dev = device;
@@ -317,18 +453,30 @@ static void lz_server_queue_destroy(void *device, void *queue)
 
 	if (!q)
 		return;
+	if (q->saved_list) {
+		/* A graph left recording: its list goes, the queue's own
+		 * comes back. */
+		zeCommandListDestroy(q->list);
+		q->list = q->saved_list;
+		q->saved_list = NULL;
+	}
 	/* The core synchronised it, but finish anything a failed wait or a
 	 * later copy left. */
-	if (q->dirty || q->pending_count)
+	if (q->dirty || q->pending_count || q->submitted.count)
 		lz_queue_wait(dev, q);
-	for (size_t i = 0; q->kernels && i < LZ_SPIRV_KERNEL_COUNT; i++)
-		if (q->kernels[i])
-			zeKernelDestroy(q->kernels[i]);
-	free(q->kernels);
-	if (q->sync_event)
-		zeEventDestroy(q->sync_event);
-	if (q->sync_pool)
-		zeEventPoolDestroy(q->sync_pool);
+	lz_queue_release_held(dev, q);
+	lz_callbacks_stop(q);
+	for (size_t i = 0; i < q->submitted.count; i++)
+		zeCommandListDestroy(q->submitted.list[i]);
+	for (size_t i = 0; i < q->spare.count; i++)
+		zeCommandListDestroy(q->spare.list[i]);
+	free(q->submitted.list);
+	free(q->spare.list);
+	free(q->held);
+	if (q->graph_cq)
+		zeCommandQueueDestroy(q->graph_cq);
+	lz_kernels_free(q->kernels);
+	lz_zevent_release(dev, q->sync_event);
 	if (q->list)
 		zeCommandListDestroy(q->list);
 	if (q->cq)
@@ -392,8 +540,7 @@ static wafer_status lz_server_queue_native(void *device, void *queue,
 			       "queue_native: zeCommandListAppendBarrier");
 	/* What the caller appends is the queue's work from now on: the next
 	 * wait must cover it, and wafer's next command come after it. */
-	q->dirty = true;
-	q->need_barrier = true;
+	appended(q);
 	out->kind = WAFER_NATIVE_LEVELZERO_POINTER;
 	out->queue = q->list;
 	out->context = dev->context;
@@ -612,19 +759,10 @@ static wafer_status lz_server_timer_begin(void *device, void *queue,
 		timer_free(t);
 		return lz_fail(host, r, what);
 	}
-	q->dirty = true;
+	lz_queue_dirty(q);
 	q->need_barrier = false;
 	*out_timer = t;
 	return WAFER_OK;
-}
-
-/* Ticks between two kernel timestamps, on a counter |bits| wide. */
-static uint64_t ticks_between(uint64_t from, uint64_t to, uint32_t bits)
-{
-	uint64_t mask = bits >= 64 || bits == 0 ? UINT64_MAX
-						: (UINT64_C(1) << bits) - 1;
-
-	return (to - from) & mask;
 }
 
 static wafer_status lz_server_timer_end(void *device, void *queue,
@@ -634,7 +772,6 @@ static wafer_status lz_server_timer_end(void *device, void *queue,
 	struct lz_queue *q = queue;
 	struct lz_timer *t = timer;
 	const struct wafer_host_services *host = lz_host(dev);
-	ze_kernel_timestamp_result_t begin, end;
 	wafer_status status;
 	ze_result_t r;
 
@@ -644,7 +781,7 @@ static wafer_status lz_server_timer_end(void *device, void *queue,
 		timer_free(t);
 		return lz_fail(host, r, "timer_end: zeCommandListAppendBarrier");
 	}
-	q->dirty = true;
+	lz_queue_dirty(q);
 	q->need_barrier = false;
 	/* The wait keeps a failure for sync too: the timed work failed. */
 	status = lz_queue_wait(dev, q);
@@ -655,20 +792,9 @@ static wafer_status lz_server_timer_end(void *device, void *queue,
 		timer_free(t);
 		return status;
 	}
-	r = zeEventQueryKernelTimestamp(t->begin, &begin);
-	if (r == ZE_RESULT_SUCCESS)
-		r = zeEventQueryKernelTimestamp(t->end, &end);
+	status = lz_timestamp_ns(dev, t->begin, t->end, out_ns);
 	timer_free(t);
-	if (r != ZE_RESULT_SUCCESS)
-		return lz_fail(host, r, "timer_end: zeEventQueryKernelTimestamp");
-
-	uint64_t ticks = ticks_between(begin.global.kernelEnd,
-				       end.global.kernelEnd,
-				       dev->slot->timestamp_bits);
-	/* ticks * 1e9 / frequency, in 128 bits so no interval overflows. */
-	*out_ns = (uint64_t)((unsigned __int128)ticks * 1000000000u /
-			     dev->slot->timer_frequency);
-	return WAFER_OK;
+	return status;
 }
 
 /*===----------------------------------------------------------------------===
@@ -681,4 +807,16 @@ const struct wafer_server_ops lz_server_ops = {
 	.timer_end = lz_server_timer_end,
 	WAFER_PLUGIN_INTEROP_SERVER_OPS(lz),
 	WAFER_PLUGIN_PROGRAM_OPS(lz),
+	.event_create = lz_event_create,
+	.event_destroy = lz_event_destroy,
+	.event_record = lz_event_record,
+	.queue_wait_event = lz_queue_wait_event,
+	.event_sync = lz_event_sync,
+	.event_query = lz_event_query,
+	.event_elapsed = lz_event_elapsed,
+	.queue_callback = lz_queue_callback,
+	.graph_begin = lz_graph_begin,
+	.graph_end = lz_graph_end,
+	.graph_launch = lz_graph_launch,
+	.graph_destroy = lz_graph_destroy,
 };

@@ -157,11 +157,7 @@ wafer_status ocl_graph_launch(void *device, void *queue, void *graph)
 	if (err != CL_SUCCESS)
 		return ocl_fail(ocl_host(dev), err,
 				"clEnqueueCommandBufferKHR");
-	if (ev) {
-		ocl_queue_timed(q, event);
-		clReleaseEvent(event);
-	}
-	return WAFER_OK;
+	return ocl_queue_done(q, ev);
 }
 
 /* OpenCL frees a command buffer once its enqueued instances finished. */

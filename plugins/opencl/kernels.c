@@ -100,6 +100,12 @@ struct ocl_kernel_desc {
 #define WIDE_MOVES(op, fam, fn)                                                \
 	DESC(op, "default", I64, fam, ST, fn, 0, 0),                           \
 		DESC(op, "default", F64, fam, ST, fn, 0, NEEDS_FP64)
+/* A catalogue kernel (catalogue.def) in f32 and f16, and in the wider
+ * types its row's |dtypes| allows: ANY, WIDE's; FLOAT, float64 alone. */
+#define TYPED_ANY WIDE
+#define TYPED_FLOAT F64_ONLY
+#define CATALOGUE(op, fam, unit, fn, dtypes)                                   \
+	FLOATS(op, fam, unit, fn), TYPED_##dtypes(op, fam, unit, fn)
 #define MATMUL(variant, dt, fn, tile, needs)                                   \
 	DESC(WAFER_KERNEL_MATMUL, variant, dt, FAM_MATMUL, OCL_UNIT_MATMUL,    \
 	     fn, tile, needs)
@@ -111,36 +117,19 @@ static const struct ocl_kernel_desc descs[] = {
 	ALL_TYPES(WAFER_KERNEL_FILL, FAM_FILL, NULL, NULL),
 	ALL_TYPES(WAFER_KERNEL_COPY, FAM_COPY, NULL, NULL),
 
-	FLOATS(WAFER_KERNEL_NEG, FAM_UNARY, EW, "neg"),
-	FLOATS(WAFER_KERNEL_ABS, FAM_UNARY, EW, "abs"),
-	FLOATS(WAFER_KERNEL_EXP, FAM_UNARY, EW, "exp"),
-	FLOATS(WAFER_KERNEL_LOG, FAM_UNARY, EW, "log"),
-	FLOATS(WAFER_KERNEL_SQRT, FAM_UNARY, EW, "sqrt"),
-	FLOATS(WAFER_KERNEL_RELU, FAM_UNARY, EW, "relu"),
-	FLOATS(WAFER_KERNEL_GELU, FAM_UNARY, EW, "gelu"),
-	FLOATS(WAFER_KERNEL_SIGMOID, FAM_UNARY, EW, "sigmoid"),
-	FLOATS(WAFER_KERNEL_TANH, FAM_UNARY, EW, "tanh"),
-
-	FLOATS(WAFER_KERNEL_ADD, FAM_BINARY, EW, "add"),
-	FLOATS(WAFER_KERNEL_SUB, FAM_BINARY, EW, "sub"),
-	FLOATS(WAFER_KERNEL_MUL, FAM_BINARY, EW, "mul"),
-	FLOATS(WAFER_KERNEL_DIV, FAM_BINARY, EW, "div"),
-	FLOATS(WAFER_KERNEL_MAX, FAM_BINARY, EW, "max"),
-	FLOATS(WAFER_KERNEL_MIN, FAM_BINARY, EW, "min"),
-
-	FLOATS(WAFER_KERNEL_ADD_SCALAR, FAM_SCALAR, EW, "add_scalar"),
-	FLOATS(WAFER_KERNEL_SUB_SCALAR, FAM_SCALAR, EW, "sub_scalar"),
-	FLOATS(WAFER_KERNEL_MUL_SCALAR, FAM_SCALAR, EW, "mul_scalar"),
-	FLOATS(WAFER_KERNEL_DIV_SCALAR, FAM_SCALAR, EW, "div_scalar"),
-	FLOATS(WAFER_KERNEL_MAX_SCALAR, FAM_SCALAR, EW, "max_scalar"),
-	FLOATS(WAFER_KERNEL_MIN_SCALAR, FAM_SCALAR, EW, "min_scalar"),
-
-	FLOATS(WAFER_KERNEL_ADD_STRIDED, FAM_STRIDED, ST, "add_strided"),
-	FLOATS(WAFER_KERNEL_SUB_STRIDED, FAM_STRIDED, ST, "sub_strided"),
-	FLOATS(WAFER_KERNEL_MUL_STRIDED, FAM_STRIDED, ST, "mul_strided"),
-	FLOATS(WAFER_KERNEL_DIV_STRIDED, FAM_STRIDED, ST, "div_strided"),
-	FLOATS(WAFER_KERNEL_MAX_STRIDED, FAM_STRIDED, ST, "max_strided"),
-	FLOATS(WAFER_KERNEL_MIN_STRIDED, FAM_STRIDED, ST, "min_strided"),
+	/* The catalogue's unary, binary (with its scalar and strided
+	 * forms) and row kernels, in the dtypes each row allows. */
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	CATALOGUE(WAFER_KERNEL_##NAME, FAM_UNARY, EW, #name, dtypes),
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	CATALOGUE(WAFER_KERNEL_##NAME, FAM_BINARY, EW, #name, ANY),            \
+		CATALOGUE(WAFER_KERNEL_##NAME##_SCALAR, FAM_SCALAR, EW,        \
+			  #name "_scalar", ANY),                               \
+		CATALOGUE(WAFER_KERNEL_##NAME##_STRIDED, FAM_STRIDED, ST,      \
+			  #name "_strided", ANY),
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
+	CATALOGUE(WAFER_KERNEL_##NAME, FAM_ROWS, OCL_UNIT_ROWS, #name, dtypes),
+#include <wafer/catalogue.def>
 
 	ALL_TYPES(WAFER_KERNEL_COPY_STRIDED, FAM_COPY_STRIDED,
 		  "copy_strided_b32", "copy_strided_b16"),
@@ -149,12 +138,6 @@ static const struct ocl_kernel_desc descs[] = {
 	DESC(WAFER_KERNEL_CAST, "default", BF16, FAM_CAST, ST, "cast_bf16", 0,
 	     0),
 	DESC(WAFER_KERNEL_CAST, "default", I32, FAM_CAST, ST, "cast_i32", 0, 0),
-
-	FLOATS(WAFER_KERNEL_REDUCE_SUM, FAM_ROWS, OCL_UNIT_ROWS, "reduce_sum"),
-	FLOATS(WAFER_KERNEL_REDUCE_MAX, FAM_ROWS, OCL_UNIT_ROWS, "reduce_max"),
-	FLOATS(WAFER_KERNEL_REDUCE_MEAN, FAM_ROWS, OCL_UNIT_ROWS,
-	       "reduce_mean"),
-	FLOATS(WAFER_KERNEL_SOFTMAX, FAM_ROWS, OCL_UNIT_ROWS, "softmax"),
 
 	/* Matmul candidates for autotune; tile64 is the default. */
 	MATMUL("tile64", F32, "matmul_tile64_f32", 64, NEEDS_GROUP256),
@@ -176,37 +159,6 @@ static const struct ocl_kernel_desc descs[] = {
 	DESC(WAFER_KERNEL_CAST, "default", I64, FAM_CAST, ST, "cast_i64", 0, 0),
 	DESC(WAFER_KERNEL_CAST, "default", F64, FAM_CAST, ST, "cast_f64", 0,
 	     NEEDS_FP64),
-	WIDE(WAFER_KERNEL_NEG, FAM_UNARY, EW, "neg"),
-	WIDE(WAFER_KERNEL_ABS, FAM_UNARY, EW, "abs"),
-	WIDE(WAFER_KERNEL_RELU, FAM_UNARY, EW, "relu"),
-	F64_ONLY(WAFER_KERNEL_EXP, FAM_UNARY, EW, "exp"),
-	F64_ONLY(WAFER_KERNEL_LOG, FAM_UNARY, EW, "log"),
-	F64_ONLY(WAFER_KERNEL_SQRT, FAM_UNARY, EW, "sqrt"),
-	F64_ONLY(WAFER_KERNEL_GELU, FAM_UNARY, EW, "gelu"),
-	F64_ONLY(WAFER_KERNEL_SIGMOID, FAM_UNARY, EW, "sigmoid"),
-	F64_ONLY(WAFER_KERNEL_TANH, FAM_UNARY, EW, "tanh"),
-	WIDE(WAFER_KERNEL_ADD, FAM_BINARY, EW, "add"),
-	WIDE(WAFER_KERNEL_SUB, FAM_BINARY, EW, "sub"),
-	WIDE(WAFER_KERNEL_MUL, FAM_BINARY, EW, "mul"),
-	WIDE(WAFER_KERNEL_DIV, FAM_BINARY, EW, "div"),
-	WIDE(WAFER_KERNEL_MAX, FAM_BINARY, EW, "max"),
-	WIDE(WAFER_KERNEL_MIN, FAM_BINARY, EW, "min"),
-	WIDE(WAFER_KERNEL_ADD_SCALAR, FAM_SCALAR, EW, "add_scalar"),
-	WIDE(WAFER_KERNEL_SUB_SCALAR, FAM_SCALAR, EW, "sub_scalar"),
-	WIDE(WAFER_KERNEL_MUL_SCALAR, FAM_SCALAR, EW, "mul_scalar"),
-	WIDE(WAFER_KERNEL_DIV_SCALAR, FAM_SCALAR, EW, "div_scalar"),
-	WIDE(WAFER_KERNEL_MAX_SCALAR, FAM_SCALAR, EW, "max_scalar"),
-	WIDE(WAFER_KERNEL_MIN_SCALAR, FAM_SCALAR, EW, "min_scalar"),
-	WIDE(WAFER_KERNEL_ADD_STRIDED, FAM_STRIDED, ST, "add_strided"),
-	WIDE(WAFER_KERNEL_SUB_STRIDED, FAM_STRIDED, ST, "sub_strided"),
-	WIDE(WAFER_KERNEL_MUL_STRIDED, FAM_STRIDED, ST, "mul_strided"),
-	WIDE(WAFER_KERNEL_DIV_STRIDED, FAM_STRIDED, ST, "div_strided"),
-	WIDE(WAFER_KERNEL_MAX_STRIDED, FAM_STRIDED, ST, "max_strided"),
-	WIDE(WAFER_KERNEL_MIN_STRIDED, FAM_STRIDED, ST, "min_strided"),
-	WIDE(WAFER_KERNEL_REDUCE_SUM, FAM_ROWS, OCL_UNIT_ROWS, "reduce_sum"),
-	WIDE(WAFER_KERNEL_REDUCE_MAX, FAM_ROWS, OCL_UNIT_ROWS, "reduce_max"),
-	WIDE(WAFER_KERNEL_REDUCE_MEAN, FAM_ROWS, OCL_UNIT_ROWS, "reduce_mean"),
-	F64_ONLY(WAFER_KERNEL_SOFTMAX, FAM_ROWS, OCL_UNIT_ROWS, "softmax"),
 	MATMUL("naive", I32, "matmul_naive_i32", 1, 0),
 	MATMUL("naive", I64, "matmul_naive_i64", 1, 0),
 	MATMUL("naive", F64, "matmul_naive_f64", 1, NEEDS_FP64),
@@ -574,11 +526,7 @@ static wafer_status enqueue(const struct job *j, cl_kernel kernel,
 		return ocl_fail(ocl_host(q->device), err,
 				"clEnqueueNDRangeKernel(%s %s)", j->name,
 				j->desc->variant);
-	if (ev) {
-		ocl_queue_timed(q, event);
-		clReleaseEvent(event);
-	}
-	return WAFER_OK;
+	return ocl_queue_done(q, ev);
 }
 
 /* A 1-D launch of |n| items: work-groups of 256 (or what the kernel
@@ -725,11 +673,7 @@ static wafer_status run_fill(const struct job *j)
 		return ocl_fail(ocl_host(q->device), err,
 				"clEnqueueFillBuffer(%" PRIu64 " elements)",
 				j->p.fill.count);
-	if (ev) {
-		ocl_queue_timed(q, event);
-		clReleaseEvent(event);
-	}
-	return WAFER_OK;
+	return ocl_queue_done(q, ev);
 }
 
 /* copy, and cast to the same type: a buffer copy (nothing when out and
@@ -899,11 +843,7 @@ static wafer_status run_clblast(const struct job *j)
 	if (!p->batch || !p->m || !p->n || !p->k)
 		return WAFER_OK;
 	status = ocl_clblast_gemm(j->q, j->bind, p, j->desc->dtype, ev);
-	if (status == WAFER_OK && ev) {
-		ocl_queue_timed(j->q, event);
-		clReleaseEvent(event);
-	}
-	return status;
+	return status == WAFER_OK ? ocl_queue_done(j->q, ev) : status;
 }
 
 wafer_status ocl_kernels_launch(struct ocl_queue *q,

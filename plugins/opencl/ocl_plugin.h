@@ -267,25 +267,13 @@ struct ocl_queue {
  *===----------------------------------------------------------------------===*/
 
 /* event.c: events and host callbacks (the server's ABI 1.5 entries) */
-wafer_status ocl_event_create(void *device, uint32_t flags, void **out_event);
-void ocl_event_destroy(void *device, void *event);
-wafer_status ocl_event_record(void *device, void *queue, void *event);
-wafer_status ocl_queue_wait_event(void *device, void *queue, void *event);
-wafer_status ocl_event_sync(void *device, void *event);
-wafer_status ocl_event_query(void *device, void *event);
-wafer_status ocl_event_elapsed(void *device, void *start, void *end,
-			       uint64_t *out_ns);
-wafer_status ocl_queue_callback(void *device, void *queue,
-				void (*fn)(void *arg), void *arg);
+WAFER_PLUGIN_EVENT_ENTRIES(ocl);
 
 /* graph.c: native graphs (the server's ABI 1.6 entries) and the commands
  * of the plugin, enqueued on |q| or recorded while it records a graph
  * (then |ev| is not set: ocl_queue_timing is 0 while recording). */
 void ocl_graph_probe(struct ocl_device *dev);
-wafer_status ocl_graph_begin(void *device, void *queue);
-wafer_status ocl_graph_end(void *device, void *queue, void **out_graph);
-wafer_status ocl_graph_launch(void *device, void *queue, void *graph);
-void ocl_graph_destroy(void *device, void *graph);
+WAFER_PLUGIN_GRAPH_ENTRIES(ocl);
 cl_int ocl_enqueue_ndrange(struct ocl_queue *q, cl_kernel kernel,
 			   cl_uint dims, const size_t *global,
 			   const size_t *local, cl_event *ev);
@@ -333,6 +321,10 @@ static inline int ocl_queue_timing(const struct ocl_queue *queue)
 	return queue->timers != NULL && !queue->recording;
 }
 void ocl_queue_timed(struct ocl_queue *queue, cl_event event);
+/* The end of a command enqueued with |ev| (NULL when not timed, else
+ * &event): hands the event to ocl_queue_timed and releases it. Returns
+ * WAFER_OK. */
+wafer_status ocl_queue_done(struct ocl_queue *queue, cl_event *ev);
 
 /* kernels_build.c */
 /* The unit's program on |device|, built or loaded from the cache on the

@@ -625,11 +625,10 @@ static wafer_status ocl_device_open(void *state, uint32_t index,
 	*out_device = NULL;
 	if (!e)
 		return WAFER_ERROR_NOT_FOUND;
-	dev = calloc(1, sizeof *dev);
-	if (!dev) {
-		st->host->set_error(OCL_NAME ": out of host memory");
+	dev = wafer_plugin_calloc(st->host, sizeof *dev,
+				  OCL_NAME ": out of host memory");
+	if (!dev)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	dev->state = st;
 	dev->entry = e;
 	pthread_mutex_init(&dev->program_lock, NULL);

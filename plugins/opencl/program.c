@@ -426,33 +426,58 @@ static wafer_status set_and_enqueue(struct ocl_queue *q,
 	const struct wafer_host_services *host = ocl_host(q->device);
 	uint32_t n = k->head.entry.binding_count;
 	cl_event event, *ev = ocl_queue_timing(q) ? &event : NULL;
+	cl_kernel kernel = k->kernel;
+	cl_program program;
+	wafer_status status = WAFER_OK;
 	cl_int err = CL_SUCCESS;
 	cl_uint i;
 
+	/* A command recorded into a command buffer may read its kernel's
+	 * arguments when it runs rather than when it was recorded (PoCL's
+	 * do): a launch of the kernel with other arguments, recorded into
+	 * another graph, would change this one. So a recorded launch sets
+	 * them on a kernel object of its own, which the command buffer
+	 * keeps. */
+	if (q->recording) {
+		err = clGetKernelInfo(k->kernel, CL_KERNEL_PROGRAM,
+				      sizeof program, &program, NULL);
+		if (err == CL_SUCCESS)
+			kernel = clCreateKernel(program, k->head.name, &err);
+		if (err != CL_SUCCESS)
+			return ocl_fail(host, err, "launch %s (recorded): "
+					"clCreateKernel", k->head.name);
+	}
 	for (i = 0; i < n && err == CL_SUCCESS; i++)
-		err = clSetKernelArg(k->kernel, i, sizeof(cl_mem), &mem[i]);
+		err = clSetKernelArg(kernel, i, sizeof(cl_mem), &mem[i]);
 	if (err == CL_SUCCESS && k->head.entry.params_size)
-		err = clSetKernelArg(k->kernel, i++, k->head.entry.params_size,
+		err = clSetKernelArg(kernel, i++, k->head.entry.params_size,
 				     launch->params);
-	if (err != CL_SUCCESS)
-		return ocl_fail(host, err,
-				"launch %s: clSetKernelArg(%u, %zu bytes)",
-				k->head.name, i - 1,
-				i - 1 < n ? sizeof(cl_mem)
-					  : k->head.entry.params_size);
-	err = ocl_enqueue_ndrange(q, k->kernel, dims, global, local, ev);
-	if (err != CL_SUCCESS)
-		return ocl_fail(host, err,
-				"launch %s: clEnqueueNDRangeKernel(global "
-				"%zu x %zu x %zu)",
-				k->head.name, global[0],
-				dims > 1 ? global[1] : 1,
-				dims > 2 ? global[2] : 1);
+	if (err != CL_SUCCESS) {
+		status = ocl_fail(host, err,
+				  "launch %s: clSetKernelArg(%u, %zu bytes)",
+				  k->head.name, i - 1,
+				  i - 1 < n ? sizeof(cl_mem)
+					    : k->head.entry.params_size);
+		goto out;
+	}
+	err = ocl_enqueue_ndrange(q, kernel, dims, global, local, ev);
+	if (err != CL_SUCCESS) {
+		status = ocl_fail(host, err,
+				  "launch %s: clEnqueueNDRangeKernel(global "
+				  "%zu x %zu x %zu)",
+				  k->head.name, global[0],
+				  dims > 1 ? global[1] : 1,
+				  dims > 2 ? global[2] : 1);
+		goto out;
+	}
 	if (ev) {
 		ocl_queue_timed(q, event);
 		clReleaseEvent(event);
 	}
-	return WAFER_OK;
+out:
+	if (kernel != k->kernel)
+		clReleaseKernel(kernel);
+	return status;
 }
 
 wafer_status ocl_program_launch(struct ocl_queue *q,

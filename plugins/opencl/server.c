@@ -240,6 +240,15 @@ void ocl_queue_timed(struct ocl_queue *q, cl_event event)
 	}
 }
 
+wafer_status ocl_queue_done(struct ocl_queue *q, cl_event *ev)
+{
+	if (ev) {
+		ocl_queue_timed(q, *ev);
+		clReleaseEvent(*ev);
+	}
+	return WAFER_OK;
+}
+
 static wafer_status ocl_server_timer_begin(void *device, void *queue,
 					   void **out_timer)
 {
@@ -319,21 +328,10 @@ static wafer_status ocl_server_timer_end(void *device, void *queue,
 
 const struct wafer_server_ops ocl_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS(ocl),
-	.timer_begin = ocl_server_timer_begin,
-	.timer_end = ocl_server_timer_end,
+	WAFER_PLUGIN_TIMER_OPS(ocl),
 	WAFER_PLUGIN_INTEROP_SERVER_OPS(ocl),
 	WAFER_PLUGIN_PROGRAM_OPS(ocl),
-	/* Events and host callbacks (event.c). */
-	.event_create = ocl_event_create,
-	.event_destroy = ocl_event_destroy,
-	.event_record = ocl_event_record,
-	.queue_wait_event = ocl_queue_wait_event,
-	.event_sync = ocl_event_sync,
-	.event_query = ocl_event_query,
-	.event_elapsed = ocl_event_elapsed,
-	.queue_callback = ocl_queue_callback,
-	.graph_begin = ocl_graph_begin,
-	.graph_end = ocl_graph_end,
-	.graph_launch = ocl_graph_launch,
-	.graph_destroy = ocl_graph_destroy,
+	/* Events and host callbacks (event.c), recorded graphs (graph.c). */
+	WAFER_PLUGIN_EVENT_OPS(ocl),
+	WAFER_PLUGIN_GRAPH_OPS(ocl),
 };

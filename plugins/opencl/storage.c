@@ -289,11 +289,7 @@ static wafer_status ocl_storage_copy_in(void *device, void *queue,
 		return ocl_fail(ocl_host(dev), err,
 				"clEnqueueWriteBuffer(%zu bytes at %zu)", size,
 				dst_offset);
-	if (ev) {
-		ocl_queue_timed(q, event);
-		clReleaseEvent(event);
-	}
-	return WAFER_OK;
+	return ocl_queue_done(q, ev);
 }
 
 static wafer_status ocl_storage_copy_out(void *device, void *queue,
@@ -313,11 +309,7 @@ static wafer_status ocl_storage_copy_out(void *device, void *queue,
 		return ocl_fail(ocl_host(q->device), err,
 				"clEnqueueReadBuffer(%zu bytes at %zu)", size,
 				src_offset);
-	if (ev) {
-		ocl_queue_timed(q, event);
-		clReleaseEvent(event);
-	}
-	return WAFER_OK;
+	return ocl_queue_done(q, ev);
 }
 
 static wafer_status enqueue_copy(struct ocl_queue *q, cl_mem dst,
@@ -331,11 +323,7 @@ static wafer_status enqueue_copy(struct ocl_queue *q, cl_mem dst,
 	if (err != CL_SUCCESS)
 		return ocl_fail(ocl_host(q->device), err,
 				"clEnqueueCopyBuffer(%zu bytes)", size);
-	if (ev) {
-		ocl_queue_timed(q, event);
-		clReleaseEvent(event);
-	}
-	return WAFER_OK;
+	return ocl_queue_done(q, ev);
 }
 
 /* Two slices of one buffer may overlap, which clEnqueueCopyBuffer
@@ -422,11 +410,9 @@ static wafer_status ocl_storage_import(void *device,
 	size_t size = 0;
 	wafer_status status;
 
-	status = wafer_plugin_import_check(host, OCL_NAME, buffer,
-					   WAFER_NATIVE_OPENCL_MEM,
-					   "opencl-mem", out_resource);
-	if (status == WAFER_OK)
-		status = wafer_plugin_import_ordinal(host, OCL_NAME, buffer, 0);
+	status = wafer_plugin_import_checks(host, OCL_NAME, buffer,
+					    WAFER_NATIVE_OPENCL_MEM,
+					    "opencl-mem", 0, out_resource);
 	if (status != WAFER_OK)
 		return status;
 	mem = buffer->object;

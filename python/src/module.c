@@ -217,7 +217,8 @@ PyMODINIT_FUNC PyInit__wafer(void)
 	    add_type(m, &WpClient_Type, "Client") ||
 	    add_type(m, &WpTensor_Type, "Tensor") ||
 	    add_type(m, &WpProgram_Type, "Program") ||
-	    add_type(m, &WpKernel_Type, "Kernel") || wp_ops_init(m) ||
+	    add_type(m, &WpKernel_Type, "Kernel") ||
+	    add_type(m, &WpGraph_Type, "Graph") || wp_ops_init(m) ||
 	    wp_bench_init(m)) {
 		Py_DECREF(m);
 		return NULL;

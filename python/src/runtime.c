@@ -847,6 +847,14 @@ static PyMethodDef client_methods[] = {
 	 "\"cubin\", \"opencl\", \"spirv\", \"host-c\", \"host-so\"), taking "
 	 "the first, in the dict's order, that the device accepts "
 	 "(wafer_program_create). options: compiler options."},
+	{"begin_capture", (PyCFunction)wp_client_begin_capture, METH_NOARGS,
+	 "begin_capture()\n\nFrom now on the work this thread issues on the "
+	 "client (kernels, operations, writes) is recorded into a graph, "
+	 "not run (wafer_queue_begin_capture); reads and syncs fail "
+	 "meanwhile."},
+	{"end_capture", (PyCFunction)wp_client_end_capture, METH_NOARGS,
+	 "end_capture() -> Graph\n\nEnds the capture and returns the graph "
+	 "of what it recorded (wafer_queue_end_capture)."},
 	{NULL, NULL, 0, NULL},
 };
 

@@ -59,6 +59,7 @@ extern PyTypeObject WpClient_Type;
 extern PyTypeObject WpTensor_Type;
 extern PyTypeObject WpProgram_Type;
 extern PyTypeObject WpKernel_Type;
+extern PyTypeObject WpGraph_Type;
 
 #define WpTensor_Check(o) (Py_TYPE(o) == &WpTensor_Type)
 
@@ -152,5 +153,9 @@ void wp_deferred_run(void);
 /* program.c */
 PyObject *wp_client_program(ClientObject *client, PyObject *args,
 			    PyObject *kwds);
+
+/* graph.c */
+PyObject *wp_client_begin_capture(ClientObject *client, PyObject *unused);
+PyObject *wp_client_end_capture(ClientObject *client, PyObject *unused);
 
 #endif /* WAFER_PY_H */

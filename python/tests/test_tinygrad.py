@@ -22,6 +22,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+import wafer
+
 HERE = pathlib.Path(__file__).resolve().parent
 PIN = re.search(r'"tinygrad==([0-9.]+)"',
                 (HERE.parent / "pyproject.toml").read_text()).group(1)
@@ -141,6 +143,121 @@ def test_tinygrad_test_tiny(tinygrad_dist, tinygrad_env, tmp_path):
     assert r.returncode == 0, r.stdout[-3000:]
 
 
+RENDERER_SCRIPT = r"""
+import json
+import wafer.tinygrad
+from tinygrad import Device, dtypes
+r = Device["WAFER"].renderer
+print(json.dumps({"renderer": type(r).__name__, "arch": r.target.arch,
+                  "dtypes": sorted(str(d) for d in r.supported_dtypes()),
+                  "half": dtypes.half in r.supported_dtypes()}))
+"""
+
+
+def test_tinygrad_renderer_knows_the_device(tinygrad_env):
+    """The renderer WAFER picks answers tinygrad's questions about the
+    device: its dtypes, which tinygrad's CUDA renderer computes from the
+    architecture (int("sm_90"[3:])), so a CUDA device must name one."""
+    r = subprocess.run([sys.executable, "-c", RENDERER_SCRIPT],
+                       env=tinygrad_env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert "dtypes.float" in out["dtypes"], out
+    if out["renderer"] == "WaferCUDARenderer":
+        assert re.fullmatch(r"sm_[0-9]+", out["arch"]), out
+        assert out["half"], out  # every GPU wafer's cuda plugin runs on
+
+
+# What tinygrad's CUDA renderer writes at the top of a kernel on half.
+HALF_CUDA = ('#include <cuda_fp16.h>\n'
+             'extern "C" __global__ void wafer_half(half *x) '
+             '{ x[0] = x[0] * (half)2.0f; }\n')
+
+
+def test_tinygrad_cuda_half_kernels_build(client, tinygrad_dist):
+    """WAFER's CUDA renderer keeps half (and bfloat16, fp8) only where
+    its kernels build: they include CUDA's headers, which NVRTC does not
+    find by itself, so the programs get the toolkit's include directory.
+    Needs only a device that builds CUDA C (the stand-in driver does)."""
+    try:
+        client.program({"cuda": 'extern "C" __global__ void wafer_k('
+                                'float *x) { x[0] = 1; }'})
+    except (wafer.NotSupportedError, wafer.BuildError) as e:
+        pytest.skip(f"{client.selector} builds no CUDA C: {e}")
+    from tinygrad.dtype import dtypes
+    from tinygrad.helpers import Target
+
+    from wafer.tinygrad import WaferCUDARenderer
+    r = WaferCUDARenderer(Target("WAFER", "", "sm_90"))
+    if dtypes.half not in r.supported_dtypes():
+        pytest.skip("no CUDA headers here (cuda_fp16.h): WAFER's CUDA "
+                    "renderer leaves half out")
+    client.program({"cuda": HALF_CUDA}, r.build_options())  # builds
+
+
+# TinyJit on WAFER: a function of two kernels (one batch, one wafer
+# graph), called on four pairs of inputs; the calls after the JIT's
+# recording one (the second) must equal the function without the JIT, and each replay must be one graph launch with no kernel issued
+# on its own, seen in wafer's trace. With one graph kept
+# (WaferGraph.GRAPHS = 1) new inputs rebind it instead of recording.
+JIT_SCRIPT = r"""
+import json, sys
+import numpy as np
+import wafer, wafer.tinygrad
+from tinygrad import Tensor, TinyJit
+
+wafer.tinygrad.WaferGraph.GRAPHS = int(sys.argv[2])
+
+def f(a, b):
+    c = (a + b).relu().contiguous()
+    return (c * a).sum(axis=1).realize()
+
+jf = TinyJit(f)
+rng = np.random.default_rng(0)
+data = [(rng.standard_normal((16, 32)).astype(np.float32),
+         rng.standard_normal((16, 32)).astype(np.float32)) for _ in range(4)]
+pairs = [(Tensor(a, device="WAFER").realize(), Tensor(b, device="WAFER").realize())
+         for a, b in data]
+want = [f(a, b).numpy() for a, b in pairs]
+jf(*pairs[0]).numpy(); jf(*pairs[1]).numpy()  # the JIT records
+got = []
+with wafer.trace(sys.argv[1], runtime=wafer.tinygrad._runtime):
+    for i in range(8):
+        got.append(jf(*pairs[i % 4]).numpy().tolist())
+doc = json.load(open(sys.argv[1]))
+# each command's host span (a device span may follow where it is timed)
+spans = [e["args"].get("command") for e in doc["traceEvents"]
+         if e["ph"] == "X" and e.get("cat") == "host"]
+print(json.dumps({"same": all(np.array_equal(g, want[i % 4]) for i, g in enumerate(got)),
+                  "commands": {c: spans.count(c) for c in set(spans)}}))
+"""
+
+
+@pytest.mark.parametrize("graphs", [8, 1])
+def test_tinygrad_jit_replays_wafer_graphs(tinygrad_env, tmp_path, graphs):
+    r = subprocess.run([sys.executable, "-c", JIT_SCRIPT,
+                        str(tmp_path / "jit.json"), str(graphs)],
+                       env=tinygrad_env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["same"], out
+    commands = out["commands"]
+    assert commands.get("graph_launch") == 8, commands
+    assert commands.get("execute", 0) == 0, commands
+    # The JIT's recording call (pair 1) made the first graph. With one
+    # graph kept, each traced call is on another pair than the one
+    # before: it rebinds the graph to that pair's two tensors; with
+    # eight, each other pair gets its own, recorded once.
+    if graphs == 1:
+        assert commands.get("graph_begin", 0) == 0, commands
+        assert commands.get("graph_rebind") == 2 * 8, commands
+    else:
+        assert commands.get("graph_begin") == 3, commands
+        assert commands.get("graph_rebind", 0) == 0, commands
+
+
 def train(device, env):
     r = subprocess.run([sys.executable, "-m", "wafer.tinygrad_mlp",
                         "--device", device, "--steps", "40"],
@@ -164,3 +281,5 @@ def test_tinygrad_training_matches_cpu(tinygrad_env):
     # and it learned: the loss fell well below the first step's
     assert ours["final_loss"] < ours["losses"][0][1] / 4, ours
     assert ours["peak_bytes_wafer"] > 0, ours
+    # TinyJit's steps replayed as wafer graphs
+    assert ours["wafer_graphs"]["launches"] > 0, ours

@@ -19,16 +19,26 @@ wafer's device n. pytest takes it as a plugin: pytest -p wafer.tinygrad.
   one scalar per variable), so the rendered kernel's signature is
   rewritten: it takes each buffer's base tensor, and a block of 8-byte
   fields holding each buffer's byte offset and each variable's value.
+  For CUDA C the device's architecture (sm_90) is read from the device
+  and the programs get CUDA's include directory (cuda_fp16.h, ...).
 - Copies: tinygrad's copyin and copyout are copies to and from the
   tensor through wafer.
+- JIT: TinyJit's batches of kernels become wafer graphs (WaferGraph):
+  recorded once per set of input buffers and variable values, replayed
+  with one launch each (a CUDA graph where the plugin has the graphs
+  group); a batch meeting new input buffers rebinds a graph to them.
 """
+import collections
+import functools
+import os
 import struct
 import sys
 import time
 
 import wafer
-from tinygrad.device import (BufferSpec, Compiled, Compiler, LRUAllocator,
-                             TinyELF)
+from tinygrad.device import (BufferSpec, Compiled, Compiler, Device,
+                             LRUAllocator, MultiBuffer, TinyELF)
+from tinygrad.engine.jit import GraphRunner
 from tinygrad.dtype import AddrSpace, dtypes
 from tinygrad.helpers import Target
 from tinygrad.renderer.cstyle import (ClangRenderer, CStyleLanguage,
@@ -37,7 +47,8 @@ from tinygrad.uop.ops import Ops, PatternMatcher, UPat
 
 # Written and tested against the tinygrad that python/pyproject.toml's
 # optional dependency "tinygrad" pins (pip install ./python[tinygrad]).
-__all__ = ["WaferDevice", "program_formats"]
+__all__ = ["WaferDevice", "WaferGraph", "cuda_arch", "cuda_include_dirs",
+           "program_formats"]
 
 
 class _WaferConvention:
@@ -85,6 +96,11 @@ class _WaferConvention:
     @staticmethod
     def kernel_name(name):
         return name
+
+    @staticmethod
+    def build_options():
+        """The build options of the kernels' programs (None: none)."""
+        return None
 
 
 class WaferCRenderer(_WaferConvention, ClangRenderer):
@@ -156,6 +172,34 @@ class WaferCUDARenderer(_WaferConvention, CUDARenderer):
         self.compiler = Compiler()
         self.tensor_cores = []
 
+    # The dtypes whose kernels include a header of CUDA's (cuda_fp16.h,
+    # cuda_bf16.h, cuda_fp8.h): NVRTC has none built in.
+    HEADER_DTYPES = (dtypes.half, dtypes.bfloat16) + tuple(dtypes.fp8s)
+
+    def supported_dtypes(self):
+        have = super().supported_dtypes()
+        if cuda_include_dirs():
+            return have
+        return {d for d in have if d not in self.HEADER_DTYPES}
+
+    @staticmethod
+    def build_options():
+        return " ".join(f"-I{d}" for d in cuda_include_dirs()) or None
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_include_dirs():
+    """The directory of CUDA's headers (cuda_fp16.h, ...), which NVRTC
+    does not search by itself, as a tuple: $CUDA_PATH/include (or
+    $CUDA_HOME's), else the first of the toolkit's usual places that has
+    them; () where none does."""
+    roots = [os.environ.get(v) for v in ("CUDA_PATH", "CUDA_HOME")]
+    for d in [os.path.join(r, "include") for r in roots if r] + [
+            "/usr/local/cuda/include", "/opt/cuda/include", "/usr/include"]:
+        if " " not in d and os.path.exists(os.path.join(d, "cuda_fp16.h")):
+            return (d,)
+    return ()
+
 
 # Probe kernels, one per format tinygrad renders: each stores 42 in its
 # binding's first float.
@@ -186,6 +230,24 @@ def program_formats(client):
             continue
         taken.append(fmt)
     return taken
+
+
+_ARCH_PROBE = ('extern "C" __global__ void wafer_arch(int *x) '
+               '{ x[0] = __CUDA_ARCH__; }')
+
+
+def cuda_arch(client):
+    """The architecture |client|'s device builds CUDA C for, as tinygrad
+    names it ("sm_90"), asked of the device (the value of __CUDA_ARCH__
+    in a kernel it builds); None where it builds or runs none."""
+    try:
+        x = client.zeros((1,), "int32")
+        client.program({"cuda": _ARCH_PROBE}).kernel("wafer_arch", 1, 0)(
+            x, grid=1)
+        value = int(x.numpy()[0])
+    except wafer.Error:
+        return None
+    return f"sm_{value // 10}" if value > 0 else None
 
 
 class WaferBuffer:
@@ -233,13 +295,20 @@ class WaferProgram:
     def __init__(self, dev, obj: TinyELF):
         self.dev, self.name, self.signature = dev, obj.name, obj.signature
         renderer = dev.renderer
-        self.program = dev.client.program({renderer.wafer_format:
-                                           obj.lib.decode()})
-        nbufs = sum(1 for _, _, _, shape in self.signature
-                    if self._is_buffer(shape))
+        self.program = dev.client.program(
+            {renderer.wafer_format: obj.lib.decode()},
+            renderer.build_options())
+        # per field of the parameter block, in the signature's order:
+        # (is a buffer, slot); packed by one struct (a launch is on the
+        # path of every kernel tinygrad runs outside a graph)
+        self.fields = [(self._is_buffer(shape), slot)
+                       for _, slot, _, shape in self.signature]
+        self.buffers = [slot for is_buf, slot in self.fields if is_buf]
+        self.block = struct.Struct("<" + "".join(
+            "Q" if is_buf else "q" for is_buf, _ in self.fields))
         self.kernel = self.program.kernel(renderer.kernel_name(obj.name),
-                                          bindings=nbufs,
-                                          params_size=8 * len(self.signature))
+                                          bindings=len(self.buffers),
+                                          params_size=self.block.size)
 
     @staticmethod
     def _is_buffer(shape):
@@ -247,13 +316,11 @@ class WaferProgram:
 
     def __call__(self, *bufs, global_size=(1, 1, 1), local_size=None,
                  vals=(), wait=False, **kw):
-        tensors, fields = [], []
-        for _, slot, _, _ in self.signature:
-            if slot < len(bufs):
-                tensors.append(bufs[slot].tensor)
-                fields.append(struct.pack("<Q", bufs[slot].offset))
-            else:
-                fields.append(struct.pack("<q", vals[slot - len(bufs)]))
+        nbufs = len(bufs)
+        params = self.block.pack(*[
+            bufs[slot].offset if is_buf else vals[slot - nbufs]
+            for is_buf, slot in self.fields])
+        tensors = [bufs[slot].tensor for slot in self.buffers]
         if local_size is not None:
             grid = tuple(int(g * l) for g, l in zip(global_size, local_size))
             block = tuple(int(l) for l in local_size)
@@ -262,12 +329,108 @@ class WaferProgram:
         if wait:
             self.dev.client.sync()
             st = time.perf_counter()
-        self.kernel(*tensors, params=b"".join(fields), grid=grid,
-                    **({"block": block} if block else {}))
+        self.kernel(*tensors, params=params, grid=grid, block=block)
         if wait:
             self.dev.client.sync()
             return time.perf_counter() - st
         return None
+
+
+class WaferGraph(GraphRunner):
+    """A batch of TinyJit's kernels as wafer graphs (wafer_graph(3)).
+
+    A graph records the batch's launches with the buffers and variable
+    values of one call; a replay is one wafer_graph_launch. A call with
+    other values or other input buffers replays the graph recorded for
+    them, or records one; once GRAPHS are kept, the least recently used
+    one is rebound to the new input buffers (wafer_graph_rebind) where
+    the variables and every input's offset are the same and no handle
+    would stand for two, and recorded anew otherwise."""
+    GRAPHS = 8
+
+    def __init__(self, linear, input_uops=()):
+        super().__init__(linear, input_uops)
+        self.dev = Device[self.calls[0][2][0].device]
+        # (variable values, (input, handle, offset, bytes) ...) -> graph,
+        # least recently used first
+        self.graphs = collections.OrderedDict()
+        self.inputs = sorted({i for r in self.uop_replace for _, i in r})
+        replaced = [{p for p, _ in r} for r in self.uop_replace]
+        # the handles of the batch's own buffers (not inputs): a rebind
+        # to one of them would merge two bindings
+        self.own = {b._buf.tensor.handle
+                    for (_, _, bufs, _), r in zip(self.calls, replaced)
+                    for p, b in enumerate(bufs) if p not in r}
+
+    def _input(self, input_uops, i, dev_idx=0):
+        b = input_uops[i].buffer
+        return (b.bufs[dev_idx] if isinstance(b, MultiBuffer) else b)._buf
+
+    def __call__(self, input_uops, var_vals, wait=False):
+        vals = tuple(var_vals[v] for v in self.vars)
+        bufs = {i: self._input(input_uops, i) for i in self.inputs}
+        key = (vals, tuple((i, b.tensor.handle, b.offset, b.tensor.nbytes)
+                           for i, b in bufs.items()))
+        entry = self.graphs.get(key)
+        if entry is not None:
+            self.graphs.move_to_end(key)
+        else:
+            entry = self._rebound(key, bufs) or self._record(
+                key, input_uops, var_vals)
+        if wait:
+            self.dev.client.sync()
+            st = time.perf_counter()
+        entry.launch()
+        if wait:
+            self.dev.client.sync()
+            return time.perf_counter() - st
+        return None
+
+    def _record(self, key, input_uops, var_vals):
+        if len(self.graphs) >= self.GRAPHS:
+            self.graphs.popitem(last=False)
+        client = self.dev.client
+        client.begin_capture()
+        try:
+            for (dev_idx, ast, bufs, device_vars), rt, replace in zip(
+                    self.calls, self.runtimes, self.uop_replace):
+                bufs = [b._buf for b in bufs]
+                for pos, i in replace:
+                    bufs[pos] = self._input(input_uops, i, dev_idx)
+                vv = {**var_vals, **device_vars}
+                global_size, local_size = ast.arg.launch_dims(vv)
+                rt(*[bufs[i] for i in ast.arg.globals],
+                   global_size=global_size, local_size=local_size,
+                   vals=ast.arg.vals(vv))
+        finally:
+            graph = client.end_capture()
+        self.graphs[key] = graph
+        return graph
+
+    def _rebound(self, key, bufs):
+        """The least recently used graph rebound to |bufs|, or None."""
+        if len(self.graphs) < self.GRAPHS:
+            return None
+        old_key = next(iter(self.graphs))
+        if old_key[0] != key[0]:
+            return None
+        moves = {}  # captured handle -> the tensor it moves to
+        for (_, old, off, size), (_, new, new_off, new_size), b in zip(
+                old_key[1], key[1], bufs.values()):
+            if (off, size) != (new_off, new_size) or \
+                    moves.setdefault(old, b.tensor).handle != new:
+                return None
+        # a rebind moves every step using |old|: no target may be a
+        # handle the graph uses for something else
+        if any(t.handle != old and (t.handle in moves or t.handle in self.own)
+               for old, t in moves.items()):
+            return None
+        graph = self.graphs.pop(old_key)
+        for old, t in moves.items():
+            if old != t.handle:
+                graph.rebind(old, t)
+        self.graphs[key] = graph
+        return graph
 
 
 _runtime = None
@@ -287,14 +450,18 @@ class WaferDevice(Compiled):
         index = int(device.split(":")[1]) if ":" in device else 0
         self.client = _client(index)
         formats = program_formats(self.client)
-        renderers = [r for r in _RENDERERS if r.wafer_format in formats]
+        # tinygrad's CUDA renderer asks the architecture ("sm_90") what
+        # it renders: dtypes, as int(arch[3:])
+        arch = cuda_arch(self.client) if "cuda" in formats else None
+        renderers = [r for r in _RENDERERS if r.wafer_format in formats
+                     and (arch or r.wafer_format != "cuda")]
         if not renderers:
             raise RuntimeError(
                 f"WAFER: {self.client.selector} builds no programs from "
                 "CUDA C, OpenCL C or host C, the formats tinygrad renders")
         self.device_name = self.client.device.name
         super().__init__(device, WaferAllocator(self), renderers,
-                         WaferProgram)
+                         WaferProgram, graph=WaferGraph, arch=arch)
 
     def synchronize(self):
         self.client.sync()

@@ -37,6 +37,15 @@
 static const struct wafer_plugin *plugin;
 static const struct wafer_storage_ops *st;
 static const struct wafer_server_ops *sv;
+/* The plugin's tables as this suite's header has them: what the plugin
+ * gave, zeros past its struct_size (a plugin built for an older minor
+ * has shorter tables), as the loader reads them. */
+static struct wafer_plugin plugin_full;
+static struct wafer_storage_ops st_full;
+static struct wafer_server_ops sv_full;
+/* The minor whose rules judge the plugin: the one it targets, or this
+ * suite's when the plugin's is newer (the core uses what it knows). */
+static uint32_t judged_minor;
 static struct abi_description desc;
 /* Device 0's alloc_alignment and vm_granularity (test_devices). */
 static size_t alignment = 16, granularity;
@@ -58,11 +67,19 @@ static void skip(int n, const char *format, ...)
 
 /* 1 when optional group |name| should run; otherwise one skip saying
  * why (or a failure, when the description promises the group and the
- * plugin leaves it out). |offered|: whether the plugin sets its entries. */
-static int group(const char *name, int offered, const char *entries)
+ * plugin leaves it out). |since|: the minor that added the group (a
+ * plugin targeting an older one is not asked for it); |offered|: whether
+ * the plugin sets its entries. */
+static int group(unsigned since, const char *name, int offered,
+		 const char *entries)
 {
 	const char *why = abi_unsupported(&desc, name);
 
+	if (judged_minor < since) {
+		skip(1, "%s: the plugin targets ABI 1.%u (%s came in ABI 1.%u)",
+		     name, judged_minor, name, since);
+		return 0;
+	}
 	if (why) {
 		skip(1, "%s: %s", name, why);
 		return 0;
@@ -177,8 +194,23 @@ static void test_descriptor(wafer_plugin_query_fn query)
 					  sizeof plugin->server,
 	   "descriptor struct_size %zu holds every entry", plugin->struct_size);
 	is_int(plugin->abi_major, WAFER_PLUGIN_ABI_MAJOR, "abi_major");
-	ok(plugin->abi_minor <= WAFER_PLUGIN_ABI_MINOR,
-	   "abi_minor %u is one this suite knows", plugin->abi_minor);
+	judged_minor = plugin->abi_minor < WAFER_PLUGIN_ABI_MINOR
+			       ? plugin->abi_minor
+			       : WAFER_PLUGIN_ABI_MINOR;
+	/* A newer minor only appends (plugin.h): the core loads it with a
+	 * warning and uses what it knows, so the suite judges it so. */
+	if (plugin->abi_minor > WAFER_PLUGIN_ABI_MINOR)
+		ok(1, "abi_minor %u is newer than this suite's 1.%u: judged by "
+		      "ABI 1.%u's rules (the core loads it with a warning)",
+		   plugin->abi_minor, (unsigned)WAFER_PLUGIN_ABI_MINOR,
+		   (unsigned)WAFER_PLUGIN_ABI_MINOR);
+	else
+		ok(1, "abi_minor %u: judged by ABI 1.%u's rules",
+		   plugin->abi_minor, plugin->abi_minor);
+	memcpy(&plugin_full, plugin,
+	       plugin->struct_size < sizeof plugin_full ? plugin->struct_size
+							 : sizeof plugin_full);
+	plugin = &plugin_full;
 	name = plugin->name ? plugin->name : "";
 	name_ok = *name != '\0';
 	for (const char *c = name; *c; c++)
@@ -203,6 +235,18 @@ static void test_descriptor(wafer_plugin_query_fn query)
 
 	st = plugin->storage;
 	sv = plugin->server;
+	if (st) {
+		memcpy(&st_full, st, st->struct_size < sizeof st_full
+					     ? st->struct_size
+					     : sizeof st_full);
+		st = &st_full;
+	}
+	if (sv) {
+		memcpy(&sv_full, sv, sv->struct_size < sizeof sv_full
+					     ? sv->struct_size
+					     : sizeof sv_full);
+		sv = &sv_full;
+	}
 	if (!ok(st && st->struct_size >= offsetof(struct wafer_storage_ops,
 						  copy) + sizeof st->copy &&
 			st->alloc && st->free && st->copy_in &&
@@ -223,8 +267,15 @@ static void test_descriptor(wafer_plugin_query_fn query)
 			   sv->struct_size == sizeof *sv,
 		   "built for this minor: every table's struct_size is this "
 		   "header's");
+	else if (plugin->abi_minor > WAFER_PLUGIN_ABI_MINOR)
+		ok(plugin->struct_size >= sizeof *plugin &&
+			   st->struct_size >= sizeof *st &&
+			   sv->struct_size >= sizeof *sv,
+		   "built for a newer minor: every table holds this header's "
+		   "entries");
 	else
-		skip(1, "built for ABI 1.%u: tables as that minor knew them",
+		skip(1, "the plugin targets ABI 1.%u: tables as that minor "
+			"knew them",
 		     plugin->abi_minor);
 	ok(ALL_OR_NONE2(st->alloc_async, st->free_async),
 	   "stream-ordered allocation: both entries or none");
@@ -244,7 +295,7 @@ static void test_descriptor(wafer_plugin_query_fn query)
 	ok(ALL_OR_NONE4(sv->comm_id, sv->comm_open, sv->comm_close,
 			sv->comm_run),
 	   "collectives: all four entries or none");
-	if (plugin->abi_minor >= 5)
+	if (judged_minor >= 5)
 		ok(ALL_OR_NONE4(sv->event_create, sv->event_destroy,
 				sv->event_record, sv->queue_wait_event) &&
 			   ALL_OR_NONE4(sv->queue_wait_event, sv->event_sync,
@@ -252,13 +303,15 @@ static void test_descriptor(wafer_plugin_query_fn query)
 			   ALL_OR_NONE2(sv->event_elapsed, sv->queue_callback),
 		   "events: all eight entries or none");
 	else
-		skip(1, "events: since ABI 1.5");
-	if (plugin->abi_minor >= 6)
+		skip(1, "events: the plugin targets ABI 1.%u (events came in "
+			"ABI 1.5)", judged_minor);
+	if (judged_minor >= 6)
 		ok(ALL_OR_NONE4(sv->graph_begin, sv->graph_end,
 				sv->graph_launch, sv->graph_destroy),
 		   "graphs: all four entries or none");
 	else
-		skip(1, "graphs: since ABI 1.6");
+		skip(1, "graphs: the plugin targets ABI 1.%u (graphs came in "
+			"ABI 1.6)", judged_minor);
 }
 
 static void test_init(void)
@@ -605,7 +658,7 @@ static void test_async(void *device, void *queue)
 	float in[1024], out[1024];
 	wafer_resource r = 0;
 
-	if (!group("async", st->alloc_async != NULL, "alloc_async/free_async"))
+	if (!group(0, "async", st->alloc_async != NULL, "alloc_async/free_async"))
 		return;
 	for (int i = 0; i < 1024; i++)
 		in[i] = (float)i - 7.5f;
@@ -635,7 +688,7 @@ static void test_figure(void *device)
 	uint64_t value = 7;
 	wafer_status s;
 
-	if (!group("figure", st->figure != NULL, "figure"))
+	if (!group(2, "figure", st->figure != NULL, "figure"))
 		return;
 	s = st->figure(device, WAFER_STORAGE_FIGURE_WHOLE_UNMAPS, &value);
 	ok((s == WAFER_OK && value <= 1) || s == WAFER_ERROR_NOT_SUPPORTED,
@@ -658,7 +711,7 @@ static void test_vm(void *device, void *queue)
 	wafer_resource range = 0, other = 1;
 	struct wafer_binding bind;
 
-	if (!group("vm", st->vm_reserve != NULL, "vm_reserve/map/unmap/release"))
+	if (!group(0, "vm", st->vm_reserve != NULL, "vm_reserve/map/unmap/release"))
 		return;
 	if (st->figure)
 		st->figure(device, WAFER_STORAGE_FIGURE_WHOLE_UNMAPS, &whole);
@@ -746,7 +799,7 @@ static void test_launches(void *device, void *queue)
 	wafer_resource r[3];
 	int exact = 1;
 
-	if (!group("launch", find_kernel(device, WAFER_KERNEL_FILL,
+	if (!group(0, "launch", find_kernel(device, WAFER_KERNEL_FILL,
 					 WAFER_DTYPE_F32) && add,
 		   "fill or add (f32)"))
 		return;
@@ -876,7 +929,7 @@ static void test_bad_launches(void *device, void *queue)
 	wafer_resource r;
 	struct wafer_binding b;
 
-	if (!group("launch_errors", fillk && add, "fill or add (f32)"))
+	if (!group(0, "launch_errors", fillk && add, "fill or add (f32)"))
 		return;
 	r = alloc_or_die(device, 1024);
 	b = binding(r, 0, 64);
@@ -919,7 +972,7 @@ static void test_timers(void *device, void *queue)
 	uint64_t ns = 1, outer_ns = 0;
 	wafer_resource r;
 
-	if (!group("timers", sv->timer_begin != NULL, "timer_begin/timer_end"))
+	if (!group(0, "timers", sv->timer_begin != NULL, "timer_begin/timer_end"))
 		return;
 	r = alloc_or_die(device, n * sizeof(float));
 	status_is(sv->timer_begin(device, queue, &timer), WAFER_OK,
@@ -1041,7 +1094,7 @@ static void test_threads(void *device)
 	struct client clients[CLIENTS];
 	pthread_barrier_t start;
 
-	if (!group("threads",
+	if (!group(0, "threads",
 		   find_kernel(device, WAFER_KERNEL_ADD, WAFER_DTYPE_F32) != NULL,
 		   "add (f32)"))
 		return;
@@ -1082,15 +1135,12 @@ static const struct {
 	{WAFER_PROGRAM_PTX, "user_kernels/kernels.ptx", 0, 1},
 };
 
-static char *read_source(int i, size_t *size)
+static char *read_file(const char *path, size_t *size)
 {
-	const char *dir = getenv(sources[i].built ? "T_BUILDDIR" : "T_SRCDIR");
-	char path[4096];
 	char *data = NULL;
 	long n;
 	FILE *f;
 
-	snprintf(path, sizeof path, "%s/%s", dir ? dir : "t", sources[i].file);
 	f = fopen(path, "rb");
 	if (!f)
 		return NULL;
@@ -1104,6 +1154,15 @@ static char *read_source(int i, size_t *size)
 	}
 	fclose(f);
 	return data;
+}
+
+static char *read_source(int i, size_t *size)
+{
+	const char *dir = getenv(sources[i].built ? "T_BUILDDIR" : "T_SRCDIR");
+	char path[4096];
+
+	snprintf(path, sizeof path, "%s/%s", dir ? dir : "t", sources[i].file);
+	return read_file(path, size);
 }
 
 struct saxpy_params {
@@ -1148,9 +1207,11 @@ static void test_programs(void *device, void *queue)
 	size_t count = 0, size = 0;
 	char *data = NULL;
 	void *program = NULL;
-	int which = -1, known = 1;
+	int known = 1, text = 1;
+	const char *file = NULL;
+	wafer_program_format format = WAFER_PROGRAM_NONE;
 
-	if (!group("programs", sv->program_formats != NULL,
+	if (!group(2, "programs", sv->program_formats != NULL,
 		   "program_formats/load/kernel/release"))
 		return;
 	status_is(sv->program_formats(device, &formats, &count), WAFER_OK,
@@ -1159,30 +1220,39 @@ static void test_programs(void *device, void *queue)
 		known &= formats[i] != WAFER_PROGRAM_NONE;
 	ok(formats && count > 0 && known, "  ... %zu formats, none NONE",
 	   count);
-	/* The first format the plugin lists that the suite has a source in:
+	/* The first format the plugin lists that the suite has a source in
+	 * (the description's source lines first: a vendor's own format):
 	 * chosen by what the plugin says it takes, never by its name. */
-	for (size_t i = 0; i < count && which < 0; i++)
-		for (int s = 0; s < (int)(sizeof sources / sizeof sources[0]);
+	for (size_t i = 0; i < count && !data; i++) {
+		if ((file = abi_source(&desc, formats[i])) &&
+		    !(data = read_file(file, &size)))
+			diag("%s: cannot read %s", desc.path, file);
+		for (int s = 0;
+		     !data && s < (int)(sizeof sources / sizeof sources[0]);
 		     s++)
 			if (sources[s].format == formats[i] &&
 			    (data = read_source(s, &size))) {
-				which = s;
-				break;
+				file = sources[s].file;
+				text = sources[s].text;
 			}
-	if (which < 0) {
+		if (data)
+			format = formats[i];
+	}
+	if (!data) {
 		skip(1, "programs: the suite has no source in a format %s "
-			"lists", plugin->name);
+			"lists (a vendor's own: a source line in %s)",
+		     plugin->name, desc.path);
 		return;
 	}
 	struct wafer_program_source src = {
 		.struct_size = sizeof src,
-		.format = sources[which].format,
+		.format = format,
 		.data = data,
 		.size = size,
-		.name = sources[which].file,
+		.name = file,
 	};
 	status_is(sv->program_load(device, &src, NULL, &program), WAFER_OK,
-		  "program_load of %s", sources[which].file);
+		  "program_load of %s", file);
 	if (!program) {
 		free(data);
 		return;
@@ -1206,7 +1276,8 @@ static void test_programs(void *device, void *queue)
 	   "  ... names the kernel: %s", last_error);
 	sv->program_release(device, program);
 
-	if (sources[which].text) {
+	/* A vendor's format is held to it too: garbage is a build error. */
+	if (text) {
 		static const char broken[] = "this is not a program {\n";
 		void *bad = (void *)1;
 		src.data = broken;
@@ -1217,10 +1288,102 @@ static void test_programs(void *device, void *queue)
 		ok(last_error[0] != '\0', "  ... with the build log: %.200s",
 		   last_error);
 	} else {
-		skip(2, "programs: %s is a binary format",
-		     sources[which].file);
+		skip(2, "programs: %s is a binary format", file);
 	}
 	free(data);
+}
+
+/*===----------------------------------------------------------------------===
+ * Vendor names
+ *===----------------------------------------------------------------------===*/
+
+static const struct wafer_vendor_name *vendor_name_at(size_t i)
+{
+	const struct wafer_vendor_name *names = plugin->vendor_names;
+	return (const void *)((const char *)names + i * names->struct_size);
+}
+
+/* The name the plugin gives vendor value |value| of kind |what|, or
+ * NULL. */
+static const char *vendor_name_of(uint32_t what, uint32_t value)
+{
+	for (size_t i = 0; plugin->vendor_names &&
+			   i < plugin->vendor_name_count;
+	     i++)
+		if (vendor_name_at(i)->what == what &&
+		    vendor_name_at(i)->value == value)
+			return vendor_name_at(i)->name;
+	return NULL;
+}
+
+static int name_chars(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n == 0 || n >= WAFER_VENDOR_NAME_MAX)
+		return 0;
+	for (const char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+		      *c == '_' || *c == '.' || *c == '-'))
+			return 0;
+	return 1;
+}
+
+/* ABI 1.7: every name in its vendor range, well formed, each value
+ * named once; and every vendor format program_formats lists named. */
+static void test_vendor_names(void *device)
+{
+	const wafer_program_format *formats = NULL;
+	size_t count = 0, bad = 0, twice = 0, unnamed = 0;
+
+	if (!group(7, "vendor_names", plugin->vendor_names != NULL,
+		   "vendor_names/vendor_name_count"))
+		return;
+	ok(plugin->vendor_name_count > 0 &&
+		   plugin->vendor_names->struct_size >=
+			   offsetof(struct wafer_vendor_name, name) +
+				   sizeof(const char *),
+	   "vendor_names: %zu entries, struct_size %zu",
+	   plugin->vendor_name_count, plugin->vendor_names->struct_size);
+	for (size_t i = 0; i < plugin->vendor_name_count; i++) {
+		const struct wafer_vendor_name *n = vendor_name_at(i);
+		int in_range =
+			n->what == WAFER_VENDOR_PROGRAM_FORMAT
+				? n->value >= WAFER_PROGRAM_VENDOR &&
+					  n->value <= WAFER_PROGRAM_VENDOR_LAST
+			: n->what == WAFER_VENDOR_NATIVE_KIND
+				? n->value >= WAFER_NATIVE_VENDOR &&
+					  n->value <= WAFER_NATIVE_VENDOR_LAST
+				: 0;
+		if (!in_range || !name_chars(n->name)) {
+			diag("vendor_names[%zu]: what %u value %#x name '%s'",
+			     i, n->what, n->value, n->name ? n->name : "(null)");
+			bad++;
+		}
+		for (size_t j = 0; j < i; j++)
+			twice += vendor_name_at(j)->what == n->what &&
+				 vendor_name_at(j)->value == n->value;
+	}
+	is_int((long)bad, 0,
+	       "  ... each a vendor format or kind in its range, named 1 to "
+	       "%d of [a-z0-9_.-]",
+	       WAFER_VENDOR_NAME_MAX - 1);
+	is_int((long)twice, 0, "  ... no value named twice");
+	if (!sv->program_formats ||
+	    sv->program_formats(device, &formats, &count) != WAFER_OK) {
+		skip(1, "vendor_names: %s has no program formats",
+		     plugin->name);
+		return;
+	}
+	for (size_t i = 0; i < count; i++)
+		if (formats[i] >= WAFER_PROGRAM_VENDOR &&
+		    formats[i] <= WAFER_PROGRAM_VENDOR_LAST &&
+		    !vendor_name_of(WAFER_VENDOR_PROGRAM_FORMAT, formats[i])) {
+			diag("format %#x has no name", (unsigned)formats[i]);
+			unnamed++;
+		}
+	is_int((long)unnamed, 0,
+	       "  ... every vendor format program_formats lists is named");
 }
 
 /*===----------------------------------------------------------------------===
@@ -1235,7 +1398,7 @@ static void test_interop(void *device, void *queue)
 	wafer_resource r, imported = 0;
 	void *wrapped = NULL;
 
-	if (!group("interop", st->native != NULL,
+	if (!group(3, "interop", st->native != NULL,
 		   "native/import/forget/queue_native/queue_wrap"))
 		return;
 	r = alloc_or_die(device, 1024);
@@ -1297,11 +1460,7 @@ static void test_graphs(void *device, void *queue)
 	float *got = malloc(n * sizeof(float));
 	wafer_resource r;
 
-	if (!group("graphs",
-		   plugin->abi_minor >= 6 &&
-			   WAFER_STRUCT_HAS(sv, struct wafer_server_ops,
-					    graph_destroy) &&
-			   sv->graph_begin,
+	if (!group(6, "graphs", sv->graph_begin != NULL,
 		   "graph_begin .. graph_destroy") || !got) {
 		free(got);
 		return;
@@ -1370,11 +1529,7 @@ static void test_host_memory(void *device, void *queue)
 	float *got = aligned_alloc(4096, n * sizeof(float));
 	wafer_resource r;
 
-	if (!group("host_memory",
-		   plugin->abi_minor >= 7 &&
-			   WAFER_STRUCT_HAS(st, struct wafer_storage_ops,
-					    copy_out_registered) &&
-			   st->host_register,
+	if (!group(7, "host_memory", st->host_register != NULL,
 		   "host_register .. copy_out_registered") ||
 	    !host || !got) {
 		free(host);
@@ -1438,11 +1593,7 @@ static void test_events(void *device, void *queue)
 	int calls = 0;
 	wafer_resource r;
 
-	if (!group("events",
-		   plugin->abi_minor >= 5 &&
-			   WAFER_STRUCT_HAS(sv, struct wafer_server_ops,
-					    queue_callback) &&
-			   sv->event_create,
+	if (!group(5, "events", sv->event_create != NULL,
 		   "event_create .. queue_callback") || !got) {
 		free(got);
 		return;
@@ -1528,7 +1679,7 @@ static void test_copy_peer(void *state, uint32_t count, void *device,
 {
 	void *other = NULL, *other_q = NULL;
 
-	if (!group("copy_peer", st->copy_peer != NULL, "copy_peer"))
+	if (!group(4, "copy_peer", st->copy_peer != NULL, "copy_peer"))
 		return;
 	peer_copy(device, queue, device, queue, "within one device");
 	if (count < 2) {
@@ -1550,7 +1701,7 @@ static void test_comm(void *device, void *queue)
 	void *comm = NULL;
 	wafer_resource r;
 
-	if (!group("comm", sv->comm_id != NULL,
+	if (!group(4, "comm", sv->comm_id != NULL,
 		   "comm_id/open/close/run"))
 		return;
 	memset(&id, 0xab, sizeof id);
@@ -1627,6 +1778,7 @@ int main(int argc, char **argv)
 	test_timers(device, queue);
 	test_threads(device);
 	test_programs(device, queue);
+	test_vendor_names(device);
 	test_interop(device, queue);
 	test_events(device, queue);
 	test_graphs(device, queue);

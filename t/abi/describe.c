@@ -90,6 +90,33 @@ static int add_pair(struct abi_pair *pairs, size_t *count, char *rest,
 	return 0;
 }
 
+/* The last source line read: its format a number (0x10001), its file
+ * relative to the description's folder unless absolute. */
+static int resolve_source(struct abi_description *d, int line)
+{
+	struct abi_pair *p = &d->sources[d->source_count - 1];
+	const char *slash = strrchr(d->path, '/');
+	char *end, *path;
+
+	p->format = strtoul(p->key, &end, 0);
+	if (*end || !p->format || !p->value || !*p->value) {
+		snprintf(d->error, sizeof d->error,
+			 "%s:%d: source wants a format number and a file "
+			 "(source 0x10001 kernels.txt)",
+			 d->path, line);
+		return -1;
+	}
+	if (p->value[0] == '/' || !slash)
+		return 0;
+	path = malloc((size_t)(slash - d->path) + strlen(p->value) + 2);
+	if (!path)
+		return -1;
+	sprintf(path, "%.*s/%s", (int)(slash - d->path), d->path, p->value);
+	free(p->value);
+	p->value = path;
+	return 0;
+}
+
 int abi_describe_read(const char *file, struct abi_description *d)
 {
 	char buf[4096];
@@ -136,10 +163,16 @@ int abi_describe_read(const char *file, struct abi_description *d)
 		} else if (strcmp(directive, "unsupported") == 0) {
 			rc = add_pair(d->unsupported, &d->unsupported_count,
 				      rest, d, line, "unsupported");
+		} else if (strcmp(directive, "source") == 0) {
+			rc = add_pair(d->sources, &d->source_count, rest, d,
+				      line, "source");
+			if (rc == 0)
+				rc = resolve_source(d, line);
 		} else {
 			snprintf(d->error, sizeof d->error,
 				 "%s:%d: unknown directive '%s' (plugin, "
-				 "version, offers, option, env, unsupported)",
+				 "version, offers, option, env, unsupported, "
+				 "source)",
 				 file, line, directive);
 			rc = -1;
 		}
@@ -214,4 +247,14 @@ void abi_describe_free(struct abi_description *d)
 	free_pairs(d->options, d->option_count);
 	free_pairs(d->env, d->env_count);
 	free_pairs(d->unsupported, d->unsupported_count);
+	free_pairs(d->sources, d->source_count);
+}
+
+const char *abi_source(const struct abi_description *d,
+		       unsigned long format)
+{
+	for (size_t i = 0; i < d->source_count; i++)
+		if (d->sources[i].format == format)
+			return d->sources[i].value;
+	return NULL;
 }

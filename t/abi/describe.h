@@ -13,7 +13,12 @@
  *                           group left out is judged by what the plugin
  *                           sets: NULL entries are a skip)
  *   unsupported NAME WHY    a group or test of the suite the plugin does
- *                           not support, skipped with WHY */
+ *                           not support, skipped with WHY
+ *   source FORMAT FILE      the suite's test kernels (wafer_test_saxpy,
+ *                           wafer_test_tile2d) in program format FORMAT
+ *                           (a number: 0x10001), for a format the suite
+ *                           has no source in; FILE is relative to the
+ *                           description's folder (repeatable) */
 #ifndef WAFER_T_ABI_DESCRIBE_H
 #define WAFER_T_ABI_DESCRIBE_H
 
@@ -24,6 +29,7 @@
 struct abi_pair {
 	char *key;
 	char *value;
+	unsigned long format; /* source lines: the key as a number */
 };
 
 struct abi_description {
@@ -37,6 +43,8 @@ struct abi_description {
 	size_t env_count;
 	struct abi_pair unsupported[ABI_MAX_OPTIONS];
 	size_t unsupported_count;
+	struct abi_pair sources[ABI_MAX_OPTIONS];
+	size_t source_count;
 	char error[1200];
 };
 
@@ -49,6 +57,9 @@ const char *abi_unsupported(const struct abi_description *d,
 			    const char *name);
 /* 1 when the description promises optional group |name|. */
 int abi_offers(const struct abi_description *d, const char *name);
+/* The file of a source line for program format |format|, or NULL. */
+const char *abi_source(const struct abi_description *d,
+		       unsigned long format);
 void abi_describe_free(struct abi_description *d);
 
 #endif

@@ -14,9 +14,11 @@ check_PROGRAMS += t/abi/abi
 t_abi_abi_SOURCES = t/abi/abi.c t/abi/describe.c t/abi/describe.h
 t_abi_abi_LDADD = -ldl -lpthread
 EXTRA_DIST += t/abi/README t/abi/cpu.backend t/abi/cuda.backend \
-	t/abi/opencl.backend t/abi/levelzero.backend
+	t/abi/opencl.backend t/abi/levelzero.backend t/abi/newer_cpu.backend
 
 TESTS += t/abi/cpu.backend
+# The cpu plugin declaring a minor newer than the core's (a test plugin).
+TESTS += t/abi/newer_cpu.backend
 if WAFER_CUDA
 TESTS += t/abi/cuda.backend
 endif

@@ -91,16 +91,8 @@ static wafer_status relu(wafer_handle out, size_t out_offset,
 		{out, out_offset, count * sizeof(float)},
 		{in, in_offset, count * sizeof(float)},
 	};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = WAFER_KERNEL_RELU,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = bindings,
-		.binding_count = 2,
-		.params = params,
-		.params_size = params_size,
-		.global = {count, 1, 1},
-	};
+	wafer_execute_args args = execute_args_f32(
+		WAFER_KERNEL_RELU, bindings, 2, params, params_size, count);
 	return wafer_execute(client, &args);
 }
 
@@ -446,14 +438,22 @@ static void test_ops(void)
 		 &out, "wafer_op_binary: unknown operation 99",
 		 "wafer_op_binary with operation 99");
 	memset(&out, 0xa5, sizeof out);
-	op_fails(wafer_op_binary_scalar(client, (wafer_binary_op)6, &a,
+	/* One past the catalogue's last binary operation and reduction. */
+	int past = CATALOGUE_COUNT(catalogue_binary);
+	char detail[64], name[96];
+	snprintf(detail, sizeof detail, "unknown operation %d", past);
+	snprintf(name, sizeof name, "wafer_op_binary_scalar with operation %d",
+		 past);
+	op_fails(wafer_op_binary_scalar(client, (wafer_binary_op)past, &a,
 					WAFER_DONATE_INPUT, 2.0, 0, &out),
-		 &out, "unknown operation 6",
-		 "wafer_op_binary_scalar with operation 6");
+		 &out, detail, name);
 	memset(&out, 0xa5, sizeof out);
-	op_fails(wafer_op_reduce(client, (wafer_reduce_op)3, &a,
+	past = CATALOGUE_COUNT(catalogue_reduce);
+	snprintf(detail, sizeof detail, "unknown operation %d", past);
+	snprintf(name, sizeof name, "wafer_op_reduce with operation %d", past);
+	op_fails(wafer_op_reduce(client, (wafer_reduce_op)past, &a,
 				 WAFER_DONATE_INPUT, &out),
-		 &out, "unknown operation 3", "wafer_op_reduce with operation 3");
+		 &out, detail, name);
 
 	/* "A failure found before anything was queued leaves every input
 	 * as it was, donated ones included." */

@@ -45,16 +45,8 @@ static wafer_status run_elementwise(wafer_client *client, const char *op,
 	struct wafer_elementwise_params params = {.count = count};
 	if (b)
 		bindings[2] = (wafer_buffer_binding){*b, 0, 0};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = op,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = bindings,
-		.binding_count = b ? 3 : 2,
-		.params = &params,
-		.params_size = sizeof params,
-		.global = {count, 1, 1},
-	};
+	wafer_execute_args args = execute_args_f32(
+		op, bindings, b ? 3 : 2, &params, sizeof params, count);
 	return wafer_execute(client, &args);
 }
 
@@ -322,16 +314,8 @@ static void test_execute_errors(wafer_client *client)
 
 	wafer_buffer_binding bindings[2] = {{a, 0, 0}, {b, 0, 0}};
 	struct wafer_elementwise_params params = {.count = 64};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = WAFER_KERNEL_ADD,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = bindings,
-		.binding_count = 2,
-		.params = &params,
-		.params_size = sizeof params,
-		.global = {64, 1, 1},
-	};
+	wafer_execute_args args = execute_args_f32(
+		WAFER_KERNEL_ADD, bindings, 2, &params, sizeof params, 64);
 	is_status(wafer_execute(client, &args), WAFER_ERROR_INVALID_ARGUMENT,
 		  "wrong binding count");
 	like(wafer_last_error(), "takes 3", "detail gives the expected count");
@@ -439,17 +423,10 @@ static void test_kernel_refs(wafer_client *client, wafer_client *other)
 	wafer_buffer_binding bindings[3] = {{ho, 0, 0}, {ha, 0, 0}, {hb, 0, 0}};
 	struct wafer_elementwise_params params = {.count = n};
 	/* The name and dtype are wrong on purpose: the ref decides. */
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = "frobnicate",
-		.dtype = (wafer_dtype)99,
-		.bindings = bindings,
-		.binding_count = 3,
-		.params = &params,
-		.params_size = sizeof params,
-		.global = {n, 1, 1},
-		.kernel_ref = add,
-	};
+	wafer_execute_args args = execute_args_f32(
+		"frobnicate", bindings, 3, &params, sizeof params, n);
+	args.dtype = (wafer_dtype)99;
+	args.kernel_ref = add;
 	is_status(wafer_execute(client, &args), WAFER_OK, "execute by ref");
 	wafer_read(client, ho, 0, out, sizeof out);
 	size_t wrong = 0;

@@ -72,24 +72,13 @@ static wafer_memory_usage usage(void)
 /* A handle of N floats i * scale. */
 static wafer_handle make(float scale)
 {
-	float data[N];
-	wafer_handle h;
-	for (int i = 0; i < N; i++)
-		data[i] = (float)i * scale;
-	check(wafer_create(client, data, sizeof data, &h), "create");
-	return h;
+	return create_ramp(client, N, scale);
 }
 
-/* Whether |h| holds i * scale (first |n| floats). */
+/* Whether |h| holds i * scale (first N floats). */
 static int holds(wafer_handle h, float scale)
 {
-	float data[N];
-	if (wafer_read(client, h, 0, data, sizeof data) != WAFER_OK)
-		return 0;
-	for (int i = 0; i < N; i++)
-		if (data[i] != (float)i * scale)
-			return 0;
-	return 1;
+	return holds_ramp(client, h, N, scale);
 }
 
 static int host_holds(const float *p, float (*f)(int))
@@ -500,15 +489,9 @@ static void test_program(void)
 	      "import");
 	struct saxpy_params p = {.n = N, .a = 2};
 	wafer_buffer_binding b[2] = {{.handle = y}, {.handle = x}};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.bindings = b,
-		.binding_count = 2,
-		.params = &p,
-		.params_size = sizeof p,
-		.global = {N},
-		.kernel_ref = saxpy,
-	};
+	wafer_execute_args args =
+		execute_args_f32(NULL, b, 2, &p, sizeof p, N);
+	args.kernel_ref = saxpy;
 	is_status(wafer_execute(client, &args), WAFER_OK,
 		  "[%s] a program kernel on an imported buffer", channel);
 	check(wafer_release(client, y), "release y");
@@ -795,14 +778,9 @@ static void test_queue(void)
 
 static void test_not_supported(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
-	char path[4096];
-	if (!builddir) {
-		ok(1, "plugin without interop # SKIP T_BUILDDIR is not set");
+	wafer_runtime *rt = open_test_plugin("good", "plugin without interop");
+	if (!rt)
 		return;
-	}
-	snprintf(path, sizeof path, "%s/plugins/.libs", builddir);
-	wafer_runtime *rt = open_runtime_on("good", path);
 	wafer_client *c;
 	check(wafer_client_open(rt, "good", NULL, &c), "open good");
 	wafer_handle h;
@@ -847,7 +825,7 @@ static void test_not_supported(void)
 
 	/* Part of each group of entries is none of it (the loader drops
 	 * them): half_interop reads as not supported. */
-	rt = open_runtime_on("half_interop", path);
+	rt = open_test_plugin("half_interop", "half_interop plugin");
 	check(wafer_client_open(rt, "half_interop", NULL, &c),
 	      "open half_interop");
 	q = (wafer_native_queue){.struct_size = sizeof q};
@@ -866,14 +844,9 @@ static void test_not_supported(void)
  * test plugin takes any pointer as a queue. */
 static void test_wrap(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
-	char path[4096];
-	if (!builddir) {
-		ok(1, "client on a native queue # SKIP T_BUILDDIR is not set");
+	wafer_runtime *rt = open_test_plugin("full", "client on a native queue");
+	if (!rt)
 		return;
-	}
-	snprintf(path, sizeof path, "%s/plugins/.libs", builddir);
-	wafer_runtime *rt = open_runtime_on("full", path);
 	static const char *const channels[] = {"direct", "mutex", "mpsc"};
 	for (size_t i = 0; i < 3; i++) {
 		int callers_queue;

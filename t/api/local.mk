@@ -19,6 +19,7 @@ t_api_client_LDADD = libwafer.la
 # found the tools.
 check_PROGRAMS += t/api/programs
 TESTS += t/api/programs
+t_api_programs_SOURCES = t/api/programs.c t/abi/describe.c t/abi/describe.h
 t_api_programs_LDADD = libwafer.la -lm
 EXTRA_DIST += t/user_kernels/kernels.cl t/user_kernels/kernels.cu t/user_kernels/sources.h \
 	t/user_kernels/kernels.ptx

@@ -65,21 +65,35 @@ static void visit(const wafer_memory_item *item, void *user)
 		}
 }
 
+/* A client on the default device, of |channel| and |strategy| (NULL:
+ * the configured one), with |s| ready to see its snapshot; NULL after a
+ * failing point. */
+static wafer_client *open_seen(wafer_runtime *rt, const char *channel,
+			       const char *strategy, struct seen *s)
+{
+	wafer_client_options options = {.struct_size = sizeof options,
+					.channel = channel,
+					.memory = strategy};
+	wafer_client *c = NULL;
+
+	if (wafer_client_open(rt, "default", &options, &c) != WAFER_OK) {
+		ok(0, "%s: client_open: %s", channel ? channel : strategy,
+		   wafer_last_error());
+		return NULL;
+	}
+	memset(s, 0, sizeof *s);
+	s->client = c;
+	s->segment = -1;
+	return c;
+}
+
 static void test_channel(wafer_runtime *rt, const char *channel)
 {
-	wafer_client_options options = {
-		.struct_size = sizeof options,
-		.channel = channel,
-	};
-	wafer_client *c = NULL;
-	if (wafer_client_open(rt, "default", &options, &c) != WAFER_OK) {
-		ok(0, "%s: client_open: %s", channel, wafer_last_error());
-		return;
-	}
 	struct seen s;
-	memset(&s, 0, sizeof s);
-	s.client = c;
-	s.segment = -1;
+	wafer_client *c = open_seen(rt, channel, NULL, &s);
+
+	if (!c)
+		return;
 	static const size_t sizes[HANDLES] = {1000, 3000, 64, 3 << 20, 777};
 	for (int i = 0; i < HANDLES; i++) {
 		s.sizes[i] = sizes[i];
@@ -122,19 +136,11 @@ static void test_channel(wafer_runtime *rt, const char *channel)
 
 static void test_empty(wafer_runtime *rt, const char *strategy)
 {
-	wafer_client_options options = {
-		.struct_size = sizeof options,
-		.memory = strategy,
-	};
-	wafer_client *c = NULL;
-	if (wafer_client_open(rt, "default", &options, &c) != WAFER_OK) {
-		ok(0, "%s: client_open: %s", strategy, wafer_last_error());
-		return;
-	}
 	struct seen s;
-	memset(&s, 0, sizeof s);
-	s.client = c;
-	s.segment = -1;
+	wafer_client *c = open_seen(rt, NULL, strategy, &s);
+
+	if (!c)
+		return;
 	is_status(wafer_memory_snapshot(c, visit, &s), WAFER_OK,
 		  "%s: snapshot of an empty client", strategy);
 	is_int(s.live_blocks, 0, "%s:   no live block", strategy);

@@ -262,12 +262,7 @@ static void test_environment(void)
 
 int main(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
-	if (!builddir)
-		bail_out("T_BUILDDIR is not set (run through make check)");
-	snprintf(dir, sizeof dir, "%s/memory_trace.XXXXXX", builddir);
-	if (!mkdtemp(dir))
-		bail_out("mkdtemp %s failed", dir);
+	tap_mkdtemp(dir, sizeof dir, "memory_trace");
 	test_two_clients();
 	test_environment();
 	test_bad_path();

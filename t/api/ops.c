@@ -138,15 +138,11 @@ static void shape_name(char *buf, size_t size, uint32_t rank,
  * Unary
  *===----------------------------------------------------------------------===*/
 
-static const char *const unary_names[] = {"neg",  "abs",  "exp",
-					  "log",  "sqrt", "relu",
-					  "gelu", "sigmoid", "tanh"};
-
 static void test_unary(void)
 {
 	static const uint64_t sizes[] = {1, 7, 16, 17, 1023, 70001};
 
-	for (int op = 0; op <= WAFER_UNARY_TANH; op++) {
+	for (int op = 0; op < CATALOGUE_COUNT(catalogue_unary); op++) {
 		bool positive = op == WAFER_UNARY_LOG || op == WAFER_UNARY_SQRT;
 		float lo = positive ? 1e-6f : -20.0f, hi = 20.0f;
 		if (op == WAFER_UNARY_EXP)
@@ -158,7 +154,7 @@ static void test_unary(void)
 			wafer_tensor tx = upload(x, 1, &n), ty;
 			char name[96];
 			snprintf(name, sizeof name, "%s on %" PRIu64 " elements",
-				 unary_names[op], n);
+				 catalogue_unary[op], n);
 			wafer_status status = wafer_op_unary(
 				client, op, &tx, WAFER_ALWAYS_COPY, &ty);
 			if (!unsupported(status, name)) {
@@ -189,11 +185,11 @@ static void test_unary_special(void)
 	};
 	uint64_t n = sizeof xs / sizeof xs[0];
 
-	for (int op = 0; op <= WAFER_UNARY_TANH; op++) {
+	for (int op = 0; op < CATALOGUE_COUNT(catalogue_unary); op++) {
 		wafer_tensor tx = upload(xs, 1, &n), ty;
 		char name[96];
 		snprintf(name, sizeof name, "%s on special values",
-			 unary_names[op]);
+			 catalogue_unary[op]);
 		wafer_status status =
 			wafer_op_unary(client, op, &tx, WAFER_ALWAYS_COPY, &ty);
 		if (!unsupported(status, name)) {
@@ -286,9 +282,6 @@ static void test_unary_views(void)
  * Binary
  *===----------------------------------------------------------------------===*/
 
-static const char *const binary_names[] = {"add", "sub", "mul",
-					   "div", "max", "min"};
-
 /* Element index of a (rank_a, shape_a) operand broadcast to out index i
  * of (rank, shape). */
 static size_t broadcast_index(size_t i, uint32_t rank, const uint64_t *shape,
@@ -337,7 +330,7 @@ static const struct bcase bcases[] = {
 
 static void test_binary(void)
 {
-	for (int op = 0; op <= WAFER_BINARY_MIN; op++) {
+	for (int op = 0; op < CATALOGUE_COUNT(catalogue_binary); op++) {
 		for (size_t c = 0; c < sizeof bcases / sizeof bcases[0]; c++) {
 			const struct bcase *k = &bcases[c];
 			size_t na = 1, nb = 1, n = 1;
@@ -359,7 +352,7 @@ static void test_binary(void)
 			shape_name(sa, sizeof sa, k->rank_a, k->shape_a);
 			shape_name(sb, sizeof sb, k->rank_b, k->shape_b);
 			snprintf(name, sizeof name, "%s %s with %s",
-				 binary_names[op], sa, sb);
+				 catalogue_binary[op], sa, sb);
 			wafer_status status =
 				wafer_op_binary(client, op, &ta,
 						WAFER_ALWAYS_COPY, &tb,
@@ -404,11 +397,11 @@ static void test_binary_special(void)
 	static const float b[] = {1, NAN, NAN, 0.0f, -INFINITY, 3, 0, 0};
 	uint64_t n = 8;
 
-	for (int op = 0; op <= WAFER_BINARY_MIN; op++) {
+	for (int op = 0; op < CATALOGUE_COUNT(catalogue_binary); op++) {
 		wafer_tensor ta = upload(a, 1, &n), tb = upload(b, 1, &n), to;
 		char name[64];
 		snprintf(name, sizeof name, "%s: NaN, infinities, zeros",
-			 binary_names[op]);
+			 catalogue_binary[op]);
 		wafer_status status = wafer_op_binary(
 			client, op, &ta, WAFER_ALWAYS_COPY, &tb,
 			WAFER_ALWAYS_COPY, &to);
@@ -483,7 +476,7 @@ static void test_binary_views(void)
 static void test_scalar(void)
 {
 	static const uint64_t sizes[] = {1, 7, 1023, 70001};
-	for (int op = 0; op <= WAFER_BINARY_MIN; op++)
+	for (int op = 0; op < CATALOGUE_COUNT(catalogue_binary); op++)
 		for (int first = 0; first <= 1; first++)
 			for (size_t s = 0; s < 4; s++) {
 				uint64_t n = sizes[s];
@@ -493,7 +486,7 @@ static void test_scalar(void)
 				char name[96];
 				snprintf(name, sizeof name,
 					 "%s_scalar (%s) on %" PRIu64,
-					 binary_names[op],
+					 catalogue_binary[op],
 					 first ? "scalar first" : "scalar second",
 					 n);
 				wafer_status status = wafer_op_binary_scalar(
@@ -851,10 +844,8 @@ static void test_reduce(void)
 	static const uint64_t shapes[][2] = {{1, 1},   {1, 7},   {7, 1023},
 					     {1023, 7}, {3, 1},   {1, 70001},
 					     {2000, 300}};
-	static const char *const names[] = {"reduce_sum", "reduce_max",
-					    "reduce_mean"};
 
-	for (int op = 0; op <= WAFER_REDUCE_MEAN; op++)
+	for (int op = 0; op < CATALOGUE_COUNT(catalogue_reduce); op++)
 		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 			uint64_t rows = shapes[s][0], cols = shapes[s][1];
 			float *x = random_floats(rows * cols, -3, 3);
@@ -862,7 +853,7 @@ static void test_reduce(void)
 			char name[96];
 			snprintf(name, sizeof name,
 				 "%s over [%" PRIu64 ", %" PRIu64 "]",
-				 names[op], rows, cols);
+				 catalogue_reduce[op], rows, cols);
 			wafer_status status = wafer_op_reduce(
 				client, op, &tx, WAFER_ALWAYS_COPY, &to);
 			if (!unsupported(status, name)) {

@@ -25,6 +25,7 @@
 #include <wafer/plugin_util.h>
 #include <wafer/wafer.h>
 
+#include "t/catalogue.h"
 #include "t/client_util.h"
 #include "t/tap.h"
 
@@ -206,9 +207,6 @@ static double ref_unary_typed(wafer_dtype d, wafer_unary_op op, double x)
  * Elementwise
  *===----------------------------------------------------------------------===*/
 
-static const char *const binary_names[] = {"add", "sub", "mul",
-					   "div", "max", "min"};
-
 static void test_binary(wafer_dtype d)
 {
 	/* [5, 7] op [5, 7] dense, and op [1, 7] broadcast (strided). */
@@ -222,11 +220,11 @@ static void test_binary(wafer_dtype d)
 	b[3] = 0; /* integer x / 0 is 0; float64's is +-inf */
 	wafer_tensor ta = upload(d, a, 2, shape), tb = upload(d, b, 2, shape);
 	wafer_tensor tr = upload(d, b, 2, row);
-	for (int op = 0; op <= WAFER_BINARY_MIN; op++) {
+	for (int op = 0; op < CATALOGUE_COUNT(catalogue_binary); op++) {
 		wafer_tensor out;
 
 		snprintf(name, sizeof name, "%s %s [5,7] x [5,7]",
-			 binary_names[op], dname(d));
+			 catalogue_binary[op], dname(d));
 		if (ran(wafer_op_binary(client, (wafer_binary_op)op, &ta,
 					WAFER_ALWAYS_COPY, &tb,
 					WAFER_ALWAYS_COPY, &out),
@@ -240,7 +238,7 @@ static void test_binary(wafer_dtype d)
 			wafer_tensor_release(client, &out);
 		}
 		snprintf(name, sizeof name, "%s %s [5,7] x [1,7] (broadcast)",
-			 binary_names[op], dname(d));
+			 catalogue_binary[op], dname(d));
 		if (ran(wafer_op_binary(client, (wafer_binary_op)op, &ta,
 					WAFER_ALWAYS_COPY, &tr,
 					WAFER_ALWAYS_COPY, &out),
@@ -254,7 +252,7 @@ static void test_binary(wafer_dtype d)
 			wafer_tensor_release(client, &out);
 		}
 		snprintf(name, sizeof name, "%s_scalar %s, scalar first",
-			 binary_names[op], dname(d));
+			 catalogue_binary[op], dname(d));
 		if (ran(wafer_op_binary_scalar(client, (wafer_binary_op)op,
 					       &tb, WAFER_ALWAYS_COPY, 3.0, 1,
 					       &out),
@@ -275,10 +273,6 @@ static void test_binary(wafer_dtype d)
 	free(b);
 }
 
-static const char *const unary_names[] = {"neg",  "abs",  "exp",
-					  "log",  "sqrt", "relu",
-					  "gelu", "sigmoid", "tanh"};
-
 static void test_unary(wafer_dtype d)
 {
 	const uint64_t shape[1] = {1031};
@@ -288,17 +282,15 @@ static void test_unary(wafer_dtype d)
 	char name[96];
 
 	wafer_tensor tx = upload(d, x, 1, shape), tp = upload(d, pos, 1, shape);
-	for (int op = 0; op <= WAFER_UNARY_TANH; op++) {
-		bool needs_float = op != WAFER_UNARY_NEG &&
-				   op != WAFER_UNARY_ABS &&
-				   op != WAFER_UNARY_RELU;
+	for (int op = 0; op < CATALOGUE_COUNT(catalogue_unary); op++) {
+		bool needs_float = catalogue_unary_float_only[op];
 		bool positive = op == WAFER_UNARY_LOG || op == WAFER_UNARY_SQRT;
 		const double *in = positive ? pos : x;
 		wafer_tensor out;
 
 		if (needs_float && !is_float(d))
 			continue;
-		snprintf(name, sizeof name, "%s %s of 1031", unary_names[op],
+		snprintf(name, sizeof name, "%s %s of 1031", catalogue_unary[op],
 			 dname(d));
 		if (!ran(wafer_op_unary(client, (wafer_unary_op)op,
 					positive ? &tp : &tx,
@@ -359,23 +351,19 @@ static void test_fill_copy(wafer_dtype d)
 
 static void test_reduce(wafer_dtype d)
 {
-	static const char *const names[] = {"sum", "max", "mean"};
-	static const wafer_reduce_op ops[] = {WAFER_REDUCE_SUM,
-					      WAFER_REDUCE_MAX,
-					      WAFER_REDUCE_MEAN};
 	const uint64_t shape[2] = {9, 301};
 	double *x = random_values(d, 9 * 301, false);
 	double want[9];
 	char name[96];
 	wafer_tensor t = upload(d, x, 2, shape);
 
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < CATALOGUE_COUNT(catalogue_reduce); k++) {
 		wafer_tensor out;
 
-		snprintf(name, sizeof name, "reduce_%s %s [9,301]", names[k],
-			 dname(d));
-		if (!ran(wafer_op_reduce(client, ops[k], &t, WAFER_ALWAYS_COPY,
-					 &out),
+		snprintf(name, sizeof name, "%s %s [9,301]",
+			 catalogue_reduce[k], dname(d));
+		if (!ran(wafer_op_reduce(client, (wafer_reduce_op)k, &t,
+					 WAFER_ALWAYS_COPY, &out),
 			 name))
 			continue;
 		for (int r = 0; r < 9; r++) {

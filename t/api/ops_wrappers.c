@@ -93,15 +93,9 @@ static void test_unary(void)
 		const char *name;
 		unary_fn fn;
 	} cases[] = {
-		{WAFER_UNARY_NEG, "wafer_op_neg", wafer_op_neg},
-		{WAFER_UNARY_ABS, "wafer_op_abs", wafer_op_abs},
-		{WAFER_UNARY_EXP, "wafer_op_exp", wafer_op_exp},
-		{WAFER_UNARY_LOG, "wafer_op_log", wafer_op_log},
-		{WAFER_UNARY_SQRT, "wafer_op_sqrt", wafer_op_sqrt},
-		{WAFER_UNARY_RELU, "wafer_op_relu", wafer_op_relu},
-		{WAFER_UNARY_GELU, "wafer_op_gelu", wafer_op_gelu},
-		{WAFER_UNARY_SIGMOID, "wafer_op_sigmoid", wafer_op_sigmoid},
-		{WAFER_UNARY_TANH, "wafer_op_tanh", wafer_op_tanh},
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	{WAFER_UNARY_##NAME, "wafer_op_" #name, wafer_op_##name},
+#include <wafer/catalogue.def>
 	};
 	wafer_tensor x = upload(xs), p = upload(ps);
 
@@ -142,12 +136,9 @@ static void test_binary(void)
 		binary_fn fn;
 		scalar_fn scalar_fn;
 	} cases[] = {
-		{WAFER_BINARY_ADD, "add", wafer_op_add, wafer_op_add_scalar},
-		{WAFER_BINARY_SUB, "sub", wafer_op_sub, wafer_op_sub_scalar},
-		{WAFER_BINARY_MUL, "mul", wafer_op_mul, wafer_op_mul_scalar},
-		{WAFER_BINARY_DIV, "div", wafer_op_div, wafer_op_div_scalar},
-		{WAFER_BINARY_MAX, "max", wafer_op_max, wafer_op_max_scalar},
-		{WAFER_BINARY_MIN, "min", wafer_op_min, wafer_op_min_scalar},
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	{WAFER_BINARY_##NAME, #name, wafer_op_##name, wafer_op_##name##_scalar},
+#include <wafer/catalogue.def>
 	};
 	wafer_tensor a = upload(xs), b = upload(ys), out;
 	double want[N];
@@ -212,10 +203,12 @@ static void test_reduce(void)
 		const char *name;
 		reduce_fn fn;
 	} cases[] = {
-		{WAFER_REDUCE_SUM, "wafer_op_reduce_sum", wafer_op_reduce_sum},
-		{WAFER_REDUCE_MAX, "wafer_op_reduce_max", wafer_op_reduce_max},
-		{WAFER_REDUCE_MEAN, "wafer_op_reduce_mean",
-		 wafer_op_reduce_mean},
+#define REDUCE_CASE_REDUCE(name, NAME)                                         \
+	{WAFER_##NAME, "wafer_op_" #name, wafer_op_##name},
+#define REDUCE_CASE_FULL(name, NAME)
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output)                       \
+	REDUCE_CASE_##output(name, NAME)
+#include <wafer/catalogue.def>
 	};
 	wafer_tensor x = upload(xs), out;
 

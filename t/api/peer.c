@@ -62,13 +62,7 @@ static wafer_runtime *open_runtime(const char *backends, const char *log)
 
 static wafer_handle create_values(wafer_client *c, float scale)
 {
-	float data[N];
-	wafer_handle h;
-
-	for (int i = 0; i < N; i++)
-		data[i] = (float)i * scale;
-	check(wafer_create(c, data, sizeof data, &h), "create");
-	return h;
+	return create_ramp(c, N, scale);
 }
 
 static void write_values(wafer_client *c, wafer_handle h, float scale)
@@ -83,16 +77,20 @@ static void write_values(wafer_client *c, wafer_handle h, float scale)
 /* Whether |h| of |c| holds i * scale at each i. */
 static bool holds(wafer_client *c, wafer_handle h, float scale)
 {
-	float data[N];
 	size_t size;
 
-	if (wafer_handle_size(c, h, &size) != WAFER_OK || size != BYTES ||
-	    wafer_read(c, h, 0, data, sizeof data) != WAFER_OK)
-		return false;
-	for (int i = 0; i < N; i++)
-		if (data[i] != (float)i * scale)
-			return false;
-	return true;
+	return wafer_handle_size(c, h, &size) == WAFER_OK && size == BYTES &&
+	       holds_ramp(c, h, N, scale);
+}
+
+/* Two points named |what|: neither |a| nor |b| holds anything; then
+ * closes both. */
+static void close_clean(wafer_client *a, wafer_client *b, const char *what)
+{
+	ok_clean(a, what);
+	ok_clean(b, what);
+	check(wafer_client_close(a), "close");
+	check(wafer_client_close(b), "close");
 }
 
 /* Copies from |a| to |b|, where |a| and |b| may be one client. */
@@ -260,10 +258,7 @@ static void test_backend(const char *backends)
 		snprintf(name, sizeof name, "%s %s", label, backend);
 		test_two_runtimes(name, label, a);
 
-		ok_clean(a, label);
-		ok_clean(b, label);
-		check(wafer_client_close(a), "close");
-		check(wafer_client_close(b), "close");
+		close_clean(a, b, label);
 	}
 	wafer_runtime_close(rt);
 	/* The log level is the process's: back to the default. */
@@ -317,10 +312,7 @@ static void test_cross_backend(void)
 		snprintf(what, sizeof what, "%s %s -> cpu", label, backend);
 		test_values(what, dev, cpu);
 		test_path(what, dev, cpu, false);
-		ok_clean(cpu, what);
-		ok_clean(dev, what);
-		check(wafer_client_close(cpu), "close");
-		check(wafer_client_close(dev), "close");
+		close_clean(cpu, dev, what);
 	}
 	wafer_runtime_close(rt);
 	wafer_runtime_close(open_runtime(NULL, "warn"));

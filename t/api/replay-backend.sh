@@ -5,34 +5,30 @@
 # backend's real storage (WAFER_BACKEND, as for the rest of the suite),
 # for every strategy; the replay frees everything it allocated.
 set -u
-if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
-	echo "Bail out! T_BUILDDIR/T_SRCDIR not set (run through make check)"
-	exit 1
-fi
-tool=$T_BUILDDIR/../tools/wafer-replay
+# shellcheck source=t/tap.sh
+. "${T_SRCDIR:?is not set (run through make check)}/tap.sh"
+tap_tool wafer-replay
 trace=$T_SRCDIR/replay-small.trace
 backend=${WAFER_BACKEND:-cpu}
 backend=${backend%%,*}
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $*"; }
+tap_show=$tmp/out
 
+# replays STRATEGY: replays the trace on the backend's storage, and says
+# so in one line.
+replays() {
+	"$tool" --strategy "$1" --storage "$backend" "$trace" >"$tmp/out" 2>&1 &&
+		grep -q "^strategy=$1 events=[0-9]* peak_live=[0-9]* peak_reserved=[0-9]* ratio=" "$tmp/out"
+}
 for strategy in pool exact direct chunked buckets stream; do
-	out=$("$tool" --strategy "$strategy" --storage "$backend" "$trace" 2>&1)
-	rc=$?
-	if [ $rc -eq 0 ] && echo "$out" | grep -q "^strategy=$strategy events=[0-9]* peak_live=[0-9]* peak_reserved=[0-9]* ratio="; then
-		ok "$strategy on $backend: replays, gives everything back"
-	else
-		not_ok "$strategy on $backend (rc $rc)"
-		echo "$out" | sed 's/^/# /'
-	fi
+	check "$strategy on $backend: replays, gives everything back" \
+		replays "$strategy"
 done
 
-out=$("$tool" --storage no_such_backend "$trace" 2>&1)
-if [ $? -ne 0 ] && echo "$out" | grep -q "no_such_backend"; then
-	ok "an unknown backend is an error naming it"
-else
-	not_ok "an unknown backend is an error naming it"
-	echo "$out" | sed 's/^/# /'
-fi
+# refuses_backend: an unknown backend is an error naming it.
+refuses_backend() {
+	! "$tool" --storage no_such_backend "$trace" >"$tmp/out" 2>&1 &&
+		grep -q "no_such_backend" "$tmp/out"
+}
+check "an unknown backend is an error naming it" refuses_backend
 echo "1..$n"
+exit $failed

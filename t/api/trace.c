@@ -99,6 +99,47 @@ static const struct json *last(const struct json *root, const char *ph,
 	return found;
 }
 
+/* Every device span starts no earlier than the host span of its command:
+ * on each lane the device spans, in order, pair with the host spans of
+ * the same names, in order (wafer_trace_begin(3): "a span is shown no
+ * earlier than the command was issued"). The number of spans that do
+ * not, or -1 when a device span has no host span to pair with. */
+static int device_before_host(const struct json *root)
+{
+	const struct json *events = json_get(root, "traceEvents");
+	int bad = 0;
+	for (size_t d = 0; d < events->count; d++) {
+		const struct json *dev = &events->items[d];
+		if (strcmp(str(dev, "ph"), "X") || strcmp(str(dev, "cat"), "device"))
+			continue;
+		/* The k-th device span of a name on a lane is the k-th host
+		 * span of that name on the lane's host side, whose tid is
+		 * tid - 1000 + 1 (lib/trace.c, DEVICE_TID). */
+		double pid = num(dev, "pid"), tid = num(dev, "tid");
+		const char *name = str(dev, "name");
+		size_t k = 0;
+		for (size_t e = 0; e < d; e++)
+			k += !strcmp(str(&events->items[e], "ph"), "X") &&
+			     !strcmp(str(&events->items[e], "name"), name) &&
+			     num(&events->items[e], "pid") == pid &&
+			     num(&events->items[e], "tid") == tid;
+		const struct json *host = NULL;
+		for (size_t h = 0; h < events->count && !host; h++) {
+			const struct json *e = &events->items[h];
+			if (!strcmp(str(e, "ph"), "X") &&
+			    !strcmp(str(e, "cat"), "host") &&
+			    num(e, "pid") == pid &&
+			    num(e, "tid") == tid - 1000 + 1 &&
+			    !strcmp(str(e, "name"), name) && k-- == 0)
+				host = e;
+		}
+		if (!host)
+			return -1;
+		bad += num(dev, "ts") < num(host, "ts");
+	}
+	return bad;
+}
+
 static void test_channel(wafer_runtime *rt, const char *channel)
 {
 	char path[4200];
@@ -162,6 +203,9 @@ static void test_channel(wafer_runtime *rt, const char *channel)
 		is_str(str(other, "device_timing"), "events",
 		       "%s: the file says where device times came from",
 		       channel);
+		is_int(device_before_host(root), 0,
+		       "%s: no device span starts before its command's host "
+		       "span", channel);
 	} else {
 		is_int(count(root, "X", NULL, "device"), 0,
 		       "%s: no events group: no device spans", channel);
@@ -194,10 +238,7 @@ static void test_error(const char *channel)
 {
 	char path[4200], plugins[4200];
 	snprintf(path, sizeof path, "%s/error-%s.json", dir, channel);
-	const char *builddir = getenv("T_BUILDDIR");
-	if (!builddir)
-		bail_out("T_BUILDDIR is not set (run through make check)");
-	snprintf(plugins, sizeof plugins, "%s/plugins/.libs", builddir);
+	snprintf(plugins, sizeof plugins, "%s/plugins/.libs", tap_builddir());
 	wafer_runtime *rt = open_runtime_on("async", plugins);
 	wafer_client *c = open_client_on(rt, "async", channel);
 	wafer_handle h;
@@ -205,14 +246,8 @@ static void test_error(const char *channel)
 	check(wafer_trace_begin(rt, path), "begin");
 	wafer_buffer_binding binding = {h, 0, 0};
 	struct wafer_elementwise_params params = {1};
-	wafer_execute_args args = {.struct_size = sizeof args,
-				   .kernel = "fail",
-				   .dtype = WAFER_DTYPE_F32,
-				   .bindings = &binding,
-				   .binding_count = 1,
-				   .params = &params,
-				   .params_size = sizeof params,
-				   .global = {1, 1, 1}};
+	wafer_execute_args args = execute_args_f32("fail", &binding, 1, &params,
+						   sizeof params, 1);
 	wafer_execute(c, &args);
 	is_status(wafer_sync(c), WAFER_ERROR_DEVICE,
 		  "%s: the failing kernel is reported", channel);
@@ -378,12 +413,7 @@ static void test_bad_path(void)
 
 int main(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
-	if (!builddir)
-		bail_out("T_BUILDDIR is not set (run through make check)");
-	snprintf(dir, sizeof dir, "%s/trace.XXXXXX", builddir);
-	if (!mkdtemp(dir))
-		bail_out("mkdtemp %s failed", dir);
+	tap_mkdtemp(dir, sizeof dir, "trace");
 	wafer_runtime *rt;
 	wafer_client *c;
 	open_default(NULL, &rt, &c);
@@ -405,10 +435,7 @@ int main(void)
 	test_config();
 	test_bad_path();
 	/* The autotune cache the test made in it, too. */
-	char cmd[4200];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		diag("could not remove %s", dir);
+	tap_remove_tree(dir);
 	done_testing();
 	return exit_status();
 }

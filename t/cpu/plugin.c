@@ -64,15 +64,10 @@ static wafer_status launch(void *device, void *queue, const char *op,
 	struct wafer_fill_params fill = {.count = count, .value = value};
 	struct wafer_elementwise_params ew = {.count = count};
 	int is_fill = strcmp(op, WAFER_KERNEL_FILL) == 0;
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
-		.kernel = kernel,
-		.bindings = bindings,
-		.binding_count = binding_count,
-		.params = is_fill ? (const void *)&fill : (const void *)&ew,
-		.params_size = is_fill ? sizeof fill : sizeof ew,
-		.global = {count ? count : 1, 1, 1},
-	};
+	struct wafer_launch l = launch_of(
+		kernel, bindings, binding_count,
+		is_fill ? (const void *)&fill : (const void *)&ew,
+		is_fill ? sizeof fill : sizeof ew, count);
 	if (!kernel)
 		return WAFER_ERROR_NOT_FOUND;
 	return plugin->server->launch(device, queue, &l);
@@ -398,15 +393,8 @@ static void test_bad_launches(void *device, void *queue)
 	struct wafer_fill_params params = {.count = 16, .value = 1.0};
 	wafer_resource r = alloc_or_die(device, 1024);
 	struct wafer_binding bind = binding(r, 0, 64);
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
-		.kernel = fill,
-		.bindings = &bind,
-		.binding_count = 1,
-		.params = &params,
-		.params_size = sizeof params,
-		.global = {16, 1, 1},
-	};
+	struct wafer_launch l =
+		launch_of(fill, &bind, 1, &params, sizeof params, 16);
 	struct wafer_launch bad;
 
 	/* Kernel identity, binding count, parameter size and the bindings'
@@ -687,7 +675,7 @@ static void test_collectives_and_the_module(const char *plugin_path)
 
 int main(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
+	const char *builddir = tap_builddir();
 	char path[4096];
 	void *so, *state, *device, *queue;
 	wafer_plugin_query_fn query;
@@ -696,8 +684,6 @@ int main(void)
 	static const size_t sizes[] = {1, 7, 1023, 100003};
 	struct wafer_plugin_option opt = option("threads", "4", "api");
 
-	if (!builddir)
-		bail_out("T_BUILDDIR is not set (run through make check)");
 	snprintf(path, sizeof path, "%s/../plugins/cpu/.libs/cpu.so",
 		 builddir);
 	page_size = sysconf(_SC_PAGESIZE);

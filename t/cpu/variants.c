@@ -26,19 +26,11 @@
 #include <wafer/plugin.h>
 #include <wafer/wafer.h>
 
+#include "t/client_util.h"
 #include "t/tap.h"
 
 static wafer_runtime *runtime;
 static wafer_client *client;
-
-static void check_ok(wafer_status status, const char *what)
-{
-	if (status == WAFER_OK)
-		return;
-	printf("Bail out! %s: %s: %s\n", what, wafer_status_string(status),
-	       wafer_last_error());
-	exit(1);
-}
 
 /* An operation that only lists variants: never executed. */
 static wafer_status list_key(const void *inputs, wafer_autotune_key *key)
@@ -70,8 +62,8 @@ static size_t variants(const wafer_tunable *op, const char **names,
 {
 	size_t n = 0;
 
-	check_ok(wafer_autotune_candidates(client, op, names, capacity, &n),
-		 "candidates");
+	check(wafer_autotune_candidates(client, op, names, capacity, &n),
+	      "candidates");
 	return n < capacity ? n : capacity;
 }
 
@@ -136,9 +128,9 @@ static double mm_run(const char *name, const struct mm_case *c,
 		a[i] = value_at(i, 1);
 	for (size_t i = 0; i < nb; i++)
 		b[i] = value_at(i, 7);
-	check_ok(wafer_create(client, a, na * sizeof *a, &ha), "a");
-	check_ok(wafer_create(client, b, nb * sizeof *b, &hb), "b");
-	check_ok(wafer_empty(client, nc * sizeof *got, &hc), "c");
+	check(wafer_create(client, a, na * sizeof *a, &ha), "a");
+	check(wafer_create(client, b, nb * sizeof *b, &hb), "b");
+	check(wafer_empty(client, nc * sizeof *got, &hc), "c");
 	struct wafer_matmul_params p = {
 		.batch = c->batch, .m = c->m, .n = c->n, .k = c->k,
 		.transpose_a = c->ta, .transpose_b = c->tb,
@@ -147,17 +139,11 @@ static double mm_run(const char *name, const struct mm_case *c,
 		.batch_stride_c = c->m * c->n,
 	};
 	wafer_buffer_binding bindings[3] = {{hc, 0, 0}, {ha, 0, 0}, {hb, 0, 0}};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = WAFER_KERNEL_MATMUL,
-		.variant = name,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = bindings,
-		.binding_count = 3,
-		.params = &p,
-		.params_size = sizeof p,
-		.global = {c->n, c->m, c->batch},
-	};
+	wafer_execute_args args = execute_args_f32(WAFER_KERNEL_MATMUL, bindings,
+						   3, &p, sizeof p, c->n);
+	args.variant = name;
+	args.global[1] = c->m;
+	args.global[2] = c->batch;
 	*out_status = wafer_execute(client, &args);
 	if (*out_status == WAFER_OK)
 		*out_status = wafer_read(client, hc, 0, got, nc * sizeof *got);
@@ -232,23 +218,15 @@ static void test_reduce_variants(const wafer_tunable *list, const char *kernel,
 			if (is_max && rows > 1)
 				x[cols + cols / 2] = NAN; /* row 1 */
 			wafer_handle hx, ho;
-			check_ok(wafer_create(client, x, count * sizeof *x, &hx),
-				 "x");
-			check_ok(wafer_empty(client, rows * sizeof *got, &ho),
-				 "out");
+			check(wafer_create(client, x, count * sizeof *x, &hx),
+			      "x");
+			check(wafer_empty(client, rows * sizeof *got, &ho),
+			      "out");
 			struct wafer_rows_params p = {rows, cols};
 			wafer_buffer_binding b[2] = {{ho, 0, 0}, {hx, 0, 0}};
-			wafer_execute_args args = {
-				.struct_size = sizeof args,
-				.kernel = kernel,
-				.variant = names[v],
-				.dtype = WAFER_DTYPE_F32,
-				.bindings = b,
-				.binding_count = 2,
-				.params = &p,
-				.params_size = sizeof p,
-				.global = {rows, 1, 1},
-			};
+			wafer_execute_args args = execute_args_f32(
+				kernel, b, 2, &p, sizeof p, rows);
+			args.variant = names[v];
 			wafer_status status = wafer_execute(client, &args);
 			if (status == WAFER_OK)
 				status = wafer_read(client, ho, 0, got,
@@ -299,7 +277,7 @@ static wafer_autotune_stats stats(wafer_runtime *rt)
 {
 	wafer_autotune_stats s = {.struct_size = sizeof s};
 
-	check_ok(wafer_autotune_stats_get(rt, &s), "stats");
+	check(wafer_autotune_stats_get(rt, &s), "stats");
 	return s;
 }
 
@@ -308,21 +286,21 @@ static int op_matmul_right(wafer_client *c)
 {
 	const uint64_t sa[2] = {96, 72}, sb[2] = {72, 80};
 	float *a = malloc(96 * 72 * sizeof *a), *b = malloc(72 * 80 * sizeof *b);
-	float *got = malloc(96 * 80 * sizeof *got);
-	wafer_tensor ta, tb, out;
+	wafer_tensor out;
 	int right = 1;
 
 	for (size_t i = 0; i < 96 * 72; i++)
 		a[i] = value_at(i, 5);
 	for (size_t i = 0; i < 72 * 80; i++)
 		b[i] = value_at(i, 11);
-	check_ok(wafer_tensor_create(c, WAFER_DTYPE_F32, 2, sa, a, &ta), "ta");
-	check_ok(wafer_tensor_create(c, WAFER_DTYPE_F32, 2, sb, b, &tb), "tb");
-	check_ok(wafer_op_matmul(c, &ta, WAFER_ALWAYS_COPY, &tb,
-				 WAFER_ALWAYS_COPY, 0, &out),
-		 "op_matmul");
-	check_ok(wafer_tensor_read(c, &out, got, 96 * 80 * sizeof *got),
-		 "read");
+	wafer_tensor ta = upload_f32(c, 2, sa, a), tb = upload_f32(c, 2, sb, b);
+	check(wafer_op_matmul(c, &ta, WAFER_ALWAYS_COPY, &tb,
+			      WAFER_ALWAYS_COPY, 0, &out),
+	      "op_matmul");
+	float *got = download_f32(c, &out);
+	wafer_tensor_release(c, &ta);
+	wafer_tensor_release(c, &tb);
+	wafer_tensor_release(c, &out);
 	for (size_t i = 0; i < 96 && right; i++)
 		for (size_t j = 0; j < 80 && right; j++) {
 			double s = 0;
@@ -330,9 +308,6 @@ static int op_matmul_right(wafer_client *c)
 				s += (double)a[i * 72 + p] * b[p * 80 + j];
 			right = got[i * 80 + j] == (float)s;
 		}
-	wafer_tensor_release(c, &ta);
-	wafer_tensor_release(c, &tb);
-	wafer_tensor_release(c, &out);
 	free(a);
 	free(b);
 	free(got);
@@ -357,13 +332,13 @@ static void test_ops_tuned(void)
 	for (size_t i = 0; i < 4 * 50000; i++)
 		x[i] = value_at(i, 2);
 	wafer_tensor tx, out;
-	check_ok(wafer_tensor_create(client, WAFER_DTYPE_F32, 2, shape, x, &tx),
-		 "tx");
+	check(wafer_tensor_create(client, WAFER_DTYPE_F32, 2, shape, x, &tx),
+	      "tx");
 	s = stats(runtime);
-	check_ok(wafer_op_reduce(client, WAFER_REDUCE_SUM, &tx,
-				 WAFER_ALWAYS_COPY, &out),
-		 "reduce");
-	check_ok(wafer_tensor_read(client, &out, got, sizeof got), "read");
+	check(wafer_op_reduce(client, WAFER_REDUCE_SUM, &tx,
+			      WAFER_ALWAYS_COPY, &out),
+	      "reduce");
+	check(wafer_tensor_read(client, &out, got, sizeof got), "read");
 	double want = 0;
 	for (size_t c = 0; c < 50000; c++)
 		want += x[c];
@@ -382,16 +357,9 @@ static void test_ops_tuned(void)
 		{"core", "plugin_path", plugin_path ? plugin_path : ""},
 		{"autotune", "mode", "off"},
 	};
-	wafer_runtime_options ro = {
-		.struct_size = sizeof ro,
-		.options = options,
-		.option_count = 3,
-		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
-	};
-	wafer_runtime *rt;
+	wafer_runtime *rt = open_runtime_with(options, 3, "runtime (off)");
 	wafer_client *c;
-	check_ok(wafer_runtime_open(&ro, &rt), "runtime (off)");
-	check_ok(wafer_client_open(rt, "cpu", NULL, &c), "client (off)");
+	check(wafer_client_open(rt, "cpu", NULL, &c), "client (off)");
 	ok(op_matmul_right(c), "mode off: wafer_op_matmul is right");
 	s = stats(rt);
 	is_int((long long)s.default_runs, 1, "mode off: the default ran");
@@ -407,16 +375,10 @@ int main(void)
 		{"core", "backend", "cpu"},
 		{"core", "plugin_path", plugin_path ? plugin_path : ""},
 	};
-	wafer_runtime_options ro = {
-		.struct_size = sizeof ro,
-		.options = options,
-		.option_count = 2,
-		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
-	};
 
-	check_ok(wafer_runtime_open(&ro, &runtime), "runtime_open");
-	check_ok(wafer_client_open(runtime, "cpu", NULL, &client),
-		 "client_open");
+	runtime = open_runtime_with(options, 2, "runtime_open");
+	check(wafer_client_open(runtime, "cpu", NULL, &client),
+	      "client_open");
 	test_matmul_variants();
 	test_reduce_variants(&list_sum, WAFER_KERNEL_REDUCE_SUM, 0);
 	test_reduce_variants(&list_max, WAFER_KERNEL_REDUCE_MAX, 1);

@@ -73,17 +73,12 @@ static wafer_status launch(void *device, void *queue, const char *op,
 	struct wafer_elementwise_params ew = {.count = count};
 	int is_fill = strcmp(op, WAFER_KERNEL_FILL) == 0;
 	int is_noop = strcmp(op, WAFER_KERNEL_NOOP) == 0;
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
-		.kernel = kernel,
-		.bindings = b,
-		.binding_count = nb,
-		.params = is_noop   ? NULL
-			  : is_fill ? (const void *)&fill
-				    : (const void *)&ew,
-		.params_size = is_noop ? 0 : is_fill ? sizeof fill : sizeof ew,
-		.global = {count ? count : 1, 1, 1},
-	};
+	struct wafer_launch l = launch_of(
+		kernel, b, nb,
+		is_noop   ? NULL
+		: is_fill ? (const void *)&fill
+			  : (const void *)&ew,
+		is_noop ? 0 : is_fill ? sizeof fill : sizeof ew, count);
 	if (!kernel)
 		return WAFER_ERROR_NOT_FOUND;
 	if (core_checks_only)
@@ -772,15 +767,7 @@ static void test_bad_launches(void *device, void *queue)
 	struct wafer_binding b[3] = {binding(r, 0, 4096), binding(r, 0, 4096),
 				     binding(r, 0, 4096)};
 	struct wafer_elementwise_params p = {.count = 1024};
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
-		.kernel = add,
-		.bindings = b,
-		.binding_count = 3,
-		.params = &p,
-		.params_size = sizeof p,
-		.global = {1024, 1, 1},
-	};
+	struct wafer_launch l = launch_of(add, b, 3, &p, sizeof p, 1024);
 	struct wafer_kernel copy;
 	float in[1024], got[1024];
 	int fine = 1;
@@ -1954,15 +1941,7 @@ static void test_programs(void *device, void *queue)
 	plugin->storage->copy_in(device, queue, ry, 256, y, sizeof y);
 	struct wafer_binding b[2] = {binding(ry, 256, sizeof y),
 				     binding(rx, 0, sizeof x)};
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
-		.kernel = k,
-		.bindings = b,
-		.binding_count = 2,
-		.params = &p,
-		.params_size = sizeof p,
-		.global = {N, 1, 1},
-	};
+	struct wafer_launch l = launch_of(k, b, 2, &p, sizeof p, N);
 	status_is(s->launch(device, queue, &l), WAFER_OK,
 		  "launch of a program kernel (default block)");
 	l.local[0] = 64; /* 16 blocks of 64: 24 threads past n */

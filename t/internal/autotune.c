@@ -37,6 +37,7 @@
 #include <wafer/wafer.h>
 
 #include "t/plugins/tunable.h"
+#include "t/client_util.h"
 #include "t/tap.h"
 
 static char plugin_path[4096];
@@ -219,15 +220,6 @@ static const wafer_tunable work_variants = {
  * Helpers
  *===----------------------------------------------------------------------===*/
 
-static void check_ok(wafer_status status, const char *what)
-{
-	if (status == WAFER_OK)
-		return;
-	printf("Bail out! %s: %s: %s\n", what, wafer_status_string(status),
-	       wafer_last_error());
-	exit(1);
-}
-
 #define MAX_OPTIONS 12
 
 /* Opens a runtime on the tunable plugin; |extra| holds "section", "key",
@@ -256,21 +248,13 @@ static wafer_runtime *open_runtime(const char *const *extra)
 {
 	wafer_runtime *rt = NULL;
 
-	check_ok(open_runtime_status(&rt, 0, extra), "runtime_open");
+	check(open_runtime_status(&rt, 0, extra), "runtime_open");
 	return rt;
 }
 
 static wafer_client *open_client(wafer_runtime *rt, const char *channel)
 {
-	wafer_client_options options = {
-		.struct_size = sizeof options,
-		.channel = channel,
-	};
-	wafer_client *client = NULL;
-
-	check_ok(wafer_client_open(rt, "tunable", &options, &client),
-		 "client_open");
-	return client;
+	return open_client_on(rt, "tunable", channel);
 }
 
 /* Inputs of |count| elements (1, 2, 3, ...) and an output. */
@@ -289,17 +273,17 @@ static struct work make_work(wafer_client *client, uint64_t count,
 	};
 
 	if (!host || !host64)
-		check_ok(WAFER_ERROR_OUT_OF_MEMORY, "make_work");
+		check(WAFER_ERROR_OUT_OF_MEMORY, "make_work");
 	for (uint64_t i = 0; i < count; i++) {
 		host[i] = (float)(i + 1);
 		host64[i] = (double)(i + 1);
 	}
-	check_ok(wafer_create(client,
-			      dtype == WAFER_DTYPE_F64 ? (void *)host64
-						       : (void *)host,
-			      count * element, &w.in),
-		 "create in");
-	check_ok(wafer_empty(client, count * element, &w.out), "empty out");
+	check(wafer_create(client,
+			dtype == WAFER_DTYPE_F64 ? (void *)host64
+						 : (void *)host,
+			count * element, &w.in),
+	      "create in");
+	check(wafer_empty(client, count * element, &w.out), "empty out");
 	free(host64);
 	return w;
 }
@@ -323,7 +307,7 @@ static wafer_autotune_stats stats_of(wafer_runtime *rt)
 {
 	wafer_autotune_stats s = {.struct_size = sizeof s};
 
-	check_ok(wafer_autotune_stats_get(rt, &s), "stats_get");
+	check(wafer_autotune_stats_get(rt, &s), "stats_get");
 	return s;
 }
 
@@ -374,7 +358,7 @@ static void write_text(const char *path, const char *text, size_t size)
 	FILE *f = fopen(path, "wb");
 
 	if (!f || fwrite(text, 1, size, f) != size)
-		check_ok(WAFER_ERROR_IO, path);
+		check(WAFER_ERROR_IO, path);
 	fclose(f);
 }
 
@@ -385,6 +369,15 @@ static void use_cache(const char *name)
 
 	snprintf(dir, sizeof dir, "%s/%s", root, name);
 	setenv("XDG_CACHE_HOME", dir, 1);
+}
+
+/* use_cache(|name|), then a runtime and a client on the configured
+ * channel. */
+static wafer_client *open_cached(const char *name, wafer_runtime **out_rt)
+{
+	use_cache(name);
+	*out_rt = open_runtime(NULL);
+	return open_client(*out_rt, NULL);
 }
 
 static int saved_stderr = -1;
@@ -422,7 +415,7 @@ static pid_t spawn(const char *mode, const char *arg, int stdin_fd,
 	int p[2];
 
 	if (pipe(p) != 0)
-		check_ok(WAFER_ERROR_IO, "pipe");
+		check(WAFER_ERROR_IO, "pipe");
 	fflush(stdout);
 	fflush(stderr);
 	pid_t pid = fork();
@@ -466,15 +459,14 @@ static int child_persist(void)
 	wafer_client *client = open_client(rt, NULL);
 	wafer_autotune_result r1 = {.struct_size = sizeof r1}, r2 = r1;
 
-	check_ok(run_op(client, &work_op, 1000, 1, &r1), "child 1000");
-	check_ok(run_op(client, &work_op, 4096, 1, &r2), "child 4096");
+	check(run_op(client, &work_op, 1000, 1, &r1), "child 1000");
+	check(run_op(client, &work_op, 4096, 1, &r2), "child 4096");
 	wafer_autotune_stats s = stats_of(rt);
 	printf("tuned=%" PRIu64 " runs=%" PRIu64 " disk=%" PRIu64
 	       " winner=%s,%s source=%d,%d\n",
 	       s.keys_tuned, s.benchmark_runs, s.disk_hits, r1.candidate,
 	       r2.candidate, (int)r1.source, (int)r2.source);
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 	return 0;
 }
 
@@ -493,12 +485,11 @@ static int child_writer(int n)
 	wafer_runtime *rt = open_runtime(NULL);
 	wafer_client *client = open_client(rt, NULL);
 	for (int k = 0; k < WRITER_KEYS; k++)
-		check_ok(run_op(client, &work_op, 256,
-				(uint64_t)(n * WRITER_KEYS + k + 1), NULL),
-			 "writer");
-	check_ok(run_op(client, &work_op, 256, SHARED_BATCH, NULL), "shared");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+		check(run_op(client, &work_op, 256,
+			     (uint64_t)(n * WRITER_KEYS + k + 1), NULL),
+		      "writer");
+	check(run_op(client, &work_op, 256, SHARED_BATCH, NULL), "shared");
+	close_default(rt, client);
 	return 0;
 }
 
@@ -541,9 +532,8 @@ static void test_anchor(void)
 /* One key: warm-up, check, rounds, elimination, counted exactly. */
 static void test_choice(void)
 {
-	use_cache("choice");
-	wafer_runtime *rt = open_runtime(NULL);
-	wafer_client *client = open_client(rt, NULL);
+	wafer_runtime *rt;
+	wafer_client *client = open_cached("choice", &rt);
 	wafer_autotune_result r = {.struct_size = sizeof r};
 	struct work w = make_work(client, 1000, 1, WAFER_DTYPE_F32);
 
@@ -589,44 +579,40 @@ static void test_choice(void)
 					    sizeof small),
 		  WAFER_ERROR_OUT_OF_RANGE, "cache file path: buffer too small");
 	free_work(client, &w);
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 }
 
 /* Anchored dimensions share a choice; exact ones do not. */
 static void test_keys(void)
 {
-	use_cache("keys");
-	wafer_runtime *rt = open_runtime(NULL);
-	wafer_client *client = open_client(rt, NULL);
+	wafer_runtime *rt;
+	wafer_client *client = open_cached("keys", &rt);
 	wafer_autotune_result r = {.struct_size = sizeof r};
 
-	check_ok(run_op(client, &work_op, 1000, 1, &r), "1000");
+	check(run_op(client, &work_op, 1000, 1, &r), "1000");
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_TUNED, "count 1000 is tuned");
-	check_ok(run_op(client, &work_op, 1024, 1, &r), "1024");
+	check(run_op(client, &work_op, 1024, 1, &r), "1024");
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_MEMORY,
 	       "count 1024 shares anchor 1024 with 1000");
-	check_ok(run_op(client, &work_op, 513, 1, &r), "513");
+	check(run_op(client, &work_op, 513, 1, &r), "513");
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_MEMORY, "so does 513");
-	check_ok(run_op(client, &work_op, 1025, 1, &r), "1025");
+	check(run_op(client, &work_op, 1025, 1, &r), "1025");
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_TUNED,
 	       "count 1025 anchors to 2048: a new key");
-	check_ok(run_op(client, &work_op, 1000, 2, &r), "batch 2");
+	check(run_op(client, &work_op, 1000, 2, &r), "batch 2");
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_TUNED,
 	       "an exact dimension (batch 2 vs 1) is a new key");
-	check_ok(run_op(client, &work_op, 1000, 3, &r), "batch 3");
+	check(run_op(client, &work_op, 1000, 3, &r), "batch 3");
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_TUNED,
 	       "batch 3 is not anchored to 4");
 	is_int((long long)stats_of(rt).keys_tuned, 4, "four keys tuned");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 }
 
 static void test_failures(void)
 {
-	use_cache("failures");
-	wafer_runtime *rt = open_runtime(NULL);
-	wafer_client *client = open_client(rt, NULL);
+	wafer_runtime *rt;
+	wafer_client *client = open_cached("failures", &rt);
 	wafer_autotune_result r = {.struct_size = sizeof r};
 
 	is_status(run_op(client, &work_failing, 100, 1, &r),
@@ -671,15 +657,13 @@ static void test_failures(void)
 	is_status(wafer_autotune_execute_candidate(client, &work_op, &w, "none"),
 		  WAFER_ERROR_NOT_FOUND, "execute_candidate: unknown name");
 	free_work(client, &w);
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 }
 
 static void test_variants(void)
 {
-	use_cache("variants");
-	wafer_runtime *rt = open_runtime(NULL);
-	wafer_client *client = open_client(rt, NULL);
+	wafer_runtime *rt;
+	wafer_client *client = open_cached("variants", &rt);
 	const char *names[16];
 	size_t n = 0;
 
@@ -693,7 +677,7 @@ static void test_variants(void)
 		is_str(names[6], "wrong", "every f32 variant");
 	}
 	wafer_autotune_result r = {.struct_size = sizeof r};
-	check_ok(run_op(client, &work_variants, 300, 1, &r), "variants");
+	check(run_op(client, &work_variants, 300, 1, &r), "variants");
 	is_str(r.candidate, "fast", "fast wins among the plugin's variants");
 	wafer_autotune_stats s = stats_of(rt);
 	is_int((long long)s.disqualified, 3, "broken, late and wrong lose");
@@ -702,8 +686,7 @@ static void test_variants(void)
 	is_status(wafer_autotune_candidates(client, &work_variants, NULL, 0, &n),
 		  WAFER_OK, "counting only");
 	is_int((long long)n, 7, "still 7");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 }
 
 static wafer_status nop_run(wafer_client *client, const void *inputs,
@@ -807,8 +790,7 @@ static void test_malformed(void)
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_DEFAULT,
 	       "a single candidate runs as the default, unmeasured");
 	is_int((long long)stats_of(rt).benchmark_runs, 0, "no benchmark runs");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 }
 
 /* The tuner's own cost on a hit, with a candidate that does nothing. */
@@ -822,7 +804,7 @@ static void test_hit_cost(void)
 	const int calls = 10000, batches = 100;
 	double best = 1e30;
 
-	check_ok(wafer_execute_autotune(client, &nop_op, &size, NULL), "nop");
+	check(wafer_execute_autotune(client, &nop_op, &size, NULL), "nop");
 	uint64_t runs_after_tuning = stats_of(rt).benchmark_runs;
 	for (int batch = 0; batch < batches; batch++) {
 		struct timespec a, b;
@@ -844,8 +826,7 @@ static void test_hit_cost(void)
 	       "every call after the first was a cache hit");
 	is_int((long long)stats_of(rt).benchmark_runs,
 	       (long long)runs_after_tuning, "  ... and ran no benchmark");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 }
 
 #define THREADS 4
@@ -1020,15 +1001,13 @@ static void test_persistence(void)
 	char out[512];
 	int fd;
 
-	use_cache("persist");
-	wafer_runtime *rt = open_runtime(NULL);
-	wafer_client *client = open_client(rt, NULL);
+	wafer_runtime *rt;
+	wafer_client *client = open_cached("persist", &rt);
 	wafer_autotune_result r = {.struct_size = sizeof r};
-	check_ok(run_op(client, &work_op, 1000, 1, &r), "1000");
-	check_ok(run_op(client, &work_op, 4096, 1, &r), "4096");
+	check(run_op(client, &work_op, 1000, 1, &r), "1000");
+	check(run_op(client, &work_op, 4096, 1, &r), "4096");
 	is_int((long long)stats_of(rt).keys_tuned, 2, "first process: 2 keys");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 
 	pid_t pid = spawn("persist", "", -1, -1, &fd);
 	is_int(reap(pid, fd, out, sizeof out), 0, "second process ran");
@@ -1038,7 +1017,7 @@ static void test_persistence(void)
 	/* And a second runtime in this process reads it just the same. */
 	rt = open_runtime(NULL);
 	client = open_client(rt, "mpsc");
-	check_ok(run_op(client, &work_op, 1000, 1, &r), "again");
+	check(run_op(client, &work_op, 1000, 1, &r), "again");
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_DISK, "new runtime: from disk");
 	is_int((long long)r.best_ns, 2 * TUNABLE_UNIT_NS,
 	       "with the time measured then");
@@ -1046,14 +1025,13 @@ static void test_persistence(void)
 	is_int((long long)s.benchmark_runs, 0, "new runtime: no benchmarks");
 	is_int((long long)s.disk_hits, 1, "one disk hit");
 	/* A new key on the mpsc channel: timers go through the runner. */
-	check_ok(run_op(client, &work_op, 8192, 1, &r), "mpsc");
+	check(run_op(client, &work_op, 8192, 1, &r), "mpsc");
 	is_str(r.candidate, "fast", "tuned on mpsc with device timers");
 	is_int((long long)r.best_ns, 2 * TUNABLE_UNIT_NS,
 	       "device time through the mpsc channel");
 	is_int((long long)stats_of(rt).benchmark_runs, 12,
 	       "the same 12 runs as on a direct client");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 }
 
 /* Flags that print with a hex letter (0xa) are read back, and the other
@@ -1063,31 +1041,28 @@ static void test_hex_flags(void)
 {
 	wafer_autotune_result r = {.struct_size = sizeof r};
 
-	use_cache("hexflags");
-	wafer_runtime *rt = open_runtime(NULL);
-	wafer_client *client = open_client(rt, NULL);
-	check_ok(run_op(client, &work_op, 1000, 1, &r), "flags 0");
+	wafer_runtime *rt;
+	wafer_client *client = open_cached("hexflags", &rt);
+	check(run_op(client, &work_op, 1000, 1, &r), "flags 0");
 	work_key_flags = 0xa;
-	check_ok(run_op(client, &work_op, 1000, 1, &r), "flags 0xa");
+	check(run_op(client, &work_op, 1000, 1, &r), "flags 0xa");
 	work_key_flags = 0xbeef0;
-	check_ok(run_op(client, &work_op, 1000, 1, &r), "flags 0xbeef0");
+	check(run_op(client, &work_op, 1000, 1, &r), "flags 0xbeef0");
 	is_int((long long)stats_of(rt).keys_tuned, 3, "three keys tuned");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 
 	capture_begin();
 	rt = open_runtime(NULL);
 	client = open_client(rt, NULL);
 	for (uint32_t flags = 0; flags < 3; flags++) {
 		work_key_flags = flags == 0 ? 0 : flags == 1 ? 0xa : 0xbeef0;
-		check_ok(run_op(client, &work_op, 1000, 1, &r), "again");
+		check(run_op(client, &work_op, 1000, 1, &r), "again");
 		is_int(r.source, WAFER_AUTOTUNE_SOURCE_DISK,
 		       "flags 0x%x: read back from the file", work_key_flags);
 	}
 	work_key_flags = 0;
 	wafer_autotune_stats s = stats_of(rt);
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 	char *log = capture_end();
 	is_int((long long)s.keys_tuned, 0, "second runtime tunes nothing");
 	is_int((long long)s.disk_hits, 3, "all three keys from disk");
@@ -1104,7 +1079,7 @@ static void test_writers(void)
 
 	use_cache("writers");
 	if (pipe(start) != 0)
-		check_ok(WAFER_ERROR_IO, "pipe");
+		check(WAFER_ERROR_IO, "pipe");
 	for (int i = 0; i < WRITERS; i++) {
 		snprintf(arg, sizeof arg, "%d", i);
 		pids[i] = spawn("writer", arg, start[0], start[1], &fds[i]);
@@ -1121,14 +1096,13 @@ static void test_writers(void)
 	wafer_client *client = open_client(rt, NULL);
 	for (int n = 0; n < WRITERS; n++)
 		for (int k = 0; k < WRITER_KEYS; k++)
-			check_ok(run_op(client, &work_op, 256,
-					(uint64_t)(n * WRITER_KEYS + k + 1),
-					NULL),
-				 "reader");
-	check_ok(run_op(client, &work_op, 256, SHARED_BATCH, NULL), "shared");
+			check(run_op(client, &work_op, 256,
+				     (uint64_t)(n * WRITER_KEYS + k + 1),
+				     NULL),
+			      "reader");
+	check(run_op(client, &work_op, 256, SHARED_BATCH, NULL), "shared");
 	wafer_autotune_stats s = stats_of(rt);
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 	char *log = capture_end();
 	is_int((long long)s.keys_tuned, 0,
 	       "no key is lost: a later process tunes nothing");
@@ -1146,14 +1120,12 @@ static void check_damage(const char *what, void (*damage)(const char *path),
 	char path[4096];
 	wafer_autotune_result r = {.struct_size = sizeof r};
 
-	use_cache("damage");
-	wafer_runtime *rt = open_runtime(NULL);
-	wafer_client *client = open_client(rt, NULL);
-	check_ok(run_op(client, &work_op, 1000, 1, &r), "prepare");
-	check_ok(wafer_autotune_cache_file(client, &work_op, path, sizeof path),
-		 "path");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	wafer_runtime *rt;
+	wafer_client *client = open_cached("damage", &rt);
+	check(run_op(client, &work_op, 1000, 1, &r), "prepare");
+	check(wafer_autotune_cache_file(client, &work_op, path, sizeof path),
+	      "path");
+	close_default(rt, client);
 
 	damage(path);
 	capture_begin();
@@ -1161,8 +1133,7 @@ static void check_damage(const char *what, void (*damage)(const char *path),
 	client = open_client(rt, NULL);
 	wafer_status status = run_op(client, &work_op, 1000, 1, &r);
 	wafer_autotune_stats s = stats_of(rt);
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 	char *log = capture_end();
 	is_status(status, WAFER_OK, "%s: the call works", what);
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_TUNED, "%s: the key is retuned",
@@ -1174,11 +1145,10 @@ static void check_damage(const char *what, void (*damage)(const char *path),
 
 	rt = open_runtime(NULL);
 	client = open_client(rt, NULL);
-	check_ok(run_op(client, &work_op, 1000, 1, &r), "after");
+	check(run_op(client, &work_op, 1000, 1, &r), "after");
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_DISK,
 	       "%s: the file was rewritten and is read again", what);
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 	unlink(path);
 }
 
@@ -1266,15 +1236,15 @@ static void test_off(void)
 	is_str(r.candidate, "medium", "off: the documented default runs");
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_DEFAULT, "source: default");
 	ok(output_right(client, &w), "off: its result is right");
-	check_ok(wafer_execute_autotune(client, &work_op, &w, &r), "again");
+	check(wafer_execute_autotune(client, &work_op, &w, &r), "again");
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_DEFAULT, "still the default");
-	check_ok(wafer_execute_autotune(client, &work_unchecked, &w, &r),
-		 "unchecked");
+	check(wafer_execute_autotune(client, &work_unchecked, &w, &r),
+	      "unchecked");
 	is_str(r.candidate, "fast",
 	       "off, no default named: the first available candidate");
 	free_work(client, &w);
 	w = make_work(client, 16, 1, WAFER_DTYPE_F64);
-	check_ok(wafer_execute_autotune(client, &work_kernels, &w, &r), "f64");
+	check(wafer_execute_autotune(client, &work_kernels, &w, &r), "f64");
 	is_str(r.candidate, "medium",
 	       "off, the default lacks the dtype: the first available one");
 	free_work(client, &w);
@@ -1285,20 +1255,18 @@ static void test_off(void)
 		  WAFER_ERROR_NOT_FOUND, "off: no cache file");
 	snprintf(dir, sizeof dir, "%s/off", root);
 	ok(!file_exists(dir), "off: nothing was written");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 
 	setenv("WAFER_AUTOTUNE", "off", 1);
 	rt = open_runtime(NULL);
 	unsetenv("WAFER_AUTOTUNE");
 	client = open_client(rt, NULL);
-	check_ok(run_op(client, &work_op, 100, 1, &r), "env off");
+	check(run_op(client, &work_op, 100, 1, &r), "env off");
 	is_int(r.source, WAFER_AUTOTUNE_SOURCE_DEFAULT,
 	       "WAFER_AUTOTUNE=off turns tuning off");
 	is_str(wafer_runtime_config_value(rt, "autotune", "mode", NULL), "off",
 	       "and shows as [autotune] mode");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 }
 
 /*===----------------------------------------------------------------------===
@@ -1390,7 +1358,7 @@ static void test_host_clock(void)
 	 * medium 6, composed 4, each unit TUNABLE_SLEEP_NS of the fake
 	 * clock; the device timers (TUNABLE_UNIT_NS a unit) are not used. */
 	fake_host_clock(true);
-	check_ok(run_op(client, &work_op, 100, 10, &r), "host clock");
+	check(run_op(client, &work_op, 100, 10, &r), "host clock");
 	fake_host_clock(false);
 	is_str(r.candidate, "fast", "host clock: fast wins");
 	is_int((long long)r.best_ns, 2 * TUNABLE_SLEEP_NS,
@@ -1400,8 +1368,7 @@ static void test_host_clock(void)
 	   ")", fake_sleeps);
 	is_int((long long)stats_of(rt).benchmark_runs, 12,
 	       "  ... in the same 12 runs as with device timers");
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 }
 
 static void test_settings(void)
@@ -1442,13 +1409,12 @@ static void test_settings(void)
 	const char *dir[] = {"autotune", "cache_dir", moved, NULL};
 	rt = open_runtime(dir);
 	wafer_client *client = open_client(rt, NULL);
-	check_ok(run_op(client, &work_op, 100, 1, NULL), "moved");
-	check_ok(wafer_autotune_cache_file(client, &work_op, path, sizeof path),
-		 "path");
+	check(run_op(client, &work_op, 100, 1, NULL), "moved");
+	check(wafer_autotune_cache_file(client, &work_op, path, sizeof path),
+	      "path");
 	ok(strncmp(path, moved, strlen(moved)) == 0 && file_exists(path),
 	   "[autotune] cache_dir moves the cache (%s)", path);
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 
 	use_cache("progress");
 	rt = open_runtime(always);
@@ -1474,8 +1440,7 @@ static void test_settings(void)
 	       "full: more warm-ups and rounds, a wider margin (%" PRIu64 ")",
 	       s.benchmark_runs);
 	free(log);
-	wafer_client_close(client);
-	wafer_runtime_close(rt);
+	close_default(rt, client);
 }
 
 int main(int argc, char **argv)

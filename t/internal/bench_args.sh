@@ -8,15 +8,10 @@
 # timeout(1), so a regression fails instead of hanging the suite.
 set -u
 
-if [ -z "${T_BUILDDIR:-}" ]; then
-	echo "Bail out! T_BUILDDIR not set (run through make check)"
-	exit 1
-fi
-tool=$T_BUILDDIR/../tools/wafer-bench
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-bench.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=t/tap.sh
+. "${T_SRCDIR:?is not set (run through make check)}/tap.sh"
+tap_tool wafer-bench
 
-n=0
 refused() { # refused WHAT ARGS...: exit status 2 naming WHAT, quickly
 	what=$1
 	shift

@@ -194,10 +194,7 @@ int main(void)
 	}
 	test_store_load();
 	test_where();
-	char cmd[4200];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-	if (system(cmd) != 0)
-		diag("could not remove %s", tmp);
+	tap_remove_tree(tmp);
 	done_testing();
 	return exit_status();
 }

@@ -31,15 +31,20 @@ exports() {
 		awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u
 }
 
+# only_query N NAME SO: point N, "NAME exports only wafer_plugin_query".
+only_query() {
+	syms=$(exports "$3") || syms="(nm failed on $3)"
+	if [ "$syms" = wafer_plugin_query ]; then
+		echo "ok $1 - $2 exports only wafer_plugin_query"
+	else
+		echo "not ok $1 - $2 exports only wafer_plugin_query"
+		echo "$syms" | sed 's/^/# exported: /'
+	fi
+}
+
 echo "1..11"
 
-syms=$(exports "$plugin") || syms="(nm failed on $plugin)"
-if [ "$syms" = wafer_plugin_query ]; then
-	echo "ok 1 - cpu.so exports only wafer_plugin_query"
-else
-	echo "not ok 1 - cpu.so exports only wafer_plugin_query"
-	echo "$syms" | sed 's/^/# exported: /'
-fi
+only_query 1 cpu.so "$plugin"
 
 # The cuda plugin, when built: the same rule, and no libcuda (or any CUDA
 # library) linked — the driver is dlopened at run time.
@@ -51,13 +56,7 @@ elif [ ! -e "$cuda" ]; then
 	echo "# configure built the cuda plugin, but $cuda is not there"
 	echo "not ok 3 - cuda.so links no CUDA library"
 else
-	syms=$(exports "$cuda") || syms="(nm failed on $cuda)"
-	if [ "$syms" = wafer_plugin_query ]; then
-		echo "ok 2 - cuda.so exports only wafer_plugin_query"
-	else
-		echo "not ok 2 - cuda.so exports only wafer_plugin_query"
-		echo "$syms" | sed 's/^/# exported: /'
-	fi
+	only_query 2 cuda.so "$cuda"
 	if command -v readelf >/dev/null 2>&1; then
 		needed=$(readelf -d "$cuda" | grep NEEDED | grep -i -e cuda -e cublas)
 		if [ -z "$needed" ]; then
@@ -89,11 +88,8 @@ if [ "$WAFER_HAVE_OPENCL" != yes ]; then
 elif [ ! -e "$opencl" ]; then
 	echo "not ok 5 - opencl.so exports only wafer_plugin_query"
 	echo "# configure built the OpenCL plugin, but $opencl is not there"
-elif [ "$(exports "$opencl")" = wafer_plugin_query ]; then
-	echo "ok 5 - opencl.so exports only wafer_plugin_query"
 else
-	echo "not ok 5 - opencl.so exports only wafer_plugin_query"
-	exports "$opencl" | sed 's/^/# exported: /'
+	only_query 5 opencl.so "$opencl"
 fi
 
 # Calls added after the first release: the version script made from the

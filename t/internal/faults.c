@@ -352,9 +352,7 @@ static void sweep_host(const char *strategy)
 
 int main(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
-	if (!builddir)
-		bail_out("T_BUILDDIR is not set (run through make check)");
+	const char *builddir = tap_builddir();
 	snprintf(plugin_path, sizeof plugin_path, "%s/plugins/.libs", builddir);
 	snprintf(faulty_so, sizeof faulty_so, "%s/faulty.so", plugin_path);
 	char cpu_so[4300];

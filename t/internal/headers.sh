@@ -48,7 +48,7 @@ done
 # declarations of the acme_ functions it names; the program entries are
 # declared with WAFER_PLUGIN_STATIC_PROGRAM_ENTRIES and defined static.
 example=$(mktemp "${TMPDIR:-/tmp}/wafer-example.XXXXXX") || exit 1
-trap 'rm -f "$example" "$example.c"' EXIT
+trap 'rm -f "$example" "$example.c" "$example.old.c" "$example.new.c"' EXIT
 {
 	cat <<'EOF'
 #include <wafer/plugin_util.h>
@@ -88,5 +88,33 @@ elif out=$($CC -std=c99 -Wall -Wextra -pedantic -Werror -c -o "$example" -I"$inc
 else
 	echo "not ok $n - plugin_util.h's example compiles as written"
 	echo "$out" | sed 's/^/# /'
+fi
+
+# A plugin built for an older minor defines WAFER_PLUGIN_ABI_MINOR: both
+# plugin headers compile for every minor, and the structs end where that
+# minor's did (1.1's server table is its four required entries).
+minor=$(sed -n 's/^#define WAFER_PLUGIN_ABI_MINOR_LATEST \([0-9]*\).*/\1/p' "$include/wafer/plugin.h")
+m=0
+while [ "$m" -le "$minor" ]; do
+	for h in plugin.h plugin_util.h; do
+		check "$CC -std=c99 -x c -DWAFER_PLUGIN_ABI_MINOR=$m" \
+			"$include/wafer/$h" "wafer/$h for ABI 1.$m"
+	done
+	m=$((m + 1))
+done
+n=$((n + 1))
+printf '#include <wafer/plugin.h>\n_Static_assert(sizeof(struct wafer_server_ops) == 6 * sizeof(void *) + sizeof(size_t), "1.1: the required entries and the timers");\n' >"$example.old.c"
+if out=$($CC -std=c11 -fsyntax-only -DWAFER_PLUGIN_ABI_MINOR=1 -I"$include" "$example.old.c" 2>&1); then
+	echo "ok $n - for ABI 1.1 the server table is 1.1's"
+else
+	echo "not ok $n - for ABI 1.1 the server table is 1.1's"
+	echo "$out" | sed 's/^/# /'
+fi
+n=$((n + 1))
+printf '#include <wafer/plugin.h>\n' >"$example.new.c"
+if $CC -std=c99 -fsyntax-only -DWAFER_PLUGIN_ABI_MINOR=$((minor + 1)) -I"$include" "$example.new.c" >/dev/null 2>&1; then
+	echo "not ok $n - a minor newer than the header's is an error"
+else
+	echo "ok $n - a minor newer than the header's is an error"
 fi
 echo "1..$n"

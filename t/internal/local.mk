@@ -56,6 +56,10 @@ t_internal_autotune_LDFLAGS = -rdynamic
 TESTS += t/internal/plugin-skeleton.sh
 EXTRA_DIST += t/internal/plugin-skeleton.sh t/internal/plugin-skeleton-dlopen.c \
 	t/internal/plugin-skeleton-client.c
+# The sim example (examples/plugin-sim) built the same way, then the
+# plugin-ABI suite and t/api/programs on it, with its description.
+TESTS += t/internal/plugin-sim.sh
+EXTRA_DIST += t/internal/plugin-sim.sh
 # It needs libwafer and tools/wafer-info, which `all` builds before any
 # test runs. (A rule naming t/internal/plugin-skeleton.sh.log here would replace
 # automake's own rule for the log and the test would never run.)

@@ -31,7 +31,7 @@ done
 # The plugin reports shown as examples are of the tree's own plugins (and
 # the skeleton), built for the ABI of include/wafer/plugin.h: a new minor
 # updates them.
-minor=$(sed -n 's/^#define WAFER_PLUGIN_ABI_MINOR \([0-9]*\).*/\1/p' "$T_SRCDIR/../include/wafer/plugin.h")
+minor=$(sed -n 's/^#define WAFER_PLUGIN_ABI_MINOR_LATEST \([0-9]*\).*/\1/p' "$T_SRCDIR/../include/wafer/plugin.h")
 for page in wafer-info.1 wafer-plugin.7; do
 	n=$((n + 1))
 	stale=$(grep -n '^      ABI:     ' "$T_SRCDIR/../man/$page" | grep -v "ABI:     1\.$minor\$")

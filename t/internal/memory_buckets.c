@@ -25,24 +25,21 @@ static void test_rounding(void)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct fake_storage f;
-		fake_init(&f, NULL);
-		struct wafer__memory *m = fake_memory(&f, "buckets", NULL);
+		struct wafer__memory *m = fake_open(&f, NULL, "buckets", NULL);
 		struct wafer__slice s;
 		wafer__memory_reserve(m, cases[i].ask, &s);
 		is_int((long long)fake_usage(m).bytes_reserved,
 		       (long long)cases[i].bucket, "%zu bytes -> bucket %zu",
 		       cases[i].ask, cases[i].bucket);
 		wafer__memory_release(m, &s);
-		wafer__memory_destroy(m);
-		fake_fini(&f);
+		fake_close(&f, m);
 	}
 }
 
 static void test_hits(void)
 {
 	struct fake_storage f;
-	fake_init(&f, NULL);
-	struct wafer__memory *m = fake_memory(&f, "buckets", NULL);
+	struct wafer__memory *m = fake_open(&f, NULL, "buckets", NULL);
 	struct wafer__slice a, b, c;
 	wafer__memory_reserve(m, 1000, &a);
 	wafer__memory_reserve(m, 1024, &b);
@@ -64,8 +61,7 @@ static void test_hits(void)
 	is_int((long long)fake_usage(m).bytes_reserved, 0, "trim drops all");
 	is_int((long long)stats(m).cached_bytes, 0, "nothing cached");
 	is_int((long long)f.count, 0, "storage holds nothing");
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 /* Through the ops table: the manager counts bytes per release, the
@@ -114,17 +110,9 @@ static void test_cap(void)
 	is_int((long long)stats(m).cached_bytes, 2048, "the bucket holds 2 KiB");
 	wafer__memory_release(m, &big);
 	is_int((long long)f.frees, 2, "a 4 KiB buffer never fits a 2 KiB cap");
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "no leak");
-
-	fake_init(&f, NULL);
-	struct wafer__config *config =
-		fake_config("[memory.buckets]\nbucket_cap = -1\n");
-	is_status(wafer__memory_create("buckets", &f.storage, config, &m),
-		  WAFER_ERROR_CONFIG, "bucket_cap = -1 refused");
-	like(wafer__error_detail(), "bucket_cap", "detail names the key");
-	wafer__config_destroy(config);
-	fake_fini(&f);
+	is_int((long long)fake_close(&f, m), 0, "no leak");
+	fake_refuses(NULL, "buckets", "[memory.buckets]\nbucket_cap = -1\n",
+		     "bucket_cap", "bucket_cap = -1");
 }
 
 int main(void)

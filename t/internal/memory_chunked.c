@@ -20,8 +20,7 @@ static uint64_t fake_clock(void)
 static void test_exact_reuse(void)
 {
 	struct fake_storage f;
-	fake_init(&f, NULL);
-	struct wafer__memory *m = fake_memory(&f, "chunked", NULL);
+	struct wafer__memory *m = fake_open(&f, NULL, "chunked", NULL);
 	struct wafer__slice a, b;
 	is_status(wafer__memory_reserve(m, 1000, &a), WAFER_OK, "reserve 1000");
 	is_int((long long)f.allocs, 1, "one chunk allocated");
@@ -33,17 +32,15 @@ static void test_exact_reuse(void)
 	ok(b.resource == a.resource && b.offset == 0, "same chunk, offset 0");
 	is_int((long long)fake_usage(m).reuse_hits, 1, "counted as a reuse hit");
 	wafer__memory_release(m, &b);
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "destroy frees every chunk");
+	is_int((long long)fake_close(&f, m), 0, "destroy frees every chunk");
 }
 
 static void test_slice_ratio(void)
 {
 	struct fake_storage f;
-	fake_init(&f, NULL);
-	struct wafer__memory *m = fake_memory(
-		&f, "chunked", "[memory.chunked]\nslice_ratio = 0.5\n"
-			       "dealloc = never\n");
+	struct wafer__memory *m = fake_open(
+		&f, NULL, "chunked",
+		"[memory.chunked]\nslice_ratio = 0.5\n" "dealloc = never\n");
 	struct wafer__slice big, s, t, u;
 	wafer__memory_reserve(m, 4096, &big);
 	wafer__memory_release(m, &big);
@@ -81,18 +78,16 @@ static void test_slice_ratio(void)
 	       "1792 < 0.5 * 4096: the 4096 chunk refuses, new chunk");
 	wafer__memory_release(m, &s);
 	wafer__memory_release(m, &u);
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "no leak");
+	is_int((long long)fake_close(&f, m), 0, "no leak");
 }
 
 static void test_slice_bounds(void)
 {
 	struct fake_storage f;
-	fake_init(&f, NULL);
-	struct wafer__memory *m = fake_memory(
-		&f, "chunked", "[memory.chunked]\nslice_ratio = 0\n"
-			       "slice_min = 3000\nslice_max = 3K\n"
-			       "dealloc = never\n");
+	struct wafer__memory *m = fake_open(
+		&f, NULL, "chunked",
+		"[memory.chunked]\nslice_ratio = 0\n"
+		"slice_min = 3000\nslice_max = 3K\n" "dealloc = never\n");
 	struct wafer__slice big, s;
 	wafer__memory_reserve(m, 8192, &big);
 	wafer__memory_release(m, &big);
@@ -107,17 +102,15 @@ static void test_slice_bounds(void)
 	wafer__memory_reserve(m, 4096, &s);
 	is_int((long long)f.allocs, 3, "4096 > slice_max: not sliced");
 	wafer__memory_release(m, &s);
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_dealloc_reserves(void)
 {
 	struct fake_storage f;
-	fake_init(&f, NULL);
-	struct wafer__memory *m = fake_memory(
-		&f, "chunked", "[memory.chunked]\ndealloc = reserves:3\n"
-			       "slice_ratio = 1\n");
+	struct wafer__memory *m = fake_open(
+		&f, NULL, "chunked",
+		"[memory.chunked]\ndealloc = reserves:3\n" "slice_ratio = 1\n");
 	struct wafer__slice a, b, c;
 	wafer__memory_reserve(m, 1024, &a); /* reserve 1 */
 	wafer__memory_release(m, &a);
@@ -132,8 +125,7 @@ static void test_dealloc_reserves(void)
 	wafer__memory_reserve(m, 8192, &c); /* reserve 1 of the next period */
 	is_int((long long)f.allocs, 3, "the period restarts: 8192 reused");
 	wafer__memory_release(m, &c);
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_dealloc_seconds(void)
@@ -159,16 +151,15 @@ static void test_dealloc_seconds(void)
 	wafer__memory_reserve(m, 4096, &b);
 	is_int((long long)f.frees, 2, "1 s into the next period: kept");
 	wafer__memory_release(m, &b);
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_dealloc_never_and_trim(void)
 {
 	struct fake_storage f;
-	fake_init(&f, NULL);
-	struct wafer__memory *m = fake_memory(
-		&f, "chunked", "[memory.chunked]\ndealloc = never\n");
+	struct wafer__memory *m = fake_open(
+		&f, NULL, "chunked",
+		"[memory.chunked]\ndealloc = never\n");
 	struct wafer__slice s;
 	for (int i = 0; i < 50; i++) {
 		wafer__memory_reserve(m, (size_t)(i % 5 + 1) * 4096, &s);
@@ -180,15 +171,12 @@ static void test_dealloc_never_and_trim(void)
 	is_int((long long)fake_usage(m).bytes_reserved, 0,
 	       "trim gives every free chunk back");
 	is_int((long long)f.count, 0, "storage holds nothing");
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_options(void)
 {
-	static const struct {
-		const char *text, *needle;
-	} bad[] = {
+	static const struct fake_bad_option bad[] = {
 		{"[memory.chunked]\ndealloc = sometimes\n", "dealloc"},
 		{"[memory.chunked]\ndealloc = reserves:0\n", "reserves:N"},
 		{"[memory.chunked]\ndealloc = seconds:x\n", "seconds:N"},
@@ -196,19 +184,7 @@ static void test_options(void)
 		{"[memory.chunked]\nslice_min = lots\n", "slice_min"},
 		{"[memory.chunked]\nslice_rate = 0.5\n", "unknown option"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		struct fake_storage f;
-		fake_init(&f, NULL);
-		struct wafer__config *config = fake_config(bad[i].text);
-		struct wafer__memory *m = (struct wafer__memory *)&f;
-		is_status(wafer__memory_create("chunked", &f.storage, config, &m),
-			  WAFER_ERROR_CONFIG, "bad option %zu refused", i);
-		like(wafer__error_detail(), bad[i].needle, "detail names it");
-		like(wafer__error_detail(), "test.conf:", "detail has the origin");
-		ok(m == NULL, "no manager on failure");
-		wafer__config_destroy(config);
-		fake_fini(&f);
-	}
+	fake_refuses_each(NULL, "chunked", bad, sizeof bad / sizeof bad[0]);
 }
 
 int main(void)

@@ -12,8 +12,9 @@
 int main(void)
 {
 	struct fake_storage f;
-	fake_init(&f, &(struct fake_options){.vm = true, .async = true});
-	struct wafer__memory *m = fake_memory(&f, "direct", NULL);
+	struct wafer__memory *m = fake_open(
+		&f, &(struct fake_options){.vm = true, .async = true}, "direct",
+		NULL);
 	struct wafer__slice a, b, c;
 	is_status(wafer__memory_reserve(m, 1000, &a), WAFER_OK, "reserve 1000");
 	is_int((long long)f.allocs, 1, "one storage alloc");
@@ -36,18 +37,10 @@ int main(void)
 	wafer__memory_trim_cache(m);
 	is_int((long long)fake_usage(m).bytes_reserved, 1001,
 	       "trim leaves live allocations alone");
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "destroy freed the live ones");
+	is_int((long long)fake_close(&f, m), 0, "destroy freed the live ones");
 	is_int((long long)f.violations, 0, "storage contract kept");
-
-	fake_init(&f, NULL);
-	struct wafer__config *config =
-		fake_config("[memory.direct]\nsize = 1\n");
-	is_status(wafer__memory_create("direct", &f.storage, config, &m),
-		  WAFER_ERROR_CONFIG, "direct takes no options");
-	like(wafer__error_detail(), "unknown option 'size'", "named");
-	wafer__config_destroy(config);
-	fake_fini(&f);
+	fake_refuses(NULL, "direct", "[memory.direct]\nsize = 1\n",
+		     "unknown option 'size'", "an option (direct takes none)");
 	done_testing();
 	return exit_status();
 }

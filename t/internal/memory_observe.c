@@ -44,8 +44,7 @@ static void test_counts(const char *strategy, const struct fake_options *opt,
 			const char *what)
 {
 	struct fake_storage f;
-	fake_init(&f, opt);
-	struct wafer__memory *m = fake_memory(&f, strategy, NULL);
+	struct wafer__memory *m = fake_open(&f, opt, strategy, NULL);
 	if (!m) {
 		ok(0, "%s: created", what);
 		return;
@@ -114,8 +113,7 @@ static void test_failures(void)
 	is_int((long long)u.storage_failures, 2, "still two failures");
 	is_int((long long)u.reserve_retries, 1, "still one retry");
 	wafer__memory_release(m, &s);
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "failures: no leak");
+	is_int((long long)fake_close(&f, m), 0, "failures: no leak");
 }
 
 /*===----------------------------------------------------------------------===
@@ -183,8 +181,8 @@ static wafer_handle handle_of(uint64_t bits)
 static void test_pool_vm(void)
 {
 	struct fake_storage f;
-	fake_init(&f, &(struct fake_options){.vm = true});
-	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__memory *m =
+		fake_open(&f, &(struct fake_options){.vm = true}, "pool", NULL);
 	struct wafer__slice a, b, c;
 	wafer__memory_reserve(m, 1000, &a);
 	wafer__memory_reserve(m, 3000, &b);
@@ -214,16 +212,14 @@ static void test_pool_vm(void)
 		  "pool vm: taken after trim");
 	is_int((long long)s.count, 0, "pool vm: empty after trim");
 	wafer__memory_snapshot_fini(&s);
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "pool vm: no leak");
+	is_int((long long)fake_close(&f, m), 0, "pool vm: no leak");
 }
 
 /* Pool without vm: one 2 MiB chunk in the small arena, not paged. */
 static void test_pool_chunks(void)
 {
 	struct fake_storage f;
-	fake_init(&f, NULL);
-	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__memory *m = fake_open(&f, NULL, "pool", NULL);
 	struct wafer__slice a, b;
 	wafer__memory_reserve(m, 1000, &a);
 	wafer__memory_reserve(m, 3000, &b);
@@ -240,8 +236,7 @@ static void test_pool_chunks(void)
 	wafer__memory_snapshot_fini(&s);
 	wafer__memory_release(m, &a);
 	wafer__memory_release(m, &b);
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "pool chunks: no leak");
+	is_int((long long)fake_close(&f, m), 0, "pool chunks: no leak");
 }
 
 /* A strategy without its own snapshot: its chunks, and the blocks of the
@@ -249,8 +244,7 @@ static void test_pool_chunks(void)
 static void test_generic(void)
 {
 	struct fake_storage f;
-	fake_init(&f, NULL);
-	struct wafer__memory *m = fake_memory(&f, "exact", NULL);
+	struct wafer__memory *m = fake_open(&f, NULL, "exact", NULL);
 	struct wafer__slice a, b, c;
 	wafer__memory_reserve(m, 1000, &a);
 	wafer__memory_reserve(m, 5000, &b);
@@ -272,8 +266,7 @@ static void test_generic(void)
 	wafer__memory_snapshot_fini(&s);
 	wafer__memory_release(m, &a);
 	wafer__memory_release(m, &b);
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "exact: no leak");
+	is_int((long long)fake_close(&f, m), 0, "exact: no leak");
 }
 
 int main(void)

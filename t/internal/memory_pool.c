@@ -39,16 +39,14 @@ static void test_default(void)
 	is_status(wafer__memory_create(NULL, &f.storage, NULL, &m), WAFER_OK,
 		  "create with no name");
 	is_str(wafer__memory_strategy_name(m), "pool", "gets pool");
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_split_coalesce(const struct fake_options *opt,
 				const char *what)
 {
 	struct fake_storage f;
-	fake_init(&f, opt);
-	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__memory *m = fake_open(&f, opt, "pool", NULL);
 	struct wafer__slice a, b, c;
 	wafer__memory_reserve(m, 1000, &a);
 	wafer__memory_reserve(m, 1000, &b);
@@ -65,16 +63,14 @@ static void test_split_coalesce(const struct fake_options *opt,
 	memset(fake_ptr(&c), 0xab, 2048);
 	wafer__memory_release(m, &c);
 	books_agree(&f, m, what);
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "%s: no leak", what);
+	is_int((long long)fake_close(&f, m), 0, "%s: no leak", what);
 	is_int((long long)f.violations, 0, "%s: storage contract kept", what);
 }
 
 static void test_best_fit(const struct fake_options *opt, const char *what)
 {
 	struct fake_storage f;
-	fake_init(&f, opt);
-	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__memory *m = fake_open(&f, opt, "pool", NULL);
 	struct wafer__slice x1, h1, x2, h2, x3, s, t;
 	wafer__memory_reserve(m, 4096, &x1);
 	wafer__memory_reserve(m, 8192, &h1);
@@ -92,15 +88,15 @@ static void test_best_fit(const struct fake_options *opt, const char *what)
 	struct wafer__slice *all[] = {&x1, &x2, &x3, &s, &t};
 	for (int i = 0; i < 5; i++)
 		wafer__memory_release(m, all[i]);
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_alignment(void)
 {
 	struct fake_storage f;
-	fake_init(&f, &(struct fake_options){.vm = true, .alignment = 4096});
-	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__memory *m = fake_open(
+		&f, &(struct fake_options){.vm = true, .alignment = 4096},
+		"pool", NULL);
 	struct wafer__slice s[5];
 	size_t sizes[] = {1, 4095, 4097, 3 * MiB + 1, 17};
 	bool aligned = true;
@@ -113,15 +109,13 @@ static void test_alignment(void)
 	       "4095 bytes take one 4 KiB unit");
 	for (int i = 0; i < 5; i++)
 		wafer__memory_release(m, &s[i]);
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_arenas(void)
 {
 	struct fake_storage f;
-	fake_init(&f, &vm);
-	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__memory *m = fake_open(&f, &vm, "pool", NULL);
 	struct wafer__slice a, b, c;
 	wafer__memory_reserve(m, 100, &a);
 	wafer__memory_reserve(m, 2 * MiB, &b);
@@ -131,25 +125,21 @@ static void test_arenas(void)
 	wafer__memory_release(m, &a);
 	wafer__memory_release(m, &b);
 	wafer__memory_release(m, &c);
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 
-	fake_init(&f, &vm);
-	m = fake_memory(&f, "pool", "[memory.pool]\nsmall_max = 64K\n");
+	m = fake_open(&f, &vm, "pool", "[memory.pool]\nsmall_max = 64K\n");
 	wafer__memory_reserve(m, 100, &a);
 	wafer__memory_reserve(m, 65 * KiB, &b);
 	ok(a.resource != b.resource, "small_max = 64K moves 65 KiB to large");
 	wafer__memory_release(m, &a);
 	wafer__memory_release(m, &b);
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_pages(void)
 {
 	struct fake_storage f;
-	fake_init(&f, &vm);
-	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__memory *m = fake_open(&f, &vm, "pool", NULL);
 	struct wafer__slice a, b;
 	wafer__memory_reserve(m, 100 * KiB, &a);
 	is_int((long long)f.maps, 1, "one map call");
@@ -168,8 +158,7 @@ static void test_pages(void)
 	wafer__memory_trim_cache(m);
 	is_int((long long)fake_usage(m).bytes_reserved, 0, "trim: 0 reserved");
 	is_int((long long)f.count, 0, "trim: the segment went too");
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_bound(void)
@@ -191,11 +180,9 @@ static void test_bound(void)
 	books_agree(&f, m, "bound");
 	wafer__memory_release(m, &b);
 	wafer__memory_release(m, &c);
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 
-	fake_init(&f, &vm);
-	m = fake_memory(&f, "pool", "[memory.pool]\noverhead = 1\n");
+	m = fake_open(&f, &vm, "pool", "[memory.pool]\noverhead = 1\n");
 	wafer__memory_reserve(m, 2 * MiB, &a);
 	wafer__memory_reserve(m, 2 * MiB, &b);
 	wafer__memory_release(m, &a);
@@ -205,8 +192,7 @@ static void test_bound(void)
 	       "reserved 7 MiB for 5 in use");
 	wafer__memory_release(m, &b);
 	wafer__memory_release(m, &c);
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 /* The pages idle longest go first. */
@@ -241,8 +227,7 @@ static void test_idle_order(void)
 	for (int i = 0; i < 5; i++)
 		wafer__memory_release(m, all[i]);
 	books_agree(&f, m, "idle order");
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "no leak");
+	is_int((long long)fake_close(&f, m), 0, "no leak");
 }
 
 /* A big block goes where its hole is still mapped, not at the hole's
@@ -280,8 +265,7 @@ static void test_window(void)
 	for (int i = 0; i < 5; i++)
 		wafer__memory_release(m, all[i]);
 	books_agree(&f, m, "window");
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "window: no leak");
+	is_int((long long)fake_close(&f, m), 0, "window: no leak");
 }
 
 static void test_max_idle(void)
@@ -299,15 +283,13 @@ static void test_max_idle(void)
 	ok(fake_usage(m).bytes_reserved <= MiB,
 	   "4 MiB idle: unmapped down to max_idle");
 	books_agree(&f, m, "max_idle");
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_chunks(void)
 {
 	struct fake_storage f;
-	fake_init(&f, NULL);
-	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__memory *m = fake_open(&f, NULL, "pool", NULL);
 	struct wafer__slice a, b, c;
 	wafer__memory_reserve(m, 100, &a);
 	is_int((long long)fake_usage(m).bytes_reserved, 2 * MiB,
@@ -323,11 +305,9 @@ static void test_chunks(void)
 	is_int((long long)f.frees, 0, "free chunks stay cached");
 	wafer__memory_trim_cache(m);
 	is_int((long long)fake_usage(m).bytes_reserved, 0, "trim frees them");
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 
-	fake_init(&f, NULL);
-	m = fake_memory(&f, "pool", "[memory.pool]\noverhead = 0\n");
+	m = fake_open(&f, NULL, "pool", "[memory.pool]\noverhead = 0\n");
 	wafer__memory_reserve(m, 3 * MiB, &a);
 	wafer__memory_release(m, &a);
 	wafer__memory_reserve(m, 5 * MiB, &b);
@@ -336,15 +316,13 @@ static void test_chunks(void)
 	is_int((long long)fake_usage(m).peak_reserved, 6 * MiB,
 	       "so the peak is the new chunk alone");
 	wafer__memory_release(m, &b);
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "no leak");
+	is_int((long long)fake_close(&f, m), 0, "no leak");
 }
 
 static void test_out_of_memory(void)
 {
 	struct fake_storage f;
-	fake_init(&f, &vm);
-	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__memory *m = fake_open(&f, &vm, "pool", NULL);
 	struct wafer__slice a, b;
 	f.fail_every = 1;
 	is_status(wafer__memory_reserve(m, 123, &a), WAFER_ERROR_OUT_OF_MEMORY,
@@ -374,8 +352,7 @@ static void test_out_of_memory(void)
 	wafer__memory_release(m, &b);
 	wafer__memory_trim_cache(m);
 	is_int((long long)fake_usage(m).bytes_reserved, 0, "trim: 0 reserved");
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "no leak");
+	is_int((long long)fake_close(&f, m), 0, "no leak");
 	is_int((long long)f.violations, 0, "storage contract kept");
 }
 
@@ -453,9 +430,7 @@ static void test_whole(void)
 
 static void test_options(void)
 {
-	static const struct {
-		const char *text, *needle;
-	} bad[] = {
+	static const struct fake_bad_option bad[] = {
 		{"[memory.pool]\noverhead = -1\n", "overhead"},
 		{"[memory.pool]\noverhead = much\n", "overhead"},
 		{"[memory.pool]\nsmall_max = big\n", "small_max"},
@@ -463,17 +438,7 @@ static void test_options(void)
 		{"[memory.pool]\nunmap = some\n", "unmap: expected whole or pages"},
 		{"[memory.pool]\nunit = big\n", "unit"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		struct fake_storage f;
-		fake_init(&f, &vm);
-		struct wafer__config *config = fake_config(bad[i].text);
-		struct wafer__memory *m;
-		is_status(wafer__memory_create("pool", &f.storage, config, &m),
-			  WAFER_ERROR_CONFIG, "bad option %zu refused", i);
-		like(wafer__error_detail(), bad[i].needle, "detail names it");
-		wafer__config_destroy(config);
-		fake_fini(&f);
-	}
+	fake_refuses_each(&vm, "pool", bad, sizeof bad / sizeof bad[0]);
 }
 
 /* Many free blocks of one size (holes between live ones): keeping and
@@ -482,8 +447,7 @@ static void test_many_holes(void)
 {
 	enum { N = 20000 };
 	struct fake_storage f;
-	fake_init(&f, NULL);
-	struct wafer__memory *m = fake_memory(&f, "pool", NULL);
+	struct wafer__memory *m = fake_open(&f, NULL, "pool", NULL);
 	static struct wafer__slice s[N];
 	for (int i = 0; i < N; i++)
 		wafer__memory_reserve(m, 1000, &s[i]);
@@ -502,8 +466,7 @@ static void test_many_holes(void)
 		wafer__memory_reserve(m, 1000, &s[i]);
 	for (int i = 0; i < N; i++)
 		wafer__memory_release(m, &s[i]);
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "many holes: no leak");
+	is_int((long long)fake_close(&f, m), 0, "many holes: no leak");
 }
 
 int main(void)

@@ -25,8 +25,7 @@ static const struct fake_options deferred = {
 static void test_books(void)
 {
 	struct fake_storage f;
-	fake_init(&f, &deferred);
-	struct wafer__memory *m = fake_memory(&f, "stream", NULL);
+	struct wafer__memory *m = fake_open(&f, &deferred, "stream", NULL);
 	struct wafer__slice a, b;
 	wafer__memory_reserve(m, 1000, &a);
 	wafer__memory_reserve(m, 3000, &b);
@@ -52,15 +51,13 @@ static void test_books(void)
 	wafer__memory_trim_cache(m);
 	is_int((long long)(f.syncs - syncs), 1,
 	       "nothing pending: no sync for nothing");
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "no leak");
+	is_int((long long)fake_close(&f, m), 0, "no leak");
 }
 
 static void test_failed_sync(void)
 {
 	struct fake_storage f;
-	fake_init(&f, &deferred);
-	struct wafer__memory *m = fake_memory(&f, "stream", NULL);
+	struct wafer__memory *m = fake_open(&f, &deferred, "stream", NULL);
 	struct wafer__slice s[4];
 	for (int i = 0; i < 4; i++)
 		wafer__memory_reserve(m, (size_t)(i + 1) * 1000, &s[i]);
@@ -83,8 +80,7 @@ static void test_failed_sync(void)
 	is_int((long long)fake_pending(&f), 0, "queue and books agree");
 	is_int((long long)stats(m).live_bytes, 4000, "live untouched");
 	wafer__memory_release(m, &s[3]);
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "no leak");
+	is_int((long long)fake_close(&f, m), 0, "no leak");
 }
 
 static void test_max_pending(void)
@@ -102,15 +98,13 @@ static void test_max_pending(void)
 	wafer__memory_release(m, &s[2]);
 	is_int((long long)f.syncs, 1, "past the bound: one reap");
 	is_int((long long)stats(m).pending_bytes, 0, "pending retired");
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_out_of_memory(void)
 {
 	struct fake_storage f;
-	fake_init(&f, &deferred);
-	struct wafer__memory *m = fake_memory(&f, "stream", NULL);
+	struct wafer__memory *m = fake_open(&f, &deferred, "stream", NULL);
 	struct wafer__slice a, b;
 	wafer__memory_reserve(m, 1000, &a);
 	wafer__memory_release(m, &a);
@@ -127,15 +121,13 @@ static void test_out_of_memory(void)
 	is_status(wafer__memory_reserve(m, 123, &b), WAFER_OK,
 		  "storage back: the strategy works");
 	wafer__memory_release(m, &b);
-	wafer__memory_destroy(m);
-	fake_fini(&f);
+	fake_close(&f, m);
 }
 
 static void test_no_async(void)
 {
 	struct fake_storage f;
-	fake_init(&f, NULL);
-	struct wafer__memory *m = fake_memory(&f, "stream", NULL);
+	struct wafer__memory *m = fake_open(&f, NULL, "stream", NULL);
 	ok(m != NULL, "a plugin without alloc_async still gets a manager");
 	struct wafer__slice a;
 	wafer__memory_reserve(m, 1000, &a);
@@ -144,8 +136,7 @@ static void test_no_async(void)
 	is_int((long long)f.frees, 1, "plain free at release");
 	ok(f.quiesces >= 1, "which waited for the queue first");
 	is_int((long long)stats(m).pending_bytes, 0, "nothing pending");
-	wafer__memory_destroy(m);
-	is_int((long long)fake_fini(&f), 0, "no leak");
+	is_int((long long)fake_close(&f, m), 0, "no leak");
 }
 
 int main(void)

@@ -51,6 +51,40 @@ for f in plugin-skeleton-dlopen.c plugin-skeleton-client.c; do
 	[ -r "$top_srcdir/t/internal/$f" ] || bail_out "cannot read $top_srcdir/t/internal/$f (shipped in the tarball)"
 done
 
+# drive PREFIX WHAT PROGRAM ARG: runs a built driver, numbers its TAP
+# lines (printed without numbers) into this test's sequence with PREFIX
+# before each name, and fails unless WHAT exits with status 0.
+drive() {
+	"$3" "$4" >"$3.out" 2>&1
+	status=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) pass "$1: ${line#ok - }" ;;
+		"not ok - "*) fail "$1: ${line#not ok - }" ;;
+		"#"*) echo "$line" ;;
+		*) echo "# $line" ;;
+		esac
+	done <"$3.out"
+	[ "$status" -eq 0 ] || fail "$2 exits with status 0 (got $status)"
+}
+
+# says NAME FILE PATTERN...: one point: the command before exited with
+# status 0 ($status) and FILE, its output, has a line matching each
+# PATTERN; on failure, FILE is shown.
+says() {
+	name=$1 file=$2 right=$status
+	shift 2
+	for pattern in "$@"; do
+		grep -q "$pattern" "$file" || right=1
+	done
+	if [ "$right" -eq 0 ]; then
+		pass "$name"
+	else
+		fail "$name (exit $status)"
+		diag "$(cat "$file")"
+	fi
+}
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-skeleton.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
@@ -123,18 +157,8 @@ if "$CC" -std=c11 -Wall -Wextra -Werror $cflags ${SANITIZER_FLAGS:-} \
 	-o "$tmp/dlopen-driver" "$top_srcdir/t/internal/plugin-skeleton-dlopen.c" \
 	-ldl >"$tmp/driver.log" 2>&1; then
 	pass "the dlopen driver builds"
-	"$tmp/dlopen-driver" "$tmp/plugins/skeleton.so" >"$tmp/driver.out" 2>&1
-	status=$?
-	# Number the driver's lines into our sequence.
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) pass "dlopen: ${line#ok - }" ;;
-		"not ok - "*) fail "dlopen: ${line#not ok - }" ;;
-		"#"*) echo "$line" ;;
-		*) echo "# $line" ;;
-		esac
-	done <"$tmp/driver.out"
-	[ "$status" -eq 0 ] || fail "the dlopen driver exits with status 0 (got $status)"
+	drive dlopen "the dlopen driver" "$tmp/dlopen-driver" \
+		"$tmp/plugins/skeleton.so"
 else
 	fail "the dlopen driver builds"
 	diag "$(cat "$tmp/driver.log")"
@@ -150,17 +174,7 @@ if "$CC" -std=c11 -Wall -Wextra -Werror $cflags ${SANITIZER_FLAGS:-} \
 	-o "$tmp/client" "$top_srcdir/t/internal/plugin-skeleton-client.c" \
 	$libs -Wl,-rpath,"$top_builddir/.libs" >"$tmp/client.log" 2>&1; then
 	pass "the client program builds with pkg-config --cflags --libs wafer"
-	"$tmp/client" "$tmp/plugins" >"$tmp/client.out" 2>&1
-	status=$?
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) pass "core: ${line#ok - }" ;;
-		"not ok - "*) fail "core: ${line#not ok - }" ;;
-		"#"*) echo "$line" ;;
-		*) echo "# $line" ;;
-		esac
-	done <"$tmp/client.out"
-	[ "$status" -eq 0 ] || fail "the client program exits with status 0 (got $status)"
+	drive core "the client program" "$tmp/client" "$tmp/plugins"
 else
 	fail "the client program builds with pkg-config --cflags --libs wafer"
 	diag "$(cat "$tmp/client.log")"
@@ -172,14 +186,9 @@ if [ -x "$wafer_info" ]; then
 	WAFER_PLUGIN_PATH=$tmp/plugins "$wafer_info" --backend skeleton \
 		>"$tmp/info.out" 2>&1
 	status=$?
-	if [ "$status" -eq 0 ] &&
-	   grep -q "skeleton: accepted, 1 device" "$tmp/info.out" &&
-	   grep -q "path: *$tmp/plugins/skeleton.so" "$tmp/info.out"; then
-		pass "wafer-info --backend skeleton: accepted, 1 device, from plugindir"
-	else
-		fail "wafer-info --backend skeleton: accepted, 1 device, from plugindir (exit $status)"
-		diag "$(cat "$tmp/info.out")"
-	fi
+	says "wafer-info --backend skeleton: accepted, 1 device, from plugindir" \
+		"$tmp/info.out" "skeleton: accepted, 1 device" \
+		"path: *$tmp/plugins/skeleton.so"
 
 	# The packaging path: a conf.d drop-in names the backend and sets
 	# the plugin's own option; the cpu plugin of this build stays the
@@ -198,14 +207,8 @@ if [ -x "$wafer_info" ]; then
 	WAFER_PLUGIN_PATH=$tmp/plugins:$top_builddir/plugins/cpu/.libs \
 		"$wafer_info" >"$tmp/info2.out" 2>&1
 	status=$?
-	if [ "$status" -eq 0 ] &&
-	   grep -q "Default device: skeleton:0" "$tmp/info2.out" &&
-	   grep -q "memory: *2.0 GiB" "$tmp/info2.out"; then
-		pass "conf.d drop-in selects skeleton and passes [skeleton] memory"
-	else
-		fail "conf.d drop-in selects skeleton and passes [skeleton] memory (exit $status)"
-		diag "$(cat "$tmp/info2.out")"
-	fi
+	says "conf.d drop-in selects skeleton and passes [skeleton] memory" \
+		"$tmp/info2.out" "Default device: skeleton:0" "memory: *2.0 GiB"
 else
 	fail "tools/wafer-info is built"
 fi

@@ -17,31 +17,23 @@
 
 #include <wafer/plugin_util.h>
 
+#include "t/dtypes.h"
 #include "t/tap.h"
 #include "t/standins/fake_host.h"
 
 static void dtype_sizes(void)
 {
-	static const struct {
-		wafer_dtype dtype;
-		size_t size;
-		const char *name;
-	} want[] = {
-		{WAFER_DTYPE_NONE, 0, "none"},
-		{WAFER_DTYPE_F32, 4, "float32"},
-		{WAFER_DTYPE_F16, 2, "float16"},
-		{WAFER_DTYPE_BF16, 2, "bfloat16"},
-		{WAFER_DTYPE_I32, 4, "int32"},
-		{WAFER_DTYPE_U8, 1, "uint8"},
-		{WAFER_DTYPE_F64, 8, "float64"},
-		{WAFER_DTYPE_I64, 8, "int64"},
-	};
-
-	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-		is_int((long long)wafer_plugin_dtype_size(want[i].dtype),
-		       (long long)want[i].size, "dtype_size(%s)", want[i].name);
-		is_str(wafer_plugin_dtype_name(want[i].dtype), want[i].name,
-		       "dtype_name(%d) is NumPy's name", (int)want[i].dtype);
+	is_int((long long)wafer_plugin_dtype_size(WAFER_DTYPE_NONE), 0,
+	       "dtype_size(none)");
+	is_str(wafer_plugin_dtype_name(WAFER_DTYPE_NONE), "none",
+	       "dtype_name(%d) is \"none\"", (int)WAFER_DTYPE_NONE);
+	for (size_t i = 0; i < T_DTYPE_COUNT; i++) {
+		is_int((long long)wafer_plugin_dtype_size(t_dtypes[i].dtype),
+		       (long long)t_dtypes[i].size, "dtype_size(%s)",
+		       t_dtypes[i].name);
+		is_str(wafer_plugin_dtype_name(t_dtypes[i].dtype),
+		       t_dtypes[i].name, "dtype_name(%d) is NumPy's name",
+		       (int)t_dtypes[i].dtype);
 	}
 	is_str(wafer_plugin_dtype_name(WAFER_DTYPE_I64 + 1), "unknown",
 	       "dtype_name past the known dtypes is \"unknown\"");

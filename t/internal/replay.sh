@@ -17,15 +17,10 @@
 #            with 64K pages: 65536 = 16.384; without vm: one 2 MiB chunk
 set -u
 
-if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
-	echo "Bail out! T_BUILDDIR/T_SRCDIR not set (run through make check)"
-	exit 1
-fi
-tool=$T_BUILDDIR/../tools/wafer-replay
-trace=$T_SRCDIR/replay-small.trace
 # shellcheck source=t/tap.sh
-. "$T_SRCDIR/tap.sh"
-tap_tmpdir wafer-replay
+. "${T_SRCDIR:?is not set (run through make check)}/tap.sh"
+tap_tool wafer-replay
+trace=$T_SRCDIR/replay-small.trace
 unset WAFER_LOG
 
 tap_show="$tmp/out $tmp/err"

@@ -19,27 +19,12 @@
 #            no kernel (512)
 set -u
 
-if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
-	echo "Bail out! T_BUILDDIR/T_SRCDIR not set (run through make check)"
-	exit 1
-fi
-tool=$T_BUILDDIR/../tools/wafer-trace
+# shellcheck source=t/tap.sh
+. "${T_SRCDIR:?is not set (run through make check)}/tap.sh"
+tap_tool wafer-trace
 trace=$T_SRCDIR/trace-small.json
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-trace.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+tap_show="$tmp/out $tmp/err"
 
-n=0
-failed=0
-point() { # point NAME STATUS: one TAP line; STATUS 0 passes
-	n=$((n + 1))
-	if [ "$2" -eq 0 ]; then
-		echo "ok $n - $1"
-	else
-		echo "not ok $n - $1"
-		sed 's/^/# /' "$tmp/out" "$tmp/err"
-		failed=$((failed + 1))
-	fi
-}
 # has NAME REGEX: the last run's output has a line matching REGEX
 has() {
 	grep -Eq -- "$2" "$tmp/out"
@@ -105,6 +90,26 @@ point "report: a host-only trace" $?
 has "report: says there are no device times" 'none in this file \(host spans only'
 has "report: and counts the host spans" '^matmul +2 +0\.020 +10\.00 +10\.00'
 
+# svg: the same trace as one picture: a box per span (14 in the file),
+# the flow as a red line, the error as a red mark, memory as lines, and
+# every name escaped (the file is XML).
+"$tool" svg "$trace" >"$tmp/out" 2>"$tmp/err"
+point "svg: exits 0" $?
+[ "$(grep -c '<rect ' "$tmp/out")" -eq "$(grep -c '"ph":"X"' "$trace")" ]
+point "svg: one box per span" $?
+has "svg: an SVG document" '^<svg xmlns="http://www.w3.org/2000/svg"'
+has "svg: the wait is an arrow" '<line [^>]*stroke="#c00"'
+has "svg: the error is a red mark" 'fill="red"'
+has "svg: memory is drawn" '<polyline '
+has "svg: a box's title gives its args" '<title>matmul \(host\) 10\.000 us .*kernel=matmul'
+tail -n 1 "$tmp/out" | grep -q '^</svg>$'
+point "svg: the document is closed" $?
+if command -v python3 >/dev/null 2>&1; then
+	python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' \
+		"$tmp/out" 2>"$tmp/err"
+	point "svg: well-formed XML" $?
+fi
+
 "$tool" report >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 2 ]
 point "no file: a usage error" $?
@@ -113,4 +118,5 @@ point "no file: a usage error" $?
 point "a missing file is named" $?
 
 echo "1..$n"
+exit $failed
 [ "$failed" -eq 0 ]

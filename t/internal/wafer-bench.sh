@@ -5,13 +5,9 @@
 # 2, the usage on stderr); compare says on stderr what it runs and how
 # long is left, while stdout keeps only the result lines.
 set -u
-if [ -z "${T_BUILDDIR:-}" ]; then
-	echo "Bail out! T_BUILDDIR is not set (run through make check)"
-	exit 1
-fi
-tool=$T_BUILDDIR/../tools/wafer-bench
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/wafer-bench.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=t/tap.sh
+. "${T_SRCDIR:?is not set (run through make check)}/tap.sh"
+tap_tool wafer-bench
 echo "1..4"
 
 "$tool" >"$tmp/out" 2>"$tmp/err"

@@ -8,14 +8,9 @@
 # The device is cpu:0.
 set -u
 
-if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
-	echo "Bail out! T_BUILDDIR is not set (run through make check)"
-	exit 1
-fi
-tool=$T_BUILDDIR/../tools/wafer-info
 # shellcheck source=t/tap.sh
-. "$T_SRCDIR/tap.sh"
-tap_tmpdir wafer-info
+. "${T_SRCDIR:?is not set (run through make check)}/tap.sh"
+tap_tool wafer-info
 
 # The cpu plugin is always built: without it the build is broken, not
 # the machine short of something.
@@ -46,7 +41,7 @@ show_output() {
 	sed 's/^/# /' "$tmp/out" "$tmp/err"
 }
 
-echo "1..29"
+echo "1..32"
 
 "$tool" > "$tmp/out" 2> "$tmp/err"
 status=$?
@@ -100,12 +95,22 @@ check "half_interop: the interop group's warning in the report" \
 	has "      warning: interop entries come together; it has native import queue_wrap but not forget queue_native: interop off"
 check "half_interop: the program group's warning in the report" \
 	has "      warning: program entries come together;"
-minor=$(sed -n 's/^#define WAFER_PLUGIN_ABI_MINOR \([0-9]*\).*/\1/p' "$T_SRCDIR/../include/wafer/plugin.h")
+minor=$(sed -n 's/^#define WAFER_PLUGIN_ABI_MINOR_LATEST \([0-9]*\).*/\1/p' "$T_SRCDIR/../include/wafer/plugin.h")
 "$tool" --backend new_minor > "$tmp/out" 2> "$tmp/err"
 check "new_minor: ABI 1.99 beside the core's 1.$minor" \
 	has "      ABI:     1.99 (newer than the core's 1.$minor: see the warning)"
 check "new_minor: the warning in the report" \
 	has "      warning: built for ABI 1.99, newer than this core's 1.$minor:"
+
+# The names a plugin gives its vendor values (ABI 1.7), and the entries
+# the loader did not take.
+"$tool" --backend named > "$tmp/out" 2> "$tmp/err"
+check "named: its vendor format's name in the report" \
+	has "      names:   acme-isa (program format 0x10001)"
+check "named: its vendor kind's name in the report" \
+	has "      names:   acme-buffer (native kind 0x10002)"
+check "named: a name it did not get is a warning" \
+	has "      warning: vendor_names[3]: program format 0x10003: name 'host-c' is one the core uses"
 
 "$tool" --no-such-option > "$tmp/out" 2> "$tmp/err"
 status=$?

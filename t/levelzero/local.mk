@@ -4,7 +4,7 @@ BACKEND_OWN_TESTS += levelzero:t/levelzero/plugin levelzero:t/levelzero/client \
 	levelzero:t/levelzero/spirv.sh levelzero:t/levelzero/kernels_cl \
 	levelzero:t/levelzero/model levelzero:t/levelzero/ops.sh \
 	levelzero:t/levelzero/programs.sh levelzero:t/levelzero/interop.sh \
-	levelzero:t/levelzero/queues.sh
+	levelzero:t/levelzero/queues.sh levelzero:t/levelzero/queues_regular.sh
 
 # The Level Zero plugin, without Level Zero hardware: a test driver
 # (t/standins/levelzero/driver.c, host memory) that the real oneAPI loader loads
@@ -13,7 +13,7 @@ BACKEND_OWN_TESTS += levelzero:t/levelzero/plugin levelzero:t/levelzero/client \
 EXTRA_DIST += t/standins/levelzero/fakeze.h t/standins/levelzero/spirv.h t/standins/levelzero/emulate.h \
 	t/levelzero/nodriver.sh t/levelzero/spirv.sh t/levelzero/intercept.sh \
 	t/levelzero/ops.sh t/levelzero/programs.sh t/levelzero/interop.sh \
-	t/levelzero/queues.sh
+	t/levelzero/queues.sh t/levelzero/queues_regular.sh
 if WAFER_LEVELZERO
 check_LTLIBRARIES += t/levelzero/fakeze.la
 t_levelzero_fakeze_la_SOURCES = t/standins/levelzero/driver.c t/standins/levelzero/fakeze.h \
@@ -49,7 +49,7 @@ TESTS += t/levelzero/model
 t_levelzero_model_SOURCES = t/levelzero/model.c t/standins/levelzero/fakeze.h
 nodist_t_levelzero_model_SOURCES = plugins/levelzero/kernels-spirv.c
 t_levelzero_model_CPPFLAGS = $(AM_CPPFLAGS) $(LEVELZERO_CFLAGS)
-t_levelzero_model_LDADD = $(LEVELZERO_LIBS) -ldl
+t_levelzero_model_LDADD = $(LEVELZERO_LIBS) -ldl -lpthread
 
 # t/api/ops (every operation against host references) on the test driver,
 # which runs the kernels by emulation.
@@ -59,8 +59,9 @@ TESTS += t/levelzero/ops.sh
 TESTS += t/levelzero/programs.sh
 # t/api/interop (native handles out and in) the same way.
 TESTS += t/levelzero/interop.sh
-# t/api/queues (queues ordered on the host: no events group) the same way.
-TESTS += t/levelzero/queues.sh
+# t/api/queues, t/api/graphs and t/api/trace (events, native graphs,
+# device spans) the same way, on immediate and on regular command lists.
+TESTS += t/levelzero/queues.sh t/levelzero/queues_regular.sh
 
 # wafer-info without a driver and with the test driver; the embedded
 # SPIR-V module validated.

@@ -12,12 +12,17 @@
  *  - the host reading what the device writes before it synchronised;
  *  - freeing memory that submitted work still uses;
  *  - a kernel name the module does not have, arguments in the wrong
- *    order, a count that sends a kernel past its buffer.
+ *    order, a count that sends a kernel past its buffer;
+ *  - a list that reads what another list writes with no event wait
+ *    between them: the other list's work has not run, the bytes are
+ *    stale; with the wait they are right; work behind an event only the
+ *    host signals runs once another thread signals it.
  * And the same programs written correctly give the right values: the
  * driver runs the plugin's kernels (emulated from kernels.cl). */
 #include "build-config.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,24 +207,45 @@ static void test_copies(void)
  * An immediate command list and its event
  *===----------------------------------------------------------------------===*/
 
-static void test_immediate(void)
+/* An asynchronous immediate list of the compute group. */
+static ze_command_list_handle_t immediate_list(void)
 {
 	ze_command_queue_desc_t qd = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
 				      .ordinal = COMPUTE,
 				      .mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS};
+	ze_command_list_handle_t l;
+
+	if (!ze_ok(zeCommandListCreateImmediate(ctx, dev, &qd, &l), "immediate"))
+		abort();
+	return l;
+}
+
+/* |n| host-visible events of a pool of their own, in |ev|. */
+static ze_event_pool_handle_t host_events(uint32_t n, ze_event_handle_t *ev)
+{
 	ze_event_pool_desc_t pd = {.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
 				   .flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
-				   .count = 1};
+				   .count = n};
 	ze_event_desc_t ed = {.stype = ZE_STRUCTURE_TYPE_EVENT_DESC};
-	ze_command_list_handle_t l;
 	ze_event_pool_handle_t pool;
+
+	if (!ze_ok(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool), "pool"))
+		abort();
+	for (uint32_t i = 0; i < n; i++) {
+		ed.index = i;
+		if (!ze_ok(zeEventCreate(pool, &ed, &ev[i]), "event"))
+			abort();
+	}
+	return pool;
+}
+
+static void test_immediate(void)
+{
+	ze_command_list_handle_t l = immediate_list();
 	ze_event_handle_t ev;
+	ze_event_pool_handle_t pool = host_events(1, &ev);
 	float *in = alloc_host(), *out = alloc_host(), *d = alloc_device();
 
-	if (!ze_ok(zeCommandListCreateImmediate(ctx, dev, &qd, &l), "immediate") ||
-	    !ze_ok(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool), "pool") ||
-	    !ze_ok(zeEventCreate(pool, &ed, &ev), "event"))
-		abort();
 	fz->clear();
 	fill_host(in, 5.0f);
 	fill_host(out, 0.0f);
@@ -237,6 +263,97 @@ static void test_immediate(void)
 	zeEventDestroy(ev);
 	zeEventPoolDestroy(pool);
 	zeCommandListDestroy(l);
+	zeMemFree(ctx, in);
+	zeMemFree(ctx, out);
+	zeMemFree(ctx, d);
+}
+
+/*===----------------------------------------------------------------------===
+ * Two immediate lists ordered by events
+ *===----------------------------------------------------------------------===*/
+
+struct signaller {
+	ze_event_handle_t gate;
+	float *seen; /* what the host-side thread found before it signalled */
+	const float *out;
+};
+
+/* A host callback the Level Zero way: signals the gate from the host. */
+static void *signal_later(void *data)
+{
+	struct signaller *s = data;
+
+	*s->seen = s->out[0];
+	ze_ok(zeEventHostSignal(s->gate), "zeEventHostSignal");
+	return NULL;
+}
+
+static void test_cross_list(void)
+{
+	ze_command_list_handle_t a = immediate_list(), b = immediate_list();
+	ze_event_handle_t ev[4];
+	ze_event_pool_handle_t pool = host_events(4, ev);
+	float *in = alloc_host(), *out = alloc_host(), *d = alloc_device();
+
+	fz->clear();
+
+	/* a uploads, b downloads, no wait between: b runs alone. */
+	fill_host(in, 7.0f);
+	fill_host(out, 0.0f);
+	zeCommandListAppendMemoryCopy(a, d, in, N * 4, NULL, 0, NULL);
+	zeCommandListAppendMemoryCopy(b, out, d, N * 4, NULL, 0, NULL);
+	zeCommandListAppendBarrier(b, ev[0], 0, NULL);
+	zeEventHostSynchronize(ev[0], UINT64_MAX);
+	ok(!ALL(out, 7.0f + (float)i),
+	   "two lists, no event wait: the reader's copy ran before the "
+	   "writer's (stale bytes)");
+	zeCommandListAppendBarrier(a, ev[1], 0, NULL);
+	zeEventHostSynchronize(ev[1], UINT64_MAX);
+
+	/* The same with a's barrier signalling an event b waits on. */
+	zeEventHostReset(ev[0]);
+	zeEventHostReset(ev[1]);
+	fill_host(in, 9.0f);
+	fill_host(out, 0.0f);
+	zeCommandListAppendMemoryCopy(a, d, in, N * 4, NULL, 0, NULL);
+	zeCommandListAppendBarrier(a, ev[1], 0, NULL);
+	zeCommandListAppendWaitOnEvents(b, 1, &ev[1]);
+	zeCommandListAppendMemoryCopy(b, out, d, N * 4, NULL, 0, NULL);
+	zeCommandListAppendBarrier(b, ev[0], 0, NULL);
+	ok(zeEventHostSynchronize(ev[0], UINT64_MAX) == ZE_RESULT_SUCCESS &&
+		   ALL(out, 9.0f + (float)i),
+	   "  ... with b waiting on an event a signals: the right bytes");
+
+	/* b waits on an event only the host signals: a host wait on b
+	 * returns once another thread signalled it, after the work before
+	 * the gate ran. */
+	zeEventHostReset(ev[0]);
+	float seen = -1.0f;
+	struct signaller sig = {ev[2], &seen, out};
+	fill_host(in, 11.0f);
+	zeCommandListAppendMemoryCopy(b, d, in, N * 4, NULL, 0, NULL);
+	zeCommandListAppendBarrier(b, ev[3], 0, NULL);
+	zeCommandListAppendWaitOnEvents(b, 1, &ev[2]);
+	zeCommandListAppendMemoryCopy(b, out, d, N * 4, NULL, 0, NULL);
+	zeCommandListAppendBarrier(b, ev[0], 0, NULL);
+	ok(zeEventQueryStatus(ev[0]) == ZE_RESULT_NOT_READY,
+	   "  ... behind a gate only the host signals, the work waits");
+	ok(zeEventHostSynchronize(ev[3], UINT64_MAX) == ZE_RESULT_SUCCESS,
+	   "  ... the work before the gate runs");
+	pthread_t thread;
+	pthread_create(&thread, NULL, signal_later, &sig);
+	ok(zeEventHostSynchronize(ev[0], UINT64_MAX) == ZE_RESULT_SUCCESS &&
+		   ALL(out, 11.0f + (float)i),
+	   "  ... and the rest once another thread signals it");
+	pthread_join(thread, NULL);
+	ok(seen == 9.0f, "  ... not before (the host saw %g)", (double)seen);
+	ok(!violated(NULL), "  ... no violation");
+
+	for (uint32_t i = 0; i < 4; i++)
+		zeEventDestroy(ev[i]);
+	zeEventPoolDestroy(pool);
+	zeCommandListDestroy(a);
+	zeCommandListDestroy(b);
 	zeMemFree(ctx, in);
 	zeMemFree(ctx, out);
 	zeMemFree(ctx, d);
@@ -438,6 +555,7 @@ int main(void)
 
 	test_copies();
 	test_immediate();
+	test_cross_list();
 	test_every_kernel();
 	test_kernels();
 

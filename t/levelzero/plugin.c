@@ -18,11 +18,13 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <level_zero/ze_api.h>
 
@@ -1162,6 +1164,79 @@ static void test_timers(void *device, void *queue, const char *mode)
 }
 
 /*===----------------------------------------------------------------------===
+ * Events: what only this plugin does (the ABI suite tests the group)
+ *===----------------------------------------------------------------------===*/
+
+static void count_call(void *arg)
+{
+	++*(int *)arg;
+}
+
+/* A callback that holds its queue's callback thread until let go. */
+struct holder {
+	atomic_int started, go;
+};
+
+static void hold_thread(void *arg)
+{
+	struct holder *h = arg;
+
+	atomic_store(&h->started, 1);
+	while (!atomic_load(&h->go))
+		usleep(1000);
+}
+
+/* A recording takes a Level Zero event of its own, and events go back
+ * for reuse once no work uses them: recording again and again creates
+ * no more pools than are in use at once. A wait on an event of a failed
+ * queue, and a host callback behind a failure, do not hang. */
+static void test_events(void *device, void *queue, const char *mode,
+			int immediate)
+{
+	void *other = NULL, *e = NULL;
+	int calls = 0;
+
+	status_is(sv->queue_create(device, &other), WAFER_OK,
+		  "%s: a second queue", mode);
+	sv->event_create(device, 0, &e);
+	uint64_t pools = fz->calls("zeEventPoolCreate");
+	for (int i = 0; i < 200; i++) {
+		sv->event_record(device, queue, e);
+		sv->queue_wait_event(device, other, e);
+		if (i % 20 == 19) {
+			sv->sync(device, other);
+			sv->sync(device, queue);
+		}
+	}
+	status_is(sv->event_sync(device, e), WAFER_OK, "%s: 200 recordings",
+		  mode);
+	ok(fz->calls("zeEventPoolCreate") - pools <= 24,
+	   "%s: ... recycle their Level Zero events (%llu pools made)", mode,
+	   (unsigned long long)(fz->calls("zeEventPoolCreate") - pools));
+
+	/* The device is lost at the queue's wait: the work before the
+	 * second callback never runs, yet its thread is not left waiting
+	 * (the queue's destruction joins it). The first holds the thread
+	 * meanwhile, so that the failure goes to the queue's wait. */
+	struct holder h = {0};
+	sv->queue_callback(device, other, hold_thread, &h);
+	while (!atomic_load(&h.started))
+		usleep(1000);
+	status_is(sv->queue_callback(device, other, count_call, &calls),
+		  WAFER_OK, "%s: a host callback", mode);
+	fz->fail(immediate ? "zeEventHostSynchronize"
+			   : "zeCommandQueueSynchronize",
+		 0, ZE_RESULT_ERROR_DEVICE_LOST);
+	status_is(sv->sync(device, other), WAFER_ERROR_DEVICE,
+		  "%s: ... behind a wait on a lost device", mode);
+	fz->clear();
+	atomic_store(&h.go, 1);
+	sv->event_destroy(device, e);
+	sv->queue_destroy(device, other);
+	is_int(calls, 1, "%s: ... runs once all the same", mode);
+}
+
+/*===----------------------------------------------------------------------===
  * Queues on several threads
  *===----------------------------------------------------------------------===*/
 
@@ -1520,6 +1595,7 @@ static void run_mode(const char *mode, const struct wafer_plugin_option *opts,
 	test_driver_errors(device, queue, immediate);
 	test_timers(device, queue, mode);
 	no_violations(mode);
+	test_events(device, queue, mode, immediate);
 	test_interop(state, device, queue, mode);
 	no_violations(mode);
 

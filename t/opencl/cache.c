@@ -295,14 +295,6 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
 	return h;
 }
 
-static void remove_tree(const char *path)
-{
-	char cmd[8192];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-	if (system(cmd) != 0)
-		diag("could not remove %s", path);
-}
-
 /*===----------------------------------------------------------------------===
  * Scenarios
  *===----------------------------------------------------------------------===*/
@@ -623,14 +615,12 @@ static void test_no_platform(void)
 int main(void)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
-	const char *builddir = getenv("T_BUILDDIR");
+	const char *builddir = tap_builddir();
 	char pocl[4200] = "T_OPENCL_UNUSED=1", so[4200];
 	struct report present, probe;
 
 	/* The parent must not load the plugin: the ICD loader could read
 	 * its vendors before a child sets OCL_ICD_VENDORS. */
-	if (!builddir)
-		bail_out("T_BUILDDIR is not set (run through make check)");
 	snprintf(so, sizeof so, "%s/../plugins/opencl/.libs/opencl.so",
 		 builddir);
 	/* This test is built only when configure builds the plugin. */
@@ -665,7 +655,7 @@ int main(void)
 		test_location(pocl);
 		test_build_failure(pocl);
 	}
-	remove_tree(tmp);
+	tap_remove_tree(tmp);
 	done_testing();
 	return exit_status();
 }

@@ -1312,15 +1312,8 @@ static void test_programs(void)
 	struct buf b[2] = {upload_values(WAFER_DTYPE_F32, y, 1000),
 			   upload_values(WAFER_DTYPE_F32, x, 1000)};
 	struct wafer_binding bind[2] = {bind_of(b[0]), bind_of(b[1])};
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
-		.kernel = saxpy,
-		.bindings = bind,
-		.binding_count = 2,
-		.params = &sp,
-		.params_size = sizeof sp,
-		.global = {1000, 1, 1},
-	};
+	struct wafer_launch l =
+		launch_of(saxpy, bind, 2, &sp, sizeof sp, 1000);
 	status_is(s->launch(device, queue, &l), WAFER_OK,
 		  "programs: launch saxpy");
 	status_is(download_values(WAFER_DTYPE_F32, b[0], 1000, got), WAFER_OK,

@@ -6,12 +6,7 @@
 
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "abi_major",
-	.version = "999.0.0",
-	.description = "test plugin: from the future",
-	.devices = 1,
-};
+TP_PLUGIN("abi_major", "999.0.0", "test plugin: from the future", 1, 0);
 
 TP_PLUGIN_QUERY(d)
 {

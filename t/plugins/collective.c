@@ -18,12 +18,8 @@
 #include "plugins/cpu/comm_inproc.h"
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "collective",
-	.version = "1.0",
-	.description = "test plugin: peer copies and collectives in process",
-	.devices = 4,
-};
+TP_PLUGIN("collective", "1.0",
+	  "test plugin: peer copies and collectives in process", 4, 0);
 
 /* A rank whose peers do not come fails instead of hanging the test
  * that got it wrong; no correct test comes near it. */

@@ -39,6 +39,17 @@ struct tp_plugin_defaults {
 };
 extern const struct tp_plugin_defaults tp_plugin;
 
+/* TP_PLUGIN(name, version, description, devices, vm_granularity);
+ * defines a plugin file's tp_plugin (a granularity of 0: the default). */
+#define TP_PLUGIN(name_, version_, description_, devices_, granularity_) \
+	const struct tp_plugin_defaults tp_plugin = {			\
+		.name = name_,						\
+		.version = version_,					\
+		.description = description_,				\
+		.devices = devices_,					\
+		.vm_granularity = granularity_,				\
+	}
+
 /* One device; device_open hands out a pointer to it. It lives as long as
  * the plugin state, so a test can read the counts after a close. */
 struct tp_device {

@@ -9,13 +9,7 @@
 
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "full",
-	.version = "2.0.0",
-	.description = "test plugin: every optional entry",
-	.devices = 2,
-	.vm_granularity = 65536,
-};
+TP_PLUGIN("full", "2.0.0", "test plugin: every optional entry", 2, 65536);
 
 static const struct wafer_storage_ops full_storage_ops = {
 	.struct_size = sizeof(struct wafer_storage_ops),

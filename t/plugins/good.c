@@ -6,12 +6,7 @@
 
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "good",
-	.version = "1.2.3",
-	.description = "test plugin: one host-memory device",
-	.devices = 1,
-};
+TP_PLUGIN("good", "1.2.3", "test plugin: one host-memory device", 1, 0);
 
 TP_PLUGIN_QUERY(d)
 {

@@ -11,12 +11,8 @@
 
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "half_interop",
-	.version = "1.0",
-	.description = "test plugin: interop and comm entries in part",
-	.devices = 1,
-};
+TP_PLUGIN("half_interop", "1.0",
+	  "test plugin: interop and comm entries in part", 1, 0);
 
 static const struct wafer_storage_ops half_storage_ops = {
 	.struct_size = sizeof(struct wafer_storage_ops),

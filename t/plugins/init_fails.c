@@ -5,12 +5,7 @@
 
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "init_fails",
-	.version = "1.0",
-	.description = "test plugin: init fails",
-	.devices = 1,
-};
+TP_PLUGIN("init_fails", "1.0", "test plugin: init fails", 1, 0);
 
 static wafer_status init_fails_init(const struct wafer_plugin_init_args *args,
 				    void **out_state)

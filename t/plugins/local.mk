@@ -10,7 +10,8 @@ check_LTLIBRARIES += t/plugins/good.la t/plugins/full.la \
 	t/plugins/init_fails.la t/plugins/no_devices.la \
 	t/plugins/missing_required.la t/plugins/null_query.la \
 	t/plugins/old_struct.la t/plugins/unresolved.la t/plugins/faulty.la \
-	t/plugins/half_interop.la t/plugins/new_minor.la
+	t/plugins/half_interop.la t/plugins/new_minor.la \
+	t/plugins/newer_cpu.la t/plugins/named.la t/plugins/stale_minor.la
 t_plugins_good_la_SOURCES = t/plugins/good.c $(T_PLUGIN_COMMON)
 t_plugins_good_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_full_la_SOURCES = t/plugins/full.c $(T_PLUGIN_COMMON)
@@ -31,6 +32,13 @@ t_plugins_half_interop_la_SOURCES = t/plugins/half_interop.c $(T_PLUGIN_COMMON)
 t_plugins_half_interop_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 t_plugins_new_minor_la_SOURCES = t/plugins/new_minor.c $(T_PLUGIN_COMMON)
 t_plugins_new_minor_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
+t_plugins_stale_minor_la_SOURCES = t/plugins/stale_minor.c $(T_PLUGIN_COMMON)
+t_plugins_stale_minor_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
+t_plugins_named_la_SOURCES = t/plugins/named.c $(T_PLUGIN_COMMON)
+t_plugins_named_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
+t_plugins_newer_cpu_la_SOURCES = t/plugins/newer_cpu.c
+t_plugins_newer_cpu_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
+t_plugins_newer_cpu_la_LIBADD = -ldl
 t_plugins_null_query_la_SOURCES = t/plugins/null_query.c
 t_plugins_null_query_la_LDFLAGS = $(T_PLUGIN_LDFLAGS)
 # No version script: it would hide the near-miss symbol this one exports.

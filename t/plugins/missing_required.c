@@ -5,12 +5,7 @@
 
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "missing_required",
-	.version = "1.0",
-	.description = "test plugin: no launch",
-	.devices = 1,
-};
+TP_PLUGIN("missing_required", "1.0", "test plugin: no launch", 1, 0);
 
 static const struct wafer_server_ops no_launch_server_ops = {
 	.struct_size = sizeof(struct wafer_server_ops),

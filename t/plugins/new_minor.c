@@ -6,12 +6,7 @@
 
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "new_minor",
-	.version = "9.9",
-	.description = "test plugin: built for ABI 1.99",
-	.devices = 1,
-};
+TP_PLUGIN("new_minor", "9.9", "test plugin: built for ABI 1.99", 1, 0);
 
 TP_PLUGIN_QUERY(d)
 {

@@ -6,12 +6,7 @@
 
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "no_devices",
-	.version = "1.0",
-	.description = "test plugin: no driver",
-	.devices = 0,
-};
+TP_PLUGIN("no_devices", "1.0", "test plugin: no driver", 0, 0);
 
 static wafer_status no_devices_count(void *state, uint32_t *out_count)
 {

@@ -10,13 +10,8 @@
 
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "old_minor",
-	.version = "0.9",
-	.description = "test plugin: tables of an older minor",
-	.devices = 1,
-	.vm_granularity = 65536,
-};
+TP_PLUGIN("old_minor", "0.9",
+	  "test plugin: tables of an older minor", 1, 65536);
 
 static const struct wafer_storage_ops old_storage_ops = {
 	.struct_size = offsetof(struct wafer_storage_ops, alloc_async),

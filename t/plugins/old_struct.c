@@ -7,12 +7,7 @@
 
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "old_struct",
-	.version = "1.0",
-	.description = "test plugin: descriptor too short",
-	.devices = 1,
-};
+TP_PLUGIN("old_struct", "1.0", "test plugin: descriptor too short", 1, 0);
 
 TP_PLUGIN_QUERY(d)
 {

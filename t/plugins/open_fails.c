@@ -11,12 +11,7 @@
 
 #include "t/plugins/common.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "open_fails",
-	.version = "1.0",
-	.description = "test plugin: devices that fail to open",
-	.devices = 3,
-};
+TP_PLUGIN("open_fails", "1.0", "test plugin: devices that fail to open", 3, 0);
 
 static wafer_status open_fails_device_open(void *state, uint32_t index,
 					   void **out_device)

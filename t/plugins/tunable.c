@@ -18,13 +18,8 @@
 #include "t/plugins/common.h"
 #include "t/plugins/tunable.h"
 
-const struct tp_plugin_defaults tp_plugin = {
-	.name = "tunable",
-	.version = "1.0.0",
-	.description = "test plugin: kernel variants of known cost",
-	.devices = 1,
-	.vm_granularity = 0,
-};
+TP_PLUGIN("tunable", "1.0.0",
+	  "test plugin: kernel variants of known cost", 1, 0);
 
 /* The module is loaded once per process however many runtimes open it;
  * the tests open one at a time. */

@@ -14,8 +14,9 @@
  * is_status for such tests: it shows the set_error text on failure.
  * host_open() dlopens a plugin and finds its query function,
  * host_init() inits a plugin with these services and some options,
- * host_find_kernel() finds a device's (op, dtype) entry, host_launch()
- * launches it as the core does, host_values() makes test inputs.
+ * host_find_kernel() finds a device's (op, dtype) entry, launch_of()
+ * builds a launch of it as the core does, host_launch() launches it,
+ * host_values() makes test inputs.
  *
  * Header-only; include it once, after tap.h. */
 #ifndef WAFER_T_FAKE_HOST_H
@@ -191,16 +192,14 @@ host_find_kernel(const struct wafer_plugin *p, void *device, const char *op,
 	return NULL;
 }
 
-/* Launches |k| on |queue| over |count| work items (global = {count, 1,
- * 1}, at least 1), as the core would. */
-__attribute__((unused)) static wafer_status
-host_launch(const struct wafer_plugin *p, void *device, void *queue,
-	    const struct wafer_kernel *k, const struct wafer_binding *b,
-	    uint32_t nb, const void *params, size_t params_size,
-	    uint64_t count)
+/* The launch of |k| over |count| work items (global = {count, 1, 1}, at
+ * least 1), as the core builds it. */
+__attribute__((unused)) static struct wafer_launch
+launch_of(const struct wafer_kernel *k, const struct wafer_binding *b,
+	  uint32_t nb, const void *params, size_t params_size, uint64_t count)
 {
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
+	return (struct wafer_launch){
+		.struct_size = sizeof(struct wafer_launch),
 		.kernel = k,
 		.bindings = b,
 		.binding_count = nb,
@@ -208,6 +207,17 @@ host_launch(const struct wafer_plugin *p, void *device, void *queue,
 		.params_size = params_size,
 		.global = {count ? count : 1, 1, 1},
 	};
+}
+
+/* Launches |k| on |queue| over |count| work items, as the core would. */
+__attribute__((unused)) static wafer_status
+host_launch(const struct wafer_plugin *p, void *device, void *queue,
+	    const struct wafer_kernel *k, const struct wafer_binding *b,
+	    uint32_t nb, const void *params, size_t params_size,
+	    uint64_t count)
+{
+	struct wafer_launch l = launch_of(k, b, nb, params, params_size, count);
+
 	return p->server->launch(device, queue, &l);
 }
 

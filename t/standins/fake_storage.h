@@ -30,6 +30,7 @@
 #include "lib/error.h"
 #include "lib/memory/memory.h"
 #include "lib/memory/storage.h"
+#include "t/tap.h"
 
 enum fake_kind { FAKE_ALLOC, FAKE_ASYNC, FAKE_RANGE };
 
@@ -326,53 +327,66 @@ static inline struct fake_object *fake_range(struct fake_storage *f,
 	return o;
 }
 
-static inline wafer_status fake_vm_map(void *device, wafer_resource range,
-				       size_t offset, size_t size)
+/* vm_map (|map|) or vm_unmap of [offset, offset + size) of |range|:
+ * counts the call and checks the contract (every page unmapped for a
+ * map, mapped for an unmap: a violation otherwise). */
+static inline wafer_status fake_vm_pages(void *device, wafer_resource range,
+					 size_t offset, size_t size, bool map)
 {
 	struct fake_storage *f = device;
-	f->maps++;
-	f->per.vm_map++;
-	struct fake_object *o =
-		fake_range(f, range, offset, size, "vm_map out of range");
+	const char *entry = map ? "vm_map" : "vm_unmap";
+	char what[64];
+
+	if (map) {
+		f->maps++;
+		f->per.vm_map++;
+	} else {
+		f->unmaps++;
+		f->per.vm_unmap++;
+	}
+	snprintf(what, sizeof what, "%s out of range", entry);
+	struct fake_object *o = fake_range(f, range, offset, size, what);
 	if (!o)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "fake");
 	size_t g = f->opt.granularity;
 	for (size_t p = offset / g; p < (offset + size) / g; p++)
-		if (o->mapped[p])
-			fake_violation(f, "vm_map of a mapped page", range);
-	if (fake_should_fail(f))
-		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
-				   "fake: injected failure of vm_map(%zu)", size);
-	if (mprotect((char *)(uintptr_t)range + offset, size,
-		     PROT_READ | PROT_WRITE))
-		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY, "fake: mprotect");
-	for (size_t p = offset / g; p < (offset + size) / g; p++)
-		o->mapped[p] = 1;
-	f->bytes += size;
+		if (o->mapped[p] == map)
+			fake_violation(f,
+				       map ? "vm_map of a mapped page"
+					   : "vm_unmap of an unmapped page",
+				       range);
+	char *at = (char *)(uintptr_t)range + offset;
+	if (map) {
+		if (fake_should_fail(f))
+			return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+					   "fake: injected failure of "
+					   "vm_map(%zu)",
+					   size);
+		if (mprotect(at, size, PROT_READ | PROT_WRITE))
+			return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+					   "fake: mprotect");
+		f->bytes += size;
+	} else {
+		/* Like a device: the bytes are gone, the next map is
+		 * fresh. */
+		madvise(at, size, MADV_DONTNEED);
+		mprotect(at, size, PROT_NONE);
+		f->bytes -= size;
+	}
+	memset(o->mapped + offset / g, map, size / g);
 	return WAFER_OK;
+}
+
+static inline wafer_status fake_vm_map(void *device, wafer_resource range,
+				       size_t offset, size_t size)
+{
+	return fake_vm_pages(device, range, offset, size, true);
 }
 
 static inline wafer_status fake_vm_unmap(void *device, wafer_resource range,
 					 size_t offset, size_t size)
 {
-	struct fake_storage *f = device;
-	f->unmaps++;
-	f->per.vm_unmap++;
-	struct fake_object *o =
-		fake_range(f, range, offset, size, "vm_unmap out of range");
-	if (!o)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "fake");
-	size_t g = f->opt.granularity;
-	for (size_t p = offset / g; p < (offset + size) / g; p++) {
-		if (!o->mapped[p])
-			fake_violation(f, "vm_unmap of an unmapped page", range);
-		o->mapped[p] = 0;
-	}
-	/* Like a device: the bytes are gone, the next map is fresh. */
-	madvise((char *)(uintptr_t)range + offset, size, MADV_DONTNEED);
-	mprotect((char *)(uintptr_t)range + offset, size, PROT_NONE);
-	f->bytes -= size;
-	return WAFER_OK;
+	return fake_vm_pages(device, range, offset, size, false);
 }
 
 static inline void fake_vm_release(void *device, wafer_resource range)
@@ -483,6 +497,63 @@ static inline struct wafer__memory *fake_memory(struct fake_storage *f,
 		       wafer__error_detail());
 	wafer__config_destroy(config);
 	return memory;
+}
+
+/* fake_init(f, options), then a manager as fake_memory makes it. */
+static inline struct wafer__memory *
+fake_open(struct fake_storage *f, const struct fake_options *options,
+	  const char *strategy, const char *text)
+{
+	fake_init(f, options);
+	return fake_memory(f, strategy, text);
+}
+
+/* Destroys |m|, then fake_fini(f): returns how many objects leaked. */
+static inline size_t fake_close(struct fake_storage *f, struct wafer__memory *m)
+{
+	wafer__memory_destroy(m);
+	return fake_fini(f);
+}
+
+/* Four points named |what|: a |strategy| manager on a fresh storage of
+ * |options| refuses the options |text| with WAFER_ERROR_CONFIG, its
+ * detail names |needle| and the option's origin, and no manager is
+ * left. */
+static inline void fake_refuses(const struct fake_options *options,
+				const char *strategy, const char *text,
+				const char *needle, const char *what)
+{
+	struct fake_storage f;
+	fake_init(&f, options);
+	struct wafer__config *config = fake_config(text);
+	struct wafer__memory *m = (struct wafer__memory *)&f;
+	is_status(wafer__memory_create(strategy, &f.storage, config, &m),
+		  WAFER_ERROR_CONFIG, "%s refused", what);
+	like(wafer__error_detail(), needle, "%s: the detail names it", what);
+	like(wafer__error_detail(), "test.conf:",
+	     "%s: the detail has the origin", what);
+	ok(m == NULL, "%s: no manager on failure", what);
+	wafer__config_destroy(config);
+	fake_fini(&f);
+}
+
+/* Options a strategy refuses, and what the detail must name. */
+struct fake_bad_option {
+	const char *text, *needle;
+};
+
+/* fake_refuses for each of |n| |bad| options, named "bad option I". */
+static inline void fake_refuses_each(const struct fake_options *options,
+				     const char *strategy,
+				     const struct fake_bad_option *bad,
+				     size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char what[32];
+		snprintf(what, sizeof what, "bad option %zu", i);
+		fake_refuses(options, strategy, bad[i].text, bad[i].needle,
+			     what);
+	}
 }
 
 static inline wafer_memory_usage fake_usage(const struct wafer__memory *m)

@@ -1388,15 +1388,20 @@ static void emulate_rows(struct op *o);
 static void emulate_matmul(struct op *o);
 static void emulate_program(struct op *o);
 
-/* Operations, in the order of these names: unary, then binary. */
+/* Operations, in the order of these names (the catalogue's): unary, then
+ * binary, then the row kernels. */
+#define COUNT_OF(a) (sizeof(a) / sizeof(a)[0])
 static const char *const unary_names[] = {
-	"neg", "abs", "exp", "log", "sqrt", "relu", "gelu", "sigmoid", "tanh",
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference) #name,
+#include <wafer/catalogue.def>
 };
 static const char *const binary_names[] = {
-	"add", "sub", "mul", "div", "max", "min",
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference) #name,
+#include <wafer/catalogue.def>
 };
 static const char *const rows_names[] = {
-	"reduce_sum", "reduce_max", "reduce_mean", "softmax",
+#define WAFER_CATALOGUE_ROWS(name, NAME, dtypes, output) #name,
+#include <wafer/catalogue.def>
 };
 
 /* T_* of a dtype suffix; -1 if none. */
@@ -1572,7 +1577,7 @@ static int find_emulator(struct fake_kernel *k)
 			sizeof(struct wafer_elementwise_params));
 		return 1;
 	}
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < (int)COUNT_OF(rows_names); i++) {
 		snprintf(prefix, sizeof prefix, "%s_", rows_names[i]);
 		if (named(k, name, prefix)) {
 			k->op = i;
@@ -1582,7 +1587,7 @@ static int find_emulator(struct fake_kernel *k)
 			return 1;
 		}
 	}
-	for (int i = 0; i < 9; i++) {
+	for (int i = 0; i < (int)COUNT_OF(unary_names); i++) {
 		snprintf(prefix, sizeof prefix, "%s_", unary_names[i]);
 		if (named(k, name, prefix)) {
 			k->op = i;
@@ -1591,7 +1596,7 @@ static int find_emulator(struct fake_kernel *k)
 			return 1;
 		}
 	}
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < (int)COUNT_OF(binary_names); i++) {
 		k->op = i;
 		snprintf(prefix, sizeof prefix, "%s_scalar_", binary_names[i]);
 		if (named(k, name, prefix)) {

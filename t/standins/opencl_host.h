@@ -94,13 +94,11 @@ static void *plugin_so;
  * a plugin that configure built and that does not load is a failure. */
 static void load_plugin(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
+	const char *builddir = tap_builddir();
 	char path[4096];
 	void *so;
 	wafer_plugin_query_fn query;
 
-	if (!builddir)
-		bail_out("T_BUILDDIR is not set (run through make check)");
 	snprintf(path, sizeof path, "%s/../plugins/opencl/.libs/opencl.so",
 		 builddir);
 	so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -217,15 +215,9 @@ static wafer_status launch_kernel(void *device, void *queue,
 				  uint32_t binding_count, const void *params,
 				  size_t params_size)
 {
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
-		.kernel = kernel,
-		.bindings = bindings,
-		.binding_count = binding_count,
-		.params = params,
-		.params_size = params_size,
-		.global = {1, 1, 1},
-	};
+	struct wafer_launch l = launch_of(kernel, bindings, binding_count,
+					  params, params_size, 1);
+
 	if (!kernel) {
 		snprintf(last_error, sizeof last_error, "(no such kernel)");
 		return WAFER_ERROR_NOT_FOUND;

@@ -30,8 +30,19 @@
  *    name (t/standins/levelzero/emulate.h), from the argument bytes the plugin set
  *    and over the groups it launched, so results are real values;
  *  - events are signalled by the commands that name them, with kernel
- *    timestamps from a fake device clock.
- * One lock serialises every entry point: nothing here ever waits. */
+ *    timestamps from a fake device clock, or by the host
+ *    (zeEventHostSignal). A barrier or zeCommandListAppendWaitOnEvents
+ *    that waits on events holds back everything after it on its queue or
+ *    immediate list until they are signalled: running it first runs, on
+ *    the other engines, the work that signals them. Since nothing runs
+ *    before the host waits for it, a queue that reads what another
+ *    queue writes, with no event wait between them, reads stale bytes:
+ *    the other queue's work has not run. An event only the host signals
+ *    (a host callback's gate) leaves the work behind it pending.
+ * One lock serialises every entry point. A host synchronisation that
+ * needs an event only the host can signal waits, the lock released, for
+ * another thread's zeEventHostSignal (FAKEZE_HANG_SECONDS at most, then a
+ * violation: it would wait forever). */
 #include "build-config.h"
 
 #include <errno.h>
@@ -41,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <level_zero/ze_ddi.h>
@@ -77,6 +89,7 @@ static struct {
 	int integrated;
 	enum { ORDER_REVERSE, ORDER_FORWARD, ORDER_SHUFFLE } order;
 	uint64_t seed;
+	uint64_t hang_seconds;
 } config;
 
 static size_t env_size(const char *name, size_t fallback)
@@ -113,6 +126,7 @@ static void read_config(void)
 		       : !strcmp(order, "forward") ? ORDER_FORWARD
 						   : ORDER_SHUFFLE;
 	config.seed = env_size("FAKEZE_SEED", 1) | 1;
+	config.hang_seconds = env_size("FAKEZE_HANG_SECONDS", 20);
 }
 
 struct counter {
@@ -491,12 +505,18 @@ struct exec {
 
 struct list;
 
+/* The most events one command waits on. */
+#define MAX_WAITS 8
+
 struct cmd {
 	enum cmd_kind kind;
 	void *dst;
 	const void *src;
 	size_t size;
 	struct event *signal;
+	/* C_BARRIER: what runs after it waits for these too. */
+	struct event *waits[MAX_WAITS];
+	uint32_t wait_count;
 	struct exec *exec;  /* C_LAUNCH */
 	int owned;          /* exec is this command's to free */
 	struct list *from;  /* the regular list it was executed from */
@@ -506,6 +526,7 @@ struct cmd {
 struct engine {
 	struct cmd *cmds;
 	size_t count, cap;
+	int busy; /* being drained (a wait inside it runs other engines) */
 };
 
 struct list {
@@ -686,19 +707,73 @@ static size_t segment_end(const struct engine *e, size_t k)
 	return k;
 }
 
-/* Completes the first |upto| commands of |e| (a segment boundary). */
-static void drain(struct engine *e, size_t upto)
+static int complete_signal(const struct event *ev, int run);
+
+/* Are the events |c| waits on signalled? The work that signals them runs
+ * now if it is pending on another engine (the device runs what a wait
+ * needs); an event only the host signals stays as it is. */
+static int waits_met(const struct cmd *c)
+{
+	for (uint32_t i = 0; i < c->wait_count; i++) {
+		if (!c->waits[i]->signalled)
+			complete_signal(c->waits[i], 1);
+		if (!c->waits[i]->signalled)
+			return 0;
+	}
+	return 1;
+}
+
+/* Completes the first |upto| commands of |e| (a segment boundary), or
+ * those before a barrier whose events are not signalled yet; 1 when all
+ * of them ran. An engine waiting (through another) on itself makes no
+ * progress: a device would hang there. */
+static int drain(struct engine *e, size_t upto)
 {
 	size_t i = 0;
 
-	while (i < upto) {
+	if (e->busy)
+		return 0;
+	e->busy = 1;
+	while (i < upto && waits_met(&e->cmds[i])) {
 		size_t j = segment_end(e, i);
 		if (j > upto)
 			j = upto;
 		run_segment(e->cmds + i, j - i);
 		i = j;
 	}
-	engine_drop(e, upto);
+	engine_drop(e, i);
+	e->busy = 0;
+	return i == upto;
+}
+
+/* Broadcast when an event may have become signalled or reachable: the
+ * host signalled one, or new work was submitted. */
+static pthread_cond_t host_signalled = PTHREAD_COND_INITIALIZER;
+
+/* When a host wait of |timeout| ns from now gives up: FAKEZE_HANG_SECONDS
+ * at most, so that a test which would hang fails instead. */
+static struct timespec deadline_of(uint64_t timeout)
+{
+	struct timespec t;
+	uint64_t limit = config.hang_seconds * UINT64_C(1000000000);
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	if (timeout > limit)
+		timeout = limit;
+	t.tv_sec += (time_t)(timeout / 1000000000u);
+	t.tv_nsec += (long)(timeout % 1000000000u);
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+/* Waits, the lock released, for another thread's zeEventHostSignal; 0
+ * once |deadline| passed. */
+static int await_host(const struct timespec *deadline)
+{
+	return pthread_cond_timedwait(&host_signalled, &lock, deadline) == 0;
 }
 
 /* Every engine with submitted work: the queues' and the immediate
@@ -725,10 +800,10 @@ static int complete_signal(const struct event *ev, int run)
 			if (e->cmds[k].signal == ev)
 				last = k;
 		if (last != SIZE_MAX) {
-			if (run)
-				drain(e, segment_end(e, last));
-			else
+			if (!run)
 				engine_drop(e, segment_end(e, last));
+			else if (!drain(e, segment_end(e, last)))
+				return 0;
 			return 1;
 		}
 	}
@@ -766,6 +841,9 @@ static int cmd_uses(const struct cmd *c, enum use use, const void *what,
 	case USE_LIST:
 		return c->from == what;
 	case USE_EVENT:
+		for (uint32_t i = 0; i < c->wait_count; i++)
+			if (c->waits[i] == what)
+				return 1;
 		return c->signal == what;
 	case USE_KERNEL:
 		return c->kind == C_LAUNCH && (const void *)c->exec->kernel == what;
@@ -790,7 +868,10 @@ static void settle(enum use use, const void *what, size_t size,
 		violate("%s(%p): submitted work not yet complete still uses "
 			"it (the host never synchronised with it)",
 			who, what);
-		drain(e, segment_end(e, last));
+		/* What cannot run now (it waits on an event) is dropped,
+		 * as a lost device would. */
+		if (!drain(e, segment_end(e, last)))
+			engine_drop(e, segment_end(e, last));
 	}
 }
 
@@ -804,6 +885,7 @@ static ze_result_t append(struct list *l, struct cmd *c)
 		r = engine_push(&l->work, c);
 		if (r == ZE_RESULT_SUCCESS && l->synchronous)
 			drain(&l->work, l->work.count);
+		pthread_cond_broadcast(&host_signalled);
 	} else if (l->closed) {
 		violate("append to a closed command list");
 		r = ZE_RESULT_ERROR_INVALID_ARGUMENT;
@@ -813,6 +895,26 @@ static ze_result_t append(struct list *l, struct cmd *c)
 	if (r != ZE_RESULT_SUCCESS && c->owned)
 		free(c->exec);
 	return r;
+}
+
+/* The events an append waits on, checked, into |c|. */
+static ze_result_t waits_of(struct cmd *c, uint32_t count,
+			    ze_event_handle_t *events, const char *who)
+{
+	if (count > MAX_WAITS) {
+		violate("%s: %u events (the test driver takes %d)", who, count,
+			MAX_WAITS);
+		return ZE_RESULT_ERROR_INVALID_SIZE;
+	}
+	if (count && !events)
+		return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+	for (uint32_t i = 0; i < count; i++) {
+		c->waits[i] = obj_get(events[i], K_EVENT, who);
+		if (!c->waits[i])
+			return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+	}
+	c->wait_count = count;
+	return ZE_RESULT_SUCCESS;
 }
 
 /* The signal event of an append, checked. */
@@ -1093,6 +1195,7 @@ static ze_result_t fz_zeCommandQueueExecuteCommandLists(
 				return leave(r);
 		}
 	}
+	pthread_cond_broadcast(&host_signalled);
 	return leave(ZE_RESULT_SUCCESS);
 }
 
@@ -1108,7 +1211,15 @@ static ze_result_t fz_zeCommandQueueSynchronize(ze_command_queue_handle_t h,
 		engine_drop(&q->work, q->work.count);
 		return leave(injected);
 	}
-	drain(&q->work, q->work.count);
+	struct timespec deadline = deadline_of(timeout);
+	while (!drain(&q->work, q->work.count))
+		if (!timeout || !await_host(&deadline)) {
+			if (timeout == UINT64_MAX)
+				violate("zeCommandQueueSynchronize: waits "
+					"forever (a barrier waits on an event "
+					"nothing signals)");
+			return leave(ZE_RESULT_NOT_READY);
+		}
 	return leave(ZE_RESULT_SUCCESS);
 }
 
@@ -1215,10 +1326,25 @@ static ze_result_t fz_zeCommandListAppendBarrier(ze_command_list_handle_t h,
 	struct cmd c = {.kind = C_BARRIER};
 	if (!l || !signal_of(signal, WHO, &c.signal))
 		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
-	if (wait_count)
-		violate("zeCommandListAppendBarrier: waits on events (the "
-			"test driver has no cross-list order)");
-	return leave(append(l, &c));
+	ze_result_t r = waits_of(&c, wait_count, waits, WHO);
+	return leave(r == ZE_RESULT_SUCCESS ? append(l, &c) : r);
+}
+
+/* Modelled as a barrier that waits: stricter than the specification
+ * (which orders only what follows), never looser. */
+static ze_result_t fz_zeCommandListAppendWaitOnEvents(ze_command_list_handle_t h,
+						   uint32_t count,
+						   ze_event_handle_t *events)
+{
+	ENTER();
+	struct list *l = obj_get(h, K_LIST, WHO);
+	struct cmd c = {.kind = C_BARRIER};
+	if (!l)
+		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	if (!count)
+		violate("zeCommandListAppendWaitOnEvents: no events");
+	ze_result_t r = waits_of(&c, count, events, WHO);
+	return leave(r == ZE_RESULT_SUCCESS ? append(l, &c) : r);
 }
 
 static ze_result_t fz_zeCommandListAppendMemoryCopy(ze_command_list_handle_t h,
@@ -1335,15 +1461,31 @@ static ze_result_t fz_zeEventHostSynchronize(ze_event_handle_t h, uint64_t timeo
 		return leave(injected);
 	}
 	/* The device finishes what signals the event while the host
-	 * waits (any timeout: this device is never slow). */
-	if (!e->signalled)
+	 * waits (any timeout: this device is never slow), unless that work
+	 * waits for the host itself (zeEventHostSignal on another thread). */
+	struct timespec deadline = deadline_of(timeout);
+	while (!e->signalled) {
 		complete_signal(e, 1);
-	if (!e->signalled) {
-		if (timeout == UINT64_MAX)
-			violate("zeEventHostSynchronize: waits forever for an "
-				"event nothing will signal");
-		return leave(ZE_RESULT_NOT_READY);
+		if (e->signalled)
+			break;
+		if (!timeout || !await_host(&deadline)) {
+			if (timeout == UINT64_MAX)
+				violate("zeEventHostSynchronize: waits forever "
+					"for an event nothing will signal");
+			return leave(ZE_RESULT_NOT_READY);
+		}
 	}
+	return leave(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t fz_zeEventHostSignal(ze_event_handle_t h)
+{
+	ENTER();
+	struct event *e = obj_get(h, K_EVENT, WHO);
+	if (!e)
+		return leave(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	signal_event(e, device_clock, device_clock);
+	pthread_cond_broadcast(&host_signalled);
 	return leave(ZE_RESULT_SUCCESS);
 }
 
@@ -2328,6 +2470,7 @@ TABLE(zeGetCommandListProcAddrTable, ze_command_list_dditable_t, {
 	t->pfnClose = fz_zeCommandListClose;
 	t->pfnReset = fz_zeCommandListReset;
 	t->pfnAppendBarrier = fz_zeCommandListAppendBarrier;
+	t->pfnAppendWaitOnEvents = fz_zeCommandListAppendWaitOnEvents;
 	t->pfnAppendMemoryCopy = fz_zeCommandListAppendMemoryCopy;
 	t->pfnAppendLaunchKernel = fz_zeCommandListAppendLaunchKernel;
 })
@@ -2339,6 +2482,7 @@ TABLE(zeGetEventProcAddrTable, ze_event_dditable_t, {
 	t->pfnCreate = fz_zeEventCreate;
 	t->pfnDestroy = fz_zeEventDestroy;
 	t->pfnHostSynchronize = fz_zeEventHostSynchronize;
+	t->pfnHostSignal = fz_zeEventHostSignal;
 	t->pfnHostReset = fz_zeEventHostReset;
 	t->pfnQueryStatus = fz_zeEventQueryStatus;
 	t->pfnQueryKernelTimestamp = fz_zeEventQueryKernelTimestamp;

@@ -13,7 +13,11 @@
  *    before the host synchronises with it (a queue synchronise, or a
  *    wait or query on an event it signals), and commands with no barrier
  *    between them run in reverse order (FAKEZE_ORDER), so a missing
- *    barrier or a read before the sync shows as a stale value;
+ *    barrier or a read before the sync shows as a stale value. What
+ *    follows a barrier or an event wait on a list runs once the events
+ *    it waits on are signalled (by the work that signals them, run then,
+ *    or by the host), so a list reading another's result without an
+ *    event wait shows a stale value too;
  *  - how often each ze entry point was called;
  *  - violations: every call a real driver would refuse or that is
  *    undefined behaviour in the Level Zero specification (a kernel name
@@ -42,6 +46,10 @@
  *                           reverse (default), forward, or shuffle
  *   FAKEZE_SEED=N           the shuffle's seed (default 1)
  *   FAKEZE_VIOLATIONS=FILE  also append every violation to FILE
+ *   FAKEZE_HANG_SECONDS=N   how long a host wait on work that waits for
+ *                           an event only the host signals waits for
+ *                           another thread to signal it before it gives
+ *                           up with a violation (default 20)
  * An injected failure (fail below) of zeCommandQueueSynchronize or
  * zeEventHostSynchronize drops the work the call waited for, unrun, as
  * a lost device would.
