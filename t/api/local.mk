@@ -21,7 +21,7 @@ check_PROGRAMS += t/api/programs
 TESTS += t/api/programs
 t_api_programs_SOURCES = t/api/programs.c t/abi/describe.c t/abi/describe.h
 t_api_programs_LDADD = libwafer.la -lm
-EXTRA_DIST += t/user_kernels/kernels.cl t/user_kernels/kernels.cu \
+EXTRA_DIST += t/user_kernels/kernels.cl t/user_kernels/kernels.cu t/user_kernels/sources.h \
 	t/user_kernels/kernels.ptx
 check_LTLIBRARIES += t/user_kernels/kernels.la
 t_user_kernels_kernels_la_SOURCES = t/user_kernels/kernels.c
@@ -189,3 +189,10 @@ check_PROGRAMS += t/api/trace
 TESTS += t/api/trace
 t_api_trace_SOURCES = t/api/trace.c tools/timeline.c tools/timeline.h
 t_api_trace_LDADD = libwafer.la -lm
+
+# Backend-neutral: program ids and kernel refs, released and reused, on
+# each channel (links the core to read the program table's size).
+check_PROGRAMS += t/api/program_ids
+TESTS += t/api/program_ids
+t_api_program_ids_LDADD = $(T_CORE_LIBS) -lpthread
+BACKEND_NEUTRAL_TESTS += t/api/program_ids
