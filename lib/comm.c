@@ -101,6 +101,11 @@ static struct wafer_comm *comm_find(const wafer_comm *token)
 	return c;
 }
 
+bool wafer__comm_is_open(const wafer_comm *token)
+{
+	return comm_find(token) != NULL;
+}
+
 static bool has_collectives(const struct wafer_runtime_device *device)
 {
 	return device->info.capabilities & WAFER_CAP_COLLECTIVES;
@@ -716,6 +721,7 @@ static wafer_status collective(const char *fn, wafer_comm *token,
 		.kind = WAFER_COMMAND_COLLECTIVE,
 		.collective = {
 			.comm = comm->native,
+			.token = token,
 			.src = src_slot,
 			.dst = dst_slot,
 			.args = {
