@@ -136,14 +136,14 @@ static void arg_block(struct lz_dispatch *d, const void *params, size_t size)
  *===----------------------------------------------------------------------===*/
 
 struct prep {
-	const struct wafer_host_services *host;
 	const struct wafer_kernel *entry;
 	const struct lz_kernel_impl *impl;
 	void *const *ptrs;
 	const void *params;
 	const uint32_t *local;
 	const struct lz_limits *limits;
-	/* For the reach checks of <wafer/plugin_util.h>. */
+	/* For the reach checks of <wafer/plugin_util.h>, and the host and
+	 * names every failure is reported with (wafer_plugin_reach_fail). */
 	struct wafer_plugin_reach reach;
 };
 
@@ -225,10 +225,11 @@ static wafer_status prep_scalar(const struct prep *p, struct lz_dispatch *d)
 
 	memcpy(&sp, p->params, sizeof sp);
 	if (sp.scalar_first > 1) {
-		p->host->set_error("levelzero: launch %s: scalar_first is %" PRIu32
-				   ", not 0 or 1",
-				   p->entry->op, sp.scalar_first);
-		return WAFER_ERROR_INVALID_ARGUMENT;
+		return wafer_plugin_reach_fail(&p->reach,
+					       WAFER_ERROR_INVALID_ARGUMENT,
+					       "scalar_first is %" PRIu32
+					       ", not 0 or 1",
+					       sp.scalar_first);
 	}
 	status = wafer_plugin_check_count(&p->reach, sp.count,
 					  p->impl->element_size);
@@ -303,13 +304,12 @@ static wafer_status prep_cast(const struct prep *p, struct lz_dispatch *d)
 	in = wafer_plugin_cast_slot(cp.dtype_in);
 	out = wafer_plugin_cast_slot(cp.dtype_out);
 	if (cp.dtype_in != (uint32_t)p->entry->dtype || out < 0 || in < 0) {
-		p->host->set_error("levelzero: launch cast: from dtype %" PRIu32
-				   " to %" PRIu32
-				   " is not offered by the %d entry (it "
-				   "converts to f32, f16, bf16 and i32)",
-				   cp.dtype_in, cp.dtype_out,
-				   (int)p->entry->dtype);
-		return WAFER_ERROR_INVALID_ARGUMENT;
+		return wafer_plugin_reach_fail(
+			&p->reach, WAFER_ERROR_INVALID_ARGUMENT,
+			"from dtype %" PRIu32 " to %" PRIu32
+			" is not offered by the %d entry (it converts to f32, "
+			"f16, bf16 and i32)",
+			cp.dtype_in, cp.dtype_out, (int)p->entry->dtype);
 	}
 	status = wafer_plugin_check_holds(&p->reach, 0, cp.count,
 					  wafer_plugin_dtype_size(cp.dtype_out));
@@ -330,10 +330,11 @@ static wafer_status prep_rows(const struct prep *p, struct lz_dispatch *d)
 	memcpy(&rp, p->params, sizeof rp);
 	if (p->limits->max_group_size[0] < LZ_ROW_GROUP ||
 	    p->limits->max_total_group_size < LZ_ROW_GROUP) {
-		p->host->set_error("levelzero: launch %s: the device's "
-				   "work-groups hold fewer than %d items",
-				   p->entry->op, LZ_ROW_GROUP);
-		return WAFER_ERROR_NOT_SUPPORTED;
+		return wafer_plugin_reach_fail(&p->reach,
+					       WAFER_ERROR_NOT_SUPPORTED,
+					       "the device's work-groups hold "
+					       "fewer than %d items",
+					       LZ_ROW_GROUP);
 	}
 	status = wafer_plugin_check_rows(&p->reach, &rp, p->impl->element_size,
 					 p->impl->family == LZ_FAMILY_ROWS_FULL,
@@ -363,10 +364,11 @@ static wafer_status prep_matmul(const struct prep *p, struct lz_dispatch *d)
 	if (p->limits->max_group_size[0] < LZ_TILE ||
 	    p->limits->max_group_size[1] < LZ_TILE ||
 	    p->limits->max_total_group_size < LZ_TILE * LZ_TILE) {
-		p->host->set_error("levelzero: launch matmul: the device's "
-				   "work-groups hold fewer than %d x %d items",
-				   LZ_TILE, LZ_TILE);
-		return WAFER_ERROR_NOT_SUPPORTED;
+		return wafer_plugin_reach_fail(&p->reach,
+					       WAFER_ERROR_NOT_SUPPORTED,
+					       "the device's work-groups hold "
+					       "fewer than %d x %d items",
+					       LZ_TILE, LZ_TILE);
 	}
 	arg_pointers(d, p->ptrs, 3);
 	arg_block(d, p->params, sizeof mp);
@@ -386,7 +388,6 @@ wafer_status lz_prepare(const struct wafer_host_services *host,
 {
 	const struct lz_kernel_impl *impl = entry->impl;
 	const struct prep p = {
-		.host = host,
 		.entry = entry,
 		.impl = impl,
 		.ptrs = ptrs,
