@@ -1258,6 +1258,13 @@ wafer_plugin_cached_build(const struct wafer_plugin_cached_build *b)
 	.graph_launch = prefix##_graph_launch,                                 \
 	.graph_destroy = prefix##_graph_destroy
 
+/* The collectives (ABI 1.4) in the server ops: acme_comm_id, _open,
+ * _close and _run. comm_split and the group entries (ABI 1.7) are
+ * written out after them where the plugin has them. */
+#define WAFER_PLUGIN_COMM_OPS(prefix)                                          \
+	.comm_id = prefix##_comm_id, .comm_open = prefix##_comm_open,          \
+	.comm_close = prefix##_comm_close, .comm_run = prefix##_comm_run
+
 /* The whole server table but the collectives, for a plugin that offers
  * every other group under one prefix: WAFER_PLUGIN_SERVER_OPS, then the
  * timer, interop, program, event and graph entries. */

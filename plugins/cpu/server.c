@@ -317,10 +317,7 @@ static wafer_status cpu_server_timer_end(void *device, void *queue,
 
 const struct wafer_server_ops cpu_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS_ALL(cpu),
-	.comm_id = cpu_comm_id,
-	.comm_open = cpu_comm_open,
-	.comm_close = cpu_comm_close,
-	.comm_run = cpu_comm_run,
+	WAFER_PLUGIN_COMM_OPS(cpu),
 	.comm_split = cpu_comm_split,
 };
 

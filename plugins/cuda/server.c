@@ -282,10 +282,7 @@ const struct wafer_server_ops cuda_server_ops = {
 	WAFER_PLUGIN_SERVER_OPS_ALL(cuda),
 	/* Collectives through NCCL (nccl.c): offered whatever NCCL's
 	 * presence, which comm_open reports. */
-	.comm_id = cuda_comm_id,
-	.comm_open = cuda_comm_open,
-	.comm_close = cuda_comm_close,
-	.comm_run = cuda_comm_run,
+	WAFER_PLUGIN_COMM_OPS(cuda),
 	/* Sub-communicators and grouped collectives (nccl.c, ABI 1.7). */
 	.comm_split = cuda_comm_split,
 	.comm_group_begin = cuda_comm_group_begin,
