@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "t/half.h"
 #include "t/standins/opencl_host.h"
 
 static void *state, *device, *queue;
@@ -99,23 +100,6 @@ static uint16_t bf16_bits(double v)
 	return (uint16_t)(x.u >> 16);
 }
 
-static double from_bf16(uint16_t b)
-{
-	union { float f; uint32_t u; } x = {.u = (uint32_t)b << 16};
-	return x.f;
-}
-
-static int32_t to_i32(double v)
-{
-	if (v != v)
-		return 0;
-	if (v >= 2147483647.0)
-		return INT32_MAX;
-	if (v <= -2147483648.0)
-		return INT32_MIN;
-	return (int32_t)v;
-}
-
 static size_t dsize(wafer_dtype dt)
 {
 	return dt == WAFER_DTYPE_F16 || dt == WAFER_DTYPE_BF16 ? 2 : 4;
@@ -144,7 +128,7 @@ static void encode(wafer_dtype dt, const double *v, size_t n, void *out)
 			((uint16_t *)out)[i] = bf16_bits(v[i]);
 			break;
 		case WAFER_DTYPE_I32:
-			((int32_t *)out)[i] = to_i32(v[i]);
+			((int32_t *)out)[i] = t_to_i32(v[i]);
 			break;
 		default:
 			((float *)out)[i] = (float)v[i];
@@ -161,7 +145,7 @@ static void decode(wafer_dtype dt, const void *in, size_t n, double *v)
 			v[i] = from_f16(((const uint16_t *)in)[i]);
 			break;
 		case WAFER_DTYPE_BF16:
-			v[i] = from_bf16(((const uint16_t *)in)[i]);
+			v[i] = t_bf16_to_float(((const uint16_t *)in)[i]);
 			break;
 		case WAFER_DTYPE_I32:
 			v[i] = ((const int32_t *)in)[i];
@@ -179,7 +163,7 @@ static double stored(wafer_dtype dt, double v)
 	switch (dt) {
 	case WAFER_DTYPE_F16: return to_f16(v);
 	case WAFER_DTYPE_BF16: return to_bf16(v);
-	case WAFER_DTYPE_I32: return to_i32(v);
+	case WAFER_DTYPE_I32: return t_to_i32(v);
 	default: return (float)v;
 	}
 }
@@ -1410,14 +1394,8 @@ static int resolve_cl(void)
 		"clEnqueueReadBuffer",   "clEnqueueWriteBuffer",
 		"clFinish",
 	};
-	void **slots = (void **)&cl;
-
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (!(slots[i] = dlsym(plugin_so, names[i]))) {
-			diag("no %s in the ICD loader", names[i]);
-			return 0;
-		}
-	return 1;
+	return host_resolve(plugin_so, names, sizeof names / sizeof names[0],
+			    (void **)&cl, "ICD loader");
 }
 
 static uint32_t mem_refs(void *mem)

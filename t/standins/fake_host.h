@@ -14,9 +14,11 @@
  * is_status for such tests: it shows the set_error text on failure.
  * host_open() dlopens a plugin and finds its query function,
  * host_init() inits a plugin with these services and some options,
+ * host_init_rejects() checks that one option is a configuration error,
  * host_find_kernel() finds a device's (op, dtype) entry, launch_of()
  * builds a launch of it as the core does, host_launch() launches it,
- * host_values() makes test inputs.
+ * host_values() makes test inputs, host_resolve() looks up what the
+ * plugin's own library links (a loader's entry points).
  *
  * Header-only; include it once, after tap.h. */
 #ifndef WAFER_T_FAKE_HOST_H
@@ -171,6 +173,19 @@ host_init(const struct wafer_plugin *p,
 	return p->init(&args, out_state);
 }
 
+/* One point: init of |p| with the one option |key| = |value|, set at
+ * |origin|, is a configuration error (set_error's text in last_error). */
+__attribute__((unused)) static int
+host_init_rejects(const struct wafer_plugin *p, const char *key,
+		  const char *value, const char *origin)
+{
+	struct wafer_plugin_option opt = option(key, value, origin);
+	void *state = (void *)1;
+
+	return status_is(host_init(p, &opt, 1, &state), WAFER_ERROR_CONFIG,
+			 "%s = %s is a configuration error", key, value);
+}
+
 /* The first entry of (|op|, |dtype|) in |device|'s kernel table (stepped
  * by its struct_size, as the core reads it), or NULL. */
 __attribute__((unused)) static const struct wafer_kernel *
@@ -236,6 +251,22 @@ __attribute__((unused)) static void host_values(float *x, size_t n,
 		if (i % 89 == 3)
 			x[i] = -0.0f;
 	}
+}
+
+/* Looks |names| up in |so| into |slots|, the function pointers of a
+ * struct in the same order; 0, with a diag naming the first missing one
+ * in |library|, when one is missing. */
+__attribute__((unused)) static int host_resolve(void *so,
+						const char *const *names,
+						size_t count, void **slots,
+						const char *library)
+{
+	for (size_t i = 0; i < count; i++)
+		if (!(slots[i] = dlsym(so, names[i]))) {
+			diag("no %s in the %s", names[i], library);
+			return 0;
+		}
+	return 1;
 }
 
 #endif
