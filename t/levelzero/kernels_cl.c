@@ -195,10 +195,10 @@ static void make_inputs(void)
 {
 	uint32_t s = 12345;
 	for (size_t i = 0; i < N; i++) {
-		s = s * 1664525u + 1013904223u;
-		a_in[i] = (float)((int32_t)(s >> 8) % 40000) / 1000.0f; /* +-40 */
-		s = s * 1664525u + 1013904223u;
-		b_in[i] = (float)((int32_t)(s >> 8) % 8000) / 1000.0f + 0.25f;
+		int32_t ra = (int32_t)(host_lcg(&s) >> 8);
+		int32_t rb = (int32_t)(host_lcg(&s) >> 8);
+		a_in[i] = (float)(ra % 40000) / 1000.0f; /* +-40 */
+		b_in[i] = (float)(rb % 8000) / 1000.0f + 0.25f;
 	}
 	a_in[0] = 0.0f;
 	a_in[1] = -0.0f;

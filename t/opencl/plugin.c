@@ -307,8 +307,7 @@ static void inputs(double *v, size_t n, uint32_t seed)
 	uint32_t s = seed * 2654435761u + 7;
 
 	for (size_t i = 0; i < n; i++) {
-		s = s * 1664525u + 1013904223u;
-		v[i] = (double)((int32_t)(s >> 16) % 128) / 8.0;
+		v[i] = (double)((int32_t)(host_lcg(&s) >> 16) % 128) / 8.0;
 		if (i % 61 == 4)
 			v[i] = 0.0;
 	}

@@ -236,6 +236,13 @@ host_launch(const struct wafer_plugin *p, void *device, void *queue,
 	return p->server->launch(device, queue, &l);
 }
 
+/* The next number of a deterministic sequence (a linear congruential
+ * generator) from its state |s|. */
+static inline uint32_t host_lcg(uint32_t *s)
+{
+	return *s = *s * 1664525u + 1013904223u;
+}
+
 /* Deterministic inputs in [-64, 64), with exact zeros and negative
  * zeros. */
 __attribute__((unused)) static void host_values(float *x, size_t n,
@@ -244,8 +251,7 @@ __attribute__((unused)) static void host_values(float *x, size_t n,
 	uint32_t s = seed * 2654435761u + 1;
 
 	for (size_t i = 0; i < n; i++) {
-		s = s * 1664525u + 1013904223u;
-		x[i] = (float)((int32_t)(s >> 8) % 65536) / 512.0f;
+		x[i] = (float)((int32_t)(host_lcg(&s) >> 8) % 65536) / 512.0f;
 		if (i % 97 == 5)
 			x[i] = 0.0f;
 		if (i % 89 == 3)
