@@ -34,6 +34,15 @@
 #                                 GPU (or of two GPUs), a one-rank
 #                                 communicator, open_group over two GPUs
 #                                 with every collective and send/recv
+#   t/api/comm_split, comm_group  sub-communicators 2 x 2 (four GPUs:
+#                                 ncclCommSplit), grouped all-reduces
+#                                 (ncclGroupStart/End)
+#   wafer-launch                  one process a GPU (tools/wafer-launch,
+#                                 no mpirun): an all-reduce across 2 and 4
+#                                 processes; the kill test (a rank exits,
+#                                 the launcher stops the others); the
+#                                 [comm] timeout test (the others abort
+#                                 the communicator themselves)
 #   mlp --data-parallel=N         examples/mlp trained on one GPU, then
 #                                 data parallel on 2 and 4 GPUs (as many
 #                                 as there are): final loss beside one
@@ -155,17 +164,70 @@ grep -E '^not ok' "$plugin" | head -10 | sed 's/^/  /' | tee -a "$summary"
 #--- through the core ----------------------------------------------------------
 check=$OUT/check.log
 : > "$check"
-rm -f t/api/peer.log t/api/comm.log t/api/peer.trs t/api/comm.trs
+rm -f t/api/peer.log t/api/comm.log t/api/peer.trs t/api/comm.trs \
+	t/api/comm_split.log t/api/comm_split.trs t/api/comm_group.log \
+	t/api/comm_group.trs
 # One at a time, each with its own limit: on one GPU, t/api/comm's open_group
 # puts two ranks on it, which NCCL refuses ("Duplicate GPU detected"),
-# though its guide warns such a clique "may lead to hangs".
-for t in api/peer api/comm; do
+# though its guide warns such a clique "may lead to hangs". comm_split
+# needs four GPUs (2 x 2: ncclCommSplit into rows and columns), and skips
+# with fewer; comm_group two (ncclGroupStart/End around three all-reduces).
+for t in api/peer api/comm api/comm_split api/comm_group; do
 	stage "t/$t (cuda)" "$check" 150 make check TESTS="t/$t" WAFER_BACKEND=cuda
 	[ -f "t/$t.log" ] || continue
 	cat "t/$t.log" >> "$check"
 	say "  t/$t: $(grep -c '^ok' "t/$t.log") ok ($(grep -c '# SKIP' "t/$t.log") skipped), $(grep -c '^not ok' "t/$t.log") not ok"
 	grep -E '^not ok' "t/$t.log" | head -10 | sed 's/^/  /' | tee -a "$summary"
 done
+
+#--- several processes: wafer-launch ------------------------------------------------
+# One process a GPU, started by tools/wafer-launch (no mpirun here), the
+# communicator id through the launcher's file (wafer_comm_launched), NCCL
+# across the processes: t/internal/launch_rank --allreduce on 2 and 4
+# GPUs (as many as there are). Then the kill test: rank 1 exits 3 once
+# the communicator is open, the others wait in an all-reduce for it;
+# wafer-launch must stop them (SIGTERM) and exit 3 within seconds. Then
+# the same with the others ignoring SIGTERM and a launcher grace of 60 s:
+# their own [comm] timeout (3 s) must abort the communicator
+# (ncclCommAbort) and fail the all-reduce, naming the communicator, rank
+# and collective, and they exit 1 by themselves, before any SIGKILL.
+launch=$OUT/launch.log
+: > "$launch"
+printf '[core]\nbackend = cuda, cpu\n[cuda]\nnccl = %s\n[comm]\ntimeout = 3\n' \
+	"$nccl_lib" > "$OUT/nccl-timeout.conf"
+rank_prog=$top/t/internal/launch_rank
+# alive_after LOG: the pids launch_rank printed that still run.
+alive_after() {
+	for pid in $(sed -n 's/^rank [0-9]* of [0-9]* pid //p' "$1"); do
+		kill -0 "$pid" 2>/dev/null && echo "$pid"
+	done
+}
+for n in 2 4; do
+	[ "$gpus" -ge "$n" ] || continue
+	log=$OUT/launch-$n.log
+	stage "wafer-launch -n $n (all-reduce)" "$log" 120 \
+		"$run" tools/wafer-launch -n $n "$rank_prog" --allreduce
+	cat "$log" >> "$launch"
+	say "  wafer-launch -n $n: $(grep -c 'all_reduce right' "$log") of $n ranks all-reduced right"
+	log=$OUT/launch-kill-$n.log
+	t0=$(stamp)
+	stage "wafer-launch -n $n kill (exit 3 expected)" "$log" 120 \
+		"$run" tools/wafer-launch -n $n --grace 5 "$rank_prog" --allreduce --die-at 1
+	took=$(($(stamp) - t0))
+	cat "$log" >> "$launch"
+	say "  kill test, $n ranks: $(grep -c 'exited with status 3: stopping' "$log") launcher stop line, ${took}s, still running: [$(alive_after "$log" | tr '\n' ' ')]"
+	log=$OUT/launch-timeout-$n.log
+	t0=$(stamp)
+	WAFER_CONFIG=$OUT/nccl-timeout.conf
+	stage "wafer-launch -n $n timeout (exit 3 expected)" "$log" 150 \
+		"$run" tools/wafer-launch -n $n --grace 60 "$rank_prog" --allreduce --die-at 1 --ignore-term
+	took=$(($(stamp) - t0))
+	WAFER_CONFIG=$OUT/nccl.conf
+	cat "$log" >> "$launch"
+	say "  timeout test, $n ranks: $(grep -c '\[comm\] timeout' "$log") of $((n - 1)) ranks aborted by [comm] timeout, SIGKILL lines: $(grep -c SIGKILL "$log"), ${took}s, still running: [$(alive_after "$log" | tr '\n' ' ')]"
+	grep -m1 'not finished after' "$log" | sed 's/^/    /' | tee -a "$summary"
+done
+[ "$gpus" -ge 2 ] || say "  one GPU: no wafer-launch runs (one process a GPU)"
 
 #--- the data-parallel MLP -------------------------------------------------------
 mlp=$OUT/mlp.log

@@ -260,6 +260,10 @@ out:
 	if (why[0] && host && host->log)
 		host->log(host, WAFER_LOG_INFO, "ignoring cache file %s: %s",
 			  path, why);
+	else if (*out_data && host && host->log)
+		/* The plugin may still refuse what it holds: this names the
+		 * file its refusal is about. */
+		host->log(host, WAFER_LOG_DEBUG, "read cache file %s", path);
 	free(data);
 	free(path);
 	free(key.bytes);

@@ -34,6 +34,7 @@ struct wafer__deferred_program {
 #include "lib/runtime.h"
 #include "lib/memory/storage.h"
 #include "lib/lanes.h"
+#include <wafer/comm.h>
 #include <wafer/graph.h>
 #include <wafer/queue.h>
 
@@ -155,12 +156,18 @@ struct wafer__command {
 		} queue_native;
 		struct {
 			void *comm; /* the plugin's */
+			/* The caller's: a graph's replay checks it is
+			 * still open before it uses |comm|. */
+			const wafer_comm *token;
 			/* NULL for a broadcast's src off the root. */
 			struct wafer__handle_slot *src;
 			struct wafer__handle_slot *dst;
 			/* Complete but for the resources and offsets. */
 			struct wafer_collective args;
 		} collective;
+		struct {
+			bool begin; /* else end */
+		} comm_group;
 		struct {
 			struct wafer__handle_slot *dst;
 			const struct wafer__bridge *src_bridge;

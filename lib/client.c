@@ -794,7 +794,8 @@ execute_ref_slow(wafer_client *client, const wafer_execute_args *args,
 		 const wafer_kernel_ref *ref)
 {
 	const struct wafer_kernel *kernel;
-	if (!wafer__program_table_deref(&client->programs, ref, &kernel))
+	wafer_status status = WAFER_OK;
+	if (!wafer__program_ref_deref(client, ref, &kernel, &status))
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
 				   "wafer_execute: kernel_ref %p is not a "
 				   "kernel of this client (refs from "
@@ -802,7 +803,7 @@ execute_ref_slow(wafer_client *client, const wafer_execute_args *args,
 				  "are valid for the client that made them)",
 				  (const void *)ref);
 	if (!kernel)
-		return wafer__program_ref_released(ref);
+		return status;
 	return launch(client, kernel, args->bindings, args->binding_count,
 		      args->params, args->params_size, args->global,
 		      EXECUTE_ARGS_HAVE(args, local) ? args->local : NULL);

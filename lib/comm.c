@@ -30,6 +30,7 @@
 #include "lib/bridge.h"
 #include "lib/client.h"
 #include "lib/comm.h"
+#include "lib/config.h"
 #include "lib/error.h"
 #include "lib/loader.h"
 #include "lib/kernel_table.h"
@@ -41,9 +42,14 @@ struct wafer_comm {
 	void *native; /* the plugin's */
 	uint32_t rank;
 	uint32_t size;
+	unsigned group_depth; /* atomic: wafer_comm_group_begin's open */
 	uintptr_t token; /* what the caller holds (a wafer_comm *) */
 	struct wafer_comm *next; /* in open_comms */
 };
+
+/* [comm] timeout when unset: longer than any one collective takes, so
+ * only a rank that is gone reaches it (PyTorch's NCCL default too). */
+#define COMM_TIMEOUT_DEFAULT_S 600.0
 
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct wafer_comm *open_comms;
@@ -95,6 +101,11 @@ static struct wafer_comm *comm_find(const wafer_comm *token)
 	return c;
 }
 
+bool wafer__comm_is_open(const wafer_comm *token)
+{
+	return comm_find(token) != NULL;
+}
+
 static bool has_collectives(const struct wafer_runtime_device *device)
 {
 	return device->info.capabilities & WAFER_CAP_COLLECTIVES;
@@ -134,6 +145,29 @@ WAFER_API wafer_status wafer_comm_id_create(wafer_client *client,
 	return WAFER_OK;
 }
 
+/* [comm] timeout (wafer.conf(5)) in milliseconds, 0 for ever. */
+wafer_status wafer__comm_timeout(wafer_client *client, uint64_t *out_ms)
+{
+	const struct wafer__config *config =
+		wafer__runtime_get_config(wafer__client_runtime(client));
+	double seconds;
+	wafer_status status = wafer__config_get_double(
+		config, "comm", "timeout", COMM_TIMEOUT_DEFAULT_S, &seconds);
+
+	if (status == WAFER_OK && (seconds < 0 || seconds > 1e9))
+		status = wafer__fail(WAFER_ERROR_CONFIG,
+				     "%s: [comm] timeout is %g s: want 0 (for "
+				     "ever) to 1e9",
+				     wafer__config_lookup(config, "comm",
+							  "timeout")
+					     ->origin,
+				     seconds);
+	*out_ms = status == WAFER_OK ? (uint64_t)(seconds * 1000 + 0.5) : 0;
+	if (status == WAFER_OK && seconds > 0 && *out_ms == 0)
+		*out_ms = 1; /* below a millisecond, not for ever */
+	return status;
+}
+
 /* The plugin's comm_open for one rank, and the communicator around it.
  * |fn| names the public call in errors. */
 static wafer_status comm_open(const char *fn, wafer_client *client,
@@ -151,8 +185,10 @@ static wafer_status comm_open(const char *fn, wafer_client *client,
 		.native = native,
 	};
 	struct wafer_comm *comm;
-	wafer_status status;
+	wafer_status status = wafer__comm_timeout(client, &args.timeout_ms);
 
+	if (status != WAFER_OK)
+		return wafer__fail_context(status, "%s", fn);
 	comm = calloc(1, sizeof *comm);
 	if (!comm)
 		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
@@ -473,6 +509,72 @@ void wafer__comm_client_closing(wafer_client *client)
 	}
 }
 
+/* The plugin's comm_split for one rank of |parent|, after the
+ * collectives issued on its client ran (the split is a collective of
+ * the transport, issued here on the caller's thread, so nothing of
+ * |parent| may still be in flight on the client's own). */
+WAFER_API wafer_status wafer_comm_split(wafer_comm *token, int32_t color,
+					int32_t key, wafer_comm **out_comm)
+{
+	struct wafer_comm *parent, *comm;
+	struct wafer__command sync = {.kind = WAFER_COMMAND_SYNC};
+	wafer_status status;
+
+	if (out_comm)
+		*out_comm = NULL;
+	if (!token || !out_comm)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "wafer_comm_split: %s is NULL",
+				   token ? "out_comm" : "comm");
+	parent = comm_find(token);
+	if (!parent)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "wafer_comm_split: communicator %p is not "
+				   "open (closed, or its client closed)",
+				   (void *)token);
+	if (color < WAFER_COMM_SPLIT_NONE)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "wafer_comm_split: colour %" PRId32 " (want "
+				   "0 or more, or WAFER_COMM_SPLIT_NONE)",
+				   color);
+	struct wafer_runtime_device *device = parent->device;
+	if (!device->plugin->server->comm_split)
+		return wafer__fail(WAFER_ERROR_NOT_SUPPORTED,
+				   "wafer_comm_split: sub-communicators not "
+				   "supported by %s (its plugin has no "
+				   "comm_split, ABI 1.7)",
+				   device->backend);
+	status = wafer__client_submit(parent->client, &sync);
+	if (status != WAFER_OK)
+		return wafer__fail_context(status, "wafer_comm_split: rank %u "
+					   "of %u, waiting for its collectives",
+					   parent->rank, parent->size);
+	comm = calloc(1, sizeof *comm);
+	if (!comm)
+		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+				   "wafer_comm_split: out of host memory");
+	wafer__error_clear();
+	status = device->plugin->server->comm_split(
+		device->device, parent->native, color, key, &comm->native,
+		&comm->rank, &comm->size);
+	if (status != WAFER_OK || !comm->native) {
+		free(comm);
+		if (status != WAFER_OK)
+			return wafer__fail_context(
+				status,
+				"wafer_comm_split: %s:%u, rank %u of %u, colour "
+				"%" PRId32 ", key %" PRId32,
+				device->backend, device->index, parent->rank,
+				parent->size, color, key);
+		return WAFER_OK; /* WAFER_COMM_SPLIT_NONE */
+	}
+	comm->client = parent->client;
+	comm->device = device;
+	comm_register(comm);
+	*out_comm = comm_token(comm);
+	return WAFER_OK;
+}
+
 WAFER_API uint32_t wafer_comm_rank(const wafer_comm *token)
 {
 	const struct wafer_comm *comm = token ? comm_find(token) : NULL;
@@ -619,6 +721,7 @@ static wafer_status collective(const char *fn, wafer_comm *token,
 		.kind = WAFER_COMMAND_COLLECTIVE,
 		.collective = {
 			.comm = comm->native,
+			.token = token,
 			.src = src_slot,
 			.dst = dst_slot,
 			.args = {
@@ -689,6 +792,75 @@ WAFER_API wafer_status wafer_comm_recv(wafer_comm *comm, wafer_handle dst,
 {
 	return collective("wafer_comm_recv", comm, WAFER_COLLECTIVE_RECV, dst,
 			  dst, count, dtype, WAFER_REDUCE_SUM, peer);
+}
+
+/* begin or end of a group: a command on the client's channel, so the
+ * plugin's comm_group_begin/end run on the thread that issues the
+ * collectives, in their order; nothing where the plugin has none. */
+static wafer_status comm_group(const char *fn, wafer_comm *token, bool begin)
+{
+	struct wafer_comm *comm = token ? comm_find(token) : NULL;
+
+	if (!comm)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   token ? "%s: communicator %p is not open "
+					   "(closed, or its client closed)"
+					 : "%s: comm is NULL",
+				   fn, (void *)token);
+	if (begin) {
+		__atomic_add_fetch(&comm->group_depth, 1, __ATOMIC_RELAXED);
+	} else {
+		unsigned depth = __atomic_load_n(&comm->group_depth,
+						 __ATOMIC_RELAXED);
+		do {
+			if (depth == 0)
+				return wafer__fail(
+					WAFER_ERROR_INVALID_ARGUMENT,
+					"%s: no group begun on communicator "
+					"%p (rank %u of %u): call "
+					"wafer_comm_group_begin first",
+					fn, (void *)token, comm->rank,
+					comm->size);
+		} while (!__atomic_compare_exchange_n(
+			&comm->group_depth, &depth, depth - 1, false,
+			__ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	}
+	if (!comm->device->plugin->server->comm_group_begin)
+		return WAFER_OK;
+	struct wafer__command command = {
+		.kind = WAFER_COMMAND_COMM_GROUP,
+		.comm_group = {.begin = begin},
+	};
+	return wafer__client_submit(comm->client, &command);
+}
+
+WAFER_API wafer_status wafer_comm_group_begin(wafer_comm *comm)
+{
+	return comm_group("wafer_comm_group_begin", comm, true);
+}
+
+WAFER_API wafer_status wafer_comm_group_end(wafer_comm *comm)
+{
+	return comm_group("wafer_comm_group_end", comm, false);
+}
+
+wafer_status wafer__comm_run_group(struct wafer__bridge *bridge,
+				   struct wafer__command *c)
+{
+	const struct wafer_server_ops *server = bridge->device->plugin->server;
+	wafer_status status =
+		c->comm_group.begin
+			? server->comm_group_begin(bridge->plugin_device)
+			: server->comm_group_end(bridge->plugin_device);
+
+	if (status != WAFER_OK)
+		return wafer__fail_context(status, "%s on %s:%u",
+					   c->comm_group.begin
+						   ? "comm_group_begin"
+						   : "comm_group_end",
+					   bridge->device->backend,
+					   bridge->device->index);
+	return WAFER_OK;
 }
 
 /* The device side (the COLLECTIVE row of lib/command.def), on the

@@ -234,6 +234,9 @@ static const char *const autotune_keys[] = {"mode", "cache_dir", "warmup",
 					    "samples", "eliminate_ratio",
 					    "timer", "progress", NULL};
 
+/* Collectives (lib/comm.c, wafer.conf(5)). */
+static const char *const comm_keys[] = {"timeout", NULL};
+
 /* Sections whose keys the core knows; any other section belongs to a
  * plugin or a memory strategy, which checks its own keys. */
 static const struct config_schema {
@@ -243,6 +246,7 @@ static const struct config_schema {
 	{"core", core_keys},
 	{"memory", memory_keys},
 	{"autotune", autotune_keys},
+	{"comm", comm_keys},
 };
 
 static const struct config_default {

@@ -10,6 +10,7 @@
 
 #include "lib/bridge.h"
 #include "lib/client.h"
+#include "lib/comm.h"
 #include "lib/error.h"
 #include "lib/graph.h"
 #include "lib/list.h"
@@ -207,7 +208,7 @@ static wafer_status record_launch(wafer_graph *g,
 	return WAFER_OK;
 }
 
-/* A write (its bytes copied) or a host callback. */
+/* A write (its bytes copied), a host callback or a collective. */
 static wafer_status record_command(wafer_graph *g,
 				   const struct wafer__command *c)
 {
@@ -231,6 +232,23 @@ static wafer_status record_command(wafer_graph *g,
 		s->command.write.src = s->bytes;
 		s->command.write.registered = false;
 		s->command.write.slot = &g->bindings[index]->shadow;
+	} else if (c->kind == WAFER_COMMAND_COLLECTIVE) {
+		/* Its operands become the graph's bindings, as a launch's
+		 * do; the communicator is checked again at each replay. */
+		struct wafer__handle_slot **ends[2] = {&s->command.collective.src,
+						       &s->command.collective.dst};
+		for (int e = 0; e < 2; e++) {
+			uint32_t index;
+			if (!*ends[e])
+				continue;
+			wafer_status status = wafer__bridge_check_backed(
+				*ends[e], "collective");
+			if (status == WAFER_OK)
+				status = binding_of(g, *ends[e], &index);
+			if (status != WAFER_OK)
+				return status;
+			*ends[e] = &g->bindings[index]->shadow;
+		}
 	}
 	g->step_count++;
 	return WAFER_OK;
@@ -534,6 +552,15 @@ wafer_status wafer__graph_run_launch(struct wafer__bridge *bridge,
 			i += s->native_count;
 		} else if (s->kind == STEP_LAUNCH) {
 			status = bridge->launch(dev, lane->queue, &s->launch);
+			i++;
+		} else if (s->command.kind == WAFER_COMMAND_COLLECTIVE &&
+			   !wafer__comm_is_open(s->command.collective.token)) {
+			status = wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+					     "its communicator %p was closed "
+					     "after the capture; capture again "
+					     "on an open one",
+					     (const void *)s->command.collective
+						     .token);
 			i++;
 		} else {
 			struct wafer__command replay = s->command;

@@ -453,7 +453,9 @@ static void whole_group(struct wafer__loaded_plugin *p, unsigned since,
  * import a buffer; collectives and peer copy (1.4); events (1.5: without
  * them the core orders a client's queues on the host); native graphs
  * (1.6: without them the core replays graphs); registered host memory
- * (1.7: without it copies are staged). */
+ * (1.7: without it copies are staged); sub-communicators and grouped
+ * collectives (1.7: without them wafer_comm_split is not supported and
+ * each collective is issued alone). */
 static void whole_groups(struct wafer__loaded_plugin *p)
 {
 	static const struct group_entry programs[] = {
@@ -478,6 +480,9 @@ static void whole_groups(struct wafer__loaded_plugin *p)
 		STORAGE_ENTRY(host_register), STORAGE_ENTRY(host_unregister),
 		STORAGE_ENTRY(copy_in_registered),
 		STORAGE_ENTRY(copy_out_registered)};
+	static const struct group_entry split[] = {SERVER_ENTRY(comm_split)};
+	static const struct group_entry comm_groups[] = {
+		SERVER_ENTRY(comm_group_begin), SERVER_ENTRY(comm_group_end)};
 
 	static const struct group_entry figure[] = {STORAGE_ENTRY(figure)};
 	static const struct group_entry peer[] = {STORAGE_ENTRY(copy_peer)};
@@ -495,6 +500,10 @@ static void whole_groups(struct wafer__loaded_plugin *p)
 		    graphs, ARRAY_SIZE(graphs));
 	whole_group(p, 7, "host memory", "registered host memory (copies "
 		    "from it are staged)", host, ARRAY_SIZE(host));
+	whole_group(p, 7, "comm_split", "sub-communicators", split,
+		    ARRAY_SIZE(split));
+	whole_group(p, 7, "comm_group", "grouped collectives (each issued "
+		    "alone)", comm_groups, ARRAY_SIZE(comm_groups));
 }
 
 /* A minor only appends (plugin.h), so a plugin built for a newer one

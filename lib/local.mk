@@ -70,7 +70,7 @@ libwafer_core_la_SOURCES += lib/scope.c lib/scope.h
 
 # Scale-out (include/wafer/comm.h): peer copies, communicators and
 # collectives over the plugin's 1.4 entries.
-libwafer_core_la_SOURCES += lib/comm.c lib/comm.h lib/copy_peer.c
+libwafer_core_la_SOURCES += lib/comm.c lib/comm.h lib/comm_launch.c lib/copy_peer.c
 
 # The runtime: configuration chain, plugin loader, devices.
 libwafer_core_la_SOURCES += lib/loader.c lib/loader.h lib/runtime.c \

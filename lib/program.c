@@ -7,6 +7,7 @@
 #include "build-config.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,29 +20,171 @@
 #include "lib/log.h"
 #include "lib/program_table.h"
 
+/* A slot of the process's table (program_table.h): the record of the
+ * program it holds now, or of the last one it held. */
 struct wafer_program {
-	wafer_client *client;
+	uint32_t index;      /* 1-based */
+	uint32_t generation; /* of the program it holds or last held */
+	uint32_t next_free;  /* index of the next free slot; 0: none */
+	wafer_client *client; /* NULL: free */
 	struct wafer_runtime_device *device;
-	/* The plugin's program; NULL once released (under the table's
-	 * lock). */
-	void *loaded;
+	void *loaded; /* the plugin's program */
 	wafer_program_format format;
-	/* For messages: the source's name, else its format. */
+	/* For messages: the source's name, else its format; kept after
+	 * release. */
 	char name[96];
-	struct wafer_program *next;
+	/* Its kernels, in the order wafer_program_kernel first asked for
+	 * them (a ref's kernel index). */
+	const struct wafer_kernel **kernels;
+	size_t kernel_count, kernel_capacity;
+	struct wafer_program *prev, *next; /* its client's live programs */
 };
 
 /*===----------------------------------------------------------------------===
  * The table
  *===----------------------------------------------------------------------===*/
 
+#define PROGRAM_MARK ((uintptr_t)0xA)
+#define REF_MARK ((uintptr_t)0xB)
+#define MARK_SHIFT (sizeof(uintptr_t) * 8 - 4)
+#define SLOT_SHIFT WAFER_PROGRAM_KERNEL_BITS
+#define GENERATION_SHIFT (SLOT_SHIFT + WAFER_PROGRAM_SLOT_BITS)
+#define FIELD(bits) (((uintptr_t)1 << (bits)) - 1)
+_Static_assert(GENERATION_SHIFT + WAFER_PROGRAM_GENERATION_BITS <= MARK_SHIFT,
+	       "a program id's fields overlap its mark");
+
+#define BLOCK_SLOTS 1024u
+#define MAX_SLOTS ((uint32_t)FIELD(WAFER_PROGRAM_SLOT_BITS))
+#define MAX_GENERATION ((uint32_t)FIELD(WAFER_PROGRAM_GENERATION_BITS))
+#define MAX_KERNELS ((size_t)FIELD(WAFER_PROGRAM_KERNEL_BITS) + 1)
+
+static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct wafer_program *blocks[MAX_SLOTS / BLOCK_SLOTS + 1];
+static uint32_t next_unused = 1; /* under the lock */
+static uint32_t free_head;       /* under the lock */
+
+static uintptr_t encode(uintptr_t mark, const struct wafer_program *p,
+			size_t kernel)
+{
+	return mark << MARK_SHIFT |
+	       (uintptr_t)p->generation << GENERATION_SHIFT |
+	       (uintptr_t)p->index << SLOT_SHIFT | kernel;
+}
+
+static wafer_program *program_id(const struct wafer_program *slot)
+{
+	return (wafer_program *)encode(PROGRAM_MARK, slot, 0);
+}
+
+/* The slot |id| names, whatever its generation; NULL when |id| has not
+ * |mark| or names no slot ever used. Under the lock. */
+static struct wafer_program *slot_of(uintptr_t id, uintptr_t mark,
+				     uint32_t *out_generation,
+				     size_t *out_kernel)
+{
+	uint32_t index =
+		(uint32_t)(id >> SLOT_SHIFT & FIELD(WAFER_PROGRAM_SLOT_BITS));
+	if (id >> MARK_SHIFT != mark || !index || index >= next_unused)
+		return NULL;
+	*out_generation = (uint32_t)(id >> GENERATION_SHIFT &
+				     FIELD(WAFER_PROGRAM_GENERATION_BITS));
+	*out_kernel = id & FIELD(WAFER_PROGRAM_KERNEL_BITS);
+	if (mark == PROGRAM_MARK && *out_kernel)
+		return NULL;
+	return &blocks[index / BLOCK_SLOTS][index % BLOCK_SLOTS];
+}
+
+/* The live program |program| names, or NULL with the error recorded for
+ * |call|. Under the lock. */
+static struct wafer_program *live_program(const wafer_program *program,
+					  const char *call)
+{
+	uint32_t generation;
+	size_t kernel;
+	struct wafer_program *p =
+		slot_of((uintptr_t)program, PROGRAM_MARK, &generation, &kernel);
+	if (!p) {
+		wafer__fail(WAFER_ERROR_INVALID_HANDLE,
+			    "%s: program %p is not a program (ids come from "
+			    "wafer_program_create)",
+			    call, (const void *)program);
+		return NULL;
+	}
+	if (!p->client || p->generation != generation) {
+		wafer__fail(WAFER_ERROR_INVALID_HANDLE,
+			    "%s: program %p was released (or its client "
+			    "closed)%s%s%s",
+			    call, (const void *)program,
+			    p->generation == generation ? "; it was '" : "",
+			    p->generation == generation ? p->name : "",
+			    p->generation == generation ? "'" : "");
+		return NULL;
+	}
+	return p;
+}
+
+/* A free slot, generation set; NULL when out of host memory or slots.
+ * Under the lock. */
+static struct wafer_program *take_slot(void)
+{
+	struct wafer_program *p;
+	if (free_head) {
+		p = &blocks[free_head / BLOCK_SLOTS][free_head % BLOCK_SLOTS];
+		free_head = p->next_free;
+		p->generation++;
+	} else {
+		uint32_t index = next_unused;
+		if (index > MAX_SLOTS)
+			return NULL;
+		struct wafer_program **block = &blocks[index / BLOCK_SLOTS];
+		if (!*block && !(*block = calloc(BLOCK_SLOTS, sizeof **block)))
+			return NULL;
+		next_unused++;
+		p = &(*block)[index % BLOCK_SLOTS];
+		p->index = index;
+		p->generation = 1;
+	}
+	p->next_free = 0;
+	return p;
+}
+
+/* Ends the program in |p| (its ids are refused from now on) and puts the
+ * slot back, unless its generations are spent. Its name stays for
+ * messages until the slot is reused. Under the lock. */
+static void free_slot(struct wafer__program_table *table,
+		      struct wafer_program *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		table->live = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	table->count--;
+	free(p->kernels);
+	p->kernels = NULL;
+	p->kernel_count = p->kernel_capacity = 0;
+	p->client = NULL;
+	p->device = NULL;
+	p->loaded = NULL;
+	p->prev = p->next = NULL;
+	if (p->generation < MAX_GENERATION) {
+		p->next_free = free_head;
+		free_head = p->index;
+	}
+}
+
+size_t wafer__program_slots_used(void)
+{
+	pthread_rwlock_rdlock(&table_lock);
+	size_t used = next_unused - 1;
+	pthread_rwlock_unlock(&table_lock);
+	return used;
+}
+
 wafer_status wafer__program_table_init(struct wafer__program_table *table)
 {
 	memset(table, 0, sizeof *table);
-	if (pthread_mutex_init(&table->lock, NULL) != 0)
-		return wafer__fail(WAFER_ERROR_INTERNAL,
-				   "pthread_mutex_init failed");
-	atomic_init(&table->blocks, NULL);
 	return WAFER_OK;
 }
 
@@ -51,69 +194,60 @@ void wafer__program_table_fini(struct wafer__program_table *table,
 	const struct wafer_server_ops *server = device->plugin->server;
 	size_t live = 0;
 
-	for (struct wafer_program *p = table->programs, *next; p; p = next) {
-		next = p->next;
-		if (p->loaded) {
-			server->program_release(device->device, p->loaded);
-			live++;
-		}
-		free(p);
+	pthread_rwlock_wrlock(&table_lock);
+	while (table->live) {
+		struct wafer_program *p = table->live;
+		server->program_release(device->device, p->loaded);
+		free_slot(table, p);
+		live++;
 	}
+	pthread_rwlock_unlock(&table_lock);
 	if (live)
 		wafer__log_info("core",
 				"client closed with %zu live program(s); "
 				"releasing them",
 				live);
-	struct wafer__program_ref_block *b =
-		atomic_load_explicit(&table->blocks, memory_order_relaxed);
-	while (b) {
-		struct wafer__program_ref_block *next = b->next;
-		free(b);
-		b = next;
-	}
-	pthread_mutex_destroy(&table->lock);
 }
 
-wafer_status wafer__program_ref_released(const void *ref)
+bool wafer__program_ref_deref(wafer_client *client, const void *ref,
+			      const struct wafer_kernel **out_kernel,
+			      wafer_status *out_status)
 {
-	const struct wafer__program_ref *r = ref;
-	return wafer__fail(WAFER_ERROR_INVALID_HANDLE,
-			   "wafer_execute: kernel_ref %p is a kernel of "
-			   "program '%s', which was released",
-			   ref, r->program->name);
-}
-
-/* Calls |fn| on every ref of |table| in use. Under the lock. */
-static void for_each_ref(struct wafer__program_table *table,
-			 bool (*fn)(struct wafer__program_ref *, void *),
-			 void *data)
-{
-	struct wafer__program_ref_block *b =
-		atomic_load_explicit(&table->blocks, memory_order_relaxed);
-	size_t used = table->used;
-	for (; b; b = b->next, used = WAFER_PROGRAM_REF_BLOCK)
-		for (size_t i = 0; i < used; i++)
-			if (!fn(&b->refs[i], data))
-				return;
-}
-
-/* A new ref; NULL when out of host memory. Under the lock. */
-static struct wafer__program_ref *new_ref(struct wafer__program_table *table)
-{
-	struct wafer__program_ref_block *head =
-		atomic_load_explicit(&table->blocks, memory_order_relaxed);
-	if (!head || table->used == WAFER_PROGRAM_REF_BLOCK) {
-		struct wafer__program_ref_block *b = calloc(1, sizeof *b);
-		if (!b)
-			return NULL;
-		for (size_t i = 0; i < WAFER_PROGRAM_REF_BLOCK; i++)
-			atomic_init(&b->refs[i].kernel, NULL);
-		b->next = head;
-		atomic_store_explicit(&table->blocks, b, memory_order_release);
-		table->used = 0;
-		head = b;
-	}
-	return &head->refs[table->used++];
+	uint32_t generation;
+	size_t kernel;
+	*out_kernel = NULL;
+	if ((uintptr_t)ref >> MARK_SHIFT != REF_MARK)
+		return false;
+	pthread_rwlock_rdlock(&table_lock);
+	struct wafer_program *p =
+		slot_of((uintptr_t)ref, REF_MARK, &generation, &kernel);
+	if (!p || (p->generation == generation && p->client &&
+		   kernel >= p->kernel_count))
+		*out_status = wafer__fail(
+			WAFER_ERROR_INVALID_ARGUMENT,
+			"wafer_execute: kernel_ref %p is no kernel wafer_"
+			"program_kernel handed out",
+			ref);
+	else if (!p->client || p->generation != generation)
+		*out_status = wafer__fail(
+			WAFER_ERROR_INVALID_HANDLE,
+			"wafer_execute: kernel_ref %p is a kernel of a program "
+			"that was released (or whose client closed)%s%s%s",
+			ref, p->generation == generation ? ": '" : "",
+			p->generation == generation ? p->name : "",
+			p->generation == generation ? "'" : "");
+	else if (p->client != client)
+		*out_status = wafer__fail(
+			WAFER_ERROR_INVALID_ARGUMENT,
+			"wafer_execute: kernel_ref %p is a kernel of program "
+			"'%s' of another client (refs from wafer_kernel_find "
+			"and wafer_program_kernel are valid for the client "
+			"that made them)",
+			ref, p->name);
+	else
+		*out_kernel = p->kernels[kernel];
+	pthread_rwlock_unlock(&table_lock);
+	return true;
 }
 
 /*===----------------------------------------------------------------------===
@@ -295,70 +429,60 @@ WAFER_API wafer_status wafer_program_create(wafer_client *client,
 	status = choose_source(device, sources, count, &source);
 	if (status != WAFER_OK)
 		return status;
-	struct wafer_program *p = calloc(1, sizeof *p);
-	if (!p)
-		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
-				   "wafer_program_create: out of host memory");
-	p->client = client;
-	p->device = device;
-	p->format = source.format;
-	snprintf(p->name, sizeof p->name, "%s",
+	char name[sizeof ((struct wafer_program *)0)->name];
+	snprintf(name, sizeof name, "%s",
 		 source.name ? source.name
 			     : wafer_program_format_name(source.format));
+	void *loaded = NULL;
 
 	wafer__error_clear();
 	status = server->program_load(device->device, &source, options,
-				      &p->loaded);
-	if (status == WAFER_OK && !p->loaded)
+				      &loaded);
+	if (status == WAFER_OK && !loaded)
 		status = wafer__fail(WAFER_ERROR_INTERNAL,
 				     "program_load returned no program");
-	if (status != WAFER_OK) {
+	if (status != WAFER_OK)
 		/* A build log stays as the compiler wrote it: the context
 		 * goes in front. */
-		wafer__fail_context(status,
-				    "wafer_program_create(%s, %s) on %s:%u",
-				    p->name,
-				    wafer_program_format_name(source.format),
-				    device->backend, device->index);
-		free(p);
-		return status;
-	}
+		return wafer__fail_context(
+			status, "wafer_program_create(%s, %s) on %s:%u", name,
+			wafer_program_format_name(source.format),
+			device->backend, device->index);
 	struct wafer__program_table *table = wafer__client_programs(client);
-	pthread_mutex_lock(&table->lock);
-	p->next = table->programs;
-	table->programs = p;
-	pthread_mutex_unlock(&table->lock);
-	wafer__log_debug("core", "program %s (%s) loaded on %s:%u", p->name,
-			 wafer_program_format_name(p->format), device->backend,
-			 device->index);
-	*out_program = p;
+	pthread_rwlock_wrlock(&table_lock);
+	struct wafer_program *p = take_slot();
+	if (p) {
+		p->client = client;
+		p->device = device;
+		p->loaded = loaded;
+		p->format = source.format;
+		memcpy(p->name, name, sizeof name);
+		p->prev = NULL;
+		p->next = table->live;
+		if (p->next)
+			p->next->prev = p;
+		table->live = p;
+		table->count++;
+		*out_program = program_id(p);
+	}
+	pthread_rwlock_unlock(&table_lock);
+	if (!p) {
+		server->program_release(device->device, loaded);
+		return wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+				   "wafer_program_create(%s): out of host "
+				   "memory, or %u programs are live at once",
+				   name, MAX_SLOTS);
+	}
+	wafer__log_debug("core", "program %s (%s) loaded on %s:%u as %p", name,
+			 wafer_program_format_name(source.format),
+			 device->backend, device->index,
+			 (const void *)*out_program);
 	return WAFER_OK;
 }
 
 /*===----------------------------------------------------------------------===
  * Kernels
  *===----------------------------------------------------------------------===*/
-
-struct find_ref {
-	const struct wafer_program *program;
-	const char *name;
-	uint32_t binding_count;
-	size_t params_size;
-	struct wafer__program_ref *found;
-};
-
-static bool match_ref(struct wafer__program_ref *r, void *data)
-{
-	struct find_ref *f = data;
-	const struct wafer_kernel *k =
-		atomic_load_explicit(&r->kernel, memory_order_relaxed);
-	if (r->program != f->program || !k ||
-	    k->binding_count != f->binding_count ||
-	    k->params_size != f->params_size || strcmp(k->op, f->name) != 0)
-		return true;
-	f->found = r;
-	return false;
-}
 
 WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
 					    const char *name,
@@ -386,30 +510,51 @@ WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
 				   "wafer_program_kernel(%s): a parameter "
 				   "block of %zu bytes, the most is %d",
 				   name, params_size, WAFER_PROGRAM_MAX_PARAMS);
-	struct wafer__program_table *table =
-		wafer__client_programs(program->client);
-	struct wafer_runtime_device *device = program->device;
-
-	pthread_mutex_lock(&table->lock);
-	if (!program->loaded) {
-		status = wafer__fail(WAFER_ERROR_INVALID_HANDLE,
-				     "wafer_program_kernel(%s): program '%s' "
-				     "was released",
-				     name, program->name);
+	/* Under the write lock: the plugin's lookup is quick, and a launch
+	 * must not see the kernel array while it grows. */
+	pthread_rwlock_wrlock(&table_lock);
+	struct wafer_program *p =
+		live_program(program, "wafer_program_kernel");
+	if (!p) {
+		status = WAFER_ERROR_INVALID_HANDLE;
 		goto out;
 	}
-	struct find_ref find = {program, name, binding_count, params_size,
-				NULL};
-	for_each_ref(table, match_ref, &find);
-	if (find.found) {
-		*out_kernel = (const wafer_kernel_ref *)(void *)find.found;
+	struct wafer_runtime_device *device = p->device;
+	for (size_t i = 0; i < p->kernel_count; i++) {
+		const struct wafer_kernel *k = p->kernels[i];
+		if (k->binding_count == binding_count &&
+		    k->params_size == params_size && strcmp(k->op, name) == 0) {
+			*out_kernel = (const wafer_kernel_ref *)encode(
+				REF_MARK, p, i);
+			goto out;
+		}
+	}
+	if (p->kernel_count == MAX_KERNELS) {
+		status = wafer__fail(WAFER_ERROR_OUT_OF_RANGE,
+				     "wafer_program_kernel(%s): program '%s' "
+				     "has handed out %zu kernels, the most",
+				     name, p->name, MAX_KERNELS);
 		goto out;
+	}
+	if (p->kernel_count == p->kernel_capacity) {
+		size_t capacity = p->kernel_capacity ? 2 * p->kernel_capacity
+						     : 4;
+		const struct wafer_kernel **kernels =
+			realloc(p->kernels, capacity * sizeof *kernels);
+		if (!kernels) {
+			status = wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
+					     "wafer_program_kernel: out of "
+					     "host memory");
+			goto out;
+		}
+		p->kernels = kernels;
+		p->kernel_capacity = capacity;
 	}
 	const struct wafer_kernel *kernel = NULL;
 	wafer__error_clear();
 	status = device->plugin->server->program_kernel(
-		device->device, program->loaded, name, binding_count,
-		params_size, &kernel);
+		device->device, p->loaded, name, binding_count, params_size,
+		&kernel);
 	if (status == WAFER_OK && !kernel)
 		status = wafer__fail(WAFER_ERROR_INTERNAL,
 				     "program_kernel returned no kernel");
@@ -417,20 +562,14 @@ WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
 		status = wafer__fail_context(
 			status, "wafer_program_kernel(%s) of program '%s' on "
 				"%s:%u",
-			name, program->name, device->backend, device->index);
+			name, p->name, device->backend, device->index);
 		goto out;
 	}
-	struct wafer__program_ref *r = new_ref(table);
-	if (!r) {
-		status = wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
-				     "wafer_program_kernel: out of host memory");
-		goto out;
-	}
-	r->program = program;
-	atomic_store_explicit(&r->kernel, kernel, memory_order_release);
-	*out_kernel = (const wafer_kernel_ref *)(void *)r;
+	p->kernels[p->kernel_count] = kernel;
+	*out_kernel = (const wafer_kernel_ref *)encode(REF_MARK, p,
+						       p->kernel_count++);
 out:
-	pthread_mutex_unlock(&table->lock);
+	pthread_rwlock_unlock(&table_lock);
 	return status;
 }
 
@@ -438,32 +577,21 @@ out:
  * Release
  *===----------------------------------------------------------------------===*/
 
-static bool retire_ref(struct wafer__program_ref *r, void *data)
-{
-	if (r->program == data)
-		atomic_store_explicit(&r->kernel, NULL, memory_order_release);
-	return true;
-}
-
 WAFER_API wafer_status wafer_program_release(wafer_program *program)
 {
 	if (!program)
 		return WAFER_OK;
-	struct wafer__program_table *table =
-		wafer__client_programs(program->client);
-
-	pthread_mutex_lock(&table->lock);
-	void *loaded = program->loaded;
-	program->loaded = NULL;
-	if (loaded)
-		for_each_ref(table, retire_ref, program);
-	pthread_mutex_unlock(&table->lock);
-	if (!loaded)
-		return wafer__fail(WAFER_ERROR_INVALID_HANDLE,
-				   "wafer_program_release: program '%s' was "
-				   "released already",
-				   program->name);
+	pthread_rwlock_wrlock(&table_lock);
+	struct wafer_program *p =
+		live_program(program, "wafer_program_release");
+	wafer_client *client = p ? p->client : NULL;
+	void *loaded = p ? p->loaded : NULL;
+	if (p)
+		free_slot(wafer__client_programs(client), p);
+	pthread_rwlock_unlock(&table_lock);
+	if (!p)
+		return WAFER_ERROR_INVALID_HANDLE;
 	/* Launches of its kernels issued before this run first: the
 	 * plugin's program goes in queue order. */
-	return wafer__client_release_program(program->client, loaded);
+	return wafer__client_release_program(client, loaded);
 }

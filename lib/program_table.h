@@ -1,86 +1,77 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * program_table.h: a client's programs (program.h) and the kernel refs
- * they hand out. The records a caller holds pointers to — a program and
- * each ref of its kernels — stay allocated until the client closes and
- * are never reused, so a released program or a ref of one is recognised
- * by a flag rather than dereferenced after a free: its use is
- * WAFER_ERROR_INVALID_HANDLE in every build. What a program holds on the
- * device (the plugin's program and its kernels) goes at release, in
- * queue order (WAFER_COMMAND_PROGRAM_RELEASE). A released program costs
- * its client a few dozen bytes until the client closes.
+ * program_table.h: the programs (program.h) of every client of the
+ * process and the kernel refs they hand out. A wafer_program pointer and
+ * a program kernel's wafer_kernel_ref pointer are not addresses but ids,
  *
- * Refs live in blocks that are never moved, so wafer_execute checks that
- * a ref is one of its client's with a range test per block, without a
- * lock and without touching memory that is not the client's (as the
- * catalogue refs of kernel_table.h are checked). */
+ *     program:  mark 0xA | generation | slot
+ *     kernel:   mark 0xB | generation | slot | kernel index
+ *
+ * (field widths below), so a released program or a ref of one is
+ * recognised by comparison instead of being dereferenced: its use is
+ * WAFER_ERROR_INVALID_HANDLE in every build, also once a later program
+ * took its slot (the slot's generation moved on). A release frees the
+ * slot's kernels at once and puts the slot back on the free list, so a
+ * long-lived client that creates and releases programs does not grow.
+ * What a program holds on the device (the plugin's program and its
+ * kernels) goes at release, in queue order
+ * (WAFER_COMMAND_PROGRAM_RELEASE).
+ *
+ * The slots are the process's, not a client's: wafer_program_kernel and
+ * wafer_program_release name no client, so the id alone must find it.
+ * A slot remembers its client; a slot whose generation reaches the
+ * largest an id carries is retired, never reused, so no id is issued
+ * twice in a process. Slots live in blocks that are never moved or
+ * freed, behind one read-write lock: launches read, create, kernel and
+ * release write. Program kernel refs are told from the catalogue's
+ * (kernel_table.h) by address first: a catalogue ref is a pointer the
+ * library handed out, an id has its top bit set, which no user-space
+ * address of the platforms wafer runs on has. */
 #ifndef WAFER_CORE_PROGRAM_TABLE_H
 #define WAFER_CORE_PROGRAM_TABLE_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <wafer/plugin.h>
+#include <wafer/program.h>
 
-#define WAFER_PROGRAM_REF_BLOCK 64
+#if UINTPTR_MAX > UINT32_MAX
+#define WAFER_PROGRAM_KERNEL_BITS 14
+#define WAFER_PROGRAM_SLOT_BITS 20
+#define WAFER_PROGRAM_GENERATION_BITS 24
+#else
+#define WAFER_PROGRAM_KERNEL_BITS 8
+#define WAFER_PROGRAM_SLOT_BITS 10
+#define WAFER_PROGRAM_GENERATION_BITS 10
+#endif
 
-/* What a program kernel's wafer_kernel_ref points at. */
-struct wafer__program_ref {
-	/* The plugin's entry; NULL once the program was released. */
-	const struct wafer_kernel *_Atomic kernel;
-	struct wafer_program *program;
-};
-
-struct wafer__program_ref_block {
-	struct wafer__program_ref refs[WAFER_PROGRAM_REF_BLOCK];
-	struct wafer__program_ref_block *next; /* older block */
-};
-
+/* A client's live programs, for its close. Under the table's lock. */
 struct wafer__program_table {
-	/* Serialises create, kernel and release of the client's programs
-	 * (not launches). */
-	pthread_mutex_t lock;
-	/* Newest block first; a block is published whole (release store)
-	 * and never unlinked before the table's fini. */
-	struct wafer__program_ref_block *_Atomic blocks;
-	size_t used; /* refs used in the newest block; under |lock| */
-	struct wafer_program *programs; /* every record, newest first */
+	struct wafer_program *live; /* newest first */
+	size_t count;
 };
 
 wafer_status wafer__program_table_init(struct wafer__program_table *table);
 
 /* Client close, after the client's queue was synchronised for the last
  * time: releases what each live program holds on |device| and frees
- * every record. */
+ * their slots (their ids are refused from then on). */
 struct wafer_runtime_device;
 void wafer__program_table_fini(struct wafer__program_table *table,
 			       struct wafer_runtime_device *device);
 
-/* Whether |ref| is one of |table|'s program refs: then its kernel in
- * |*out_kernel|, or NULL when its program was released. */
-static inline bool
-wafer__program_table_deref(struct wafer__program_table *table, const void *ref,
-			   const struct wafer_kernel **out_kernel)
-{
-	struct wafer__program_ref_block *b =
-		atomic_load_explicit(&table->blocks, memory_order_acquire);
-	for (; b; b = b->next) {
-		uintptr_t offset = (uintptr_t)ref - (uintptr_t)b->refs;
-		if (offset >= sizeof b->refs ||
-		    offset % sizeof(struct wafer__program_ref))
-			continue;
-		const struct wafer__program_ref *r = ref;
-		*out_kernel = atomic_load_explicit(&r->kernel,
-						   memory_order_acquire);
-		return true;
-	}
-	return false;
-}
+/* Whether |ref| is a program kernel ref: then its kernel in
+ * |*out_kernel| when it is one of |client|'s live programs, else NULL
+ * with the reason recorded (WAFER_ERROR_INVALID_HANDLE or
+ * WAFER_ERROR_INVALID_ARGUMENT in |*out_status|). */
+bool wafer__program_ref_deref(wafer_client *client, const void *ref,
+			      const struct wafer_kernel **out_kernel,
+			      wafer_status *out_status);
 
-/* The detail of a launch of a released program's ref |ref| (one for
- * which deref gave NULL): WAFER_ERROR_INVALID_HANDLE. */
-wafer_status wafer__program_ref_released(const void *ref);
+/* The slots the process has ever used (live, free or retired): what a
+ * long-lived client's create and release cycles must keep bounded. */
+size_t wafer__program_slots_used(void);
 
 #endif

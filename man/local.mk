@@ -38,6 +38,7 @@ dist_man_MANS += \
 	man/wafer_version_string.3 \
 	man/wafer_write.3
 dist_man_MANS += man/wafer-info.1
+dist_man_MANS += man/wafer-launch.1 man/wafer_comm_launched.3
 # wafer_memory_snapshot(3): its own page (one call, its own types).
 dist_man_MANS += man/wafer_memory_snapshot.3
 dist_man_MANS += man/wafer.conf.5
@@ -111,7 +112,8 @@ dist_man_MANS += man/wafer-comm.7 man/wafer_copy_peer.3 \
 	man/wafer_comm_rank.3 man/wafer_comm_size.3 \
 	man/wafer_comm_all_reduce.3 man/wafer_comm_broadcast.3 \
 	man/wafer_comm_all_gather.3 man/wafer_comm_reduce_scatter.3 \
-	man/wafer_comm_send.3 man/wafer_comm_recv.3
+	man/wafer_comm_send.3 man/wafer_comm_recv.3 man/wafer_comm_split.3 \
+	man/wafer_comm_group_begin.3 man/wafer_comm_group_end.3
 # The cpu plugin's collectives through MPI (plugins/cpu/comm_mpi.c).
 dist_man_MANS += man/wafer-mpi.7
 

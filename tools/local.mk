@@ -4,6 +4,11 @@ bin_PROGRAMS += tools/wafer-info
 tools_wafer_info_SOURCES = tools/wafer-info.c
 tools_wafer_info_LDADD = libwafer.la
 
+# wafer-launch: N processes of a program as the ranks of a job, where
+# no MPI launcher is (wafer-launch(1)).
+bin_PROGRAMS += tools/wafer-launch
+tools_wafer_launch_SOURCES = tools/wafer-launch.c
+
 bin_PROGRAMS += tools/wafer-bench
 tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
 	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c \

@@ -83,6 +83,25 @@ WAFER_API wafer_status wafer_comm_open(wafer_client *client,
 				       const wafer_comm_options *options,
 				       wafer_comm **out_comm);
 
+/* The environment variables wafer-launch(1) gives each process it
+ * starts: its rank, the number of ranks, and the file through which
+ * rank 0 hands the others the communicator id. */
+#define WAFER_LAUNCH_RANK_ENV "WAFER_RANK"
+#define WAFER_LAUNCH_SIZE_ENV "WAFER_SIZE"
+#define WAFER_LAUNCH_ID_FILE_ENV "WAFER_COMM_ID_FILE"
+
+/* For a process started by wafer-launch(1): fills |options| (rank,
+ * size, id pointing at |out_id|) for wafer_comm_open. Rank 0 makes the
+ * id on |client| and writes it to the launcher's file; the other ranks
+ * wait for it there (up to [comm] timeout). Errors:
+ * WAFER_ERROR_NOT_FOUND when the environment has no launcher's
+ * variables (naming them), WAFER_ERROR_INVALID_ARGUMENT for values that
+ * do not parse, WAFER_ERROR_IO when the file cannot be written or did
+ * not come in time. See wafer_comm_launched(3). */
+WAFER_API wafer_status wafer_comm_launched(wafer_client *client,
+					   wafer_comm_options *options,
+					   wafer_comm_id *out_id);
+
 /* One communicator over |count| clients of this process (one per device,
  * clients[i] becomes rank i), opened together. On failure none is open.
  * Collectives on them must then be issued from different threads, or on
@@ -97,6 +116,24 @@ WAFER_API wafer_status wafer_comm_close(wafer_comm *comm);
 
 WAFER_API uint32_t wafer_comm_rank(const wafer_comm *comm);
 WAFER_API uint32_t wafer_comm_size(const wafer_comm *comm);
+
+/* wafer_comm_split's colour for a rank that joins no new communicator. */
+#define WAFER_COMM_SPLIT_NONE (-1)
+
+/* Splits |comm| into sub-communicators (tensor x data parallel
+ * layouts): every rank of |comm| calls it, and the ranks that give the
+ * same |color| (0 or more) form one new communicator on the same
+ * client, ranked by |key|, ties by their rank in |comm|. A rank that
+ * gives WAFER_COMM_SPLIT_NONE joins none: |*out_comm| is NULL. Waits for
+ * the collectives issued on |comm|'s client, then blocks until every
+ * rank of |comm| called it (ncclCommSplit, MPI_Comm_split): ranks of one
+ * process call it from their own threads. Close the new communicator
+ * like any other; |comm| stays open. Errors:
+ * WAFER_ERROR_INVALID_ARGUMENT for a colour below -1;
+ * WAFER_ERROR_NOT_SUPPORTED where the plugin cannot split (ABI 1.7
+ * entry comm_split; NCCL before 2.18). See wafer_comm_split(3). */
+WAFER_API wafer_status wafer_comm_split(wafer_comm *comm, int32_t color,
+					int32_t key, wafer_comm **out_comm);
 
 /* The collectives. |src| and |dst| are handles of the communicator's
  * client; counts are elements of |dtype| (f32, f16 and bf16 on every
@@ -144,6 +181,19 @@ WAFER_API wafer_status wafer_comm_send(wafer_comm *comm, wafer_handle src,
 WAFER_API wafer_status wafer_comm_recv(wafer_comm *comm, wafer_handle dst,
 				       size_t count, wafer_dtype dtype,
 				       uint32_t peer);
+
+/* Grouping: the collectives (and sends and receives) issued on |comm|'s
+ * client between begin and end go to the transport together, as one
+ * launch where it can (NCCL: ncclGroupStart/ncclGroupEnd; a bucketed
+ * gradient all-reduce, or a send and a recv both ranks issue at once).
+ * Pairs nest. Issue only collectives in between: other work queued
+ * then may run before them, and a sync or read waits for nothing of
+ * the group until its end. Where the transport has no groups (MPI, the
+ * in-process engine) both do nothing. Errors:
+ * WAFER_ERROR_INVALID_ARGUMENT for a NULL or closed |comm|, or an end
+ * without its begin. See wafer_comm_group_begin(3). */
+WAFER_API wafer_status wafer_comm_group_begin(wafer_comm *comm);
+WAFER_API wafer_status wafer_comm_group_end(wafer_comm *comm);
 
 #ifdef __cplusplus
 }

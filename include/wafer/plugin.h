@@ -38,7 +38,9 @@
  *  1.5  events and host callbacks
  *  1.6  native graphs; relu of NaN is NaN (before: 0 or NaN)
  *  1.7  names for the plugin's vendor values (vendor_names); registered
- *       host memory (storage.host_register ..)
+ *       host memory (storage.host_register ..); sub-communicators
+ *       (comm_split); comm_open_args.timeout_ms; grouped collectives
+ *       (comm_group_begin/end)
  *
  * This header needs nothing but the C standard library and wafer/types.h. */
 #ifndef WAFER_PLUGIN_H
@@ -449,6 +451,15 @@ struct wafer_comm_open_args {
 	 * documents it (cpu: an MPI_Comm *; cuda: an ncclComm_t); the plugin
 	 * never frees it. */
 	void *native;
+#if WAFER_PLUGIN_ABI_MINOR >= 7
+	/* Since ABI 1.7 (check struct_size): how long a wait for this
+	 * communicator's collectives may go without their finishing before
+	 * the plugin aborts the communicator and fails the wait, naming it,
+	 * its rank and the collective ([comm] timeout, wafer.conf(5)); 0
+	 * for ever. Asynchronous errors of the engine abort at once. A
+	 * communicator split from this one keeps it. */
+	uint64_t timeout_ms;
+#endif
 };
 
 /* One collective on |count| elements of |dtype| (see
@@ -663,6 +674,28 @@ struct wafer_server_ops {
 	/* Frees |graph|; launches of it issued before still run (CUDA
 	 * cuGraphExecDestroy). */
 	void (*graph_destroy)(void *device, void *graph);
+#endif
+#if WAFER_PLUGIN_ABI_MINOR >= 7
+	/* Since ABI 1.7, optional: sub-communicators (wafer_comm_split).
+	 * Every rank of |comm| calls it (from its own thread where ranks
+	 * share a process) once the core synchronised the queues that used
+	 * |comm|; it blocks until all did (ncclCommSplit, MPI_Comm_split).
+	 * The ranks of one |color| (0 or more) form a new communicator on
+	 * |device|, ranked by |key|, ties by their rank in |comm|; the new
+	 * rank and size go to |*out_rank| and |*out_size|. |color| -1
+	 * joins none: |*out_comm| NULL, WAFER_OK. Without it
+	 * wafer_comm_split reports NOT_SUPPORTED. */
+	wafer_status (*comm_split)(void *device, void *comm, int32_t color,
+				   int32_t key, void **out_comm,
+				   uint32_t *out_rank, uint32_t *out_size);
+
+	/* Since ABI 1.7, optional, both or none: grouped collectives
+	 * (wafer_comm_group_begin). The comm_run calls between begin and
+	 * end, on the same thread, go to the transport together at end
+	 * (ncclGroupStart/ncclGroupEnd); pairs nest. Without them the core
+	 * issues each collective alone. */
+	wafer_status (*comm_group_begin)(void *device);
+	wafer_status (*comm_group_end)(void *device);
 #endif
 };
 

@@ -167,6 +167,20 @@ void cpu_comm_close(void *device, void *comm)
 		dev->state->mpi->close(comm);
 }
 
+wafer_status cpu_comm_split(void *device, void *comm, int32_t color,
+			    int32_t key, void **out_comm, uint32_t *out_rank,
+			    uint32_t *out_size)
+{
+	struct cpu_device *dev = device;
+
+	if (in_process(dev))
+		return comm_inproc_split(dev->state->host, "cpu", comm, color,
+					 key, INPROC_JOIN_TIMEOUT_MS, out_comm,
+					 out_rank, out_size);
+	return dev->state->mpi->split(comm, color, key, out_comm, out_rank,
+				      out_size);
+}
+
 wafer_status cpu_comm_run(void *device, void *queue, void *comm,
 			  const struct wafer_collective *c)
 {

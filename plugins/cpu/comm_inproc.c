@@ -31,6 +31,7 @@ static wafer_status status_of(inproc_comm_status s)
 	case INPROC_COMM_NO_MEMORY:
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	case INPROC_COMM_TIMEOUT:
+	case INPROC_COMM_ABORTED:
 		return WAFER_ERROR_DEVICE;
 	}
 	return WAFER_ERROR_INTERNAL;
@@ -73,6 +74,31 @@ wafer_status comm_inproc_open(const struct wafer_host_services *host,
 void comm_inproc_close(void *comm)
 {
 	inproc_comm_leave(comm);
+}
+
+wafer_status comm_inproc_split(const struct wafer_host_services *host,
+			       const char *who, void *comm, int32_t color,
+			       int32_t key, unsigned timeout_ms,
+			       void **out_comm, uint32_t *out_rank,
+			       uint32_t *out_size)
+{
+	inproc_comm *sub;
+	inproc_comm_status s =
+		inproc_comm_split(comm, color, key, timeout_ms, &sub);
+
+	*out_comm = NULL;
+	if (s != INPROC_COMM_OK) {
+		host->set_error("%s: split of rank %u (colour %d, key %d): %s",
+				who, inproc_comm_rank(comm), (int)color,
+				(int)key, inproc_comm_status_text(s));
+		return status_of(s);
+	}
+	if (sub) {
+		*out_rank = inproc_comm_rank(sub);
+		*out_size = inproc_comm_size(sub);
+	}
+	*out_comm = sub;
+	return WAFER_OK;
 }
 
 static bool dtype_of(wafer_dtype dtype, inproc_comm_dtype *out)

@@ -23,6 +23,14 @@ wafer_status comm_inproc_open(const struct wafer_host_services *host,
 
 void comm_inproc_close(void *comm);
 
+/* plugin.h's comm_split: the new group's ranks wait up to |timeout_ms|
+ * for each other. */
+wafer_status comm_inproc_split(const struct wafer_host_services *host,
+			       const char *who, void *comm, int32_t color,
+			       int32_t key, unsigned timeout_ms,
+			       void **out_comm, uint32_t *out_rank,
+			       uint32_t *out_size);
+
 /* Runs |c| at once, on host pointers |src| and |dst| (offsets added);
  * it waits inside for the other ranks' same call. float32, float16,
  * bfloat16, float64 and int32; another dtype is NOT_SUPPORTED. */

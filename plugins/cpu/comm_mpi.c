@@ -291,6 +291,46 @@ static void mpi_close(void *comm)
 	free(c);
 }
 
+static wafer_status mpi_split(void *comm, int32_t color, int32_t key,
+			      void **out_comm, uint32_t *out_rank,
+			      uint32_t *out_size)
+{
+	struct mpi_comm *parent = comm, *c;
+	MPI_Comm sub;
+	int code;
+
+	*out_comm = NULL;
+	c = calloc(1, sizeof *c);
+	/* Into MPI_Comm_split even without memory: the others wait for
+	 * this rank there. */
+	code = MPI_Comm_split(parent->comm, c && color >= 0 ? color
+							   : MPI_UNDEFINED,
+			      key, &sub);
+	if (code != MPI_SUCCESS) {
+		free(c);
+		return mpi_failed(parent->host, "MPI_Comm_split", code);
+	}
+	if (!c) {
+		if (sub != MPI_COMM_NULL)
+			MPI_Comm_free(&sub);
+		parent->host->set_error("cpu: out of host memory");
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	}
+	if (sub == MPI_COMM_NULL) {
+		free(c);
+		return WAFER_OK;
+	}
+	MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+	MPI_Comm_rank(sub, &c->rank);
+	MPI_Comm_size(sub, &c->size);
+	c->comm = sub;
+	c->host = parent->host;
+	*out_rank = (uint32_t)c->rank;
+	*out_size = (uint32_t)c->size;
+	*out_comm = c;
+	return WAFER_OK;
+}
+
 /*===----------------------------------------------------------------------===
  * Collectives
  *===----------------------------------------------------------------------===*/
@@ -467,6 +507,7 @@ static const struct cpu_mpi_ops ops = {
 	.open = mpi_open,
 	.close = mpi_close,
 	.run = mpi_run,
+	.split = mpi_split,
 };
 
 __attribute__((visibility("default"))) const struct cpu_mpi_ops *

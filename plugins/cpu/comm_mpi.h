@@ -20,7 +20,7 @@
 
 #define CPU_MPI_MODULE "cpu-mpi.so"
 #define CPU_MPI_QUERY_SYMBOL "cpu_mpi_query"
-#define CPU_MPI_VERSION 1
+#define CPU_MPI_VERSION 2
 
 struct cpu_mpi_ops {
 	uint32_t version; /* CPU_MPI_VERSION */
@@ -41,6 +41,11 @@ struct cpu_mpi_ops {
 	 * c->dst_offset. */
 	wafer_status (*run)(void *comm, const struct wafer_collective *c,
 			    const void *src, void *dst);
+	/* plugin.h's comm_split: MPI_Comm_split (colour -1 is
+	 * MPI_UNDEFINED). Since version 2. */
+	wafer_status (*split)(void *comm, int32_t color, int32_t key,
+			      void **out_comm, uint32_t *out_rank,
+			      uint32_t *out_size);
 };
 
 /* The module's one exported symbol. */

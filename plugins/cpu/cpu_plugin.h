@@ -171,6 +171,9 @@ wafer_status cpu_comm_open(void *device,
 			   const struct wafer_comm_open_args *args,
 			   void **out_comm);
 void cpu_comm_close(void *device, void *comm);
+wafer_status cpu_comm_split(void *device, void *comm, int32_t color,
+			    int32_t key, void **out_comm, uint32_t *out_rank,
+			    uint32_t *out_size);
 wafer_status cpu_comm_run(void *device, void *queue, void *comm,
 			  const struct wafer_collective *c);
 void cpu_comm_shutdown(struct cpu_state *state);

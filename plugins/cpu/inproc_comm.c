@@ -62,6 +62,7 @@ struct group {
 	uint32_t members;     /* ranks that have not left */
 	uint32_t arrived;     /* at the barrier */
 	uint64_t generation;  /* of the barrier */
+	bool aborted;         /* inproc_comm_abort: every wait gives up */
 	struct post *posts;   /* [size] */
 	struct mail *mail;    /* [from * size + to] */
 };
@@ -286,25 +287,60 @@ const char *inproc_comm_status_text(inproc_comm_status status)
 		return "ranks called different collectives";
 	case INPROC_COMM_TIMEOUT:
 		return "the other ranks did not join in time";
+	case INPROC_COMM_ABORTED:
+		return "the communicator was aborted";
 	}
 	return "unknown status";
 }
 
-static void barrier(struct group *g)
+/* False when |abortable| and the group was aborted (before or while
+ * waiting). A barrier every rank is sure to reach (the second of a
+ * collective: all passed the first) is not abortable, so no rank leaves
+ * while another still reads its post. */
+static bool barrier(struct group *g, bool abortable)
 {
 	uint64_t generation;
+	bool gone;
 
 	pthread_mutex_lock(&g->lock);
 	generation = g->generation;
-	if (++g->arrived == g->size) {
+	gone = abortable && g->aborted;
+	if (gone) {
+		/* arrives nowhere: the group is over */
+	} else if (++g->arrived == g->size) {
 		g->arrived = 0;
 		g->generation++;
 		pthread_cond_broadcast(&g->turn);
 	} else {
-		while (generation == g->generation)
+		while (generation == g->generation && !gone) {
 			pthread_cond_wait(&g->turn, &g->lock);
+			gone = abortable && g->aborted &&
+			       generation == g->generation;
+		}
 	}
 	pthread_mutex_unlock(&g->lock);
+	return !gone;
+}
+
+void inproc_comm_abort(inproc_comm *comm)
+{
+	struct group *g = comm->group;
+
+	pthread_mutex_lock(&g->lock);
+	g->aborted = true;
+	pthread_cond_broadcast(&g->turn);
+	pthread_mutex_unlock(&g->lock);
+}
+
+int inproc_comm_aborted(inproc_comm *comm)
+{
+	struct group *g = comm->group;
+	bool aborted;
+
+	pthread_mutex_lock(&g->lock);
+	aborted = g->aborted;
+	pthread_mutex_unlock(&g->lock);
+	return aborted;
 }
 
 /* Elements go through double: exact for f32, f16, bf16 and i32, so a
@@ -436,7 +472,10 @@ static inproc_comm_status run(inproc_comm *comm, struct post mine, void *dst)
 	 * part in both barriers, so the others do not wait for ever. */
 	result = malloc(bytes ? bytes : 1);
 	g->posts[comm->rank] = mine;
-	barrier(g);
+	if (!barrier(g, true)) {
+		free(result);
+		return INPROC_COMM_ABORTED;
+	}
 	status = posts_verdict(g);
 	if (status == INPROC_COMM_OK && !result)
 		status = INPROC_COMM_NO_MEMORY;
@@ -459,7 +498,7 @@ static inproc_comm_status run(inproc_comm *comm, struct post mine, void *dst)
 			break;
 		}
 	}
-	barrier(g);
+	barrier(g, false);
 	if (status == INPROC_COMM_OK && bytes)
 		memcpy(dst, result, bytes);
 	free(result);
@@ -532,12 +571,22 @@ inproc_comm_status inproc_comm_send(inproc_comm *comm, const void *src,
 	if (!m)
 		return INPROC_COMM_INVALID;
 	pthread_mutex_lock(&g->lock);
-	while (m->posted) /* one message at a time a pair */
+	while (m->posted && !g->aborted) /* one message at a time a pair */
 		pthread_cond_wait(&g->turn, &g->lock);
+	if (g->aborted) {
+		pthread_mutex_unlock(&g->lock);
+		return INPROC_COMM_ABORTED;
+	}
 	*m = (struct mail){.src = src, .bytes = bytes, .posted = true};
 	pthread_cond_broadcast(&g->turn);
-	while (!m->taken)
+	while (!m->taken && !g->aborted)
 		pthread_cond_wait(&g->turn, &g->lock);
+	if (!m->taken) {
+		/* Aborted: the message is withdrawn, src no longer read. */
+		*m = (struct mail){0};
+		pthread_mutex_unlock(&g->lock);
+		return INPROC_COMM_ABORTED;
+	}
 	mismatch = m->mismatch;
 	*m = (struct mail){0};
 	pthread_cond_broadcast(&g->turn);
@@ -557,8 +606,12 @@ inproc_comm_status inproc_comm_recv(inproc_comm *comm, void *dst,
 	if (!m)
 		return INPROC_COMM_INVALID;
 	pthread_mutex_lock(&g->lock);
-	while (!m->posted || m->taken)
+	while ((!m->posted || m->taken) && !g->aborted)
 		pthread_cond_wait(&g->turn, &g->lock);
+	if (g->aborted) {
+		pthread_mutex_unlock(&g->lock);
+		return INPROC_COMM_ABORTED;
+	}
 	mismatch = m->bytes != bytes;
 	if (!mismatch && bytes && m->src != dst)
 		memcpy(dst, m->src, bytes);
@@ -567,4 +620,50 @@ inproc_comm_status inproc_comm_recv(inproc_comm *comm, void *dst,
 	pthread_cond_broadcast(&g->turn);
 	pthread_mutex_unlock(&g->lock);
 	return mismatch ? INPROC_COMM_MISMATCH : INPROC_COMM_OK;
+}
+
+/* Every rank learns every rank's colour and key (an all_gather) and a
+ * base id from rank 0 (a broadcast); the ranks of one colour then join
+ * the group named by the base id with the colour written into it, each
+ * at its place among that colour's keys. */
+inproc_comm_status inproc_comm_split(inproc_comm *comm, int32_t color,
+				     int32_t key, unsigned timeout_ms,
+				     inproc_comm **out)
+{
+	uint32_t size = comm->group->size, rank = 0, members = 0;
+	int32_t mine[2] = {color < 0 ? -1 : color, key}, *all;
+	uint8_t id[INPROC_COMM_ID_BYTES];
+	inproc_comm_status s;
+
+	*out = NULL;
+	if (comm->rank == 0)
+		inproc_comm_id_new(id);
+	all = malloc(2 * sizeof *all * size);
+	/* Both collectives still run without it, so nobody waits. */
+	s = inproc_comm_all_gather(comm, mine, all ? (void *)all : (void *)id,
+				   all ? 2 : 0, INPROC_COMM_I32);
+	if (s == INPROC_COMM_OK)
+		s = inproc_comm_broadcast(comm, id, id,
+					  INPROC_COMM_ID_BYTES / 4,
+					  INPROC_COMM_I32, 0);
+	if (s == INPROC_COMM_OK && !all)
+		s = INPROC_COMM_NO_MEMORY;
+	if (s != INPROC_COMM_OK || mine[0] < 0) {
+		free(all);
+		return s;
+	}
+	for (uint32_t r = 0; r < size; r++) {
+		if (all[2 * r] != mine[0])
+			continue;
+		members++;
+		if (all[2 * r + 1] < key ||
+		    (all[2 * r + 1] == key && r < comm->rank))
+			rank++;
+	}
+	free(all);
+	/* The tail of an id is zeros (inproc_comm_id_new): the colour goes
+	 * there, one group per colour. */
+	memcpy(id + INPROC_COMM_ID_BYTES - sizeof mine[0], &mine[0],
+	       sizeof mine[0]);
+	return inproc_comm_join(id, rank, members, timeout_ms, out);
 }

@@ -35,6 +35,7 @@ typedef enum inproc_comm_status {
 	INPROC_COMM_NO_MEMORY,
 	INPROC_COMM_MISMATCH,  /* ranks called different collectives */
 	INPROC_COMM_TIMEOUT,   /* join: the others did not come in time */
+	INPROC_COMM_ABORTED,   /* the group was aborted (inproc_comm_abort) */
 } inproc_comm_status;
 
 typedef enum inproc_comm_dtype {
@@ -72,6 +73,22 @@ uint32_t inproc_comm_waiting(const uint8_t id[INPROC_COMM_ID_BYTES]);
 /* Leaves the group (no collective of it may be running on this rank);
  * the group goes with its last rank. NULL is a no-op. */
 void inproc_comm_leave(inproc_comm *comm);
+
+/* Splits the group: every rank calls it; ranks of one |color| (0 or
+ * more) join a new group, ranked by |key|, ties by rank here. |color|
+ * below 0 joins none (|*out| NULL, INPROC_COMM_OK). Blocks until every
+ * rank of the new group joined, waiting up to |timeout_ms| (0: for
+ * ever), as inproc_comm_join. */
+inproc_comm_status inproc_comm_split(inproc_comm *comm, int32_t color,
+				     int32_t key, unsigned timeout_ms,
+				     inproc_comm **out);
+
+/* Aborts the whole group, as a transport does when a rank gives up:
+ * every call of any rank waiting in it returns INPROC_COMM_ABORTED at
+ * once, and so does every later one. Any thread, any time. */
+void inproc_comm_abort(inproc_comm *comm);
+/* Whether the group was aborted (by any rank). */
+int inproc_comm_aborted(inproc_comm *comm);
 
 uint32_t inproc_comm_rank(const inproc_comm *comm);
 uint32_t inproc_comm_size(const inproc_comm *comm);

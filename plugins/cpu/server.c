@@ -327,6 +327,7 @@ const struct wafer_server_ops cpu_server_ops = {
 	.comm_open = cpu_comm_open,
 	.comm_close = cpu_comm_close,
 	.comm_run = cpu_comm_run,
+	.comm_split = cpu_comm_split,
 };
 
 /* Where cpu-mpi.so is not installed (plugin.c). */

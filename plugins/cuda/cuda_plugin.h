@@ -203,6 +203,13 @@ struct cuda_queue {
 	struct wafer_plugin_deferred failed;
 	/* cuBLAS handle bound to |stream|, made at the first cuBLAS launch. */
 	void *blas;
+	/* The communicators of the collectives issued here since the last
+	 * sync, which sync watches (nccl.c). */
+	struct cuda_comm_watch {
+		struct cuda_comm **comms;
+		size_t count, capacity;
+		CUevent done; /* recorded by sync, polled */
+	} watch;
 };
 
 /*===----------------------------------------------------------------------===
@@ -338,6 +345,19 @@ wafer_status cuda_comm_open(void *device,
 			    const struct wafer_comm_open_args *args,
 			    void **out_comm);
 void cuda_comm_close(void *device, void *comm);
+wafer_status cuda_comm_group_begin(void *device);
+wafer_status cuda_comm_group_end(void *device);
+/* Sync's and copy_out's part for collectives (nccl.c): when |q| issued collectives
+ * since its last sync, waits for them by polling, aborting their
+ * communicators on an asynchronous error or past their timeout, and
+ * returns that failure naming communicator, rank and collective; WAFER_OK
+ * at once otherwise. The stream may still hold other work after. */
+wafer_status cuda_comm_wait(struct cuda_device *dev, struct cuda_queue *q);
+/* Forgets what |q| watches and frees the watch (queue_destroy). */
+void cuda_comm_watch_free(struct cuda_device *dev, struct cuda_queue *q);
+wafer_status cuda_comm_split(void *device, void *comm, int32_t color,
+			     int32_t key, void **out_comm, uint32_t *out_rank,
+			     uint32_t *out_size);
 wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 			   const struct wafer_collective *c);
 

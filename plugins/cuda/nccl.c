@@ -15,6 +15,14 @@
  *               one); a caller's ncclComm_t (args->native) is used as it
  *               is, once its rank, size and GPU match, and never freed.
  *   comm_close  ncclCommDestroy (the core synchronised the queues).
+ *   comm_split  ncclCommSplit (NCCL 2.18 and later; resolved apart, so
+ *               an older NCCL still gives the rest).
+ *   comm_group_begin, comm_group_end  ncclGroupStart, ncclGroupEnd.
+ *   sync        polls the collectives issued since the last sync (an
+ *               event after them, ncclCommGetAsyncError, the [comm]
+ *               timeout) and aborts their communicators (ncclCommAbort)
+ *               on an error or past the timeout, so a rank that died
+ *               never hangs the others (cuda_comm_wait).
  *   comm_run    ncclAllReduce, ncclBroadcast, ncclAllGather,
  *               ncclReduceScatter, ncclSend, ncclRecv on the queue's stream: ordered with the
  *               kernels and copies there like one of them.
@@ -27,7 +35,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "plugins/cuda/cuda_plugin.h"
 
@@ -55,7 +65,11 @@ _Static_assert(sizeof(ncclUniqueId) == WAFER_COMM_ID_BYTES,
 	X(ncclAllGather)                                                       \
 	X(ncclReduceScatter)                                                   \
 	X(ncclSend)                                                            \
-	X(ncclRecv)
+	X(ncclRecv)                                                            \
+	X(ncclCommGetAsyncError)                                               \
+	X(ncclCommAbort)                                                       \
+	X(ncclGroupStart)                                                      \
+	X(ncclGroupEnd)
 
 #define NCCL_MEMBER(name) __typeof__(name) *name;
 
@@ -63,13 +77,26 @@ struct cuda_nccl {
 	struct cuda_library library;
 	int version; /* NCCL_VERSION_CODE of the loaded library */
 	NCCL_FUNCTIONS(NCCL_MEMBER)
+	/* Since NCCL 2.18; NULL before: wafer_comm_split is not offered. */
+	__typeof__(ncclCommSplit) *ncclCommSplit;
 };
 
-/* One communicator: NCCL's, and whether it is ours to destroy. */
+/* One communicator: NCCL's, whether it is ours to destroy, and what a
+ * wait for its collectives needs (cuda_comm_wait). It is freed by the
+ * last of comm_close and the queues that watch it (|refs|): a queue not
+ * synchronised before the close still polls it. */
 struct cuda_comm {
 	const struct cuda_nccl *nccl;
 	ncclComm_t comm;
 	int owned;
+	struct cuda_device *dev;
+	uint32_t rank, size;
+	uint64_t timeout_ms; /* 0: for ever */
+	unsigned refs;       /* atomic: comm_close's and each watch's */
+	int aborted;         /* atomic: ncclCommAbort was called */
+	/* The last collective issued (atomic, for the error text). */
+	const char *last_what;
+	size_t last_count;
 };
 
 /*===----------------------------------------------------------------------===
@@ -90,6 +117,10 @@ static int ready(const struct wafer_host_services *host, void *table,
 {
 	struct cuda_nccl *n = table;
 	ncclResult_t r = n->ncclGetVersion(&n->version);
+
+	/* Optional, so an older NCCL still gives the rest. */
+	n->ncclCommSplit = (__typeof__(n->ncclCommSplit))dlsym(
+		n->library.handle, "ncclCommSplit");
 
 	if (r != ncclSuccess) {
 		host->log(host, WAFER_LOG_WARN,
@@ -177,6 +208,47 @@ static wafer_status nccl_enter(struct cuda_device *dev,
 	return *out ? WAFER_OK : WAFER_ERROR_NOT_SUPPORTED;
 }
 
+/* A warning for a call whose failure only loses resources. */
+static void warn_failed(struct cuda_device *dev, const struct cuda_nccl *n,
+			const char *call, ncclResult_t r)
+{
+	if (r != ncclSuccess)
+		dev->host->log(dev->host, WAFER_LOG_WARN,
+			       "cuda:%" PRIu32 ": %s: %s", dev->index, call,
+			       n->ncclGetErrorString(r));
+}
+
+static struct cuda_comm *comm_new(struct cuda_device *dev,
+				   const struct cuda_nccl *n)
+{
+	struct cuda_comm *c = calloc(1, sizeof *c);
+
+	if (!c) {
+		dev->host->set_error("cuda: cannot allocate a communicator");
+		return NULL;
+	}
+	c->nccl = n;
+	c->dev = dev;
+	c->refs = 1;
+	return c;
+}
+
+/* Drops one reference; the last destroys NCCL's communicator (unless
+ * the caller's, or aborted, which freed it) and frees |c|. */
+static void comm_release(struct cuda_comm *c)
+{
+	struct cuda_device *dev = c->dev;
+
+	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	if (c->owned && !__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE) &&
+	    cuda_enter(dev) == WAFER_OK) {
+		warn_failed(dev, c->nccl, "ncclCommDestroy",
+			    c->nccl->ncclCommDestroy(c->comm));
+	}
+	free(c);
+}
+
 wafer_status cuda_comm_id(void *device, wafer_comm_id *out_id)
 {
 	struct cuda_device *dev = device;
@@ -255,12 +327,13 @@ wafer_status cuda_comm_open(void *device,
 	status = nccl_enter(dev, &n);
 	if (status != WAFER_OK)
 		return status;
-	c = calloc(1, sizeof *c);
-	if (!c) {
-		dev->host->set_error("cuda: cannot allocate a communicator");
+	c = comm_new(dev, n);
+	if (!c)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
-	c->nccl = n;
+	c->rank = args->rank;
+	c->size = args->size;
+	if (WAFER_STRUCT_HAS(args, struct wafer_comm_open_args, timeout_ms))
+		c->timeout_ms = args->timeout_ms;
 	if (args->native) {
 		status = adopt(dev, n, args, args->native);
 		if (status != WAFER_OK) {
@@ -305,21 +378,62 @@ wafer_status cuda_comm_open(void *device,
 
 void cuda_comm_close(void *device, void *comm)
 {
+	(void)device;
+	if (comm)
+		comm_release(comm);
+}
+
+wafer_status cuda_comm_split(void *device, void *comm, int32_t color,
+			     int32_t key, void **out_comm, uint32_t *out_rank,
+			     uint32_t *out_size)
+{
 	struct cuda_device *dev = device;
-	struct cuda_comm *c = comm;
+	struct cuda_comm *parent = comm, *c;
+	const struct cuda_nccl *n = parent->nccl;
+	int rank = 0, count = 0;
+	wafer_status status;
 	ncclResult_t r;
 
-	if (!c)
-		return;
-	if (c->owned && cuda_enter(dev) == WAFER_OK) {
-		r = c->nccl->ncclCommDestroy(c->comm);
-		if (r != ncclSuccess)
-			dev->host->log(dev->host, WAFER_LOG_WARN,
-				       "cuda:%" PRIu32 ": ncclCommDestroy: %s",
-				       dev->index,
-				       c->nccl->ncclGetErrorString(r));
+	*out_comm = NULL;
+	if (!n->ncclCommSplit) {
+		dev->host->set_error("cuda: sub-communicators need "
+				     "ncclCommSplit (NCCL 2.18 or later); "
+				     "%s is NCCL %d.%d.%d",
+				     n->library.path, n->version / 10000,
+				     n->version / 100 % 100, n->version % 100);
+		return WAFER_ERROR_NOT_SUPPORTED;
 	}
-	free(c);
+	status = cuda_enter(dev);
+	if (status != WAFER_OK)
+		return status;
+	c = comm_new(dev, n);
+	if (!c)
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	c->timeout_ms = parent->timeout_ms;
+	r = n->ncclCommSplit(parent->comm, color < 0 ? NCCL_SPLIT_NOCOLOR
+						     : (int)color,
+			     (int)key, &c->comm, NULL);
+	if (r == ncclSuccess && c->comm)
+		r = n->ncclCommUserRank(c->comm, &rank);
+	if (r == ncclSuccess && c->comm)
+		r = n->ncclCommCount(c->comm, &count);
+	if (r != ncclSuccess) {
+		if (c->comm)
+			n->ncclCommDestroy(c->comm);
+		free(c);
+		return nccl_fail(dev, n, parent->comm, r, "ncclCommSplit");
+	}
+	if (!c->comm) { /* NCCL_SPLIT_NOCOLOR */
+		free(c);
+		return WAFER_OK;
+	}
+	c->owned = 1;
+	c->rank = (uint32_t)rank;
+	c->size = (uint32_t)count;
+	*out_rank = (uint32_t)rank;
+	*out_size = (uint32_t)count;
+	*out_comm = c;
+	return WAFER_OK;
 }
 
 static int nccl_dtype(wafer_dtype dtype, ncclDataType_t *out)
@@ -335,6 +449,9 @@ static int nccl_dtype(wafer_dtype dtype, ncclDataType_t *out)
 	default: return -1;
 	}
 }
+
+static wafer_status watch(struct cuda_device *dev, struct cuda_queue *q,
+			  struct cuda_comm *c);
 
 wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 			   const struct wafer_collective *c)
@@ -366,6 +483,15 @@ wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 		dev->host->set_error("cuda: reduction %d: not offered "
 				     "(sum and max are)", (int)c->op);
 		return WAFER_ERROR_NOT_SUPPORTED;
+	}
+	if (__atomic_load_n(&cc->aborted, __ATOMIC_ACQUIRE)) {
+		dev->host->set_error(
+			"cuda:%" PRIu32 ": communicator %p (rank %" PRIu32
+			" of %" PRIu32 ") was aborted after %s failed or timed "
+			"out: close it and open a new one",
+			dev->index, (void *)cc->comm, cc->rank, cc->size,
+			__atomic_load_n(&cc->last_what, __ATOMIC_RELAXED));
+		return WAFER_ERROR_DEVICE;
 	}
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
@@ -408,7 +534,225 @@ wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 	}
 	if (r != ncclSuccess)
 		return nccl_fail(dev, n, cc->comm, r, what);
+	__atomic_store_n(&cc->last_what, what, __ATOMIC_RELAXED);
+	__atomic_store_n(&cc->last_count, c->count, __ATOMIC_RELAXED);
+	return watch(dev, q, cc);
+}
+
+/* Grouped collectives: NCCL's groups are the calling thread's, which is
+ * the one that issues the client's collectives (the core's COMM_GROUP
+ * command). */
+static wafer_status group(void *device, int begin)
+{
+	struct cuda_device *dev = device;
+	const struct cuda_nccl *n;
+	wafer_status status = nccl_enter(dev, &n);
+	ncclResult_t r;
+
+	if (status != WAFER_OK)
+		return status;
+	r = begin ? n->ncclGroupStart() : n->ncclGroupEnd();
+	if (r != ncclSuccess)
+		return nccl_fail(dev, n, NULL, r,
+				 begin ? "ncclGroupStart" : "ncclGroupEnd");
 	return WAFER_OK;
+}
+
+wafer_status cuda_comm_group_begin(void *device)
+{
+	return group(device, 1);
+}
+
+wafer_status cuda_comm_group_end(void *device)
+{
+	return group(device, 0);
+}
+
+/*===----------------------------------------------------------------------===
+ * Waiting for collectives: failures never hang
+ *===----------------------------------------------------------------------===*/
+
+/* Adds |c| to what |q|'s next sync watches (once). */
+static wafer_status watch(struct cuda_device *dev, struct cuda_queue *q,
+			  struct cuda_comm *c)
+{
+	struct cuda_comm_watch *w = &q->watch;
+
+	for (size_t i = 0; i < w->count; i++)
+		if (w->comms[i] == c)
+			return WAFER_OK;
+	if (w->count == w->capacity) {
+		size_t capacity = w->capacity ? 2 * w->capacity : 4;
+		struct cuda_comm **comms =
+			realloc(w->comms, capacity * sizeof *comms);
+		if (!comms) {
+			dev->host->set_error("cuda: out of host memory to "
+					     "watch a collective (it was "
+					     "issued; sync waits for it "
+					     "without a timeout)");
+			return WAFER_ERROR_OUT_OF_MEMORY;
+		}
+		w->comms = comms;
+		w->capacity = capacity;
+	}
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+	w->comms[w->count++] = c;
+	return WAFER_OK;
+}
+
+static void unwatch_all(struct cuda_comm_watch *w)
+{
+	for (size_t i = 0; i < w->count; i++)
+		comm_release(w->comms[i]);
+	w->count = 0;
+}
+
+static double seconds_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - start->tv_sec) +
+	       (double)(now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+/* Aborts every watched communicator (NCCL's kernels on the stream then
+ * return) and sets the error for |c|, the one that failed. */
+static wafer_status give_up(struct cuda_device *dev, struct cuda_comm_watch *w,
+			    struct cuda_comm *c, const char *why)
+{
+	dev->host->set_error(
+		"cuda:%" PRIu32 ": %s of %zu elements on communicator %p "
+		"(rank %" PRIu32 " of %" PRIu32 "): %s; communicator aborted "
+		"(ncclCommAbort), the client goes on: close the communicator "
+		"and open a new one",
+		dev->index, __atomic_load_n(&c->last_what, __ATOMIC_RELAXED),
+		__atomic_load_n(&c->last_count, __ATOMIC_RELAXED),
+		(void *)c->comm, c->rank, c->size, why);
+	for (size_t i = 0; i < w->count; i++) {
+		struct cuda_comm *a = w->comms[i];
+
+		if (__atomic_exchange_n(&a->aborted, 1, __ATOMIC_ACQ_REL))
+			continue;
+		warn_failed(dev, a->nccl, "ncclCommAbort",
+			    a->nccl->ncclCommAbort(a->comm));
+	}
+	return WAFER_ERROR_DEVICE;
+}
+
+/* The watched communicator whose engine reports an asynchronous error
+ * (its text in |why|), or NULL. */
+static struct cuda_comm *async_failed(struct cuda_comm_watch *w, char *why,
+				      size_t size)
+{
+	for (size_t i = 0; i < w->count; i++) {
+		struct cuda_comm *c = w->comms[i];
+		ncclResult_t e = ncclSuccess;
+
+		if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
+			continue;
+		if (c->nccl->ncclCommGetAsyncError(c->comm, &e) ==
+			    ncclSuccess &&
+		    e != ncclSuccess && e != ncclInProgress) {
+			snprintf(why, size, "failed on the device "
+				 "(ncclCommGetAsyncError: %s)",
+				 c->nccl->ncclGetErrorString(e));
+			return c;
+		}
+	}
+	return NULL;
+}
+
+/* The watched communicator whose timeout has passed after |waited|
+ * seconds, or NULL. */
+static struct cuda_comm *timed_out(struct cuda_comm_watch *w, double waited,
+				   char *why, size_t size)
+{
+	for (size_t i = 0; i < w->count; i++) {
+		struct cuda_comm *c = w->comms[i];
+
+		if (c->timeout_ms && waited * 1000 >= (double)c->timeout_ms) {
+			snprintf(why, size, "not finished after %.3g s ([comm] "
+				 "timeout): a rank may have stopped or died",
+				 (double)c->timeout_ms / 1000);
+			return c;
+		}
+	}
+	return NULL;
+}
+
+/* How the wait polls: the event is looked at as often as the driver's
+ * own synchronise would (yielding in between) for SPIN_S, so a short
+ * collective costs no more than before; then every SLEEP_S. The engine's
+ * errors and the timeouts are looked at every CHECK_S. */
+#define SPIN_S 0.01
+#define SLEEP_S 100e-6
+#define CHECK_S 1e-3
+
+wafer_status cuda_comm_wait(struct cuda_device *dev, struct cuda_queue *q)
+{
+	struct cuda_comm_watch *w = &q->watch;
+	struct timespec start;
+	double next_check = CHECK_S;
+	wafer_status status = WAFER_OK;
+	char why[256];
+
+	if (!w->count)
+		return WAFER_OK;
+	status = cuda_enter(dev);
+	/* An event after the collectives, polled: without one (no event
+	 * to be had) the sync waits as it would have. */
+	if (status == WAFER_OK &&
+	    (w->done || dev->drv->cuEventCreate(&w->done,
+					       CU_EVENT_DISABLE_TIMING) ==
+				CUDA_SUCCESS) &&
+	    dev->drv->cuEventRecord(w->done, q->stream) == CUDA_SUCCESS) {
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		for (;;) {
+			CUresult r = dev->drv->cuEventQuery(w->done);
+			struct cuda_comm *failed = NULL;
+			double waited;
+
+			if (r != CUDA_ERROR_NOT_READY) {
+				/* Done, or a failure the sync reports; but
+				 * a collective a peer's abort ended is no
+				 * result: the engine says so. */
+				failed = async_failed(w, why, sizeof why);
+				if (failed)
+					status = give_up(dev, w, failed, why);
+				break;
+			}
+			waited = seconds_since(&start);
+			if (waited >= next_check) {
+				next_check = waited + CHECK_S;
+				failed = async_failed(w, why, sizeof why);
+				if (!failed)
+					failed = timed_out(w, waited, why,
+							   sizeof why);
+			}
+			if (failed) {
+				status = give_up(dev, w, failed, why);
+				break;
+			}
+			if (waited < SPIN_S)
+				sched_yield();
+			else
+				nanosleep(&(struct timespec){
+						  0, (long)(SLEEP_S * 1e9)},
+					  NULL);
+		}
+	}
+	unwatch_all(w);
+	return status;
+}
+
+void cuda_comm_watch_free(struct cuda_device *dev, struct cuda_queue *q)
+{
+	unwatch_all(&q->watch);
+	free(q->watch.comms);
+	if (q->watch.done)
+		dev->drv->cuEventDestroy(q->watch.done);
+	q->watch = (struct cuda_comm_watch){0};
 }
 
 #else /* !WAFER_HAVE_NCCL_H */
@@ -447,6 +791,33 @@ wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 			   const struct wafer_collective *c)
 {
 	return no_nccl(device);
+}
+
+wafer_status cuda_comm_split(void *device, void *comm, int32_t color,
+			     int32_t key, void **out_comm, uint32_t *out_rank,
+			     uint32_t *out_size)
+{
+	*out_comm = NULL;
+	return no_nccl(device);
+}
+
+wafer_status cuda_comm_wait(struct cuda_device *dev, struct cuda_queue *q)
+{
+	return WAFER_OK;
+}
+
+wafer_status cuda_comm_group_begin(void *device)
+{
+	return no_nccl(device);
+}
+
+wafer_status cuda_comm_group_end(void *device)
+{
+	return no_nccl(device);
+}
+
+void cuda_comm_watch_free(struct cuda_device *dev, struct cuda_queue *q)
+{
 }
 
 #endif

@@ -75,7 +75,9 @@ static void cuda_server_queue_destroy(void *device, void *queue)
 	 * the staging buffers must not go back while copies use them. A
 	 * download nobody synced for is dropped: its destination may be
 	 * gone. */
+	cuda_comm_wait(dev, q); /* a hung collective is aborted */
 	dev->drv->cuStreamSynchronize(q->stream);
+	cuda_comm_watch_free(dev, q);
 	cuda_staging_retire_all(dev, q, 0);
 	if (q->blas)
 		cuda_cublas_queue_done(dev, q);
@@ -95,10 +97,18 @@ static wafer_status cuda_server_sync(void *device, void *queue)
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
+	/* Collectives first: their wait gives up on a rank that is gone,
+	 * where cuStreamSynchronize would wait for ever. */
+	wafer_status collectives = cuda_comm_wait(dev, q);
 	result = dev->drv->cuStreamSynchronize(q->stream);
 	/* Downloads reach their destinations only if the stream ran to the
 	 * end without failing. */
-	cuda_staging_retire_all(dev, q, result == CUDA_SUCCESS);
+	cuda_staging_retire_all(dev, q, result == CUDA_SUCCESS &&
+					       collectives == WAFER_OK);
+	if (collectives != WAFER_OK) {
+		wafer_plugin_deferred_clear(&q->failed);
+		return collectives;
+	}
 	if (result != CUDA_SUCCESS) {
 		wafer_plugin_deferred_clear(&q->failed);
 		return cuda_fail(dev->state, result, "cuStreamSynchronize");
@@ -277,6 +287,10 @@ const struct wafer_server_ops cuda_server_ops = {
 	.comm_open = cuda_comm_open,
 	.comm_close = cuda_comm_close,
 	.comm_run = cuda_comm_run,
+	/* Sub-communicators and grouped collectives (nccl.c, ABI 1.7). */
+	.comm_split = cuda_comm_split,
+	.comm_group_begin = cuda_comm_group_begin,
+	.comm_group_end = cuda_comm_group_end,
 	/* Events and host callbacks (event.c), native graphs (graph.c). */
 	WAFER_PLUGIN_EVENT_OPS(cuda),
 	WAFER_PLUGIN_GRAPH_OPS(cuda),

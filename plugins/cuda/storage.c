@@ -179,6 +179,13 @@ static wafer_status cuda_storage_copy_out(void *device, void *queue,
 					  size_t src_offset, void *dst,
 					  size_t size)
 {
+	/* A download may wait on the stream (for a staging buffer, or
+	 * unstaged): the collectives before it first, whose wait gives up
+	 * on a rank that is gone (nccl.c). */
+	wafer_status status = cuda_comm_wait(device, queue);
+
+	if (status != WAFER_OK)
+		return status;
 	return cuda_staging_download(device, queue, dst,
 				     cuda_ptr(src) + src_offset, size);
 }

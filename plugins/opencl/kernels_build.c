@@ -169,6 +169,10 @@ static int load_cached(struct ocl_device *dev, enum ocl_unit unit,
 	cl_program program = NULL;
 	cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
 
+	if (binary && !ocl_binary_check(binary, size, why, sizeof why)) {
+		free(binary);
+		binary = NULL;
+	}
 	if (binary) {
 		program = clCreateProgramWithBinary(dev->context, 1,
 						    &dev->entry->id, &size,

@@ -13,7 +13,7 @@ plugins_opencl_opencl_la_SOURCES = \
 	plugins/opencl/event.c plugins/opencl/graph.c \
 	plugins/opencl/kernels_build.c \
 	plugins/opencl/program.c \
-	plugins/opencl/cache.c \
+	plugins/opencl/cache.c plugins/opencl/binary_check.c \
 	plugins/opencl/kernels.c \
 	plugins/opencl/clblast.c
 nodist_plugins_opencl_opencl_la_SOURCES = plugins/opencl/sources.c

@@ -210,6 +210,11 @@ struct ocl_cache_key {
 };
 /* FNV-1a, 64 bits, continuing from |hash| (start: 1469598103934665603). */
 uint64_t ocl_fnv1a(uint64_t hash, const void *data, size_t size);
+/* binary_check.c: 0 when |binary| is a PoCL binary whose sizes run past
+ * its end (or that cannot be checked), the reason in |why|; 1 otherwise
+ * (other drivers' binaries are not walked). */
+int ocl_binary_check(const unsigned char *binary, size_t size, char *why,
+		     size_t why_size);
 void ocl_cache_key(const struct ocl_device *device, const char *unit,
 		   const char *options, const char *const *sources,
 		   size_t source_count, struct ocl_cache_key *key);

@@ -170,7 +170,14 @@ static wafer_status load_binary(void *ctx, const void *data, size_t size)
 	const struct ocl_device *dev = b->dev;
 	cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
 	const unsigned char *binary = data;
+	char why[256];
 
+	if (!ocl_binary_check(binary, size, why, sizeof why)) {
+		const struct wafer_host_services *host = ocl_host(dev);
+		host->log(host, WAFER_LOG_INFO, "%s %s: cached binary refused: %s",
+			  b->format, b->name, why);
+		return WAFER_ERROR_BUILD;
+	}
 	b->program = clCreateProgramWithBinary(dev->context, 1,
 					       &dev->entry->id, &size, &binary,
 					       &binary_status, &err);

@@ -312,6 +312,12 @@ static void test_descriptor(wafer_plugin_query_fn query)
 	else
 		skip(1, "graphs: the plugin targets ABI 1.%u (graphs came in "
 			"ABI 1.6)", judged_minor);
+	if (judged_minor >= 7)
+		ok(ALL_OR_NONE2(sv->comm_group_begin, sv->comm_group_end),
+		   "grouped collectives: both entries or none");
+	else
+		skip(1, "grouped collectives: the plugin targets ABI 1.%u "
+			"(they came in ABI 1.7)", judged_minor);
 }
 
 static void test_init(void)
@@ -1728,6 +1734,40 @@ static void test_comm(void *device, void *queue)
 	st->copy_out(device, queue, r, 0, out, sizeof out);
 	status_is(sv->sync(device, queue), WAFER_OK, "  ... sync");
 	ok(memcmp(in, out, sizeof in) == 0, "  ... leaves the values as they were");
+	if (judged_minor >= 7 && sv->comm_split) {
+		void *sub = NULL;
+		uint32_t rank = 9, size = 9;
+
+		status_is(sv->comm_split(device, comm, 3, 0, &sub, &rank,
+					 &size),
+			  WAFER_OK, "comm_split of one rank");
+		ok(sub && rank == 0 && size == 1, "  ... rank 0 of 1");
+		if (sub) {
+			status_is(sv->comm_run(device, queue, sub, &c),
+				  WAFER_OK, "  ... an all-reduce on it");
+			status_is(sv->sync(device, queue), WAFER_OK,
+				  "  ... sync");
+			sv->comm_close(device, sub);
+		}
+		sub = (void *)&sub;
+		status_is(sv->comm_split(device, comm, -1, 0, &sub, &rank,
+					 &size),
+			  WAFER_OK, "comm_split, colour -1");
+		ok(sub == NULL, "  ... joins none");
+	} else {
+		skip(1, "comm_split: since ABI 1.7, optional");
+	}
+	if (judged_minor >= 7 && sv->comm_group_begin) {
+		status_is(sv->comm_group_begin(device), WAFER_OK,
+			  "comm_group_begin");
+		status_is(sv->comm_run(device, queue, comm, &c), WAFER_OK,
+			  "  ... an all-reduce in the group");
+		status_is(sv->comm_group_end(device), WAFER_OK,
+			  "  ... comm_group_end");
+		status_is(sv->sync(device, queue), WAFER_OK, "  ... sync");
+	} else {
+		skip(1, "comm_group_begin/end: since ABI 1.7, optional");
+	}
 	sv->comm_close(device, comm);
 	st->free(device, r);
 }

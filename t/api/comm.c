@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include <wafer/comm.h>
+#include <wafer/graph.h>
 #include <wafer/ops.h>
 #include <wafer/wafer.h>
 
@@ -809,6 +810,114 @@ static void test_after_kernel(const char *label, wafer_client **clients,
 	   size, size * (size + 1) / 2, why);
 }
 
+/* A rank that captured an all_reduce of src into dst as a graph. */
+struct graph_rank {
+	struct rank r;
+	wafer_graph *graph;
+};
+
+/* Captures the all_reduce once, then for three rounds writes
+ * (rank + 1) x round into src and replays it: dst holds the new sum
+ * each time. */
+static void *graph_reduce(void *data)
+{
+	struct graph_rank *g = data;
+	struct rank *r = &g->r;
+	wafer_queue *q = wafer_client_default_queue(r->client);
+	float v[N], back[N];
+	wafer_status st = wafer_empty(r->client, sizeof v, &r->src);
+
+	if (st == WAFER_OK)
+		st = wafer_empty(r->client, sizeof v, &r->dst);
+	if (st == WAFER_OK)
+		st = wafer_queue_begin_capture(q);
+	if (st == WAFER_OK) {
+		wafer_status captured = wafer_comm_all_reduce(
+			r->comm, r->src, r->dst, N, WAFER_DTYPE_F32,
+			WAFER_REDUCE_SUM);
+		st = wafer_queue_end_capture(q, &g->graph);
+		if (st == WAFER_OK)
+			st = captured;
+	}
+	if (st != WAFER_OK) {
+		fail(r, "capture an all_reduce", st);
+		return NULL;
+	}
+	for (int round = 1; round <= 3; round++) {
+		for (int i = 0; i < N; i++)
+			v[i] = (float)((r->rank + 1) * round);
+		st = wafer_write(r->client, r->src, 0, v, sizeof v);
+		if (st == WAFER_OK)
+			st = wafer_graph_launch(g->graph, q);
+		if (st == WAFER_OK)
+			st = wafer_read(r->client, r->dst, 0, back, sizeof back);
+		if (st != WAFER_OK) {
+			fail(r, "write, replay, read", st);
+			return NULL;
+		}
+		float want = (float)(round * r->size * (r->size + 1) / 2);
+		for (int i = 0; i < N; i++)
+			if (back[i] != want) {
+				if (!r->failures++)
+					snprintf(r->why, sizeof r->why,
+						 "rank %u round %d: [%d] is %g, "
+						 "not %g",
+						 r->rank, round, i, back[i], want);
+				return NULL;
+			}
+	}
+	return NULL;
+}
+
+/* Collectives captured into graphs (wafer_graph(3)) replay on every
+ * rank; a replay after the communicator closed is refused, naming it,
+ * and the client goes on. */
+static void test_graph(const char *label, wafer_client **clients)
+{
+	struct graph_rank ranks[MAX_RANKS];
+	struct rank plain[MAX_RANKS];
+	wafer_comm *comms[MAX_RANKS];
+	const char *why = "";
+	int failures = 0;
+
+	check(wafer_comm_open_group(clients, MAX_RANKS, comms), "open_group");
+	set_ranks(plain, clients, comms, MAX_RANKS, WAFER_DTYPE_F32);
+	for (uint32_t r = 0; r < MAX_RANKS; r++)
+		ranks[r] = (struct graph_rank){.r = plain[r]};
+	on_threads(graph_reduce, ranks, sizeof *ranks, MAX_RANKS);
+	for (uint32_t r = 0; r < MAX_RANKS; r++)
+		if (ranks[r].r.failures && !failures++)
+			why = ranks[r].r.why;
+	ok(!failures, "[%s] an all_reduce captured into a graph on each rank "
+	   "sums new values at each of three replays %s", label, why);
+	for (uint32_t r = 0; r < MAX_RANKS; r++)
+		check(wafer_comm_close(comms[r]), "comm_close");
+	wafer_client *c = clients[0];
+	wafer_status st = ranks[0].graph
+				  ? wafer_graph_launch(ranks[0].graph,
+						       wafer_client_default_queue(c))
+				  : WAFER_ERROR_INVALID_ARGUMENT;
+	if (st == WAFER_OK)
+		st = wafer_sync(c);
+	is_status(st, WAFER_ERROR_INVALID_ARGUMENT,
+		  "[%s] a replay after the communicator closed is refused",
+		  label);
+	like(wafer_last_error(), "was closed after the capture",
+	     "[%s]   ... naming it: %s", label, wafer_last_error());
+	float back[N];
+	st = fill_floats(c, ranks[0].r.dst, N, 5.0);
+	if (st == WAFER_OK)
+		st = wafer_read(c, ranks[0].r.dst, 0, back, sizeof back);
+	ok(st == WAFER_OK && back[0] == 5.0f && back[N - 1] == 5.0f,
+	   "[%s]   ... and the client goes on", label);
+	for (uint32_t r = 0; r < MAX_RANKS; r++) {
+		if (ranks[r].graph)
+			check(wafer_graph_release(ranks[r].graph), "graph_release");
+		wafer_release(clients[r], ranks[r].r.src);
+		wafer_release(clients[r], ranks[r].r.dst);
+	}
+}
+
 static wafer_handle create_f32(wafer_client *c, size_t n, float v)
 {
 	float *data = malloc(n * sizeof *data);
@@ -1152,6 +1261,7 @@ static void test_plugin(void)
 		test_failing_rank(label, clients);
 		test_stale(label, clients);
 		test_failing_collective(label, clients);
+		test_graph(label, clients);
 		for (int r = 0; r < MAX_RANKS; r++) {
 			ok_clean(clients[r], label);
 			check(wafer_client_close(clients[r]), "close");

@@ -21,7 +21,7 @@ check_PROGRAMS += t/api/programs
 TESTS += t/api/programs
 t_api_programs_SOURCES = t/api/programs.c t/abi/describe.c t/abi/describe.h
 t_api_programs_LDADD = libwafer.la -lm
-EXTRA_DIST += t/user_kernels/kernels.cl t/user_kernels/kernels.cu \
+EXTRA_DIST += t/user_kernels/kernels.cl t/user_kernels/kernels.cu t/user_kernels/sources.h \
 	t/user_kernels/kernels.ptx
 check_LTLIBRARIES += t/user_kernels/kernels.la
 t_user_kernels_kernels_la_SOURCES = t/user_kernels/kernels.c
@@ -148,6 +148,17 @@ TESTS += t/api/comm t/api/peer
 t_api_comm_LDADD = libwafer.la -lpthread
 t_api_peer_LDADD = libwafer.la -lpthread
 BACKEND_NEUTRAL_TESTS += t/api/comm t/api/peer
+# Sub-communicators, 2 x 2 (t/comm_split.h, shared with t/cpu/comm_mpi).
+check_PROGRAMS += t/api/comm_split
+TESTS += t/api/comm_split
+t_api_comm_split_LDADD = libwafer.la -lpthread
+BACKEND_NEUTRAL_TESTS += t/api/comm_split
+# Grouped collectives (wafer_comm_group_begin), two ranks.
+check_PROGRAMS += t/api/comm_group
+TESTS += t/api/comm_group
+t_api_comm_group_LDADD = libwafer.la -lpthread -ldl
+BACKEND_NEUTRAL_TESTS += t/api/comm_group
+EXTRA_DIST += t/comm_split.h t/comm_backends.h
 
 # Several queues on one client, events and host callbacks (queue.h,
 # wafer-queue(7)), on every channel.
@@ -178,3 +189,10 @@ check_PROGRAMS += t/api/trace
 TESTS += t/api/trace
 t_api_trace_SOURCES = t/api/trace.c tools/timeline.c tools/timeline.h
 t_api_trace_LDADD = libwafer.la -lm
+
+# Backend-neutral: program ids and kernel refs, released and reused, on
+# each channel (links the core to read the program table's size).
+check_PROGRAMS += t/api/program_ids
+TESTS += t/api/program_ids
+t_api_program_ids_LDADD = $(T_CORE_LIBS) -lpthread
+BACKEND_NEUTRAL_TESTS += t/api/program_ids

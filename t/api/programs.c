@@ -46,6 +46,7 @@
 
 #include "t/abi/describe.h"
 #include "t/tap.h"
+#include "t/user_kernels/sources.h"
 
 extern char **environ;
 
@@ -72,20 +73,7 @@ struct tile_params {
 static wafer_runtime *runtime;
 static const char *backend;
 
-/* The sources of t/user_kernels/, in the order a fat program offers them. */
-static const struct {
-	wafer_program_format format;
-	const char *dir; /* "src" or "build" */
-	const char *file;
-} files[] = {
-	{WAFER_PROGRAM_CUDA_C, "src", "user_kernels/kernels.cu"},
-	{WAFER_PROGRAM_PTX, "src", "user_kernels/kernels.ptx"},
-	{WAFER_PROGRAM_OPENCL_C, "src", "user_kernels/kernels.cl"},
-	{WAFER_PROGRAM_SPIRV, "build", "user_kernels/kernels.spv"},
-	{WAFER_PROGRAM_HOST_C, "src", "user_kernels/kernels.c"},
-	{WAFER_PROGRAM_HOST_SO, "build", "user_kernels/.libs/kernels.so"},
-};
-#define FILES (sizeof files / sizeof files[0])
+#define FILES USER_KERNEL_FORMATS
 /* After the files, the sources a vendor's description names for its own
  * formats (its source lines: wafer-conformance --abi FILE hands the
  * file over in WAFER_ABI_DESCRIPTION), taken as text. */
@@ -139,48 +127,9 @@ static bool required(wafer_program_format f)
 	return false;
 }
 
-static void *read_whole(const char *path, size_t *out_size)
-{
-	struct stat st;
-	void *data = NULL;
-	FILE *f = fopen(path, "rb");
-
-	*out_size = 0;
-	if (!f)
-		return NULL;
-	if (fstat(fileno(f), &st) == 0 && st.st_size > 0) {
-		data = malloc((size_t)st.st_size);
-		if (data && fread(data, 1, (size_t)st.st_size, f) !=
-				    (size_t)st.st_size) {
-			free(data);
-			data = NULL;
-		}
-		if (data)
-			*out_size = (size_t)st.st_size;
-	}
-	fclose(f);
-	return data;
-}
-
 static void load_sources(void)
 {
-	const char *src = getenv("T_SRCDIR"), *build = getenv("T_BUILDDIR");
-	char path[4096];
-
-	for (size_t i = 0; i < FILES; i++) {
-		snprintf(path, sizeof path, "%s/%s",
-			 strcmp(files[i].dir, "src") == 0 ? src : build,
-			 files[i].file);
-		sources[i] = (wafer_program_source){
-			.struct_size = sizeof sources[i],
-			.format = files[i].format,
-			.name = strrchr(files[i].file, '/') + 1,
-		};
-		source_data[i] = read_whole(path, &sources[i].size);
-		sources[i].data = source_data[i];
-		if (!source_data[i])
-			diag("%s: not there (%s)", path, strerror(errno));
-	}
+	user_kernels_load(sources, source_data);
 }
 
 /* The description's sources (describe.h: source FORMAT FILE), after the
@@ -204,7 +153,8 @@ static void load_vendor_sources(void)
 			.format = (wafer_program_format)d.sources[i].format,
 			.name = slash ? slash + 1 : d.sources[i].value,
 		};
-		source_data[k] = read_whole(d.sources[i].value, &sources[k].size);
+		source_data[k] =
+			user_kernels_read(d.sources[i].value, &sources[k].size);
 		sources[k].data = source_data[k];
 		diag("%s: %s source %s%s", file,
 		     wafer_program_format_name(sources[k].format),

@@ -40,6 +40,7 @@
 #include "t/tap.h"
 #include "t/standins/fake_host.h"
 #include "t/half.h"
+#include "t/comm_split.h"
 
 static int rank, size;
 static const struct wafer_plugin *plugin;
@@ -857,6 +858,24 @@ static int wafer_init_mode(void)
 	return pass && initialised && finalised ? 0 : 1;
 }
 
+/* Sub-communicators through the public API: 2 x 2 with four ranks
+ * (t/comm_split.h). */
+static void test_split(void)
+{
+	char why[512] = "";
+
+	if (size != 4) {
+		ok(1, "%s: wafer_comm_split 2 x 2 # SKIP %d ranks, not 4",
+		   engine->name, size);
+		return;
+	}
+	if (t_split_2x2(client, world, why, sizeof why))
+		fprintf(stderr, "# %s\n", why);
+	agree(!why[0], "wafer_comm_split 2 x 2: rows and columns "
+		       "(MPI_Comm_split) all-reduce and broadcast over their "
+		       "members, odd ranks left out");
+}
+
 /* Every check on |e|, between |up| and |down|. */
 static void run_checks(const struct engine *e, void (*up)(void),
 		       void (*down)(void))
@@ -878,6 +897,8 @@ static void run_checks(const struct engine *e, void (*up)(void),
 	}
 	test_long_all_reduce();
 	test_count_zero();
+	if (engine == &api_engine)
+		test_split();
 	if (engine == &plugin_engine)
 		test_overlapping_ranges();
 	engine->close(world);

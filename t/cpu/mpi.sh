@@ -12,7 +12,8 @@
 #     --data-parallel=1, its in-process mode (wafer_comm_open_group) with
 #     the one rank MPI gives a process started without mpirun;
 #   - with [cpu] devices = N above 1, in-process communicators (no MPI):
-#     examples/mlp --data-parallel=2 and =4, and t/api/comm.
+#     examples/mlp --data-parallel=2 and =4, t/api/comm and
+#     t/api/comm_split (2 x 2 sub-communicators).
 # Skipped only when wafer was configured without MPI (configure's reason).
 set -u
 
@@ -196,6 +197,13 @@ passed=$(grep -c '^ok' "$out")
 grep '^not ok' -A3 "$out" | comment
 point $([ $status = 0 ] && [ "$bad" = 0 ] && echo 1 || echo 0) \
 	"t/api/comm on cpu with devices = 4, in-process ($passed passed, $bad failed)"
+WAFER_CONFIG=$(devices 4) "$top/uninstalled" "$T_BUILDDIR/api/comm_split" >"$out" 2>&1
+status=$?
+bad=$(grep -c '^not ok' "$out")
+passed=$(grep -c '^ok' "$out")
+grep '^not ok' -A3 "$out" | comment
+point $([ $status = 0 ] && [ "$bad" = 0 ] && grep -q '^ok.*\[cpu mpsc\] 2 x 2: rows' "$out" && echo 1 || echo 0) \
+	"t/api/comm_split on cpu with devices = 4, in-process: 2 x 2 ($passed passed, $bad failed)"
 WAFER_CONFIG=$(devices 1) "$top/uninstalled" "$mlp" --data-parallel=2 \
 	--steps=5 >"$out" 2>&1
 status=$?

@@ -22,6 +22,7 @@
 
 #include "t/client_util.h"
 #include "t/tap.h"
+#include "t/cuda/standin_comm.h"
 
 #define N 37
 #define RANKS 2
@@ -60,15 +61,8 @@ static void *rank_main(void *data)
 	r->failed = st;
 	snprintf(r->error, sizeof r->error, "%s", wafer_last_error());
 
-	st = fill_floats(r->client, h, N, (float)(r->rank + 7));
-	if (st == WAFER_OK)
-		st = wafer_read(r->client, h, 0, back, sizeof back);
-	r->usable = st == WAFER_OK;
-	for (int i = 0; r->usable && i < N; i++)
-		r->usable = back[i] == (float)(r->rank + 7);
-	if (!r->usable)
-		snprintf(r->why, sizeof r->why, "rank %u: fill and read: %s",
-			 r->rank, wafer_last_error());
+	r->usable = t_fill_reads_back(r->client, h, N, (float)(r->rank + 7),
+				      r->rank, r->why, sizeof r->why);
 
 	st = wafer_comm_all_gather(r->comm, h, g, N, WAFER_DTYPE_F32);
 	if (st == WAFER_OK)
@@ -126,31 +120,10 @@ static void test_channel(wafer_runtime *rt, const char *label)
 
 int main(void)
 {
-	const char *builddir = getenv("T_BUILDDIR");
-	char fake[4096], nccl[4096];
-
-	if (!builddir)
-		skip_all("T_BUILDDIR is not set (run through make check)");
-	snprintf(fake, sizeof fake, "%s/standins/.libs/fakecuda.so", builddir);
-	snprintf(nccl, sizeof nccl, "%s/standins/.libs/fakenccl.so", builddir);
-	if (access(fake, R_OK) != 0 || access(nccl, R_OK) != 0)
-		skip_all("no stand-in driver or NCCL (nccl.h not found?)");
-	setenv("FAKECUDA_DEVICES", "2", 1);
-	setenv("FAKENCCL_FAIL", "ncclAllReduce", 1);
-	wafer_option options[] = {
-		{"core", "backend", "cuda"},
-		{"cuda", "driver_library", fake},
-		{"cuda", "nccl", nccl},
-		{"cuda", "cublas", "no"},
-	};
-	wafer_runtime_options ro = {
-		.struct_size = sizeof ro,
-		.options = options,
-		.option_count = sizeof options / sizeof options[0],
-		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
-	};
 	wafer_runtime *rt;
-	check(wafer_runtime_open(&ro, &rt), "runtime_open");
+
+	setenv("FAKENCCL_FAIL", "ncclAllReduce", 1);
+	rt = t_standin_comm_runtime(NULL);
 	for (size_t ch = 0; ch < 3; ch++)
 		test_channel(rt, channels[ch]);
 	wafer_runtime_close(rt);

@@ -82,7 +82,7 @@ conf() {
 	} > "$1"
 }
 
-echo "1..65"
+echo "1..69"
 
 #--- no driver ---------------------------------------------------------------
 conf "$tmp/missing.conf" /nonexistent/libcuda.so.1
@@ -199,6 +199,13 @@ suite comm FAKECUDA_DEVICES=2
 suite comm FAKECUDA_DEVICES=2 FAKECUDA_DELAY_US=20
 if [ -e "$nccl" ]; then
 	suite comm
+	# Sub-communicators, 2 x 2 on four stand-in GPUs (ncclCommSplit).
+	suite comm_split FAKECUDA_DEVICES=4
+	suite comm_split FAKECUDA_DEVICES=4 FAKECUDA_DELAY_US=20
+	# Grouped collectives: the stand-in NCCL counts the calls it got
+	# between ncclGroupStart and ncclGroupEnd.
+	suite comm_group FAKECUDA_DEVICES=2 T_FAKENCCL="$nccl"
+	suite comm_group FAKECUDA_DEVICES=2 FAKECUDA_DELAY_US=20 T_FAKENCCL="$nccl"
 else
 	skip "t/api/comm on cuda (stand-in)" "no stand-in NCCL (nccl.h not found)"
 fi

@@ -1,5 +1,5 @@
 # t/cuda/: what only the cuda plugin has, on the stand-in driver.
-BACKEND_OWN_TESTS += cuda:t/cuda/plugin cuda:t/cuda/comm cuda:t/cuda/comm_fail cuda:t/cuda/cuda.sh \
+BACKEND_OWN_TESTS += cuda:t/cuda/plugin cuda:t/cuda/comm cuda:t/cuda/comm_fail cuda:t/cuda/comm_hang cuda:t/cuda/cuda.sh \
 	cuda:t/cuda/torch_alloc
 
 # The cuda plugin (when built) through the vendor ABI, on a stand-in
@@ -38,6 +38,14 @@ t_cuda_comm_LDADD = -ldl -lm -lpthread
 check_PROGRAMS += t/cuda/comm_fail
 TESTS += t/cuda/comm_fail
 t_cuda_comm_fail_LDADD = libwafer.la -lpthread
+# A rank that never takes part, a rank that fails mid-collective
+# (fakenccl's FAKENCCL_HANG_RANK, FAKENCCL_ASYNC_FAIL_RANK): the others'
+# waits give up ([comm] timeout, ncclCommGetAsyncError), naming the
+# communicator, rank and collective, and the clients go on.
+check_PROGRAMS += t/cuda/comm_hang
+EXTRA_DIST += t/cuda/standin_comm.h
+TESTS += t/cuda/comm_hang
+t_cuda_comm_hang_LDADD = libwafer.la -lpthread
 if WAFER_NCCL
 check_LTLIBRARIES += t/standins/fakenccl.la
 t_standins_fakenccl_la_SOURCES = t/standins/fakenccl.c t/standins/fakecuda.h \

@@ -141,3 +141,10 @@ t_internal_client_open_errors_LDADD = $(T_CORE_LIBS)
 TESTS += t/internal/build_tree.sh t/internal/man.sh t/internal/wafer-bench.sh
 EXTRA_DIST += t/internal/build_tree.sh t/internal/man.sh \
 	t/internal/wafer-bench.sh
+
+# wafer-launch(1): ranks, the communicator id through the launcher's file
+# (wafer_comm_launched), and a failing rank stopping the others.
+check_PROGRAMS += t/internal/launch_rank
+t_internal_launch_rank_LDADD = libwafer.la
+TESTS += t/internal/launch.sh
+EXTRA_DIST += t/internal/launch.sh

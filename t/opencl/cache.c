@@ -118,6 +118,46 @@ static void scenario(const struct wafer_plugin_option *options, size_t n,
 	plugin->shutdown(st);
 }
 
+/* Opens device 0 with |options| and loads a program of the caller's
+ * (program_load, an OpenCL C source) and its kernel: r->launch_status
+ * is program_load's, r->again_status program_kernel's, r->correct both
+ * fine. */
+static void program_scenario(const struct wafer_plugin_option *options,
+			     size_t n, struct report *r)
+{
+	static const char text[] =
+		"__kernel void wafer_cut(__global float *y, float a)\n"
+		"{ y[get_global_id(0)] *= a; }\n";
+	struct wafer_program_source source = {
+		.struct_size = sizeof source,
+		.format = WAFER_PROGRAM_OPENCL_C,
+		.data = text,
+		.size = sizeof text - 1,
+		.name = "cut.cl",
+	};
+	void *st = NULL, *dev = NULL, *program = NULL;
+	const struct wafer_kernel *kernel = NULL;
+
+	load_plugin();
+	if (init_with(options, n, &st) != WAFER_OK ||
+	    plugin->device_open(st, 0, &dev) != WAFER_OK) {
+		snprintf(r->error, sizeof r->error, "open: %s", last_error);
+		return;
+	}
+	r->ran = 1;
+	r->launch_status = plugin->server->program_load(dev, &source, NULL,
+							&program);
+	if (r->launch_status == WAFER_OK) {
+		r->again_status = plugin->server->program_kernel(
+			dev, program, "wafer_cut", 1, sizeof(float), &kernel);
+		r->correct = r->again_status == WAFER_OK && kernel;
+		plugin->server->program_release(dev, program);
+	}
+	snprintf(r->error, sizeof r->error, "%s", last_error);
+	plugin->device_close(dev);
+	plugin->shutdown(st);
+}
+
 /* r->devices: the OpenCL devices the ICD loader lists (not the plugin);
  * r->error: what it found, or why nothing. */
 static void probe_devices(const struct wafer_plugin_option *options, size_t n,
@@ -364,6 +404,92 @@ static void test_cache(const char *pocl_env)
 	ok(file_size(other) < 0, "  ... and no directory or file made");
 }
 
+/* Cuts the binary in cache file |file| (as written at |size| bytes in
+ * |whole|) to |cut| bytes and gives it a matching length and checksum,
+ * so that only the binary's own structure can tell. */
+static void forge_cut(const char *file, const unsigned char *whole,
+		      size_t size, size_t cut)
+{
+	uint32_t key_size;
+	memcpy(&key_size, whole + 8, sizeof key_size);
+	size_t start = 32 + key_size;
+	if (start + cut > size)
+		cut = size - start;
+	unsigned char *data = malloc(start + cut);
+	if (!data)
+		return;
+	memcpy(data, whole, start + cut);
+	uint64_t length = cut, h = fnv1a(data + start, cut);
+	memcpy(data + 16, &length, sizeof length);
+	memcpy(data + 24, &h, sizeof h);
+	write_file(file, data, start + cut);
+	free(data);
+}
+
+/* A cached binary cut short, its length and checksum made to match: the
+ * driver must never see it (PoCL aborts on one), the build runs again
+ * from source. For the catalogue's programs and for a caller's. */
+static void test_cut_binaries(const char *pocl_env)
+{
+	static const struct {
+		const char *what;
+		void (*fn)(const struct wafer_plugin_option *, size_t,
+			   struct report *);
+		const char *compiled; /* the log's word for a build */
+	} kinds[] = {
+		{"the catalogue's elementwise program", scenario,
+		 " from source in "},
+		{"a caller's program", program_scenario, "program: compiled"},
+	};
+	const char *env[] = {pocl_env, NULL};
+
+	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+		char dir[4200], file[4400];
+		struct wafer_plugin_option opt;
+		struct report r;
+		size_t size;
+
+		snprintf(dir, sizeof dir, "%s/cut%zu", tmp, k);
+		opt = option("cache_dir", dir, "test");
+		r = in_child(kinds[k].fn, &opt, 1, env);
+		if (!ok(r.ran && r.correct &&
+				count_files(dir, "", ".bin", file,
+					    sizeof file) == 1,
+			"%s: built and cached%s%s", kinds[k].what,
+			r.error[0] ? ": " : "", r.error))
+			continue;
+		unsigned char *whole = read_file(file, &size);
+		if (!whole)
+			continue;
+		uint32_t key_size;
+		memcpy(&key_size, whole + 8, sizeof key_size);
+		size_t binary = size - 32 - key_size;
+		const size_t cuts[] = {8, 40, 90, 1000, binary / 2,
+				       binary - 1};
+		for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+			if (cuts[c] >= binary)
+				continue;
+			forge_cut(file, whole, size, cuts[c]);
+			r = in_child(kinds[k].fn, &opt, 1, env);
+			ok(r.ran && r.correct,
+			   "%s: its cached binary cut to %zu of %zu bytes "
+			   "(checksum matching): no crash, it loads%s%s",
+			   kinds[k].what, cuts[c], binary,
+			   r.error[0] ? ": " : "", r.error);
+			like(r.log, kinds[k].compiled,
+			     "  ... built again from source");
+			like(r.log, ".bin", "  ... the log names the cache "
+			     "file");
+		}
+		/* Whole again (the last rebuild rewrote it): served. */
+		r = in_child(kinds[k].fn, &opt, 1, env);
+		ok(r.ran && r.correct && !strstr(r.log, kinds[k].compiled),
+		   "%s: the rewritten file serves the next process",
+		   kinds[k].what);
+		free(whole);
+	}
+}
+
 /* Two processes building into an empty directory at once. */
 static void test_concurrent(const char *pocl_env)
 {
@@ -524,6 +650,7 @@ int main(void)
 		   "one of the %u device(s) the ICD loader lists: %s",
 		   present.devices, probe.error);
 		test_cache(pocl);
+		test_cut_binaries(pocl);
 		test_concurrent(pocl);
 		test_location(pocl);
 		test_build_failure(pocl);

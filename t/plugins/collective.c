@@ -1,5 +1,6 @@
 /* wafer — SPDX-License-Identifier: MIT
- * collective.c: a test plugin with the scale-out entries of ABI 1.4:
+ * collective.c: a test plugin with the scale-out entries of ABI 1.4
+ * (and comm_split of 1.7):
  * storage.copy_peer (a memcpy: its memory is host memory and its queues
  * run work at once) and the server's comm entries over the in-process
  * engine plugins/cpu/inproc_comm.c, where ranks are the threads of this process.
@@ -68,6 +69,16 @@ static void collective_comm_close(void *device, void *comm)
 	comm_inproc_close(comm);
 }
 
+static wafer_status collective_comm_split(void *device, void *comm,
+					  int32_t color, int32_t key,
+					  void **out_comm, uint32_t *out_rank,
+					  uint32_t *out_size)
+{
+	return comm_inproc_split(tp_host, "collective", comm, color, key,
+				 JOIN_TIMEOUT_MS, out_comm, out_rank,
+				 out_size);
+}
+
 /* Runs at once on the calling thread, as every launch here does; it
  * waits for the other ranks inside the engine. */
 static wafer_status collective_comm_run(void *device, void *queue, void *comm,
@@ -83,6 +94,7 @@ TP_STORAGE_OPS(collective_storage_ops, .copy_peer = collective_copy_peer);
 TP_SERVER_OPS(collective_server_ops, .comm_id = collective_comm_id,
 	      .comm_open = collective_comm_open,
 	      .comm_close = collective_comm_close,
-	      .comm_run = collective_comm_run);
+	      .comm_run = collective_comm_run,
+	      .comm_split = collective_comm_split);
 
 TP_PLUGIN_TABLES(collective_storage_ops, collective_server_ops)

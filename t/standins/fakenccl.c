@@ -26,8 +26,9 @@
  *    are, and read before and written after, as initcheck sees it;
  *  - datatypes f32, f16, bf16, f64, i32 and ops sum and max (anything
  *    else: ncclInvalidArgument, and a line on stderr: not modelled);
- *  - a call between ncclGroupStart and ncclGroupEnd is queued at once
- *    (the stand-in has nothing to fuse), End without Start is
+ *  - the calls between ncclGroupStart and ncclGroupEnd (of a thread,
+ *    nesting) are queued at the outermost End, in order, and counted
+ *    (fakenccl_grouped_calls, for the tests); End without Start is
  *    ncclInvalidUsage;
  *  - ncclCommDestroy waits for the communicator's queued work;
  *  - FAKENCCL_FAIL=<collective> (ncclAllReduce, ...): every call of that
@@ -38,12 +39,23 @@
  *    ncclCommUserRank, ncclCommCuDevice, ncclCommInitAll (one thread a
  *    device, each with that device's primary context);
  *  - ncclSend and ncclRecv, queued like the collectives; on the stream's
- *    thread a send waits until the peer's recv copied its data.
+ *    thread a send waits until the peer's recv copied its data;
+ *  - ncclCommSplit (colour NCCL_SPLIT_NOCOLOR: no communicator), the
+ *    new communicator on the parent's device;
+ *  - ncclCommAbort aborts the whole group: what any rank waits for in it
+ *    fails at once, the other ranks' ncclCommGetAsyncError then says
+ *    ncclRemoteError; the aborted communicator is freed;
+ *  - failure modes, each naming a rank, read when a communicator is
+ *    made: FAKENCCL_HANG_RANK=r, rank r's collectives are accepted and
+ *    never take part (a process that stopped: its peers wait for it);
+ *    FAKENCCL_ASYNC_FAIL_RANK=r, rank r's first collective fails on the
+ *    stream (ncclCommGetAsyncError: ncclSystemError) and hangs there
+ *    until the communicator is aborted.
  *
  * Not modelled: several ranks' ncclCommInitRank from one thread inside
- * a group (each call here blocks until the others joined), async errors
- * (ncclCommGetAsyncError), and everything else of <nccl.h>, which the
- * library does not export (a caller needing it fails to resolve it).
+ * a group (each call here blocks until the others joined), and
+ * everything else of <nccl.h>, which the library does not export (a
+ * caller needing it fails to resolve it).
  *
  * The driver is FAKENCCL_DRIVER when set, else the t/standins/fakecuda.so already
  * loaded in the process (the plugin's), else libcuda.so.1. */
@@ -56,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda.h>
 
@@ -79,6 +92,10 @@ struct ncclComm {
 	pthread_cond_t idle;
 	unsigned pending; /* collectives queued, not yet run */
 	int broken;       /* one failed: later ones fail at once */
+	ncclResult_t async_error; /* under lock: ncclCommGetAsyncError */
+	/* The failure modes, read from the environment at init. */
+	int hangs;      /* FAKENCCL_HANG_RANK: never takes part */
+	int fails_mid;  /* FAKENCCL_ASYNC_FAIL_RANK: fails on the stream */
 };
 
 /*===----------------------------------------------------------------------===
@@ -241,12 +258,28 @@ static ncclResult_t distinct_devices(struct ncclComm *c)
 	return ncclSuccess;
 }
 
+/* How long a join waits for the other ranks (FAKENCCL_TIMEOUT_MS,
+ * default 120000; 0 or less: for ever). */
+static unsigned join_timeout_ms(void)
+{
+	const char *v = getenv("FAKENCCL_TIMEOUT_MS");
+	long ms = v ? atol(v) : 120000;
+
+	return ms > 0 ? (unsigned)ms : 0;
+}
+
+/* Whether the environment variable |name| names this communicator's
+ * rank. */
+static int rank_named(const struct ncclComm *c, const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && atoi(v) == c->rank;
+}
+
 ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id,
 			      int rank)
 {
-	long timeout = getenv("FAKENCCL_TIMEOUT_MS")
-			       ? atol(getenv("FAKENCCL_TIMEOUT_MS"))
-			       : 120000;
 	struct ncclComm *c;
 	inproc_comm_status s;
 	ncclResult_t r;
@@ -278,8 +311,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id,
 			    "stand-in's rule: NCCL would take GPU 0)");
 	}
 	s = inproc_comm_join((const uint8_t *)id.internal, (uint32_t)rank,
-			     (uint32_t)nranks,
-			     timeout > 0 ? (unsigned)timeout : 0, &c->ranks);
+			     (uint32_t)nranks, join_timeout_ms(), &c->ranks);
 	if (s != INPROC_COMM_OK) {
 		free(c);
 		return fail(s == INPROC_COMM_INVALID ? ncclInvalidArgument
@@ -297,7 +329,47 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id,
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->idle, NULL);
+	c->hangs = rank_named(c, "FAKENCCL_HANG_RANK");
+	c->fails_mid = rank_named(c, "FAKENCCL_ASYNC_FAIL_RANK");
 	*out = c;
+	return ncclSuccess;
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+			   ncclComm_t *newcomm, ncclConfig_t *config)
+{
+	struct ncclComm *c;
+	inproc_comm_status s;
+
+	(void)config;
+	if (!comm || !newcomm)
+		return fail(ncclInvalidArgument, "ncclCommSplit: NULL");
+	*newcomm = NULL;
+	if (color < NCCL_SPLIT_NOCOLOR)
+		return fail(ncclInvalidArgument, "ncclCommSplit: colour %d",
+			    color);
+	c = calloc(1, sizeof *c);
+	/* Into the split even without memory: the others wait for it. */
+	s = inproc_comm_split(comm->ranks, c ? color : -1, key,
+			      join_timeout_ms(),
+			      c ? &c->ranks : &(inproc_comm *){NULL});
+	if (s != INPROC_COMM_OK || !c || !c->ranks) {
+		free(c);
+		if (s != INPROC_COMM_OK)
+			return fail(ncclSystemError, "ncclCommSplit(rank %d, "
+				    "colour %d): %s", comm->rank, color,
+				    inproc_comm_status_text(s));
+		return c ? ncclSuccess
+			 : fail(ncclSystemError, "ncclCommSplit: out of "
+				"memory");
+	}
+	c->rank = (int)inproc_comm_rank(c->ranks);
+	c->size = (int)inproc_comm_size(c->ranks);
+	c->device = comm->device;
+	c->ctx = comm->ctx;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->idle, NULL);
+	*newcomm = c;
 	return ncclSuccess;
 }
 
@@ -385,6 +457,29 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
 	return ncclSuccess;
 }
 
+/* Aborts the whole group (its peers see ncclRemoteError), lets the
+ * collectives queued on this rank fail at once, and frees the
+ * communicator, as NCCL does (no ncclCommDestroy after). */
+ncclResult_t ncclCommAbort(ncclComm_t comm)
+{
+	if (!comm)
+		return ncclSuccess;
+	inproc_comm_abort(comm->ranks);
+	return ncclCommDestroy(comm);
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+{
+	if (!comm || !asyncError)
+		return fail(ncclInvalidArgument, "ncclCommGetAsyncError: NULL");
+	pthread_mutex_lock(&comm->lock);
+	*asyncError = comm->async_error;
+	pthread_mutex_unlock(&comm->lock);
+	if (*asyncError == ncclSuccess && inproc_comm_aborted(comm->ranks))
+		*asyncError = ncclRemoteError; /* a peer gave up */
+	return ncclSuccess;
+}
+
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 {
 	if (!comm || !count)
@@ -406,33 +501,6 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
 	if (!comm || !device)
 		return fail(ncclInvalidArgument, "ncclCommCuDevice: NULL");
 	*device = (int)comm->device;
-	return ncclSuccess;
-}
-
-/*===----------------------------------------------------------------------===
- * Groups
- *===----------------------------------------------------------------------===*/
-
-static _Thread_local int group_depth;
-
-/* <nccl.h> declares them without (void). */
-#pragma GCC visibility push(default)
-ncclResult_t ncclGroupStart(void);
-ncclResult_t ncclGroupEnd(void);
-#pragma GCC visibility pop
-
-ncclResult_t ncclGroupStart(void)
-{
-	group_depth++;
-	return ncclSuccess;
-}
-
-ncclResult_t ncclGroupEnd(void)
-{
-	if (group_depth == 0)
-		return fail(ncclInvalidUsage, "ncclGroupEnd without "
-			    "ncclGroupStart");
-	group_depth--;
 	return ncclSuccess;
 }
 
@@ -471,6 +539,23 @@ static void run_job(void *arg, int ok)
 		fprintf(stderr, "fakenccl: %s (rank %d): not run, the "
 			"stream's context faulted\n", kind_names[j->kind],
 			c->rank);
+	} else if (c->hangs) {
+		/* A rank that stopped: its peers wait for it. */
+		fprintf(stderr, "fakenccl: %s (rank %d): not taking part, as "
+			"FAKENCCL_HANG_RANK asks\n", kind_names[j->kind],
+			c->rank);
+	} else if (c->fails_mid) {
+		/* Fails on the device and hangs there, as a collective whose
+		 * network went away: only an abort ends it. */
+		fprintf(stderr, "fakenccl: %s (rank %d): failing mid-collective, "
+			"as FAKENCCL_ASYNC_FAIL_RANK asks\n",
+			kind_names[j->kind], c->rank);
+		pthread_mutex_lock(&c->lock);
+		c->async_error = ncclSystemError;
+		pthread_mutex_unlock(&c->lock);
+		while (!inproc_comm_aborted(c->ranks))
+			nanosleep(&(struct timespec){0, 1000000}, NULL);
+		s = INPROC_COMM_ABORTED;
 	} else if (c->broken) {
 		fprintf(stderr, "fakenccl: %s (rank %d): not run, an earlier "
 			"collective of this communicator failed\n",
@@ -530,6 +615,12 @@ static int to_dtype(ncclDataType_t t, inproc_comm_dtype *out)
 	}
 }
 
+static _Thread_local int group_depth;
+static ncclResult_t issue(struct job *j, cudaStream_t stream,
+			  const struct fakecuda_access *access, size_t n);
+static ncclResult_t defer(struct job *j, cudaStream_t stream,
+			  const struct fakecuda_access *access, size_t n);
+
 static ncclResult_t enqueue(enum kind kind, const void *send, void *recv,
 			    size_t count, ncclDataType_t datatype,
 			    ncclRedOp_t op, int root, ncclComm_t comm,
@@ -538,9 +629,7 @@ static ncclResult_t enqueue(enum kind kind, const void *send, void *recv,
 	const char *what = kind_names[kind];
 	struct fakecuda_access access[2];
 	size_t n = 0, bytes, size;
-	CUcontext was = NULL;
 	struct job *j;
-	CUresult cr;
 
 	if (!comm)
 		return fail(ncclInvalidArgument, "%s: NULL comm", what);
@@ -587,12 +676,27 @@ static ncclResult_t enqueue(enum kind kind, const void *send, void *recv,
 			kind == ALL_GATHER ? bytes * (size_t)comm->size : bytes,
 			1};
 
-	/* NCCL makes the communicator's device current around the call. */
-	drv.ctx_get_current(&was);
-	drv.ctx_set_current(comm->ctx);
 	pthread_mutex_lock(&comm->lock);
 	comm->pending++;
 	pthread_mutex_unlock(&comm->lock);
+	if (group_depth > 0)
+		return defer(j, stream, access, n);
+	return issue(j, stream, access, n);
+}
+
+/* Queues |j| on |stream| (its pending count taken); on failure gives
+ * the count back and frees |j|. */
+static ncclResult_t issue(struct job *j, cudaStream_t stream,
+			  const struct fakecuda_access *access, size_t n)
+{
+	struct ncclComm *comm = j->comm;
+	const char *what = kind_names[j->kind];
+	CUcontext was = NULL;
+	CUresult cr;
+
+	/* NCCL makes the communicator's device current around the call. */
+	drv.ctx_get_current(&was);
+	drv.ctx_set_current(comm->ctx);
 	cr = (CUresult)drv.enqueue(stream, run_job, j, access, n);
 	drv.ctx_set_current(was);
 	if (cr == CUDA_SUCCESS)
@@ -607,10 +711,96 @@ static ncclResult_t enqueue(enum kind kind, const void *send, void *recv,
 			    "GPU %d (rank %d's)", what, (void *)stream,
 			    (int)comm->device, comm->rank);
 	if (cr == CUDA_ERROR_INVALID_VALUE)
-		return fail(ncclInvalidArgument, "%s: a buffer (%p, %p) is "
-			    "not device memory of its size", what, send,
-			    (void *)recv);
+		return fail(ncclInvalidArgument, "%s: a buffer at %p is not "
+			    "device memory of its size", what,
+			    (void *)access[0].ptr);
 	return fail(ncclUnhandledCudaError, "%s: CUresult %d", what, (int)cr);
+}
+
+/*===----------------------------------------------------------------------===
+ * Groups: the calls between ncclGroupStart and ncclGroupEnd of a thread
+ * are queued at the outermost End, in order (as NCCL launches them
+ * then: nothing of the group runs before), and counted as grouped.
+ *===----------------------------------------------------------------------===*/
+
+struct deferred {
+	struct deferred *next;
+	struct job *job;
+	cudaStream_t stream;
+	struct fakecuda_access access[2];
+	size_t n;
+};
+
+static _Thread_local int group_depth;
+static _Thread_local struct deferred *group_head;
+static unsigned long grouped_calls; /* atomic */
+
+/* For the tests (not NCCL's): how many calls went through a group. */
+__attribute__((visibility("default"))) unsigned long
+fakenccl_grouped_calls(void);
+unsigned long fakenccl_grouped_calls(void)
+{
+	return __atomic_load_n(&grouped_calls, __ATOMIC_RELAXED);
+}
+
+static ncclResult_t defer(struct job *j, cudaStream_t stream,
+			  const struct fakecuda_access *access, size_t n)
+{
+	struct deferred *d = calloc(1, sizeof *d);
+
+	if (!d) {
+		pthread_mutex_lock(&j->comm->lock);
+		j->comm->pending--;
+		pthread_cond_broadcast(&j->comm->idle);
+		pthread_mutex_unlock(&j->comm->lock);
+		free(j);
+		return fail(ncclSystemError, "ncclGroupStart: out of memory");
+	}
+	d->job = j;
+	d->stream = stream;
+	memcpy(d->access, access, n * sizeof *access);
+	d->n = n;
+	struct deferred **tail = &group_head;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = d;
+	return ncclSuccess;
+}
+
+/* <nccl.h> declares them without (void). */
+#pragma GCC visibility push(default)
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+#pragma GCC visibility pop
+
+ncclResult_t ncclGroupStart(void)
+{
+	group_depth++;
+	return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd(void)
+{
+	ncclResult_t first = ncclSuccess;
+	struct deferred *d;
+
+	if (group_depth == 0)
+		return fail(ncclInvalidUsage, "ncclGroupEnd without "
+			    "ncclGroupStart");
+	if (--group_depth > 0)
+		return ncclSuccess;
+	while ((d = group_head)) {
+		ncclResult_t r = issue(d->job, d->stream, d->access, d->n);
+
+		if (r == ncclSuccess)
+			__atomic_add_fetch(&grouped_calls, 1,
+					   __ATOMIC_RELAXED);
+		else if (first == ncclSuccess)
+			first = r;
+		group_head = d->next;
+		free(d);
+	}
+	return first;
 }
 
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,

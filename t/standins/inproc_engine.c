@@ -15,6 +15,8 @@
  *  - ranks that call different collectives (or counts) all get
  *    INPROC_COMM_MISMATCH, an invalid root INPROC_COMM_INVALID, and the
  *    group works after;
+ *  - an abort wakes a rank waiting in a collective or a send, and
+ *    fails every later call;
  *  - every rank leaving in any order frees the group (the sanitizers
  *    check). */
 #include "build-config.h"
@@ -23,7 +25,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "t/half.h"
 #include "plugins/cpu/inproc_comm.h"
@@ -297,6 +301,60 @@ static void test_forming(void)
 	inproc_comm_leave(first);
 }
 
+/* Rank 0 of a group of 2 waits in an all_reduce (and then a send)
+ * rank 1 never makes; rank 1 aborts the group: both return
+ * INPROC_COMM_ABORTED, and so does every later call. */
+static void *reduce_alone(void *data)
+{
+	inproc_comm *c = data;
+	float f = 1;
+	inproc_comm_status *s = malloc(2 * sizeof *s);
+
+	s[0] = inproc_comm_all_reduce(c, &f, &f, 1, INPROC_COMM_F32,
+				      INPROC_COMM_SUM);
+	s[1] = inproc_comm_send(c, &f, 1, INPROC_COMM_F32, 1);
+	return s;
+}
+
+static void *join_rank0(void *data)
+{
+	if (inproc_comm_join(group_id, 0, 2, 0, data) != INPROC_COMM_OK)
+		*(inproc_comm **)data = NULL;
+	return NULL;
+}
+
+static void test_abort(void)
+{
+	inproc_comm *zero = NULL, *one = NULL;
+	inproc_comm_status *s;
+	pthread_t t;
+	float f = 1;
+
+	inproc_comm_id_new(group_id);
+	if (pthread_create(&t, NULL, join_rank0, &zero))
+		bail_out("pthread_create");
+	if (inproc_comm_join(group_id, 1, 2, 0, &one) != INPROC_COMM_OK)
+		bail_out("join");
+	pthread_join(t, NULL);
+	if (!zero)
+		bail_out("join rank 0");
+	ok(!inproc_comm_aborted(zero), "abort: a new group is not aborted");
+	if (pthread_create(&t, NULL, reduce_alone, zero))
+		bail_out("pthread_create");
+	usleep(20000); /* rank 0 waits in its all_reduce (or soon will) */
+	inproc_comm_abort(one);
+	pthread_join(t, (void **)&s);
+	is_int(s[0], INPROC_COMM_ABORTED,
+	       "abort: rank 0's waiting all_reduce returns ABORTED");
+	is_int(s[1], INPROC_COMM_ABORTED, "  ... and its send after it");
+	free(s);
+	ok(inproc_comm_aborted(zero), "  ... rank 0 sees the group aborted");
+	is_int(inproc_comm_recv(one, &f, 1, INPROC_COMM_F32, 0),
+	       INPROC_COMM_ABORTED, "  ... a later recv too");
+	inproc_comm_leave(zero);
+	inproc_comm_leave(one);
+}
+
 int main(void)
 {
 	ok(inproc_comm_dtype_size(INPROC_COMM_F16) == 2 &&
@@ -309,6 +367,7 @@ int main(void)
 	on_ranks(edges, "MAX keeps a NaN, an i32 sum wraps");
 	on_ranks(mismatches, "mismatched calls fail on every rank, the "
 			     "group goes on");
+	test_abort();
 	done_testing();
 	return exit_status();
 }
