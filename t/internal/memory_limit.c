@@ -53,6 +53,12 @@ static bool limited_init(struct limited *l, const struct fake_options *opt,
 	return status == WAFER_OK;
 }
 
+/* limited_init of plain chunks under a 1M limit. */
+static bool limited_1m(struct limited *l, uint64_t *device)
+{
+	return limited_init(l, NULL, "1M", pool_chunks, 0, device);
+}
+
 static size_t limited_fini(struct limited *l)
 {
 	wafer__memory_destroy(l->m);
@@ -74,8 +80,7 @@ static void test_limit_hit(void)
 	uint64_t device = 0;
 	struct limited l;
 	struct wafer__slice a, b;
-	ok(limited_init(&l, NULL, "1M", pool_chunks, 0, &device),
-	   "limit 1M: manager created");
+	ok(limited_1m(&l, &device), "limit 1M: manager created");
 	is_status(wafer__memory_reserve(l.m, 700 * KiB, &a), WAFER_OK,
 		  "700 KiB under a 1 MiB limit");
 	is_int((long long)device, 704 * KiB,
@@ -105,7 +110,7 @@ static void test_trim_retry(void)
 	uint64_t device = 0;
 	struct limited l;
 	struct wafer__slice a, b;
-	limited_init(&l, NULL, "1M", pool_chunks, 0, &device);
+	limited_1m(&l, &device);
 	wafer__memory_reserve(l.m, 512 * KiB, &a);
 	wafer__memory_release(l.m, &a);
 	is_int((long long)fake_usage(l.m).bytes_reserved, 512 * KiB,
@@ -157,7 +162,7 @@ static void test_hook_release_retry(void)
 	uint64_t device = 0;
 	struct limited l;
 	struct wafer__slice a, b, c;
-	limited_init(&l, NULL, "1M", pool_chunks, 0, &device);
+	limited_1m(&l, &device);
 	wafer__memory_reserve(l.m, 512 * KiB, &a);
 	wafer__memory_reserve(l.m, 256 * KiB, &b);
 	struct hook h = {.m = l.m, .release = &a, .retry = true};
@@ -187,7 +192,7 @@ static void test_hook_declines(void)
 	uint64_t device = 0;
 	struct limited l;
 	struct wafer__slice a, c;
-	limited_init(&l, NULL, "1M", pool_chunks, 0, &device);
+	limited_1m(&l, &device);
 	wafer__memory_reserve(l.m, 768 * KiB, &a);
 	struct hook h = {.m = l.m};
 	wafer__memory_set_oom(l.m, hook_fn, &h);
@@ -310,8 +315,8 @@ static void test_shared_device(void)
 	uint64_t device = 0;
 	struct limited one, two;
 	struct wafer__slice a, b;
-	limited_init(&one, NULL, "1M", pool_chunks, 0, &device);
-	limited_init(&two, NULL, "1M", pool_chunks, 0, &device);
+	limited_1m(&one, &device);
+	limited_1m(&two, &device);
 	wafer__memory_reserve(one.m, 768 * KiB, &a);
 	is_status(wafer__memory_reserve(two.m, 512 * KiB, &b),
 		  WAFER_ERROR_OUT_OF_MEMORY,

@@ -1105,6 +1105,16 @@ static void test_noop(void)
  * Launch errors, timers, threads
  *===----------------------------------------------------------------------===*/
 
+/* launch_kernel of |op|'s f32 entry (none: WAFER_ERROR_NOT_FOUND). */
+static wafer_status launch_f32(const char *op, const struct wafer_binding *b,
+			       uint32_t nb, const void *params,
+			       size_t params_size)
+{
+	return launch_kernel(device, queue,
+			     find_kernel(device, op, WAFER_DTYPE_F32, NULL), b,
+			     nb, params, params_size);
+}
+
 static void test_launch_errors(void)
 {
 	struct buf x = new_buf(4096), y = new_buf(64);
@@ -1144,47 +1154,29 @@ static void test_launch_errors(void)
 	ok(strstr(last_error, "binding 1 holds 64 bytes") != NULL,
 	   "  ... naming the binding: %s", last_error);
 	b[1] = bind_of(x);
-	status_is(launch_kernel(device, queue,
-				find_kernel(device, "add_strided",
-					    WAFER_DTYPE_F32, NULL),
-				b, 3, &sp, sizeof sp),
+	status_is(launch_f32("add_strided", b, 3, &sp, sizeof sp),
 		  WAFER_ERROR_INVALID_ARGUMENT, "strided rank 0");
 	sp.rank = 2;
 	sp.shape[0] = 1u << 20;
 	sp.shape[1] = 2;
 	sp.a_strides[0] = UINT64_MAX / 2;
-	status_is(launch_kernel(device, queue,
-				find_kernel(device, "add_strided",
-					    WAFER_DTYPE_F32, NULL),
-				b, 3, &sp, sizeof sp),
+	status_is(launch_f32("add_strided", b, 3, &sp, sizeof sp),
 		  WAFER_ERROR_OUT_OF_RANGE, "strides that overflow");
-	status_is(launch_kernel(device, queue,
-				find_kernel(device, "cast", WAFER_DTYPE_F32,
-					    NULL),
-				b, 2, &cp, sizeof cp),
+	status_is(launch_f32("cast", b, 2, &cp, sizeof cp),
 		  WAFER_ERROR_INVALID_ARGUMENT, "cast to u8: not offered");
 	{
 		struct wafer_rows_params rp = {.rows = 4, .cols = 0};
 		struct wafer_matmul_params mp = {.batch = 1, .m = 0, .n = 4,
 						 .k = 4};
-		status_is(launch_kernel(device, queue,
-					find_kernel(device, "reduce_sum",
-						    WAFER_DTYPE_F32, NULL),
-					b, 2, &rp, sizeof rp),
+		status_is(launch_f32("reduce_sum", b, 2, &rp, sizeof rp),
 			  WAFER_ERROR_INVALID_ARGUMENT,
 			  "reduce_sum with cols 0");
-		status_is(launch_kernel(device, queue,
-					find_kernel(device, "matmul",
-						    WAFER_DTYPE_F32, NULL),
-					b, 3, &mp, sizeof mp),
+		status_is(launch_f32("matmul", b, 3, &mp, sizeof mp),
 			  WAFER_ERROR_INVALID_ARGUMENT, "matmul with m 0");
 		mp = (struct wafer_matmul_params){
 			.batch = 2, .m = 4, .n = 4, .k = 4,
 			.batch_stride_c = 8};
-		status_is(launch_kernel(device, queue,
-					find_kernel(device, "matmul",
-						    WAFER_DTYPE_F32, NULL),
-					b, 3, &mp, sizeof mp),
+		status_is(launch_f32("matmul", b, 3, &mp, sizeof mp),
 			  WAFER_ERROR_INVALID_ARGUMENT,
 			  "matmul whose output matrices overlap");
 	}
