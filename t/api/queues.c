@@ -52,17 +52,6 @@ static int all_equal(const float *v, size_t n, float want)
 	return 1;
 }
 
-/* Two points: |got| is |want| (|what|), and wafer_last_error() says
- * |needle|. */
-static void fails_saying(wafer_status got, wafer_status want,
-			 const char *needle, const char *channel,
-			 const char *what)
-{
-	is_status(got, want, "%s: %s", channel, what);
-	like(wafer_last_error(), needle, "%s:   ... the error says '%s'",
-	     channel, needle);
-}
-
 static void test_open_close(wafer_runtime *rt, const char *channel)
 {
 	wafer_client *c = open_client_on(rt, "default", channel);
@@ -92,8 +81,8 @@ static void test_open_close(wafer_runtime *rt, const char *channel)
 	   "queue",
 	   channel);
 	fails_saying(wafer_queue_close(def), WAFER_ERROR_INVALID_ARGUMENT,
-		     "wafer_client_close", channel,
-		     "the default queue cannot be closed");
+		     "wafer_client_close",
+		     "%s: the default queue cannot be closed", channel);
 
 	/* The limit, and nothing lost on the way. */
 	wafer_queue *many[40];
@@ -102,8 +91,8 @@ static void test_open_close(wafer_runtime *rt, const char *channel)
 	while (opened < 40 &&
 	       (status = wafer_queue_open(c, &many[opened])) == WAFER_OK)
 		opened++;
-	fails_saying(status, WAFER_ERROR_OUT_OF_RANGE, "at most", channel,
-		     "opening past the limit is refused");
+	fails_saying(status, WAFER_ERROR_OUT_OF_RANGE, "at most",
+		     "%s: opening past the limit is refused", channel);
 	ok(opened >= 8, "%s: at least 8 queues open at once (%d)", channel,
 	   opened + 2);
 	for (int i = 0; i < opened; i++)
@@ -250,7 +239,7 @@ static void test_events(wafer_runtime *rt, const char *channel)
 	}
 	fails_saying(wafer_event_elapsed(e1, plain, &ns12),
 		     WAFER_ERROR_INVALID_ARGUMENT, "WAFER_EVENT_TIMING",
-		     channel, "elapsed needs WAFER_EVENT_TIMING on both");
+		     "%s: elapsed needs WAFER_EVENT_TIMING on both", channel);
 	is_status(wafer_event_create(c, 0x80, &e1),
 		  WAFER_ERROR_INVALID_ARGUMENT, "%s: unknown flags refused",
 		  channel);
@@ -326,7 +315,7 @@ static void test_callbacks(wafer_runtime *rt, const char *channel)
 		  "%s: another queue's sync does not see a's failing callback",
 		  channel);
 	fails_saying(wafer_queue_sync(a), WAFER_ERROR_DEVICE, "host callback",
-		     channel, "a's sync reports its failing callback");
+		     "%s: a's sync reports its failing callback", channel);
 	is_int(order.count, 4, "%s: every callback ran", channel);
 	ok(order.seen[0] == 1 && order.seen[1] == 2 && order.seen[2] == 3 &&
 		   order.seen[3] == 4,
