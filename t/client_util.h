@@ -14,6 +14,7 @@
  *   open_runtime_on(backends, path) a runtime on |backends| only, plugins
  *                                  from |path|, no configuration file read
  *   open_runtime_with(options, n, "what") a runtime of |options| alone
+ *                                  (runtime_open_with: its status)
  *   open_test_plugin(plugin, "what") a runtime on a test plugin of
  *                                  t/plugins/
  *   usage_now(c)                   wafer_memory_usage after a wafer_sync
@@ -84,10 +85,11 @@ static inline void close_default(wafer_runtime *runtime,
 	wafer_runtime_close(runtime);
 }
 
-/* A runtime of the |count| |options| alone, no configuration file read;
- * |what| names it in the diag when it does not open. */
-static inline wafer_runtime *open_runtime_with(const wafer_option *options,
-					       size_t count, const char *what)
+/* wafer_runtime_open of the |count| |options| alone, no configuration
+ * file read. */
+static inline wafer_status runtime_open_with(const wafer_option *options,
+					     size_t count,
+					     wafer_runtime **out)
 {
 	wafer_runtime_options ro = {
 		.struct_size = sizeof ro,
@@ -95,9 +97,18 @@ static inline wafer_runtime *open_runtime_with(const wafer_option *options,
 		.option_count = count,
 		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
 	};
+
+	return wafer_runtime_open(&ro, out);
+}
+
+/* A runtime of the |count| |options| alone, no configuration file read;
+ * |what| names it in the diag when it does not open. */
+static inline wafer_runtime *open_runtime_with(const wafer_option *options,
+					       size_t count, const char *what)
+{
 	wafer_runtime *rt = NULL;
 
-	check(wafer_runtime_open(&ro, &rt), what);
+	check(runtime_open_with(options, count, &rt), what);
 	return rt;
 }
 

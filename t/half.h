@@ -2,7 +2,8 @@
  *
  * half.h: f16 and bf16 conversions for tests, bit-exact with CUDA's
  * round-to-nearest-even conversions (__float2half_rn, __float2bfloat16_rn)
- * for finite values, infinities and NaN (a quiet NaN). Header-only. */
+ * for finite values, infinities and NaN (a quiet NaN); and the cast
+ * kernels' conversion to i32. Header-only. */
 #ifndef WAFER_T_HALF_H
 #define WAFER_T_HALF_H
 
@@ -72,6 +73,18 @@ static inline uint16_t t_float_to_f16(float f)
 		return sign | 0x7c00;
 	return sign | (uint16_t)((uint32_t)(e + 14) << 10) |
 	       (uint16_t)((uint32_t)q & 0x3ff);
+}
+
+/* A value cast to i32 as every backend's cast kernel does it: toward
+ * zero, saturating at INT32_MIN and INT32_MAX, NaN to 0. (The tests'
+ * reference, written apart from wafer_plugin_double_to_i32.) */
+static inline int32_t t_to_i32(double v)
+{
+	if (isnan(v))
+		return 0;
+	if (v >= INT32_MAX || v <= INT32_MIN)
+		return v > 0 ? INT32_MAX : INT32_MIN;
+	return (int32_t)v;
 }
 
 #endif

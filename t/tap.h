@@ -10,6 +10,8 @@
  *   is_str(got, want, "name")      strings (NULL-safe)
  *   like(got, "needle", "name")    strstr(got, needle) != NULL
  *   is_status(got, want, "name")   wafer_status, prints wafer_last_error()
+ *   fails_saying(got, want, "needle", "name") is_status, then one point
+ *                                  more: wafer_last_error() says needle
  *   skip_all("why")                plan 0 tests and exit 0 (1..0 # SKIP):
  *                                  only for something optional the machine
  *                                  genuinely lacks, named in "why"
@@ -132,6 +134,24 @@ static inline int is_status(wafer_status got, wafer_status want,
 		  diag("got %s, want %s; detail: %s", wafer_status_string(got),
 		       wafer_status_string(want), wafer_last_error()),
 		  format);
+}
+
+/* is_status, and one point more: wafer_last_error() says |needle|. */
+static inline int fails_saying(wafer_status got, wafer_status want,
+			       const char *needle, const char *format, ...)
+	__attribute__((format(printf, 4, 5)));
+static inline int fails_saying(wafer_status got, wafer_status want,
+			       const char *needle, const char *format, ...)
+{
+	char name[512];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(name, sizeof name, format, ap);
+	va_end(ap);
+	int pass = is_status(got, want, "%s", name);
+	return like(wafer_last_error(), needle, "%s:   ... the error says '%s'",
+		    name, needle) && pass;
 }
 
 static inline void skip_all(const char *why)

@@ -37,6 +37,7 @@
 
 #include "t/client_util.h"
 #include "t/tap.h"
+#include "t/user_kernels/sources.h"
 
 #define N 1024
 #define BYTES (N * sizeof(float))
@@ -409,21 +410,6 @@ static void test_scope(void)
 	check(wafer_release(owner, oh), "release owner's");
 }
 
-/* The sources of t/user_kernels/ (as t/api/programs.c lists them): the
- * device takes the first of its formats. */
-static const struct {
-	wafer_program_format format;
-	const char *dir; /* "T_SRCDIR" or "T_BUILDDIR" */
-	const char *file;
-} kernel_files[] = {
-	{WAFER_PROGRAM_CUDA_C, "T_SRCDIR", "user_kernels/kernels.cu"},
-	{WAFER_PROGRAM_PTX, "T_SRCDIR", "user_kernels/kernels.ptx"},
-	{WAFER_PROGRAM_OPENCL_C, "T_SRCDIR", "user_kernels/kernels.cl"},
-	{WAFER_PROGRAM_SPIRV, "T_BUILDDIR", "user_kernels/kernels.spv"},
-	{WAFER_PROGRAM_HOST_C, "T_SRCDIR", "user_kernels/kernels.c"},
-};
-#define KERNEL_FILES (sizeof kernel_files / sizeof kernel_files[0])
-
 struct saxpy_params {
 	uint64_t n;
 	float a;
@@ -433,32 +419,17 @@ struct saxpy_params {
 /* A foreign buffer as a program kernel's binding: y = 2 x + y, y imported. */
 static void test_program(void)
 {
-	wafer_program_source sources[KERNEL_FILES];
-	void *data[KERNEL_FILES];
+	wafer_program_source all[USER_KERNEL_FORMATS],
+		sources[USER_KERNEL_FORMATS];
+	void *data[USER_KERNEL_FORMATS];
 	size_t count = 0;
-	for (size_t i = 0; i < KERNEL_FILES; i++) {
-		const char *dir = getenv(kernel_files[i].dir);
-		char path[4096];
-		snprintf(path, sizeof path, "%s/%s", dir ? dir : ".",
-			 kernel_files[i].file);
-		FILE *f = fopen(path, "rb");
-		if (!f)
-			continue;
-		static char buf[1 << 20];
-		size_t n = fread(buf, 1, sizeof buf, f);
-		fclose(f);
-		if (n == 0 || !(data[count] = malloc(n)))
-			continue;
-		memcpy(data[count], buf, n);
-		sources[count] = (wafer_program_source){
-			.struct_size = sizeof sources[count],
-			.format = kernel_files[i].format,
-			.data = data[count],
-			.size = n,
-			.name = strrchr(kernel_files[i].file, '/') + 1,
-		};
-		count++;
-	}
+
+	/* The sources of t/user_kernels/ but the host .so: the device takes
+	 * the first of its formats. */
+	user_kernels_load(all, data);
+	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++)
+		if (data[i] && all[i].format != WAFER_PROGRAM_HOST_SO)
+			sources[count++] = all[i];
 	wafer_program *program = NULL;
 	const wafer_kernel_ref *saxpy = NULL;
 	wafer_status status =
@@ -469,7 +440,7 @@ static void test_program(void)
 		status = wafer_program_kernel(program, "wafer_test_saxpy", 2,
 					      sizeof(struct saxpy_params),
 					      &saxpy);
-	for (size_t i = 0; i < count; i++)
+	for (size_t i = 0; i < USER_KERNEL_FORMATS; i++)
 		free(data[i]);
 	if (status != WAFER_OK) {
 		ok(1, "[%s] imported buffer in a program # SKIP no program "

@@ -141,11 +141,24 @@ static wafer_oom_action handler(wafer_client *client,
 	return d->answer;
 }
 
+/* Two points: reserving 4 MiB more on |client|, past the limit, ends in
+ * |want| (|what|), and calls the handler (its data |d|) once. */
+static void reserve_past(wafer_client *client, const char *channel,
+			 const struct handler_data *d, wafer_handle *c,
+			 wafer_status want, const char *what)
+{
+	is_status(reserve(client, 4 * MiB, c), want, "%s: %s", channel, what);
+	is_int(d->calls, 1, "%s: %s: the handler was called once", channel,
+	       what);
+}
+
 static void test_channel(const char *channel)
 {
 	wafer_runtime *runtime = open_runtime("8M");
 	wafer_client *client = open_client(runtime, channel);
 	wafer_handle a, b, c;
+	bool direct_or_mutex = strcmp(channel, "mpsc") != 0;
+	bool queued = strcmp(channel, "direct") != 0;
 	is_status(reserve(client, 4 * MiB, &a), WAFER_OK, "%s: 4 MiB", channel);
 	is_status(reserve(client, 2 * MiB, &b), WAFER_OK, "%s: 2 MiB", channel);
 
@@ -168,9 +181,8 @@ static void test_channel(const char *channel)
 	struct handler_data d = {.answer = WAFER_OOM_FAIL};
 	is_status(wafer_memory_set_oom_handler(client, handler, &d), WAFER_OK,
 		  "%s: handler set", channel);
-	is_status(reserve(client, 4 * MiB, &c), WAFER_ERROR_OUT_OF_MEMORY,
-		  "%s: declined: out of memory", channel);
-	is_int(d.calls, 1, "%s: declining handler called once", channel);
+	reserve_past(client, channel, &d, &c, WAFER_ERROR_OUT_OF_MEMORY,
+		     "declined: out of memory");
 	like(last_detail, want, "%s: declined: the limit's detail",
 	     channel);
 
@@ -179,13 +191,10 @@ static void test_channel(const char *channel)
 	 * declined, and the client goes on. (On mpsc a reserve from the
 	 * runner is queued behind the handler, which may wait for nothing.)
 	 */
-	bool direct_or_mutex = strcmp(channel, "mpsc") != 0;
 	d = (struct handler_data){.answer = WAFER_OOM_FAIL, .try_close = true,
 				  .try_alloc = direct_or_mutex};
-	is_status(reserve(client, 4 * MiB, &c), WAFER_ERROR_OUT_OF_MEMORY,
-		  "%s: close and reserve in the handler: out of memory",
-		  channel);
-	is_int(d.calls, 1, "%s: that handler called once", channel);
+	reserve_past(client, channel, &d, &c, WAFER_ERROR_OUT_OF_MEMORY,
+		     "close and reserve in the handler: out of memory");
 	is_status(d.close_status, WAFER_ERROR_INVALID_ARGUMENT,
 		  "%s: wafer_client_close inside the handler is refused",
 		  channel);
@@ -202,13 +211,10 @@ static void test_channel(const char *channel)
 	/* A handler that releases a and retries; on mutex and mpsc it also
 	 * tries a call that would wait for the client (refused: it would
 	 * wait for itself). */
-	bool queued = strcmp(channel, "direct") != 0;
 	d = (struct handler_data){.release = a, .answer = WAFER_OOM_RETRY,
 				  .try_sync = queued};
-	is_status(reserve(client, 4 * MiB, &c), WAFER_OK,
-		  "%s: the handler released 4 MiB, the retry succeeded",
-		  channel);
-	is_int(d.calls, 1, "%s: handler called once", channel);
+	reserve_past(client, channel, &d, &c, WAFER_OK,
+		     "the handler released 4 MiB, the retry succeeded");
 	is_status(d.release_status, WAFER_OK,
 		  "%s: wafer_release inside the handler", channel);
 	is_int((long long)d.info.size, 4 * MiB, "%s: info: size", channel);

@@ -26,6 +26,7 @@
 
 #include "t/catalogue.h"
 #include "t/client_util.h"
+#include "t/half.h"
 #include "t/tap.h"
 
 static wafer_runtime *runtime;
@@ -654,17 +655,6 @@ static uint16_t ref_f32_to_bf16(double v)
 	return (uint16_t)(bits >> 16);
 }
 
-static int32_t ref_f32_to_i32(float f)
-{
-	if (isnan(f))
-		return 0;
-	if (f >= 2147483648.0f)
-		return INT32_MAX;
-	if (f <= -2147483648.0f)
-		return INT32_MIN;
-	return (int32_t)f;
-}
-
 static void test_cast(void)
 {
 	enum { N = 4099 };
@@ -765,12 +755,12 @@ static void test_cast(void)
 		check(wafer_tensor_read(client, &ti, v, N * 4), "read i32");
 		size_t bad = N;
 		for (size_t i = 0; i < N && bad == N; i++)
-			if (v[i] != ref_f32_to_i32(x[i]))
+			if (v[i] != t_to_i32(x[i]))
 				bad = i;
 		ok(bad == N, "cast f32 to i32: truncate, saturate, NaN to 0");
 		if (bad != N)
 			diag("x = %.9g: got %d, want %d", x[bad], v[bad],
-			     ref_f32_to_i32(x[bad]));
+			     t_to_i32(x[bad]));
 
 		/* i32 to bf16 rounds once, from the integer. */
 		static const int32_t ints[] = {16777217, 16777216 + 3,
@@ -825,7 +815,7 @@ static void test_cast(void)
 		check(wafer_tensor_read(client, &ti, v, N / 2 * 4), "read");
 		int good = 1;
 		for (size_t i = 0; i < N / 2; i++)
-			good &= v[i] == ref_f32_to_i32(x[2 * i + 1]);
+			good &= v[i] == t_to_i32(x[2 * i + 1]);
 		ok(good, "cast of a strided view (odd elements)");
 		free(v);
 		wafer_tensor_release(client, &ti);

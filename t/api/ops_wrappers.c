@@ -83,6 +83,8 @@ static void judge(const char *name, wafer_status status, wafer_tensor *out,
  * Unary: wafer_op_neg ... wafer_op_tanh
  *===----------------------------------------------------------------------===*/
 
+/* A wrapper of one input and one output: a unary operation or a
+ * reduction. */
 typedef wafer_status (*unary_fn)(wafer_client *, const wafer_tensor *,
 				 wafer_copy_semantics, wafer_tensor *);
 
@@ -193,15 +195,12 @@ static void test_binary(void)
  * Reductions: wafer_op_reduce_sum, _max, _mean
  *===----------------------------------------------------------------------===*/
 
-typedef wafer_status (*reduce_fn)(wafer_client *, const wafer_tensor *,
-				  wafer_copy_semantics, wafer_tensor *);
-
 static void test_reduce(void)
 {
 	static const struct {
 		wafer_reduce_op op;
 		const char *name;
-		reduce_fn fn;
+		unary_fn fn;
 	} cases[] = {
 #define REDUCE_CASE_REDUCE(name, NAME)                                         \
 	{WAFER_##NAME, "wafer_op_" #name, wafer_op_##name},

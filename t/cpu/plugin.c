@@ -161,9 +161,7 @@ static void test_options(void)
 	struct wafer_device_info info = {.struct_size = sizeof info};
 	void *state = (void *)1;
 
-	opts[0] = option("threads", "x", "/etc/wafer/wafer.conf:7");
-	status_is(init_with(opts, 1, &state), WAFER_ERROR_CONFIG,
-		  "threads = x is a configuration error");
+	host_init_rejects(plugin, "threads", "x", "/etc/wafer/wafer.conf:7");
 	is_str(last_error,
 	       "/etc/wafer/wafer.conf:7: [cpu] threads: expected a number "
 	       "0..1024, got 'x'",
@@ -485,15 +483,11 @@ static void test_devices_and_peers(void)
 	uint32_t count = 0;
 	float x[64], y[64];
 
-	opt.value = "0";
-	status_is(init_with(&opt, 1, &state), WAFER_ERROR_CONFIG,
-		  "devices = 0 is a configuration error");
+	host_init_rejects(plugin, "devices", "0", "api");
 	is_str(last_error,
 	       "api: [cpu] devices: expected a number 1..64, got '0'",
 	       "  ... naming the option and the range");
-	opt.value = "65";
-	status_is(init_with(&opt, 1, &state), WAFER_ERROR_CONFIG,
-		  "devices = 65 is a configuration error");
+	host_init_rejects(plugin, "devices", "65", "api");
 
 	opt.value = "3";
 	status_is(init_with(&opt, 1, &state), WAFER_OK, "devices = 3");

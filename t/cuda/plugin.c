@@ -440,22 +440,24 @@ static void test_copy_order(void *device, void *queue)
 	ok(memcmp(got, want, n) == 0, "  ... copies the bytes");
 
 	/* Overlapping, both directions (CUDA leaves that undefined). */
-	st->copy_in(device, queue, ra, 0, a, n);
-	status_is(st->copy(device, queue, ra, 256, ra, 0, 1 << 20), WAFER_OK,
-		  "overlapping copy upwards");
-	st->copy_out(device, queue, ra, 0, got, n);
-	sync_queue(device, queue);
-	memcpy(want, a, n);
-	memmove(want + 256, a, 1 << 20);
-	ok(memcmp(got, want, n) == 0, "  ... behaves like memmove");
-	st->copy_in(device, queue, ra, 0, a, n);
-	status_is(st->copy(device, queue, ra, 0, ra, 512, 1 << 20), WAFER_OK,
-		  "overlapping copy downwards");
-	st->copy_out(device, queue, ra, 0, got, n);
-	sync_queue(device, queue);
-	memcpy(want, a, n);
-	memmove(want, a + 512, 1 << 20);
-	ok(memcmp(got, want, n) == 0, "  ... behaves like memmove");
+	static const struct {
+		size_t dst, src;
+		const char *name;
+	} overlaps[] = {
+		{256, 0, "overlapping copy upwards"},
+		{0, 512, "overlapping copy downwards"},
+	};
+	for (size_t i = 0; i < 2; i++) {
+		size_t to = overlaps[i].dst, from = overlaps[i].src;
+		st->copy_in(device, queue, ra, 0, a, n);
+		status_is(st->copy(device, queue, ra, to, ra, from, 1 << 20),
+			  WAFER_OK, "%s", overlaps[i].name);
+		st->copy_out(device, queue, ra, 0, got, n);
+		sync_queue(device, queue);
+		memcpy(want, a, n);
+		memmove(want + to, a + from, 1 << 20);
+		ok(memcmp(got, want, n) == 0, "  ... behaves like memmove");
+	}
 
 	st->free(device, ra);
 	st->free(device, rb);
@@ -2471,8 +2473,7 @@ int main(int argc, char **argv)
 		skip_all("T_BUILDDIR is not set (run through make check)");
 	snprintf(path, sizeof path, "%s/../plugins/cuda/.libs/cuda.so",
 		 builddir);
-	snprintf(fake_path, sizeof fake_path, "%s/standins/.libs/fakecuda.so",
-		 builddir);
+	fakecuda_path(fake_path, sizeof fake_path, builddir);
 	if (access(path, R_OK) != 0)
 		skip_all("the cuda plugin was not built");
 	if (!real) {

@@ -729,8 +729,7 @@ int main(int argc, char **argv)
 		skip_all("T_BUILDDIR is not set (run through make check)");
 	snprintf(so_path, sizeof so_path,
 		 "%s/../torch/.libs/libwafer-torch.so", builddir);
-	snprintf(fake_path, sizeof fake_path, "%s/standins/.libs/fakecuda.so",
-		 builddir);
+	fakecuda_path(fake_path, sizeof fake_path, builddir);
 	snprintf(plugin, sizeof plugin, "%s/../plugins/cuda/.libs/cuda.so",
 		 builddir);
 	if (access(plugin, R_OK) != 0 || access(fake_path, R_OK) != 0)

@@ -32,6 +32,7 @@
 #include <wafer/wafer.h>
 
 #include "t/tap.h"
+#include "t/client_util.h"
 
 #define N 256  /* elements of the vectors */
 #define M 8    /* the matmul is M x M */
@@ -177,7 +178,7 @@ static void scenario(wafer_client *c, struct outcome *o)
 	}
 }
 
-static wafer_status open_client_on(const char *channel, const char *strategy,
+static wafer_status open_faulty_on(const char *channel, const char *strategy,
 				   const char *site, uint64_t fail_at,
 				   uint64_t fail_count, wafer_runtime **rt,
 				   wafer_client **c);
@@ -186,15 +187,20 @@ static wafer_status open_client(const char *strategy, const char *site,
 				uint64_t fail_at, uint64_t fail_count,
 				wafer_runtime **rt, wafer_client **c)
 {
-	return open_client_on("mutex", strategy, site, fail_at, fail_count, rt,
+	return open_faulty_on("mutex", strategy, site, fail_at, fail_count, rt,
 			      c);
 }
 
-static wafer_status open_client_on(const char *channel, const char *strategy,
+static wafer_status open_faulty_on(const char *channel, const char *strategy,
 				   const char *site, uint64_t fail_at,
 				   uint64_t fail_count, wafer_runtime **rt,
 				   wafer_client **c)
 {
+	wafer_client_options co = {
+		.struct_size = sizeof co,
+		.channel = channel,
+		.memory = strategy,
+	};
 	char k[32], count[32];
 	snprintf(k, sizeof k, "%" PRIu64, fail_at);
 	snprintf(count, sizeof count, "%" PRIu64, fail_count);
@@ -206,19 +212,9 @@ static wafer_status open_client_on(const char *channel, const char *strategy,
 		{"faulty", "fail_count", count},
 		{"autotune", "mode", "fast"},
 	};
-	wafer_runtime_options ro = {
-		.struct_size = sizeof ro,
-		.options = options,
-		.option_count = sizeof options / sizeof options[0],
-		.flags = WAFER_RUNTIME_NO_CONFIG_FILES,
-	};
-	wafer_client_options co = {
-		.struct_size = sizeof co,
-		.channel = channel,
-		.memory = strategy,
-	};
 	*c = NULL;
-	wafer_status status = wafer_runtime_open(&ro, rt);
+	wafer_status status = runtime_open_with(
+		options, sizeof options / sizeof options[0], rt);
 	if (status == WAFER_OK)
 		status = wafer_client_open(*rt, "default", &co, c);
 	return status;
@@ -282,7 +278,7 @@ static void test_donated_shared_input(const char *channel)
 
 	/* direct strategy: one allocation per handle; the 2nd is relu's
 	 * output, and it fails twice (past the core's one retry). */
-	if (open_client_on(channel, "direct", "alloc", 2, 2, &rt, &c) !=
+	if (open_faulty_on(channel, "direct", "alloc", 2, 2, &rt, &c) !=
 		    WAFER_OK ||
 	    wafer_tensor_create(c, WAFER_DTYPE_F32, 1, &n, a, &ta) != WAFER_OK ||
 	    wafer_retain(c, ta.handle) != WAFER_OK) {

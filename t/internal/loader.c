@@ -649,6 +649,18 @@ static void test_selectors(void)
 	wafer_runtime_close(rt);
 }
 
+/* One point: the good plugin, given [good] |key| = |value|, is not used,
+ * for |reason|. */
+static void good_refused(const char *key, const char *value,
+			 const char *reason, const char *what)
+{
+	wafer_option o[] = {{"good", key, value}};
+	wafer_runtime *rt = open_runtime("good", o, 1);
+
+	is_str(report_of(rt, "good").reason, reason, "%s", what);
+	wafer_runtime_close(rt);
+}
+
 static void test_devices(void)
 {
 	const uint64_t derived = WAFER_CAP_STREAM_ORDERED_ALLOC |
@@ -731,19 +743,12 @@ static void test_devices(void)
 	ok(d.memory_bytes == 1048576, "[good] memory reached the plugin");
 	wafer_runtime_close(rt);
 
-	wafer_option zero[] = {{"good", "devices", "0"}};
-	rt = open_runtime("good", zero, 1);
-	is_str(report_of(rt, "good").reason,
-	       "no devices: device_count returned 0",
-	       "device_count 0 without a reason");
-	wafer_runtime_close(rt);
-
-	wafer_option unknown[] = {{"good", "bogus", "1"}};
-	rt = open_runtime("good", unknown, 1);
-	is_str(report_of(rt, "good").reason,
-	       "init failed: WAFER_ERROR_CONFIG: unknown option bogus (options)",
-	       "plugin rejects an unknown option of its section");
-	wafer_runtime_close(rt);
+	good_refused("devices", "0", "no devices: device_count returned 0",
+		     "device_count 0 without a reason");
+	good_refused("bogus", "1",
+		     "init failed: WAFER_ERROR_CONFIG: unknown option bogus "
+		     "(options)",
+		     "plugin rejects an unknown option of its section");
 }
 
 /*===----------------------------------------------------------------------===*/
@@ -1067,6 +1072,19 @@ static void test_plugin_log(void)
 	wafer__log_set_level(WAFER_LOG_WARN);
 }
 
+/* One point: creating a program of |src| in |format| on |c| fails with
+ * |want|. */
+static void create_refused(wafer_client *c, wafer_program_source src,
+			   wafer_program_format format, wafer_status want,
+			   const char *what)
+{
+	wafer_program *prog = NULL;
+
+	src.format = format;
+	is_status(wafer_program_create(c, &src, 1, NULL, &prog), want, "%s",
+		  what);
+}
+
 /* Vendor values of the closed enums (types.h): a format of the vendor's
  * own reaches the plugin that lists it, and every message names it. */
 static void test_vendor_values(void)
@@ -1077,7 +1095,6 @@ static void test_vendor_values(void)
 				    .format = isa,
 				    .data = "\x7f" "acme",
 				    .size = 5};
-	wafer_program *prog = NULL;
 	wafer_client *c = NULL;
 
 	is_str(wafer_program_format_name(isa), "vendor-0x10001",
@@ -1091,23 +1108,19 @@ static void test_vendor_values(void)
 		wafer_runtime_close(rt);
 		return;
 	}
-	is_status(wafer_program_create(c, &src, 1, NULL, &prog),
-		  WAFER_ERROR_NOT_SUPPORTED,
-		  "a vendor format the plugin lists reaches its program_load");
+	create_refused(c, src, isa, WAFER_ERROR_NOT_SUPPORTED,
+		       "a vendor format the plugin lists reaches its program_load");
 	like(wafer_last_error(), "programs are declared, never loaded",
 	     "vendor format: the plugin's own answer");
-	src.format = WAFER_PROGRAM_VENDOR + 2;
-	is_status(wafer_program_create(c, &src, 1, NULL, &prog),
-		  WAFER_ERROR_NOT_SUPPORTED,
-		  "a vendor format the plugin does not list: not supported");
+	create_refused(c, src, WAFER_PROGRAM_VENDOR + 2,
+		       WAFER_ERROR_NOT_SUPPORTED,
+		       "a vendor format the plugin does not list: not supported");
 	like(wafer_last_error(), "vendor-0x10001",
 	     "the message names the vendor format the device takes");
-	like(wafer_last_error(), "vendor-0x10002",
-	     "and the one offered");
-	src.format = WAFER_PROGRAM_VENDOR_LAST + 1;
-	is_status(wafer_program_create(c, &src, 1, NULL, &prog),
-		  WAFER_ERROR_INVALID_ARGUMENT,
-		  "past the vendor range: an unknown format");
+	like(wafer_last_error(), "vendor-0x10002", "and the one offered");
+	create_refused(c, src, WAFER_PROGRAM_VENDOR_LAST + 1,
+		       WAFER_ERROR_INVALID_ARGUMENT,
+		       "past the vendor range: an unknown format");
 	wafer_client_close(c);
 	wafer_runtime_close(rt);
 }

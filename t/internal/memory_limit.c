@@ -53,10 +53,26 @@ static bool limited_init(struct limited *l, const struct fake_options *opt,
 	return status == WAFER_OK;
 }
 
+/* limited_init of plain chunks under a 1M limit. */
+static bool limited_1m(struct limited *l, uint64_t *device)
+{
+	return limited_init(l, NULL, "1M", pool_chunks, 0, device);
+}
+
 static size_t limited_fini(struct limited *l)
 {
 	wafer__memory_destroy(l->m);
 	return fake_fini(&l->f);
+}
+
+/* Two points: |l| closes with nothing leaked, and its device's counter
+ * is back to 0; |prefix| starts their names. */
+static void closes_clean(struct limited *l, const uint64_t *device,
+			 const char *prefix)
+{
+	is_int((long long)limited_fini(l), 0, "%sno leak", prefix);
+	is_int((long long)*device, 0, "%sthe device's counter is back to 0",
+	       prefix);
 }
 
 static void test_limit_hit(void)
@@ -64,8 +80,7 @@ static void test_limit_hit(void)
 	uint64_t device = 0;
 	struct limited l;
 	struct wafer__slice a, b;
-	ok(limited_init(&l, NULL, "1M", pool_chunks, 0, &device),
-	   "limit 1M: manager created");
+	ok(limited_1m(&l, &device), "limit 1M: manager created");
 	is_status(wafer__memory_reserve(l.m, 700 * KiB, &a), WAFER_OK,
 		  "700 KiB under a 1 MiB limit");
 	is_int((long long)device, 704 * KiB,
@@ -87,8 +102,7 @@ static void test_limit_hit(void)
 	is_int((long long)l.f.frees, 0, "nothing to trim: no free");
 	ok(b.resource == 0 && b.size == 0, "the failed slice is empty");
 	wafer__memory_release(l.m, &a);
-	is_int((long long)limited_fini(&l), 0, "no leak");
-	is_int((long long)device, 0, "the device's counter is back to 0");
+	closes_clean(&l, &device, "");
 }
 
 static void test_trim_retry(void)
@@ -96,7 +110,7 @@ static void test_trim_retry(void)
 	uint64_t device = 0;
 	struct limited l;
 	struct wafer__slice a, b;
-	limited_init(&l, NULL, "1M", pool_chunks, 0, &device);
+	limited_1m(&l, &device);
 	wafer__memory_reserve(l.m, 512 * KiB, &a);
 	wafer__memory_release(l.m, &a);
 	is_int((long long)fake_usage(l.m).bytes_reserved, 512 * KiB,
@@ -148,7 +162,7 @@ static void test_hook_release_retry(void)
 	uint64_t device = 0;
 	struct limited l;
 	struct wafer__slice a, b, c;
-	limited_init(&l, NULL, "1M", pool_chunks, 0, &device);
+	limited_1m(&l, &device);
 	wafer__memory_reserve(l.m, 512 * KiB, &a);
 	wafer__memory_reserve(l.m, 256 * KiB, &b);
 	struct hook h = {.m = l.m, .release = &a, .retry = true};
@@ -178,7 +192,7 @@ static void test_hook_declines(void)
 	uint64_t device = 0;
 	struct limited l;
 	struct wafer__slice a, c;
-	limited_init(&l, NULL, "1M", pool_chunks, 0, &device);
+	limited_1m(&l, &device);
 	wafer__memory_reserve(l.m, 768 * KiB, &a);
 	struct hook h = {.m = l.m};
 	wafer__memory_set_oom(l.m, hook_fn, &h);
@@ -248,26 +262,32 @@ static void test_vm(void)
 	is_status(wafer__memory_reserve(l.m, 100 * KiB, &b), WAFER_OK,
 		  "vm: fits in the idle pages");
 	wafer__memory_release(l.m, &b);
-	is_int((long long)limited_fini(&l), 0, "vm: no leak");
-	is_int((long long)device, 0, "vm: counter back to 0");
+	closes_clean(&l, &device, "vm: ");
 }
 
 static void test_percent(void)
 {
 	uint64_t device = 0;
 	struct limited l;
-	ok(limited_init(&l, NULL, "50%", NULL, 4 * MiB, &device), "50%");
-	is_int((long long)l.limit.bytes, 2 * MiB, "50% of 4 MiB");
-	limited_fini(&l);
-	ok(limited_init(&l, NULL, "12.5 %", NULL, 8 * MiB, &device), "12.5 %");
-	is_int((long long)l.limit.bytes, 1 * MiB, "12.5% of 8 MiB");
-	limited_fini(&l);
-	ok(limited_init(&l, NULL, "100%", NULL, 1000, &device), "100%");
-	is_int((long long)l.limit.bytes, 1000, "100% is all of it");
-	limited_fini(&l);
-	ok(limited_init(&l, NULL, "2G", NULL, 0, &device), "2G");
-	is_int((long long)l.limit.bytes, 2LL << 30, "a size with a suffix");
-	limited_fini(&l);
+	static const struct {
+		const char *limit;
+		uint64_t device_bytes;
+		long long want;
+		const char *what;
+	} good[] = {
+		{"50%", 4 * MiB, 2 * MiB, "50% of 4 MiB"},
+		{"12.5 %", 8 * MiB, 1 * MiB, "12.5% of 8 MiB"},
+		{"100%", 1000, 1000, "100% is all of it"},
+		{"2G", 0, 2LL << 30, "a size with a suffix"},
+	};
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+		ok(limited_init(&l, NULL, good[i].limit, NULL,
+				good[i].device_bytes, &device),
+		   "%s", good[i].limit);
+		is_int((long long)l.limit.bytes, good[i].want, "%s",
+		       good[i].what);
+		limited_fini(&l);
+	}
 
 	static const char *const bad[] = {
 		"0%", "150%", "-5%", "%", "50%x", "abc", "0", "12Q", "nan%",
@@ -295,8 +315,8 @@ static void test_shared_device(void)
 	uint64_t device = 0;
 	struct limited one, two;
 	struct wafer__slice a, b;
-	limited_init(&one, NULL, "1M", pool_chunks, 0, &device);
-	limited_init(&two, NULL, "1M", pool_chunks, 0, &device);
+	limited_1m(&one, &device);
+	limited_1m(&two, &device);
 	wafer__memory_reserve(one.m, 768 * KiB, &a);
 	is_status(wafer__memory_reserve(two.m, 512 * KiB, &b),
 		  WAFER_ERROR_OUT_OF_MEMORY,

@@ -36,7 +36,11 @@
 
 #include "plugins/levelzero/kernels.h"
 #include "plugins/levelzero/lz_plugin.h"
+#include "t/half.h"
 #include "t/tap.h"
+
+/* The core's host services; set_error lands in last_error. */
+#include "t/standins/fake_host.h"
 
 #ifdef WAFER_SANITIZED
 /* pocl's compiler keeps some of what it allocates until the process
@@ -49,31 +53,6 @@ SANITIZER_HOOK const char *__lsan_default_suppressions(void)
 	return "leak:libpocl.so\n";
 }
 #endif
-
-static char last_error[1024];
-
-static void fake_set_error(const char *format, ...)
-	__attribute__((format(printf, 1, 2)));
-static void fake_set_error(const char *format, ...)
-{
-	va_list ap;
-	va_start(ap, format);
-	vsnprintf(last_error, sizeof last_error, format, ap);
-	va_end(ap);
-}
-
-static void fake_log(const struct wafer_host_services *host,
-		     wafer_log_level level, const char *format, ...)
-{
-}
-
-static const struct wafer_host_services host = {
-	.struct_size = sizeof host,
-	.abi_major = WAFER_PLUGIN_ABI_MAJOR,
-	.abi_minor = WAFER_PLUGIN_ABI_MINOR,
-	.set_error = fake_set_error,
-	.log = fake_log,
-};
 
 static cl_context context;
 static cl_command_queue queue;
@@ -115,7 +94,7 @@ static int run(const char *op, wafer_dtype dtype, uint32_t n, void *const in[],
 		diag("%s/%d is not in the table", op, dtype);
 		return -1;
 	}
-	if (lz_prepare(&host, k, ptrs, size, params, NULL, &limits, &d) !=
+	if (lz_prepare(&fake_host, k, ptrs, size, params, NULL, &limits, &d) !=
 	    WAFER_OK) {
 		diag("%s: lz_prepare: %s", op, last_error);
 		return -1;
@@ -216,10 +195,10 @@ static void make_inputs(void)
 {
 	uint32_t s = 12345;
 	for (size_t i = 0; i < N; i++) {
-		s = s * 1664525u + 1013904223u;
-		a_in[i] = (float)((int32_t)(s >> 8) % 40000) / 1000.0f; /* +-40 */
-		s = s * 1664525u + 1013904223u;
-		b_in[i] = (float)((int32_t)(s >> 8) % 8000) / 1000.0f + 0.25f;
+		int32_t ra = (int32_t)(host_lcg(&s) >> 8);
+		int32_t rb = (int32_t)(host_lcg(&s) >> 8);
+		a_in[i] = (float)(ra % 40000) / 1000.0f; /* +-40 */
+		b_in[i] = (float)(rb % 8000) / 1000.0f + 0.25f;
 	}
 	a_in[0] = 0.0f;
 	a_in[1] = -0.0f;
@@ -421,34 +400,38 @@ static void test_strided(const char *label)
  * Moves, fill and cast
  *===----------------------------------------------------------------------===*/
 
+/* One point: "copy" of N elements of |dtype| (|bytes| in all) copies
+ * every bit of |in| into |out|. */
+static void copy_every_bit(wafer_dtype dtype, const char *dtype_name,
+			   void *in, void *out, size_t bytes, const char *label)
+{
+	struct wafer_elementwise_params ep = {.count = N};
+	void *ptrs[2] = {NULL, in};
+	size_t sizes[2] = {bytes, bytes};
+
+	ok(run("copy", dtype, 2, ptrs, sizes, &ep, out) == 0 &&
+		   memcmp(out, in, bytes) == 0,
+	   "copy %s%s: every bit", dtype_name, label);
+}
+
 static void test_moves(const char *label)
 {
 	uint16_t h_in[N], h_out[N], t_out[600];
 	uint32_t w_out[N], wt_out[600];
-	struct wafer_elementwise_params ep = {.count = N};
-	char what[64];
 
 	for (size_t i = 0; i < N; i++)
 		h_in[i] = (uint16_t)(i * 2654435761u >> 7);
-	void *in16[2] = {NULL, h_in};
-	size_t size16[2] = {sizeof h_out, sizeof h_in};
-	snprintf(what, sizeof what, "copy bf16%s", label);
-	ok(run("copy", WAFER_DTYPE_BF16, 2, in16, size16, &ep, h_out) == 0 &&
-		   memcmp(h_out, h_in, sizeof h_in) == 0,
-	   "%s: every bit", what);
-	void *in32[2] = {NULL, a_in};
-	size_t size32[2] = {sizeof w_out, sizeof a_in};
-	snprintf(what, sizeof what, "copy i32%s", label);
-	ok(run("copy", WAFER_DTYPE_I32, 2, in32, size32, &ep, w_out) == 0 &&
-		   memcmp(w_out, a_in, sizeof a_in) == 0,
-	   "%s: every bit", what);
+	copy_every_bit(WAFER_DTYPE_BF16, "bf16", h_in, h_out, sizeof h_in,
+		       label);
+	copy_every_bit(WAFER_DTYPE_I32, "i32", a_in, w_out, sizeof a_in, label);
 
 	/* The transpose of a 20 x 30 matrix stored at offset 3. */
 	struct wafer_strided_copy_params cp = {
 		.rank = 2, .shape = {30, 20}, .strides = {1, 30}, .offset = 3};
 	int good32 = 1, good16 = 1;
-	size32[0] = sizeof wt_out;
-	size16[0] = sizeof t_out;
+	void *in32[2] = {NULL, a_in}, *in16[2] = {NULL, h_in};
+	size_t size32[2] = {sizeof wt_out, sizeof a_in};
+	size_t size16[2] = {sizeof t_out, sizeof h_in};
 	int r32 = run("copy_strided", WAFER_DTYPE_F32, 2, in32, size32, &cp,
 		      wt_out);
 	int r16 = run("copy_strided", WAFER_DTYPE_F16, 2, in16, size16, &cp,
@@ -509,14 +492,6 @@ static uint16_t ref_bf16(double v)
 	return sign | (uint16_t)(bits >> 16);
 }
 
-static double from_bf16(uint16_t b)
-{
-	uint32_t bits = (uint32_t)b << 16;
-	float f;
-	memcpy(&f, &bits, 4);
-	return f;
-}
-
 #ifdef __FLT16_MAX__
 static uint16_t ref_f16(double v)
 {
@@ -533,17 +508,6 @@ static double from_f16(uint16_t b)
 	return (double)h;
 }
 #endif
-
-static int32_t ref_i32(double v)
-{
-	if (isnan(v))
-		return 0;
-	if (v >= 2147483647.0)
-		return INT32_MAX;
-	if (v <= -2147483648.0)
-		return INT32_MIN;
-	return (int32_t)v; /* truncates toward zero */
-}
 
 static void test_cast(const char *label)
 {
@@ -583,7 +547,7 @@ static void test_cast(const char *label)
 		memcpy(buf[F16] + 2 * i, &h, 2);
 		uint16_t b = ref_bf16(src[i]);
 		memcpy(buf[BF16] + 2 * i, &b, 2);
-		int32_t n = ref_i32(src[i]);
+		int32_t n = t_to_i32(src[i]);
 		memcpy(buf[I32] + 4 * i, &n, 4);
 	}
 	for (int from = 0; from < 4; from++)
@@ -614,7 +578,7 @@ static void test_cast(const char *label)
 				} else if (from == BF16) {
 					uint16_t b;
 					memcpy(&b, buf[BF16] + 2 * i, 2);
-					v = from_bf16(b);
+					v = t_bf16_to_float(b);
 				} else {
 					int32_t n;
 					memcpy(&n, buf[I32] + 4 * i, 4);
@@ -638,7 +602,7 @@ static void test_cast(const char *label)
 					else
 						match = got == want;
 				} else {
-					int32_t got, want = ref_i32(v);
+					int32_t got, want = t_to_i32(v);
 					memcpy(&got, out + 4 * i, 4);
 					match = got == want;
 				}

@@ -31,8 +31,10 @@
 #include <wafer/plugin.h>
 #include <wafer/plugin_util.h>
 
-#include "t/standins/levelzero/fakeze.h"
 #include "t/tap.h"
+
+/* After tap.h: fakeze_bind_or_end uses it. */
+#include "t/standins/levelzero/fakeze.h"
 
 /* A fake core: host services that record what the plugin says. */
 #include "t/standins/fake_host.h"
@@ -111,6 +113,12 @@ static struct want_arg arg_ptr(const void **p)
 
 #define ARG(x) ((struct want_arg){sizeof(x), &(x)})
 
+/* One point: the driver recorded no launch since it had |before|. */
+static void no_launch_since(size_t before, const char *what)
+{
+	is_int((long long)fz->launch_count(), (long long)before, "%s", what);
+}
+
 /* Checks the newest launch the driver recorded. */
 static void check_last(const char *what, const char *kernel,
 		       const uint32_t size[3], const uint32_t count[3],
@@ -168,16 +176,9 @@ static wafer_status do_launch(void *device, void *queue,
 			      const void *params, size_t params_size,
 			      uint32_t local0)
 {
-	struct wafer_launch l = {
-		.struct_size = sizeof l,
-		.kernel = k,
-		.bindings = b,
-		.binding_count = nb,
-		.params = params,
-		.params_size = params_size,
-		.global = {1, 1, 1},
-		.local = {local0, 0, 0},
-	};
+	struct wafer_launch l = launch_of(k, b, nb, params, params_size, 1);
+
+	l.local[0] = local0;
 	if (core_checks_only)
 		return wafer_plugin_debug_check_launch(&fake_host, "levelzero",
 						       &l, 64);
@@ -212,16 +213,14 @@ static void test_options(void)
 	struct wafer_plugin_option opts[3];
 	void *state = (void *)1;
 
-	opts[0] = option("immediate", "sometimes", "/etc/wafer/wafer.conf:4");
-	status_is(init_with(opts, 1, &state), WAFER_ERROR_CONFIG,
-		  "immediate = sometimes is a configuration error");
+	host_init_rejects(plugin, "immediate", "sometimes",
+			  "/etc/wafer/wafer.conf:4");
 	is_str(last_error,
 	       "/etc/wafer/wafer.conf:4: [levelzero] immediate: expected auto "
 	       "or no, got 'sometimes'",
 	       "  ... naming file, line, key and value");
-	opts[0] = option("staging", "4X", "/etc/wafer/conf.d/lz.conf:2");
-	status_is(init_with(opts, 1, &state), WAFER_ERROR_CONFIG,
-		  "staging = 4X is a configuration error");
+	host_init_rejects(plugin, "staging", "4X",
+			  "/etc/wafer/conf.d/lz.conf:2");
 	like(last_error, "conf.d/lz.conf:2: [levelzero] staging",
 	     "  ... naming where it was set");
 
@@ -529,6 +528,27 @@ static void bind3(const struct buffers *b, size_t offset,
 	}
 }
 
+/* Launches |op|'s f32 entry with |nb| bindings and |params| and checks
+ * the launch the driver recorded: kernel |op|_f32, groups |gs| x |gc|,
+ * arguments |w|. 0, after a failed point, when the table has no entry. */
+static int launch_checked(void *device, void *queue, const char *op,
+			  const struct wafer_binding *b, uint32_t nb,
+			  const void *params, size_t params_size,
+			  const uint32_t gs[3], const uint32_t gc[3],
+			  const struct want_arg *w, uint32_t nw)
+{
+	const struct wafer_kernel *k = find_kernel(device, op, WAFER_DTYPE_F32);
+	char name[64], what[96];
+
+	snprintf(name, sizeof name, "%s_f32", op);
+	snprintf(what, sizeof what, "%s f32", op);
+	if (!ok(k != NULL, "%s is in the table", what))
+		return 0;
+	do_launch(device, queue, k, b, nb, params, params_size, 0);
+	check_last(what, name, gs, gc, w, nw);
+	return 1;
+}
+
 static void test_elementwise(void *device, void *queue, const struct buffers *bufs)
 {
 	static const char *const unary[] = {"neg", "abs", "exp", "log", "sqrt",
@@ -538,71 +558,48 @@ static void test_elementwise(void *device, void *queue, const struct buffers *bu
 	struct wafer_binding b[3];
 	const void *p[3];
 	uint32_t gs[3], gc[3];
-	char name[64], what[96];
 	uint64_t count = 1000;
 
 	bind3(bufs, 64, b, p);
 	groups_1d(count, 256, gs, gc);
 	struct wafer_elementwise_params ep = {.count = count};
+	struct want_arg w2[] = {arg_ptr(&p[0]), arg_ptr(&p[1]), ARG(count)};
+	struct want_arg w3[] = {arg_ptr(&p[0]), arg_ptr(&p[1]), arg_ptr(&p[2]),
+				ARG(count)};
 
-	for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++) {
-		const struct wafer_kernel *k =
-			find_kernel(device, unary[i], WAFER_DTYPE_F32);
-		snprintf(name, sizeof name, "%s_f32", unary[i]);
-		snprintf(what, sizeof what, "%s f32", unary[i]);
-		if (!ok(k != NULL, "%s is in the table", what))
-			continue;
-		do_launch(device, queue, k, b, 2, &ep, sizeof ep, 0);
-		struct want_arg w[] = {arg_ptr(&p[0]), arg_ptr(&p[1]),
-				       ARG(count)};
-		check_last(what, name, gs, gc, w, 3);
-	}
+	for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
+		launch_checked(device, queue, unary[i], b, 2, &ep, sizeof ep,
+			       gs, gc, w2, 3);
 	for (size_t i = 0; i < sizeof binary / sizeof binary[0]; i++) {
-		const struct wafer_kernel *k =
-			find_kernel(device, binary[i], WAFER_DTYPE_F32);
-		snprintf(name, sizeof name, "%s_f32", binary[i]);
-		snprintf(what, sizeof what, "%s f32", binary[i]);
-		if (!ok(k != NULL, "%s is in the table", what))
+		char op[32];
+		if (!launch_checked(device, queue, binary[i], b, 3, &ep,
+				    sizeof ep, gs, gc, w3, 4))
 			continue;
-		do_launch(device, queue, k, b, 3, &ep, sizeof ep, 0);
-		struct want_arg w[] = {arg_ptr(&p[0]), arg_ptr(&p[1]),
-				       arg_ptr(&p[2]), ARG(count)};
-		check_last(what, name, gs, gc, w, 4);
 
 		/* with a scalar */
-		char op[32];
-		snprintf(op, sizeof op, "%s_scalar", binary[i]);
-		k = find_kernel(device, op, WAFER_DTYPE_F32);
-		snprintf(name, sizeof name, "%s_scalar_f32", binary[i]);
-		snprintf(what, sizeof what, "%s f32", op);
-		if (!ok(k != NULL, "%s is in the table", what))
-			continue;
 		struct wafer_scalar_params sp = {
 			.count = count, .scalar = 2.5, .scalar_first = 1};
-		do_launch(device, queue, k, b, 2, &sp, sizeof sp, 0);
 		float s = 2.5f;
 		uint32_t first = 1;
 		struct want_arg ws[] = {arg_ptr(&p[0]), arg_ptr(&p[1]),
 					ARG(count), ARG(s), ARG(first)};
-		check_last(what, name, gs, gc, ws, 5);
+		snprintf(op, sizeof op, "%s_scalar", binary[i]);
+		if (!launch_checked(device, queue, op, b, 2, &sp, sizeof sp, gs,
+				    gc, ws, 5))
+			continue;
 
 		/* on strided views: the parameter block goes by value */
-		snprintf(op, sizeof op, "%s_strided", binary[i]);
-		k = find_kernel(device, op, WAFER_DTYPE_F32);
-		snprintf(name, sizeof name, "%s_strided_f32", binary[i]);
-		snprintf(what, sizeof what, "%s f32", op);
-		if (!ok(k != NULL, "%s is in the table", what))
-			continue;
 		struct wafer_binary_strided_params bp = {
 			.rank = 2,
 			.shape = {10, 100},
 			.a_strides = {100, 1},
 			.b_strides = {0, 1}, /* b broadcast along rows */
 		};
-		do_launch(device, queue, k, b, 3, &bp, sizeof bp, 0);
 		struct want_arg wb[] = {arg_ptr(&p[0]), arg_ptr(&p[1]),
 					arg_ptr(&p[2]), ARG(bp)};
-		check_last(what, name, gs, gc, wb, 4);
+		snprintf(op, sizeof op, "%s_strided", binary[i]);
+		launch_checked(device, queue, op, b, 3, &bp, sizeof bp, gs, gc,
+			       wb, 4);
 	}
 }
 
@@ -711,37 +708,27 @@ static void test_rows_and_matmul(void *device, void *queue,
 		"reduce_mean", "softmax"};
 	struct wafer_binding b[3];
 	const void *p[3];
-	char name[64];
 
 	bind3(bufs, 0, b, p);
 	for (size_t i = 0; i < 4; i++) {
-		const struct wafer_kernel *k =
-			find_kernel(device, rows_ops[i], WAFER_DTYPE_F32);
 		struct wafer_rows_params rp = {.rows = 400, .cols = 5};
 		uint32_t gs[3] = {256, 1, 1}, gc[3] = {MAX_GROUPS, 1, 1};
-		snprintf(name, sizeof name, "%s_f32", rows_ops[i]);
-		if (!ok(k != NULL, "%s is in the table", rows_ops[i]))
-			continue;
-		do_launch(device, queue, k, b, 2, &rp, sizeof rp, 0);
 		struct want_arg w[] = {arg_ptr(&p[0]), arg_ptr(&p[1]),
 				       ARG(rp.rows), ARG(rp.cols)};
-		check_last(rows_ops[i], name, gs, gc, w, 4);
+		launch_checked(device, queue, rows_ops[i], b, 2, &rp, sizeof rp,
+			       gs, gc, w, 4);
 	}
 
-	const struct wafer_kernel *k = find_kernel(device, "matmul",
-						   WAFER_DTYPE_F32);
 	struct wafer_matmul_params mp = {
 		.batch = 3, .m = 20, .n = 33, .k = 8, .transpose_b = 1,
 		.batch_stride_a = 160, .batch_stride_b = 0,
 		.batch_stride_c = 660,
 	};
 	uint32_t gs[3] = {16, 16, 1}, gc[3] = {3, 2, 3};
-	if (ok(k != NULL, "matmul is in the table")) {
-		do_launch(device, queue, k, b, 3, &mp, sizeof mp, 0);
-		struct want_arg w[] = {arg_ptr(&p[0]), arg_ptr(&p[1]),
-				       arg_ptr(&p[2]), ARG(mp)};
-		check_last("matmul", "matmul_f32", gs, gc, w, 4);
-	}
+	struct want_arg w[] = {arg_ptr(&p[0]), arg_ptr(&p[1]), arg_ptr(&p[2]),
+			       ARG(mp)};
+	launch_checked(device, queue, "matmul", b, 3, &mp, sizeof mp, gs, gc, w,
+		       4);
 }
 
 /* What the kernels compute: a chain of dependent operations on one queue
@@ -917,8 +904,7 @@ static void test_fill_and_noop(void *device, void *queue)
 	k = find_kernel(device, "relu", WAFER_DTYPE_F32);
 	status_is(do_launch(device, queue, k, b, 2, &none, sizeof none, 0),
 		  WAFER_OK, "relu over 0 elements");
-	is_int((long long)fz->launch_count(), (long long)before,
-	       "  ... launches nothing");
+	no_launch_since(before, "  ... launches nothing");
 	sv->sync(device, queue);
 	free_buffers(device, &big);
 }
@@ -1047,8 +1033,7 @@ static void test_bad_launches(void *device, void *queue)
 	status_is(do_launch(device, queue, scalar, b, 2, &sp, sizeof sp, 0),
 		  WAFER_ERROR_INVALID_ARGUMENT, "scalar_first = 2");
 
-	is_int((long long)fz->launch_count(), (long long)before,
-	       "no rejected launch reached the driver");
+	no_launch_since(before, "no rejected launch reached the driver");
 	sv->sync(device, queue);
 	free_buffers(device, &bufs);
 	no_violations("rejected launches");
@@ -1321,14 +1306,8 @@ static int resolve_ze(void)
 		"zeMemAllocDevice", "zeMemAllocHost", "zeMemFree",
 		"zeMemGetAllocProperties", "zeCommandListAppendMemoryCopy",
 	};
-	void **slots = (void **)&ze;
-
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (!(slots[i] = dlsym(plugin_so, names[i]))) {
-			diag("no %s in the loader", names[i]);
-			return 0;
-		}
-	return 1;
+	return host_resolve(plugin_so, names, sizeof names / sizeof names[0],
+			    (void **)&ze, "loader");
 }
 
 static struct wafer_native_buffer usm_pointer(const void *p, size_t size)
@@ -1697,12 +1676,8 @@ int main(void)
 	unsetenv("FAKEZE_NO_VM");
 	unsetenv("FAKEZE_BUILD_FAIL");
 
-	fz = fakeze_bind(builddir, driver_path, sizeof driver_path, &driver);
-	if (!ok(fz != NULL, "dlopen the test driver %s", driver_path)) {
-		diag("%s", dlerror());
-		done_testing();
-		return exit_status();
-	}
+	fz = fakeze_bind_or_end(builddir, driver_path, sizeof driver_path,
+				&driver);
 	query = host_open(plugin_path, &so);
 	plugin_so = so;
 	if (!query) {

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "t/half.h"
 #include "t/standins/opencl_host.h"
 
 static void *state, *device, *queue;
@@ -99,23 +100,6 @@ static uint16_t bf16_bits(double v)
 	return (uint16_t)(x.u >> 16);
 }
 
-static double from_bf16(uint16_t b)
-{
-	union { float f; uint32_t u; } x = {.u = (uint32_t)b << 16};
-	return x.f;
-}
-
-static int32_t to_i32(double v)
-{
-	if (v != v)
-		return 0;
-	if (v >= 2147483647.0)
-		return INT32_MAX;
-	if (v <= -2147483648.0)
-		return INT32_MIN;
-	return (int32_t)v;
-}
-
 static size_t dsize(wafer_dtype dt)
 {
 	return dt == WAFER_DTYPE_F16 || dt == WAFER_DTYPE_BF16 ? 2 : 4;
@@ -144,7 +128,7 @@ static void encode(wafer_dtype dt, const double *v, size_t n, void *out)
 			((uint16_t *)out)[i] = bf16_bits(v[i]);
 			break;
 		case WAFER_DTYPE_I32:
-			((int32_t *)out)[i] = to_i32(v[i]);
+			((int32_t *)out)[i] = t_to_i32(v[i]);
 			break;
 		default:
 			((float *)out)[i] = (float)v[i];
@@ -161,7 +145,7 @@ static void decode(wafer_dtype dt, const void *in, size_t n, double *v)
 			v[i] = from_f16(((const uint16_t *)in)[i]);
 			break;
 		case WAFER_DTYPE_BF16:
-			v[i] = from_bf16(((const uint16_t *)in)[i]);
+			v[i] = t_bf16_to_float(((const uint16_t *)in)[i]);
 			break;
 		case WAFER_DTYPE_I32:
 			v[i] = ((const int32_t *)in)[i];
@@ -179,7 +163,7 @@ static double stored(wafer_dtype dt, double v)
 	switch (dt) {
 	case WAFER_DTYPE_F16: return to_f16(v);
 	case WAFER_DTYPE_BF16: return to_bf16(v);
-	case WAFER_DTYPE_I32: return to_i32(v);
+	case WAFER_DTYPE_I32: return t_to_i32(v);
 	default: return (float)v;
 	}
 }
@@ -323,8 +307,7 @@ static void inputs(double *v, size_t n, uint32_t seed)
 	uint32_t s = seed * 2654435761u + 7;
 
 	for (size_t i = 0; i < n; i++) {
-		s = s * 1664525u + 1013904223u;
-		v[i] = (double)((int32_t)(s >> 16) % 128) / 8.0;
+		v[i] = (double)((int32_t)(host_lcg(&s) >> 16) % 128) / 8.0;
 		if (i % 61 == 4)
 			v[i] = 0.0;
 	}
@@ -1122,6 +1105,16 @@ static void test_noop(void)
  * Launch errors, timers, threads
  *===----------------------------------------------------------------------===*/
 
+/* launch_kernel of |op|'s f32 entry (none: WAFER_ERROR_NOT_FOUND). */
+static wafer_status launch_f32(const char *op, const struct wafer_binding *b,
+			       uint32_t nb, const void *params,
+			       size_t params_size)
+{
+	return launch_kernel(device, queue,
+			     find_kernel(device, op, WAFER_DTYPE_F32, NULL), b,
+			     nb, params, params_size);
+}
+
 static void test_launch_errors(void)
 {
 	struct buf x = new_buf(4096), y = new_buf(64);
@@ -1161,47 +1154,29 @@ static void test_launch_errors(void)
 	ok(strstr(last_error, "binding 1 holds 64 bytes") != NULL,
 	   "  ... naming the binding: %s", last_error);
 	b[1] = bind_of(x);
-	status_is(launch_kernel(device, queue,
-				find_kernel(device, "add_strided",
-					    WAFER_DTYPE_F32, NULL),
-				b, 3, &sp, sizeof sp),
+	status_is(launch_f32("add_strided", b, 3, &sp, sizeof sp),
 		  WAFER_ERROR_INVALID_ARGUMENT, "strided rank 0");
 	sp.rank = 2;
 	sp.shape[0] = 1u << 20;
 	sp.shape[1] = 2;
 	sp.a_strides[0] = UINT64_MAX / 2;
-	status_is(launch_kernel(device, queue,
-				find_kernel(device, "add_strided",
-					    WAFER_DTYPE_F32, NULL),
-				b, 3, &sp, sizeof sp),
+	status_is(launch_f32("add_strided", b, 3, &sp, sizeof sp),
 		  WAFER_ERROR_OUT_OF_RANGE, "strides that overflow");
-	status_is(launch_kernel(device, queue,
-				find_kernel(device, "cast", WAFER_DTYPE_F32,
-					    NULL),
-				b, 2, &cp, sizeof cp),
+	status_is(launch_f32("cast", b, 2, &cp, sizeof cp),
 		  WAFER_ERROR_INVALID_ARGUMENT, "cast to u8: not offered");
 	{
 		struct wafer_rows_params rp = {.rows = 4, .cols = 0};
 		struct wafer_matmul_params mp = {.batch = 1, .m = 0, .n = 4,
 						 .k = 4};
-		status_is(launch_kernel(device, queue,
-					find_kernel(device, "reduce_sum",
-						    WAFER_DTYPE_F32, NULL),
-					b, 2, &rp, sizeof rp),
+		status_is(launch_f32("reduce_sum", b, 2, &rp, sizeof rp),
 			  WAFER_ERROR_INVALID_ARGUMENT,
 			  "reduce_sum with cols 0");
-		status_is(launch_kernel(device, queue,
-					find_kernel(device, "matmul",
-						    WAFER_DTYPE_F32, NULL),
-					b, 3, &mp, sizeof mp),
+		status_is(launch_f32("matmul", b, 3, &mp, sizeof mp),
 			  WAFER_ERROR_INVALID_ARGUMENT, "matmul with m 0");
 		mp = (struct wafer_matmul_params){
 			.batch = 2, .m = 4, .n = 4, .k = 4,
 			.batch_stride_c = 8};
-		status_is(launch_kernel(device, queue,
-					find_kernel(device, "matmul",
-						    WAFER_DTYPE_F32, NULL),
-					b, 3, &mp, sizeof mp),
+		status_is(launch_f32("matmul", b, 3, &mp, sizeof mp),
 			  WAFER_ERROR_INVALID_ARGUMENT,
 			  "matmul whose output matrices overlap");
 	}
@@ -1410,14 +1385,8 @@ static int resolve_cl(void)
 		"clEnqueueReadBuffer",   "clEnqueueWriteBuffer",
 		"clFinish",
 	};
-	void **slots = (void **)&cl;
-
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (!(slots[i] = dlsym(plugin_so, names[i]))) {
-			diag("no %s in the ICD loader", names[i]);
-			return 0;
-		}
-	return 1;
+	return host_resolve(plugin_so, names, sizeof names / sizeof names[0],
+			    (void **)&cl, "ICD loader");
 }
 
 static uint32_t mem_refs(void *mem)

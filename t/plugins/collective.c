@@ -89,24 +89,12 @@ static wafer_status collective_comm_run(void *device, void *queue, void *comm,
 			       (char *)(uintptr_t)c->dst + c->dst_offset);
 }
 
-static const struct wafer_storage_ops collective_storage_ops = {
-	.struct_size = sizeof(struct wafer_storage_ops),
-	TP_STORAGE_REQUIRED,
-	.copy_peer = collective_copy_peer,
-};
+TP_STORAGE_OPS(collective_storage_ops, .copy_peer = collective_copy_peer);
 
-static const struct wafer_server_ops collective_server_ops = {
-	.struct_size = sizeof(struct wafer_server_ops),
-	TP_SERVER_REQUIRED,
-	.comm_id = collective_comm_id,
-	.comm_open = collective_comm_open,
-	.comm_close = collective_comm_close,
-	.comm_run = collective_comm_run,
-	.comm_split = collective_comm_split,
-};
+TP_SERVER_OPS(collective_server_ops, .comm_id = collective_comm_id,
+	      .comm_open = collective_comm_open,
+	      .comm_close = collective_comm_close,
+	      .comm_run = collective_comm_run,
+	      .comm_split = collective_comm_split);
 
-TP_PLUGIN_QUERY(d)
-{
-	d->storage = &collective_storage_ops;
-	d->server = &collective_server_ops;
-}
+TP_PLUGIN_TABLES(collective_storage_ops, collective_server_ops)

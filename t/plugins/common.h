@@ -103,6 +103,14 @@ void tp_describe(const struct wafer_host_services *host,
 	}								\
 	static void tp_adjust(struct wafer_plugin *d)
 
+/* The query of a plugin that has its own storage and server tables. */
+#define TP_PLUGIN_TABLES(storage_ops, server_ops)			\
+	TP_PLUGIN_QUERY(d)						\
+	{								\
+		d->storage = &storage_ops;				\
+		d->server = &server_ops;				\
+	}
+
 /* The required server entries, for a plugin's own server table. */
 #define TP_SERVER_REQUIRED						\
 	.queue_create = tp_queue_create,				\
@@ -128,6 +136,30 @@ void tp_describe(const struct wafer_host_services *host,
 	.vm_unmap = tp_vm_unmap,					\
 	.host_alloc = tp_host_alloc,					\
 	.host_free = tp_host_free
+
+/* The optional groups below a plugin's table may take whole: native
+ * buffers in and out; native queues out and in; device timers. */
+#define TP_STORAGE_INTEROP						\
+	.native = tp_native,						\
+	.import = tp_import,						\
+	.forget = tp_forget
+#define TP_SERVER_INTEROP						\
+	.queue_native = tp_queue_native,				\
+	.queue_wrap = tp_queue_wrap
+#define TP_SERVER_TIMERS						\
+	.timer_begin = tp_timer_begin,					\
+	.timer_end = tp_timer_end
+
+/* A plugin's own storage or server table |name| of this minor: the
+ * required entries, then the designated initializers that follow. */
+#define TP_STORAGE_OPS(name, ...)					\
+	static const struct wafer_storage_ops name = {			\
+		.struct_size = sizeof(struct wafer_storage_ops),	\
+		TP_STORAGE_REQUIRED, __VA_ARGS__}
+#define TP_SERVER_OPS(name, ...)					\
+	static const struct wafer_server_ops name = {			\
+		.struct_size = sizeof(struct wafer_server_ops),		\
+		TP_SERVER_REQUIRED, __VA_ARGS__}
 
 /* Lifetime and devices. */
 wafer_status tp_init(const struct wafer_plugin_init_args *args,

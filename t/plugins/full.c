@@ -11,14 +11,7 @@
 
 TP_PLUGIN("full", "2.0.0", "test plugin: every optional entry", 2, 65536);
 
-static const struct wafer_storage_ops full_storage_ops = {
-	.struct_size = sizeof(struct wafer_storage_ops),
-	TP_STORAGE_REQUIRED,
-	TP_STORAGE_MEMORY,
-	.native = tp_native,
-	.import = tp_import,
-	.forget = tp_forget,
-};
+TP_STORAGE_OPS(full_storage_ops, TP_STORAGE_MEMORY, TP_STORAGE_INTEROP);
 
 /* A vendor's own format beside a standard one (types.h). */
 #define FULL_PROGRAM_ISA ((wafer_program_format)(WAFER_PROGRAM_VENDOR + 1))
@@ -56,21 +49,10 @@ static void full_program_release(void *device, void *program)
 {
 }
 
-static const struct wafer_server_ops full_server_ops = {
-	.struct_size = sizeof(struct wafer_server_ops),
-	TP_SERVER_REQUIRED,
-	.timer_begin = tp_timer_begin,
-	.timer_end = tp_timer_end,
-	.program_formats = full_program_formats,
-	.program_load = full_program_load,
-	.program_kernel = full_program_kernel,
-	.program_release = full_program_release,
-	.queue_native = tp_queue_native,
-	.queue_wrap = tp_queue_wrap,
-};
+TP_SERVER_OPS(full_server_ops, TP_SERVER_TIMERS, TP_SERVER_INTEROP,
+	      .program_formats = full_program_formats,
+	      .program_load = full_program_load,
+	      .program_kernel = full_program_kernel,
+	      .program_release = full_program_release);
 
-TP_PLUGIN_QUERY(d)
-{
-	d->storage = &full_storage_ops;
-	d->server = &full_server_ops;
-}
+TP_PLUGIN_TABLES(full_storage_ops, full_server_ops)

@@ -14,12 +14,7 @@
 TP_PLUGIN("half_interop", "1.0",
 	  "test plugin: interop and comm entries in part", 1, 0);
 
-static const struct wafer_storage_ops half_storage_ops = {
-	.struct_size = sizeof(struct wafer_storage_ops),
-	TP_STORAGE_REQUIRED,
-	.native = tp_native,
-	.import = tp_import,
-};
+TP_STORAGE_OPS(half_storage_ops, .native = tp_native, .import = tp_import);
 
 /* Never called: the loader drops them. */
 static wafer_status half_comm_id(void *device, wafer_comm_id *out_id)
@@ -67,20 +62,11 @@ static wafer_status half_program_kernel(void *device, void *program,
 	return WAFER_ERROR_INTERNAL;
 }
 
-static const struct wafer_server_ops half_server_ops = {
-	.struct_size = sizeof(struct wafer_server_ops),
-	TP_SERVER_REQUIRED,
-	.queue_wrap = tp_queue_wrap,
-	.comm_id = half_comm_id,
-	.comm_open = half_comm_open,
-	.comm_close = half_comm_close,
-	.program_formats = half_program_formats,
-	.program_load = half_program_load,
-	.program_kernel = half_program_kernel,
-};
+TP_SERVER_OPS(half_server_ops, .queue_wrap = tp_queue_wrap,
+	      .comm_id = half_comm_id, .comm_open = half_comm_open,
+	      .comm_close = half_comm_close,
+	      .program_formats = half_program_formats,
+	      .program_load = half_program_load,
+	      .program_kernel = half_program_kernel);
 
-TP_PLUGIN_QUERY(d)
-{
-	d->storage = &half_storage_ops;
-	d->server = &half_server_ops;
-}
+TP_PLUGIN_TABLES(half_storage_ops, half_server_ops)

@@ -22,8 +22,7 @@ static const struct wafer_storage_ops old_storage_ops = {
 static const struct wafer_server_ops old_server_ops = {
 	.struct_size = offsetof(struct wafer_server_ops, timer_begin),
 	TP_SERVER_REQUIRED,
-	.timer_begin = tp_timer_begin,
-	.timer_end = tp_timer_end,
+	TP_SERVER_TIMERS,
 };
 
 TP_PLUGIN_QUERY(d)

@@ -14,20 +14,9 @@ const struct tp_plugin_defaults tp_plugin = {
 	.devices = 1,
 };
 
-static const struct wafer_storage_ops stale_storage_ops = {
-	.struct_size = sizeof(struct wafer_storage_ops),
-	TP_STORAGE_REQUIRED,
-	.native = tp_native,
-	.import = tp_import,
-	.forget = tp_forget,
-};
+TP_STORAGE_OPS(stale_storage_ops, TP_STORAGE_INTEROP);
 
-static const struct wafer_server_ops stale_server_ops = {
-	.struct_size = sizeof(struct wafer_server_ops),
-	TP_SERVER_REQUIRED,
-	.queue_native = tp_queue_native,
-	.queue_wrap = tp_queue_wrap,
-};
+TP_SERVER_OPS(stale_server_ops, TP_SERVER_INTEROP);
 
 static const struct wafer_vendor_name names[] = {
 	{sizeof names[0], WAFER_VENDOR_PROGRAM_FORMAT,

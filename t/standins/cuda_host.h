@@ -96,10 +96,8 @@ __attribute__((unused)) static void pattern(unsigned char *x, size_t n,
 {
 	uint32_t s = seed * 2654435761u + 7;
 
-	for (size_t i = 0; i < n; i++) {
-		s = s * 1664525u + 1013904223u;
-		x[i] = (unsigned char)(s >> 24);
-	}
+	for (size_t i = 0; i < n; i++)
+		x[i] = (unsigned char)(host_lcg(&s) >> 24);
 }
 
 #endif

@@ -14,9 +14,11 @@
  * is_status for such tests: it shows the set_error text on failure.
  * host_open() dlopens a plugin and finds its query function,
  * host_init() inits a plugin with these services and some options,
+ * host_init_rejects() checks that one option is a configuration error,
  * host_find_kernel() finds a device's (op, dtype) entry, launch_of()
  * builds a launch of it as the core does, host_launch() launches it,
- * host_values() makes test inputs.
+ * host_values() makes test inputs, host_resolve() looks up what the
+ * plugin's own library links (a loader's entry points).
  *
  * Header-only; include it once, after tap.h. */
 #ifndef WAFER_T_FAKE_HOST_H
@@ -171,6 +173,19 @@ host_init(const struct wafer_plugin *p,
 	return p->init(&args, out_state);
 }
 
+/* One point: init of |p| with the one option |key| = |value|, set at
+ * |origin|, is a configuration error (set_error's text in last_error). */
+__attribute__((unused)) static int
+host_init_rejects(const struct wafer_plugin *p, const char *key,
+		  const char *value, const char *origin)
+{
+	struct wafer_plugin_option opt = option(key, value, origin);
+	void *state = (void *)1;
+
+	return status_is(host_init(p, &opt, 1, &state), WAFER_ERROR_CONFIG,
+			 "%s = %s is a configuration error", key, value);
+}
+
 /* The first entry of (|op|, |dtype|) in |device|'s kernel table (stepped
  * by its struct_size, as the core reads it), or NULL. */
 __attribute__((unused)) static const struct wafer_kernel *
@@ -221,6 +236,13 @@ host_launch(const struct wafer_plugin *p, void *device, void *queue,
 	return p->server->launch(device, queue, &l);
 }
 
+/* The next number of a deterministic sequence (a linear congruential
+ * generator) from its state |s|. */
+static inline uint32_t host_lcg(uint32_t *s)
+{
+	return *s = *s * 1664525u + 1013904223u;
+}
+
 /* Deterministic inputs in [-64, 64), with exact zeros and negative
  * zeros. */
 __attribute__((unused)) static void host_values(float *x, size_t n,
@@ -229,13 +251,28 @@ __attribute__((unused)) static void host_values(float *x, size_t n,
 	uint32_t s = seed * 2654435761u + 1;
 
 	for (size_t i = 0; i < n; i++) {
-		s = s * 1664525u + 1013904223u;
-		x[i] = (float)((int32_t)(s >> 8) % 65536) / 512.0f;
+		x[i] = (float)((int32_t)(host_lcg(&s) >> 8) % 65536) / 512.0f;
 		if (i % 97 == 5)
 			x[i] = 0.0f;
 		if (i % 89 == 3)
 			x[i] = -0.0f;
 	}
+}
+
+/* Looks |names| up in |so| into |slots|, the function pointers of a
+ * struct in the same order; 0, with a diag naming the first missing one
+ * in |library|, when one is missing. */
+__attribute__((unused)) static int host_resolve(void *so,
+						const char *const *names,
+						size_t count, void **slots,
+						const char *library)
+{
+	for (size_t i = 0; i < count; i++)
+		if (!(slots[i] = dlsym(so, names[i]))) {
+			diag("no %s in the %s", names[i], library);
+			return 0;
+		}
+	return 1;
 }
 
 #endif

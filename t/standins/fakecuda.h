@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct fakecuda_stats {
 	uint64_t context_sets;
@@ -103,5 +104,11 @@ enum {
 	FAKECUDA_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
 	FAKECUDA_ATTR_MEMORY_POOLS_SUPPORTED = 115,
 };
+
+/* The stand-in's path in the tests' build tree |builddir| ($T_BUILDDIR). */
+static inline void fakecuda_path(char *path, size_t size, const char *builddir)
+{
+	snprintf(path, size, "%s/standins/.libs/fakecuda.so", builddir);
+}
 
 #endif

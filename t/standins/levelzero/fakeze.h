@@ -143,4 +143,23 @@ static inline const struct fakeze_api *fakeze_bind(const char *builddir,
 	return get_api ? get_api() : NULL;
 }
 
+#ifdef WAFER_T_TAP_H
+/* For a test's main, after tap.h: fakeze_bind as one test point, ending
+ * the test there when the driver cannot be bound. */
+static inline const struct fakeze_api *
+fakeze_bind_or_end(const char *builddir, char *path, size_t size,
+		   void **out_driver)
+{
+	const struct fakeze_api *api =
+		fakeze_bind(builddir, path, size, out_driver);
+
+	if (!ok(api != NULL, "the test driver %s", path)) {
+		diag("%s", dlerror());
+		done_testing();
+		exit(exit_status());
+	}
+	return api;
+}
+#endif
+
 #endif
