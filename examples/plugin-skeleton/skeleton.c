@@ -274,7 +274,13 @@ static const struct wafer_storage_ops skeleton_storage_ops = {
 	 * copy_peer (ABI 1.4, alone): NULL, so the core stages a copy
 	 * between two devices through the host. Order it on both queues
 	 * with device-side waits, never by the host waiting for the other
-	 * queue (wafer-plugin(7), SCALE-OUT). */
+	 * queue (wafer-plugin(7), SCALE-OUT).
+	 * host_register, host_unregister, copy_in_registered,
+	 * copy_out_registered (ABI 1.7, all four): NULL, so copies from
+	 * host memory the caller registered are made with copy_in and
+	 * copy_out like any other. A device that reads page-locked host
+	 * memory itself offers them (wafer-plugin(7), STAGING;
+	 * plugins/cuda/storage.c). */
 };
 
 /*===----------------------------------------------------------------------===
@@ -488,6 +494,10 @@ static const struct wafer_server_ops skeleton_server_ops = {
 	 * plugin whose queues run asynchronously sets all eight
 	 * (wafer-plugin(7), EVENTS); one whose queues are synchronous, as
 	 * this one's are, may too, in a few lines: plugins/cpu/event.c. */
+	/* graph_begin ... graph_destroy (ABI 1.6, all four): NULL, so the
+	 * core replays a graph's launches itself (wafer-plugin(7), GRAPHS).
+	 * comm_split (ABI 1.7) and comm_group_begin/end (ABI 1.7, both):
+	 * NULL, as the collectives are. */
 };
 
 /*===----------------------------------------------------------------------===
@@ -510,6 +520,9 @@ static const struct wafer_plugin skeleton_plugin = {
 	.device_kernels = skeleton_device_kernels,
 	.storage = &skeleton_storage_ops,
 	.server = &skeleton_server_ops,
+	/* vendor_names (ABI 1.7): NULL, no value of its own to name (a
+	 * program format or buffer kind in the vendor range gets its name
+	 * there: wafer-plugin(7), VENDOR VALUES; examples/plugin-sim). */
 };
 
 /* The core passes the ABI major it speaks. This plugin speaks only the
