@@ -141,7 +141,7 @@ static void program_scenario(const struct wafer_plugin_option *options,
 	load_plugin();
 	if (init_with(options, n, &st) != WAFER_OK ||
 	    plugin->device_open(st, 0, &dev) != WAFER_OK) {
-		snprintf(r->error, sizeof r->error, "open: %s", last_error);
+		snprintf(r->error, sizeof r->error, "open: %.2000s", last_error);
 		return;
 	}
 	r->ran = 1;
@@ -153,7 +153,7 @@ static void program_scenario(const struct wafer_plugin_option *options,
 		r->correct = r->again_status == WAFER_OK && kernel;
 		plugin->server->program_release(dev, program);
 	}
-	snprintf(r->error, sizeof r->error, "%s", last_error);
+	snprintf(r->error, sizeof r->error, "%.2000s", last_error);
 	plugin->device_close(dev);
 	plugin->shutdown(st);
 }
