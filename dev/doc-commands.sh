@@ -42,6 +42,8 @@ SKIP_RULES=$(printf '%s\t%s\n' \
 	'data-parallel=2' 'needs two GPUs' \
 	'\.trace(\.gz|\.\*)?( |\.|$)' 'needs a recorded trace file' \
 	'--backend acme' 'needs a vendor'"'"'s own plugin (acme is an example)' \
+	'--backend sim' 'runs in a copy of examples/plugin-sim (the packaging stage builds it and runs it so)' \
+	'wafer-launch .*\./train' 'needs your own program (train is an example; t/internal/launch.sh runs the launcher)' \
 	'dpkg-buildpackage|lintian|make dist|tar xf wafer' 'the packaging stage runs these' \
 	'abi-update' 'rewrites the ABI baselines' \
 	'^(ldconfig|sudo|apt)' 'changes the machine')
