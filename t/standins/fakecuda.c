@@ -563,6 +563,26 @@ static void forget_event(struct CUevent_st *e);
 static uint64_t clock_ns;
 
 /* Runs |o| (L not held), then reports it done. */
+/* Device memory is freed only while no copy or kernel runs on another
+ * stream: those touch it outside L, and a free that a test orders
+ * wrongly on purpose (reported as CUDA_ERROR_ILLEGAL_ADDRESS) must not
+ * become a real use after free in the stand-in. Copies and kernels never
+ * wait on anything, so this cannot deadlock. L held. */
+static void wait_device_work(const struct op *self)
+{
+	for (;;) {
+		const struct CUstream_st *t = streams;
+		for (; t; t = t->next)
+			if (t->running && t->running != self &&
+			    (t->running->kind == OP_COPY ||
+			     t->running->kind == OP_KERNEL))
+				break;
+		if (!t)
+			return;
+		pthread_cond_wait(&C, &L);
+	}
+}
+
 static void run_op(struct op *o)
 {
 	delay(o);
@@ -620,6 +640,7 @@ static void run_op(struct op *o)
 			forget_event(e);
 	}
 	if (o->kind == OP_FREE) {
+		wait_device_work(o);
 		struct region *r = find_region(REGION_ALLOC, o->free_ptr);
 		if (r) {
 			device_bytes -= r->size;
@@ -2862,6 +2883,7 @@ static CUresult fake_cuMemFree(CUdeviceptr ptr)
 		pthread_mutex_unlock(&L);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+	wait_device_work(NULL);
 	device_bytes -= reg->size;
 	free(reg->block);
 	free(reg->written);
