@@ -49,23 +49,11 @@ int bench_bandwidth(int argc, char **argv)
 	bench_fill_f32(client, a, count, 1.5);
 	bench_fill_f32(client, b, count, -0.25);
 
-	struct wafer_elementwise_params p = {.count = count};
-	wafer_buffer_binding bind[3] = {{out, 0, 0}, {a, 0, 0}, {b, 0, 0}};
-	wafer_execute_args args = {
-		.struct_size = sizeof args,
-		.kernel = WAFER_KERNEL_ADD,
-		.dtype = WAFER_DTYPE_F32,
-		.bindings = bind,
-		.binding_count = 3,
-		.params = &p,
-		.params_size = sizeof p,
-		.global = {count, 1, 1},
-	};
-	bench_check(wafer_execute(client, &args), "add");
+	bench_add_f32(client, out, a, b, count); /* warm: compile, tune */
 	bench_check(wafer_sync(client), "sync");
 	for (unsigned r = 0; r < reps; r++) {
 		uint64_t start = bench_now_ns();
-		wafer_execute(client, &args);
+		bench_add_f32(client, out, a, b, count);
 		bench_check(wafer_sync(client), "sync");
 		double ns = (double)(bench_now_ns() - start);
 		if (ns < best)
