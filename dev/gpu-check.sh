@@ -84,13 +84,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 	nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm \
 		--format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
 fi
-nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null | head -1)
-if [ -z "$nvcc" ]; then
-	say "no nvcc on PATH or in /usr/local/cuda: cannot build the cuda plugin"
-	exit 1
-fi
-cuda_home=$(dirname "$(dirname "$nvcc")")
-say "toolkit: $cuda_home ($("$nvcc" --version | tail -1))"
+find_toolkit
 sanitizer=$(command -v compute-sanitizer ||
 	ls "$cuda_home"/bin/compute-sanitizer "$cuda_home"/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
 # cuBLAS and the sanitizer's libraries live beside the toolkit.

@@ -84,13 +84,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 	gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
 	[ "$gpus" -gt 1 ] && nvidia-smi topo -m 2>&1 | sed 's/^/topo: /' >> "$summary"
 fi
-nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null | head -1)
-if [ -z "$nvcc" ]; then
-	say "no nvcc on PATH or in /usr/local/cuda: cannot build the cuda plugin"
-	exit 1
-fi
-cuda_home=$(dirname "$(dirname "$nvcc")")
-say "toolkit: $cuda_home ($("$nvcc" --version | tail -1))"
+find_toolkit
 
 # The wheel's directory: nvidia.nccl may be a namespace package (no
 # __file__), so its __path__.

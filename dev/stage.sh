@@ -17,6 +17,18 @@
 say() { printf '%s\n' "$*" | tee -a "$summary"; }
 stamp() { date +%s; }
 
+# find_toolkit: sets nvcc and cuda_home from PATH or /usr/local/cuda and
+# says which toolkit; exits 1, saying why, when there is none.
+find_toolkit() {
+	nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null | head -1)
+	if [ -z "$nvcc" ]; then
+		say "no nvcc on PATH or in /usr/local/cuda: cannot build the cuda plugin"
+		exit 1
+	fi
+	cuda_home=$(dirname "$(dirname "$nvcc")")
+	say "toolkit: $cuda_home ($("$nvcc" --version | tail -1))"
+}
+
 # stage NAME LOG LIMIT COMMAND...: runs COMMAND with its output appended
 # to LOG, under LIMIT seconds cut to what is left of the budget, and
 # notes the verdict and time; returns COMMAND's exit (124 when it timed

@@ -42,12 +42,7 @@ say "wafer trace-gpu: $(basename "$top") on $(hostname), $(date -u '+%Y-%m-%d %H
 command -v nvidia-smi >/dev/null 2>&1 &&
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 |
 	sed 's/^/gpu: /' | tee -a "$summary"
-nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null | head -1)
-if [ -z "$nvcc" ]; then
-	say "no nvcc on PATH or in /usr/local/cuda: cannot build the cuda plugin"
-	exit 1
-fi
-cuda_home=$(dirname "$(dirname "$nvcc")")
+find_toolkit
 export LD_LIBRARY_PATH="$cuda_home/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 #--- build ---------------------------------------------------------------------
