@@ -168,12 +168,17 @@ WAFER_API wafer_status wafer_host_register(wafer_client *client, void *ptr,
 				     size, ptr, clash->size, clash->base);
 	} else if (atomic_load(&r->count) == r->capacity) {
 		size_t n = r->capacity ? 2 * r->capacity : 8;
+		/* Under |lock|: wafer__host_direct reads the list under it
+		 * alone, and realloc may move it. */
+		pthread_mutex_lock(&r->lock);
 		struct wafer__host_range *grown =
 			realloc(r->ranges, n * sizeof *grown);
 		if (grown) {
 			r->ranges = grown;
 			r->capacity = n;
-		} else {
+		}
+		pthread_mutex_unlock(&r->lock);
+		if (!grown) {
 			status = wafer__fail(WAFER_ERROR_OUT_OF_MEMORY,
 					     "wafer_host_register: out of "
 					     "memory for the range list");

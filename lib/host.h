@@ -29,7 +29,9 @@ struct wafer__host_range {
 struct wafer__host_ranges {
 	/* Serialises register and unregister (each waits for the bridge). */
 	pthread_mutex_t change;
-	/* Guards the array; lookups take it only while count is not 0. */
+	/* Guards the array: it changes or moves only under both locks, so
+	 * register and unregister read it under |change|, lookups under
+	 * this one (taken only while count is not 0). */
 	pthread_mutex_t lock;
 	atomic_size_t count;
 	size_t capacity;

@@ -13,9 +13,15 @@
  *   - errors: NULL, size 0, the end of the address space, overlaps,
  *     unregistering what is not a range's start, twice, while a queue
  *     captures a graph; each leaves the ranges as they were;
- *   - a client closed with ranges registered closes cleanly.
+ *   - a client closed with ranges registered closes cleanly;
+ *   - ranges registered and unregistered on one thread (the list grows)
+ *     while another thread uploads from a registered range: each upload
+ *     gives the bytes (under ASan/TSan: the lookup never reads a list
+ *     being moved).
  * A plugin without the host-memory group (no WAFER_CAP_HOST_REGISTER)
  * stages every copy; every point holds either way. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +226,73 @@ static void test_errors(wafer_runtime *rt, const char *channel)
 	free(buf);
 }
 
+struct registrar {
+	wafer_client *client;
+	char *base;
+	atomic_int done;
+	int errors;
+};
+
+/* Registers 40 disjoint ranges (the list grows from empty past several
+ * capacities) and unregisters them, a few times over. */
+static void *registrar_main(void *arg)
+{
+	struct registrar *r = arg;
+	for (int round = 0; round < 4; round++) {
+		for (int i = 0; i < 40; i++)
+			r->errors += wafer_host_register(r->client,
+							 r->base + i * 8192,
+							 4096) != WAFER_OK;
+		for (int i = 0; i < 40; i++)
+			r->errors += wafer_host_unregister(
+					     r->client, r->base + i * 8192) !=
+				     WAFER_OK;
+	}
+	atomic_store(&r->done, 1);
+	return NULL;
+}
+
+static void test_concurrent_changes(wafer_runtime *rt, const char *channel)
+{
+	enum { PIECE = 1024 };
+	float *up = pattern(PIECE, 7.0f), *got = malloc(PIECE * sizeof *got);
+	struct registrar r = {.base = malloc(40 * 8192)};
+	int good = 1, uploads = 0;
+	wafer_handle h;
+	pthread_t thread;
+
+	for (int client = 0; client < 4; client++) {
+		r.client = open_client_on(rt, "default", channel);
+		atomic_store(&r.done, 0);
+		check(wafer_host_register(r.client, up, PIECE * sizeof *up),
+		      "register");
+		check(wafer_empty(r.client, PIECE * sizeof *up, &h), "empty");
+		pthread_create(&thread, NULL, registrar_main, &r);
+		do {
+			check(wafer_write(r.client, h, 0, up,
+					  PIECE * sizeof *up),
+			      "write");
+			check(wafer_read(r.client, h, 0, got,
+					 PIECE * sizeof *got),
+			      "read");
+			good = good && same(up, got, PIECE);
+			uploads++;
+		} while (!atomic_load(&r.done));
+		pthread_join(thread, NULL);
+		check(wafer_release(r.client, h), "release");
+		check(wafer_host_unregister(r.client, up), "unregister");
+		check(wafer_client_close(r.client), "close");
+	}
+	is_int(r.errors, 0, "%s: 4 clients x 4 rounds of 40 ranges "
+	       "registered and unregistered on a second thread: no errors",
+	       channel);
+	ok(good, "%s: %d uploads from a registered range meanwhile give "
+	   "the bytes", channel, uploads);
+	free(r.base);
+	free(up);
+	free(got);
+}
+
 int main(void)
 {
 	wafer_runtime *rt;
@@ -228,6 +301,9 @@ int main(void)
 		test_copies(rt, channels[i]);
 		test_queues(rt, channels[i]);
 		test_errors(rt, channels[i]);
+		/* direct is for one thread at a time. */
+		if (strcmp(channels[i], "direct") != 0)
+			test_concurrent_changes(rt, channels[i]);
 	}
 	wafer_runtime_close(rt);
 	done_testing();
