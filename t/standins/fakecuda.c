@@ -2878,12 +2878,12 @@ static CUresult fake_cuMemFree(CUdeviceptr ptr)
 	if (r)
 		return r;
 	pthread_mutex_lock(&L);
+	wait_device_work(NULL); /* before the lookup: it lets go of L */
 	struct region *reg = find_region(REGION_ALLOC, (uintptr_t)ptr);
 	if (!reg || reg->free_pending) {
 		pthread_mutex_unlock(&L);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
-	wait_device_work(NULL);
 	device_bytes -= reg->size;
 	free(reg->block);
 	free(reg->written);
