@@ -787,6 +787,17 @@ wafer_status wafer__client_launch(wafer_client *client,
 		      params_size, global, local);
 }
 
+/* Launches |kernel| as wafer_execute's |args| say. Callers built against
+ * the first struct, without local, get the plugin's choice. */
+static inline wafer_status launch_args(wafer_client *client,
+				       const struct wafer_kernel *kernel,
+				       const wafer_execute_args *args)
+{
+	return launch(client, kernel, args->bindings, args->binding_count,
+		      args->params, args->params_size, args->global,
+		      EXECUTE_ARGS_HAVE(args, local) ? args->local : NULL);
+}
+
 /* A ref that is not one of the catalogue's: a program kernel's (its
  * own path, so that the catalogue's stays as short as it was). */
 static __attribute__((noinline)) wafer_status
@@ -804,9 +815,7 @@ execute_ref_slow(wafer_client *client, const wafer_execute_args *args,
 				  (const void *)ref);
 	if (!kernel)
 		return status;
-	return launch(client, kernel, args->bindings, args->binding_count,
-		      args->params, args->params_size, args->global,
-		      EXECUTE_ARGS_HAVE(args, local) ? args->local : NULL);
+	return launch_args(client, kernel, args);
 }
 
 WAFER_API wafer_status wafer_execute(wafer_client *client,
@@ -834,11 +843,7 @@ WAFER_API wafer_status wafer_execute(wafer_client *client,
 		if (!kernel)
 			return WAFER_ERROR_NOT_SUPPORTED;
 	}
-	/* Callers built against the first struct, without local, get the
-	 * plugin's choice. */
-	return launch(client, kernel, args->bindings, args->binding_count,
-		      args->params, args->params_size, args->global,
-		      EXECUTE_ARGS_HAVE(args, local) ? args->local : NULL);
+	return launch_args(client, kernel, args);
 }
 
 WAFER_API wafer_status wafer_kernel_find(wafer_client *client,
