@@ -299,14 +299,15 @@ static inline bool wafer__command_waits(const struct wafer__command *c)
 	return true;
 }
 
-/* The constant columns of |kind|'s row (its waits is an expression over
- * the command: wafer__command_waits). NULL for a value that is no kind. */
+/* The constant columns of a row of command.def (its waits is an
+ * expression over the command: wafer__command_waits). */
 struct wafer__command_row {
 	const char *name;
 	enum wafer__command_queue queue;
 	enum wafer__command_capture capture;
 };
 
+/* |kind|'s row, or NULL for a value that is no kind. */
 static inline const struct wafer__command_row *
 wafer__command_row(enum wafer__command_kind kind)
 {
