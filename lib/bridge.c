@@ -497,18 +497,35 @@ wafer_status wafer__bridge_run_reserve(struct wafer__bridge *bridge,
 	return status;
 }
 
+/* What a WRITE or READ of |*slot| (|what|: "write" or "read") does before
+ * its copy: checks that the handle has memory, orders the copy after the
+ * handle's earlier use on other lanes and marks the command's lane, set
+ * in |out_lane|, dirty. */
+static wafer_status begin_copy(struct wafer__bridge *bridge,
+			       struct wafer__command *c,
+			       struct wafer__handle_slot **slot,
+			       const char *what, struct wafer__lane **out_lane)
+{
+	uint32_t l = wafer__command_lane(c);
+	wafer_status status = wafer__bridge_check_backed(*slot, what);
+	if (status == WAFER_OK)
+		status = wafer__lanes_touch(&bridge->lanes, l, slot, 1);
+	if (status != WAFER_OK)
+		return status;
+	*out_lane = &bridge->lanes.lane[l];
+	(*out_lane)->dirty = true;
+	return WAFER_OK;
+}
+
 wafer_status wafer__bridge_run_write(struct wafer__bridge *bridge,
 				     struct wafer__command *c)
 {
-	uint32_t l = wafer__command_lane(c);
-	wafer_status status = wafer__bridge_check_backed(c->write.slot, "write");
-	if (status == WAFER_OK)
-		status = wafer__lanes_touch(&bridge->lanes, l, &c->write.slot, 1);
+	struct wafer__lane *lane;
+	wafer_status status =
+		begin_copy(bridge, c, &c->write.slot, "write", &lane);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer__slice *slice = &c->write.slot->slice;
-	struct wafer__lane *lane = &bridge->lanes.lane[l];
-	lane->dirty = true;
 	const struct wafer_storage_ops *storage = bridge->device->plugin->storage;
 	return (c->write.registered ? storage->copy_in_registered
 				    : storage->copy_in)(
@@ -520,15 +537,11 @@ wafer_status wafer__bridge_run_write(struct wafer__bridge *bridge,
 static wafer_status issue_read(struct wafer__bridge *bridge,
 			       struct wafer__command *c)
 {
-	uint32_t l = wafer__command_lane(c);
-	wafer_status status = wafer__bridge_check_backed(c->read.slot, "read");
-	if (status == WAFER_OK)
-		status = wafer__lanes_touch(&bridge->lanes, l, &c->read.slot, 1);
+	struct wafer__lane *lane;
+	wafer_status status = begin_copy(bridge, c, &c->read.slot, "read", &lane);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer__slice *slice = &c->read.slot->slice;
-	struct wafer__lane *lane = &bridge->lanes.lane[l];
-	lane->dirty = true;
 	const struct wafer_storage_ops *storage = bridge->device->plugin->storage;
 	return (c->read.registered ? storage->copy_out_registered
 				   : storage->copy_out)(

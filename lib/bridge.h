@@ -299,45 +299,50 @@ static inline bool wafer__command_waits(const struct wafer__command *c)
 	return true;
 }
 
+/* The constant columns of a row of command.def (its waits is an
+ * expression over the command: wafer__command_waits). */
+struct wafer__command_row {
+	const char *name;
+	enum wafer__command_queue queue;
+	enum wafer__command_capture capture;
+};
+
+/* |kind|'s row, or NULL for a value that is no kind. */
+static inline const struct wafer__command_row *
+wafer__command_row(enum wafer__command_kind kind)
+{
+	static const struct wafer__command_row rows[] = {
+#define WAFER_COMMAND(KIND, name, waits, queue, capture, run)  \
+	[WAFER_COMMAND_##KIND] = {name, WAFER_COMMAND_QUEUE_##queue, \
+				  WAFER_COMMAND_CAPTURE_##capture},
+#include "lib/command.def"
+#undef WAFER_COMMAND
+	};
+	return (size_t)kind < sizeof rows / sizeof rows[0] ? &rows[kind]
+							   : NULL;
+}
+
 /* The name of |kind| (the row's name), for messages. */
 static inline const char *wafer__command_name(enum wafer__command_kind kind)
 {
-	switch (kind) {
-#define WAFER_COMMAND(KIND, name, waits, queue, capture, run) \
-	case WAFER_COMMAND_##KIND:                    \
-		return name;
-#include "lib/command.def"
-#undef WAFER_COMMAND
-	}
-	return "unknown command";
+	const struct wafer__command_row *row = wafer__command_row(kind);
+	return row ? row->name : "unknown command";
 }
 
 /* The queue |kind| runs on (the row's queue). */
 static inline enum wafer__command_queue
 wafer__command_queue(enum wafer__command_kind kind)
 {
-	switch (kind) {
-#define WAFER_COMMAND(KIND, name, waits, queue, capture, run) \
-	case WAFER_COMMAND_##KIND:                    \
-		return WAFER_COMMAND_QUEUE_##queue;
-#include "lib/command.def"
-#undef WAFER_COMMAND
-	}
-	return WAFER_COMMAND_QUEUE_CLIENT;
+	const struct wafer__command_row *row = wafer__command_row(kind);
+	return row ? row->queue : WAFER_COMMAND_QUEUE_CLIENT;
 }
 
 /* What |kind| does on a capturing queue (the row's capture). */
 static inline enum wafer__command_capture
 wafer__command_capture(enum wafer__command_kind kind)
 {
-	switch (kind) {
-#define WAFER_COMMAND(KIND, name, waits, queue, capture, run) \
-	case WAFER_COMMAND_##KIND:                             \
-		return WAFER_COMMAND_CAPTURE_##capture;
-#include "lib/command.def"
-#undef WAFER_COMMAND
-	}
-	return WAFER_COMMAND_CAPTURE_REFUSE;
+	const struct wafer__command_row *row = wafer__command_row(kind);
+	return row ? row->capture : WAFER_COMMAND_CAPTURE_REFUSE;
 }
 
 /* WAFER_ERROR_OUT_OF_MEMORY where |slot| has no memory: its reservation

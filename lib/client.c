@@ -378,16 +378,26 @@ static wafer_status check_range(const char *what, wafer_handle handle,
 	return WAFER_OK;
 }
 
+wafer_status wafer__client_check_out_handle(const char *fn,
+					    wafer_handle *out_handle)
+{
+	if (!out_handle)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "%s: out_handle is NULL", fn);
+	out_handle->bits = 0;
+	return WAFER_OK;
+}
+
 /* wafer_empty, and wafer__client_empty_now when |wait|. */
 static wafer_status empty(wafer_client *client, size_t size, bool wait,
 			  wafer_handle *out_handle)
 {
 	struct wafer__handle_slot *slot;
+	wafer_status status =
+		wafer__client_check_out_handle("wafer_empty", out_handle);
 
-	if (!out_handle)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "wafer_empty: out_handle is NULL");
-	out_handle->bits = 0;
+	if (status != WAFER_OK)
+		return status;
 	if (!client)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
 				   "wafer_empty: client is NULL");
@@ -404,8 +414,8 @@ static wafer_status empty(wafer_client *client, size_t size, bool wait,
 				   (unsigned long long)capacity);
 
 	wafer_handle handle;
-	wafer_status status =
-		wafer__handle_table_alloc(&client->handles, size, &slot, &handle);
+	status = wafer__handle_table_alloc(&client->handles, size, &slot,
+					   &handle);
 	if (status == WAFER_ERROR_OUT_OF_MEMORY) {
 		/* A queueing channel puts a released slot back only when its
 		 * runner reaches the release: at the cap, let it catch up
@@ -488,15 +498,15 @@ WAFER_API wafer_status wafer_write(wafer_client *client, wafer_handle handle,
 WAFER_API wafer_status wafer_create(wafer_client *client, const void *data,
 				    size_t size, wafer_handle *out_handle)
 {
-	if (!out_handle)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "wafer_create: out_handle is NULL");
-	out_handle->bits = 0;
+	wafer_status status =
+		wafer__client_check_out_handle("wafer_create", out_handle);
+	if (status != WAFER_OK)
+		return status;
 	if (!data)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
 				   "wafer_create: data is NULL");
 	wafer_handle handle;
-	wafer_status status = wafer_empty(client, size, &handle);
+	status = wafer_empty(client, size, &handle);
 	if (status != WAFER_OK)
 		return status;
 	status = wafer_write(client, handle, 0, data, size);
@@ -787,6 +797,17 @@ wafer_status wafer__client_launch(wafer_client *client,
 		      params_size, global, local);
 }
 
+/* Launches |kernel| as wafer_execute's |args| say. Callers built against
+ * the first struct, without local, get the plugin's choice. */
+static inline wafer_status launch_args(wafer_client *client,
+				       const struct wafer_kernel *kernel,
+				       const wafer_execute_args *args)
+{
+	return launch(client, kernel, args->bindings, args->binding_count,
+		      args->params, args->params_size, args->global,
+		      EXECUTE_ARGS_HAVE(args, local) ? args->local : NULL);
+}
+
 /* A ref that is not one of the catalogue's: a program kernel's (its
  * own path, so that the catalogue's stays as short as it was). */
 static __attribute__((noinline)) wafer_status
@@ -804,9 +825,7 @@ execute_ref_slow(wafer_client *client, const wafer_execute_args *args,
 				  (const void *)ref);
 	if (!kernel)
 		return status;
-	return launch(client, kernel, args->bindings, args->binding_count,
-		      args->params, args->params_size, args->global,
-		      EXECUTE_ARGS_HAVE(args, local) ? args->local : NULL);
+	return launch_args(client, kernel, args);
 }
 
 WAFER_API wafer_status wafer_execute(wafer_client *client,
@@ -834,11 +853,7 @@ WAFER_API wafer_status wafer_execute(wafer_client *client,
 		if (!kernel)
 			return WAFER_ERROR_NOT_SUPPORTED;
 	}
-	/* Callers built against the first struct, without local, get the
-	 * plugin's choice. */
-	return launch(client, kernel, args->bindings, args->binding_count,
-		      args->params, args->params_size, args->global,
-		      EXECUTE_ARGS_HAVE(args, local) ? args->local : NULL);
+	return launch_args(client, kernel, args);
 }
 
 WAFER_API wafer_status wafer_kernel_find(wafer_client *client,

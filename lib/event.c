@@ -35,10 +35,7 @@ static void link_event(wafer_event *event)
 	struct wafer__client_queues *queues = wafer__client_queues(event->client);
 
 	pthread_mutex_lock(&queues->lock);
-	event->next = queues->events;
-	if (queues->events)
-		queues->events->prev = event;
-	queues->events = event;
+	WAFER__LIST_PUSH(queues->events, event, prev, next);
 	pthread_mutex_unlock(&queues->lock);
 }
 

@@ -478,10 +478,7 @@ wafer_status wafer__graph_run_begin(struct wafer__bridge *bridge,
 				   l);
 	g->lane = l;
 	g->capturing = true;
-	g->next = bridge->graphs;
-	if (bridge->graphs)
-		bridge->graphs->prev = g;
-	bridge->graphs = g;
+	WAFER__LIST_PUSH(bridge->graphs, g, prev, next);
 	bridge->capture[l] = g;
 	bridge->capturing++;
 	return WAFER_OK;

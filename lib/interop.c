@@ -245,10 +245,9 @@ WAFER_API wafer_status wafer_handle_import(wafer_client *client,
 					   wafer_handle *out_handle)
 {
 	static const char fn[] = "wafer_handle_import";
-	if (!out_handle)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: out_handle is NULL", fn);
-	out_handle->bits = 0;
+	wafer_status status = wafer__client_check_out_handle(fn, out_handle);
+	if (status != WAFER_OK)
+		return status;
 	if (!client || !buffer)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL",
 				   fn, client ? "buffer" : "client");
@@ -278,7 +277,7 @@ WAFER_API wafer_status wafer_handle_import(wafer_client *client,
 				   "supported by %s",
 				   fn, wafer_native_kind_name(b.kind), b.size,
 				   device->backend);
-	wafer_status status = check_import(client, &b);
+	status = check_import(client, &b);
 	if (status != WAFER_OK)
 		return status;
 	/* Inside a scope, the scope takes the reference: room for it first,

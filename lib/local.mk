@@ -13,12 +13,6 @@ libwafer_core_la_SOURCES = \
 	lib/memory/common.c lib/memory/common.h \
 	lib/memory/limit.c lib/memory/limit.h \
 	lib/memory/registry.c \
-	lib/memory/exact.c \
-	lib/memory/direct.c \
-	lib/memory/chunked.c \
-	lib/memory/buckets.c \
-	lib/memory/stream.c \
-	lib/memory/pool.c lib/memory/bitmap.h \
 	lib/memory/record.c lib/memory/record.h \
 	lib/memory/snapshot.c lib/memory/snapshot.h \
 	lib/memory/null_storage.c lib/memory/null_storage.h \
@@ -65,6 +59,11 @@ libwafer.map: $(libwafer_public_headers) $(top_srcdir)/lib/public-symbols.sh
 CLEANFILES += libwafer.map
 EXTRA_DIST += lib/public-symbols.sh
 
+# The memory strategies, one file each (lib/memory/registry.c lists them).
+libwafer_core_la_SOURCES += lib/memory/exact.c lib/memory/direct.c \
+	lib/memory/chunked.c lib/memory/buckets.c lib/memory/stream.c \
+	lib/memory/pool.c lib/memory/bitmap.h
+
 # Scopes: handles released together (wafer_scope_begin, lib/scope.h).
 libwafer_core_la_SOURCES += lib/scope.c lib/scope.h
 
@@ -77,24 +76,14 @@ libwafer_core_la_SOURCES += lib/loader.c lib/loader.h lib/runtime.c \
 	lib/build_tree.c lib/build_tree.h
 
 # Autotune: choosing among candidates by measuring (include/wafer/autotune.h).
-libwafer_core_la_SOURCES += \
-	lib/autotune/autotune.c lib/autotune/autotune.h \
-	lib/autotune/settings.c \
-	lib/autotune/key.c \
-	lib/autotune/index.c \
-	lib/autotune/file.c \
-	lib/autotune/bench.c
+libwafer_core_la_SOURCES += lib/autotune/autotune.c lib/autotune/autotune.h \
+	lib/autotune/settings.c lib/autotune/key.c lib/autotune/index.c \
+	lib/autotune/file.c lib/autotune/bench.c
 
 # The ops layer (include/wafer/ops.h): views, donation, operations.
-libwafer_core_la_SOURCES += \
-	lib/ops/internal.h \
-	lib/ops/view.c \
-	lib/ops/call.c \
-	lib/ops/launch.c \
-	lib/ops/elementwise.c \
-	lib/ops/reduce.c \
-	lib/ops/matmul.c \
-	lib/ops/tuned.c
+libwafer_core_la_SOURCES += lib/ops/internal.h lib/ops/view.c \
+	lib/ops/call.c lib/ops/launch.c lib/ops/tuned.c \
+	lib/ops/elementwise.c lib/ops/reduce.c lib/ops/matmul.c
 
 # DLPack exchange (include/wafer/dlpack.h), when configure found DLPack.
 if WAFER_DLPACK

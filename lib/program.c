@@ -16,6 +16,7 @@
 
 #include "lib/client.h"
 #include "lib/error.h"
+#include "lib/list.h"
 #include "lib/loader.h"
 #include "lib/log.h"
 #include "lib/program_table.h"
@@ -154,12 +155,7 @@ static struct wafer_program *take_slot(void)
 static void free_slot(struct wafer__program_table *table,
 		      struct wafer_program *p)
 {
-	if (p->prev)
-		p->prev->next = p->next;
-	else
-		table->live = p->next;
-	if (p->next)
-		p->next->prev = p->prev;
+	WAFER__LIST_UNLINK(table->live, p, prev, next);
 	table->count--;
 	free(p->kernels);
 	p->kernels = NULL;
@@ -457,11 +453,7 @@ WAFER_API wafer_status wafer_program_create(wafer_client *client,
 		p->loaded = loaded;
 		p->format = source.format;
 		memcpy(p->name, name, sizeof name);
-		p->prev = NULL;
-		p->next = table->live;
-		if (p->next)
-			p->next->prev = p;
-		table->live = p;
+		WAFER__LIST_PUSH(table->live, p, prev, next);
 		table->count++;
 		*out_program = program_id(p);
 	}

@@ -77,9 +77,14 @@ static struct runtime_device *from_public(struct wafer_runtime_device *device)
 					 offsetof(struct runtime_device, pub));
 }
 
-/* Checks a caller's output struct: non-NULL with a struct_size that at
- * least covers struct_size itself. */
-static wafer_status check_out_struct(const char *call, const void *out)
+/* The start of a listing call that fills the caller's output struct
+ * |out| (|size|: the struct as this library knows it) from |runtime|:
+ * checks that |out| is non-NULL with a struct_size that at least covers
+ * struct_size itself, clears the caller's fields (so that they hold
+ * nothing stale on failure), then checks |runtime|. */
+static wafer_status begin_listing(const char *call,
+				  const wafer_runtime *runtime, void *out,
+				  size_t size)
 {
 	if (!out)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
@@ -89,6 +94,10 @@ static wafer_status check_out_struct(const char *call, const void *out)
 				   "%s: struct_size is %zu; set it to sizeof "
 				   "the struct",
 				   call, *(const size_t *)out);
+	wafer__copy_out_struct(out, NULL, size);
+	if (!runtime)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "%s: runtime is NULL", call);
 	return WAFER_OK;
 }
 
@@ -357,16 +366,12 @@ WAFER_API wafer_status wafer_runtime_device(const wafer_runtime *runtime,
 					    size_t index,
 					    wafer_device_desc *out_desc)
 {
-	wafer_status status =
-		check_out_struct("wafer_runtime_device", out_desc);
+	wafer_status status = begin_listing("wafer_runtime_device", runtime,
+					    out_desc, sizeof *out_desc);
 	size_t left = index;
 
 	if (status != WAFER_OK)
 		return status;
-	wafer__copy_out_struct(out_desc, NULL, sizeof *out_desc);
-	if (!runtime)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "wafer_runtime_device: runtime is NULL");
 	for (size_t i = 0; i < runtime->backend_count; i++) {
 		const struct runtime_backend *b = &runtime->backends[i];
 		const struct wafer__loaded_plugin *p = b->plugin;
@@ -404,17 +409,13 @@ WAFER_API wafer_status wafer_runtime_config_source(const wafer_runtime *runtime,
 						   size_t index,
 						   wafer_config_source *out_source)
 {
-	wafer_status status =
-		check_out_struct("wafer_runtime_config_source", out_source);
+	wafer_status status = begin_listing("wafer_runtime_config_source",
+					    runtime, out_source,
+					    sizeof *out_source);
 	size_t count;
 
 	if (status != WAFER_OK)
 		return status;
-	wafer__copy_out_struct(out_source, NULL, sizeof *out_source);
-	if (!runtime)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "wafer_runtime_config_source: runtime is "
-				   "NULL");
 	count = wafer__config_source_count(runtime->config);
 	if (index >= count)
 		return wafer__fail(WAFER_ERROR_OUT_OF_RANGE,
@@ -437,15 +438,11 @@ WAFER_API wafer_status wafer_runtime_plugin(const wafer_runtime *runtime,
 					    size_t index,
 					    wafer_plugin_report *out_report)
 {
-	wafer_status status = check_out_struct("wafer_runtime_plugin",
-					       out_report);
+	wafer_status status = begin_listing("wafer_runtime_plugin", runtime,
+					    out_report, sizeof *out_report);
 
 	if (status != WAFER_OK)
 		return status;
-	wafer__copy_out_struct(out_report, NULL, sizeof *out_report);
-	if (!runtime)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "wafer_runtime_plugin: runtime is NULL");
 	if (index >= runtime->backend_count)
 		return wafer__fail(WAFER_ERROR_OUT_OF_RANGE,
 				   "wafer_runtime_plugin: index %zu, %zu "

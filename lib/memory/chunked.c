@@ -171,11 +171,7 @@ static wafer_status chunked_setup(void *self,
 static void free_push(struct chunked_state *st, struct chunk *c)
 {
 	c->state = CHUNK_FREE;
-	c->free_prev = NULL;
-	c->free_next = st->free;
-	if (st->free)
-		st->free->free_prev = c;
-	st->free = c;
+	WAFER__LIST_PUSH(st->free, c, free_prev, free_next);
 	st->base.stats.cached_bytes += c->chunk.size;
 }
 

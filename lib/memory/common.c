@@ -142,11 +142,7 @@ wafer_status wafer__memory_chunk_reserve(struct wafer__memory_base *base,
 void wafer__memory_list_push(struct wafer__memory_chunk_list *list,
 			     struct wafer__memory_chunk *chunk)
 {
-	chunk->prev = NULL;
-	chunk->next = list->head;
-	if (list->head)
-		list->head->prev = chunk;
-	list->head = chunk;
+	WAFER__LIST_PUSH(list->head, chunk, prev, next);
 	list->count++;
 }
 

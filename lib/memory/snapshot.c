@@ -73,28 +73,39 @@ uint32_t wafer__memory_snapshot_segment(struct wafer_memory_snapshot *s,
 	return number;
 }
 
+/* An item of |kind| for the range |offset|, |size| of |segment| (NULL
+ * once the snapshot failed). */
+static wafer_memory_item *push_range(struct wafer_memory_snapshot *s,
+				     wafer_memory_item_kind kind,
+				     uint32_t segment, uint64_t offset,
+				     uint64_t size)
+{
+	wafer_memory_item *item =
+		push(s, kind, segment, segment_resource(s, segment));
+	if (item) {
+		item->offset = offset;
+		item->size = size;
+	}
+	return item;
+}
+
 void wafer__memory_snapshot_pages(struct wafer_memory_snapshot *s,
 				  uint32_t segment, uint64_t offset,
 				  uint64_t size, bool mapped)
 {
-	wafer_memory_item *item = push(s, WAFER_MEMORY_ITEM_PAGES, segment,
-				       segment_resource(s, segment));
-	if (item) {
-		item->offset = offset;
-		item->size = size;
+	wafer_memory_item *item =
+		push_range(s, WAFER_MEMORY_ITEM_PAGES, segment, offset, size);
+	if (item)
 		item->mapped = mapped;
-	}
 }
 
 void wafer__memory_snapshot_block(struct wafer_memory_snapshot *s,
 				  uint32_t segment, uint64_t offset,
 				  uint64_t size, bool live, uint64_t requested)
 {
-	wafer_memory_item *item = push(s, WAFER_MEMORY_ITEM_BLOCK, segment,
-				       segment_resource(s, segment));
+	wafer_memory_item *item =
+		push_range(s, WAFER_MEMORY_ITEM_BLOCK, segment, offset, size);
 	if (item) {
-		item->offset = offset;
-		item->size = size;
 		item->live = live;
 		item->requested = live ? requested : 0;
 	}

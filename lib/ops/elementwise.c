@@ -277,13 +277,9 @@ WAFER_API wafer_status wafer_op_binary(wafer_client *client,
 		return status;
 	const struct wafer__view *va = &call.inputs[0].view;
 	const struct wafer__view *vb = &call.inputs[1].view;
-	if (va->t.dtype != vb->t.dtype)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: inputs a and b have different dtypes "
-				   "(%s and %s): convert one with "
-				   "wafer_op_cast first",
-				   name, wafer__dtype_name(va->t.dtype),
-				   wafer__dtype_name(vb->t.dtype));
+	status = wafer__view_check_same_dtype(name, va, vb);
+	if (status != WAFER_OK)
+		return status;
 	status = wafer__view_broadcast_shape(name, va->t.rank, va->t.shape,
 					     vb->t.rank, vb->t.shape, &rank,
 					     shape);

@@ -58,6 +58,12 @@ wafer_status wafer__view_check(wafer_client *client, const char *op,
 			       const char *name, const wafer_tensor *tensor,
 			       struct wafer__view *out);
 
+/* Checks that inputs a and b of operation |op| have the same dtype (no
+ * operation converts implicitly). */
+wafer_status wafer__view_check_same_dtype(const char *op,
+					  const struct wafer__view *a,
+					  const struct wafer__view *b);
+
 /* Checks |dtype| and |shape| for a new dense tensor (operation |what|):
  * rank <= 8, no size 0, a byte size that fits; returns the byte size. */
 wafer_status wafer__view_check_shape(const char *what, wafer_dtype dtype,

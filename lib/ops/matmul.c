@@ -129,13 +129,9 @@ static wafer_status check_shapes(const char *op, const struct wafer__view *a,
 				   "matrices (rank >= 2)",
 				   op, a->t.rank < 2 ? "a" : "b",
 				   a->t.rank < 2 ? a->t.rank : b->t.rank);
-	if (a->t.dtype != b->t.dtype)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: inputs a and b have different dtypes "
-				   "(%s and %s): convert one with "
-				   "wafer_op_cast first",
-				   op, wafer__dtype_name(a->t.dtype),
-				   wafer__dtype_name(b->t.dtype));
+	wafer_status status = wafer__view_check_same_dtype(op, a, b);
+	if (status != WAFER_OK)
+		return status;
 	uint64_t ar = a->t.shape[a->t.rank - 2], ac = a->t.shape[a->t.rank - 1];
 	uint64_t br = b->t.shape[b->t.rank - 2], bc = b->t.shape[b->t.rank - 1];
 	uint64_t m = flags & WAFER_MATMUL_TRANSPOSE_A ? ac : ar;
@@ -156,7 +152,7 @@ static wafer_status check_shapes(const char *op, const struct wafer__view *a,
 			flags & WAFER_MATMUL_TRANSPOSE_B ? " (transposed)" : "",
 			(unsigned long long)k, (unsigned long long)kb);
 	uint32_t batch_rank;
-	wafer_status status = wafer__view_broadcast_shape(
+	status = wafer__view_broadcast_shape(
 		op, a->t.rank - 2, a->t.shape, b->t.rank - 2, b->t.shape,
 		&batch_rank, out_shape);
 	if (status != WAFER_OK)

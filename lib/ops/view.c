@@ -305,6 +305,19 @@ WAFER_API wafer_tensor wafer_tensor_view(wafer_handle handle, wafer_dtype dtype,
 	return t;
 }
 
+wafer_status wafer__view_check_same_dtype(const char *op,
+					  const struct wafer__view *a,
+					  const struct wafer__view *b)
+{
+	if (a->t.dtype == b->t.dtype)
+		return WAFER_OK;
+	return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+			   "%s: inputs a and b have different dtypes (%s and "
+			   "%s): convert one with wafer_op_cast first",
+			   op, wafer__dtype_name(a->t.dtype),
+			   wafer__dtype_name(b->t.dtype));
+}
+
 wafer_status wafer__view_check_shape(const char *what, wafer_dtype dtype,
 				     uint32_t rank, const uint64_t *shape,
 				     size_t *out_bytes)
