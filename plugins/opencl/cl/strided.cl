@@ -107,15 +107,19 @@ COPY_STRIDED(b16, ushort)
 	CAST(IN, i32,                                                          \
 	     out[out_off + i] = convert_int_sat_rtz(LOAD_##IN(in + in_off, i)))
 
-ushort bf16_from_int(int x)
-{
-	float f = convert_float_rtz(x);
-	uint u = as_uint(f);
-
-	if (convert_int_rtz(f) != x)
-		u |= 1u;
-	return bf16_from_float(as_float(u));
-}
+/* bf16_from_int and bf16_from_long: the integer truncated to f32 and
+ * marked inexact in its last bit, then rounded once to bf16. */
+#define BF16_FROM_INTEGER(T)                                                   \
+	ushort bf16_from_##T(T x)                                              \
+	{                                                                      \
+		float f = convert_float_rtz(x);                                \
+		uint u = as_uint(f);                                           \
+		if (convert_##T##_rtz(f) != x)                                 \
+			u |= 1u;                                               \
+		return bf16_from_float(as_float(u));                           \
+	}
+BF16_FROM_INTEGER(int)
+BF16_FROM_INTEGER(long)
 
 CAST_FLOAT(f32, f16)
 CAST_FLOAT(f32, bf16)
@@ -139,16 +143,6 @@ COPY_STRIDED(b64, ulong)
 /* Casts from and into int64: integers saturate (convert_*_sat: NaN gives
  * 0), floats round once to nearest even (an int64 is exact in f32 below
  * 2^24 and beyond f16's range above it; bf16 keeps a sticky bit). */
-ushort bf16_from_long(long x)
-{
-	float f = convert_float_rtz(x);
-	uint u = as_uint(f);
-
-	if (convert_long_rtz(f) != x)
-		u |= 1u;
-	return bf16_from_float(as_float(u));
-}
-
 #define CAST_TO_I64(IN)                                                        \
 	CAST(IN, i64,                                                          \
 	     out[out_off + i] = convert_long_sat_rtz(LOAD_##IN(in + in_off, i)))
