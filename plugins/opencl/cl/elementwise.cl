@@ -55,21 +55,24 @@ __kernel void noop(void)
 		STORE_##DT(out + out_off, i, (EXPR));                          \
 	}
 
-/* sigmoid without overflow: e^-|x| never overflows. */
-float sigmoid(float x)
-{
-	float e = exp(-fabs(x));
-	return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-}
-
-/* gelu, the tanh form the catalogue names, written as
- * 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
- * 1 + tanh(u) cancels for negative x (-5e-7 where the answer is -0). */
-float gelu(float x)
-{
-	float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-	return x * sigmoid(2.0f * u);
-}
+/* sigmoid without overflow: e^-|x| never overflows. gelu, the tanh form
+ * the catalogue names, written as 0.5 x (1 + tanh(u)) = x sigmoid(2u),
+ * u = sqrt(2/pi) (x + 0.044715 x^3): 1 + tanh(u) cancels for negative x
+ * (-5e-7 where the answer is -0). Both in T, named with SFX; LIT is the
+ * suffix of a T literal (f for float, none for double). */
+#define SIGMOID_GELU(T, SFX, LIT)                                              \
+	T sigmoid##SFX(T x)                                                    \
+	{                                                                      \
+		T e = exp(-fabs(x));                                           \
+		return x >= 0 ? 1 / (1 + e) : e / (1 + e);                     \
+	}                                                                      \
+	T gelu##SFX(T x)                                                       \
+	{                                                                      \
+		T u = 0.7978845608028654##LIT *                                \
+		      (x + 0.044715##LIT * x * x * x);                         \
+		return x * sigmoid##SFX(2 * u);                                \
+	}
+SIGMOID_GELU(float, , f)
 
 /* The unary operations of the floating types, computing in CT. */
 #define FLOAT_UNARY_OPS(DT, CT, GELU, SIGMOID)                                 \
@@ -104,18 +107,7 @@ INT_KERNELS(i32)
 INT_KERNELS(i64)
 
 #ifdef cl_khr_fp64
-double sigmoid_d(double x)
-{
-	double e = exp(-fabs(x));
-	return x >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-}
-
-double gelu_d(double x)
-{
-	double u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
-	return x * sigmoid_d(2.0 * u);
-}
-
+SIGMOID_GELU(double, _d, )
 FLOAT_UNARY_OPS(f64, double, gelu_d, sigmoid_d)
 F64_BINARY_OPS(BINARY)
 F64_BINARY_OPS(SCALAR)
