@@ -558,12 +558,18 @@ static unsigned grid_for(const struct cuda_device *dev,
 	return blocks ? (unsigned)blocks : 1;
 }
 
-/* The pointers and then the parameter block, as every kernel takes them. */
-static void kernel_args(struct resolved *r, void **args)
+/* issue() of a 1-D grid of |blocks|, passing the pointers of |r| and
+ * then its parameter block, as every kernel but matmul takes them. */
+static wafer_status issue_1d(struct cuda_device *dev, struct cuda_queue *q,
+			     const struct cuda_kernel_desc *d, CUfunction fn,
+			     unsigned blocks, struct resolved *r)
 {
+	void *args[MAX_BINDINGS + 1];
+
 	for (uint32_t i = 0; i < r->binding_count; i++)
 		args[i] = &r->ptr[i];
 	args[r->binding_count] = r->params;
+	return issue(dev, q, d, fn, blocks, 1, 1, args);
 }
 
 static wafer_status launch_elementwise(struct cuda_device *dev,
@@ -571,7 +577,6 @@ static wafer_status launch_elementwise(struct cuda_device *dev,
 				       const struct cuda_kernel_desc *d,
 				       struct resolved *r, CUfunction fn)
 {
-	void *args[MAX_BINDINGS + 1];
 	wafer_status status;
 	uint64_t count;
 
@@ -582,9 +587,8 @@ static wafer_status launch_elementwise(struct cuda_device *dev,
 		return status;
 	if (count == 0)
 		return WAFER_OK;
-	kernel_args(r, args);
-	return issue(dev, q, d, fn,
-		     grid_for(dev, d, count, 16 / d->element_size), 1, 1, args);
+	return issue_1d(dev, q, d, fn,
+			grid_for(dev, d, count, 16 / d->element_size), r);
 }
 
 /* 32-bit indices serve a launch whose every index, and the grid-stride
@@ -597,7 +601,6 @@ static wafer_status launch_strided(struct cuda_device *dev,
 				   struct resolved *r, size_t index)
 {
 	struct wafer_binary_strided_params p;
-	void *args[MAX_BINDINGS + 1];
 	uint64_t count, ra, rb;
 	wafer_status status;
 
@@ -607,12 +610,11 @@ static wafer_status launch_strided(struct cuda_device *dev,
 						   &ra, &rb);
 	if (status != WAFER_OK)
 		return status;
-	kernel_args(r, args);
 	int narrow = count < NARROW_LIMIT && ra < NARROW_LIMIT &&
 		     rb < NARROW_LIMIT;
-	return issue(dev, q, d,
-		     narrow ? dev->functions[index] : dev->wide[index],
-		     grid_for(dev, d, count, 1), 1, 1, args);
+	return issue_1d(dev, q, d,
+			narrow ? dev->functions[index] : dev->wide[index],
+			grid_for(dev, d, count, 1), r);
 }
 
 static wafer_status launch_gather(struct cuda_device *dev,
@@ -621,7 +623,6 @@ static wafer_status launch_gather(struct cuda_device *dev,
 				  struct resolved *r, size_t index)
 {
 	struct wafer_strided_copy_params p;
-	void *args[MAX_BINDINGS + 1];
 	uint64_t count, rin;
 	wafer_status status;
 
@@ -630,11 +631,10 @@ static wafer_status launch_gather(struct cuda_device *dev,
 						 d->element_size, &count, &rin);
 	if (status != WAFER_OK)
 		return status;
-	kernel_args(r, args);
 	int narrow = count < NARROW_LIMIT && rin < NARROW_LIMIT;
-	return issue(dev, q, d,
-		     narrow ? dev->functions[index] : dev->wide[index],
-		     grid_for(dev, d, count, 1), 1, 1, args);
+	return issue_1d(dev, q, d,
+			narrow ? dev->functions[index] : dev->wide[index],
+			grid_for(dev, d, count, 1), r);
 }
 
 static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
@@ -642,7 +642,6 @@ static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
 				struct resolved *r, size_t index)
 {
 	struct wafer_cast_params p;
-	void *args[MAX_BINDINGS + 1];
 	wafer_status status;
 	int target;
 
@@ -663,9 +662,8 @@ static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
 		return status;
 	if (p.count == 0)
 		return WAFER_OK;
-	kernel_args(r, args);
-	return issue(dev, q, d, dev->family[index][target],
-		     grid_for(dev, d, p.count, 1), 1, 1, args);
+	return issue_1d(dev, q, d, dev->family[index][target],
+			grid_for(dev, d, p.count, 1), r);
 }
 
 static wafer_status launch_rows(struct cuda_device *dev, struct cuda_queue *q,
@@ -673,7 +671,6 @@ static wafer_status launch_rows(struct cuda_device *dev, struct cuda_queue *q,
 				struct resolved *r, CUfunction fn)
 {
 	struct wafer_rows_params p;
-	void *args[MAX_BINDINGS + 1];
 	wafer_status status;
 	uint64_t blocks;
 
@@ -682,12 +679,11 @@ static wafer_status launch_rows(struct cuda_device *dev, struct cuda_queue *q,
 					 d->kind == CUDA_LAUNCH_ROWS_FULL, NULL);
 	if (status != WAFER_OK)
 		return status;
-	kernel_args(r, args);
 	/* A block per row, up to a few waves; the kernel loops past that. */
 	blocks = (uint64_t)dev->sm_count * 32;
 	if (blocks > p.rows)
 		blocks = p.rows;
-	return issue(dev, q, d, fn, (unsigned)blocks, 1, 1, args);
+	return issue_1d(dev, q, d, fn, (unsigned)blocks, r);
 }
 
 /* The descriptor of |d|'s fallback variant (same op and dtype). */
