@@ -111,30 +111,20 @@
 
 /* A matmul kernel: symbol wafer_matmul_<suffix>_<variant>, computing
  * tm x tn of C per block (the numbers in kernels/matmul.cu). */
-#define MM(variant_, dtype_, suffix_, size_, tm_, tn_)                         \
-	{                                                                      \
-		.op = WAFER_KERNEL_MATMUL, .variant = variant_,                \
-		.dtype = dtype_, .binding_count = 3,                           \
-		.params_size = sizeof(struct wafer_matmul_params),             \
-		.symbol = "wafer_matmul_" suffix_ "_" variant_,                \
-		.module = CUDA_MODULE_MATMUL, .kind = CUDA_LAUNCH_MATMUL,      \
-		.min_arch = 80, .threads = 256, .tile_m = tm_, .tile_n = tn_,  \
-		.element_size = size_,                                         \
-	}
+#define MM_FIELDS(variant_, dtype_, suffix_, size_, tm_, tn_)                  \
+	.op = WAFER_KERNEL_MATMUL, .variant = variant_, .dtype = dtype_,       \
+	.binding_count = 3,                                                    \
+	.params_size = sizeof(struct wafer_matmul_params),                     \
+	.symbol = "wafer_matmul_" suffix_ "_" variant_,                        \
+	.module = CUDA_MODULE_MATMUL, .kind = CUDA_LAUNCH_MATMUL,              \
+	.min_arch = 80, .threads = 256, .tile_m = tm_, .tile_n = tn_,          \
+	.element_size = size_
+#define MM(...) {MM_FIELDS(__VA_ARGS__)}
 
 /* Register-blocked, one kernel per layout; tile64 serves what they
  * cannot. */
-#define MM_REG(variant_, dtype_, suffix_, size_, tm_, tn_)                     \
-	{                                                                      \
-		.op = WAFER_KERNEL_MATMUL, .variant = variant_,                \
-		.dtype = dtype_, .binding_count = 3,                           \
-		.params_size = sizeof(struct wafer_matmul_params),             \
-		.symbol = "wafer_matmul_" suffix_ "_" variant_,                \
-		.layouts = 1, .fallback = "tile64",                            \
-		.module = CUDA_MODULE_MATMUL, .kind = CUDA_LAUNCH_MATMUL,      \
-		.min_arch = 80, .threads = 256, .tile_m = tm_, .tile_n = tn_,  \
-		.element_size = size_,                                         \
-	}
+#define MM_REG(...)                                                            \
+	{MM_FIELDS(__VA_ARGS__), .layouts = 1, .fallback = "tile64"}
 
 #define MM_CUBLAS(dtype_, size_)                                               \
 	{                                                                      \
@@ -337,38 +327,38 @@ static wafer_status get_function(struct cuda_device *device,
 			 module_names[module], name);
 }
 
-/* The functions behind descriptor |i|. */
-static wafer_status resolve_desc(struct cuda_device *device, size_t i)
+/* The functions of family descriptor |i|: its symbol followed by each of
+ * the |n| suffixes; the table entry takes the first (it needs a non-NULL
+ * function too). */
+static wafer_status resolve_family(struct cuda_device *device, size_t i,
+				   const char *const *suffixes, int n)
 {
 	const struct cuda_kernel_desc *d = &cuda_kernel_descs[i];
 	wafer_status status = WAFER_OK;
 	char name[128];
 
+	for (int t = 0; t < n && status == WAFER_OK; t++) {
+		snprintf(name, sizeof name, "%s_%s", d->symbol, suffixes[t]);
+		status = get_function(device, d->module, name,
+				      &device->family[i][t]);
+	}
+	device->functions[i] = device->family[i][0];
+	return status;
+}
+
+/* The functions behind descriptor |i|. */
+static wafer_status resolve_desc(struct cuda_device *device, size_t i)
+{
+	static const char *const layouts[4] = {"nn", "nt", "tn", "tt"};
+	const struct cuda_kernel_desc *d = &cuda_kernel_descs[i];
+	wafer_status status;
+
 	if (!d->symbol)
 		return WAFER_OK;
-	if (d->kind == CUDA_LAUNCH_CAST) {
-		for (int t = 0; t < CUDA_FAMILY_MAX && status == WAFER_OK;
-		     t++) {
-			snprintf(name, sizeof name, "%s_%s", d->symbol,
-				 cast_names[t]);
-			status = get_function(device, d->module, name,
-					      &device->family[i][t]);
-		}
-		/* The table entry needs a non-NULL function too. */
-		device->functions[i] = device->family[i][0];
-		return status;
-	}
-	if (d->layouts) {
-		static const char *const layouts[4] = {"nn", "nt", "tn", "tt"};
-		for (int t = 0; t < 4 && status == WAFER_OK; t++) {
-			snprintf(name, sizeof name, "%s_%s", d->symbol,
-				 layouts[t]);
-			status = get_function(device, d->module, name,
-					      &device->family[i][t]);
-		}
-		device->functions[i] = device->family[i][0];
-		return status;
-	}
+	if (d->kind == CUDA_LAUNCH_CAST)
+		return resolve_family(device, i, cast_names, CUDA_FAMILY_MAX);
+	if (d->layouts)
+		return resolve_family(device, i, layouts, 4);
 	status = get_function(device, d->module, d->symbol,
 			      &device->functions[i]);
 	if (status == WAFER_OK && d->symbol_wide)
