@@ -17,7 +17,6 @@
 
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -462,23 +461,6 @@ struct resolved {
 	struct wafer_plugin_reach reach;
 };
 
-static wafer_status refuse(const struct cuda_device *dev, wafer_status status,
-			   const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-static wafer_status refuse(const struct cuda_device *dev, wafer_status status,
-			   const char *format, ...)
-{
-	char text[512];
-	va_list ap;
-
-	va_start(ap, format);
-	vsnprintf(text, sizeof text, format, ap);
-	va_end(ap);
-	dev->host->set_error("cuda: launch %s", text);
-	return status;
-}
-
-#define invalid(dev, ...) refuse(dev, WAFER_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
 /* Resolves |launch| (which the core checked against the table entry:
  * binding count, parameter size, bindings inside their handles and
@@ -493,10 +475,13 @@ static wafer_status resolve(const struct cuda_device *dev,
 
 	if (status != WAFER_OK)
 		return status;
-	if (d->params_size > sizeof r->params || d->binding_count > MAX_BINDINGS)
-		return refuse(dev, WAFER_ERROR_INTERNAL,
-			      "%s: a descriptor past the plugin's limits",
-			      d->op);
+	if (d->params_size > sizeof r->params ||
+	    d->binding_count > MAX_BINDINGS) {
+		dev->host->set_error("cuda: launch %s: a descriptor past the "
+				     "plugin's limits",
+				     d->op);
+		return WAFER_ERROR_INTERNAL;
+	}
 	r->binding_count = d->binding_count;
 	for (uint32_t i = 0; i < d->binding_count; i++) {
 		const struct wafer_binding *b =
@@ -638,12 +623,13 @@ static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
 	memcpy(&p, r->params, sizeof p);
 	target = cast_target(p.dtype_out);
 	if ((wafer_dtype)p.dtype_in != d->dtype || target < 0)
-		return invalid(dev, "cast: from %s to %s on the entry for %s "
-			       "(targets: float32, float16, bfloat16, int32, "
-			       "uint8, float64, int64)",
-			       wafer_plugin_dtype_name(p.dtype_in),
-			       wafer_plugin_dtype_name(p.dtype_out),
-			       wafer_plugin_dtype_name(d->dtype));
+		return wafer_plugin_reach_fail(
+			&r->reach, WAFER_ERROR_INVALID_ARGUMENT,
+			"from %s to %s on the entry for %s (targets: float32, "
+			"float16, bfloat16, int32, uint8, float64, int64)",
+			wafer_plugin_dtype_name(p.dtype_in),
+			wafer_plugin_dtype_name(p.dtype_out),
+			wafer_plugin_dtype_name(d->dtype));
 	if ((status = wafer_plugin_check_holds(
 		     &r->reach, 0, p.count,
 		     wafer_plugin_dtype_size(p.dtype_out))) ||
@@ -727,9 +713,13 @@ static wafer_status launch_matmul(struct cuda_device *dev,
 					[p.transpose_a * 2 + p.transpose_b];
 		} else {
 			const struct cuda_kernel_desc *f = fallback_of(d);
-			if (!f || !dev->functions[f - cuda_kernel_descs])
-				return invalid(dev, "matmul (%s): no fallback "
-					       "for this layout", d->variant);
+			if (!f || !dev->functions[f - cuda_kernel_descs]) {
+				dev->host->set_error("cuda: launch matmul (%s): "
+						     "no fallback for this "
+						     "layout",
+						     d->variant);
+				return WAFER_ERROR_INVALID_ARGUMENT;
+			}
 			d = f;
 			fn = dev->functions[f - cuda_kernel_descs];
 		}
@@ -749,8 +739,10 @@ static wafer_status launch_matmul(struct cuda_device *dev,
 	};
 	gx = (p.n + d->tile_n - 1) / d->tile_n;
 	if (gx > INT_MAX)
-		return invalid(dev, "matmul: n = %" PRIu64 " is too large",
-			       p.n);
+		return wafer_plugin_reach_fail(&r->reach,
+					       WAFER_ERROR_INVALID_ARGUMENT,
+					       "n = %" PRIu64 " is too large",
+					       p.n);
 	/* Grid y (row tiles) and z (batch) stop at 65535: larger problems
 	 * go in several launches over parts of C. */
 	rows_max = (uint64_t)GRID_YZ_MAX * d->tile_m;
@@ -791,9 +783,12 @@ wafer_status cuda_kernels_launch(struct cuda_device *device,
 	struct resolved r;
 	wafer_status status;
 
-	if (!offered(device, desc) || (desc->symbol && !fn))
-		return invalid(device, "%s (%s): not offered on cuda:%" PRIu32,
-			       desc->op, desc->variant, device->index);
+	if (!offered(device, desc) || (desc->symbol && !fn)) {
+		device->host->set_error("cuda: launch %s (%s): not offered on "
+					"cuda:%" PRIu32,
+					desc->op, desc->variant, device->index);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
 	status = resolve(device, desc, launch, &r);
 	if (status != WAFER_OK)
 		return status;
