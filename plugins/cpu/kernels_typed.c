@@ -286,14 +286,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 			memcpy((T *)job->out + begin, (const T *)job->a + begin, \
 			       (end - begin) * sizeof(T));                     \
 	}                                                                      \
-	static wafer_status run_copy_##sfx(const struct cpu_kernel_args *args) \
-	{                                                                      \
-		return run_job(args,                                           \
-			       (size_t)elementwise_count(args->params),        \
-			       CPU_GRAIN, copy_##sfx##_range);                 \
-	}                                                                      \
-	CPU_COUNTED_IMPL(copy_##sfx##_impl, elementwise_count, sizeof(T),      \
-			 run_copy_##sfx);                                      \
+	COUNTED_RUN(copy_##sfx, elementwise_count, T)                          \
 	static void gather_##sfx##_range(void *ctx, size_t begin, size_t end)  \
 	{                                                                      \
 		const struct typed_job *job = ctx;                             \

@@ -363,6 +363,10 @@ wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 
 /* event.c: events and host callbacks (the server's ABI 1.5 entries). */
 WAFER_PLUGIN_EVENT_ENTRIES(cuda);
+/* A new event of |flags|, recorded on |stream| (context current); on
+ * failure *out is NULL and nothing is left to destroy. */
+CUresult cuda_event_recorded(const struct cuda_driver *drv, CUstream stream,
+			     unsigned flags, CUevent *out);
 
 /* Native graphs (graph.c). */
 WAFER_PLUGIN_GRAPH_ENTRIES(cuda);

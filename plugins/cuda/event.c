@@ -33,6 +33,23 @@ wafer_status cuda_event_create(void *device, uint32_t flags, void **out_event)
 	return WAFER_OK;
 }
 
+CUresult cuda_event_recorded(const struct cuda_driver *drv, CUstream stream,
+			     unsigned flags, CUevent *out)
+{
+	CUresult result = drv->cuEventCreate(out, flags);
+
+	if (result != CUDA_SUCCESS) {
+		*out = NULL;
+		return result;
+	}
+	result = drv->cuEventRecord(*out, stream);
+	if (result != CUDA_SUCCESS) {
+		drv->cuEventDestroy(*out);
+		*out = NULL;
+	}
+	return result;
+}
+
 void cuda_event_destroy(void *device, void *event)
 {
 	struct cuda_device *dev = device;

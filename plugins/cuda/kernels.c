@@ -17,7 +17,6 @@
 
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,30 +110,20 @@
 
 /* A matmul kernel: symbol wafer_matmul_<suffix>_<variant>, computing
  * tm x tn of C per block (the numbers in kernels/matmul.cu). */
-#define MM(variant_, dtype_, suffix_, size_, tm_, tn_)                         \
-	{                                                                      \
-		.op = WAFER_KERNEL_MATMUL, .variant = variant_,                \
-		.dtype = dtype_, .binding_count = 3,                           \
-		.params_size = sizeof(struct wafer_matmul_params),             \
-		.symbol = "wafer_matmul_" suffix_ "_" variant_,                \
-		.module = CUDA_MODULE_MATMUL, .kind = CUDA_LAUNCH_MATMUL,      \
-		.min_arch = 80, .threads = 256, .tile_m = tm_, .tile_n = tn_,  \
-		.element_size = size_,                                         \
-	}
+#define MM_FIELDS(variant_, dtype_, suffix_, size_, tm_, tn_)                  \
+	.op = WAFER_KERNEL_MATMUL, .variant = variant_, .dtype = dtype_,       \
+	.binding_count = 3,                                                    \
+	.params_size = sizeof(struct wafer_matmul_params),                     \
+	.symbol = "wafer_matmul_" suffix_ "_" variant_,                        \
+	.module = CUDA_MODULE_MATMUL, .kind = CUDA_LAUNCH_MATMUL,              \
+	.min_arch = 80, .threads = 256, .tile_m = tm_, .tile_n = tn_,          \
+	.element_size = size_
+#define MM(...) {MM_FIELDS(__VA_ARGS__)}
 
 /* Register-blocked, one kernel per layout; tile64 serves what they
  * cannot. */
-#define MM_REG(variant_, dtype_, suffix_, size_, tm_, tn_)                     \
-	{                                                                      \
-		.op = WAFER_KERNEL_MATMUL, .variant = variant_,                \
-		.dtype = dtype_, .binding_count = 3,                           \
-		.params_size = sizeof(struct wafer_matmul_params),             \
-		.symbol = "wafer_matmul_" suffix_ "_" variant_,                \
-		.layouts = 1, .fallback = "tile64",                            \
-		.module = CUDA_MODULE_MATMUL, .kind = CUDA_LAUNCH_MATMUL,      \
-		.min_arch = 80, .threads = 256, .tile_m = tm_, .tile_n = tn_,  \
-		.element_size = size_,                                         \
-	}
+#define MM_REG(...)                                                            \
+	{MM_FIELDS(__VA_ARGS__), .layouts = 1, .fallback = "tile64"}
 
 #define MM_CUBLAS(dtype_, size_)                                               \
 	{                                                                      \
@@ -337,38 +326,38 @@ static wafer_status get_function(struct cuda_device *device,
 			 module_names[module], name);
 }
 
-/* The functions behind descriptor |i|. */
-static wafer_status resolve_desc(struct cuda_device *device, size_t i)
+/* The functions of family descriptor |i|: its symbol followed by each of
+ * the |n| suffixes; the table entry takes the first (it needs a non-NULL
+ * function too). */
+static wafer_status resolve_family(struct cuda_device *device, size_t i,
+				   const char *const *suffixes, int n)
 {
 	const struct cuda_kernel_desc *d = &cuda_kernel_descs[i];
 	wafer_status status = WAFER_OK;
 	char name[128];
 
+	for (int t = 0; t < n && status == WAFER_OK; t++) {
+		snprintf(name, sizeof name, "%s_%s", d->symbol, suffixes[t]);
+		status = get_function(device, d->module, name,
+				      &device->family[i][t]);
+	}
+	device->functions[i] = device->family[i][0];
+	return status;
+}
+
+/* The functions behind descriptor |i|. */
+static wafer_status resolve_desc(struct cuda_device *device, size_t i)
+{
+	static const char *const layouts[4] = {"nn", "nt", "tn", "tt"};
+	const struct cuda_kernel_desc *d = &cuda_kernel_descs[i];
+	wafer_status status;
+
 	if (!d->symbol)
 		return WAFER_OK;
-	if (d->kind == CUDA_LAUNCH_CAST) {
-		for (int t = 0; t < CUDA_FAMILY_MAX && status == WAFER_OK;
-		     t++) {
-			snprintf(name, sizeof name, "%s_%s", d->symbol,
-				 cast_names[t]);
-			status = get_function(device, d->module, name,
-					      &device->family[i][t]);
-		}
-		/* The table entry needs a non-NULL function too. */
-		device->functions[i] = device->family[i][0];
-		return status;
-	}
-	if (d->layouts) {
-		static const char *const layouts[4] = {"nn", "nt", "tn", "tt"};
-		for (int t = 0; t < 4 && status == WAFER_OK; t++) {
-			snprintf(name, sizeof name, "%s_%s", d->symbol,
-				 layouts[t]);
-			status = get_function(device, d->module, name,
-					      &device->family[i][t]);
-		}
-		device->functions[i] = device->family[i][0];
-		return status;
-	}
+	if (d->kind == CUDA_LAUNCH_CAST)
+		return resolve_family(device, i, cast_names, CUDA_FAMILY_MAX);
+	if (d->layouts)
+		return resolve_family(device, i, layouts, 4);
 	status = get_function(device, d->module, d->symbol,
 			      &device->functions[i]);
 	if (status == WAFER_OK && d->symbol_wide)
@@ -472,23 +461,6 @@ struct resolved {
 	struct wafer_plugin_reach reach;
 };
 
-static wafer_status refuse(const struct cuda_device *dev, wafer_status status,
-			   const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-static wafer_status refuse(const struct cuda_device *dev, wafer_status status,
-			   const char *format, ...)
-{
-	char text[512];
-	va_list ap;
-
-	va_start(ap, format);
-	vsnprintf(text, sizeof text, format, ap);
-	va_end(ap);
-	dev->host->set_error("cuda: launch %s", text);
-	return status;
-}
-
-#define invalid(dev, ...) refuse(dev, WAFER_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
 /* Resolves |launch| (which the core checked against the table entry:
  * binding count, parameter size, bindings inside their handles and
@@ -503,10 +475,13 @@ static wafer_status resolve(const struct cuda_device *dev,
 
 	if (status != WAFER_OK)
 		return status;
-	if (d->params_size > sizeof r->params || d->binding_count > MAX_BINDINGS)
-		return refuse(dev, WAFER_ERROR_INTERNAL,
-			      "%s: a descriptor past the plugin's limits",
-			      d->op);
+	if (d->params_size > sizeof r->params ||
+	    d->binding_count > MAX_BINDINGS) {
+		dev->host->set_error("cuda: launch %s: a descriptor past the "
+				     "plugin's limits",
+				     d->op);
+		return WAFER_ERROR_INTERNAL;
+	}
 	r->binding_count = d->binding_count;
 	for (uint32_t i = 0; i < d->binding_count; i++) {
 		const struct wafer_binding *b =
@@ -558,12 +533,18 @@ static unsigned grid_for(const struct cuda_device *dev,
 	return blocks ? (unsigned)blocks : 1;
 }
 
-/* The pointers and then the parameter block, as every kernel takes them. */
-static void kernel_args(struct resolved *r, void **args)
+/* issue() of a 1-D grid of |blocks|, passing the pointers of |r| and
+ * then its parameter block, as every kernel but matmul takes them. */
+static wafer_status issue_1d(struct cuda_device *dev, struct cuda_queue *q,
+			     const struct cuda_kernel_desc *d, CUfunction fn,
+			     unsigned blocks, struct resolved *r)
 {
+	void *args[MAX_BINDINGS + 1];
+
 	for (uint32_t i = 0; i < r->binding_count; i++)
 		args[i] = &r->ptr[i];
 	args[r->binding_count] = r->params;
+	return issue(dev, q, d, fn, blocks, 1, 1, args);
 }
 
 static wafer_status launch_elementwise(struct cuda_device *dev,
@@ -571,7 +552,6 @@ static wafer_status launch_elementwise(struct cuda_device *dev,
 				       const struct cuda_kernel_desc *d,
 				       struct resolved *r, CUfunction fn)
 {
-	void *args[MAX_BINDINGS + 1];
 	wafer_status status;
 	uint64_t count;
 
@@ -582,9 +562,8 @@ static wafer_status launch_elementwise(struct cuda_device *dev,
 		return status;
 	if (count == 0)
 		return WAFER_OK;
-	kernel_args(r, args);
-	return issue(dev, q, d, fn,
-		     grid_for(dev, d, count, 16 / d->element_size), 1, 1, args);
+	return issue_1d(dev, q, d, fn,
+			grid_for(dev, d, count, 16 / d->element_size), r);
 }
 
 /* 32-bit indices serve a launch whose every index, and the grid-stride
@@ -597,7 +576,6 @@ static wafer_status launch_strided(struct cuda_device *dev,
 				   struct resolved *r, size_t index)
 {
 	struct wafer_binary_strided_params p;
-	void *args[MAX_BINDINGS + 1];
 	uint64_t count, ra, rb;
 	wafer_status status;
 
@@ -607,12 +585,11 @@ static wafer_status launch_strided(struct cuda_device *dev,
 						   &ra, &rb);
 	if (status != WAFER_OK)
 		return status;
-	kernel_args(r, args);
 	int narrow = count < NARROW_LIMIT && ra < NARROW_LIMIT &&
 		     rb < NARROW_LIMIT;
-	return issue(dev, q, d,
-		     narrow ? dev->functions[index] : dev->wide[index],
-		     grid_for(dev, d, count, 1), 1, 1, args);
+	return issue_1d(dev, q, d,
+			narrow ? dev->functions[index] : dev->wide[index],
+			grid_for(dev, d, count, 1), r);
 }
 
 static wafer_status launch_gather(struct cuda_device *dev,
@@ -621,7 +598,6 @@ static wafer_status launch_gather(struct cuda_device *dev,
 				  struct resolved *r, size_t index)
 {
 	struct wafer_strided_copy_params p;
-	void *args[MAX_BINDINGS + 1];
 	uint64_t count, rin;
 	wafer_status status;
 
@@ -630,11 +606,10 @@ static wafer_status launch_gather(struct cuda_device *dev,
 						 d->element_size, &count, &rin);
 	if (status != WAFER_OK)
 		return status;
-	kernel_args(r, args);
 	int narrow = count < NARROW_LIMIT && rin < NARROW_LIMIT;
-	return issue(dev, q, d,
-		     narrow ? dev->functions[index] : dev->wide[index],
-		     grid_for(dev, d, count, 1), 1, 1, args);
+	return issue_1d(dev, q, d,
+			narrow ? dev->functions[index] : dev->wide[index],
+			grid_for(dev, d, count, 1), r);
 }
 
 static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
@@ -642,19 +617,19 @@ static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
 				struct resolved *r, size_t index)
 {
 	struct wafer_cast_params p;
-	void *args[MAX_BINDINGS + 1];
 	wafer_status status;
 	int target;
 
 	memcpy(&p, r->params, sizeof p);
 	target = cast_target(p.dtype_out);
 	if ((wafer_dtype)p.dtype_in != d->dtype || target < 0)
-		return invalid(dev, "cast: from %s to %s on the entry for %s "
-			       "(targets: float32, float16, bfloat16, int32, "
-			       "uint8, float64, int64)",
-			       wafer_plugin_dtype_name(p.dtype_in),
-			       wafer_plugin_dtype_name(p.dtype_out),
-			       wafer_plugin_dtype_name(d->dtype));
+		return wafer_plugin_reach_fail(
+			&r->reach, WAFER_ERROR_INVALID_ARGUMENT,
+			"from %s to %s on the entry for %s (targets: float32, "
+			"float16, bfloat16, int32, uint8, float64, int64)",
+			wafer_plugin_dtype_name(p.dtype_in),
+			wafer_plugin_dtype_name(p.dtype_out),
+			wafer_plugin_dtype_name(d->dtype));
 	if ((status = wafer_plugin_check_holds(
 		     &r->reach, 0, p.count,
 		     wafer_plugin_dtype_size(p.dtype_out))) ||
@@ -663,9 +638,8 @@ static wafer_status launch_cast(struct cuda_device *dev, struct cuda_queue *q,
 		return status;
 	if (p.count == 0)
 		return WAFER_OK;
-	kernel_args(r, args);
-	return issue(dev, q, d, dev->family[index][target],
-		     grid_for(dev, d, p.count, 1), 1, 1, args);
+	return issue_1d(dev, q, d, dev->family[index][target],
+			grid_for(dev, d, p.count, 1), r);
 }
 
 static wafer_status launch_rows(struct cuda_device *dev, struct cuda_queue *q,
@@ -673,7 +647,6 @@ static wafer_status launch_rows(struct cuda_device *dev, struct cuda_queue *q,
 				struct resolved *r, CUfunction fn)
 {
 	struct wafer_rows_params p;
-	void *args[MAX_BINDINGS + 1];
 	wafer_status status;
 	uint64_t blocks;
 
@@ -682,12 +655,11 @@ static wafer_status launch_rows(struct cuda_device *dev, struct cuda_queue *q,
 					 d->kind == CUDA_LAUNCH_ROWS_FULL, NULL);
 	if (status != WAFER_OK)
 		return status;
-	kernel_args(r, args);
 	/* A block per row, up to a few waves; the kernel loops past that. */
 	blocks = (uint64_t)dev->sm_count * 32;
 	if (blocks > p.rows)
 		blocks = p.rows;
-	return issue(dev, q, d, fn, (unsigned)blocks, 1, 1, args);
+	return issue_1d(dev, q, d, fn, (unsigned)blocks, r);
 }
 
 /* The descriptor of |d|'s fallback variant (same op and dtype). */
@@ -741,9 +713,13 @@ static wafer_status launch_matmul(struct cuda_device *dev,
 					[p.transpose_a * 2 + p.transpose_b];
 		} else {
 			const struct cuda_kernel_desc *f = fallback_of(d);
-			if (!f || !dev->functions[f - cuda_kernel_descs])
-				return invalid(dev, "matmul (%s): no fallback "
-					       "for this layout", d->variant);
+			if (!f || !dev->functions[f - cuda_kernel_descs]) {
+				dev->host->set_error("cuda: launch matmul (%s): "
+						     "no fallback for this "
+						     "layout",
+						     d->variant);
+				return WAFER_ERROR_INVALID_ARGUMENT;
+			}
 			d = f;
 			fn = dev->functions[f - cuda_kernel_descs];
 		}
@@ -763,8 +739,10 @@ static wafer_status launch_matmul(struct cuda_device *dev,
 	};
 	gx = (p.n + d->tile_n - 1) / d->tile_n;
 	if (gx > INT_MAX)
-		return invalid(dev, "matmul: n = %" PRIu64 " is too large",
-			       p.n);
+		return wafer_plugin_reach_fail(&r->reach,
+					       WAFER_ERROR_INVALID_ARGUMENT,
+					       "n = %" PRIu64 " is too large",
+					       p.n);
 	/* Grid y (row tiles) and z (batch) stop at 65535: larger problems
 	 * go in several launches over parts of C. */
 	rows_max = (uint64_t)GRID_YZ_MAX * d->tile_m;
@@ -805,9 +783,12 @@ wafer_status cuda_kernels_launch(struct cuda_device *device,
 	struct resolved r;
 	wafer_status status;
 
-	if (!offered(device, desc) || (desc->symbol && !fn))
-		return invalid(device, "%s (%s): not offered on cuda:%" PRIu32,
-			       desc->op, desc->variant, device->index);
+	if (!offered(device, desc) || (desc->symbol && !fn)) {
+		device->host->set_error("cuda: launch %s (%s): not offered on "
+					"cuda:%" PRIu32,
+					desc->op, desc->variant, device->index);
+		return WAFER_ERROR_INVALID_ARGUMENT;
+	}
 	status = resolve(device, desc, launch, &r);
 	if (status != WAFER_OK)
 		return status;

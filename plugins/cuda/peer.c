@@ -45,9 +45,8 @@ static wafer_status order_after(struct cuda_device *from_dev,
 	status = cuda_enter(from_dev);
 	if (status != WAFER_OK)
 		return status;
-	result = drv->cuEventCreate(&event, CU_EVENT_DISABLE_TIMING);
-	if (result == CUDA_SUCCESS)
-		result = drv->cuEventRecord(event, from->stream);
+	result = cuda_event_recorded(drv, from->stream,
+				     CU_EVENT_DISABLE_TIMING, &event);
 	if (result == CUDA_SUCCESS) {
 		status = cuda_enter(to_dev);
 		if (status == WAFER_OK)

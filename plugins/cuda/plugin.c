@@ -595,13 +595,17 @@ static int attribute(const struct cuda_driver *drv, CUdevice dev,
 	return value;
 }
 
+/* The facts of device |index|, or no_such_device's failure. */
 static wafer_status read_facts(const struct cuda_state *state, uint32_t index,
 			       struct device_facts *f)
 {
 	const struct cuda_driver *drv = &state->driver;
-	int ordinal = state->ordinals[index];
+	int ordinal;
 	CUresult result;
 
+	if (state->unavailable[0] || index >= state->device_count)
+		return no_such_device(state, index);
+	ordinal = state->ordinals[index];
 	memset(f, 0, sizeof *f);
 	result = drv->cuDeviceGet(&f->cu, ordinal);
 	if (result == CUDA_SUCCESS)
@@ -654,8 +658,6 @@ static wafer_status cuda_device_info(void *state, uint32_t index,
 	struct device_facts f;
 	wafer_status status;
 
-	if (st->unavailable[0] || index >= st->device_count)
-		return no_such_device(st, index);
 	status = read_facts(st, index, &f);
 	if (status != WAFER_OK)
 		return status;
@@ -707,8 +709,6 @@ static wafer_status cuda_device_open(void *state, uint32_t index,
 	CUresult result;
 
 	*out_device = NULL;
-	if (st->unavailable[0] || index >= st->device_count)
-		return no_such_device(st, index);
 	status = read_facts(st, index, &f);
 	if (status != WAFER_OK)
 		return status;

@@ -223,12 +223,8 @@ static wafer_status cuda_server_timer_begin(void *device, void *queue,
 	t = wafer_plugin_calloc(dev->host, sizeof *t, "cuda: cannot allocate a timer");
 	if (!t)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	result = dev->drv->cuEventCreate(&t->start, CU_EVENT_DEFAULT);
-	if (result == CUDA_SUCCESS) {
-		result = dev->drv->cuEventRecord(t->start, q->stream);
-		if (result != CUDA_SUCCESS)
-			dev->drv->cuEventDestroy(t->start);
-	}
+	result = cuda_event_recorded(dev->drv, q->stream, CU_EVENT_DEFAULT,
+				     &t->start);
 	if (result != CUDA_SUCCESS) {
 		free(t);
 		return cuda_fail(dev->state, result, "timer_begin");
@@ -253,9 +249,7 @@ static wafer_status cuda_server_timer_end(void *device, void *queue,
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		goto out;
-	result = drv->cuEventCreate(&end, CU_EVENT_DEFAULT);
-	if (result == CUDA_SUCCESS)
-		result = drv->cuEventRecord(end, q->stream);
+	result = cuda_event_recorded(drv, q->stream, CU_EVENT_DEFAULT, &end);
 	if (result == CUDA_SUCCESS)
 		result = drv->cuEventSynchronize(end);
 	if (result == CUDA_SUCCESS)

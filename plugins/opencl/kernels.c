@@ -475,11 +475,13 @@ static void arg_f32(struct args *a, float v)
 	arg(a, sizeof x, &x);
 }
 
-/* A binding: the buffer and its offset in elements. */
-static void arg_binding(struct args *a, const struct job *j, int i)
+/* Bindings 0 to |n| - 1, each as its buffer and its offset in elements. */
+static void arg_bindings(struct args *a, const struct job *j, int n)
 {
-	arg(a, sizeof(cl_mem), &j->bind[i].mem);
-	arg_u64(a, j->bind[i].offset / j->elem[i]);
+	for (int i = 0; i < n; i++) {
+		arg(a, sizeof(cl_mem), &j->bind[i].mem);
+		arg_u64(a, j->bind[i].offset / j->elem[i]);
+	}
 }
 
 /* Elements in a shape of |rank| dimensions. */
@@ -719,20 +721,17 @@ static wafer_status run_1d(const struct job *j)
 	}
 	case FAM_UNARY:
 	case FAM_BINARY:
-		for (int i = 0; i < (d->family == FAM_UNARY ? 2 : 3); i++)
-			arg_binding(&a, j, i);
+		arg_bindings(&a, j, d->family == FAM_UNARY ? 2 : 3);
 		arg_u64(&a, n = p->ew.count);
 		break;
 	case FAM_SCALAR:
-		arg_binding(&a, j, 0);
-		arg_binding(&a, j, 1);
+		arg_bindings(&a, j, 2);
 		arg_u64(&a, n = p->scalar.count);
 		arg_scalar(&a, p->scalar.scalar, d->dtype);
 		arg_u32(&a, p->scalar.scalar_first ? 1 : 0);
 		break;
 	case FAM_STRIDED:
-		for (int i = 0; i < 3; i++)
-			arg_binding(&a, j, i);
+		arg_bindings(&a, j, 3);
 		arg_u32(&a, p->strided.rank);
 		arg_vec8(&a, p->strided.shape);
 		arg_vec8(&a, p->strided.a_strides);
@@ -742,8 +741,7 @@ static wafer_status run_1d(const struct job *j)
 		arg_u64(&a, n = shape_count(p->strided.shape, p->strided.rank));
 		break;
 	case FAM_COPY_STRIDED:
-		arg_binding(&a, j, 0);
-		arg_binding(&a, j, 1);
+		arg_bindings(&a, j, 2);
 		arg_u32(&a, p->copy.rank);
 		arg_vec8(&a, p->copy.shape);
 		arg_vec8(&a, p->copy.strides);
@@ -751,8 +749,7 @@ static wafer_status run_1d(const struct job *j)
 		arg_u64(&a, n = shape_count(p->copy.shape, p->copy.rank));
 		break;
 	case FAM_CAST:
-		arg_binding(&a, j, 0);
-		arg_binding(&a, j, 1);
+		arg_bindings(&a, j, 2);
 		arg_u64(&a, n = p->cast.count);
 		break;
 	default:
@@ -780,8 +777,7 @@ static wafer_status run_rows(const struct job *j)
 	local = floor_pow2(wg < 256 ? wg : 256);
 	while (local > 1 && local / 2 >= p->cols)
 		local /= 2;
-	arg_binding(&a, j, 0);
-	arg_binding(&a, j, 1);
+	arg_bindings(&a, j, 2);
 	arg_u64(&a, p->rows);
 	arg_u64(&a, p->cols);
 	/* Room for 8-byte elements: int64 and float64 reduce in their own
@@ -806,8 +802,7 @@ static wafer_status run_matmul(const struct job *j)
 	status = queue_kernel(j->q, j->desc, 0, &a.kernel, &wg);
 	if (status != WAFER_OK)
 		return status;
-	for (int i = 0; i < 3; i++)
-		arg_binding(&a, j, i);
+	arg_bindings(&a, j, 3);
 	arg_u64(&a, p->m);
 	arg_u64(&a, p->n);
 	arg_u64(&a, p->k);

@@ -26,22 +26,15 @@
 
 /* U: where T's arithmetic is done (wraps for the integers). */
 template <typename T> struct Num;
-template <> struct Num<double> {
-	typedef double U;
-	static const bool integer = false;
-};
-template <> struct Num<int32_t> {
-	typedef uint32_t U;
-	static const bool integer = true;
-};
-template <> struct Num<int64_t> {
-	typedef uint64_t U;
-	static const bool integer = true;
-};
-template <> struct Num<uint8_t> {
-	typedef uint32_t U;
-	static const bool integer = true;
-};
+#define NUM(T, ARITHMETIC, INTEGER)                                            \
+	template <> struct Num<T> {                                            \
+		typedef ARITHMETIC U;                                          \
+		static const bool integer = INTEGER;                           \
+	};
+NUM(double, double, false)
+NUM(int32_t, uint32_t, true)
+NUM(int64_t, uint64_t, true)
+NUM(uint8_t, uint32_t, true)
 
 /* plugin.h's cast rule from a double (fill values, scalars): integers
  * truncate toward zero and saturate, NaN gives 0. */

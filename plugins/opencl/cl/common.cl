@@ -77,6 +77,21 @@ long idiv_i64(long a, long b)
 	return b == 0 ? 0 : b == -1 ? (long)(0ul - (ulong)a) : a / b;
 }
 
+/* The six binary operations as KIND(name, DT, CT, expression of x and
+ * y), for element type DT computed in CT: division, max and min are
+ * what differs between the types. */
+#define BINARY_OPS(KIND, DT, CT, DIV, MAX, MIN)                                \
+	KIND(add, DT, CT, x + y)                                               \
+	KIND(sub, DT, CT, x - y)                                               \
+	KIND(mul, DT, CT, x * y)                                               \
+	KIND(div, DT, CT, DIV)                                                 \
+	KIND(max, DT, CT, MAX)                                                 \
+	KIND(min, DT, CT, MIN)
+#define FLOAT_BINARY_OPS(KIND, DT)                                             \
+	BINARY_OPS(KIND, DT, float, x / y, max_nan(x, y), min_nan(x, y))
+#define INT_BINARY_OPS(KIND, DT)                                               \
+	BINARY_OPS(KIND, DT, ST_##DT, idiv_##DT(x, y), max(x, y), min(x, y))
+
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define ST_f64 double
@@ -92,4 +107,8 @@ double min_nan_f64(double a, double b)
 {
 	return isnan(a) || isnan(b) ? a + b : fmin(a, b);
 }
+
+#define F64_BINARY_OPS(KIND)                                                   \
+	BINARY_OPS(KIND, f64, double, x / y, max_nan_f64(x, y),                \
+		   min_nan_f64(x, y))
 #endif

@@ -10,7 +10,9 @@ __kernel void noop(void)
 {
 }
 
-#define UNARY(NAME, DT, EXPR)                                                  \
+/* The kernels of element type DT, computing in CT: float for f32, f16
+ * and bf16 (see common.cl), the type itself for the others. */
+#define UNARY(NAME, DT, CT, EXPR)                                              \
 	__kernel void NAME##_##DT(__global ST_##DT *out, ulong out_off,        \
 				  __global const ST_##DT *in, ulong in_off,    \
 				  ulong n)                                     \
@@ -18,11 +20,11 @@ __kernel void noop(void)
 		size_t i = get_global_id(0);                                   \
 		if (i >= n)                                                    \
 			return;                                                \
-		float x = LOAD_##DT(in + in_off, i);                           \
+		CT x = LOAD_##DT(in + in_off, i);                              \
 		STORE_##DT(out + out_off, i, (EXPR));                          \
 	}
 
-#define BINARY(NAME, DT, EXPR)                                                 \
+#define BINARY(NAME, DT, CT, EXPR)                                             \
 	__kernel void NAME##_##DT(__global ST_##DT *out, ulong out_off,        \
 				  __global const ST_##DT *a, ulong a_off,      \
 				  __global const ST_##DT *b, ulong b_off,      \
@@ -31,150 +33,82 @@ __kernel void noop(void)
 		size_t i = get_global_id(0);                                   \
 		if (i >= n)                                                    \
 			return;                                                \
-		float x = LOAD_##DT(a + a_off, i);                             \
-		float y = LOAD_##DT(b + b_off, i);                             \
+		CT x = LOAD_##DT(a + a_off, i);                                \
+		CT y = LOAD_##DT(b + b_off, i);                                \
 		STORE_##DT(out + out_off, i, (EXPR));                          \
 	}
 
 /* s is the scalar already rounded to the dtype (the host does that);
  * scalar_first swaps the operands: s - a[i], s / a[i]. */
-#define SCALAR(NAME, DT, EXPR)                                                 \
+#define SCALAR(NAME, DT, CT, EXPR)                                             \
 	__kernel void NAME##_scalar_##DT(__global ST_##DT *out, ulong out_off, \
 					 __global const ST_##DT *a,            \
-					 ulong a_off, ulong n, float s,        \
+					 ulong a_off, ulong n, CT s,           \
 					 uint scalar_first)                    \
 	{                                                                      \
 		size_t i = get_global_id(0);                                   \
 		if (i >= n)                                                    \
 			return;                                                \
-		float v = LOAD_##DT(a + a_off, i);                             \
-		float x = scalar_first ? s : v;                                \
-		float y = scalar_first ? v : s;                                \
+		CT v = LOAD_##DT(a + a_off, i);                                \
+		CT x = scalar_first ? s : v;                                   \
+		CT y = scalar_first ? v : s;                                   \
 		STORE_##DT(out + out_off, i, (EXPR));                          \
 	}
 
-/* sigmoid without overflow: e^-|x| never overflows. */
-float sigmoid(float x)
-{
-	float e = exp(-fabs(x));
-	return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-}
-
-/* gelu, the tanh form the catalogue names, written as
- * 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
- * 1 + tanh(u) cancels for negative x (-5e-7 where the answer is -0). */
-float gelu(float x)
-{
-	float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-	return x * sigmoid(2.0f * u);
-}
-
-#define UNARY_ALL(DT)                                                          \
-	UNARY(neg, DT, -x)                                                     \
-	UNARY(abs, DT, fabs(x))                                                \
-	UNARY(exp, DT, exp(x))                                                 \
-	UNARY(log, DT, log(x))                                                 \
-	UNARY(sqrt, DT, sqrt(x))                                               \
-	UNARY(relu, DT, x > 0.0f || isnan(x) ? x : 0.0f)                                   \
-	UNARY(gelu, DT, gelu(x))                                               \
-	UNARY(sigmoid, DT, sigmoid(x))                                         \
-	UNARY(tanh, DT, tanh(x))
-
-#define BINARY_ALL(KIND, DT)                                                   \
-	KIND(add, DT, x + y)                                                   \
-	KIND(sub, DT, x - y)                                                   \
-	KIND(mul, DT, x * y)                                                   \
-	KIND(div, DT, x / y)                                                   \
-	KIND(max, DT, max_nan(x, y))                                           \
-	KIND(min, DT, min_nan(x, y))
-
-UNARY_ALL(f32)
-UNARY_ALL(f16)
-BINARY_ALL(BINARY, f32)
-BINARY_ALL(BINARY, f16)
-BINARY_ALL(SCALAR, f32)
-BINARY_ALL(SCALAR, f16)
-
-/* The integer and float64 kernels: the same families, computing in T. */
-#define TUNARY(NAME, DT, T, EXPR)                                              \
-	__kernel void NAME##_##DT(__global T *out, ulong out_off,              \
-				  __global const T *in, ulong in_off, ulong n) \
+/* sigmoid without overflow: e^-|x| never overflows. gelu, the tanh form
+ * the catalogue names, written as 0.5 x (1 + tanh(u)) = x sigmoid(2u),
+ * u = sqrt(2/pi) (x + 0.044715 x^3): 1 + tanh(u) cancels for negative x
+ * (-5e-7 where the answer is -0). Both in T, named with SFX; LIT is the
+ * suffix of a T literal (f for float, none for double). */
+#define SIGMOID_GELU(T, SFX, LIT)                                              \
+	T sigmoid##SFX(T x)                                                    \
 	{                                                                      \
-		size_t i = get_global_id(0);                                   \
-		if (i >= n)                                                    \
-			return;                                                \
-		T x = in[in_off + i];                                          \
-		out[out_off + i] = (EXPR);                                     \
-	}
-
-#define TBINARY(NAME, DT, T, EXPR)                                             \
-	__kernel void NAME##_##DT(__global T *out, ulong out_off,              \
-				  __global const T *a, ulong a_off,            \
-				  __global const T *b, ulong b_off, ulong n)   \
+		T e = exp(-fabs(x));                                           \
+		return x >= 0 ? 1 / (1 + e) : e / (1 + e);                     \
+	}                                                                      \
+	T gelu##SFX(T x)                                                       \
 	{                                                                      \
-		size_t i = get_global_id(0);                                   \
-		if (i >= n)                                                    \
-			return;                                                \
-		T x = a[a_off + i], y = b[b_off + i];                          \
-		out[out_off + i] = (EXPR);                                     \
+		T u = 0.7978845608028654##LIT *                                \
+		      (x + 0.044715##LIT * x * x * x);                         \
+		return x * sigmoid##SFX(2 * u);                                \
 	}
+SIGMOID_GELU(float, , f)
 
-#define TSCALAR(NAME, DT, T, EXPR)                                             \
-	__kernel void NAME##_scalar_##DT(__global T *out, ulong out_off,       \
-					 __global const T *a, ulong a_off,     \
-					 ulong n, T s, uint scalar_first)      \
-	{                                                                      \
-		size_t i = get_global_id(0);                                   \
-		if (i >= n)                                                    \
-			return;                                                \
-		T v = a[a_off + i];                                            \
-		T x = scalar_first ? s : v;                                    \
-		T y = scalar_first ? v : s;                                    \
-		out[out_off + i] = (EXPR);                                     \
-	}
+/* The unary operations of the floating types, computing in CT. */
+#define FLOAT_UNARY_OPS(DT, CT, GELU, SIGMOID)                                 \
+	UNARY(neg, DT, CT, -x)                                                 \
+	UNARY(abs, DT, CT, fabs(x))                                            \
+	UNARY(exp, DT, CT, exp(x))                                             \
+	UNARY(log, DT, CT, log(x))                                             \
+	UNARY(sqrt, DT, CT, sqrt(x))                                           \
+	UNARY(relu, DT, CT, x > 0 || isnan(x) ? x : 0)                         \
+	UNARY(gelu, DT, CT, GELU(x))                                           \
+	UNARY(sigmoid, DT, CT, SIGMOID(x))                                     \
+	UNARY(tanh, DT, CT, tanh(x))
 
-#define TBINARY_ALL(KIND, DT, T, DIV, MAX, MIN)                                \
-	KIND(add, DT, T, x + y)                                                \
-	KIND(sub, DT, T, x - y)                                                \
-	KIND(mul, DT, T, x * y)                                                \
-	KIND(div, DT, T, DIV)                                                  \
-	KIND(max, DT, T, MAX)                                                  \
-	KIND(min, DT, T, MIN)
+#define FLOAT_KERNELS(DT)                                                      \
+	FLOAT_UNARY_OPS(DT, float, gelu, sigmoid)                              \
+	FLOAT_BINARY_OPS(BINARY, DT)                                           \
+	FLOAT_BINARY_OPS(SCALAR, DT)
 
-#define TINTEGER(DT, T)                                                        \
-	TUNARY(neg, DT, T, -x)                                                 \
-	TUNARY(abs, DT, T, x < 0 ? -x : x)                                     \
-	TUNARY(relu, DT, T, x > 0 ? x : 0)                                     \
-	TBINARY_ALL(TBINARY, DT, T, idiv_##DT(x, y), max(x, y), min(x, y))      \
-	TBINARY_ALL(TSCALAR, DT, T, idiv_##DT(x, y), max(x, y), min(x, y))
+FLOAT_KERNELS(f32)
+FLOAT_KERNELS(f16)
 
-TINTEGER(i32, int)
-TINTEGER(i64, long)
+/* The integer and float64 kernels: the same families, computing in
+ * their own type. */
+#define INT_KERNELS(DT)                                                        \
+	UNARY(neg, DT, ST_##DT, -x)                                            \
+	UNARY(abs, DT, ST_##DT, x < 0 ? -x : x)                                \
+	UNARY(relu, DT, ST_##DT, x > 0 ? x : 0)                                \
+	INT_BINARY_OPS(BINARY, DT)                                             \
+	INT_BINARY_OPS(SCALAR, DT)
+
+INT_KERNELS(i32)
+INT_KERNELS(i64)
 
 #ifdef cl_khr_fp64
-double sigmoid_d(double x)
-{
-	double e = exp(-fabs(x));
-	return x >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-}
-
-double gelu_d(double x)
-{
-	double u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
-	return x * sigmoid_d(2.0 * u);
-}
-
-TUNARY(neg, f64, double, -x)
-TUNARY(abs, f64, double, fabs(x))
-TUNARY(exp, f64, double, exp(x))
-TUNARY(log, f64, double, log(x))
-TUNARY(sqrt, f64, double, sqrt(x))
-TUNARY(relu, f64, double, x > 0.0 || isnan(x) ? x : 0.0)
-TUNARY(gelu, f64, double, gelu_d(x))
-TUNARY(sigmoid, f64, double, sigmoid_d(x))
-TUNARY(tanh, f64, double, tanh(x))
-TBINARY_ALL(TBINARY, f64, double, x / y, max_nan_f64(x, y),
-	    min_nan_f64(x, y))
-TBINARY_ALL(TSCALAR, f64, double, x / y, max_nan_f64(x, y),
-	    min_nan_f64(x, y))
+SIGMOID_GELU(double, _d, )
+FLOAT_UNARY_OPS(f64, double, gelu_d, sigmoid_d)
+F64_BINARY_OPS(BINARY)
+F64_BINARY_OPS(SCALAR)
 #endif

@@ -42,7 +42,8 @@ ulong strided_pos(ulong i, uint rank, ulong8 shape, ulong8 strides)
 	return o;
 }
 
-#define STRIDED(NAME, DT, EXPR)                                                \
+/* Binary kernels of element type DT computing in CT (see elementwise.cl). */
+#define STRIDED(NAME, DT, CT, EXPR)                                            \
 	__kernel void NAME##_strided_##DT(                                     \
 		__global ST_##DT *out, ulong out_off,                          \
 		__global const ST_##DT *a, ulong a_off,                        \
@@ -55,21 +56,13 @@ ulong strided_pos(ulong i, uint rank, ulong8 shape, ulong8 strides)
 		if (i >= n)                                                    \
 			return;                                                \
 		strided_pos2(i, rank, shape, a_strides, b_strides, &pa, &pb);  \
-		float x = LOAD_##DT(a + a_off, a_offset + pa);                 \
-		float y = LOAD_##DT(b + b_off, b_offset + pb);                 \
+		CT x = LOAD_##DT(a + a_off, a_offset + pa);                    \
+		CT y = LOAD_##DT(b + b_off, b_offset + pb);                    \
 		STORE_##DT(out + out_off, i, (EXPR));                          \
 	}
 
-#define STRIDED_ALL(DT)                                                        \
-	STRIDED(add, DT, x + y)                                                \
-	STRIDED(sub, DT, x - y)                                                \
-	STRIDED(mul, DT, x * y)                                                \
-	STRIDED(div, DT, x / y)                                                \
-	STRIDED(max, DT, max_nan(x, y))                                        \
-	STRIDED(min, DT, min_nan(x, y))
-
-STRIDED_ALL(f32)
-STRIDED_ALL(f16)
+FLOAT_BINARY_OPS(STRIDED, f32)
+FLOAT_BINARY_OPS(STRIDED, f16)
 
 /* copy_strided moves bits: the element size is all that matters. */
 #define COPY_STRIDED(BITS, T)                                                  \
@@ -114,15 +107,19 @@ COPY_STRIDED(b16, ushort)
 	CAST(IN, i32,                                                          \
 	     out[out_off + i] = convert_int_sat_rtz(LOAD_##IN(in + in_off, i)))
 
-ushort bf16_from_int(int x)
-{
-	float f = convert_float_rtz(x);
-	uint u = as_uint(f);
-
-	if (convert_int_rtz(f) != x)
-		u |= 1u;
-	return bf16_from_float(as_float(u));
-}
+/* bf16_from_int and bf16_from_long: the integer truncated to f32 and
+ * marked inexact in its last bit, then rounded once to bf16. */
+#define BF16_FROM_INTEGER(T)                                                   \
+	ushort bf16_from_##T(T x)                                              \
+	{                                                                      \
+		float f = convert_float_rtz(x);                                \
+		uint u = as_uint(f);                                           \
+		if (convert_##T##_rtz(f) != x)                                 \
+			u |= 1u;                                               \
+		return bf16_from_float(as_float(u));                           \
+	}
+BF16_FROM_INTEGER(int)
+BF16_FROM_INTEGER(long)
 
 CAST_FLOAT(f32, f16)
 CAST_FLOAT(f32, bf16)
@@ -138,48 +135,14 @@ CAST(i32, f16, vstore_half_rte(convert_float_rte(in[in_off + i]), i,
 			       out + out_off))
 CAST(i32, bf16, out[out_off + i] = bf16_from_int(in[in_off + i]))
 
-/* Strided binary kernels of the integer types and float64, in T. */
-#define TSTRIDED(NAME, DT, T, EXPR)                                            \
-	__kernel void NAME##_strided_##DT(                                     \
-		__global T *out, ulong out_off, __global const T *a,           \
-		ulong a_off, __global const T *b, ulong b_off, uint rank,      \
-		ulong8 shape, ulong8 a_strides, ulong8 b_strides,              \
-		ulong a_offset, ulong b_offset, ulong n)                       \
-	{                                                                      \
-		size_t i = get_global_id(0);                                   \
-		ulong pa, pb;                                                  \
-		if (i >= n)                                                    \
-			return;                                                \
-		strided_pos2(i, rank, shape, a_strides, b_strides, &pa, &pb);  \
-		T x = a[a_off + a_offset + pa], y = b[b_off + b_offset + pb];  \
-		out[out_off + i] = (EXPR);                                     \
-	}
-
-#define TSTRIDED_ALL(DT, T, DIV, MAX, MIN)                                     \
-	TSTRIDED(add, DT, T, x + y)                                            \
-	TSTRIDED(sub, DT, T, x - y)                                            \
-	TSTRIDED(mul, DT, T, x * y)                                            \
-	TSTRIDED(div, DT, T, DIV)                                              \
-	TSTRIDED(max, DT, T, MAX)                                              \
-	TSTRIDED(min, DT, T, MIN)
-
-TSTRIDED_ALL(i32, int, idiv_i32(x, y), max(x, y), min(x, y))
-TSTRIDED_ALL(i64, long, idiv_i64(x, y), max(x, y), min(x, y))
+/* Strided binary kernels of the integer types. */
+INT_BINARY_OPS(STRIDED, i32)
+INT_BINARY_OPS(STRIDED, i64)
 COPY_STRIDED(b64, ulong)
 
 /* Casts from and into int64: integers saturate (convert_*_sat: NaN gives
  * 0), floats round once to nearest even (an int64 is exact in f32 below
  * 2^24 and beyond f16's range above it; bf16 keeps a sticky bit). */
-ushort bf16_from_long(long x)
-{
-	float f = convert_float_rtz(x);
-	uint u = as_uint(f);
-
-	if (convert_long_rtz(f) != x)
-		u |= 1u;
-	return bf16_from_float(as_float(u));
-}
-
 #define CAST_TO_I64(IN)                                                        \
 	CAST(IN, i64,                                                          \
 	     out[out_off + i] = convert_long_sat_rtz(LOAD_##IN(in + in_off, i)))
@@ -194,7 +157,7 @@ CAST(i64, f16, vstore_half_rte(convert_float_rte(in[in_off + i]), i,
 CAST(i64, bf16, out[out_off + i] = bf16_from_long(in[in_off + i]))
 
 #ifdef cl_khr_fp64
-TSTRIDED_ALL(f64, double, x / y, max_nan_f64(x, y), min_nan_f64(x, y))
+F64_BINARY_OPS(STRIDED)
 
 /* f64 to f32 rounded to odd: a further rounding to bf16 then rounds as if
  * from the f64 (f16 has its own double store). */
