@@ -26,7 +26,8 @@
 #define FN "wafer_comm_launched"
 #define ID_MAGIC "wafer-comm-id 1 "
 
-/* |name|'s value as a uint32_t; |*out| untouched on failure. */
+/* |name|'s value, decimal digits only, as a uint32_t; |*out| untouched
+ * on failure. */
 static wafer_status env_uint(const char *name, uint32_t *out)
 {
 	const char *v = getenv(name);
@@ -40,7 +41,9 @@ static wafer_status env_uint(const char *name, uint32_t *out)
 				   name);
 	errno = 0;
 	n = strtoul(v, &end, 10);
-	if (!*v || *end || errno || n > UINT32_MAX)
+	/* strtoul also takes blanks and a sign, and negates:
+	 * "-18446744073709551615" would read as 1. */
+	if (*v < '0' || *v > '9' || *end || errno || n > UINT32_MAX)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
 				   FN ": %s is '%s', not a number", name, v);
 	*out = (uint32_t)n;

@@ -14,7 +14,8 @@
 #     with --ignore-term too, the others ignore SIGTERM and are killed
 #     after the grace time;
 #   - errors: no -n, -n 0, no program (exit 2); a program that cannot
-#     run (exit 127); launch_rank without the launcher names WAFER_RANK.
+#     run (exit 127); launch_rank without the launcher names WAFER_RANK,
+#     and with a rank that is no plain number names it.
 set -u
 
 if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
@@ -105,6 +106,15 @@ check "  ... saying why" grep -q 'cannot run' "$tmp/err"
 status=$?
 check "launch_rank alone: exit 4 (got $status)" [ $status = 4 ]
 check "  ... naming WAFER_RANK" grep -q 'WAFER_RANK is not set' "$tmp/err"
+# A rank that is not a plain decimal number (strtoul alone takes a sign
+# and wraps this one round to 1). [comm] timeout short: a rank taken as 1
+# would wait that long for an id that never comes.
+printf '[core]\nbackend = collective\n[comm]\ntimeout = 2\n' >"$tmp/short.conf"
+WAFER_CONFIG=$tmp/short.conf WAFER_RANK=-18446744073709551615 WAFER_SIZE=2 \
+	WAFER_COMM_ID_FILE=$tmp/no-id "$rank" >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "WAFER_RANK=-18446744073709551615: exit 4 (got $status)" [ $status = 4 ]
+check "  ... naming it" grep -q "WAFER_RANK is '-18446744073709551615', not a number" "$tmp/err"
 
 echo "1..$n"
 exit $failed
