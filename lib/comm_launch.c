@@ -87,8 +87,20 @@ static wafer_status write_id(const char *path, const wafer_comm_id *id)
 	return WAFER_OK;
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* 1 when |path| held a whole id (now in |id|), 0 when not there yet,
- * -1 when it holds something else. */
+ * -1 when it holds something else: anything but the magic, exactly
+ * two hex digits a byte and a newline. */
 static int read_id(const char *path, wafer_comm_id *id)
 {
 	char line[sizeof ID_MAGIC + 2 * sizeof id->bytes + 2];
@@ -102,12 +114,15 @@ static int read_id(const char *path, wafer_comm_id *id)
 	if (!got || strncmp(line, ID_MAGIC, strlen(ID_MAGIC)) != 0)
 		return -1;
 	const char *hex = line + strlen(ID_MAGIC);
+	if (strlen(hex) != 2 * sizeof id->bytes + 1 ||
+	    hex[2 * sizeof id->bytes] != '\n')
+		return -1;
 	for (size_t i = 0; i < sizeof id->bytes; i++) {
-		unsigned byte;
+		int high = hex_digit(hex[2 * i]), low = hex_digit(hex[2 * i + 1]);
 
-		if (sscanf(hex + 2 * i, "%2x", &byte) != 1)
+		if (high < 0 || low < 0)
 			return -1;
-		id->bytes[i] = (uint8_t)byte;
+		id->bytes[i] = (uint8_t)(high << 4 | low);
 	}
 	return 1;
 }

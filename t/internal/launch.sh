@@ -15,7 +15,8 @@
 #     after the grace time;
 #   - errors: no -n, -n 0, no program (exit 2); a program that cannot
 #     run (exit 127); launch_rank without the launcher names WAFER_RANK,
-#     and with a rank that is no plain number names it.
+#     with a rank that is no plain number names it, and with an id file
+#     that holds no id (a sign among the hex digits, cut short) says so.
 set -u
 
 if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
@@ -115,6 +116,22 @@ WAFER_CONFIG=$tmp/short.conf WAFER_RANK=-18446744073709551615 WAFER_SIZE=2 \
 status=$?
 check "WAFER_RANK=-18446744073709551615: exit 4 (got $status)" [ $status = 4 ]
 check "  ... naming it" grep -q "WAFER_RANK is '-18446744073709551615', not a number" "$tmp/err"
+# A file whose id is not 256 hex digits: refused, not read as an id.
+{
+	printf 'wafer-comm-id 1 -1'
+	for i in $(seq 127); do printf '0a'; done
+	echo
+} >"$tmp/bad-id"
+WAFER_CONFIG=$tmp/short.conf WAFER_RANK=1 WAFER_SIZE=2 \
+	WAFER_COMM_ID_FILE=$tmp/bad-id "$rank" >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "an id file with a sign among its hex digits: exit 4 (got $status)" [ $status = 4 ]
+check "  ... saying it holds no id" grep -q 'holds no communicator id' "$tmp/err"
+printf 'wafer-comm-id 1 abc' >"$tmp/bad-id"
+WAFER_CONFIG=$tmp/short.conf WAFER_RANK=1 WAFER_SIZE=2 \
+	WAFER_COMM_ID_FILE=$tmp/bad-id "$rank" >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "an id file cut short: exit 4 (got $status)" [ $status = 4 ]
 
 echo "1..$n"
 exit $failed
