@@ -13,7 +13,7 @@
 #     which rank failed, and none of the other ranks is left running;
 #     with --ignore-term too, the others ignore SIGTERM and are killed
 #     after the grace time;
-#   - errors: no -n, -n 0, no program (exit 2); a program that cannot
+#   - errors: no -n, -n 0, no program, --grace nan (exit 2); a program that cannot
 #     run (exit 127); launch_rank without the launcher names WAFER_RANK,
 #     with a rank that is no plain number names it, and with an id file
 #     that holds no id (a sign among the hex digits, cut short) says so.
@@ -99,6 +99,9 @@ check "-n 0: exit 2 (got $status)" [ $status = 2 ]
 check "  ... saying why" grep -q 'want 1 to' "$tmp/err"
 "$launch" -n 2 >"$tmp/out" 2>"$tmp/err"
 check "no program: exit 2" [ $? = 2 ]
+"$launch" -n 1 --grace nan true >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "--grace nan: exit 2 (got $status)" [ $status = 2 ]
 "$launch" -n 2 "$tmp/no-such-program" >"$tmp/out" 2>"$tmp/err"
 status=$?
 check "a program that cannot run: exit 127 (got $status)" [ $status = 127 ]
