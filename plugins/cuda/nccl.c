@@ -13,7 +13,8 @@
  *               (the core opens a group's ranks from one thread each);
  *               with size 1 an all-zero id is fine (the plugin makes
  *               one); a caller's ncclComm_t (args->native) is used as it
- *               is, once its rank, size and GPU match, and never freed.
+ *               is, once its rank, size and GPU match, and never freed
+ *               but by the abort of a failed wait (cuda_comm_wait).
  *   comm_close  ncclCommDestroy (the core synchronised the queues).
  *   comm_split  ncclCommSplit (NCCL 2.18 and later; resolved apart, so
  *               an older NCCL still gives the rest).
