@@ -437,13 +437,45 @@ WAFER_API wafer_status wafer_comm_open_group(wafer_client *const *clients,
 	return status;
 }
 
-/* Synchronises the client's queue (the collectives issued are done) and
- * frees the plugin's communicator; the sync's status. */
+static wafer_status comm_group_submit(struct wafer_comm *comm, bool begin);
+
+/* Ends the groups |comm| left open (a close inside wafer_comm_group_begin):
+ * their collectives go out, and the transport's group, the client's, no
+ * longer holds back the collectives of its other communicators. */
+static wafer_status end_groups(struct wafer_comm *comm)
+{
+	unsigned depth = __atomic_exchange_n(&comm->group_depth, 0,
+					     __ATOMIC_RELAXED);
+	wafer_status status = WAFER_OK;
+
+	if (depth)
+		wafer__log_warn("core",
+				"communicator %p (rank %u of %u) closed with %u "
+				"group%s begun and not ended: ending %s (call "
+				"wafer_comm_group_end before wafer_comm_close)",
+				(void *)comm_token(comm), comm->rank,
+				comm->size, depth, depth == 1 ? "" : "s",
+				depth == 1 ? "it" : "them");
+	while (depth--) {
+		wafer_status s = comm_group_submit(comm, false);
+
+		if (status == WAFER_OK)
+			status = s;
+	}
+	return status;
+}
+
+/* Ends the groups left open, synchronises the client's queue (the
+ * collectives issued are done) and frees the plugin's communicator; the
+ * first failure of these. */
 static wafer_status comm_finish(struct wafer_comm *comm)
 {
 	struct wafer__command sync = {.kind = WAFER_COMMAND_SYNC};
+	wafer_status ended = end_groups(comm);
 	wafer_status status = wafer__client_submit(comm->client, &sync);
 
+	if (ended != WAFER_OK)
+		status = ended;
 	comm->device->plugin->server->comm_close(comm->device->device,
 						 comm->native);
 	free(comm);
@@ -825,6 +857,13 @@ static wafer_status comm_group(const char *fn, wafer_comm *token, bool begin)
 			&comm->group_depth, &depth, depth - 1, false,
 			__ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	}
+	return comm_group_submit(comm, begin);
+}
+
+/* The COMM_GROUP command on |comm|'s client; nothing where the plugin has
+ * no groups. */
+static wafer_status comm_group_submit(struct wafer_comm *comm, bool begin)
+{
 	if (!comm->device->plugin->server->comm_group_begin)
 		return WAFER_OK;
 	struct wafer__command command = {

@@ -26,7 +26,8 @@
 #define FN "wafer_comm_launched"
 #define ID_MAGIC "wafer-comm-id 1 "
 
-/* |name|'s value as a uint32_t; |*out| untouched on failure. */
+/* |name|'s value, decimal digits only, as a uint32_t; |*out| untouched
+ * on failure. */
 static wafer_status env_uint(const char *name, uint32_t *out)
 {
 	const char *v = getenv(name);
@@ -40,7 +41,9 @@ static wafer_status env_uint(const char *name, uint32_t *out)
 				   name);
 	errno = 0;
 	n = strtoul(v, &end, 10);
-	if (!*v || *end || errno || n > UINT32_MAX)
+	/* strtoul also takes blanks and a sign, and negates:
+	 * "-18446744073709551615" would read as 1. */
+	if (*v < '0' || *v > '9' || *end || errno || n > UINT32_MAX)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
 				   FN ": %s is '%s', not a number", name, v);
 	*out = (uint32_t)n;
@@ -84,8 +87,20 @@ static wafer_status write_id(const char *path, const wafer_comm_id *id)
 	return WAFER_OK;
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* 1 when |path| held a whole id (now in |id|), 0 when not there yet,
- * -1 when it holds something else. */
+ * -1 when it holds something else: anything but the magic, exactly
+ * two hex digits a byte and a newline. */
 static int read_id(const char *path, wafer_comm_id *id)
 {
 	char line[sizeof ID_MAGIC + 2 * sizeof id->bytes + 2];
@@ -99,12 +114,15 @@ static int read_id(const char *path, wafer_comm_id *id)
 	if (!got || strncmp(line, ID_MAGIC, strlen(ID_MAGIC)) != 0)
 		return -1;
 	const char *hex = line + strlen(ID_MAGIC);
+	if (strlen(hex) != 2 * sizeof id->bytes + 1 ||
+	    hex[2 * sizeof id->bytes] != '\n')
+		return -1;
 	for (size_t i = 0; i < sizeof id->bytes; i++) {
-		unsigned byte;
+		int high = hex_digit(hex[2 * i]), low = hex_digit(hex[2 * i + 1]);
 
-		if (sscanf(hex + 2 * i, "%2x", &byte) != 1)
+		if (high < 0 || low < 0)
 			return -1;
-		id->bytes[i] = (uint8_t)byte;
+		id->bytes[i] = (uint8_t)(high << 4 | low);
 	}
 	return 1;
 }

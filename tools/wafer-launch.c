@@ -148,7 +148,8 @@ int main(int argc, char **argv)
 				n = (unsigned)x;
 			} else {
 				grace = strtod(v, &end);
-				if (!*v || *end || errno || grace < 0) {
+				/* Not "nan": no time would reach it. */
+				if (!*v || *end || errno || !(grace >= 0)) {
 					fprintf(stderr,
 						"wafer-launch: --grace %s: "
 						"want seconds, 0 or more\n",

@@ -13,7 +13,8 @@
  *               (the core opens a group's ranks from one thread each);
  *               with size 1 an all-zero id is fine (the plugin makes
  *               one); a caller's ncclComm_t (args->native) is used as it
- *               is, once its rank, size and GPU match, and never freed.
+ *               is, once its rank, size and GPU match, and never freed
+ *               but by the abort of a failed wait (cuda_comm_wait).
  *   comm_close  ncclCommDestroy (the core synchronised the queues).
  *   comm_split  ncclCommSplit (NCCL 2.18 and later; resolved apart, so
  *               an older NCCL still gives the rest).
@@ -383,6 +384,21 @@ void cuda_comm_close(void *device, void *comm)
 		comm_release(comm);
 }
 
+/* WAFER_ERROR_DEVICE, saying so, once |c| was aborted (cuda_comm_wait):
+ * ncclCommAbort freed NCCL's communicator, which no call may name. */
+static wafer_status refuse_aborted(struct cuda_device *dev,
+				   const struct cuda_comm *c)
+{
+	if (!__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
+		return WAFER_OK;
+	dev->host->set_error("cuda:%" PRIu32 ": communicator %p (rank %" PRIu32
+			     " of %" PRIu32 ") was aborted after %s failed or "
+			     "timed out: close it and open a new one",
+			     dev->index, (void *)c->comm, c->rank, c->size,
+			     __atomic_load_n(&c->last_what, __ATOMIC_RELAXED));
+	return WAFER_ERROR_DEVICE;
+}
+
 wafer_status cuda_comm_split(void *device, void *comm, int32_t color,
 			     int32_t key, void **out_comm, uint32_t *out_rank,
 			     uint32_t *out_size)
@@ -403,7 +419,9 @@ wafer_status cuda_comm_split(void *device, void *comm, int32_t color,
 				     n->version / 100 % 100, n->version % 100);
 		return WAFER_ERROR_NOT_SUPPORTED;
 	}
-	status = cuda_enter(dev);
+	status = refuse_aborted(dev, parent);
+	if (status == WAFER_OK)
+		status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
 	c = comm_new(dev, n);
@@ -484,16 +502,9 @@ wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 				     "(sum and max are)", (int)c->op);
 		return WAFER_ERROR_NOT_SUPPORTED;
 	}
-	if (__atomic_load_n(&cc->aborted, __ATOMIC_ACQUIRE)) {
-		dev->host->set_error(
-			"cuda:%" PRIu32 ": communicator %p (rank %" PRIu32
-			" of %" PRIu32 ") was aborted after %s failed or timed "
-			"out: close it and open a new one",
-			dev->index, (void *)cc->comm, cc->rank, cc->size,
-			__atomic_load_n(&cc->last_what, __ATOMIC_RELAXED));
-		return WAFER_ERROR_DEVICE;
-	}
-	status = cuda_enter(dev);
+	status = refuse_aborted(dev, cc);
+	if (status == WAFER_OK)
+		status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
 	switch (c->kind) {

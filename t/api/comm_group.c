@@ -4,7 +4,10 @@
  * ranks as threads of this process (wafer_comm_open_group), on every
  * channel: three all-reduces in one group, a nested group, each giving
  * the right sums once the group ended; an end without its begin and a
- * NULL or closed communicator refused, naming what is wrong.
+ * NULL or closed communicator refused, naming what is wrong. A
+ * communicator closed inside its group ends the group: the all-reduce
+ * issued in it is summed, and a later one on another communicator of
+ * the same client (and thread) is not held in a group left open.
  *
  * On the default backend where it has collectives on two devices, and
  * on the test plugin t/plugins/collective.c, which has no group entries
@@ -115,6 +118,87 @@ static void *rank_main(void *data)
 	return NULL;
 }
 
+/* One rank of a communicator closed inside its group: an all-reduce in
+ * the group on |r->comm|, the close, then an all-reduce on |other| (the
+ * same client's, still open); both must be summed. */
+struct closing {
+	struct rank r;
+	wafer_comm *other;
+	wafer_status closed;
+};
+
+static bool reads_sum(struct rank *r, wafer_handle h, const char *what)
+{
+	float host[N];
+
+	if (wafer_read(r->client, h, 0, host, sizeof host) != WAFER_OK) {
+		fail(r, what);
+		return false;
+	}
+	for (int i = 0; i < N; i++)
+		if (host[i] != 3.0f) {
+			snprintf(r->why, sizeof r->why, "rank %u: %s: [%d] is "
+				 "%g, want 3", r->rank, what, i, host[i]);
+			r->failed++;
+			return false;
+		}
+	return true;
+}
+
+static void *closing_main(void *data)
+{
+	struct closing *c = data;
+	struct rank *r = &c->r;
+	float host[N];
+	wafer_handle h, g;
+
+	for (int i = 0; i < N; i++)
+		host[i] = (float)(r->rank + 1);
+	if (wafer_create(r->client, host, sizeof host, &h) != WAFER_OK ||
+	    wafer_create(r->client, host, sizeof host, &g) != WAFER_OK) {
+		fail(r, "create");
+		return NULL;
+	}
+	if (wafer_comm_group_begin(r->comm) != WAFER_OK ||
+	    wafer_comm_all_reduce(r->comm, h, h, N, WAFER_DTYPE_F32,
+				  WAFER_REDUCE_SUM) != WAFER_OK)
+		fail(r, "group_begin and all_reduce");
+	c->closed = wafer_comm_close(r->comm);
+	if (reads_sum(r, h, "the all_reduce in the group closed") &&
+	    wafer_comm_all_reduce(c->other, g, g, N, WAFER_DTYPE_F32,
+				  WAFER_REDUCE_SUM) != WAFER_OK)
+		fail(r, "all_reduce on the other communicator");
+	if (!r->failed)
+		reads_sum(r, g, "the all_reduce after it");
+	wafer_release(r->client, h);
+	wafer_release(r->client, g);
+	return NULL;
+}
+
+static void test_close_in_group(wafer_client **clients, wafer_comm **others,
+				const char *label)
+{
+	wafer_comm *comms[RANKS];
+	struct closing ranks[RANKS];
+	pthread_t threads[RANKS];
+
+	check(wafer_comm_open_group(clients, RANKS, comms), "open_group");
+	for (uint32_t i = 0; i < RANKS; i++) {
+		ranks[i] = (struct closing){{clients[i], comms[i], i, 0, ""},
+					    others[i], WAFER_ERROR_INTERNAL};
+		if (pthread_create(&threads[i], NULL, closing_main, &ranks[i]))
+			bail_out("pthread_create");
+	}
+	for (uint32_t i = 0; i < RANKS; i++)
+		pthread_join(threads[i], NULL);
+	ok(ranks[0].closed == WAFER_OK && ranks[1].closed == WAFER_OK,
+	   "[%s] a communicator closes inside its group", label);
+	ok(!ranks[0].r.failed && !ranks[1].r.failed,
+	   "[%s]   ... the group ended: its all-reduce and a later one on "
+	   "another communicator are summed %s",
+	   label, ranks[0].r.failed ? ranks[0].r.why : ranks[1].r.why);
+}
+
 /* The stand-in NCCL's count of grouped calls, or -1 when T_FAKENCCL
  * names none loaded. */
 static long grouped_calls(void)
@@ -187,6 +271,7 @@ static void test_on(wafer_runtime *rt, const char *backend, bool stand_in)
 			       "[%s]   ... the stand-in NCCL got all %d calls "
 			       "grouped",
 			       label, RANKS * 5);
+		test_close_in_group(clients, comms, label);
 		for (uint32_t i = 0; i < RANKS; i++) {
 			is_status(wafer_comm_close(comms[i]), WAFER_OK,
 				  "[%s] close rank %u", label, i);

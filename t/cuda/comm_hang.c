@@ -18,9 +18,9 @@
  *    abort caused.
  *
  * After either, on each failed rank: the client goes on (a fill reads
- * back), the aborted communicator refuses a collective naming the
- * abort, closes, and a new communicator of the same clients
- * all-reduces right. */
+ * back), the aborted communicator refuses a collective and a split
+ * naming the abort (NCCL freed it: nothing may reach it), closes, and a
+ * new communicator of the same clients all-reduces right. */
 #include "build-config.h"
 
 #include <pthread.h>
@@ -53,6 +53,9 @@ struct rank {
 	char error[768];     /* wafer_last_error() then */
 	wafer_status again;  /* a collective on the aborted communicator */
 	char again_error[768];
+	wafer_status split;  /* a split of the aborted communicator */
+	char split_error[768];
+	bool split_none;     /* ... left no communicator */
 	bool usable;         /* fill and read gave the fill */
 	char why[256];
 };
@@ -100,6 +103,13 @@ static void *rank_main(void *data)
 		r->again = st;
 		snprintf(r->again_error, sizeof r->again_error, "%s",
 			 wafer_last_error());
+
+		wafer_comm *sub = NULL;
+		r->split = wafer_comm_split(r->comm, 0, (int32_t)r->rank, &sub);
+		snprintf(r->split_error, sizeof r->split_error, "%s",
+			 wafer_last_error());
+		r->split_none = sub == NULL;
+		wafer_comm_close(sub);
 	}
 	wafer_release(r->client, h);
 	return NULL;
@@ -172,6 +182,12 @@ static void check_failed(const struct rank *r, const char *label,
 		  label);
 	like(r->again_error, "was aborted", "[%s]   ... saying it was aborted",
 	     label);
+	is_status(r->split, WAFER_ERROR_DEVICE,
+		  "[%s]   ... a split of the aborted communicator fails",
+		  label);
+	like(r->split_error, "was aborted", "[%s]   ... saying it was aborted",
+	     label);
+	ok(r->split_none, "[%s]   ... no communicator", label);
 }
 
 /* One mode on one channel: |mode| names the failing rank 1 (an

@@ -13,8 +13,10 @@
 #     which rank failed, and none of the other ranks is left running;
 #     with --ignore-term too, the others ignore SIGTERM and are killed
 #     after the grace time;
-#   - errors: no -n, -n 0, no program (exit 2); a program that cannot
-#     run (exit 127); launch_rank without the launcher names WAFER_RANK.
+#   - errors: no -n, -n 0, no program, --grace nan (exit 2); a program that cannot
+#     run (exit 127); launch_rank without the launcher names WAFER_RANK,
+#     with a rank that is no plain number names it, and with an id file
+#     that holds no id (a sign among the hex digits, cut short) says so.
 set -u
 
 if [ -z "${T_BUILDDIR:-}" ] || [ -z "${T_SRCDIR:-}" ]; then
@@ -97,6 +99,9 @@ check "-n 0: exit 2 (got $status)" [ $status = 2 ]
 check "  ... saying why" grep -q 'want 1 to' "$tmp/err"
 "$launch" -n 2 >"$tmp/out" 2>"$tmp/err"
 check "no program: exit 2" [ $? = 2 ]
+"$launch" -n 1 --grace nan true >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "--grace nan: exit 2 (got $status)" [ $status = 2 ]
 "$launch" -n 2 "$tmp/no-such-program" >"$tmp/out" 2>"$tmp/err"
 status=$?
 check "a program that cannot run: exit 127 (got $status)" [ $status = 127 ]
@@ -105,6 +110,31 @@ check "  ... saying why" grep -q 'cannot run' "$tmp/err"
 status=$?
 check "launch_rank alone: exit 4 (got $status)" [ $status = 4 ]
 check "  ... naming WAFER_RANK" grep -q 'WAFER_RANK is not set' "$tmp/err"
+# A rank that is not a plain decimal number (strtoul alone takes a sign
+# and wraps this one round to 1). [comm] timeout short: a rank taken as 1
+# would wait that long for an id that never comes.
+printf '[core]\nbackend = collective\n[comm]\ntimeout = 2\n' >"$tmp/short.conf"
+WAFER_CONFIG=$tmp/short.conf WAFER_RANK=-18446744073709551615 WAFER_SIZE=2 \
+	WAFER_COMM_ID_FILE=$tmp/no-id "$rank" >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "WAFER_RANK=-18446744073709551615: exit 4 (got $status)" [ $status = 4 ]
+check "  ... naming it" grep -q "WAFER_RANK is '-18446744073709551615', not a number" "$tmp/err"
+# A file whose id is not 256 hex digits: refused, not read as an id.
+{
+	printf 'wafer-comm-id 1 -1'
+	for i in $(seq 127); do printf '0a'; done
+	echo
+} >"$tmp/bad-id"
+WAFER_CONFIG=$tmp/short.conf WAFER_RANK=1 WAFER_SIZE=2 \
+	WAFER_COMM_ID_FILE=$tmp/bad-id "$rank" >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "an id file with a sign among its hex digits: exit 4 (got $status)" [ $status = 4 ]
+check "  ... saying it holds no id" grep -q 'holds no communicator id' "$tmp/err"
+printf 'wafer-comm-id 1 abc' >"$tmp/bad-id"
+WAFER_CONFIG=$tmp/short.conf WAFER_RANK=1 WAFER_SIZE=2 \
+	WAFER_COMM_ID_FILE=$tmp/bad-id "$rank" >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "an id file cut short: exit 4 (got $status)" [ $status = 4 ]
 
 echo "1..$n"
 exit $failed
