@@ -25,9 +25,6 @@
 #include "t/cuda/standin_comm.h"
 
 #define N 37
-#define RANKS 2
-
-static const char *const channels[] = {"direct", "mutex", "mpsc"};
 
 struct rank {
 	wafer_client *client;
@@ -43,7 +40,7 @@ struct rank {
 static void *rank_main(void *data)
 {
 	struct rank *r = data;
-	float back[N], all[N * RANKS];
+	float back[N], all[N * T_COMM_RANKS];
 	wafer_handle h, g;
 
 	if (wafer_empty(r->client, sizeof back, &h) != WAFER_OK ||
@@ -52,10 +49,7 @@ static void *rank_main(void *data)
 			 wafer_last_error());
 		return NULL;
 	}
-	wafer_status st = fill_floats(r->client, h, N, 1);
-	if (st == WAFER_OK)
-		st = wafer_comm_all_reduce(r->comm, h, h, N, WAFER_DTYPE_F32,
-					   WAFER_REDUCE_SUM);
+	wafer_status st = t_comm_reduce_ones(r->client, r->comm, h, N);
 	if (st == WAFER_OK)
 		st = wafer_sync(r->client);
 	r->failed = st;
@@ -68,7 +62,7 @@ static void *rank_main(void *data)
 	if (st == WAFER_OK)
 		st = wafer_read(r->client, g, 0, all, sizeof all);
 	r->gathered = st == WAFER_OK;
-	for (int i = 0; r->gathered && i < N * RANKS; i++)
+	for (int i = 0; r->gathered && i < N * T_COMM_RANKS; i++)
 		r->gathered = all[i] == (float)(i / N + 7);
 	if (!r->gathered && !r->why[0])
 		snprintf(r->why, sizeof r->why, "rank %u: all_gather: %s",
@@ -80,23 +74,23 @@ static void *rank_main(void *data)
 
 static void test_channel(wafer_runtime *rt, const char *label)
 {
-	wafer_client *clients[RANKS];
-	wafer_comm *comms[RANKS];
-	struct rank ranks[RANKS];
-	pthread_t threads[RANKS];
+	wafer_client *clients[T_COMM_RANKS];
+	wafer_comm *comms[T_COMM_RANKS];
+	struct rank ranks[T_COMM_RANKS];
+	pthread_t threads[T_COMM_RANKS];
 
 	clients[0] = open_client_on(rt, "cuda:0", label);
 	clients[1] = open_client_on(rt, "cuda:1", label);
-	check(wafer_comm_open_group(clients, RANKS, comms), "open_group");
-	for (uint32_t i = 0; i < RANKS; i++) {
+	check(wafer_comm_open_group(clients, T_COMM_RANKS, comms), "open_group");
+	for (uint32_t i = 0; i < T_COMM_RANKS; i++) {
 		ranks[i] = (struct rank){.client = clients[i],
 					 .comm = comms[i], .rank = i};
 		if (pthread_create(&threads[i], NULL, rank_main, &ranks[i]))
 			bail_out("pthread_create");
 	}
-	for (uint32_t i = 0; i < RANKS; i++)
+	for (uint32_t i = 0; i < T_COMM_RANKS; i++)
 		pthread_join(threads[i], NULL);
-	for (uint32_t i = 0; i < RANKS; i++) {
+	for (uint32_t i = 0; i < T_COMM_RANKS; i++) {
 		struct rank *r = &ranks[i];
 		is_status(r->failed, WAFER_ERROR_DEVICE,
 			  "[%s] rank %u: the failing all_reduce is "
@@ -111,11 +105,7 @@ static void test_channel(wafer_runtime *rt, const char *label)
 		ok(r->gathered, "[%s]   ... an all_gather on the same "
 		   "communicator works %s", label, r->why);
 	}
-	for (uint32_t i = 0; i < RANKS; i++) {
-		check(wafer_comm_close(comms[i]), "comm_close");
-		ok_clean(clients[i], label);
-		check(wafer_client_close(clients[i]), "client_close");
-	}
+	t_comm_close_all(clients, comms, label);
 }
 
 int main(void)
@@ -125,7 +115,7 @@ int main(void)
 	setenv("FAKENCCL_FAIL", "ncclAllReduce", 1);
 	rt = t_standin_comm_runtime(NULL);
 	for (size_t ch = 0; ch < 3; ch++)
-		test_channel(rt, channels[ch]);
+		test_channel(rt, t_comm_channels[ch]);
 	wafer_runtime_close(rt);
 	done_testing();
 	return exit_status();

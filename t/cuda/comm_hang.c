@@ -39,9 +39,6 @@
 #include "t/cuda/standin_comm.h"
 
 #define N 37
-#define RANKS 2
-
-static const char *const channels[] = {"direct", "mutex", "mpsc"};
 
 struct rank {
 	wafer_client *client;
@@ -80,10 +77,7 @@ static void *rank_main(void *data)
 			 wafer_last_error());
 		return NULL;
 	}
-	wafer_status st = fill_floats(r->client, h, N, 1);
-	if (st == WAFER_OK)
-		st = wafer_comm_all_reduce(r->comm, h, h, N, WAFER_DTYPE_F32,
-					   WAFER_REDUCE_SUM);
+	wafer_status st = t_comm_reduce_ones(r->client, r->comm, h, N);
 	/* A read waits for the collective as a sync does. */
 	if (st == WAFER_OK && r->read_after)
 		st = wafer_read(r->client, h, 0, back, sizeof back);
@@ -145,12 +139,12 @@ static void *sum_main(void *data)
 
 static void on_ranks(void *(*fn)(void *), struct rank *ranks)
 {
-	pthread_t threads[RANKS];
+	pthread_t threads[T_COMM_RANKS];
 
-	for (uint32_t i = 0; i < RANKS; i++)
+	for (uint32_t i = 0; i < T_COMM_RANKS; i++)
 		if (pthread_create(&threads[i], NULL, fn, &ranks[i]))
 			bail_out("pthread_create");
-	for (uint32_t i = 0; i < RANKS; i++)
+	for (uint32_t i = 0; i < T_COMM_RANKS; i++)
 		pthread_join(threads[i], NULL);
 }
 
@@ -162,7 +156,7 @@ static void check_failed(const struct rank *r, const char *label,
 	char rank_text[32];
 
 	snprintf(rank_text, sizeof rank_text, "rank %u of %u", r->rank,
-		 RANKS);
+		 T_COMM_RANKS);
 	is_status(r->failed, WAFER_ERROR_DEVICE,
 		  "[%s] rank %u: the sync is WAFER_ERROR_DEVICE", label,
 		  r->rank);
@@ -199,16 +193,16 @@ static void test_mode(wafer_runtime *rt, const char *channel,
 		      const char *needle1, double min_s, double max_s,
 		      bool read_after)
 {
-	wafer_client *clients[RANKS];
-	wafer_comm *comms[RANKS];
-	struct rank ranks[RANKS];
+	wafer_client *clients[T_COMM_RANKS];
+	wafer_comm *comms[T_COMM_RANKS];
+	struct rank ranks[T_COMM_RANKS];
 
 	clients[0] = open_client_on(rt, "cuda:0", channel);
 	clients[1] = open_client_on(rt, "cuda:1", channel);
 	setenv(mode, "1", 1);
-	check(wafer_comm_open_group(clients, RANKS, comms), "open_group");
+	check(wafer_comm_open_group(clients, T_COMM_RANKS, comms), "open_group");
 	unsetenv(mode);
-	for (uint32_t i = 0; i < RANKS; i++)
+	for (uint32_t i = 0; i < T_COMM_RANKS; i++)
 		ranks[i] = (struct rank){.client = clients[i],
 					 .comm = comms[i], .rank = i,
 					 .read_after = read_after};
@@ -219,23 +213,19 @@ static void test_mode(wafer_runtime *rt, const char *channel,
 	else
 		ok(ranks[1].usable, "[%s] rank 1 (not taking part) goes on %s",
 		   label, ranks[1].why);
-	for (uint32_t i = 0; i < RANKS; i++)
+	for (uint32_t i = 0; i < T_COMM_RANKS; i++)
 		is_status(wafer_comm_close(comms[i]), WAFER_OK,
 			  "[%s] rank %u: the communicator closes", label, i);
 
-	check(wafer_comm_open_group(clients, RANKS, comms), "open_group");
-	for (uint32_t i = 0; i < RANKS; i++)
+	check(wafer_comm_open_group(clients, T_COMM_RANKS, comms), "open_group");
+	for (uint32_t i = 0; i < T_COMM_RANKS; i++)
 		ranks[i] = (struct rank){.client = clients[i],
 					 .comm = comms[i], .rank = i};
 	on_ranks(sum_main, ranks);
 	ok(ranks[0].usable && ranks[1].usable,
 	   "[%s] a new communicator of the same clients all-reduces right %s",
 	   label, ranks[0].usable ? ranks[1].why : ranks[0].why);
-	for (uint32_t i = 0; i < RANKS; i++) {
-		check(wafer_comm_close(comms[i]), "comm_close");
-		ok_clean(clients[i], label);
-		check(wafer_client_close(clients[i]), "client_close");
-	}
+	t_comm_close_all(clients, comms, label);
 }
 
 /* The two modes: the environment variable naming rank 1, [comm]
@@ -264,9 +254,9 @@ int main(void)
 		for (size_t ch = 0; ch < 3; ch++) {
 			char label[64];
 
-			snprintf(label, sizeof label, "%s, %s", channels[ch],
+			snprintf(label, sizeof label, "%s, %s", t_comm_channels[ch],
 				 mo->what);
-			test_mode(rt, channels[ch], label, mo->variable,
+			test_mode(rt, t_comm_channels[ch], label, mo->variable,
 				  mo->both_fail, mo->says0, mo->says1,
 				  mo->min_s, mo->max_s, ch == 1);
 		}

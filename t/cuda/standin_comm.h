@@ -13,7 +13,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <wafer/comm.h>
 #include <wafer/wafer.h>
+
+/* Each test runs T_COMM_RANKS ranks, a stand-in GPU each, on each of
+ * t_comm_channels. */
+#define T_COMM_RANKS 2
+static const char *const t_comm_channels[] = {"direct", "mutex", "mpsc"};
 
 /* A runtime on cuda:0 and cuda:1 of the stand-in driver with the
  * stand-in NCCL; [comm] timeout = |timeout| unless NULL. Skips the whole
@@ -70,6 +76,32 @@ static inline bool t_fill_reads_back(wafer_client *c, wafer_handle h, int n,
 		snprintf(why, why_size, "rank %u: fill and read: %s", rank,
 			 st == WAFER_OK ? "other values" : wafer_last_error());
 	return same;
+}
+
+/* Closes each rank's communicator, checks its client has no error left
+ * (ok_clean) and closes the client. */
+static inline void t_comm_close_all(wafer_client *clients[T_COMM_RANKS],
+				    wafer_comm *comms[T_COMM_RANKS],
+				    const char *label)
+{
+	for (uint32_t i = 0; i < T_COMM_RANKS; i++) {
+		check(wafer_comm_close(comms[i]), "comm_close");
+		ok_clean(clients[i], label);
+		check(wafer_client_close(clients[i]), "client_close");
+	}
+}
+
+/* Fills |n| floats of |h| with 1 and all-reduces them (a sum) on
+ * |comm|: the collective the tests make fail or hang. */
+static inline wafer_status t_comm_reduce_ones(wafer_client *c,
+					      wafer_comm *comm, wafer_handle h,
+					      size_t n)
+{
+	wafer_status st = fill_floats(c, h, n, 1);
+	return st == WAFER_OK ? wafer_comm_all_reduce(comm, h, h, n,
+						      WAFER_DTYPE_F32,
+						      WAFER_REDUCE_SUM)
+			      : st;
 }
 
 #endif

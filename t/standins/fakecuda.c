@@ -2749,9 +2749,7 @@ static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 	return CUDA_SUCCESS;
 }
 
-/* Work queued on |s| from now on waits for |e|'s latest record (none,
- * or one on a stream since destroyed: nothing to wait for). The event
- * may be another context's, as in CUDA. */
+/* |fn|(|user|) runs on the stream's thread after the work before it. */
 static CUresult fake_cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user)
 {
 	CUresult r = need_context();
@@ -2773,6 +2771,9 @@ static CUresult fake_cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user)
 	return CUDA_SUCCESS;
 }
 
+/* Work queued on |s| from now on waits for |e|'s latest record (none,
+ * or one on a stream since destroyed: nothing to wait for). The event
+ * may be another context's, as in CUDA. */
 static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
 {
 	CUresult r = need_context();
