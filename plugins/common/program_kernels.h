@@ -53,6 +53,30 @@ program_kernels_get(struct program_kernels *pk, const char *name,
 	return status;
 }
 
+/* The calling convention of opencl's and levelzero's program kernels: a
+ * pointer per binding of |k|, then the parameter block when it has one.
+ * WAFER_OK when the driver says the kernel takes that many (|args|), else
+ * WAFER_ERROR_INVALID_ARGUMENT through set_error: "<plugin>: kernel K of
+ * P takes N arguments, not W (B bindings and the parameter block)". */
+static inline wafer_status
+program_kernel_args_check(const struct program_kernels *pk,
+			  const struct wafer_plugin_program_kernel *k,
+			  uint32_t args)
+{
+	uint32_t bindings = k->entry.binding_count;
+	int block = k->entry.params_size != 0;
+
+	if (args == bindings + block)
+		return WAFER_OK;
+	pk->table.host->set_error("%s: kernel %s of %s takes %" PRIu32
+				  " arguments, not %" PRIu32 " (%" PRIu32
+				  " bindings%s)",
+				  pk->table.plugin, k->name, pk->table.program,
+				  args, bindings + block, bindings,
+				  block ? " and the parameter block" : "");
+	return WAFER_ERROR_INVALID_ARGUMENT;
+}
+
 /* program_release's part: every kernel through |destroy| (NULL: nothing
  * to undo), then the lock. */
 static inline void

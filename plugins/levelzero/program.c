@@ -309,8 +309,6 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	struct lz_program *p = m->p;
 	struct lz_program_kernel *k = kernel;
 	const char *name = k->head.name;
-	uint32_t binding_count = k->head.entry.binding_count;
-	size_t params_size = k->head.entry.params_size;
 	ze_kernel_desc_t desc = {
 		.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC,
 		.pKernelName = name,
@@ -318,7 +316,6 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	ze_kernel_properties_t props = {
 		.stype = ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES,
 	};
-	uint32_t want = binding_count + (params_size ? 1 : 0);
 	char names[512];
 	ze_result_t r;
 
@@ -339,15 +336,9 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 				p->name, lz_result_name(r));
 		return lz_status(r);
 	}
-	/* The convention: a pointer per binding, then the block. */
 	if (zeKernelGetProperties(k->kernel, &props) == ZE_RESULT_SUCCESS &&
-	    props.numKernelArgs != want) {
-		host->set_error("levelzero: kernel %s of %s takes %" PRIu32
-				" arguments, not %" PRIu32 " (%" PRIu32
-				" bindings%s)",
-				name, p->name, props.numKernelArgs, want,
-				binding_count,
-				params_size ? " and the parameter block" : "");
+	    program_kernel_args_check(&p->kernels, &k->head,
+				      props.numKernelArgs) != WAFER_OK) {
 		zeKernelDestroy(k->kernel);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}

@@ -326,9 +326,7 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	struct ocl_program_kernel *k = kernel;
 	const struct wafer_host_services *host = p->kernels.table.host;
 	const char *name = k->head.name;
-	uint32_t binding_count = k->head.entry.binding_count;
-	size_t params_size = k->head.entry.params_size;
-	cl_uint args = 0, want = binding_count + (params_size ? 1 : 0);
+	cl_uint args = 0;
 	cl_int err;
 
 	k->kernel = clCreateKernel(p->program, name, &err);
@@ -353,14 +351,10 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	if (!k->kernel)
 		return ocl_fail(host, err, "clCreateKernel(%s, %s)", p->name,
 				name);
-	/* The convention: a pointer per binding, then the block. */
 	if (clGetKernelInfo(k->kernel, CL_KERNEL_NUM_ARGS, sizeof args, &args,
 			    NULL) == CL_SUCCESS &&
-	    args != want) {
-		host->set_error(OCL_NAME ": kernel %s of %s takes %u arguments, "
-				"not %u (%" PRIu32 " bindings%s)",
-				name, p->name, args, want, binding_count,
-				params_size ? " and the parameter block" : "");
+	    program_kernel_args_check(&p->kernels, &k->head, args) !=
+		    WAFER_OK) {
 		clReleaseKernel(k->kernel);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
