@@ -29,6 +29,8 @@
 #ifndef WAFER_PLUGIN_UTIL_H
 #define WAFER_PLUGIN_UTIL_H
 
+#include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -277,6 +279,42 @@ wafer_plugin_option_check(const struct wafer_host_services *host,
 	return WAFER_OK;
 }
 
+/* A byte size in an option's value: digits, then optionally K, M, G or T
+ * (2^10, 2^20, 2^30, 2^40; either case, "KiB" and "KB" spellings too).
+ * Returns 0 with the size in |*out|, or -1 (|*out| untouched) for
+ * anything else: a sign, white space, another suffix, a size past
+ * UINT64_MAX. */
+static inline int wafer_plugin_parse_size(const char *text, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	const char *unit;
+	unsigned long long n;
+	unsigned shift = 0;
+	char *end;
+
+	if (!text || text[0] < '0' || text[0] > '9')
+		return -1;
+	errno = 0;
+	n = strtoull(text, &end, 10);
+	if (errno)
+		return -1;
+	if (*end) {
+		unit = strchr(units, toupper((unsigned char)*end));
+		if (!unit)
+			return -1;
+		shift = 10 * (unsigned)(unit - units + 1);
+		end++;
+		if (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0)
+			end += strlen(end);
+		if (*end)
+			return -1;
+	}
+	if (shift && n > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)n << shift;
+	return 0;
+}
+
 /* The check at the top of alloc and alloc_async: sets *out_resource to 0
  * and refuses a size of 0 with WAFER_ERROR_INVALID_ARGUMENT and
  * "<plugin>: cannot allocate 0 bytes". */
@@ -337,7 +375,7 @@ wafer_plugin_device_index_check(const struct wafer_host_services *host,
 }
 
 /*===----------------------------------------------------------------------===
- * Virtual memory: the size checks of vm_reserve, vm_map and vm_unmap
+ * Virtual memory: the checks of vm_reserve, vm_map and vm_unmap
  *===----------------------------------------------------------------------===*/
 
 /* vm_reserve's check of |size| against the device's page size |page|
@@ -384,6 +422,58 @@ wafer_plugin_vm_span_check(const struct wafer_host_services *host,
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
 	return WAFER_OK;
+}
+
+/* Whether page |index| of a plugin's reserved range |ctx| is mapped. */
+typedef int wafer_plugin_vm_page_mapped_fn(const void *ctx, size_t index);
+
+/* wafer_plugin_vm_span_check, then the pages' state, for a plugin that
+ * keeps one per page: vm_map (|mapped| 0) takes only unmapped pages,
+ * vm_unmap (|mapped| 1) only mapped ones, and |page_mapped|(|ctx|, i)
+ * says whether page i is (called only once the span passed). WAFER_OK,
+ * or WAFER_ERROR_INVALID_ARGUMENT through set_error naming the first page
+ * that is not: "<plugin>: <what>: page <i> (offset <bytes>) of range
+ * 0x<range> is already mapped" or "... is not mapped". */
+static inline wafer_status wafer_plugin_vm_pages_check(
+	const struct wafer_host_services *host, const char *plugin,
+	const char *what, wafer_resource range, size_t range_size,
+	size_t offset, size_t size, size_t page, int mapped,
+	wafer_plugin_vm_page_mapped_fn *page_mapped, const void *ctx)
+{
+	wafer_status status = wafer_plugin_vm_span_check(
+		host, plugin, what, range, range_size, offset, size, page);
+
+	for (size_t i = offset / page;
+	     status == WAFER_OK && i < (offset + size) / page; i++) {
+		if (!page_mapped(ctx, i) == !mapped)
+			continue;
+		host->set_error("%s: %s: page %zu (offset %zu) of range "
+				"0x%" PRIx64 " is %s",
+				plugin, what, i, i * page, range,
+				mapped ? "not mapped" : "already mapped");
+		status = WAFER_ERROR_INVALID_ARGUMENT;
+	}
+	return status;
+}
+
+/* native's check of |offset| in |range|, a reserved range of |range_size|
+ * bytes whose pages are |page| bytes: a range answers only for a mapped
+ * page (the address of an unmapped one is no memory). WAFER_OK, or
+ * WAFER_ERROR_INVALID_ARGUMENT through set_error: "<plugin>: native:
+ * offset <offset> of range 0x<range> (<bytes> bytes) is outside it" or
+ * "... is not mapped". */
+static inline wafer_status wafer_plugin_vm_native_check(
+	const struct wafer_host_services *host, const char *plugin,
+	wafer_resource range, size_t range_size, size_t offset, size_t page,
+	wafer_plugin_vm_page_mapped_fn *page_mapped, const void *ctx)
+{
+	if (offset < range_size && page_mapped(ctx, offset / page))
+		return WAFER_OK;
+	host->set_error("%s: native: offset %zu of range 0x%" PRIx64
+			" (%zu bytes) is %s",
+			plugin, offset, range, range_size,
+			offset >= range_size ? "outside it" : "not mapped");
+	return WAFER_ERROR_INVALID_ARGUMENT;
 }
 
 /*===----------------------------------------------------------------------===

@@ -44,6 +44,7 @@
 #include "plugins/cpu/elf_symbols.h"
 #include "plugins/cpu/kernels.h"
 #include "plugins/cpu/threadpool.h"
+#include "plugins/common/program_kernels.h"
 
 extern char **environ;
 
@@ -62,8 +63,7 @@ struct cpu_program {
 	int fd; /* the file its image was staged in (load_image) */
 	char *name;
 	char *exported; /* "a, b": its functions, for "no kernel" errors */
-	pthread_mutex_t lock; /* of |kernels| */
-	struct wafer_plugin_program_kernels kernels;
+	struct program_kernels kernels;
 };
 
 /*===----------------------------------------------------------------------===
@@ -611,12 +611,6 @@ wafer_status cpu_program_load(void *device,
 		host->set_error("cpu: out of host memory");
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	}
-	pthread_mutex_init(&p->lock, NULL);
-	p->kernels = (struct wafer_plugin_program_kernels){
-		.host = host,
-		.plugin = "cpu",
-		.program = p->name,
-	};
 	if (source->format == WAFER_PROGRAM_HOST_C) {
 		if (!have_compiler(dev)) {
 			host->set_error("cpu: program %s: host-c: %s", name,
@@ -636,10 +630,10 @@ wafer_status cpu_program_load(void *device,
 	}
 	if (status != WAFER_OK)
 		goto fail;
+	program_kernels_init(&p->kernels, host, "cpu", p->name, 0);
 	*out_program = p;
 	return WAFER_OK;
 fail:
-	pthread_mutex_destroy(&p->lock);
 	free(p->exported);
 	free(p->name);
 	free(p);
@@ -663,7 +657,7 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	if (!symbol) {
 		/* dlerror's text names the staged file (/proc/self/fd/N), of
 		 * no use to the caller: say what the program has instead. */
-		p->kernels.host->set_error("cpu: no kernel '%s' in program "
+		p->kernels.table.host->set_error("cpu: no kernel '%s' in program "
 					   "%s (it has: %s)",
 					   k->head.name, p->name,
 					   p->exported ? p->exported : "none");
@@ -676,7 +670,7 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	if (!dladdr1(symbol, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
 	    (ELF64_ST_TYPE(sym->st_info) != STT_FUNC &&
 	     ELF64_ST_TYPE(sym->st_info) != STT_GNU_IFUNC)) {
-		p->kernels.host->set_error("cpu: program %s: '%s' is not a "
+		p->kernels.table.host->set_error("cpu: program %s: '%s' is not a "
 					   "function (%s), so not a kernel",
 					   p->name, k->head.name,
 					   sym ? "a data symbol"
@@ -693,15 +687,12 @@ wafer_status cpu_program_kernel(void *device, void *program,
 				const struct wafer_kernel **out_kernel)
 {
 	struct cpu_program *p = program;
-	wafer_status status;
 
 	(void)device;
-	pthread_mutex_lock(&p->lock);
-	status = wafer_plugin_program_kernel_get(
-		&p->kernels, name, binding_count, params_size,
-		sizeof(struct cpu_program_kernel), make_kernel, p, out_kernel);
-	pthread_mutex_unlock(&p->lock);
-	return status;
+	return program_kernels_get(&p->kernels, name, binding_count,
+				   params_size,
+				   sizeof(struct cpu_program_kernel),
+				   make_kernel, p, out_kernel);
 }
 
 struct range_call {
@@ -780,8 +771,7 @@ void cpu_program_release(void *device, void *program)
 	(void)device;
 	dlclose(p->dl);
 	close(p->fd);
-	wafer_plugin_program_kernels_release(&p->kernels, NULL);
-	pthread_mutex_destroy(&p->lock);
+	program_kernels_release(&p->kernels, NULL);
 	free(p->exported);
 	free(p->name);
 	free(p);

@@ -245,10 +245,6 @@ wafer_status cuda_enter(const struct cuda_device *device);
 			       : cuda_fail((dev)->state, result_, #fn);	\
 	} while (0)
 
-/* Parses a byte size: digits with an optional K, M, G or T (powers of
- * 1024, "KiB" too). Returns 0 or -1. */
-int cuda_parse_size(const char *text, uint64_t *out);
-
 /* A function a library's table keeps: its symbol in the library and the
  * offset of its pointer in the table. CUDA_SYMBOL(struct, member, symbol)
  * makes one, for an X-macro list of a library's functions. */

@@ -45,9 +45,7 @@
  *                            the default), never, or from this file */
 #include "build-config.h"
 
-#include <ctype.h>
 #include <dlfcn.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,37 +102,6 @@ wafer_status cuda_enter(const struct cuda_device *device)
 		return WAFER_OK;
 	return cuda_fail(device->state, result, "cuCtxSetCurrent (cuda:%" PRIu32
 			 ")", device->index);
-}
-
-int cuda_parse_size(const char *text, uint64_t *out)
-{
-	unsigned long long n;
-	unsigned shift = 0;
-	char *end;
-
-	if (!text || text[0] < '0' || text[0] > '9')
-		return -1;
-	errno = 0;
-	n = strtoull(text, &end, 10);
-	if (errno)
-		return -1;
-	if (*end) {
-		/* K, M, G, T: 2^10, 2^20, 2^30, 2^40. */
-		static const char units[] = "KMGT";
-		const char *unit = strchr(units, toupper((unsigned char)*end));
-		if (!unit)
-			return -1;
-		shift = 10 * (unsigned)(unit - units + 1);
-		end++;
-		if (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0)
-			end += strlen(end);
-		if (*end)
-			return -1;
-	}
-	if (shift && n > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)n << shift;
-	return 0;
 }
 
 /* The name of the first of |symbols| |handle| lacks, or NULL when it has
@@ -341,14 +308,14 @@ static wafer_status apply_option(void *state_arg,
 			o->release_threshold = UINT64_MAX;
 			return WAFER_OK;
 		}
-		if (cuda_parse_size(value, &o->release_threshold) != 0)
+		if (wafer_plugin_parse_size(value, &o->release_threshold) != 0)
 			return bad_value(state, origin, key,
 					 "a size (1G, 512M, 0) or max", value);
 		return WAFER_OK;
 	}
 	if (strcmp(key, "staging_chunk") == 0) {
-		if (cuda_parse_size(value, &n) != 0 || !is_power_of_two(n) ||
-		    n < CUDA_STAGING_MIN ||
+		if (wafer_plugin_parse_size(value, &n) != 0 ||
+		    !is_power_of_two(n) || n < CUDA_STAGING_MIN ||
 		    n > CUDA_STAGING_MIN << (CUDA_STAGING_CLASSES - 1))
 			return bad_value(state, origin, key,
 					 "a power of two from 64K to 2G",
@@ -357,7 +324,7 @@ static wafer_status apply_option(void *state_arg,
 		return WAFER_OK;
 	}
 	if (strcmp(key, "staging_limit") == 0) {
-		if (cuda_parse_size(value, &n) != 0 || n > SIZE_MAX)
+		if (wafer_plugin_parse_size(value, &n) != 0 || n > SIZE_MAX)
 			return bad_value(state, origin, key,
 					 "a size (64M, 1G, 0)", value);
 		o->staging_limit = (size_t)n;
@@ -369,8 +336,8 @@ static wafer_status apply_option(void *state_arg,
 			o->vm_page = 0;
 			return WAFER_OK;
 		}
-		if (cuda_parse_size(value, &n) != 0 || !is_power_of_two(n) ||
-		    n > (uint64_t)1 << 40)
+		if (wafer_plugin_parse_size(value, &n) != 0 ||
+		    !is_power_of_two(n) || n > (uint64_t)1 << 40)
 			return bad_value(state, origin, key,
 					 "a power of two (2M, 8M) or whole",
 					 value);

@@ -34,6 +34,7 @@
 
 #include "plugins/cuda/cuda_plugin.h"
 #include "plugins/cuda/nvrtc.h"
+#include "plugins/common/program_kernels.h"
 
 /* Binding limit of a program kernel: more than the core ever passes. */
 #define PROGRAM_MAX_BINDINGS 64
@@ -57,10 +58,7 @@ struct cuda_program_kernel {
 struct cuda_program {
 	CUmodule module;
 	char name[128];
-	/* Of |kernels|: program_kernel may be called from several
-	 * threads. */
-	pthread_mutex_t lock;
-	struct wafer_plugin_program_kernels kernels;
+	struct program_kernels kernels;
 };
 
 static const wafer_program_format formats_nvrtc[] = {
@@ -358,13 +356,8 @@ wafer_status cuda_program_load(void *device,
 		free(p);
 		return status;
 	}
-	pthread_mutex_init(&p->lock, NULL);
-	p->kernels = (struct wafer_plugin_program_kernels){
-		.host = host,
-		.plugin = "cuda",
-		.program = p->name,
-		.max_bindings = PROGRAM_MAX_BINDINGS,
-	};
+	program_kernels_init(&p->kernels, host, "cuda", p->name,
+			     PROGRAM_MAX_BINDINGS);
 	*out_program = p;
 	return WAFER_OK;
 }
@@ -410,15 +403,11 @@ wafer_status cuda_program_kernel(void *device, void *program,
 {
 	struct cuda_program *p = program;
 	struct make m = {device, p};
-	wafer_status status;
 
-	pthread_mutex_lock(&p->lock);
-	status = wafer_plugin_program_kernel_get(
-		&p->kernels, name, binding_count, params_size,
-		sizeof(struct cuda_program_kernel), make_kernel, &m,
-		out_kernel);
-	pthread_mutex_unlock(&p->lock);
-	return status;
+	return program_kernels_get(&p->kernels, name, binding_count,
+				   params_size,
+				   sizeof(struct cuda_program_kernel),
+				   make_kernel, &m, out_kernel);
 }
 
 void cuda_program_release(void *device, void *program)
@@ -432,8 +421,7 @@ void cuda_program_release(void *device, void *program)
 	 * to if unloading fails. */
 	if (cuda_enter(dev) == WAFER_OK)
 		dev->drv->cuModuleUnload(p->module);
-	wafer_plugin_program_kernels_release(&p->kernels, NULL);
-	pthread_mutex_destroy(&p->lock);
+	program_kernels_release(&p->kernels, NULL);
 	free(p);
 }
 

@@ -322,8 +322,12 @@ static wafer_status cuda_storage_copy(void *device, void *queue,
  * Virtual memory
  *===----------------------------------------------------------------------===*/
 
-static int page_is_mapped(const struct cuda_vm_range *r, size_t page)
+/* |range|: a struct cuda_vm_range (the type wafer_plugin_vm_pages_check
+ * calls with). */
+static int page_is_mapped(const void *range, size_t page)
 {
+	const struct cuda_vm_range *r = range;
+
 	return (r->mapped[page / 64] >> (page % 64)) & 1;
 }
 
@@ -524,18 +528,9 @@ static wafer_status lock_pages(struct cuda_device *dev, wafer_resource range,
 		return status;
 	pthread_mutex_lock(&dev->vm_lock);
 	r = find_range(dev, cuda_ptr(range), 0);
-	status = wafer_plugin_vm_span_check(dev->host, "cuda", what, range,
-					    r ? r->size : 0, offset, size, g);
-	for (size_t p = offset / g; status == WAFER_OK && p < (offset + size) / g;
-	     p++) {
-		if (page_is_mapped(r, p) == mapped)
-			continue;
-		dev->host->set_error("cuda: %s: page %zu (offset %zu) of "
-				     "range 0x%" PRIx64 " is %s",
-				     what, p, p * g, range,
-				     mapped ? "not mapped" : "mapped already");
-		status = WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	status = wafer_plugin_vm_pages_check(dev->host, "cuda", what, range,
+					     r ? r->size : 0, offset, size, g,
+					     mapped, page_is_mapped, r);
 	if (status != WAFER_OK) {
 		pthread_mutex_unlock(&dev->vm_lock);
 		return status;
@@ -718,19 +713,14 @@ static wafer_status cuda_storage_native(void *device, wafer_resource resource,
 	struct cuda_device *dev = device;
 	wafer_status status = WAFER_OK;
 
-	/* A vm range answers only for a mapped page: the address of an
-	 * unmapped one is no memory. Other resources are plain pointers. */
+	/* A vm range answers only for a mapped page; other resources are
+	 * plain pointers. */
 	pthread_mutex_lock(&dev->vm_lock);
 	struct cuda_vm_range *r = find_range(dev, cuda_ptr(resource), 0);
-	if (r && (offset >= r->size ||
-		  !page_is_mapped(r, offset / dev->vm_granularity))) {
-		dev->host->set_error("cuda: native: offset %zu of range "
-				     "0x%" PRIx64 " (%zu bytes) is %s",
-				     offset, resource, r->size,
-				     offset >= r->size ? "outside it"
-						       : "not mapped");
-		status = WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	if (r)
+		status = wafer_plugin_vm_native_check(
+			dev->host, "cuda", resource, r->size, offset,
+			dev->vm_granularity, page_is_mapped, r);
 	pthread_mutex_unlock(&dev->vm_lock);
 	if (status != WAFER_OK)
 		return status;

@@ -18,7 +18,6 @@
  * which Level Zero's other device types (NPUs) do not run. */
 #include "build-config.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,30 +35,6 @@ const struct wafer_host_services *lz_host(const struct lz_device *device)
 /*===----------------------------------------------------------------------===
  * Options
  *===----------------------------------------------------------------------===*/
-
-/* Parses a byte count: digits with an optional K, M or G (powers of 1024). */
-static int parse_bytes(const char *text, size_t *out_bytes)
-{
-	unsigned long long n;
-	unsigned shift = 0;
-	char *end;
-
-	if (!text || text[0] < '0' || text[0] > '9')
-		return -1;
-	errno = 0;
-	n = strtoull(text, &end, 10);
-	if (errno)
-		return -1;
-	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	}
-	if (*end || n > (SIZE_MAX >> shift))
-		return -1;
-	*out_bytes = (size_t)n << shift;
-	return 0;
-}
 
 /* Applies one `key = value` line of [levelzero]. Unknown keys are logged
  * and ignored, so a configuration written for a newer plugin still loads;
@@ -91,8 +66,13 @@ static wafer_status apply_option(void *state_arg,
 		return WAFER_ERROR_CONFIG;
 	}
 	if (strcmp(option->key, "staging") == 0) {
-		if (parse_bytes(value, &state->staging) == 0)
+		uint64_t bytes;
+
+		if (wafer_plugin_parse_size(value, &bytes) == 0 &&
+		    bytes <= SIZE_MAX) {
+			state->staging = (size_t)bytes;
 			return WAFER_OK;
+		}
 		host->set_error("%s: [levelzero] staging: expected a byte "
 				"count (4M, 65536), got '%s'",
 				origin, value);

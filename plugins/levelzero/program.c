@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "plugins/levelzero/lz_plugin.h"
+#include "plugins/common/program_kernels.h"
 
 /* Version of what this file stores in the binary cache. */
 #define CACHE_LAYOUT "wafer levelzero program 1"
@@ -50,8 +51,7 @@ struct lz_program_kernel {
 struct lz_program {
 	ze_module_handle_t module;
 	char name[128];
-	pthread_mutex_t lock; /* of |kernels| */
-	struct wafer_plugin_program_kernels kernels;
+	struct program_kernels kernels;
 };
 
 static const wafer_program_format formats[] = {WAFER_PROGRAM_SPIRV};
@@ -256,13 +256,8 @@ wafer_status lz_program_load(void *device,
 		free(p);
 		return status;
 	}
-	pthread_mutex_init(&p->lock, NULL);
-	p->kernels = (struct wafer_plugin_program_kernels){
-		.host = host,
-		.plugin = "levelzero",
-		.program = p->name,
-		.max_bindings = MAX_BINDINGS,
-	};
+	program_kernels_init(&p->kernels, host, "levelzero", p->name,
+			     MAX_BINDINGS);
 	*out_program = p;
 	return WAFER_OK;
 }
@@ -314,8 +309,6 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	struct lz_program *p = m->p;
 	struct lz_program_kernel *k = kernel;
 	const char *name = k->head.name;
-	uint32_t binding_count = k->head.entry.binding_count;
-	size_t params_size = k->head.entry.params_size;
 	ze_kernel_desc_t desc = {
 		.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC,
 		.pKernelName = name,
@@ -323,7 +316,6 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	ze_kernel_properties_t props = {
 		.stype = ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES,
 	};
-	uint32_t want = binding_count + (params_size ? 1 : 0);
 	char names[512];
 	ze_result_t r;
 
@@ -344,15 +336,9 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 				p->name, lz_result_name(r));
 		return lz_status(r);
 	}
-	/* The convention: a pointer per binding, then the block. */
 	if (zeKernelGetProperties(k->kernel, &props) == ZE_RESULT_SUCCESS &&
-	    props.numKernelArgs != want) {
-		host->set_error("levelzero: kernel %s of %s takes %" PRIu32
-				" arguments, not %" PRIu32 " (%" PRIu32
-				" bindings%s)",
-				name, p->name, props.numKernelArgs, want,
-				binding_count,
-				params_size ? " and the parameter block" : "");
+	    program_kernel_args_check(&p->kernels, &k->head,
+				      props.numKernelArgs) != WAFER_OK) {
 		zeKernelDestroy(k->kernel);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
@@ -374,14 +360,10 @@ wafer_status lz_program_kernel(void *device, void *program, const char *name,
 {
 	struct lz_program *p = program;
 	struct make m = {device, p};
-	wafer_status status;
 
-	pthread_mutex_lock(&p->lock);
-	status = wafer_plugin_program_kernel_get(
-		&p->kernels, name, binding_count, params_size,
-		sizeof(struct lz_program_kernel), make_kernel, &m, out_kernel);
-	pthread_mutex_unlock(&p->lock);
-	return status;
+	return program_kernels_get(&p->kernels, name, binding_count,
+				   params_size, sizeof(struct lz_program_kernel),
+				   make_kernel, &m, out_kernel);
 }
 
 void lz_program_release(void *device, void *program)
@@ -390,9 +372,8 @@ void lz_program_release(void *device, void *program)
 
 	if (!p)
 		return;
-	wafer_plugin_program_kernels_release(&p->kernels, destroy_kernel);
+	program_kernels_release(&p->kernels, destroy_kernel);
 	zeModuleDestroy(p->module);
-	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
 

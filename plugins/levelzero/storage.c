@@ -326,6 +326,15 @@ static wafer_status map_page(struct lz_device *dev, struct lz_vm_range *r,
 	return WAFER_OK;
 }
 
+/* Whether page |i| of |range| (a struct lz_vm_range) is mapped: pages is
+ * made at its first vm_map. */
+static int page_mapped(const void *range, size_t i)
+{
+	const struct lz_vm_range *r = range;
+
+	return r->pages && r->pages[i];
+}
+
 /* vm_map's and vm_unmap's opening: takes vm_lock and finds the range
  * holding [offset, +size) in whole pages, every one of them |mapped| (1)
  * or not (0). On WAFER_OK vm_lock is held; on a failure it is not. */
@@ -339,20 +348,9 @@ static wafer_status lock_pages(struct lz_device *dev, wafer_resource range,
 
 	pthread_mutex_lock(&dev->vm_lock);
 	r = find_range(dev, range, 0);
-	status = wafer_plugin_vm_span_check(lz_host(dev), "levelzero", what,
-					    range, r ? r->size : 0, offset,
-					    size, page);
-	for (size_t i = offset / page;
-	     status == WAFER_OK && i < (offset + size) / page; i++) {
-		if ((r->pages && r->pages[i]) == mapped)
-			continue;
-		lz_host(dev)->set_error("levelzero: %s: [%zu, +%zu): the page "
-					"at %zu is %s",
-					what, offset, size, i * page,
-					mapped ? "not mapped"
-					       : "already mapped");
-		status = WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	status = wafer_plugin_vm_pages_check(lz_host(dev), "levelzero", what,
+					     range, r ? r->size : 0, offset,
+					     size, page, mapped, page_mapped, r);
 	if (status != WAFER_OK) {
 		pthread_mutex_unlock(&dev->vm_lock);
 		return status;
@@ -456,20 +454,16 @@ static wafer_status lz_storage_native(void *device, wafer_resource resource,
 				      struct wafer_native_buffer *out)
 {
 	struct lz_device *dev = device;
-	size_t g = dev->slot->vm_granularity;
 	wafer_status status = WAFER_OK;
 
-	/* A vm range answers only for a mapped page. */
+	/* A vm range answers only for a mapped page; other resources are
+	 * plain pointers. */
 	pthread_mutex_lock(&dev->vm_lock);
 	struct lz_vm_range *r = find_range(dev, resource, 0);
-	if (r && (offset >= r->size || !r->pages || !r->pages[offset / g])) {
-		lz_host(dev)->set_error("levelzero: native: offset %zu of "
-					"range 0x%" PRIx64 " (%zu bytes) is %s",
-					offset, resource, r->size,
-					offset >= r->size ? "outside it"
-							  : "not mapped");
-		status = WAFER_ERROR_INVALID_ARGUMENT;
-	}
+	if (r)
+		status = wafer_plugin_vm_native_check(
+			lz_host(dev), "levelzero", resource, r->size, offset,
+			dev->slot->vm_granularity, page_mapped, r);
 	pthread_mutex_unlock(&dev->vm_lock);
 	if (status != WAFER_OK)
 		return status;

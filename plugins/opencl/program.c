@@ -37,6 +37,7 @@
 #include <CL/cl_ext.h>
 
 #include "plugins/opencl/ocl_plugin.h"
+#include "plugins/common/program_kernels.h"
 
 /* Version of what this file stores in the binary cache. */
 #define CACHE_LAYOUT "wafer opencl program 1"
@@ -55,8 +56,7 @@ struct ocl_program_kernel {
 struct ocl_program {
 	cl_program program;
 	char name[128];
-	pthread_mutex_t lock; /* of |kernels| */
-	struct wafer_plugin_program_kernels kernels;
+	struct program_kernels kernels;
 };
 
 /*===----------------------------------------------------------------------===
@@ -308,13 +308,8 @@ wafer_status ocl_program_load(void *device,
 		return status;
 	}
 	p->program = b.program;
-	pthread_mutex_init(&p->lock, NULL);
-	p->kernels = (struct wafer_plugin_program_kernels){
-		.host = host,
-		.plugin = OCL_NAME,
-		.program = p->name,
-		.max_bindings = MAX_BINDINGS,
-	};
+	program_kernels_init(&p->kernels, host, OCL_NAME, p->name,
+			     MAX_BINDINGS);
 	*out_program = p;
 	return WAFER_OK;
 }
@@ -329,11 +324,9 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 {
 	const struct ocl_program *p = ctx;
 	struct ocl_program_kernel *k = kernel;
-	const struct wafer_host_services *host = p->kernels.host;
+	const struct wafer_host_services *host = p->kernels.table.host;
 	const char *name = k->head.name;
-	uint32_t binding_count = k->head.entry.binding_count;
-	size_t params_size = k->head.entry.params_size;
-	cl_uint args = 0, want = binding_count + (params_size ? 1 : 0);
+	cl_uint args = 0;
 	cl_int err;
 
 	k->kernel = clCreateKernel(p->program, name, &err);
@@ -358,14 +351,10 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	if (!k->kernel)
 		return ocl_fail(host, err, "clCreateKernel(%s, %s)", p->name,
 				name);
-	/* The convention: a pointer per binding, then the block. */
 	if (clGetKernelInfo(k->kernel, CL_KERNEL_NUM_ARGS, sizeof args, &args,
 			    NULL) == CL_SUCCESS &&
-	    args != want) {
-		host->set_error(OCL_NAME ": kernel %s of %s takes %u arguments, "
-				"not %u (%" PRIu32 " bindings%s)",
-				name, p->name, args, want, binding_count,
-				params_size ? " and the parameter block" : "");
+	    program_kernel_args_check(&p->kernels, &k->head, args) !=
+		    WAFER_OK) {
 		clReleaseKernel(k->kernel);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
@@ -387,15 +376,12 @@ wafer_status ocl_program_kernel(void *device, void *program,
 				const struct wafer_kernel **out_kernel)
 {
 	struct ocl_program *p = program;
-	wafer_status status;
 
 	(void)device;
-	pthread_mutex_lock(&p->lock);
-	status = wafer_plugin_program_kernel_get(
-		&p->kernels, name, binding_count, params_size,
-		sizeof(struct ocl_program_kernel), make_kernel, p, out_kernel);
-	pthread_mutex_unlock(&p->lock);
-	return status;
+	return program_kernels_get(&p->kernels, name, binding_count,
+				   params_size,
+				   sizeof(struct ocl_program_kernel),
+				   make_kernel, p, out_kernel);
 }
 
 void ocl_program_release(void *device, void *program)
@@ -405,9 +391,8 @@ void ocl_program_release(void *device, void *program)
 	(void)device;
 	if (!p)
 		return;
-	wafer_plugin_program_kernels_release(&p->kernels, destroy_kernel);
+	program_kernels_release(&p->kernels, destroy_kernel);
 	clReleaseProgram(p->program);
-	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
 

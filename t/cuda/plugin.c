@@ -572,7 +572,7 @@ static void test_vm(void *device, void *queue, size_t g)
 		  "vm_map page 1 again");
 	status_is(st->vm_map(device, range, 2 * g, g),
 		  WAFER_ERROR_INVALID_ARGUMENT, "vm_map of a mapped page");
-	like(last_error, "is mapped already", "  ... says so");
+	like(last_error, "is already mapped", "  ... says so");
 	status_is(st->vm_unmap(device, range, 5 * g, g),
 		  WAFER_ERROR_INVALID_ARGUMENT, "vm_unmap of an unmapped page");
 	like(last_error, "is not mapped", "  ... says so");

@@ -2,7 +2,8 @@
  *
  * plugin_util: the header-only plugin helpers of <wafer/plugin_util.h>,
  * with a fake host and no plugin: element sizes of every dtype, ABI array
- * stepping, the init and device checks, every catalogue reach check (and
+ * stepping, the init and device checks, the size parser of options, the
+ * virtual-memory page checks, every catalogue reach check (and
  * its overflow cases), the deferred failure of a queue, the debug-only
  * launch checks, the program helpers: a program's kernels, the
  * cached build (on an in-memory cache of one entry) and the program
@@ -115,6 +116,112 @@ static void lifetime(void)
 	like(last_error, "util: no device 1 (there is 1)", "  ... says so");
 	status_is(wafer_plugin_device_index_check(&fake_host, "util", 0, 1),
 		  WAFER_OK, "device index 0 of 1");
+}
+
+static void sizes(void)
+{
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+	} good[] = {
+		{"0", 0},
+		{"65536", 65536},
+		{"64k", 64u << 10},
+		{"512KiB", 512u << 10},
+		{"4M", 4u << 20},
+		{"3GB", (uint64_t)3 << 30},
+		{"1T", (uint64_t)1 << 40},
+		{"16777215T", UINT64_MAX >> 40 << 40},
+		{"18446744073709551615", UINT64_MAX},
+	};
+	static const char *const bad[] = {
+		"", "-1", " 1", "+1", "K", "1X", "1Kb", "1KiBs", "1 K",
+		"16777216T", "18446744073709551616",
+	};
+	uint64_t got;
+
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		got = 1;
+		ok(wafer_plugin_parse_size(good[i].text, &got) == 0 &&
+			   got == good[i].bytes,
+		   "parse_size(\"%s\") is %llu", good[i].text,
+		   (unsigned long long)good[i].bytes);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		got = 7;
+		ok(wafer_plugin_parse_size(bad[i], &got) == -1 && got == 7,
+		   "parse_size(\"%s\") is refused, its output untouched",
+		   bad[i]);
+	}
+	ok(wafer_plugin_parse_size(NULL, &got) == -1, "parse_size(NULL)");
+}
+
+/* Pages 1 and 3 of a four-page range are mapped. */
+static int util_page_mapped(const void *ctx, size_t index)
+{
+	const unsigned char *pages = ctx;
+
+	return pages[index];
+}
+
+static void vm_pages(void)
+{
+	static const unsigned char pages[4] = {0, 1, 0, 1};
+	const size_t g = 4096;
+
+	status_is(wafer_plugin_vm_pages_check(&fake_host, "util", "vm_map",
+					      0x10000, 4 * g, 0, g, g, 0,
+					      util_page_mapped, pages),
+		  WAFER_OK, "vm_pages_check: vm_map of an unmapped page");
+	status_is(wafer_plugin_vm_pages_check(&fake_host, "util", "vm_map",
+					      0x10000, 4 * g, 0, 3 * g, g, 0,
+					      util_page_mapped, pages),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "vm_pages_check: vm_map over a mapped page");
+	like(last_error,
+	     "util: vm_map: page 1 (offset 4096) of range 0x10000 is already "
+	     "mapped",
+	     "  ... names the first one");
+	status_is(wafer_plugin_vm_pages_check(&fake_host, "util", "vm_unmap",
+					      0x10000, 4 * g, g, 3 * g, g, 1,
+					      util_page_mapped, pages),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "vm_pages_check: vm_unmap over an unmapped page");
+	like(last_error,
+	     "util: vm_unmap: page 2 (offset 8192) of range 0x10000 is not "
+	     "mapped",
+	     "  ... names it");
+	status_is(wafer_plugin_vm_pages_check(&fake_host, "util", "vm_unmap",
+					      0x10000, 4 * g, 3 * g, g, g, 1,
+					      util_page_mapped, pages),
+		  WAFER_OK, "vm_pages_check: vm_unmap of a mapped page");
+	/* No range: the span check refuses before any page is looked at
+	 * (a NULL |ctx| would crash). */
+	status_is(wafer_plugin_vm_pages_check(&fake_host, "util", "vm_map",
+					      0x10000, 0, 0, g, g, 0,
+					      util_page_mapped, NULL),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "vm_pages_check: not a reserved range");
+	like(last_error, "is not a reserved range", "  ... says so");
+
+	status_is(wafer_plugin_vm_native_check(&fake_host, "util", 0x10000,
+					       4 * g, g + 8, g,
+					       util_page_mapped, pages),
+		  WAFER_OK, "vm_native_check: an offset on a mapped page");
+	status_is(wafer_plugin_vm_native_check(&fake_host, "util", 0x10000,
+					       4 * g, 2 * g, g,
+					       util_page_mapped, pages),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "vm_native_check: an offset on an unmapped page");
+	like(last_error,
+	     "util: native: offset 8192 of range 0x10000 (16384 bytes) is "
+	     "not mapped",
+	     "  ... says so");
+	status_is(wafer_plugin_vm_native_check(&fake_host, "util", 0x10000,
+					       4 * g, 4 * g, g, NULL, NULL),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "vm_native_check: an offset past the range");
+	like(last_error, "(16384 bytes) is outside it", "  ... says so");
 }
 
 static void reach(void)
@@ -712,6 +819,8 @@ int main(void)
 	dtype_sizes();
 	arrays();
 	lifetime();
+	sizes();
+	vm_pages();
 	reach();
 	deferred();
 	debug_checks();

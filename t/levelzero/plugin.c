@@ -225,7 +225,7 @@ static void test_options(void)
 	     "  ... naming where it was set");
 
 	opts[0] = option("colour", "blue", "api");
-	opts[1] = option("staging", "64K", "api");
+	opts[1] = option("staging", "64KiB", "api");
 	opts[2] = option("immediate", "auto", "api");
 	log_count = 0;
 	status_is(init_with(opts, 3, &state), WAFER_OK,
@@ -444,7 +444,7 @@ static void test_vm(void *device, void *queue)
 	status_is(st->vm_map(device, range, 0, PAGE * 2),
 		  WAFER_ERROR_INVALID_ARGUMENT,
 		  "vm_map over a mapped page is rejected");
-	like(last_error, "already mapped", "  ... %s", last_error);
+	like(last_error, "is already mapped", "  ... %s", last_error);
 	status_is(st->vm_unmap(device, range, PAGE, PAGE * 2),
 		  WAFER_ERROR_INVALID_ARGUMENT,
 		  "vm_unmap over an unmapped page is rejected");
