@@ -348,7 +348,7 @@ WAFER_API wafer_status wafer_client_device(const wafer_client *client,
 {
 	wafer_status checked = wafer__check_out_struct(
 		"wafer_client_device", "client", client, "out_desc", out_desc,
-		sizeof *out_desc);
+		sizeof(size_t), sizeof *out_desc);
 	if (checked != WAFER_OK)
 		return checked;
 	wafer_device_desc desc = {.struct_size = sizeof desc};
@@ -902,7 +902,7 @@ WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 {
 	wafer_status checked = wafer__check_out_struct(
 		"wafer_memory_usage_get", "client", client, "out_usage",
-		out_usage, sizeof *out_usage);
+		out_usage, sizeof(size_t), sizeof *out_usage);
 	if (checked != WAFER_OK)
 		return checked;
 	wafer_memory_usage usage = {.struct_size = sizeof usage};

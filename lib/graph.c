@@ -810,7 +810,7 @@ WAFER_API wafer_status wafer_graph_info_get(wafer_graph *graph,
 {
 	wafer_status checked = wafer__check_out_struct(
 		"wafer_graph_info_get", "graph", graph, "out_info", out_info,
-		sizeof *out_info);
+		sizeof(size_t), sizeof *out_info);
 	if (checked != WAFER_OK)
 		return checked;
 	wafer_graph_info info = {.struct_size = sizeof info};

@@ -77,30 +77,6 @@ static struct runtime_device *from_public(struct wafer_runtime_device *device)
 					 offsetof(struct runtime_device, pub));
 }
 
-/* The start of a listing call that fills the caller's output struct
- * |out| (|size|: the struct as this library knows it) from |runtime|:
- * checks that |out| is non-NULL with a struct_size that at least covers
- * struct_size itself, clears the caller's fields (so that they hold
- * nothing stale on failure), then checks |runtime|. */
-static wafer_status begin_listing(const char *call,
-				  const wafer_runtime *runtime, void *out,
-				  size_t size)
-{
-	if (!out)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: output struct is NULL", call);
-	if (*(const size_t *)out < sizeof(size_t))
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: struct_size is %zu; set it to sizeof "
-				   "the struct",
-				   call, *(const size_t *)out);
-	wafer__copy_out_struct(out, NULL, size);
-	if (!runtime)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: runtime is NULL", call);
-	return WAFER_OK;
-}
-
 /*===----------------------------------------------------------------------===
  * Opening: configuration, log level, backends
  *===----------------------------------------------------------------------===*/
@@ -366,8 +342,9 @@ WAFER_API wafer_status wafer_runtime_device(const wafer_runtime *runtime,
 					    size_t index,
 					    wafer_device_desc *out_desc)
 {
-	wafer_status status = begin_listing("wafer_runtime_device", runtime,
-					    out_desc, sizeof *out_desc);
+	wafer_status status = wafer__check_out_struct(
+		"wafer_runtime_device", "runtime", runtime, "out_desc", out_desc,
+		sizeof(size_t), sizeof *out_desc);
 	size_t left = index;
 
 	if (status != WAFER_OK)
@@ -409,9 +386,9 @@ WAFER_API wafer_status wafer_runtime_config_source(const wafer_runtime *runtime,
 						   size_t index,
 						   wafer_config_source *out_source)
 {
-	wafer_status status = begin_listing("wafer_runtime_config_source",
-					    runtime, out_source,
-					    sizeof *out_source);
+	wafer_status status = wafer__check_out_struct(
+		"wafer_runtime_config_source", "runtime", runtime, "out_source",
+		out_source, sizeof(size_t), sizeof *out_source);
 	size_t count;
 
 	if (status != WAFER_OK)
@@ -438,8 +415,9 @@ WAFER_API wafer_status wafer_runtime_plugin(const wafer_runtime *runtime,
 					    size_t index,
 					    wafer_plugin_report *out_report)
 {
-	wafer_status status = begin_listing("wafer_runtime_plugin", runtime,
-					    out_report, sizeof *out_report);
+	wafer_status status = wafer__check_out_struct(
+		"wafer_runtime_plugin", "runtime", runtime, "out_report",
+		out_report, sizeof(size_t), sizeof *out_report);
 
 	if (status != WAFER_OK)
 		return status;

@@ -985,7 +985,7 @@ WAFER_API wafer_status wafer_autotune_stats_get(const wafer_runtime *runtime,
 {
 	wafer_status checked = wafer__check_out_struct(
 		"wafer_autotune_stats_get", "runtime", runtime, "out_stats",
-		out_stats, sizeof *out_stats);
+		out_stats, sizeof(size_t), sizeof *out_stats);
 	if (checked != WAFER_OK)
 		return checked;
 	struct wafer__tune_stats *s = &wafer__runtime_tuner(runtime)->stats;
