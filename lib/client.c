@@ -346,9 +346,8 @@ struct wafer__client_watch *wafer__client_watch(wafer_client *client)
 WAFER_API wafer_status wafer_client_device(const wafer_client *client,
 					   wafer_device_desc *out_desc)
 {
-	wafer_status checked = wafer__check_out_struct(
-		"wafer_client_device", "client", client, "out_desc", out_desc,
-		sizeof(size_t), sizeof *out_desc);
+	wafer_status checked = WAFER__CHECK_OUT_STRUCT(
+		"wafer_client_device", client, out_desc);
 	if (checked != WAFER_OK)
 		return checked;
 	wafer_device_desc desc = {.struct_size = sizeof desc};
@@ -900,9 +899,8 @@ WAFER_API wafer_status wafer_sync(wafer_client *client)
 WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 					      wafer_memory_usage *out_usage)
 {
-	wafer_status checked = wafer__check_out_struct(
-		"wafer_memory_usage_get", "client", client, "out_usage",
-		out_usage, sizeof(size_t), sizeof *out_usage);
+	wafer_status checked = WAFER__CHECK_OUT_STRUCT(
+		"wafer_memory_usage_get", client, out_usage);
 	if (checked != WAFER_OK)
 		return checked;
 	wafer_memory_usage usage = {.struct_size = sizeof usage};

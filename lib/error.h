@@ -84,6 +84,13 @@ wafer_status wafer__check_out_struct(const char *fn, const char *owner_name,
 				     const void *owner, const char *out_name,
 				     void *out, size_t min, size_t full_size);
 
+/* wafer__check_out_struct for the usual case: |owner| and |out| are the
+ * call's parameters, named in messages as they are spelt, and any
+ * struct_size that holds struct_size itself is accepted. */
+#define WAFER__CHECK_OUT_STRUCT(fn, owner, out)                                \
+	wafer__check_out_struct(fn, #owner, owner, #out, out, sizeof(size_t), \
+				sizeof *(out))
+
 /* Copies |full| into the caller's struct |out|, only the fields that lie
  * inside the caller's struct_size (it may be built against an older
  * header); struct_size stays as the caller set it. |full| NULL zeroes

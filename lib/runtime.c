@@ -342,9 +342,8 @@ WAFER_API wafer_status wafer_runtime_device(const wafer_runtime *runtime,
 					    size_t index,
 					    wafer_device_desc *out_desc)
 {
-	wafer_status status = wafer__check_out_struct(
-		"wafer_runtime_device", "runtime", runtime, "out_desc", out_desc,
-		sizeof(size_t), sizeof *out_desc);
+	wafer_status status = WAFER__CHECK_OUT_STRUCT(
+		"wafer_runtime_device", runtime, out_desc);
 	size_t left = index;
 
 	if (status != WAFER_OK)
@@ -386,9 +385,8 @@ WAFER_API wafer_status wafer_runtime_config_source(const wafer_runtime *runtime,
 						   size_t index,
 						   wafer_config_source *out_source)
 {
-	wafer_status status = wafer__check_out_struct(
-		"wafer_runtime_config_source", "runtime", runtime, "out_source",
-		out_source, sizeof(size_t), sizeof *out_source);
+	wafer_status status = WAFER__CHECK_OUT_STRUCT(
+		"wafer_runtime_config_source", runtime, out_source);
 	size_t count;
 
 	if (status != WAFER_OK)
@@ -415,9 +413,8 @@ WAFER_API wafer_status wafer_runtime_plugin(const wafer_runtime *runtime,
 					    size_t index,
 					    wafer_plugin_report *out_report)
 {
-	wafer_status status = wafer__check_out_struct(
-		"wafer_runtime_plugin", "runtime", runtime, "out_report",
-		out_report, sizeof(size_t), sizeof *out_report);
+	wafer_status status = WAFER__CHECK_OUT_STRUCT(
+		"wafer_runtime_plugin", runtime, out_report);
 
 	if (status != WAFER_OK)
 		return status;
