@@ -333,6 +333,16 @@ WAFER_API void wafer_runtime_close(wafer_runtime *runtime)
  * Listing: devices, sources, plugins, values
  *===----------------------------------------------------------------------===*/
 
+/* A listing call asked for entry |index| of the runtime's |count|
+ * |what|s. */
+static wafer_status out_of_range(const char *call, size_t index,
+				 size_t count, const char *what)
+{
+	return wafer__fail(WAFER_ERROR_OUT_OF_RANGE,
+			   "%s: index %zu, runtime has %zu %s%s", call, index,
+			   count, what, count == 1 ? "" : "s");
+}
+
 WAFER_API size_t wafer_runtime_device_count(const wafer_runtime *runtime)
 {
 	return runtime ? runtime->device_count : 0;
@@ -369,11 +379,8 @@ WAFER_API wafer_status wafer_runtime_device(const wafer_runtime *runtime,
 		}
 		left -= p->device_count;
 	}
-	return wafer__fail(WAFER_ERROR_OUT_OF_RANGE,
-			   "wafer_runtime_device: index %zu, runtime has %zu "
-			   "device%s",
-			   index, runtime->device_count,
-			   runtime->device_count == 1 ? "" : "s");
+	return out_of_range("wafer_runtime_device", index,
+			    runtime->device_count, "device");
 }
 
 WAFER_API size_t wafer_runtime_config_source_count(const wafer_runtime *runtime)
@@ -393,10 +400,8 @@ WAFER_API wafer_status wafer_runtime_config_source(const wafer_runtime *runtime,
 		return status;
 	count = wafer__config_source_count(runtime->config);
 	if (index >= count)
-		return wafer__fail(WAFER_ERROR_OUT_OF_RANGE,
-				   "wafer_runtime_config_source: index %zu, "
-				   "%zu source%s",
-				   index, count, count == 1 ? "" : "s");
+		return out_of_range("wafer_runtime_config_source", index,
+				    count, "source");
 	wafer_config_source source = *wafer__config_source_at(runtime->config,
 							      index);
 	source.struct_size = sizeof source;
@@ -419,11 +424,8 @@ WAFER_API wafer_status wafer_runtime_plugin(const wafer_runtime *runtime,
 	if (status != WAFER_OK)
 		return status;
 	if (index >= runtime->backend_count)
-		return wafer__fail(WAFER_ERROR_OUT_OF_RANGE,
-				   "wafer_runtime_plugin: index %zu, %zu "
-				   "plugin%s",
-				   index, runtime->backend_count,
-				   runtime->backend_count == 1 ? "" : "s");
+		return out_of_range("wafer_runtime_plugin", index,
+				    runtime->backend_count, "plugin");
 	const struct wafer__loaded_plugin *p = runtime->backends[index].plugin;
 	wafer_plugin_report report = {
 		.struct_size = sizeof report,
