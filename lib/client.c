@@ -860,11 +860,8 @@ WAFER_API wafer_status wafer_kernel_find(wafer_client *client,
 					 const char *variant, wafer_dtype dtype,
 					 const wafer_kernel_ref **out_kernel)
 {
-	if (out_kernel)
-		*out_kernel = NULL;
-	wafer_status status = wafer__check_not_null(
-		"wafer_kernel_find", client, "client", kernel, "kernel",
-		out_kernel, "out_kernel");
+	wafer_status status = WAFER__CHECK_OUT_POINTER(
+		"wafer_kernel_find", client, kernel, out_kernel);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_kernel *k = wafer__kernel_find_cached(

@@ -73,6 +73,13 @@ wafer_status wafer__check_not_null(const char *fn, const void *a,
 				   const char *b_name, const void *c,
 				   const char *c_name);
 
+/* The first check of a public call that gives back a pointer in |*out|:
+ * clears it (outputs are NULL on failure), then wafer__check_not_null on
+ * |a|, |b| and |out|, each named as the call's parameter is spelt. */
+#define WAFER__CHECK_OUT_POINTER(fn, a, b, out)                                \
+	((out) ? (void)(*(out) = NULL) : (void)0,                              \
+	 wafer__check_not_null(fn, a, #a, b, #b, out, #out))
+
 /* The first checks of a public call that fills the caller's struct |out|
  * (named |out_name|; |full_size|: the struct as this library knows it)
  * for |owner| (named |owner_name|), in this order: |out| is not NULL; its
