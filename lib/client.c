@@ -346,9 +346,8 @@ struct wafer__client_watch *wafer__client_watch(wafer_client *client)
 WAFER_API wafer_status wafer_client_device(const wafer_client *client,
 					   wafer_device_desc *out_desc)
 {
-	wafer_status checked = wafer__check_out_struct(
-		"wafer_client_device", "client", client, "out_desc", out_desc,
-		sizeof *out_desc);
+	wafer_status checked = WAFER__CHECK_OUT_STRUCT(
+		"wafer_client_device", client, out_desc);
 	if (checked != WAFER_OK)
 		return checked;
 	wafer_device_desc desc = {.struct_size = sizeof desc};
@@ -861,11 +860,8 @@ WAFER_API wafer_status wafer_kernel_find(wafer_client *client,
 					 const char *variant, wafer_dtype dtype,
 					 const wafer_kernel_ref **out_kernel)
 {
-	if (out_kernel)
-		*out_kernel = NULL;
-	wafer_status status = wafer__check_not_null(
-		"wafer_kernel_find", client, "client", kernel, "kernel",
-		out_kernel, "out_kernel");
+	wafer_status status = WAFER__CHECK_OUT_POINTER(
+		"wafer_kernel_find", client, kernel, out_kernel);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_kernel *k = wafer__kernel_find_cached(
@@ -900,9 +896,8 @@ WAFER_API wafer_status wafer_sync(wafer_client *client)
 WAFER_API wafer_status wafer_memory_usage_get(wafer_client *client,
 					      wafer_memory_usage *out_usage)
 {
-	wafer_status checked = wafer__check_out_struct(
-		"wafer_memory_usage_get", "client", client, "out_usage",
-		out_usage, sizeof *out_usage);
+	wafer_status checked = WAFER__CHECK_OUT_STRUCT(
+		"wafer_memory_usage_get", client, out_usage);
 	if (checked != WAFER_OK)
 		return checked;
 	wafer_memory_usage usage = {.struct_size = sizeof usage};

@@ -146,13 +146,20 @@ static void legacy_deleter(DLManagedTensor *self)
 	exported_free(self->manager_ctx);
 }
 
-/* Checks |tensor|, finishes the work issued before, fills |dl| from the
- * handle's native memory and returns a record holding a reference to the
- * handle and one to the client's watch. */
+#if defined(DLPACK_MAJOR_VERSION)
+static void versioned_deleter(DLManagedTensorVersioned *self)
+{
+	exported_free(self->manager_ctx);
+}
+#endif
+
+/* Checks |tensor| and the caller's |out|, finishes the work issued
+ * before and returns a record holding a reference to the handle and one
+ * to the client's watch, whose managed tensor (|versioned| or legacy) is
+ * filled from the handle's native memory and frees the record. */
 static wafer_status export_tensor(const char *fn, wafer_client *client,
-				  const wafer_tensor *tensor,
-				  struct exported **out_e, DLTensor **out_dl,
-				  bool versioned)
+				  const wafer_tensor *tensor, const void *out,
+				  bool versioned, struct exported **out_e)
 {
 	struct wafer__view view;
 	DLDataType dtype;
@@ -161,7 +168,7 @@ static wafer_status export_tensor(const char *fn, wafer_client *client,
 
 	*out_e = NULL;
 	status = wafer__check_not_null(fn, client, "client", tensor, "tensor",
-				       out_dl, "out");
+				       out, "out");
 	if (status != WAFER_OK)
 		return status;
 	status = wafer__view_check(client, fn, "tensor", tensor, &view);
@@ -208,11 +215,20 @@ static wafer_status export_tensor(const char *fn, wafer_client *client,
 
 	DLTensor *dl;
 #if defined(DLPACK_MAJOR_VERSION)
-	if (versioned)
+	if (versioned) {
+		e->m.versioned.version.major = DLPACK_MAJOR_VERSION;
+		e->m.versioned.version.minor = DLPACK_MINOR_VERSION;
+		e->m.versioned.flags = 0;
+		e->m.versioned.manager_ctx = e;
+		e->m.versioned.deleter = versioned_deleter;
 		dl = &e->m.versioned.dl_tensor;
-	else
+	} else
 #endif
+	{
+		e->m.legacy.manager_ctx = e;
+		e->m.legacy.deleter = legacy_deleter;
 		dl = &e->m.legacy.dl_tensor;
+	}
 	(void)versioned;
 	dl->data = (void *)(uintptr_t)nb.address;
 	dl->device.device_type = (DLDeviceType)device_type;
@@ -229,7 +245,6 @@ static wafer_status export_tensor(const char *fn, wafer_client *client,
 	dl->strides = e->strides;
 	dl->byte_offset = view.t.offset * view.element_size;
 	*out_e = e;
-	*out_dl = dl;
 	return WAFER_OK;
 }
 
@@ -238,19 +253,14 @@ WAFER_API wafer_status wafer_tensor_to_dlpack(wafer_client *client,
 					      DLManagedTensor **out)
 {
 	struct exported *e;
-	DLTensor *dl;
 
 	if (out)
 		*out = NULL;
-	wafer_status status =
-		export_tensor("wafer_tensor_to_dlpack", client, tensor, &e,
-			      out ? &dl : NULL, false);
-	if (status != WAFER_OK)
-		return status;
-	e->m.legacy.manager_ctx = e;
-	e->m.legacy.deleter = legacy_deleter;
-	*out = &e->m.legacy;
-	return WAFER_OK;
+	wafer_status status = export_tensor("wafer_tensor_to_dlpack", client,
+					    tensor, out, false, &e);
+	if (status == WAFER_OK)
+		*out = &e->m.legacy;
+	return status;
 }
 
 /*===----------------------------------------------------------------------===
@@ -460,33 +470,20 @@ WAFER_API wafer_status wafer_tensor_from_dlpack(wafer_client *client,
  *===----------------------------------------------------------------------===*/
 
 #if defined(DLPACK_MAJOR_VERSION)
-static void versioned_deleter(DLManagedTensorVersioned *self)
-{
-	exported_free(self->manager_ctx);
-}
-
 WAFER_API wafer_status
 wafer_tensor_to_dlpack_versioned(wafer_client *client,
 				 const wafer_tensor *tensor,
 				 DLManagedTensorVersioned **out)
 {
 	struct exported *e;
-	DLTensor *dl;
 
 	if (out)
 		*out = NULL;
-	wafer_status status =
-		export_tensor("wafer_tensor_to_dlpack_versioned", client,
-			      tensor, &e, out ? &dl : NULL, true);
-	if (status != WAFER_OK)
-		return status;
-	e->m.versioned.version.major = DLPACK_MAJOR_VERSION;
-	e->m.versioned.version.minor = DLPACK_MINOR_VERSION;
-	e->m.versioned.flags = 0;
-	e->m.versioned.manager_ctx = e;
-	e->m.versioned.deleter = versioned_deleter;
-	*out = &e->m.versioned;
-	return WAFER_OK;
+	wafer_status status = export_tensor("wafer_tensor_to_dlpack_versioned",
+					    client, tensor, out, true, &e);
+	if (status == WAFER_OK)
+		*out = &e->m.versioned;
+	return status;
 }
 
 static void call_versioned_deleter(void *user_data)

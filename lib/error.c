@@ -186,24 +186,23 @@ wafer_status wafer__check_not_null(const char *fn, const void *a,
 
 wafer_status wafer__check_out_struct(const char *fn, const char *owner_name,
 				     const void *owner, const char *out_name,
-				     void *out, size_t full_size)
+				     void *out, size_t min, size_t full_size)
 {
-	size_t struct_size = 0;
+	size_t struct_size;
 
-	if (out)
-		memcpy(&struct_size, out, sizeof struct_size);
-	if (!owner || !out) {
-		if (out && struct_size >= sizeof(size_t))
-			memset((char *)out + sizeof(size_t), 0,
-			       (struct_size < full_size ? struct_size
-							: full_size) -
-				       sizeof(size_t));
+	if (!out)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL",
-				   fn, owner ? out_name : owner_name);
-	}
-	if (struct_size < sizeof(size_t))
+				   fn, out_name);
+	memcpy(&struct_size, out, sizeof struct_size);
+	if (struct_size < min)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: struct_size is %zu", fn, struct_size);
+				   "%s: %s->struct_size is %zu, at least %zu "
+				   "expected; set it to sizeof the struct (%zu)",
+				   fn, out_name, struct_size, min, full_size);
+	wafer__copy_out_struct(out, NULL, full_size);
+	if (!owner)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL",
+				   fn, owner_name);
 	return WAFER_OK;
 }
 

@@ -73,15 +73,30 @@ wafer_status wafer__check_not_null(const char *fn, const void *a,
 				   const char *b_name, const void *c,
 				   const char *c_name);
 
-/* The first checks of a public call that fills a struct of |full_size|
- * bytes: |owner| (named |owner_name|) and |out| (named |out_name|) are
- * not NULL, and out's struct_size (its first member) holds at least that
- * member. Else WAFER_ERROR_INVALID_ARGUMENT naming |fn| and what is
- * wrong; a NULL |owner| with a usable |out| zeroes the fields of |out|
- * inside its struct_size first (wafer.h: outputs are 0 on failure). */
+/* The first check of a public call that gives back a pointer in |*out|:
+ * clears it (outputs are NULL on failure), then wafer__check_not_null on
+ * |a|, |b| and |out|, each named as the call's parameter is spelt. */
+#define WAFER__CHECK_OUT_POINTER(fn, a, b, out)                                \
+	((out) ? (void)(*(out) = NULL) : (void)0,                              \
+	 wafer__check_not_null(fn, a, #a, b, #b, out, #out))
+
+/* The first checks of a public call that fills the caller's struct |out|
+ * (named |out_name|; |full_size|: the struct as this library knows it)
+ * for |owner| (named |owner_name|), in this order: |out| is not NULL; its
+ * struct_size (the first member) reaches |min| bytes (sizeof(size_t) where
+ * struct_size itself is enough); then the caller's fields are cleared
+ * (wafer.h: outputs are 0 on failure) and |owner| is not NULL. Else
+ * WAFER_ERROR_INVALID_ARGUMENT naming |fn| and the argument at fault. */
 wafer_status wafer__check_out_struct(const char *fn, const char *owner_name,
 				     const void *owner, const char *out_name,
-				     void *out, size_t full_size);
+				     void *out, size_t min, size_t full_size);
+
+/* wafer__check_out_struct for the usual case: |owner| and |out| are the
+ * call's parameters, named in messages as they are spelt, and any
+ * struct_size that holds struct_size itself is accepted. */
+#define WAFER__CHECK_OUT_STRUCT(fn, owner, out)                                \
+	wafer__check_out_struct(fn, #owner, owner, #out, out, sizeof(size_t), \
+				sizeof *(out))
 
 /* Copies |full| into the caller's struct |out|, only the fields that lie
  * inside the caller's struct_size (it may be built against an older

@@ -808,9 +808,8 @@ WAFER_API wafer_status wafer_graph_rebind(wafer_graph *graph,
 WAFER_API wafer_status wafer_graph_info_get(wafer_graph *graph,
 					    wafer_graph_info *out_info)
 {
-	wafer_status checked = wafer__check_out_struct(
-		"wafer_graph_info_get", "graph", graph, "out_info", out_info,
-		sizeof *out_info);
+	wafer_status checked = WAFER__CHECK_OUT_STRUCT(
+		"wafer_graph_info_get", graph, out_info);
 	if (checked != WAFER_OK)
 		return checked;
 	wafer_graph_info info = {.struct_size = sizeof info};

@@ -48,27 +48,6 @@ static wafer_status not_supported(const char *fn,
 			   wafer__loader_minor_note(device->plugin, 3));
 }
 
-/* The first checks of a call that fills |out| (a native buffer or queue
- * whose struct_size must reach |min|): outputs are zero on failure. */
-static wafer_status check_out(const char *fn, const wafer_client *client,
-			      void *out, size_t min, size_t full)
-{
-	if (!out)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: out is NULL",
-				   fn);
-	size_t struct_size = *(const size_t *)out;
-	if (struct_size < min)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: out->struct_size is %zu, at least %zu "
-				   "expected (sizeof is %zu)",
-				   fn, struct_size, min, full);
-	wafer__copy_out_struct(out, NULL, full);
-	if (!client)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: client is NULL", fn);
-	return WAFER_OK;
-}
-
 /*===----------------------------------------------------------------------===
  * Native handles out
  *===----------------------------------------------------------------------===*/
@@ -78,8 +57,8 @@ WAFER_API wafer_status wafer_handle_native(wafer_client *client,
 					   wafer_native_buffer *out)
 {
 	static const char fn[] = "wafer_handle_native";
-	wafer_status status = check_out(fn, client, out, BUFFER_MIN,
-					sizeof *out);
+	wafer_status status = wafer__check_out_struct(
+		fn, "client", client, "out", out, BUFFER_MIN, sizeof *out);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_runtime_device *device =
@@ -134,8 +113,8 @@ WAFER_API wafer_status wafer_client_native_queue(wafer_client *client,
 						 wafer_native_queue *out)
 {
 	static const char fn[] = "wafer_client_native_queue";
-	wafer_status status = check_out(fn, client, out, QUEUE_MIN,
-					sizeof *out);
+	wafer_status status = wafer__check_out_struct(
+		fn, "client", client, "out", out, QUEUE_MIN, sizeof *out);
 	if (status != WAFER_OK)
 		return status;
 	const struct wafer_runtime_device *device =

@@ -394,11 +394,8 @@ WAFER_API wafer_status wafer_program_create(wafer_client *client,
 					    size_t count, const char *options,
 					    wafer_program **out_program)
 {
-	if (out_program)
-		*out_program = NULL;
-	wafer_status status = wafer__check_not_null(
-		"wafer_program_create", client, "client", sources, "sources",
-		out_program, "out_program");
+	wafer_status status = WAFER__CHECK_OUT_POINTER(
+		"wafer_program_create", client, sources, out_program);
 	if (status != WAFER_OK)
 		return status;
 	if (count == 0)
@@ -482,11 +479,8 @@ WAFER_API wafer_status wafer_program_kernel(wafer_program *program,
 					    size_t params_size,
 					    const wafer_kernel_ref **out_kernel)
 {
-	if (out_kernel)
-		*out_kernel = NULL;
-	wafer_status status = wafer__check_not_null(
-		"wafer_program_kernel", program, "program", name, "name",
-		out_kernel, "out_kernel");
+	wafer_status status = WAFER__CHECK_OUT_POINTER(
+		"wafer_program_kernel", program, name, out_kernel);
 	if (status == WAFER_OK)
 		status = wafer__check_name("wafer_program_kernel",
 					   "the kernel name", name);

@@ -77,30 +77,6 @@ static struct runtime_device *from_public(struct wafer_runtime_device *device)
 					 offsetof(struct runtime_device, pub));
 }
 
-/* The start of a listing call that fills the caller's output struct
- * |out| (|size|: the struct as this library knows it) from |runtime|:
- * checks that |out| is non-NULL with a struct_size that at least covers
- * struct_size itself, clears the caller's fields (so that they hold
- * nothing stale on failure), then checks |runtime|. */
-static wafer_status begin_listing(const char *call,
-				  const wafer_runtime *runtime, void *out,
-				  size_t size)
-{
-	if (!out)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: output struct is NULL", call);
-	if (*(const size_t *)out < sizeof(size_t))
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: struct_size is %zu; set it to sizeof "
-				   "the struct",
-				   call, *(const size_t *)out);
-	wafer__copy_out_struct(out, NULL, size);
-	if (!runtime)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: runtime is NULL", call);
-	return WAFER_OK;
-}
-
 /*===----------------------------------------------------------------------===
  * Opening: configuration, log level, backends
  *===----------------------------------------------------------------------===*/
@@ -357,6 +333,16 @@ WAFER_API void wafer_runtime_close(wafer_runtime *runtime)
  * Listing: devices, sources, plugins, values
  *===----------------------------------------------------------------------===*/
 
+/* A listing call asked for entry |index| of the runtime's |count|
+ * |what|s. */
+static wafer_status out_of_range(const char *call, size_t index,
+				 size_t count, const char *what)
+{
+	return wafer__fail(WAFER_ERROR_OUT_OF_RANGE,
+			   "%s: index %zu, runtime has %zu %s%s", call, index,
+			   count, what, count == 1 ? "" : "s");
+}
+
 WAFER_API size_t wafer_runtime_device_count(const wafer_runtime *runtime)
 {
 	return runtime ? runtime->device_count : 0;
@@ -366,8 +352,8 @@ WAFER_API wafer_status wafer_runtime_device(const wafer_runtime *runtime,
 					    size_t index,
 					    wafer_device_desc *out_desc)
 {
-	wafer_status status = begin_listing("wafer_runtime_device", runtime,
-					    out_desc, sizeof *out_desc);
+	wafer_status status = WAFER__CHECK_OUT_STRUCT(
+		"wafer_runtime_device", runtime, out_desc);
 	size_t left = index;
 
 	if (status != WAFER_OK)
@@ -393,11 +379,8 @@ WAFER_API wafer_status wafer_runtime_device(const wafer_runtime *runtime,
 		}
 		left -= p->device_count;
 	}
-	return wafer__fail(WAFER_ERROR_OUT_OF_RANGE,
-			   "wafer_runtime_device: index %zu, runtime has %zu "
-			   "device%s",
-			   index, runtime->device_count,
-			   runtime->device_count == 1 ? "" : "s");
+	return out_of_range("wafer_runtime_device", index,
+			    runtime->device_count, "device");
 }
 
 WAFER_API size_t wafer_runtime_config_source_count(const wafer_runtime *runtime)
@@ -409,19 +392,16 @@ WAFER_API wafer_status wafer_runtime_config_source(const wafer_runtime *runtime,
 						   size_t index,
 						   wafer_config_source *out_source)
 {
-	wafer_status status = begin_listing("wafer_runtime_config_source",
-					    runtime, out_source,
-					    sizeof *out_source);
+	wafer_status status = WAFER__CHECK_OUT_STRUCT(
+		"wafer_runtime_config_source", runtime, out_source);
 	size_t count;
 
 	if (status != WAFER_OK)
 		return status;
 	count = wafer__config_source_count(runtime->config);
 	if (index >= count)
-		return wafer__fail(WAFER_ERROR_OUT_OF_RANGE,
-				   "wafer_runtime_config_source: index %zu, "
-				   "%zu source%s",
-				   index, count, count == 1 ? "" : "s");
+		return out_of_range("wafer_runtime_config_source", index,
+				    count, "source");
 	wafer_config_source source = *wafer__config_source_at(runtime->config,
 							      index);
 	source.struct_size = sizeof source;
@@ -438,17 +418,14 @@ WAFER_API wafer_status wafer_runtime_plugin(const wafer_runtime *runtime,
 					    size_t index,
 					    wafer_plugin_report *out_report)
 {
-	wafer_status status = begin_listing("wafer_runtime_plugin", runtime,
-					    out_report, sizeof *out_report);
+	wafer_status status = WAFER__CHECK_OUT_STRUCT(
+		"wafer_runtime_plugin", runtime, out_report);
 
 	if (status != WAFER_OK)
 		return status;
 	if (index >= runtime->backend_count)
-		return wafer__fail(WAFER_ERROR_OUT_OF_RANGE,
-				   "wafer_runtime_plugin: index %zu, %zu "
-				   "plugin%s",
-				   index, runtime->backend_count,
-				   runtime->backend_count == 1 ? "" : "s");
+		return out_of_range("wafer_runtime_plugin", index,
+				    runtime->backend_count, "plugin");
 	const struct wafer__loaded_plugin *p = runtime->backends[index].plugin;
 	wafer_plugin_report report = {
 		.struct_size = sizeof report,

@@ -983,9 +983,8 @@ WAFER_API wafer_status wafer_autotune_cache_file(wafer_client *client,
 WAFER_API wafer_status wafer_autotune_stats_get(const wafer_runtime *runtime,
 						wafer_autotune_stats *out_stats)
 {
-	wafer_status checked = wafer__check_out_struct(
-		"wafer_autotune_stats_get", "runtime", runtime, "out_stats",
-		out_stats, sizeof *out_stats);
+	wafer_status checked = WAFER__CHECK_OUT_STRUCT(
+		"wafer_autotune_stats_get", runtime, out_stats);
 	if (checked != WAFER_OK)
 		return checked;
 	struct wafer__tune_stats *s = &wafer__runtime_tuner(runtime)->stats;
