@@ -66,7 +66,7 @@ struct cpu_state {
 };
 
 struct cpu_pool;
-struct cpu_vm_range;
+struct vm_range;
 
 /* An open device. The core may call storage and server entries on it from
  * several threads at once (plugin.h), so everything mutable is either
@@ -80,7 +80,7 @@ struct cpu_device {
 	/* Address ranges from vm_reserve, with their sizes: munmap needs the
 	 * size, and vm_map checks bounds against it. */
 	pthread_mutex_t vm_lock;
-	struct cpu_vm_range *vm_ranges;
+	struct vm_range *vm_ranges;
 	/* The device's queues (queue.c), drained before memory is freed. */
 	pthread_mutex_t queues_lock;
 	struct cpu_queue *queues;

@@ -22,13 +22,7 @@
 #include <sys/mman.h>
 
 #include "plugins/cpu/cpu_plugin.h"
-
-/* One vm_reserve'd address range (device->vm_ranges, under vm_lock). */
-struct cpu_vm_range {
-	uintptr_t base;
-	size_t size;
-	struct cpu_vm_range *next;
-};
+#include "plugins/common/vm_ranges.h"
 
 static const struct wafer_host_services *host_of(void *device)
 {
@@ -190,22 +184,6 @@ static wafer_status cpu_storage_copy_peer(void *device, void *queue,
  * Virtual memory
  *===----------------------------------------------------------------------===*/
 
-/* Finds the range starting at |range|; with |unlink|, also takes it off
- * the device's list (the caller frees it). Called with vm_lock held. */
-static struct cpu_vm_range *find_range(struct cpu_device *dev,
-				       wafer_resource range, int unlink)
-{
-	for (struct cpu_vm_range **p = &dev->vm_ranges; *p; p = &(*p)->next) {
-		struct cpu_vm_range *r = *p;
-		if (r->base != (uintptr_t)range)
-			continue;
-		if (unlink)
-			*p = r->next;
-		return r;
-	}
-	return NULL;
-}
-
 /* Checks that [offset, offset + size) is a non-empty, page-aligned part of
  * the reserved range and returns its address, or NULL after set_error. */
 static void *range_pages(struct cpu_device *dev, wafer_resource range,
@@ -215,7 +193,7 @@ static void *range_pages(struct cpu_device *dev, wafer_resource range,
 	size_t range_size = 0;
 
 	pthread_mutex_lock(&dev->vm_lock);
-	struct cpu_vm_range *r = find_range(dev, range, 0);
+	struct vm_range *r = vm_range_find(&dev->vm_ranges, range, 0);
 	if (r)
 		range_size = r->size;
 	pthread_mutex_unlock(&dev->vm_lock);
@@ -234,7 +212,7 @@ static wafer_status cpu_storage_vm_reserve(void *device, size_t size,
 {
 	struct cpu_device *dev = device;
 	const struct wafer_host_services *host = dev->state->host;
-	struct cpu_vm_range *r;
+	struct vm_range *r;
 	void *base;
 
 	*out_range = 0;
@@ -258,8 +236,7 @@ static wafer_status cpu_storage_vm_reserve(void *device, size_t size,
 	r->size = size;
 
 	pthread_mutex_lock(&dev->vm_lock);
-	r->next = dev->vm_ranges;
-	dev->vm_ranges = r;
+	vm_range_add(&dev->vm_ranges, r);
 	pthread_mutex_unlock(&dev->vm_lock);
 
 	*out_range = cpu_ptr_resource(base);
@@ -271,7 +248,7 @@ static void cpu_storage_vm_release(void *device, wafer_resource range)
 	struct cpu_device *dev = device;
 
 	pthread_mutex_lock(&dev->vm_lock);
-	struct cpu_vm_range *r = find_range(dev, range, 1);
+	struct vm_range *r = vm_range_find(&dev->vm_ranges, range, 1);
 	pthread_mutex_unlock(&dev->vm_lock);
 
 	cpu_device_drain(dev);
@@ -394,7 +371,7 @@ void cpu_storage_close(struct cpu_device *device)
 
 	/* No lock: the core closes a device only when nothing uses it. */
 	while (device->vm_ranges) {
-		struct cpu_vm_range *r = device->vm_ranges;
+		struct vm_range *r = device->vm_ranges;
 		host->log(host, WAFER_LOG_WARN,
 			  "device closed with %zu bytes of address space still "
 			  "reserved at 0x%" PRIxPTR "; released",

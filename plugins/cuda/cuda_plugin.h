@@ -136,7 +136,7 @@ struct cuda_staging_pool {
 	int failed;    /* pinning failed once (logged once) */
 };
 
-struct cuda_vm_range;
+struct vm_range;
 
 /* An open device. */
 struct cuda_device {
@@ -186,7 +186,7 @@ struct cuda_device {
 
 	/* vm_reserve'd ranges (storage.c), under vm_lock. */
 	pthread_mutex_t vm_lock;
-	struct cuda_vm_range *vm_ranges;
+	struct vm_range *vm_ranges;
 };
 
 /* A queue: one non-blocking stream (or the caller's), and the staging buffers whose copies

@@ -47,19 +47,19 @@
 #include <string.h>
 
 #include "plugins/cuda/cuda_plugin.h"
+#include "plugins/common/vm_ranges.h"
 
 /* One vm_reserve'd range, with a bit per page saying whether it is
  * mapped, and one saying whether a mapping (one physical allocation)
  * starts there: every mapped page without vm_page = whole
  * (device->vm_ranges, under vm_lock). */
 struct cuda_vm_range {
-	CUdeviceptr base;
-	size_t size;
+	/* First: the list holds this. */
+	struct vm_range range;
 	size_t pages;
 	size_t mapped_pages;
 	uint64_t *mapped;
 	uint64_t *starts;
-	struct cuda_vm_range *next;
 };
 
 /* Gives the default pool's cached memory back to the device. */
@@ -375,15 +375,8 @@ static void mark_page(struct cuda_vm_range *r, size_t page, int mapped)
 static struct cuda_vm_range *find_range(struct cuda_device *dev,
 					CUdeviceptr base, int unlink)
 {
-	for (struct cuda_vm_range **p = &dev->vm_ranges; *p; p = &(*p)->next) {
-		struct cuda_vm_range *r = *p;
-		if (r->base != base)
-			continue;
-		if (unlink)
-			*p = r->next;
-		return r;
-	}
-	return NULL;
+	return (struct cuda_vm_range *)vm_range_find(&dev->vm_ranges, base,
+						     unlink);
 }
 
 static wafer_status vm_unavailable(struct cuda_device *dev, const char *what)
@@ -401,6 +394,7 @@ static wafer_status cuda_storage_vm_reserve(void *device, size_t size,
 	size_t g = dev->vm_granularity;
 	struct cuda_vm_range *r;
 	wafer_status status;
+	CUdeviceptr base;
 	CUresult result;
 
 	*out_range = 0;
@@ -413,7 +407,7 @@ static wafer_status cuda_storage_vm_reserve(void *device, size_t size,
 		return status;
 	r = calloc(1, sizeof *r);
 	if (r) {
-		r->size = size;
+		r->range.size = size;
 		r->pages = size / g;
 		r->mapped = calloc((r->pages + 63) / 64, sizeof *r->mapped);
 		r->starts = calloc((r->pages + 63) / 64, sizeof *r->starts);
@@ -427,7 +421,7 @@ static wafer_status cuda_storage_vm_reserve(void *device, size_t size,
 		dev->host->set_error("cuda: vm_reserve: out of host memory");
 		return WAFER_ERROR_OUT_OF_MEMORY;
 	}
-	result = dev->drv->cuMemAddressReserve(&r->base, size, g, 0, 0);
+	result = dev->drv->cuMemAddressReserve(&base, size, g, 0, 0);
 	if (result != CUDA_SUCCESS) {
 		free(r->mapped);
 		free(r->starts);
@@ -437,11 +431,11 @@ static wafer_status cuda_storage_vm_reserve(void *device, size_t size,
 	}
 
 	pthread_mutex_lock(&dev->vm_lock);
-	r->next = dev->vm_ranges;
-	dev->vm_ranges = r;
+	r->range.base = base;
+	vm_range_add(&dev->vm_ranges, &r->range);
 	pthread_mutex_unlock(&dev->vm_lock);
 
-	*out_range = (wafer_resource)r->base;
+	*out_range = (wafer_resource)r->range.base;
 	return WAFER_OK;
 }
 
@@ -462,7 +456,7 @@ static CUresult unmap_pages(struct cuda_device *dev, struct cuda_vm_range *r,
 		}
 		size_t q = mapping_end(r, p);
 		CUresult result =
-			dev->drv->cuMemUnmap(r->base + p * g, (q - p) * g);
+			dev->drv->cuMemUnmap(r->range.base + p * g, (q - p) * g);
 		if (result == CUDA_SUCCESS) {
 			mark_start(r, p, 0);
 			for (size_t i = p; i < q; i++)
@@ -498,7 +492,7 @@ static CUresult map_pages(struct cuda_device *dev, struct cuda_vm_range *r,
 	}
 	if (result != CUDA_SUCCESS)
 		return result;
-	result = drv->cuMemMap(r->base + p * g, n * g, 0, handle, 0);
+	result = drv->cuMemMap(r->range.base + p * g, n * g, 0, handle, 0);
 	drv->cuMemRelease(handle);
 	if (result == CUDA_SUCCESS) {
 		mark_start(r, p, 1);
@@ -529,8 +523,8 @@ static wafer_status lock_pages(struct cuda_device *dev, wafer_resource range,
 	pthread_mutex_lock(&dev->vm_lock);
 	r = find_range(dev, cuda_ptr(range), 0);
 	status = wafer_plugin_vm_pages_check(dev->host, "cuda", what, range,
-					     r ? r->size : 0, offset, size, g,
-					     mapped, page_is_mapped, r);
+					     r ? r->range.size : 0, offset, size,
+					     g, mapped, page_is_mapped, r);
 	if (status != WAFER_OK) {
 		pthread_mutex_unlock(&dev->vm_lock);
 		return status;
@@ -571,7 +565,7 @@ static wafer_status cuda_storage_vm_map(void *device, wafer_resource range,
 				.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
 			};
 		step = "cuMemSetAccess";
-		result = dev->drv->cuMemSetAccess(r->base + offset, size,
+		result = dev->drv->cuMemSetAccess(r->range.base + offset, size,
 						  access,
 						  1 + (size_t)dev->peer_count);
 	}
@@ -635,11 +629,12 @@ static void release_range(struct cuda_device *dev, struct cuda_vm_range *r)
 
 	result = unmap_pages(dev, r, 0, r->pages);
 	if (result == CUDA_SUCCESS)
-		result = dev->drv->cuMemAddressFree(r->base, r->size);
+		result = dev->drv->cuMemAddressFree(r->range.base,
+						    r->range.size);
 	if (result != CUDA_SUCCESS)
 		dev->host->log(dev->host, WAFER_LOG_WARN,
 			       "vm_release(0x%llx): %s",
-			       (unsigned long long)r->base,
+			       (unsigned long long)r->range.base,
 			       cuda_result_text(dev->drv, result, text,
 						sizeof text));
 	free(r->mapped);
@@ -719,7 +714,7 @@ static wafer_status cuda_storage_native(void *device, wafer_resource resource,
 	struct cuda_vm_range *r = find_range(dev, cuda_ptr(resource), 0);
 	if (r)
 		status = wafer_plugin_vm_native_check(
-			dev->host, "cuda", resource, r->size, offset,
+			dev->host, "cuda", resource, r->range.size, offset,
 			dev->vm_granularity, page_is_mapped, r);
 	pthread_mutex_unlock(&dev->vm_lock);
 	if (status != WAFER_OK)
@@ -877,13 +872,14 @@ void cuda_storage_close(struct cuda_device *device)
 
 	/* No lock: the core closes a device only when nothing uses it. */
 	while (device->vm_ranges) {
-		struct cuda_vm_range *r = device->vm_ranges;
+		struct cuda_vm_range *r =
+			(struct cuda_vm_range *)device->vm_ranges;
 		host->log(host, WAFER_LOG_WARN,
 			  "device closed with %zu bytes of address space still "
 			  "reserved at 0x%llx (%zu pages mapped); released",
-			  r->size, (unsigned long long)r->base,
+			  r->range.size, (unsigned long long)r->range.base,
 			  r->mapped_pages);
-		device->vm_ranges = r->next;
+		device->vm_ranges = r->range.next;
 		release_range(device, r);
 	}
 	pthread_mutex_destroy(&device->vm_lock);

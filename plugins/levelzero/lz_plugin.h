@@ -103,7 +103,7 @@ struct lz_state {
 	ze_context_handle_t *contexts;
 };
 
-struct lz_vm_range;
+struct vm_range;
 struct lz_zevent;
 struct lz_callbacks;
 struct lz_graph;
@@ -135,7 +135,7 @@ struct lz_device {
 	uint32_t compute_ordinal;
 	/* Reserved address ranges (storage.c), under vm_lock. */
 	pthread_mutex_t vm_lock;
-	struct lz_vm_range *vm_ranges;
+	struct vm_range *vm_ranges;
 	/* Level Zero events no work uses any more, ready to be signalled
 	 * again (event.c), and every event's count of users: under
 	 * event_lock. [1]: from timestamp pools. */

@@ -233,11 +233,10 @@ wafer_status lz_program_load(void *device,
 		wafer_plugin_cache_part(source->data, source->size),
 	};
 
-	p = calloc(1, sizeof *p);
-	if (!p) {
-		host->set_error("levelzero: out of host memory");
+	p = wafer_plugin_calloc(host, sizeof *p,
+				"levelzero: out of host memory");
+	if (!p)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	snprintf(p->name, sizeof p->name, "%s", name);
 	snprintf(target, sizeof target, "spirv on '%s'", dev->slot->name);
 	struct build_ctx b = {dev, source, options, p};

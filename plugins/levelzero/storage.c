@@ -37,15 +37,15 @@
 #include <string.h>
 
 #include "plugins/levelzero/lz_plugin.h"
+#include "plugins/common/vm_ranges.h"
 
 /* One vm_reserve'd range (device->vm_ranges, under vm_lock). */
 struct lz_vm_range {
-	uintptr_t base;
-	size_t size;
+	/* First: the list holds this. */
+	struct vm_range range;
 	/* The physical object behind each page, NULL where unmapped;
 	 * allocated at the first map (size / granularity entries). */
 	ze_physical_mem_handle_t *pages;
-	struct lz_vm_range *next;
 };
 
 /*===----------------------------------------------------------------------===
@@ -187,15 +187,8 @@ static wafer_status lz_storage_copy(void *device, void *queue,
 static struct lz_vm_range *find_range(struct lz_device *dev,
 				      wafer_resource range, int unlink)
 {
-	for (struct lz_vm_range **p = &dev->vm_ranges; *p; p = &(*p)->next) {
-		struct lz_vm_range *r = *p;
-		if (r->base != (uintptr_t)range)
-			continue;
-		if (unlink)
-			*p = r->next;
-		return r;
-	}
-	return NULL;
+	return (struct lz_vm_range *)vm_range_find(&dev->vm_ranges, range,
+						   unlink);
 }
 
 static wafer_status lz_storage_vm_reserve(void *device, size_t size,
@@ -229,12 +222,11 @@ static wafer_status lz_storage_vm_reserve(void *device, size_t size,
 		return zr == ZE_RESULT_SUCCESS ? WAFER_ERROR_OUT_OF_MEMORY
 					       : lz_status(zr);
 	}
-	r->base = (uintptr_t)base;
-	r->size = size;
+	r->range.base = (uintptr_t)base;
+	r->range.size = size;
 
 	pthread_mutex_lock(&dev->vm_lock);
-	r->next = dev->vm_ranges;
-	dev->vm_ranges = r;
+	vm_range_add(&dev->vm_ranges, &r->range);
 	pthread_mutex_unlock(&dev->vm_lock);
 
 	*out_range = lz_ptr_resource(base);
@@ -249,7 +241,7 @@ static void unmap_page(struct lz_device *dev, struct lz_vm_range *r, size_t i)
 	size_t page = dev->slot->vm_granularity;
 	ze_result_t zr;
 
-	zr = zeVirtualMemUnmap(dev->context, (void *)(r->base + i * page),
+	zr = zeVirtualMemUnmap(dev->context, (void *)(r->range.base + i * page),
 			       page);
 	if (zr != ZE_RESULT_SUCCESS)
 		lz_host(dev)->log(lz_host(dev), WAFER_LOG_WARN,
@@ -266,16 +258,17 @@ static void unmap_page(struct lz_device *dev, struct lz_vm_range *r, size_t i)
  * |r| off the device's list. */
 static void release_range(struct lz_device *dev, struct lz_vm_range *r)
 {
-	size_t pages = r->size / dev->slot->vm_granularity;
+	size_t pages = r->range.size / dev->slot->vm_granularity;
 	ze_result_t zr;
 
 	for (size_t i = 0; r->pages && i < pages; i++)
 		if (r->pages[i])
 			unmap_page(dev, r, i);
-	zr = zeVirtualMemFree(dev->context, (void *)r->base, r->size);
+	zr = zeVirtualMemFree(dev->context, (void *)r->range.base,
+			      r->range.size);
 	if (zr != ZE_RESULT_SUCCESS)
 		lz_host(dev)->log(lz_host(dev), WAFER_LOG_WARN,
-				  "zeVirtualMemFree(%zu): %s", r->size,
+				  "zeVirtualMemFree(%zu): %s", r->range.size,
 				  lz_result_name(zr));
 	free(r->pages);
 	free(r);
@@ -316,8 +309,9 @@ static wafer_status map_page(struct lz_device *dev, struct lz_vm_range *r,
 		return lz_fail(lz_host(dev), zr, "vm_map: zePhysicalMemCreate");
 	/* The map sets the access attribute itself; a later
 	 * zeVirtualMemSetAccessAttribute would change nothing. */
-	zr = zeVirtualMemMap(dev->context, (void *)(r->base + i * page), page,
-			     phys, 0, ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE);
+	zr = zeVirtualMemMap(dev->context, (void *)(r->range.base + i * page),
+			     page, phys, 0,
+			     ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE);
 	if (zr != ZE_RESULT_SUCCESS) {
 		zePhysicalMemDestroy(dev->context, phys);
 		return lz_fail(lz_host(dev), zr, "vm_map: zeVirtualMemMap");
@@ -349,8 +343,9 @@ static wafer_status lock_pages(struct lz_device *dev, wafer_resource range,
 	pthread_mutex_lock(&dev->vm_lock);
 	r = find_range(dev, range, 0);
 	status = wafer_plugin_vm_pages_check(lz_host(dev), "levelzero", what,
-					     range, r ? r->size : 0, offset,
-					     size, page, mapped, page_mapped, r);
+					     range, r ? r->range.size : 0,
+					     offset, size, page, mapped,
+					     page_mapped, r);
 	if (status != WAFER_OK) {
 		pthread_mutex_unlock(&dev->vm_lock);
 		return status;
@@ -374,7 +369,7 @@ static wafer_status lz_storage_vm_map(void *device, wafer_resource range,
 	if (status != WAFER_OK)
 		return status;
 	if (!r->pages) {
-		r->pages = calloc(r->size / page, sizeof *r->pages);
+		r->pages = calloc(r->range.size / page, sizeof *r->pages);
 		if (!r->pages) {
 			lz_host(dev)->set_error("levelzero: vm_map: out of "
 						"host memory");
@@ -462,8 +457,8 @@ static wafer_status lz_storage_native(void *device, wafer_resource resource,
 	struct lz_vm_range *r = find_range(dev, resource, 0);
 	if (r)
 		status = wafer_plugin_vm_native_check(
-			lz_host(dev), "levelzero", resource, r->size, offset,
-			dev->slot->vm_granularity, page_mapped, r);
+			lz_host(dev), "levelzero", resource, r->range.size,
+			offset, dev->slot->vm_granularity, page_mapped, r);
 	pthread_mutex_unlock(&dev->vm_lock);
 	if (status != WAFER_OK)
 		return status;
@@ -586,13 +581,14 @@ void lz_storage_close(struct lz_device *device)
 {
 	/* No lock: the core closes a device only when nothing uses it. */
 	while (device->vm_ranges) {
-		struct lz_vm_range *r = device->vm_ranges;
+		struct lz_vm_range *r =
+			(struct lz_vm_range *)device->vm_ranges;
 		lz_host(device)->log(lz_host(device), WAFER_LOG_WARN,
 				     "device closed with %zu bytes of address "
 				     "space still reserved at 0x%" PRIxPTR
 				     "; released",
-				     r->size, r->base);
-		device->vm_ranges = r->next;
+				     r->range.size, r->range.base);
+		device->vm_ranges = r->range.next;
 		release_range(device, r);
 	}
 	pthread_mutex_destroy(&device->vm_lock);

@@ -283,11 +283,10 @@ wafer_status ocl_program_load(void *device,
 		wafer_plugin_cache_part(source->data, source->size),
 	};
 
-	p = calloc(1, sizeof *p);
-	if (!p) {
-		host->set_error(OCL_NAME ": out of host memory");
+	p = wafer_plugin_calloc(host, sizeof *p,
+				OCL_NAME ": out of host memory");
+	if (!p)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	snprintf(p->name, sizeof p->name, "%s", name);
 	snprintf(target, sizeof target, "%s on %s", format, e->name);
 	struct build_ctx b = {dev, source, options, format, p->name, with_il,
