@@ -38,6 +38,7 @@
 	X(cuDeviceTotalMem)                                                    \
 	X(cuDeviceGetAttribute)                                                \
 	X(cuDevicePrimaryCtxRetain)                                            \
+	X(cuCtxGetCurrent)                                                     \
 	X(cuCtxSetCurrent)                                                     \
 	X(cuModuleLoadData)                                                    \
 	X(cuModuleLoadDataEx)                                                  \

@@ -94,9 +94,18 @@ wafer_status cuda_fail(const struct cuda_state *state, CUresult result,
 	return cuda_status(result);
 }
 
+/* Asks first: on most calls the context is already current on the
+ * thread, and reading the driver's thread-local costs less than setting
+ * it (wafer-bench queues, events_raw_context). Never cached here: the
+ * caller may make another context current between two calls. */
 wafer_status cuda_enter(const struct cuda_device *device)
 {
-	CUresult result = device->drv->cuCtxSetCurrent(device->ctx);
+	CUcontext now = NULL;
+	CUresult result = device->drv->cuCtxGetCurrent(&now);
+
+	if (result == CUDA_SUCCESS && now == device->ctx)
+		return WAFER_OK;
+	result = device->drv->cuCtxSetCurrent(device->ctx);
 
 	if (result == CUDA_SUCCESS)
 		return WAFER_OK;

@@ -1250,8 +1250,8 @@ static CUresult fake_cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
 	return CUDA_SUCCESS;
 }
 
-/* For t/standins/fakenccl.c, which checks that a context is current as NCCL's
- * runtime needs one (the plugin itself never asks). */
+/* The plugin asks before it sets (cuda_enter); t/standins/fakenccl.c checks
+ * that a context is current as NCCL's runtime needs one. */
 static CUresult fake_cuCtxGetCurrent(CUcontext *out)
 {
 	if (!initialised)

@@ -330,7 +330,20 @@ static double raw_overlap_ms(size_t bytes, unsigned batches, unsigned adds,
 	return best;
 }
 
-static double raw_event_pair_ns(unsigned pairs)
+/* The context current as raw_event_pair_ns's |context| says (raw.h). */
+static void raw_context(int context)
+{
+	CUcontext now = NULL;
+
+	if (context == 1)
+		raw.drv.cuCtxSetCurrent(raw.ctx);
+	else if (context == 2 && (raw.drv.cuCtxGetCurrent(&now) !=
+					  CUDA_SUCCESS ||
+				  now != raw.ctx))
+		raw.drv.cuCtxSetCurrent(raw.ctx);
+}
+
+static double raw_event_pair_ns(unsigned pairs, int context)
 {
 	CUstream copy;
 	CUevent e;
@@ -342,7 +355,9 @@ static double raw_event_pair_ns(unsigned pairs)
 	for (int sample = 0; sample < 3; sample++) {
 		uint64_t start = bench_now_ns();
 		for (unsigned i = 0; i < pairs; i++) {
+			raw_context(context);
 			raw.drv.cuEventRecord(e, raw.stream);
+			raw_context(context);
 			raw.drv.cuStreamWaitEvent(copy, e, 0);
 		}
 		CHECK(raw.drv.cuStreamSynchronize(copy));
