@@ -34,6 +34,7 @@
 #include "build-config.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sched.h>
@@ -312,10 +313,25 @@ static wafer_status adopt(struct cuda_device *dev, const struct cuda_nccl *n,
 	return WAFER_OK;
 }
 
+/* A timeout is kept only while the host waits outside NCCL (sync). Since
+ * NCCL 2.22 a communicator connects to its peers lazily, inside the host
+ * call of its first collective (ncclAllReduce, ncclGroupEnd): a peer lost
+ * before then leaves that call blocked for ever, out of the timeout's
+ * reach (seen on two H200s: a rank that died after the open hung the
+ * other with [comm] timeout = 3). So the first communicator opened with a
+ * timeout has NCCL connect at init, while every rank is there
+ * (NCCL_RUNTIME_CONNECT=0), unless the caller set the variable. Set once,
+ * before that init; NCCL reads it at the process's first communicator. */
+static void connect_at_init(void)
+{
+	setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+}
+
 wafer_status cuda_comm_open(void *device,
 			    const struct wafer_comm_open_args *args,
 			    void **out_comm)
 {
+	static pthread_once_t connect_once = PTHREAD_ONCE_INIT;
 	struct cuda_device *dev = device;
 	const struct cuda_nccl *n;
 	struct cuda_comm *c;
@@ -360,6 +376,8 @@ wafer_status cuda_comm_open(void *device,
 		memcpy(id.internal, args->id->bytes, sizeof id.internal);
 		r = ncclSuccess;
 	}
+	if (c->timeout_ms)
+		pthread_once(&connect_once, connect_at_init);
 	if (r == ncclSuccess)
 		r = n->ncclCommInitRank(&c->comm, (int)args->size, id,
 					(int)args->rank);

@@ -17,6 +17,11 @@
  *    error (unhandled system error), rank 0 with the remote error its
  *    abort caused.
  *
+ * The first communicator opened with a timeout sets
+ * NCCL_RUNTIME_CONNECT=0 (connections made at init, while every rank is
+ * there; lazily, a peer lost before the first collective would block it
+ * inside NCCL, out of the timeout's reach).
+ *
  * After either, on each failed rank: the client goes on (a fill reads
  * back), the aborted communicator refuses a collective and a split
  * naming the abort (NCCL freed it: nothing may reach it), closes, and a
@@ -247,6 +252,9 @@ int main(void)
 {
 	wafer_runtime *rt;
 
+	/* The caller's own choice stays (the plugin sets it only when
+	 * unset): here the test's, checked after the first timed open. */
+	unsetenv("NCCL_RUNTIME_CONNECT");
 	for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
 		const struct mode *mo = &modes[m];
 
@@ -261,6 +269,13 @@ int main(void)
 				  mo->min_s, mo->max_s, ch == 1);
 		}
 		wafer_runtime_close(rt);
+		if (m == 0) {
+			const char *eager = getenv("NCCL_RUNTIME_CONNECT");
+			ok(eager && strcmp(eager, "0") == 0,
+			   "a communicator opened with a timeout has NCCL "
+			   "connect at init (NCCL_RUNTIME_CONNECT=%s)",
+			   eager ? eager : "unset");
+		}
 	}
 
 	/* A bad timeout is refused, naming the key. */
