@@ -71,8 +71,8 @@ static inline wafer_status program_loaded(struct program_head *p,
  * own with it). */
 struct program_build {
 	const struct wafer_host_services *host;
-	/* The device it is built for and the program being made (the
-	 * plugin's). */
+	/* The device it is built for, and the program being made (the
+	 * plugin's; NULL where its own context holds what is made). */
 	void *device;
 	void *program;
 	const struct wafer_program_source *source;
