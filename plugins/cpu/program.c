@@ -44,6 +44,7 @@
 #include "plugins/cpu/elf_symbols.h"
 #include "plugins/cpu/kernels.h"
 #include "plugins/cpu/threadpool.h"
+#include "plugins/common/program_load.h"
 #include "plugins/common/program_kernels.h"
 
 extern char **environ;
@@ -514,50 +515,38 @@ out:
 	return status;
 }
 
-/* What load_cached and compile_and_load share: the program being made. */
-struct build_ctx {
-	const struct cpu_device *dev;
-	const struct wafer_program_source *source;
-	const char *options;
-	struct cpu_program *p;
-};
-
 /* The program from its cached shared object (wafer_plugin_cached_build's
  * load). */
 static wafer_status load_cached(void *ctx, const void *image, size_t size)
 {
-	struct build_ctx *b = ctx;
+	const struct program_build *b = ctx;
+	struct cpu_program *p = b->program;
 
-	return load_image(b->dev, b->p->name, image, size, &b->p->dl,
-			  &b->p->fd, &b->p->exported);
+	return load_image(b->device, p->name, image, size, &p->dl, &p->fd,
+			  &p->exported);
 }
 
 /* The source compiled and loaded; its shared object is stored. */
 static wafer_status compile_and_load(void *ctx, void **out_image,
 				     size_t *out_size)
 {
-	struct build_ctx *b = ctx;
+	const struct program_build *b = ctx;
+	struct cpu_program *p = b->program;
 	void *image;
 	size_t size;
 	wafer_status status;
 
-	status = compile(b->dev, b->source, b->options, &image, &size);
+	status = compile(b->device, b->source, b->options, &image, &size);
 	if (status != WAFER_OK)
 		return status;
-	status = load_image(b->dev, b->p->name, image, size, &b->p->dl,
-			    &b->p->fd, &b->p->exported);
-	if (status != WAFER_OK) {
-		free(image);
-		return status;
-	}
-	*out_image = image;
-	*out_size = size;
-	return WAFER_OK;
+	status = load_image(b->device, p->name, image, size, &p->dl, &p->fd,
+			    &p->exported);
+	return program_compiled(status, image, size, out_image, out_size);
 }
 
 /* A host-c program from the host's cache, or compiled (and stored
  * there). */
-static wafer_status load_host_c(const struct cpu_device *dev,
+static wafer_status load_host_c(struct cpu_device *dev,
 				const struct wafer_program_source *source,
 				const char *options, struct cpu_program *p)
 {
@@ -578,19 +567,12 @@ static wafer_status load_host_c(const struct cpu_device *dev,
 		wafer_plugin_cache_text(p->name),
 		wafer_plugin_cache_part(source->data, source->size),
 	};
-	struct build_ctx b = {dev, source, options, p};
-	const struct wafer_plugin_cached_build cached = {
-		.host = dev->state->host,
-		.name = p->name,
-		.target = "host-c",
-		.key = parts,
-		.key_parts = sizeof parts / sizeof parts[0],
-		.load = load_cached,
-		.compile = compile_and_load,
-		.ctx = &b,
+	struct program_build b = {
+		dev->state->host, dev, p, source, options, p->name, "host-c",
 	};
 
-	return wafer_plugin_cached_build(&cached);
+	return program_cached_build(&b, parts, sizeof parts / sizeof parts[0],
+				    load_cached, compile_and_load);
 }
 
 wafer_status cpu_program_load(void *device,

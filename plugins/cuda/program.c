@@ -34,6 +34,7 @@
 
 #include "plugins/cuda/cuda_plugin.h"
 #include "plugins/cuda/nvrtc.h"
+#include "plugins/common/program_load.h"
 #include "plugins/common/program_kernels.h"
 
 /* Binding limit of a program kernel: more than the core ever passes. */
@@ -56,9 +57,9 @@ struct cuda_program_kernel {
 };
 
 struct cuda_program {
+	/* First: program_new makes it. */
+	struct program_head head;
 	CUmodule module;
-	char name[128];
-	struct program_kernels kernels;
 };
 
 static const wafer_program_format formats_nvrtc[] = {
@@ -197,14 +198,13 @@ static wafer_status load_module(struct cuda_device *dev, const void *image,
  * CUDA C
  *===----------------------------------------------------------------------===*/
 
-/* What load_cached and compile share: the module being made. */
+/* What load_cached and compile read: the module being made, and NVRTC. */
 struct build_ctx {
-	struct cuda_device *dev;
+	/* First: program_cached_build hands load_cached and compile it. */
+	struct program_build head;
 	const struct cuda_nvrtc *nv;
-	const struct wafer_program_source *source;
-	const char *options;
-	const char *name;
-	const char *target;
+	/* NVRTC's target (cuda_nvrtc_target). */
+	const char *arch;
 	CUmodule *out;
 };
 
@@ -217,30 +217,27 @@ static wafer_status load_cached(void *ctx, const void *image, size_t size)
 
 	if (size == 0 || (p[size - 1] != '\0' && image_problem(p, size)))
 		return WAFER_ERROR_BUILD;
-	return load_module(b->dev, image, "cuda-c", b->name, b->out);
+	return load_module(b->head.device, image, "cuda-c", b->head.name,
+			   b->out);
 }
 
 /* NVRTC's output, loaded; it is stored only when the driver took it. */
 static wafer_status compile(void *ctx, void **out_image, size_t *out_size)
 {
 	struct build_ctx *b = ctx;
+	const struct wafer_program_source *source = b->head.source;
 	void *image = NULL;
 	size_t size = 0;
 	wafer_status status;
 
-	status = cuda_nvrtc_compile(b->nv, b->dev->host, b->source->data,
-				    b->source->size, b->name, b->options,
-				    b->target, &image, &size);
+	status = cuda_nvrtc_compile(b->nv, b->head.host, source->data,
+				    source->size, b->head.name, b->head.options,
+				    b->arch, &image, &size);
 	if (status != WAFER_OK)
 		return status;
-	status = load_module(b->dev, image, "cuda-c", b->name, b->out);
-	if (status != WAFER_OK) {
-		free(image);
-		return status;
-	}
-	*out_image = image;
-	*out_size = size;
-	return WAFER_OK;
+	status = load_module(b->head.device, image, "cuda-c", b->head.name,
+			     b->out);
+	return program_compiled(status, image, size, out_image, out_size);
 }
 
 /* NVRTC's output for |source|, from the cache or compiled (and then
@@ -277,19 +274,15 @@ static wafer_status load_cuda_c(struct cuda_device *dev,
 		wafer_plugin_cache_text(name),
 		wafer_plugin_cache_part(source->data, source->size),
 	};
-	struct build_ctx b = {dev, nv, source, options, name, target, out};
-	const struct wafer_plugin_cached_build cached = {
-		.host = host,
-		.name = name,
-		.target = what,
-		.key = key,
-		.key_parts = sizeof key / sizeof key[0],
-		.load = load_cached,
-		.compile = compile,
-		.ctx = &b,
+	struct build_ctx b = {
+		{host, dev, NULL, source, options, name, what},
+		nv,
+		target,
+		out,
 	};
 
-	return wafer_plugin_cached_build(&cached);
+	return program_cached_build(&b.head, key, sizeof key / sizeof key[0],
+				    load_cached, compile);
 }
 
 /*===----------------------------------------------------------------------===
@@ -302,7 +295,7 @@ wafer_status cuda_program_load(void *device,
 {
 	struct cuda_device *dev = device;
 	const struct wafer_host_services *host = dev->host;
-	const char *name = source->name ? source->name : "(unnamed)";
+	const char *name = program_name(source);
 	struct cuda_program *p;
 	const char *problem;
 	char *text;
@@ -312,14 +305,14 @@ wafer_status cuda_program_load(void *device,
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
-	p = wafer_plugin_calloc(host, sizeof *p, "cuda: out of host memory");
+	p = program_new(host, "cuda", sizeof *p, source);
 	if (!p)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	snprintf(p->name, sizeof p->name, "%s", name);
 
 	switch (source->format) {
 	case WAFER_PROGRAM_CUDA_C:
-		status = load_cuda_c(dev, source, options, p->name, &p->module);
+		status = load_cuda_c(dev, source, options, p->head.name,
+				     &p->module);
 		break;
 	case WAFER_PROGRAM_PTX:
 		/* The driver reads PTX up to its NUL. */
@@ -331,7 +324,8 @@ wafer_status cuda_program_load(void *device,
 		}
 		memcpy(text, source->data, source->size);
 		text[source->size] = '\0';
-		status = load_module(dev, text, "ptx", p->name, &p->module);
+		status = load_module(dev, text, "ptx", p->head.name,
+				     &p->module);
 		free(text);
 		break;
 	case WAFER_PROGRAM_CUBIN:
@@ -342,7 +336,7 @@ wafer_status cuda_program_load(void *device,
 			status = WAFER_ERROR_INVALID_ARGUMENT;
 			break;
 		}
-		status = load_module(dev, source->data, "cubin", p->name,
+		status = load_module(dev, source->data, "cubin", p->head.name,
 				     &p->module);
 		break;
 	default:
@@ -352,14 +346,8 @@ wafer_status cuda_program_load(void *device,
 		status = WAFER_ERROR_NOT_SUPPORTED;
 		break;
 	}
-	if (status != WAFER_OK) {
-		free(p);
-		return status;
-	}
-	program_kernels_init(&p->kernels, host, "cuda", p->name,
-			     PROGRAM_MAX_BINDINGS);
-	*out_program = p;
-	return WAFER_OK;
+	return program_loaded(&p->head, status, host, "cuda",
+			      PROGRAM_MAX_BINDINGS, out_program);
 }
 
 /* What make_kernel needs besides the kernel. */
@@ -387,12 +375,12 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 		dev->host->set_error("cuda: no kernel '%s' in program %s "
 				     "(kernels are found by their extern \"C\" "
 				     "name)",
-				     name, m->p->name);
+				     name, m->p->head.name);
 		return WAFER_ERROR_NOT_FOUND;
 	}
 	if (r != CUDA_SUCCESS)
 		return cuda_fail(dev->state, r, "cuModuleGetFunction(%s, %s)",
-				 m->p->name, name);
+				 m->p->head.name, name);
 	return WAFER_OK;
 }
 
@@ -404,7 +392,7 @@ wafer_status cuda_program_kernel(void *device, void *program,
 	struct cuda_program *p = program;
 	struct make m = {device, p};
 
-	return program_kernels_get(&p->kernels, name, binding_count,
+	return program_kernels_get(&p->head.kernels, name, binding_count,
 				   params_size,
 				   sizeof(struct cuda_program_kernel),
 				   make_kernel, &m, out_kernel);
@@ -415,13 +403,11 @@ void cuda_program_release(void *device, void *program)
 	struct cuda_device *dev = device;
 	struct cuda_program *p = program;
 
-	if (!p)
-		return;
 	/* The core released it after its launches ran; nothing to report
 	 * to if unloading fails. */
 	if (cuda_enter(dev) == WAFER_OK)
 		dev->drv->cuModuleUnload(p->module);
-	program_kernels_release(&p->kernels, NULL);
+	program_kernels_release(&p->head.kernels, NULL);
 	free(p);
 }
 

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "plugins/levelzero/lz_plugin.h"
+#include "plugins/common/program_load.h"
 #include "plugins/common/program_kernels.h"
 
 /* Version of what this file stores in the binary cache. */
@@ -49,9 +50,9 @@ struct lz_program_kernel {
 };
 
 struct lz_program {
+	/* First: program_new makes it. */
+	struct program_head head;
 	ze_module_handle_t module;
-	char name[128];
-	struct program_kernels kernels;
 };
 
 static const wafer_program_format formats[] = {WAFER_PROGRAM_SPIRV};
@@ -118,22 +119,15 @@ static ze_result_t create(struct lz_device *dev, ze_module_format_t format,
 	return r;
 }
 
-/* What load_native and build share: the program being made. */
-struct build_ctx {
-	struct lz_device *dev;
-	const struct wafer_program_source *source;
-	const char *options;
-	struct lz_program *p;
-};
-
 /* The module from its cached native binary (wafer_plugin_cached_build's
  * load): the driver may no longer take it. */
 static wafer_status load_native(void *ctx, const void *binary, size_t size)
 {
-	struct build_ctx *b = ctx;
+	const struct program_build *b = ctx;
+	struct lz_program *p = b->program;
 
-	return create(b->dev, ZE_MODULE_FORMAT_NATIVE, binary, size,
-		      b->options, &b->p->module, NULL) == ZE_RESULT_SUCCESS
+	return create(b->device, ZE_MODULE_FORMAT_NATIVE, binary, size,
+		      b->options, &p->module, NULL) == ZE_RESULT_SUCCESS
 		       ? WAFER_OK
 		       : WAFER_ERROR_BUILD;
 }
@@ -142,17 +136,18 @@ static wafer_status load_native(void *ctx, const void *binary, size_t size)
  * store (none when the driver does not give it). */
 static wafer_status build(void *ctx, void **out_binary, size_t *out_size)
 {
-	struct build_ctx *b = ctx;
-	struct lz_device *dev = b->dev;
-	struct lz_program *p = b->p;
+	const struct program_build *b = ctx;
+	struct lz_device *dev = b->device;
+	const struct wafer_program_source *source = b->source;
+	struct lz_program *p = b->program;
 	const char *options = b->options;
 	size_t size = 0;
 	char *log = NULL;
 	uint8_t *binary;
 	ze_result_t r;
 
-	r = create(dev, ZE_MODULE_FORMAT_IL_SPIRV, b->source->data,
-		   b->source->size, options, &p->module, &log);
+	r = create(dev, ZE_MODULE_FORMAT_IL_SPIRV, source->data, source->size,
+		   options, &p->module, &log);
 	if (r != ZE_RESULT_SUCCESS) {
 		int failed = r == ZE_RESULT_ERROR_MODULE_BUILD_FAILURE ||
 			     r == ZE_RESULT_ERROR_INVALID_NATIVE_BINARY ||
@@ -160,7 +155,7 @@ static wafer_status build(void *ctx, void **out_binary, size_t *out_size)
 		lz_host(dev)->set_error(
 			"levelzero: spirv %s (%zu bytes) does not build on "
 			"'%s' with flags '%s': %s%s%s",
-			p->name, b->source->size, dev->slot->name,
+			p->head.name, source->size, dev->slot->name,
 			options ? options : "", lz_result_name(r),
 			log && log[0] ? ":\n" : "", log ? log : "");
 		free(log);
@@ -204,7 +199,7 @@ wafer_status lz_program_load(void *device,
 {
 	struct lz_device *dev = device;
 	const struct wafer_host_services *host = lz_host(dev);
-	const char *name = source->name ? source->name : "(unnamed)";
+	const char *name = program_name(source);
 	struct lz_program *p;
 	char driver[96], target[256];
 	wafer_status status;
@@ -233,32 +228,17 @@ wafer_status lz_program_load(void *device,
 		wafer_plugin_cache_part(source->data, source->size),
 	};
 
-	p = wafer_plugin_calloc(host, sizeof *p,
-				"levelzero: out of host memory");
+	p = program_new(host, "levelzero", sizeof *p, source);
 	if (!p)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	snprintf(p->name, sizeof p->name, "%s", name);
 	snprintf(target, sizeof target, "spirv on '%s'", dev->slot->name);
-	struct build_ctx b = {dev, source, options, p};
-	const struct wafer_plugin_cached_build cached = {
-		.host = host,
-		.name = p->name,
-		.target = target,
-		.key = key,
-		.key_parts = sizeof key / sizeof key[0],
-		.load = load_native,
-		.compile = build,
-		.ctx = &b,
+	struct program_build b = {
+		host, dev, p, source, options, p->head.name, target,
 	};
-	status = wafer_plugin_cached_build(&cached);
-	if (status != WAFER_OK) {
-		free(p);
-		return status;
-	}
-	program_kernels_init(&p->kernels, host, "levelzero", p->name,
-			     MAX_BINDINGS);
-	*out_program = p;
-	return WAFER_OK;
+	status = program_cached_build(&b, key, sizeof key / sizeof key[0],
+				      load_native, build);
+	return program_loaded(&p->head, status, host, "levelzero",
+			      MAX_BINDINGS, out_program);
 }
 
 /*===----------------------------------------------------------------------===
@@ -293,6 +273,15 @@ static int module_has(ze_module_handle_t module, const char *name, char *list,
 	return found;
 }
 
+/* Undoes make_kernel (wafer_plugin_program_kernels_release's destroy). */
+static void destroy_kernel(void *kernel)
+{
+	struct lz_program_kernel *k = kernel;
+
+	zeKernelDestroy(k->kernel);
+	pthread_mutex_destroy(&k->lock);
+}
+
 /* What make_kernel needs besides the kernel. */
 struct make {
 	struct lz_device *dev;
@@ -321,36 +310,28 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 	if (module_has(p->module, name, names, sizeof names) == 0) {
 		host->set_error("levelzero: no kernel '%s' in program %s (it "
 				"has: %s)",
-				name, p->name, names[0] ? names : "none");
+				name, p->head.name, names[0] ? names : "none");
 		return WAFER_ERROR_NOT_FOUND;
 	}
 	r = zeKernelCreate(p->module, &desc, &k->kernel);
 	if (r == ZE_RESULT_ERROR_INVALID_KERNEL_NAME) {
 		host->set_error("levelzero: no kernel '%s' in program %s", name,
-				p->name);
+				p->head.name);
 		return WAFER_ERROR_NOT_FOUND;
 	}
 	if (r != ZE_RESULT_SUCCESS) {
 		host->set_error("levelzero: zeKernelCreate(%s of %s): %s", name,
-				p->name, lz_result_name(r));
+				p->head.name, lz_result_name(r));
 		return lz_status(r);
 	}
+	pthread_mutex_init(&k->lock, NULL);
 	if (zeKernelGetProperties(k->kernel, &props) == ZE_RESULT_SUCCESS &&
-	    program_kernel_args_check(&p->kernels, &k->head,
+	    program_kernel_args_check(&p->head.kernels, &k->head,
 				      props.numKernelArgs) != WAFER_OK) {
-		zeKernelDestroy(k->kernel);
+		destroy_kernel(k);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	pthread_mutex_init(&k->lock, NULL);
 	return WAFER_OK;
-}
-
-static void destroy_kernel(void *kernel)
-{
-	struct lz_program_kernel *k = kernel;
-
-	zeKernelDestroy(k->kernel);
-	pthread_mutex_destroy(&k->lock);
 }
 
 wafer_status lz_program_kernel(void *device, void *program, const char *name,
@@ -360,7 +341,7 @@ wafer_status lz_program_kernel(void *device, void *program, const char *name,
 	struct lz_program *p = program;
 	struct make m = {device, p};
 
-	return program_kernels_get(&p->kernels, name, binding_count,
+	return program_kernels_get(&p->head.kernels, name, binding_count,
 				   params_size, sizeof(struct lz_program_kernel),
 				   make_kernel, &m, out_kernel);
 }
@@ -369,9 +350,7 @@ void lz_program_release(void *device, void *program)
 {
 	struct lz_program *p = program;
 
-	if (!p)
-		return;
-	program_kernels_release(&p->kernels, destroy_kernel);
+	program_kernels_release(&p->head.kernels, destroy_kernel);
 	zeModuleDestroy(p->module);
 	free(p);
 }

@@ -37,6 +37,7 @@
 #include <CL/cl_ext.h>
 
 #include "plugins/opencl/ocl_plugin.h"
+#include "plugins/common/program_load.h"
 #include "plugins/common/program_kernels.h"
 
 /* Version of what this file stores in the binary cache. */
@@ -54,9 +55,9 @@ struct ocl_program_kernel {
 };
 
 struct ocl_program {
+	/* First: program_new makes it. */
+	struct program_head head;
 	cl_program program;
-	char name[128];
-	struct program_kernels kernels;
 };
 
 /*===----------------------------------------------------------------------===
@@ -151,15 +152,13 @@ static wafer_status build(const struct ocl_device *dev, cl_program program,
 	return WAFER_ERROR_BUILD;
 }
 
-/* What load_binary and compile share: the program being made. */
+/* What load_binary and compile read: the program being made, its format
+ * and how it is made from the caller's bytes. */
 struct build_ctx {
-	struct ocl_device *dev;
-	const struct wafer_program_source *source;
-	const char *options;
+	/* First: program_cached_build hands load_binary and compile it. */
+	struct program_build head;
 	const char *format;
-	const char *name;
 	clCreateProgramWithILKHR_fn with_il;
-	cl_program program;
 };
 
 /* The program from its cached binary (wafer_plugin_cached_build's load):
@@ -167,28 +166,29 @@ struct build_ctx {
 static wafer_status load_binary(void *ctx, const void *data, size_t size)
 {
 	struct build_ctx *b = ctx;
-	const struct ocl_device *dev = b->dev;
+	const struct ocl_device *dev = b->head.device;
+	struct ocl_program *p = b->head.program;
 	cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
 	const unsigned char *binary = data;
 	char why[256];
 
 	if (!ocl_binary_check(binary, size, why, sizeof why)) {
-		const struct wafer_host_services *host = ocl_host(dev);
+		const struct wafer_host_services *host = b->head.host;
 		host->log(host, WAFER_LOG_INFO, "%s %s: cached binary refused: %s",
-			  b->format, b->name, why);
+			  b->format, b->head.name, why);
 		return WAFER_ERROR_BUILD;
 	}
-	b->program = clCreateProgramWithBinary(dev->context, 1,
+	p->program = clCreateProgramWithBinary(dev->context, 1,
 					       &dev->entry->id, &size, &binary,
 					       &binary_status, &err);
-	if (b->program && binary_status == CL_SUCCESS &&
-	    clBuildProgram(b->program, 1, &dev->entry->id,
-			   b->options ? b->options : "", NULL,
+	if (p->program && binary_status == CL_SUCCESS &&
+	    clBuildProgram(p->program, 1, &dev->entry->id,
+			   b->head.options ? b->head.options : "", NULL,
 			   NULL) == CL_SUCCESS)
 		return WAFER_OK;
-	if (b->program)
-		clReleaseProgram(b->program);
-	b->program = NULL;
+	if (p->program)
+		clReleaseProgram(p->program);
+	p->program = NULL;
 	return WAFER_ERROR_BUILD;
 }
 
@@ -197,40 +197,42 @@ static wafer_status load_binary(void *ctx, const void *data, size_t size)
 static wafer_status compile(void *ctx, void **out_binary, size_t *out_size)
 {
 	struct build_ctx *b = ctx;
-	const struct ocl_device *dev = b->dev;
-	const struct wafer_program_source *source = b->source;
-	const struct wafer_host_services *host = ocl_host(dev);
+	const struct ocl_device *dev = b->head.device;
+	struct ocl_program *p = b->head.program;
+	const struct wafer_program_source *source = b->head.source;
+	const struct wafer_host_services *host = b->head.host;
 	unsigned char *binary;
 	wafer_status status;
 	size_t size = 0;
 	cl_int err = CL_SUCCESS;
 
 	if (b->with_il) {
-		b->program = b->with_il(dev->context, source->data,
+		p->program = b->with_il(dev->context, source->data,
 					source->size, &err);
 	} else {
 		/* The source as it is: a `#line` directive in front would
 		 * name the caller's file in PoCL's log, but NVIDIA's
 		 * compiler ignores it and would count it as line 1. */
 		const char *text = source->data;
-		b->program = clCreateProgramWithSource(dev->context, 1, &text,
+		p->program = clCreateProgramWithSource(dev->context, 1, &text,
 						       &source->size, &err);
 	}
-	if (!b->program)
+	if (!p->program)
 		return ocl_fail(host, err, "%s %s: clCreateProgramWith%s",
-				b->format, b->name,
+				b->format, b->head.name,
 				b->with_il ? "IL" : "Source");
-	status = build(dev, b->program, b->format, b->name, b->options);
+	status = build(dev, p->program, b->format, b->head.name,
+		       b->head.options);
 	if (status != WAFER_OK) {
-		clReleaseProgram(b->program);
-		b->program = NULL;
+		clReleaseProgram(p->program);
+		p->program = NULL;
 		return status;
 	}
-	if (clGetProgramInfo(b->program, CL_PROGRAM_BINARY_SIZES, sizeof size,
+	if (clGetProgramInfo(p->program, CL_PROGRAM_BINARY_SIZES, sizeof size,
 			     &size, NULL) != CL_SUCCESS ||
 	    size == 0 || !(binary = malloc(size)))
 		return WAFER_OK;
-	if (clGetProgramInfo(b->program, CL_PROGRAM_BINARIES, sizeof binary,
+	if (clGetProgramInfo(p->program, CL_PROGRAM_BINARIES, sizeof binary,
 			     &binary, NULL) != CL_SUCCESS) {
 		free(binary);
 		return WAFER_OK;
@@ -247,7 +249,7 @@ wafer_status ocl_program_load(void *device,
 	struct ocl_device *dev = device;
 	const struct wafer_host_services *host = ocl_host(dev);
 	const struct ocl_device_entry *e = dev->entry;
-	const char *name = source->name ? source->name : "(unnamed)";
+	const char *name = program_name(source);
 	const char *format = source->format == WAFER_PROGRAM_SPIRV ? "spirv"
 								    : "opencl-c";
 	clCreateProgramWithILKHR_fn with_il = NULL;
@@ -283,39 +285,33 @@ wafer_status ocl_program_load(void *device,
 		wafer_plugin_cache_part(source->data, source->size),
 	};
 
-	p = wafer_plugin_calloc(host, sizeof *p,
-				OCL_NAME ": out of host memory");
+	p = program_new(host, OCL_NAME, sizeof *p, source);
 	if (!p)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	snprintf(p->name, sizeof p->name, "%s", name);
 	snprintf(target, sizeof target, "%s on %s", format, e->name);
-	struct build_ctx b = {dev, source, options, format, p->name, with_il,
-			      NULL};
-	const struct wafer_plugin_cached_build cached = {
-		.host = host,
-		.name = p->name,
-		.target = target,
-		.key = key,
-		.key_parts = sizeof key / sizeof key[0],
-		.load = load_binary,
-		.compile = compile,
-		.ctx = &b,
+	struct build_ctx b = {
+		{host, dev, p, source, options, p->head.name, target},
+		format,
+		with_il,
 	};
-	status = wafer_plugin_cached_build(&cached);
-	if (status != WAFER_OK) {
-		free(p);
-		return status;
-	}
-	p->program = b.program;
-	program_kernels_init(&p->kernels, host, OCL_NAME, p->name,
-			     MAX_BINDINGS);
-	*out_program = p;
-	return WAFER_OK;
+	status = program_cached_build(&b.head, key, sizeof key / sizeof key[0],
+				      load_binary, compile);
+	return program_loaded(&p->head, status, host, OCL_NAME, MAX_BINDINGS,
+			      out_program);
 }
 
 /*===----------------------------------------------------------------------===
  * Kernels
  *===----------------------------------------------------------------------===*/
+
+/* Undoes make_kernel (wafer_plugin_program_kernels_release's destroy). */
+static void destroy_kernel(void *kernel)
+{
+	struct ocl_program_kernel *k = kernel;
+
+	clReleaseKernel(k->kernel);
+	pthread_mutex_destroy(&k->lock);
+}
 
 /* The cl_kernel of |kernel|'s name (wafer_plugin_program_kernel_get's
  * make). */
@@ -323,7 +319,7 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 {
 	const struct ocl_program *p = ctx;
 	struct ocl_program_kernel *k = kernel;
-	const struct wafer_host_services *host = p->kernels.table.host;
+	const struct wafer_host_services *host = p->head.kernels.table.host;
 	const char *name = k->head.name;
 	cl_uint args = 0;
 	cl_int err;
@@ -344,29 +340,21 @@ static wafer_status make_kernel(void *ctx, void *kernel)
 				*c = ',';
 		host->set_error(OCL_NAME ": no kernel '%s' in program %s (it "
 				"has: %s)",
-				name, p->name, names[0] ? names : "none");
+				name, p->head.name, names[0] ? names : "none");
 		return WAFER_ERROR_NOT_FOUND;
 	}
 	if (!k->kernel)
-		return ocl_fail(host, err, "clCreateKernel(%s, %s)", p->name,
-				name);
+		return ocl_fail(host, err, "clCreateKernel(%s, %s)",
+				p->head.name, name);
+	pthread_mutex_init(&k->lock, NULL);
 	if (clGetKernelInfo(k->kernel, CL_KERNEL_NUM_ARGS, sizeof args, &args,
 			    NULL) == CL_SUCCESS &&
-	    program_kernel_args_check(&p->kernels, &k->head, args) !=
+	    program_kernel_args_check(&p->head.kernels, &k->head, args) !=
 		    WAFER_OK) {
-		clReleaseKernel(k->kernel);
+		destroy_kernel(k);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	pthread_mutex_init(&k->lock, NULL);
 	return WAFER_OK;
-}
-
-static void destroy_kernel(void *kernel)
-{
-	struct ocl_program_kernel *k = kernel;
-
-	clReleaseKernel(k->kernel);
-	pthread_mutex_destroy(&k->lock);
 }
 
 wafer_status ocl_program_kernel(void *device, void *program,
@@ -377,7 +365,7 @@ wafer_status ocl_program_kernel(void *device, void *program,
 	struct ocl_program *p = program;
 
 	(void)device;
-	return program_kernels_get(&p->kernels, name, binding_count,
+	return program_kernels_get(&p->head.kernels, name, binding_count,
 				   params_size,
 				   sizeof(struct ocl_program_kernel),
 				   make_kernel, p, out_kernel);
@@ -388,9 +376,7 @@ void ocl_program_release(void *device, void *program)
 	struct ocl_program *p = program;
 
 	(void)device;
-	if (!p)
-		return;
-	program_kernels_release(&p->kernels, destroy_kernel);
+	program_kernels_release(&p->head.kernels, destroy_kernel);
 	clReleaseProgram(p->program);
 	free(p);
 }
