@@ -377,29 +377,16 @@ static wafer_status check_range(const char *what, wafer_handle handle,
 	return WAFER_OK;
 }
 
-wafer_status wafer__client_check_out_handle(const char *fn,
-					    wafer_handle *out_handle)
-{
-	if (!out_handle)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "%s: out_handle is NULL", fn);
-	out_handle->bits = 0;
-	return WAFER_OK;
-}
-
 /* wafer_empty, and wafer__client_empty_now when |wait|. */
 static wafer_status empty(wafer_client *client, size_t size, bool wait,
 			  wafer_handle *out_handle)
 {
 	struct wafer__handle_slot *slot;
-	wafer_status status =
-		wafer__client_check_out_handle("wafer_empty", out_handle);
+	wafer_status status = WAFER__CHECK_OUT_POINTER("wafer_empty", client,
+							client, out_handle);
 
 	if (status != WAFER_OK)
 		return status;
-	if (!client)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "wafer_empty: client is NULL");
 	if (size == 0)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
 				   "wafer_empty: size is 0");
@@ -497,13 +484,10 @@ WAFER_API wafer_status wafer_write(wafer_client *client, wafer_handle handle,
 WAFER_API wafer_status wafer_create(wafer_client *client, const void *data,
 				    size_t size, wafer_handle *out_handle)
 {
-	wafer_status status =
-		wafer__client_check_out_handle("wafer_create", out_handle);
+	wafer_status status = WAFER__CHECK_OUT_POINTER("wafer_create", client,
+							data, out_handle);
 	if (status != WAFER_OK)
 		return status;
-	if (!data)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "wafer_create: data is NULL");
 	wafer_handle handle;
 	status = wafer_empty(client, size, &handle);
 	if (status != WAFER_OK)

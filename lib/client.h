@@ -21,12 +21,6 @@
 #include "lib/runtime.h"
 #include "lib/bridge.h"
 
-/* The first check of public call |fn| that makes a handle: |out_handle|
- * is not NULL (else WAFER_ERROR_INVALID_ARGUMENT), and it is cleared so
- * that a failure leaves no stale handle in it. */
-wafer_status wafer__client_check_out_handle(const char *fn,
-					    wafer_handle *out_handle);
-
 /* The client's handle table (lookups, donation). */
 struct wafer__handle_table *wafer__client_handles(wafer_client *client);
 

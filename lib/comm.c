@@ -437,7 +437,18 @@ WAFER_API wafer_status wafer_comm_open_group(wafer_client *const *clients,
 	return status;
 }
 
-static wafer_status comm_group_submit(struct wafer_comm *comm, bool begin);
+/* The COMM_GROUP command on |comm|'s client; nothing where the plugin has
+ * no groups. */
+static wafer_status comm_group_submit(struct wafer_comm *comm, bool begin)
+{
+	if (!comm->device->plugin->server->comm_group_begin)
+		return WAFER_OK;
+	struct wafer__command command = {
+		.kind = WAFER_COMMAND_COMM_GROUP,
+		.comm_group = {.begin = begin},
+	};
+	return wafer__client_submit(comm->client, &command);
+}
 
 /* Ends the groups |comm| left open (a close inside wafer_comm_group_begin):
  * their collectives go out, and the transport's group, the client's, no
@@ -858,19 +869,6 @@ static wafer_status comm_group(const char *fn, wafer_comm *token, bool begin)
 			__ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	}
 	return comm_group_submit(comm, begin);
-}
-
-/* The COMM_GROUP command on |comm|'s client; nothing where the plugin has
- * no groups. */
-static wafer_status comm_group_submit(struct wafer_comm *comm, bool begin)
-{
-	if (!comm->device->plugin->server->comm_group_begin)
-		return WAFER_OK;
-	struct wafer__command command = {
-		.kind = WAFER_COMMAND_COMM_GROUP,
-		.comm_group = {.begin = begin},
-	};
-	return wafer__client_submit(comm->client, &command);
 }
 
 WAFER_API wafer_status wafer_comm_group_begin(wafer_comm *comm)

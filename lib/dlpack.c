@@ -434,17 +434,6 @@ too_large:
 			   "%s: the view reaches past the address space", fn);
 }
 
-/* The start of both from_dlpack entries: *out cleared first, so that a
- * refusal leaves no stale handle, then the arguments checked. */
-static wafer_status from_dlpack_check(const char *fn, wafer_client *client,
-				      const void *managed, wafer_tensor *out)
-{
-	if (out)
-		memset(out, 0, sizeof *out);
-	return wafer__check_not_null(fn, client, "client", managed, "managed",
-				     out, "out");
-}
-
 static void call_legacy_deleter(void *user_data)
 {
 	DLManagedTensor *managed = user_data;
@@ -458,7 +447,8 @@ WAFER_API wafer_status wafer_tensor_from_dlpack(wafer_client *client,
 {
 	static const char fn[] = "wafer_tensor_from_dlpack";
 
-	wafer_status status = from_dlpack_check(fn, client, managed, out);
+	wafer_status status =
+		WAFER__CHECK_OUT_POINTER(fn, client, managed, out);
 	if (status != WAFER_OK)
 		return status;
 	return import_tensor(fn, client, &managed->dl_tensor,
@@ -500,7 +490,8 @@ wafer_tensor_from_dlpack_versioned(wafer_client *client,
 {
 	static const char fn[] = "wafer_tensor_from_dlpack_versioned";
 
-	wafer_status status = from_dlpack_check(fn, client, managed, out);
+	wafer_status status =
+		WAFER__CHECK_OUT_POINTER(fn, client, managed, out);
 	if (status != WAFER_OK)
 		return status;
 	/* A new major changes the struct's layout past |version|. */

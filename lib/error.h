@@ -73,11 +73,13 @@ wafer_status wafer__check_not_null(const char *fn, const void *a,
 				   const char *b_name, const void *c,
 				   const char *c_name);
 
-/* The first check of a public call that gives back a pointer in |*out|:
- * clears it (outputs are NULL on failure), then wafer__check_not_null on
- * |a|, |b| and |out|, each named as the call's parameter is spelt. */
+/* The first check of a public call that gives back a pointer or a handle
+ * in |*out|: clears it (outputs are NULL or 0 on failure, so no stale
+ * handle is left), then wafer__check_not_null on |a|, |b| and |out|, each
+ * named as the call's parameter is spelt (a call with one other pointer
+ * passes it as both |a| and |b|). */
 #define WAFER__CHECK_OUT_POINTER(fn, a, b, out)                                \
-	((out) ? (void)(*(out) = NULL) : (void)0,                              \
+	((out) ? (void)(*(out) = (__typeof__(*(out))){0}) : (void)0,           \
 	 wafer__check_not_null(fn, a, #a, b, #b, out, #out))
 
 /* The first checks of a public call that fills the caller's struct |out|

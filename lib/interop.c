@@ -224,12 +224,10 @@ WAFER_API wafer_status wafer_handle_import(wafer_client *client,
 					   wafer_handle *out_handle)
 {
 	static const char fn[] = "wafer_handle_import";
-	wafer_status status = wafer__client_check_out_handle(fn, out_handle);
+	wafer_status status =
+		WAFER__CHECK_OUT_POINTER(fn, client, buffer, out_handle);
 	if (status != WAFER_OK)
 		return status;
-	if (!client || !buffer)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL",
-				   fn, client ? "buffer" : "client");
 	if (buffer->struct_size < BUFFER_MIN)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
 				   "%s: buffer->struct_size is %zu, at least "

@@ -308,34 +308,31 @@ struct required_entry {
 			offsetof(type, field) + sizeof(((type *)0)->field)     \
 	}
 
+#define PLUGIN_REQUIRED(field) REQUIRED(struct wafer_plugin, "", field)
+#define STORAGE_REQUIRED(field)                                                \
+	REQUIRED(struct wafer_storage_ops, "storage.", field)
+#define SERVER_REQUIRED(field)                                                 \
+	REQUIRED(struct wafer_server_ops, "server.", field)
+
 /* Required per plugin.h. device_close and queue_destroy are the free
  * entries of device_open and queue_create, so they are required too. */
 static const struct required_entry plugin_required[] = {
-	REQUIRED(struct wafer_plugin, "", name),
-	REQUIRED(struct wafer_plugin, "", init),
-	REQUIRED(struct wafer_plugin, "", shutdown),
-	REQUIRED(struct wafer_plugin, "", device_count),
-	REQUIRED(struct wafer_plugin, "", device_info),
-	REQUIRED(struct wafer_plugin, "", device_open),
-	REQUIRED(struct wafer_plugin, "", device_close),
-	REQUIRED(struct wafer_plugin, "", device_kernels),
-	REQUIRED(struct wafer_plugin, "", storage),
-	REQUIRED(struct wafer_plugin, "", server),
+	PLUGIN_REQUIRED(name), PLUGIN_REQUIRED(init), PLUGIN_REQUIRED(shutdown),
+	PLUGIN_REQUIRED(device_count), PLUGIN_REQUIRED(device_info),
+	PLUGIN_REQUIRED(device_open), PLUGIN_REQUIRED(device_close),
+	PLUGIN_REQUIRED(device_kernels), PLUGIN_REQUIRED(storage),
+	PLUGIN_REQUIRED(server),
 };
 
 static const struct required_entry storage_required[] = {
-	REQUIRED(struct wafer_storage_ops, "storage.", alloc),
-	REQUIRED(struct wafer_storage_ops, "storage.", free),
-	REQUIRED(struct wafer_storage_ops, "storage.", copy_in),
-	REQUIRED(struct wafer_storage_ops, "storage.", copy_out),
-	REQUIRED(struct wafer_storage_ops, "storage.", copy),
+	STORAGE_REQUIRED(alloc), STORAGE_REQUIRED(free),
+	STORAGE_REQUIRED(copy_in), STORAGE_REQUIRED(copy_out),
+	STORAGE_REQUIRED(copy),
 };
 
 static const struct required_entry server_required[] = {
-	REQUIRED(struct wafer_server_ops, "server.", queue_create),
-	REQUIRED(struct wafer_server_ops, "server.", queue_destroy),
-	REQUIRED(struct wafer_server_ops, "server.", launch),
-	REQUIRED(struct wafer_server_ops, "server.", sync),
+	SERVER_REQUIRED(queue_create), SERVER_REQUIRED(queue_destroy),
+	SERVER_REQUIRED(launch), SERVER_REQUIRED(sync),
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -377,6 +374,23 @@ static void normalise(void *dst, size_t full_size, const void *src,
 	memcpy(dst, src, min_size(given_size, full_size));
 	*(size_t *)dst = full_size;
 }
+
+/* Takes the plugin's table |src| of |given_size| bytes (its struct_size)
+ * into |dst| (normalise) and checks the |count| entries it requires. */
+static wafer_status take_table(struct wafer__loaded_plugin *p, void *dst,
+			       size_t full_size, const void *src,
+			       size_t given_size,
+			       const struct required_entry *required,
+			       size_t count)
+{
+	normalise(dst, full_size, src, given_size);
+	return check_required(p, dst, given_size, required, count);
+}
+
+/* take_table of |src| into p->|field|, checked against |required|. */
+#define TAKE_TABLE(p, field, src, required)                                    \
+	take_table(p, &(p)->field, sizeof (p)->field, src, (src)->struct_size, \
+		   required, ARRAY_SIZE(required))
 
 static bool valid_backend_name(const char *name)
 {
@@ -589,11 +603,8 @@ static wafer_status check_descriptor(struct wafer__loaded_plugin *p,
 				     const struct wafer_plugin *d, bool by_path)
 {
 	static const struct required_entry abi_fields[] = {
-		REQUIRED(struct wafer_plugin, "", abi_major),
-		REQUIRED(struct wafer_plugin, "", abi_minor),
-	};
+		PLUGIN_REQUIRED(abi_major), PLUGIN_REQUIRED(abi_minor)};
 	wafer_status status;
-	size_t given;
 
 	/* struct_size, abi_major and abi_minor are read before anything
 	 * else: they stay where they are in every major. */
@@ -609,23 +620,14 @@ static wafer_status check_descriptor(struct wafer__loaded_plugin *p,
 			      "ABI major %u, core speaks %u", d->abi_major,
 			      (unsigned)WAFER_PLUGIN_ABI_MAJOR);
 
-	given = d->struct_size;
-	normalise(&p->desc, sizeof p->desc, d, given);
-	status = check_required(p, &p->desc, given, plugin_required,
-				ARRAY_SIZE(plugin_required));
-	if (status != WAFER_OK)
-		return status;
-
-	given = p->desc.storage->struct_size;
-	normalise(&p->storage, sizeof p->storage, p->desc.storage, given);
-	status = check_required(p, &p->storage, given, storage_required,
-				ARRAY_SIZE(storage_required));
-	if (status != WAFER_OK)
-		return status;
-	given = p->desc.server->struct_size;
-	normalise(&p->server, sizeof p->server, p->desc.server, given);
-	status = check_required(p, &p->server, given, server_required,
-				ARRAY_SIZE(server_required));
+	/* The descriptor's storage and server are required: the second and
+	 * third tables are there once the first passes. */
+	status = TAKE_TABLE(p, desc, d, plugin_required);
+	if (status == WAFER_OK)
+		status = TAKE_TABLE(p, storage, p->desc.storage,
+				    storage_required);
+	if (status == WAFER_OK)
+		status = TAKE_TABLE(p, server, p->desc.server, server_required);
 	if (status != WAFER_OK)
 		return status;
 	p->desc.storage = &p->storage;

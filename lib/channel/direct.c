@@ -92,14 +92,18 @@ static void leave(struct direct *d, bool outer)
 		atomic_store_explicit(&d->user, 0, memory_order_release);
 }
 
-static wafer_status direct_submit(void *self, struct wafer__command *command)
+/* A command (|command|) or a launch (|request|), in the caller's
+ * thread. */
+static wafer_status direct_run(struct direct *d,
+			       struct wafer__command *command,
+			       struct wafer__execute_request *request)
 {
-	struct direct *d = self;
 	bool outer;
 	wafer_status status = enter_checked(d, &outer);
 	if (status != WAFER_OK)
 		return status;
-	status = wafer__bridge_run(d->bridge, command);
+	status = command ? wafer__bridge_run(d->bridge, command)
+			 : wafer__bridge_execute(d->bridge, request);
 	/* Released imported memory: its callbacks, after the command. One
 	 * may close the client; then nothing of the client is touched after
 	 * them but |d|, which the outermost call frees (direct_destroy). */
@@ -114,17 +118,15 @@ static wafer_status direct_submit(void *self, struct wafer__command *command)
 	return status;
 }
 
+static wafer_status direct_submit(void *self, struct wafer__command *command)
+{
+	return direct_run(self, command, NULL);
+}
+
 static wafer_status direct_execute(void *self,
 				   struct wafer__execute_request *request)
 {
-	struct direct *d = self;
-	bool outer;
-	wafer_status status = enter_checked(d, &outer);
-	if (status != WAFER_OK)
-		return status;
-	status = wafer__bridge_execute(d->bridge, request);
-	leave(d, outer);
-	return status;
+	return direct_run(self, NULL, request);
 }
 
 WAFER_CHANNEL_OPS(direct);

@@ -141,7 +141,6 @@ WAFER_API wafer_status wafer_op_cast(wafer_client *client,
 		.dtype_in = (uint32_t)v->t.dtype,
 		.dtype_out = (uint32_t)dtype,
 	};
-	/* cast has no tunable: it launches as wafer__op_launch would. */
 	return wafer__op_run_gathered(&call, cast, gather, dtype, v->t.rank,
 				      v->t.shape, &params, sizeof params,
 				      v->count, out);

@@ -226,21 +226,14 @@ const struct wafer_kernel *wafer__op_kernel(wafer_client *client,
 					    wafer_dtype dtype);
 
 /* Launches |kernel| on whole handles (offset 0, to the end) with global
- * = {g0, g1, g2}. */
+ * = {g0, g1, g2} (tuned.c). A kernel that has a tunable — matmul,
+ * reduce_sum, reduce_max — goes through autotune: the plugin's variant
+ * that is fastest for the shape runs. */
 wafer_status wafer__op_launch(wafer_client *client,
 			      const struct wafer_kernel *kernel,
 			      const wafer_handle *handles, size_t count,
 			      const void *params, size_t params_size,
 			      uint64_t g0, uint64_t g1, uint64_t g2);
-
-/* wafer__op_launch through autotune (tuned.c) for the kernels that have a
- * tunable — matmul, reduce_sum, reduce_max: the plugin's variant that is
- * fastest for the shape runs. Other kernels launch as wafer__op_launch. */
-wafer_status wafer__op_launch_tuned(wafer_client *client,
-				    const struct wafer_kernel *kernel,
-				    const wafer_handle *handles, size_t count,
-				    const void *params, size_t params_size,
-				    uint64_t g0, uint64_t g1, uint64_t g2);
 
 /* The copy_strided kernel when |view| needs a gather, else NULL and OK;
  * WAFER_ERROR_NOT_SUPPORTED where the plugin has none. */
@@ -260,7 +253,7 @@ wafer_status wafer__op_run_in_place(struct wafer__op_call *call,
 				    uint64_t global, wafer_tensor *out);
 
 /* Runs |kernel| (bindings {out, in}, global {|global|, 1, 1}, through
- * wafer__op_launch_tuned) on the call's one input into a new output of
+ * wafer__op_launch) on the call's one input into a new output of
  * |dtype|, |rank|, |shape| that does not alias it. With |gather|
  * (copy_strided) the input is first gathered into a dense temporary,
  * released after. Ends the call (wafer__op_finish) once the output is

@@ -1,8 +1,8 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
  * launch.c: how the ops layer reaches the device — kernel lookup with the
- * operation's name in the error, launches on whole handles through the
- * client's one execute path (lib/client.h), and gathers of strided views
+ * operation's name in the error, the runs of a kernel on one input (its
+ * launch, wafer__op_launch, is in tuned.c), and gathers of strided views
  * into dense buffers with copy_strided. */
 #include "build-config.h"
 
@@ -21,25 +21,6 @@ const struct wafer_kernel *wafer__op_kernel(wafer_client *client,
 	if (!k)
 		wafer__fail_context(WAFER_ERROR_NOT_SUPPORTED, "%s", op);
 	return k;
-}
-
-wafer_status wafer__op_launch(wafer_client *client,
-			      const struct wafer_kernel *kernel,
-			      const wafer_handle *handles, size_t count,
-			      const void *params, size_t params_size,
-			      uint64_t g0, uint64_t g1, uint64_t g2)
-{
-	wafer_buffer_binding bindings[WAFER_OP_MAX_INPUTS + 1];
-	const uint64_t global[3] = {g0, g1, g2};
-
-	if (count > sizeof bindings / sizeof bindings[0])
-		return wafer__fail(WAFER_ERROR_INTERNAL,
-				   "%s: %zu bindings from the ops layer",
-				   kernel->op, count);
-	for (size_t i = 0; i < count; i++)
-		bindings[i] = (wafer_buffer_binding){handles[i], 0, 0};
-	return wafer__client_launch(client, kernel, bindings, count, params,
-				    params_size, global, NULL);
 }
 
 void wafer__op_strided_copy_params(uint32_t rank, const uint64_t *shape,
@@ -110,8 +91,8 @@ wafer_status wafer__op_run_gathered(struct wafer__op_call *call,
 	}
 	const wafer_handle h[2] = {call->out.handle, in};
 	if (status == WAFER_OK)
-		status = wafer__op_launch_tuned(client, kernel, h, 2, params,
-						params_size, global, 1, 1);
+		status = wafer__op_launch(client, kernel, h, 2, params,
+					  params_size, global, 1, 1);
 	if (gather)
 		wafer_release(client, temp.handle);
 	return wafer__op_finish(call, status, out);

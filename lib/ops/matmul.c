@@ -256,9 +256,8 @@ WAFER_API wafer_status wafer_op_matmul(wafer_client *client,
 		.batch_stride_c = mnk[0] * mnk[1],
 	};
 	if (status == WAFER_OK)
-		status = wafer__op_launch_tuned(client, matmul, h, 3, &params,
-						sizeof params, mnk[1], mnk[0],
-						batch);
+		status = wafer__op_launch(client, matmul, h, 3, &params,
+					  sizeof params, mnk[1], mnk[0], batch);
 	for (int i = 0; i < 2; i++)
 		if (o[i].gather)
 			wafer_release(client, o[i].temp.handle);

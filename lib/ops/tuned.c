@@ -1,11 +1,13 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * tuned.c: the launches of the ops layer whose kernels come in variants
- * go through autotune (include/wafer/autotune.h): matmul, reduce_sum and
- * reduce_max. Their candidates are every variant the device's plugin lists
- * for the kernel (WAFER_TUNABLE_KERNEL_VARIANTS), in the plugin's order,
- * so mode off and a plugin with one variant both run the plugin's default
- * and a plugin adds candidates without the core knowing their names.
+ * tuned.c: the launches of the ops layer, on whole handles through the
+ * client's one execute path (lib/client.h); those whose kernels come in
+ * variants go through autotune (include/wafer/autotune.h): matmul,
+ * reduce_sum and reduce_max. Their candidates are every variant the
+ * device's plugin lists for the kernel (WAFER_TUNABLE_KERNEL_VARIANTS), in
+ * the plugin's order, so mode off and a plugin with one variant both run
+ * the plugin's default and a plugin adds candidates without the core
+ * knowing their names.
  *
  * Keys: matmul by m, n, k and batch, anchored to powers of two, with the
  * transposes and shared (batch stride 0) operands as layout flags; the
@@ -18,11 +20,13 @@
 
 #include <wafer/autotune.h>
 
+#include "lib/client.h"
 #include "lib/error.h"
 #include "lib/ops/internal.h"
 
-/* What a tuned launch hands the tuner: wafer__op_launch's arguments, the
- * bindings already made (bind points the execute arguments into them). */
+/* A launch: wafer__op_launch's arguments, the bindings already made (what
+ * a tuned launch hands the tuner; bind points the execute arguments into
+ * them). */
 struct tuned_launch {
 	const struct wafer_kernel *kernel;
 	wafer_buffer_binding bindings[WAFER_OP_MAX_INPUTS + 1];
@@ -118,11 +122,11 @@ static const wafer_tunable *tunable_of(const char *kernel)
 	return NULL;
 }
 
-wafer_status wafer__op_launch_tuned(wafer_client *client,
-				    const struct wafer_kernel *kernel,
-				    const wafer_handle *handles, size_t count,
-				    const void *params, size_t params_size,
-				    uint64_t g0, uint64_t g1, uint64_t g2)
+wafer_status wafer__op_launch(wafer_client *client,
+			      const struct wafer_kernel *kernel,
+			      const wafer_handle *handles, size_t count,
+			      const void *params, size_t params_size,
+			      uint64_t g0, uint64_t g1, uint64_t g2)
 {
 	const wafer_tunable *tunable = tunable_of(kernel->op);
 	struct tuned_launch l = {
@@ -133,10 +137,15 @@ wafer_status wafer__op_launch_tuned(wafer_client *client,
 		.global = {g0, g1, g2},
 	};
 
-	if (!tunable || count > sizeof l.bindings / sizeof l.bindings[0])
-		return wafer__op_launch(client, kernel, handles, count, params,
-					params_size, g0, g1, g2);
+	if (count > sizeof l.bindings / sizeof l.bindings[0])
+		return wafer__fail(WAFER_ERROR_INTERNAL,
+				   "%s: %zu bindings from the ops layer",
+				   kernel->op, count);
 	for (size_t i = 0; i < count; i++)
 		l.bindings[i] = (wafer_buffer_binding){handles[i], 0, 0};
+	if (!tunable)
+		return wafer__client_launch(client, kernel, l.bindings, count,
+					    params, params_size, l.global,
+					    NULL);
 	return wafer_execute_autotune(client, tunable, &l, NULL);
 }
