@@ -402,13 +402,14 @@ void cuda_comm_close(void *device, void *comm)
 		comm_release(comm);
 }
 
-/* WAFER_ERROR_DEVICE, saying so, once |c| was aborted (cuda_comm_wait):
- * ncclCommAbort freed NCCL's communicator, which no call may name. */
-static wafer_status refuse_aborted(struct cuda_device *dev,
-				   const struct cuda_comm *c)
+/* Enters |dev|'s context for a call on |c|; WAFER_ERROR_DEVICE, saying
+ * so, once |c| was aborted (cuda_comm_wait): ncclCommAbort freed NCCL's
+ * communicator, which no call may name. */
+static wafer_status comm_enter(struct cuda_device *dev,
+			       const struct cuda_comm *c)
 {
 	if (!__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
-		return WAFER_OK;
+		return cuda_enter(dev);
 	dev->host->set_error("cuda:%" PRIu32 ": communicator %p (rank %" PRIu32
 			     " of %" PRIu32 ") was aborted after %s failed or "
 			     "timed out: close it and open a new one",
@@ -437,9 +438,7 @@ wafer_status cuda_comm_split(void *device, void *comm, int32_t color,
 				     n->version / 100 % 100, n->version % 100);
 		return WAFER_ERROR_NOT_SUPPORTED;
 	}
-	status = refuse_aborted(dev, parent);
-	if (status == WAFER_OK)
-		status = cuda_enter(dev);
+	status = comm_enter(dev, parent);
 	if (status != WAFER_OK)
 		return status;
 	c = comm_new(dev, n);
@@ -520,9 +519,7 @@ wafer_status cuda_comm_run(void *device, void *queue, void *comm,
 				     "(sum and max are)", (int)c->op);
 		return WAFER_ERROR_NOT_SUPPORTED;
 	}
-	status = refuse_aborted(dev, cc);
-	if (status == WAFER_OK)
-		status = cuda_enter(dev);
+	status = comm_enter(dev, cc);
 	if (status != WAFER_OK)
 		return status;
 	switch (c->kind) {

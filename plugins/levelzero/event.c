@@ -235,14 +235,13 @@ static struct lz_zevent *latest_of(struct lz_device *dev, struct lz_event *e)
 wafer_status lz_event_create(void *device, uint32_t flags, void **out_event)
 {
 	struct lz_device *dev = device;
-	struct lz_event *e = calloc(1, sizeof *e);
+	struct lz_event *e = wafer_plugin_calloc(
+		lz_host(dev), sizeof *e,
+		"levelzero: out of host memory for an event");
 
 	*out_event = NULL;
-	if (!e) {
-		lz_host(dev)->set_error("levelzero: out of host memory for an "
-					"event");
+	if (!e)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	e->timing = (flags & WAFER_PLUGIN_EVENT_TIMING) != 0;
 	*out_event = e;
 	return WAFER_OK;
@@ -461,12 +460,11 @@ static wafer_status callbacks_start(struct lz_device *dev, struct lz_queue *q)
 
 	if (q->callbacks)
 		return WAFER_OK;
-	cbs = calloc(1, sizeof *cbs);
-	if (!cbs) {
-		lz_host(dev)->set_error("levelzero: out of host memory for "
-					"host callbacks");
+	cbs = wafer_plugin_calloc(lz_host(dev), sizeof *cbs,
+				  "levelzero: out of host memory for host "
+				  "callbacks");
+	if (!cbs)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	cbs->dev = dev;
 	cbs->tail = &cbs->head;
 	pthread_mutex_init(&cbs->lock, NULL);
@@ -505,14 +503,13 @@ wafer_status lz_queue_callback(void *device, void *queue,
 {
 	struct lz_device *dev = device;
 	struct lz_queue *q = queue;
-	struct lz_callback *cb = calloc(1, sizeof *cb);
+	struct lz_callback *cb = wafer_plugin_calloc(
+		lz_host(dev), sizeof *cb,
+		"levelzero: out of host memory for a host callback");
 	wafer_status status = WAFER_OK;
 
-	if (!cb) {
-		lz_host(dev)->set_error("levelzero: out of host memory for a "
-					"host callback");
+	if (!cb)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	cb->fn = fn;
 	cb->arg = arg;
 	status = callbacks_start(dev, q);

@@ -517,11 +517,10 @@ static wafer_status lz_device_open(void *state, uint32_t index,
 				    slot->name);
 		return WAFER_ERROR_DEVICE;
 	}
-	dev = calloc(1, sizeof *dev);
-	if (!dev) {
-		st->host->set_error("levelzero: out of host memory");
+	dev = wafer_plugin_calloc(st->host, sizeof *dev,
+				  "levelzero: out of host memory");
+	if (!dev)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	dev->state = st;
 	dev->slot = slot;
 	dev->context = slot->context;

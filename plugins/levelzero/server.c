@@ -733,11 +733,10 @@ static wafer_status lz_server_timer_begin(void *device, void *queue,
 				dev->slot->name);
 		return WAFER_ERROR_NOT_SUPPORTED;
 	}
-	t = calloc(1, sizeof *t);
-	if (!t) {
-		host->set_error("levelzero: cannot allocate a timer");
+	t = wafer_plugin_calloc(host, sizeof *t,
+				"levelzero: cannot allocate a timer");
+	if (!t)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	r = zeEventPoolCreate(dev->context, &pool_desc, 1, &dev->device,
 			      &t->pool);
 	if (r == ZE_RESULT_SUCCESS) {

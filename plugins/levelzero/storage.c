@@ -209,11 +209,10 @@ static wafer_status lz_storage_vm_reserve(void *device, size_t size,
 	}
 	if (wafer_plugin_vm_reserve_check(host, "levelzero", size, page))
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	r = calloc(1, sizeof *r);
-	if (!r) {
-		host->set_error("levelzero: vm_reserve: out of host memory");
+	r = wafer_plugin_calloc(host, sizeof *r,
+				"levelzero: vm_reserve: out of host memory");
+	if (!r)
 		return WAFER_ERROR_OUT_OF_MEMORY;
-	}
 	zr = zeVirtualMemReserve(dev->context, NULL, size, &base);
 	if (zr != ZE_RESULT_SUCCESS || !base) {
 		host->set_error("levelzero: zeVirtualMemReserve(%zu): %s", size,
