@@ -32,7 +32,8 @@ find_toolkit() {
 # stage NAME LOG LIMIT COMMAND...: runs COMMAND with its output appended
 # to LOG, under LIMIT seconds cut to what is left of the budget, and
 # notes the verdict and time; returns COMMAND's exit (124 when it timed
-# out, 125 when skipped for want of time).
+# out, 125 when skipped for want of time). With stage_expect=N set, an
+# exit N is the verdict "ok (exit N, as expected)" and 0 a failure.
 stage() {
 	st_name=$1 st_log=$2 st_limit=$3
 	shift 3
@@ -46,9 +47,11 @@ stage() {
 	printf '\n===== %s: %s\n' "$st_name" "$*" >> "$st_log"
 	timeout "$st_limit" "$@" >> "$st_log" 2>&1
 	st_rc=$?
+	st_want=${stage_expect:-0}
 	st_verdict=ok
+	[ "$st_want" -ne 0 ] && st_verdict="ok (exit $st_want, as expected)"
 	[ $st_rc -eq 124 ] && st_verdict="TIMED OUT after ${st_limit}s"
-	[ $st_rc -ne 0 ] && [ $st_rc -ne 124 ] && st_verdict="FAILED (exit $st_rc)"
+	[ $st_rc -ne "$st_want" ] && [ $st_rc -ne 124 ] && st_verdict="FAILED (exit $st_rc)"
 	say "$(printf '%-*s %-22s %4ss' "${stage_width:-28}" "$st_name" "$st_verdict" $(($(stamp) - st_t0)))"
 	return $st_rc
 }
