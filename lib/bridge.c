@@ -12,6 +12,7 @@
 #include "lib/graph.h"
 #include "lib/interop.h"
 #include "lib/trace.h"
+#include "lib/tls.h"
 
 /* Waits for lane |l|; the plugin's status with the device and queue
  * named. Lane 0 is the memory manager's. */
@@ -181,7 +182,7 @@ wafer_status wafer__bridge_init(struct wafer__bridge *bridge,
 	return WAFER_OK;
 }
 
-_Thread_local struct wafer__bridge *wafer__bridge_in_oom;
+WAFER__TLS_HOT struct wafer__bridge *wafer__bridge_in_oom;
 
 wafer_status wafer__bridge_refuse_in_oom(void)
 {

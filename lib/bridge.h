@@ -34,6 +34,7 @@ struct wafer__deferred_program {
 #include "lib/runtime.h"
 #include "lib/memory/storage.h"
 #include "lib/lanes.h"
+#include "lib/tls.h"
 #include <wafer/comm.h>
 #include <wafer/graph.h>
 #include <wafer/queue.h>
@@ -369,7 +370,7 @@ static inline void wafer__bridge_defer(struct wafer__bridge *bridge,
  * it at once, and a channel refuses any call that would wait for the
  * bridge (its own lock, its own runner) with wafer__bridge_refuse_in_oom
  * instead of deadlocking. */
-extern _Thread_local struct wafer__bridge *wafer__bridge_in_oom;
+extern WAFER__TLS_HOT struct wafer__bridge *wafer__bridge_in_oom;
 
 /* WAFER_ERROR_INVALID_ARGUMENT: "a call from the client's out-of-memory
  * handler ...". The mpsc runner sets wafer__bridge_in_oom around the

@@ -36,7 +36,7 @@ libwafer_core_la_SOURCES = \
 	lib/program.c lib/program_table.h \
 	lib/binary_cache.c lib/binary_cache.h \
 	lib/file.c lib/file.h \
-	lib/trace.c lib/trace.h lib/trace_json.c lib/trace_json.h
+	lib/tls.h lib/trace.c lib/trace.h lib/trace_json.c lib/trace_json.h
 
 lib_LTLIBRARIES += libwafer.la
 libwafer_la_SOURCES =

@@ -14,6 +14,7 @@
 #include "lib/interop.h"
 #include "lib/graph.h"
 #include "lib/queue.h"
+#include "lib/tls.h"
 
 /*===----------------------------------------------------------------------===
  * The calling thread's current queue
@@ -23,7 +24,7 @@
  * once (wafer_queue_select says so when a ninth would not fit). */
 #define SELECTIONS 8
 
-_Thread_local unsigned wafer__queue_selected_count;
+WAFER__TLS_HOT unsigned wafer__queue_selected_count;
 static _Thread_local struct wafer__queue_selection selected[SELECTIONS];
 
 static _Atomic uint64_t next_client_serial = 1;

@@ -21,6 +21,7 @@
 #include <wafer/queue.h>
 
 #include "lib/lanes.h"
+#include "lib/tls.h"
 
 struct wafer_queue {
 	wafer_client *client;
@@ -57,7 +58,7 @@ struct wafer__queue_selection {
 	uint64_t client_serial, queue_serial;
 	uint32_t lane;
 };
-extern _Thread_local unsigned wafer__queue_selected_count;
+extern WAFER__TLS_HOT unsigned wafer__queue_selected_count;
 uint32_t wafer__queue_lane_slow(const struct wafer__client_queues *queues);
 static inline uint32_t
 wafer__queue_current_lane(const struct wafer__client_queues *queues)

@@ -19,9 +19,10 @@
 #include "lib/graph.h"
 #include "lib/trace.h"
 #include "lib/trace_json.h"
+#include "lib/tls.h"
 
 atomic_bool wafer__trace_active;
-_Thread_local bool wafer__trace_inside;
+WAFER__TLS_HOT bool wafer__trace_inside;
 
 /* A lane's host-side spans are on tid lane + 1, its device-side spans on
  * DEVICE_TID + lane (tid 0 is left to the viewer). */

@@ -23,6 +23,8 @@
 
 #include <wafer/wafer.h>
 
+#include "lib/tls.h"
+
 struct wafer__bridge;
 struct wafer__command;
 struct wafer__execute_request;
@@ -33,7 +35,7 @@ struct wafer__config;
 extern atomic_bool wafer__trace_active;
 /* Set on the thread while a traced command runs, so that its run
  * function's own way back into the hooks is not traced twice. */
-extern _Thread_local bool wafer__trace_inside;
+extern WAFER__TLS_HOT bool wafer__trace_inside;
 
 static inline bool wafer__trace_on(void)
 {

@@ -19,6 +19,7 @@
 #include "lib/channel/channel.h"
 #include "lib/error.h"
 #include "lib/interop.h"
+#include "lib/tls.h"
 
 struct direct {
 	struct wafer__bridge *bridge;
@@ -31,7 +32,7 @@ struct direct {
 };
 
 /* Its address tells the live threads apart. */
-static _Thread_local char this_thread;
+static WAFER__TLS_HOT char this_thread;
 
 static wafer_status direct_create(struct wafer__bridge *bridge, void **out_self)
 {
