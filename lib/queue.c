@@ -308,7 +308,12 @@ static wafer_status submit_event(const char *call,
 	wafer_status status = check_pair(call, event, queue);
 	if (status != WAFER_OK)
 		return status;
-	struct wafer__command c = {.kind = kind, .event = {.event = event}};
+	/* Field by field: an initializer zeroes the whole command (120
+	 * bytes, a `rep stos` that took a fifth of the core's time for one
+	 * event command), and an event command is read no further. */
+	struct wafer__command c;
+	c.kind = kind;
+	c.event.event = event;
 	return submit_on(queue, &c);
 }
 
