@@ -58,10 +58,28 @@ void cuda_event_destroy(void *device, void *event)
 		dev->drv->cuEventDestroy(event);
 }
 
+/* Record and wait, the commands a cross-queue order is made of, are
+ * tried before entering the context: the stream they name belongs to
+ * it, and entering asks the driver which context is current, a cost as
+ * large as the core's whole share of the command (wafer-bench queues,
+ * events_raw_context). On a failure (a driver that does want the context
+ * current, or a real error) they enter and call once more, and that
+ * answer counts. Never on the legacy or per-thread stream (a wrapped
+ * stream may be one), which stand for the current context's. */
+static int stream_names_context(CUstream stream)
+{
+	return stream != NULL && stream != CU_STREAM_LEGACY &&
+	       stream != CU_STREAM_PER_THREAD;
+}
+
 wafer_status cuda_event_record(void *device, void *queue, void *event)
 {
 	struct cuda_device *dev = device;
 	struct cuda_queue *q = queue;
+
+	if (stream_names_context(q->stream) &&
+	    dev->drv->cuEventRecord(event, q->stream) == CUDA_SUCCESS)
+		return WAFER_OK;
 	CUDA_ENTER_RETURN(dev, cuEventRecord, event, q->stream);
 }
 
@@ -69,6 +87,10 @@ wafer_status cuda_queue_wait_event(void *device, void *queue, void *event)
 {
 	struct cuda_device *dev = device;
 	struct cuda_queue *q = queue;
+
+	if (stream_names_context(q->stream) &&
+	    dev->drv->cuStreamWaitEvent(q->stream, event, 0) == CUDA_SUCCESS)
+		return WAFER_OK;
 	CUDA_ENTER_RETURN(dev, cuStreamWaitEvent, q->stream, event, 0);
 }
 

@@ -1362,6 +1362,7 @@ static struct {
 	int (*cuDevicePrimaryCtxRetain)(void **, int);
 	int (*cuDevicePrimaryCtxRelease)(int);
 	int (*cuCtxSetCurrent)(void *);
+	int (*cuCtxGetCurrent)(void **);
 	int (*cuModuleLoadData)(void **, const void *);
 	int (*cuModuleUnload)(void *);
 	int (*cuModuleGetFunction)(void **, void *, const char *);
@@ -1385,7 +1386,7 @@ static int resolve_fake(void *fake)
 	static const char *const names[] = {
 		"cuInit", "cuDeviceGet", "cuDeviceGetAttribute",
 		"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease",
-		"cuCtxSetCurrent", "cuModuleLoadData", "cuModuleUnload",
+		"cuCtxSetCurrent", "cuCtxGetCurrent", "cuModuleLoadData", "cuModuleUnload",
 		"cuModuleGetFunction", "cuStreamCreate", "cuStreamDestroy",
 		"cuStreamSynchronize", "cuLaunchKernel", "cuMemAlloc",
 		"cuMemFree", "cuMemAllocAsync", "cuMemFreeAsync",
@@ -2389,6 +2390,56 @@ static void test_interop_other_device(void *device, void *ctx0)
 	unsetenv("FAKECUDA_DEVICES");
 }
 
+/* Record and wait are tried before the plugin enters its context: with
+ * another device's context current, or none, they still order the two
+ * queues (the stand-in refuses work on a stream of a context that is not
+ * current, as a driver may: the plugin enters and calls again). */
+static void test_events_context(void *device, void *queue, void *ctx0)
+{
+	const struct wafer_storage_ops *st = plugin->storage;
+	const struct wafer_server_ops *sv = plugin->server;
+	const size_t n = 1 << 20;
+	unsigned char *a = bytes(n), *got = bytes(n);
+	void *ctx1 = NULL, *other = NULL, *e = NULL, *now = NULL;
+	wafer_resource r = alloc_or_die(device, n);
+
+	setenv("FAKECUDA_DEVICES", "2", 1);
+	if (!sv->event_create || sv->event_create(device, 0, &e) != WAFER_OK ||
+	    sv->queue_create(device, &other) != WAFER_OK ||
+	    cu.cuDevicePrimaryCtxRetain(&ctx1, 1) != FAKECUDA_SUCCESS) {
+		ok(0, "an event, a second queue and the second device");
+		unsetenv("FAKECUDA_DEVICES");
+		return;
+	}
+	for (int none = 0; none < 2; none++) {
+		const char *current = none ? "no context" : "another context";
+		pattern(a, n, 3 + none);
+		st->copy_in(device, queue, r, 0, a, n);
+		cu.cuCtxSetCurrent(none ? NULL : ctx1);
+		status_is(sv->event_record(device, queue, e), WAFER_OK,
+			  "event_record with %s current", current);
+		cu.cuCtxSetCurrent(none ? NULL : ctx1);
+		status_is(sv->queue_wait_event(device, other, e), WAFER_OK,
+			  "  ... queue_wait_event too");
+		cu.cuCtxGetCurrent(&now);
+		ok(now == ctx0, "  ... the stand-in refused the first try: "
+				"the plugin entered its context");
+		memset(got, 0, n);
+		st->copy_out(device, other, r, 0, got, n);
+		status_is(sync_queue(device, other), WAFER_OK, "  ... sync");
+		ok(memcmp(got, a, n) == 0,
+		   "  ... the other queue's download came after the upload");
+	}
+	sv->queue_destroy(device, other);
+	sv->event_destroy(device, e);
+	st->free(device, r);
+	cu.cuCtxSetCurrent(ctx0);
+	cu.cuDevicePrimaryCtxRelease(1);
+	unsetenv("FAKECUDA_DEVICES");
+	free(a);
+	free(got);
+}
+
 static void test_interop(void *device, void *queue, size_t g)
 {
 	struct wafer_native_buffer nb = {.struct_size = sizeof nb};
@@ -2410,8 +2461,10 @@ static void test_interop(void *device, void *queue, size_t g)
 	test_native_out(device, queue, stream, g);
 	test_import(device, queue, stream);
 	test_queue_wrap(device, queue, stream);
-	if (!real)
+	if (!real) {
 		test_interop_other_device(device, nb.context);
+		test_events_context(device, queue, nb.context);
+	}
 	cu.cuCtxSetCurrent(nb.context);
 	cu.cuStreamDestroy(stream);
 }

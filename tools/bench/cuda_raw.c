@@ -353,12 +353,22 @@ static double raw_event_pair_ns(unsigned pairs, int context)
 		return -1;
 	CHECK(raw.drv.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
 	for (int sample = 0; sample < 3; sample++) {
+		unsigned refused = 0;
+		if (context == 3)
+			CHECK(raw.drv.cuCtxSetCurrent(NULL));
 		uint64_t start = bench_now_ns();
 		for (unsigned i = 0; i < pairs; i++) {
 			raw_context(context);
-			raw.drv.cuEventRecord(e, raw.stream);
+			refused += raw.drv.cuEventRecord(e, raw.stream) !=
+				   CUDA_SUCCESS;
 			raw_context(context);
-			raw.drv.cuStreamWaitEvent(copy, e, 0);
+			refused += raw.drv.cuStreamWaitEvent(copy, e, 0) !=
+				   CUDA_SUCCESS;
+		}
+		CHECK(raw.drv.cuCtxSetCurrent(raw.ctx));
+		if (refused) {
+			raw.drv.cuEventDestroy(e);
+			return -1;
 		}
 		CHECK(raw.drv.cuStreamSynchronize(copy));
 		CHECK(raw.drv.cuStreamSynchronize(raw.stream));

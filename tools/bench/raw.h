@@ -50,8 +50,10 @@ struct bench_raw {
 	 * times, then both synchronised. |context| 0: the calls alone; 1:
 	 * each call after the API's "make the context current" (CUDA's
 	 * cuCtxSetCurrent); 2: after asking which context is current
-	 * (cuCtxGetCurrent), made current only when it is another. 1 and 2
-	 * show what a plugin pays for entering its context on every call. */
+	 * (cuCtxGetCurrent), made current only when it is another; 3: with
+	 * no context current at all (a negative result: the driver refused
+	 * the calls). 1 and 2 show what a plugin pays for entering its
+	 * context on every call, 3 whether the driver needs it to. */
 	double (*event_pair_ns)(unsigned pairs, int context);
 	/* ns per kernel of a chain of |k| adds of 256 floats, each reading
 	 * the last one's output, |reps| chains then a synchronisation:
