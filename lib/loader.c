@@ -469,7 +469,8 @@ static void whole_group(struct wafer__loaded_plugin *p, unsigned since,
  * (1.6: without them the core replays graphs); registered host memory
  * (1.7: without it copies are staged); sub-communicators and grouped
  * collectives (1.7: without them wafer_comm_split is not supported and
- * each collective is issued alone). */
+ * each collective is issued alone); vm maps in pieces (1.7: without it a
+ * vm_map call per piece). */
 static void whole_groups(struct wafer__loaded_plugin *p)
 {
 	static const struct group_entry programs[] = {
@@ -500,6 +501,8 @@ static void whole_groups(struct wafer__loaded_plugin *p)
 
 	static const struct group_entry figure[] = {STORAGE_ENTRY(figure)};
 	static const struct group_entry peer[] = {STORAGE_ENTRY(copy_peer)};
+	static const struct group_entry pieces[] = {
+		STORAGE_ENTRY(vm_map_pieces)};
 
 	whole_group(p, 2, "program", "programs", programs,
 		    ARRAY_SIZE(programs));
@@ -518,6 +521,8 @@ static void whole_groups(struct wafer__loaded_plugin *p)
 		    ARRAY_SIZE(split));
 	whole_group(p, 7, "comm_group", "grouped collectives (each issued "
 		    "alone)", comm_groups, ARRAY_SIZE(comm_groups));
+	whole_group(p, 7, "vm_map_pieces", "vm maps in pieces (a vm_map call "
+		    "each)", pieces, ARRAY_SIZE(pieces));
 }
 
 /* A minor only appends (plugin.h), so a plugin built for a newer one

@@ -369,6 +369,20 @@ struct wafer_storage_ops {
 					    wafer_resource src,
 					    size_t src_offset, void *dst,
 					    size_t size);
+
+	/* Since ABI 1.7, optional (with the vm entries): vm_map in pieces.
+	 * Maps [offset, offset+size) of |range| as vm_map calls of |piece|
+	 * bytes each would (the last one shorter; |piece| a multiple of
+	 * vm_granularity), so that vm_unmap may take each piece back on its
+	 * own, where the plugin's vm_unmap takes whole vm_map calls only
+	 * (WAFER_STORAGE_FIGURE_WHOLE_UNMAPS) — but in one call, so that
+	 * what the driver does once per call is done once (CUDA: one
+	 * cuMemSetAccess for all the pieces, the larger part of a map's
+	 * cost). On a failure nothing of the call stays mapped. NULL: the
+	 * core calls vm_map once per piece. */
+	wafer_status (*vm_map_pieces)(void *device, wafer_resource range,
+				      size_t offset, size_t size,
+				      size_t piece);
 #endif
 };
 

@@ -298,10 +298,11 @@ static void set_pages(struct null_device *d, struct null_range *range,
 	}
 }
 
-/* vm_map (|map|) or vm_unmap: the pages must all be unmapped, or all
- * mapped, before. */
+/* vm_map (|map|; in pieces of |piece| bytes, vm_map_pieces, or one
+ * piece) or vm_unmap: the pages must all be unmapped, or all mapped,
+ * before. */
 static wafer_status map_pages(void *device, wafer_resource id, size_t offset,
-			      size_t size, bool map)
+			      size_t size, size_t piece, bool map)
 {
 	struct null_device *d = device;
 	struct null_range *range = find_range(d, id);
@@ -313,8 +314,10 @@ static wafer_status map_pages(void *device, wafer_resource id, size_t offset,
 	size_t end = (offset + size) / d->granularity;
 	uint64_t phys = end - first;
 	if (d->whole_maps && map) {
-		phys = 1;
-		range->starts[first / 8] |= (uint8_t)(1u << (first % 8));
+		size_t step = piece / d->granularity;
+		phys = 0;
+		for (size_t p = first; p < end; p += step, phys++)
+			range->starts[p / 8] |= (uint8_t)(1u << (p % 8));
 	} else if (d->whole_maps) {
 		phys = 0;
 		for (size_t p = first; p < end; p++)
@@ -340,13 +343,25 @@ static wafer_status map_pages(void *device, wafer_resource id, size_t offset,
 static wafer_status null_vm_map(void *device, wafer_resource id,
 				size_t offset, size_t size)
 {
-	return map_pages(device, id, offset, size, true);
+	return map_pages(device, id, offset, size, size, true);
+}
+
+static wafer_status null_vm_map_pieces(void *device, wafer_resource id,
+				       size_t offset, size_t size, size_t piece)
+{
+	struct null_device *d = device;
+	if (piece == 0 || piece % d->granularity)
+		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
+				   "null storage: vm_map_pieces: piece %zu is "
+				   "not a multiple of the granularity %zu",
+				   piece, d->granularity);
+	return map_pages(device, id, offset, size, piece, true);
 }
 
 static wafer_status null_vm_unmap(void *device, wafer_resource id,
 				  size_t offset, size_t size)
 {
-	return map_pages(device, id, offset, size, false);
+	return map_pages(device, id, offset, size, size, false);
 }
 
 static bool power_of_two(size_t x)
@@ -400,6 +415,7 @@ wafer__null_storage_init(struct wafer__storage *out,
 		d->ops.vm_release = null_vm_release;
 		d->ops.vm_map = null_vm_map;
 		d->ops.vm_unmap = null_vm_unmap;
+		d->ops.vm_map_pieces = null_vm_map_pieces;
 	}
 	out->ops = &d->ops;
 	out->device = d;

@@ -700,8 +700,8 @@ static size_t unit_cap(const struct pool_state *p, size_t span)
 }
 
 /* Maps the unmapped pages of [offset, offset + size) of |s|, one call per
- * run of them (unmap = whole: per unit_cap pages of a run). On failure
- * unmaps what this call mapped. */
+ * run of them (unmap = whole: a run in units of unit_cap pages). On
+ * failure unmaps what this call mapped. */
 static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 			      size_t offset, size_t size, size_t incoming)
 {
@@ -724,6 +724,9 @@ static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 			return status;
 	}
 
+	/* Each run of missing pages in one call; with a cap, in units of
+	 * at most |cap| pages, each a start (vm_map_pieces: one call for the
+	 * run where the plugin can, as the driver's cost goes with calls). */
 	wafer_status status = WAFER_OK;
 	size_t at = first;
 	while (at < end) {
@@ -731,22 +734,27 @@ static wafer_status map_range(struct pool_state *p, struct pool_segment *s,
 		size_t to = wafer__bits_find(s->mapped, from, end, 1);
 		if (from == to)
 			break;
-		if (to - from > cap)
-			to = from + cap;
-		status = wafer__storage_vm_map(p->base.storage, s->chunk.resource,
-					       from * p->gran,
-					       (to - from) * p->gran);
+		size_t pages = to - from;
+		status = cap < pages ? wafer__storage_vm_map_pieces(
+					       p->base.storage, s->chunk.resource,
+					       from * p->gran, pages * p->gran,
+					       cap * p->gran)
+				     : wafer__storage_vm_map(
+					       p->base.storage, s->chunk.resource,
+					       from * p->gran, pages * p->gran);
 		wafer__log_debug("memory", "pool: map %s pages [%zu, %zu) for "
 				"%zu bytes: %s", s->arena->name, from, to,
 				incoming, wafer_status_string(status));
 		if (status != WAFER_OK)
 			break;
 		wafer__bits_set(s->mapped, from, to);
-		wafer__bits_set(s->starts, from, from + 1);
+		for (size_t unit = from; unit < to;
+		     unit = to - unit > cap ? unit + cap : to)
+			wafer__bits_set(s->starts, unit, unit + 1);
 		/* Freshly mapped pages are as young as any. */
 		stamp_pages(s, from, to, p->tick);
-		s->mapped_bytes += (to - from) * p->gran;
-		p->mapped += (to - from) * p->gran;
+		s->mapped_bytes += pages * p->gran;
+		p->mapped += pages * p->gran;
 		at = to;
 	}
 	if (status == WAFER_OK)

@@ -166,13 +166,17 @@ void wafer__storage_vm_release(struct wafer__storage *s, wafer_resource range,
 		     range, mapped_bytes);
 }
 
-wafer_status wafer__storage_vm_map(struct wafer__storage *s, wafer_resource range,
-				   size_t offset, size_t size)
+/* The plugin's vm_map (|piece| 0) or vm_map_pieces call, charged and
+ * counted. */
+static wafer_status map_call(struct wafer__storage *s, wafer_resource range,
+			     size_t offset, size_t size, size_t piece)
 {
 	wafer_status status = charge(s, size);
 	if (status != WAFER_OK)
 		return status;
-	status = s->ops->vm_map(s->device, range, offset, size);
+	status = piece ? s->ops->vm_map_pieces(s->device, range, offset, size,
+					      piece)
+		       : s->ops->vm_map(s->device, range, offset, size);
 	uncharge(s, status, size);
 	s->counters.maps++;
 	s->counters.calls_vm_map++;
@@ -183,6 +187,32 @@ wafer_status wafer__storage_vm_map(struct wafer__storage *s, wafer_resource rang
 		s->counters.failures++;
 	}
 	return status;
+}
+
+wafer_status wafer__storage_vm_map(struct wafer__storage *s, wafer_resource range,
+				   size_t offset, size_t size)
+{
+	return map_call(s, range, offset, size, 0);
+}
+
+wafer_status wafer__storage_vm_map_pieces(struct wafer__storage *s,
+					  wafer_resource range, size_t offset,
+					  size_t size, size_t piece)
+{
+	if (size <= piece)
+		return map_call(s, range, offset, size, 0);
+	if (s->ops->vm_map_pieces)
+		return map_call(s, range, offset, size, piece);
+	for (size_t at = 0; at < size; at += piece) {
+		size_t n = size - at < piece ? size - at : piece;
+		wafer_status status = map_call(s, range, offset + at, n, 0);
+		if (status == WAFER_OK)
+			continue;
+		for (size_t back = 0; back < at; back += piece)
+			wafer__storage_vm_unmap(s, range, offset + back, piece);
+		return status;
+	}
+	return WAFER_OK;
 }
 
 wafer_status wafer__storage_vm_unmap(struct wafer__storage *s,

@@ -106,6 +106,13 @@ wafer_status wafer__storage_vm_map(struct wafer__storage *s, wafer_resource rang
 wafer_status wafer__storage_vm_unmap(struct wafer__storage *s,
 				     wafer_resource range, size_t offset,
 				     size_t size);
+/* Maps [offset, +size) as vm_map calls of |piece| bytes each would (the
+ * last one shorter), each unmappable on its own: in one call where the
+ * plugin has vm_map_pieces, else one vm_map per piece. On a failure
+ * nothing of it stays mapped. */
+wafer_status wafer__storage_vm_map_pieces(struct wafer__storage *s,
+					  wafer_resource range, size_t offset,
+					  size_t size, size_t piece);
 
 /* Whether |bytes| more fit under the device's limit now: WAFER_OK, or
  * the error vm_map would give (naming the limit). Books nothing, so a

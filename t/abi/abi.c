@@ -789,6 +789,70 @@ static void test_vm(void *device, void *queue)
 	free(back);
 }
 
+/* vm_map_pieces: one call maps what vm_map calls of one piece each would,
+ * and each piece goes back on its own, whatever vm_unmap otherwise
+ * takes. */
+static void test_vm_pieces(void *device, void *queue)
+{
+	size_t page = granularity;
+	size_t n = 3 * page / sizeof(float);
+	float *data = calloc(n, sizeof(float)), *back = calloc(n, sizeof(float));
+	wafer_resource range = 0;
+
+	if (!group(7, "vm_map_pieces", st->vm_map_pieces != NULL,
+		   "vm_map_pieces") ||
+	    !st->vm_reserve) {
+		free(data);
+		free(back);
+		return;
+	}
+	if (!data || !back)
+		bail_out("out of memory");
+	for (size_t i = 0; i < n; i++)
+		data[i] = (float)(i % 997);
+	if (st->vm_reserve(device, 4 * page, &range) != WAFER_OK)
+		bail_out("vm_reserve: %s", last_error);
+	status_is(st->vm_map_pieces(device, range, 0, 3 * page, page / 2),
+		  WAFER_ERROR_INVALID_ARGUMENT,
+		  "vm_map_pieces with a piece that is not a multiple of "
+		  "vm_granularity");
+	status_is(st->vm_map_pieces(device, range, 0, 3 * page, page),
+		  WAFER_OK, "vm_map_pieces of pages 0-2, a page a piece");
+	st->copy_in(device, queue, range, 0, data, 3 * page);
+	st->copy_out(device, queue, range, 0, back, 3 * page);
+	sv->sync(device, queue);
+	ok(memcmp(data, back, 3 * page) == 0,
+	   "  ... they hold what was written");
+	status_is(st->vm_unmap(device, range, page, page), WAFER_OK,
+		  "  ... vm_unmap of the middle piece alone");
+	memset(back, 0, 3 * page);
+	st->copy_out(device, queue, range, 0, back, page);
+	st->copy_out(device, queue, range, 2 * page,
+		     (char *)back + 2 * page, page);
+	sv->sync(device, queue);
+	ok(memcmp(data, back, page) == 0 &&
+		   memcmp((char *)data + 2 * page, (char *)back + 2 * page,
+			  page) == 0,
+	   "  ... the pieces on either side keep their bytes");
+	status_is(st->vm_unmap(device, range, 0, page), WAFER_OK,
+		  "  ... vm_unmap of the first piece");
+	status_is(st->vm_unmap(device, range, 2 * page, page), WAFER_OK,
+		  "  ... and of the last");
+	status_is(st->vm_map_pieces(device, range, page, 3 * page, 2 * page),
+		  WAFER_OK,
+		  "vm_map_pieces of pages 1-3 in pieces of two (the last one "
+		  "shorter)");
+	status_is(st->vm_unmap(device, range, 3 * page, page), WAFER_OK,
+		  "  ... vm_unmap of the short last piece");
+	status_is(st->vm_unmap(device, range, page, 2 * page), WAFER_OK,
+		  "  ... and of the first");
+	status_is(st->vm_map(device, range, 0, 4 * page), WAFER_OK,
+		  "  ... nothing left mapped: vm_map of the whole range");
+	st->vm_release(device, range);
+	free(data);
+	free(back);
+}
+
 /*===----------------------------------------------------------------------===
  * Launches
  *===----------------------------------------------------------------------===*/
@@ -1812,6 +1876,7 @@ int main(int argc, char **argv)
 	test_async(device, queue);
 	test_figure(device);
 	test_vm(device, queue);
+	test_vm_pieces(device, queue);
 	test_launches(device, queue);
 	test_aliasing(device, queue);
 	test_bad_launches(device, queue);

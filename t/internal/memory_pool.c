@@ -359,13 +359,22 @@ static void test_out_of_memory(void)
 /* unmap = whole on a storage where each vm_map is one physical
  * allocation and an unmap must cover whole ones (the null storage's
  * whole_maps, checking it): blocks are mapped in units of a quarter of
- * their span at most, and only whole idle units go back. */
-static void test_whole(void)
+ * their span at most, and only whole idle units go back. The units of
+ * one block are one vm_map_pieces call, or with |pieces| false (a
+ * plugin without it) one vm_map call each. */
+static void test_whole(bool pieces)
 {
 	struct wafer__storage s;
 	struct wafer__null_storage_options o = {.whole_maps = true};
+	struct wafer_storage_ops without;
 	is_status(wafer__null_storage_init(&s, &o), WAFER_OK,
-		  "whole: null storage, 2 MiB pages");
+		  "whole: null storage, 2 MiB pages (%s)",
+		  pieces ? "vm_map_pieces" : "without vm_map_pieces");
+	if (!pieces) {
+		without = *s.ops;
+		without.vm_map_pieces = NULL;
+		s.ops = &without;
+	}
 	struct wafer__config *config =
 		fake_config("[memory.pool]\noverhead = 0\nunmap = whole\n");
 	struct wafer__memory *m;
@@ -376,6 +385,8 @@ static void test_whole(void)
 	wafer__memory_reserve(m, 24 * MiB, &a);
 	wafer__null_storage_phys(&s, &made, &gone);
 	is_int((long long)made, 6, "24 MiB: 6 units of 2 pages (a quarter)");
+	is_int((long long)s.counters.calls_vm_map, pieces ? 1 : 6,
+	       "  ... in %d vm_map call%s", pieces ? 1 : 6, pieces ? "" : "s");
 	wafer__memory_reserve(m, 2 * MiB, &b);
 	wafer__memory_release(m, &a);
 	wafer__memory_reserve(m, 4 * MiB, &c);
@@ -400,6 +411,8 @@ static void test_whole(void)
 	       "no unmap cut a mapping");
 	is_int((long long)wafer__null_storage_live(&s), 0, "whole: no leak");
 	wafer__null_storage_fini(&s);
+	if (!pieces)
+		return;
 
 	/* unit caps a unit: 64 MiB is 4 units of 16 MiB by default (a
 	 * quarter), 16 of 4 MiB with unit = 4M. */
@@ -483,7 +496,8 @@ int main(void)
 	test_idle_order();
 	test_window();
 	test_max_idle();
-	test_whole();
+	test_whole(true);
+	test_whole(false);
 	test_chunks();
 	test_many_holes();
 	test_out_of_memory();
