@@ -94,7 +94,7 @@ END {
 		split(order[i], k, " ")
 		if (k[1] != "pool") continue
 		printf "verdict trace=%s setting=%s ratio_ok=%s faster_than_torch=%s\n",
-		       k[2], k[3], ratio[order[i]] <= 1.03 ? "yes" : "no",
+		       k[2], k[3], ratio[order[i]] + 0 <= 1.03 ? "yes" : "no",
 		       (k[2] in fastest) && best[order[i]] < fastest[k[2]] ? "yes" : "no"
 	}
 	for (key in bad) printf "failed: %s (no figure in some round)\n", key

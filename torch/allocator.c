@@ -254,7 +254,7 @@ static void setting(const char *key, const char *fallback, char *dst,
  * sets [memory.pool] overhead. On PyTorch's stream every unmap must first
  * wait for the stream (work PyTorch queued may still read the memory), so
  * unmapping is dearer than on wafer's own queue and the pool should hold
- * idle pages longer than its default 4% allows. On an H200 (dev/
+ * idle pages longer than its default 3% allows. On an H200 (dev/
  * torch-train.py, one run): the MLP with random batch sizes took 1.16x
  * PyTorch's step time at 0.04, 1.05x at 0.10 and 1.00x at 0.20, holding
  * 590 MiB at most against expandable segments' 606; ResNet-18 and GPT-2

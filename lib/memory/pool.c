@@ -45,7 +45,7 @@
  * Offsets and sizes are multiples of the storage alignment. Options,
  * [memory.pool]:
  *   small_max = 1M       requests up to this use the small arena
- *   overhead = 0.04      mapped bytes may exceed the peak in use by this
+ *   overhead = 0.03      mapped bytes may exceed the peak in use by this
  *                        fraction before idle pages are unmapped
  *   max_idle = 0         also unmap at release once idle mapped bytes pass
  *                        this (0: no bound but overhead's)
@@ -55,7 +55,7 @@
  *   large_round = 2M     large chunks are rounded up to this (no vm)
  *   unmap = pages        pages: any idle mapped page may be unmapped;
  *                        whole: only whole units (vm only)
- *   unit = 16M           unmap = whole: the most one vm_map call maps */
+ *   unit = 8M            unmap = whole: the most one unit holds */
 #include "build-config.h"
 
 #include <stdlib.h>
@@ -1179,7 +1179,7 @@ static wafer_status pool_setup(void *self, const struct wafer__config *config)
 		config, section, "small_max", (uint64_t)1 << 20, &p->small_max);
 	if (status == WAFER_OK)
 		status = wafer__config_get_double(config, section, "overhead",
-						  0.04, &p->overhead);
+						  0.03, &p->overhead);
 	if (status == WAFER_OK && (p->overhead < 0 || p->overhead > 100))
 		return wafer__memory_option_invalid(&p->base, config, "overhead",
 						    "a fraction from 0 to 100");
@@ -1201,7 +1201,7 @@ static wafer_status pool_setup(void *self, const struct wafer__config *config)
 	uint64_t unit = 0;
 	if (status == WAFER_OK)
 		status = wafer__config_get_size(config, section, "unit",
-						(uint64_t)16 << 20, &unit);
+						(uint64_t)8 << 20, &unit);
 	if (status != WAFER_OK)
 		return status;
 	p->unit_pages = p->gran && unit > p->gran ? unit / p->gran : 1;

@@ -414,13 +414,15 @@ static void test_whole(bool pieces)
 	if (!pieces)
 		return;
 
-	/* unit caps a unit: 64 MiB is 4 units of 16 MiB by default (a
-	 * quarter), 16 of 4 MiB with unit = 4M. */
+	/* unit caps a unit: 64 MiB is 8 units of 8 MiB by default (a
+	 * quarter would be 16), 4 of 16 MiB (a quarter) with unit = 16M, 16
+	 * of 4 MiB with unit = 4M. */
 	static const struct {
 		const char *text;
 		long long units;
 	} caps[] = {
-		{"[memory.pool]\nunmap = whole\n", 4},
+		{"[memory.pool]\nunmap = whole\n", 8},
+		{"[memory.pool]\nunmap = whole\nunit = 16M\n", 4},
 		{"[memory.pool]\nunmap = whole\nunit = 4M\n", 16},
 		{"[memory.pool]\n", 1},
 	};
