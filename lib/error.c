@@ -12,12 +12,16 @@
 #include <wafer/wafer.h>
 
 #include "lib/error.h"
+#include "lib/tls.h"
 
 /* A thread's detail: in |inline_detail| while it fits, else in a heap
- * block that the thread keeps (and frees when it exits). */
+ * block that the thread keeps (and frees when it exits); |detail_now|
+ * points at it, or is NULL for none. The mpsc runner clears the detail
+ * before every command: a store to |detail_now| alone, in the
+ * initial-exec model (lib/tls.h). */
 static _Thread_local char inline_detail[WAFER_ERROR_DETAIL_MAX];
 static _Thread_local char *heap_detail;
-static _Thread_local const char *detail_now = NULL;
+static WAFER__TLS_HOT const char *detail_now = NULL;
 
 static pthread_key_t heap_key;
 static pthread_once_t heap_key_once = PTHREAD_ONCE_INIT;
@@ -30,7 +34,7 @@ static void heap_key_create(void)
 
 static const char *current(void)
 {
-	return detail_now ? detail_now : inline_detail;
+	return detail_now ? detail_now : "";
 }
 
 /* Formats into the thread's detail. The arguments may point into the
@@ -100,8 +104,7 @@ wafer_status wafer__fail_context(wafer_status status, const char *format, ...)
 
 void wafer__error_clear(void)
 {
-	inline_detail[0] = '\0';
-	detail_now = inline_detail;
+	detail_now = NULL;
 }
 
 const char *wafer__error_detail(void)

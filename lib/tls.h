@@ -2,7 +2,8 @@
  *
  * tls.h: WAFER__TLS_HOT, the storage class of the thread-locals read on
  * every command (the direct channel's owner mark, the out-of-memory
- * guard, the thread's selected queue, the trace's re-entry flag).
+ * guard, the thread's selected queue, the trace's re-entry flag, the
+ * error detail's pointer, which the mpsc runner clears).
  *
  * In a shared library a thread-local is by default reached through
  * __tls_get_addr, a call of some 25 instructions; two of them made about
