@@ -77,10 +77,9 @@
 #define MPSC_RETIRE_BATCH 32u
 #define MPSC_TRIM_STEP 256u /* nodes freed between two looks at the queue */
 
-/* Waiting. A producer waiting for a result, or for a node when
- * MPSC_QUEUE_MAX are in use, polls up to waiter_spin times (MPSC_SPIN_MIN
- * to MPSC_SPIN_MAX: spin_adapt), then yields the CPU MPSC_WAITER_YIELDS
- * times, then sleeps. The runner, finding the queue
+/* Waiting. A producer waiting for a result polls up to waiter_spin
+ * times (MPSC_SPIN_MIN to MPSC_SPIN_MAX: spin_adapt), then yields the CPU
+ * MPSC_WAITER_YIELDS times, then sleeps. The runner, finding the queue
  * empty, polls up to runner_spin times (1 to MPSC_RUNNER_POLLS; only
  * right after answering a waiter, see runner_idle), then yields
  * MPSC_RUNNER_YIELDS times, then sleeps. */
@@ -332,48 +331,11 @@ static struct mpsc_node *take_recycled(struct mpsc_channel *ch)
 	return NULL;
 }
 
-/* A producer's busy poll: |ready| up to waiter_spin times, a pause
- * between, the limit adapted to whether the poll ended the wait
- * (spin_adapt). True when |ready| said so. */
-static bool spin_poll(struct mpsc_channel *ch,
-		      bool (*ready)(struct mpsc_channel *, void *), void *arg)
-{
-	unsigned limit =
-		atomic_load_explicit(&ch->waiter_spin, memory_order_relaxed);
-	for (unsigned spin = 0; spin < limit; spin++) {
-		if (ready(ch, arg)) {
-			if (limit < MPSC_SPIN_MAX)
-				atomic_store_explicit(&ch->waiter_spin,
-						      spin_adapt(limit, true),
-						      memory_order_relaxed);
-			return true;
-		}
-		cpu_relax();
-	}
-	if (limit > MPSC_SPIN_MIN)
-		atomic_store_explicit(&ch->waiter_spin,
-				      spin_adapt(limit, false),
-				      memory_order_relaxed);
-	return false;
-}
-
-/* spin_poll's test for a node handed back: takes it into *|arg|. */
-static bool node_returned(struct mpsc_channel *ch, void *arg)
-{
-	struct mpsc_node **node = arg;
-	return atomic_load_explicit(&ch->returned, memory_order_relaxed) &&
-	       (*node = take_recycled(ch)) != NULL;
-}
-
 /* MPSC_QUEUE_MAX nodes are queued or running: waits until the runner
- * hands some back. It does so MPSC_RETIRE_BATCH at a time, every few
- * microseconds while it runs, so the producer polls first: a yield is
- * a system call each time. */
+ * hands some back. */
 static struct mpsc_node *wait_for_node(struct mpsc_channel *ch)
 {
-	struct mpsc_node *node = NULL;
-	if (spin_poll(ch, node_returned, &node))
-		return node;
+	struct mpsc_node *node;
 	for (unsigned spin = 0; spin < MPSC_WAITER_YIELDS; spin++) {
 		sched_yield();
 		if (atomic_load_explicit(&ch->returned, memory_order_relaxed) &&
@@ -673,19 +635,25 @@ static void *runner_main(void *arg)
  * Producers
  *===----------------------------------------------------------------------===*/
 
-/* spin_poll's test for a waiter answered (|arg|). */
-static bool answered(struct mpsc_channel *ch, void *arg)
-{
-	struct mpsc_waiter *waiter = arg;
-	(void)ch;
-	return atomic_load_explicit(&waiter->state, memory_order_acquire) ==
-	       WAIT_DONE;
-}
-
 static void wait_done(struct mpsc_channel *ch, struct mpsc_waiter *waiter)
 {
-	if (spin_poll(ch, answered, waiter))
-		return;
+	unsigned limit =
+		atomic_load_explicit(&ch->waiter_spin, memory_order_relaxed);
+	for (unsigned spin = 0; spin < limit; spin++) {
+		if (atomic_load_explicit(&waiter->state, memory_order_acquire) ==
+		    WAIT_DONE) {
+			if (limit < MPSC_SPIN_MAX)
+				atomic_store_explicit(&ch->waiter_spin,
+						      spin_adapt(limit, true),
+						      memory_order_relaxed);
+			return;
+		}
+		cpu_relax();
+	}
+	if (limit > MPSC_SPIN_MIN)
+		atomic_store_explicit(&ch->waiter_spin,
+				      spin_adapt(limit, false),
+				      memory_order_relaxed);
 	for (unsigned spin = 0; spin < MPSC_WAITER_YIELDS; spin++) {
 		if (atomic_load_explicit(&waiter->state, memory_order_acquire) ==
 		    WAIT_DONE)
