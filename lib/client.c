@@ -920,17 +920,18 @@ WAFER_API wafer_status wafer_memory_snapshot(wafer_client *client,
 					     wafer_memory_visitor visit,
 					     void *user)
 {
-	if (!client || !visit)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "wafer_memory_snapshot: %s is NULL",
-				   client ? "visit" : "client");
+	wafer_status status = wafer__check_not_null(
+		"wafer_memory_snapshot", client, "client", visit, "visit", visit,
+		"visit");
+	if (status != WAFER_OK)
+		return status;
 	struct wafer_memory_snapshot snapshot;
 	memset(&snapshot, 0, sizeof snapshot);
 	struct wafer__command command = {
 		.kind = WAFER_COMMAND_SNAPSHOT,
 		.snapshot = {.out = &snapshot},
 	};
-	wafer_status status = client_submit(client, &command);
+	status = client_submit(client, &command);
 	for (size_t i = 0; status == WAFER_OK && i < snapshot.count; i++)
 		visit(&snapshot.items[i], user);
 	wafer__memory_snapshot_fini(&snapshot);

@@ -176,15 +176,10 @@ wafer_status wafer__check_name(const char *fn, const char *what,
 			   what, WAFER_NAME_MAX, name);
 }
 
-wafer_status wafer__check_not_null(const char *fn, const void *a,
-				   const char *a_name, const void *b,
-				   const char *b_name, const void *c,
-				   const char *c_name)
+wafer_status wafer__null_argument(const char *fn, const char *name)
 {
-	if (a && b && c)
-		return WAFER_OK;
 	return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
-			   !a ? a_name : !b ? b_name : c_name);
+			   name);
 }
 
 wafer_status wafer__check_out_struct(const char *fn, const char *owner_name,
@@ -194,8 +189,7 @@ wafer_status wafer__check_out_struct(const char *fn, const char *owner_name,
 	size_t struct_size;
 
 	if (!out)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL",
-				   fn, out_name);
+		return wafer__null_argument(fn, out_name);
 	memcpy(&struct_size, out, sizeof struct_size);
 	if (struct_size < min)
 		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
@@ -204,8 +198,7 @@ wafer_status wafer__check_out_struct(const char *fn, const char *owner_name,
 				   fn, out_name, struct_size, min, full_size);
 	wafer__copy_out_struct(out, NULL, full_size);
 	if (!owner)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT, "%s: %s is NULL",
-				   fn, owner_name);
+		return wafer__null_argument(fn, owner_name);
 	return WAFER_OK;
 }
 

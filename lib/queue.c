@@ -252,10 +252,10 @@ WAFER_API wafer_status wafer_queue_callback(wafer_queue *queue,
 					    wafer_host_callback fn,
 					    void *user)
 {
-	if (!queue || !fn)
-		return wafer__fail(WAFER_ERROR_INVALID_ARGUMENT,
-				   "wafer_queue_callback: %s is NULL",
-				   !queue ? "queue" : "fn");
+	wafer_status status = wafer__check_not_null(
+		"wafer_queue_callback", queue, "queue", fn, "fn", fn, "fn");
+	if (status != WAFER_OK)
+		return status;
 	struct wafer__command c = {
 		.kind = WAFER_COMMAND_CALLBACK,
 		.callback = {.fn = fn, .user = user},

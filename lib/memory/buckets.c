@@ -72,24 +72,21 @@ static wafer_status buckets_reserve(void *self, size_t size,
 		bucket = st->min_bucket;
 
 	struct bucket_buffer *b = st->free[bucket];
-	if (b) {
-		st->free[bucket] = b->next_free;
-		st->cached[bucket] -= (size_t)1 << bucket;
-		st->base.stats.cached_bytes -= (size_t)1 << bucket;
-		st->base.stats.hits++;
-	} else {
-		wafer_status status = wafer__memory_chunk_reserve(
+	if (!b) {
+		wafer_status status = wafer__memory_chunk_miss(
 			&st->base, (size_t)1 << bucket, sizeof *b, out);
 		if (status != WAFER_OK)
 			return status;
-		st->base.stats.misses++;
 		b = out->token;
 		b->bucket = bucket;
 		return WAFER_OK;
 	}
+	st->free[bucket] = b->next_free;
+	st->cached[bucket] -= (size_t)1 << bucket;
+	st->base.stats.cached_bytes -= (size_t)1 << bucket;
 	b->cached = false;
 	b->next_free = NULL;
-	wafer__memory_chunk_slice(&b->chunk, out);
+	wafer__memory_chunk_hit(&st->base, &b->chunk, out);
 	return WAFER_OK;
 }
 

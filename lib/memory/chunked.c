@@ -261,16 +261,14 @@ static wafer_status chunked_reserve(void *self, size_t size,
 	if (c) {
 		free_remove(st, c);
 		c->state = c == smallest ? CHUNK_SLICED : CHUNK_WHOLE;
-		st->base.stats.hits++;
-		wafer__memory_chunk_slice(&c->chunk, out);
+		wafer__memory_chunk_hit(&st->base, &c->chunk, out);
 		return WAFER_OK;
 	}
 
 	wafer_status status =
-		wafer__memory_chunk_reserve(&st->base, aligned, sizeof *c, out);
+		wafer__memory_chunk_miss(&st->base, aligned, sizeof *c, out);
 	if (status != WAFER_OK)
 		return status;
-	st->base.stats.misses++;
 	c = out->token;
 	c->state = CHUNK_WHOLE;
 	return WAFER_OK;

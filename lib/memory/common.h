@@ -125,6 +125,29 @@ static inline void wafer__memory_chunk_slice(struct wafer__memory_chunk *chunk,
 	out->token = chunk;
 }
 
+/* A reserve served from cached |chunk|, counted in the base's
+ * stats.hits: hands out its start as |out|. */
+static inline void wafer__memory_chunk_hit(struct wafer__memory_base *base,
+					   struct wafer__memory_chunk *chunk,
+					   struct wafer__slice *out)
+{
+	base->stats.hits++;
+	wafer__memory_chunk_slice(chunk, out);
+}
+
+/* A reserve that found nothing cached: wafer__memory_chunk_reserve,
+ * counted in the base's stats.misses when it succeeds. */
+static inline wafer_status wafer__memory_chunk_miss(
+	struct wafer__memory_base *base, size_t size, size_t node_size,
+	struct wafer__slice *out)
+{
+	wafer_status status =
+		wafer__memory_chunk_reserve(base, size, node_size, out);
+	if (status == WAFER_OK)
+		base->stats.misses++;
+	return status;
+}
+
 /* Strategy "<id>": its create entry, which checks [memory.<id>] against
  * <id>_options and makes a struct <id>_state (a struct wafer__memory_base
  * first) finished by |setup| (may be NULL; see wafer__memory_base_create),
