@@ -30,6 +30,12 @@
 		ulong n, ulong k, uint ta, uint tb, ulong sa, ulong sb,        \
 		ulong sc
 
+/* The head of a tiled kernel: groups of 16 x 16 items, as kernels.c
+ * launches them. */
+#define MATMUL_TILED(NAME, DT)                                                 \
+	__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void        \
+	NAME##_##DT(MATMUL_ARGS(DT))
+
 #define MATMUL_NAIVE(DT)                                                       \
 	__kernel void matmul_naive_##DT(MATMUL_ARGS(DT))                       \
 	{                                                                      \
@@ -46,8 +52,7 @@
 	}
 
 #define MATMUL_TILE16(DT)                                                      \
-	__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void        \
-	matmul_tile16_##DT(MATMUL_ARGS(DT))                                    \
+	MATMUL_TILED(matmul_tile16, DT)                                        \
 	{                                                                      \
 		__local float As[16][17], Bs[16][17];                          \
 		uint lx = get_local_id(0), ly = get_local_id(1);               \
@@ -80,8 +85,7 @@
  * rows ly + 16r and columns lx + 16c of the tile (r, c < 4), so the
  * local-memory reads of a step are broadcasts or consecutive. */
 #define MATMUL_TILE64(DT)                                                      \
-	__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void        \
-	matmul_tile64_##DT(MATMUL_ARGS(DT))                                    \
+	MATMUL_TILED(matmul_tile64, DT)                                        \
 	{                                                                      \
 		__local float As[16][64], Bs[16][64];                          \
 		uint lx = get_local_id(0), ly = get_local_id(1);               \
