@@ -48,3 +48,17 @@ const struct wafer_kernel *cpu_kernel_table(size_t *out_count)
 	return table;
 }
 
+uint64_t cpu_elementwise_count(const void *params)
+{
+	return CPU_PARAMS(struct wafer_elementwise_params, params).count;
+}
+
+uint64_t cpu_scalar_count(const void *params)
+{
+	return CPU_PARAMS(struct wafer_scalar_params, params).count;
+}
+
+uint64_t cpu_fill_count(const void *params)
+{
+	return CPU_PARAMS(struct wafer_fill_params, params).count;
+}

@@ -185,6 +185,12 @@ const struct wafer_kernel *cpu_kernel_table(size_t *out_count);
 		p_;                                                            \
 	})
 
+/* The element counts of the common parameter blocks, for
+ * CPU_COUNTED_IMPL (defined in kernels.c). */
+uint64_t cpu_elementwise_count(const void *params);
+uint64_t cpu_scalar_count(const void *params);
+uint64_t cpu_fill_count(const void *params);
+
 /* The checks of matmul (matmul.c) and of the reductions over rows
  * (kernels_reduce.c), shared by their further variants (matmul_*.c,
  * reduce_split.c). */

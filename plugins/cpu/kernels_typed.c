@@ -117,21 +117,6 @@ static inline uint8_t abs_u8(uint8_t x) { return x; }
  * Shared pieces
  *===----------------------------------------------------------------------===*/
 
-static uint64_t elementwise_count(const void *params)
-{
-	return CPU_PARAMS(struct wafer_elementwise_params, params).count;
-}
-
-static uint64_t scalar_count(const void *params)
-{
-	return CPU_PARAMS(struct wafer_scalar_params, params).count;
-}
-
-static uint64_t fill_count(const void *params)
-{
-	return CPU_PARAMS(struct wafer_fill_params, params).count;
-}
-
 /* What every job carries: the bindings, the parameter block. */
 struct typed_job {
 	void *out;
@@ -203,7 +188,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = op##_##sfx(in[i]);                            \
 	}                                                                      \
-	COUNTED_RUN(op##_##sfx, elementwise_count, T)
+	COUNTED_RUN(op##_##sfx, cpu_elementwise_count, T)
 
 #define BINARY(sfx, T, op)                                                     \
 	static void op##_##sfx##_range(void *ctx, size_t begin, size_t end)    \
@@ -214,7 +199,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = op##_##sfx(a[i], b[i]);                       \
 	}                                                                      \
-	COUNTED_RUN(op##_##sfx, elementwise_count, T)                          \
+	COUNTED_RUN(op##_##sfx, cpu_elementwise_count, T)                      \
 	static void op##_scalar_##sfx##_range(void *ctx, size_t begin,         \
 					      size_t end)                      \
 	{                                                                      \
@@ -231,7 +216,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 			for (size_t i = begin; i < end; i++)                   \
 				out[i] = op##_##sfx(a[i], s);                  \
 	}                                                                      \
-	COUNTED_RUN(op##_scalar_##sfx, scalar_count, T)                        \
+	COUNTED_RUN(op##_scalar_##sfx, cpu_scalar_count, T)                    \
 	static void op##_strided_##sfx##_range(void *ctx, size_t begin,        \
 					       size_t end)                     \
 	{                                                                      \
@@ -278,7 +263,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = v;                                            \
 	}                                                                      \
-	COUNTED_RUN(fill_##sfx, fill_count, T)                                 \
+	COUNTED_RUN(fill_##sfx, cpu_fill_count, T)                             \
 	static void copy_##sfx##_range(void *ctx, size_t begin, size_t end)    \
 	{                                                                      \
 		const struct typed_job *job = ctx;                             \
@@ -286,7 +271,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 			memcpy((T *)job->out + begin, (const T *)job->a + begin, \
 			       (end - begin) * sizeof(T));                     \
 	}                                                                      \
-	COUNTED_RUN(copy_##sfx, elementwise_count, T)                          \
+	COUNTED_RUN(copy_##sfx, cpu_elementwise_count, T)                      \
 	static void gather_##sfx##_range(void *ctx, size_t begin, size_t end)  \
 	{                                                                      \
 		const struct typed_job *job = ctx;                             \
