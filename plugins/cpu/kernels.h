@@ -190,6 +190,8 @@ const struct wafer_kernel *cpu_kernel_table(size_t *out_count);
 uint64_t cpu_elementwise_count(const void *params);
 uint64_t cpu_scalar_count(const void *params);
 uint64_t cpu_fill_count(const void *params);
+/* The element count of a view of |rank| dimensions (strided kernels). */
+uint64_t cpu_shape_count(uint32_t rank, const uint64_t *shape);
 
 /* The checks of matmul (matmul.c) and of the reductions over rows
  * (kernels_reduce.c), shared by their further variants (matmul_*.c,

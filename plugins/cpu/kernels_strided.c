@@ -141,11 +141,9 @@ static wafer_status run_gather(const struct cpu_kernel_args *args,
 		.p = CPU_PARAMS(struct wafer_strided_copy_params, args->params),
 		.element_size = element_size,
 	};
-	uint64_t count = 1;
+	size_t count = (size_t)cpu_shape_count(job.p.rank, job.p.shape);
 
-	for (uint32_t d = 0; d < job.p.rank; d++)
-		count *= job.p.shape[d];
-	cpu_pool_parallel_for(args->pool, (size_t)count, CPU_GRAIN,
+	cpu_pool_parallel_for(args->pool, count, CPU_GRAIN,
 			      gather_range, &job);
 	return WAFER_OK;
 }
@@ -228,11 +226,9 @@ static wafer_status run_strided(const struct cpu_kernel_args *args,
 		.p = CPU_PARAMS(struct wafer_binary_strided_params,
 				args->params),
 	};
-	uint64_t count = 1;
+	size_t count = (size_t)cpu_shape_count(job.p.rank, job.p.shape);
 
-	for (uint32_t d = 0; d < job.p.rank; d++)
-		count *= job.p.shape[d];
-	cpu_pool_parallel_for(args->pool, (size_t)count, CPU_GRAIN, range,
+	cpu_pool_parallel_for(args->pool, count, CPU_GRAIN, range,
 			      &job);
 	return WAFER_OK;
 }

@@ -156,15 +156,6 @@ static void strided_offsets(const struct wafer_binary_strided_params *p,
 	*ob = b;
 }
 
-static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
-{
-	uint64_t n = 1;
-
-	for (uint32_t d = 0; d < rank && d < WAFER_KERNEL_MAX_RANK; d++)
-		n *= shape[d];
-	return n;
-}
-
 /*===----------------------------------------------------------------------===
  * Kernel families, stamped per type
  *===----------------------------------------------------------------------===*/
@@ -236,7 +227,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 	{                                                                      \
 		struct wafer_binary_strided_params p = CPU_PARAMS(             \
 			struct wafer_binary_strided_params, args->params);     \
-		return run_job(args, (size_t)shape_count(p.rank, p.shape),     \
+		return run_job(args, (size_t)cpu_shape_count(p.rank, p.shape), \
 			       CPU_GRAIN / 4, op##_strided_##sfx##_range);     \
 	}                                                                      \
 	static wafer_status check_##op##_strided_##sfx(                        \
@@ -294,7 +285,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 	{                                                                      \
 		struct wafer_strided_copy_params p = CPU_PARAMS(               \
 			struct wafer_strided_copy_params, args->params);       \
-		return run_job(args, (size_t)shape_count(p.rank, p.shape),     \
+		return run_job(args, (size_t)cpu_shape_count(p.rank, p.shape), \
 			       CPU_GRAIN / 4, gather_##sfx##_range);           \
 	}                                                                      \
 	static wafer_status check_gather_##sfx(                                \
