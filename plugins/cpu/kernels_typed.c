@@ -389,28 +389,27 @@ static void strided_offsets(const struct wafer_binary_strided_params *p,
 	CPU_CHECKED_IMPL(reduce_##name##_##sfx##_impl, check_rows_##sfx,       \
 			 run_reduce_##name##_##sfx);
 
-#define INT_KERNELS(sfx, T, U)                                                 \
-	COMMON(sfx, T, U)                                                      \
-	UNARY(sfx, T, neg)                                                     \
-	UNARY(sfx, T, abs)                                                     \
-	UNARY(sfx, T, relu)                                                    \
-	BINARY(sfx, T, add)                                                    \
-	BINARY(sfx, T, sub)                                                    \
-	BINARY(sfx, T, mul)                                                    \
-	BINARY(sfx, T, div)                                                    \
-	BINARY(sfx, T, max)                                                    \
-	BINARY(sfx, T, min)
+/* M(suffix, C type, dtype, op) in each type of CPU_TYPED_DTYPES, for a
+ * catalogue row whose dtypes are ANY; FLOAT rows are f64's alone. */
+#define TYPED_ANY(M, op)                                                       \
+	M(f64, double, WAFER_DTYPE_F64, op)                                    \
+	M(i32, int32_t, WAFER_DTYPE_I32, op)                                   \
+	M(i64, int64_t, WAFER_DTYPE_I64, op)                                   \
+	M(u8, uint8_t, WAFER_DTYPE_U8, op)
+#define TYPED_FLOAT(M, op) M(f64, double, WAFER_DTYPE_F64, op)
 
-INT_KERNELS(i32, int32_t, uint32_t)
-INT_KERNELS(i64, int64_t, uint64_t)
-INT_KERNELS(u8, uint8_t, uint8_t)
-INT_KERNELS(f64, double, double)
-UNARY(f64, double, exp)
-UNARY(f64, double, log)
-UNARY(f64, double, sqrt)
-UNARY(f64, double, tanh)
-UNARY(f64, double, sigmoid)
-UNARY(f64, double, gelu)
+/* Every type's moves, reductions and matmul, then the catalogue's unary
+ * and binary kernels in the types each row allows (the table below
+ * lists the same). */
+#define COMMON_KERNELS(sfx, T, U, dtype, is_float) COMMON(sfx, T, U)
+#define UNARY_KERNELS(sfx, T, dtype, op) UNARY(sfx, T, op)
+#define BINARY_KERNELS(sfx, T, dtype, op) BINARY(sfx, T, op)
+CPU_TYPED_DTYPES(COMMON_KERNELS)
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	TYPED_##dtypes(UNARY_KERNELS, name)
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	TYPED_ANY(BINARY_KERNELS, name)
+#include <wafer/catalogue.def>
 
 /* softmax in f64: the row's maximum, then e^(x - max) / their sum. */
 static void softmax_f64_range(void *ctx, size_t begin, size_t end)
@@ -463,9 +462,9 @@ CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
 #define ENTRY(op_, sfx, dtype, bindings, params, impl)                         \
 	CPU_KERNEL(op_, "default", dtype, bindings, struct params,             \
 		   impl##_##sfx##_impl)
-#define UNARY_ENTRY(sfx, dtype, op)                                            \
+#define UNARY_ENTRY(sfx, T, dtype, op)                                         \
 	ENTRY(#op, sfx, dtype, 2, wafer_elementwise_params, op),
-#define BINARY_ENTRIES(sfx, dtype, op)                                         \
+#define BINARY_ENTRIES(sfx, T, dtype, op)                                      \
 	CPU_KERNEL(#op, "default", dtype, 3, struct wafer_elementwise_params,  \
 		   op##_##sfx##_impl),                                         \
 		CPU_KERNEL(#op "_scalar", "default", dtype, 2,                 \
@@ -474,7 +473,7 @@ CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
 		CPU_KERNEL(#op "_strided", "default", dtype, 3,                \
 			   struct wafer_binary_strided_params,                 \
 			   op##_strided_##sfx##_impl),
-#define ROWS_ENTRY(sfx, dtype, op)                                             \
+#define ROWS_ENTRY(sfx, T, dtype, op)                                          \
 	ENTRY(#op, sfx, dtype, 2, wafer_rows_params, op),
 
 /* The moves and matmul, in every type. i32's copy and copy_strided are
@@ -488,15 +487,6 @@ CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
 		      wafer_strided_copy_params, gather),                      \
 		ENTRY(WAFER_KERNEL_MATMUL, sfx, dtype, 3,                      \
 		      wafer_matmul_params, matmul),
-
-/* M(suffix, dtype, op) in each type of CPU_TYPED_DTYPES, for a catalogue
- * row whose dtypes are ANY; FLOAT rows are f64's alone. */
-#define TYPED_ANY(M, op)                                                       \
-	M(f64, WAFER_DTYPE_F64, op)                                            \
-	M(i32, WAFER_DTYPE_I32, op)                                            \
-	M(i64, WAFER_DTYPE_I64, op)                                            \
-	M(u8, WAFER_DTYPE_U8, op)
-#define TYPED_FLOAT(M, op) M(f64, WAFER_DTYPE_F64, op)
 
 static const struct wafer_kernel entries[] = {
 	CPU_TYPED_DTYPES(TYPED_ENTRIES)
