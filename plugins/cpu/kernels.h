@@ -193,6 +193,11 @@ uint64_t cpu_fill_count(const void *params);
 /* The element count of a view of |rank| dimensions (strided kernels). */
 uint64_t cpu_shape_count(uint32_t rank, const uint64_t *shape);
 
+/* copy of |element_size|-byte elements (kernels_basic.c), for every
+ * dtype's copy. */
+wafer_status cpu_run_copy(const struct cpu_kernel_args *args,
+			  size_t element_size);
+
 /* The checks of matmul (matmul.c) and of the reductions over rows
  * (kernels_reduce.c), shared by their further variants (matmul_*.c,
  * reduce_split.c). */

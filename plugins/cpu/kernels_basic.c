@@ -82,8 +82,8 @@ static void copy_range(void *ctx, size_t begin, size_t end)
 		       (end - begin) * es);
 }
 
-static wafer_status run_copy(const struct cpu_kernel_args *args,
-			     size_t element_size)
+wafer_status cpu_run_copy(const struct cpu_kernel_args *args,
+			  size_t element_size)
 {
 	struct wafer_elementwise_params p = CPU_PARAMS(
 		struct wafer_elementwise_params, args->params);
@@ -98,8 +98,8 @@ static wafer_status run_copy(const struct cpu_kernel_args *args,
 	return WAFER_OK;
 }
 
-CPU_BIND(run_copy4, run_copy, 4)
-CPU_BIND(run_copy2, run_copy, 2)
+CPU_BIND(run_copy4, cpu_run_copy, 4)
+CPU_BIND(run_copy2, cpu_run_copy, 2)
 
 CPU_COUNTED_IMPL(noop_impl, noop_count, 0, run_noop);
 

@@ -242,7 +242,8 @@ static void strided_offsets(const struct wafer_binary_strided_params *p,
 			 check_##op##_strided_##sfx,                           \
 			 run_##op##_strided_##sfx);
 
-/* fill, copy_strided, the reductions and matmul of one type. */
+/* fill, copy (kernels_basic.c's mover of the element size),
+ * copy_strided, the reductions and matmul of one type. */
 #define COMMON(sfx, T, U)                                                      \
 	static void fill_##sfx##_range(void *ctx, size_t begin, size_t end)    \
 	{                                                                      \
@@ -255,14 +256,9 @@ static void strided_offsets(const struct wafer_binary_strided_params *p,
 			out[i] = v;                                            \
 	}                                                                      \
 	COUNTED_RUN(fill_##sfx, cpu_fill_count, T)                             \
-	static void copy_##sfx##_range(void *ctx, size_t begin, size_t end)    \
-	{                                                                      \
-		const struct typed_job *job = ctx;                             \
-		if (job->out != job->a)                                        \
-			memcpy((T *)job->out + begin, (const T *)job->a + begin, \
-			       (end - begin) * sizeof(T));                     \
-	}                                                                      \
-	COUNTED_RUN(copy_##sfx, cpu_elementwise_count, T)                      \
+	CPU_BIND(run_copy_##sfx, cpu_run_copy, sizeof(T))                      \
+	CPU_COUNTED_IMPL(copy_##sfx##_impl, cpu_elementwise_count, sizeof(T),  \
+			 run_copy_##sfx);                                      \
 	static void gather_##sfx##_range(void *ctx, size_t begin, size_t end)  \
 	{                                                                      \
 		const struct typed_job *job = ctx;                             \
