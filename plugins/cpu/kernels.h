@@ -197,6 +197,12 @@ uint64_t cpu_shape_count(uint32_t rank, const uint64_t *shape);
  * dtype's copy. */
 wafer_status cpu_run_copy(const struct cpu_kernel_args *args,
 			  size_t element_size);
+/* copy_strided of elements of |element_size| (8, 4, 2 or 1) bytes
+ * (kernels_strided.c): its check and its run. */
+wafer_status cpu_check_gather(const struct cpu_kernel_args *args,
+			      size_t element_size);
+wafer_status cpu_run_gather(const struct cpu_kernel_args *args,
+			    size_t element_size);
 
 /* The checks of matmul (matmul.c) and of the reductions over rows
  * (kernels_reduce.c), shared by their further variants (matmul_*.c,

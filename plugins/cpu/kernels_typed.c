@@ -242,8 +242,8 @@ static void strided_offsets(const struct wafer_binary_strided_params *p,
 			 check_##op##_strided_##sfx,                           \
 			 run_##op##_strided_##sfx);
 
-/* fill, copy (kernels_basic.c's mover of the element size),
- * copy_strided, the reductions and matmul of one type. */
+/* fill, copy and copy_strided (kernels_basic.c's and kernels_strided.c's
+ * movers of the element size), the reductions and matmul of one type. */
 #define COMMON(sfx, T, U)                                                      \
 	static void fill_##sfx##_range(void *ctx, size_t begin, size_t end)    \
 	{                                                                      \
@@ -259,39 +259,8 @@ static void strided_offsets(const struct wafer_binary_strided_params *p,
 	CPU_BIND(run_copy_##sfx, cpu_run_copy, sizeof(T))                      \
 	CPU_COUNTED_IMPL(copy_##sfx##_impl, cpu_elementwise_count, sizeof(T),  \
 			 run_copy_##sfx);                                      \
-	static void gather_##sfx##_range(void *ctx, size_t begin, size_t end)  \
-	{                                                                      \
-		const struct typed_job *job = ctx;                             \
-		struct wafer_strided_copy_params p = CPU_PARAMS(               \
-			struct wafer_strided_copy_params, job->params);        \
-		struct wafer_binary_strided_params s = {.rank = p.rank,        \
-							.a_offset = p.offset}; \
-		T *out = job->out;                                             \
-		const T *in = job->a;                                          \
-		memcpy(s.shape, p.shape, sizeof s.shape);                      \
-		memcpy(s.a_strides, p.strides, sizeof s.a_strides);            \
-		for (size_t i = begin; i < end; i++) {                         \
-			uint64_t o, unused;                                    \
-			strided_offsets(&s, i, &o, &unused);                   \
-			out[i] = in[o];                                        \
-		}                                                              \
-	}                                                                      \
-	static wafer_status run_gather_##sfx(                                  \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		struct wafer_strided_copy_params p = CPU_PARAMS(               \
-			struct wafer_strided_copy_params, args->params);       \
-		return run_job(args, (size_t)cpu_shape_count(p.rank, p.shape), \
-			       CPU_GRAIN / 4, gather_##sfx##_range);           \
-	}                                                                      \
-	static wafer_status check_gather_##sfx(                                \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		struct wafer_strided_copy_params p = CPU_PARAMS(               \
-			struct wafer_strided_copy_params, args->params);       \
-		return wafer_plugin_check_copy_strided(&args->reach, &p,       \
-						       sizeof(T), NULL, NULL); \
-	}                                                                      \
+	CPU_BIND(check_gather_##sfx, cpu_check_gather, sizeof(T))             \
+	CPU_BIND(run_gather_##sfx, cpu_run_gather, sizeof(T))                 \
 	CPU_CHECKED_IMPL(gather_##sfx##_impl, check_gather_##sfx,              \
 			 run_gather_##sfx);                                    \
 	static wafer_status check_rows_##sfx(                                  \
