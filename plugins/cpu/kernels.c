@@ -48,3 +48,26 @@ const struct wafer_kernel *cpu_kernel_table(size_t *out_count)
 	return table;
 }
 
+uint64_t cpu_elementwise_count(const void *params)
+{
+	return CPU_PARAMS(struct wafer_elementwise_params, params).count;
+}
+
+uint64_t cpu_scalar_count(const void *params)
+{
+	return CPU_PARAMS(struct wafer_scalar_params, params).count;
+}
+
+uint64_t cpu_fill_count(const void *params)
+{
+	return CPU_PARAMS(struct wafer_fill_params, params).count;
+}
+
+uint64_t cpu_shape_count(uint32_t rank, const uint64_t *shape)
+{
+	uint64_t n = 1;
+
+	for (uint32_t d = 0; d < rank && d < WAFER_KERNEL_MAX_RANK; d++)
+		n *= shape[d];
+	return n;
+}

@@ -185,6 +185,25 @@ const struct wafer_kernel *cpu_kernel_table(size_t *out_count);
 		p_;                                                            \
 	})
 
+/* The element counts of the common parameter blocks, for
+ * CPU_COUNTED_IMPL (defined in kernels.c). */
+uint64_t cpu_elementwise_count(const void *params);
+uint64_t cpu_scalar_count(const void *params);
+uint64_t cpu_fill_count(const void *params);
+/* The element count of a view of |rank| dimensions (strided kernels). */
+uint64_t cpu_shape_count(uint32_t rank, const uint64_t *shape);
+
+/* copy of |element_size|-byte elements (kernels_basic.c), for every
+ * dtype's copy. */
+wafer_status cpu_run_copy(const struct cpu_kernel_args *args,
+			  size_t element_size);
+/* copy_strided of elements of |element_size| (8, 4, 2 or 1) bytes
+ * (kernels_strided.c): its check and its run. */
+wafer_status cpu_check_gather(const struct cpu_kernel_args *args,
+			      size_t element_size);
+wafer_status cpu_run_gather(const struct cpu_kernel_args *args,
+			    size_t element_size);
+
 /* The checks of matmul (matmul.c) and of the reductions over rows
  * (kernels_reduce.c), shared by their further variants (matmul_*.c,
  * reduce_split.c). */

@@ -47,11 +47,6 @@ static void fill_range(void *ctx, size_t begin, size_t end)
 		out[i] = value;
 }
 
-static uint64_t fill_count(const void *params)
-{
-	return CPU_PARAMS(struct wafer_fill_params, params).count;
-}
-
 /* The counts below fit in size_t: launch checked that every binding holds
  * that many elements. */
 static wafer_status run_fill(const struct cpu_kernel_args *args)
@@ -87,13 +82,8 @@ static void copy_range(void *ctx, size_t begin, size_t end)
 		       (end - begin) * es);
 }
 
-static uint64_t elementwise_count(const void *params)
-{
-	return CPU_PARAMS(struct wafer_elementwise_params, params).count;
-}
-
-static wafer_status run_copy(const struct cpu_kernel_args *args,
-			     size_t element_size)
+wafer_status cpu_run_copy(const struct cpu_kernel_args *args,
+			  size_t element_size)
 {
 	struct wafer_elementwise_params p = CPU_PARAMS(
 		struct wafer_elementwise_params, args->params);
@@ -108,16 +98,16 @@ static wafer_status run_copy(const struct cpu_kernel_args *args,
 	return WAFER_OK;
 }
 
-CPU_BIND(run_copy4, run_copy, 4)
-CPU_BIND(run_copy2, run_copy, 2)
+CPU_BIND(run_copy4, cpu_run_copy, 4)
+CPU_BIND(run_copy2, cpu_run_copy, 2)
 
 CPU_COUNTED_IMPL(noop_impl, noop_count, 0, run_noop);
 
-CPU_COUNTED_IMPL(fill_impl, fill_count, sizeof(float), run_fill);
+CPU_COUNTED_IMPL(fill_impl, cpu_fill_count, sizeof(float), run_fill);
 
-CPU_COUNTED_IMPL(copy4_impl, elementwise_count, 4, run_copy4);
+CPU_COUNTED_IMPL(copy4_impl, cpu_elementwise_count, 4, run_copy4);
 
-CPU_COUNTED_IMPL(copy2_impl, elementwise_count, 2, run_copy2);
+CPU_COUNTED_IMPL(copy2_impl, cpu_elementwise_count, 2, run_copy2);
 
 static const struct wafer_kernel entries[] = {
 	{

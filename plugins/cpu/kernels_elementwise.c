@@ -115,16 +115,6 @@ static inline void scalar_loop(const struct scalar_job *job, size_t begin,
  * Run functions
  *===----------------------------------------------------------------------===*/
 
-static uint64_t elementwise_count(const void *params)
-{
-	return CPU_PARAMS(struct wafer_elementwise_params, params).count;
-}
-
-static uint64_t scalar_count(const void *params)
-{
-	return CPU_PARAMS(struct wafer_scalar_params, params).count;
-}
-
 /* The counts below fit in size_t: launch checked that every binding holds
  * that many elements. */
 
@@ -189,7 +179,7 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_unary(args, name_##_range, grain_);                 \
 	}                                                                      \
-	CPU_COUNTED_IMPL(name_##_impl, elementwise_count,                      \
+	CPU_COUNTED_IMPL(name_##_impl, cpu_elementwise_count,                  \
 		sizeof(float), run_##name_);
 
 #define BINARY(name_, fn_)                                                     \
@@ -202,7 +192,7 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_binary(args, name_##_range);                        \
 	}                                                                      \
-	CPU_COUNTED_IMPL(name_##_impl, elementwise_count,                      \
+	CPU_COUNTED_IMPL(name_##_impl, cpu_elementwise_count,                  \
 		sizeof(float), run_##name_);                                   \
 	static void name_##_scalar_range(void *ctx, size_t begin, size_t end)  \
 	{                                                                      \
@@ -213,7 +203,7 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
 	{                                                                      \
 		return run_scalar(args, name_##_scalar_range);                 \
 	}                                                                      \
-	CPU_COUNTED_IMPL(name_##_scalar_impl, scalar_count,                    \
+	CPU_COUNTED_IMPL(name_##_scalar_impl, cpu_scalar_count,                \
 		sizeof(float), run_##name_##_scalar);
 
 UNARY(neg, neg_f32, CPU_GRAIN)

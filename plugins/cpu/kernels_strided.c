@@ -1,7 +1,8 @@
 /* wafer — SPDX-License-Identifier: MIT
  *
- * kernels_strided.c: kernels that read strided views — copy_strided (any
- * 2- or 4-byte dtype) and the f32 _strided binary kernels, which is how
+ * kernels_strided.c: kernels that read strided views — copy_strided (its
+ * f32, f16 and bf16 entries here; every other dtype's in kernels_typed.c
+ * runs the same mover) and the f32 _strided binary kernels, which is how
  * broadcasting reaches the device.
  *
  * A range of the dense output is walked one row (a run along the last
@@ -97,8 +98,10 @@ struct gather_job {
 				out[j] = in[j * stride];                       \
 		}                                                              \
 	}
+GATHER_ROW(uint64_t)
 GATHER_ROW(uint32_t)
 GATHER_ROW(uint16_t)
+GATHER_ROW(uint8_t)
 
 static void gather_range(void *ctx, size_t begin, size_t end)
 {
@@ -110,20 +113,34 @@ static void gather_range(void *ctx, size_t begin, size_t end)
 	for (size_t pos = begin, len; pos < end; pos += len) {
 		len = cursor_row_len(&c, pos, end);
 		uint64_t o = cursor_offset(&c, p->strides, p->offset);
-		if (job->element_size == 4)
+		uint64_t stride = p->strides[last];
+		switch (job->element_size) {
+		case 8:
+			gather_row_uint64_t((uint64_t *)job->out + pos,
+					    (const uint64_t *)job->in + o, len,
+					    stride);
+			break;
+		case 4:
 			gather_row_uint32_t((uint32_t *)job->out + pos,
 					    (const uint32_t *)job->in + o, len,
-					    p->strides[last]);
-		else
+					    stride);
+			break;
+		case 2:
 			gather_row_uint16_t((uint16_t *)job->out + pos,
 					    (const uint16_t *)job->in + o, len,
-					    p->strides[last]);
+					    stride);
+			break;
+		default:
+			gather_row_uint8_t((uint8_t *)job->out + pos,
+					   (const uint8_t *)job->in + o, len,
+					   stride);
+		}
 		cursor_next_row(&c);
 	}
 }
 
-static wafer_status check_gather(const struct cpu_kernel_args *args,
-				size_t element_size)
+wafer_status cpu_check_gather(const struct cpu_kernel_args *args,
+			      size_t element_size)
 {
 	struct wafer_strided_copy_params p =
 		CPU_PARAMS(struct wafer_strided_copy_params, args->params);
@@ -132,8 +149,8 @@ static wafer_status check_gather(const struct cpu_kernel_args *args,
 					       NULL, NULL);
 }
 
-static wafer_status run_gather(const struct cpu_kernel_args *args,
-			       size_t element_size)
+wafer_status cpu_run_gather(const struct cpu_kernel_args *args,
+			    size_t element_size)
 {
 	struct gather_job job = {
 		.out = args->data[0],
@@ -141,19 +158,17 @@ static wafer_status run_gather(const struct cpu_kernel_args *args,
 		.p = CPU_PARAMS(struct wafer_strided_copy_params, args->params),
 		.element_size = element_size,
 	};
-	uint64_t count = 1;
+	size_t count = (size_t)cpu_shape_count(job.p.rank, job.p.shape);
 
-	for (uint32_t d = 0; d < job.p.rank; d++)
-		count *= job.p.shape[d];
-	cpu_pool_parallel_for(args->pool, (size_t)count, CPU_GRAIN,
+	cpu_pool_parallel_for(args->pool, count, CPU_GRAIN,
 			      gather_range, &job);
 	return WAFER_OK;
 }
 
-CPU_BIND(check_gather4, check_gather, 4)
-CPU_BIND(check_gather2, check_gather, 2)
-CPU_BIND(run_gather4, run_gather, 4)
-CPU_BIND(run_gather2, run_gather, 2)
+CPU_BIND(check_gather4, cpu_check_gather, 4)
+CPU_BIND(check_gather2, cpu_check_gather, 2)
+CPU_BIND(run_gather4, cpu_run_gather, 4)
+CPU_BIND(run_gather2, cpu_run_gather, 2)
 
 CPU_CHECKED_IMPL(gather4_impl, check_gather4, run_gather4);
 
@@ -228,11 +243,9 @@ static wafer_status run_strided(const struct cpu_kernel_args *args,
 		.p = CPU_PARAMS(struct wafer_binary_strided_params,
 				args->params),
 	};
-	uint64_t count = 1;
+	size_t count = (size_t)cpu_shape_count(job.p.rank, job.p.shape);
 
-	for (uint32_t d = 0; d < job.p.rank; d++)
-		count *= job.p.shape[d];
-	cpu_pool_parallel_for(args->pool, (size_t)count, CPU_GRAIN, range,
+	cpu_pool_parallel_for(args->pool, count, CPU_GRAIN, range,
 			      &job);
 	return WAFER_OK;
 }

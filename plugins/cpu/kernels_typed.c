@@ -117,21 +117,6 @@ static inline uint8_t abs_u8(uint8_t x) { return x; }
  * Shared pieces
  *===----------------------------------------------------------------------===*/
 
-static uint64_t elementwise_count(const void *params)
-{
-	return CPU_PARAMS(struct wafer_elementwise_params, params).count;
-}
-
-static uint64_t scalar_count(const void *params)
-{
-	return CPU_PARAMS(struct wafer_scalar_params, params).count;
-}
-
-static uint64_t fill_count(const void *params)
-{
-	return CPU_PARAMS(struct wafer_fill_params, params).count;
-}
-
 /* What every job carries: the bindings, the parameter block. */
 struct typed_job {
 	void *out;
@@ -171,15 +156,6 @@ static void strided_offsets(const struct wafer_binary_strided_params *p,
 	*ob = b;
 }
 
-static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
-{
-	uint64_t n = 1;
-
-	for (uint32_t d = 0; d < rank && d < WAFER_KERNEL_MAX_RANK; d++)
-		n *= shape[d];
-	return n;
-}
-
 /*===----------------------------------------------------------------------===
  * Kernel families, stamped per type
  *===----------------------------------------------------------------------===*/
@@ -203,7 +179,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = op##_##sfx(in[i]);                            \
 	}                                                                      \
-	COUNTED_RUN(op##_##sfx, elementwise_count, T)
+	COUNTED_RUN(op##_##sfx, cpu_elementwise_count, T)
 
 #define BINARY(sfx, T, op)                                                     \
 	static void op##_##sfx##_range(void *ctx, size_t begin, size_t end)    \
@@ -214,7 +190,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = op##_##sfx(a[i], b[i]);                       \
 	}                                                                      \
-	COUNTED_RUN(op##_##sfx, elementwise_count, T)                          \
+	COUNTED_RUN(op##_##sfx, cpu_elementwise_count, T)                      \
 	static void op##_scalar_##sfx##_range(void *ctx, size_t begin,         \
 					      size_t end)                      \
 	{                                                                      \
@@ -231,7 +207,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 			for (size_t i = begin; i < end; i++)                   \
 				out[i] = op##_##sfx(a[i], s);                  \
 	}                                                                      \
-	COUNTED_RUN(op##_scalar_##sfx, scalar_count, T)                        \
+	COUNTED_RUN(op##_scalar_##sfx, cpu_scalar_count, T)                    \
 	static void op##_strided_##sfx##_range(void *ctx, size_t begin,        \
 					       size_t end)                     \
 	{                                                                      \
@@ -251,7 +227,7 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 	{                                                                      \
 		struct wafer_binary_strided_params p = CPU_PARAMS(             \
 			struct wafer_binary_strided_params, args->params);     \
-		return run_job(args, (size_t)shape_count(p.rank, p.shape),     \
+		return run_job(args, (size_t)cpu_shape_count(p.rank, p.shape), \
 			       CPU_GRAIN / 4, op##_strided_##sfx##_range);     \
 	}                                                                      \
 	static wafer_status check_##op##_strided_##sfx(                        \
@@ -266,7 +242,8 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 			 check_##op##_strided_##sfx,                           \
 			 run_##op##_strided_##sfx);
 
-/* fill, copy_strided, the reductions and matmul of one type. */
+/* fill, copy and copy_strided (kernels_basic.c's and kernels_strided.c's
+ * movers of the element size), the reductions and matmul of one type. */
 #define COMMON(sfx, T, U)                                                      \
 	static void fill_##sfx##_range(void *ctx, size_t begin, size_t end)    \
 	{                                                                      \
@@ -278,48 +255,12 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 		for (size_t i = begin; i < end; i++)                           \
 			out[i] = v;                                            \
 	}                                                                      \
-	COUNTED_RUN(fill_##sfx, fill_count, T)                                 \
-	static void copy_##sfx##_range(void *ctx, size_t begin, size_t end)    \
-	{                                                                      \
-		const struct typed_job *job = ctx;                             \
-		if (job->out != job->a)                                        \
-			memcpy((T *)job->out + begin, (const T *)job->a + begin, \
-			       (end - begin) * sizeof(T));                     \
-	}                                                                      \
-	COUNTED_RUN(copy_##sfx, elementwise_count, T)                          \
-	static void gather_##sfx##_range(void *ctx, size_t begin, size_t end)  \
-	{                                                                      \
-		const struct typed_job *job = ctx;                             \
-		struct wafer_strided_copy_params p = CPU_PARAMS(               \
-			struct wafer_strided_copy_params, job->params);        \
-		struct wafer_binary_strided_params s = {.rank = p.rank,        \
-							.a_offset = p.offset}; \
-		T *out = job->out;                                             \
-		const T *in = job->a;                                          \
-		memcpy(s.shape, p.shape, sizeof s.shape);                      \
-		memcpy(s.a_strides, p.strides, sizeof s.a_strides);            \
-		for (size_t i = begin; i < end; i++) {                         \
-			uint64_t o, unused;                                    \
-			strided_offsets(&s, i, &o, &unused);                   \
-			out[i] = in[o];                                        \
-		}                                                              \
-	}                                                                      \
-	static wafer_status run_gather_##sfx(                                  \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		struct wafer_strided_copy_params p = CPU_PARAMS(               \
-			struct wafer_strided_copy_params, args->params);       \
-		return run_job(args, (size_t)shape_count(p.rank, p.shape),     \
-			       CPU_GRAIN / 4, gather_##sfx##_range);           \
-	}                                                                      \
-	static wafer_status check_gather_##sfx(                                \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		struct wafer_strided_copy_params p = CPU_PARAMS(               \
-			struct wafer_strided_copy_params, args->params);       \
-		return wafer_plugin_check_copy_strided(&args->reach, &p,       \
-						       sizeof(T), NULL, NULL); \
-	}                                                                      \
+	COUNTED_RUN(fill_##sfx, cpu_fill_count, T)                             \
+	CPU_BIND(run_copy_##sfx, cpu_run_copy, sizeof(T))                      \
+	CPU_COUNTED_IMPL(copy_##sfx##_impl, cpu_elementwise_count, sizeof(T),  \
+			 run_copy_##sfx);                                      \
+	CPU_BIND(check_gather_##sfx, cpu_check_gather, sizeof(T))             \
+	CPU_BIND(run_gather_##sfx, cpu_run_gather, sizeof(T))                 \
 	CPU_CHECKED_IMPL(gather_##sfx##_impl, check_gather_##sfx,              \
 			 run_gather_##sfx);                                    \
 	static wafer_status check_rows_##sfx(                                  \
@@ -413,28 +354,27 @@ static uint64_t shape_count(uint32_t rank, const uint64_t *shape)
 	CPU_CHECKED_IMPL(reduce_##name##_##sfx##_impl, check_rows_##sfx,       \
 			 run_reduce_##name##_##sfx);
 
-#define INT_KERNELS(sfx, T, U)                                                 \
-	COMMON(sfx, T, U)                                                      \
-	UNARY(sfx, T, neg)                                                     \
-	UNARY(sfx, T, abs)                                                     \
-	UNARY(sfx, T, relu)                                                    \
-	BINARY(sfx, T, add)                                                    \
-	BINARY(sfx, T, sub)                                                    \
-	BINARY(sfx, T, mul)                                                    \
-	BINARY(sfx, T, div)                                                    \
-	BINARY(sfx, T, max)                                                    \
-	BINARY(sfx, T, min)
+/* M(suffix, C type, dtype, op) in each type of CPU_TYPED_DTYPES, for a
+ * catalogue row whose dtypes are ANY; FLOAT rows are f64's alone. */
+#define TYPED_ANY(M, op)                                                       \
+	M(f64, double, WAFER_DTYPE_F64, op)                                    \
+	M(i32, int32_t, WAFER_DTYPE_I32, op)                                   \
+	M(i64, int64_t, WAFER_DTYPE_I64, op)                                   \
+	M(u8, uint8_t, WAFER_DTYPE_U8, op)
+#define TYPED_FLOAT(M, op) M(f64, double, WAFER_DTYPE_F64, op)
 
-INT_KERNELS(i32, int32_t, uint32_t)
-INT_KERNELS(i64, int64_t, uint64_t)
-INT_KERNELS(u8, uint8_t, uint8_t)
-INT_KERNELS(f64, double, double)
-UNARY(f64, double, exp)
-UNARY(f64, double, log)
-UNARY(f64, double, sqrt)
-UNARY(f64, double, tanh)
-UNARY(f64, double, sigmoid)
-UNARY(f64, double, gelu)
+/* Every type's moves, reductions and matmul, then the catalogue's unary
+ * and binary kernels in the types each row allows (the table below
+ * lists the same). */
+#define COMMON_KERNELS(sfx, T, U, dtype, is_float) COMMON(sfx, T, U)
+#define UNARY_KERNELS(sfx, T, dtype, op) UNARY(sfx, T, op)
+#define BINARY_KERNELS(sfx, T, dtype, op) BINARY(sfx, T, op)
+CPU_TYPED_DTYPES(COMMON_KERNELS)
+#define WAFER_CATALOGUE_UNARY(name, NAME, dtypes, reference)                   \
+	TYPED_##dtypes(UNARY_KERNELS, name)
+#define WAFER_CATALOGUE_BINARY(name, NAME, reference)                          \
+	TYPED_ANY(BINARY_KERNELS, name)
+#include <wafer/catalogue.def>
 
 /* softmax in f64: the row's maximum, then e^(x - max) / their sum. */
 static void softmax_f64_range(void *ctx, size_t begin, size_t end)
@@ -487,9 +427,9 @@ CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
 #define ENTRY(op_, sfx, dtype, bindings, params, impl)                         \
 	CPU_KERNEL(op_, "default", dtype, bindings, struct params,             \
 		   impl##_##sfx##_impl)
-#define UNARY_ENTRY(sfx, dtype, op)                                            \
+#define UNARY_ENTRY(sfx, T, dtype, op)                                         \
 	ENTRY(#op, sfx, dtype, 2, wafer_elementwise_params, op),
-#define BINARY_ENTRIES(sfx, dtype, op)                                         \
+#define BINARY_ENTRIES(sfx, T, dtype, op)                                      \
 	CPU_KERNEL(#op, "default", dtype, 3, struct wafer_elementwise_params,  \
 		   op##_##sfx##_impl),                                         \
 		CPU_KERNEL(#op "_scalar", "default", dtype, 2,                 \
@@ -498,7 +438,7 @@ CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
 		CPU_KERNEL(#op "_strided", "default", dtype, 3,                \
 			   struct wafer_binary_strided_params,                 \
 			   op##_strided_##sfx##_impl),
-#define ROWS_ENTRY(sfx, dtype, op)                                             \
+#define ROWS_ENTRY(sfx, T, dtype, op)                                          \
 	ENTRY(#op, sfx, dtype, 2, wafer_rows_params, op),
 
 /* The moves and matmul, in every type. i32's copy and copy_strided are
@@ -512,15 +452,6 @@ CPU_CHECKED_IMPL(softmax_f64_impl, check_softmax_f64, run_softmax_f64);
 		      wafer_strided_copy_params, gather),                      \
 		ENTRY(WAFER_KERNEL_MATMUL, sfx, dtype, 3,                      \
 		      wafer_matmul_params, matmul),
-
-/* M(suffix, dtype, op) in each type of CPU_TYPED_DTYPES, for a catalogue
- * row whose dtypes are ANY; FLOAT rows are f64's alone. */
-#define TYPED_ANY(M, op)                                                       \
-	M(f64, WAFER_DTYPE_F64, op)                                            \
-	M(i32, WAFER_DTYPE_I32, op)                                            \
-	M(i64, WAFER_DTYPE_I64, op)                                            \
-	M(u8, WAFER_DTYPE_U8, op)
-#define TYPED_FLOAT(M, op) M(f64, WAFER_DTYPE_F64, op)
 
 static const struct wafer_kernel entries[] = {
 	CPU_TYPED_DTYPES(TYPED_ENTRIES)

@@ -263,44 +263,45 @@ static void cpu_storage_vm_release(void *device, wafer_resource range)
 	free(r);
 }
 
-/* Pages become readable and writable; the kernel backs each one with a
- * zeroed page on first touch. */
-static wafer_status cpu_storage_vm_map(void *device, wafer_resource range,
-				       size_t offset, size_t size)
+/* vm_map makes the pages readable and writable; the kernel backs each one
+ * with a zeroed page on first touch. vm_unmap gives them back to the
+ * system at once with MADV_DONTNEED (a later map reads zeros), and
+ * PROT_NONE makes a stray access fault instead of quietly committing a
+ * fresh page. range_pages has drained the device's queues either way. */
+static wafer_status set_pages(void *device, wafer_resource range,
+			      size_t offset, size_t size, bool map)
 {
 	struct cpu_device *dev = device;
-	void *pages = range_pages(dev, range, offset, size, "vm_map");
+	const char *what = map ? "vm_map" : "vm_unmap";
+	void *pages = range_pages(dev, range, offset, size, what);
+	bool failed;
 
 	if (!pages)
 		return WAFER_ERROR_INVALID_ARGUMENT;
-	if (mprotect(pages, size, PROT_READ | PROT_WRITE) != 0) {
-		dev->state->host->set_error("cpu: vm_map: cannot commit %zu "
-					    "bytes: %s",
+	if (map)
+		failed = mprotect(pages, size, PROT_READ | PROT_WRITE) != 0;
+	else
+		failed = madvise(pages, size, MADV_DONTNEED) != 0 ||
+			 mprotect(pages, size, PROT_NONE) != 0;
+	if (failed) {
+		dev->state->host->set_error("cpu: %s: cannot %s %zu bytes: %s",
+					    what, map ? "commit" : "release",
 					    size, strerror(errno));
-		return WAFER_ERROR_OUT_OF_MEMORY;
+		return map ? WAFER_ERROR_OUT_OF_MEMORY : WAFER_ERROR_INTERNAL;
 	}
 	return WAFER_OK;
 }
 
-/* MADV_DONTNEED gives the pages back to the system at once (a later map
- * reads zeros); PROT_NONE makes a stray access fault instead of quietly
- * committing a fresh page. */
+static wafer_status cpu_storage_vm_map(void *device, wafer_resource range,
+				       size_t offset, size_t size)
+{
+	return set_pages(device, range, offset, size, true);
+}
+
 static wafer_status cpu_storage_vm_unmap(void *device, wafer_resource range,
 					 size_t offset, size_t size)
 {
-	struct cpu_device *dev = device;
-	void *pages = range_pages(dev, range, offset, size, "vm_unmap");
-
-	if (!pages)
-		return WAFER_ERROR_INVALID_ARGUMENT;
-	cpu_device_drain(dev);
-	if (madvise(pages, size, MADV_DONTNEED) != 0 ||
-	    mprotect(pages, size, PROT_NONE) != 0) {
-		dev->state->host->set_error("cpu: vm_unmap: %s",
-					    strerror(errno));
-		return WAFER_ERROR_INTERNAL;
-	}
-	return WAFER_OK;
+	return set_pages(device, range, offset, size, false);
 }
 
 /*===----------------------------------------------------------------------===

@@ -514,7 +514,7 @@ static wafer_status lock_pages(struct cuda_device *dev, wafer_resource range,
 			       size_t *first, size_t *end)
 {
 	size_t g = dev->vm_granularity;
-	struct cuda_vm_range *r;
+	struct vm_range *r;
 	wafer_status status;
 
 	if (!g)
@@ -522,16 +522,12 @@ static wafer_status lock_pages(struct cuda_device *dev, wafer_resource range,
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
-	pthread_mutex_lock(&dev->vm_lock);
-	r = find_range(dev, cuda_ptr(range), 0);
-	status = wafer_plugin_vm_pages_check(dev->host, "cuda", what, range,
-					     r ? r->range.size : 0, offset, size,
-					     g, mapped, page_is_mapped, r);
-	if (status != WAFER_OK) {
-		pthread_mutex_unlock(&dev->vm_lock);
+	status = vm_range_lock_pages(&dev->vm_lock, &dev->vm_ranges, dev->host,
+				     "cuda", what, range, offset, size, g,
+				     mapped, page_is_mapped, &r);
+	if (status != WAFER_OK)
 		return status;
-	}
-	*out_r = r;
+	*out_r = (struct cuda_vm_range *)r;
 	*first = offset / g;
 	*end = *first + size / g;
 	return WAFER_OK;

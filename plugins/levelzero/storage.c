@@ -335,22 +335,15 @@ static wafer_status lock_pages(struct lz_device *dev, wafer_resource range,
 			       size_t offset, size_t size, int mapped,
 			       const char *what, struct lz_vm_range **out_r)
 {
-	size_t page = dev->slot->vm_granularity;
-	struct lz_vm_range *r;
-	wafer_status status;
+	struct vm_range *r = NULL;
+	wafer_status status = vm_range_lock_pages(
+		&dev->vm_lock, &dev->vm_ranges, lz_host(dev), "levelzero", what,
+		range, offset, size, dev->slot->vm_granularity, mapped,
+		page_mapped, &r);
 
-	pthread_mutex_lock(&dev->vm_lock);
-	r = find_range(dev, range, 0);
-	status = wafer_plugin_vm_pages_check(lz_host(dev), "levelzero", what,
-					     range, r ? r->range.size : 0,
-					     offset, size, page, mapped,
-					     page_mapped, r);
-	if (status != WAFER_OK) {
-		pthread_mutex_unlock(&dev->vm_lock);
-		return status;
-	}
-	*out_r = r;
-	return WAFER_OK;
+	if (status == WAFER_OK)
+		*out_r = (struct lz_vm_range *)r;
+	return status;
 }
 
 /* Every page of [offset, offset + size) must be unmapped; on a failure

@@ -331,6 +331,13 @@ static void test_fill_copy(wafer_dtype d)
 	for (int i = 0; i < 12; i++)
 		v[i] = i * 3 + 5;
 	t = upload(d, v, 2, shape);
+	snprintf(name, sizeof name, "copy of a dense %s tensor", dname(d));
+	if (ran(wafer_op_copy(client, &t, WAFER_ALWAYS_COPY, &out), name)) {
+		double *got = download(&out);
+		compare(name, d, got, v, 12, 0);
+		free(got);
+		wafer_tensor_release(client, &out);
+	}
 	check(wafer_tensor_transpose(&t, 0, 1, &tt), "transpose");
 	snprintf(name, sizeof name, "copy of a transposed %s view", dname(d));
 	if (ran(wafer_op_copy(client, &tt, WAFER_ALWAYS_COPY, &out), name)) {
