@@ -223,7 +223,11 @@ wafer_status wafer__event_run_record(struct wafer__bridge *bridge,
 	wafer_event *event = c->event.event;
 	wafer_status status = WAFER_OK;
 
-	event->lane = (int)lane;
+	/* Written only when it changes: a producer on another thread reads
+	 * this line (event->client) for every command naming the event, so
+	 * a store on each record would take the line from it and back. */
+	if (event->lane != (int)lane)
+		event->lane = (int)lane;
 	if (event->plugin) {
 		lanes->lane[lane].dirty = true;
 		status = lanes->server->event_record(
