@@ -430,7 +430,7 @@ static const struct entry_group {
 	unsigned since;
 	const char *name;
 	const char *off;
-	struct group_entry entries[8];
+	struct group_entry entries[8]; /* the largest group, events */
 } entry_groups[] = {
 	{2, "program", "programs",
 	 {SERVER_ENTRY(program_formats), SERVER_ENTRY(program_load),
