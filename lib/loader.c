@@ -414,53 +414,6 @@ struct group_entry {
 #define STORAGE_ENTRY(field) {#field, false, offsetof(struct wafer_storage_ops, field)}
 #define SERVER_ENTRY(field) {#field, true, offsetof(struct wafer_server_ops, field)}
 
-/* Entries used in groups (plugin.h): a group the plugin gave only part
- * of is dropped with a warning naming what it has, what it lacks and the
- * |off| feature, as if it had none, so that the rest of the core may test
- * one entry of a group and use them all. So is a group added in ABI
- * 1.|since| that a plugin declaring an older minor sets: it is judged by
- * the minor it declares. */
-static void whole_group(struct wafer__loaded_plugin *p, unsigned since,
-			const char *group, const char *off,
-			const struct group_entry *entries, size_t n)
-{
-	char has[160] = "", lacks[sizeof has] = "";
-	size_t count = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		const unsigned char *entry =
-			(entries[i].server ? (const unsigned char *)&p->server
-					   : (const unsigned char *)&p->storage) +
-			entries[i].offset;
-		bool given = false;
-		char *list;
-		size_t used;
-
-		for (size_t b = 0; b < sizeof(void (*)(void)); b++)
-			given = given || entry[b] != 0;
-		list = given ? has : lacks;
-		used = strlen(list);
-		snprintf(list + used, sizeof has - used, " %s", entries[i].name);
-		count += given;
-	}
-	if (!count)
-		return;
-	if (p->abi_minor < since)
-		warn(p, "declares ABI 1.%u but sets%s, which came in 1.%u: %s "
-			"off",
-		     p->abi_minor, has, since, off);
-	else if (count == n)
-		return;
-	else
-		warn(p, "%s entries come together; it has%s but not%s: %s off",
-		     group, has, lacks, off);
-	for (size_t i = 0; i < n; i++)
-		memset((entries[i].server ? (unsigned char *)&p->server
-					  : (unsigned char *)&p->storage) +
-			       entries[i].offset,
-		       0, sizeof(void (*)(void)));
-}
-
 /* The groups of plugin.h, with the minor that added each: programs and
  * figure (ABI 1.2); interop (1.3), one group of five, since the core
  * learns the device's buffer kind from queue_native before it hands
@@ -470,59 +423,100 @@ static void whole_group(struct wafer__loaded_plugin *p, unsigned since,
  * (1.7: without it copies are staged); sub-communicators and grouped
  * collectives (1.7: without them wafer_comm_split is not supported and
  * each collective is issued alone); vm maps in pieces (1.7: without it a
- * vm_map call per piece). */
+ * vm_map call per piece). A group is |name| in messages; |off| is the
+ * feature that goes without it; its entries end at the first without a
+ * name. */
+static const struct entry_group {
+	unsigned since;
+	const char *name;
+	const char *off;
+	struct group_entry entries[8]; /* the largest group, events */
+} entry_groups[] = {
+	{2, "program", "programs",
+	 {SERVER_ENTRY(program_formats), SERVER_ENTRY(program_load),
+	  SERVER_ENTRY(program_kernel), SERVER_ENTRY(program_release)}},
+	{2, "figure", "figures", {STORAGE_ENTRY(figure)}},
+	{3, "interop", "interop",
+	 {STORAGE_ENTRY(native), STORAGE_ENTRY(import), STORAGE_ENTRY(forget),
+	  SERVER_ENTRY(queue_native), SERVER_ENTRY(queue_wrap)}},
+	{4, "comm", "collectives",
+	 {SERVER_ENTRY(comm_id), SERVER_ENTRY(comm_open),
+	  SERVER_ENTRY(comm_close), SERVER_ENTRY(comm_run)}},
+	{4, "copy_peer", "peer copy (staged through the host)",
+	 {STORAGE_ENTRY(copy_peer)}},
+	{5, "event", "events (queues ordered on the host)",
+	 {SERVER_ENTRY(event_create), SERVER_ENTRY(event_destroy),
+	  SERVER_ENTRY(event_record), SERVER_ENTRY(queue_wait_event),
+	  SERVER_ENTRY(event_sync), SERVER_ENTRY(event_query),
+	  SERVER_ENTRY(event_elapsed), SERVER_ENTRY(queue_callback)}},
+	{6, "graph", "native graphs (the core replays them)",
+	 {SERVER_ENTRY(graph_begin), SERVER_ENTRY(graph_end),
+	  SERVER_ENTRY(graph_launch), SERVER_ENTRY(graph_destroy)}},
+	{7, "host memory", "registered host memory (copies from it are staged)",
+	 {STORAGE_ENTRY(host_register), STORAGE_ENTRY(host_unregister),
+	  STORAGE_ENTRY(copy_in_registered),
+	  STORAGE_ENTRY(copy_out_registered)}},
+	{7, "comm_split", "sub-communicators", {SERVER_ENTRY(comm_split)}},
+	{7, "comm_group", "grouped collectives (each issued alone)",
+	 {SERVER_ENTRY(comm_group_begin), SERVER_ENTRY(comm_group_end)}},
+	{7, "vm_map_pieces", "vm maps in pieces (a vm_map call each)",
+	 {STORAGE_ENTRY(vm_map_pieces)}},
+};
+
+/* Where |e| lies in the plugin's normalised tables. */
+static unsigned char *entry_at(struct wafer__loaded_plugin *p,
+			       const struct group_entry *e)
+{
+	return (e->server ? (unsigned char *)&p->server
+			  : (unsigned char *)&p->storage) +
+	       e->offset;
+}
+
+/* Entries used in groups: a group the plugin gave only part of is
+ * dropped with a warning naming what it has, what it lacks and the
+ * feature that goes off, as if it had none, so that the rest of the core
+ * may test one entry of a group and use them all. So is a group added in
+ * ABI 1.|since| that a plugin declaring an older minor sets: it is
+ * judged by the minor it declares. */
+static void whole_group(struct wafer__loaded_plugin *p,
+			const struct entry_group *g)
+{
+	char has[160] = "", lacks[sizeof has] = "";
+	size_t count = 0, n = 0;
+
+	for (; n < ARRAY_SIZE(g->entries) && g->entries[n].name; n++) {
+		const unsigned char *entry = entry_at(p, &g->entries[n]);
+		bool given = false;
+		char *list;
+		size_t used;
+
+		for (size_t b = 0; b < sizeof(void (*)(void)); b++)
+			given = given || entry[b] != 0;
+		list = given ? has : lacks;
+		used = strlen(list);
+		snprintf(list + used, sizeof has - used, " %s",
+			 g->entries[n].name);
+		count += given;
+	}
+	if (!count)
+		return;
+	if (p->abi_minor < g->since)
+		warn(p, "declares ABI 1.%u but sets%s, which came in 1.%u: %s "
+			"off",
+		     p->abi_minor, has, g->since, g->off);
+	else if (count == n)
+		return;
+	else
+		warn(p, "%s entries come together; it has%s but not%s: %s off",
+		     g->name, has, lacks, g->off);
+	for (size_t i = 0; i < n; i++)
+		memset(entry_at(p, &g->entries[i]), 0, sizeof(void (*)(void)));
+}
+
 static void whole_groups(struct wafer__loaded_plugin *p)
 {
-	static const struct group_entry programs[] = {
-		SERVER_ENTRY(program_formats), SERVER_ENTRY(program_load),
-		SERVER_ENTRY(program_kernel), SERVER_ENTRY(program_release)};
-	static const struct group_entry interop[] = {
-		STORAGE_ENTRY(native), STORAGE_ENTRY(import),
-		STORAGE_ENTRY(forget), SERVER_ENTRY(queue_native),
-		SERVER_ENTRY(queue_wrap)};
-	static const struct group_entry comm[] = {
-		SERVER_ENTRY(comm_id), SERVER_ENTRY(comm_open),
-		SERVER_ENTRY(comm_close), SERVER_ENTRY(comm_run)};
-	static const struct group_entry events[] = {
-		SERVER_ENTRY(event_create),	SERVER_ENTRY(event_destroy),
-		SERVER_ENTRY(event_record),	SERVER_ENTRY(queue_wait_event),
-		SERVER_ENTRY(event_sync),	SERVER_ENTRY(event_query),
-		SERVER_ENTRY(event_elapsed), SERVER_ENTRY(queue_callback)};
-	static const struct group_entry graphs[] = {
-		SERVER_ENTRY(graph_begin), SERVER_ENTRY(graph_end),
-		SERVER_ENTRY(graph_launch), SERVER_ENTRY(graph_destroy)};
-	static const struct group_entry host[] = {
-		STORAGE_ENTRY(host_register), STORAGE_ENTRY(host_unregister),
-		STORAGE_ENTRY(copy_in_registered),
-		STORAGE_ENTRY(copy_out_registered)};
-	static const struct group_entry split[] = {SERVER_ENTRY(comm_split)};
-	static const struct group_entry comm_groups[] = {
-		SERVER_ENTRY(comm_group_begin), SERVER_ENTRY(comm_group_end)};
-
-	static const struct group_entry figure[] = {STORAGE_ENTRY(figure)};
-	static const struct group_entry peer[] = {STORAGE_ENTRY(copy_peer)};
-	static const struct group_entry pieces[] = {
-		STORAGE_ENTRY(vm_map_pieces)};
-
-	whole_group(p, 2, "program", "programs", programs,
-		    ARRAY_SIZE(programs));
-	whole_group(p, 2, "figure", "figures", figure, ARRAY_SIZE(figure));
-	whole_group(p, 3, "interop", "interop", interop, ARRAY_SIZE(interop));
-	whole_group(p, 4, "comm", "collectives", comm, ARRAY_SIZE(comm));
-	whole_group(p, 4, "copy_peer", "peer copy (staged through the host)",
-		    peer, ARRAY_SIZE(peer));
-	whole_group(p, 5, "event", "events (queues ordered on the host)",
-		    events, ARRAY_SIZE(events));
-	whole_group(p, 6, "graph", "native graphs (the core replays them)",
-		    graphs, ARRAY_SIZE(graphs));
-	whole_group(p, 7, "host memory", "registered host memory (copies "
-		    "from it are staged)", host, ARRAY_SIZE(host));
-	whole_group(p, 7, "comm_split", "sub-communicators", split,
-		    ARRAY_SIZE(split));
-	whole_group(p, 7, "comm_group", "grouped collectives (each issued "
-		    "alone)", comm_groups, ARRAY_SIZE(comm_groups));
-	whole_group(p, 7, "vm_map_pieces", "vm maps in pieces (a vm_map call "
-		    "each)", pieces, ARRAY_SIZE(pieces));
+	for (size_t i = 0; i < ARRAY_SIZE(entry_groups); i++)
+		whole_group(p, &entry_groups[i]);
 }
 
 /* A minor only appends (plugin.h), so a plugin built for a newer one

@@ -997,10 +997,6 @@ WAFER_API wafer_status wafer_autotune_stats_get(const wafer_runtime *runtime,
 		.disqualified = atomic_load(&s->disqualified),
 		.default_runs = atomic_load(&s->default_runs),
 	};
-	/* A caller built against an older header gets the fields it has. */
-	size_t n = out_stats->struct_size < sizeof all ? out_stats->struct_size
-						       : sizeof all;
-	memcpy((char *)out_stats + sizeof(size_t), (char *)&all + sizeof(size_t),
-	       n - sizeof(size_t));
+	wafer__copy_out_struct(out_stats, &all, sizeof all);
 	return WAFER_OK;
 }
