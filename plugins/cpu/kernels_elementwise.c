@@ -135,7 +135,7 @@ static wafer_status run_dense(const struct cpu_kernel_args *args,
 }
 
 static wafer_status run_scalar(const struct cpu_kernel_args *args,
-			       cpu_range_fn range)
+			       cpu_range_fn range, size_t grain)
 {
 	struct wafer_scalar_params p = CPU_PARAMS(struct wafer_scalar_params,
 						  args->params);
@@ -146,8 +146,7 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
 		.scalar_first = p.scalar_first != 0,
 	};
 
-	cpu_pool_parallel_for(args->pool, (size_t)p.count, CPU_GRAIN, range,
-			      &job);
+	cpu_pool_parallel_for(args->pool, (size_t)p.count, grain, range, &job);
 	return WAFER_OK;
 }
 
@@ -155,34 +154,17 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
  * The kernels
  *===----------------------------------------------------------------------===*/
 
-/* A unary or binary kernel: |loop_| (unary_loop or binary_loop) with
- * |fn_| as its range function, run over the count in pieces of |grain_|,
- * and its impl. */
-#define DENSE(name_, loop_, fn_, grain_)                                       \
-	static void name_##_range(void *ctx, size_t begin, size_t end)         \
-	{                                                                      \
-		loop_(ctx, begin, end, fn_);                                   \
-	}                                                                      \
-	static wafer_status run_##name_(const struct cpu_kernel_args *args)    \
-	{                                                                      \
-		return run_dense(args, name_##_range, grain_);                 \
-	}                                                                      \
+#define UNARY(name_, fn_, grain_)                                              \
+	CPU_LOOP_KERNEL(name_, unary_loop, fn_, run_dense, grain_)             \
 	CPU_COUNTED_IMPL(name_##_impl, cpu_elementwise_count,                  \
 		sizeof(float), run_##name_);
 
-#define UNARY(name_, fn_, grain_) DENSE(name_, unary_loop, fn_, grain_)
-
 #define BINARY(name_, fn_)                                                     \
-	DENSE(name_, binary_loop, fn_, CPU_GRAIN)                              \
-	static void name_##_scalar_range(void *ctx, size_t begin, size_t end)  \
-	{                                                                      \
-		scalar_loop(ctx, begin, end, fn_);                             \
-	}                                                                      \
-	static wafer_status run_##name_##_scalar(                              \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		return run_scalar(args, name_##_scalar_range);                 \
-	}                                                                      \
+	CPU_LOOP_KERNEL(name_, binary_loop, fn_, run_dense, CPU_GRAIN)         \
+	CPU_COUNTED_IMPL(name_##_impl, cpu_elementwise_count,                  \
+		sizeof(float), run_##name_);                                   \
+	CPU_LOOP_KERNEL(name_##_scalar, scalar_loop, fn_, run_scalar,          \
+			CPU_GRAIN)                                             \
 	CPU_COUNTED_IMPL(name_##_scalar_impl, cpu_scalar_count,                \
 		sizeof(float), run_##name_##_scalar);
 

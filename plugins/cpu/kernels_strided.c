@@ -244,7 +244,7 @@ static wafer_status check_strided(const struct cpu_kernel_args *args)
 }
 
 static wafer_status run_strided(const struct cpu_kernel_args *args,
-				cpu_range_fn range)
+				cpu_range_fn range, size_t grain)
 {
 	struct strided_job job = {
 		.out = args->data[0],
@@ -255,20 +255,12 @@ static wafer_status run_strided(const struct cpu_kernel_args *args,
 	};
 	size_t count = (size_t)cpu_shape_count(job.p.rank, job.p.shape);
 
-	cpu_pool_parallel_for(args->pool, count, CPU_GRAIN, range,
-			      &job);
+	cpu_pool_parallel_for(args->pool, count, grain, range, &job);
 	return WAFER_OK;
 }
 
 #define STRIDED(name_, fn_)                                                    \
-	static void name_##_range(void *ctx, size_t begin, size_t end)         \
-	{                                                                      \
-		strided_range(ctx, begin, end, fn_);                           \
-	}                                                                      \
-	static wafer_status run_##name_(const struct cpu_kernel_args *args)    \
-	{                                                                      \
-		return run_strided(args, name_##_range);                       \
-	}                                                                      \
+	CPU_LOOP_KERNEL(name_, strided_range, fn_, run_strided, CPU_GRAIN)     \
 	CPU_CHECKED_IMPL(name_##_impl, check_strided, run_##name_);
 
 STRIDED(add_strided, cpu_add)
