@@ -195,9 +195,6 @@ struct strided_copy {
 	ulong offset;
 };
 
-/* The index loops divide, then multiply back for the remainder: with a
- * `%` next to the `/`, LLVM 14's DivRemPairs pass emits a `freeze`, which
- * llvm-spirv 14 cannot translate. */
 static inline ulong shape_count(uint rank, private const ulong *shape)
 {
 	ulong n = 1;
@@ -209,7 +206,9 @@ static inline ulong shape_count(uint rank, private const ulong *shape)
 /* Adds to *at_a and *at_b the offsets of flat index |i| of a dense walk
  * over |shape| in two views of it (strides |a_strides| and |b_strides|).
  * A kernel of one view passes its strides twice and ignores *at_b: once
- * inlined, that sum is dead code. */
+ * inlined, that sum is dead code. The loop divides, then multiplies back
+ * for the remainder: with a `%` next to the `/`, LLVM 14's DivRemPairs
+ * pass emits a `freeze`, which llvm-spirv 14 cannot translate. */
 static inline void strided_offsets(ulong i, uint rank,
 				   private const ulong *shape,
 				   private const ulong *a_strides,
