@@ -125,6 +125,19 @@ struct cpu_kernel_impl {
 	{                                                                      \
 		return fn_(args, arg_);                                        \
 	}
+/* A kernel stamped from an element function |fn_|: name_##_range runs
+ * |loop_|(ctx, begin, end, |fn_|), an inline loop over the job, so gcc
+ * inlines |fn_| into it; run_##name_ is |runner_|(args, name_##_range,
+ * |grain_|), which makes the job and spreads the count over the pool. */
+#define CPU_LOOP_KERNEL(name_, loop_, fn_, runner_, grain_)                    \
+	static void name_##_range(void *ctx, size_t begin, size_t end)         \
+	{                                                                      \
+		loop_(ctx, begin, end, fn_);                                   \
+	}                                                                      \
+	static wafer_status run_##name_(const struct cpu_kernel_args *args)    \
+	{                                                                      \
+		return runner_(args, name_##_range, grain_);                   \
+	}
 /* A checked impl running |runner_|(args, |arg_|). */
 #define CPU_CHECKED_IMPL_OF(name, check_, runner_, arg_)                       \
 	CPU_BIND(name##_run, runner_, arg_)                                    \

@@ -85,15 +85,14 @@ static void copy_range(void *ctx, size_t begin, size_t end)
 wafer_status cpu_run_copy(const struct cpu_kernel_args *args,
 			  size_t element_size)
 {
-	struct wafer_elementwise_params p = CPU_PARAMS(
-		struct wafer_elementwise_params, args->params);
 	struct copy_job job = {
 		.out = args->data[0],
 		.in = args->data[1],
 		.element_size = element_size,
 	};
 
-	cpu_pool_parallel_for(args->pool, (size_t)p.count,
+	cpu_pool_parallel_for(args->pool,
+			      (size_t)cpu_elementwise_count(args->params),
 			      CPU_GRAIN * 4 / element_size, copy_range, &job);
 	return WAFER_OK;
 }

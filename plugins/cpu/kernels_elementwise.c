@@ -50,12 +50,8 @@ static inline float relu_f32(float x)
  * Loops
  *===----------------------------------------------------------------------===*/
 
-struct unary_job {
-	float *out;
-	const float *in;
-};
-
-struct binary_job {
+/* A unary or binary kernel's bindings (b is NULL for a unary one). */
+struct dense_job {
 	float *out;
 	const float *a;
 	const float *b;
@@ -69,9 +65,11 @@ struct scalar_job {
 };
 
 /* |op| is a constant at every call site, so gcc inlines it into the loop. */
-static inline void unary_loop(float *out, const float *in, size_t begin,
+static inline void unary_loop(const struct dense_job *job, size_t begin,
 			      size_t end, float (*op)(float))
 {
+	float *out = job->out;
+	const float *in = job->a;
 	size_t i = begin;
 
 	CPU_BLOCKED(i, end, out, op(in[i + j]));
@@ -79,10 +77,11 @@ static inline void unary_loop(float *out, const float *in, size_t begin,
 		out[i] = op(in[i]);
 }
 
-static inline void binary_loop(float *out, const float *a, const float *b,
-			       size_t begin, size_t end,
-			       float (*op)(float, float))
+static inline void binary_loop(const struct dense_job *job, size_t begin,
+			       size_t end, float (*op)(float, float))
 {
+	float *out = job->out;
+	const float *a = job->a, *b = job->b;
 	size_t i = begin;
 
 	CPU_BLOCKED(i, end, out, op(a[i + j], b[i + j]));
@@ -118,38 +117,25 @@ static inline void scalar_loop(const struct scalar_job *job, size_t begin,
 /* The counts below fit in size_t: launch checked that every binding holds
  * that many elements. */
 
-static wafer_status run_unary(const struct cpu_kernel_args *args,
+/* A unary or binary kernel: |range| over the count of its
+ * wafer_elementwise_params, in pieces of |grain| elements. */
+static wafer_status run_dense(const struct cpu_kernel_args *args,
 			      cpu_range_fn range, size_t grain)
 {
-	struct wafer_elementwise_params p = CPU_PARAMS(
-		struct wafer_elementwise_params, args->params);
-	struct unary_job job = {
-		.out = args->data[0],
-		.in = args->data[1],
-	};
-
-	cpu_pool_parallel_for(args->pool, (size_t)p.count, grain, range, &job);
-	return WAFER_OK;
-}
-
-static wafer_status run_binary(const struct cpu_kernel_args *args,
-			       cpu_range_fn range)
-{
-	struct wafer_elementwise_params p = CPU_PARAMS(
-		struct wafer_elementwise_params, args->params);
-	struct binary_job job = {
+	struct dense_job job = {
 		.out = args->data[0],
 		.a = args->data[1],
-		.b = args->data[2],
+		.b = args->binding_count > 2 ? args->data[2] : NULL,
 	};
 
-	cpu_pool_parallel_for(args->pool, (size_t)p.count, CPU_GRAIN, range,
-			      &job);
+	cpu_pool_parallel_for(args->pool,
+			      (size_t)cpu_elementwise_count(args->params), grain,
+			      range, &job);
 	return WAFER_OK;
 }
 
 static wafer_status run_scalar(const struct cpu_kernel_args *args,
-			       cpu_range_fn range)
+			       cpu_range_fn range, size_t grain)
 {
 	struct wafer_scalar_params p = CPU_PARAMS(struct wafer_scalar_params,
 						  args->params);
@@ -160,8 +146,7 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
 		.scalar_first = p.scalar_first != 0,
 	};
 
-	cpu_pool_parallel_for(args->pool, (size_t)p.count, CPU_GRAIN, range,
-			      &job);
+	cpu_pool_parallel_for(args->pool, (size_t)p.count, grain, range, &job);
 	return WAFER_OK;
 }
 
@@ -170,39 +155,16 @@ static wafer_status run_scalar(const struct cpu_kernel_args *args,
  *===----------------------------------------------------------------------===*/
 
 #define UNARY(name_, fn_, grain_)                                              \
-	static void name_##_range(void *ctx, size_t begin, size_t end)         \
-	{                                                                      \
-		const struct unary_job *job = ctx;                             \
-		unary_loop(job->out, job->in, begin, end, fn_);                \
-	}                                                                      \
-	static wafer_status run_##name_(const struct cpu_kernel_args *args)    \
-	{                                                                      \
-		return run_unary(args, name_##_range, grain_);                 \
-	}                                                                      \
+	CPU_LOOP_KERNEL(name_, unary_loop, fn_, run_dense, grain_)             \
 	CPU_COUNTED_IMPL(name_##_impl, cpu_elementwise_count,                  \
 		sizeof(float), run_##name_);
 
 #define BINARY(name_, fn_)                                                     \
-	static void name_##_range(void *ctx, size_t begin, size_t end)         \
-	{                                                                      \
-		const struct binary_job *job = ctx;                            \
-		binary_loop(job->out, job->a, job->b, begin, end, fn_);        \
-	}                                                                      \
-	static wafer_status run_##name_(const struct cpu_kernel_args *args)    \
-	{                                                                      \
-		return run_binary(args, name_##_range);                        \
-	}                                                                      \
+	CPU_LOOP_KERNEL(name_, binary_loop, fn_, run_dense, CPU_GRAIN)         \
 	CPU_COUNTED_IMPL(name_##_impl, cpu_elementwise_count,                  \
 		sizeof(float), run_##name_);                                   \
-	static void name_##_scalar_range(void *ctx, size_t begin, size_t end)  \
-	{                                                                      \
-		scalar_loop(ctx, begin, end, fn_);                             \
-	}                                                                      \
-	static wafer_status run_##name_##_scalar(                              \
-		const struct cpu_kernel_args *args)                            \
-	{                                                                      \
-		return run_scalar(args, name_##_scalar_range);                 \
-	}                                                                      \
+	CPU_LOOP_KERNEL(name_##_scalar, scalar_loop, fn_, run_scalar,          \
+			CPU_GRAIN)                                             \
 	CPU_COUNTED_IMPL(name_##_scalar_impl, cpu_scalar_count,                \
 		sizeof(float), run_##name_##_scalar);
 

@@ -118,22 +118,26 @@ static inline float cpu_tanh(float x)
 	return ax < 0.0625f ? near : far;
 }
 
-/* 1 / (1 + e^-x), from e^-|x| so that nothing overflows. */
-static inline float cpu_sigmoid(float x)
-{
-	float t = cpu_exp(-fabsf(x));
-	float s = 1.0f / (1.0f + t);
-	return x >= 0.0f ? s : t * s;
-}
-
-/* gelu, tanh form: 0.5 x (1 + tanh(u)) = x sigmoid(2u), with
+/* SIGMOID, 1 / (1 + e^-x), from e^-|x| so that nothing overflows; and
+ * GELU, tanh form: 0.5 x (1 + tanh(u)) = x sigmoid(2u), with
  * u = sqrt(2/pi) (x + 0.044715 x^3); the sigmoid form has no cancellation
- * for negative x. */
-static inline float cpu_gelu(float x)
-{
-	float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-	return x * cpu_sigmoid(2.0f * u);
-}
+ * for negative x. Both in type T, from its EXP and FABS; LIT is the
+ * suffix of a T literal (f for float, none for double). kernels_typed.c
+ * stamps the f64 pair. */
+#define CPU_SIGMOID_GELU(T, SIGMOID, GELU, EXP, FABS, LIT)                     \
+	static inline T SIGMOID(T x)                                           \
+	{                                                                      \
+		T t = EXP(-FABS(x));                                           \
+		T s = 1 / (1 + t);                                             \
+		return x >= 0 ? s : t * s;                                     \
+	}                                                                      \
+	static inline T GELU(T x)                                              \
+	{                                                                      \
+		T u = 0.7978845608028654##LIT *                                \
+		      (x + 0.044715##LIT * x * x * x);                         \
+		return x * SIGMOID(2 * u);                                     \
+	}
+CPU_SIGMOID_GELU(float, cpu_sigmoid, cpu_gelu, cpu_exp, fabsf, f)
 
 /* The binary operations of the catalogue. max and min are NaN when either
  * operand is (a + b is then NaN), as plugin.h asks; a plain compare

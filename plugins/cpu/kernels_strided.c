@@ -22,35 +22,42 @@
 #include "plugins/cpu/kernels_math.h"
 #include "plugins/cpu/threadpool.h"
 
-/* Where a row starts: the multi-index of flat output index |pos| and the
- * element offsets of up to two inputs at it. */
+/* A walk over the rows of the flat range [pos, end) of a dense |shape|:
+ * the row at |pos| is |len| long (0 once the range is done), and |index|
+ * is the multi-index of its first element. */
 struct cursor {
 	uint32_t rank;
 	const uint64_t *shape;
+	size_t pos, end, len;
 	uint64_t index[WAFER_KERNEL_MAX_RANK];
 };
 
-/* A cursor over |shape| at flat index |pos|. */
-static struct cursor cursor_at(uint32_t rank, const uint64_t *shape,
-			       uint64_t pos)
-{
-	struct cursor c = {.rank = rank, .shape = shape};
-
-	for (uint32_t d = rank; d-- > 0;) {
-		c.index[d] = pos % shape[d];
-		pos /= shape[d];
-	}
-	return c;
-}
-
 /* How many of the flat indices [pos, end) lie in the cursor's row. */
-static size_t cursor_row_len(const struct cursor *c, size_t pos, size_t end)
+static size_t cursor_row_len(const struct cursor *c)
 {
 	size_t len = (size_t)(c->shape[c->rank - 1] - c->index[c->rank - 1]);
 
-	return len < end - pos ? len : end - pos;
+	return len < c->end - c->pos ? len : c->end - c->pos;
 }
 
+/* A cursor at the first row of [begin, end) of |shape|. */
+static struct cursor cursor_at(uint32_t rank, const uint64_t *shape,
+			       size_t begin, size_t end)
+{
+	struct cursor c = {.rank = rank, .shape = shape,
+			   .pos = begin, .end = end};
+	uint64_t rest = begin;
+
+	for (uint32_t d = rank; d-- > 0;) {
+		c.index[d] = rest % shape[d];
+		rest /= shape[d];
+	}
+	c.len = begin < end ? cursor_row_len(&c) : 0;
+	return c;
+}
+
+/* The element offset of the row's first element in a view of |strides|
+ * from |offset|. */
 static uint64_t cursor_offset(const struct cursor *c, const uint64_t *strides,
 			      uint64_t offset)
 {
@@ -59,17 +66,24 @@ static uint64_t cursor_offset(const struct cursor *c, const uint64_t *strides,
 	return offset;
 }
 
-/* Moves past the rest of the current row: to the start of the next. */
+/* Moves past the rest of the current row: to the start of the next, or
+ * to len 0 at the end of the range. */
 static void cursor_next_row(struct cursor *c)
 {
 	uint32_t last = c->rank - 1;
 
+	c->pos += c->len;
+	if (c->pos >= c->end) {
+		c->len = 0;
+		return;
+	}
 	c->index[last] = 0;
 	for (uint32_t d = last; d-- > 0;) {
 		if (++c->index[d] < c->shape[d])
-			return;
+			break;
 		c->index[d] = 0;
 	}
+	c->len = cursor_row_len(c);
 }
 
 /*===----------------------------------------------------------------------===
@@ -107,13 +121,12 @@ static void gather_range(void *ctx, size_t begin, size_t end)
 {
 	const struct gather_job *job = ctx;
 	const struct wafer_strided_copy_params *p = &job->p;
-	struct cursor c = cursor_at(p->rank, p->shape, begin);
-	uint32_t last = p->rank - 1;
+	uint64_t stride = p->strides[p->rank - 1];
 
-	for (size_t pos = begin, len; pos < end; pos += len) {
-		len = cursor_row_len(&c, pos, end);
+	for (struct cursor c = cursor_at(p->rank, p->shape, begin, end); c.len;
+	     cursor_next_row(&c)) {
 		uint64_t o = cursor_offset(&c, p->strides, p->offset);
-		uint64_t stride = p->strides[last];
+		size_t pos = c.pos, len = c.len;
 		switch (job->element_size) {
 		case 8:
 			gather_row_uint64_t((uint64_t *)job->out + pos,
@@ -135,7 +148,6 @@ static void gather_range(void *ctx, size_t begin, size_t end)
 					   (const uint8_t *)job->in + o, len,
 					   stride);
 		}
-		cursor_next_row(&c);
 	}
 }
 
@@ -210,16 +222,14 @@ static inline void strided_range(const struct strided_job *job, size_t begin,
 				 size_t end, float (*op)(float, float))
 {
 	const struct wafer_binary_strided_params *p = &job->p;
-	struct cursor c = cursor_at(p->rank, p->shape, begin);
 	uint32_t last = p->rank - 1;
 
-	for (size_t pos = begin, len; pos < end; pos += len) {
-		len = cursor_row_len(&c, pos, end);
+	for (struct cursor c = cursor_at(p->rank, p->shape, begin, end); c.len;
+	     cursor_next_row(&c)) {
 		uint64_t oa = cursor_offset(&c, p->a_strides, p->a_offset);
 		uint64_t ob = cursor_offset(&c, p->b_strides, p->b_offset);
-		binary_row(job->out + pos, job->a + oa, job->b + ob, len,
+		binary_row(job->out + c.pos, job->a + oa, job->b + ob, c.len,
 			   p->a_strides[last], p->b_strides[last], op);
-		cursor_next_row(&c);
 	}
 }
 
@@ -234,7 +244,7 @@ static wafer_status check_strided(const struct cpu_kernel_args *args)
 }
 
 static wafer_status run_strided(const struct cpu_kernel_args *args,
-				cpu_range_fn range)
+				cpu_range_fn range, size_t grain)
 {
 	struct strided_job job = {
 		.out = args->data[0],
@@ -245,20 +255,12 @@ static wafer_status run_strided(const struct cpu_kernel_args *args,
 	};
 	size_t count = (size_t)cpu_shape_count(job.p.rank, job.p.shape);
 
-	cpu_pool_parallel_for(args->pool, count, CPU_GRAIN, range,
-			      &job);
+	cpu_pool_parallel_for(args->pool, count, grain, range, &job);
 	return WAFER_OK;
 }
 
 #define STRIDED(name_, fn_)                                                    \
-	static void name_##_range(void *ctx, size_t begin, size_t end)         \
-	{                                                                      \
-		strided_range(ctx, begin, end, fn_);                           \
-	}                                                                      \
-	static wafer_status run_##name_(const struct cpu_kernel_args *args)    \
-	{                                                                      \
-		return run_strided(args, name_##_range);                       \
-	}                                                                      \
+	CPU_LOOP_KERNEL(name_, strided_range, fn_, run_strided, CPU_GRAIN)     \
 	CPU_CHECKED_IMPL(name_##_impl, check_strided, run_##name_);
 
 STRIDED(add_strided, cpu_add)

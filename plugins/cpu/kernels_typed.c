@@ -23,6 +23,7 @@
 
 #include "plugins/cpu/convert.h"
 #include "plugins/cpu/kernels.h"
+#include "plugins/cpu/kernels_math.h"
 #include "plugins/cpu/threadpool.h"
 
 
@@ -72,17 +73,7 @@ static inline double exp_f64(double x) { return exp(x); }
 static inline double log_f64(double x) { return log(x); }
 static inline double sqrt_f64(double x) { return sqrt(x); }
 static inline double tanh_f64(double x) { return tanh(x); }
-static inline double sigmoid_f64(double x)
-{
-	double t = exp(-fabs(x));
-	double s = 1.0 / (1.0 + t);
-	return x >= 0.0 ? s : t * s;
-}
-static inline double gelu_f64(double x)
-{
-	double u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
-	return x * sigmoid_f64(2.0 * u);
-}
+CPU_SIGMOID_GELU(double, sigmoid_f64, gelu_f64, exp, fabs, )
 
 /* Integers: the wrapping ones go through the unsigned twin (signed
  * overflow is undefined in C). */

@@ -195,15 +195,35 @@ struct strided_copy {
 	ulong offset;
 };
 
-/* The index loops divide, then multiply back for the remainder: with a
- * `%` next to the `/`, LLVM 14's DivRemPairs pass emits a `freeze`, which
- * llvm-spirv 14 cannot translate. */
 static inline ulong shape_count(uint rank, private const ulong *shape)
 {
 	ulong n = 1;
 	for (uint d = 0; d < rank; d++)
 		n *= shape[d];
 	return n;
+}
+
+/* Adds to *at_a and *at_b the offsets of flat index |i| of a dense walk
+ * over |shape| in two views of it (strides |a_strides| and |b_strides|).
+ * A kernel of one view passes its strides twice and ignores *at_b: once
+ * inlined, that sum is dead code. The loop divides, then multiplies back
+ * for the remainder: with a `%` next to the `/`, LLVM 14's DivRemPairs
+ * pass emits a `freeze`, which llvm-spirv 14 cannot translate. */
+static inline void strided_offsets(ulong i, uint rank,
+				   private const ulong *shape,
+				   private const ulong *a_strides,
+				   private const ulong *b_strides,
+				   private ulong *at_a, private ulong *at_b)
+{
+	ulong rest = i;
+
+	for (uint d = rank; d-- > 0;) {
+		ulong q = rest / shape[d];
+		ulong idx = rest - q * shape[d];
+		rest = q;
+		*at_a += idx * a_strides[d];
+		*at_b += idx * b_strides[d];
+	}
 }
 
 #define BINARY_STRIDED_F32(name, expr)                                         \
@@ -215,14 +235,9 @@ static inline ulong shape_count(uint rank, private const ulong *shape)
 		ulong count = shape_count(p.rank, p.shape);                    \
 		FOR_EACH(i, count)                                             \
 		{                                                              \
-			ulong rest = i, ia = p.a_offset, ib = p.b_offset;      \
-			for (uint d = p.rank; d-- > 0;) {                      \
-				ulong q = rest / p.shape[d];                   \
-				ulong idx = rest - q * p.shape[d];             \
-				rest = q;                                      \
-				ia += idx * p.a_strides[d];                    \
-				ib += idx * p.b_strides[d];                    \
-			}                                                      \
+			ulong ia = p.a_offset, ib = p.b_offset;                \
+			strided_offsets(i, p.rank, p.shape, p.a_strides,       \
+					p.b_strides, &ia, &ib);                \
 			float a = in_a[ia], b = in_b[ib];                      \
 			out[i] = (expr);                                       \
 		}                                                              \
@@ -237,12 +252,9 @@ BINARY_OPS(BINARY_STRIDED_F32)
 		ulong count = shape_count(p.rank, p.shape);                    \
 		FOR_EACH(i, count)                                             \
 		{                                                              \
-			ulong rest = i, at = p.offset;                         \
-			for (uint d = p.rank; d-- > 0;) {                      \
-				ulong q = rest / p.shape[d];                   \
-				at += (rest - q * p.shape[d]) * p.strides[d];  \
-				rest = q;                                      \
-			}                                                      \
+			ulong at = p.offset, unused = 0;                       \
+			strided_offsets(i, p.rank, p.shape, p.strides,         \
+					p.strides, &at, &unused);              \
 			out[i] = in[at];                                       \
 		}                                                              \
 	}

@@ -523,13 +523,11 @@ static wafer_status lz_storage_import(void *device,
 	struct lz_device *dev = device;
 	wafer_status status;
 
-	status = wafer_plugin_import_check(lz_host(dev), "levelzero", buffer,
-					   WAFER_NATIVE_LEVELZERO_POINTER,
-					   "levelzero-pointer", out_resource);
-	if (status == WAFER_OK)
-		status = wafer_plugin_import_ordinal(lz_host(dev), "levelzero",
-						     buffer,
-						     lz_device_ordinal(dev));
+	status = wafer_plugin_import_checks(lz_host(dev), "levelzero", buffer,
+					    WAFER_NATIVE_LEVELZERO_POINTER,
+					    "levelzero-pointer",
+					    lz_device_ordinal(dev),
+					    out_resource);
 	if (status != WAFER_OK)
 		return status;
 	if (buffer->context && buffer->context != (void *)dev->context) {
