@@ -233,6 +233,11 @@ wafer_status cuda_enter(const struct cuda_device *device);
  * current, calls dev->drv->FN(...) and returns WAFER_OK, or cuda_fail's
  * status naming FN. */
 #define CUDA_ENTER_RETURN(dev, fn, ...)					\
+	CUDA_ENTER_RETURN_AS(dev, (#fn), fn, __VA_ARGS__)
+
+/* CUDA_ENTER_RETURN whose error names the call with |what|: cuda_fail's
+ * format and its arguments, in parentheses ("cuX(%zu)", size). */
+#define CUDA_ENTER_RETURN_AS(dev, what, fn, ...)			\
 	do {								\
 		wafer_status entered_ = cuda_enter(dev);		\
 		CUresult result_;					\
@@ -242,8 +247,10 @@ wafer_status cuda_enter(const struct cuda_device *device);
 		result_ = (dev)->drv->fn(__VA_ARGS__);			\
 		return result_ == CUDA_SUCCESS				\
 			       ? WAFER_OK				\
-			       : cuda_fail((dev)->state, result_, #fn);	\
+			       : cuda_fail((dev)->state, result_,	\
+					   CUDA_UNPAREN what);		\
 	} while (0)
+#define CUDA_UNPAREN(...) __VA_ARGS__
 
 /* A function a library's table keeps: its symbol in the library and the
  * offset of its pointer in the table. CUDA_SYMBOL(struct, member, symbol)

@@ -220,19 +220,46 @@ static void warn_failed(struct cuda_device *dev, const struct cuda_nccl *n,
 			       n->ncclGetErrorString(r));
 }
 
-static struct cuda_comm *comm_new(struct cuda_device *dev,
-				   const struct cuda_nccl *n)
+/* Enters |dev|'s context for a call on |c|; WAFER_ERROR_DEVICE, saying
+ * so, once |c| was aborted (cuda_comm_wait): ncclCommAbort freed NCCL's
+ * communicator, which no call may name. */
+static wafer_status comm_enter(struct cuda_device *dev,
+			       const struct cuda_comm *c)
 {
-	struct cuda_comm *c = calloc(1, sizeof *c);
+	if (!__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
+		return cuda_enter(dev);
+	dev->host->set_error("cuda:%" PRIu32 ": communicator %p (rank %" PRIu32
+			     " of %" PRIu32 ") was aborted after %s failed or "
+			     "timed out: close it and open a new one",
+			     dev->index, (void *)c->comm, c->rank, c->size,
+			     __atomic_load_n(&c->last_what, __ATOMIC_RELAXED));
+	return WAFER_ERROR_DEVICE;
+}
 
-	if (!c) {
-		dev->host->set_error("cuda: cannot allocate a communicator");
-		return NULL;
-	}
-	c->nccl = n;
-	c->dev = dev;
-	c->refs = 1;
-	return c;
+/* The opening of comm_open and comm_split: |dev|'s context current
+ * (nccl_enter, or comm_enter on |parent|) and a new communicator in
+ * |*out| of NCCL's table, with |parent|'s timeout when there is one. */
+static wafer_status comm_new(struct cuda_device *dev,
+			     const struct cuda_comm *parent,
+			     struct cuda_comm **out)
+{
+	const struct cuda_nccl *n = parent ? parent->nccl : NULL;
+	wafer_status status = parent ? comm_enter(dev, parent)
+				     : nccl_enter(dev, &n);
+
+	*out = NULL;
+	if (status != WAFER_OK)
+		return status;
+	*out = wafer_plugin_calloc(dev->host, sizeof **out,
+				   "cuda: cannot allocate a communicator");
+	if (!*out)
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	(*out)->nccl = n;
+	(*out)->dev = dev;
+	(*out)->refs = 1;
+	if (parent)
+		(*out)->timeout_ms = parent->timeout_ms;
+	return WAFER_OK;
 }
 
 /* Drops one reference; the last destroys NCCL's communicator (unless
@@ -341,12 +368,10 @@ wafer_status cuda_comm_open(void *device,
 	char what[128];
 
 	*out_comm = NULL;
-	status = nccl_enter(dev, &n);
+	status = comm_new(dev, NULL, &c);
 	if (status != WAFER_OK)
 		return status;
-	c = comm_new(dev, n);
-	if (!c)
-		return WAFER_ERROR_OUT_OF_MEMORY;
+	n = c->nccl;
 	c->rank = args->rank;
 	c->size = args->size;
 	if (WAFER_STRUCT_HAS(args, struct wafer_comm_open_args, timeout_ms))
@@ -402,22 +427,6 @@ void cuda_comm_close(void *device, void *comm)
 		comm_release(comm);
 }
 
-/* Enters |dev|'s context for a call on |c|; WAFER_ERROR_DEVICE, saying
- * so, once |c| was aborted (cuda_comm_wait): ncclCommAbort freed NCCL's
- * communicator, which no call may name. */
-static wafer_status comm_enter(struct cuda_device *dev,
-			       const struct cuda_comm *c)
-{
-	if (!__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
-		return cuda_enter(dev);
-	dev->host->set_error("cuda:%" PRIu32 ": communicator %p (rank %" PRIu32
-			     " of %" PRIu32 ") was aborted after %s failed or "
-			     "timed out: close it and open a new one",
-			     dev->index, (void *)c->comm, c->rank, c->size,
-			     __atomic_load_n(&c->last_what, __ATOMIC_RELAXED));
-	return WAFER_ERROR_DEVICE;
-}
-
 wafer_status cuda_comm_split(void *device, void *comm, int32_t color,
 			     int32_t key, void **out_comm, uint32_t *out_rank,
 			     uint32_t *out_size)
@@ -438,13 +447,9 @@ wafer_status cuda_comm_split(void *device, void *comm, int32_t color,
 				     n->version / 100 % 100, n->version % 100);
 		return WAFER_ERROR_NOT_SUPPORTED;
 	}
-	status = comm_enter(dev, parent);
+	status = comm_new(dev, parent, &c);
 	if (status != WAFER_OK)
 		return status;
-	c = comm_new(dev, n);
-	if (!c)
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	c->timeout_ms = parent->timeout_ms;
 	r = n->ncclCommSplit(parent->comm, color < 0 ? NCCL_SPLIT_NOCOLOR
 						     : (int)color,
 			     (int)key, &c->comm, NULL);

@@ -32,18 +32,30 @@
 #include "plugins/cuda/cublas.h"
 #include "plugins/cuda/cuda_plugin.h"
 
-struct cuda_timer {
-	CUevent start;
-};
-
 /*===----------------------------------------------------------------------===
  * Queues
  *===----------------------------------------------------------------------===*/
 
+/* A queue on |stream|, the caller's when |wrapped| (then the queue never
+ * destroys it). */
+static wafer_status queue_new(struct cuda_device *dev, CUstream stream,
+			      int wrapped, void **out_queue)
+{
+	struct cuda_queue *q = wafer_plugin_calloc(
+		dev->host, sizeof *q, "cuda: cannot allocate a queue");
+
+	if (!q)
+		return WAFER_ERROR_OUT_OF_MEMORY;
+	q->stream = stream;
+	q->wrapped = wrapped;
+	*out_queue = q;
+	return WAFER_OK;
+}
+
 static wafer_status cuda_server_queue_create(void *device, void **out_queue)
 {
 	struct cuda_device *dev = device;
-	struct cuda_queue *q;
+	CUstream stream = NULL;
 	wafer_status status;
 	CUresult result;
 
@@ -51,16 +63,13 @@ static wafer_status cuda_server_queue_create(void *device, void **out_queue)
 	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
-	q = wafer_plugin_calloc(dev->host, sizeof *q, "cuda: cannot allocate a queue");
-	if (!q)
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	result = dev->drv->cuStreamCreate(&q->stream, CU_STREAM_NON_BLOCKING);
-	if (result != CUDA_SUCCESS) {
-		free(q);
+	result = dev->drv->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
+	if (result != CUDA_SUCCESS)
 		return cuda_fail(dev->state, result, "cuStreamCreate");
-	}
-	*out_queue = q;
-	return WAFER_OK;
+	status = queue_new(dev, stream, 0, out_queue);
+	if (status != WAFER_OK)
+		dev->drv->cuStreamDestroy(stream);
+	return status;
 }
 
 static void cuda_server_queue_destroy(void *device, void *queue)
@@ -135,7 +144,6 @@ static wafer_status cuda_server_queue_wrap(void *device, void *native,
 	struct cuda_device *dev = device;
 	CUstream stream = native;
 	CUcontext ctx = NULL;
-	struct cuda_queue *q;
 	wafer_status status;
 	CUresult result = CUDA_SUCCESS;
 
@@ -172,13 +180,7 @@ static wafer_status cuda_server_queue_wrap(void *device, void *native,
 				     (void *)dev->ctx);
 		return WAFER_ERROR_INVALID_ARGUMENT;
 	}
-	q = wafer_plugin_calloc(dev->host, sizeof *q, "cuda: cannot allocate a queue");
-	if (!q)
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	q->stream = stream;
-	q->wrapped = 1;
-	*out_queue = q;
-	return WAFER_OK;
+	return queue_new(dev, stream, 1, out_queue);
 }
 
 /*===----------------------------------------------------------------------===
@@ -207,30 +209,22 @@ static wafer_status cuda_server_launch(void *device, void *queue,
  * Timers
  *===----------------------------------------------------------------------===*/
 
+/* A timer is its start: an event with timing (event.c's entries; the
+ * handle is the CUevent) recorded on the queue. */
 static wafer_status cuda_server_timer_begin(void *device, void *queue,
 					    void **out_timer)
 {
-	struct cuda_device *dev = device;
-	struct cuda_queue *q = queue;
-	struct cuda_timer *t;
-	wafer_status status;
-	CUresult result;
+	wafer_status status = cuda_event_create(
+		device, WAFER_PLUGIN_EVENT_TIMING, out_timer);
 
-	*out_timer = NULL;
-	status = cuda_enter(dev);
 	if (status != WAFER_OK)
 		return status;
-	t = wafer_plugin_calloc(dev->host, sizeof *t, "cuda: cannot allocate a timer");
-	if (!t)
-		return WAFER_ERROR_OUT_OF_MEMORY;
-	result = cuda_event_recorded(dev->drv, q->stream, CU_EVENT_DEFAULT,
-				     &t->start);
-	if (result != CUDA_SUCCESS) {
-		free(t);
-		return cuda_fail(dev->state, result, "timer_begin");
+	status = cuda_event_record(device, queue, *out_timer);
+	if (status != WAFER_OK) {
+		cuda_event_destroy(device, *out_timer);
+		*out_timer = NULL;
 	}
-	*out_timer = t;
-	return WAFER_OK;
+	return status;
 }
 
 static wafer_status cuda_server_timer_end(void *device, void *queue,
@@ -238,7 +232,7 @@ static wafer_status cuda_server_timer_end(void *device, void *queue,
 {
 	struct cuda_device *dev = device;
 	struct cuda_queue *q = queue;
-	struct cuda_timer *t = timer;
+	CUevent start = timer;
 	const struct cuda_driver *drv = dev->drv;
 	CUevent end = NULL;
 	float ms = 0.0f;
@@ -253,7 +247,7 @@ static wafer_status cuda_server_timer_end(void *device, void *queue,
 	if (result == CUDA_SUCCESS)
 		result = drv->cuEventSynchronize(end);
 	if (result == CUDA_SUCCESS)
-		result = drv->cuEventElapsedTime(&ms, t->start, end);
+		result = drv->cuEventElapsedTime(&ms, start, end);
 	if (result != CUDA_SUCCESS)
 		status = cuda_fail(dev->state, result, "timer_end");
 	else
@@ -261,8 +255,7 @@ static wafer_status cuda_server_timer_end(void *device, void *queue,
 	if (end)
 		drv->cuEventDestroy(end);
 out:
-	drv->cuEventDestroy(t->start);
-	free(t);
+	drv->cuEventDestroy(start);
 	return status;
 }
 

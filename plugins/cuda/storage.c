@@ -151,17 +151,9 @@ static wafer_status cuda_storage_free_async(void *device, void *queue,
 {
 	struct cuda_device *dev = device;
 	struct cuda_queue *q = queue;
-	wafer_status status;
-	CUresult result;
 
-	status = cuda_enter(dev);
-	if (status != WAFER_OK)
-		return status;
-	result = dev->drv->cuMemFreeAsync(cuda_ptr(resource), q->stream);
-	if (result != CUDA_SUCCESS)
-		return cuda_fail(dev->state, result,
-				 "cuMemFreeAsync(0x%" PRIx64 ")", resource);
-	return WAFER_OK;
+	CUDA_ENTER_RETURN_AS(dev, ("cuMemFreeAsync(0x%" PRIx64 ")", resource),
+			     cuMemFreeAsync, cuda_ptr(resource), q->stream);
 }
 
 /*===----------------------------------------------------------------------===
