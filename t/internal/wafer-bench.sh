@@ -8,7 +8,7 @@ set -u
 # shellcheck source=t/tap.sh
 . "${T_SRCDIR:?is not set (run through make check)}/tap.sh"
 tap_tool wafer-bench
-echo "1..4"
+echo "1..5"
 
 "$tool" >"$tmp/out" 2>"$tmp/err"
 rc=$?
@@ -38,4 +38,21 @@ if grep -q '^wafer-bench compare: done in [0-9]* s$' "$tmp/err"; then
 	echo "ok 4 - compare: the total time at the end"
 else
 	echo "not ok 4 - compare: the total time at the end"
+fi
+
+# queues on cpu (small): the events line of each channel, with the best
+# and the median of its rounds, and the dispatch line.
+WAFER_BACKEND=cpu "$tool" queues 1 2 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+sed 's/^/# stderr: /' "$tmp/err"
+n=0
+for channel in direct mutex mpsc; do
+	grep -Eq "^events channel=$channel ns_per_pair=[0-9.]+ median_ns=[0-9.]+ core_ns_per_command=[0-9.]+$" "$tmp/out" && n=$((n + 1))
+done
+if [ $rc -eq 0 ] && [ $n -eq 3 ] &&
+	grep -Eq '^dispatch_queue default_ns=[0-9.]+ second_queue_ns=[0-9.]+ vs_default=[0-9.]+$' "$tmp/out"; then
+	echo "ok 5 - queues: an events line for each channel and the dispatch line"
+else
+	echo "not ok 5 - queues: an events line for each channel and the dispatch line (status $rc, $n of 3 events lines)"
+	sed 's/^/# stdout: /' "$tmp/out"
 fi

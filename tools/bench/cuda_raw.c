@@ -343,7 +343,7 @@ static void raw_context(int context)
 		raw.drv.cuCtxSetCurrent(raw.ctx);
 }
 
-static double raw_event_pair_ns(unsigned pairs, int context)
+static double raw_event_pair_ns(unsigned pairs, int context, int samples)
 {
 	CUstream copy;
 	CUevent e;
@@ -352,7 +352,7 @@ static double raw_event_pair_ns(unsigned pairs, int context)
 	if (enter() != 0 || second_stream(&copy) != 0)
 		return -1;
 	CHECK(raw.drv.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
-	for (int sample = 0; sample < 3; sample++) {
+	for (int sample = 0; sample < samples; sample++) {
 		unsigned refused = 0;
 		if (context == 3)
 			CHECK(raw.drv.cuCtxSetCurrent(NULL));

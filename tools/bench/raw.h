@@ -47,14 +47,15 @@ struct bench_raw {
 	double (*overlap_ms)(size_t bytes, unsigned batches, unsigned adds,
 			     int two);
 	/* ns per event record on one stream + wait on another, |pairs|
-	 * times, then both synchronised. |context| 0: the calls alone; 1:
+	 * times, then both synchronised; the best of |samples| runs.
+	 * |context| 0: the calls alone; 1:
 	 * each call after the API's "make the context current" (CUDA's
 	 * cuCtxSetCurrent); 2: after asking which context is current
 	 * (cuCtxGetCurrent), made current only when it is another; 3: with
 	 * no context current at all (a negative result: the driver refused
 	 * the calls). 1 and 2 show what a plugin pays for entering its
 	 * context on every call, 3 whether the driver needs it to. */
-	double (*event_pair_ns)(unsigned pairs, int context);
+	double (*event_pair_ns)(unsigned pairs, int context, int samples);
 	/* ns per kernel of a chain of |k| adds of 256 floats, each reading
 	 * the last one's output, |reps| chains then a synchronisation:
 	 * launched one by one (|graph| 0), or captured once into a graph
