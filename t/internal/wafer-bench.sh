@@ -50,7 +50,7 @@ for channel in direct mutex mpsc; do
 	grep -Eq "^events channel=$channel ns_per_pair=[0-9.]+ median_ns=[0-9.]+ core_ns_per_command=[0-9.]+$" "$tmp/out" && n=$((n + 1))
 done
 if [ $rc -eq 0 ] && [ $n -eq 3 ] &&
-	grep -Eq '^dispatch_queue default_ns=[0-9.]+ second_queue_ns=[0-9.]+ vs_default=[0-9.]+$' "$tmp/out"; then
+	grep -Eq '^dispatch_queue default_ns=[0-9.]+ second_queue_ns=[0-9.]+ vs_default=[0-9.]+ median_round_vs_default=[0-9.]+$' "$tmp/out"; then
 	echo "ok 5 - queues: an events line for each channel and the dispatch line"
 else
 	echo "not ok 5 - queues: an events line for each channel and the dispatch line (status $rc, $n of 3 events lines)"
