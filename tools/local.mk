@@ -14,7 +14,8 @@ tools_wafer_bench_SOURCES = tools/wafer-bench.c tools/bench/bench.h \
 	tools/bench/dispatch.c tools/bench/alloc.c tools/bench/donation.c \
 	tools/bench/matmul.c tools/bench/compare.c tools/bench/bandwidth.c \
 	tools/bench/raw.h tools/bench/replay.c tools/bench/allreduce.c \
-	tools/bench/queues.c tools/bench/graph.c \
+	tools/bench/queues.c tools/bench/graph.c tools/bench/pin.c \
+	tools/bench/pin.h \
 	tools/trace.c tools/trace.h \
 	tools/trace_file.c tools/trace_file.h \
 	tools/replay_backend.c tools/replay_backend.h

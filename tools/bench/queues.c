@@ -26,12 +26,13 @@
  *     (wafer_event_record + wafer_queue_wait), 10,000 pairs then a
  *     sync of both; raw: cuEventRecord + cuStreamWaitEvent, timed in
  *     turns with wafer's, 16 rounds on each of four clients, the best
- *     and the median of each (see events()); and the core's share of one
- *     command (a wait on an event never recorded):
+ *     and the median of each, the driver calls of both on one CPU (see
+ *     events()); and the core's share of one command (a wait on an event
+ *     never recorded):
  *
  *     events channel=C ns_per_pair=X median_ns=M core_ns_per_command=Z
  *            [raw_ns_per_pair=Y raw_median_ns=N vs_raw=X/Y
- *             median_round_vs_raw=R]
+ *             median_round_vs_raw=R cpus=D[,C]]
  *
  *   on each channel (direct, mutex, mpsc: the pair is two commands,
  *   and a command costs what its channel's hop costs);
@@ -55,11 +56,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <wafer/plugin.h>
 #include <wafer/queue.h>
 
 #include "tools/bench/bench.h"
+#include "tools/bench/pin.h"
 #include "tools/bench/raw.h"
 
 struct pipeline {
@@ -224,18 +227,32 @@ static double median(double *v, unsigned n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Where wafer's calls are made from: on mpsc the caller leaves the CPU
+ * of the runner (|runner|), which makes the driver calls. */
+static void wafer_side(const struct bench_pin *pin, bool runner)
+{
+	if (runner)
+		bench_pin_to(pin, pin->caller);
+}
+
+/* Back on the CPU of the driver calls for the raw ones, once an mpsc
+ * runner there has had a moment to go to sleep. */
+static void raw_side(const struct bench_pin *pin, bool runner)
+{
+	if (runner && pin->on) {
+		bench_pin_to(pin, pin->driver);
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+	}
+}
+
 /* wafer's pair on |channel| and the raw pair in turns: many short
  * samples (a few ms each), which of the two goes first alternating, on
- * several clients one after the other, and the best of each. Why: on a
- * virtual machine the same calls run at one of two speeds on a thread
- * (an H200 host's raw pair took 245 or 500 ns, on whichever CPU it was
- * pinned to, changing within seconds: the hypervisor places the virtual
- * CPUs), and on mpsc the driver calls run on the runner thread, whose
- * speed is its own: one runner ran at the slow speed through all of a
- * client's rounds while the caller's raw pair ran fast. Each client
- * starts a runner that the scheduler places anew. The best of each is
- * both at their best; the medians, and the median of the rounds' ratios
- * (two samples a moment apart), are printed too. */
+ * four clients one after the other, the best and the median of each and
+ * the median of the rounds' ratios (two samples a moment apart). Where
+ * there is a raw pair, the driver calls of both run on one CPU (pin.h
+ * says why): the caller's own for raw, direct and mutex; for mpsc the
+ * runner's, which a client opened from that CPU starts on, while its
+ * caller moves to another CPU for wafer's rounds. */
 static void events(wafer_runtime *runtime, const char *channel,
 		   const struct bench_raw *raw)
 {
@@ -244,42 +261,62 @@ static void events(wafer_runtime *runtime, const char *channel,
 	double best = INFINITY, raw_best = INFINITY, core = INFINITY;
 	double ns[all], raw_ns[all], ratio[all];
 	bool has_raw = raw && raw->event_pair_ns;
+	bool runner = strcmp(channel, "mpsc") == 0;
+	struct bench_pin pin = {.on = false};
+	char cpus[32] = "any";
 
+	if (has_raw)
+		bench_pin_begin(&pin);
+	if (pin.on && runner)
+		snprintf(cpus, sizeof cpus, "%d,%d", pin.driver, pin.caller);
+	else if (pin.on)
+		snprintf(cpus, sizeof cpus, "%d", pin.driver);
 	for (unsigned k = 0; k < clients; k++) {
+		raw_side(&pin, runner);
 		wafer_client *client = bench_open_client(runtime, channel, NULL);
 		wafer_queue *a = wafer_client_default_queue(client), *b;
 		wafer_event *e;
 
 		bench_check(wafer_queue_open(client, &b), "queue_open");
 		bench_check(wafer_event_create(client, 0, &e), "event_create");
+		wafer_side(&pin, runner);
 		wafer_pair_ns(a, b, e, pairs); /* the runner and driver warm */
 		for (unsigned r = k * rounds; r < (k + 1) * rounds; r++) {
-			if (has_raw && r % 2 == 0)
+			if (has_raw && r % 2 == 0) {
+				raw_side(&pin, runner);
 				raw_ns[r] = raw->event_pair_ns(pairs, 0, 1);
+			}
+			wafer_side(&pin, runner);
 			ns[r] = wafer_pair_ns(a, b, e, pairs);
-			if (has_raw && r % 2 == 1)
+			if (has_raw && r % 2 == 1) {
+				raw_side(&pin, runner);
 				raw_ns[r] = raw->event_pair_ns(pairs, 0, 1);
+			}
 			best = fmin(best, ns[r]);
 			if (has_raw) {
 				raw_best = fmin(raw_best, raw_ns[r]);
 				ratio[r] = ns[r] / raw_ns[r];
 			}
 		}
+		wafer_side(&pin, runner);
 		core = fmin(core, core_ns(client, b, 100000));
 		bench_check(wafer_event_release(e), "event_release");
 		bench_check(wafer_client_close(client), "client_close");
 	}
+	bench_pin_end(&pin);
 	printf("events channel=%s ns_per_pair=%.1f median_ns=%.1f "
 	       "core_ns_per_command=%.1f",
 	       channel, best, median(ns, all), core);
 	if (has_raw && raw_best > 0)
 		printf(" raw=%s raw_ns_per_pair=%.1f raw_median_ns=%.1f "
-		       "vs_raw=%.3f median_round_vs_raw=%.3f",
+		       "vs_raw=%.3f median_round_vs_raw=%.3f cpus=%s",
 		       raw->event_what, raw_best, median(raw_ns, all),
-		       best / raw_best, median(ratio, all));
+		       best / raw_best, median(ratio, all), cpus);
 	printf("\n");
 	fflush(stdout);
 }
+
+
 
 /* ns per noop execute over |launches| on the calling thread's current
  * queue, then a sync. */
@@ -310,18 +347,25 @@ static double noop_on_ns(wafer_client *client, wafer_queue *queue,
 }
 
 /* The two clients' launches in turns, 16 rounds, which goes first
- * alternating, the best of each and the median of the rounds' ratios:
- * each client's runner thread runs at its own speed (see events()). */
-static void dispatch(wafer_runtime *runtime)
+ * alternating, the best of each and the median of the rounds' ratios.
+ * Each client's runner thread would run at its own speed (pin.h): where
+ * there is a raw counterpart (a GPU) both start on one CPU, and the
+ * caller launches from another. */
+static void dispatch(wafer_runtime *runtime, const struct bench_raw *raw)
 {
 	enum { rounds = 16 };
 	const unsigned launches = 20000;
+	struct bench_pin pin = {.on = false};
+
+	if (raw)
+		bench_pin_begin(&pin);
 	wafer_client *one = bench_open_client(runtime, NULL, NULL);
 	wafer_client *two = bench_open_client(runtime, NULL, NULL);
 	wafer_queue *second;
 	double base = INFINITY, other = INFINITY, ratio[rounds];
 
 	bench_check(wafer_queue_open(two, &second), "queue_open");
+	bench_pin_to(&pin, pin.caller);
 	noop_ns(one, launches); /* both runners warm */
 	noop_on_ns(two, second, launches);
 	for (unsigned r = 0; r < rounds; r++) {
@@ -333,12 +377,13 @@ static void dispatch(wafer_runtime *runtime)
 		other = fmin(other, y);
 		ratio[r] = y / x;
 	}
+	bench_check(wafer_client_close(two), "client_close");
+	bench_check(wafer_client_close(one), "client_close");
+	bench_pin_end(&pin);
 	printf("dispatch_queue default_ns=%.1f second_queue_ns=%.1f "
 	       "vs_default=%.3f median_round_vs_default=%.3f\n",
 	       base, other, other / base, median(ratio, rounds));
 	fflush(stdout);
-	bench_check(wafer_client_close(two), "client_close");
-	bench_check(wafer_client_close(one), "client_close");
 }
 
 int bench_queues(int argc, char **argv)
@@ -379,7 +424,7 @@ int bench_queues(int argc, char **argv)
 	static const char *const channels[] = {"direct", "mutex", "mpsc"};
 	for (size_t i = 0; i < sizeof channels / sizeof *channels; i++)
 		events(runtime, channels[i], raw);
-	dispatch(runtime);
+	dispatch(runtime, raw);
 	wafer_runtime_close(runtime);
 	return 0;
 }
