@@ -316,8 +316,6 @@ static void events(wafer_runtime *runtime, const char *channel,
 	fflush(stdout);
 }
 
-
-
 /* ns per noop execute over |launches| on the calling thread's current
  * queue, then a sync. */
 static double noop_ns(wafer_client *client, unsigned launches)
