@@ -227,35 +227,20 @@ static wafer_status cuda_server_timer_begin(void *device, void *queue,
 	return status;
 }
 
+/* The end: a second timer's start, and the device time between the two
+ * (cuda_event_elapsed waits for the end). Both events are destroyed,
+ * whatever failed. */
 static wafer_status cuda_server_timer_end(void *device, void *queue,
 					  void *timer, uint64_t *out_ns)
 {
-	struct cuda_device *dev = device;
-	struct cuda_queue *q = queue;
-	CUevent start = timer;
-	const struct cuda_driver *drv = dev->drv;
-	CUevent end = NULL;
-	float ms = 0.0f;
-	wafer_status status;
-	CUresult result;
+	void *end = NULL;
+	wafer_status status = cuda_server_timer_begin(device, queue, &end);
 
 	*out_ns = 0;
-	status = cuda_enter(dev);
-	if (status != WAFER_OK)
-		goto out;
-	result = cuda_event_recorded(drv, q->stream, CU_EVENT_DEFAULT, &end);
-	if (result == CUDA_SUCCESS)
-		result = drv->cuEventSynchronize(end);
-	if (result == CUDA_SUCCESS)
-		result = drv->cuEventElapsedTime(&ms, start, end);
-	if (result != CUDA_SUCCESS)
-		status = cuda_fail(dev->state, result, "timer_end");
-	else
-		*out_ns = ms > 0.0f ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
-	if (end)
-		drv->cuEventDestroy(end);
-out:
-	drv->cuEventDestroy(start);
+	if (status == WAFER_OK)
+		status = cuda_event_elapsed(device, timer, end, out_ns);
+	cuda_event_destroy(device, end);
+	cuda_event_destroy(device, timer);
 	return status;
 }
 
